@@ -1,0 +1,115 @@
+// Lazy arrays: C++ expressions that record IR instead of computing. Evaluation happens when an Array is
+// read back or assigned to a Tensor; one fused kernel (or the CPU reference, for host tensors) runs then.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <source_location>
+#include <type_traits>
+#include <vector>
+
+#include "loom/ir/build.hpp"
+#include "loom/runtime/tensor.hpp"
+
+namespace loom {
+
+using Loc = std::source_location;
+class Array;
+
+/// A compile-time constant: `x * constant(0.5)` bakes 0.5 into the generated code instead of passing it
+/// as a kernel parameter. Weakly typed like any C++ scalar.
+struct Constant {
+    double value;
+    bool is_integer = false;
+};
+inline Constant constant(double v) { return {v, false}; }
+inline Constant constant(std::int64_t v) { return {static_cast<double>(v), true}; }
+
+template <class T>
+concept CppScalar = std::is_arithmetic_v<T>;
+
+/// One operand of an op at its call site: an Array, a Tensor, a C++ scalar (weakly typed: it takes the
+/// other operand's dtype, see docs/semantics.md) or a Constant, with the user's source location.
+class Operand {
+public:
+    Operand(const Array& a, Loc loc = Loc::current());
+    Operand(const Tensor& t, Loc loc = Loc::current());
+    template <CppScalar S>
+    Operand(S s, Loc loc = Loc::current()) : loc_(loc) {
+        if constexpr (std::is_same_v<S, bool>) {
+            kind_ = Kind::Bool;
+            i_ = s ? 1 : 0;
+        } else if constexpr (std::is_integral_v<S>) {
+            kind_ = Kind::Int;
+            i_ = static_cast<std::int64_t>(s);
+        } else {
+            kind_ = Kind::Float;
+            f_ = static_cast<double>(s);
+        }
+    }
+    Operand(Constant c, Loc loc = Loc::current());
+
+    bool is_array() const { return kind_ == Kind::Array; }
+    const ir::NodePtr& node() const { return node_; }
+    const Loc& loc() const { return loc_; }
+    /// The IR node of this operand when combined with `other` (weak scalars take `other`'s dtype).
+    ir::NodePtr resolve(const Operand& other, std::string_view api) const;
+    /// The IR node of this operand on its own (a C++ scalar alone becomes float32 / int64 / bool).
+    ir::NodePtr resolve_alone(std::string_view api) const;
+
+private:
+    enum class Kind { Array, Bool, Int, Float };
+    Kind kind_ = Kind::Array;
+    bool constant_ = false;
+    ir::NodePtr node_;
+    double f_ = 0;
+    std::int64_t i_ = 0;
+    Loc loc_;
+};
+
+/// A lazy array: an IR node (which keeps its input tensors alive). Cheap to copy.
+class Array {
+public:
+    Array() = default;
+    explicit Array(ir::NodePtr node) : node_(std::move(node)) {}
+    Array(const Tensor& t, Loc loc = Loc::current());
+
+    const ir::NodePtr& node() const { return node_; }
+    DType dtype() const { return node_->dtype(); }
+    const Shape& shape() const { return node_->shape(); }
+    int rank() const { return node_->rank(); }
+    std::int64_t numel() const { return node_->numel(); }
+
+    /// Evaluates now (one fused kernel where the data dependencies allow) and returns the result.
+    Tensor eval(Loc loc = Loc::current()) const;
+    operator Tensor() const { return eval(); }
+    /// Evaluates a rank-0 or one-element array and returns its value on the host.
+    template <CppScalar T>
+    T item(Loc loc = Loc::current()) const;
+
+    Array astype(DType dtype, Loc loc = Loc::current()) const;
+    Array reshape(Shape shape, Loc loc = Loc::current()) const;
+    Array broadcast_to(const Shape& shape, Loc loc = Loc::current()) const;
+    Array permute(std::vector<std::int64_t> perm, Loc loc = Loc::current()) const;
+    /// Swaps the last two axes.
+    Array T(Loc loc = Loc::current()) const;
+    /// Python-style slicing, one SliceSpec per leading axis: x.slice({{1, -1}, {0, kNone, 2}}).
+    Array slice(const std::vector<ir::SliceSpec>& spec, Loc loc = Loc::current()) const;
+
+    /// IR of this array in the printer's format.
+    std::string ir_text() const;
+
+private:
+    ir::NodePtr node_;
+};
+
+/// Evaluates several arrays together (outputs that share an iteration space come out of one kernel).
+std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc = Loc::current());
+template <class... A>
+    requires(std::same_as<A, Array> && ...)
+auto eval(const A&... arrays) {
+    auto v = eval(std::vector<Array>{arrays...});
+    return v;
+}
+
+}  // namespace loom

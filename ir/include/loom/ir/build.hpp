@@ -1,0 +1,70 @@
+// Node constructors: check operands, apply the typing rules and NumPy broadcasting of docs/semantics.md,
+// insert explicit Cast and BroadcastTo nodes, fold constants where IEEE-754 allows, and intern.
+//
+// After construction every elementwise node has operands of exactly its own shape, and operands of the
+// dtype its rule computes in (Arith, Compare, Clamp, FloatMath, FloatArith: all the same dtype; Shift: the
+// left operand's; Select: a bool condition and two operands of the result dtype). Emitters and the
+// reference evaluator rely on this and never broadcast or promote themselves.
+//
+// Errors: loom::Error whose message starts with the API name (the op's name) and gives the operands'
+// shapes and dtypes and the caller's file:line.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "loom/ir/node.hpp"
+
+namespace loom::ir {
+
+using Loc = std::source_location;
+
+/// A tensor argument of the graph. `label` is the name printed in IR and generated code.
+/// `payload` is whatever the caller binds it to (see NodeDesc::payload); each call makes a new input.
+NodePtr input(DType dtype, const Shape& shape, std::string label, std::shared_ptr<const void> payload = {},
+              Loc loc = Loc::current());
+/// A rank-0 run-time scalar (a kernel parameter). `v` must already be a value of `dtype` (see
+/// make_scalar_value); a new value never causes a recompile.
+NodePtr scalar(ScalarValue v, DType dtype, Loc loc = Loc::current());
+/// A rank-0 compile-time constant baked into the generated code.
+NodePtr constant(ScalarValue v, DType dtype, Loc loc = Loc::current());
+
+/// Converts a C++ double to the nearest value of `dtype`, exactly as a cast would (floats round to
+/// nearest even; integers: throws loom::Error naming `api` when the value is not an integer in range).
+ScalarValue make_scalar_value(double v, DType dtype, std::string_view api, Loc loc);
+/// Converts a C++ integer to a value of `dtype`; throws loom::Error naming `api` when out of range for an
+/// integer dtype.
+ScalarValue make_scalar_value(std::int64_t v, DType dtype, std::string_view api, Loc loc);
+
+NodePtr unary(Op op, NodePtr a, Loc loc = Loc::current());
+NodePtr cast(NodePtr a, DType to, Loc loc = Loc::current());
+NodePtr binary(Op op, NodePtr a, NodePtr b, Loc loc = Loc::current());
+NodePtr ternary(Op op, NodePtr a, NodePtr b, NodePtr c, Loc loc = Loc::current());
+
+/// NumPy broadcast of `a` to `shape` (rank may grow; extents of 1 stretch).
+NodePtr broadcast_to(NodePtr a, const Shape& shape, Loc loc = Loc::current());
+/// Same elements in row-major order, new shape; one extent may be -1 (inferred).
+NodePtr reshape(NodePtr a, Shape shape, Loc loc = Loc::current());
+/// Output dimension k is input dimension perm[k]; negative entries count from the end.
+NodePtr permute(NodePtr a, std::vector<std::int64_t> perm, Loc loc = Loc::current());
+/// Swaps the last two dimensions (rank >= 2).
+NodePtr transpose(NodePtr a, Loc loc = Loc::current());
+/// One (start, stop, step) per dimension with Python's meaning (negative indices count from the end,
+/// kNone is the default for the step's direction, negative steps walk backwards). An index outside
+/// [-extent, extent] or a step of 0 is an error. Missing trailing dimensions are taken whole.
+struct SliceSpec {
+    static constexpr std::int64_t kNone = INT64_MIN;
+    std::int64_t start = kNone;
+    std::int64_t stop = kNone;
+    std::int64_t step = 1;
+};
+NodePtr slice(NodePtr a, const std::vector<SliceSpec>& spec, Loc loc = Loc::current());
+/// Reduction over `axes` (empty = all axes; negative axes count from the end; repeats are an error).
+NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, Loc loc = Loc::current());
+
+/// "add(): " prefix helpers for error messages: "[4096, 512] float32".
+std::string describe(const Node& n);
+
+}  // namespace loom::ir

@@ -1,0 +1,34 @@
+// The pass pipeline: a readable list of graph-to-graph passes, verified between passes in debug and test
+// builds, with the IR dumped after each pass that changed it when LOOM_DUMP contains "ir".
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "loom/ir/node.hpp"
+
+namespace loom::ir {
+
+struct Pass {
+    std::string name;
+    std::function<std::vector<NodePtr>(const std::vector<NodePtr>&)> run;
+};
+
+/// Passes of the standard pipeline, in order. Each is a free function in a file of its own under ir/src/passes.
+std::vector<Pass> standard_passes();
+
+/// Runs `passes` over `roots`. Verifies the input and the output of each pass when `verify_each` (on by
+/// default in debug and test builds, LOOM_VERIFY=1 forces it). Because nodes are interned, a pass changed
+/// the graph exactly when a root pointer changed; then, with LOOM_DUMP=ir, the IR after it goes to stderr
+/// (or to LOOM_DUMP_DIR/ir_<n>_<pass>.txt).
+std::vector<NodePtr> run_pipeline(const std::vector<NodePtr>& roots, const std::vector<Pass>& passes);
+
+/// Pass (passes/canonicalize_views.cpp): a view of a broadcast rank-0 value becomes one broadcast of it,
+/// and a cast of a broadcast becomes a broadcast of the cast, so that the work happens on the small source.
+std::vector<NodePtr> canonicalize_views(const std::vector<NodePtr>& roots);
+/// Pass (passes/hoist_uniform.cpp): an elementwise op whose operands are all broadcasts of rank-0 values
+/// (uniform over the iteration space) is computed once on the rank-0 values and broadcast.
+std::vector<NodePtr> hoist_uniform(const std::vector<NodePtr>& roots);
+
+}  // namespace loom::ir

@@ -1,0 +1,28 @@
+// Shapes, strides and NumPy broadcasting.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+/// Extents of an array, outermost first (row-major). Rank 0 is a scalar; Loom supports up to rank 8.
+using Shape = std::vector<std::int64_t>;
+/// Strides in elements (not bytes), one per dimension; 0 for a broadcast dimension.
+using Strides = std::vector<std::int64_t>;
+
+inline constexpr int kMaxRank = 8;
+
+/// Product of the extents (1 for rank 0).
+std::int64_t numel(const Shape& s);
+/// Row-major contiguous strides of a shape, in elements.
+Strides contiguous_strides(const Shape& s);
+/// "[4096, 512]"
+std::string to_string(const Shape& s);
+/// NumPy broadcast of two shapes; returns false when they do not broadcast.
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
+/// Normalizes a possibly negative axis against a rank; returns -1 when out of range.
+int normalize_axis(std::int64_t axis, int rank);
+
+}  // namespace loom

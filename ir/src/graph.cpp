@@ -1,0 +1,220 @@
+// Iterative traversal, printing, verification and rewriting of IR graphs.
+#include "loom/ir/graph.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <bit>
+#include <cmath>
+#include <unordered_map>
+
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+
+namespace loom::ir {
+
+std::vector<const Node*> topo_order(const std::vector<NodePtr>& roots) {
+    std::vector<const Node*> order;
+    std::unordered_map<const Node*, bool> state;  // false: on stack (expanding), true: emitted
+    std::vector<std::pair<const Node*, std::size_t>> stack;
+    for (const auto& r : roots) {
+        if (!r || state.count(r.get())) continue;
+        stack.emplace_back(r.get(), 0);
+        state[r.get()] = false;
+        while (!stack.empty()) {
+            auto& [n, next] = stack.back();
+            if (next < n->operands().size()) {
+                const Node* child = n->operands()[next++].get();
+                if (!state.count(child)) {
+                    state[child] = false;
+                    stack.emplace_back(child, 0);
+                }
+            } else {
+                state[n] = true;
+                order.push_back(n);
+                stack.pop_back();
+            }
+        }
+    }
+    return order;
+}
+
+std::vector<int> use_counts(const std::vector<const Node*>& order) {
+    std::unordered_map<const Node*, std::size_t> pos;
+    for (std::size_t k = 0; k < order.size(); ++k) pos[order[k]] = k;
+    std::vector<int> uses(order.size(), 0);
+    for (const Node* n : order)
+        for (const auto& o : n->operands()) ++uses[pos.at(o.get())];
+    return uses;
+}
+
+namespace {
+
+std::string value_text(const Node& n) {
+    const ScalarValue& v = n.value();
+    if (!v.is_float) return fmt::format("{}", v.i);
+    if (std::isnan(v.f)) return std::signbit(v.f) ? "-nan" : "nan";
+    return fmt::format("{}", v.f);  // shortest round-trip form
+}
+
+std::string attr_text(const Node& n) {
+    switch (info(n.op()).kind) {
+        case OpKind::Leaf:
+            if (n.op() == Op::Input) return fmt::format("\"{}\"", n.label());
+            return value_text(n);
+        case OpKind::View:
+            switch (n.op()) {
+                case Op::Permute: return fmt::format("perm=[{}]", fmt::join(n.ints(), ", "));
+                case Op::Slice: {
+                    std::string s;
+                    for (std::size_t k = 0; k + 1 < n.ints().size(); k += 2)
+                        s += fmt::format("{}{}::{}", k ? ", " : "", n.ints()[k], n.ints()[k + 1]);
+                    return fmt::format("start::step=[{}]", s);
+                }
+                default: return "";
+            }
+        case OpKind::Reduce:
+            return fmt::format("axes=[{}]{}", fmt::join(n.ints(), ", "), n.keepdims() ? " keepdims" : "");
+        default:
+            return "";
+    }
+}
+
+}  // namespace
+
+std::string print(const std::vector<NodePtr>& roots) {
+    const auto order = topo_order(roots);
+    std::unordered_map<const Node*, std::size_t> name;
+    std::string out;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const Node* n = order[k];
+        name[n] = k;
+        std::string ops;
+        for (const auto& o : n->operands()) ops += fmt::format("{}%{}", ops.empty() ? "" : ", ", name.at(o.get()));
+        std::string attrs = attr_text(*n);
+        std::string args = ops;
+        if (!attrs.empty()) args += (args.empty() ? "" : ", ") + attrs;
+        out += fmt::format("%{} = {}{}{} : {}   # {}\n", k, op_name(n->op()), args.empty() ? "" : " ", args,
+                           describe(*n), short_location(n->loc()));
+    }
+    std::string rets;
+    for (const auto& r : roots) rets += fmt::format("{}%{}", rets.empty() ? "" : ", ", name.at(r.get()));
+    out += fmt::format("return {}\n", rets);
+    return out;
+}
+
+void verify(const std::vector<NodePtr>& roots) {
+    for (const Node* n : topo_order(roots)) {
+        const OpInfo& oi = info(n->op());
+        auto bad = [&](const std::string& why) {
+            throw InternalError(fmt::format("verify: {} node ({}) at {}: {}", oi.name, describe(*n),
+                                            short_location(n->loc()), why));
+        };
+        if (n->rank() > kMaxRank) bad("rank exceeds kMaxRank");
+        if (oi.arity >= 0 && static_cast<int>(n->operands().size()) != oi.arity)
+            bad(fmt::format("{} operands, expected {}", n->operands().size(), oi.arity));
+        switch (oi.kind) {
+            case OpKind::Leaf:
+                if (n->op() != Op::Input && n->rank() != 0) bad("scalar leaf with nonzero rank");
+                break;
+            case OpKind::Unary:
+            case OpKind::Binary:
+            case OpKind::Ternary:
+                for (const auto& o : n->operands())
+                    if (o->shape() != n->shape()) bad(fmt::format("operand shape {} differs", to_string(o->shape())));
+                if (oi.rule == Rule::Arith || oi.rule == Rule::Clamp || oi.rule == Rule::FloatArith ||
+                    (oi.rule == Rule::FloatMath && oi.kind != OpKind::Unary) || oi.rule == Rule::Bitwise) {
+                    for (const auto& o : n->operands())
+                        if (o->dtype() != n->dtype()) bad("operand dtype differs from the result's");
+                }
+                if (oi.rule == Rule::FloatMath && !is_float(n->dtype())) bad("float op with a non-float result");
+                if (oi.rule == Rule::Compare && n->operand(0)->dtype() != n->operand(1)->dtype())
+                    bad("compared operands of different dtypes");
+                if (oi.rule == Rule::Select &&
+                    (n->operand(0)->dtype() != DType::Bool || n->operand(1)->dtype() != n->dtype() ||
+                     n->operand(2)->dtype() != n->dtype()))
+                    bad("where operands not (bool, T, T)");
+                break;
+            case OpKind::View:
+                if (n->operand(0)->dtype() != n->dtype()) bad("view changes dtype");
+                if (n->op() == Op::Reshape && n->operand(0)->numel() != n->numel()) bad("reshape changes numel");
+                if (n->op() == Op::Permute && n->ints().size() != static_cast<std::size_t>(n->rank()))
+                    bad("permutation length differs from rank");
+                if (n->op() == Op::Slice && n->ints().size() != 2 * static_cast<std::size_t>(n->rank()))
+                    bad("slice attributes not 2 per axis");
+                break;
+            case OpKind::Reduce:
+                for (auto ax : n->ints())
+                    if (ax < 0 || ax >= n->operand(0)->rank()) bad("reduction axis out of range");
+                break;
+        }
+    }
+}
+
+NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
+    const OpInfo& oi = info(n.op());
+    switch (oi.kind) {
+        case OpKind::Leaf:
+            throw InternalError("rebuild: leaves are not rebuilt");
+        case OpKind::Unary:
+            if (n.op() == Op::Cast) return cast(ops[0], n.dtype(), n.loc());
+            return unary(n.op(), ops[0], n.loc());
+        case OpKind::Binary:
+            return binary(n.op(), ops[0], ops[1], n.loc());
+        case OpKind::Ternary:
+            return ternary(n.op(), ops[0], ops[1], ops[2], n.loc());
+        case OpKind::View:
+            switch (n.op()) {
+                case Op::BroadcastTo: return broadcast_to(ops[0], n.shape(), n.loc());
+                case Op::Reshape: return reshape(ops[0], n.shape(), n.loc());
+                case Op::Permute: return permute(ops[0], n.ints(), n.loc());
+                case Op::Slice: {
+                    std::vector<SliceSpec> spec;
+                    for (std::size_t k = 0; k < n.ints().size(); k += 2) {
+                        const std::int64_t start = n.ints()[k], step = n.ints()[k + 1];
+                        const std::int64_t count = n.shape()[k / 2];
+                        SliceSpec s;
+                        s.start = start;
+                        s.step = step;
+                        s.stop = step > 0 ? start + count * step : start + count * step;
+                        if (step < 0 && s.stop < 0) s.stop = SliceSpec::kNone;
+                        if (count == 0) s.stop = start;
+                        spec.push_back(s);
+                    }
+                    return slice(ops[0], spec, n.loc());
+                }
+                default: break;
+            }
+            break;
+        case OpKind::Reduce:
+            return reduce(n.op(), ops[0], n.ints(), n.keepdims(), n.loc());
+    }
+    throw InternalError(fmt::format("rebuild: unhandled op {}", oi.name));
+}
+
+std::vector<NodePtr> rewrite(const std::vector<NodePtr>& roots, const Rewriter& fn) {
+    const auto order = topo_order(roots);
+    // An owning pointer for every node: from the roots and the operand lists (the graph owns them all).
+    std::unordered_map<const Node*, NodePtr> owner;
+    for (const auto& r : roots) owner.emplace(r.get(), r);
+    for (const Node* n : order)
+        for (const auto& o : n->operands()) owner.emplace(o.get(), o);
+    std::unordered_map<const Node*, NodePtr> done;
+    for (const Node* n : order) {
+        std::vector<NodePtr> ops;
+        ops.reserve(n->operands().size());
+        bool same = true;
+        for (const auto& o : n->operands()) {
+            ops.push_back(done.at(o.get()));
+            same = same && ops.back() == o;
+        }
+        NodePtr repl = fn(*n, ops);
+        if (!repl) repl = same ? owner.at(n) : rebuild(*n, ops);
+        done[n] = std::move(repl);
+    }
+    std::vector<NodePtr> out;
+    for (const auto& r : roots) out.push_back(done.at(r.get()));
+    return out;
+}
+
+}  // namespace loom::ir

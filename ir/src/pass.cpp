@@ -1,0 +1,68 @@
+// The pass pipeline: a list of passes run in order, verified between, dumped when they change the graph.
+#include "loom/ir/pass.hpp"
+
+#include <fmt/format.h>
+#include <fmt/os.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "loom/ir/env.hpp"
+#include "loom/ir/graph.hpp"
+
+namespace loom::ir {
+
+namespace {
+
+bool verify_by_default() {
+    if (const char* v = std::getenv("LOOM_VERIFY")) return std::string_view(v) != "0";
+#ifdef NDEBUG
+    return false;
+#else
+    return true;
+#endif
+}
+
+void dump(const std::vector<NodePtr>& roots, int index, const std::string& pass) {
+    const std::string text = fmt::format("// IR after pass {} ({})\n{}", index, pass, print(roots));
+    if (const char* dir = std::getenv("LOOM_DUMP_DIR")) {
+        const std::string path = fmt::format("{}/ir_{}_{}.txt", dir, index, pass);
+        if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+            std::fputs(text.c_str(), f);
+            std::fclose(f);
+            return;
+        }
+    }
+    std::fputs(text.c_str(), stderr);
+}
+
+}  // namespace
+
+std::vector<Pass> standard_passes() {
+    return {
+        {"canonicalize_views", canonicalize_views},
+        {"hoist_uniform", hoist_uniform},
+    };
+}
+
+std::vector<NodePtr> run_pipeline(const std::vector<NodePtr>& roots, const std::vector<Pass>& passes) {
+    const bool check = verify_by_default();
+    const bool dumping = env_list_contains("LOOM_DUMP", "ir");
+    if (check) verify(roots);
+    std::vector<NodePtr> cur = roots;
+    int index = 0;
+    for (const Pass& p : passes) {
+        ++index;
+        std::vector<NodePtr> next = p.run(cur);
+        const bool changed = next != cur;  // interned nodes: pointer equality is graph equality
+        if (changed) {
+            if (check) verify(next);
+            if (dumping) dump(next, index, p.name);
+        }
+        cur = std::move(next);
+    }
+    return cur;
+}
+
+}  // namespace loom::ir

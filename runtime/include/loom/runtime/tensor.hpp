@@ -1,0 +1,108 @@
+// Tensors: typed, strided views of memory on the host or on a CUDA device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/ir/dtype.hpp"
+#include "loom/ir/shape.hpp"
+
+namespace loom {
+
+enum class DeviceKind : std::uint8_t { CPU, CUDA };
+
+/// Where a tensor's memory lives.
+struct Device {
+    DeviceKind kind = DeviceKind::CPU;
+    int index = 0;
+    static Device cpu() { return {DeviceKind::CPU, 0}; }
+    static Device cuda(int index = 0) { return {DeviceKind::CUDA, index}; }
+    bool is_cuda() const { return kind == DeviceKind::CUDA; }
+    bool operator==(const Device&) const = default;
+    std::string to_string() const;  // "cpu", "cuda:0"
+};
+
+/// A block of memory and how to give it back. Owning storage frees through `release` when the last
+/// tensor that uses it goes away; a non-owning view (Tensor::view) has no `release`.
+struct Storage {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+    Device device;
+    std::function<void(void*)> release;  // empty for views of memory the user owns
+    Storage() = default;
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+    ~Storage();
+};
+
+/// An n-dimensional array: dtype, shape, strides (in elements; 0 for broadcast dimensions) and an offset
+/// (in elements) into shared storage. Copying a Tensor copies the handle, not the data.
+///
+/// Tensor identity is the handle's, not the address: two Tensors made separately over the same memory are
+/// different inputs to a graph.
+class Tensor {
+public:
+    Tensor() = default;
+
+    /// Uninitialized tensor of `shape` and `dtype` on `device` (contiguous, row-major). On CUDA devices the
+    /// memory comes from the stream-ordered pool of the current stream. Throws loom::Error for a negative
+    /// extent or rank above 8, loom::CudaError / loom::OutOfMemory from the device.
+    static Tensor empty(const Shape& shape, DType dtype, Device device);
+    /// Host tensor (device CPU), 64-byte aligned.
+    static Tensor host(const Shape& shape, DType dtype) { return empty(shape, dtype, Device::cpu()); }
+    /// Non-owning view of memory the caller owns (from their own CUDA code or another library): no copy,
+    /// never freed by Loom. `strides` in elements; empty means contiguous row-major.
+    static Tensor view(void* ptr, const Shape& shape, DType dtype, Strides strides = {},
+                       Device device = Device::cuda(0));
+
+    bool defined() const { return impl_ != nullptr; }
+    DType dtype() const;
+    const Shape& shape() const;
+    const Strides& strides() const;
+    std::int64_t offset() const;  // elements from storage()->ptr to element 0
+    int rank() const { return static_cast<int>(shape().size()); }
+    std::int64_t numel() const { return loom::numel(shape()); }
+    std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * itemsize(dtype()); }
+    Device device() const;
+    /// Address of element 0 (storage pointer plus offset).
+    void* data() const;
+    const std::shared_ptr<Storage>& storage() const;
+    /// Row-major contiguous with no gaps (size-1 dimensions may have any stride).
+    bool is_contiguous() const;
+
+    /// A view of the same storage with new shape, strides (elements) and offset (elements).
+    Tensor as_strided(const Shape& shape, const Strides& strides, std::int64_t offset) const;
+
+    /// Synchronous copy to another device (or the host); the result is contiguous.
+    Tensor to(Device device) const;
+    /// Host copy with contiguous layout (a no-op handle copy when already a contiguous host tensor).
+    Tensor to_host() const { return to(Device::cpu()); }
+
+    /// Elements of a host tensor at a logical (row-major) index, converted to double / int64.
+    double get_double(std::int64_t linear_index) const;
+    std::int64_t get_int(std::int64_t linear_index) const;
+
+    /// Unique id of this tensor handle's implementation (stable while it lives).
+    const void* identity() const { return impl_.get(); }
+
+    struct Impl {
+        std::shared_ptr<Storage> storage;
+        DType dtype = DType::Float32;
+        Shape shape;
+        Strides strides;
+        std::int64_t offset = 0;
+        /// The IR input node that stands for this tensor in graphs (weak: the node holds the Impl).
+        mutable std::weak_ptr<const void> input_node;
+    };
+    explicit Tensor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+    const std::shared_ptr<Impl>& impl() const { return impl_; }
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace loom
