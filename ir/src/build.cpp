@@ -166,7 +166,8 @@ NodePtr cast(NodePtr a, DType to, Loc loc) {
         ScalarValue arg = a->value();
         return constant(eval_elementwise(Op::Cast, to, a->dtype(), &arg), to, loc);
     }
-    return intern(desc_of(Op::Cast, to, a->shape(), {std::move(a)}, loc));
+    Shape s = a->shape();  // read before `a` is moved: argument evaluation order is unspecified
+    return intern(desc_of(Op::Cast, to, std::move(s), {std::move(a)}, loc));
 }
 
 NodePtr unary(Op op, NodePtr a, Loc loc) {
@@ -230,6 +231,13 @@ NodePtr binary(Op op, NodePtr a, NodePtr b, Loc loc) {
         default:
             throw InternalError(fmt::format("binary(): rule of {} is not a binary rule", oi.name));
     }
+    if (oi.rule == Rule::Shift && b->dtype() != in) {
+        // The amount moves to the left operand's dtype; clamp it first so that an amount out of that
+        // dtype's range cannot wrap into a small one (int8 x << 256 must stay an oversized shift).
+        const DType bd = b->dtype();
+        b = ternary(Op::Clamp, b, constant(ScalarValue::of_int(is_signed_integer(bd) ? -1 : 0), bd, loc),
+                    constant(ScalarValue::of_int(64), bd, loc), loc);
+    }
     a = cast_to(a, in, loc);
     b = cast_to(b, in, loc);
     if (is_const(a) && is_const(b)) return broadcast_to(fold(op, out, in, {a, b}, loc), shape, loc);
@@ -286,7 +294,8 @@ NodePtr broadcast_to(NodePtr a, const Shape& shape, Loc loc) {
     if (shape.size() > static_cast<std::size_t>(kMaxRank))
         fail("broadcast_to", loc, fmt::format("rank of {} exceeds the maximum rank {}", to_string(shape), kMaxRank));
     if (a->op() == Op::BroadcastTo) a = a->operand_ptr(0);  // broadcast of a broadcast: one view
-    return intern(desc_of(Op::BroadcastTo, a->dtype(), shape, {std::move(a)}, loc));
+    const DType dt = a->dtype();  // read before `a` is moved: argument evaluation order is unspecified
+    return intern(desc_of(Op::BroadcastTo, dt, shape, {std::move(a)}, loc));
 }
 
 NodePtr reshape(NodePtr a, Shape shape, Loc loc) {
@@ -318,7 +327,8 @@ NodePtr reshape(NodePtr a, Shape shape, Loc loc) {
     if (shape == a->shape()) return a;
     if (is_const(a) || (a->op() == Op::BroadcastTo && is_const(a->operand_ptr(0))))
         return broadcast_to(is_const(a) ? a : a->operand_ptr(0), shape, loc);
-    return intern(desc_of(Op::Reshape, a->dtype(), std::move(shape), {std::move(a)}, loc));
+    const DType dt = a->dtype();  // read before `a` is moved: argument evaluation order is unspecified
+    return intern(desc_of(Op::Reshape, dt, std::move(shape), {std::move(a)}, loc));
 }
 
 NodePtr permute(NodePtr a, std::vector<std::int64_t> perm, Loc loc) {
@@ -345,7 +355,8 @@ NodePtr permute(NodePtr a, std::vector<std::int64_t> perm, Loc loc) {
     if (identity) return a;
     Shape shape(static_cast<std::size_t>(r));
     for (int k = 0; k < r; ++k) shape[static_cast<std::size_t>(k)] = a->shape()[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
-    NodeDesc d = desc_of(Op::Permute, a->dtype(), std::move(shape), {std::move(a)}, loc);
+    const DType dt = a->dtype();  // read before `a` is moved: argument evaluation order is unspecified
+    NodeDesc d = desc_of(Op::Permute, dt, std::move(shape), {std::move(a)}, loc);
     d.ints = std::move(perm);
     return intern(std::move(d));
 }
@@ -394,7 +405,8 @@ NodePtr slice(NodePtr a, const std::vector<SliceSpec>& spec, Loc loc) {
         identity = identity && start == 0 && s.step == 1 && count == n;
     }
     if (identity) return a;
-    NodeDesc d = desc_of(Op::Slice, a->dtype(), std::move(shape), {std::move(a)}, loc);
+    const DType dt = a->dtype();  // read before `a` is moved: argument evaluation order is unspecified
+    NodeDesc d = desc_of(Op::Slice, dt, std::move(shape), {std::move(a)}, loc);
     d.ints = std::move(ints);
     return intern(std::move(d));
 }

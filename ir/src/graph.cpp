@@ -176,7 +176,9 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
                         SliceSpec s;
                         s.start = start;
                         s.step = step;
-                        s.stop = step > 0 ? start + count * step : start + count * step;
+                        // One past the last element taken: within [0, extent] for a positive step (start +
+                        // count * step can pass the extent); below 0 means "to the front" for a negative one.
+                        s.stop = step > 0 ? start + (count - 1) * step + 1 : start + count * step;
                         if (step < 0 && s.stop < 0) s.stop = SliceSpec::kNone;
                         if (count == 0) s.stop = start;
                         spec.push_back(s);

@@ -2,7 +2,6 @@
 #include "loom/ir/pass.hpp"
 
 #include <fmt/format.h>
-#include <fmt/os.h>
 
 #include <cstdio>
 #include <cstdlib>

@@ -92,7 +92,7 @@ public:
     Array broadcast_to(const Shape& shape, Loc loc = Loc::current()) const;
     Array permute(std::vector<std::int64_t> perm, Loc loc = Loc::current()) const;
     /// Swaps the last two axes.
-    Array T(Loc loc = Loc::current()) const;
+    Array transposed(Loc loc = Loc::current()) const;
     /// Python-style slicing, one SliceSpec per leading axis: x.slice({{1, -1}, {0, kNone, 2}}).
     Array slice(const std::vector<ir::SliceSpec>& spec, Loc loc = Loc::current()) const;
 

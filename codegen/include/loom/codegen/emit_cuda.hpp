@@ -1,0 +1,55 @@
+// The CUDA emitter of pointwise kernels: plan + graph -> deterministic, readable CUDA C++ for NVRTC.
+//
+// The kernel text has a banner with the plan, a `Params` struct (passed by value as one
+// `__grid_constant__` parameter), a `__device__` body with one statement per IR node in topological order
+// (dense names v0, v1, ...; a comment with the op and the user's file:line), an element function used by
+// the scalar variant and by the vector variant's tail, and the entry points: `<name>_v<W>` (16-byte
+// vectors, W elements per thread; only when the plan has a vector width above 1) and `<name>_s` (one
+// element per thread). Both are `extern "C"`, so profilers show the names unmangled.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loom/codegen/device_info.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/ir/node.hpp"
+
+namespace loom::codegen {
+
+struct KernelSource {
+    std::string name;           // kernel base name (kernel_name of the user's name)
+    std::string user_name;      // the user's name as given
+    std::string vector_entry;   // "<name>_v4"; empty when the plan has no vector variant
+    std::string scalar_entry;   // "<name>_s"
+    std::string kernel;         // the generated code alone (what golden tests compare)
+    std::string source;         // the complete translation unit: prelude + kernel
+    PointwisePlan plan;
+    /// Entry point of a variant.
+    const std::string& entry(Variant v) const { return v == Variant::Vector ? vector_entry : scalar_entry; }
+};
+
+/// Emits the kernel of `plan` (from plan_pointwise on the same `outputs`, or on a graph of the same
+/// structural_key). Deterministic: the same graph structure and plan give the same text.
+KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
+                            const PointwisePlan& plan);
+
+/// plan_pointwise + emit_pointwise. `binding` (optional) receives the numbers of this call.
+KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
+                                const std::vector<InputLayout>& layouts, const DeviceInfo& device,
+                                PointwiseBinding* binding = nullptr);
+
+/// Exact CUDA spelling of a value of dtype `t` (no headers needed): hex float literals for finite floats
+/// ("0x1.8p+0f"), `__int_as_float(0x7f800000)` / `__longlong_as_double(...)` for Inf and NaN, "-0x0p+0f"
+/// for -0.0, integer literals that are valid for the type's minimum (e.g. "(-2147483647 - 1)"), with a
+/// decimal comment for floats ("0x1.8p+0f /* 1.5 */").
+std::string cuda_literal(const ir::ScalarValue& v, DType t);
+
+/// CUDA register type of a dtype: "bool", "signed char", "unsigned char", "int", "long long", "float"
+/// (float16, bfloat16, float32), "double".
+std::string_view register_type(DType t);
+/// CUDA storage type of a dtype: the register type, except "lm::f16" and "lm::bf16".
+std::string_view storage_type(DType t);
+
+}  // namespace loom::codegen

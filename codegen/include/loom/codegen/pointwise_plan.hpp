@@ -1,0 +1,188 @@
+// The pointwise plan: how one fused elementwise kernel walks its iteration space and touches memory.
+//
+// Input: output nodes that share one iteration space (the same shape), whose graph holds only elementwise
+// ops (Cast included), views (BroadcastTo, Reshape, Permute, Slice) and leaves (Input, Scalar, Constant),
+// plus the layout of the tensor bound to each Input. Views are index remappings: the planner composes them
+// symbolically down to every Input, so each load is `base[sum_k idx_k * coef_k]` over the (coalesced)
+// output multi-index; a Reshape that is not a strided view goes through a linear index and a division
+// ("derived index"). The plan is plain data (==, hash, to_string) and holds no sizes: the sizes, strides,
+// offsets and scalar values of one call are a PointwiseBinding, packed into the kernel parameters.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "loom/codegen/device_info.hpp"
+#include "loom/ir/node.hpp"
+
+namespace loom::codegen {
+
+/// Layout of the tensor bound to one Input node, as the runtime knows it before launch.
+struct InputLayout {
+    DType dtype = DType::Float32;
+    /// Strides in elements, one per dimension of the Input's shape; 0 for broadcast dimensions.
+    Strides strides;
+    /// Alignment class: true when the data pointer (element 0) is 16-byte aligned. The runtime decides;
+    /// false rules the 16-byte vector variant out for this specialization.
+    bool aligned16 = true;
+    bool operator==(const InputLayout&) const = default;
+};
+
+/// How one operand is read (or written) as the iteration space is walked.
+enum class Access : std::uint8_t {
+    Contiguous,    // element index == flat index of the iteration space (coalesced, vectorizable)
+    RowBroadcast,  // index == innermost index (stride 1), stride 0 on every outer dimension: a row vector
+    Scalar,        // the same element everywhere: loaded once
+    Strided,       // general affine index over the iteration space's dimensions
+    Gathered,      // affine over derived indices too (a reshape that is not a strided view)
+};
+std::string_view access_name(Access a);
+
+/// One load site (an Input read in one view context) or one output.
+struct OperandPlan {
+    int input = -1;          // canonical input number (order of pointwise_inputs()); -1 for outputs
+    DType dtype = DType::Float32;
+    Access access = Access::Contiguous;
+    /// Strided/Gathered: bit d set when the coefficient of iteration dimension d is nonzero.
+    std::uint32_t dim_mask = 0;
+    /// Strided/Gathered: the innermost coefficient is exactly 1 (then it is not a parameter).
+    bool unit_inner = false;
+    /// Gathered: indices of the derived indices with a nonzero coefficient.
+    std::vector<int> derived;
+    /// Bytes moved per element of the iteration space (itemsize; 0 for Scalar and RowBroadcast, which
+    /// are read once per row or once).
+    int bytes_per_element = 0;
+    bool operator==(const OperandPlan&) const = default;
+};
+
+/// A derived index t = ((off + sum coef * idx) / div) % mod, computed per element (reshape decomposition).
+struct DerivedPlan {
+    std::uint32_t dim_mask = 0;  // iteration dimensions with a nonzero coefficient
+    std::vector<int> derived;    // earlier derived indices with a nonzero coefficient
+    bool has_div = false;
+    bool has_mod = false;
+    bool operator==(const DerivedPlan&) const = default;
+};
+
+enum class IndexWidth : std::uint8_t { I32, I64 };
+enum class Variant : std::uint8_t { Vector, Scalar };
+
+/// Launch configuration: a flat 1-D grid. grid_x == 0 means there is nothing to do (skip the launch).
+struct LaunchConfig {
+    std::uint32_t grid_x = 0;
+    std::uint32_t block_x = 0;
+    bool operator==(const LaunchConfig&) const = default;
+};
+
+/// One kernel parameter: a field of the generated `Params` struct.
+struct ParamField {
+    enum class Kind : std::uint8_t {
+        InputPointer,   // a = load site
+        OutputPointer,  // a = output
+        NumElements,    // n
+        Extent,         // a = iteration dimension
+        SiteCoef,       // a = load site, b = iteration dimension
+        SiteDerived,    // a = load site, b = derived index
+        DerivedOffset,  // a = derived index
+        DerivedCoef,    // a = derived index, b = iteration dimension
+        DerivedDerived, // a = derived index, b = earlier derived index
+        DerivedDiv,     // a = derived index
+        DerivedMod,     // a = derived index
+        Scalar,         // a = scalar number (order of pointwise_scalars())
+    };
+    Kind kind{};
+    int a = 0;
+    int b = 0;
+    std::string name;   // field name in the generated struct
+    std::string ctype;  // its CUDA type
+    std::size_t offset = 0;  // bytes
+    std::size_t size = 0;    // bytes
+    bool operator==(const ParamField&) const = default;
+};
+
+/// Byte layout of the kernel parameter struct (natural alignment, fields in order).
+struct ParamLayout {
+    std::vector<ParamField> fields;
+    std::size_t size = 0;  // bytes, a multiple of `align`
+    std::size_t align = 1;
+    bool operator==(const ParamLayout&) const = default;
+};
+
+/// The specialization of one pointwise kernel. Sizes are not part of it (see PointwiseBinding).
+struct PointwisePlan {
+    int rank = 1;                 // iteration-space rank after coalescing dimensions (>= 1)
+    int block = 256;              // threads per block
+    int vector_width = 1;         // elements per thread in the vector variant; 1: no vector variant
+    bool vector_flat = false;     // vector variant needs no multi-index (every streamed operand contiguous)
+    IndexWidth index = IndexWidth::I32;
+    std::vector<OperandPlan> loads;    // load sites, in emission order
+    std::vector<OperandPlan> outputs;  // written contiguous row-major
+    std::vector<DerivedPlan> derived;
+    std::vector<DType> scalar_dtypes;  // one per Scalar node (order of pointwise_scalars())
+    ParamLayout params;
+
+    bool has_vector_variant() const { return vector_width > 1; }
+    /// Grid and block for `numel` elements and a variant: grid_x = ceil(numel / (block * elements per
+    /// thread)). Throws loom::Error when the grid would exceed 2^31 - 1 blocks.
+    LaunchConfig launch(std::int64_t numel, Variant v) const;
+    /// Bytes moved per element of the iteration space (sum over operands).
+    int bytes_per_element() const;
+    bool operator==(const PointwisePlan&) const = default;
+    std::uint64_t hash() const;
+    /// Multi-line description (the kernel banner).
+    std::string to_string() const;
+};
+
+/// The run-time numbers of one call: sizes, strides, offsets, scalar values. Packed by pack_params.
+struct PointwiseBinding {
+    std::int64_t numel = 0;
+    std::vector<std::int64_t> extents;  // coalesced iteration space, plan.rank entries
+    struct Site {
+        std::int64_t offset = 0;             // elements from the bound tensor's element 0
+        std::vector<std::int64_t> coefs;     // per iteration dimension
+        std::vector<std::int64_t> dcoefs;    // per derived index
+    };
+    std::vector<Site> sites;  // parallel to plan.loads
+    struct Derived {
+        std::int64_t offset = 0, div = 1, mod = 0;
+        std::vector<std::int64_t> coefs, dcoefs;
+    };
+    std::vector<Derived> derived;
+    std::vector<ir::ScalarValue> scalars;  // order of pointwise_scalars()
+};
+
+struct PlannedPointwise {
+    PointwisePlan plan;
+    PointwiseBinding binding;
+};
+
+/// Input nodes of the graph of `outputs` in canonical order (first appearance in ir::topo_order): the
+/// order of `layouts` for plan_pointwise and of the input pointers for pack_params.
+std::vector<const ir::Node*> pointwise_inputs(const std::vector<ir::NodePtr>& outputs);
+/// Scalar nodes in canonical order (first appearance in ir::topo_order).
+std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& outputs);
+
+/// Plans one fused pointwise kernel. `layouts` has one entry per pointwise_inputs(outputs), dtype equal to
+/// the Input's and one stride per dimension. Throws loom::Error when the outputs' shapes differ, the graph
+/// holds a reduction, or the kernel parameters exceed device.param_limit_bytes; InternalError for a
+/// malformed layout list.
+PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
+                                const DeviceInfo& device);
+
+/// Writes the kernel parameter bytes for one call into `out` (at least plan.params.size bytes).
+/// `inputs`: address of element 0 of each bound tensor (order of pointwise_inputs()); `outputs`: the
+/// contiguous output buffers. Load-site offsets (from slices and views) are folded into the pointers.
+void pack_params(const PointwisePlan& plan, const PointwiseBinding& binding, std::span<const void* const> inputs,
+                 std::span<void* const> outputs, std::span<std::byte> out);
+std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBinding& binding,
+                                   std::span<const void* const> inputs, std::span<void* const> outputs);
+
+/// The variant to launch for these pointers: Vector when the plan has one and every pointer that the
+/// vector variant streams (after folding the load-site offsets) is 16-byte aligned; else Scalar.
+Variant select_variant(const PointwisePlan& plan, const PointwiseBinding& binding,
+                       std::span<const void* const> inputs, std::span<void* const> outputs);
+
+}  // namespace loom::codegen

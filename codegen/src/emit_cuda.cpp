@@ -1,0 +1,367 @@
+// The CUDA emitter of pointwise kernels: Params struct, body, element function, vector and scalar entries.
+#include "loom/codegen/emit_cuda.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "emit_internal.hpp"
+#include "loom/codegen/names.hpp"
+#include "loom/codegen/prelude.hpp"
+#include "loom/ir/error.hpp"
+#include "pointwise_graph.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+using detail::PwGraph;
+
+// A statement with its comment aligned in a column.
+void line(std::string& s, int indent, std::string_view code, std::string_view comment = {}) {
+    std::string l = fmt::format("{:{}}{}", "", indent, code);
+    if (!comment.empty()) l = fmt::format("{:<60} // {}", l, comment);
+    s += l;
+    s += '\n';
+}
+
+struct Emitter {
+    const PwGraph& g;
+    const PointwisePlan& plan;
+    std::string name;
+    std::string idx;  // index type
+    bool body_needs_params = false;
+
+    std::string vname(int v) const { return fmt::format("v{}", v); }
+    std::string store_expr(DType t, const std::string& r) const {
+        if (t == DType::Float16) return fmt::format("lm::to_f16({})", r);
+        if (t == DType::BFloat16) return fmt::format("lm::to_bf16({})", r);
+        return r;
+    }
+
+    std::string params_struct() const {
+        std::string s = fmt::format("struct {}_params {{\n", name);
+        for (const ParamField& f : plan.params.fields) {
+            std::string comment;
+            switch (f.kind) {
+                case ParamField::Kind::InputPointer: {
+                    const auto& site = g.sites[static_cast<std::size_t>(f.a)];
+                    const ir::Node* in = g.inputs[static_cast<std::size_t>(site.input)];
+                    comment = fmt::format("input {} \"{}\", {} ({})", site.input, in->label(),
+                                          access_name(plan.loads[static_cast<std::size_t>(f.a)].access),
+                                          short_location(in->loc()));
+                    break;
+                }
+                case ParamField::Kind::OutputPointer: comment = fmt::format("output {}, contiguous", f.a); break;
+                case ParamField::Kind::NumElements: comment = "elements in the iteration space"; break;
+                case ParamField::Kind::Extent: comment = fmt::format("extent of dimension {}", f.a); break;
+                case ParamField::Kind::SiteCoef: comment = fmt::format("in{} stride of dimension {}", f.a, f.b); break;
+                case ParamField::Kind::SiteDerived: comment = fmt::format("in{} stride of t{}", f.a, f.b); break;
+                case ParamField::Kind::DerivedOffset: comment = fmt::format("t{} linear offset", f.a); break;
+                case ParamField::Kind::DerivedCoef: comment = fmt::format("t{} stride of dimension {}", f.a, f.b); break;
+                case ParamField::Kind::DerivedDerived: comment = fmt::format("t{} stride of t{}", f.a, f.b); break;
+                case ParamField::Kind::DerivedDiv: comment = fmt::format("t{} divisor", f.a); break;
+                case ParamField::Kind::DerivedMod: comment = fmt::format("t{} extent", f.a); break;
+                case ParamField::Kind::Scalar: {
+                    const ir::Node* sc = g.scalars[static_cast<std::size_t>(f.a)];
+                    comment = fmt::format("scalar {} ({})", name_of(sc->dtype()), short_location(sc->loc()));
+                    break;
+                }
+            }
+            line(s, 4, fmt::format("{} {};", f.ctype, f.name), comment);
+        }
+        s += "};\n";
+        s += fmt::format("static_assert(sizeof({}_params) == {}, \"kernel parameter layout differs from the host's\");\n",
+                         name, plan.params.size);
+        return s;
+    }
+    static std::string name_of(DType t) { return std::string(loom::name(t)); }
+
+    std::string body() const {
+        std::vector<std::string> sig;
+        if (body_needs_params) sig.push_back(fmt::format("const {}_params& p", name));
+        for (const auto& site : g.sites)
+            sig.push_back(fmt::format("const {} {}", register_type(g.values[static_cast<std::size_t>(site.value)].node->dtype()),
+                                      vname(site.value)));
+        for (std::size_t o = 0; o < g.outputs.size(); ++o)
+            sig.push_back(fmt::format("{}& r{}", register_type(plan.outputs[o].dtype), o));
+        std::string s = fmt::format("__device__ __forceinline__ void {}_body({}) {{\n", name, fmt::join(sig, ", "));
+        for (std::size_t k = 0; k < g.values.size(); ++k) {
+            const auto& v = g.values[k];
+            const ir::Node& n = *v.node;
+            const std::string where = short_location(n.loc());
+            const std::string_view rt = register_type(n.dtype());
+            const int vi = static_cast<int>(k);
+            switch (ir::info(n.op()).kind) {
+                case ir::OpKind::Leaf:
+                    if (n.op() == ir::Op::Input) {
+                        line(s, 4, fmt::format("// {} = in{}: input {} \"{}\" {}", vname(vi), v.site,
+                                               g.sites[static_cast<std::size_t>(v.site)].input, n.label(), name_of(n.dtype())),
+                             where);
+                    } else if (n.op() == ir::Op::Scalar) {
+                        line(s, 4, fmt::format("const {} {} = p.s{};", rt, vname(vi), g.scalar_number.at(&n)),
+                             fmt::format("scalar {} ({})", name_of(n.dtype()), where));
+                    } else {
+                        line(s, 4, fmt::format("const {} {} = {};", rt, vname(vi), cuda_literal(n.value(), n.dtype())),
+                             fmt::format("constant {} ({})", name_of(n.dtype()), where));
+                    }
+                    break;
+                case ir::OpKind::Unary:
+                case ir::OpKind::Binary:
+                case ir::OpKind::Ternary: {
+                    std::vector<std::string> args;
+                    for (int a : v.args) args.push_back(vname(a));
+                    const std::string op = n.op() == ir::Op::Cast
+                                               ? fmt::format("cast to {}", name_of(n.dtype()))
+                                               : std::string(ir::op_name(n.op()));
+                    line(s, 4, fmt::format("const {} {} = {};", rt, vname(vi), detail::op_expression(n, args)),
+                         fmt::format("{} ({})", op, where));
+                    break;
+                }
+                case ir::OpKind::View:
+                case ir::OpKind::Reduce: throw InternalError("emit_pointwise: view or reduction as a value");
+            }
+        }
+        for (std::size_t o = 0; o < g.outputs.size(); ++o)
+            line(s, 4, fmt::format("r{} = {};", o, vname(g.outputs[o])), fmt::format("output {}", o));
+        s += "}\n";
+        return s;
+    }
+
+    // Offset expression of a Strided/Gathered site (or the row part of one) over i<d> and t<m>.
+    std::string site_terms(std::size_t s, bool skip_inner) const {
+        const OperandPlan& o = plan.loads[s];
+        std::vector<std::string> terms;
+        for (int d = 0; d < plan.rank; ++d) {
+            if (!(o.dim_mask >> d & 1u)) continue;
+            if (d == plan.rank - 1 && skip_inner) continue;
+            if (o.unit_inner && d == plan.rank - 1) terms.push_back(fmt::format("i{}", d));
+            else terms.push_back(fmt::format("i{} * p.in{}_s{}", d, s, d));
+        }
+        for (int m : o.derived) terms.push_back(fmt::format("t{} * p.in{}_t{}", m, s, m));
+        if (terms.empty()) return "0";
+        return fmt::format("{}", fmt::join(terms, " + "));
+    }
+
+    // Decomposes the flat index `flat` into the iteration-space indices of `needed` dimensions.
+    void decompose(std::string& s, std::uint32_t needed, const std::string& flat) const {
+        if (needed == 0) return;
+        int lo = 0;
+        while (!(needed >> lo & 1u)) ++lo;
+        const int R = plan.rank;
+        if (R == 1) {
+            line(s, 4, fmt::format("const {} i0 = {};", idx, flat), "iteration index");
+            return;
+        }
+        line(s, 4, fmt::format("{} q = {};", idx, flat), "flat index -> multi-index (row-major)");
+        for (int d = R - 1; d > lo; --d) {
+            if (needed >> d & 1u) line(s, 4, fmt::format("const {} i{} = q % p.ext{};", idx, d, d));
+            line(s, 4, fmt::format("q /= p.ext{};", d));
+        }
+        if (lo == 0) line(s, 4, fmt::format("const {} i0 = q;", idx));
+        else line(s, 4, fmt::format("const {} i{} = q % p.ext{};", idx, lo, lo));
+    }
+
+    void derived_indices(std::string& s) const {
+        for (std::size_t m = 0; m < plan.derived.size(); ++m) {
+            const DerivedPlan& d = plan.derived[m];
+            std::vector<std::string> terms{fmt::format("p.t{}_off", m)};
+            for (int k = 0; k < plan.rank; ++k)
+                if (d.dim_mask >> k & 1u) terms.push_back(fmt::format("i{} * p.t{}_s{}", k, m, k));
+            for (int j : d.derived) terms.push_back(fmt::format("t{} * p.t{}_t{}", j, m, j));
+            std::string e = fmt::format("{}", fmt::join(terms, " + "));
+            if (d.has_div) e = fmt::format("({}) / p.t{}_div", e, m);
+            if (d.has_mod) e = fmt::format("({}) % p.t{}_mod", e, m);
+            line(s, 4, fmt::format("const {} t{} = {};", idx, m, e), "reshape: index of the operand's dimension");
+        }
+    }
+
+    std::uint32_t element_dims() const {
+        std::uint32_t m = 0;
+        for (const auto& o : plan.loads) {
+            if (o.access == Access::Strided || o.access == Access::Gathered) m |= o.dim_mask;
+            if (o.access == Access::RowBroadcast) m |= 1u << (plan.rank - 1);
+        }
+        for (const auto& d : plan.derived) m |= d.dim_mask;
+        return m;
+    }
+
+    std::string body_call(const std::vector<std::string>& args, const std::vector<std::string>& outs) const {
+        std::vector<std::string> all;
+        if (body_needs_params) all.push_back("p");
+        all.insert(all.end(), args.begin(), args.end());
+        all.insert(all.end(), outs.begin(), outs.end());
+        return fmt::format("{}_body({});", name, fmt::join(all, ", "));
+    }
+
+    std::string element() const {
+        std::string s = fmt::format("__device__ __forceinline__ void {}_element(const {}_params& p, const {} e) {{\n",
+                                    name, name, idx);
+        decompose(s, element_dims(), "e");
+        derived_indices(s);
+        std::vector<std::string> args;
+        for (std::size_t k = 0; k < g.sites.size(); ++k) {
+            const OperandPlan& o = plan.loads[k];
+            std::string off;
+            switch (o.access) {
+                case Access::Contiguous: off = "e"; break;
+                case Access::RowBroadcast: off = fmt::format("i{}", plan.rank - 1); break;
+                case Access::Scalar: off = "0"; break;
+                case Access::Strided:
+                case Access::Gathered: off = site_terms(k, false); break;
+            }
+            const int v = g.sites[k].value;
+            line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", register_type(o.dtype), vname(v), k, off),
+                 fmt::format("load in{} ({})", k, access_name(o.access)));
+            args.push_back(vname(v));
+        }
+        std::vector<std::string> outs;
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
+            line(s, 4, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
+            outs.push_back(fmt::format("r{}", o));
+        }
+        line(s, 4, body_call(args, outs));
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
+            line(s, 4, fmt::format("p.out{}[e] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
+        s += "}\n";
+        return s;
+    }
+
+    std::string vector_kernel() const {
+        const int W = plan.vector_width;
+        const int R = plan.rank;
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}_v{}(const __grid_constant__ {}_params p) {{\n",
+                                    plan.block, name, W, name);
+        if (plan.index == IndexWidth::I32) {
+            line(s, 4, fmt::format("const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * {}u;", W),
+                 "first element of this thread's vector");
+            line(s, 4, "if (g >= (unsigned)p.n) return;");
+            line(s, 4, "const int i = (int)g;");
+        } else {
+            line(s, 4, fmt::format("const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {};", W),
+                 "first element of this thread's vector");
+            line(s, 4, "if (i >= p.n) return;");
+        }
+        line(s, 4, fmt::format("if (p.n - i < {}) {{", W), "tail: fewer elements left than a vector");
+        line(s, 8, fmt::format("for ({} e = i; e < p.n; ++e) {}_element(p, e);", idx, name));
+        line(s, 8, "return;");
+        line(s, 4, "}");
+        std::uint32_t dims = 0;
+        for (const auto& o : plan.loads) {
+            if (o.access == Access::Strided) dims |= o.dim_mask;
+            if (o.access == Access::RowBroadcast) dims |= 1u << (R - 1);
+        }
+        if (!plan.vector_flat) decompose(s, dims, "i");
+        std::vector<std::string> args;
+        for (std::size_t k = 0; k < g.sites.size(); ++k) {
+            const OperandPlan& o = plan.loads[k];
+            const int v = g.sites[k].value;
+            const std::string_view st = storage_type(o.dtype);
+            const std::string_view rt = register_type(o.dtype);
+            const bool inner_zero = o.access == Access::Strided && !(o.dim_mask >> (R - 1) & 1u);
+            if (o.access == Access::Scalar || inner_zero) {
+                line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", rt, vname(v), k,
+                                       o.access == Access::Scalar ? "0" : site_terms(k, true)),
+                     fmt::format("load in{} once ({})", k, o.access == Access::Scalar ? "scalar" : "same in every lane"));
+                args.push_back(vname(v));
+                continue;
+            }
+            std::string off;
+            if (o.access == Access::Contiguous) off = "i";
+            else if (o.access == Access::RowBroadcast) off = fmt::format("i{}", R - 1);
+            else off = fmt::format("({})", site_terms(k, false));
+            line(s, 4, fmt::format("const lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + {});", st, W, k, st, W, k, off),
+                 fmt::format("load in{} ({}, {} bytes)", k, access_name(o.access), W * static_cast<int>(itemsize(o.dtype))));
+            args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));
+        }
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
+            line(s, 4, fmt::format("lm::vec<{}, {}> o{};", storage_type(plan.outputs[o].dtype), W, o));
+        line(s, 4, "#pragma unroll");
+        line(s, 4, fmt::format("for (int j = 0; j < {}; ++j) {{", W));
+        std::vector<std::string> outs;
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
+            line(s, 8, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
+            outs.push_back(fmt::format("r{}", o));
+        }
+        line(s, 8, body_call(args, outs));
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
+            line(s, 8, fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
+        line(s, 4, "}");
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
+            const std::string_view st = storage_type(plan.outputs[o].dtype);
+            line(s, 4, fmt::format("lm::store_vec<{}, {}>(p.out{} + i, o{});", st, W, o, o),
+                 fmt::format("store out{} ({} bytes)", o, W * static_cast<int>(itemsize(plan.outputs[o].dtype))));
+        }
+        s += "}\n";
+        return s;
+    }
+
+    std::string scalar_kernel() const {
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}_s(const __grid_constant__ {}_params p) {{\n",
+                                    plan.block, name, name);
+        if (plan.index == IndexWidth::I32) {
+            line(s, 4, "const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;", "one element per thread");
+            line(s, 4, "if (g >= (unsigned)p.n) return;");
+            line(s, 4, fmt::format("{}_element(p, (int)g);", name));
+        } else {
+            line(s, 4, "const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;", "one element per thread");
+            line(s, 4, "if (e >= p.n) return;");
+            line(s, 4, fmt::format("{}_element(p, e);", name));
+        }
+        s += "}\n";
+        return s;
+    }
+};
+
+}  // namespace
+
+KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
+                            const PointwisePlan& plan) {
+    const PwGraph g = detail::build_pw_graph(outputs);
+    if (g.sites.size() != plan.loads.size() || g.scalars.size() != plan.scalar_dtypes.size() ||
+        g.outputs.size() != plan.outputs.size())
+        throw InternalError(fmt::format("emit_pointwise: plan ({} loads, {} scalars, {} outputs) does not belong to "
+                                        "this graph ({}, {}, {})",
+                                        plan.loads.size(), plan.scalar_dtypes.size(), plan.outputs.size(),
+                                        g.sites.size(), g.scalars.size(), g.outputs.size()));
+    KernelSource ks;
+    ks.user_name = std::string(user_name);
+    ks.name = kernel_name(user_name);
+    ks.scalar_entry = ks.name + "_s";
+    if (plan.has_vector_variant()) ks.vector_entry = fmt::format("{}_v{}", ks.name, plan.vector_width);
+    ks.plan = plan;
+
+    Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
+    std::string& s = ks.kernel;
+    s += fmt::format("// ---- Loom pointwise kernel {} (from \"{}\") ----\n", ks.name, user_name);
+    std::string banner = plan.to_string();
+    for (std::size_t b = 0, e; b < banner.size(); b = e + 1) {
+        e = banner.find('\n', b);
+        if (e == std::string::npos) e = banner.size();
+        s += fmt::format("// {}\n", std::string_view(banner).substr(b, e - b));
+    }
+    s += fmt::format("// entry points: {}{}\n\n", ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
+                     ks.scalar_entry + " (scalar)");
+    s += em.params_struct();
+    s += '\n';
+    s += em.body();
+    s += '\n';
+    s += em.element();
+    s += '\n';
+    if (plan.has_vector_variant()) {
+        s += em.vector_kernel();
+        s += '\n';
+    }
+    s += em.scalar_kernel();
+    ks.source = fmt::format("{}\n{}", prelude_source(), ks.kernel);
+    return ks;
+}
+
+KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
+                                const std::vector<InputLayout>& layouts, const DeviceInfo& device,
+                                PointwiseBinding* binding) {
+    PlannedPointwise pp = plan_pointwise(outputs, layouts, device);
+    if (binding) *binding = pp.binding;
+    return emit_pointwise(user_name, outputs, pp.plan);
+}
+
+}  // namespace loom::codegen

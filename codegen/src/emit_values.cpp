@@ -1,0 +1,108 @@
+// Spelling values, types and op calls in CUDA: exact literals, register and storage types.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "emit_internal.hpp"
+#include "loom/codegen/emit_cuda.hpp"
+#include "loom/ir/error.hpp"
+
+namespace loom::codegen {
+
+std::string_view register_type(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::Int8: return "signed char";
+        case DType::UInt8: return "unsigned char";
+        case DType::Int32: return "int";
+        case DType::Int64: return "long long";
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float32: return "float";
+        case DType::Float64: return "double";
+    }
+    throw InternalError("register_type: bad dtype");
+}
+
+std::string_view storage_type(DType t) {
+    switch (t) {
+        case DType::Float16: return "lm::f16";
+        case DType::BFloat16: return "lm::bf16";
+        case DType::Bool:
+        case DType::Int8:
+        case DType::UInt8:
+        case DType::Int32:
+        case DType::Int64:
+        case DType::Float32:
+        case DType::Float64: return register_type(t);
+    }
+    throw InternalError("storage_type: bad dtype");
+}
+
+namespace {
+
+std::string float_literal(float f) {
+    const auto bits = std::bit_cast<std::uint32_t>(f);
+    if (std::isnan(f)) return fmt::format("__uint_as_float(0x{:08x}u) /* nan */", bits);
+    if (std::isinf(f)) return fmt::format("__uint_as_float(0x{:08x}u) /* {}inf */", bits, f < 0 ? "-" : "");
+    if (f == 0.0f) return std::signbit(f) ? "-0x0p+0f /* -0 */" : "0x0p+0f /* 0 */";
+    return fmt::format("{:a}f /* {} */", static_cast<double>(f), f);
+}
+
+std::string double_literal(double d) {
+    const auto bits = std::bit_cast<std::uint64_t>(d);
+    if (std::isnan(d)) return fmt::format("__longlong_as_double((long long)0x{:016x}ull) /* nan */", bits);
+    if (std::isinf(d))
+        return fmt::format("__longlong_as_double((long long)0x{:016x}ull) /* {}inf */", bits, d < 0 ? "-" : "");
+    if (d == 0.0) return std::signbit(d) ? "-0x0p+0 /* -0 */" : "0x0p+0 /* 0 */";
+    return fmt::format("{:a} /* {} */", d, d);
+}
+
+}  // namespace
+
+std::string cuda_literal(const ir::ScalarValue& v, DType t) {
+    switch (t) {
+        case DType::Bool: return v.as_double() != 0.0 ? "true" : "false";
+        case DType::Int8: return fmt::format("(signed char){}", v.i);
+        case DType::UInt8: return fmt::format("(unsigned char){}", v.i);
+        case DType::Int32:
+            if (v.i == std::numeric_limits<std::int32_t>::min()) return "(-2147483647 - 1)";
+            return fmt::format("{}", v.i);
+        case DType::Int64:
+            if (v.i == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807ll - 1)";
+            return fmt::format("{}ll", v.i);
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float32: return float_literal(static_cast<float>(v.as_double()));
+        case DType::Float64: return double_literal(v.as_double());
+    }
+    throw InternalError("cuda_literal: bad dtype");
+}
+
+namespace detail {
+
+namespace {
+// Ops whose result is always a value of the operands' dtype: no rounding for float16/bfloat16.
+bool keeps_representable(ir::Op op) {
+    using ir::Op;
+    return op == Op::Neg || op == Op::Abs || op == Op::Sign || op == Op::Relu || op == Op::Floor ||
+           op == Op::Ceil || op == Op::Round || op == Op::Trunc || op == Op::Minimum || op == Op::Maximum ||
+           op == Op::Where || op == Op::Clamp;
+}
+}  // namespace
+
+std::string op_expression(const ir::Node& n, const std::vector<std::string>& args) {
+    const ir::OpInfo& oi = ir::info(n.op());
+    if (n.op() == ir::Op::Cast) return fmt::format("lm::cast<{}>({})", storage_type(n.dtype()), args.at(0));
+    std::string call = fmt::format("{}({})", oi.cuda, fmt::join(args, ", "));
+    if (n.dtype() == DType::Float16 && !keeps_representable(n.op())) return fmt::format("lm::round_f16({})", call);
+    if (n.dtype() == DType::BFloat16 && !keeps_representable(n.op())) return fmt::format("lm::round_bf16({})", call);
+    return call;
+}
+
+}  // namespace detail
+
+}  // namespace loom::codegen

@@ -1,0 +1,511 @@
+// Pointwise planning: compose views down to every load, coalesce the iteration space, classify accesses,
+// choose vector width and index width, lay out the kernel parameters.
+#include "loom/codegen/pointwise_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "loom/ir/error.hpp"
+#include "pointwise_graph.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+using detail::PwGraph;
+
+// An affine index: off + sum_d c[d] * idx_d + sum_m t[m] * derived_m.
+struct Form {
+    std::int64_t off = 0;
+    std::vector<std::int64_t> c;
+    std::vector<std::int64_t> t;
+};
+
+void add_scaled(Form& f, const Form& g, std::int64_t k) {
+    f.off += k * g.off;
+    if (f.c.size() < g.c.size()) f.c.resize(g.c.size(), 0);
+    for (std::size_t d = 0; d < g.c.size(); ++d) f.c[d] += k * g.c[d];
+    if (f.t.size() < g.t.size()) f.t.resize(g.t.size(), 0);
+    for (std::size_t m = 0; m < g.t.size(); ++m) f.t[m] += k * g.t[m];
+}
+
+std::int64_t tcoef(const Form& f, std::size_t m) { return m < f.t.size() ? f.t[m] : 0; }
+
+struct Derived {
+    Form L;
+    std::int64_t div = 1, mod = 0;
+    bool has_div = false, has_mod = false;
+    int group = 0;
+    std::int64_t inner = 1;  // product of the group's later extents
+};
+
+struct Analysis {
+    Shape extents;                 // iteration space (before coalescing)
+    std::vector<Form> sites;       // per load site, in elements of the bound tensor
+    std::vector<Derived> derived;
+    std::vector<std::vector<int>> groups;  // derived indices of one reshape group, outermost first
+};
+
+// Index maps of every context, from the root down; the forms of every load site.
+Analysis analyze(const PwGraph& g, const Shape& out_shape, const std::vector<InputLayout>& layouts) {
+    Analysis an;
+    an.extents = out_shape;
+    const std::size_t R = out_shape.size();
+    std::vector<std::vector<Form>> maps(g.contexts.size());
+    maps[detail::kRootContext].resize(R);
+    for (std::size_t d = 0; d < R; ++d) {
+        maps[0][d].c.assign(R, 0);
+        maps[0][d].c[d] = 1;
+    }
+    for (std::size_t k = 2; k < g.contexts.size(); ++k) {
+        const auto& cx = g.contexts[k];
+        const ir::Node* v = cx.view;
+        const ir::Node* a = v->operand(0);
+        const std::vector<Form>& C = maps[static_cast<std::size_t>(cx.parent)];
+        std::vector<Form> A(static_cast<std::size_t>(a->rank()));
+        const Shape& tv = v->shape();
+        const Shape& ta = a->shape();
+        switch (v->op()) {
+            case ir::Op::BroadcastTo: {
+                const std::size_t lead = tv.size() - ta.size();
+                for (std::size_t e = 0; e < ta.size(); ++e)
+                    if (ta[e] != 1) A[e] = C[e + lead];
+                break;
+            }
+            case ir::Op::Permute:
+                for (std::size_t q = 0; q < tv.size(); ++q) A[static_cast<std::size_t>(v->ints()[q])] = C[q];
+                break;
+            case ir::Op::Slice:
+                for (std::size_t d = 0; d < tv.size(); ++d) {
+                    add_scaled(A[d], C[d], v->ints()[2 * d + 1]);
+                    A[d].off += v->ints()[2 * d];
+                }
+                break;
+            case ir::Op::Reshape: {
+                if (numel(tv) == 0) break;  // nothing is ever read
+                std::vector<std::size_t> vd, ad;
+                for (std::size_t d = 0; d < tv.size(); ++d)
+                    if (tv[d] != 1) vd.push_back(d);
+                for (std::size_t e = 0; e < ta.size(); ++e)
+                    if (ta[e] != 1) ad.push_back(e);
+                std::size_t p = 0, q = 0;
+                while (p < vd.size() && q < ad.size()) {
+                    std::vector<std::size_t> D{vd[p]}, E{ad[q]};
+                    std::int64_t pv = tv[vd[p++]], pa = ta[ad[q++]];
+                    while (pv != pa) {
+                        if (pv < pa) { D.push_back(vd[p]); pv *= tv[vd[p++]]; }
+                        else { E.push_back(ad[q]); pa *= ta[ad[q++]]; }
+                    }
+                    Form L;
+                    std::int64_t ip = 1;
+                    for (std::size_t j = D.size(); j-- > 0;) {
+                        add_scaled(L, C[D[j]], ip);
+                        ip *= tv[D[j]];
+                    }
+                    if (E.size() == 1) {
+                        A[E[0]] = L;
+                        continue;
+                    }
+                    const int group = static_cast<int>(an.groups.size());
+                    an.groups.emplace_back();
+                    std::int64_t inner = pa;
+                    for (std::size_t j = 0; j < E.size(); ++j) {
+                        inner /= ta[E[j]];
+                        Derived dv;
+                        dv.L = L;
+                        dv.div = inner;
+                        dv.mod = ta[E[j]];
+                        dv.has_div = j + 1 < E.size();
+                        dv.has_mod = j > 0;
+                        dv.group = group;
+                        dv.inner = inner;
+                        const std::size_t m = an.derived.size();
+                        an.groups.back().push_back(static_cast<int>(m));
+                        an.derived.push_back(std::move(dv));
+                        A[E[j]].t.assign(m + 1, 0);
+                        A[E[j]].t[m] = 1;
+                    }
+                }
+                break;
+            }
+            default:
+                throw InternalError(fmt::format("analyze: {} is not a view", ir::op_name(v->op())));
+        }
+        maps[k] = std::move(A);
+    }
+    for (const auto& s : g.sites) {
+        const ir::Node* in = g.inputs[static_cast<std::size_t>(s.input)];
+        const InputLayout& lay = layouts[static_cast<std::size_t>(s.input)];
+        Form f;
+        const auto& C = maps[static_cast<std::size_t>(s.ctx)];
+        for (std::size_t e = 0; e < C.size(); ++e)
+            if (in->shape()[e] != 1) add_scaled(f, C[e], lay.strides[e]);
+        an.sites.push_back(std::move(f));
+    }
+    return an;
+}
+
+// A reshape group whose derived indices appear with coefficients proportional to their inner extents is
+// the group's linear index times one coefficient: substitute it (the reshape was a strided view there).
+void simplify(Analysis& an) {
+    auto rewrite = [&](Form& f, std::size_t limit) {
+        for (std::size_t gi = an.groups.size(); gi-- > 0;) {
+            const auto& members = an.groups[gi];
+            if (static_cast<std::size_t>(members.front()) >= limit) continue;
+            const std::int64_t unit = tcoef(f, static_cast<std::size_t>(members.back()));
+            bool any = false, prop = unit != 0;
+            for (int m : members) {
+                const std::int64_t c = tcoef(f, static_cast<std::size_t>(m));
+                any = any || c != 0;
+                prop = prop && c == unit * an.derived[static_cast<std::size_t>(m)].inner;
+            }
+            if (!any || !prop) continue;
+            for (int m : members) f.t[static_cast<std::size_t>(m)] = 0;
+            add_scaled(f, an.derived[static_cast<std::size_t>(members.front())].L, unit);
+        }
+    };
+    for (auto& f : an.sites) rewrite(f, an.derived.size());
+    for (std::size_t m = 0; m < an.derived.size(); ++m) rewrite(an.derived[m].L, m);
+    // Keep the derived indices still referenced, renumbered densely.
+    std::vector<bool> used(an.derived.size(), false);
+    for (const auto& f : an.sites)
+        for (std::size_t m = 0; m < f.t.size(); ++m) used[m] = used[m] || f.t[m] != 0;
+    for (std::size_t m = an.derived.size(); m-- > 0;)
+        if (used[m])
+            for (std::size_t j = 0; j < an.derived[m].L.t.size(); ++j) used[j] = used[j] || an.derived[m].L.t[j] != 0;
+    std::vector<int> renum(an.derived.size(), -1);
+    std::vector<Derived> kept;
+    for (std::size_t m = 0; m < an.derived.size(); ++m)
+        if (used[m]) {
+            renum[m] = static_cast<int>(kept.size());
+            kept.push_back(an.derived[m]);
+        }
+    auto remap = [&](Form& f) {
+        std::vector<std::int64_t> t(kept.size(), 0);
+        for (std::size_t m = 0; m < f.t.size(); ++m)
+            if (f.t[m] != 0) t[static_cast<std::size_t>(renum[m])] = f.t[m];
+        f.t = std::move(t);
+    };
+    for (auto& f : an.sites) remap(f);
+    for (auto& d : kept) remap(d.L);
+    an.derived = std::move(kept);
+}
+
+// Drops extent-1 dimensions and merges neighbours that every form walks as one (c[d] == c[d+1] * n[d+1]).
+void coalesce(Analysis& an) {
+    std::vector<Form*> forms;
+    for (auto& f : an.sites) forms.push_back(&f);
+    for (auto& d : an.derived) forms.push_back(&d.L);
+    for (Form* f : forms) f->c.resize(an.extents.size(), 0);
+    Shape ext;
+    std::vector<std::vector<std::int64_t>> cols;  // per kept dimension: the coefficient of every form
+    for (std::size_t d = 0; d < an.extents.size(); ++d) {
+        if (an.extents[d] == 1) continue;
+        std::vector<std::int64_t> col;
+        for (Form* f : forms) col.push_back(f->c[d]);
+        if (!ext.empty()) {
+            bool merge = true;
+            for (std::size_t k = 0; k < forms.size(); ++k) merge = merge && cols.back()[k] == col[k] * an.extents[d];
+            if (merge) {
+                ext.back() *= an.extents[d];
+                cols.back() = col;
+                continue;
+            }
+        }
+        ext.push_back(an.extents[d]);
+        cols.push_back(std::move(col));
+    }
+    if (ext.empty()) {  // a single element: one dimension of extent 1
+        ext.push_back(1);
+        cols.emplace_back(forms.size(), 0);
+    }
+    for (std::size_t k = 0; k < forms.size(); ++k) {
+        forms[k]->c.resize(ext.size());
+        for (std::size_t d = 0; d < ext.size(); ++d) forms[k]->c[d] = cols[d][k];
+    }
+    an.extents = std::move(ext);
+}
+
+std::uint32_t mask_of(const Form& f) {
+    std::uint32_t m = 0;
+    for (std::size_t d = 0; d < f.c.size(); ++d)
+        if (f.c[d] != 0) m |= 1u << d;
+    return m;
+}
+
+std::vector<int> derived_of(const Form& f) {
+    std::vector<int> r;
+    for (std::size_t m = 0; m < f.t.size(); ++m)
+        if (f.t[m] != 0) r.push_back(static_cast<int>(m));
+    return r;
+}
+
+std::string_view ctype_of_scalar(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::Int8: return "signed char";
+        case DType::UInt8: return "unsigned char";
+        case DType::Int32: return "int";
+        case DType::Int64: return "long long";
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float32: return "float";
+        case DType::Float64: return "double";
+    }
+    return "?";
+}
+
+std::size_t reg_size(DType t) {
+    switch (t) {
+        case DType::Float16:
+        case DType::BFloat16: return 4;  // held as float
+        default: return itemsize(t);
+    }
+}
+
+std::string_view storage_ctype(DType t) {
+    switch (t) {
+        case DType::Float16: return "lm::f16";
+        case DType::BFloat16: return "lm::bf16";
+        default: return ctype_of_scalar(t);
+    }
+}
+
+ParamLayout layout_params(const PointwisePlan& p) {
+    ParamLayout L;
+    const std::string idx = p.index == IndexWidth::I32 ? "int" : "long long";
+    const std::size_t isz = p.index == IndexWidth::I32 ? 4 : 8;
+    auto add = [&](ParamField::Kind k, int a, int b, std::string name, std::string ctype, std::size_t size) {
+        ParamField f;
+        f.kind = k;
+        f.a = a;
+        f.b = b;
+        f.name = std::move(name);
+        f.ctype = std::move(ctype);
+        f.size = size;
+        L.fields.push_back(std::move(f));
+    };
+    using K = ParamField::Kind;
+    for (std::size_t s = 0; s < p.loads.size(); ++s)
+        add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}", s),
+            fmt::format("const {}*", storage_ctype(p.loads[s].dtype)), 8);
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        add(K::OutputPointer, static_cast<int>(o), 0, fmt::format("out{}", o),
+            fmt::format("{}*", storage_ctype(p.outputs[o].dtype)), 8);
+    add(K::NumElements, 0, 0, "n", idx, isz);
+    for (int d = 1; d < p.rank; ++d) add(K::Extent, d, 0, fmt::format("ext{}", d), idx, isz);
+    for (std::size_t s = 0; s < p.loads.size(); ++s) {
+        const OperandPlan& o = p.loads[s];
+        if (o.access != Access::Strided && o.access != Access::Gathered) continue;
+        for (int d = 0; d < p.rank; ++d) {
+            if (!(o.dim_mask >> d & 1u) || (o.unit_inner && d == p.rank - 1)) continue;
+            add(K::SiteCoef, static_cast<int>(s), d, fmt::format("in{}_s{}", s, d), idx, isz);
+        }
+        for (int m : o.derived) add(K::SiteDerived, static_cast<int>(s), m, fmt::format("in{}_t{}", s, m), idx, isz);
+    }
+    for (std::size_t m = 0; m < p.derived.size(); ++m) {
+        const DerivedPlan& dv = p.derived[m];
+        const int mi = static_cast<int>(m);
+        add(K::DerivedOffset, mi, 0, fmt::format("t{}_off", m), idx, isz);
+        for (int d = 0; d < p.rank; ++d)
+            if (dv.dim_mask >> d & 1u) add(K::DerivedCoef, mi, d, fmt::format("t{}_s{}", m, d), idx, isz);
+        for (int j : dv.derived) add(K::DerivedDerived, mi, j, fmt::format("t{}_t{}", m, j), idx, isz);
+        if (dv.has_div) add(K::DerivedDiv, mi, 0, fmt::format("t{}_div", m), idx, isz);
+        if (dv.has_mod) add(K::DerivedMod, mi, 0, fmt::format("t{}_mod", m), idx, isz);
+    }
+    for (std::size_t k = 0; k < p.scalar_dtypes.size(); ++k)
+        add(K::Scalar, static_cast<int>(k), 0, fmt::format("s{}", k), std::string(ctype_of_scalar(p.scalar_dtypes[k])),
+            reg_size(p.scalar_dtypes[k]));
+    std::size_t off = 0;
+    for (auto& f : L.fields) {
+        off = (off + f.size - 1) / f.size * f.size;  // natural alignment: every field's size is its alignment
+        f.offset = off;
+        off += f.size;
+        L.align = std::max(L.align, f.size);
+    }
+    L.size = (off + L.align - 1) / L.align * L.align;
+    return L;
+}
+
+constexpr double kI32Limit = 2147483648.0;  // 2^31
+
+}  // namespace
+
+std::string_view access_name(Access a) {
+    switch (a) {
+        case Access::Contiguous: return "contiguous";
+        case Access::RowBroadcast: return "row broadcast";
+        case Access::Scalar: return "scalar";
+        case Access::Strided: return "strided";
+        case Access::Gathered: return "gathered";
+    }
+    return "?";
+}
+
+std::vector<const ir::Node*> pointwise_inputs(const std::vector<ir::NodePtr>& outputs) {
+    return detail::build_pw_graph(outputs).inputs;
+}
+
+std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& outputs) {
+    return detail::build_pw_graph(outputs).scalars;
+}
+
+PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
+                                const DeviceInfo& device) {
+    if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
+    const Shape& shape = outputs[0]->shape();
+    for (const auto& o : outputs)
+        if (o->shape() != shape)
+            throw Error(fmt::format("pointwise(): outputs of one kernel must share one iteration space; got {} "
+                                    "({}) and {} ({})",
+                                    to_string(shape), short_location(outputs[0]->loc()), to_string(o->shape()),
+                                    short_location(o->loc())));
+    const PwGraph g = detail::build_pw_graph(outputs);
+    if (layouts.size() != g.inputs.size())
+        throw InternalError(fmt::format("plan_pointwise: {} layouts for {} inputs", layouts.size(), g.inputs.size()));
+    for (std::size_t k = 0; k < layouts.size(); ++k)
+        if (layouts[k].dtype != g.inputs[k]->dtype() || layouts[k].strides.size() != g.inputs[k]->shape().size())
+            throw InternalError(fmt::format("plan_pointwise: layout {} ({}, {} strides) does not fit input {}", k,
+                                            name(layouts[k].dtype), layouts[k].strides.size(),
+                                            g.inputs[k]->label()));
+
+    const std::int64_t n = numel(shape);
+    Analysis an = analyze(g, shape, layouts);
+    simplify(an);
+    if (n == 0) {  // nothing runs: the simplest plan
+        an.extents = {0};
+        for (auto& f : an.sites) f = Form{f.off, {0}, {}};
+        an.derived.clear();
+    } else {
+        coalesce(an);
+    }
+
+    PlannedPointwise out;
+    PointwisePlan& p = out.plan;
+    PointwiseBinding& b = out.binding;
+    p.rank = static_cast<int>(an.extents.size());
+    if (p.rank > 32) throw InternalError("plan_pointwise: rank above 32");
+    b.numel = n;
+    b.extents = an.extents;
+
+    const int R = p.rank;
+    Strides cs(static_cast<std::size_t>(R), 1);
+    for (int d = R - 2; d >= 0; --d) cs[static_cast<std::size_t>(d)] = cs[static_cast<std::size_t>(d) + 1] * an.extents[static_cast<std::size_t>(d) + 1];
+
+    // Classify the load sites.
+    for (std::size_t s = 0; s < g.sites.size(); ++s) {
+        const Form& f = an.sites[s];
+        OperandPlan o;
+        o.input = g.sites[s].input;
+        o.dtype = g.inputs[static_cast<std::size_t>(o.input)]->dtype();
+        o.derived = derived_of(f);
+        o.dim_mask = mask_of(f);
+        const bool row = R >= 2 && o.dim_mask == (1u << (R - 1)) && f.c.back() == 1;
+        if (!o.derived.empty()) o.access = Access::Gathered;
+        else if (o.dim_mask == 0) o.access = Access::Scalar;
+        else if (f.c == cs) o.access = Access::Contiguous;
+        else if (row) o.access = Access::RowBroadcast;
+        else o.access = Access::Strided;
+        if (o.access == Access::Strided || o.access == Access::Gathered) {
+            o.unit_inner = f.c.back() == 1;
+        } else {
+            o.dim_mask = 0;
+        }
+        const bool streamed = o.access != Access::Scalar && o.access != Access::RowBroadcast;
+        o.bytes_per_element = streamed ? static_cast<int>(itemsize(o.dtype)) : 0;
+        p.loads.push_back(std::move(o));
+        PointwiseBinding::Site site;
+        site.offset = f.off;
+        site.coefs = f.c;
+        site.dcoefs = f.t;
+        b.sites.push_back(std::move(site));
+    }
+    for (const auto& o : outputs) {
+        OperandPlan op;
+        op.dtype = o->dtype();
+        op.access = Access::Contiguous;
+        op.bytes_per_element = static_cast<int>(itemsize(op.dtype));
+        p.outputs.push_back(op);
+    }
+    for (const auto& d : an.derived) {
+        DerivedPlan dp;
+        dp.dim_mask = mask_of(d.L);
+        dp.derived = derived_of(d.L);
+        dp.has_div = d.has_div;
+        dp.has_mod = d.has_mod;
+        p.derived.push_back(std::move(dp));
+        PointwiseBinding::Derived bd;
+        bd.offset = d.L.off;
+        bd.div = d.div;
+        bd.mod = d.mod;
+        bd.coefs = d.L.c;
+        bd.dcoefs = d.L.t;
+        b.derived.push_back(std::move(bd));
+    }
+    for (const ir::Node* s : g.scalars) {
+        p.scalar_dtypes.push_back(s->dtype());
+        b.scalars.push_back(s->value());
+    }
+
+    // Vector width: one 16-byte vector of the widest streamed dtype per thread.
+    std::size_t widest = 1;
+    bool all_flat = true, vector_ok = true;
+    for (std::size_t s = 0; s < p.loads.size(); ++s) {
+        const OperandPlan& o = p.loads[s];
+        const InputLayout& lay = layouts[static_cast<std::size_t>(o.input)];
+        if (o.access == Access::Scalar) continue;
+        const bool inner_zero = (o.access == Access::Strided) && !(o.dim_mask >> (R - 1) & 1u);
+        if (o.access != Access::Contiguous) all_flat = false;
+        if (o.access == Access::Gathered) vector_ok = false;
+        if (o.access == Access::Strided && !o.unit_inner && !inner_zero) vector_ok = false;
+        if (inner_zero) continue;  // one scalar load per vector
+        widest = std::max(widest, itemsize(o.dtype));
+        if (!lay.aligned16 || (b.sites[s].offset * static_cast<std::int64_t>(itemsize(o.dtype))) % 16 != 0)
+            vector_ok = false;
+    }
+    for (const auto& o : p.outputs) widest = std::max(widest, itemsize(o.dtype));
+    int vw = static_cast<int>(16 / widest);
+    if (vector_ok && !all_flat && an.extents.back() % vw != 0) vector_ok = false;
+    if (vector_ok && !all_flat) {  // every streamed row must start on a vector boundary
+        for (std::size_t s = 0; s < p.loads.size(); ++s) {
+            const OperandPlan& o = p.loads[s];
+            if (o.access != Access::Strided || !o.unit_inner) continue;
+            for (int d = 0; d + 1 < R; ++d) vector_ok = vector_ok && b.sites[s].coefs[static_cast<std::size_t>(d)] % vw == 0;
+        }
+    }
+    p.vector_width = vector_ok && vw > 1 ? vw : 1;
+    p.vector_flat = p.vector_width > 1 && all_flat;
+
+    // Index width: 32-bit when the element count, every extent and every byte offset stays below 2^31.
+    auto bound = [&](const Form& f, const std::vector<double>& tmax) {
+        double s = 0;
+        for (std::size_t d = 0; d < f.c.size(); ++d)
+            s += std::fabs(static_cast<double>(f.c[d])) * static_cast<double>(std::max<std::int64_t>(an.extents[d] - 1, 0));
+        for (std::size_t m = 0; m < f.t.size() && m < tmax.size(); ++m) s += std::fabs(static_cast<double>(f.t[m])) * tmax[m];
+        return s;
+    };
+    bool fits = static_cast<double>(n) < kI32Limit;
+    std::vector<double> tmax;
+    for (const auto& d : an.derived) {
+        const double lmax = bound(d.L, tmax) + std::fabs(static_cast<double>(d.L.off));
+        fits = fits && lmax < kI32Limit;
+        tmax.push_back(d.has_mod ? static_cast<double>(d.mod - 1) : std::floor(lmax / static_cast<double>(d.div)));
+    }
+    for (std::size_t s = 0; s < p.loads.size(); ++s)
+        fits = fits && bound(an.sites[s], tmax) * static_cast<double>(itemsize(p.loads[s].dtype)) < kI32Limit;
+    for (const auto& o : p.outputs)
+        fits = fits && static_cast<double>(std::max<std::int64_t>(n - 1, 0)) * static_cast<double>(itemsize(o.dtype)) < kI32Limit;
+    p.index = fits ? IndexWidth::I32 : IndexWidth::I64;
+
+    p.params = layout_params(p);
+    if (p.params.size > device.param_limit_bytes)
+        throw Error(fmt::format("pointwise(): the kernel parameters need {} bytes ({} load sites, {} outputs, {} "
+                                "scalars), above the device's limit of {} bytes; split the computation ({})",
+                                p.params.size, p.loads.size(), p.outputs.size(), p.scalar_dtypes.size(),
+                                device.param_limit_bytes, short_location(outputs[0]->loc())));
+    return out;
+}
+
+}  // namespace loom::codegen

@@ -1,0 +1,390 @@
+// Loom's device prelude: the functions (namespace lm) that generated kernels call for every elementwise op
+// of ops.def, plus storage conversions and 16-byte vectors. Self-contained: no includes, so NVRTC compiles it
+// without headers. Semantics mirror ir/include/loom/ir/elementwise_impl.hpp (the CPU reference) op by op.
+//
+// Register types: bool, signed char (int8), unsigned char (uint8), int (int32), long long (int64), float
+// (float32, and float16/bfloat16 values, which are rounded after every op with lm::round_f16 /
+// lm::round_bf16), double (float64). User arithmetic is spelled with explicitly rounded intrinsics
+// (__fadd_rn, __fmul_rn, ...) so that no FMA contraction can change it.
+//
+// LOOM_PRECISE_MATH (define it to enable): float transcendental functions are evaluated in double and
+// rounded once, exactly like the CPU reference; otherwise the CUDA single-precision functions are used
+// (within their documented ulp bounds of the reference).
+#pragma once
+
+namespace lm {
+
+// ---------------------------------------------------------------------------------------------------------
+// Storage types and conversions between storage and registers.
+
+struct f16 { unsigned short bits; };   // IEEE binary16 storage; computed in float
+struct bf16 { unsigned short bits; };  // bfloat16 storage (upper half of a float32); computed in float
+
+template <class T, int N> struct alignas(sizeof(T) * N) vec { T v[N]; };
+
+template <class T, int N> __device__ __forceinline__ vec<T, N> load_vec(const T* p) {
+    return *reinterpret_cast<const vec<T, N>*>(p);
+}
+template <class T, int N> __device__ __forceinline__ void store_vec(T* p, const vec<T, N>& x) {
+    *reinterpret_cast<vec<T, N>*>(p) = x;
+}
+
+__device__ __forceinline__ float f16_to_float(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+/// float -> binary16 bits, round to nearest even (overflow to Inf, NaN stays NaN).
+__device__ __forceinline__ unsigned short float_to_f16(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+/// float -> bfloat16 bits, round to nearest even (overflow to Inf, NaN stays NaN; its payload bits may
+/// differ from loom::float_to_bf16_bits, the value is NaN either way). One instruction on sm_80 and newer.
+__device__ __forceinline__ unsigned short float_to_bf16(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    unsigned int u = __float_as_uint(f);
+    if (f != f) return (unsigned short)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+#endif
+}
+__device__ __forceinline__ float bf16_to_float(unsigned short b) { return __uint_as_float(((unsigned int)b) << 16); }
+
+/// Rounds a float to the nearest float16 / bfloat16 value (kept in a float register).
+__device__ __forceinline__ float round_f16(float x) { return f16_to_float(float_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_float(float_to_bf16(x)); }
+
+template <class T> __device__ __forceinline__ T to_reg(T x) { return x; }
+__device__ __forceinline__ float to_reg(f16 x) { return f16_to_float(x.bits); }
+__device__ __forceinline__ float to_reg(bf16 x) { return bf16_to_float(x.bits); }
+__device__ __forceinline__ f16 to_f16(float x) { f16 r; r.bits = float_to_f16(x); return r; }
+/// Storing a bfloat16 register: its value is already a bfloat16 value (rounded after every op), so the
+/// upper half of the float is exact.
+__device__ __forceinline__ bf16 to_bf16(float x) { bf16 r; r.bits = (unsigned short)(__float_as_uint(x) >> 16); return r; }
+
+// ---------------------------------------------------------------------------------------------------------
+// Small traits (no <type_traits> under NVRTC without headers).
+
+template <class T> struct traits;
+template <> struct traits<signed char> { typedef unsigned char u; static const bool is_signed = true; static const int bits = 8; static const signed char lo = -128, hi = 127; };
+template <> struct traits<unsigned char> { typedef unsigned char u; static const bool is_signed = false; static const int bits = 8; static const unsigned char lo = 0, hi = 255; };
+template <> struct traits<int> { typedef unsigned int u; static const bool is_signed = true; static const int bits = 32; static const int lo = (-2147483647 - 1), hi = 2147483647; };
+template <> struct traits<long long> { typedef unsigned long long u; static const bool is_signed = true; static const int bits = 64; static const long long lo = (-9223372036854775807ll - 1), hi = 9223372036854775807ll; };
+
+__device__ __forceinline__ bool isnan_f(float x) { return x != x; }
+__device__ __forceinline__ bool isnan_f(double x) { return x != x; }
+__device__ __forceinline__ bool signbit_f(float x) { return (__float_as_uint(x) >> 31) != 0; }
+__device__ __forceinline__ bool signbit_f(double x) { return __double_as_longlong(x) < 0; }
+
+// Integer arithmetic wraps through the unsigned type (two's complement), like ew::wrap_add.
+template <class T> __device__ __forceinline__ T wrap_add(T a, T b) { typedef typename traits<T>::u U; return (T)(U)((unsigned long long)(U)a + (U)b); }
+template <class T> __device__ __forceinline__ T wrap_sub(T a, T b) { typedef typename traits<T>::u U; return (T)(U)((unsigned long long)(U)a - (U)b); }
+template <class T> __device__ __forceinline__ T wrap_mul(T a, T b) { typedef typename traits<T>::u U; return (T)(U)((unsigned long long)(U)a * (U)b); }
+template <class T> __device__ __forceinline__ T wrap_neg(T a) { return wrap_sub((T)0, a); }
+
+// ---------------------------------------------------------------------------------------------------------
+// Unary Numeric ops: neg, abs_, sign, relu (ints wrap; floats as IEEE).
+
+#define LM_INT_TYPES(X) X(signed char) X(unsigned char) X(int) X(long long)
+
+#define LM_DEF(T) \
+    __device__ __forceinline__ T neg(T a) { return wrap_neg(a); } \
+    __device__ __forceinline__ T abs_(T a) { return (traits<T>::is_signed && a < (T)0) ? wrap_neg(a) : a; } \
+    __device__ __forceinline__ T sign(T a) { return (T)(a > (T)0 ? 1 : (a < (T)0 ? -1 : 0)); }
+LM_INT_TYPES(LM_DEF)
+#undef LM_DEF
+__device__ __forceinline__ float neg(float a) { return -a; }
+__device__ __forceinline__ double neg(double a) { return -a; }
+__device__ __forceinline__ float abs_(float a) { return fabsf(a); }
+__device__ __forceinline__ double abs_(double a) { return fabs(a); }
+__device__ __forceinline__ float sign(float a) { return (isnan_f(a) || a == 0.0f) ? a : (a > 0.0f ? 1.0f : -1.0f); }
+__device__ __forceinline__ double sign(double a) { return (isnan_f(a) || a == 0.0) ? a : (a > 0.0 ? 1.0 : -1.0); }
+
+// IEEE minimum / maximum with NaN propagation (the first NaN operand) and -0 < +0 (ew::minimum).
+template <class T> __device__ __forceinline__ T minimum(T a, T b) { return b < a ? b : a; }
+template <class T> __device__ __forceinline__ T maximum(T a, T b) { return a < b ? b : a; }
+#define LM_DEF(T) \
+    template <> __device__ __forceinline__ T minimum<T>(T a, T b) { \
+        if (isnan_f(a)) return a; if (isnan_f(b)) return b; \
+        if (a == b) return signbit_f(a) ? a : b; return b < a ? b : a; } \
+    template <> __device__ __forceinline__ T maximum<T>(T a, T b) { \
+        if (isnan_f(a)) return a; if (isnan_f(b)) return b; \
+        if (a == b) return signbit_f(a) ? b : a; return a < b ? b : a; }
+LM_DEF(float) LM_DEF(double)
+#undef LM_DEF
+template <class T> __device__ __forceinline__ T relu(T a) { return maximum(a, (T)0); }
+
+// ---------------------------------------------------------------------------------------------------------
+// Rounding (floats; the IR passes integers through unchanged). round_even: half to even (rint).
+
+__device__ __forceinline__ float floor_(float a) { return floorf(a); }
+__device__ __forceinline__ double floor_(double a) { return floor(a); }
+__device__ __forceinline__ float ceil_(float a) { return ceilf(a); }
+__device__ __forceinline__ double ceil_(double a) { return ceil(a); }
+__device__ __forceinline__ float trunc_(float a) { return truncf(a); }
+__device__ __forceinline__ double trunc_(double a) { return trunc(a); }
+__device__ __forceinline__ float round_even(float a) { return rintf(a); }
+__device__ __forceinline__ double round_even(double a) { return rint(a); }
+template <class T> __device__ __forceinline__ T floor_(T a) { return a; }
+template <class T> __device__ __forceinline__ T ceil_(T a) { return a; }
+template <class T> __device__ __forceinline__ T trunc_(T a) { return a; }
+template <class T> __device__ __forceinline__ T round_even(T a) { return a; }
+
+// ---------------------------------------------------------------------------------------------------------
+// Float math. Double: the CUDA double functions. Float: the CUDA float functions, or with
+// LOOM_PRECISE_MATH the double function rounded once (the reference's ew::libm1).
+
+#ifdef LOOM_PRECISE_MATH
+#define LM_F1(name, ff, df) \
+    __device__ __forceinline__ float name(float x) { return __double2float_rn(df((double)x)); } \
+    __device__ __forceinline__ double name(double x) { return df(x); }
+#define LM_F2(name, ff, df) \
+    __device__ __forceinline__ float name(float x, float y) { return __double2float_rn(df((double)x, (double)y)); } \
+    __device__ __forceinline__ double name(double x, double y) { return df(x, y); }
+#else
+#define LM_F1(name, ff, df) \
+    __device__ __forceinline__ float name(float x) { return ff(x); } \
+    __device__ __forceinline__ double name(double x) { return df(x); }
+#define LM_F2(name, ff, df) \
+    __device__ __forceinline__ float name(float x, float y) { return ff(x, y); } \
+    __device__ __forceinline__ double name(double x, double y) { return df(x, y); }
+#endif
+LM_F1(exp_, expf, exp) LM_F1(exp2_, exp2f, exp2) LM_F1(expm1_, expm1f, expm1)
+LM_F1(log_, logf, log) LM_F1(log2_, log2f, log2) LM_F1(log1p_, log1pf, log1p)
+LM_F1(sin_, sinf, sin) LM_F1(cos_, cosf, cos) LM_F1(tan_, tanf, tan)
+LM_F1(asin_, asinf, asin) LM_F1(acos_, acosf, acos) LM_F1(atan_, atanf, atan)
+LM_F1(sinh_, sinhf, sinh) LM_F1(cosh_, coshf, cosh) LM_F1(tanh_, tanhf, tanh)
+LM_F1(asinh_, asinhf, asinh) LM_F1(acosh_, acoshf, acosh) LM_F1(atanh_, atanhf, atanh)
+LM_F1(erf_, erff, erf)
+LM_F2(pow_, powf, pow) LM_F2(atan2_, atan2f, atan2)
+#undef LM_F1
+#undef LM_F2
+
+// Correctly rounded in both: sqrt at the compute type; rsqrt as 1 / sqrt evaluated in double, rounded once.
+__device__ __forceinline__ float sqrt_(float x) { return __fsqrt_rn(x); }
+__device__ __forceinline__ double sqrt_(double x) { return __dsqrt_rn(x); }
+__device__ __forceinline__ float rsqrt_(float x) { return __double2float_rn(__ddiv_rn(1.0, __dsqrt_rn((double)x))); }
+__device__ __forceinline__ double rsqrt_(double x) { return __ddiv_rn(1.0, __dsqrt_rn(x)); }
+
+// Rounded arithmetic on floats (never contracted).
+__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double div(double a, double b) { return __ddiv_rn(a, b); }
+__device__ __forceinline__ float fma_(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ __forceinline__ double fma_(double a, double b, double c) { return __fma_rn(a, b, c); }
+
+// Composite activations, each step rounded at the compute type (ew::unary: Sigmoid, Silu, GeluErf, GeluTanh).
+#define LM_DEF(T, ONE, HALF, SQRT1_2, SQRT2_PI, CUBIC) \
+    __device__ __forceinline__ T sigmoid(T x) { return div(ONE, add(ONE, exp_(-x))); } \
+    __device__ __forceinline__ T silu(T x) { return div(x, add(ONE, exp_(-x))); } \
+    __device__ __forceinline__ T gelu_erf(T x) { \
+        const T e = erf_(mul(x, SQRT1_2)); return mul(mul(HALF, x), add(ONE, e)); } \
+    __device__ __forceinline__ T gelu_tanh(T x) { \
+        const T x3 = mul(mul(x, x), x); const T inner = add(x, mul(CUBIC, x3)); \
+        const T t = tanh_(mul(SQRT2_PI, inner)); return mul(mul(HALF, x), add(ONE, t)); }
+LM_DEF(float, 1.0f, 0.5f, (float)0.70710678118654752440084436210484903928,
+       (float)0.79788456080286535587989211986876373695, (float)0.044715)
+LM_DEF(double, 1.0, 0.5, 0.70710678118654752440084436210484903928, 0.79788456080286535587989211986876373695,
+       0.044715)
+#undef LM_DEF
+
+// ---------------------------------------------------------------------------------------------------------
+// Integer division family (ew::int_div, int_rem, int_floor_div, int_mod): x / 0 = 0, x % 0 = x,
+// INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0; floor_div/mod round toward -Inf (Python).
+
+template <class T> __device__ __forceinline__ T int_div(T a, T b) {
+    if (b == (T)0) return (T)0;
+    if (traits<T>::is_signed && b == (T)-1) return wrap_neg(a);
+    return (T)(a / b);
+}
+template <class T> __device__ __forceinline__ T int_rem(T a, T b) {
+    if (b == (T)0) return a;
+    if (traits<T>::is_signed && b == (T)-1) return (T)0;
+    return (T)(a % b);
+}
+template <class T> __device__ __forceinline__ T int_floor_div(T a, T b) {
+    T q = int_div(a, b);
+    if (traits<T>::is_signed && b != (T)0 && b != (T)-1 && int_rem(a, b) != (T)0 && ((a < (T)0) != (b < (T)0)))
+        q = (T)(q - 1);
+    return q;
+}
+template <class T> __device__ __forceinline__ T int_mod(T a, T b) {
+    T r = int_rem(a, b);
+    if (traits<T>::is_signed && b != (T)0 && r != (T)0 && ((r < (T)0) != (b < (T)0))) r = wrap_add(r, b);
+    return r;
+}
+// Shifts: amounts outside [0, bits) give 0 (left) or the sign fill (right).
+template <class T> __device__ __forceinline__ bool in_shift_range(T b) {
+    return traits<T>::is_signed ? (b >= (T)0 && (long long)b < traits<T>::bits) : ((long long)b < traits<T>::bits);
+}
+template <class T> __device__ __forceinline__ T shl(T a, T b) {
+    typedef typename traits<T>::u U;
+    if (!in_shift_range(b)) return (T)0;
+    return (T)(U)((unsigned long long)(U)a << (int)b);
+}
+template <class T> __device__ __forceinline__ T shr(T a, T b) {
+    if (!in_shift_range(b)) return (traits<T>::is_signed && a < (T)0) ? (T)-1 : (T)0;
+    return (T)(a >> (int)b);
+}
+
+#define LM_DEF(T) \
+    __device__ __forceinline__ T add(T a, T b) { return wrap_add(a, b); } \
+    __device__ __forceinline__ T sub(T a, T b) { return wrap_sub(a, b); } \
+    __device__ __forceinline__ T mul(T a, T b) { return wrap_mul(a, b); } \
+    __device__ __forceinline__ T div(T a, T b) { return int_div(a, b); } \
+    __device__ __forceinline__ T floor_div(T a, T b) { return int_floor_div(a, b); } \
+    __device__ __forceinline__ T rem(T a, T b) { return int_rem(a, b); } \
+    __device__ __forceinline__ T mod(T a, T b) { return int_mod(a, b); }
+LM_INT_TYPES(LM_DEF)
+#undef LM_DEF
+
+// Float floor_div, rem (fmod, exact) and mod (Python's: the divisor's sign; a zero result takes b's sign).
+__device__ __forceinline__ float floor_div(float a, float b) { return floorf(__fdiv_rn(a, b)); }
+__device__ __forceinline__ double floor_div(double a, double b) { return floor(__ddiv_rn(a, b)); }
+__device__ __forceinline__ float rem(float a, float b) { return fmodf(a, b); }
+__device__ __forceinline__ double rem(double a, double b) { return fmod(a, b); }
+__device__ __forceinline__ float mod(float a, float b) {
+    float r = fmodf(a, b);
+    if (r != 0.0f) { if ((r < 0.0f) != (b < 0.0f)) r = __fadd_rn(r, b); } else { r = copysignf(0.0f, b); }
+    return r;
+}
+__device__ __forceinline__ double mod(double a, double b) {
+    double r = fmod(a, b);
+    if (r != 0.0) { if ((r < 0.0) != (b < 0.0)) r = __dadd_rn(r, b); } else { r = copysign(0.0, b); }
+    return r;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Comparisons (IEEE: false with NaN except ne), logical ops (truthiness: NaN is true), bitwise ops.
+
+template <class T> __device__ __forceinline__ bool eq(T a, T b) { return a == b; }
+template <class T> __device__ __forceinline__ bool ne(T a, T b) { return a != b; }
+template <class T> __device__ __forceinline__ bool lt(T a, T b) { return a < b; }
+template <class T> __device__ __forceinline__ bool le(T a, T b) { return a <= b; }
+template <class T> __device__ __forceinline__ bool gt(T a, T b) { return a > b; }
+template <class T> __device__ __forceinline__ bool ge(T a, T b) { return a >= b; }
+template <class T> __device__ __forceinline__ bool truthy(T a) { return a != (T)0; }
+template <class T> __device__ __forceinline__ bool logical_not(T a) { return !truthy(a); }
+template <class T> __device__ __forceinline__ bool logical_and(T a, T b) { return truthy(a) && truthy(b); }
+template <class T> __device__ __forceinline__ bool logical_or(T a, T b) { return truthy(a) || truthy(b); }
+template <class T> __device__ __forceinline__ bool logical_xor(T a, T b) { return truthy(a) != truthy(b); }
+template <class T> __device__ __forceinline__ T bit_and(T a, T b) { return (T)(a & b); }
+template <class T> __device__ __forceinline__ T bit_or(T a, T b) { return (T)(a | b); }
+template <class T> __device__ __forceinline__ T bit_xor(T a, T b) { return (T)(a ^ b); }
+template <class T> __device__ __forceinline__ bool isnan_(T) { return false; }
+template <class T> __device__ __forceinline__ bool isinf_(T) { return false; }
+template <class T> __device__ __forceinline__ bool isfinite_(T) { return true; }
+__device__ __forceinline__ bool isnan_(float a) { return a != a; }
+__device__ __forceinline__ bool isnan_(double a) { return a != a; }
+__device__ __forceinline__ bool isinf_(float a) { return fabsf(a) == __int_as_float(0x7f800000); }
+__device__ __forceinline__ bool isinf_(double a) { return fabs(a) == __longlong_as_double(0x7ff0000000000000ll); }
+__device__ __forceinline__ bool isfinite_(float a) { return fabsf(a) < __int_as_float(0x7f800000); }
+__device__ __forceinline__ bool isfinite_(double a) { return fabs(a) < __longlong_as_double(0x7ff0000000000000ll); }
+
+// ---------------------------------------------------------------------------------------------------------
+// Ternary ops: where (the unselected operand is computed and discarded), fma_ (above), clamp.
+
+template <class T> __device__ __forceinline__ T where(bool c, T a, T b) { return c ? a : b; }
+template <class T> __device__ __forceinline__ T clamp(T x, T lo, T hi) { return minimum(maximum(x, lo), hi); }
+
+// ---------------------------------------------------------------------------------------------------------
+// Casts (ew::cast): to bool: != 0 (NaN -> true); integer -> integer wraps; float -> integer truncates,
+// saturates, NaN -> 0; to a float: round to nearest even once (int64 through a round-to-odd double).
+
+/// 2^k as a double, for k in [-1022, 1023].
+__device__ __forceinline__ double pow2(int k) { return __longlong_as_double((long long)(k + 1023) << 52); }
+
+/// Rounds a double once to a format with `mant` explicit mantissa bits, minimum normal exponent `emin` and
+/// largest finite value `maxf` (loom::double_to_half_bits / double_to_bf16_bits); the result is exact in float.
+__device__ __forceinline__ float round_double_to(double d, int mant, int emin, double maxf) {
+    if (d != d) return (float)d;
+    const double m = fabs(d);
+    if (m == 0.0 || m == __longlong_as_double(0x7ff0000000000000ll)) return (float)d;
+    int e = (int)((__double_as_longlong(m) >> 52) & 0x7ff) - 1023;  // binade of m (double subnormals: tiny)
+    if (e < emin) e = emin;
+    const double r = rint(m * pow2(mant - e)) * pow2(e - mant);  // exact scaling; rint ties to even
+    const double q = r > maxf ? __longlong_as_double(0x7ff0000000000000ll) : r;
+    return (float)copysign(q, d);
+}
+__device__ __forceinline__ float double_to_f16r(double d) { return round_double_to(d, 10, -14, 65504.0); }
+__device__ __forceinline__ float double_to_bf16r(double d) {
+    return round_double_to(d, 7, -126, 3.3895313892515355e38);  // bf16 max finite: (2 - 2^-7) * 2^127
+}
+
+/// int64 -> double rounded to odd (ew::int64_to_double_odd): a later rounding to <= 51 bits rounds once.
+__device__ __forceinline__ double int64_to_double_odd(long long v) {
+    const bool neg = v < 0;
+    unsigned long long m = neg ? (~(unsigned long long)v + 1ull) : (unsigned long long)v;
+    const int width = 64 - __clzll((long long)m);
+    if (width > 53) {
+        const int drop = width - 53;
+        const unsigned long long mask = (1ull << drop) - 1ull;
+        const bool sticky = (m & mask) != 0;
+        m &= ~mask;
+        if (sticky) m |= (1ull << drop);
+    }
+    const double d = __ull2double_rn(m);
+    return neg ? -d : d;
+}
+
+/// Saturating float -> integer (ew::float_to_int): hi = 2^digits is the first value out of range.
+template <class I, class F> __device__ __forceinline__ I float_to_int(F x) {
+    if (x != x) return (I)0;
+    const F hi = (F)(traits<I>::is_signed ? pow2(traits<I>::bits - 1) : pow2(traits<I>::bits));
+    if (x >= hi) return traits<I>::hi;
+    if (traits<I>::is_signed) { if (x <= -hi) return traits<I>::lo; }
+    else { if (x <= (F)0) return (I)0; }
+    return (I)x;
+}
+
+/// Source value as an exact double (int64: round to odd), for the rounding casts to a float type.
+template <class S> __device__ __forceinline__ double exact_double(S x) { return (double)x; }
+__device__ __forceinline__ double exact_double(long long x) { return int64_to_double_odd(x); }
+
+/// cast<To>(x): To is the target's storage tag (bool, signed char, unsigned char, int, long long, f16, bf16,
+/// float, double); the result is the target's register value.
+template <class To> struct caster;
+template <> struct caster<bool> {
+    template <class S> __device__ __forceinline__ static bool run(S x) { return x != (S)0; }
+};
+#define LM_DEF(T) \
+    template <> struct caster<T> { \
+        template <class S> __device__ __forceinline__ static T run(S x) { return (T)x; } \
+        __device__ __forceinline__ static T run(float x) { return float_to_int<T>(x); } \
+        __device__ __forceinline__ static T run(double x) { return float_to_int<T>(x); } };
+LM_INT_TYPES(LM_DEF)
+#undef LM_DEF
+template <> struct caster<double> {
+    template <class S> __device__ __forceinline__ static double run(S x) { return (double)x; }
+    __device__ __forceinline__ static double run(long long x) { return __ll2double_rn(x); }
+};
+template <> struct caster<float> {
+    template <class S> __device__ __forceinline__ static float run(S x) { return __double2float_rn(exact_double(x)); }
+    __device__ __forceinline__ static float run(float x) { return x; }
+};
+template <> struct caster<f16> {
+    template <class S> __device__ __forceinline__ static float run(S x) { return double_to_f16r(exact_double(x)); }
+    __device__ __forceinline__ static float run(float x) { return round_f16(x); }
+};
+template <> struct caster<bf16> {
+    template <class S> __device__ __forceinline__ static float run(S x) { return double_to_bf16r(exact_double(x)); }
+    __device__ __forceinline__ static float run(float x) { return round_bf16(x); }
+};
+template <class To, class S> __device__ __forceinline__ auto cast(S x) -> decltype(caster<To>::run(x)) {
+    return caster<To>::run(x);
+}
+
+#undef LM_INT_TYPES
+
+}  // namespace lm

@@ -1,0 +1,34 @@
+// Evaluating Arrays into tensors the user owns, and looking at the code Loom generates for them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loom/dsl/array.hpp"
+#include "loom/runtime/executor.hpp"
+#include "loom/runtime/testing.hpp"
+
+namespace loom {
+
+/// Evaluates `a` into `out` (same shape and dtype, contiguous, on the inputs' device): no allocation for
+/// the result. Asynchronous on the GPU (current stream). Throws loom::Error on a shape or dtype mismatch.
+void assign(const Tensor& out, const Array& a, Loc loc = Loc::current());
+/// Evaluates several arrays into preallocated outputs; arrays of one shape come out of one kernel.
+void assign(const std::vector<Tensor>& outs, const std::vector<Array>& arrays, Loc loc = Loc::current());
+
+/// The CUDA C++ Loom generates for `arrays` (complete translation units, prelude included), planned for
+/// the current GPU or an H200 when none is present. `name` names the kernel. Needs no GPU.
+std::string cuda_source(const std::vector<Array>& arrays, std::string_view name = {});
+
+/// Generates and compiles the kernels of `arrays` with NVRTC without running them. Needs no GPU.
+CompileReport compile(const std::vector<Array>& arrays, std::string_view name = {});
+
+namespace testing {
+/// Evaluates `arrays` (on their device) and checks every result against the CPU reference with the
+/// contract's tolerance (bit-exact where it promises bits, ULP-aware elsewhere). The returned comparison
+/// names the worst element, its index and both values on failure.
+Comparison check_against_reference(const std::vector<Array>& arrays, Loc loc = Loc::current());
+}  // namespace testing
+
+}  // namespace loom

@@ -1,0 +1,150 @@
+// Free functions and operators for every op of the op table. Each records IR; nothing runs until evaluation.
+//
+// Operands are Arrays, Tensors or C++ scalars (weakly typed: they take the other operand's dtype; see
+// docs/semantics.md). Errors: loom::Error whose message starts with the API name and gives the operands'
+// shapes and dtypes and the call's file:line.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loom/dsl/array.hpp"
+
+namespace loom {
+
+// ---- unary elementwise (result shape = operand shape) ----
+#define LOOM_DSL_UNARY(fn) Array fn(const Operand& x, Loc loc = Loc::current());
+LOOM_DSL_UNARY(neg)
+LOOM_DSL_UNARY(abs)
+LOOM_DSL_UNARY(sign)
+LOOM_DSL_UNARY(relu)
+LOOM_DSL_UNARY(exp)
+LOOM_DSL_UNARY(exp2)
+LOOM_DSL_UNARY(expm1)
+LOOM_DSL_UNARY(log)
+LOOM_DSL_UNARY(log2)
+LOOM_DSL_UNARY(log1p)
+LOOM_DSL_UNARY(sqrt)
+LOOM_DSL_UNARY(rsqrt)
+LOOM_DSL_UNARY(sin)
+LOOM_DSL_UNARY(cos)
+LOOM_DSL_UNARY(tan)
+LOOM_DSL_UNARY(asin)
+LOOM_DSL_UNARY(acos)
+LOOM_DSL_UNARY(atan)
+LOOM_DSL_UNARY(sinh)
+LOOM_DSL_UNARY(cosh)
+LOOM_DSL_UNARY(tanh)
+LOOM_DSL_UNARY(asinh)
+LOOM_DSL_UNARY(acosh)
+LOOM_DSL_UNARY(atanh)
+LOOM_DSL_UNARY(sigmoid)
+LOOM_DSL_UNARY(erf)
+/// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) (Hendrycks & Gimpel 2016, exact form).
+LOOM_DSL_UNARY(gelu)
+/// gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks & Gimpel 2016, tanh form).
+LOOM_DSL_UNARY(gelu_tanh)
+/// silu(x) = x sigmoid(x) (Elfwing et al. 2017).
+LOOM_DSL_UNARY(silu)
+LOOM_DSL_UNARY(floor)
+LOOM_DSL_UNARY(ceil)
+/// Round half to even.
+LOOM_DSL_UNARY(round)
+LOOM_DSL_UNARY(trunc)
+LOOM_DSL_UNARY(logical_not)
+LOOM_DSL_UNARY(isnan)
+LOOM_DSL_UNARY(isinf)
+LOOM_DSL_UNARY(isfinite)
+#undef LOOM_DSL_UNARY
+
+/// Converts to `dtype` (float->int truncates toward zero and saturates, NaN -> 0; see docs/semantics.md).
+Array astype(const Operand& x, DType dtype, Loc loc = Loc::current());
+
+// ---- binary elementwise (NumPy broadcasting; promotion per docs/semantics.md) ----
+#define LOOM_DSL_BINARY(fn) Array fn(const Operand& a, const Operand& b, Loc loc = Loc::current());
+LOOM_DSL_BINARY(add)
+LOOM_DSL_BINARY(sub)
+LOOM_DSL_BINARY(mul)
+/// Floats: IEEE division. Integers: truncates toward zero like C++.
+LOOM_DSL_BINARY(div)
+/// Floor division (Python's //).
+LOOM_DSL_BINARY(floor_div)
+/// Floor modulo (Python's %): the result has the divisor's sign.
+LOOM_DSL_BINARY(mod)
+/// Truncated remainder (C++'s %, fmod for floats): the result has the dividend's sign.
+LOOM_DSL_BINARY(rem)
+LOOM_DSL_BINARY(pow)
+LOOM_DSL_BINARY(atan2)
+/// Elementwise minimum / maximum; NaN propagates.
+LOOM_DSL_BINARY(minimum)
+LOOM_DSL_BINARY(maximum)
+LOOM_DSL_BINARY(eq)
+LOOM_DSL_BINARY(ne)
+LOOM_DSL_BINARY(lt)
+LOOM_DSL_BINARY(le)
+LOOM_DSL_BINARY(gt)
+LOOM_DSL_BINARY(ge)
+LOOM_DSL_BINARY(logical_and)
+LOOM_DSL_BINARY(logical_or)
+LOOM_DSL_BINARY(logical_xor)
+LOOM_DSL_BINARY(bitwise_and)
+LOOM_DSL_BINARY(bitwise_or)
+LOOM_DSL_BINARY(bitwise_xor)
+LOOM_DSL_BINARY(shift_left)
+LOOM_DSL_BINARY(shift_right)
+#undef LOOM_DSL_BINARY
+
+// ---- ternary ----
+/// where(cond, a, b): a where cond is true (nonzero), else b. Both branches are computed; neither traps.
+Array where(const Operand& cond, const Operand& a, const Operand& b, Loc loc = Loc::current());
+/// a * b + c with one rounding.
+Array fma(const Operand& a, const Operand& b, const Operand& c, Loc loc = Loc::current());
+/// min(max(x, lo), hi); NaN propagates.
+Array clamp(const Operand& x, const Operand& lo, const Operand& hi, Loc loc = Loc::current());
+
+// ---- views ----
+Array broadcast_to(const Operand& x, const Shape& shape, Loc loc = Loc::current());
+Array reshape(const Operand& x, Shape shape, Loc loc = Loc::current());
+Array permute(const Operand& x, std::vector<std::int64_t> perm, Loc loc = Loc::current());
+Array transpose(const Operand& x, Loc loc = Loc::current());
+
+// ---- reductions: `axes` empty = all axes; negative axes count from the end ----
+using Axes = std::vector<std::int64_t>;
+#define LOOM_DSL_REDUCE(fn)                                                               \
+    Array fn(const Operand& x, Axes axes = {}, bool keepdims = false, Loc loc = Loc::current()); \
+    Array fn(const Operand& x, std::int64_t axis, bool keepdims = false, Loc loc = Loc::current());
+LOOM_DSL_REDUCE(sum)
+LOOM_DSL_REDUCE(prod)
+LOOM_DSL_REDUCE(min)
+LOOM_DSL_REDUCE(max)
+LOOM_DSL_REDUCE(mean)
+LOOM_DSL_REDUCE(argmin)
+LOOM_DSL_REDUCE(argmax)
+LOOM_DSL_REDUCE(any)
+LOOM_DSL_REDUCE(all)
+#undef LOOM_DSL_REDUCE
+
+// ---- operators ----
+Array operator+(const Operand& a, const Operand& b);
+Array operator-(const Operand& a, const Operand& b);
+Array operator*(const Operand& a, const Operand& b);
+Array operator/(const Operand& a, const Operand& b);
+/// C++ semantics: truncated remainder (see rem).
+Array operator%(const Operand& a, const Operand& b);
+Array operator-(const Operand& a);
+Array operator==(const Operand& a, const Operand& b);
+Array operator!=(const Operand& a, const Operand& b);
+Array operator<(const Operand& a, const Operand& b);
+Array operator<=(const Operand& a, const Operand& b);
+Array operator>(const Operand& a, const Operand& b);
+Array operator>=(const Operand& a, const Operand& b);
+Array operator&(const Operand& a, const Operand& b);
+Array operator|(const Operand& a, const Operand& b);
+Array operator^(const Operand& a, const Operand& b);
+Array operator<<(const Operand& a, const Operand& b);
+Array operator>>(const Operand& a, const Operand& b);
+Array operator!(const Operand& a);
+Array operator&&(const Operand& a, const Operand& b) = delete;  // use logical_and: both sides are evaluated
+Array operator||(const Operand& a, const Operand& b) = delete;  // use logical_or
+
+}  // namespace loom

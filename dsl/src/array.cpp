@@ -1,0 +1,102 @@
+// Lazy arrays and operands: turning C++ values and expressions into IR nodes.
+#include "loom/dsl/array.hpp"
+
+#include <fmt/format.h>
+
+#include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/runtime/executor.hpp"
+
+namespace loom {
+
+namespace {
+
+// The input node that stands for `t`: one per tensor handle, so `x + x` reads x once.
+ir::NodePtr input_node_of(const Tensor& t, const Loc& loc) {
+    if (!t.defined()) throw Error(fmt::format("Array(): undefined (empty) Tensor ({})", short_location(loc)));
+    const auto& impl = t.impl();
+    if (auto n = std::static_pointer_cast<const ir::Node>(impl->input_node.lock())) return n;
+    std::shared_ptr<const void> payload = std::static_pointer_cast<const Tensor::Impl>(impl);
+    ir::NodePtr n = ir::input(t.dtype(), t.shape(), "", std::move(payload), loc);
+    impl->input_node = n;
+    return n;
+}
+
+}  // namespace
+
+Operand::Operand(const Array& a, Loc loc) : kind_(Kind::Array), node_(a.node()), loc_(loc) {
+    if (!node_) throw Error(fmt::format("operand: empty Array ({})", short_location(loc)));
+}
+Operand::Operand(const Tensor& t, Loc loc) : kind_(Kind::Array), node_(input_node_of(t, loc)), loc_(loc) {}
+Operand::Operand(Constant c, Loc loc) : constant_(true), loc_(loc) {
+    if (c.is_integer) {
+        kind_ = Kind::Int;
+        i_ = static_cast<std::int64_t>(c.value);
+    } else {
+        kind_ = Kind::Float;
+        f_ = c.value;
+    }
+}
+
+ir::NodePtr Operand::resolve(const Operand& other, std::string_view api) const {
+    if (kind_ == Kind::Array) return node_;
+    if (other.kind_ != Kind::Array) return resolve_alone(api);
+    const ScalarKind sk = kind_ == Kind::Float ? ScalarKind::Float : kind_ == Kind::Int ? ScalarKind::Int : ScalarKind::Bool;
+    const DType dt = promote_weak(other.node_->dtype(), sk);
+    const ir::ScalarValue v = kind_ == Kind::Float ? ir::make_scalar_value(f_, dt, api, loc_)
+                                                   : ir::make_scalar_value(i_, dt, api, loc_);
+    return constant_ ? ir::constant(v, dt, loc_) : ir::scalar(v, dt, loc_);
+}
+
+ir::NodePtr Operand::resolve_alone(std::string_view api) const {
+    if (kind_ == Kind::Array) return node_;
+    const DType dt = kind_ == Kind::Float ? DType::Float32 : kind_ == Kind::Int ? DType::Int64 : DType::Bool;
+    const ir::ScalarValue v = kind_ == Kind::Float ? ir::make_scalar_value(f_, dt, api, loc_)
+                                                   : ir::make_scalar_value(i_, dt, api, loc_);
+    return constant_ ? ir::constant(v, dt, loc_) : ir::scalar(v, dt, loc_);
+}
+
+Array::Array(const Tensor& t, Loc loc) : node_(input_node_of(t, loc)) {}
+
+Tensor Array::eval(Loc loc) const { return evaluate({node_}, loc).at(0); }
+
+template <CppScalar T>
+T Array::item(Loc loc) const {
+    if (numel() != 1)
+        throw Error(fmt::format("item(): array {} {} has {} elements, not 1 ({})", to_string(shape()), name(dtype()),
+                                numel(), short_location(loc)));
+    Tensor h = eval(loc).to_host();
+    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(h.get_double(0));
+    else if constexpr (std::is_same_v<T, bool>) return h.get_double(0) != 0.0;
+    else return is_float(h.dtype()) ? static_cast<T>(h.get_double(0)) : static_cast<T>(h.get_int(0));
+}
+template float Array::item<float>(Loc) const;
+template double Array::item<double>(Loc) const;
+template bool Array::item<bool>(Loc) const;
+template int Array::item<int>(Loc) const;
+template long Array::item<long>(Loc) const;
+template long long Array::item<long long>(Loc) const;
+template unsigned char Array::item<unsigned char>(Loc) const;
+template signed char Array::item<signed char>(Loc) const;
+
+Array Array::astype(DType dtype, Loc loc) const { return Array(ir::cast(node_, dtype, loc)); }
+Array Array::reshape(Shape shape, Loc loc) const { return Array(ir::reshape(node_, std::move(shape), loc)); }
+Array Array::broadcast_to(const Shape& shape, Loc loc) const { return Array(ir::broadcast_to(node_, shape, loc)); }
+Array Array::permute(std::vector<std::int64_t> perm, Loc loc) const {
+    return Array(ir::permute(node_, std::move(perm), loc));
+}
+Array Array::transposed(Loc loc) const { return Array(ir::transpose(node_, loc)); }
+Array Array::slice(const std::vector<ir::SliceSpec>& spec, Loc loc) const { return Array(ir::slice(node_, spec, loc)); }
+std::string Array::ir_text() const { return ir::print({node_}); }
+
+std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc) {
+    std::vector<ir::NodePtr> roots;
+    roots.reserve(arrays.size());
+    for (const auto& a : arrays) {
+        if (!a.node()) throw Error(fmt::format("eval(): empty Array ({})", short_location(loc)));
+        roots.push_back(a.node());
+    }
+    return evaluate(roots, loc);
+}
+
+}  // namespace loom

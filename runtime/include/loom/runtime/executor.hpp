@@ -1,0 +1,48 @@
+// Evaluation of IR graphs: on the GPU (fused kernels, compiled and cached) when any input lives on a
+// CUDA device, else on the host through the CPU reference evaluator.
+#pragma once
+
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "loom/ir/node.hpp"
+#include "loom/runtime/tensor.hpp"
+
+namespace loom {
+
+/// Evaluates `roots` and returns one new contiguous tensor per root, on the device of the inputs (the
+/// host when every input is a host tensor or there are none). `name` names the kernels (profilers show
+/// it); empty: derived from the ops. `loc` is the user's call site, named in errors.
+/// Throws loom::Error for inputs on different devices or unbound placeholders, loom::NoDeviceError
+/// without a GPU, loom::CompileError, loom::CudaError, loom::OutOfMemory.
+std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots,
+                             std::source_location loc = std::source_location::current(), std::string_view name = {});
+
+/// Evaluates `roots` into the preallocated `outs` (one per root: same shape and dtype, contiguous, on the
+/// inputs' device). Asynchronous on the GPU (stream-ordered on the current stream). An output that an
+/// input reads through a different index map is written through a temporary. Throws as evaluate(), and
+/// loom::Error naming both shapes/dtypes when an output does not match its root.
+void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>& outs,
+                   std::source_location loc = std::source_location::current(), std::string_view name = {});
+
+/// The generated CUDA for `roots` (one complete translation unit per kernel, concatenated), planned for
+/// the current GPU, or for an H200 when there is none. Needs no GPU.
+std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
+
+/// What compile() did.
+struct CompileReport {
+    std::string kernel;      // kernel base name (of the first kernel when there are several)
+    std::string arch;        // "sm_90", or "compute_XY" when NVRTC emitted PTX
+    std::string image_kind;  // "cubin" or "PTX"
+    std::size_t image_bytes = 0;
+    int kernels = 0;
+    double codegen_ms = 0;   // planning and CUDA emission
+    double compile_ms = 0;   // NVRTC
+};
+
+/// Generates and compiles the kernels of `roots` with NVRTC without launching them (no GPU needed).
+/// Throws loom::CompileError when NVRTC rejects a kernel.
+CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
+
+}  // namespace loom

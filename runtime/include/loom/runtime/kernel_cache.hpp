@@ -1,0 +1,45 @@
+// The in-memory kernel cache: compiled pointwise kernels keyed by graph structure and specialization
+// (codegen::kernel_key), so that a hit does no code generation and hashes no source text.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "loom/codegen/emit_cuda.hpp"
+#include "loom/runtime/module.hpp"
+
+namespace loom {
+
+/// One compiled kernel: its source and plan, the loaded module and both entry points.
+struct CompiledKernel {
+    codegen::KernelSource source;
+    Module module;
+    Kernel vector_kernel;  // not loaded when the plan has no vector variant
+    Kernel scalar_kernel;
+    std::string arch;
+    double codegen_ms = 0;
+    double compile_ms = 0;
+    double load_ms = 0;
+};
+
+/// Counters of the in-memory cache since the process started.
+struct KernelCacheStats {
+    std::uint64_t hits = 0;
+    std::uint64_t misses = 0;     // lookups that had to build (or wait for another thread's build)
+    std::uint64_t compiles = 0;   // NVRTC compilations
+    double compile_ms = 0;        // total NVRTC time
+};
+
+/// Returns the kernel for `key` on device `device`, calling `build` once per key and device when absent.
+/// Thread-safe: two threads that need the same new kernel build it once (the second waits). A build that
+/// throws is not cached; the exception reaches every waiting caller.
+std::shared_ptr<const CompiledKernel> cached_kernel(std::uint64_t key, int device,
+                                                   const std::function<CompiledKernel()>& build);
+
+KernelCacheStats kernel_cache_stats();
+/// Drops every cached kernel (modules unload when no caller still holds them).
+void clear_kernel_cache();
+
+}  // namespace loom

@@ -1,0 +1,58 @@
+// The CPU reference evaluator: runs any Loom graph on host tensors with exactly the semantics of
+// docs/semantics.md, and an f64 oracle mode for measuring error. Every GPU result is checked against it.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/ir/node.hpp"
+#include "loom/runtime/tensor.hpp"
+
+namespace loom::reference {
+
+/// How float values are computed.
+enum class Mode : std::uint8_t {
+    /// The numeric contract: every op at its dtype (float16/bfloat16 in float32, rounded once per op),
+    /// reductions in the documented order. Bit-identical to constant folding.
+    Contract,
+    /// Every float dtype is held and computed as float64 (inputs converted exactly, casts between float
+    /// dtypes are the identity); integer and bool values are as in Contract. For measuring error: the
+    /// results approximate the exact real-number result of the graph. Float results are float64 tensors.
+    Oracle,
+};
+
+/// Reduction order (docs/semantics.md, "Reduction order"): the reduced index range of one output, in
+/// row-major order of the reduced axes, is cut into chunks of kReduceChunk elements; in a chunk element i
+/// goes to lane (i / kReduceRun) mod kReduceLanes; lanes accumulate in increasing i, are combined by the
+/// tree lane l with l + 128, then l + 64, ..., l + 1; chunk partials by a pairwise tree over chunk index.
+inline constexpr std::int64_t kReduceChunk = 8192;
+inline constexpr std::int64_t kReduceLanes = 256;
+inline constexpr std::int64_t kReduceRun = 4;
+
+/// Input tensors by input id (ir::Node::input_id()), replacing the inputs' payloads.
+using Overrides = std::unordered_map<std::uint64_t, Tensor>;
+
+/// Evaluates `roots` (any graph built by ir/build.hpp) on the host. An Input node's tensor is
+/// `overrides[input_id]` when present, else its payload (a std::shared_ptr<const Tensor::Impl>); tensors
+/// on a CUDA device are copied to the host first, host tensors are read in place (their memory at the
+/// time of this call). Shared sub-graphs are evaluated once; intermediates are freed after their last
+/// use. Whole-array loops run on reference_threads() threads (LOOM_REFERENCE_THREADS, default all cores).
+///
+/// Returns one contiguous host tensor per root, of the root's dtype (Oracle: float dtypes as float64),
+/// never aliasing an input's memory.
+///
+/// Throws loom::Error naming "reference::evaluate()" when an input has no tensor bound or its tensor's
+/// dtype or shape differs from the node's; loom::InternalError when the graph breaks the constructors'
+/// invariants.
+std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const Overrides& overrides = {},
+                             Mode mode = Mode::Contract);
+
+/// One root.
+Tensor evaluate(const ir::NodePtr& root, const Overrides& overrides = {}, Mode mode = Mode::Contract);
+
+/// A contiguous host copy of `t` converted element by element to `to` with the semantics of a Cast node
+/// (docs/semantics.md, "Casts"). Tensors on a CUDA device are copied to the host first.
+Tensor cast(const Tensor& t, DType to);
+
+}  // namespace loom::reference

@@ -1,0 +1,148 @@
+// CUDA status codes converted to exceptions, the sticky-error state and the record of the last launch.
+#include "loom/runtime/errors.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace loom {
+
+namespace {
+
+struct LaunchRecord {
+    std::mutex mutex;
+    std::string kernel, where;            // the last noted launch
+    std::string prev_kernel, prev_where;  // the one before: an asynchronous fault may come from it
+    int count = 0;
+    std::string poison_message;  // set once, on the first sticky error
+    cudaError_t poison_code = cudaSuccess;
+    std::string poison_call;
+};
+
+LaunchRecord& record() {
+    static LaunchRecord r;
+    return r;
+}
+
+std::atomic<bool> g_poisoned{false};
+
+const char* base_name(const char* path) {
+    const char* slash = std::strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+std::string describe(cudaError_t code) {
+    return fmt::format("{} ({}): {}", cudaGetErrorName(code), static_cast<int>(code), cudaGetErrorString(code));
+}
+
+}  // namespace
+
+bool is_sticky(cudaError_t code) {
+    switch (code) {
+        case cudaErrorIllegalAddress:
+        case cudaErrorLaunchFailure:
+        case cudaErrorLaunchTimeout:
+        case cudaErrorAssert:
+        case cudaErrorHardwareStackError:
+        case cudaErrorIllegalInstruction:
+        case cudaErrorMisalignedAddress:
+        case cudaErrorInvalidAddressSpace:
+        case cudaErrorInvalidPc:
+        case cudaErrorECCUncorrectable:
+        case cudaErrorContextIsDestroyed:
+            return true;
+        default:
+            return false;
+    }
+}
+
+void note_launch(std::string_view kernel, std::string_view where) {
+    auto& r = record();
+    std::lock_guard lock(r.mutex);
+    r.prev_kernel.swap(r.kernel);
+    r.prev_where.swap(r.where);
+    r.kernel.assign(kernel);  // assign() reuses the buffers: no allocation once warm
+    r.where.assign(where);
+    if (r.count < 2) ++r.count;
+}
+
+namespace {
+
+std::string launch_text(const std::string& kernel, const std::string& where) {
+    return where.empty() ? kernel : fmt::format("{} ({})", kernel, where);
+}
+
+}  // namespace
+
+std::string last_launch() {
+    auto& r = record();
+    std::lock_guard lock(r.mutex);
+    if (r.count == 0) return "none";
+    return launch_text(r.kernel, r.where);
+}
+
+bool runtime_poisoned() { return g_poisoned.load(std::memory_order_acquire); }
+
+bool sync_after_launch() {
+    static const bool on = [] {
+        const char* v = std::getenv("LOOM_SYNC");
+        return v && *v && std::strcmp(v, "0") != 0;
+    }();
+    return on;
+}
+
+namespace detail {
+
+bool poisoned_flag() noexcept { return g_poisoned.load(std::memory_order_relaxed); }
+
+void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
+    if (is_sticky(code)) {
+        std::string launch = last_launch();
+        {
+            auto& r = record();
+            std::lock_guard lock(r.mutex);
+            if (r.count > 1) launch += fmt::format(" (the launch before it: {})", launch_text(r.prev_kernel, r.prev_where));
+        }
+        std::string msg = fmt::format(
+            "CUDA error: {} failed with {} ({}:{}); last launched kernel: {}. This error is sticky: the CUDA "
+            "context is unusable and every later GPU call in this process fails{}",
+            call, describe(code), base_name(file), line, launch,
+            sync_after_launch() ? "" : "; run with LOOM_SYNC=1 to tie an asynchronous fault to its kernel");
+        {
+            auto& r = record();
+            std::lock_guard lock(r.mutex);
+            if (r.poison_message.empty()) {
+                r.poison_message = msg;
+                r.poison_code = code;
+                r.poison_call = call;
+            }
+        }
+        g_poisoned.store(true, std::memory_order_release);
+        throw CudaError(code, call, msg);
+    }
+    if (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver || code == cudaErrorStubLibrary) {
+        (void)cudaGetLastError();
+        throw NoDeviceError(fmt::format("no CUDA device found: {} failed with {} ({}:{})", call, describe(code),
+                                        base_name(file), line));
+    }
+    // A non-sticky error is also recorded as CUDA's "last error": clear it so that the check after the
+    // next launch does not report it again.
+    (void)cudaGetLastError();
+    throw CudaError(code, call, fmt::format("CUDA error: {} failed with {} ({}:{})", call, describe(code),
+                                            base_name(file), line));
+}
+
+void throw_poisoned() {
+    auto& r = record();
+    std::lock_guard lock(r.mutex);
+    throw CudaError(r.poison_code, r.poison_call,
+                    fmt::format("CUDA runtime unusable after an earlier sticky error: {}", r.poison_message));
+}
+
+}  // namespace detail
+
+}  // namespace loom

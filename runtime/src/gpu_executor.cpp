@@ -1,0 +1,222 @@
+// The GPU path of evaluation: partition, specialize, fetch or build kernels (kernel_cache), launch.
+#include "loom/runtime/gpu_executor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <unordered_set>
+
+#include "loom/codegen/kernel_key.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/ir/env.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/runtime/device.hpp"
+#include "loom/runtime/kernel_cache.hpp"
+#include "loom/runtime/nvrtc.hpp"
+#include "loom/runtime/pinned.hpp"
+
+namespace loom::gpu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+const Tensor::Impl& bound_tensor(const ir::Node& input) {
+    return *static_cast<const Tensor::Impl*>(input.payload().get());
+}
+
+// A readable default kernel name from the ops of a group: "relu_add_mul" (last ops first, at most 3).
+std::string default_name(const std::vector<ir::NodePtr>& outputs) {
+    std::vector<std::string> names;
+    const auto order = ir::topo_order(outputs);
+    for (auto it = order.rbegin(); it != order.rend() && names.size() < 3; ++it) {
+        const ir::Node* n = *it;
+        if (!ir::is_elementwise(n->op())) continue;
+        std::string nm(ir::op_name(n->op()));
+        if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
+    }
+    if (names.empty()) return "copy";
+    std::string s;
+    for (const auto& nm : names) s += (s.empty() ? "" : "_") + nm;
+    return s;
+}
+
+void explain_group(const KernelGroup& g, const codegen::PointwisePlan& plan, std::size_t index) {
+    std::string nodes;
+    for (const ir::Node* n : ir::topo_order(g.outputs)) {
+        if (!ir::is_elementwise(n->op()) && !ir::is_view(n->op())) continue;
+        nodes += fmt::format(" {} ({})", ir::op_name(n->op()), short_location(n->loc()));
+    }
+    std::string reads;
+    for (const ir::Node* in : codegen::pointwise_inputs(g.outputs))
+        reads += fmt::format("{}{} {}", reads.empty() ? "" : ", ", in->label().empty() ? "input" : in->label(),
+                             ir::describe(*in));
+    std::fprintf(stderr, "kernel %zu  %s   nodes:%s\n          reads %s; writes %zu output(s) %s; vector width %d; 1 launch\n",
+                 index, g.name.c_str(), nodes.c_str(), reads.c_str(), g.outputs.size(),
+                 to_string(g.outputs[0]->shape()).c_str(), plan.vector_width);
+}
+
+CompiledKernel build_kernel(const KernelGroup& g, const codegen::PointwisePlan& plan, const codegen::DeviceInfo& info) {
+    CompiledKernel ck;
+    auto t0 = Clock::now();
+    ck.source = codegen::emit_pointwise(g.name, g.outputs, plan);
+    ck.codegen_ms = ms_since(t0);
+    if (env_list_contains("LOOM_DUMP", "plans")) {
+        const char* dir = std::getenv("LOOM_DUMP_DIR");
+        const std::string path = fmt::format("{}/{}.plan.txt", dir ? dir : "dump", ck.source.name);
+        if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+            std::fputs(plan.to_string().c_str(), f);
+            std::fclose(f);
+        }
+    }
+    nvrtc::Options opt;
+    opt.cc_major = info.cc_major;
+    opt.cc_minor = info.cc_minor;
+    opt.line_info = env_list_contains("LOOM_LINEINFO", "1");
+    const nvrtc::Result r = nvrtc::compile(ck.source.name, ck.source.source, opt);
+    ck.compile_ms = r.compile_ms;
+    ck.arch = r.arch;
+    t0 = Clock::now();
+    ck.module = Module::load(std::string_view(r.binary.data(), r.binary.size()), ck.source.name);
+    ck.scalar_kernel = ck.module.kernel(ck.source.scalar_entry);
+    if (!ck.source.vector_entry.empty()) ck.vector_kernel = ck.module.kernel(ck.source.vector_entry);
+    ck.load_ms = ms_since(t0);
+    return ck;
+}
+
+// True when `out` shares memory with an input of the group that is read through another index map.
+bool aliases_input(const Tensor& out, const std::vector<ir::NodePtr>& outputs) {
+    for (const ir::Node* in : codegen::pointwise_inputs(outputs)) {
+        const Tensor::Impl& t = bound_tensor(*in);
+        if (t.storage != out.storage()) continue;
+        if (t.offset != out.offset() || t.strides != out.strides() || t.shape != out.shape()) return true;
+        // Same index map: an elementwise kernel reads each element before it writes it, in one thread.
+        // A view between the input and the output remaps indices, so any view on the path is unsafe.
+        for (const ir::Node* n : ir::topo_order(outputs))
+            if (ir::is_view(n->op())) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::vector<KernelGroup> partition(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    for (const ir::Node* n : ir::topo_order(roots)) {
+        if (ir::is_reduction(n->op()))
+            throw Error(fmt::format("{}(): reductions do not run on the GPU yet; evaluate host tensors on the CPU "
+                                    "reference instead ({})",
+                                    ir::op_name(n->op()), short_location(n->loc())));
+    }
+    std::vector<KernelGroup> groups;
+    for (std::size_t k = 0; k < roots.size(); ++k) {
+        KernelGroup* g = nullptr;
+        for (auto& existing : groups)
+            if (existing.outputs[0]->shape() == roots[k]->shape()) g = &existing;
+        if (!g) {
+            groups.emplace_back();
+            g = &groups.back();
+        }
+        g->outputs.push_back(roots[k]);
+        g->root_index.push_back(k);
+    }
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+        std::string base = name.empty() ? default_name(groups[k].outputs) : std::string(name);
+        groups[k].name = groups.size() > 1 ? fmt::format("{}_{}", base, k) : base;
+    }
+    return groups;
+}
+
+std::vector<codegen::InputLayout> input_layouts(const std::vector<ir::NodePtr>& outputs) {
+    std::vector<codegen::InputLayout> layouts;
+    for (const ir::Node* in : codegen::pointwise_inputs(outputs)) {
+        if (!in->payload())
+            throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})", ir::describe(*in),
+                                    short_location(in->loc())));
+        const Tensor::Impl& t = bound_tensor(*in);
+        codegen::InputLayout l;
+        l.dtype = t.dtype;
+        l.strides = t.strides;
+        const auto addr = reinterpret_cast<std::uintptr_t>(static_cast<const char*>(t.storage->ptr) +
+                                                           t.offset * static_cast<std::int64_t>(itemsize(t.dtype)));
+        l.aligned16 = addr % 16 == 0;
+        layouts.push_back(std::move(l));
+    }
+    return layouts;
+}
+
+std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device device, std::source_location loc,
+                             const std::vector<Tensor>* outs, std::string_view name) {
+    require_cuda("eval()");
+    DeviceGuard guard(device.index);
+    const codegen::DeviceInfo& info = device_info(device.index);
+    const bool explain = env_list_contains("LOOM_EXPLAIN", "fusion");
+    std::vector<Tensor> results(roots.size());
+    const auto groups = partition(roots, name);
+    const std::string where = short_location(loc);
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+        const KernelGroup& g = groups[gi];
+        const auto layouts = input_layouts(g.outputs);
+        codegen::PlannedPointwise planned = codegen::plan_pointwise(g.outputs, layouts, info);
+        const std::uint64_t key = codegen::kernel_key(g.outputs, planned.plan);
+        auto kernel = cached_kernel(key, device.index, [&] { return build_kernel(g, planned.plan, info); });
+        if (explain) explain_group(g, planned.plan, gi);
+
+        std::vector<const void*> in_ptrs;
+        for (const ir::Node* in : codegen::pointwise_inputs(g.outputs)) {
+            const Tensor::Impl& t = bound_tensor(*in);
+            in_ptrs.push_back(static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype)));
+        }
+        std::vector<void*> out_ptrs;
+        std::vector<std::pair<Tensor, Tensor>> copy_back;  // (temporary, user's output)
+        for (std::size_t k = 0; k < g.outputs.size(); ++k) {
+            const ir::Node& root = *g.outputs[k];
+            Tensor out;
+            if (outs) {
+                const Tensor& user = (*outs)[g.root_index[k]];
+                if (!user.is_contiguous())
+                    throw Error(fmt::format("assign(): output {} {} is not contiguous; Loom writes contiguous "
+                                            "outputs ({})", to_string(user.shape()), loom::name(user.dtype()), where));
+                if (aliases_input(user, g.outputs)) {
+                    out = Tensor::empty(root.shape(), root.dtype(), device);
+                    copy_back.emplace_back(out, user);
+                } else {
+                    out = user;
+                }
+            } else {
+                out = Tensor::empty(root.shape(), root.dtype(), device);
+            }
+            out_ptrs.push_back(out.data());
+            results[g.root_index[k]] = outs ? (*outs)[g.root_index[k]] : out;
+        }
+        const std::int64_t numel = g.outputs[0]->numel();
+        const codegen::Variant v = codegen::select_variant(planned.plan, planned.binding, in_ptrs, out_ptrs);
+        const codegen::LaunchConfig lc = planned.plan.launch(numel, v);
+        if (lc.grid_x > 0) {
+            const auto params = codegen::pack_params(planned.plan, planned.binding, in_ptrs, out_ptrs);
+            LaunchConfig cfg;
+            cfg.grid = {lc.grid_x, 1, 1};
+            cfg.block = {lc.block_x, 1, 1};
+            const Kernel& k = v == codegen::Variant::Vector ? kernel->vector_kernel : kernel->scalar_kernel;
+            k.launch(cfg, params.data(), params.size(), where);
+        }
+        for (auto& [tmp, user] : copy_back) copy_async(user, tmp);
+    }
+    return results;
+}
+
+std::vector<codegen::KernelSource> generate(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
+    std::vector<codegen::KernelSource> out;
+    for (const KernelGroup& g : partition(roots, name))
+        out.push_back(codegen::generate_pointwise(g.name, g.outputs, input_layouts(g.outputs), info));
+    return out;
+}
+
+}  // namespace loom::gpu

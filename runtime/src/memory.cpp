@@ -1,0 +1,176 @@
+// Memory: 64-byte aligned host allocation, stream-ordered pool allocation on CUDA devices (trim and retry
+// once before OutOfMemory), release, synchronous copies between any two devices, and pool statistics.
+#include "loom/runtime/memory.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+
+#include "loom/runtime/device.hpp"
+#include "loom/runtime/errors.hpp"
+#include "loom/runtime/stream.hpp"
+
+namespace loom {
+
+namespace {
+
+constexpr std::size_t kHostAlignment = 64;  // bytes: a cache line, and a multiple of every vector width
+
+/// Per-device pool set-up, done once: the device's default pool keeps freed memory cached (release
+/// threshold = max), so steady-state allocation never returns memory to the OS or asks the driver again.
+struct PoolState {
+    std::once_flag once;
+    cudaMemPool_t pool = nullptr;  // null when the device has no memory pools (then cudaMalloc is used)
+    std::size_t total = 0;         // device memory in bytes
+};
+
+PoolState& pool_state(int device) {
+    static const int n = device_count();
+    static const std::unique_ptr<PoolState[]> states(new PoolState[static_cast<std::size_t>(n > 0 ? n : 1)]);
+    if (device < 0 || device >= n)
+        throw Error(fmt::format("memory: device cuda:{} does not exist ({} CUDA devices)", device, n));
+    PoolState& s = states[static_cast<std::size_t>(device)];
+    std::call_once(s.once, [&] {
+        int supported = 0;
+        LOOM_CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device));
+        std::size_t free_b = 0;
+        LOOM_CUDA_CHECK(cudaMemGetInfo(&free_b, &s.total));
+        if (supported) {
+            LOOM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&s.pool, device));
+            std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
+            LOOM_CUDA_CHECK(cudaMemPoolSetAttribute(s.pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+        }
+    });
+    return s;
+}
+
+std::string human(std::size_t bytes) {
+    static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        ++u;
+    }
+    return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+[[noreturn]] void throw_oom(int device, std::size_t bytes, const char* why) {
+    std::string usage;
+    try {
+        const PoolStats s = pool_stats(device);
+        usage = fmt::format("; Loom's pool has {} in use and {} reserved; the device has {} free of {}",
+                            human(s.used_bytes), human(s.reserved_bytes), human(s.device_free_bytes),
+                            human(s.device_total_bytes));
+    } catch (const Error&) {
+        usage = "; memory use could not be queried";
+    }
+    throw OutOfMemory(bytes, fmt::format("out of memory: allocating {} bytes ({}) on cuda:{} failed{}{}", bytes,
+                                         human(bytes), device, why, usage));
+}
+
+void* allocate_cuda(int device, std::size_t bytes) {
+    if (!cuda_available()) require_cuda(fmt::format("allocating {} bytes on cuda:{}", bytes, device));
+    if (device < 0 || device >= device_count())
+        throw Error(fmt::format("allocating {} bytes on cuda:{}: no such device ({} CUDA devices)", bytes, device,
+                                device_count()));
+    DeviceGuard guard(device);
+    PoolState& s = pool_state(device);
+    if (bytes > s.total) throw_oom(device, bytes, " (more than the device's memory)");
+    void* p = nullptr;
+    const cudaStream_t stream = current_stream();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (detail::poisoned_flag()) detail::throw_poisoned();
+        const cudaError_t e = s.pool ? cudaMallocAsync(&p, bytes, stream) : cudaMalloc(&p, bytes);
+        if (e == cudaSuccess) return p;
+        if (e != cudaErrorMemoryAllocation)
+            detail::throw_cuda_error(e, s.pool ? "cudaMallocAsync(&p, bytes, stream)" : "cudaMalloc(&p, bytes)",
+                                     __FILE__, __LINE__);
+        (void)cudaGetLastError();  // out of memory is not sticky: clear it
+        if (attempt == 0) trim_pool(device);  // give cached blocks back, then retry once
+    }
+    throw_oom(device, bytes, " after the pool was trimmed and the request retried");
+}
+
+}  // namespace
+
+PoolStats pool_stats(int index) {
+    require_cuda("pool_stats()");
+    DeviceGuard guard(index);
+    PoolState& s = pool_state(index);
+    PoolStats out;
+    if (s.pool) {
+        std::uint64_t used = 0, reserved = 0;
+        LOOM_CUDA_CHECK(cudaMemPoolGetAttribute(s.pool, cudaMemPoolAttrUsedMemCurrent, &used));
+        LOOM_CUDA_CHECK(cudaMemPoolGetAttribute(s.pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+        out.used_bytes = used;
+        out.reserved_bytes = reserved;
+    }
+    LOOM_CUDA_CHECK(cudaMemGetInfo(&out.device_free_bytes, &out.device_total_bytes));
+    return out;
+}
+
+void trim_pool(int index) {
+    require_cuda("trim_pool()");
+    DeviceGuard guard(index);
+    PoolState& s = pool_state(index);
+    LOOM_CUDA_CHECK(cudaDeviceSynchronize());  // pending stream-ordered frees complete first
+    if (s.pool) LOOM_CUDA_CHECK(cudaMemPoolTrimTo(s.pool, 0));
+}
+
+namespace memory {
+
+void* allocate(Device device, std::size_t bytes) {
+    if (!device.is_cuda()) {
+        const std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+        void* p = std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
+        if (!p)
+            throw OutOfMemory(bytes, fmt::format("out of memory: allocating {} bytes ({}) of host memory failed",
+                                                 bytes, human(bytes)));
+        return p;
+    }
+    return allocate_cuda(device.index, bytes);
+}
+
+void release(Device device, void* ptr) noexcept {
+    if (!ptr) return;
+    if (!device.is_cuda()) {
+        std::free(ptr);
+        return;
+    }
+    // After a sticky error the context is gone: the memory goes with it.
+    if (detail::poisoned_flag()) return;
+    try {
+        DeviceGuard guard(device.index);
+        const cudaError_t e = pool_state(device.index).pool ? cudaFreeAsync(ptr, current_stream()) : cudaFree(ptr);
+        if (e == cudaSuccess || e == cudaErrorCudartUnloading) return;
+        // Cannot throw from here: record a sticky error (so later calls report it), clear any other.
+        detail::throw_cuda_error(e, "cudaFreeAsync(ptr, stream)", __FILE__, __LINE__);
+    } catch (...) {
+    }
+}
+
+void copy(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
+    if (bytes == 0) return;
+    if (!dst_device.is_cuda() && !src_device.is_cuda()) {
+        std::memcpy(dst, src, bytes);
+        return;
+    }
+    const Device dev = dst_device.is_cuda() ? dst_device : src_device;
+    if (!cuda_available()) require_cuda(fmt::format("copying {} bytes from {} to {}", bytes, src_device.to_string(), dst_device.to_string()));
+    DeviceGuard guard(dev.index);
+    const cudaStream_t stream = current_stream();
+    // cudaMemcpyDefault: the direction follows from the pointers (unified virtual addressing).
+    LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+    LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace memory
+
+}  // namespace loom

@@ -1,0 +1,180 @@
+// Modules through the CUDA runtime's library API (cudaLibraryLoadData, cudaLibraryGetKernel,
+// cudaLibraryUnload) and checked launches of one-struct kernels with cudaLaunchKernel.
+#include "loom/runtime/module.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "loom/runtime/device.hpp"
+#include "loom/runtime/errors.hpp"
+
+namespace loom {
+
+namespace detail {
+
+struct ModuleState {
+    cudaLibrary_t library = nullptr;
+    std::string image;  // kept alive with the library; NUL-terminated for PTX
+    std::string name;
+    int device = 0;
+    std::mutex mutex;
+    std::map<std::string, std::shared_ptr<KernelState>, std::less<>> kernels;
+    ~ModuleState() {
+        if (library && !poisoned_flag()) (void)cudaLibraryUnload(library);  // fails only while unloading
+    }
+};
+
+struct KernelState {
+    cudaKernel_t kernel = nullptr;
+    std::string name;
+    long param_bytes = -1;
+    std::mutex mutex;
+    std::vector<std::size_t> max_dynamic_shared;  // per device: the value set, 0 = default
+};
+
+}  // namespace detail
+
+namespace {
+
+constexpr std::size_t kDefaultDynamicSharedLimit = 48 * 1024;  // bytes without opting in (all archs >= 7.0)
+
+/// Bytes of the first parameter (0 if none, -1 if the runtime cannot say). cudaFuncGetParamInfo fails
+/// with cudaErrorInvalidValue past the last parameter; that error is cleared.
+long query_param_bytes(cudaKernel_t k) {
+    const void* f = reinterpret_cast<const void*>(k);
+    std::size_t offset0 = 0, size0 = 0, offset1 = 0, size1 = 0;
+    const cudaError_t e0 = cudaFuncGetParamInfo(f, 0, &offset0, &size0);
+    if (e0 != cudaSuccess) {
+        if (is_sticky(e0)) detail::throw_cuda_error(e0, "cudaFuncGetParamInfo(kernel, 0, &offset, &size)", __FILE__, __LINE__);
+        (void)cudaGetLastError();
+        return e0 == cudaErrorInvalidValue ? 0 : -1;
+    }
+    // One struct parameter is the contract; with a second one the size check does not apply.
+    if (cudaFuncGetParamInfo(f, 1, &offset1, &size1) == cudaSuccess) return -1;
+    (void)cudaGetLastError();
+    return static_cast<long>(size0);
+}
+
+std::string dims(const Dim3& d) { return fmt::format("({}, {}, {})", d.x, d.y, d.z); }
+
+}  // namespace
+
+const std::string& Kernel::name() const { return state_->name; }
+cudaKernel_t Kernel::handle() const { return state_->kernel; }
+long Kernel::param_bytes() const { return state_->param_bytes; }
+
+void Kernel::set_max_dynamic_shared(std::size_t bytes, int device) const {
+    auto& s = *state_;
+    std::lock_guard lock(s.mutex);
+    if (s.max_dynamic_shared.size() <= static_cast<std::size_t>(device))
+        s.max_dynamic_shared.resize(static_cast<std::size_t>(device) + 1, 0);
+    if (s.max_dynamic_shared[static_cast<std::size_t>(device)] >= bytes) return;
+    if (detail::poisoned_flag()) detail::throw_poisoned();
+    const cudaError_t e = cudaKernelSetAttributeForDevice(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                          static_cast<int>(bytes), device);
+    if (e != cudaSuccess) {
+        const std::string call = fmt::format(
+            "cudaKernelSetAttributeForDevice({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}, {})", s.name, bytes, device);
+        detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
+    }
+    s.max_dynamic_shared[static_cast<std::size_t>(device)] = bytes;
+}
+
+void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_bytes, std::string_view where) const {
+    if (!state_) throw Error("Kernel::launch(): empty kernel handle");
+    const auto& s = *state_;
+    if (s.param_bytes >= 0 && static_cast<std::size_t>(s.param_bytes) != args_bytes)
+        throw Error(fmt::format("Kernel::launch(): kernel {} takes a {}-byte parameter, given {} bytes{}", s.name,
+                                s.param_bytes, args_bytes, where.empty() ? "" : fmt::format(" ({})", where)));
+    if (detail::poisoned_flag()) detail::throw_poisoned();
+    if (cfg.shared_bytes > kDefaultDynamicSharedLimit) {
+        int device = 0;
+        LOOM_CUDA_CHECK(cudaGetDevice(&device));
+        set_max_dynamic_shared(cfg.shared_bytes, device);
+    }
+    note_launch(s.name, where);
+    void* params[1] = {const_cast<void*>(args)};
+    const dim3 grid(cfg.grid.x, cfg.grid.y, cfg.grid.z), block(cfg.block.x, cfg.block.y, cfg.block.z);
+    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(s.kernel), grid, block,
+                                     args_bytes ? params : nullptr, cfg.shared_bytes, cfg.stream);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        const std::string call = fmt::format("cudaLaunchKernel({}, grid {}, block {}, {} bytes shared){}", s.name,
+                                             dims(cfg.grid), dims(cfg.block), cfg.shared_bytes,
+                                             where.empty() ? "" : fmt::format(" at {}", where));
+        detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
+    }
+    if (sync_after_launch()) {
+        e = cudaStreamSynchronize(cfg.stream);
+        if (e != cudaSuccess) {
+            const std::string call = fmt::format("cudaStreamSynchronize after kernel {}{} (LOOM_SYNC=1)", s.name,
+                                                 where.empty() ? "" : fmt::format(" at {}", where));
+            detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
+        }
+    }
+}
+
+Module Module::load(std::string_view image, std::string name) {
+    require_cuda(fmt::format("Module::load() of {}", name));
+    if (image.empty()) throw Error(fmt::format("Module::load(): empty image for {}", name));
+    auto st = std::make_shared<detail::ModuleState>();
+    st->image.assign(image);
+    st->image.push_back('\0');  // PTX is read as a C string; harmless after a cubin or fatbin
+    st->name = std::move(name);
+    LOOM_CUDA_CHECK(cudaGetDevice(&st->device));
+    if (detail::poisoned_flag()) detail::throw_poisoned();
+    const cudaError_t e = cudaLibraryLoadData(&st->library, st->image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e != cudaSuccess) {
+        st->library = nullptr;
+        const std::string call = fmt::format("cudaLibraryLoadData({}, {} bytes)", st->name, image.size());
+        detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
+    }
+    Module m;
+    m.state_ = std::move(st);
+    return m;
+}
+
+Kernel Module::kernel(std::string_view kname) const {
+    if (!state_) throw Error(fmt::format("Module::kernel(): no module loaded (looking for {})", kname));
+    auto& s = *state_;
+    std::lock_guard lock(s.mutex);
+    if (auto it = s.kernels.find(kname); it != s.kernels.end()) {
+        Kernel k;
+        k.state_ = it->second;
+        k.module_ = state_;
+        return k;
+    }
+    auto ks = std::make_shared<detail::KernelState>();
+    ks->name.assign(kname);
+    if (detail::poisoned_flag()) detail::throw_poisoned();
+    const cudaError_t e = cudaLibraryGetKernel(&ks->kernel, s.library, ks->name.c_str());
+    if (e == cudaErrorSymbolNotFound || e == cudaErrorSharedObjectSymbolNotFound ||
+        e == cudaErrorInvalidDeviceFunction) {
+        (void)cudaGetLastError();
+        throw Error(fmt::format("Module::kernel(): module {} has no kernel named '{}' ({})", s.name, kname,
+                                cudaGetErrorName(e)));
+    }
+    if (e != cudaSuccess) {
+        const std::string call = fmt::format("cudaLibraryGetKernel(&k, {}, \"{}\")", s.name, kname);
+        detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
+    }
+    ks->param_bytes = query_param_bytes(ks->kernel);
+    s.kernels.emplace(ks->name, ks);
+    Kernel k;
+    k.state_ = std::move(ks);
+    k.module_ = state_;
+    return k;
+}
+
+const std::string& Module::name() const {
+    static const std::string none = "(none)";
+    return state_ ? state_->name : none;
+}
+
+int Module::device() const { return state_ ? state_->device : -1; }
+
+}  // namespace loom

@@ -1,0 +1,19 @@
+// A small parallel_for over std::thread for the CPU reference evaluator and the test helpers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace loom::detail {
+
+/// Number of worker threads parallel_for uses: LOOM_REFERENCE_THREADS when set to a positive integer,
+/// else std::thread::hardware_concurrency() (at least 1).
+int reference_threads();
+
+/// Calls `body(begin, end)` on disjoint ranges covering [0, n), each at most `grain` long, from up to
+/// reference_threads() threads (the calling thread included). Runs inline when n <= grain or one thread is
+/// configured. The first exception thrown by a body is rethrown on the calling thread after all ranges
+/// have finished or been abandoned.
+void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& body);
+
+}  // namespace loom::detail

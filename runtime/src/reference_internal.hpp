@@ -1,0 +1,50 @@
+// Internals of the CPU reference evaluator shared by its source files: strided gathers, per-node kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "loom/ir/node.hpp"
+#include "loom/runtime/reference.hpp"
+#include "loom/runtime/tensor.hpp"
+
+namespace loom::reference::detail {
+
+/// Elements per block of the whole-array loops (each thread gathers non-contiguous operands one block
+/// at a time into its scratch buffers).
+inline constexpr std::int64_t kBlock = 16384;
+
+/// A host tensor's elements as a coalesced strided walk: dimensions of extent 1 dropped, adjacent
+/// dimensions merged where the strides allow. Rank 0 means a single element.
+struct Layout {
+    const char* base = nullptr;  // address of logical element 0
+    std::size_t esz = 1;         // bytes per element
+    int rank = 0;
+    std::int64_t shape[kMaxRank] = {};
+    std::int64_t strides[kMaxRank] = {};  // elements
+    bool contiguous = false;              // row-major with no gaps: element i at base + i * esz
+
+    static Layout of(const Tensor& t);
+};
+
+/// Copies logical elements [begin, begin + n) (row-major order) of `l` to `dst`, contiguously.
+void gather(const Layout& l, std::int64_t begin, std::int64_t n, void* dst);
+
+/// A contiguous host copy of `t` (always a new buffer).
+Tensor materialize(const Tensor& t);
+
+/// The dtype in which a node's values are held in `mode`: Oracle holds every float dtype as float64.
+inline DType effective(DType d, Mode mode) { return mode == Mode::Oracle && is_float(d) ? DType::Float64 : d; }
+
+/// Evaluates an elementwise node whose operands' values are `args` (host tensors of the operands'
+/// effective dtypes, any strides); the result is a new contiguous tensor of dtype `out`.
+Tensor eval_elementwise_node(const ir::Node& n, const std::vector<Tensor>& args, DType out);
+
+/// Converts every element of `t` to `to` with the Cast semantics; a new contiguous tensor.
+Tensor cast_tensor(const Tensor& t, DType to);
+
+/// Evaluates a reduction node on the value `x` of its operand (effective dtype, any strides) in the
+/// reduction order of docs/semantics.md; the result is a new contiguous tensor of dtype `out`.
+Tensor eval_reduction_node(const ir::Node& n, const Tensor& x, DType out);
+
+}  // namespace loom::reference::detail

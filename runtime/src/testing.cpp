@@ -1,0 +1,348 @@
+// Test helpers: ULP-aware tolerances derived from a graph, comparisons, reference checks, random fills.
+#include "loom/runtime/testing.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+
+#include "loom/ir/build.hpp"
+#include "loom/ir/elementwise_impl.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/runtime/memory.hpp"
+#include "parallel.hpp"
+
+namespace loom::testing {
+namespace {
+
+using ir::Op;
+namespace ew = ir::ew;
+
+/// Significand bits including the implicit one, and the smallest normal exponent.
+int precision(DType d) {
+    switch (d) {
+        case DType::Float16: return 11;
+        case DType::BFloat16: return 8;
+        case DType::Float32: return 24;
+        case DType::Float64: return 53;
+        case DType::Bool: case DType::Int8: case DType::UInt8: case DType::Int32: case DType::Int64: return 0;
+    }
+    return 0;
+}
+int min_exponent(DType d) {
+    switch (d) {
+        case DType::Float16: return -14;
+        case DType::BFloat16: case DType::Float32: return -126;
+        case DType::Float64: return -1022;
+        default: return 0;
+    }
+}
+
+/// Spacing of dtype d's values at |x|.
+double ulp_of(double x, DType d) {
+    const int e = x == 0.0 || !std::isfinite(x) ? min_exponent(d) : std::max(std::ilogb(x), min_exponent(d));
+    return std::ldexp(1.0, e - (precision(d) - 1));
+}
+
+bool is_function(Op op) { return ir::info(op).rule == ir::Rule::FloatMath; }
+
+}  // namespace
+
+double gpu_max_ulp(Op op, DType dtype) {
+    if (!is_float(dtype) || !is_function(op)) return 0.0;
+    if (op == Op::Sqrt) return 0.0;  // correctly rounded (-prec-sqrt=true)
+    if (is_half(dtype)) return 1.0;  // float32 evaluation, one rounding to the half dtype
+    const bool f32 = dtype == DType::Float32;
+    switch (op) {
+        // CUDA C++ Programming Guide, "Mathematical Functions": single / double precision maximum ulp error.
+        case Op::Exp: return f32 ? 2 : 1;
+        case Op::Exp2: return f32 ? 2 : 1;
+        case Op::Expm1: return f32 ? 1 : 1;
+        case Op::Log: return f32 ? 1 : 1;
+        case Op::Log2: return f32 ? 1 : 1;
+        case Op::Log1p: return f32 ? 1 : 1;
+        case Op::Rsqrt: return f32 ? 2 : 1;
+        case Op::Sin: return f32 ? 2 : 2;
+        case Op::Cos: return f32 ? 2 : 2;
+        case Op::Tan: return f32 ? 4 : 2;
+        case Op::Asin: return f32 ? 2 : 2;
+        case Op::Acos: return f32 ? 2 : 2;
+        case Op::Atan: return f32 ? 2 : 2;
+        case Op::Sinh: return f32 ? 3 : 2;
+        case Op::Cosh: return f32 ? 2 : 1;
+        case Op::Tanh: return f32 ? 2 : 1;
+        case Op::Asinh: return f32 ? 3 : 3;
+        case Op::Acosh: return f32 ? 4 : 3;
+        case Op::Atanh: return f32 ? 3 : 2;
+        case Op::Erf: return f32 ? 2 : 2;
+        case Op::Pow: return f32 ? 4 : 2;
+        case Op::Atan2: return f32 ? 3 : 2;
+        // Composites (docs/semantics.md): the part's bound, then one ulp for each of the two rounded
+        // operations that follow it (1 + e and the division or product).
+        case Op::Sigmoid: case Op::Silu: return (f32 ? 2 : 1) + 2;            // exp
+        case Op::GeluErf: return 2 + 2;                                      // erf
+        case Op::GeluTanh: return (f32 ? 2 : 1) + 2;                         // tanh
+        default: return 0.0;
+    }
+}
+
+double host_max_ulp(Op op, DType dtype) {
+    if (!is_float(dtype) || !is_function(op) || op == Op::Sqrt) return 0.0;
+    if (is_half(dtype)) return 0.0;  // included in gpu_max_ulp's one ulp of the half dtype
+    return dtype == DType::Float32 ? 1.0 : 2.0;
+}
+
+Tolerance tolerance_for(const ir::NodePtr& root, double scale) {
+    const auto order = ir::topo_order({root});
+    std::unordered_map<const ir::Node*, double> err;  // in ulps of the node's dtype
+    std::map<std::string, double> parts;
+    bool unstable = false;
+    for (const ir::Node* n : order) {
+        double in_sum = 0.0, in_max = 0.0;
+        for (const auto& o : n->operands()) {
+            in_sum += err.at(o.get());
+            in_max = std::max(in_max, err.at(o.get()));
+        }
+        const DType dt = n->dtype();
+        double e = 0.0;
+        const Op op = n->op();
+        switch (ir::info(op).kind) {
+            case ir::OpKind::Leaf: e = 0.0; break;
+            case ir::OpKind::View: e = in_max; break;
+            case ir::OpKind::Unary: case ir::OpKind::Binary: case ir::OpKind::Ternary:
+            case ir::OpKind::Reduce: {
+                const ir::Rule rule = ir::info(op).rule;
+                if (!is_float(dt)) {
+                    // A discrete result (compare, floor of an int, cast to int, argmax...) of approximate
+                    // values can flip near a threshold; it is still compared exactly.
+                    if (in_max > 0.0) unstable = true;
+                    e = 0.0;
+                } else if (op == Op::Cast) {
+                    const DType from = n->operand(0)->dtype();
+                    if (is_float(from) && in_max > 0.0) {
+                        e = std::ldexp(in_max, precision(dt) - precision(from));
+                        if (precision(dt) < precision(from)) e = std::ceil(e) + 1.0;
+                    }
+                } else if (rule == ir::Rule::FloatMath) {
+                    const double g = gpu_max_ulp(op, dt), h = host_max_ulp(op, dt);
+                    e = g + h + in_sum;  // first order: the argument's error with condition number 1
+                    if (g + h > 0.0) parts[std::string(ir::op_name(op))] += g + h;
+                } else if (op == Op::Floor || op == Op::Ceil || op == Op::Round || op == Op::Trunc || op == Op::Sign ||
+                           op == Op::FloorDiv || op == Op::Mod || op == Op::Rem) {
+                    if (in_max > 0.0) unstable = true;  // discontinuous: may jump by a whole step
+                    e = in_max;
+                } else if (op == Op::Neg || op == Op::Abs || op == Op::Relu || op == Op::Minimum ||
+                           op == Op::Maximum || op == Op::Clamp || op == Op::Min || op == Op::Max) {
+                    e = in_max;  // exact selections of an operand
+                } else if (op == Op::Where) {
+                    if (err.at(n->operand(0)) > 0.0) unstable = true;
+                    e = std::max(err.at(n->operand(1)), err.at(n->operand(2)));
+                } else if (op == Op::Sqrt) {
+                    e = in_sum > 0.0 ? in_sum / 2.0 + 1.0 : 0.0;
+                } else {
+                    // + - * / fma, sum, prod, mean: operand errors add (first order), and the rounding of
+                    // a different exact value may differ by one more ulp.
+                    e = in_sum > 0.0 ? in_sum + 1.0 : 0.0;
+                    if (e > 0.0) parts["rounding after approximate operands"] += 1.0;
+                }
+                break;
+            }
+        }
+        err[n] = e;
+    }
+    const double e = std::ceil(err.at(root.get()));
+    if (e == 0.0) {
+        Tolerance t = Tolerance::exact();
+        if (unstable) t.derivation = "exact; discrete values computed from approximate floats may flip";
+        return t;
+    }
+    Tolerance t;
+    t.ulps = e;
+    t.abs = e * std::ldexp(1.0, 1 - precision(root->dtype())) * std::max(1.0, scale);
+    std::string list;
+    for (const auto& [name, u] : parts) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", name, u);
+    t.derivation = fmt::format("{} ulp ({}), absolute floor {:g} = {} * eps({}) * {:g}{}", e, list, t.abs, e,
+                               name(root->dtype()), std::max(1.0, scale),
+                               unstable ? "; discrete values computed from approximate floats may flip" : "");
+    return t;
+}
+
+namespace {
+
+/// Reads element i of a contiguous host tensor as double (floats, exact) or as its raw integer (integers;
+/// bool as its stored byte, so that a byte other than 0 or 1 is seen).
+using ReadF = double (*)(const void*, std::int64_t);
+using ReadI = std::int64_t (*)(const void*, std::int64_t);
+
+ReadF float_reader(DType d) {
+    return ew::visit_dtype(d, [&]<DType D>() -> ReadF {
+        if constexpr (is_float(D))
+            return [](const void* p, std::int64_t i) {
+                return static_cast<double>(ew::load<D>(static_cast<const ew::storage_t<D>*>(p)[i]));
+            };
+        else
+            return nullptr;
+    });
+}
+ReadI int_reader(DType d) {
+    return ew::visit_dtype(d, [&]<DType D>() -> ReadI {
+        if constexpr (!is_float(D))
+            return [](const void* p, std::int64_t i) {
+                return static_cast<std::int64_t>(static_cast<const ew::storage_t<D>*>(p)[i]);
+            };
+        else
+            return nullptr;
+    });
+}
+
+struct Worst {
+    bool mismatch = false;
+    double badness = -1.0;
+    std::int64_t index = -1;
+    double got = 0.0, expected = 0.0;
+    bool worse_than(const Worst& o) const {
+        if (mismatch != o.mismatch) return mismatch;
+        if (badness != o.badness) return badness > o.badness;
+        return index >= 0 && (o.index < 0 || index < o.index);
+    }
+};
+
+std::string value_text(double v, bool is_int) {
+    if (is_int) return fmt::format("{}", static_cast<std::int64_t>(v));
+    return fmt::format("{}", v);
+}
+
+}  // namespace
+
+Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolerance& tol, const std::string& what) {
+    Comparison c;
+    if (got_in.shape() != expected_in.shape()) {
+        c.ok = false;
+        c.message = fmt::format("{}: shape {} differs from the expected shape {}", what, to_string(got_in.shape()),
+                                to_string(expected_in.shape()));
+        return c;
+    }
+    const Tensor got = got_in.to_host();
+    const Tensor expected = expected_in.to_host();
+    const bool fl = is_float(got.dtype());
+    if (fl != is_float(expected.dtype())) {
+        c.ok = false;
+        c.message = fmt::format("{}: dtype {} cannot be compared with expected dtype {}", what, name(got.dtype()),
+                                name(expected.dtype()));
+        return c;
+    }
+    const std::int64_t n = got.numel();
+    c.count = n;
+    const DType gd = got.dtype();
+    const ReadF gf = fl ? float_reader(gd) : nullptr, ef = fl ? float_reader(expected.dtype()) : nullptr;
+    const ReadI gi = fl ? nullptr : int_reader(gd), ei = fl ? nullptr : int_reader(expected.dtype());
+    const void* gp = got.data();
+    const void* ep = expected.data();
+    std::mutex m;
+    Worst worst;
+    std::int64_t mismatches = 0;
+    loom::detail::parallel_for(n, 1 << 16, [&](std::int64_t b, std::int64_t e) {
+        Worst w;
+        std::int64_t bad = 0;
+        for (std::int64_t i = b; i < e; ++i) {
+            Worst x;
+            x.index = i;
+            if (!fl) {
+                const std::int64_t g = gi(gp, i), r = ei(ep, i);
+                x.got = static_cast<double>(g);
+                x.expected = static_cast<double>(r);
+                x.mismatch = g != r;
+                x.badness = std::fabs(x.got - x.expected);
+            } else {
+                const double g = gf(gp, i), r = ef(ep, i);
+                x.got = g;
+                x.expected = r;
+                if (std::isnan(g) || std::isnan(r)) {
+                    x.mismatch = std::isnan(g) != std::isnan(r);
+                    x.badness = x.mismatch ? std::numeric_limits<double>::infinity() : 0.0;
+                } else if (std::isinf(g) || std::isinf(r)) {
+                    x.mismatch = g != r;
+                    x.badness = x.mismatch ? std::numeric_limits<double>::infinity() : 0.0;
+                } else {
+                    const double diff = std::fabs(g - r);
+                    x.badness = diff / ulp_of(r, gd);
+                    if (tol.is_exact()) x.mismatch = g != r || std::signbit(g) != std::signbit(r);
+                    else x.mismatch = !(diff <= tol.abs || x.badness <= tol.ulps);
+                }
+            }
+            if (x.mismatch) ++bad;
+            if (x.worse_than(w)) w = x;
+        }
+        std::lock_guard<std::mutex> lock(m);
+        mismatches += bad;
+        if (w.worse_than(worst)) worst = w;
+    });
+    c.mismatches = mismatches;
+    c.ok = mismatches == 0;
+    const std::string tol_text =
+        tol.is_exact() ? std::string("exact") : fmt::format("{} ulp or {:g} absolute: {}", tol.ulps, tol.abs, tol.derivation);
+    if (worst.index >= 0) {
+        c.worst_index = worst.index;
+        c.worst_multi_index.assign(got.shape().size(), 0);
+        std::int64_t rem = worst.index;
+        for (std::size_t k = got.shape().size(); k-- > 0;) {
+            c.worst_multi_index[k] = rem % got.shape()[k];
+            rem /= got.shape()[k];
+        }
+        c.worst_got = worst.got;
+        c.worst_expected = worst.expected;
+        c.worst_ulps = fl ? worst.badness : 0.0;
+    }
+    if (c.ok) {
+        c.message = fmt::format("{}: all {} elements match (tolerance {}; largest error {:g} ulp)", what, n, tol_text,
+                                c.worst_ulps > 0 ? c.worst_ulps : 0.0);
+    } else {
+        c.message = fmt::format(
+            "{}: {} of {} elements differ (tolerance {}); worst at [{}] (linear index {}): got {} expected {}{}", what,
+            c.mismatches, n, tol_text, fmt::join(c.worst_multi_index, ", "), c.worst_index,
+            value_text(c.worst_got, !fl), value_text(c.worst_expected, !fl),
+            fl ? fmt::format(" ({:g} ulp of {})", c.worst_ulps, name(gd)) : std::string());
+    }
+    return c;
+}
+
+Comparison check_against_reference(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>& results,
+                                   const reference::Overrides& overrides) {
+    if (roots.size() != results.size())
+        throw Error(fmt::format("check_against_reference(): {} results for {} roots", results.size(), roots.size()));
+    const std::vector<Tensor> expected = reference::evaluate(roots, overrides);
+    Comparison summary;
+    for (std::size_t k = 0; k < roots.size(); ++k) {
+        double scale = 1.0;
+        if (is_float(expected[k].dtype())) {
+            const ReadF rf = float_reader(expected[k].dtype());
+            for (std::int64_t i = 0; i < expected[k].numel(); ++i) {
+                const double v = std::fabs(rf(expected[k].data(), i));
+                if (std::isfinite(v)) scale = std::max(scale, v);
+            }
+        }
+        const Tolerance tol = tolerance_for(roots[k], scale);
+        Comparison c = compare(results[k], expected[k], tol,
+                               fmt::format("result {} ({}, {})", k, ir::describe(*roots[k]), short_location(roots[k]->loc())));
+        if (!c.ok) return c;
+        summary.count += c.count;
+        summary.message += (summary.message.empty() ? "" : "\n") + c.message;
+    }
+    return summary;
+}
+
+void require_matches_reference(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>& results,
+                               const reference::Overrides& overrides) {
+    const Comparison c = check_against_reference(roots, results, overrides);
+    if (!c.ok) throw Error("require_matches_reference(): " + c.message);
+}
+
+}  // namespace loom::testing

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds Loom in Release (build-release, -j2, every target that builds) and collects what the GPU machine
+# needs into .bundle/ (git-ignored): the stripped executables, scripts/device_run.sh, peer_baselines.py,
+# the golden expected files, the commit and the build's source path. Carry .bundle to the GPU machine and
+# run `bash .bundle/device_run.sh [--only E1,E2]` there from the repository root.
+set -euo pipefail
+
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+build=build-release
+bundle=.bundle
+limit_mib=60
+
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+if [[ -f $build/CMakeCache.txt ]]; then generator=(); fi  # keep the generator the folder was made with
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+# Build everything that builds: a target that fails (someone's work in progress) does not stop the others.
+build_rc=0
+if grep -q 'CMAKE_GENERATOR:INTERNAL=Ninja' "$build/CMakeCache.txt"; then
+    cmake --build "$build" -j2 -- -k 0 || build_rc=$?
+else
+    cmake --build "$build" -j2 -- -k || build_rc=$?
+fi
+if [[ $build_rc -ne 0 ]]; then echo "device_bundle: some targets failed to build (exit $build_rc); bundling what was built" >&2; fi
+
+rm -rf "$bundle"
+mkdir -p "$bundle/bin"
+# Every ELF executable of the build tree except CMake's probes and the install test's scratch project.
+while IFS= read -r -d '' f; do
+    if [[ $(head -c 4 "$f" | od -An -c | tr -d ' \n') == '177ELF' ]] && ! [[ $f == *.so* || $f == *.a ]]; then
+        cp "$f" "$bundle/bin/"
+        strip --strip-unneeded "$bundle/bin/$(basename "$f")"
+    fi
+done < <(find "$build" -type f -perm -u+x -not -path '*/CMakeFiles/*' -not -path '*/tests/install/*' -print0)
+
+cp scripts/device_run.sh "$bundle/"
+peers="$root/../shared/bench/peer_baselines.py"
+if [[ -f $peers ]]; then cp "$peers" "$bundle/"; else echo "device_bundle: $peers not found" >&2; fi
+if [[ -d tests/golden/expected ]]; then
+    mkdir -p "$bundle/golden"
+    cp -r tests/golden/expected "$bundle/golden/"
+fi
+{
+    echo "commit $(git rev-parse HEAD)"
+    echo "uncommitted_files $(git status --porcelain | wc -l)"
+    echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "build_exit $build_rc"
+} >"$bundle/COMMIT"
+echo "$root" >"$bundle/SOURCE_DIR"  # the absolute source path compiled into test binaries
+
+size=$(du -sb "$bundle" | cut -f1)
+echo "device_bundle: $(ls "$bundle/bin" | wc -l) executables, $((size / 1024 / 1024)) MiB in $bundle"
+ls -l "$bundle/bin"
+if ((size > limit_mib * 1024 * 1024)); then
+    echo "device_bundle: bundle is larger than $limit_mib MiB" >&2
+    exit 1
+fi
+exit $build_rc

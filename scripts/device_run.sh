@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Runs Loom's checks ON THE GPU MACHINE, from the repository root, with $OUT set: nvidia-smi, the GPU tests,
+# the unit and golden tests, then the benchmark and peer_baselines.py interleaved three times (WORKLOADS.md).
+# Arguments pass through to the benchmark and to peer_baselines.py, e.g. `device_run.sh --only E1,E2,E4`.
+# Logs go to $OUT (at most 8 files come back: nvidia-smi, gpu_tests, unit_tests, golden_tests, bench,
+# peers logs and gpu_status.md); gpu_status.md is rewritten after every step, so a run cut short still
+# reports. Exit code: 0 when every step passed, else 1.
+set -u
+
+root=$(pwd)
+bundle=${LOOM_BUNDLE:-$root/.bundle}
+[[ -d $bundle/bin ]] || bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # run as .bundle/device_run.sh
+OUT=${OUT:-$root/device_out}
+mkdir -p "$OUT"
+bin=$bundle/bin
+status=$OUT/gpu_status.md
+failed=0
+results=()
+
+export PYTHONUNBUFFERED=1
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Tests built elsewhere may name their source tree by its absolute path: point it here.
+if [[ -f $bundle/SOURCE_DIR ]]; then
+    src=$(cat "$bundle/SOURCE_DIR")
+    if [[ -n $src && ! -e $src ]]; then mkdir -p "$(dirname "$src")" 2>/dev/null && ln -s "$root" "$src" 2>/dev/null; fi
+fi
+[[ -d $bundle/golden/expected ]] && export LOOM_GOLDEN_DIR="$bundle/golden/expected"
+export LOOM_SOURCE_DIR="$root"
+
+# Libraries the binaries need (libnvrtc.so.13, libcurand.so.10): when the toolkit folder lacks one, look for
+# it elsewhere (other CUDA folders, Python's nvidia-* wheels).
+if [[ -x $bin/loom_gpu_tests ]] && ldd "$bin/loom_gpu_tests" | grep -q 'not found'; then
+    for lib in $(ldd "$bin/loom_gpu_tests" | awk '/not found/ {print $1}'); do
+        hit=$(find /usr/local /usr/lib /opt -name "$lib" 2>/dev/null | head -1)
+        [[ -n $hit ]] && export LD_LIBRARY_PATH="$(dirname "$hit"):$LD_LIBRARY_PATH" && echo "using $hit"
+    done
+fi
+
+write_status() {
+    {
+        echo "# Loom GPU run"
+        echo
+        echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+        [[ -f $bundle/COMMIT ]] && sed 's/^/- /' "$bundle/COMMIT"
+        echo "- arguments: ${*:-none}"
+        echo
+        echo "| step | exit | test cases passed / failed / skipped | assertions passed / failed |"
+        echo "|---|---|---|---|"
+        for r in "${results[@]}"; do echo "$r"; done
+        if [[ -s $OUT/bench.log ]]; then
+            echo
+            echo "## Benchmark rows (every run, in order)"
+            echo '```'
+            grep -E '^[[:space:]]*(COPY|E[0-9]|R[0-9]|F[0-9]|T[0-9]|S[0-9]|M[0-9]|O[0-9]|C[0-9]|===)' "$OUT/bench.log" | tail -n 200
+            echo '```'
+        fi
+        if [[ -s $OUT/peers.log ]]; then
+            echo
+            echo "## Peer rows (every run, in order)"
+            echo '```'
+            grep -E '^(COPY|E[0-9]|R[0-9]|F[0-9]|T[0-9]|S[0-9]|M[0-9]|O[0-9]|C[0-9]|===)' "$OUT/peers.log" | tail -n 300
+            echo '```'
+        fi
+    } >"$status"
+}
+
+# doctest summary lines, summed over every run in a log (the GPU tests print two: main and sticky cases).
+doctest_counts() {
+    awk -F'|' '/\[doctest\] test cases:/ { split($1, a, ":"); tp += $2 + 0; tf += $3 + 0; ts += $4 + 0 }
+               /\[doctest\] assertions:/ { ap += $2 + 0; af += $3 + 0 }
+               END { printf "%d / %d / %d | %d / %d", tp, tf, ts, ap, af }' "$1"
+}
+
+# run_step NAME LOG MODE COMMAND...: MODE "new" starts the log, "append" adds to it.
+run_step() {
+    local name=$1 log=$2 mode=$3
+    shift 3
+    echo "=== $name: $*" | { if [[ $mode == new ]]; then tee "$log"; else tee -a "$log"; fi; }
+    "$@" 2>&1 | tee -a "$log"
+    local rc=${PIPESTATUS[0]}
+    echo "=== $name: exit $rc" | tee -a "$log"
+    [[ $rc -ne 0 ]] && failed=$((failed + 1))
+    local counts="— | —"
+    grep -q '\[doctest\] test cases:' "$log" && counts=$(doctest_counts "$log")
+    results+=("| $name | $rc | $counts |")
+    write_status "${args[@]}"
+    return 0
+}
+
+args=("$@")
+nvidia-smi 2>&1 | tee "$OUT/nvidia-smi.log"
+write_status "${args[@]}"
+
+if [[ -x $bin/loom_gpu_tests ]]; then
+    run_step gpu_tests "$OUT/gpu_tests.log" new "$bin/loom_gpu_tests"
+else
+    results+=("| gpu_tests | missing | — | — |"); failed=$((failed + 1))
+fi
+for t in loom_unit_tests loom_golden_tests; do
+    [[ -x $bin/$t ]] && run_step "${t#loom_}" "$OUT/${t#loom_}.log" new "$bin/$t"
+done
+
+bench=""
+if [[ -x $bin/loom_bench ]]; then bench=$bin/loom_bench
+else bench=$(find "$bin" -maxdepth 1 -type f -name '*bench*' -perm -u+x 2>/dev/null | head -1); fi
+if [[ -n $bench ]]; then
+    : >"$OUT/bench.log"
+    : >"$OUT/peers.log"
+    for i in 1 2 3; do
+        run_step "bench_$i" "$OUT/bench.log" append "$bench" "${args[@]}"
+        if [[ -f $bundle/peer_baselines.py ]]; then
+            run_step "peers_$i" "$OUT/peers.log" append python3 "$bundle/peer_baselines.py" "${args[@]}"
+        fi
+    done
+else
+    echo "no benchmark binary in $bin: benchmark skipped"
+fi
+
+write_status "${args[@]}"
+echo
+cat "$status"
+[[ $failed -eq 0 ]] && exit 0 || exit 1

@@ -1,0 +1,68 @@
+// Helpers of the golden tests: compare generated text with tests/golden/expected/<name>.cu (rewritten
+// when LOOM_UPDATE_GOLDEN=1), compile with NVRTC for sm_90, contiguous layouts.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/runtime/nvrtc.hpp"
+
+namespace golden {
+
+inline std::vector<loom::codegen::InputLayout> contiguous_layouts(const std::vector<loom::ir::NodePtr>& outs) {
+    std::vector<loom::codegen::InputLayout> l;
+    for (const auto* in : loom::codegen::pointwise_inputs(outs))
+        l.push_back({in->dtype(), loom::contiguous_strides(in->shape()), true});
+    return l;
+}
+
+/// Compares `text` with expected/<name>.cu; LOOM_UPDATE_GOLDEN=1 rewrites the file instead.
+inline void check_text(const std::string& name, const std::string& text) {
+    const std::string path = std::string(LOOM_GOLDEN_DIR) + "/" + name + ".cu";
+    const char* upd = std::getenv("LOOM_UPDATE_GOLDEN");
+    if (upd && std::string(upd) == "1") {
+        std::ofstream(path, std::ios::binary) << text;
+        MESSAGE("rewrote " << path);
+        return;
+    }
+    std::ifstream f(path, std::ios::binary);
+    REQUIRE_MESSAGE(f.good(), "missing expected file " << path << " (run with LOOM_UPDATE_GOLDEN=1)");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    CHECK_MESSAGE(ss.str() == text, "generated CUDA differs from " << path
+                                        << " (LOOM_UPDATE_GOLDEN=1 rewrites it); generated:\n" << text);
+}
+
+/// Compiles a complete source with NVRTC for sm_90 and checks that a cubin came back.
+inline loom::nvrtc::Result compile_sm90(const loom::codegen::KernelSource& ks) {
+    loom::nvrtc::Options o;
+    o.arch = "sm_90";
+    loom::nvrtc::Result r;
+    try {
+        r = loom::nvrtc::compile(ks.name, ks.source, o);
+    } catch (const loom::CompileError& e) {
+        FAIL_CHECK("NVRTC rejected " << ks.name << ": " << e.what());
+        return r;
+    }
+    CHECK(!r.binary.empty());
+    CHECK(!r.is_ptx);
+    return r;
+}
+
+/// Generates with contiguous layouts on the H200, compares with the golden file and compiles.
+inline loom::codegen::KernelSource run(const std::string& name, const std::vector<loom::ir::NodePtr>& outs) {
+    auto ks = loom::codegen::generate_pointwise(name, outs, contiguous_layouts(outs), loom::codegen::DeviceInfo::h200());
+    check_text(name, ks.kernel);
+    compile_sm90(ks);
+    return ks;
+}
+
+}  // namespace golden

@@ -1,0 +1,278 @@
+// Pointwise plans for given shapes and layouts (vector width, access classes, index width, parameter
+// limit, launch), cache keys, kernel-name sanitizing, parameter packing. No GPU needed.
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <cstring>
+#include <set>
+
+#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/kernel_key.hpp"
+#include "loom/codegen/names.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+
+using namespace loom;
+using namespace loom::ir;
+using namespace loom::codegen;
+
+namespace {
+
+NodePtr sc(double v, DType t = float32) { return scalar(make_scalar_value(v, t, "test", Loc::current()), t); }
+
+std::vector<InputLayout> contiguous(const std::vector<NodePtr>& outs) {
+    std::vector<InputLayout> l;
+    for (const auto* in : pointwise_inputs(outs)) l.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+    return l;
+}
+
+PlannedPointwise plan(const std::vector<NodePtr>& outs, std::vector<InputLayout> layouts = {}) {
+    if (layouts.empty()) layouts = contiguous(outs);
+    return plan_pointwise(outs, layouts, DeviceInfo::h200());
+}
+
+}  // namespace
+
+TEST_CASE("contiguous float32: 16-byte vectors, flat, with a tail") {
+    auto x = input(float32, {1001}, "x");
+    auto p = plan({binary(Op::Mul, x, sc(2.0))});
+    CHECK(p.plan.vector_width == 4);
+    CHECK(p.plan.vector_flat);
+    CHECK(p.plan.rank == 1);
+    CHECK(p.plan.loads[0].access == Access::Contiguous);
+    CHECK(p.plan.index == IndexWidth::I32);
+    CHECK(p.plan.bytes_per_element() == 8);
+    CHECK(p.plan.launch(1001, Variant::Vector) == LaunchConfig{1, 256});
+    CHECK(p.plan.launch(1001, Variant::Scalar) == LaunchConfig{4, 256});
+    CHECK(p.plan.launch(0, Variant::Scalar).grid_x == 0);
+}
+
+TEST_CASE("vector width follows the widest streamed dtype") {
+    auto a = input(bfloat16, {64}, "a");
+    CHECK(plan({unary(Op::Neg, a)}).plan.vector_width == 8);
+    auto b = input(int8, {64}, "b");
+    CHECK(plan({unary(Op::Neg, b)}).plan.vector_width == 16);
+    auto c = input(float64, {64}, "c");
+    CHECK(plan({unary(Op::Neg, c)}).plan.vector_width == 2);
+    auto d = input(float32, {64}, "d");
+    CHECK(plan({cast(d, int8)}).plan.vector_width == 4);  // float32 reads decide
+}
+
+TEST_CASE("misaligned pointer or slice offset: no vector variant") {
+    auto x = input(float32, {1024}, "x");
+    auto y = unary(Op::Abs, x);
+    auto l = contiguous({y});
+    l[0].aligned16 = false;
+    CHECK(plan({y}, l).plan.vector_width == 1);
+    auto z = input(float32, {1025}, "z");
+    auto zs = slice(z, {SliceSpec{1, SliceSpec::kNone, 1}});  // starts 4 bytes in
+    auto pz = plan({unary(Op::Abs, zs)});
+    CHECK(pz.plan.vector_width == 1);
+    CHECK(pz.binding.sites[0].offset == 1);
+    auto w = input(float32, {1028}, "w");
+    auto ws = slice(w, {SliceSpec{4, SliceSpec::kNone, 1}});  // 16 bytes in: still aligned
+    CHECK(plan({unary(Op::Abs, ws)}).plan.vector_width == 4);
+}
+
+TEST_CASE("row broadcast: vectorized when the innermost extent divides the vector width") {
+    auto x = input(float32, {16384, 16384}, "x");
+    auto b = input(float32, {16384}, "b");
+    auto p = plan({binary(Op::Add, x, b)});
+    CHECK(p.plan.rank == 2);
+    CHECK(p.plan.loads[1].access == Access::RowBroadcast);
+    CHECK(p.plan.loads[1].bytes_per_element == 0);
+    CHECK(p.plan.vector_width == 4);
+    CHECK_FALSE(p.plan.vector_flat);
+
+    auto x2 = input(float32, {10, 6}, "x2");
+    auto b2 = input(float32, {6}, "b2");
+    auto p2 = plan({binary(Op::Add, x2, b2)});
+    CHECK(p2.plan.loads[1].access == Access::RowBroadcast);
+    CHECK(p2.plan.vector_width == 1);  // 6 % 4 != 0: a vector would straddle rows
+    auto p3 = plan({unary(Op::Neg, x2)});
+    CHECK(p3.plan.vector_width == 4);  // fully contiguous: the flat size need not divide (tail)
+}
+
+TEST_CASE("column broadcast and scalars") {
+    auto x = input(float32, {128, 64}, "x");
+    auto c = input(float32, {128, 1}, "c");
+    auto s = input(float32, {}, "s");
+    auto p = plan({binary(Op::Mul, binary(Op::Add, x, c), s)});
+    CHECK(p.plan.loads[1].access == Access::Strided);
+    CHECK(p.plan.loads[1].dim_mask == 1u);
+    CHECK(p.plan.loads[2].access == Access::Scalar);
+    CHECK(p.plan.vector_width == 4);  // a column value is the same in every lane of a row vector
+}
+
+TEST_CASE("strided operand (transpose): scalar variant only, coefficients in the binding") {
+    auto x = input(float32, {64, 128}, "x");
+    auto p = plan({unary(Op::Exp, transpose(x))});
+    CHECK(p.plan.loads[0].access == Access::Strided);
+    CHECK(p.plan.vector_width == 1);
+    CHECK(p.binding.extents == Shape{128, 64});
+    CHECK(p.binding.sites[0].coefs == std::vector<std::int64_t>{1, 128});
+}
+
+TEST_CASE("dimensions coalesce; reshape of a contiguous input is a flat index") {
+    auto x = input(float32, {8, 16, 32}, "x");
+    auto y = input(float32, {4096}, "y");
+    auto p = plan({binary(Op::Add, x, reshape(y, {8, 16, 32}))});
+    CHECK(p.plan.rank == 1);
+    CHECK(p.binding.extents == Shape{4096});
+    CHECK(p.plan.loads[1].access == Access::Contiguous);
+    CHECK(p.plan.derived.empty());
+    auto z = input(float32, {6, 10}, "z");
+    auto pz = plan({unary(Op::Neg, reshape(transpose(z), {60}))});
+    CHECK(pz.plan.loads[0].access == Access::Gathered);
+    CHECK(pz.plan.derived.size() == 2);
+    CHECK(pz.plan.vector_width == 1);
+}
+
+TEST_CASE("index width at the 2^31 boundaries, in elements and in bytes") {
+    const std::int64_t two31 = std::int64_t{1} << 31;
+    auto i8a = input(int8, {two31 - 1}, "a");
+    CHECK(plan({unary(Op::Neg, i8a)}).plan.index == IndexWidth::I32);
+    auto i8b = input(int8, {two31}, "b");
+    CHECK(plan({unary(Op::Neg, i8b)}).plan.index == IndexWidth::I64);
+    auto f1 = input(float32, {two31 / 4}, "f1");  // last byte offset 2^31 - 4
+    CHECK(plan({unary(Op::Neg, f1)}).plan.index == IndexWidth::I32);
+    auto f2 = input(float32, {two31 / 4 + 1}, "f2");  // last byte offset 2^31
+    CHECK(plan({unary(Op::Neg, f2)}).plan.index == IndexWidth::I64);
+    // a small iteration space over a huge strided tensor: the byte offset decides
+    auto big = input(float32, {2, 4}, "big");
+    auto l = contiguous({unary(Op::Neg, big)});
+    l[0].strides = {two31 / 4, 1};
+    CHECK(plan({unary(Op::Neg, big)}, l).plan.index == IndexWidth::I64);
+    l[0].strides = {two31 / 4 - 4, 1};  // last byte offset (2^29 - 4 + 3) * 4 = 2^31 - 4
+    CHECK(plan({unary(Op::Neg, big)}, l).plan.index == IndexWidth::I32);
+    auto e = plan({unary(Op::Neg, f2)});
+    CHECK(e.plan.params.fields[2].ctype == "long long");
+}
+
+TEST_CASE("the parameter limit is checked when planning") {
+    NodePtr sum = input(float32, {16}, "x0");
+    for (int k = 1; k < 4100; ++k) sum = binary(Op::Add, sum, input(float32, {16}, "x"));
+    CHECK_THROWS_AS(plan({sum}), Error);
+    try {
+        plan({sum});
+    } catch (const Error& e) {
+        CHECK(std::string(e.what()).find("32764") != std::string::npos);
+        CHECK(std::string(e.what()).rfind("pointwise():", 0) == 0);
+    }
+    DeviceInfo small = DeviceInfo::h200();
+    small.param_limit_bytes = 4096;
+    auto x = input(float32, {16}, "x");
+    CHECK_NOTHROW(plan_pointwise({unary(Op::Neg, x)}, contiguous({unary(Op::Neg, x)}), small));
+}
+
+TEST_CASE("outputs must share the iteration space; reductions are rejected") {
+    auto x = input(float32, {16}, "x");
+    auto y = input(float32, {8}, "y");
+    CHECK_THROWS_AS(plan({unary(Op::Neg, x), unary(Op::Neg, y)}, contiguous({x, y})), Error);
+    auto r = reduce(Op::Sum, input(float32, {4, 4}, "m"), {1}, false);
+    CHECK_THROWS_AS(plan({binary(Op::Add, r, sc(1.0))}, {{float32, {4, 1}, true}}), Error);
+}
+
+TEST_CASE("kernel keys: structure and specialization, never scalar values") {
+    auto a = input(float32, {1024}, "a");
+    auto b = input(float32, {1024}, "b");
+    auto k = [](const std::vector<NodePtr>& outs) { return kernel_key(outs, plan(outs).plan); };
+    CHECK(k({binary(Op::Mul, a, sc(1.5))}) == k({binary(Op::Mul, a, sc(2.5))}));
+    // inputs are numbered by first appearance: `a - b` and `b - a` alone are one kernel bound in canonical
+    // order, but swapped operands inside a larger graph are a different structure
+    CHECK(k({binary(Op::Sub, a, b)}) == k({binary(Op::Sub, b, a)}));
+    CHECK(pointwise_inputs({binary(Op::Sub, b, a)})[0] == b.get());
+    auto two = sc(2.0);
+    CHECK(k({binary(Op::Sub, binary(Op::Mul, a, two), b)}) != k({binary(Op::Sub, b, binary(Op::Mul, a, two))}));
+    CHECK(k({binary(Op::Mul, binary(Op::Add, a, b), binary(Op::Sub, a, b))}) !=
+          k({binary(Op::Mul, binary(Op::Add, a, b), binary(Op::Sub, b, a))}));
+    CHECK(k({binary(Op::Mul, a, a)}) != k({binary(Op::Mul, a, b)}));
+    CHECK(k({binary(Op::Add, a, b)}) != k({binary(Op::Mul, a, b)}));
+    CHECK(structural_key({binary(Op::Mul, a, sc(1.5))}) != structural_key({binary(Op::Mul, a, sc(1.5, float64))}));
+    // the same structure at another size shares the kernel
+    auto c = input(float32, {4096}, "c");
+    CHECK(k({binary(Op::Mul, a, sc(1.5))}) == k({binary(Op::Mul, c, sc(3.0))}));
+    // constants are baked: their value is part of the key
+    auto k1 = structural_key({binary(Op::Mul, a, constant(ScalarValue::of_float(1.5), float32))});
+    auto k2 = structural_key({binary(Op::Mul, a, constant(ScalarValue::of_float(2.5), float32))});
+    CHECK(k1 != k2);
+    // alignment class changes the specialization
+    auto y = unary(Op::Neg, a);
+    auto l = contiguous({y});
+    auto p1 = plan({y}, l).plan;
+    l[0].aligned16 = false;
+    CHECK(kernel_key({y}, p1) != kernel_key({y}, plan({y}, l).plan));
+}
+
+TEST_CASE("kernel names are valid, unique C identifiers") {
+    CHECK(kernel_name("scale_bias_act") == "scale_bias_act");
+    const std::string lam = kernel_name("main::{lambda(float)#1}");
+    CHECK(lam.rfind("main_lambda_float_1_", 0) == 0);
+    CHECK(kernel_name("f<int>") != kernel_name("f_int"));
+    CHECK(kernel_name("f<int>").rfind("f_int_", 0) == 0);
+    CHECK(kernel_name("a::b").rfind("a_b_", 0) == 0);
+    CHECK(kernel_name("operator()").rfind("k_operator_", 0) == 0);
+    CHECK(kernel_name("int") == "k_int");
+    CHECK(kernel_name("__global__").rfind("global_", 0) == 0);
+    CHECK(kernel_name("3d") == "k_3d");
+    CHECK(kernel_name("") == "k_");
+    CHECK(kernel_name("lm") == "k_lm");
+    const std::string longname(300, 'x');
+    const std::string kl = kernel_name(longname);
+    CHECK(kl.size() <= kMaxKernelName);
+    CHECK(kl != kernel_name(std::string(299, 'x')));
+    std::set<std::string> names;
+    for (const char* n : {"f<int>", "f<long>", "f(int)", "f[int]", "f int", "f_int"}) names.insert(kernel_name(n));
+    CHECK(names.size() == 6);
+    for (const auto& n : names)
+        for (char ch : n) CHECK((std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'));
+}
+
+TEST_CASE("pack_params writes pointers (offsets folded), sizes and scalars at the layout's offsets") {
+    auto x = input(float32, {4, 8}, "x");
+    auto b = input(float32, {8}, "b");
+    auto xs = slice(x, {SliceSpec{1, SliceSpec::kNone, 1}});  // rows 1..3: offset 8 elements
+    auto y = binary(Op::Add, binary(Op::Mul, xs, sc(2.5)), b);
+    auto pp = plan({y});
+    const auto& L = pp.plan.params;
+    alignas(16) static float xbuf[32], bbuf[8], obuf[24];
+    const void* ins[] = {xbuf, bbuf};
+    void* outs[] = {obuf};
+    auto bytes = pack_params(pp.plan, pp.binding, ins, outs);
+    REQUIRE(bytes.size() == L.size);
+    auto field = [&](std::string_view n) -> const ParamField& {
+        for (const auto& f : L.fields)
+            if (f.name == n) return f;
+        FAIL("no field " << n);
+        return L.fields[0];
+    };
+    const void* p0 = nullptr;
+    std::memcpy(&p0, bytes.data() + field("in0").offset, 8);
+    CHECK(p0 == static_cast<const void*>(xbuf + 8));
+    int n = 0;
+    std::memcpy(&n, bytes.data() + field("n").offset, 4);
+    CHECK(n == 24);
+    int ext1 = 0;
+    std::memcpy(&ext1, bytes.data() + field("ext1").offset, 4);
+    CHECK(ext1 == 8);
+    float s = 0;
+    std::memcpy(&s, bytes.data() + field("s0").offset, 4);
+    CHECK(s == 2.5f);
+    CHECK(select_variant(pp.plan, pp.binding, ins, outs) == Variant::Vector);
+    void* bad_outs[] = {obuf + 1};
+    CHECK(select_variant(pp.plan, pp.binding, ins, bad_outs) == Variant::Scalar);
+    // the emitted struct asserts the same size
+    auto ks = emit_pointwise("packed", {y}, pp.plan);
+    CHECK(ks.kernel.find(fmt::format("sizeof(packed_params) == {}", L.size)) != std::string::npos);
+}
+
+TEST_CASE("plans are plain data: equal, hashed, printed") {
+    auto x = input(float32, {256}, "x");
+    auto p1 = plan({unary(Op::Neg, x)}).plan;
+    auto p2 = plan({unary(Op::Neg, x)}).plan;
+    CHECK(p1 == p2);
+    CHECK(p1.hash() == p2.hash());
+    CHECK(p1.to_string().find("vector width 4") != std::string::npos);
+    CHECK(p1.to_string().find("contiguous") != std::string::npos);
+}
