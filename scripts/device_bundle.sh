@@ -35,6 +35,16 @@ while IFS= read -r -d '' f; do
     fi
 done < <(find "$build" -type f -perm -u+x -not -path '*/CMakeFiles/*' -not -path '*/tests/install/*' -print0)
 
+# No binary may need libcuda directly (only its stub exists here; such a binary cannot start without a
+# driver). FindCUDAToolkit's CUDA::nvrtc names the stub, and the linker's --as-needed drops it unless some
+# object really calls the driver API.
+for f in "$bundle"/bin/*; do
+    if readelf -d "$f" | grep -q 'NEEDED.*libcuda\.so'; then
+        echo "device_bundle: $(basename "$f") links libcuda directly; only cudart_static may load the driver" >&2
+        exit 1
+    fi
+done
+
 cp scripts/device_run.sh "$bundle/"
 peers="$root/../shared/bench/peer_baselines.py"
 if [[ -f $peers ]]; then cp "$peers" "$bundle/"; else echo "device_bundle: $peers not found" >&2; fi

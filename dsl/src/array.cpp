@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/runtime/executor.hpp"
@@ -28,13 +31,11 @@ Operand::Operand(const Array& a, Loc loc) : kind_(Kind::Array), node_(a.node()),
     if (!node_) throw Error(fmt::format("operand: empty Array ({})", short_location(loc)));
 }
 Operand::Operand(const Tensor& t, Loc loc) : kind_(Kind::Array), node_(input_node_of(t, loc)), loc_(loc) {}
-Operand::Operand(Constant c, Loc loc) : constant_(true), loc_(loc) {
-    if (c.is_integer) {
-        kind_ = Kind::Int;
-        i_ = static_cast<std::int64_t>(c.value);
-    } else {
-        kind_ = Kind::Float;
-        f_ = c.value;
+Operand::Operand(Constant c, Loc loc) : constant_(true), f_(c.f), i_(c.i), loc_(loc) {
+    switch (c.kind) {
+        case Constant::Kind::Bool: kind_ = Kind::Bool; break;
+        case Constant::Kind::Int: kind_ = Kind::Int; break;
+        case Constant::Kind::Float: kind_ = Kind::Float; break;
     }
 }
 
@@ -58,26 +59,54 @@ ir::NodePtr Operand::resolve_alone(std::string_view api) const {
 
 Array::Array(const Tensor& t, Loc loc) : node_(input_node_of(t, loc)) {}
 
-Tensor Array::eval(Loc loc) const { return evaluate({node_}, loc).at(0); }
+Tensor Array::eval(Loc loc) const {
+    if (!node_) throw Error(fmt::format("eval(): empty Array ({})", short_location(loc)));
+    return evaluate({node_}, loc).at(0);
+}
+
+Array::operator Tensor() const {
+    if (!node_) throw Error("eval(): empty Array (converted to a Tensor)");
+    return eval(node_->loc());
+}
 
 template <CppScalar T>
 T Array::item(Loc loc) const {
+    if (!node_) throw Error(fmt::format("item(): empty Array ({})", short_location(loc)));
     if (numel() != 1)
         throw Error(fmt::format("item(): array {} {} has {} elements, not 1 ({})", to_string(shape()), name(dtype()),
                                 numel(), short_location(loc)));
     Tensor h = eval(loc).to_host();
-    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(h.get_double(0));
-    else if constexpr (std::is_same_v<T, bool>) return h.get_double(0) != 0.0;
-    else return is_float(h.dtype()) ? static_cast<T>(h.get_double(0)) : static_cast<T>(h.get_int(0));
+    if constexpr (std::is_floating_point_v<T>) {
+        return static_cast<T>(h.get_double(0));
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return h.get_double(0) != 0.0;  // truthiness: NaN is true
+    } else if (is_float(h.dtype())) {
+        // Like a float -> integer cast (docs/semantics.md): truncate, saturate, NaN -> 0; never a C++ cast
+        // of an out-of-range value (undefined behaviour).
+        const double v = std::trunc(h.get_double(0));
+        if (std::isnan(v)) return T{0};
+        if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+        if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+        return static_cast<T>(v);
+    } else {
+        return static_cast<T>(h.get_int(0));
+    }
 }
 template float Array::item<float>(Loc) const;
 template double Array::item<double>(Loc) const;
+template long double Array::item<long double>(Loc) const;
 template bool Array::item<bool>(Loc) const;
-template int Array::item<int>(Loc) const;
-template long Array::item<long>(Loc) const;
-template long long Array::item<long long>(Loc) const;
-template unsigned char Array::item<unsigned char>(Loc) const;
+template char Array::item<char>(Loc) const;
 template signed char Array::item<signed char>(Loc) const;
+template unsigned char Array::item<unsigned char>(Loc) const;
+template short Array::item<short>(Loc) const;
+template unsigned short Array::item<unsigned short>(Loc) const;
+template int Array::item<int>(Loc) const;
+template unsigned Array::item<unsigned>(Loc) const;
+template long Array::item<long>(Loc) const;
+template unsigned long Array::item<unsigned long>(Loc) const;
+template long long Array::item<long long>(Loc) const;
+template unsigned long long Array::item<unsigned long long>(Loc) const;
 
 Array Array::astype(DType dtype, Loc loc) const { return Array(ir::cast(node_, dtype, loc)); }
 Array Array::reshape(Shape shape, Loc loc) const { return Array(ir::reshape(node_, std::move(shape), loc)); }

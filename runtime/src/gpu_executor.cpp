@@ -15,6 +15,7 @@
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/runtime/device.hpp"
+#include "loom/runtime/dump.hpp"
 #include "loom/runtime/kernel_cache.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/pinned.hpp"
@@ -68,14 +69,7 @@ CompiledKernel build_kernel(const KernelGroup& g, const codegen::PointwisePlan& 
     auto t0 = Clock::now();
     ck.source = codegen::emit_pointwise(g.name, g.outputs, plan);
     ck.codegen_ms = ms_since(t0);
-    if (env_list_contains("LOOM_DUMP", "plans")) {
-        const char* dir = std::getenv("LOOM_DUMP_DIR");
-        const std::string path = fmt::format("{}/{}.plan.txt", dir ? dir : "dump", ck.source.name);
-        if (std::FILE* f = std::fopen(path.c_str(), "w")) {
-            std::fputs(plan.to_string().c_str(), f);
-            std::fclose(f);
-        }
-    }
+    if (env_list_contains("LOOM_DUMP", "plans")) dump::write(ck.source.name + ".plan.txt", plan.to_string());
     nvrtc::Options opt;
     opt.cc_major = info.cc_major;
     opt.cc_minor = info.cc_minor;

@@ -1,6 +1,8 @@
 // The NVRTC wrapper (see nvrtc.hpp): checked calls, arch resolution, dumps, CompileError.
 #include "loom/runtime/nvrtc.hpp"
 
+#include "loom/runtime/dump.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nvrtc.h>
@@ -21,22 +23,6 @@ void check(nvrtcResult r, const char* call) {
     if (r != NVRTC_SUCCESS) throw Error(fmt::format("NVRTC error: {} failed with {} ({})", call, nvrtcGetErrorString(r), static_cast<int>(r)));
 }
 #define LOOM_NVRTC_CHECK(call) check((call), #call)
-
-std::filesystem::path dump_dir() {
-    const char* d = std::getenv("LOOM_DUMP_DIR");
-    return (d && *d) ? std::filesystem::path(d) : std::filesystem::path("dump");
-}
-
-// Writes `text` to dir/file; returns the path, or "" when it could not be written.
-std::string write_file(const std::filesystem::path& dir, const std::string& file, std::string_view text) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    const auto path = dir / file;
-    std::ofstream f(path, std::ios::binary);
-    if (!f) return {};
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    return f ? path.string() : std::string();
-}
 
 std::string program_log(nvrtcProgram prog) {
     std::size_t n = 0;
@@ -127,7 +113,7 @@ Result compile(std::string_view name, std::string_view source, const Options& op
     r.arch = r.options.front().substr(std::string_view("--gpu-architecture=").size());
     r.is_ptx = r.arch.rfind("compute_", 0) == 0;
     const std::string nm(name);
-    if (env_list_contains("LOOM_DUMP", "cuda")) write_file(dump_dir(), nm + ".cu", source);
+    if (env_list_contains("LOOM_DUMP", "cuda")) dump::write(nm + ".cu", source);
 
     const auto t0 = std::chrono::steady_clock::now();
     Program prog(source, nm);
@@ -138,11 +124,11 @@ Result compile(std::string_view name, std::string_view source, const Options& op
         h.add(source);
         const std::string file = fmt::format("{}_{:08x}.cu", nm, static_cast<std::uint32_t>(h.digest()));
         const char* d = std::getenv("LOOM_DUMP_DIR");
-        std::string path = (d && *d) ? write_file(d, file, source) : std::string();
+        std::string path = (d && *d) ? dump::write_to(d, file, source) : std::string();
         if (path.empty()) {
             std::error_code ec;
             auto tmp = std::filesystem::temp_directory_path(ec);
-            if (!ec) path = write_file(tmp / "loom", file, source);
+            if (!ec) path = dump::write_to(tmp / "loom", file, source);
         }
         throw CompileError(fmt::format("NVRTC failed for kernel {} (source saved to {}; options: {}):\n{}", nm,
                                        path.empty() ? "<not saved>" : path, fmt::join(r.options, " "), r.log),
@@ -154,14 +140,14 @@ Result compile(std::string_view name, std::string_view source, const Options& op
 
     if (env_list_contains("LOOM_DUMP", "ptx")) {
         if (r.is_ptx) {
-            write_file(dump_dir(), nm + ".ptx", std::string_view(r.binary.data(), r.binary.size() ? r.binary.size() - 1 : 0));
+            dump::write(nm + ".ptx", std::string_view(r.binary.data(), r.binary.size() ? r.binary.size() - 1 : 0));
         } else {  // a cubin compile holds no PTX: compile once more for the matching virtual arch
             Options po = options;
             po.arch = "compute_" + r.arch.substr(3);
             Program p2(source, nm);
             check(p2.compile(option_list(po)), "nvrtcCompileProgram(prog, ptx options)");
             const auto ptx = p2.ptx();
-            write_file(dump_dir(), nm + ".ptx", std::string_view(ptx.data(), ptx.size() ? ptx.size() - 1 : 0));
+            dump::write(nm + ".ptx", std::string_view(ptx.data(), ptx.size() ? ptx.size() - 1 : 0));
         }
     }
     return r;

@@ -86,7 +86,7 @@ TEST_CASE("random_normal: odd counts and every dtype") {
     CHECK(std::abs(mb.mean - 0.5) < 0.01);
 }
 
-TEST_CASE("random_uniform: values in [lo, hi) for every dtype, sensible moments") {
+TEST_CASE("random_uniform: values from lo up to but excluding hi for every dtype, sensible moments") {
     const std::int64_t n = 1 << 20;
     {
         const Moments m = moments(random_uniform({n}, float32, 10.0, 110.0, 11, Device::cuda()));

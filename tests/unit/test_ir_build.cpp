@@ -191,7 +191,8 @@ TEST_CASE("errors: type errors name the op and the operands") {
     NodePtr b = input(bool_, {4}, "b");
     const int line = __LINE__ + 1;
     const std::string bw = error_of([&] { binary(Op::BitAnd, f, g); });
-    CHECK(bw == "bitwise_and(): operands [4] float32 and [4] float32: bitwise ops take integers or bool " + here(line));
+    CHECK(bw == "bitwise_and(): operands [4] float32 and [4] float32: bitwise ops take integers or bool " +
+                    here(line));
     CHECK(starts_with(error_of([&] { binary(Op::BitXor, f, b); }), "bitwise_xor(): "));
     CHECK(starts_with(error_of([&] { binary(Op::Shl, f, g); }), "shift_left(): "));
     CHECK(contains(error_of([&] { binary(Op::Add, b, b); }), "arithmetic on bool"));
@@ -228,7 +229,8 @@ TEST_CASE("reductions: bad and repeated axes, empty reductions without an identi
     CHECK(starts_with(rep, "mean(): axis -1 repeated in [1, -1] for operand [2, 3] float32"));
     NodePtr e = input(float32, {0, 3}, "e");
     CHECK(reduce(Op::Sum, e, {0}, false)->shape() == Shape{3});  // sum of nothing is 0
-    CHECK(starts_with(error_of([&] { reduce(Op::Max, e, {0}, false); }), "max(): reduction of operand [0, 3] float32"));
+    CHECK(starts_with(error_of([&] { reduce(Op::Max, e, {0}, false); }),
+                      "max(): reduction of operand [0, 3] float32"));
     CHECK(reduce(Op::Max, e, {1}, false)->shape() == Shape{0});  // no output elements: fine
 }
 
@@ -243,7 +245,8 @@ TEST_CASE("reshape: sizes, -1 inference and errors") {
     const int line = __LINE__ + 1;
     const std::string m = error_of([&] { reshape(x, {5, 5}); });
     CHECK(m == "reshape(): cannot reshape [2, 3, 4] float32 (24 elements) to [5, 5] (25 elements) " + here(line));
-    CHECK(starts_with(error_of([&] { reshape(x, {-1, 5}); }), "reshape(): cannot reshape [2, 3, 4] float32 to [-1, 5]"));
+    CHECK(starts_with(error_of([&] { reshape(x, {-1, 5}); }),
+                      "reshape(): cannot reshape [2, 3, 4] float32 to [-1, 5]"));
     CHECK(starts_with(error_of([&] { reshape(x, {-1, -1}); }), "reshape(): more than one -1"));
     CHECK(starts_with(error_of([&] { reshape(x, {-2, -12}); }), "reshape(): negative extent"));
 }
@@ -282,9 +285,11 @@ TEST_CASE("slice: Python semantics, out-of-range indices and step 0") {
     const int line = __LINE__ + 1;
     const std::string m = error_of([&] { slice(x, {{11, N, 1}}); });
     CHECK(m == "slice(): start 11 out of range on axis 0 of [10, 6] float32 " + here(line));
-    CHECK(starts_with(error_of([&] { slice(x, {{0, 1, 1}, {N, -7, 1}}); }), "slice(): stop -7 out of range on axis 1"));
+    CHECK(starts_with(error_of([&] { slice(x, {{0, 1, 1}, {N, -7, 1}}); }),
+                      "slice(): stop -7 out of range on axis 1"));
     CHECK(starts_with(error_of([&] { slice(x, {{0, 4, 0}}); }), "slice(): step 0 on axis 0 of [10, 6] float32"));
-    CHECK(starts_with(error_of([&] { slice(x, {{}, {}, {}}); }), "slice(): 3 slice entries for operand [10, 6] float32"));
+    CHECK(starts_with(error_of([&] { slice(x, {{}, {}, {}}); }),
+                      "slice(): 3 slice entries for operand [10, 6] float32"));
 }
 
 TEST_CASE("make_scalar_value: values of the dtype, errors out of an integer dtype's range") {
@@ -297,7 +302,8 @@ TEST_CASE("make_scalar_value: values of the dtype, errors out of an integer dtyp
     CHECK(starts_with(error_of([&] { make_scalar_value(std::int64_t{-1}, uint8, "mul", loc); }),
                       "mul(): scalar -1 is out of range for uint8 [0, 255]"));
     CHECK(starts_with(error_of([&] { make_scalar_value(std::int64_t{1} << 31, int32, "add", loc); }), "add(): "));
-    CHECK(make_scalar_value(std::int64_t{-(std::int64_t{1} << 31)}, int32, "add", loc).i == -(std::int64_t{1} << 31));
+    const std::int64_t int32_min = -(std::int64_t{1} << 31);
+    CHECK(make_scalar_value(int32_min, int32, "add", loc).i == int32_min);
     CHECK(make_scalar_value(std::numeric_limits<std::int64_t>::min(), int64, "add", loc).i ==
           std::numeric_limits<std::int64_t>::min());
     // Doubles for integer dtypes must be whole and in range.
@@ -306,7 +312,8 @@ TEST_CASE("make_scalar_value: values of the dtype, errors out of an integer dtyp
                       "add(): scalar 1.5 is not a value of the integer dtype int32"));
     CHECK(starts_with(error_of([&] { make_scalar_value(std::nan(""), int64, "add", loc); }), "add(): "));
     CHECK(starts_with(error_of([&] { make_scalar_value(1e19, int64, "add", loc); }), "add(): "));
-    CHECK(starts_with(error_of([&] { make_scalar_value(300.0, uint8, "add", loc); }), "add(): scalar 300 is out of range"));
+    CHECK(starts_with(error_of([&] { make_scalar_value(300.0, uint8, "add", loc); }),
+                      "add(): scalar 300 is out of range"));
     // Floats round to nearest even in the dtype; bool is truthiness.
     CHECK(make_scalar_value(0.1, float32, "add", loc).f == static_cast<double>(0.1f));
     CHECK(make_scalar_value(0.1, float64, "add", loc).f == 0.1);
@@ -319,7 +326,8 @@ TEST_CASE("make_scalar_value: values of the dtype, errors out of an integer dtyp
 }
 
 TEST_CASE("input: shape checks") {
-    CHECK(starts_with(error_of([&] { input(float32, {2, -1}, "x"); }), "input(): negative extent in shape [2, -1]"));
+    CHECK(starts_with(error_of([&] { input(float32, {2, -1}, "x"); }),
+                      "input(): negative extent in shape [2, -1]"));
     CHECK(starts_with(error_of([&] { input(float32, Shape(9, 1), "x"); }), "input(): rank 9"));
     CHECK(input(float32, Shape(8, 1), "x")->rank() == 8);
 }

@@ -13,8 +13,13 @@ using namespace loom::ir;
 
 namespace {
 
-NodePtr cf(double v, DType t = float32) { return constant(make_scalar_value(v, t, "test", Loc::current()), t); }
-NodePtr ci(std::int64_t v, DType t = int32) { return constant(make_scalar_value(v, t, "test", Loc::current()), t); }
+// Constants of a dtype, converted as the DSL converts C++ scalars.
+NodePtr cf(double v, DType t = float32) {
+    return constant(make_scalar_value(v, t, "test", Loc::current()), t);
+}
+NodePtr ci(std::int64_t v, DType t = int32) {
+    return constant(make_scalar_value(v, t, "test", Loc::current()), t);
+}
 
 // The rank-0 constant a folded result broadcasts (the result itself when it is rank 0).
 const Node* folded_constant(const NodePtr& n) {

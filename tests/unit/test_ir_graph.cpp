@@ -93,7 +93,8 @@ TEST_CASE("graph: a 100,000-node wide graph") {
         for (int k = 0; k < 50'000; ++k) level.push_back(input(float32, {4}, fmt::format("in{}", k)));
         while (level.size() > 1) {
             std::vector<NodePtr> next;
-            for (std::size_t k = 0; k + 1 < level.size(); k += 2) next.push_back(binary(Op::Add, level[k], level[k + 1]));
+            for (std::size_t k = 0; k + 1 < level.size(); k += 2)
+                next.push_back(binary(Op::Add, level[k], level[k + 1]));
             if (level.size() % 2) next.push_back(level.back());
             level = std::move(next);
         }
@@ -133,10 +134,11 @@ TEST_CASE("print: one line per node, dense names in topological order, the op's 
 
 TEST_CASE("print: attributes of leaves, views and reductions") {
     NodePtr x = input(float32, {4, 6}, "x");
+    const double nan = std::numeric_limits<double>::quiet_NaN();
     const std::string t = print({reduce(Op::Sum, slice(permute(x, {1, 0}), {{1, 5, 2}}), {1}, true),
                                  constant(ScalarValue::of_float(0.5), float32),
                                  scalar(ScalarValue::of_int(-3), int32),
-                                 constant(ScalarValue::of_float(std::numeric_limits<double>::quiet_NaN()), float64)});
+                                 constant(ScalarValue::of_float(nan), float64)});
     CHECK(t.find("= permute %0, perm=[1, 0] : [6, 4] float32") != std::string::npos);
     CHECK(t.find("= slice %1, start::step=[1::2, 0::1] : [2, 4] float32") != std::string::npos);
     CHECK(t.find("= sum %2, axes=[1] keepdims : [2, 1] float32") != std::string::npos);

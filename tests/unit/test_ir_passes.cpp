@@ -104,7 +104,7 @@ TEST_CASE("rebuild: every view rebuilds to an equal node on the same operand") {
     }
 }
 
-TEST_CASE("canonicalize_views: views of a broadcast rank-0 value become one broadcast; casts move under broadcasts") {
+TEST_CASE("canonicalize_views: views of broadcast rank-0 values become broadcasts; casts move under them") {
     NodePtr s = run_scalar(2.0);
     NodePtr x = input(float32, {3}, "x");
     SUBCASE("reshape, permute and slice of a broadcast scalar") {
@@ -210,7 +210,10 @@ TEST_CASE("pipeline: passes run in the listed order on the previous pass's outpu
     NodePtr x = input(float32, {4}, "x");
     NodePtr y = unary(Op::Sqrt, x);
     std::vector<Pass> passes = {
-        {"first", [&](const std::vector<NodePtr>& r) { seen.push_back("first"); return std::vector<NodePtr>{unary(Op::Exp, r[0])}; }},
+        {"first", [&](const std::vector<NodePtr>& r) {
+             seen.push_back("first");
+             return std::vector<NodePtr>{unary(Op::Exp, r[0])};
+         }},
         {"second", [&](const std::vector<NodePtr>& r) {
              seen.push_back("second");
              CHECK(r[0]->op() == Op::Exp);

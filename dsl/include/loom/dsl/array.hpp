@@ -16,17 +16,24 @@ namespace loom {
 using Loc = std::source_location;
 class Array;
 
-/// A compile-time constant: `x * constant(0.5)` bakes 0.5 into the generated code instead of passing it
-/// as a kernel parameter. Weakly typed like any C++ scalar.
-struct Constant {
-    double value;
-    bool is_integer = false;
-};
-inline Constant constant(double v) { return {v, false}; }
-inline Constant constant(std::int64_t v) { return {static_cast<double>(v), true}; }
-
 template <class T>
 concept CppScalar = std::is_arithmetic_v<T>;
+
+/// A compile-time constant: `x * constant(0.5)` bakes 0.5 into the generated code instead of passing it
+/// as a kernel parameter. Weakly typed like any C++ scalar of its kind (bool, integer or floating point);
+/// integers keep all 64 bits.
+struct Constant {
+    enum class Kind : std::uint8_t { Bool, Int, Float };
+    Kind kind = Kind::Float;
+    double f = 0.0;
+    std::int64_t i = 0;
+};
+template <CppScalar S>
+Constant constant(S v) {
+    if constexpr (std::is_same_v<S, bool>) return {Constant::Kind::Bool, 0.0, v ? 1 : 0};
+    else if constexpr (std::is_integral_v<S>) return {Constant::Kind::Int, 0.0, static_cast<std::int64_t>(v)};
+    else return {Constant::Kind::Float, static_cast<double>(v), 0};
+}
 
 /// One operand of an op at its call site: an Array, a Tensor, a C++ scalar (weakly typed: it takes the
 /// other operand's dtype, see docs/semantics.md) or a Constant, with the user's source location.
@@ -81,9 +88,14 @@ public:
     std::int64_t numel() const { return node_->numel(); }
 
     /// Evaluates now (one fused kernel where the data dependencies allow) and returns the result.
+    /// Throws loom::Error for an empty Array, and what loom::evaluate() throws.
     Tensor eval(Loc loc = Loc::current()) const;
-    operator Tensor() const { return eval(); }
-    /// Evaluates a rank-0 or one-element array and returns its value on the host.
+    /// `Tensor t = expr;` evaluates like eval(); errors name the line where the array's last op was built
+    /// (a conversion has no call-site argument).
+    operator Tensor() const;
+    /// Evaluates a rank-0 or one-element array and returns its value on the host, converted to T like a
+    /// cast (a float into an integer T truncates and saturates, NaN -> 0; into bool: nonzero). Throws
+    /// loom::Error when the array has more than one element.
     template <CppScalar T>
     T item(Loc loc = Loc::current()) const;
 

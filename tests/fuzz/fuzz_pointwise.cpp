@@ -1,0 +1,366 @@
+// loom_fuzz: a differential fuzzer of Loom's pointwise kernels. Random elementwise graphs (every op of the
+// elementwise table, every dtype, ranks 1-4 with size-1 dimensions, broadcasts, permuted, sliced and
+// reshaped views, strided and misaligned inputs, scalars and constants including NaN, Inf and -0, several
+// outputs) run on the GPU and on the CPU reference and are compared with the contract's tolerances
+// (docs/semantics.md). A failing graph is shrunk (nodes replaced by their operands, smaller shapes,
+// simpler layouts) and printed with ir::print. Without a GPU, or with --compile-only, every graph is
+// generated and compiled with NVRTC and evaluated on the reference, without a launch.
+//
+//   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only] [--max-numel N] [--no-shrink] [--verbose]
+//
+// Graph k of a run uses seed S + k, so `--seed S+k --count 1` replays it. Exit status 0 when every graph
+// passed, 1 on any failure, 2 on bad arguments. The last line is "fuzz: N graphs, M failures".
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "fuzz_program.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/runtime/device.hpp"
+#include "loom/runtime/errors.hpp"
+#include "loom/runtime/executor.hpp"
+#include "loom/runtime/kernel_cache.hpp"
+#include "loom/runtime/nvrtc.hpp"
+#include "loom/runtime/reference.hpp"
+#include "loom/runtime/stream.hpp"
+#include "loom/runtime/testing.hpp"
+
+using namespace loom;
+using namespace loom::fuzz;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+    std::uint64_t seed = 1;
+    long long count = -1;  // -1: until --seconds, or 100 when neither is given
+    double seconds = -1;
+    bool compile_only = false;
+    bool shrink = true;
+    bool verbose = false;
+    GenOptions gen;
+};
+
+enum class Kind { Pass, Invalid, Mismatch, CompileFailure, Failure, Sticky };
+std::string_view kind_name(Kind k) {
+    switch (k) {
+        case Kind::Pass: return "pass";
+        case Kind::Invalid: return "invalid";
+        case Kind::Mismatch: return "GPU result differs from the reference";
+        case Kind::CompileFailure: return "NVRTC rejected the generated kernel";
+        case Kind::Failure: return "evaluation threw";
+        case Kind::Sticky: return "sticky CUDA error";
+    }
+    return "?";
+}
+
+struct Outcome {
+    Kind kind = Kind::Pass;
+    std::string message;
+};
+
+/// Largest finite magnitude among a host tensor's values, at least 1 (the scale of the absolute floor).
+double scale_of(const Tensor& t) {
+    double s = 1.0;
+    if (!is_float(t.dtype())) return s;
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+        const double v = std::fabs(t.get_double(i));
+        if (std::isfinite(v)) s = std::max(s, v);
+    }
+    return s;
+}
+
+template <class F>
+Outcome guarded(F&& body) {
+    try {
+        return body();
+    } catch (const CompileError& e) {
+        return {Kind::CompileFailure, e.what()};
+    } catch (const CudaError& e) {
+        return {runtime_poisoned() ? Kind::Sticky : Kind::Failure, e.what()};
+    } catch (const InternalError& e) {
+        return {Kind::Failure, fmt::format("InternalError: {}", e.what())};
+    } catch (const std::exception& e) {
+        return {Kind::Failure, e.what()};
+    }
+}
+
+/// Runs a program on the GPU (twice: into poisoned outputs, then into outputs holding random values, so
+/// that an unwritten element fails against any expected value, NaN included) and compares with the
+/// reference.
+Outcome run_gpu(const Program& p) {
+    const Device dev = Device::cuda(current_device());
+    std::optional<Built> b;
+    try {
+        b = build(p, dev);
+    } catch (const std::exception& e) {
+        return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
+    }
+    if (!b) return {Kind::Invalid, {}};
+    return guarded([&]() -> Outcome {
+        const std::vector<Tensor> expected = reference::evaluate(b->roots);
+        const bool misaligned = p.data_seed % 8 == 0;
+        std::vector<Tensor> outs;
+        for (const auto& r : b->roots) {
+            if (misaligned) {
+                Tensor big = Tensor::empty({r->numel() + 1}, r->dtype(), dev);
+                outs.push_back(big.as_strided(r->shape(), contiguous_strides(r->shape()), 1));
+            } else {
+                outs.push_back(Tensor::empty(r->shape(), r->dtype(), dev));
+            }
+        }
+        for (int run = 0; run < 2; ++run) {
+            for (std::size_t k = 0; k < outs.size(); ++k) {
+                if (outs[k].numel() == 0) continue;
+                if (run == 0) testing::poison(outs[k]);  // contiguous, also when misaligned
+                else testing::fill_random(outs[k], 99 + k);
+            }
+            evaluate_into(b->roots, outs);
+            synchronize();
+            for (std::size_t k = 0; k < outs.size(); ++k) {
+                const testing::Tolerance tol = testing::tolerance_for(b->roots[k], scale_of(expected[k]));
+                const testing::Comparison c =
+                    testing::compare(outs[k], expected[k], tol, fmt::format("output {} ({})", k, ir::describe(*b->roots[k])));
+                if (!c.ok)
+                    return {Kind::Mismatch, fmt::format("{} outputs{}: {}", run == 0 ? "poisoned" : "random-filled",
+                                                        misaligned ? " (misaligned)" : "", c.message)};
+            }
+        }
+        return {Kind::Pass, {}};
+    });
+}
+
+/// Generates and compiles the program's kernels with NVRTC and evaluates it on the reference (no launch).
+Outcome run_compile_only(const Program& p) {
+    std::optional<Built> b;
+    try {
+        b = build(p, Device::cpu());
+    } catch (const std::exception& e) {
+        return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
+    }
+    if (!b) return {Kind::Invalid, {}};
+    return guarded([&]() -> Outcome {
+        const CompileReport rep = compile(b->roots, "fuzz");
+        if (rep.kernels < 1 || rep.image_bytes == 0)
+            return {Kind::Failure, fmt::format("compile() reported {} kernels, {} bytes", rep.kernels, rep.image_bytes)};
+        const auto ref = reference::evaluate(b->roots);
+        if (ref.size() != b->roots.size()) return {Kind::Failure, "the reference returned the wrong number of results"};
+        return {Kind::Pass, {}};
+    });
+}
+
+/// Candidate simplifications of `p`, most aggressive first.
+std::vector<Program> candidates(const Program& p) {
+    std::vector<Program> out;
+    if (p.outputs.size() > 1)
+        for (std::size_t k = 0; k < p.outputs.size(); ++k) {
+            Program q = p;
+            q.outputs.erase(q.outputs.begin() + static_cast<std::ptrdiff_t>(k));
+            out.push_back(collect(q));
+        }
+    // Replace a node by one of its operands everywhere.
+    for (std::size_t i = p.code.size(); i-- > 0;) {
+        for (int a : p.code[i].args) {
+            Program q = p;
+            for (std::size_t j = i + 1; j < q.code.size(); ++j)
+                for (int& x : q.code[j].args)
+                    if (x == static_cast<int>(i)) x = a;
+            for (int& o : q.outputs)
+                if (o == static_cast<int>(i)) o = a;
+            out.push_back(collect(q));
+        }
+    }
+    // Smaller shapes: drop a dimension, set it to 1, halve it.
+    for (std::size_t d = 0; d < p.base.size(); ++d) {
+        if (p.base.size() > 1) {
+            Program q = p;
+            q.base.erase(q.base.begin() + static_cast<std::ptrdiff_t>(d));
+            for (Instr& ins : q.code) {
+                const std::uint32_t low = ins.ones & ((1u << d) - 1u), high = ins.ones >> (d + 1);
+                ins.ones = low | (high << d);
+                ins.drop = std::min<int>(ins.drop, static_cast<int>(q.base.size()));
+            }
+            out.push_back(q);
+        }
+        if (p.base[d] > 1) {
+            Program q = p;
+            q.base[d] = 1;
+            out.push_back(q);
+            q.base[d] = (p.base[d] + 1) / 2;
+            if (q.base[d] > 1) out.push_back(q);
+        }
+    }
+    // Simpler inputs and values.
+    for (std::size_t i = 0; i < p.code.size(); ++i) {
+        const Instr& ins = p.code[i];
+        auto with = [&](auto&& change) {
+            Program q = p;
+            change(q.code[i]);
+            out.push_back(q);
+        };
+        if (ins.kind == Instr::Kind::Input) {
+            if (ins.layout != Layout::Contiguous) with([](Instr& x) { x.layout = Layout::Contiguous; });
+            if (ins.pre != PreView::None) with([](Instr& x) { x.pre = PreView::None; });
+            if (ins.ones != 0) with([](Instr& x) { x.ones = 0; });
+            if (ins.drop != 0) with([](Instr& x) { x.drop = 0; });
+        }
+        if ((ins.kind == Instr::Kind::Scalar || ins.kind == Instr::Kind::Constant) && !(ins.value.as_double() == 1.0))
+            with([](Instr& x) { x.value = is_float(x.dtype) ? ir::ScalarValue::of_float(1.0) : ir::ScalarValue::of_int(1); });
+        if (ins.kind == Instr::Kind::View && ins.step != 1) with([](Instr& x) { x.step = 1; });
+    }
+    return out;
+}
+
+struct Shrunk {
+    Program program;
+    Outcome outcome;
+    int steps = 0;
+};
+
+/// Greedy shrinking: take the first candidate that still fails the same way, until none does or the
+/// budget (attempts and seconds) runs out.
+Shrunk shrink(const Program& p, const Outcome& first, const std::function<Outcome(const Program&)>& run) {
+    Shrunk s{p, first, 0};
+    const auto t0 = Clock::now();
+    int attempts = 0;
+    bool progress = true;
+    while (progress && attempts < 600 && std::chrono::duration<double>(Clock::now() - t0).count() < 90.0) {
+        progress = false;
+        for (const Program& c : candidates(s.program)) {
+            if (++attempts > 600) break;
+            const Outcome o = run(c);
+            if (o.kind == Kind::Sticky) return s;  // the context is gone: keep what we have
+            if (o.kind == first.kind) {
+                s.program = c;
+                s.outcome = o;
+                ++s.steps;
+                progress = true;
+                break;
+            }
+        }
+    }
+    return s;
+}
+
+void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const Options& opt, Device dev,
+                   const std::function<Outcome(const Program&)>& run) {
+    std::printf("FAIL graph seed %llu (replay: loom_fuzz --seed %llu --count 1%s): %s\n%s\n",
+                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
+                opt.compile_only ? " --compile-only" : "", std::string(kind_name(o.kind)).c_str(), o.message.c_str());
+    Shrunk s{p, o, 0};
+    if (opt.shrink && o.kind != Kind::Sticky) s = shrink(p, o, run);
+    std::printf("shrunk in %d steps from %zu to %zu instructions:\n%s", s.steps, p.code.size(), s.program.code.size(),
+                describe(s.program).c_str());
+    try {
+        if (auto b = build(s.program, dev)) {
+            for (const auto& line : b->input_lines) std::printf("  %s\n", line.c_str());
+            std::printf("%s\n", ir::print(b->roots).c_str());
+        }
+    } catch (const std::exception& e) {
+        std::printf("(could not rebuild the shrunk graph: %s)\n", e.what());
+    }
+    std::printf("shrunk failure: %s: %s\n\n", std::string(kind_name(s.outcome.kind)).c_str(), s.outcome.message.c_str());
+    std::fflush(stdout);
+}
+
+bool parse(int argc, char** argv, Options& o) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        auto value = [&](const char* what) -> const char* {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "loom_fuzz: %s needs a value\n", what);
+                return nullptr;
+            }
+            return argv[++i];
+        };
+        if (a == "--seed") {
+            const char* v = value("--seed");
+            if (!v) return false;
+            o.seed = std::strtoull(v, nullptr, 10);
+        } else if (a == "--count") {
+            const char* v = value("--count");
+            if (!v) return false;
+            o.count = std::atoll(v);
+        } else if (a == "--seconds") {
+            const char* v = value("--seconds");
+            if (!v) return false;
+            o.seconds = std::atof(v);
+        } else if (a == "--max-numel") {
+            const char* v = value("--max-numel");
+            if (!v) return false;
+            o.gen.max_numel = std::max(1LL, std::atoll(v));
+        } else if (a == "--compile-only") {
+            o.compile_only = true;
+        } else if (a == "--no-shrink") {
+            o.shrink = false;
+        } else if (a == "--verbose") {
+            o.verbose = true;
+        } else {
+            std::fprintf(stderr,
+                         "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only] [--max-numel N] "
+                         "[--no-shrink] [--verbose]\n");
+            return false;
+        }
+    }
+    if (o.count < 0 && o.seconds < 0) o.count = 100;
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options opt;
+    if (!parse(argc, argv, opt)) return 2;
+    if (!opt.compile_only && !cuda_available()) {
+        std::printf("loom_fuzz: no CUDA device: compile-only mode (graphs are generated, compiled with NVRTC and "
+                    "evaluated on the reference, not launched)\n");
+        opt.compile_only = true;
+    }
+    const Device dev = opt.compile_only ? Device::cpu() : Device::cuda(current_device());
+    const std::function<Outcome(const Program&)> run = opt.compile_only ? run_compile_only : run_gpu;
+    std::printf("loom_fuzz: seed %llu, %s, %s\n", static_cast<unsigned long long>(opt.seed),
+                opt.compile_only ? "compile-only" : "GPU against the CPU reference",
+                opt.count >= 0 ? fmt::format("{} graphs", opt.count).c_str() : fmt::format("{} s", opt.seconds).c_str());
+    std::fflush(stdout);
+
+    const auto t0 = Clock::now();
+    long long graphs = 0, failures = 0, invalid = 0;
+    for (std::uint64_t k = 0;; ++k) {
+        if (opt.count >= 0 && graphs >= opt.count) break;
+        if (opt.seconds >= 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= opt.seconds) break;
+        const std::uint64_t seed = opt.seed + k;
+        const Program p = generate(seed, opt.gen);
+        const Outcome o = run(p);
+        if (o.kind == Kind::Invalid) {  // generation only returns valid programs; count it, do not retry
+            ++invalid;
+            continue;
+        }
+        ++graphs;
+        if (opt.verbose) {
+            std::printf("graph seed %llu: %zu instructions, %s\n", static_cast<unsigned long long>(seed), p.code.size(),
+                        std::string(kind_name(o.kind)).c_str());
+            if (auto b = build(p, Device::cpu())) std::printf("%s\n", ir::print(b->roots).c_str());
+        }
+        if (o.kind != Kind::Pass) {
+            ++failures;
+            print_failure(seed, p, o, opt, dev, run);
+            if (o.kind == Kind::Sticky || runtime_poisoned()) {
+                std::printf("loom_fuzz: the CUDA context is unusable after a sticky error; stopping\n");
+                break;
+            }
+        }
+        if (!opt.compile_only && graphs % 500 == 0) clear_kernel_cache();  // bound the loaded modules
+    }
+    if (invalid > 0) std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
+    std::printf("fuzz: %lld graphs, %lld failures\n", graphs, failures);
+    return failures == 0 && invalid == 0 ? 0 : 1;
+}
