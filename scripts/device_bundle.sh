@@ -7,14 +7,18 @@ set -euo pipefail
 
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-build=build-release
+build=${LOOM_BUNDLE_BUILD_DIR:-build-release}  # an existing optimized build folder may be named instead
 bundle=.bundle
 limit_mib=60
 
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 if [[ -f $build/CMakeCache.txt ]]; then generator=(); fi  # keep the generator the folder was made with
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [[ -f $build/CMakeCache.txt ]]; then
+    cmake -S . -B "$build" >/dev/null   # keep the folder's build type (Release or RelWithDebInfo)
+else
+    cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
 
 # Build everything that builds: a target that fails (someone's work in progress) does not stop the others.
 build_rc=0

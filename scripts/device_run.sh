@@ -89,31 +89,50 @@ run_step() {
 }
 
 args=("$@")
+# LOOM_RUN_STEPS picks the steps (default all): gpu_tests, fuzz, samples, unit (unit and golden tests:
+# CI runs them too), bench. LOOM_FUZZ_SECONDS (default 120) boxes the fuzzer; LOOM_BENCH_ROUNDS (default 3)
+# sets the interleaved benchmark/peer rounds.
+steps=${LOOM_RUN_STEPS:-gpu_tests,fuzz,samples,bench}
+want() { [[ ",$steps," == *",$1,"* ]]; }
 nvidia-smi 2>&1 | tee "$OUT/nvidia-smi.log"
 write_status "${args[@]}"
 
-if [[ -x $bin/loom_gpu_tests ]]; then
-    run_step gpu_tests "$OUT/gpu_tests.log" new "$bin/loom_gpu_tests"
-else
-    results+=("| gpu_tests | missing | — | — |"); failed=$((failed + 1))
+if want gpu_tests; then
+    if [[ -x $bin/loom_gpu_tests ]]; then
+        run_step gpu_tests "$OUT/gpu_tests.log" new "$bin/loom_gpu_tests"
+    else
+        results+=("| gpu_tests | missing | — | — |"); failed=$((failed + 1))
+    fi
 fi
-for t in loom_unit_tests loom_golden_tests; do
-    [[ -x $bin/$t ]] && run_step "${t#loom_}" "$OUT/${t#loom_}.log" new "$bin/$t"
-done
+if want fuzz && [[ -x $bin/loom_fuzz ]]; then
+    run_step fuzz "$OUT/fuzz.log" new "$bin/loom_fuzz" --seconds "${LOOM_FUZZ_SECONDS:-120}" --seed "$(date +%s)"
+fi
+if want samples; then
+    : >"$OUT/samples.log"
+    for s in scale_bias_activation print_cuda; do
+        [[ -x $bin/$s ]] && run_step "sample_$s" "$OUT/samples.log" append "$bin/$s"
+    done
+fi
+if want unit; then
+    for t in loom_unit_tests loom_golden_tests; do
+        [[ -x $bin/$t ]] && run_step "${t#loom_}" "$OUT/${t#loom_}.log" new "$bin/$t"
+    done
+fi
 
 bench=""
 if [[ -x $bin/loom_bench ]]; then bench=$bin/loom_bench
 else bench=$(find "$bin" -maxdepth 1 -type f -name '*bench*' -perm -u+x 2>/dev/null | head -1); fi
-if [[ -n $bench ]]; then
+if want bench && [[ -n $bench ]]; then
     : >"$OUT/bench.log"
     : >"$OUT/peers.log"
-    for i in 1 2 3; do
-        run_step "bench_$i" "$OUT/bench.log" append "$bench" "${args[@]}"
+    for i in $(seq 1 "${LOOM_BENCH_ROUNDS:-3}"); do
+        check=(); [[ $i -gt 1 ]] && check=(--no-check)   # results are checked against the reference once
+        run_step "bench_$i" "$OUT/bench.log" append "$bench" "${check[@]}" --json "$OUT/bench.json" "${args[@]}"
         if [[ -f $bundle/peer_baselines.py ]]; then
             run_step "peers_$i" "$OUT/peers.log" append python3 "$bundle/peer_baselines.py" "${args[@]}"
         fi
     done
-else
+elif want bench; then
     echo "no benchmark binary in $bin: benchmark skipped"
 fi
 

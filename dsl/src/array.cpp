@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -14,9 +15,13 @@ namespace loom {
 
 namespace {
 
-// The input node that stands for `t`: one per tensor handle, so `x + x` reads x once.
+// The input node that stands for `t`: one per tensor handle, so `x + x` reads x once. The lookup and
+// the store are one critical section: Tensor::Impl::input_node is a plain weak_ptr, and two threads
+// building expressions over one tensor must neither race on it nor make two inputs for it.
 ir::NodePtr input_node_of(const Tensor& t, const Loc& loc) {
     if (!t.defined()) throw Error(fmt::format("Array(): undefined (empty) Tensor ({})", short_location(loc)));
+    static std::mutex mutex;
+    const std::lock_guard<std::mutex> lock(mutex);
     const auto& impl = t.impl();
     if (auto n = std::static_pointer_cast<const ir::Node>(impl->input_node.lock())) return n;
     std::shared_ptr<const void> payload = std::static_pointer_cast<const Tensor::Impl>(impl);

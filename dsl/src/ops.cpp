@@ -30,8 +30,11 @@ ir::NodePtr resolve3(const Operand& x, const Operand& o1, const Operand& o2, std
 
 Array ternary_op(Op op, const Operand& a, const Operand& b, const Operand& c, const Loc& loc) {
     const auto api = ir::op_name(op);
-    if (op == Op::Where) {  // the condition does not take part in promotion
-        return Array(ir::ternary(op, a.resolve_alone(api), resolve3(b, c, a, api), resolve3(c, b, a, api), loc));
+    if (op == Op::Where) {  // the condition does not take part in promotion: branches resolve against each other
+        auto branch = [&](const Operand& x, const Operand& other) {
+            return other.is_array() ? x.resolve(other, api) : x.resolve_alone(api);
+        };
+        return Array(ir::ternary(op, a.resolve_alone(api), branch(b, c), branch(c, b), loc));
     }
     return Array(ir::ternary(op, resolve3(a, b, c, api), resolve3(b, a, c, api), resolve3(c, a, b, api), loc));
 }

@@ -99,6 +99,15 @@ bool aliases_input(const Tensor& out, const std::vector<ir::NodePtr>& outputs) {
     return false;
 }
 
+// True when a kernel launched after group `gi` reads `out`'s memory: it must still see the old values, so
+// group `gi` writes through a temporary that is copied back after the last kernel.
+bool read_by_later_group(const Tensor& out, const std::vector<KernelGroup>& groups, std::size_t gi) {
+    for (std::size_t gj = gi + 1; gj < groups.size(); ++gj)
+        for (const ir::Node* in : codegen::pointwise_inputs(groups[gj].outputs))
+            if (bound_tensor(*in).storage == out.storage()) return true;
+    return false;
+}
+
 }  // namespace
 
 std::vector<KernelGroup> partition(const std::vector<ir::NodePtr>& roots, std::string_view name) {
@@ -154,13 +163,21 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
     std::vector<Tensor> results(roots.size());
     const auto groups = partition(roots, name);
     const std::string where = short_location(loc);
+    std::vector<std::pair<Tensor, Tensor>> copy_back;  // (temporary, user's output), copied after every launch
     for (std::size_t gi = 0; gi < groups.size(); ++gi) {
         const KernelGroup& g = groups[gi];
         const auto layouts = input_layouts(g.outputs);
         codegen::PlannedPointwise planned = codegen::plan_pointwise(g.outputs, layouts, info);
         const std::uint64_t key = codegen::kernel_key(g.outputs, planned.plan);
         auto kernel = cached_kernel(key, device.index, [&] { return build_kernel(g, planned.plan, info); });
-        if (explain) explain_group(g, planned.plan, gi);
+        if (explain) {
+            explain_group(g, planned.plan, gi);
+            if (gi > 0)
+                std::fprintf(stderr, "boundary  kernel %zu -> kernel %zu: outputs of shapes %s and %s have different "
+                                     "iteration spaces\n",
+                             gi - 1, gi, to_string(groups[gi - 1].outputs[0]->shape()).c_str(),
+                             to_string(g.outputs[0]->shape()).c_str());
+        }
 
         std::vector<const void*> in_ptrs;
         for (const ir::Node* in : codegen::pointwise_inputs(g.outputs)) {
@@ -168,7 +185,6 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
             in_ptrs.push_back(static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype)));
         }
         std::vector<void*> out_ptrs;
-        std::vector<std::pair<Tensor, Tensor>> copy_back;  // (temporary, user's output)
         for (std::size_t k = 0; k < g.outputs.size(); ++k) {
             const ir::Node& root = *g.outputs[k];
             Tensor out;
@@ -177,7 +193,7 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
                 if (!user.is_contiguous())
                     throw Error(fmt::format("assign(): output {} {} is not contiguous; Loom writes contiguous "
                                             "outputs ({})", to_string(user.shape()), loom::name(user.dtype()), where));
-                if (aliases_input(user, g.outputs)) {
+                if (aliases_input(user, g.outputs) || read_by_later_group(user, groups, gi)) {
                     out = Tensor::empty(root.shape(), root.dtype(), device);
                     copy_back.emplace_back(out, user);
                 } else {
@@ -200,8 +216,8 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
             const Kernel& k = v == codegen::Variant::Vector ? kernel->vector_kernel : kernel->scalar_kernel;
             k.launch(cfg, params.data(), params.size(), where);
         }
-        for (auto& [tmp, user] : copy_back) copy_async(user, tmp);
     }
+    for (auto& [tmp, user] : copy_back) copy_async(user, tmp);
     return results;
 }
 

@@ -233,7 +233,7 @@ Shrunk shrink(const Program& p, const Outcome& first, const std::function<Outcom
     const auto t0 = Clock::now();
     int attempts = 0;
     bool progress = true;
-    while (progress && attempts < 600 && std::chrono::duration<double>(Clock::now() - t0).count() < 90.0) {
+    while (progress && attempts < 600 && std::chrono::duration<double>(Clock::now() - t0).count() < 60.0) {
         progress = false;
         for (const Program& c : candidates(s.program)) {
             if (++attempts > 600) break;
@@ -251,13 +251,15 @@ Shrunk shrink(const Program& p, const Outcome& first, const std::function<Outcom
     return s;
 }
 
+/// Prints a failure; shrinks it first when `shrink_it` (the first few failures of a run: a systematic bug
+/// would otherwise spend the whole run shrinking).
 void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const Options& opt, Device dev,
-                   const std::function<Outcome(const Program&)>& run) {
+                   const std::function<Outcome(const Program&)>& run, bool shrink_it) {
     std::printf("FAIL graph seed %llu (replay: loom_fuzz --seed %llu --count 1%s): %s\n%s\n",
                 static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
                 opt.compile_only ? " --compile-only" : "", std::string(kind_name(o.kind)).c_str(), o.message.c_str());
     Shrunk s{p, o, 0};
-    if (opt.shrink && o.kind != Kind::Sticky) s = shrink(p, o, run);
+    if (shrink_it && o.kind != Kind::Sticky) s = shrink(p, o, run);
     std::printf("shrunk in %d steps from %zu to %zu instructions:\n%s", s.steps, p.code.size(), s.program.code.size(),
                 describe(s.program).c_str());
     try {
@@ -352,7 +354,7 @@ int main(int argc, char** argv) {
         }
         if (o.kind != Kind::Pass) {
             ++failures;
-            print_failure(seed, p, o, opt, dev, run);
+            print_failure(seed, p, o, opt, dev, run, opt.shrink && failures <= 3);
             if (o.kind == Kind::Sticky || runtime_poisoned()) {
                 std::printf("loom_fuzz: the CUDA context is unusable after a sticky error; stopping\n");
                 break;

@@ -367,6 +367,20 @@ int operand(Rng& g, std::size_t n) {
 
 }  // namespace
 
+std::string_view view_name(ViewKind v) {
+    switch (v) {
+        case ViewKind::Permute: return "permute";
+        case ViewKind::Transpose: return "transpose";
+        case ViewKind::Slice: return "slice";
+        case ViewKind::Flatten: return "flatten";
+        case ViewKind::MergeLast: return "merge last two";
+        case ViewKind::SplitFirst: return "split first";
+        case ViewKind::InsertUnit: return "insert unit";
+        case ViewKind::Broadcast: return "broadcast";
+    }
+    return "?";
+}
+
 std::string_view layout_name(Layout l) {
     switch (l) {
         case Layout::Contiguous: return "contiguous";
@@ -526,12 +540,15 @@ std::string describe(const Program& p) {
         const Instr& ins = p.code[i];
         std::string what;
         switch (ins.kind) {
-            case Instr::Kind::Input: what = fmt::format("input {} ones {:#x} drop {}", name(ins.dtype), ins.ones, ins.drop); break;
+            case Instr::Kind::Input:
+                what = fmt::format("input {} ones {:#x} drop {} pre-view {} layout {}", name(ins.dtype), ins.ones, ins.drop,
+                                   static_cast<int>(ins.pre), layout_name(ins.layout));
+                break;
             case Instr::Kind::Scalar: what = fmt::format("scalar {} {}", name(ins.dtype), ins.value.as_double()); break;
             case Instr::Kind::Constant: what = fmt::format("constant {} {}", name(ins.dtype), ins.value.as_double()); break;
             case Instr::Kind::Elementwise: what = std::string(ir::op_name(ins.op)); break;
             case Instr::Kind::Cast: what = fmt::format("cast to {}", name(ins.dtype)); break;
-            case Instr::Kind::View: what = fmt::format("view {}", static_cast<int>(ins.view)); break;
+            case Instr::Kind::View: what = fmt::format("view {} (key {}, step {})", view_name(ins.view), ins.key % 1000, ins.step); break;
         }
         s += fmt::format("  #{} = {} ({})\n", i, what, fmt::join(ins.args, ", "));
     }

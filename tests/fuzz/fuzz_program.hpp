@@ -29,6 +29,7 @@ enum class PreView : std::uint8_t { None, Permute, Slice, Reshape };
 
 /// A view applied to a computed node (changes its shape).
 enum class ViewKind : std::uint8_t { Permute, Transpose, Slice, Flatten, MergeLast, SplitFirst, InsertUnit, Broadcast };
+std::string_view view_name(ViewKind v);
 
 struct Instr {
     enum class Kind : std::uint8_t { Input, Scalar, Constant, Elementwise, Cast, View };

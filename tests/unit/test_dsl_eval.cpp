@@ -105,7 +105,8 @@ TEST_CASE("eval(a, b) evaluates several outputs together") {
     Tensor y = random_host({4, 8}, float32, 4);
     const Array s = x + y;
     const Array d = x - y;
-    const std::vector<Tensor> r = eval(s, d);
+    const auto [rs, rd] = eval(s, d);
+    const std::vector<Tensor> r{rs, rd};
     REQUIRE(r.size() == 2);
     for (int k = 0; k < 32; ++k) {
         CHECK(f32(r[0])[k] == f32(x)[k] + f32(y)[k]);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include <loom/loom.hpp>
@@ -210,4 +211,25 @@ TEST_CASE("operators and free functions build the same IR") {
     CHECK(transpose(a).node() == Array(a).transposed().node());
     CHECK(transpose(a).shape() == Shape{4, 4});
     CHECK(permute(a, {1, 0}).node() == transpose(a).node());
+}
+
+TEST_CASE("threads building expressions over one tensor share its one input node") {
+    for (int round = 0; round < 200; ++round) {
+        Tensor x = Tensor::host({8}, float32);  // fresh: no input node yet
+        std::vector<Array> built(4);
+        std::vector<std::thread> threads;
+        for (std::size_t k = 0; k < built.size(); ++k)
+            threads.emplace_back([&, k] { built[k] = x * 2.0; });
+        for (auto& t : threads) t.join();
+        for (const Array& a : built) REQUIRE(a.node() == built[0].node());
+    }
+}
+
+TEST_CASE("where with two scalar branches types them against each other, not against the condition") {
+    Tensor c = loom::Tensor::host({4}, float16);
+    const Array w = where(c, 1.0, 0.0);
+    CHECK(w.dtype() == float32);
+    Tensor x = loom::Tensor::host({4}, bfloat16);
+    CHECK(where(c, x, 0.0).dtype() == bfloat16);
+    CHECK(where(c, 2, x).dtype() == bfloat16);
 }

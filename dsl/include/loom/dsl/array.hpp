@@ -2,6 +2,7 @@
 // read back or assigned to a Tensor; one fused kernel (or the CPU reference, for host tensors) runs then.
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <source_location>
@@ -117,11 +118,14 @@ private:
 
 /// Evaluates several arrays together (outputs that share an iteration space come out of one kernel).
 std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc = Loc::current());
+/// Evaluates two or more arrays together; `auto [call, put] = eval(call_a, put_a);`.
 template <class... A>
-    requires(std::same_as<A, Array> && ...)
-auto eval(const A&... arrays) {
+    requires(sizeof...(A) >= 2 && (std::same_as<A, Array> && ...))
+std::array<Tensor, sizeof...(A)> eval(const A&... arrays) {
     auto v = eval(std::vector<Array>{arrays...});
-    return v;
+    std::array<Tensor, sizeof...(A)> out;
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = std::move(v[k]);
+    return out;
 }
 
 }  // namespace loom

@@ -27,8 +27,8 @@ CompileReport compile(const std::vector<Array>& arrays, std::string_view name = 
 namespace testing {
 /// Evaluates `arrays` (on their device) and checks every result against the CPU reference with the
 /// contract's tolerance (bit-exact where it promises bits, ULP-aware elsewhere). The returned comparison
-/// names the worst element, its index and both values on failure.
-Comparison check_against_reference(const std::vector<Array>& arrays, Loc loc = Loc::current());
+/// names the worst element, its index and both values on failure; discarding it would pass every test.
+[[nodiscard]] Comparison check_against_reference(const std::vector<Array>& arrays, Loc loc = Loc::current());
 }  // namespace testing
 
 }  // namespace loom
