@@ -35,24 +35,6 @@ struct Options {
 
 std::vector<Row> g_rows;
 
-// Median of `reps` timed calls after `warmup` untimed ones, each bracketed by CUDA events on the current
-// stream.
-double median_ms(const std::function<void()>& fn, int reps, int warmup = 5) {
-    for (int i = 0; i < warmup; ++i) fn();
-    synchronize();
-    Event start, stop;
-    std::vector<double> ms;
-    for (int i = 0; i < reps; ++i) {
-        start.record();
-        fn();
-        stop.record();
-        stop.synchronize();
-        ms.push_back(Event::elapsed_ms(start, stop));
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-}
-
 void report(const std::string& workload, const std::string& method, double ms, double bytes) {
     const double gbs = bytes / ms / 1e6;
     g_rows.push_back({workload, method, ms, gbs});

@@ -5,7 +5,6 @@
 // evaluates the expressions on small inputs.
 #include <loom/loom.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -13,30 +12,13 @@ using namespace loom;
 
 namespace {
 
-// Runs `a` into `out` `reps` times and returns the median milliseconds (CUDA events, after warm-up).
-double median_ms(const Array& a, const Tensor& out, int reps = 20) {
-    assign(out, a);
-    synchronize();
-    Event start, stop;
-    std::vector<double> ms;
-    for (int i = 0; i < reps; ++i) {
-        start.record();
-        assign(out, a);
-        stop.record();
-        stop.synchronize();
-        ms.push_back(Event::elapsed_ms(start, stop));
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-}
-
 bool show(const char* title, const char* name, const Array& a, double bytes_per_element, bool gpu) {
     std::printf("// ---- %s ----\n%s\n", title, cuda_source({a}, name).c_str());
     const auto check = testing::check_against_reference({a});
     std::printf("%s: check against the CPU reference: %s\n", name, check.ok ? "PASS" : check.message.c_str());
     if (gpu) {
         Tensor out = Tensor::empty(a.shape(), a.dtype(), Device::cuda(0));
-        const double ms = median_ms(a, out);
+        const double ms = median_ms([&] { assign(out, a); });
         std::printf("%s: %.4f ms, %.0f GB/s\n\n", name, ms, bytes_per_element * static_cast<double>(a.numel()) / ms / 1e6);
     } else {
         const CompileReport rep = compile({a}, name);

@@ -42,19 +42,9 @@ int main(int argc, char** argv) {
     const auto check = testing::check_against_reference({y.node()}, {out});
     std::printf("check against the CPU reference: %s\n", check.ok ? "PASS" : check.message.c_str());
 
-    Event start, stop;
-    std::vector<float> ms;
-    for (int it = 0; it < 30; ++it) {
-        start.record();
-        assign(out, y);
-        stop.record();
-        stop.synchronize();
-        if (it >= 5) ms.push_back(Event::elapsed_ms(start, stop));
-    }
-    std::sort(ms.begin(), ms.end());
-    const double med = ms[ms.size() / 2];
+    const double med = median_ms([&] { assign(out, y); }, 25);
     const double bytes = 8.0 * static_cast<double>(rows * cols) + 8.0 * static_cast<double>(cols);
-    std::printf("scale_bias_activation %lld x %lld float32: %.4f ms, %.0f GB/s (median of %zu launches)\n",
-                static_cast<long long>(rows), static_cast<long long>(cols), med, bytes / med / 1e6, ms.size());
+    std::printf("scale_bias_activation %lld x %lld float32: %.4f ms, %.0f GB/s (median of 25 launches)\n",
+                static_cast<long long>(rows), static_cast<long long>(cols), med, bytes / med / 1e6);
     return check.ok ? 0 : 1;
 }

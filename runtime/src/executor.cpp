@@ -19,10 +19,12 @@ namespace loom {
 
 namespace {
 
-// The device every input lives on; inputs on two devices are an error naming both.
-Device placement(const std::vector<const ir::Node*>& order, const std::source_location& loc) {
+// The device every input lives on (`fallback` when the graph reads no tensor); inputs on two devices are
+// an error naming both.
+Device placement(const std::vector<const ir::Node*>& order, const std::source_location& loc,
+                 Device fallback = Device::cpu()) {
     const ir::Node* first = nullptr;
-    Device dev = Device::cpu();
+    Device dev = fallback;
     for (const ir::Node* n : order) {
         if (n->op() != ir::Op::Input) continue;
         if (!n->payload())
@@ -62,7 +64,8 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
     if (roots.size() != outs.size())
         throw Error(fmt::format("assign(): {} outputs for {} arrays ({})", outs.size(), roots.size(), short_location(loc)));
     const std::vector<ir::NodePtr> graph = lower(roots);
-    const Device dev = placement(ir::topo_order(graph), loc);
+    // A graph that reads no tensor (all constants) runs where its outputs live.
+    const Device dev = placement(ir::topo_order(graph), loc, outs.empty() || !outs[0].defined() ? Device::cpu() : outs[0].device());
     for (std::size_t k = 0; k < roots.size(); ++k) {
         const Tensor& o = outs[k];
         if (!o.defined() || o.shape() != roots[k]->shape() || o.dtype() != roots[k]->dtype())

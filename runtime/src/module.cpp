@@ -121,6 +121,15 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
 Module Module::load(std::string_view image, std::string name) {
     require_cuda(fmt::format("Module::load() of {}", name));
     if (image.empty()) throw Error(fmt::format("Module::load(): empty image for {}", name));
+    // With lazy module loading the driver may accept anything here and fail at first use, so the kind of
+    // image is checked first: an ELF cubin, a fatbin (0xBA55ED50) or its wrapper (0x466243B1), or PTX.
+    const auto starts = [&](std::string_view magic) { return image.substr(0, magic.size()) == magic; };
+    const bool elf = starts("\x7f" "ELF");
+    const bool fatbin = starts("\x50\xed\x55\xba") || starts("\xb1\x43\x62\x46");
+    const bool ptx = image.find(".version") != std::string_view::npos && image.find(".target") != std::string_view::npos;
+    if (!elf && !fatbin && !ptx)
+        throw Error(fmt::format("Module::load(): {} ({} bytes) is neither a cubin, a fatbin nor PTX text", name,
+                                image.size()));
     auto st = std::make_shared<detail::ModuleState>();
     st->image.assign(image);
     st->image.push_back('\0');  // PTX is read as a C string; harmless after a cubin or fatbin

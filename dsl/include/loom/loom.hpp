@@ -15,3 +15,4 @@
 #include "loom/runtime/random.hpp"
 #include "loom/runtime/stream.hpp"
 #include "loom/runtime/tensor.hpp"
+#include "loom/runtime/timing.hpp"
