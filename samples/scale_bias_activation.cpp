@@ -1,8 +1,8 @@
 // scale_bias_activation: gelu(x * scale + bias) with row-broadcast scale and bias, as ONE fused kernel.
 //
 // With a GPU: runs the kernel, checks it against the CPU reference, prints the verdict and GB/s (minimum
-// bytes: x read once, out written once, the row vectors once). Without one: prints the generated CUDA,
-// compiles it with NVRTC, evaluates the CPU reference and says that no GPU was found.
+// bytes: x read once, out written once, the row vectors once). Without one: prints the IR and the
+// generated CUDA, compiles it with NVRTC, evaluates the CPU reference and says that no GPU was found.
 #include <loom/loom.hpp>
 
 #include <algorithm>
@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     Array y = gelu(x * scale + bias);  // lazy: nothing has run yet
 
     if (!gpu) {
+        std::printf("// ---- the IR of gelu(x * scale + bias) ----\n%s\n", y.ir_text().c_str());
         std::printf("%s\n", cuda_source({y}, "scale_bias_activation").c_str());
         const CompileReport rep = compile({y}, "scale_bias_activation");
         std::printf("NVRTC compiled %s for %s in %.1f ms (%zu bytes of %s)\n", rep.kernel.c_str(), rep.arch.c_str(),

@@ -57,10 +57,10 @@ if [[ -d tests/golden/expected ]]; then
     cp -r tests/golden/expected "$bundle/golden/"
 fi
 {
-    echo "commit $(git rev-parse HEAD)"
-    echo "uncommitted_files $(git status --porcelain | wc -l)"
-    echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "build_exit $build_rc"
+    echo "commit: $(git rev-parse HEAD)"
+    echo "uncommitted files: $(git status --porcelain | wc -l)"
+    echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "build exit code: $build_rc"
 } >"$bundle/COMMIT"
 echo "$root" >"$bundle/SOURCE_DIR"  # the absolute source path compiled into test binaries
 
