@@ -3,13 +3,19 @@
 //     workload  method  median_ms  GB/s (minimum bytes moved)
 // Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check]
 // Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
-// Compile time is excluded from the timings (the first call compiles; see the C1 rows of a later issue).
+// Compile time is excluded from the E timings (the first call compiles); C1 measures it: cold codegen +
+// NVRTC, the first compile of the process, and a warm load from the disk cache.
 #include <loom/loom.hpp>
+#include <loom/runtime/disk_cache.hpp>
+#include <loom/runtime/kernel_cache.hpp>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -23,6 +29,8 @@ namespace {
 struct Row {
     std::string workload, method;
     double ms = 0, gbs = 0;
+    double us = -1;  // O1 rows: host microseconds per call
+    std::vector<std::pair<std::string, double>> extra;  // further JSON fields (C1: cold_ms, first_ms, warm_ms)
 };
 
 struct Options {
@@ -42,14 +50,45 @@ void report(const std::string& workload, const std::string& method, double ms, d
     std::fflush(stdout);
 }
 
+void report_us(const std::string& workload, const std::string& method, double us) {
+    g_rows.push_back({workload, method, 0, 0, us});
+    fmt::print("{:16s} {:14s} {:9.2f} us/call\n", workload, method, us);
+    std::fflush(stdout);
+}
+
+// Host microseconds per call of `fn`, called `n` times back to back without synchronizing (the GPU
+// queue absorbs the launches), after 100 warm-up calls; one synchronization closes each batch. Median
+// of 5 batches.
+double host_us_per_call(const std::function<void()>& fn, int n = 10000) {
+    for (int i = 0; i < 100; ++i) fn();
+    synchronize();
+    std::vector<double> us;
+    for (int b = 0; b < 5; ++b) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < n; ++i) fn();
+        const auto t1 = std::chrono::steady_clock::now();
+        synchronize();
+        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / n);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+}
+
 void write_json(const std::string& path) {
     std::FILE* f = std::fopen(path.c_str(), "w");
     if (!f) throw Error(fmt::format("loom_bench: cannot write {}", path));
     fmt::print(f, "[\n");
     for (std::size_t k = 0; k < g_rows.size(); ++k) {
         const Row& r = g_rows[k];
-        fmt::print(f, " {{\"workload\": \"{}\", \"method\": \"{}\", \"ms\": {:.6f}, \"gbs\": {:.3f}}}{}\n", r.workload, r.method,
-                r.ms, r.gbs, k + 1 < g_rows.size() ? "," : "");
+        if (r.us >= 0)
+            fmt::print(f, " {{\"workload\": \"{}\", \"method\": \"{}\", \"us\": {:.3f}}}{}\n", r.workload, r.method, r.us,
+                       k + 1 < g_rows.size() ? "," : "");
+        else {
+            std::string extra;  // e.g. C1's cold_ms, first_ms, warm_ms
+            for (const auto& [field, v] : r.extra) extra += fmt::format(", \"{}\": {:.6f}", field, v);
+            fmt::print(f, " {{\"workload\": \"{}\", \"method\": \"{}\", \"ms\": {:.6f}, \"gbs\": {:.3f}{}}}{}\n", r.workload,
+                       r.method, r.ms, r.gbs, extra, k + 1 < g_rows.size() ? "," : "");
+        }
     }
     fmt::print(f, "]\n");
     std::fclose(f);
@@ -68,6 +107,85 @@ void check(const std::vector<Array>& arrays, const std::vector<Tensor>& outs, co
         fmt::print(stderr, "{}: RESULT MISMATCH: {}\n", what, c.message);
         g_failed = true;
     }
+}
+
+double wall_ms(const std::function<void()>& fn) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A small kernel that no other workload builds: three unary ops picked by k (distinct for k < 125).
+Array c1_graph(const Tensor& x, int k) {
+    Array y(x);
+    for (int j = 0, code = k; j < 3; ++j, code /= 5) {
+        switch (code % 5) {
+            case 0: y = sin(y) + 0.5; break;
+            case 1: y = exp(y) * 0.25; break;
+            case 2: y = tanh(y) - 1.0; break;
+            case 3: y = sigmoid(y) * 3.0; break;
+            default: y = erf(y) + 2.0; break;
+        }
+    }
+    return y;
+}
+
+// C1: compile time. first = the first compile of the process (NVRTC start-up included); cold = median
+// codegen + NVRTC of a new small kernel once NVRTC is started; warm = median time of the first evaluation
+// of an already compiled kernel with an empty in-memory cache: codegen, disk-cache lookup and verification,
+// module load and the launch. Uses a fresh private cache directory, so nothing is found before it is made.
+void bench_c1(const Device& dev) {
+    char tmpl[] = "/tmp/loom-bench-cache-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw Error("loom_bench: mkdtemp failed");
+    ::setenv("LOOM_CACHE_DIR", tmpl, 1);
+    reset_disk_cache();
+    Tensor x = random_normal({1 << 20}, float32, 11, dev);
+    Tensor out = Tensor::empty({1 << 20}, float32, dev);
+    constexpr int kNew = 9;
+    std::vector<Array> graphs;
+    for (int k = 0; k < kNew + 1; ++k) graphs.push_back(c1_graph(x, k + 7));
+    CompileReport rep;
+    const double first = wall_ms([&] { rep = compile({graphs[0]}); });
+    fmt::print("# C1 first compile: {:.1f} ms (codegen {:.2f} ms, NVRTC {:.1f} ms)\n", first, rep.codegen_ms, rep.compile_ms);
+    std::vector<double> cold, codegen, nvrtc_ms;
+    for (int k = 1; k <= kNew; ++k) {
+        cold.push_back(wall_ms([&] { rep = compile({graphs[k]}); }));
+        codegen.push_back(rep.codegen_ms);
+        nvrtc_ms.push_back(rep.compile_ms);
+    }
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    std::vector<double> warm;
+    for (int k = 1; k <= kNew; ++k) {
+        clear_kernel_cache();
+        synchronize();
+        warm.push_back(wall_ms([&] {
+            assign(out, graphs[k]);
+            synchronize();
+        }));
+    }
+    const DiskCacheStats st = disk_cache_stats();
+    if (st.hits < static_cast<std::uint64_t>(kNew)) {
+        fmt::print(stderr, "C1: expected {} disk-cache hits, got {}\n", kNew, st.hits);
+        g_failed = true;
+    }
+    check({graphs[kNew]}, {out}, "C1");
+    Row r;
+    r.workload = "C1_compile";
+    r.method = "loom";
+    r.ms = median(cold);
+    r.extra = {{"cold_ms", median(cold)}, {"first_ms", first}, {"warm_ms", median(warm)},
+               {"codegen_ms", median(codegen)}, {"nvrtc_ms", median(nvrtc_ms)}};
+    g_rows.push_back(r);
+    fmt::print("{:16s} {:14s} cold {:8.2f} ms (codegen {:.2f} + NVRTC {:.2f}; first of the process {:.1f}); warm {:.3f} ms\n",
+               r.workload, r.method, median(cold), median(codegen), median(nvrtc_ms), first, median(warm));
+    std::fflush(stdout);
+    std::error_code ec;
+    std::filesystem::remove_all(tmpl, ec);
+    ::unsetenv("LOOM_CACHE_DIR");
+    reset_disk_cache();
 }
 
 }  // namespace
@@ -103,6 +221,9 @@ int main(int argc, char** argv) {
     }
     const Device dev = Device::cuda(0);
     fmt::print("# loom_bench on {}\n", device_info(0).name);
+
+    // First: C1 measures the process's first compile.
+    if (opt.wants("C1_compile")) bench_c1(dev);
 
     const std::int64_t N = std::int64_t{1} << 28;
     Tensor x = random_normal({N}, float32, 1, dev);
@@ -167,6 +288,29 @@ int main(int argc, char** argv) {
         assign(out, e4);
         check({e4}, {out}, "E4");
         report("E4_swiglu_bf16", "loom", median_ms([&] { assign(out, e4); }, opt.reps), 6.0 * N);
+    }
+
+    if (opt.wants("O1_overhead")) {
+        // A bare cudaLaunchKernel of an empty kernel, and Loom's paths for E1 on 1024 elements.
+        const std::string src = "extern \"C\" __global__ void empty_kernel() {}\n";
+        nvrtc::Options nopt;
+        nopt.cc_major = device_info(0).cc_major;
+        nopt.cc_minor = device_info(0).cc_minor;
+        const nvrtc::Result img = nvrtc::compile("empty_kernel", src, nopt);
+        const Module m = Module::load(std::string_view(img.binary.data(), img.binary.size()), "empty_kernel");
+        const Kernel empty = m.kernel("empty_kernel");
+        const cudaStream_t stream = current_stream();
+        report_us("O1_overhead", "bare_launch", host_us_per_call([&] {
+                      if (cudaLaunchKernel(reinterpret_cast<const void*>(empty.handle()), dim3(1), dim3(32), nullptr, 0,
+                                           stream) != cudaSuccess)
+                          throw Error("cudaLaunchKernel failed");
+                  }));
+        Tensor small = random_normal({1024}, float32, 11, dev), out = Tensor::empty({1024}, float32, dev);
+        auto e1f = loom::function("e1", [](Array v) { return relu(v * 1.5 + 0.25); });
+        report_us("O1_overhead", "loom", host_us_per_call([&] { e1f(small, out); }));
+        report_us("O1_overhead", "loom_alloc", host_us_per_call([&] { (void)e1f(small); }));
+        report_us("O1_overhead", "loom_lazy", host_us_per_call([&] { assign(out, relu(small * 1.5 + 0.25)); }));
+        check({relu(small * 1.5 + 0.25)}, {out}, "O1");
     }
 
     if (!opt.json.empty()) write_json(opt.json);

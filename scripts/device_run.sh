@@ -104,12 +104,17 @@ if want gpu_tests; then
         results+=("| gpu_tests | missing | — | — |"); failed=$((failed + 1))
     fi
 fi
+if want gpu_tests && [[ -x $bin/loom_disk_cache_stress ]]; then
+    # Eight processes on one empty disk-cache directory, compiling, running and checking 50 kernels, 3 rounds.
+    run_step disk_cache_run "$OUT/gpu_tests.log" append "$bin/loom_disk_cache_stress" --dir "$(mktemp -d)" \
+        --processes 8 --rounds 3 --kernels 50 --run
+fi
 if want fuzz && [[ -x $bin/loom_fuzz ]]; then
     run_step fuzz "$OUT/fuzz.log" new "$bin/loom_fuzz" --seconds "${LOOM_FUZZ_SECONDS:-120}" --seed "$(date +%s)"
 fi
 if want samples; then
     : >"$OUT/samples.log"
-    for s in scale_bias_activation print_cuda; do
+    for s in scale_bias_activation print_cuda black_scholes; do
         [[ -x $bin/$s ]] && run_step "sample_$s" "$OUT/samples.log" append "$bin/$s"
     done
 fi

@@ -332,7 +332,10 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
 
     Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
     std::string& s = ks.kernel;
-    s += fmt::format("// ---- Loom pointwise kernel {} (from \"{}\") ----\n", ks.name, user_name);
+    std::string shown(user_name);  // the user's name in a comment: no line breaks or other control characters
+    for (char& c : shown)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    s += fmt::format("// ---- Loom pointwise kernel {} (from \"{}\") ----\n", ks.name, shown);
     std::string banner = plan.to_string();
     for (std::size_t b = 0, e; b < banner.size(); b = e + 1) {
         e = banner.find('\n', b);

@@ -12,6 +12,10 @@
 // (within their documented ulp bounds of the reference).
 #pragma once
 
+// The integer templates compare unsigned values with zero for every integer type alike; NVRTC's warning 186
+// ("pointless comparison of unsigned integer with zero") would open every compile log.
+#pragma nv_diag_suppress 186
+
 namespace lm {
 
 // ---------------------------------------------------------------------------------------------------------

@@ -64,6 +64,21 @@ ir::NodePtr Operand::resolve_alone(std::string_view api) const {
 
 Array::Array(const Tensor& t, Loc loc) : node_(input_node_of(t, loc)) {}
 
+const ir::Node& Array::checked() const {
+    if (!node_) throw Error("Array: use of an empty (default-constructed) Array");
+    return *node_;
+}
+
+void throw_constant_out_of_range(unsigned long long v) {
+    throw Error(fmt::format("constant(): unsigned value {} is above the int64 range of Loom's integer scalars", v));
+}
+
+void Operand::throw_unsigned_out_of_range(unsigned long long v, const Loc& loc) {
+    throw Error(fmt::format("operand: unsigned scalar {} is above the int64 range that Loom's integer scalars take "
+                            "({})",
+                            v, short_location(loc)));
+}
+
 Tensor Array::eval(Loc loc) const {
     if (!node_) throw Error(fmt::format("eval(): empty Array ({})", short_location(loc)));
     return evaluate({node_}, loc).at(0);

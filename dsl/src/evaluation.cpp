@@ -33,6 +33,10 @@ CompileReport compile(const std::vector<Array>& arrays, std::string_view name) {
     return compile(roots_of(arrays, "compile", Loc::current()), name);
 }
 
+std::string explain(const std::vector<Array>& arrays, std::string_view name) {
+    return explain(roots_of(arrays, "explain", Loc::current()), name);
+}
+
 namespace testing {
 Comparison check_against_reference(const std::vector<Array>& arrays, Loc loc) {
     const auto roots = roots_of(arrays, "check_against_reference", loc);

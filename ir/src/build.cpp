@@ -35,6 +35,14 @@ NodeDesc desc_of(Op op, DType dt, Shape shape, std::vector<NodePtr> ops, const L
 
 bool is_const(const NodePtr& n) { return n->op() == Op::Constant; }
 
+// Element counts are int64 everywhere: a shape whose product overflows is an error, never a wrapped count.
+void check_numel(std::string_view api, const Shape& shape, const Loc& loc) {
+    std::int64_t n = 1;
+    for (auto e : shape)
+        if (e >= 0 && __builtin_mul_overflow(n, e, &n))
+            fail(api, loc, fmt::format("shape {} has more elements than a 64-bit count can hold", to_string(shape)));
+}
+
 bool const_equals(const NodePtr& n, double v, bool require_sign = false) {
     if (!is_const(n)) return false;
     const ScalarValue& s = n->value();
@@ -141,6 +149,7 @@ NodePtr input(DType dtype, const Shape& shape, std::string label, std::shared_pt
                                        to_string(shape), kMaxRank));
     for (auto e : shape)
         if (e < 0) fail("input", loc, fmt::format("negative extent in shape {}", to_string(shape)));
+    check_numel("input", shape, loc);
     NodeDesc d = desc_of(Op::Input, dtype, shape, {}, loc);
     d.ints = {static_cast<std::int64_t>(next_input_id())};
     d.label = std::move(label);
@@ -293,6 +302,7 @@ NodePtr broadcast_to(NodePtr a, const Shape& shape, Loc loc) {
         fail("broadcast_to", loc, fmt::format("operand {} does not broadcast to {}", describe(*a), to_string(shape)));
     if (shape.size() > static_cast<std::size_t>(kMaxRank))
         fail("broadcast_to", loc, fmt::format("rank of {} exceeds the maximum rank {}", to_string(shape), kMaxRank));
+    check_numel("broadcast_to", shape, loc);
     if (a->op() == Op::BroadcastTo) a = a->operand_ptr(0);  // broadcast of a broadcast: one view
     const DType dt = a->dtype();  // read before `a` is moved: argument evaluation order is unspecified
     return intern(desc_of(Op::BroadcastTo, dt, shape, {std::move(a)}, loc));
@@ -307,8 +317,8 @@ NodePtr reshape(NodePtr a, Shape shape, Loc loc) {
             infer = static_cast<int>(k);
         } else if (shape[k] < 0) {
             fail("reshape", loc, fmt::format("negative extent in {}", to_string(shape)));
-        } else {
-            known *= shape[k];
+        } else if (__builtin_mul_overflow(known, shape[k], &known)) {
+            fail("reshape", loc, fmt::format("shape {} has more elements than a 64-bit count can hold", to_string(shape)));
         }
     }
     const std::int64_t n = a->numel();

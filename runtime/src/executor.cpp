@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <future>
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/device.hpp"
+#include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/gpu_executor.hpp"
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/nvrtc.hpp"
@@ -75,6 +77,10 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
         if (!(o.device() == dev))
             throw Error(fmt::format("assign(): output on {} but the inputs are on {} ({})", o.device().to_string(),
                                     dev.to_string(), short_location(loc)));
+        for (std::size_t q = 0; q < k; ++q)
+            if (outs[q].storage() == o.storage() && o.nbytes() > 0 && outs[q].nbytes() > 0)
+                throw Error(fmt::format("assign(): outputs {} and {} share memory; each result needs its own ({})", q,
+                                        k, short_location(loc)));
     }
     if (dev.is_cuda()) {
         gpu::evaluate(graph, dev, loc, &outs, name);
@@ -94,6 +100,10 @@ std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view 
     return out;
 }
 
+std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    return gpu::explain(lower(roots), name);
+}
+
 CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view name) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
@@ -101,18 +111,35 @@ CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view na
     CompileReport rep;
     rep.codegen_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
-    for (const auto& k : kernels) {
-        nvrtc::Options opt;
-        opt.cc_major = info.cc_major;
-        opt.cc_minor = info.cc_minor;
-        const nvrtc::Result r = nvrtc::compile(k.name, k.source, opt);
+    nvrtc::Options opt;
+    opt.cc_major = info.cc_major;
+    opt.cc_minor = info.cc_minor;
+    // Through the disk cache; independent kernels compile concurrently.
+    std::vector<std::future<CachedCompile>> futures;
+    for (const auto& k : kernels)
+        futures.push_back(std::async(kernels.size() > 1 ? std::launch::async : std::launch::deferred,
+                                     [&k, &opt] { return compile_cached(k.name, k.source, opt); }));
+    std::vector<CachedCompile> results;
+    std::exception_ptr error;
+    for (auto& f : futures) {
+        try {
+            results.push_back(f.get());
+        } catch (...) {
+            if (!error) error = std::current_exception();
+        }
+    }
+    if (error) std::rethrow_exception(error);
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+        const nvrtc::Result& r = results[i].result;
         if (rep.kernels++ == 0) {
-            rep.kernel = k.name;
+            rep.kernel = kernels[i].name;
             rep.arch = r.arch;
             rep.image_kind = r.is_ptx ? "PTX" : "cubin";
         }
         rep.image_bytes += r.binary.size();
         rep.compile_ms += r.compile_ms;
+        rep.lookup_ms += results[i].lookup_ms;
+        if (results[i].from_disk) ++rep.disk_hits;
     }
     return rep;
 }

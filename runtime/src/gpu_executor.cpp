@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <unordered_set>
 
 #include "loom/codegen/kernel_key.hpp"
@@ -15,6 +16,7 @@
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/runtime/device.hpp"
+#include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/dump.hpp"
 #include "loom/runtime/kernel_cache.hpp"
 #include "loom/runtime/nvrtc.hpp"
@@ -49,7 +51,11 @@ std::string default_name(const std::vector<ir::NodePtr>& outputs) {
     return s;
 }
 
-void explain_group(const KernelGroup& g, const codegen::PointwisePlan& plan, std::size_t index) {
+// The explain text of kernel `index` of `groups` (LOOM_EXPLAIN=fusion, loom::explain()): its nodes with
+// the user's lines, what it reads and writes, its vector width, and the boundary to the kernel before it.
+std::string explain_group(const std::vector<KernelGroup>& groups, const codegen::PointwisePlan& plan,
+                          std::size_t index) {
+    const KernelGroup& g = groups[index];
     std::string nodes;
     for (const ir::Node* n : ir::topo_order(g.outputs)) {
         if (!ir::is_elementwise(n->op()) && !ir::is_view(n->op())) continue;
@@ -59,9 +65,15 @@ void explain_group(const KernelGroup& g, const codegen::PointwisePlan& plan, std
     for (const ir::Node* in : codegen::pointwise_inputs(g.outputs))
         reads += fmt::format("{}{} {}", reads.empty() ? "" : ", ", in->label().empty() ? "input" : in->label(),
                              ir::describe(*in));
-    std::fprintf(stderr, "kernel %zu  %s   nodes:%s\n          reads %s; writes %zu output(s) %s; vector width %d; 1 launch\n",
-                 index, g.name.c_str(), nodes.c_str(), reads.c_str(), g.outputs.size(),
-                 to_string(g.outputs[0]->shape()).c_str(), plan.vector_width);
+    std::string text = fmt::format(
+        "kernel {}  {}   nodes:{}\n          reads {}; writes {} output(s) {}; vector width {}; 1 launch\n", index,
+        g.name, nodes, reads, g.outputs.size(), to_string(g.outputs[0]->shape()), plan.vector_width);
+    if (index > 0)
+        text += fmt::format("boundary  kernel {} -> kernel {}: outputs of shapes {} and {} have different iteration "
+                            "spaces\n",
+                            index - 1, index, to_string(groups[index - 1].outputs[0]->shape()),
+                            to_string(g.outputs[0]->shape()));
+    return text;
 }
 
 CompiledKernel build_kernel(const KernelGroup& g, const codegen::PointwisePlan& plan, const codegen::DeviceInfo& info) {
@@ -74,8 +86,13 @@ CompiledKernel build_kernel(const KernelGroup& g, const codegen::PointwisePlan& 
     opt.cc_major = info.cc_major;
     opt.cc_minor = info.cc_minor;
     opt.line_info = env_list_contains("LOOM_LINEINFO", "1");
-    const nvrtc::Result r = nvrtc::compile(ck.source.name, ck.source.source, opt);
+    // Disk cache first (the same source, options, arch and versions compiled by any earlier process), NVRTC
+    // on a miss.
+    const CachedCompile cc = compile_cached(ck.source.name, ck.source.source, opt);
+    const nvrtc::Result& r = cc.result;
     ck.compile_ms = r.compile_ms;
+    ck.lookup_ms = cc.lookup_ms;
+    ck.from_disk = cc.from_disk;
     ck.arch = r.arch;
     t0 = Clock::now();
     ck.module = Module::load(std::string_view(r.binary.data(), r.binary.size()), ck.source.name);
@@ -164,20 +181,16 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
     const auto groups = partition(roots, name);
     const std::string where = short_location(loc);
     std::vector<std::pair<Tensor, Tensor>> copy_back;  // (temporary, user's output), copied after every launch
+    // Plan every group first, so that the kernels not yet in memory are built in parallel.
+    std::vector<codegen::PlannedPointwise> plans;
+    plans.reserve(groups.size());
+    for (const KernelGroup& g : groups) plans.push_back(codegen::plan_pointwise(g.outputs, input_layouts(g.outputs), info));
+    const auto kernels = kernels_for(groups, plans, device);
     for (std::size_t gi = 0; gi < groups.size(); ++gi) {
         const KernelGroup& g = groups[gi];
-        const auto layouts = input_layouts(g.outputs);
-        codegen::PlannedPointwise planned = codegen::plan_pointwise(g.outputs, layouts, info);
-        const std::uint64_t key = codegen::kernel_key(g.outputs, planned.plan);
-        auto kernel = cached_kernel(key, device.index, [&] { return build_kernel(g, planned.plan, info); });
-        if (explain) {
-            explain_group(g, planned.plan, gi);
-            if (gi > 0)
-                std::fprintf(stderr, "boundary  kernel %zu -> kernel %zu: outputs of shapes %s and %s have different "
-                                     "iteration spaces\n",
-                             gi - 1, gi, to_string(groups[gi - 1].outputs[0]->shape()).c_str(),
-                             to_string(g.outputs[0]->shape()).c_str());
-        }
+        const codegen::PlannedPointwise& planned = plans[gi];
+        const auto& kernel = kernels[gi];
+        if (explain) std::fputs(explain_group(groups, planned.plan, gi).c_str(), stderr);
 
         std::vector<const void*> in_ptrs;
         for (const ir::Node* in : codegen::pointwise_inputs(g.outputs)) {
@@ -205,27 +218,92 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
             out_ptrs.push_back(out.data());
             results[g.root_index[k]] = outs ? (*outs)[g.root_index[k]] : out;
         }
-        const std::int64_t numel = g.outputs[0]->numel();
-        const codegen::Variant v = codegen::select_variant(planned.plan, planned.binding, in_ptrs, out_ptrs);
-        const codegen::LaunchConfig lc = planned.plan.launch(numel, v);
-        if (lc.grid_x > 0) {
-            const auto params = codegen::pack_params(planned.plan, planned.binding, in_ptrs, out_ptrs);
-            LaunchConfig cfg;
-            cfg.grid = {lc.grid_x, 1, 1};
-            cfg.block = {lc.block_x, 1, 1};
-            const Kernel& k = v == codegen::Variant::Vector ? kernel->vector_kernel : kernel->scalar_kernel;
-            k.launch(cfg, params.data(), params.size(), where);
-        }
+        launch_group(*kernel, planned, in_ptrs, out_ptrs, g.outputs[0]->numel(), where);
     }
     for (auto& [tmp, user] : copy_back) copy_async(user, tmp);
     return results;
 }
 
+std::shared_ptr<const CompiledKernel> kernel_for(const KernelGroup& g, const codegen::PointwisePlan& plan,
+                                                 Device device) {
+    const codegen::DeviceInfo& info = device_info(device.index);
+    const std::uint64_t key = codegen::kernel_key(g.outputs, plan);
+    return cached_kernel(key, device.index, [&] { return build_kernel(g, plan, info); });
+}
+
+std::vector<std::shared_ptr<const CompiledKernel>> kernels_for(std::span<const KernelGroup> groups,
+                                                               std::span<const codegen::PlannedPointwise> plans,
+                                                               Device device) {
+    std::vector<std::shared_ptr<const CompiledKernel>> out(groups.size());
+    std::vector<std::size_t> missing;
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+        out[k] = find_cached_kernel(codegen::kernel_key(groups[k].outputs, plans[k].plan), device.index);
+        if (!out[k]) missing.push_back(k);
+    }
+    if (missing.size() == 1) out[missing[0]] = kernel_for(groups[missing[0]], plans[missing[0]].plan, device);
+    if (missing.size() <= 1) return out;
+    // Code generation, the disk lookup and NVRTC of independent kernels run concurrently (NVRTC is thread-safe
+    // for distinct programs); the in-memory cache still builds each key once.
+    std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futures;
+    for (std::size_t k : missing)
+        futures.push_back(std::async(std::launch::async, [&groups, &plans, device, k] {
+            DeviceGuard guard(device.index);
+            return kernel_for(groups[k], plans[k].plan, device);
+        }));
+    std::exception_ptr error;
+    for (std::size_t j = 0; j < missing.size(); ++j) {
+        try {
+            out[missing[j]] = futures[j].get();
+        } catch (...) {
+            if (!error) error = std::current_exception();  // every build finishes before the first error is thrown
+        }
+    }
+    if (error) std::rethrow_exception(error);
+    return out;
+}
+
+void launch_group(const CompiledKernel& kernel, const codegen::PlannedPointwise& planned,
+                  std::span<const void* const> inputs, std::span<void* const> outputs, std::int64_t numel,
+                  std::string_view where) {
+    const codegen::Variant v = codegen::select_variant(planned.plan, planned.binding, inputs, outputs);
+    const codegen::LaunchConfig lc = planned.plan.launch(numel, v);
+    if (lc.grid_x == 0) return;
+    // The parameter struct goes on the stack when it is small (every plan short of hundreds of inputs).
+    constexpr std::size_t kStackBytes = 4096;
+    alignas(16) std::byte stack[kStackBytes];
+    std::vector<std::byte> heap;
+    std::span<std::byte> params(stack, planned.plan.params.size);
+    if (planned.plan.params.size > kStackBytes) {
+        heap.resize(planned.plan.params.size);
+        params = heap;
+    }
+    codegen::pack_params(planned.plan, planned.binding, inputs, outputs, params);
+    LaunchConfig cfg;
+    cfg.grid = {lc.grid_x, 1, 1};
+    cfg.block = {lc.block_x, 1, 1};
+    const Kernel& k = v == codegen::Variant::Vector ? kernel.vector_kernel : kernel.scalar_kernel;
+    k.launch(cfg, params.data(), params.size(), where);
+}
+
+std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
+    const auto groups = partition(roots, name);
+    std::string text;
+    for (std::size_t gi = 0; gi < groups.size(); ++gi)
+        text += explain_group(groups, codegen::plan_pointwise(groups[gi].outputs, input_layouts(groups[gi].outputs), info).plan, gi);
+    return text;
+}
+
 std::vector<codegen::KernelSource> generate(const std::vector<ir::NodePtr>& roots, std::string_view name) {
     const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
     std::vector<codegen::KernelSource> out;
-    for (const KernelGroup& g : partition(roots, name))
+    const auto groups = partition(roots, name);
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+        const KernelGroup& g = groups[gi];
         out.push_back(codegen::generate_pointwise(g.name, g.outputs, input_layouts(g.outputs), info));
+        if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(explain_group(groups, out.back().plan, gi).c_str(), stderr);
+        if (env_list_contains("LOOM_DUMP", "plans")) dump::write(out.back().name + ".plan.txt", out.back().plan.to_string());
+    }
     return out;
 }
 

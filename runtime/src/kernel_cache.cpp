@@ -69,6 +69,14 @@ std::shared_ptr<const CompiledKernel> cached_kernel(std::uint64_t key, int devic
     }
 }
 
+std::shared_ptr<const CompiledKernel> find_cached_kernel(std::uint64_t key, int device) {
+    std::lock_guard lock(g_mu);
+    auto it = g_map.find(CacheKey{key, device});
+    if (it == g_map.end() || it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+    ++g_stats.hits;
+    return it->second.get();
+}
+
 KernelCacheStats kernel_cache_stats() {
     std::lock_guard lock(g_mu);
     return g_stats;

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <nvrtc.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -64,7 +65,11 @@ struct Program {
     }
 };
 
+std::atomic<std::uint64_t> g_compile_count{0};
+
 }  // namespace
+
+std::uint64_t compile_count() { return g_compile_count.load(); }
 
 int version() {
     int major = 0, minor = 0;
@@ -117,6 +122,7 @@ Result compile(std::string_view name, std::string_view source, const Options& op
 
     const auto t0 = std::chrono::steady_clock::now();
     Program prog(source, nm);
+    ++g_compile_count;
     const nvrtcResult res = prog.compile(r.options);
     r.log = program_log(prog.p);
     if (res == NVRTC_ERROR_COMPILATION) {

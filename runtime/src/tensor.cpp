@@ -21,12 +21,20 @@ Storage::~Storage() {
 
 namespace {
 
-void check_shape(const char* api, const Shape& shape) {
+void check_shape(const char* api, const Shape& shape, DType dtype) {
     if (shape.size() > static_cast<std::size_t>(kMaxRank))
         throw Error(fmt::format("{}: rank {} of shape {} exceeds the maximum rank {}", api, shape.size(),
                                 to_string(shape), kMaxRank));
-    for (auto e : shape)
+    std::int64_t n = 1;
+    bool overflow = false;
+    for (auto e : shape) {
         if (e < 0) throw Error(fmt::format("{}: negative extent in shape {}", api, to_string(shape)));
+        overflow = overflow || __builtin_mul_overflow(n, e, &n);
+    }
+    std::int64_t bytes = 0;
+    if (overflow || __builtin_mul_overflow(n, static_cast<std::int64_t>(itemsize(dtype)), &bytes))
+        throw Error(fmt::format("{}: shape {} {} has more elements or bytes than a 64-bit count can hold", api,
+                                to_string(shape), name(dtype)));
 }
 
 std::int64_t storage_offset_of(const Tensor& t, std::int64_t linear) {
@@ -42,7 +50,7 @@ std::int64_t storage_offset_of(const Tensor& t, std::int64_t linear) {
 }  // namespace
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-    check_shape("Tensor::empty()", shape);
+    check_shape("Tensor::empty()", shape, dtype);
     auto st = std::make_shared<Storage>();
     st->bytes = static_cast<std::size_t>(loom::numel(shape)) * itemsize(dtype);
     st->device = device;
@@ -59,7 +67,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor Tensor::view(void* ptr, const Shape& shape, DType dtype, Strides strides, Device device) {
-    check_shape("Tensor::view()", shape);
+    check_shape("Tensor::view()", shape, dtype);
     if (strides.empty()) strides = contiguous_strides(shape);
     if (strides.size() != shape.size())
         throw Error(fmt::format("Tensor::view(): {} strides for shape {}", strides.size(), to_string(shape)));
@@ -75,15 +83,20 @@ Tensor Tensor::view(void* ptr, const Shape& shape, DType dtype, Strides strides,
     return Tensor(std::move(impl));
 }
 
-DType Tensor::dtype() const { return impl_->dtype; }
-const Shape& Tensor::shape() const { return impl_->shape; }
-const Strides& Tensor::strides() const { return impl_->strides; }
-std::int64_t Tensor::offset() const { return impl_->offset; }
-Device Tensor::device() const { return impl_->storage->device; }
-const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage; }
+const Tensor::Impl& Tensor::checked() const {
+    if (!impl_) throw Error("Tensor: use of an undefined (default-constructed) Tensor");
+    return *impl_;
+}
+
+DType Tensor::dtype() const { return checked().dtype; }
+const Shape& Tensor::shape() const { return checked().shape; }
+const Strides& Tensor::strides() const { return checked().strides; }
+std::int64_t Tensor::offset() const { return checked().offset; }
+Device Tensor::device() const { return checked().storage->device; }
+const std::shared_ptr<Storage>& Tensor::storage() const { return checked().storage; }
 
 void* Tensor::data() const {
-    return static_cast<char*>(impl_->storage->ptr) + impl_->offset * static_cast<std::int64_t>(itemsize(dtype()));
+    return static_cast<char*>(checked().storage->ptr) + impl_->offset * static_cast<std::int64_t>(itemsize(dtype()));
 }
 
 bool Tensor::is_contiguous() const {
@@ -98,9 +111,20 @@ bool Tensor::is_contiguous() const {
 }
 
 Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, std::int64_t offset) const {
-    check_shape("Tensor::as_strided()", shape);
+    check_shape("Tensor::as_strided()", shape, dtype());
     if (strides.size() != shape.size())
         throw Error(fmt::format("Tensor::as_strided(): {} strides for shape {}", strides.size(), to_string(shape)));
+    // Owned storage knows its size: every element the view reaches must lie inside it.
+    const Storage& st = *impl_->storage;
+    if (st.release && loom::numel(shape) > 0) {
+        std::int64_t lo = offset, hi = offset;
+        for (std::size_t k = 0; k < shape.size(); ++k) (strides[k] < 0 ? lo : hi) += strides[k] * (shape[k] - 1);
+        const auto capacity = static_cast<std::int64_t>(st.bytes / itemsize(dtype()));
+        if (lo < 0 || hi >= capacity)
+            throw Error(fmt::format("Tensor::as_strided(): shape {}, strides {} and offset {} reach elements {} to {} "
+                                    "of a storage of {} {} elements",
+                                    to_string(shape), to_string(strides), offset, lo, hi, capacity, name(dtype())));
+    }
     auto impl = std::make_shared<Impl>();
     impl->storage = impl_->storage;
     impl->dtype = impl_->dtype;

@@ -63,5 +63,5 @@ TEST_CASE("compile() returns an sm_90 cubin (NVRTC, no GPU)") {
     }
     CHECK(rep.image_kind == "cubin");
     CHECK(rep.image_bytes > 0);
-    CHECK(rep.compile_ms > 0.0);
+    CHECK((rep.compile_ms > 0.0 || rep.disk_hits == 1));  // compiled now, or by an earlier run (disk cache)
 }

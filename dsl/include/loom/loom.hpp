@@ -3,6 +3,7 @@
 
 #include "loom/dsl/array.hpp"
 #include "loom/dsl/evaluation.hpp"
+#include "loom/dsl/function.hpp"
 #include "loom/dsl/ops.hpp"
 #include "loom/ir/dtype.hpp"
 #include "loom/ir/error.hpp"

@@ -29,8 +29,13 @@ struct Constant {
     double f = 0.0;
     std::int64_t i = 0;
 };
+[[noreturn]] void throw_constant_out_of_range(unsigned long long v);
+/// Throws loom::Error for an unsigned value above the int64 range.
 template <CppScalar S>
 Constant constant(S v) {
+    if constexpr (std::is_integral_v<S> && std::is_unsigned_v<S> && sizeof(S) >= sizeof(std::int64_t)) {
+        if (v > static_cast<S>(INT64_MAX)) throw_constant_out_of_range(static_cast<unsigned long long>(v));
+    }
     if constexpr (std::is_same_v<S, bool>) return {Constant::Kind::Bool, 0.0, v ? 1 : 0};
     else if constexpr (std::is_integral_v<S>) return {Constant::Kind::Int, 0.0, static_cast<std::int64_t>(v)};
     else return {Constant::Kind::Float, static_cast<double>(v), 0};
@@ -49,6 +54,9 @@ public:
             i_ = s ? 1 : 0;
         } else if constexpr (std::is_integral_v<S>) {
             kind_ = Kind::Int;
+            if constexpr (std::is_unsigned_v<S> && sizeof(S) >= sizeof(std::int64_t)) {
+                if (s > static_cast<S>(INT64_MAX)) throw_unsigned_out_of_range(static_cast<unsigned long long>(s), loc);
+            }
             i_ = static_cast<std::int64_t>(s);
         } else {
             kind_ = Kind::Float;
@@ -66,6 +74,7 @@ public:
     ir::NodePtr resolve_alone(std::string_view api) const;
 
 private:
+    [[noreturn]] static void throw_unsigned_out_of_range(unsigned long long v, const Loc& loc);
     enum class Kind { Array, Bool, Int, Float };
     Kind kind_ = Kind::Array;
     bool constant_ = false;
@@ -83,10 +92,11 @@ public:
     Array(const Tensor& t, Loc loc = Loc::current());
 
     const ir::NodePtr& node() const { return node_; }
-    DType dtype() const { return node_->dtype(); }
-    const Shape& shape() const { return node_->shape(); }
-    int rank() const { return node_->rank(); }
-    std::int64_t numel() const { return node_->numel(); }
+    /// dtype, shape, rank, numel: throw loom::Error for an empty (default-constructed) Array.
+    DType dtype() const { return checked().dtype(); }
+    const Shape& shape() const { return checked().shape(); }
+    int rank() const { return checked().rank(); }
+    std::int64_t numel() const { return checked().numel(); }
 
     /// Evaluates now (one fused kernel where the data dependencies allow) and returns the result.
     /// Throws loom::Error for an empty Array, and what loom::evaluate() throws.
@@ -113,8 +123,12 @@ public:
     std::string ir_text() const;
 
 private:
+    const ir::Node& checked() const;
     ir::NodePtr node_;
 };
+
+/// Evaluates one array now; the same as `a.eval()`.
+inline Tensor eval(const Array& a, Loc loc = Loc::current()) { return a.eval(loc); }
 
 /// Evaluates several arrays together (outputs that share an iteration space come out of one kernel).
 std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc = Loc::current());

@@ -24,6 +24,9 @@ std::string cuda_source(const std::vector<Array>& arrays, std::string_view name 
 /// Generates and compiles the kernels of `arrays` with NVRTC without running them. Needs no GPU.
 CompileReport compile(const std::vector<Array>& arrays, std::string_view name = {});
 
+/// The fusion decisions for `arrays` (what LOOM_EXPLAIN=fusion prints). Needs no GPU.
+std::string explain(const std::vector<Array>& arrays, std::string_view name = {});
+
 namespace testing {
 /// Evaluates `arrays` (on their device) and checks every result against the CPU reference with the
 /// contract's tolerance (bit-exact where it promises bits, ULP-aware elsewhere). The returned comparison

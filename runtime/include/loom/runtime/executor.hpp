@@ -30,6 +30,10 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
 /// the current GPU, or for an H200 when there is none. Needs no GPU.
 std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
 
+/// The fusion decisions for `roots` (what LOOM_EXPLAIN=fusion prints): the kernels, the nodes in each
+/// with their source lines, what each reads and writes, and why kernels are separate. Needs no GPU.
+std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
+
 /// What compile() did.
 struct CompileReport {
     std::string kernel;      // kernel base name (of the first kernel when there are several)
@@ -38,10 +42,14 @@ struct CompileReport {
     std::size_t image_bytes = 0;
     int kernels = 0;
     double codegen_ms = 0;   // planning and CUDA emission
-    double compile_ms = 0;   // NVRTC
+    double compile_ms = 0;   // NVRTC (0 for kernels found in the disk cache)
+    int disk_hits = 0;       // kernels whose image came from the disk cache (docs/kernel-cache.md)
+    double lookup_ms = 0;    // disk cache lookups
 };
 
-/// Generates and compiles the kernels of `roots` with NVRTC without launching them (no GPU needed).
+/// Generates and compiles the kernels of `roots` with NVRTC without launching them (no GPU needed), through
+/// the disk kernel cache (a kernel compiled by an earlier process is read, not recompiled); several kernels
+/// compile concurrently.
 /// Throws loom::CompileError when NVRTC rejects a kernel.
 CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
 

@@ -22,6 +22,8 @@ struct CompiledKernel {
     double codegen_ms = 0;
     double compile_ms = 0;
     double load_ms = 0;
+    double lookup_ms = 0;    // disk cache lookup
+    bool from_disk = false;  // the image came from the disk cache (no NVRTC)
 };
 
 /// Counters of the in-memory cache since the process started.
@@ -37,6 +39,10 @@ struct KernelCacheStats {
 /// throws is not cached; the exception reaches every waiting caller.
 std::shared_ptr<const CompiledKernel> cached_kernel(std::uint64_t key, int device,
                                                    const std::function<CompiledKernel()>& build);
+
+/// The kernel for `key` on `device` when it is built and cached (counted as a hit), else null; never
+/// builds or waits.
+std::shared_ptr<const CompiledKernel> find_cached_kernel(std::uint64_t key, int device);
 
 KernelCacheStats kernel_cache_stats();
 /// Drops every cached kernel (modules unload when no caller still holds them).

@@ -2,6 +2,7 @@
 // options Loom allows, every NVRTC call checked, and failures reported as loom::CompileError.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +75,10 @@ const std::vector<int>& supported_archs();
 
 /// NVRTC version as major * 1000 + minor * 10 (e.g. 13000).
 int version();
+
+/// Number of compile() calls that ran nvrtcCompileProgram since the process started (all threads). A
+/// process whose kernels all come from the disk cache reports 0.
+std::uint64_t compile_count();
 
 }  // namespace nvrtc
 }  // namespace loom

@@ -102,6 +102,7 @@ public:
     const std::shared_ptr<Impl>& impl() const { return impl_; }
 
 private:
+    const Impl& checked() const;  // throws loom::Error for an undefined Tensor
     std::shared_ptr<Impl> impl_;
 };
 

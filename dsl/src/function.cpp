@@ -1,0 +1,93 @@
+// The type-independent engine of traced functions: specializations and their explain log.
+#include "loom/dsl/function.hpp"
+
+#include <fmt/format.h>
+
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+
+namespace loom::detail {
+
+const Program* FunctionCore::find(std::span<const Tensor* const> args) const noexcept {
+    const std::size_t n = count_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < n; ++i) {
+        const Program* p = programs_[i].get();
+        const auto& specs = p->specs();
+        bool ok = specs.size() == args.size();
+        for (std::size_t k = 0; ok && k < args.size(); ++k) ok = specs[k].matches(*args[k]);
+        if (ok) return p;
+    }
+    return nullptr;
+}
+
+namespace {
+
+// Why a new specialization: the first argument that differs from the closest earlier one.
+std::string reason(const std::vector<const Program*>& earlier, std::span<const Tensor* const> args) {
+    if (earlier.empty()) return "first call";
+    const auto& s = earlier.back()->specs();
+    for (std::size_t k = 0; k < args.size() && k < s.size(); ++k) {
+        const Tensor& t = *args[k];
+        if (t.dtype() != s[k].dtype) return fmt::format("argument {}: dtype {} -> {}", k, name(s[k].dtype), name(t.dtype()));
+        if (t.shape() != s[k].shape)
+            return fmt::format("argument {}: shape {} -> {}", k, to_string(s[k].shape), to_string(t.shape()));
+        if (t.strides() != s[k].strides)
+            return fmt::format("argument {}: strides {} -> {}", k, to_string(s[k].strides), to_string(t.strides()));
+        if (ArgSpec::of(t).aligned16 != s[k].aligned16)
+            return fmt::format("argument {}: element 0 {} 16-byte aligned", k, s[k].aligned16 ? "no longer" : "now");
+        if (!(t.device() == s[k].device))
+            return fmt::format("argument {}: device {} -> {}", k, s[k].device.to_string(), t.device().to_string());
+    }
+    return "arguments differ";
+}
+
+}  // namespace
+
+const Program& FunctionCore::specialize(
+    std::span<const Tensor* const> args,
+    const std::function<std::vector<ir::NodePtr>(const std::vector<ir::NodePtr>&)>& trace) {
+    std::lock_guard lock(mu_);
+    if (const Program* p = find(args)) return *p;  // another thread built it while we waited
+    for (const auto& p : overflow_) {
+        const auto& specs = p->specs();
+        bool ok = specs.size() == args.size();
+        for (std::size_t k = 0; ok && k < args.size(); ++k) ok = specs[k].matches(*args[k]);
+        if (ok) return *p;
+    }
+    std::vector<ir::NodePtr> placeholders;
+    for (std::size_t k = 0; k < args.size(); ++k) {
+        if (!args[k]->defined())
+            throw Error(fmt::format("{}(): argument {} is an undefined Tensor ({})", name_, k, short_location(loc_)));
+        placeholders.push_back(
+            ir::input(args[k]->dtype(), args[k]->shape(), fmt::format("arg{}", k), {}, loc_));
+    }
+    std::vector<ir::NodePtr> roots = trace(placeholders);
+    ++traces_;
+    std::vector<const Program*> earlier;
+    const std::size_t n = count_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) earlier.push_back(programs_[i].get());
+    auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_);
+    if (env_list_contains("LOOM_EXPLAIN", "recompile"))
+        std::fprintf(stderr, "%s: specialization %zu (%s): %zu kernel(s); kernel cache: %llu compiled so far\n",
+                     name_.c_str(), n + overflow_.size() + 1, reason(earlier, args).c_str(), prog->kernels(),
+                     static_cast<unsigned long long>(kernel_cache_stats().compiles));
+    const Program& ref = *prog;
+    if (n < kMaxSpecializations) {
+        programs_[n] = std::move(prog);
+        count_.store(n + 1, std::memory_order_release);
+    } else {
+        overflow_.push_back(std::move(prog));
+    }
+    return ref;
+}
+
+FunctionStats FunctionCore::stats() const {
+    std::lock_guard lock(mu_);
+    FunctionStats s;
+    s.calls = calls_.load(std::memory_order_relaxed);
+    s.specializations = count_.load(std::memory_order_relaxed) + overflow_.size();
+    s.traces = traces_;
+    return s;
+}
+
+}  // namespace loom::detail

@@ -1,0 +1,80 @@
+// Misuse that must be a clear loom::Error, never a crash or a silent wrong answer: overflowing shapes,
+// views outside their storage, unsigned scalars beyond int64, empty handles, outputs sharing memory,
+// odd kernel names.
+#include <doctest/doctest.h>
+
+#include <loom/loom.hpp>
+
+#include <climits>
+
+using namespace loom;
+
+TEST_CASE("shapes whose element count overflows 64 bits are errors") {
+    CHECK_THROWS_WITH_AS((void)Tensor::host({std::int64_t{1} << 62}, float32), doctest::Contains("64-bit"), Error);
+    CHECK_THROWS_WITH_AS((void)Tensor::host({std::int64_t{1} << 40, std::int64_t{1} << 40}, float32),
+                         doctest::Contains("64-bit"), Error);
+    Tensor x = Tensor::host({1, 1}, float32);
+    CHECK_THROWS_WITH_AS((void)broadcast_to(x, {std::int64_t{1} << 40, std::int64_t{1} << 40}),
+                         doctest::Contains("broadcast_to(): shape"), Error);
+    Tensor v = Tensor::host({4}, float32);
+    CHECK_THROWS_WITH_AS((void)reshape(v, {std::int64_t{1} << 31, std::int64_t{1} << 31, 4}),
+                         doctest::Contains("reshape(): shape"), Error);
+}
+
+TEST_CASE("as_strided views must stay inside the storage Loom owns") {
+    Tensor x = Tensor::host({2, 3, 4}, float32);
+    CHECK_THROWS_WITH_AS((void)x.as_strided({1000}, {1}, 0), doctest::Contains("of a storage of 24"), Error);
+    CHECK_THROWS_AS((void)x.as_strided({4}, {-1}, 2), Error);
+    CHECK_THROWS_AS((void)x.as_strided({4}, {1}, -5), Error);
+    CHECK_THROWS_AS((void)x.as_strided({2}, {1}, std::int64_t{1} << 40), Error);
+    CHECK_NOTHROW((void)x.as_strided({4}, {-1}, 3));        // elements 3, 2, 1, 0
+    CHECK_NOTHROW((void)x.as_strided({6, 4}, {4, 1}, 0));   // the whole storage
+    CHECK_NOTHROW((void)x.as_strided({100}, {0}, 23));      // a broadcast of the last element
+}
+
+TEST_CASE("unsigned 64-bit scalars above INT64_MAX are errors, not wrapped") {
+    Tensor i64 = Tensor::host({2}, int64);
+    CHECK_THROWS_WITH_AS((void)(Array(i64) + ULLONG_MAX), doctest::Contains("18446744073709551615"), Error);
+    CHECK_THROWS_AS((void)constant(ULLONG_MAX), Error);
+    CHECK_NOTHROW((void)(Array(i64) + static_cast<unsigned long long>(INT64_MAX)));
+}
+
+TEST_CASE("empty Arrays and Tensors throw instead of crashing") {
+    Array a;
+    CHECK_THROWS_WITH_AS((void)a.dtype(), doctest::Contains("empty"), Error);
+    CHECK_THROWS_AS((void)a.shape(), Error);
+    CHECK_THROWS_AS((void)a.numel(), Error);
+    Tensor t;
+    CHECK_THROWS_WITH_AS((void)t.to_host(), doctest::Contains("undefined"), Error);
+    CHECK_THROWS_AS((void)t.shape(), Error);
+}
+
+TEST_CASE("outputs of one assign() may not share memory") {
+    Tensor a = testing::random_tensor({4}, float32, 1), b = testing::random_tensor({4}, float32, 2);
+    CHECK_THROWS_WITH_AS(assign({a, a}, {Array(b) + 1.0, Array(b) + 2.0}), doctest::Contains("share memory"), Error);
+}
+
+TEST_CASE("a kernel name with control characters still compiles") {
+    Tensor x = Tensor::host({64}, float32);
+    const CompileReport r = compile({relu(x * 1.5)}, "a\nb\tc");
+    CHECK(r.image_bytes > 0);
+    CHECK(cuda_source({relu(x * 1.5)}, "a\nb").find("a\nb") == std::string::npos);
+}
+
+TEST_CASE("eval(a) evaluates one array") {
+    Tensor x = testing::random_tensor({3}, float32, 3);
+    const Tensor r = eval(Array(x) * 2.0);
+    for (int i = 0; i < 3; ++i) CHECK(r.get_double(i) == x.get_double(i) * 2.0);
+}
+
+TEST_CASE("explain() lists each kernel, its nodes with the user's lines, and the boundary between kernels") {
+    Tensor x = Tensor::host({64, 8}, float32), v = Tensor::host({8}, float32);
+    const Array a = relu(x * 2.0);  // one kernel over [64, 8]
+    const Array b = exp(v);         // another over [8]
+    const std::string text = explain({a, b}, "pair");
+    CHECK(text.find("kernel 0  pair_0") != std::string::npos);
+    CHECK(text.find("kernel 1  pair_1") != std::string::npos);
+    CHECK(text.find("relu (test_robustness.cpp:") != std::string::npos);
+    CHECK(text.find("boundary  kernel 0 -> kernel 1: outputs of shapes [64, 8] and [8] have different iteration spaces") !=
+          std::string::npos);
+}
