@@ -22,8 +22,8 @@ bool show(const char* title, const char* name, const Array& a, double bytes_per_
         std::printf("%s: %.4f ms, %.0f GB/s\n\n", name, ms, bytes_per_element * static_cast<double>(a.numel()) / ms / 1e6);
     } else {
         const CompileReport rep = compile({a}, name);
-        std::printf("%s: compiled with NVRTC for %s in %.1f ms; no CUDA GPU found, not run\n\n", name, rep.arch.c_str(),
-                    rep.compile_ms);
+        std::printf("%s: %s for %s; no CUDA GPU found, not run\n\n", name,
+                    rep.disk_hits > 0 ? "loaded from the disk kernel cache" : "compiled with NVRTC", rep.arch.c_str());
     }
     return check.ok;
 }

@@ -28,8 +28,12 @@ int main(int argc, char** argv) {
         std::printf("// ---- the IR of gelu(x * scale + bias) ----\n%s\n", y.ir_text().c_str());
         std::printf("%s\n", cuda_source({y}, "scale_bias_activation").c_str());
         const CompileReport rep = compile({y}, "scale_bias_activation");
-        std::printf("NVRTC compiled %s for %s in %.1f ms (%zu bytes of %s)\n", rep.kernel.c_str(), rep.arch.c_str(),
-                    rep.compile_ms, rep.image_bytes, rep.image_kind.c_str());
+        if (rep.disk_hits > 0)
+            std::printf("%s for %s: loaded from the disk kernel cache (%zu bytes of %s)\n", rep.kernel.c_str(),
+                        rep.arch.c_str(), rep.image_bytes, rep.image_kind.c_str());
+        else
+            std::printf("NVRTC compiled %s for %s in %.1f ms (%zu bytes of %s)\n", rep.kernel.c_str(), rep.arch.c_str(),
+                        rep.compile_ms, rep.image_bytes, rep.image_kind.c_str());
         Tensor ref = y;  // host tensors: the CPU reference evaluates the same graph
         std::printf("CPU reference: out[0] = %.9g, out[last] = %.9g over %lld x %lld elements\n", ref.get_double(0),
                     ref.get_double(ref.numel() - 1), static_cast<long long>(host_rows), static_cast<long long>(cols));

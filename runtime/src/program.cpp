@@ -77,9 +77,18 @@ std::vector<Program::Group> Program::plan_groups(bool compile) const {
             g.arg_of_input.push_back(arg);
         }
         g.planned = codegen::plan_pointwise(kg.outputs, layouts, info);
-        if (compile) g.kernel = gpu::kernel_for(kg, g.planned.plan, device_);
         g.numel = kg.outputs[0]->numel();
         groups.push_back(std::move(g));
+    }
+    if (compile) {  // kernels not yet in memory are built in parallel
+        std::vector<gpu::KernelGroup> kgs;
+        std::vector<codegen::PlannedPointwise> plans;
+        for (const Group& g : groups) {
+            kgs.push_back(g.group);
+            plans.push_back(g.planned);
+        }
+        const auto kernels = gpu::kernels_for(kgs, plans, device_);
+        for (std::size_t k = 0; k < groups.size(); ++k) groups[k].kernel = kernels[k];
     }
     return groups;
 }
