@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "loom/codegen/emit_cuda.hpp"  // register_type
 #include "loom/ir/error.hpp"
 #include "pointwise_graph.hpp"
 
@@ -242,20 +243,6 @@ std::vector<int> derived_of(const Form& f) {
     return r;
 }
 
-std::string_view ctype_of_scalar(DType t) {
-    switch (t) {
-        case DType::Bool: return "bool";
-        case DType::Int8: return "signed char";
-        case DType::UInt8: return "unsigned char";
-        case DType::Int32: return "int";
-        case DType::Int64: return "long long";
-        case DType::Float16:
-        case DType::BFloat16:
-        case DType::Float32: return "float";
-        case DType::Float64: return "double";
-    }
-    return "?";
-}
 
 std::size_t reg_size(DType t) {
     switch (t) {
@@ -269,7 +256,7 @@ std::string_view storage_ctype(DType t) {
     switch (t) {
         case DType::Float16: return "lm::f16";
         case DType::BFloat16: return "lm::bf16";
-        default: return ctype_of_scalar(t);
+        default: return register_type(t);
     }
 }
 
@@ -316,7 +303,7 @@ ParamLayout layout_params(const PointwisePlan& p) {
         if (dv.has_mod) add(K::DerivedMod, mi, 0, fmt::format("t{}_mod", m), idx, isz);
     }
     for (std::size_t k = 0; k < p.scalar_dtypes.size(); ++k)
-        add(K::Scalar, static_cast<int>(k), 0, fmt::format("s{}", k), std::string(ctype_of_scalar(p.scalar_dtypes[k])),
+        add(K::Scalar, static_cast<int>(k), 0, fmt::format("s{}", k), std::string(register_type(p.scalar_dtypes[k])),
             reg_size(p.scalar_dtypes[k]));
     std::size_t off = 0;
     for (auto& f : L.fields) {
