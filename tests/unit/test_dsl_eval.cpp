@@ -14,6 +14,8 @@
 
 #include <loom/loom.hpp>
 
+#include "error_message.hpp"
+
 #include "loom/ir/graph.hpp"
 #include "loom/ir/node.hpp"
 
@@ -30,18 +32,6 @@ Tensor random_host(const Shape& shape, DType dt, std::uint64_t seed) {
 float* f32(const Tensor& t) { return static_cast<float*>(t.data()); }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-/// Runs `fn`, expects loom::Error, and returns its message.
-template <class F>
-std::string error_message(F&& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    FAIL("no loom::Error thrown");
-    return {};
-}
 
 }  // namespace
 
@@ -276,7 +266,7 @@ TEST_CASE("inputs on different devices are an error naming both devices") {
                              "cpu {0} {0}",
                              here));
     // eval() names its own call site.
-    const int eval_line = __LINE__; const std::string m2 = error_message([&] { (void)mixed.eval(); });
+    const int eval_line = __LINE__; const std::string m2 = loom_test::error_message([&] { (void)mixed.eval(); });
     CHECK(contains(m2, "cuda:0"));
     CHECK(contains(m2, "cpu"));
     CHECK(contains(m2, fmt::format("(test_dsl_eval.cpp:{})", eval_line)));
