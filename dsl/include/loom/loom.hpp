@@ -2,6 +2,7 @@
 #pragma once
 
 #include "loom/dsl/array.hpp"
+#include "loom/dsl/composites.hpp"
 #include "loom/dsl/evaluation.hpp"
 #include "loom/dsl/function.hpp"
 #include "loom/dsl/ops.hpp"

@@ -1,0 +1,64 @@
+// Statistics and normalizations composed of the DSL's ops: var, std, softmax, layernorm, rmsnorm. Each
+// records ordinary IR nodes (mean, sum, max, exp, rsqrt, + - * /), so it fuses, evaluates on the CPU
+// reference for host tensors and on the GPU wherever its reductions do. The algorithms, their dtypes and
+// every rounding step are those of docs/semantics.md, section 7 ("Variance and standard deviation",
+// "Softmax and normalizations"); the results are exactly those of the written-out formulas.
+//
+// Errors: loom::Error whose message starts with the function's name and gives the operand's shape and
+// dtype and the call's file:line (an axis out of range or repeated, a zero-length normalized axis).
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+
+#include "loom/dsl/ops.hpp"
+
+namespace loom {
+
+/// Variance over `axes` (empty = all axes; negative axes count from the end), two-pass:
+///     m = mean(x, axes, keepdims = true)
+///     var = sum((x - m) * (x - m), axes, keepdims) / max(N - correction, 0)
+/// N is the number of reduced elements; `correction` is NumPy's ddof (1: the unbiased sample variance).
+/// dtype: mean's (integers and bool give float32); float16/bfloat16 sum and divide in float32 and round
+/// once. N - correction <= 0 gives +Inf, or NaN when every deviation is 0 (IEEE division by 0, as NumPy).
+/// Never E[x^2] - E[x]^2, which cancels catastrophically for data far from zero.
+Array var(const Operand& x, Axes axes = {}, double correction = 0, bool keepdims = false,
+          Loc loc = Loc::current());
+/// Standard deviation: sqrt(var(x, axes, correction, keepdims)) (the same dtype; sqrt rounds once).
+Array std(const Operand& x, Axes axes = {}, double correction = 0, bool keepdims = false,
+          Loc loc = Loc::current());
+
+/// var / std over one axis. A template over integer types so that `var(x, {}, 1)` means all axes (an
+/// empty brace list is an empty Axes here, not axis 0).
+template <std::integral I>
+requires(!std::same_as<I, bool>) Array
+    var(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
+    return var(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
+}
+template <std::integral I>
+requires(!std::same_as<I, bool>) Array
+    std(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
+    return std(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
+}
+
+/// Softmax along `axis` (default the last), with the maximum subtracted for range:
+///     m = max(x, axis, keepdims = true);  e = exp(x - m);  y = e / sum(e, axis, keepdims = true)
+/// Integer and bool x are converted to float32 first; float dtypes are kept. -Inf entries give 0; a row
+/// of only -Inf, or one holding +Inf or NaN, gives NaN for the whole row.
+Array softmax(const Operand& x, std::int64_t axis = -1, Loc loc = Loc::current());
+
+/// Layer normalization along `axis` (default the last):
+///     m = mean(x, axis, keepdims = true);  v = var(x, axis, 0, keepdims = true)
+///     y = (((x - m) * rsqrt(v + eps)) * weight) + bias
+/// weight and bias broadcast against x by NumPy rules (for the last axis: shape [n], or scalars; pass 1.0
+/// and 0.0 for no affine transform). eps is a weak scalar (it takes v's dtype).
+Array layernorm(const Operand& x, const Operand& weight, const Operand& bias, double eps,
+                std::int64_t axis = -1, Loc loc = Loc::current());
+
+/// RMS normalization along `axis` (default the last):
+///     y = (x * rsqrt(mean(x * x, axis, keepdims = true) + eps)) * weight
+/// Integer and bool x are converted to float32 first. weight broadcasts by NumPy rules; eps is weak.
+Array rmsnorm(const Operand& x, const Operand& weight, double eps, std::int64_t axis = -1,
+              Loc loc = Loc::current());
+
+}  // namespace loom
