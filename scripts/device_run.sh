@@ -114,7 +114,7 @@ if want fuzz && [[ -x $bin/loom_fuzz ]]; then
 fi
 if want samples; then
     : >"$OUT/samples.log"
-    for s in scale_bias_activation print_cuda black_scholes; do
+    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm; do
         [[ -x $bin/$s ]] && run_step "sample_$s" "$OUT/samples.log" append "$bin/$s"
     done
 fi

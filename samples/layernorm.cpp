@@ -1,0 +1,95 @@
+// layernorm: layer normalization of every row of a 16384 x 8192 float32 matrix with a weight and a bias
+// (eps 1e-5), written with mean and var (the two-pass variance, correction 0) as one would by hand:
+//     mu = mean(x, -1, keepdims);  v = var(x, -1, 0, keepdims);  y = (x - mu) * rsqrt(v + eps) * w + b
+// This is the graph loom::layernorm(x, w, b, eps) builds (docs/semantics.md, "Softmax and normalizations").
+//
+// With a GPU: prints the fusion plan (loom::explain), evaluates y on the device, checks it against the CPU
+// reference and prints GB/s (x read once, y written once, w and b read once; CUDA events after warm-up).
+// Without one: evaluates a small matrix on the CPU reference, compares it with a layernorm computed
+// here in double precision and compiles the kernel with NVRTC.
+// Arguments: [rows] [cols].
+#include <loom/loom.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace loom;
+
+int main(int argc, char** argv) {
+    const bool gpu = cuda_available();
+    const std::int64_t rows = argc > 1 ? std::atoll(argv[1]) : (gpu ? 16384 : 256);
+    const std::int64_t cols = argc > 2 ? std::atoll(argv[2]) : (gpu ? 8192 : 1024);
+    const Device dev = gpu ? Device::cuda(0) : Device::cpu();
+    const double eps = 1e-5;
+
+    Tensor x = random_normal({rows, cols}, float32, next_seed(), dev);
+    Tensor w = random_normal({cols}, float32, next_seed(), dev);
+    Tensor b = random_normal({cols}, float32, next_seed(), dev);
+    const Array mu = mean(x, -1, /*keepdims=*/true);
+    const Array v = var(x, -1, /*correction=*/0, /*keepdims=*/true);
+    const Array y = (x - mu) * rsqrt(v + eps) * w + b;
+    std::printf(
+        "layernorm: %lld x %lld float32, eps %g; the same graph as loom::layernorm(x, w, b, eps): %s\n",
+        static_cast<long long>(rows), static_cast<long long>(cols), eps,
+        y.node() == layernorm(x, w, b, eps).node() ? "yes" : "no");
+
+    try {
+        std::printf("%s", explain({y}, "layernorm").c_str());
+    } catch (const Error& err) {
+        std::printf("explain: %s\n", err.what());
+    }
+
+    Tensor out = Tensor::empty({rows, cols}, float32, dev);
+    testing::poison(out);
+    try {
+        assign(out, y);
+        if (gpu) synchronize();
+    } catch (const Error& err) {
+        std::printf("layernorm: evaluation failed: %s\n", err.what());
+        return 1;
+    }
+
+    if (!gpu) {
+        double worst = 0;
+        for (std::int64_t r = 0; r < rows; ++r) {
+            double m = 0, s = 0;
+            for (std::int64_t c = 0; c < cols; ++c) m += x.get_double(r * cols + c);
+            m /= static_cast<double>(cols);
+            for (std::int64_t c = 0; c < cols; ++c)
+                s += (x.get_double(r * cols + c) - m) * (x.get_double(r * cols + c) - m);
+            const double rs =
+                1.0 / std::sqrt(s / static_cast<double>(cols) + static_cast<double>(static_cast<float>(eps)));
+            for (std::int64_t c = 0; c < cols; ++c) {
+                const double want = (x.get_double(r * cols + c) - m) * rs * w.get_double(c) + b.get_double(c);
+                worst = std::max(
+                    worst, std::fabs(out.get_double(r * cols + c) - want) / std::max(1.0, std::fabs(want)));
+            }
+        }
+        const bool ok = worst < 1e-5;
+        std::printf(
+            "CPU reference: y[0] = %.9g; largest difference from a double-precision layernorm %.2e: %s\n",
+            out.get_double(0), worst, ok ? "PASS" : "FAIL");
+        try {
+            const CompileReport rep = compile({y}, "layernorm");
+            std::printf("the kernel (%d for y) compiled with NVRTC for %s in %.0f ms\n", rep.kernels,
+                        rep.arch.c_str(), rep.compile_ms);
+        } catch (const Error& err) {
+            std::printf("compile: %s\n", err.what());
+        }
+        std::printf("no CUDA GPU was found: evaluated on the CPU reference, not on a GPU\n");
+        return ok ? 0 : 1;
+    }
+
+    const auto check = testing::check_against_reference({y.node()}, {out});
+    std::printf("check against the CPU reference: %s\n", check.ok ? "PASS" : check.message.c_str());
+    const double ms = median_ms([&] { assign(out, y); });
+    const double bytes =
+        8.0 * static_cast<double>(rows) * static_cast<double>(cols) + 8.0 * static_cast<double>(cols);
+    std::printf(
+        "layernorm %lld x %lld float32: %.4f ms, %.0f GB/s (x read once, y written once, w and b; median of "
+        "50)\n",
+        static_cast<long long>(rows), static_cast<long long>(cols), ms, bytes / ms / 1e6);
+    return check.ok ? 0 : 1;
+}
