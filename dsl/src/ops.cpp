@@ -139,9 +139,6 @@ Array transpose(const Operand& x, Loc loc) { return Array(ir::transpose(x.resolv
 #define LOOM_DSL_REDUCE(fn, Id)                                                       \
     Array fn(const Operand& x, Axes axes, bool keepdims, Loc loc) {                   \
         return reduce_op(Op::Id, x, std::move(axes), keepdims, loc);                  \
-    }                                                                                 \
-    Array fn(const Operand& x, std::int64_t axis, bool keepdims, Loc loc) {           \
-        return reduce_op(Op::Id, x, Axes{axis}, keepdims, loc);                       \
     }
 LOOM_DSL_REDUCE(sum, Sum)
 LOOM_DSL_REDUCE(prod, Prod)

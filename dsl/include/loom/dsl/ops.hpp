@@ -5,6 +5,7 @@
 // shapes and dtypes and the call's file:line.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <vector>
 
@@ -109,10 +110,16 @@ Array permute(const Operand& x, std::vector<std::int64_t> perm, Loc loc = Loc::c
 Array transpose(const Operand& x, Loc loc = Loc::current());
 
 // ---- reductions: `axes` empty = all axes; negative axes count from the end ----
+// The one-axis form is a template over integer types so that `sum(x, {}, true)` means all axes: an empty
+// brace list would otherwise convert to an integer axis 0 in preference to an empty Axes.
 using Axes = std::vector<std::int64_t>;
-#define LOOM_DSL_REDUCE(fn)                                                               \
+#define LOOM_DSL_REDUCE(fn)                                                                       \
     Array fn(const Operand& x, Axes axes = {}, bool keepdims = false, Loc loc = Loc::current()); \
-    Array fn(const Operand& x, std::int64_t axis, bool keepdims = false, Loc loc = Loc::current());
+    template <std::integral I>                                                                    \
+        requires(!std::same_as<I, bool>)                                                          \
+    Array fn(const Operand& x, I axis, bool keepdims = false, Loc loc = Loc::current()) {         \
+        return fn(x, Axes{static_cast<std::int64_t>(axis)}, keepdims, loc);                       \
+    }
 LOOM_DSL_REDUCE(sum)
 LOOM_DSL_REDUCE(prod)
 LOOM_DSL_REDUCE(min)
