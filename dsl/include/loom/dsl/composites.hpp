@@ -31,13 +31,13 @@ Array std(const Operand& x, Axes axes = {}, double correction = 0, bool keepdims
 /// var / std over one axis. A template over integer types so that `var(x, {}, 1)` means all axes (an
 /// empty brace list is an empty Axes here, not axis 0).
 template <std::integral I>
-requires(!std::same_as<I, bool>) Array
-    var(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
+    requires(!std::same_as<I, bool>)
+Array var(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
     return var(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
 }
 template <std::integral I>
-requires(!std::same_as<I, bool>) Array
-    std(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
+    requires(!std::same_as<I, bool>)
+Array std(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
     return std(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
 }
 
