@@ -6,8 +6,10 @@
 // a dying node's operands onto a per-thread work list, so a 10,000-deep chain frees in a loop.
 #include "loom/ir/node.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -120,6 +122,17 @@ NodePtr intern(NodeDesc desc) {
     }
     Node* raw = new Node(std::move(desc));
     raw->hash_ = h;
+    std::uint64_t bound = 1;
+    bool placeholder = raw->d_.op == Op::Input && !raw->d_.payload;
+    const auto& ops = raw->d_.operands;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+        bool repeated = false;  // `x + x`: one operand used twice is one subgraph
+        for (std::size_t j = 0; j < k; ++j) repeated = repeated || ops[j].get() == ops[k].get();
+        if (!repeated) bound += ops[k]->size_bound_;
+        placeholder = placeholder || ops[k]->reads_placeholder_;
+    }
+    raw->size_bound_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(bound, UINT32_MAX));
+    raw->reads_placeholder_ = placeholder;
     raw->id_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
     NodePtr p(raw, NodeDeleter{});
     s.map.emplace(h, Entry{raw, p});

@@ -220,6 +220,11 @@ TEST_CASE("arrays keep their input tensors alive; dropping the array frees them"
 }
 
 TEST_CASE("a chain of 10,000 ops evaluates on the host and frees without recursion") {
+    // One graph of 10,000 ops: the lazy graph size limit is off here (test_lazy_limit.cpp tests it).
+    struct NoLimit {
+        std::uint32_t old = set_lazy_node_limit(0);
+        ~NoLimit() { set_lazy_node_limit(old); }
+    } no_limit;
     const std::size_t live_before = ir::live_node_count();
     std::weak_ptr<Storage> storage;
     {

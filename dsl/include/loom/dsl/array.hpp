@@ -84,11 +84,23 @@ private:
     Loc loc_;
 };
 
+/// The lazy graph size limit (docs/semantics.md, "Inputs, laziness and memory"): when an op makes an Array
+/// whose graph has more nodes than this (counted by ir::Node::size_bound(), an upper bound) and every input
+/// of that graph is a bound tensor, on one device, the Array evaluates itself at once and holds the result,
+/// so that a long lazily built loop neither grows one graph (and kernel) without end nor keeps every
+/// intermediate alive. Default 1024, or the environment variable LOOM_LAZY_MAX_NODES (read once, at first
+/// use); 0 means no limit. Graphs over placeholders (traced functions) are never split.
+std::uint32_t lazy_node_limit();
+/// Sets the lazy graph size limit for the whole process (every thread); 0 disables it. Returns the
+/// previous limit.
+std::uint32_t set_lazy_node_limit(std::uint32_t nodes);
+
 /// A lazy array: an IR node (which keeps its input tensors alive). Cheap to copy.
 class Array {
 public:
     Array() = default;
-    explicit Array(ir::NodePtr node) : node_(std::move(node)) {}
+    /// Wraps `node`; evaluates it at once when it exceeds the lazy graph size limit (lazy_node_limit()).
+    explicit Array(ir::NodePtr node);
     Array(const Tensor& t, Loc loc = Loc::current());
 
     const ir::NodePtr& node() const { return node_; }

@@ -77,6 +77,13 @@ public:
     std::uint64_t id() const { return id_; }
     /// Input id (Input nodes only).
     std::uint64_t input_id() const { return static_cast<std::uint64_t>(d_.ints.at(0)); }
+    /// An upper bound of the number of nodes reachable from this one (itself included): 1 plus the bounds
+    /// of its distinct operands, saturating at 2^32 - 1. Exact for trees; a subexpression shared by several
+    /// nodes counts once per use. Computed once at construction (O(operands)); the DSL's lazy graph size
+    /// limit reads it.
+    std::uint32_t size_bound() const { return size_bound_; }
+    /// True when an Input reachable from this node has no payload (a placeholder, e.g. while tracing).
+    bool reads_placeholder() const { return reads_placeholder_; }
 
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
@@ -90,6 +97,8 @@ private:
     NodeDesc d_;
     std::uint64_t hash_ = 0;
     std::uint64_t id_ = 0;
+    std::uint32_t size_bound_ = 1;
+    bool reads_placeholder_ = false;
 };
 
 /// Returns the unique node equal to `desc`, creating it if none is alive. Thread-safe. Performs no
