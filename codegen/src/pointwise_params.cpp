@@ -63,6 +63,7 @@ std::uint64_t PointwisePlan::hash() const {
     }
     h.add(scalar_dtypes.size());
     for (DType t : scalar_dtypes) h.add(static_cast<std::uint64_t>(t));
+    h.add(params_in_memory ? 1u : 0u);  // the device's parameter limit decides it, not the fields above
     return h.digest();  // params are a function of the fields above
 }
 
@@ -79,7 +80,9 @@ std::string PointwisePlan::to_string() const {
                        block * ept, block, ept, vector_flat ? ", flat" : ", rows", block, block);
     else
         fmt::format_to(out, "grid: ceil(n / {}) blocks of {} (scalar variant, 1 element per thread)\n", block, block);
-    fmt::format_to(out, "bytes per element: {}; parameters: {} bytes\n", bytes_per_element(), params.size);
+    fmt::format_to(out, "bytes per element: {}; parameters: {} bytes{}\n", bytes_per_element(), params.size,
+                   params_in_memory ? " in device memory (above the kernel parameter limit; the kernel takes a pointer)"
+                                    : "");
     auto mask_text = [&](const OperandPlan& o) {
         if (o.access != Access::Strided && o.access != Access::Gathered) return std::string();
         std::string m = " dims {";

@@ -487,11 +487,8 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
     p.index = fits ? IndexWidth::I32 : IndexWidth::I64;
 
     p.params = layout_params(p);
-    if (p.params.size > device.param_limit_bytes)
-        throw Error(fmt::format("pointwise(): the kernel parameters need {} bytes ({} load sites, {} outputs, {} "
-                                "scalars), above the device's limit of {} bytes; split the computation ({})",
-                                p.params.size, p.loads.size(), p.outputs.size(), p.scalar_dtypes.size(),
-                                device.param_limit_bytes, short_location(outputs[0]->loc())));
+    // Beyond the kernel parameter limit the struct travels in device memory (the kernel takes a pointer).
+    p.params_in_memory = p.params.size > device.param_limit_bytes;
     return out;
 }
 

@@ -123,6 +123,10 @@ struct PointwisePlan {
     std::vector<DerivedPlan> derived;
     std::vector<DType> scalar_dtypes;  // one per Scalar node (order of pointwise_scalars())
     ParamLayout params;
+    /// The Params struct exceeds the device's kernel parameter limit (DeviceInfo::param_limit_bytes): the
+    /// kernels take `const NAME_params* __restrict__ pp` instead of the struct, and the runtime uploads the
+    /// packed bytes to device memory before each launch (runtime/src/param_buffer.cpp).
+    bool params_in_memory = false;
 
     bool has_vector_variant() const { return vector_width > 1; }
     /// Grid and block for `numel` elements and a variant: grid_x = ceil(numel / (block * elements per
@@ -166,9 +170,9 @@ std::vector<const ir::Node*> pointwise_inputs(const std::vector<ir::NodePtr>& ou
 std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& outputs);
 
 /// Plans one fused pointwise kernel. `layouts` has one entry per pointwise_inputs(outputs), dtype equal to
-/// the Input's and one stride per dimension. Throws loom::Error when the outputs' shapes differ, the graph
-/// holds a reduction, or the kernel parameters exceed device.param_limit_bytes; InternalError for a
-/// malformed layout list.
+/// the Input's and one stride per dimension. Parameters beyond device.param_limit_bytes set
+/// plan.params_in_memory. Throws loom::Error when the outputs' shapes differ or the graph holds a
+/// reduction; InternalError for a malformed layout list.
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
                                 const DeviceInfo& device);
 
