@@ -5,13 +5,18 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
+#include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/stream.hpp"
@@ -75,6 +80,68 @@ std::string human(std::size_t bytes) {
                                          human(bytes), device, why, usage));
 }
 
+// Stream capture (docs/graph-capture.md). A cudaFreeAsync captured into a graph must free
+// an allocation made by that graph. So the addresses allocated while the current stream was capturing
+// (graph allocations) are remembered, and memory allocated before a capture and released during it is
+// freed later, when a release or an allocation runs outside any capture.
+struct CaptureFrees {
+    std::mutex mutex;
+    std::unordered_set<void*> graph_allocations;
+    std::vector<std::pair<int, void*>> deferred;  // (device, pointer) to free after the capture
+    std::atomic<bool> any{false};                 // either is non-empty: the fast path skips the lock
+};
+CaptureFrees& capture_frees() {
+    static CaptureFrees* c = new CaptureFrees;  // never destroyed: tensors may be released during exit
+    return *c;
+}
+
+void note_graph_allocation(void* p) {
+    CaptureFrees& c = capture_frees();
+    std::lock_guard lock(c.mutex);
+    c.graph_allocations.insert(p);
+    c.any = true;
+}
+
+// Removes `p` from the graph allocations; true when it was one.
+bool take_graph_allocation(void* p) {
+    CaptureFrees& c = capture_frees();
+    if (!c.any) return false;
+    std::lock_guard lock(c.mutex);
+    const bool found = c.graph_allocations.erase(p) > 0;
+    c.any = !c.graph_allocations.empty() || !c.deferred.empty();
+    return found;
+}
+
+void defer_free(int device, void* p) {
+    CaptureFrees& c = capture_frees();
+    std::lock_guard lock(c.mutex);
+    c.deferred.emplace_back(device, p);
+    c.any = true;
+}
+
+// Gives `ptr` back on `stream` (the pool) or at once (no pool). Throws loom::CudaError (a sticky error is
+// recorded first).
+void free_now(int device, void* ptr, cudaStream_t stream) {
+    if (detail::poisoned_flag()) return;
+    DeviceGuard guard(device);
+    const cudaError_t e = pool_state(device).pool ? cudaFreeAsync(ptr, stream) : cudaFree(ptr);
+    if (e == cudaSuccess || e == cudaErrorCudartUnloading) return;
+    detail::throw_cuda_error(e, "cudaFreeAsync(ptr, stream)", __FILE__, __LINE__);
+}
+
+// Frees what was released during a capture, stream-ordered on `stream` (not capturing).
+void free_deferred(cudaStream_t stream) {
+    CaptureFrees& c = capture_frees();
+    if (!c.any) return;
+    std::vector<std::pair<int, void*>> todo;
+    {
+        std::lock_guard lock(c.mutex);
+        todo.swap(c.deferred);
+        c.any = !c.graph_allocations.empty();
+    }
+    for (auto [device, p] : todo) free_now(device, p, stream);
+}
+
 void* allocate_cuda(int device, std::size_t bytes) {
     if (!cuda_available()) require_cuda(fmt::format("allocating {} bytes on cuda:{}", bytes, device));
     if (device < 0 || device >= device_count())
@@ -85,14 +152,23 @@ void* allocate_cuda(int device, std::size_t bytes) {
     if (bytes > s.total) throw_oom(device, bytes, " (more than the device's memory)");
     void* p = nullptr;
     const cudaStream_t stream = current_stream();
+    const bool capturing = is_capturing(stream);
+    if (capturing && !s.pool)
+        require_not_capturing(fmt::format("allocating {} bytes on cuda:{}", bytes, device),
+                              "cudaMalloc (the device has no stream-ordered memory pool)");
+    if (!capturing) free_deferred(stream);
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (detail::poisoned_flag()) detail::throw_poisoned();
         const cudaError_t e = s.pool ? cudaMallocAsync(&p, bytes, stream) : cudaMalloc(&p, bytes);
-        if (e == cudaSuccess) return p;
+        if (e == cudaSuccess) {
+            if (capturing) note_graph_allocation(p);  // a graph allocation node: freed inside the graph
+            return p;
+        }
         if (e != cudaErrorMemoryAllocation)
             detail::throw_cuda_error(e, s.pool ? "cudaMallocAsync(&p, bytes, stream)" : "cudaMalloc(&p, bytes)",
                                      __FILE__, __LINE__);
         (void)cudaGetLastError();  // out of memory is not sticky: clear it
+        if (capturing) throw_oom(device, bytes, " while the stream was being captured (the pool is not trimmed then)");
         if (attempt == 0) trim_pool(device);  // give cached blocks back, then retry once
     }
     throw_oom(device, bytes, " after the pool was trimmed and the request retried");
@@ -118,6 +194,7 @@ PoolStats pool_stats(int index) {
 
 void trim_pool(int index) {
     require_cuda("trim_pool()");
+    require_not_capturing("trim_pool()", "synchronizing the device (cudaDeviceSynchronize)");
     DeviceGuard guard(index);
     PoolState& s = pool_state(index);
     LOOM_CUDA_CHECK(cudaDeviceSynchronize());  // pending stream-ordered frees complete first
@@ -148,10 +225,16 @@ void release(Device device, void* ptr) noexcept {
     if (detail::poisoned_flag()) return;
     try {
         DeviceGuard guard(device.index);
-        const cudaError_t e = pool_state(device.index).pool ? cudaFreeAsync(ptr, current_stream()) : cudaFree(ptr);
-        if (e == cudaSuccess || e == cudaErrorCudartUnloading) return;
-        // Cannot throw from here: record a sticky error (so later calls report it), clear any other.
-        detail::throw_cuda_error(e, "cudaFreeAsync(ptr, stream)", __FILE__, __LINE__);
+        const cudaStream_t stream = current_stream();
+        const bool graph_allocation = take_graph_allocation(ptr);
+        if (is_capturing(stream)) {
+            // A graph frees only its own allocations (a free node); anything else waits for the capture's end.
+            if (graph_allocation && pool_state(device.index).pool) free_now(device.index, ptr, stream);
+            else defer_free(device.index, ptr);
+            return;
+        }
+        free_deferred(stream);
+        free_now(device.index, ptr, stream);
     } catch (...) {
     }
 }
@@ -164,6 +247,9 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, std:
     }
     const Device dev = dst_device.is_cuda() ? dst_device : src_device;
     if (!cuda_available()) require_cuda(fmt::format("copying {} bytes from {} to {}", bytes, src_device.to_string(), dst_device.to_string()));
+    require_not_capturing(fmt::format("copying {} bytes from {} to {}", bytes, src_device.to_string(),
+                                      dst_device.to_string()),
+                          "a synchronous copy", "use copy_async() with pinned host memory inside a capture");
     DeviceGuard guard(dev.index);
     const cudaStream_t stream = current_stream();
     // cudaMemcpyDefault: the direction follows from the pointers (unified virtual addressing).

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 
@@ -108,7 +109,9 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
                                              where.empty() ? "" : fmt::format(" at {}", where));
         detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
     }
-    if (sync_after_launch()) {
+    // LOOM_SYNC=1 skips launches into a stream being captured into a CUDA graph: nothing runs until the
+    // graph is launched, and synchronizing would invalidate the capture.
+    if (sync_after_launch() && !is_capturing(cfg.stream)) {
         e = cudaStreamSynchronize(cfg.stream);
         if (e != cudaSuccess) {
             const std::string call = fmt::format("cudaStreamSynchronize after kernel {}{} (LOOM_SYNC=1)", s.name,

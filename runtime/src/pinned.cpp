@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 
@@ -14,6 +15,8 @@ namespace {
 void* pin(std::size_t bytes, const char* api) {
     require_cuda(api);
     if (bytes == 0) return nullptr;
+    require_not_capturing(api, fmt::format("pinning {} bytes of host memory (cudaHostAlloc)", bytes),
+                          "allocate pinned buffers before cudaStreamBeginCapture");
     if (detail::poisoned_flag()) detail::throw_poisoned();
     void* p = nullptr;
     const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);

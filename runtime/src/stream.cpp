@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 
@@ -39,6 +40,9 @@ StreamGuard::~StreamGuard() {
     // Join: the previous stream waits for the scope's work. A failure here cannot be thrown from a
     // destructor; it is a CUDA error that the next checked call on either stream reports.
     try {
+        // Not while either stream is being captured: the wait would join the other stream to the capture
+        // (or make a captured stream wait for uncaptured work), which ends the capture with an error.
+        if (is_capturing(stream_) || is_capturing(previous_)) return;
         const cudaEvent_t e = join_event();
         if (cudaEventRecord(e, stream_) == cudaSuccess) (void)cudaStreamWaitEvent(previous_, e, 0);
     } catch (...) {
@@ -49,6 +53,10 @@ void synchronize() { synchronize(current_stream()); }
 
 void synchronize(cudaStream_t stream) {
     require_cuda("synchronize()");
+    if (is_capturing(stream))
+        throw Error("synchronize(): the stream is being captured into a CUDA graph (cudaStreamBeginCapture), and "
+                    "synchronizing it would invalidate the capture; end the capture (cudaStreamEndCapture) first, then "
+                    "launch the graph and synchronize");
     LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -71,7 +79,7 @@ Stream& Stream::operator=(Stream&& other) noexcept {
     return *this;
 }
 
-void Stream::synchronize() const { LOOM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void Stream::synchronize() const { loom::synchronize(stream_); }
 
 Event::Event(bool timing) {
     require_cuda("Event");

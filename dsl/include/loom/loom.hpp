@@ -9,6 +9,7 @@
 #include "loom/ir/dtype.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/half.hpp"
+#include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/executor.hpp"
