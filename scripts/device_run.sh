@@ -116,7 +116,7 @@ if want fuzz && [[ -x $bin/loom_fuzz ]]; then
 fi
 if want samples; then
     : >"$OUT/samples.log"
-    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm; do
+    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm pipeline; do
         [[ -x $bin/$s ]] && run_step "sample_$s" "$OUT/samples.log" append "$bin/$s"
     done
 fi
