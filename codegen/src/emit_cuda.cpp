@@ -226,11 +226,23 @@ struct Emitter {
         return s;
     }
 
+    // The opening of an entry point: the Params struct by value (__grid_constant__), or, when it exceeds the
+    // kernel parameter limit, a pointer to it in device memory bound to the same name `p`.
+    std::string entry(const std::string& entry_name) const {
+        if (!plan.params_in_memory)
+            return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
+                               plan.block, entry_name, name);
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}_params* __restrict__ pp) {{\n",
+                                    plan.block, entry_name, name);
+        line(s, 4, fmt::format("const {}_params& p = *pp;", name),
+             fmt::format("{} bytes of parameters in device memory", plan.params.size));
+        return s;
+    }
+
     std::string vector_kernel() const {
         const int W = plan.vector_width;
         const int R = plan.rank;
-        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}_v{}(const __grid_constant__ {}_params p) {{\n",
-                                    plan.block, name, W, name);
+        std::string s = entry(fmt::format("{}_v{}", name, W));
         if (plan.index == IndexWidth::I32) {
             line(s, 4, fmt::format("const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * {}u;", W),
                  "first element of this thread's vector");
@@ -296,8 +308,7 @@ struct Emitter {
     }
 
     std::string scalar_kernel() const {
-        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}_s(const __grid_constant__ {}_params p) {{\n",
-                                    plan.block, name, name);
+        std::string s = entry(name + "_s");
         if (plan.index == IndexWidth::I32) {
             line(s, 4, "const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;", "one element per thread");
             line(s, 4, "if (g >= (unsigned)p.n) return;");

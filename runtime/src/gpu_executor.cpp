@@ -15,12 +15,14 @@
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
+#include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/dump.hpp"
 #include "loom/runtime/kernel_cache.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/pinned.hpp"
+#include "param_buffer.hpp"
 
 namespace loom::gpu {
 
@@ -228,7 +230,10 @@ std::shared_ptr<const CompiledKernel> kernel_for(const KernelGroup& g, const cod
                                                  Device device) {
     const codegen::DeviceInfo& info = device_info(device.index);
     const std::uint64_t key = codegen::kernel_key(g.outputs, plan);
-    return cached_kernel(key, device.index, [&] { return build_kernel(g, plan, info); });
+    return cached_kernel(key, device.index, [&] {
+        detail::require_no_build_in_capture(g.name, short_location(g.outputs[0]->loc()));
+        return build_kernel(g, plan, info);
+    });
 }
 
 std::vector<std::shared_ptr<const CompiledKernel>> kernels_for(std::span<const KernelGroup> groups,
@@ -242,6 +247,7 @@ std::vector<std::shared_ptr<const CompiledKernel>> kernels_for(std::span<const K
     }
     if (missing.size() == 1) out[missing[0]] = kernel_for(groups[missing[0]], plans[missing[0]].plan, device);
     if (missing.size() <= 1) return out;
+    detail::require_no_build_in_capture(groups[missing[0]].name, short_location(groups[missing[0]].outputs[0]->loc()));
     // Code generation, the disk lookup and NVRTC of independent kernels run concurrently (NVRTC is thread-safe
     // for distinct programs); the in-memory cache still builds each key once.
     std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futures;
@@ -282,6 +288,7 @@ void launch_group(const CompiledKernel& kernel, const codegen::PlannedPointwise&
     cfg.grid = {lc.grid_x, 1, 1};
     cfg.block = {lc.block_x, 1, 1};
     const Kernel& k = v == codegen::Variant::Vector ? kernel.vector_kernel : kernel.scalar_kernel;
+    if (planned.plan.params_in_memory) return launch_with_params_in_memory(k, cfg, params, where);
     k.launch(cfg, params.data(), params.size(), where);
 }
 
