@@ -141,21 +141,30 @@ template <Op op, DType In, DType Out> struct ReducerWithIn : Reducer<op, In, Out
     static constexpr DType in_dtype = In;
 };
 
-template <Op op, DType In, DType Out> void run_reduction(const Tensor& v, std::int64_t outputs, std::int64_t L, Tensor& out) {
+/// The partial of one chunk of the column order: the elements accumulated one after the other.
+template <class R, class S> typename R::A reduce_chunk_sequential(const S* x, std::int64_t n, std::int64_t first) {
+    typename R::A acc = R::identity();
+    for (std::int64_t i = 0; i < n; ++i) acc = R::combine(acc, R::element(ew::load<R::in_dtype>(x[i]), first + i));
+    return acc;
+}
+
+template <Op op, DType In, DType Out>
+void run_reduction(const Tensor& v, std::int64_t outputs, std::int64_t L, bool columns, Tensor& out) {
     using R = ReducerWithIn<op, In, Out>;
     using A = typename R::A;
     using S = ew::storage_t<In>;
-    const std::int64_t chunks = L == 0 ? 0 : (L + kReduceChunk - 1) / kReduceChunk;
+    const std::int64_t C = columns ? kColumnChunk : kReduceChunk;
+    const std::int64_t chunks = L == 0 ? 0 : (L + C - 1) / C;
     const Layout layout = Layout::of(v);
     std::vector<A> partials(static_cast<std::size_t>(outputs * chunks));
-    const std::int64_t per_task = std::min(L, kReduceChunk);
+    const std::int64_t per_task = std::min(L, C);
     const std::int64_t grain = std::max<std::int64_t>(1, kBlock / std::max<std::int64_t>(per_task, 1));
     loom::detail::parallel_for(outputs * chunks, grain, [&](std::int64_t b, std::int64_t e) {
         thread_local std::vector<std::uint64_t> scratch;
         for (std::int64_t t = b; t < e; ++t) {
             const std::int64_t o = t / chunks, c = t % chunks;
-            const std::int64_t first = c * kReduceChunk;
-            const std::int64_t n = std::min(kReduceChunk, L - first);
+            const std::int64_t first = c * C;
+            const std::int64_t n = std::min(C, L - first);
             const std::int64_t begin = o * L + first;
             const S* x;
             if (layout.contiguous && layout.rank > 0) {
@@ -165,7 +174,8 @@ template <Op op, DType In, DType Out> void run_reduction(const Tensor& v, std::i
                 gather(layout, begin, n, scratch.data());
                 x = reinterpret_cast<const S*>(scratch.data());
             }
-            partials[static_cast<std::size_t>(t)] = reduce_chunk<R>(x, n, first);
+            partials[static_cast<std::size_t>(t)] =
+                columns ? reduce_chunk_sequential<R>(x, n, first) : reduce_chunk<R>(x, n, first);
         }
     });
     auto* dst = static_cast<ew::storage_t<Out>*>(out.data());
@@ -186,11 +196,11 @@ template <Op op, DType In, DType Out> void run_reduction(const Tensor& v, std::i
     });
 }
 
-template <Op op> void dispatch(const Tensor& v, std::int64_t outputs, std::int64_t L, Tensor& out) {
+template <Op op> void dispatch(const Tensor& v, std::int64_t outputs, std::int64_t L, bool columns, Tensor& out) {
     ew::visit_dtype(v.dtype(), [&]<DType In>() {
         ew::visit_dtype(out.dtype(), [&]<DType Out>() {
             if constexpr (valid_reduction<op, In, Out>()) {
-                run_reduction<op, In, Out>(v, outputs, L, out);
+                run_reduction<op, In, Out>(v, outputs, L, columns, out);
             } else {
                 throw InternalError(fmt::format("reference: no reduction {} of {} giving {}", ir::op_name(op),
                                                 name(In), name(Out)));
@@ -219,18 +229,20 @@ Tensor eval_reduction_node(const ir::Node& n, const Tensor& x, DType out) {
             (pass == 1 ? L : outputs) *= e;
         }
     const Tensor v = x.as_strided(shape, strides, x.offset());
+    // The column order when the innermost axis is kept (docs/semantics.md, "Reduction order").
+    const bool columns = r > 0 && !reduced[static_cast<std::size_t>(r - 1)];
     Tensor result = Tensor::host(n.shape(), out);
     if (outputs == 0) return result;
     switch (n.op()) {
-        case Op::Sum: dispatch<Op::Sum>(v, outputs, L, result); break;
-        case Op::Prod: dispatch<Op::Prod>(v, outputs, L, result); break;
-        case Op::Min: dispatch<Op::Min>(v, outputs, L, result); break;
-        case Op::Max: dispatch<Op::Max>(v, outputs, L, result); break;
-        case Op::Mean: dispatch<Op::Mean>(v, outputs, L, result); break;
-        case Op::ArgMin: dispatch<Op::ArgMin>(v, outputs, L, result); break;
-        case Op::ArgMax: dispatch<Op::ArgMax>(v, outputs, L, result); break;
-        case Op::Any: dispatch<Op::Any>(v, outputs, L, result); break;
-        case Op::All: dispatch<Op::All>(v, outputs, L, result); break;
+        case Op::Sum: dispatch<Op::Sum>(v, outputs, L, columns, result); break;
+        case Op::Prod: dispatch<Op::Prod>(v, outputs, L, columns, result); break;
+        case Op::Min: dispatch<Op::Min>(v, outputs, L, columns, result); break;
+        case Op::Max: dispatch<Op::Max>(v, outputs, L, columns, result); break;
+        case Op::Mean: dispatch<Op::Mean>(v, outputs, L, columns, result); break;
+        case Op::ArgMin: dispatch<Op::ArgMin>(v, outputs, L, columns, result); break;
+        case Op::ArgMax: dispatch<Op::ArgMax>(v, outputs, L, columns, result); break;
+        case Op::Any: dispatch<Op::Any>(v, outputs, L, columns, result); break;
+        case Op::All: dispatch<Op::All>(v, outputs, L, columns, result); break;
         default: throw InternalError(fmt::format("reference: {} is not a reduction", ir::op_name(n.op())));
     }
     return result;
