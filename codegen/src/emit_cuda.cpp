@@ -370,6 +370,31 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     return ks;
 }
 
+detail::PointwisePart detail::pointwise_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
+                                             const PointwisePlan& plan) {
+    const PwGraph g = detail::build_pw_graph(outputs);
+    if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size())
+        throw InternalError("pointwise_part: the plan does not belong to this graph");
+    Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
+    PointwisePart part;
+    part.params_struct = em.params_struct();
+    part.body = em.body();
+    part.body_needs_params = em.body_needs_params;
+    part.idx = em.idx;
+    em.derived_indices(part.derived);
+    for (std::size_t k = 0; k < g.sites.size(); ++k) {
+        const OperandPlan& o = plan.loads[k];
+        switch (o.access) {
+            case Access::Contiguous: part.site_offset.push_back(plan.rank == 2 ? "i0 * p.ext1 + i1" : "i0"); break;
+            case Access::RowBroadcast: part.site_offset.push_back(fmt::format("i{}", plan.rank - 1)); break;
+            case Access::Scalar: part.site_offset.push_back("0"); break;
+            case Access::Strided:
+            case Access::Gathered: part.site_offset.push_back(em.site_terms(k, false)); break;
+        }
+    }
+    return part;
+}
+
 KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
                                 const std::vector<InputLayout>& layouts, const DeviceInfo& device,
                                 PointwiseBinding* binding) {

@@ -389,6 +389,55 @@ template <class To, class S> __device__ __forceinline__ auto cast(S x) -> declty
     return caster<To>::run(x);
 }
 
+
+// ---------------------------------------------------------------------------------------------------------
+// Reductions (docs/semantics.md, "Reductions" and "Reduction order"): the accumulator of argmin/argmax, the
+// combination of two partials for the ops whose combination is not an elementwise op, warp shuffles.
+
+/// argmin/argmax accumulator: a value and its index in the reduced range (-1: no element yet).
+template <class T> struct argacc { T v; long long i; };
+template <class T> __device__ __forceinline__ argacc<T> arg_of(T v, long long i) { argacc<T> a; a.v = v; a.i = i; return a; }
+template <class T> __device__ __forceinline__ argacc<T> arg_none() { argacc<T> a; a.v = (T)0; a.i = -1; return a; }
+/// The better of two partials: the first NaN wins, then the smaller (IsMin) or larger value, then the
+/// smaller index (ties and -0 == +0). Symmetric, so the order of the operands never matters.
+template <bool IsMin, class T> __device__ __forceinline__ argacc<T> arg_combine(argacc<T> a, argacc<T> b) {
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    const bool an = a.v != a.v, bn = b.v != b.v;
+    if (an || bn) {
+        if (an && bn) return a.i <= b.i ? a : b;
+        return an ? a : b;
+    }
+    if (IsMin ? b.v < a.v : a.v < b.v) return b;
+    if (IsMin ? a.v < b.v : b.v < a.v) return a;
+    return a.i <= b.i ? a : b;
+}
+__device__ __forceinline__ unsigned char red_or(unsigned char a, unsigned char b) { return (unsigned char)(a | b); }
+__device__ __forceinline__ unsigned char red_and(unsigned char a, unsigned char b) { return (unsigned char)(a & b); }
+
+template <class T> __device__ __forceinline__ T shfl_down(T x, int s) { return __shfl_down_sync(0xffffffffu, x, s); }
+__device__ __forceinline__ bool shfl_down(bool x, int s) { return __shfl_down_sync(0xffffffffu, (int)x, s) != 0; }
+__device__ __forceinline__ signed char shfl_down(signed char x, int s) { return (signed char)__shfl_down_sync(0xffffffffu, (int)x, s); }
+__device__ __forceinline__ unsigned char shfl_down(unsigned char x, int s) { return (unsigned char)__shfl_down_sync(0xffffffffu, (int)x, s); }
+template <class T> __device__ __forceinline__ argacc<T> shfl_down(argacc<T> x, int s) {
+    x.v = shfl_down(x.v, s);
+    x.i = __shfl_down_sync(0xffffffffu, x.i, s);
+    return x;
+}
+/// A load through L2 (not L1): values that other blocks wrote during this kernel.
+template <class T> __device__ __forceinline__ T ldcg(const T* p) { return __ldcg(p); }
+__device__ __forceinline__ bool ldcg(const bool* p) { return __ldcg(reinterpret_cast<const unsigned char*>(p)) != 0; }
+template <class T> __device__ __forceinline__ argacc<T> ldcg(const argacc<T>* p) {
+    argacc<T> r;
+    r.v = ldcg(&p->v);
+    r.i = __ldcg(&p->i);
+    return r;
+}
+template <class T> __device__ __forceinline__ T shfl0(T x) { return __shfl_sync(0xffffffffu, x, 0); }
+__device__ __forceinline__ bool shfl0(bool x) { return __shfl_sync(0xffffffffu, (int)x, 0) != 0; }
+__device__ __forceinline__ signed char shfl0(signed char x) { return (signed char)__shfl_sync(0xffffffffu, (int)x, 0); }
+__device__ __forceinline__ unsigned char shfl0(unsigned char x) { return (unsigned char)__shfl_sync(0xffffffffu, (int)x, 0); }
+
 #undef LM_INT_TYPES
 
 }  // namespace lm

@@ -9,6 +9,7 @@
 #include <future>
 #include <unordered_set>
 
+#include "gpu_internal.hpp"
 #include "loom/codegen/kernel_key.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/env.hpp"
@@ -177,6 +178,7 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
                              const std::vector<Tensor>* outs, std::string_view name) {
     require_cuda("eval()");
     DeviceGuard guard(device.index);
+    if (has_reduction(roots)) return evaluate_reductions(roots, device, loc, outs, name);
     const codegen::DeviceInfo& info = device_info(device.index);
     const bool explain = env_list_contains("LOOM_EXPLAIN", "fusion");
     std::vector<Tensor> results(roots.size());
@@ -293,6 +295,7 @@ void launch_group(const CompiledKernel& kernel, const codegen::PlannedPointwise&
 }
 
 std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    if (has_reduction(roots)) return explain_reductions(roots, name);
     const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
     const auto groups = partition(roots, name);
     std::string text;
@@ -302,6 +305,7 @@ std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name
 }
 
 std::vector<codegen::KernelSource> generate(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    if (has_reduction(roots)) return generate_reductions(roots, name);
     const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
     std::vector<codegen::KernelSource> out;
     const auto groups = partition(roots, name);

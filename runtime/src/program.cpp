@@ -29,7 +29,7 @@ ArgSpec ArgSpec::of(const Tensor& t) { return {t.dtype(), t.shape(), t.strides()
 
 Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params, std::span<const Tensor* const> args,
                  std::string name, std::source_location loc)
-    : where_(short_location(loc)) {
+    : where_(short_location(loc)), loc_(loc) {
     if (params.size() != args.size())
         throw InternalError(fmt::format("Program: {} placeholders for {} arguments", params.size(), args.size()));
     if (args.empty()) throw Error(fmt::format("{}(): a traced function needs at least one tensor argument ({})", name, where_));
@@ -54,7 +54,27 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
                                     name_, ir::describe(*n), short_location(n->loc()), where_));
     }
     // Host tensors: run() evaluates the graph on the CPU reference; nothing is planned or compiled.
-    if (device_.is_cuda()) groups_ = plan_groups(true);
+    for (const ir::Node* n : ir::topo_order(roots_)) reductions_ = reductions_ || ir::is_reduction(n->op());
+    if (device_.is_cuda() && !reductions_) groups_ = plan_groups(true);
+    if (device_.is_cuda() && reductions_) {  // build the kernels now: the first run() then only launches
+        std::vector<Tensor> outs;
+        for (const auto& r : roots_) outs.push_back(Tensor::empty(r->shape(), r->dtype(), device_));
+        std::vector<const Tensor*> out_ptrs;
+        for (const auto& t : outs) out_ptrs.push_back(&t);
+        run(args, out_ptrs);
+    }
+}
+
+std::vector<ir::NodePtr> Program::bound_roots(std::span<const Tensor* const> args) const {
+    std::vector<ir::NodePtr> inputs;
+    for (std::size_t k = 0; k < args.size(); ++k)
+        inputs.push_back(ir::input(args[k]->dtype(), args[k]->shape(), params_[k]->label(),
+                                   std::static_pointer_cast<const void>(args[k]->impl()), params_[k]->loc()));
+    return ir::rewrite(roots_, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+        for (std::size_t k = 0; k < params_.size(); ++k)
+            if (params_[k].get() == &n) return inputs[k];
+        return nullptr;
+    });
 }
 
 std::vector<Program::Group> Program::plan_groups(bool compile) const {
@@ -132,6 +152,12 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
     }
     // Copies back from temporaries happen after the last launch: a later kernel may read an argument
     // that an earlier kernel's output aliases.
+    if (reductions_) {  // the general path: partition, plan and launch per call (kernels come from the cache)
+        std::vector<Tensor> o;
+        for (const Tensor* t : outs) o.push_back(*t);
+        gpu::evaluate(bound_roots(args), device_, loc_, &o, name_);
+        return;
+    }
     std::vector<std::pair<Tensor, const Tensor*>> copy_back;  // used only when outputs alias arguments
     for (const Group& g : groups_) {
         constexpr std::size_t kMaxFast = 16;
@@ -159,6 +185,14 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
 
 std::string Program::cuda_source() const {
     std::string s;
+    if (reductions_) {
+        std::vector<const Tensor*> args;
+        std::vector<Tensor> dummies;
+        for (const ArgSpec& a : specs_) dummies.push_back(Tensor::empty(a.shape, a.dtype, device_));
+        for (const auto& t : dummies) args.push_back(&t);
+        for (const auto& k : gpu::generate(bound_roots(args), name_)) s += k.source;
+        return s;
+    }
     if (!device_.is_cuda()) {
         for (const Group& g : plan_groups(false)) s += codegen::emit_pointwise(g.group.name, g.group.outputs, g.planned.plan).source;
         return s;

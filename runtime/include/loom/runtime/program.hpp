@@ -51,8 +51,11 @@ public:
     Device device() const { return device_; }
     /// The generated CUDA of every kernel of the program.
     std::string cuda_source() const;
-    /// Kernels launched per run (0 on the host).
+    /// Kernels launched per run of a pointwise program (0 on the host, and for programs with reductions,
+    /// which take the general evaluation path per call: partition and planning on the host, kernels from
+    /// the in-memory cache).
     std::size_t kernels() const { return groups_.size(); }
+    bool has_reductions() const { return reductions_; }
 
 private:
     struct Group {
@@ -64,6 +67,8 @@ private:
     };
     void launch(const Group& g, std::span<const Tensor* const> args, std::span<void* const> outs) const;
     std::vector<Group> plan_groups(bool compile) const;
+    /// The graph with its placeholders replaced by inputs bound to `args`.
+    std::vector<ir::NodePtr> bound_roots(std::span<const Tensor* const> args) const;
 
     std::vector<ir::NodePtr> roots_;
     std::vector<ir::NodePtr> params_;
@@ -72,6 +77,8 @@ private:
     Device device_;
     std::string name_;
     std::string where_;
+    std::source_location loc_;
+    bool reductions_ = false;
 };
 
 }  // namespace loom

@@ -1,0 +1,152 @@
+// The reduction plan: how one fused reduction kernel walks its reduced range, in the order that
+// docs/semantics.md ("Reduction order") fixes as a function of the shape and the axes alone.
+//
+// A reduction kernel computes a group of reductions that share one operand shape S and one set of reduced
+// axes: O output elements ("rows"), each reducing L elements. Its graph has three parts, each a pointwise
+// plan (pointwise_plan.hpp) over its own iteration space:
+//   * the element space, (O, L) for the inner schedule or (L, O) for the outer one: the operand of every
+//     reduction (its elementwise producers fused, read once per pass) and, for normalizations, the
+//     element outputs of shape S (softmax's `e / sum(e)`): the reduced values of earlier stages enter this
+//     graph as "row values" held in registers, never read from memory;
+//   * the row space, O elements: the epilogue, i.e. the row outputs (the reduced values themselves and
+//     elementwise functions of them, e.g. `sqrt(var + eps)`), computed by the thread that finishes a row.
+// Reductions whose operands read earlier reductions of the group run as later stages of the same kernel
+// (layernorm: mean, then the variance around it, then the element outputs).
+//
+// Schedules (the plan is plain data, printed in the kernel banner):
+//   * Inner: a group of `group` threads per row (a warp, or a 256-thread block), lanes strided over the
+//     group, 4 consecutive elements per lane and run (16-byte vectors for float32 when aligned). Rows that
+//     fit are loaded once into registers and every stage works from them ("cached").
+//   * Outer (the innermost axis is kept; the column order of the contract): one thread per output (4
+//     outputs with 16-byte vectors across outputs), 256 consecutive outputs per block, so a block reads a
+//     contiguous 1-4 KiB of each row; each thread sums whole chunks of 256 rows in sequence.
+//   * Split: when there are too few rows to fill the device, the chunks of one row are shared by several
+//     blocks (a power-of-two number of chunks each, so that the pairwise tree over chunks is unchanged);
+//     a second entry point combines the block partials and runs the epilogue.
+// None of these choices changes the result: every schedule computes the documented order exactly.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "loom/codegen/device_info.hpp"
+#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/ir/node.hpp"
+
+namespace loom::codegen {
+
+/// Elements per chunk, lanes per chunk and elements per lane run of the documented reduction order.
+inline constexpr std::int64_t kReduceChunk = 8192;
+inline constexpr int kReduceLanes = 256;
+inline constexpr int kReduceRun = 4;
+/// Column order (the innermost axis kept): chunks of 256 reduced positions, each accumulated in sequence.
+inline constexpr std::int64_t kColumnChunk = 256;
+
+enum class ReduceSchedule : std::uint8_t { Inner, Outer };
+std::string_view schedule_name(ReduceSchedule s);
+
+/// One reduction of a kernel.
+struct ReduceOpPlan {
+    ir::Op op = ir::Op::Sum;
+    DType in = DType::Float32;   // operand dtype
+    DType out = DType::Float32;  // result dtype
+    int stage = 0;               // 0-based; stage k reads the values of stages < k
+    bool operator==(const ReduceOpPlan&) const = default;
+};
+
+/// What a group of reductions is asked to compute: the input of plan_reduce.
+struct ReduceGroupSpec {
+    std::vector<ir::NodePtr> reductions;       // same operand shape, same axes; stage order (operands first)
+    std::vector<ir::NodePtr> element_outputs;  // shape S (inner schedule, reduced axes trailing)
+    std::vector<ir::NodePtr> row_outputs;      // O elements each; reductions of the group appear in them
+};
+
+/// Thrown by plan_reduce when the group cannot run as one kernel (a row value read at another row, a
+/// split multi-stage group, ...): the caller materializes and re-partitions. The message says why.
+struct NotFusable : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct ReducePlan {
+    ReduceSchedule schedule = ReduceSchedule::Inner;
+    int block = 256;           // threads per block
+    int group = 256;           // inner: threads per row (32 or 256); outer: 1 (a thread per output)
+    int cached_blocks = 0;     // inner: 1024-element blocks of a row held in registers (0: re-read per pass)
+    bool split = false;        // several blocks per row; the last block of a row group finishes it
+    bool vector_variant = false;  // inner: a 4-wide vector entry point exists
+    int stages = 1;
+    std::vector<ReduceOpPlan> ops;
+    int element_outputs = 0;   // element-plan outputs after the reduction operands
+    PointwisePlan element;     // outputs: one operand per reduction, then the element outputs
+    PointwisePlan row;         // outputs: the row outputs (each reshaped to O elements)
+    std::vector<int> element_row_value;  // per element-plan input: the reduction whose row value it is, or -1
+    std::vector<int> row_row_value;      // per row-plan input: likewise
+    std::vector<int> cached_sites;       // cached rows: the element-plan sites held in registers (those that
+                                         // vary from row to row); the others are loaded where used
+
+    int rows_per_block() const { return schedule == ReduceSchedule::Inner ? block / group : block; }
+    bool operator==(const ReducePlan&) const = default;
+    std::uint64_t hash() const;
+    std::string to_string() const;
+};
+
+/// The numbers of one call.
+struct ReduceBinding {
+    PointwiseBinding element, row;
+    std::int64_t outputs = 0;           // O
+    std::int64_t length = 0;            // L
+    std::int64_t chunks = 0;            // ceil(L / 8192)
+    std::int64_t chunks_per_block = 1;  // split: a power of two
+    std::int64_t blocks_per_row = 1;    // split: ceil(chunks / chunks_per_block)
+};
+
+struct PlannedReduce {
+    ReducePlan plan;
+    ReduceBinding binding;
+    /// Graphs of the element and row spaces (row values substituted by placeholder inputs): the emitter's
+    /// input, and the source of the inputs' order (pointwise_inputs of each).
+    std::vector<ir::NodePtr> element_roots, row_roots;
+    /// The placeholder input of each reduction (index = reduction number).
+    std::vector<ir::NodePtr> placeholders;
+};
+
+/// Layout of a bound input node (the runtime's view of its tensor).
+using LayoutOf = std::function<InputLayout(const ir::Node&)>;
+
+/// Plans one reduction kernel for `spec`. Throws NotFusable when the group cannot be one kernel, loom::Error
+/// for limits (parameters), InternalError for a malformed spec.
+PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const DeviceInfo& device);
+
+/// The element-plan and row-plan inputs that are bound tensors (placeholders left out), in the order of
+/// pointwise_inputs of each plan's roots; pack_reduce_params takes their addresses in this order.
+std::vector<const ir::Node*> reduce_inputs(const PlannedReduce& pr);
+
+/// Size in bytes of one partial accumulator of reduction `k` (split workspace).
+std::size_t accumulator_bytes(const ReduceOpPlan& op);
+
+/// Bytes of the kernel parameter struct and their packing. `inputs` in reduce_inputs() order, `el_outputs`
+/// the element outputs, `row_outputs` the row outputs, `partials` (split only) the zeroed counters (one
+/// unsigned int per row group, i.e. per block column of the grid) then one workspace per reduction.
+std::size_t reduce_params_size(const ReducePlan& plan);
+void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> inputs,
+                        std::span<void* const> el_outputs, std::span<void* const> row_outputs,
+                        std::span<void* const> partials, std::span<std::byte> out);
+
+/// Launch shape of the main entry point (grid x, grid y, block) and whether the vector entry point can be
+/// used with these pointers (`inputs` in reduce_inputs() order; the element outputs).
+struct ReduceLaunch {
+    std::uint32_t grid_x = 0, grid_y = 1, block = 256;
+    bool vector = false;
+};
+ReduceLaunch reduce_launch(const PlannedReduce& pr, std::span<const void* const> inputs,
+                           std::span<void* const> el_outputs);
+
+/// CUDA source of the reduction kernel: `vector_entry` (`<name>_v`, 4-element runs; empty when the plan has
+/// no vector variant) and `scalar_entry` (`<name>_s`, general). `plan` is left default (the reduction plan
+/// is in the banner).
+KernelSource emit_reduce(std::string_view user_name, const PlannedReduce& pr);
+
+}  // namespace loom::codegen

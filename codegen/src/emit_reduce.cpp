@@ -1,0 +1,812 @@
+// The CUDA emitter of reduction kernels (reduce_plan.hpp): the element and row parts as pointwise pieces,
+// then the entry points that walk the documented reduction order (docs/semantics.md, "Reduction order"):
+// chunks of 8192 elements, 256 lanes that each take runs of 4 consecutive elements 1024 apart, a butterfly
+// over the lanes (s = 128, 64, ..., 1: lane l takes lane l + s), and a pairwise tree over the chunks of a
+// row (a binary counter whose final right fold equals the bottom-up tree with the odd partial carried).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "emit_internal.hpp"
+#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/names.hpp"
+#include "loom/codegen/prelude.hpp"
+#include "loom/codegen/reduce_plan.hpp"
+#include "loom/ir/error.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+using ir::Op;
+
+void line(std::string& s, int indent, std::string_view code, std::string_view comment = {}) {
+    std::string l = fmt::format("{:{}}{}", "", indent, code);
+    if (!comment.empty()) l = fmt::format("{:<72} // {}", l, comment);
+    s += l;
+    s += '\n';
+}
+
+bool sumlike(Op op) { return op == Op::Sum || op == Op::Prod || op == Op::Mean; }
+bool is_arg(Op op) { return op == Op::ArgMin || op == Op::ArgMax; }
+
+// Register type of the operand's values.
+std::string in_reg(const ReduceOpPlan& r) { return std::string(register_type(r.in)); }
+
+std::string acc_type(const ReduceOpPlan& r) {
+    if (is_arg(r.op)) return fmt::format("lm::argacc<{}>", in_reg(r));
+    if (r.op == Op::Any || r.op == Op::All) return "unsigned char";
+    if (sumlike(r.op) && !is_float(r.in)) return "long long";
+    return in_reg(r);
+}
+
+std::string int_limit(DType t, bool max) {
+    switch (t) {
+        case DType::Bool: return max ? "true" : "false";
+        case DType::Int8: return max ? "(signed char)127" : "(signed char)(-128)";
+        case DType::UInt8: return max ? "(unsigned char)255" : "(unsigned char)0";
+        case DType::Int32: return max ? "2147483647" : "(-2147483647 - 1)";
+        case DType::Int64: return max ? "9223372036854775807LL" : "(-9223372036854775807LL - 1)";
+        default: throw InternalError("int_limit: not an integer dtype");
+    }
+}
+
+std::string identity(const ReduceOpPlan& r) {
+    const bool dbl = r.in == DType::Float64;
+    switch (r.op) {
+        case Op::Sum:
+        case Op::Mean:
+            if (!is_float(r.in)) return "0LL";
+            return dbl ? "-0.0" : "-0.0f";
+        case Op::Prod:
+            if (!is_float(r.in)) return "1LL";
+            return dbl ? "1.0" : "1.0f";
+        case Op::Min:
+            if (is_float(r.in)) return dbl ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)";
+            return int_limit(r.in, true);
+        case Op::Max:
+            if (is_float(r.in)) return dbl ? "__longlong_as_double((long long)0xfff0000000000000ULL)" : "__int_as_float((int)0xff800000u)";
+            return int_limit(r.in, false);
+        case Op::ArgMin:
+        case Op::ArgMax: return fmt::format("lm::arg_none<{}>()", in_reg(r));
+        case Op::Any: return "(unsigned char)0";
+        case Op::All: return "(unsigned char)1";
+        default: throw InternalError("identity: not a reduction");
+    }
+}
+
+std::string combine(const ReduceOpPlan& r, const std::string& a, const std::string& b) {
+    switch (r.op) {
+        case Op::Sum:
+        case Op::Mean: return fmt::format("lm::add({}, {})", a, b);
+        case Op::Prod: return fmt::format("lm::mul({}, {})", a, b);
+        case Op::Min: return fmt::format("lm::minimum({}, {})", a, b);
+        case Op::Max: return fmt::format("lm::maximum({}, {})", a, b);
+        case Op::ArgMin: return fmt::format("lm::arg_combine<true>({}, {})", a, b);
+        case Op::ArgMax: return fmt::format("lm::arg_combine<false>({}, {})", a, b);
+        case Op::Any: return fmt::format("lm::red_or({}, {})", a, b);
+        case Op::All: return fmt::format("lm::red_and({}, {})", a, b);
+        default: throw InternalError("combine: not a reduction");
+    }
+}
+
+// The accumulator contribution of one element value `v` at reduced index `ri`.
+std::string element_of(const ReduceOpPlan& r, const std::string& v, const std::string& ri) {
+    if (is_arg(r.op)) return fmt::format("lm::arg_of<{}>({}, {})", in_reg(r), v, ri);
+    if (r.op == Op::Any || r.op == Op::All) return fmt::format("(unsigned char)({} != 0)", v);
+    if (sumlike(r.op) && !is_float(r.in)) return fmt::format("(long long)({})", v);
+    return v;
+}
+
+// The reduced value (register type of the result) from the final accumulator `a`; `len` is L.
+std::string finish(const ReduceOpPlan& r, const std::string& a) {
+    auto round_half = [&](const std::string& x) {
+        if (r.out == DType::Float16) return fmt::format("lm::round_f16({})", x);
+        if (r.out == DType::BFloat16) return fmt::format("lm::round_bf16({})", x);
+        return x;
+    };
+    const bool dbl = r.in == DType::Float64;
+    switch (r.op) {
+        case Op::Sum:
+            if (!is_float(r.in)) return a;
+            return round_half(fmt::format("(p.len == 0 ? {} : {})", dbl ? "0.0" : "0.0f", a));
+        case Op::Prod: return is_float(r.in) ? round_half(a) : a;
+        case Op::Mean:
+            if (is_float(r.in))
+                return round_half(dbl ? fmt::format("__ddiv_rn({}, __ll2double_rn(p.len))", a)
+                                      : fmt::format("__fdiv_rn({}, __ll2float_rn(p.len))", a));
+            if (r.out == DType::Float64) return fmt::format("__ddiv_rn(__ll2double_rn({}), __ll2double_rn(p.len))", a);
+            return fmt::format("__double2float_rn(__ddiv_rn(__ll2double_rn({}), __ll2double_rn(p.len)))", a);
+        case Op::Min:
+        case Op::Max: return a;
+        case Op::ArgMin:
+        case Op::ArgMax: return fmt::format("{}.i", a);
+        case Op::Any:
+        case Op::All: return fmt::format("({} != 0)", a);
+        default: throw InternalError("finish: not a reduction");
+    }
+}
+
+std::string store_expr(DType t, const std::string& r) {
+    if (t == DType::Float16) return fmt::format("lm::to_f16({})", r);
+    if (t == DType::BFloat16) return fmt::format("lm::to_bf16({})", r);
+    return r;
+}
+
+struct ReduceEmitter {
+    const PlannedReduce& pr;
+    const ReducePlan& plan;
+    std::string name;
+    detail::PointwisePart el, row;
+    bool has_row = false;
+    std::size_t nred = 0;
+    bool inner = true;
+
+    std::string ev(std::size_t s) const { return fmt::format("s{}", s); }  // site value name
+    bool is_rv_site(std::size_t s) const {
+        return plan.element_row_value[static_cast<std::size_t>(plan.element.loads[s].input)] >= 0;
+    }
+    int rv_of_site(std::size_t s) const {
+        return plan.element_row_value[static_cast<std::size_t>(plan.element.loads[s].input)];
+    }
+    std::string rv_type(std::size_t j) const { return std::string(register_type(plan.ops[j].out)); }
+
+    // i0/i1 of the element space from the row o and the reduced index r.
+    std::string index_args(const std::string& o, const std::string& r) const {
+        const std::string& idx = el.idx;
+        if (plan.element.rank == 2)
+            return inner ? fmt::format("({}){}, ({}){}", idx, o, idx, r) : fmt::format("({}){}, ({}){}", idx, r, idx, o);
+        return inner ? fmt::format("({})({} * p.len + {}), ({})0", idx, o, r, idx)
+                     : fmt::format("({})({} * p.n_out + {}), ({})0", idx, r, o, idx);
+    }
+
+    bool is_cached(std::size_t k) const {
+        return std::find(plan.cached_sites.begin(), plan.cached_sites.end(), static_cast<int>(k)) != plan.cached_sites.end();
+    }
+    // Sites a load function covers: every site ("" suffix), or the sites not held in registers ("u").
+    bool covers(std::size_t k, bool uncached_only) const { return !is_rv_site(k) && (!uncached_only || !is_cached(k)); }
+    std::vector<std::size_t> sites_of(bool uncached_only) const {
+        std::vector<std::size_t> r;
+        for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
+            if (covers(k, uncached_only)) r.push_back(k);
+        return r;
+    }
+
+    std::string load_fn(bool uncached_only = false) const {
+        std::string s = fmt::format("// The operands of element (i0, i1) of the element space{} (row values come from registers).\n"
+                                    "__device__ __forceinline__ void {}_el_load{}(const {}_el_params& p, const {} i0, const {} i1",
+                                    uncached_only ? " not held in registers" : "", name, uncached_only ? "u" : "", name, el.idx, el.idx);
+        for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
+            if (covers(k, uncached_only)) s += fmt::format(", {}& {}", register_type(plan.element.loads[k].dtype), ev(k));
+        s += ") {\n";
+        line(s, 4, "(void)i0; (void)i1;");
+        s += el.derived.empty() ? "" : indent(el.derived);
+        for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
+            if (covers(k, uncached_only))
+                line(s, 4, fmt::format("{} = lm::to_reg(p.in{}[{}]);", ev(k), k, el.site_offset[k]),
+                     fmt::format("in{} ({})", k, access_name(plan.element.loads[k].access)));
+        s += "}\n";
+        return s;
+    }
+
+    // 4 consecutive elements along the reduced index (inner schedule, vector variant).
+    std::string load4_fn(bool uncached_only = false) const {
+        std::string s = fmt::format("// Elements (i0, i1 .. i1 + 3) (rank 2) or i0 .. i0 + 3 (rank 1), 4-element runs{}.\n"
+                                    "__device__ __forceinline__ void {}_el_load{}4(const {}_el_params& p, const {} i0, const {} i1",
+                                    uncached_only ? ", sites not held in registers" : "", name, uncached_only ? "u" : "", name,
+                                    el.idx, el.idx);
+        for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
+            if (covers(k, uncached_only)) s += fmt::format(", {} (&{})[4]", register_type(plan.element.loads[k].dtype), ev(k));
+        s += ") {\n";
+        line(s, 4, "(void)i0; (void)i1;");
+        const int rdim = plan.element.rank - 1;
+        for (std::size_t k = 0; k < plan.element.loads.size(); ++k) {
+            if (!covers(k, uncached_only)) continue;
+            const OperandPlan& o = plan.element.loads[k];
+            const bool zero_r = o.access == Access::Scalar || (o.access == Access::Strided && !(o.dim_mask >> rdim & 1u));
+            const std::string_view st = storage_type(o.dtype);
+            if (zero_r) {
+                line(s, 4, fmt::format("{{ const {} v = lm::to_reg(p.in{}[{}]); {}[0] = {}[1] = {}[2] = {}[3] = v; }}",
+                                       register_type(o.dtype), k, el.site_offset[k], ev(k), ev(k), ev(k), ev(k)),
+                     fmt::format("in{} (same along the run)", k));
+            } else {
+                line(s, 4, fmt::format("{{ const lm::vec<{}, 4> a = lm::load_vec<{}, 4>(p.in{} + ({})); for (int j = 0; j < 4; ++j) {}[j] = lm::to_reg(a.v[j]); }}",
+                                       st, st, k, el.site_offset[k], ev(k)),
+                     fmt::format("in{} ({} bytes)", k, 4 * itemsize(o.dtype)));
+            }
+        }
+        s += "}\n";
+        return s;
+    }
+
+    static std::string indent(const std::string& text) {
+        return text;  // the part's statements are already indented by 4
+    }
+
+    std::string row_fn() const {
+        std::string s = fmt::format("// The epilogue of row i0: the row outputs from the reduced values.\n"
+                                    "__device__ __forceinline__ void {}_row_at(const {}_row_params& p, const {} i0",
+                                    name, name, row.idx);
+        for (std::size_t j = 0; j < nred; ++j) s += fmt::format(", const {} rv{}", rv_type(j), j);
+        s += ") {\n";
+        for (std::size_t j = 0; j < nred; ++j) line(s, 4, fmt::format("(void)rv{};", j));
+        s += row.derived;
+        std::vector<std::string> args;
+        if (row.body_needs_params) args.push_back("p");
+        for (std::size_t k = 0; k < plan.row.loads.size(); ++k) {
+            const int j = plan.row_row_value[static_cast<std::size_t>(plan.row.loads[k].input)];
+            if (j >= 0) {
+                args.push_back(fmt::format("rv{}", j));
+            } else {
+                line(s, 4, fmt::format("const {} s{} = lm::to_reg(p.in{}[{}]);", register_type(plan.row.loads[k].dtype), k, k,
+                                       row.site_offset[k]),
+                     fmt::format("in{} ({})", k, access_name(plan.row.loads[k].access)));
+                args.push_back(fmt::format("s{}", k));
+            }
+        }
+        for (std::size_t o = 0; o < plan.row.outputs.size(); ++o) {
+            line(s, 4, fmt::format("{} y{};", register_type(plan.row.outputs[o].dtype), o));
+            args.push_back(fmt::format("y{}", o));
+        }
+        line(s, 4, fmt::format("{}_row_body({});", name, fmt::join(args, ", ")));
+        for (std::size_t o = 0; o < plan.row.outputs.size(); ++o)
+            line(s, 4, fmt::format("p.out{}[i0] = {};", o, store_expr(plan.row.outputs[o].dtype, fmt::format("y{}", o))),
+                 fmt::format("row output {}", o));
+        s += "}\n";
+        return s;
+    }
+
+    std::string params_struct() const {
+        std::string s = fmt::format("struct {}_params {{\n", name);
+        line(s, 4, fmt::format("{}_el_params el;", name), "element space");
+        if (has_row) line(s, 4, fmt::format("{}_row_params row;", name), "row space (epilogue)");
+        line(s, 4, "long long n_out;", "O: rows (output elements)");
+        line(s, 4, "long long len;", "L: elements reduced per row");
+        line(s, 4, "long long chunks;", "ceil(L / 8192)");
+        line(s, 4, "long long cpb;", "chunks per block (a power of two when split)");
+        line(s, 4, "long long nblk;", "blocks per row");
+        line(s, 4, "void* count;", "split: blocks done per row group (zeroed before the launch)");
+        for (std::size_t j = 0; j < nred; ++j) line(s, 4, fmt::format("void* part{};", j), fmt::format("split: partials of reduction {}", j));
+        s += "};\n";
+        s += fmt::format("static_assert(sizeof({}_params) == {}, \"kernel parameter layout differs from the host's\");\n",
+                         name, reduce_params_size(plan));
+        return s;
+    }
+
+    // A call of the element body with site values `vals` (per non-row-value site) and the current row values.
+    // Declares outputs y<k> (k over every element-plan output) in scope `ind`.
+    void body_call(std::string& s, int ind, const std::function<std::string(std::size_t)>& val,
+                   const std::string& rv_index = {}) const {
+        std::vector<std::string> args;
+        if (el.body_needs_params) args.push_back("pe");
+        for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
+            args.push_back(is_rv_site(k) ? fmt::format("rv{}{}", rv_of_site(k), rv_index.empty() ? "" : "[" + rv_index + "]")
+                                         : val(k));
+        std::string decl;
+        for (std::size_t o = 0; o < plan.element.outputs.size(); ++o) {
+            decl += fmt::format("{} y{}; ", register_type(plan.element.outputs[o].dtype), o);
+            args.push_back(fmt::format("y{}", o));
+        }
+        line(s, ind, decl);
+        line(s, ind, fmt::format("{}_el_body({});", name, fmt::join(args, ", ")));
+    }
+
+    std::vector<std::size_t> stage_ops(int st) const {
+        std::vector<std::size_t> r;
+        for (std::size_t j = 0; j < nred; ++j)
+            if (plan.ops[j].stage == st) r.push_back(j);
+        return r;
+    }
+
+    // Butterfly of the lane partials of reduction j after one chunk, and the push of the chunk partial on
+    // the binary counter (inner schedule).
+    void inner_chunk_end(std::string& s, int ind, std::size_t j) const {
+        const ReduceOpPlan& r = plan.ops[j];
+        const std::string A = acc_type(r);
+        const int G = plan.group;
+        line(s, ind, "{", fmt::format("reduction {}: butterfly over the 256 lanes, then the chunk partial", j));
+        if (G == 256) {
+            line(s, ind + 4, fmt::format("{}* red = reinterpret_cast<{}*>(lm_smem);", A, A));
+            line(s, ind + 4, fmt::format("red[tid] = acc{}[0];", j));
+            line(s, ind + 4, "__syncthreads();");
+            line(s, ind + 4, fmt::format("if (tid < 128) red[tid] = {};", combine(r, "red[tid]", "red[tid + 128]")), "s = 128");
+            line(s, ind + 4, "__syncthreads();");
+            line(s, ind + 4, fmt::format("if (tid < 64) red[tid] = {};", combine(r, "red[tid]", "red[tid + 64]")), "s = 64");
+            line(s, ind + 4, "__syncthreads();");
+            line(s, ind + 4, "if (tid < 32) {");
+            line(s, ind + 8, fmt::format("{} v = {};", A, combine(r, "red[tid]", "red[tid + 32]")), "s = 32");
+            for (int sft = 16; sft >= 1; sft /= 2)
+                line(s, ind + 8, fmt::format("v = {};", combine(r, "v", fmt::format("lm::shfl_down(v, {})", sft))),
+                     fmt::format("s = {}", sft));
+            line(s, ind + 8, fmt::format("if (tid == 0) {{ {} }}", push(j, "v")));
+            line(s, ind + 4, "}");
+            line(s, ind + 4, "__syncthreads();");
+        } else {  // a warp per row: thread w holds lanes w + 32 k, k < 8
+            line(s, ind + 4, fmt::format("for (int k = 0; k < 4; ++k) acc{}[k] = {};", j, combine(r, fmt::format("acc{}[k]", j), fmt::format("acc{}[k + 4]", j))), "s = 128");
+            line(s, ind + 4, fmt::format("for (int k = 0; k < 2; ++k) acc{}[k] = {};", j, combine(r, fmt::format("acc{}[k]", j), fmt::format("acc{}[k + 2]", j))), "s = 64");
+            line(s, ind + 4, fmt::format("{} v = {};", A, combine(r, fmt::format("acc{}[0]", j), fmt::format("acc{}[1]", j))), "s = 32");
+            for (int sft = 16; sft >= 1; sft /= 2)
+                line(s, ind + 4, fmt::format("v = {};", combine(r, "v", fmt::format("lm::shfl_down(v, {})", sft))),
+                     fmt::format("s = {}", sft));
+            line(s, ind + 4, fmt::format("if (w == 0) {{ {} }}", push(j, "v")));
+        }
+        line(s, ind + 4, fmt::format("for (int k = 0; k < {}; ++k) acc{}[k] = {};", 256 / G, j, identity(r)));
+        line(s, ind, "}");
+    }
+
+    std::string push(std::size_t j, const std::string& v) const {
+        const ReduceOpPlan& r = plan.ops[j];
+        return fmt::format("{} xp = {}; for (long long q = cnt{}; q & 1; q >>= 1) xp = {}; stk{}[top{}++] = xp; ++cnt{};",
+                           acc_type(r), v, j, combine(r, fmt::format("stk{}[--top{}]", j, j), "xp"), j, j, j);
+    }
+
+    // Declarations of the binary counters and accumulators of reduction j.
+    void declare_acc(std::string& s, int ind, std::size_t j, int A) const {
+        const ReduceOpPlan& r = plan.ops[j];
+        const std::string T = acc_type(r);
+        line(s, ind, fmt::format("{} acc{}[{}]; for (int k = 0; k < {}; ++k) acc{}[k] = {};", T, j, A, A, j, identity(r)),
+             fmt::format("reduction {}: {} of {}, lane accumulators", j, ir::op_name(r.op), name_of(r.in)));
+        line(s, ind, fmt::format("{} stk{}[40]; int top{} = 0; long long cnt{} = 0;", T, j, j, j),
+             "binary counter over chunk partials");
+    }
+    static std::string name_of(DType t) { return std::string(loom::name(t)); }
+
+    // The final accumulator of reduction j from its counter (in the thread that pushed).
+    std::string fold(std::size_t j) const {
+        const ReduceOpPlan& r = plan.ops[j];
+        return fmt::format("{} fin{} = {}; if (top{} > 0) {{ fin{} = stk{}[--top{}]; while (top{} > 0) fin{} = {}; }}",
+                           acc_type(r), j, identity(r), j, j, j, j, j, j,
+                           combine(r, fmt::format("stk{}[--top{}]", j, j), fmt::format("fin{}", j)));
+    }
+
+    // ---- inner schedule -------------------------------------------------------------------------------
+
+    // Positions of one (c, m): for k < A, r0 = c * 8192 + m * 1024 + 4 * (w + G k).
+    // `use(k, r0expr, scope)` emits what to do with the 4 elements of the run.
+    std::string inner_kernel(bool vec) const {
+        const int G = plan.group;
+        const int A = 256 / G;
+        const std::string entry = vec ? name + "_v" : name + "_s";
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
+                                    plan.block, entry, name);
+        line(s, 4, fmt::format("__shared__ __align__(16) unsigned char lm_smem[{}];", plan.split ? 2 * 512 * 16 : 256 * 16),
+             plan.split ? "butterfly exchange; the split finisher's tree" : "butterfly exchange");
+        line(s, 4, fmt::format("const {}_el_params& pe = p.el;", name));
+        line(s, 4, "const int tid = threadIdx.x;");
+        if (G == 256) {
+            line(s, 4, "const int w = tid;", "lane of the row's group");
+            line(s, 4, "const long long o = blockIdx.x;", "one row per block");
+        } else {
+            line(s, 4, "const int w = tid & 31;", "lane of the row's warp");
+            line(s, 4, "const long long o = (long long)blockIdx.x * 8 + (tid >> 5);", "one row per warp");
+            line(s, 4, "if (o >= p.n_out) return;", "whole warps leave together");
+        }
+        line(s, 4, "const long long c_begin = (long long)blockIdx.y * p.cpb;");
+        line(s, 4, "const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;");
+        line(s, 4, "(void)c_end; (void)w;");
+        for (std::size_t j = 0; j < nred; ++j) line(s, 4, fmt::format("{} rv{} = {{}};", rv_type(j), j), "row value");
+        const bool cached = plan.cached_blocks > 0;
+        const int M = plan.cached_blocks;
+        const std::vector<std::size_t> csites = sites_of(false);  // every site read from memory
+        const std::vector<std::size_t> usites = sites_of(true);   // cached rows: the sites loaded where used
+        if (cached) {
+            line(s, 4, fmt::format("// the row, held in registers: {} positions of 4 elements per thread", M * A));
+            for (int k : plan.cached_sites)
+                line(s, 4, fmt::format("{} c{}[{}][4];", register_type(plan.element.loads[static_cast<std::size_t>(k)].dtype), k, M * A));
+            if (!plan.cached_sites.empty()) {
+                line(s, 4, "#pragma unroll");
+                line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
+                line(s, 8, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
+                emit_load_run(s, 8, vec, "r0", [&](std::size_t k) { return fmt::format("c{}[q]", k); }, false, true);
+                line(s, 4, "}");
+            }
+        }
+        // In cached loops: a site's value at position q, element j.
+        auto cval = [&](std::size_t k) { return is_cached(k) ? fmt::format("c{}[q][j]", k) : fmt::format("u{}[j]", k); };
+        auto load_uncached = [&](std::string& t, int ind) {
+            if (usites.empty()) return;
+            for (std::size_t k : usites) line(t, ind, fmt::format("{} u{}[4];", register_type(plan.element.loads[k].dtype), k));
+            emit_load_run(t, ind, vec, "r0", [&](std::size_t k) { return fmt::format("u{}", k); }, true, false);
+        };
+        for (int st = 0; st < plan.stages; ++st) {
+            const auto ops = stage_ops(st);
+            line(s, 4, fmt::format("{{  // ---- stage {} ----", st));
+            for (std::size_t j : ops) declare_acc(s, 8, j, A);
+            auto accumulate = [&](std::string& t, int ind, const std::string& r0, const std::function<std::string(std::size_t)>& val, bool guard) {
+                line(t, ind, "#pragma unroll");
+                line(t, ind, "for (int j = 0; j < 4; ++j) {");
+                if (guard) line(t, ind + 4, fmt::format("if ({} + j >= p.len) break;", r0));
+                body_call(t, ind + 4, val);
+                for (std::size_t jj : ops)
+                    line(t, ind + 4, fmt::format("acc{}[K] = {};", jj,
+                                                 combine(plan.ops[jj], fmt::format("acc{}[K]", jj),
+                                                         element_of(plan.ops[jj], fmt::format("y{}", jj), fmt::format("({} + j)", r0)))));
+                line(t, ind, "}");
+            };
+            if (cached) {
+                // chunk c covers positions q in [c * 8 A, (c + 1) * 8 A)
+                const int chunks = (M + 7) / 8;
+                for (int c = 0; c < chunks; ++c) {
+                    const int q0 = c * 8 * A, q1 = std::min(M * A, (c + 1) * 8 * A);
+                    line(s, 8, fmt::format("if ({}LL * 8192 < p.len) {{", c), fmt::format("chunk {}", c));
+                    line(s, 12, "#pragma unroll");
+                    line(s, 12, fmt::format("for (int q = {}; q < {}; ++q) {{", q0, q1));
+                    line(s, 16, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
+                    line(s, 16, fmt::format("const int K = q % {};", A));
+                    line(s, 16, "if (r0 < p.len) {");
+                    std::string t;
+                    load_uncached(t, 20);
+                    accumulate(t, 20, "r0", cval, !vec);
+                    s += t;
+                    line(s, 16, "}");
+                    line(s, 12, "}");
+                    for (std::size_t j : ops) inner_chunk_end(s, 12, j);
+                    line(s, 8, "}");
+                }
+            } else {
+                line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
+                if (G == 256) line(s, 12, "#pragma unroll");
+                else line(s, 12, "#pragma unroll 1");
+                line(s, 12, "for (int m = 0; m < 8; ++m) {");
+                line(s, 16, "#pragma unroll");
+                line(s, 16, fmt::format("for (int K = 0; K < {}; ++K) {{", A));
+                line(s, 20, fmt::format("const long long r0 = c * 8192 + m * 1024 + 4 * (w + {} * K);", G));
+                line(s, 20, "if (r0 < p.len) {");
+                for (std::size_t k : csites)
+                    line(s, 24, fmt::format("{} v{}[4];", register_type(plan.element.loads[k].dtype), k));
+                emit_load_run(s, 24, vec, "r0", [&](std::size_t k) { return fmt::format("v{}", k); });
+                std::string t;
+                accumulate(t, 24, "r0", [&](std::size_t k) { return fmt::format("v{}[j]", k); }, !vec);
+                s += t;
+                line(s, 20, "}");
+                line(s, 16, "}");
+                line(s, 12, "}");
+                for (std::size_t j : ops) inner_chunk_end(s, 12, j);
+                line(s, 8, "}");
+            }
+            // fold the counters, finish, broadcast
+            const std::string who = G == 256 ? "tid == 0" : "w == 0";
+            if (plan.split) {
+                line(s, 8, fmt::format("if ({}) {{", who), "split: this block's partial; the last block finishes");
+                for (std::size_t j : ops) {
+                    line(s, 12, fold(j));
+                    line(s, 12, fmt::format("reinterpret_cast<{}*>(p.part{})[o * p.nblk + blockIdx.y] = fin{};", acc_type(plan.ops[j]), j, j));
+                }
+                line(s, 8, "}");
+                split_tail(s, 8, fmt::format("{}_finish_row(p, o, lm_smem);", name));
+                line(s, 4, "}");
+                continue;
+            }
+            for (std::size_t j : ops) {
+                line(s, 8, fmt::format("if ({}) {{ {} rv{} = {}; }}", who, fold(j), j, finish(plan.ops[j], fmt::format("fin{}", j))));
+                if (G == 256) {
+                    line(s, 8, fmt::format("{{ __shared__ {} b; if (tid == 0) b = rv{}; __syncthreads(); rv{} = b; }}", rv_type(j), j, j),
+                         "the row value to every thread");
+                } else {
+                    line(s, 8, fmt::format("rv{} = lm::shfl0(rv{});", j, j), "the row value to every lane");
+                }
+            }
+            line(s, 4, "}");
+        }
+        if (plan.element_outputs > 0 && !plan.split) {
+            line(s, 4, "// ---- element outputs ----");
+            auto write = [&](std::string& t, int ind, const std::string& r0, const std::function<std::string(std::size_t)>& val) {
+                if (vec) {
+                    std::string outs;
+                    for (int e = 0; e < plan.element_outputs; ++e) {
+                        const DType dt = plan.element.outputs[nred + static_cast<std::size_t>(e)].dtype;
+                        line(t, ind, fmt::format("lm::vec<{}, 4> ov{};", storage_type(dt), e));
+                    }
+                    line(t, ind, "#pragma unroll");
+                    line(t, ind, "for (int j = 0; j < 4; ++j) {");
+                    body_call(t, ind + 4, val);
+                    for (int e = 0; e < plan.element_outputs; ++e) {
+                        const std::size_t oi = nred + static_cast<std::size_t>(e);
+                        line(t, ind + 4, fmt::format("ov{}.v[j] = {};", e, store_expr(plan.element.outputs[oi].dtype, fmt::format("y{}", oi))));
+                    }
+                    line(t, ind, "}");
+                    for (int e = 0; e < plan.element_outputs; ++e) {
+                        const std::size_t oi = nred + static_cast<std::size_t>(e);
+                        const DType dt = plan.element.outputs[oi].dtype;
+                        line(t, ind, fmt::format("lm::store_vec<{}, 4>(pe.out{} + (o * p.len + {}), ov{});", storage_type(dt), oi, r0, e));
+                    }
+                } else {
+                    line(t, ind, "#pragma unroll");
+                    line(t, ind, "for (int j = 0; j < 4; ++j) {");
+                    line(t, ind + 4, fmt::format("if ({} + j >= p.len) break;", r0));
+                    body_call(t, ind + 4, val);
+                    for (int e = 0; e < plan.element_outputs; ++e) {
+                        const std::size_t oi = nred + static_cast<std::size_t>(e);
+                        line(t, ind + 4, fmt::format("pe.out{}[o * p.len + {} + j] = {};", oi, r0, store_expr(plan.element.outputs[oi].dtype, fmt::format("y{}", oi))));
+                    }
+                    line(t, ind, "}");
+                }
+            };
+            if (cached) {
+                line(s, 4, "#pragma unroll");
+                line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
+                line(s, 8, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
+                line(s, 8, "if (r0 < p.len) {");
+                std::string t;
+                load_uncached(t, 12);
+                write(t, 12, "r0", cval);
+                s += t;
+                line(s, 8, "}");
+                line(s, 4, "}");
+            } else {
+                line(s, 4, "for (long long c = 0; c < p.chunks; ++c) {");
+                line(s, 8, "#pragma unroll 1");
+                line(s, 8, "for (int m = 0; m < 8; ++m) {");
+                line(s, 12, "#pragma unroll");
+                line(s, 12, fmt::format("for (int K = 0; K < {}; ++K) {{", A));
+                line(s, 16, fmt::format("const long long r0 = c * 8192 + m * 1024 + 4 * (w + {} * K);", G));
+                line(s, 16, "if (r0 < p.len) {");
+                for (std::size_t k : csites)
+                    line(s, 20, fmt::format("{} v{}[4];", register_type(plan.element.loads[k].dtype), k));
+                emit_load_run(s, 20, vec, "r0", [&](std::size_t k) { return fmt::format("v{}", k); });
+                std::string t;
+                write(t, 20, "r0", [&](std::size_t k) { return fmt::format("v{}[j]", k); });
+                s += t;
+                line(s, 16, "}");
+                line(s, 12, "}");
+                line(s, 8, "}");
+                line(s, 4, "}");
+            }
+        }
+        if (has_row && !plan.split) {
+            std::vector<std::string> a{"p.row", fmt::format("({})o", row.idx)};
+            for (std::size_t j = 0; j < nred; ++j) a.push_back(fmt::format("rv{}", j));
+            line(s, 4, fmt::format("if ({}) {}_row_at({});", G == 256 ? "tid == 0" : "w == 0", name, fmt::join(a, ", ")),
+                 "the epilogue, once per row");
+        }
+        s += "}\n";
+        return s;
+    }
+
+    // Loads the 4 elements of the run at r0 of row o into `dst(k)` (an array of 4 per site).
+    // `uncached_only`: the sites not held in registers (the "u" load functions); `cached_only`: the sites held
+    // in registers, through the full load function (the others are then loaded into a scratch value).
+    void emit_load_run(std::string& s, int ind, bool vec, const std::string& r0,
+                       const std::function<std::string(std::size_t)>& dst, bool uncached_only = false,
+                       bool cached_only = false) const {
+        const std::vector<std::size_t> sites = sites_of(uncached_only);
+        if (sites.empty()) return;
+        const std::string suffix = uncached_only ? "u" : "";
+        std::vector<std::string> scratch;
+        auto target = [&](std::size_t k, bool four) {
+            if (!cached_only || is_cached(k)) return dst(k);
+            const std::string nm = fmt::format("scratch{}", k);
+            if (std::find(scratch.begin(), scratch.end(), nm) == scratch.end()) {
+                scratch.push_back(nm);
+                line(s, ind, fmt::format("{} {}{};", register_type(plan.element.loads[k].dtype), nm, four ? "[4]" : ""));
+            }
+            return nm;
+        };
+        if (cached_only && plan.cached_sites.size() == sites.size()) cached_only = false;
+        if (vec) {
+            std::vector<std::string> a{"pe", index_args("o", r0)};
+            for (std::size_t k : sites) a.push_back(target(k, true));
+            line(s, ind, fmt::format("if ({} < p.len) {}_el_load{}4({});", r0, name, suffix, fmt::join(a, ", ")));
+        } else {
+            line(s, ind, "#pragma unroll");
+            line(s, ind, "for (int j = 0; j < 4; ++j) {");
+            line(s, ind + 4, fmt::format("if ({} + j >= p.len) break;", r0));
+            std::vector<std::string> a{"pe", index_args("o", fmt::format("({} + j)", r0))};
+            for (std::size_t k : sites) {
+                const std::string t = target(k, false);
+                a.push_back(t.rfind("scratch", 0) == 0 ? t : fmt::format("{}[j]", t));
+            }
+            line(s, ind + 4, fmt::format("{}_el_load{}({});", name, suffix, fmt::join(a, ", ")));
+            line(s, ind, "}");
+        }
+    }
+
+    // ---- outer schedule (the column order) -------------------------------------------------------------
+    // Thread t of block (bx, by) owns VO consecutive outputs o0 = (bx * 256 + t) * VO (VO = 4 in the vector
+    // variant: 16-byte loads across outputs, so a block reads 4 KiB of every row it visits) and the chunks
+    // [by * cpb, (by + 1) * cpb) of 256 rows, each summed in sequence; chunk partials go through the binary
+    // counter. Split: the block's partials are written and the last block of the column group folds the
+    // block partials of each of its outputs in order (the same pairwise tree), one thread per output.
+    std::string outer_kernel(bool vec) const {
+        const int VO = vec ? 4 : 1;
+        const std::string entry = vec ? name + "_v" : name + "_s";
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__(256) {}(const __grid_constant__ {}_params p) {{\n",
+                                    entry, name);
+        line(s, 4, fmt::format("const {}_el_params& pe = p.el;", name));
+        line(s, 4, "const int tid = threadIdx.x;");
+        line(s, 4, fmt::format("const long long o0 = ((long long)blockIdx.x * 256 + tid) * {};", VO), "this thread's first output");
+        line(s, 4, "const bool live = o0 < p.n_out;");
+        line(s, 4, "const long long c_first = (long long)blockIdx.y * p.cpb;");
+        line(s, 4, "const long long c_last = c_first + p.cpb < p.chunks ? c_first + p.cpb : p.chunks;");
+        for (std::size_t j = 0; j < nred; ++j) line(s, 4, fmt::format("{} rv{}[{}] = {{}};", rv_type(j), j, VO), "row values");
+        std::vector<std::size_t> sites = sites_of(false);
+        for (int st = 0; st < plan.stages; ++st) {
+            const auto ops = stage_ops(st);
+            line(s, 4, fmt::format("{{  // ---- stage {} ----", st));
+            for (std::size_t j : ops) {
+                const ReduceOpPlan& r = plan.ops[j];
+                line(s, 8, fmt::format("{} stk{}[{}][40]; int top{} = 0; long long cnt{} = 0;", acc_type(r), j, VO, j, j),
+                     fmt::format("reduction {}: {} of {}; binary counter over chunk partials", j, ir::op_name(r.op), name_of(r.in)));
+            }
+            line(s, 8, "for (long long c = c_first; live && c < c_last; ++c) {");
+            line(s, 12, "const long long r_end = (c + 1) * 256 < p.len ? (c + 1) * 256 : p.len;");
+            for (std::size_t j : ops)
+                line(s, 12, fmt::format("{} a{}[{}]; for (int v = 0; v < {}; ++v) a{}[v] = {};", acc_type(plan.ops[j]), j, VO, VO, j,
+                                        identity(plan.ops[j])));
+            line(s, 12, "#pragma unroll 8");
+            line(s, 12, "for (long long r = c * 256; r < r_end; ++r) {", "the chunk's rows, one after the other");
+            for (std::size_t k : sites)
+                line(s, 16, fmt::format("{} v{}[{}];", register_type(plan.element.loads[k].dtype), k, VO));
+            {
+                std::vector<std::string> a{"pe", index_args("o0", "r")};
+                for (std::size_t k : sites) a.push_back(vec ? fmt::format("v{}", k) : fmt::format("v{}[0]", k));
+                if (!sites.empty()) line(s, 16, fmt::format("{}_el_load{}({});", name, vec ? "4" : "", fmt::join(a, ", ")));
+            }
+            line(s, 16, "#pragma unroll");
+            line(s, 16, fmt::format("for (int v = 0; v < {}; ++v) {{", VO));
+            body_call(s, 20, [&](std::size_t k) { return fmt::format("v{}[v]", k); }, "v");
+            for (std::size_t j : ops)
+                line(s, 20, fmt::format("a{}[v] = {};", j, combine(plan.ops[j], fmt::format("a{}[v]", j), element_of(plan.ops[j], fmt::format("y{}", j), "r"))));
+            line(s, 16, "}");
+            line(s, 12, "}");
+            for (std::size_t j : ops) {
+                const ReduceOpPlan& r = plan.ops[j];
+                line(s, 12, fmt::format("for (int v = 0; v < {}; ++v) {{ {} xp = a{}[v]; int t = top{}; for (long long q = cnt{}; q & 1; q >>= 1) xp = {}; stk{}[v][t++] = xp; if (v == {}) top{} = t; }}",
+                                        VO, acc_type(r), j, j, j, combine(r, fmt::format("stk{}[v][--t]", j), "xp"), j, VO - 1, j));
+                line(s, 12, fmt::format("++cnt{};", j));
+            }
+            line(s, 8, "}");
+            for (std::size_t j : ops) {
+                const ReduceOpPlan& r = plan.ops[j];
+                const std::string A = acc_type(r);
+                line(s, 8, fmt::format("{} blk{}[{}];", A, j, VO), fmt::format("reduction {}: this block's partial per output", j));
+                line(s, 8, fmt::format("for (int v = 0; v < {}; ++v) {{ int t = top{}; {} f = {}; if (t > 0) {{ f = stk{}[v][--t]; while (t > 0) f = {}; }} blk{}[v] = f; }}",
+                                       VO, j, A, identity(r), j, combine(r, fmt::format("stk{}[v][--t]", j), "f"), j));
+            }
+            if (plan.split) {
+                for (std::size_t j : ops)
+                    line(s, 8, fmt::format("if (live) for (int v = 0; v < {}; ++v) reinterpret_cast<{}*>(p.part{})[(o0 + v) * p.nblk + blockIdx.y] = blk{}[v];",
+                                           VO, acc_type(plan.ops[j]), j, j),
+                         "split: this block's partials");
+                line(s, 8, "__shared__ bool lm_last;");
+                line(s, 8, "__threadfence();", "the partials are visible device-wide before the count");
+                line(s, 8, "__syncthreads();");
+                line(s, 8, "if (tid == 0) lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1);");
+                line(s, 8, "__syncthreads();");
+                line(s, 8, "if (!lm_last || !live) return;");
+                line(s, 8, "__threadfence();");
+                for (std::size_t j : ops) {
+                    const ReduceOpPlan& r = plan.ops[j];
+                    const std::string A = acc_type(r);
+                    line(s, 8, fmt::format("for (int v = 0; v < {}; ++v) {{", VO), "the block partials in order: the same pairwise tree");
+                    line(s, 12, fmt::format("const {}* part = reinterpret_cast<const {}*>(p.part{}) + (o0 + v) * p.nblk;", A, A, j));
+                    line(s, 12, fmt::format("{} st[24]; int t = 0;", A));
+                    line(s, 12, fmt::format("for (long long b = 0; b < p.nblk; ++b) {{ {} xp = lm::ldcg(part + b); for (long long q = b; q & 1; q >>= 1) xp = {}; st[t++] = xp; }}",
+                                            A, combine(r, "st[--t]", "xp")));
+                    line(s, 12, fmt::format("{} f = st[--t]; while (t > 0) f = {};", A, combine(r, "st[--t]", "f")));
+                    line(s, 12, fmt::format("rv{}[v] = {};", j, finish(r, "f")));
+                    line(s, 8, "}");
+                }
+            } else {
+                for (std::size_t j : ops)
+                    line(s, 8, fmt::format("for (int v = 0; v < {}; ++v) rv{}[v] = {};", VO, j, finish(plan.ops[j], fmt::format("blk{}[v]", j))));
+            }
+            line(s, 4, "}");
+        }
+        if (has_row) {
+            std::vector<std::string> a{"p.row", fmt::format("({})(o0 + v)", row.idx)};
+            for (std::size_t j = 0; j < nred; ++j) a.push_back(fmt::format("rv{}[v]", j));
+            line(s, 4, fmt::format("if (live) for (int v = 0; v < {}; ++v) {}_row_at({});", VO, name, fmt::join(a, ", ")),
+                 "the epilogue, once per output");
+        }
+        s += "}\n";
+        return s;
+    }
+
+    // ---- split: the last block of a row group combines the partials --------------------------------------
+    // Called by every thread of the block that arrived last (an integer counter per row group, no
+    // floating-point atomics): the pairwise tree over the row's block partials (read through L2 with
+    // __ldcg: other blocks wrote them), then the finish and the epilogue.
+    std::string finish_fn() const {
+        std::string s = fmt::format("// The split finisher of row o: pairwise tree over the {} block partials, finish, epilogue.\n"
+                                    "__device__ __forceinline__ void {}_finish_row(const {}_params& p, const long long o, unsigned char* buf) {{\n",
+                                    "p.nblk", name, name);
+        line(s, 4, "const int tid = threadIdx.x, nt = blockDim.x;");
+        for (std::size_t j = 0; j < nred; ++j) {
+            const ReduceOpPlan& r = plan.ops[j];
+            const std::string A = acc_type(r);
+            line(s, 4, fmt::format("{} rv{} = {{}};", rv_type(j), j));
+            line(s, 4, "{", fmt::format("reduction {}", j));
+            line(s, 8, fmt::format("{}* a = reinterpret_cast<{}*>(buf);", A, A));
+            line(s, 8, fmt::format("{}* b = a + 512;", A));
+            line(s, 8, fmt::format("const {}* part = reinterpret_cast<const {}*>(p.part{}) + o * p.nblk;", A, A, j));
+            line(s, 8, "for (long long i = tid; i < p.nblk; i += nt) a[i] = lm::ldcg(part + i);");
+            line(s, 8, "__syncthreads();");
+            line(s, 8, "for (long long n = p.nblk; n > 1; n = (n + 1) / 2) {", "pairwise, the odd last partial carried up");
+            line(s, 12, "const long long h = n / 2;");
+            line(s, 12, fmt::format("for (long long i = tid; i < h; i += nt) b[i] = {};", combine(r, "a[2 * i]", "a[2 * i + 1]")));
+            line(s, 12, "if (tid == 0 && (n & 1)) b[h] = a[n - 1];");
+            line(s, 12, "__syncthreads();");
+            line(s, 12, fmt::format("{}* t = a; a = b; b = t;", A));
+            line(s, 8, "}");
+            line(s, 8, fmt::format("rv{} = {};", j, finish(r, "a[0]")));
+            line(s, 8, "__syncthreads();");
+            line(s, 4, "}");
+        }
+        std::vector<std::string> a{"p.row", fmt::format("({})o", row.idx)};
+        for (std::size_t j = 0; j < nred; ++j) a.push_back(fmt::format("rv{}", j));
+        line(s, 4, fmt::format("if (tid == 0) {}_row_at({});", name, fmt::join(a, ", ")));
+        s += "}\n";
+        return s;
+    }
+
+    // After the partials are written: count this block in; the last one finishes the rows of its group.
+    void split_tail(std::string& s, int ind, const std::string& rows) const {
+        line(s, ind, "__shared__ bool lm_last;");
+        line(s, ind, "__threadfence();", "the partials are visible device-wide before the count");
+        line(s, ind, "__syncthreads();");
+        line(s, ind, "if (tid == 0) lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1);");
+        line(s, ind, "__syncthreads();");
+        line(s, ind, "if (!lm_last) return;");
+        line(s, ind, "__threadfence();");
+        line(s, ind, rows);
+        line(s, ind, "return;");
+    }
+};
+
+}  // namespace
+
+KernelSource emit_reduce(std::string_view user_name, const PlannedReduce& pr) {
+    const ReducePlan& plan = pr.plan;
+    KernelSource rs;
+    rs.user_name = std::string(user_name);
+    rs.name = kernel_name(user_name);
+    ReduceEmitter em{pr, plan, rs.name, {}, {}, !pr.row_roots.empty(), plan.ops.size(),
+                     plan.schedule == ReduceSchedule::Inner};
+    em.el = detail::pointwise_part(rs.name + "_el", pr.element_roots, plan.element);
+    if (em.has_row) em.row = detail::pointwise_part(rs.name + "_row", pr.row_roots, plan.row);
+    if (plan.split && !em.has_row) throw InternalError("emit_reduce: a split plan needs row outputs");
+
+    rs.scalar_entry = rs.name + "_s";
+    if (plan.vector_variant) rs.vector_entry = rs.name + "_v";
+
+    std::string& s = rs.kernel;
+    std::string shown(user_name);
+    for (char& c : shown)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    s += fmt::format("// ---- Loom reduction kernel {} (from \"{}\") ----\n", rs.name, shown);
+    const std::string banner = plan.to_string();
+    for (std::size_t b = 0, e; b < banner.size(); b = e + 1) {
+        e = banner.find('\n', b);
+        if (e == std::string::npos) e = banner.size();
+        s += fmt::format("// {}\n", std::string_view(banner).substr(b, e - b));
+    }
+    s += fmt::format("// entry points: {}{}{}\n\n", rs.vector_entry.empty() ? "" : rs.vector_entry + " (4-element runs), ",
+                     rs.scalar_entry + " (general)", "");
+    s += em.el.params_struct + "\n";
+    if (em.has_row) s += em.row.params_struct + "\n";
+    s += em.params_struct() + "\n";
+    s += em.el.body + "\n";
+    s += em.load_fn() + "\n";
+    if (!rs.vector_entry.empty()) s += em.load4_fn() + "\n";
+    if (plan.cached_blocks > 0 && !em.sites_of(true).empty()) {
+        s += em.load_fn(true) + "\n";
+        if (!rs.vector_entry.empty()) s += em.load4_fn(true) + "\n";
+    }
+    if (em.has_row) {
+        s += em.row.body + "\n";
+        s += em.row_fn() + "\n";
+    }
+    if (plan.split) s += em.finish_fn() + "\n";
+    if (em.inner) {
+        if (!rs.vector_entry.empty()) s += em.inner_kernel(true) + "\n";
+        s += em.inner_kernel(false);
+    } else {
+        if (!rs.vector_entry.empty()) s += em.outer_kernel(true) + "\n";
+        s += em.outer_kernel(false);
+    }
+
+    rs.source = fmt::format("{}\n{}", prelude_source(), rs.kernel);
+    return rs;
+}
+
+}  // namespace loom::codegen

@@ -1,0 +1,428 @@
+// Reduction planning: the element and row graphs of a group, its schedule, its parameters and launch.
+#include "loom/codegen/reduce_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/ir/hash.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+Strides contiguous_strides(const Shape& s) {
+    Strides st(s.size(), 1);
+    for (std::size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+    return st;
+}
+
+std::int64_t pow2_at_least(std::int64_t v) {
+    std::int64_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+}
+
+bool is_arg(ir::Op op) { return op == ir::Op::ArgMin || op == ir::Op::ArgMax; }
+
+// Whether every site of a placeholder in `plan` reads the row value of its own row: the placeholder's
+// element is the row index o for every element of the space. `inner`: the space is (O, L), else (L, O).
+void check_row_values(const PointwisePlan& plan, const PointwiseBinding& b, const std::vector<int>& row_value,
+                      std::int64_t O, std::int64_t L, bool inner, std::string_view part) {
+    if (O == 0 || b.numel == 0) return;  // nothing is ever read
+    for (std::size_t s = 0; s < plan.loads.size(); ++s) {
+        const int input = plan.loads[s].input;
+        if (row_value[static_cast<std::size_t>(input)] < 0) continue;
+        const auto& site = b.sites[s];
+        bool ok = site.offset == 0 && plan.loads[s].derived.empty();
+        if (ok && plan.rank == 2) {
+            ok = inner ? (site.coefs[0] == 1 && site.coefs[1] == 0) : (site.coefs[0] == 0 && site.coefs[1] == 1);
+        } else if (ok) {
+            const std::int64_t c = site.coefs[0];
+            ok = (O == 1 && c == 0) || (L == 1 && c == 1) || (O == 1 && L == 1);
+        }
+        if (!ok)
+            throw NotFusable(fmt::format("the {} graph reads a reduced value at another row than its own", part));
+    }
+}
+
+}  // namespace
+
+std::string_view schedule_name(ReduceSchedule s) { return s == ReduceSchedule::Inner ? "inner" : "outer"; }
+
+std::size_t accumulator_bytes(const ReduceOpPlan& op) {
+    if (is_arg(op.op)) return 16;
+    if (op.op == ir::Op::Any || op.op == ir::Op::All) return 1;
+    const bool sumlike = op.op == ir::Op::Sum || op.op == ir::Op::Prod || op.op == ir::Op::Mean;
+    if (sumlike && !is_float(op.in)) return 8;
+    if (op.in == DType::Float16 || op.in == DType::BFloat16) return 4;
+    return itemsize(op.in);
+}
+
+std::uint64_t ReducePlan::hash() const {
+    Hasher h;
+    h.add(static_cast<std::uint64_t>(schedule));
+    h.add(static_cast<std::uint64_t>(block));
+    h.add(static_cast<std::uint64_t>(group));
+    h.add(static_cast<std::uint64_t>(cached_blocks));
+    h.add(split);
+    h.add(vector_variant);
+    h.add(static_cast<std::uint64_t>(stages));
+    for (const auto& o : ops) {
+        h.add(static_cast<std::uint64_t>(o.op));
+        h.add(static_cast<std::uint64_t>(o.in));
+        h.add(static_cast<std::uint64_t>(o.out));
+        h.add(static_cast<std::uint64_t>(o.stage));
+    }
+    h.add(static_cast<std::uint64_t>(element_outputs));
+    h.add(element.hash());
+    h.add(row.hash());
+    for (int v : element_row_value) h.add(static_cast<std::uint64_t>(v + 1));
+    h.add(0xfeedull);
+    for (int v : row_row_value) h.add(static_cast<std::uint64_t>(v + 1));
+    h.add(0xcac4eull);
+    for (int v : cached_sites) h.add(static_cast<std::uint64_t>(v));
+    return h.digest();
+}
+
+std::string ReducePlan::to_string() const {
+    std::string ops_text;
+    for (std::size_t k = 0; k < ops.size(); ++k)
+        ops_text += fmt::format("{}{} {} -> {} (stage {})", k ? ", " : "", ir::op_name(ops[k].op), name(ops[k].in),
+                                name(ops[k].out), ops[k].stage);
+    std::string s = fmt::format("reduction plan: schedule {}, {} threads per block, ", schedule_name(schedule), block);
+    if (schedule == ReduceSchedule::Inner)
+        s += fmt::format("{} threads per row ({} rows per block)", group, block / group);
+    else
+        s += "256 outputs per block (1024 with 4-wide loads), one thread per output summing whole chunks";
+    s += fmt::format("\n  reductions: {}\n  stages {}; element outputs {}; rows {}; {}\n", ops_text, stages,
+                     element_outputs,
+                     cached_blocks > 0 ? fmt::format("held in registers ({} x 1024 elements)", cached_blocks)
+                                       : std::string("re-read per pass"),
+                     split ? "split: several blocks per row, finished by <name>_f" : "one block per row group");
+    if (schedule == ReduceSchedule::Inner)
+        s += fmt::format("  order: chunks of {}, {} lanes of runs of {}, butterfly over lanes, pairwise over chunks\n",
+                         kReduceChunk, kReduceLanes, kReduceRun);
+    else
+        s += fmt::format("  order (columns): chunks of {} accumulated in sequence, pairwise over chunks\n", kColumnChunk);
+    s += fmt::format("  vector variant: {}\n", vector_variant ? (schedule == ReduceSchedule::Inner ? "yes (4 elements of a row per load)"
+                                                                                             : "yes (4 outputs per load)")
+                                                        : "no");
+    if (cached_blocks > 0) {
+        std::string cs;
+        for (int k : cached_sites) cs += fmt::format("{}in{}", cs.empty() ? "" : ", ", k);
+        s += fmt::format("  held in registers: {}\n", cs.empty() ? std::string("nothing") : cs);
+    }
+    s += "element space:\n" + element.to_string();
+    if (!row.loads.empty() || !row.outputs.empty()) s += "row space:\n" + row.to_string();
+    return s;
+}
+
+PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const DeviceInfo& device) {
+    if (spec.reductions.empty()) throw InternalError("plan_reduce: no reductions");
+    const ir::Node& first = *spec.reductions[0];
+    const Shape S = first.operand(0)->shape();
+    const std::vector<std::int64_t> axes = first.ints();
+    for (const auto& r : spec.reductions)
+        if (!ir::is_reduction(r->op()) || r->operand(0)->shape() != S || r->ints() != axes)
+            throw InternalError("plan_reduce: the reductions of a group must share operand shape and axes");
+    const int rank = static_cast<int>(S.size());
+    std::vector<std::int64_t> kept, reduced;
+    std::int64_t O = 1, L = 1;
+    for (int d = 0; d < rank; ++d) {
+        const bool red = std::find(axes.begin(), axes.end(), d) != axes.end();
+        (red ? reduced : kept).push_back(d);
+        (red ? L : O) *= S[static_cast<std::size_t>(d)];
+    }
+    const bool trailing = [&] {
+        for (std::size_t k = 0; k < reduced.size(); ++k)
+            if (reduced[k] != rank - static_cast<std::int64_t>(reduced.size() - k)) return false;
+        return true;
+    }();
+
+    PlannedReduce pr;
+    ReducePlan& plan = pr.plan;
+    ReduceBinding& b = pr.binding;
+    b.outputs = O;
+    b.length = L;
+    b.chunks = (L + kReduceChunk - 1) / kReduceChunk;
+
+    // Stages: 1 + the highest stage of a group reduction read by the operand.
+    const std::size_t nred = spec.reductions.size();
+    std::vector<int> stage(nred, 0);
+    auto index_of = [&](const ir::Node* n) -> int {
+        for (std::size_t k = 0; k < nred; ++k)
+            if (spec.reductions[k].get() == n) return static_cast<int>(k);
+        return -1;
+    };
+    for (std::size_t k = 0; k < nred; ++k) {
+        for (const ir::Node* n : ir::topo_order({spec.reductions[k]->operands()[0]})) {
+            if (!ir::is_reduction(n->op())) continue;
+            const int j = index_of(n);
+            if (j < 0 || static_cast<std::size_t>(j) >= k)
+                throw InternalError("plan_reduce: an operand reads a reduction outside the group or a later one");
+            stage[k] = std::max(stage[k], stage[static_cast<std::size_t>(j)] + 1);
+        }
+    }
+    plan.stages = 1 + *std::max_element(stage.begin(), stage.end());
+    for (std::size_t k = 0; k < nred; ++k)
+        plan.ops.push_back({spec.reductions[k]->op(), spec.reductions[k]->operand(0)->dtype(), spec.reductions[k]->dtype(), stage[k]});
+
+    // Placeholders and substitution.
+    for (std::size_t k = 0; k < nred; ++k)
+        pr.placeholders.push_back(ir::input(spec.reductions[k]->dtype(), spec.reductions[k]->shape(),
+                                            fmt::format("row value {}", k), {}, spec.reductions[k]->loc()));
+    const ir::Rewriter subst = [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+        if (!ir::is_reduction(n.op())) return nullptr;
+        const int j = index_of(&n);
+        if (j < 0) throw InternalError("plan_reduce: a reduction outside the group was not materialized");
+        return pr.placeholders[static_cast<std::size_t>(j)];
+    };
+
+    // Schedule: outer (the column order) when the innermost axis is kept, else inner (the lane order).
+    const bool outer = !reduced.empty() && reduced.back() != rank - 1;
+    plan.schedule = outer ? ReduceSchedule::Outer : ReduceSchedule::Inner;
+    if (!spec.element_outputs.empty() && (!trailing || outer))
+        throw NotFusable("element outputs need the reduced axes to be the trailing axes");
+    if (outer) b.chunks = (L + kColumnChunk - 1) / kColumnChunk;
+
+    std::vector<std::int64_t> perm;
+    if (outer) { perm = reduced; perm.insert(perm.end(), kept.begin(), kept.end()); }
+    else { perm = kept; perm.insert(perm.end(), reduced.begin(), reduced.end()); }
+    bool identity = true;
+    for (int d = 0; d < rank; ++d) identity = identity && perm[static_cast<std::size_t>(d)] == d;
+    const Shape space = outer ? Shape{L, O} : Shape{O, L};
+    std::vector<ir::NodePtr> operands;
+    for (const auto& r : spec.reductions) operands.push_back(r->operands()[0]);
+    std::vector<ir::NodePtr> el_src = operands;
+    el_src.insert(el_src.end(), spec.element_outputs.begin(), spec.element_outputs.end());
+    const std::vector<ir::NodePtr> el_sub = ir::rewrite(el_src, subst);
+    for (std::size_t k = 0; k < el_sub.size(); ++k) {
+        ir::NodePtr v = el_sub[k];
+        if (k < nred && !identity) v = ir::permute(v, perm, v->loc());
+        pr.element_roots.push_back(ir::reshape(v, space, v->loc()));
+    }
+    plan.element_outputs = static_cast<int>(spec.element_outputs.size());
+
+    auto layouts_for = [&](const std::vector<ir::NodePtr>& roots, std::vector<int>& row_value) {
+        std::vector<InputLayout> ls;
+        row_value.clear();
+        for (const ir::Node* in : pointwise_inputs(roots)) {
+            int j = -1;
+            for (std::size_t k = 0; k < nred; ++k)
+                if (pr.placeholders[k].get() == in) j = static_cast<int>(k);
+            row_value.push_back(j);
+            if (j >= 0) ls.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+            else ls.push_back(layout_of(*in));
+        }
+        return ls;
+    };
+    {
+        PlannedPointwise pe = plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device);
+        plan.element = std::move(pe.plan);
+        b.element = std::move(pe.binding);
+    }
+    check_row_values(plan.element, b.element, plan.element_row_value, O, L, !outer, "element");
+
+    if (!spec.row_outputs.empty()) {
+        for (const auto& r : ir::rewrite(spec.row_outputs, subst)) {
+            if (r->numel() != O) throw InternalError("plan_reduce: a row output does not have one element per row");
+            pr.row_roots.push_back(ir::reshape(r, {O}, r->loc()));
+        }
+        PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value), device);
+        plan.row = std::move(pw.plan);
+        b.row = std::move(pw.binding);
+        check_row_values(plan.row, b.row, plan.row_row_value, O, 1, true, "row");
+    }
+
+    // Threads, caching, vector variant, split.
+    const bool multi = plan.stages > 1 || plan.element_outputs > 0;
+    plan.block = 256;
+    plan.group = outer ? 1 : (L <= 2048 ? 32 : 256);
+    if (!outer) {
+        // Sites that differ from row to row are held in registers; row broadcasts (a weight, a bias) and
+        // scalars are loaded where they are used (they stay in L1/L2).
+        std::vector<int> varying;
+        for (std::size_t s = 0; s < plan.element.loads.size(); ++s) {
+            const OperandPlan& o = plan.element.loads[s];
+            if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0) continue;
+            const bool v = o.access == Access::Contiguous || o.access == Access::Gathered ||
+                           (o.access == Access::Strided && (plan.element.rank == 1 || (o.dim_mask & 1u)));
+            if (v) varying.push_back(static_cast<int>(s));
+        }
+        const std::int64_t streamed = static_cast<std::int64_t>(varying.size());
+        const std::int64_t blocks1024 = std::max<std::int64_t>(1, (L + 1023) / 1024);
+        const std::int64_t per_thread = blocks1024 * 1024 / plan.group;  // elements of a row per thread
+        if (multi && blocks1024 <= 16 && streamed * per_thread <= 64) {
+            plan.cached_blocks = static_cast<int>(blocks1024);
+            plan.cached_sites = varying;
+        }
+    }
+    // A 4-wide variant along the innermost dimension of the element space (the reduced index for inner, the
+    // output index for outer): every site read from memory moves by 1 or 0 elements along it.
+    const std::int64_t inner_extent = outer ? O : L;
+    bool vec = inner_extent > 1;
+    const int rdim = plan.element.rank - 1;
+    for (std::size_t s = 0; s < plan.element.loads.size() && vec; ++s) {
+        const OperandPlan& o = plan.element.loads[s];
+        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0) continue;
+        switch (o.access) {
+            case Access::Contiguous: case Access::Scalar: case Access::RowBroadcast: break;
+            case Access::Strided: vec = o.unit_inner || !(o.dim_mask >> rdim & 1u); break;
+            case Access::Gathered: vec = false; break;
+        }
+    }
+    if (plan.element.rank == 2 && b.element.extents.size() == 2 && b.element.extents[1] != inner_extent) vec = false;
+    plan.vector_variant = vec;
+
+    const std::int64_t per_block = outer && vec && O % 4 == 0 ? 1024 : plan.rows_per_block();
+    const std::int64_t row_blocks = (O + per_block - 1) / per_block;
+    const std::int64_t fill = 2LL * device.sm_count;
+    if (O > 0 && row_blocks < fill && b.chunks > 1) {
+        if (multi) {
+            if (b.chunks > (outer ? 64 : 2))
+                throw NotFusable(fmt::format("{} rows of {} elements are too few to fill the device in one pass per "
+                                             "stage; each reduction runs as its own split kernel", O, L));
+        } else {
+            const std::int64_t target = 4LL * device.sm_count;
+            const std::int64_t want_blocks = (target + row_blocks - 1) / row_blocks;
+            std::int64_t cpb = pow2_at_least((b.chunks + want_blocks - 1) / want_blocks);
+            cpb = std::max(cpb, pow2_at_least((b.chunks + 511) / 512));
+            b.chunks_per_block = cpb;
+            b.blocks_per_row = (b.chunks + cpb - 1) / cpb;
+            plan.split = b.blocks_per_row > 1;
+        }
+    }
+    if (!plan.split) {
+        b.chunks_per_block = std::max<std::int64_t>(b.chunks, 1);
+        b.blocks_per_row = 1;
+    }
+    if (row_blocks > 0x7fffffffLL)
+        throw Error(fmt::format("reduce(): {} rows need more than 2^31 - 1 blocks", O));
+    const std::size_t psize = reduce_params_size(plan);
+    if (psize > device.param_limit_bytes)
+        throw Error(fmt::format("reduce(): the kernel parameters need {} bytes, above the device's limit of {} bytes; "
+                                "split the computation ({})",
+                                psize, device.param_limit_bytes, short_location(first.loc())));
+    return pr;
+}
+
+std::vector<const ir::Node*> reduce_inputs(const PlannedReduce& pr) {
+    std::vector<const ir::Node*> out;
+    const auto el = pointwise_inputs(pr.element_roots);
+    for (std::size_t k = 0; k < el.size(); ++k)
+        if (pr.plan.element_row_value[k] < 0) out.push_back(el[k]);
+    if (!pr.row_roots.empty()) {
+        const auto rw = pointwise_inputs(pr.row_roots);
+        for (std::size_t k = 0; k < rw.size(); ++k)
+            if (pr.plan.row_row_value[k] < 0) out.push_back(rw[k]);
+    }
+    return out;
+}
+
+namespace {
+
+struct ParamOffsets {
+    std::size_t row = 0, tail = 0, size = 0, align = 8;
+};
+
+ParamOffsets offsets_of(const ReducePlan& plan) {
+    ParamOffsets o;
+    const std::size_t row_align = std::max<std::size_t>(plan.row.params.align, 1);
+    o.row = (plan.element.params.size + row_align - 1) / row_align * row_align;
+    o.tail = (o.row + plan.row.params.size + 7) / 8 * 8;
+    // tail: n_out, len, chunks, chunks_per_block, blocks_per_row, the counters, one partials pointer per reduction
+    o.size = o.tail + 8 * (6 + plan.ops.size());
+    o.align = std::max<std::size_t>({8, plan.element.params.align, row_align});
+    o.size = (o.size + o.align - 1) / o.align * o.align;
+    return o;
+}
+
+}  // namespace
+
+std::size_t reduce_params_size(const ReducePlan& plan) { return offsets_of(plan).size; }
+
+void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> inputs,
+                        std::span<void* const> el_outputs, std::span<void* const> row_outputs,
+                        std::span<void* const> partials, std::span<std::byte> out) {
+    const ReducePlan& plan = pr.plan;
+    const ParamOffsets off = offsets_of(plan);
+    if (out.size() < off.size) throw InternalError("pack_reduce_params: buffer too small");
+    std::memset(out.data(), 0, off.size);
+    // Element plan: bound inputs in order, placeholders get no pointer; its reduction operands write nothing.
+    std::size_t next = 0;
+    std::vector<const void*> el_in;
+    for (int rv : plan.element_row_value) el_in.push_back(rv < 0 ? inputs[next++] : nullptr);
+    std::vector<void*> el_out(plan.element.outputs.size(), nullptr);
+    for (std::size_t k = 0; k < el_outputs.size(); ++k) el_out[plan.ops.size() + k] = el_outputs[k];
+    pack_params(plan.element, pr.binding.element, el_in, el_out, out.subspan(0, plan.element.params.size));
+    if (!pr.row_roots.empty()) {
+        std::vector<const void*> rw_in;
+        for (int rv : plan.row_row_value) rw_in.push_back(rv < 0 ? inputs[next++] : nullptr);
+        pack_params(plan.row, pr.binding.row, rw_in, row_outputs, out.subspan(off.row, plan.row.params.size));
+    }
+    if (next != inputs.size()) throw InternalError("pack_reduce_params: input count does not match the plan");
+    const ReduceBinding& b = pr.binding;
+    const std::int64_t tail[5] = {b.outputs, b.length, b.chunks, b.chunks_per_block, b.blocks_per_row};
+    std::memcpy(out.data() + off.tail, tail, sizeof tail);
+    // partials[0] is the counters (one unsigned int per row group), then one workspace per reduction
+    for (std::size_t k = 0; k <= plan.ops.size(); ++k) {
+        void* p = k < partials.size() ? partials[k] : nullptr;
+        std::memcpy(out.data() + off.tail + 40 + 8 * k, &p, 8);
+    }
+}
+
+namespace {
+
+// Whether the 4-wide entry point can run with these pointers: every site read 4 at a time starts each run on
+// a 4-element boundary, and so do the element outputs.
+bool vector_ok(const PlannedReduce& pr, std::span<const void* const> inputs, std::span<void* const> el_outputs) {
+    const ReducePlan& plan = pr.plan;
+    const ReduceBinding& b = pr.binding;
+    const bool outer = plan.schedule == ReduceSchedule::Outer;
+    if (!plan.vector_variant || (outer ? b.outputs : b.length) % 4 != 0) return false;
+    for (std::size_t k = 0; k < el_outputs.size(); ++k) {
+        const std::size_t isz = itemsize(plan.element.outputs[plan.ops.size() + k].dtype);
+        if (reinterpret_cast<std::uintptr_t>(el_outputs[k]) % (4 * isz) != 0) return false;
+    }
+    const int R = plan.element.rank;
+    for (std::size_t s = 0; s < plan.element.loads.size(); ++s) {
+        const OperandPlan& o = plan.element.loads[s];
+        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar) continue;
+        const bool unit = o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
+                          (o.access == Access::Strided && o.unit_inner);
+        if (!unit) continue;
+        int idx = 0;  // the bound input of this site: count the inputs before it that are not row values
+        for (int q = 0; q < o.input; ++q)
+            if (plan.element_row_value[static_cast<std::size_t>(q)] < 0) ++idx;
+        const std::size_t isz = itemsize(o.dtype);
+        const auto addr = reinterpret_cast<std::uintptr_t>(inputs[static_cast<std::size_t>(idx)]) +
+                          static_cast<std::uintptr_t>(b.element.sites[s].offset * static_cast<std::int64_t>(isz));
+        if (addr % (4 * isz) != 0) return false;
+        if (R == 2 && b.element.sites[s].coefs[0] % 4 != 0) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+ReduceLaunch reduce_launch(const PlannedReduce& pr, std::span<const void* const> inputs,
+                           std::span<void* const> el_outputs) {
+    const ReducePlan& plan = pr.plan;
+    const ReduceBinding& b = pr.binding;
+    const bool outer = plan.schedule == ReduceSchedule::Outer;
+    ReduceLaunch l;
+    l.block = static_cast<std::uint32_t>(plan.block);
+    l.vector = vector_ok(pr, inputs, el_outputs);
+    const std::int64_t per_block = outer ? (l.vector ? 1024 : 256) : plan.rows_per_block();
+    if (b.outputs == 0) return l;  // grid_x 0: nothing to launch
+    l.grid_x = static_cast<std::uint32_t>((b.outputs + per_block - 1) / per_block);
+    l.grid_y = static_cast<std::uint32_t>(b.blocks_per_row);
+    return l;
+}
+
+}  // namespace loom::codegen
