@@ -49,7 +49,7 @@ inline loom::nvrtc::Result compile_sm90(const loom::codegen::KernelSource& ks) {
     try {
         r = loom::nvrtc::compile(ks.name, ks.source, o);
     } catch (const loom::CompileError& e) {
-        FAIL_CHECK("NVRTC rejected " << ks.name << ": " << e.what());
+        FAIL_CHECK("NVRTC rejected " << ks.name << ": " << std::string(e.what()));
         return r;
     }
     CHECK(!r.binary.empty());

@@ -186,3 +186,32 @@ TEST_CASE("graph capture: synchronizing or copying synchronously raises an error
     s.synchronize();
     CHECK(cudaGetLastError() == cudaSuccess);
 }
+
+TEST_CASE("graph capture: reductions (split full sum, softmax, column sums, a reduced value read elsewhere) replay") {
+    Stream s;
+    StreamGuard on(s);
+    Tensor x = rand({(1 << 22) + 5}, float32, 0xe001);
+    Tensor m = rand({300, 8192}, float32, 0xe002);
+    const Array total = sum(Array(x) * Array(x));                   // split over blocks: counters and partials
+    const Array e = exp(Array(m) - max(Array(m), -1, true));
+    const Array sm = e / sum(e, -1, true);                          // one kernel, two stages
+    const Array cols = mean(Array(m), 0);                           // the column order
+    const Array centered = Array(m) - mean(Array(m));               // a reduced value read by a pointwise kernel
+    const std::vector<Array> ys{total, sm, cols, centered};
+    std::vector<Tensor> outs;
+    for (const auto& y : ys) outs.push_back(Tensor::empty(y.shape(), y.dtype(), dev()));
+    assign(outs, ys);  // warm-up: every kernel compiled
+    s.synchronize();
+    require_reference(ys, outs, "warm-up");
+    Graph g;
+    capture(s, g, [&] { assign(outs, ys); });
+    for (int rep = 0; rep < 3; ++rep) {
+        testing::fill_random(x, 0xe100 + static_cast<std::uint64_t>(rep), default_dist(float32));
+        testing::fill_random(m, 0xe200 + static_cast<std::uint64_t>(rep), default_dist(float32));
+        for (auto& o : outs) testing::poison(o);
+        s.synchronize();
+        CUDA_OK(cudaGraphLaunch(g.exec, s));
+        s.synchronize();
+        require_reference(ys, outs, "replay " + std::to_string(rep));
+    }
+}

@@ -1,0 +1,308 @@
+// ---- Loom reduction kernel f1_softmax (from "f1_softmax") ----
+// reduction plan: schedule inner, 256 threads per block, 256 threads per row (1 rows per block)
+//   reductions: max float32 -> float32 (stage 0), sum float32 -> float32 (stage 1)
+//   stages 2; element outputs 1; rows held in registers (8 x 1024 elements); one block per row group
+//   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
+//   vector variant: yes (4 elements of a row per load)
+//   held in registers: in0
+// element space:
+// pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
+// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, rows), ceil(n / 256) blocks of 256 (scalar variant)
+// bytes per element: 24; parameters: 64 bytes
+// in0: input 0, float32, contiguous, 4 B/element
+// in1: input 1, float32, strided dims {0}, 4 B/element
+// in2: input 2, float32, strided dims {0}, 4 B/element
+// out0: float32, contiguous, 4 B/element
+// out1: float32, contiguous, 4 B/element
+// out2: float32, contiguous, 4 B/element
+// entry points: f1_softmax_v (4-element runs), f1_softmax_s (general)
+
+struct f1_softmax_el_params {
+    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:63)
+    const float* in1;                                        // input 1 "row value 0", strided (test_reduce_golden.cpp:63)
+    const float* in2;                                        // input 2 "row value 1", strided (test_reduce_golden.cpp:65)
+    float* out0;                                             // output 0, contiguous
+    float* out1;                                             // output 1, contiguous
+    float* out2;                                             // output 2, contiguous
+    int n;                                                   // elements in the iteration space
+    int ext1;                                                // extent of dimension 1
+    int in1_s0;                                              // in1 stride of dimension 0
+    int in2_s0;                                              // in2 stride of dimension 0
+};
+static_assert(sizeof(f1_softmax_el_params) == 64, "kernel parameter layout differs from the host's");
+
+struct f1_softmax_params {
+    f1_softmax_el_params el;                                             // element space
+    long long n_out;                                                     // O: rows (output elements)
+    long long len;                                                       // L: elements reduced per row
+    long long chunks;                                                    // ceil(L / 8192)
+    long long cpb;                                                       // chunks per block (a power of two when split)
+    long long nblk;                                                      // blocks per row
+    void* count;                                                         // split: blocks done per row group (zeroed before the launch)
+    void* part0;                                                         // split: partials of reduction 0
+    void* part1;                                                         // split: partials of reduction 1
+};
+static_assert(sizeof(f1_softmax_params) == 128, "kernel parameter layout differs from the host's");
+
+__device__ __forceinline__ void f1_softmax_el_body(const float v0, const float v1, const float v4, float& r0, float& r1, float& r2) {
+    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:63
+    // v1 = in1: input 1 "row value 0" float32               // test_reduce_golden.cpp:63
+    const float v2 = lm::sub(v0, v1);                        // sub (test_reduce_golden.cpp:64)
+    const float v3 = lm::exp_(v2);                           // exp (test_reduce_golden.cpp:64)
+    // v4 = in2: input 2 "row value 1" float32               // test_reduce_golden.cpp:65
+    const float v5 = lm::div(v3, v4);                        // div (test_reduce_golden.cpp:65)
+    r0 = v0;                                                 // output 0
+    r1 = v3;                                                 // output 1
+    r2 = v5;                                                 // output 2
+}
+
+// The operands of element (i0, i1) of the element space (row values come from registers).
+__device__ __forceinline__ void f1_softmax_el_load(const f1_softmax_el_params& p, const int i0, const int i1, float& s0) {
+    (void)i0; (void)i1;
+    s0 = lm::to_reg(p.in0[i0 * p.ext1 + i1]);                            // in0 (contiguous)
+}
+
+// Elements (i0, i1 .. i1 + 3) (rank 2) or i0 .. i0 + 3 (rank 1), 4-element runs.
+__device__ __forceinline__ void f1_softmax_el_load4(const f1_softmax_el_params& p, const int i0, const int i1, float (&s0)[4]) {
+    (void)i0; (void)i1;
+    { const lm::vec<float, 4> a = lm::load_vec<float, 4>(p.in0 + (i0 * p.ext1 + i1)); for (int j = 0; j < 4; ++j) s0[j] = lm::to_reg(a.v[j]); } // in0 (16 bytes)
+}
+
+extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_constant__ f1_softmax_params p) {
+    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    const f1_softmax_el_params& pe = p.el;
+    const int tid = threadIdx.x;
+    const int w = tid;                                                   // lane of the row's group
+    const long long o = blockIdx.x;                                      // one row per block
+    const long long c_begin = (long long)blockIdx.y * p.cpb;
+    const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;
+    (void)c_end; (void)w;
+    float rv0 = {};                                                      // row value
+    float rv1 = {};                                                      // row value
+    // the row, held in registers: 8 positions of 4 elements per thread
+    float c0[8][4];
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
+        if (r0 < p.len) f1_softmax_el_load4(pe, (int)o, (int)r0, c0[q]);
+    }
+    {  // ---- stage 0 ----
+        float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = __int_as_float((int)0xff800000u); // reduction 0: max of float32, lane accumulators
+        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        if (0LL * 8192 < p.len) {                                        // chunk 0
+            #pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
+                const int K = q % 1;
+                if (r0 < p.len) {
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        float y0; float y1; float y2; 
+                        f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
+                        acc0[K] = lm::maximum(acc0[K], y0);
+                    }
+                }
+            }
+            {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
+                float* red = reinterpret_cast<float*>(lm_smem);
+                red[tid] = acc0[0];
+                __syncthreads();
+                if (tid < 128) red[tid] = lm::maximum(red[tid], red[tid + 128]); // s = 128
+                __syncthreads();
+                if (tid < 64) red[tid] = lm::maximum(red[tid], red[tid + 64]); // s = 64
+                __syncthreads();
+                if (tid < 32) {
+                    float v = lm::maximum(red[tid], red[tid + 32]);      // s = 32
+                    v = lm::maximum(v, lm::shfl_down(v, 16));            // s = 16
+                    v = lm::maximum(v, lm::shfl_down(v, 8));             // s = 8
+                    v = lm::maximum(v, lm::shfl_down(v, 4));             // s = 4
+                    v = lm::maximum(v, lm::shfl_down(v, 2));             // s = 2
+                    v = lm::maximum(v, lm::shfl_down(v, 1));             // s = 1
+                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::maximum(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+                }
+                __syncthreads();
+                for (int k = 0; k < 1; ++k) acc0[k] = __int_as_float((int)0xff800000u);
+            }
+        }
+        if (tid == 0) { float fin0 = __int_as_float((int)0xff800000u); if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::maximum(stk0[--top0], fin0); } rv0 = fin0; }
+        { __shared__ float b; if (tid == 0) b = rv0; __syncthreads(); rv0 = b; } // the row value to every thread
+    }
+    {  // ---- stage 1 ----
+        float acc1[1]; for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;      // reduction 1: sum of float32, lane accumulators
+        float stk1[40]; int top1 = 0; long long cnt1 = 0;                // binary counter over chunk partials
+        if (0LL * 8192 < p.len) {                                        // chunk 0
+            #pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
+                const int K = q % 1;
+                if (r0 < p.len) {
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        float y0; float y1; float y2; 
+                        f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
+                        acc1[K] = lm::add(acc1[K], y1);
+                    }
+                }
+            }
+            {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
+                float* red = reinterpret_cast<float*>(lm_smem);
+                red[tid] = acc1[0];
+                __syncthreads();
+                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
+                __syncthreads();
+                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
+                __syncthreads();
+                if (tid < 32) {
+                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
+                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
+                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
+                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
+                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
+                    if (tid == 0) { float xp = v; for (long long q = cnt1; q & 1; q >>= 1) xp = lm::add(stk1[--top1], xp); stk1[top1++] = xp; ++cnt1; }
+                }
+                __syncthreads();
+                for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;
+            }
+        }
+        if (tid == 0) { float fin1 = -0.0f; if (top1 > 0) { fin1 = stk1[--top1]; while (top1 > 0) fin1 = lm::add(stk1[--top1], fin1); } rv1 = (p.len == 0 ? 0.0f : fin1); }
+        { __shared__ float b; if (tid == 0) b = rv1; __syncthreads(); rv1 = b; } // the row value to every thread
+    }
+    // ---- element outputs ----
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
+        if (r0 < p.len) {
+            lm::vec<float, 4> ov0;
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                float y0; float y1; float y2; 
+                f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
+                ov0.v[j] = y2;
+            }
+            lm::store_vec<float, 4>(pe.out2 + (o * p.len + r0), ov0);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_constant__ f1_softmax_params p) {
+    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    const f1_softmax_el_params& pe = p.el;
+    const int tid = threadIdx.x;
+    const int w = tid;                                                   // lane of the row's group
+    const long long o = blockIdx.x;                                      // one row per block
+    const long long c_begin = (long long)blockIdx.y * p.cpb;
+    const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;
+    (void)c_end; (void)w;
+    float rv0 = {};                                                      // row value
+    float rv1 = {};                                                      // row value
+    // the row, held in registers: 8 positions of 4 elements per thread
+    float c0[8][4];
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            if (r0 + j >= p.len) break;
+            f1_softmax_el_load(pe, (int)o, (int)(r0 + j), c0[q][j]);
+        }
+    }
+    {  // ---- stage 0 ----
+        float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = __int_as_float((int)0xff800000u); // reduction 0: max of float32, lane accumulators
+        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        if (0LL * 8192 < p.len) {                                        // chunk 0
+            #pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
+                const int K = q % 1;
+                if (r0 < p.len) {
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        if (r0 + j >= p.len) break;
+                        float y0; float y1; float y2; 
+                        f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
+                        acc0[K] = lm::maximum(acc0[K], y0);
+                    }
+                }
+            }
+            {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
+                float* red = reinterpret_cast<float*>(lm_smem);
+                red[tid] = acc0[0];
+                __syncthreads();
+                if (tid < 128) red[tid] = lm::maximum(red[tid], red[tid + 128]); // s = 128
+                __syncthreads();
+                if (tid < 64) red[tid] = lm::maximum(red[tid], red[tid + 64]); // s = 64
+                __syncthreads();
+                if (tid < 32) {
+                    float v = lm::maximum(red[tid], red[tid + 32]);      // s = 32
+                    v = lm::maximum(v, lm::shfl_down(v, 16));            // s = 16
+                    v = lm::maximum(v, lm::shfl_down(v, 8));             // s = 8
+                    v = lm::maximum(v, lm::shfl_down(v, 4));             // s = 4
+                    v = lm::maximum(v, lm::shfl_down(v, 2));             // s = 2
+                    v = lm::maximum(v, lm::shfl_down(v, 1));             // s = 1
+                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::maximum(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+                }
+                __syncthreads();
+                for (int k = 0; k < 1; ++k) acc0[k] = __int_as_float((int)0xff800000u);
+            }
+        }
+        if (tid == 0) { float fin0 = __int_as_float((int)0xff800000u); if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::maximum(stk0[--top0], fin0); } rv0 = fin0; }
+        { __shared__ float b; if (tid == 0) b = rv0; __syncthreads(); rv0 = b; } // the row value to every thread
+    }
+    {  // ---- stage 1 ----
+        float acc1[1]; for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;      // reduction 1: sum of float32, lane accumulators
+        float stk1[40]; int top1 = 0; long long cnt1 = 0;                // binary counter over chunk partials
+        if (0LL * 8192 < p.len) {                                        // chunk 0
+            #pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
+                const int K = q % 1;
+                if (r0 < p.len) {
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        if (r0 + j >= p.len) break;
+                        float y0; float y1; float y2; 
+                        f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
+                        acc1[K] = lm::add(acc1[K], y1);
+                    }
+                }
+            }
+            {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
+                float* red = reinterpret_cast<float*>(lm_smem);
+                red[tid] = acc1[0];
+                __syncthreads();
+                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
+                __syncthreads();
+                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
+                __syncthreads();
+                if (tid < 32) {
+                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
+                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
+                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
+                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
+                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
+                    if (tid == 0) { float xp = v; for (long long q = cnt1; q & 1; q >>= 1) xp = lm::add(stk1[--top1], xp); stk1[top1++] = xp; ++cnt1; }
+                }
+                __syncthreads();
+                for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;
+            }
+        }
+        if (tid == 0) { float fin1 = -0.0f; if (top1 > 0) { fin1 = stk1[--top1]; while (top1 > 0) fin1 = lm::add(stk1[--top1], fin1); } rv1 = (p.len == 0 ? 0.0f : fin1); }
+        { __shared__ float b; if (tid == 0) b = rv1; __syncthreads(); rv1 = b; } // the row value to every thread
+    }
+    // ---- element outputs ----
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
+        if (r0 < p.len) {
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                if (r0 + j >= p.len) break;
+                float y0; float y1; float y2; 
+                f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
+                pe.out2[o * p.len + r0 + j] = y2;
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+// ---- Loom reduction kernel r1_row_sum (from "r1_row_sum") ----
+// reduction plan: schedule inner, 256 threads per block, 256 threads per row (1 rows per block)
+//   reductions: sum float32 -> float32 (stage 0)
+//   stages 1; element outputs 0; rows re-read per pass; one block per row group
+//   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
+//   vector variant: yes (4 elements of a row per load)
+// element space:
+// pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
+// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
+// bytes per element: 8; parameters: 24 bytes
+// in0: input 0, float32, contiguous, 4 B/element
+// out0: float32, contiguous, 4 B/element
+// row space:
+// pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
+// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
+// bytes per element: 8; parameters: 24 bytes
+// in0: input 0, float32, contiguous, 4 B/element
+// out0: float32, contiguous, 4 B/element
+// entry points: r1_row_sum_v (4-element runs), r1_row_sum_s (general)
+
+struct r1_row_sum_el_params {
+    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:38)
+    float* out0;                                             // output 0, contiguous
+    int n;                                                   // elements in the iteration space
+};
+static_assert(sizeof(r1_row_sum_el_params) == 24, "kernel parameter layout differs from the host's");
+
+struct r1_row_sum_row_params {
+    const float* in0;                                        // input 0 "row value 0", contiguous (test_reduce_golden.cpp:38)
+    float* out0;                                             // output 0, contiguous
+    int n;                                                   // elements in the iteration space
+};
+static_assert(sizeof(r1_row_sum_row_params) == 24, "kernel parameter layout differs from the host's");
+
+struct r1_row_sum_params {
+    r1_row_sum_el_params el;                                             // element space
+    r1_row_sum_row_params row;                                           // row space (epilogue)
+    long long n_out;                                                     // O: rows (output elements)
+    long long len;                                                       // L: elements reduced per row
+    long long chunks;                                                    // ceil(L / 8192)
+    long long cpb;                                                       // chunks per block (a power of two when split)
+    long long nblk;                                                      // blocks per row
+    void* count;                                                         // split: blocks done per row group (zeroed before the launch)
+    void* part0;                                                         // split: partials of reduction 0
+};
+static_assert(sizeof(r1_row_sum_params) == 104, "kernel parameter layout differs from the host's");
+
+__device__ __forceinline__ void r1_row_sum_el_body(const float v0, float& r0) {
+    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:38
+    r0 = v0;                                                 // output 0
+}
+
+// The operands of element (i0, i1) of the element space (row values come from registers).
+__device__ __forceinline__ void r1_row_sum_el_load(const r1_row_sum_el_params& p, const int i0, const int i1, float& s0) {
+    (void)i0; (void)i1;
+    s0 = lm::to_reg(p.in0[i0]);                                          // in0 (contiguous)
+}
+
+// Elements (i0, i1 .. i1 + 3) (rank 2) or i0 .. i0 + 3 (rank 1), 4-element runs.
+__device__ __forceinline__ void r1_row_sum_el_load4(const r1_row_sum_el_params& p, const int i0, const int i1, float (&s0)[4]) {
+    (void)i0; (void)i1;
+    { const lm::vec<float, 4> a = lm::load_vec<float, 4>(p.in0 + (i0)); for (int j = 0; j < 4; ++j) s0[j] = lm::to_reg(a.v[j]); } // in0 (16 bytes)
+}
+
+__device__ __forceinline__ void r1_row_sum_row_body(const float v0, float& r0) {
+    // v0 = in0: input 0 "row value 0" float32               // test_reduce_golden.cpp:38
+    r0 = v0;                                                 // output 0
+}
+
+// The epilogue of row i0: the row outputs from the reduced values.
+__device__ __forceinline__ void r1_row_sum_row_at(const r1_row_sum_row_params& p, const int i0, const float rv0) {
+    (void)rv0;
+    float y0;
+    r1_row_sum_row_body(rv0, y0);
+    p.out0[i0] = y0;                                                     // row output 0
+}
+
+extern "C" __global__ void __launch_bounds__(256) r1_row_sum_v(const __grid_constant__ r1_row_sum_params p) {
+    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    const r1_row_sum_el_params& pe = p.el;
+    const int tid = threadIdx.x;
+    const int w = tid;                                                   // lane of the row's group
+    const long long o = blockIdx.x;                                      // one row per block
+    const long long c_begin = (long long)blockIdx.y * p.cpb;
+    const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;
+    (void)c_end; (void)w;
+    float rv0 = {};                                                      // row value
+    {  // ---- stage 0 ----
+        float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: sum of float32, lane accumulators
+        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        for (long long c = c_begin; c < c_end; ++c) {                    // the chunks of this block
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) {
+                #pragma unroll
+                for (int K = 0; K < 1; ++K) {
+                    const long long r0 = c * 8192 + m * 1024 + 4 * (w + 256 * K);
+                    if (r0 < p.len) {
+                        float v0[4];
+                        if (r0 < p.len) r1_row_sum_el_load4(pe, (int)(o * p.len + r0), (int)0, v0);
+                        #pragma unroll
+                        for (int j = 0; j < 4; ++j) {
+                            float y0; 
+                            r1_row_sum_el_body(v0[j], y0);
+                            acc0[K] = lm::add(acc0[K], y0);
+                        }
+                    }
+                }
+            }
+            {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
+                float* red = reinterpret_cast<float*>(lm_smem);
+                red[tid] = acc0[0];
+                __syncthreads();
+                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
+                __syncthreads();
+                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
+                __syncthreads();
+                if (tid < 32) {
+                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
+                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
+                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
+                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
+                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
+                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+                }
+                __syncthreads();
+                for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
+            }
+        }
+        if (tid == 0) { float fin0 = -0.0f; if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::add(stk0[--top0], fin0); } rv0 = (p.len == 0 ? 0.0f : fin0); }
+        { __shared__ float b; if (tid == 0) b = rv0; __syncthreads(); rv0 = b; } // the row value to every thread
+    }
+    if (tid == 0) r1_row_sum_row_at(p.row, (int)o, rv0);                 // the epilogue, once per row
+}
+
+extern "C" __global__ void __launch_bounds__(256) r1_row_sum_s(const __grid_constant__ r1_row_sum_params p) {
+    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    const r1_row_sum_el_params& pe = p.el;
+    const int tid = threadIdx.x;
+    const int w = tid;                                                   // lane of the row's group
+    const long long o = blockIdx.x;                                      // one row per block
+    const long long c_begin = (long long)blockIdx.y * p.cpb;
+    const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;
+    (void)c_end; (void)w;
+    float rv0 = {};                                                      // row value
+    {  // ---- stage 0 ----
+        float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: sum of float32, lane accumulators
+        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        for (long long c = c_begin; c < c_end; ++c) {                    // the chunks of this block
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) {
+                #pragma unroll
+                for (int K = 0; K < 1; ++K) {
+                    const long long r0 = c * 8192 + m * 1024 + 4 * (w + 256 * K);
+                    if (r0 < p.len) {
+                        float v0[4];
+                        #pragma unroll
+                        for (int j = 0; j < 4; ++j) {
+                            if (r0 + j >= p.len) break;
+                            r1_row_sum_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, v0[j]);
+                        }
+                        #pragma unroll
+                        for (int j = 0; j < 4; ++j) {
+                            if (r0 + j >= p.len) break;
+                            float y0; 
+                            r1_row_sum_el_body(v0[j], y0);
+                            acc0[K] = lm::add(acc0[K], y0);
+                        }
+                    }
+                }
+            }
+            {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
+                float* red = reinterpret_cast<float*>(lm_smem);
+                red[tid] = acc0[0];
+                __syncthreads();
+                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
+                __syncthreads();
+                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
+                __syncthreads();
+                if (tid < 32) {
+                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
+                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
+                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
+                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
+                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
+                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+                }
+                __syncthreads();
+                for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
+            }
+        }
+        if (tid == 0) { float fin0 = -0.0f; if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::add(stk0[--top0], fin0); } rv0 = (p.len == 0 ? 0.0f : fin0); }
+        { __shared__ float b; if (tid == 0) b = rv0; __syncthreads(); rv0 = b; } // the row value to every thread
+    }
+    if (tid == 0) r1_row_sum_row_at(p.row, (int)o, rv0);                 // the epilogue, once per row
+}

@@ -1,0 +1,241 @@
+// ---- Loom reduction kernel r3_sum_squares (from "r3_sum_squares") ----
+// reduction plan: schedule inner, 256 threads per block, 256 threads per row (1 rows per block)
+//   reductions: sum float32 -> float32 (stage 0)
+//   stages 1; element outputs 0; rows re-read per pass; split: several blocks per row, finished by <name>_f
+//   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
+//   vector variant: yes (4 elements of a row per load)
+// element space:
+// pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
+// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
+// bytes per element: 8; parameters: 24 bytes
+// in0: input 0, float32, contiguous, 4 B/element
+// out0: float32, contiguous, 4 B/element
+// row space:
+// pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
+// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
+// bytes per element: 4; parameters: 24 bytes
+// in0: input 0, float32, scalar, 0 B/element
+// out0: float32, contiguous, 4 B/element
+// entry points: r3_sum_squares_v (4-element runs), r3_sum_squares_s (general)
+
+struct r3_sum_squares_el_params {
+    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:55)
+    float* out0;                                             // output 0, contiguous
+    int n;                                                   // elements in the iteration space
+};
+static_assert(sizeof(r3_sum_squares_el_params) == 24, "kernel parameter layout differs from the host's");
+
+struct r3_sum_squares_row_params {
+    const float* in0;                                        // input 0 "row value 0", scalar (test_reduce_golden.cpp:55)
+    float* out0;                                             // output 0, contiguous
+    int n;                                                   // elements in the iteration space
+};
+static_assert(sizeof(r3_sum_squares_row_params) == 24, "kernel parameter layout differs from the host's");
+
+struct r3_sum_squares_params {
+    r3_sum_squares_el_params el;                                         // element space
+    r3_sum_squares_row_params row;                                       // row space (epilogue)
+    long long n_out;                                                     // O: rows (output elements)
+    long long len;                                                       // L: elements reduced per row
+    long long chunks;                                                    // ceil(L / 8192)
+    long long cpb;                                                       // chunks per block (a power of two when split)
+    long long nblk;                                                      // blocks per row
+    void* count;                                                         // split: blocks done per row group (zeroed before the launch)
+    void* part0;                                                         // split: partials of reduction 0
+};
+static_assert(sizeof(r3_sum_squares_params) == 104, "kernel parameter layout differs from the host's");
+
+__device__ __forceinline__ void r3_sum_squares_el_body(const float v0, float& r0) {
+    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:55
+    const float v1 = lm::mul(v0, v0);                        // mul (test_reduce_golden.cpp:55)
+    r0 = v1;                                                 // output 0
+}
+
+// The operands of element (i0, i1) of the element space (row values come from registers).
+__device__ __forceinline__ void r3_sum_squares_el_load(const r3_sum_squares_el_params& p, const int i0, const int i1, float& s0) {
+    (void)i0; (void)i1;
+    s0 = lm::to_reg(p.in0[i0]);                                          // in0 (contiguous)
+}
+
+// Elements (i0, i1 .. i1 + 3) (rank 2) or i0 .. i0 + 3 (rank 1), 4-element runs.
+__device__ __forceinline__ void r3_sum_squares_el_load4(const r3_sum_squares_el_params& p, const int i0, const int i1, float (&s0)[4]) {
+    (void)i0; (void)i1;
+    { const lm::vec<float, 4> a = lm::load_vec<float, 4>(p.in0 + (i0)); for (int j = 0; j < 4; ++j) s0[j] = lm::to_reg(a.v[j]); } // in0 (16 bytes)
+}
+
+__device__ __forceinline__ void r3_sum_squares_row_body(const float v0, float& r0) {
+    // v0 = in0: input 0 "row value 0" float32               // test_reduce_golden.cpp:55
+    r0 = v0;                                                 // output 0
+}
+
+// The epilogue of row i0: the row outputs from the reduced values.
+__device__ __forceinline__ void r3_sum_squares_row_at(const r3_sum_squares_row_params& p, const int i0, const float rv0) {
+    (void)rv0;
+    float y0;
+    r3_sum_squares_row_body(rv0, y0);
+    p.out0[i0] = y0;                                                     // row output 0
+}
+
+// The split finisher of row o: pairwise tree over the p.nblk block partials, finish, epilogue.
+__device__ __forceinline__ void r3_sum_squares_finish_row(const r3_sum_squares_params& p, const long long o, unsigned char* buf) {
+    const int tid = threadIdx.x, nt = blockDim.x;
+    float rv0 = {};
+    {                                                                    // reduction 0
+        float* a = reinterpret_cast<float*>(buf);
+        float* b = a + 512;
+        const float* part = reinterpret_cast<const float*>(p.part0) + o * p.nblk;
+        for (long long i = tid; i < p.nblk; i += nt) a[i] = lm::ldcg(part + i);
+        __syncthreads();
+        for (long long n = p.nblk; n > 1; n = (n + 1) / 2) {             // pairwise, the odd last partial carried up
+            const long long h = n / 2;
+            for (long long i = tid; i < h; i += nt) b[i] = lm::add(a[2 * i], a[2 * i + 1]);
+            if (tid == 0 && (n & 1)) b[h] = a[n - 1];
+            __syncthreads();
+            float* t = a; a = b; b = t;
+        }
+        rv0 = (p.len == 0 ? 0.0f : a[0]);
+        __syncthreads();
+    }
+    if (tid == 0) r3_sum_squares_row_at(p.row, (int)o, rv0);
+}
+
+extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_constant__ r3_sum_squares_params p) {
+    __shared__ __align__(16) unsigned char lm_smem[16384];               // butterfly exchange; the split finisher's tree
+    const r3_sum_squares_el_params& pe = p.el;
+    const int tid = threadIdx.x;
+    const int w = tid;                                                   // lane of the row's group
+    const long long o = blockIdx.x;                                      // one row per block
+    const long long c_begin = (long long)blockIdx.y * p.cpb;
+    const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;
+    (void)c_end; (void)w;
+    float rv0 = {};                                                      // row value
+    {  // ---- stage 0 ----
+        float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: sum of float32, lane accumulators
+        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        for (long long c = c_begin; c < c_end; ++c) {                    // the chunks of this block
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) {
+                #pragma unroll
+                for (int K = 0; K < 1; ++K) {
+                    const long long r0 = c * 8192 + m * 1024 + 4 * (w + 256 * K);
+                    if (r0 < p.len) {
+                        float v0[4];
+                        if (r0 < p.len) r3_sum_squares_el_load4(pe, (int)(o * p.len + r0), (int)0, v0);
+                        #pragma unroll
+                        for (int j = 0; j < 4; ++j) {
+                            float y0; 
+                            r3_sum_squares_el_body(v0[j], y0);
+                            acc0[K] = lm::add(acc0[K], y0);
+                        }
+                    }
+                }
+            }
+            {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
+                float* red = reinterpret_cast<float*>(lm_smem);
+                red[tid] = acc0[0];
+                __syncthreads();
+                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
+                __syncthreads();
+                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
+                __syncthreads();
+                if (tid < 32) {
+                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
+                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
+                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
+                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
+                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
+                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+                }
+                __syncthreads();
+                for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
+            }
+        }
+        if (tid == 0) {                                                  // split: this block's partial; the last block finishes
+            float fin0 = -0.0f; if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::add(stk0[--top0], fin0); }
+            reinterpret_cast<float*>(p.part0)[o * p.nblk + blockIdx.y] = fin0;
+        }
+        __shared__ bool lm_last;
+        __threadfence();                                                 // the partials are visible device-wide before the count
+        __syncthreads();
+        if (tid == 0) lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1);
+        __syncthreads();
+        if (!lm_last) return;
+        __threadfence();
+        r3_sum_squares_finish_row(p, o, lm_smem);
+        return;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_s(const __grid_constant__ r3_sum_squares_params p) {
+    __shared__ __align__(16) unsigned char lm_smem[16384];               // butterfly exchange; the split finisher's tree
+    const r3_sum_squares_el_params& pe = p.el;
+    const int tid = threadIdx.x;
+    const int w = tid;                                                   // lane of the row's group
+    const long long o = blockIdx.x;                                      // one row per block
+    const long long c_begin = (long long)blockIdx.y * p.cpb;
+    const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;
+    (void)c_end; (void)w;
+    float rv0 = {};                                                      // row value
+    {  // ---- stage 0 ----
+        float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: sum of float32, lane accumulators
+        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        for (long long c = c_begin; c < c_end; ++c) {                    // the chunks of this block
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) {
+                #pragma unroll
+                for (int K = 0; K < 1; ++K) {
+                    const long long r0 = c * 8192 + m * 1024 + 4 * (w + 256 * K);
+                    if (r0 < p.len) {
+                        float v0[4];
+                        #pragma unroll
+                        for (int j = 0; j < 4; ++j) {
+                            if (r0 + j >= p.len) break;
+                            r3_sum_squares_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, v0[j]);
+                        }
+                        #pragma unroll
+                        for (int j = 0; j < 4; ++j) {
+                            if (r0 + j >= p.len) break;
+                            float y0; 
+                            r3_sum_squares_el_body(v0[j], y0);
+                            acc0[K] = lm::add(acc0[K], y0);
+                        }
+                    }
+                }
+            }
+            {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
+                float* red = reinterpret_cast<float*>(lm_smem);
+                red[tid] = acc0[0];
+                __syncthreads();
+                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
+                __syncthreads();
+                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
+                __syncthreads();
+                if (tid < 32) {
+                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
+                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
+                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
+                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
+                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
+                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+                }
+                __syncthreads();
+                for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
+            }
+        }
+        if (tid == 0) {                                                  // split: this block's partial; the last block finishes
+            float fin0 = -0.0f; if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::add(stk0[--top0], fin0); }
+            reinterpret_cast<float*>(p.part0)[o * p.nblk + blockIdx.y] = fin0;
+        }
+        __shared__ bool lm_last;
+        __threadfence();                                                 // the partials are visible device-wide before the count
+        __syncthreads();
+        if (tid == 0) lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1);
+        __syncthreads();
+        if (!lm_last) return;
+        __threadfence();
+        r3_sum_squares_finish_row(p, o, lm_smem);
+        return;
+    }
+}

@@ -1,0 +1,130 @@
+// Golden tests of the reduction emitter: row sum, column sum, full sum (split), sum(x*x), softmax and
+// layernorm written from user-level ops (one kernel each), compared as text and compiled with NVRTC for
+// sm_90; then every reduction op on every dtype it accepts, and the planner's schedule choices, compiled.
+#include <string>
+#include <vector>
+
+#include <loom/loom.hpp>
+
+#include "golden_util.hpp"
+#include "loom/ir/pass.hpp"
+#include "loom/runtime/gpu_executor.hpp"
+
+using namespace loom;
+
+namespace {
+
+std::vector<codegen::KernelSource> kernels_of(const std::vector<Array>& ys, std::string_view name) {
+    std::vector<ir::NodePtr> roots;
+    for (const auto& y : ys) roots.push_back(y.node());
+    return gpu::generate(ir::run_pipeline(roots, ir::standard_passes()), name);
+}
+
+// One kernel, compared with the golden file and compiled.
+codegen::KernelSource golden_one(const std::string& name, const std::vector<Array>& ys) {
+    auto ks = kernels_of(ys, name);
+    REQUIRE(ks.size() == 1);
+    golden::check_text(name, ks[0].kernel);
+    golden::compile_sm90(ks[0]);
+    return ks[0];
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("golden: row sum (inner schedule, a block per row, 16-byte runs)") {
+    Tensor x = Tensor::host({512, 16384}, float32);
+    auto ks = golden_one("r1_row_sum", {sum(x, 1)});
+    CHECK(contains(ks.kernel, "schedule inner"));
+    CHECK(ks.vector_entry == "r1_row_sum_v");
+    CHECK(contains(ks.kernel, "lm::add("));  // no contraction: the prelude's rounded add
+}
+
+TEST_CASE("golden: column sum (outer schedule, the column order, 16-byte loads across outputs)") {
+    Tensor x = Tensor::host({16384, 1024}, float32);
+    auto ks = golden_one("r2_column_sum", {sum(x, 0)});
+    CHECK(contains(ks.kernel, "schedule outer"));
+    CHECK(contains(ks.kernel, "order (columns): chunks of 256"));
+    CHECK(ks.vector_entry == "r2_column_sum_v");
+}
+
+TEST_CASE("golden: sum(x*x) to one scalar (split over blocks, the last block finishes)") {
+    Tensor x = Tensor::host({1 << 22}, float32);
+    auto ks = golden_one("r3_sum_squares", {sum(x * x)});
+    CHECK(contains(ks.kernel, "split"));
+    CHECK(contains(ks.kernel, "atomicAdd(reinterpret_cast<unsigned int*>"));  // an integer counter, no float atomics
+    CHECK_FALSE(contains(ks.kernel, "atomicAdd(reinterpret_cast<float"));
+}
+
+TEST_CASE("golden: softmax from max, exp, sum is one kernel with the row in registers") {
+    Tensor x = Tensor::host({64, 8192}, float32);
+    const Array m = max(x, -1, true);
+    const Array e = exp(x - m);
+    const Array y = e / sum(e, -1, true);
+    auto ks = golden_one("f1_softmax", {y});
+    CHECK(contains(ks.kernel, "stage 1"));
+    CHECK(contains(ks.kernel, "held in registers"));
+    CHECK(contains(ks.kernel, "element outputs"));
+}
+
+TEST_CASE("golden: layernorm with weight and bias is one kernel (mean, variance, normalize)") {
+    Tensor x = Tensor::host({64, 8192}, float32);
+    Tensor w = Tensor::host({8192}, float32), b = Tensor::host({8192}, float32);
+    const Array mu = mean(x, -1, true);
+    const Array d = x - mu;
+    const Array var = mean(d * d, -1, true);
+    const Array y = d * rsqrt(var + 1e-5) * w + b;
+    auto ks = golden_one("f2_layernorm", {y});
+    CHECK(contains(ks.kernel, "stage 1"));
+    CHECK(contains(ks.kernel, "held in registers: in0\n"));  // x only: weight and bias are loaded where used
+}
+
+TEST_CASE("every reduction op x dtype compiles with NVRTC, inner and outer") {
+    const ir::Op ops[] = {ir::Op::Sum, ir::Op::Prod, ir::Op::Min, ir::Op::Max, ir::Op::Mean,
+                          ir::Op::ArgMin, ir::Op::ArgMax, ir::Op::Any, ir::Op::All};
+    int compiled = 0;
+    for (DType t : kAllDTypes) {
+        CAPTURE(name(t));
+        Tensor x = Tensor::host({33, 40}, t);
+        for (int axis : {0, 1}) {
+            std::vector<Array> ys;
+            for (ir::Op op : ops) {
+                try {
+                    ys.push_back(Array(ir::reduce(op, Array(x).node(), {axis}, false)));
+                } catch (const Error&) {
+                }
+            }
+            REQUIRE(!ys.empty());
+            for (const auto& ks : kernels_of(ys, fmt::format("all_{}_{}", name(t), axis))) {
+                golden::compile_sm90(ks);
+                ++compiled;
+            }
+        }
+    }
+    CHECK(compiled >= 18);
+}
+
+TEST_CASE("schedules: warp per row, strided and transposed inputs, epilogues and int sums compile") {
+    Tensor x = Tensor::host({300, 100}, float32);
+    Tensor h = Tensor::host({64, 4096}, float16);
+    Tensor i8 = Tensor::host({16, 3000}, int8);
+    Tensor big = Tensor::host({3, 70000}, float32);
+    const std::vector<std::vector<Array>> cases = {
+        {sum(x, 1)},                                        // warp per row, L = 100 (scalar variant)
+        {sum(transpose(x), 1)},                             // strided loads along the reduced axis
+        {sqrt(mean(x * x, 1)) + 1.0, max(x, 1)},            // two reductions, an epilogue
+        {argmax(transpose(x), 0), argmin(x, 1)},            // arg reductions, two kernels
+        {sum(h, -1), mean(h, -1)},                          // float16 accumulates in float32
+        {sum(i8, 1), any(i8 > 3, 1)},                       // int8 sums in int64
+        {exp(big - max(big, -1, true)) / sum(exp(big - max(big, -1, true)), -1, true)},  // long rows, few: strict
+        {sum(big, 0)},                                      // outer, L = 3
+        {sum(big)},                                         // full reduction, split
+    };
+    int n = 0;
+    for (const auto& ys : cases) {
+        CAPTURE(n);
+        for (const auto& ks : kernels_of(ys, fmt::format("case_{}", n))) golden::compile_sm90(ks);
+        ++n;
+    }
+}

@@ -1,0 +1,209 @@
+// GPU reductions against the CPU reference: every op, axis set and keepdims on ranks 1-4 and the sizes the
+// contract names; bit-for-bit where the contract promises bits (every reduction of exact values, in
+// particular float32 sum and mean); non-contiguous and broadcast inputs; NaN and Inf at chunk boundaries;
+// split, outer and warp schedules; fusion of prologues, epilogues and normalizations, compared bit for bit
+// with the same graph run one kernel per reduction; repeated runs.
+#include <cmath>
+#include <limits>
+
+#include "loom/runtime/gpu_executor.hpp"
+#include "test_pointwise_util.hpp"
+
+using namespace loom;
+using namespace pwtest;
+
+namespace {
+
+const ir::Op kOps[] = {ir::Op::Sum, ir::Op::Prod, ir::Op::Min, ir::Op::Max, ir::Op::Mean,
+                       ir::Op::ArgMin, ir::Op::ArgMax, ir::Op::Any, ir::Op::All};
+
+Array red(ir::Op op, const Array& x, std::vector<std::int64_t> axes, bool keepdims) {
+    return Array(ir::reduce(op, x.node(), std::move(axes), keepdims));
+}
+
+// Every reduction of `x`'s graph with its derived tolerance (exact for reductions of inputs).
+void check_all_ops(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdims, const std::string& what) {
+    std::vector<Array> ys;
+    for (ir::Op op : kOps) {
+        try {
+            ys.push_back(red(op, Array(x), axes, keepdims));
+        } catch (const Error&) {  // no identity over a zero-length axis: the constructor refuses
+        }
+    }
+    if (ys.empty()) return;
+    CAPTURE(what);
+    run_checked(ys);
+}
+
+std::string axes_text(const std::vector<std::int64_t>& a) { return fmt::format("[{}]", fmt::join(a, ",")); }
+
+}  // namespace
+
+TEST_CASE("reduce: every op on float32 rows of the contract's sizes, bit for bit") {
+    for (std::int64_t L : {0, 1, 31, 32, 33, 1023, 1025, 4097, 8192, 8193, 20000}) {
+        for (std::int64_t rows : {1, 3, 300}) {
+            Tensor x = rand({rows, L}, float32, 100 + static_cast<std::uint64_t>(L * 7 + rows));
+            check_all_ops(x, {1}, false, fmt::format("rows {} L {}", rows, L));
+            check_all_ops(x, {0}, true, fmt::format("columns of {} x {}", rows, L));
+        }
+    }
+}
+
+TEST_CASE("reduce: every op x dtype x axis set x keepdims on ranks 1-4") {
+    const std::vector<std::pair<Shape, std::vector<std::vector<std::int64_t>>>> cases = {
+        {{1025}, {{0}, {}}},
+        {{33, 17}, {{0}, {1}, {0, 1}}},
+        {{5, 0, 3}, {{1}, {0, 2}, {2}}},
+        {{4, 6, 33}, {{0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1, 2}}},
+        {{3, 4, 5, 37}, {{0, 3}, {1, 2}, {3}, {0, 1, 2, 3}, {-1, -2}}},
+    };
+    std::uint64_t seed = 7;
+    for (DType d : kAllDTypes) {
+        for (const auto& [shape, axis_sets] : cases) {
+            for (const auto& axes : axis_sets) {
+                for (bool keep : {false, true}) {
+                    Tensor x = rand(shape, d, ++seed);
+                    check_all_ops(x, axes, keep,
+                                  fmt::format("{} {} axes {} keepdims {}", name(d), to_string(shape), axes_text(axes), keep));
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("reduce: transposed, sliced, broadcast and misaligned inputs") {
+    Tensor x = rand({300, 2051}, float32, 11);
+    const Array t = transpose(Array(x));                             // [2051, 300], strided
+    for (auto axes : std::vector<std::vector<std::int64_t>>{{0}, {1}, {}}) {
+        CAPTURE(axes_text(axes));
+        run_checked({red(ir::Op::Sum, t, axes, false), red(ir::Op::ArgMax, t, axes, false), red(ir::Op::Min, t, axes, false)});
+    }
+    const Array s = Array(x).slice({{1, ir::SliceSpec::kNone, 2}, {3, -5, 3}});  // steps and offsets
+    run_checked({sum(s, 1), sum(s, 0), argmin(s, 1)});
+    const Array shifted = Array(x).slice({{0, ir::SliceSpec::kNone, 1}, {1, 2049, 1}});  // misaligned rows
+    run_checked({sum(shifted, 1), mean(shifted, 1)});
+    Tensor v = rand({4097}, float32, 12);
+    const Array b = broadcast_to(Array(v), {64, 4097});             // stride-0 rows
+    run_checked({sum(b, 0), sum(b, 1), max(b, 0)});
+}
+
+TEST_CASE("reduce: the vector and scalar variants and every schedule give the same bits") {
+    // The same row sums through a contiguous (vector) and a misaligned (scalar) view of the same values.
+    Tensor big = rand({65, 8193 * 4 + 4}, float32, 21);
+    Tensor a = Tensor::empty({65, 8193 * 4}, float32, dev());
+    Tensor b = Tensor::empty({65, 8193 * 4}, float32, dev());
+    const Array aligned = Array(big).slice({{0, ir::SliceSpec::kNone, 1}, {0, 8193 * 4, 1}});
+    const Array off = Array(big).slice({{0, ir::SliceSpec::kNone, 1}, {1, 8193 * 4 + 1, 1}});
+    assign(a, aligned);
+    assign(b, off);  // b holds the values of `off`, contiguous
+    wait_device();
+    const Tensor s1 = run_one(sum(Array(b), 1));
+    const Tensor s2 = run_one(sum(off, 1));
+    require_same_bits(s1, s2, "contiguous copy vs misaligned view");
+    // Repeated runs are bit-identical; the split full reduction equals the reference bit for bit.
+    Tensor x = rand({(1 << 24) + 3}, float32, 22);
+    const Tensor first = run_one(sum(Array(x) * Array(x)), false);
+    for (int k = 0; k < 5; ++k) require_same_bits(run_one(sum(Array(x) * Array(x)), false), first, "repeated run");
+    // Few columns, long columns: the outer schedule split over blocks.
+    Tensor c = rand({200000, 40}, float32, 23);
+    run_checked({sum(c, 0), mean(c, 0), max(c, 0)}, false);
+    // Few long rows: the inner schedule split over blocks.
+    Tensor r = rand({3, 1 << 20}, float32, 24);
+    run_checked({sum(r, 1), argmax(r, 1), min(r, 1)}, false);
+}
+
+TEST_CASE("reduce: NaN and infinities at chunk boundaries, all-NaN and all-infinite rows, ties") {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    const std::int64_t L = 3 * 8192 + 5;
+    Tensor h = Tensor::host({6, L}, float32);
+    auto* p = static_cast<float*>(h.data());
+    for (std::int64_t i = 0; i < 6 * L; ++i) p[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+    p[0 * L + 8191] = static_cast<float>(nan);
+    p[0 * L + 8192] = static_cast<float>(nan);
+    for (std::int64_t i = 0; i < L; ++i) p[1 * L + i] = static_cast<float>(nan);
+    for (std::int64_t i = 0; i < L; ++i) p[2 * L + i] = static_cast<float>(-inf);
+    for (std::int64_t i = 0; i < L; ++i) p[3 * L + i] = static_cast<float>(inf);
+    for (std::int64_t i = 0; i < L; ++i) p[4 * L + i] = 7.0f;  // ties: the first index wins
+    p[5 * L + L - 1] = static_cast<float>(nan);                 // NaN in the last, partial chunk
+    const Tensor x = h.to(dev());
+    const Array X(x);
+    run_checked({max(X, 1), min(X, 1), argmax(X, 1), argmin(X, 1), sum(X, 1), mean(X, 1)});
+    // With a fused epilogue: max of all -Inf stays -Inf, min of all +Inf stays +Inf.
+    run_checked({max(X, 1) * 2.0, min(X, 1) + 1.0});
+    // Transposed: indices refer to the logical order.
+    run_checked({argmax(transpose(X), 0), argmin(transpose(X), 0)});
+}
+
+TEST_CASE("reduce: int8 and int32 sums in int64; mean of integers; any/all") {
+    Tensor i8 = rand({64, 5000}, int8, 31);
+    Tensor i32 = rand({64, 5000}, int32, 32);
+    run_checked({sum(i8, 1), sum(i32, 1), mean(i8, 1), mean(i32, 0), any(Array(i8) > 120, 1), all(Array(i32) != 7, 0)});
+    // 2^31 + 8 int8 ones sum to 2147483656.
+    Tensor host_ones = Tensor::host({(std::int64_t{1} << 31) + 8}, int8);
+    std::memset(host_ones.data(), 1, static_cast<std::size_t>(host_ones.nbytes()));
+    const Tensor ones = host_ones.to(dev());
+    Tensor s = Tensor(sum(Array(ones)));
+    const Tensor hs = s.to(Device::cpu());
+    CHECK(*static_cast<const std::int64_t*>(hs.data()) == 2147483656LL);
+}
+
+TEST_CASE("reduce: fusion gives one kernel and the same bits as one kernel per reduction") {
+    Tensor x = rand({1000, 8192}, float32, 41);
+    Tensor w = rand({8192}, float32, 42), b = rand({8192}, float32, 43);
+    const Array X(x), W(w), B(b);
+    // softmax
+    const Array m = max(X, -1, true);
+    const Array e = exp(X - m);
+    const Array sm = e / sum(e, -1, true);
+    // layernorm
+    const Array mu = mean(X, -1, true);
+    const Array d = X - mu;
+    const Array ln = d * rsqrt(mean(d * d, -1, true) + 1e-5) * W + B;
+    // rmsnorm
+    const Array rms = X * rsqrt(mean(X * X, -1, true) + 1e-6) * W;
+    for (const auto& [y, label] : std::vector<std::pair<Array, std::string>>{{sm, "softmax"}, {ln, "layernorm"}, {rms, "rmsnorm"}}) {
+        CAPTURE(label);
+        const std::string plan = gpu::explain(ir::run_pipeline({y.node()}, ir::standard_passes()), label);
+        CHECK(plan.find("kernel 1") == std::string::npos);  // one kernel
+        const Tensor fused = run_one(y, false);
+        // Unfused: every reduction materialized first (eval of each reduced value, then the rest).
+        Tensor unfused;
+        if (label == "softmax") {
+            const Tensor mt = eval(m);
+            const Array e2 = exp(X - Array(mt));
+            const Tensor st = eval(sum(e2, -1, true));
+            unfused = eval(e2 / Array(st));
+        } else if (label == "layernorm") {
+            const Tensor mut = eval(mu);
+            const Array d2 = X - Array(mut);
+            const Tensor vt = eval(mean(d2 * d2, -1, true));
+            unfused = eval(d2 * rsqrt(Array(vt) + 1e-5) * W + B);
+        } else {
+            const Tensor mt = eval(mean(X * X, -1, true));
+            unfused = eval(X * rsqrt(Array(mt) + 1e-6) * W);
+        }
+        wait_device();
+        require_same_bits(fused, unfused, label + ": fused vs unfused");
+    }
+    // sum(x*x) reads x once in one kernel; sum and max of one input share a kernel; mean and var too.
+    const std::string two = gpu::explain(ir::run_pipeline({sum(X, 1).node(), max(X, 1).node(), sqrt(mean(X * X, 1)).node()},
+                                                          ir::standard_passes()), "");
+    CHECK(two.find("kernel 1") == std::string::npos);
+    run_checked({sum(X, 1), max(X, 1), sqrt(mean(X * X, 1))}, false);
+}
+
+TEST_CASE("reduce: traced functions with reductions") {
+    auto f = loom::function("row_softmax", [](Array x) {
+        const Array e = exp(x - max(x, -1, true));
+        return e / sum(e, -1, true);
+    });
+    Tensor x = rand({256, 3000}, float32, 51);
+    Tensor y = Tensor::empty({256, 3000}, float32, dev());
+    testing::poison(y);
+    f(x, y);
+    wait_device();
+    const Array X(x);
+    const Array e = exp(X - max(X, -1, true));
+    const Tensor expect = run_one(e / sum(e, -1, true), false);
+    require_same_bits(y, expect, "traced vs lazy");
+}
