@@ -443,6 +443,44 @@ struct ReduceEmitter {
                     line(s, 8, "}");
                 }
             } else {
+                if (G == 256 && csites.size() <= 2) {
+                    // Software pipeline: the next chunk's loads are in flight while this chunk is accumulated
+                    // and its butterfly waits at the barriers.
+                    auto load_chunk = [&](const std::string& c) {
+                        line(s, 12, "#pragma unroll");
+                        line(s, 12, "for (int m = 0; m < 8; ++m) {");
+                        line(s, 16, fmt::format("const long long r0 = ({}) * 8192 + m * 1024 + 4 * w;", c));
+                        emit_load_run(s, 16, vec, "r0", [&](std::size_t k) { return fmt::format("nx{}[m]", k); });
+                        line(s, 12, "}");
+                    };
+                    for (std::size_t k : csites)
+                        line(s, 8, fmt::format("{} nx{}[8][4];", register_type(plan.element.loads[k].dtype), k), "the next chunk's values");
+                    line(s, 8, "if (c_begin < c_end) {");
+                    load_chunk("c_begin");
+                    line(s, 8, "}");
+                    line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
+                    for (std::size_t k : csites) {
+                        const std::string rt(register_type(plan.element.loads[k].dtype));
+                        line(s, 12, fmt::format("{} cu{}[8][4];", rt, k));
+                        line(s, 12, "#pragma unroll");
+                        line(s, 12, fmt::format("for (int m = 0; m < 8; ++m) for (int j = 0; j < 4; ++j) cu{}[m][j] = nx{}[m][j];", k, k));
+                    }
+                    line(s, 12, "if (c + 1 < c_end) {");
+                    load_chunk("c + 1");
+                    line(s, 12, "}");
+                    line(s, 12, "#pragma unroll");
+                    line(s, 12, "for (int m = 0; m < 8; ++m) {");
+                    line(s, 16, "const int K = 0;");
+                    line(s, 16, "const long long r0 = c * 8192 + m * 1024 + 4 * w;");
+                    line(s, 16, "if (r0 < p.len) {");
+                    std::string t;
+                    accumulate(t, 20, "r0", [&](std::size_t k) { return fmt::format("cu{}[m][j]", k); }, !vec);
+                    s += t;
+                    line(s, 16, "}");
+                    line(s, 12, "}");
+                    for (std::size_t j : ops) inner_chunk_end(s, 12, j);
+                    line(s, 8, "}");
+                } else {
                 line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
                 if (G == 256) line(s, 12, "#pragma unroll");
                 else line(s, 12, "#pragma unroll 1");
@@ -462,6 +500,7 @@ struct ReduceEmitter {
                 line(s, 12, "}");
                 for (std::size_t j : ops) inner_chunk_end(s, 12, j);
                 line(s, 8, "}");
+                }
             }
             // fold the counters, finish, broadcast
             const std::string who = G == 256 ? "tid == 0" : "w == 0";
@@ -717,7 +756,7 @@ struct ReduceEmitter {
             line(s, 4, fmt::format("{} rv{} = {{}};", rv_type(j), j));
             line(s, 4, "{", fmt::format("reduction {}", j));
             line(s, 8, fmt::format("{}* a = reinterpret_cast<{}*>(buf);", A, A));
-            line(s, 8, fmt::format("{}* b = a + 512;", A));
+            line(s, 8, fmt::format("{}* b = a + {};", A, 16384 / (2 * accumulator_bytes(r))), "two halves of 16 KiB");
             line(s, 8, fmt::format("const {}* part = reinterpret_cast<const {}*>(p.part{}) + o * p.nblk;", A, A, j));
             line(s, 8, "for (long long i = tid; i < p.nblk; i += nt) a[i] = lm::ldcg(part + i);");
             line(s, 8, "__syncthreads();");

@@ -288,10 +288,15 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
                 throw NotFusable(fmt::format("{} rows of {} elements are too few to fill the device in one pass per "
                                              "stage; each reduction runs as its own split kernel", O, L));
         } else {
-            const std::int64_t target = 4LL * device.sm_count;
+            // Blocks to aim for: 8 per SM for the inner schedule (256 threads each: a full SM), 4 for the outer
+            // one. At most as many block partials per row as the finisher's tree holds in 16 KiB.
+            const std::int64_t target = (outer ? 4LL : 8LL) * device.sm_count;
+            std::size_t acc = 1;
+            for (const auto& op : plan.ops) acc = std::max(acc, accumulator_bytes(op));
+            const std::int64_t max_blocks = std::min<std::int64_t>(2048, static_cast<std::int64_t>(16384 / (2 * acc)));
             const std::int64_t want_blocks = (target + row_blocks - 1) / row_blocks;
             std::int64_t cpb = pow2_at_least((b.chunks + want_blocks - 1) / want_blocks);
-            cpb = std::max(cpb, pow2_at_least((b.chunks + 511) / 512));
+            cpb = std::max(cpb, pow2_at_least((b.chunks + max_blocks - 1) / max_blocks));
             b.chunks_per_block = cpb;
             b.blocks_per_row = (b.chunks + cpb - 1) / cpb;
             plan.split = b.blocks_per_row > 1;

@@ -81,7 +81,7 @@ __device__ __forceinline__ void r2_column_sum_finish_row(const r2_column_sum_par
     float rv0 = {};
     {                                                                    // reduction 0
         float* a = reinterpret_cast<float*>(buf);
-        float* b = a + 512;
+        float* b = a + 2048;                                             // two halves of 16 KiB
         const float* part = reinterpret_cast<const float*>(p.part0) + o * p.nblk;
         for (long long i = tid; i < p.nblk; i += nt) a[i] = lm::ldcg(part + i);
         __syncthreads();

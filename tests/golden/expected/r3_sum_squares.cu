@@ -82,7 +82,7 @@ __device__ __forceinline__ void r3_sum_squares_finish_row(const r3_sum_squares_p
     float rv0 = {};
     {                                                                    // reduction 0
         float* a = reinterpret_cast<float*>(buf);
-        float* b = a + 512;
+        float* b = a + 2048;                                             // two halves of 16 KiB
         const float* part = reinterpret_cast<const float*>(p.part0) + o * p.nblk;
         for (long long i = tid; i < p.nblk; i += nt) a[i] = lm::ldcg(part + i);
         __syncthreads();
@@ -112,21 +112,35 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: sum of float32, lane accumulators
         float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
-        for (long long c = c_begin; c < c_end; ++c) {                    // the chunks of this block
+        float nx0[8][4];                                                 // the next chunk's values
+        if (c_begin < c_end) {
             #pragma unroll
             for (int m = 0; m < 8; ++m) {
-                #pragma unroll
-                for (int K = 0; K < 1; ++K) {
-                    const long long r0 = c * 8192 + m * 1024 + 4 * (w + 256 * K);
-                    if (r0 < p.len) {
-                        float v0[4];
-                        if (r0 < p.len) r3_sum_squares_el_load4(pe, (int)(o * p.len + r0), (int)0, v0);
-                        #pragma unroll
-                        for (int j = 0; j < 4; ++j) {
-                            float y0; 
-                            r3_sum_squares_el_body(v0[j], y0);
-                            acc0[K] = lm::add(acc0[K], y0);
-                        }
+                const long long r0 = (c_begin) * 8192 + m * 1024 + 4 * w;
+                if (r0 < p.len) r3_sum_squares_el_load4(pe, (int)(o * p.len + r0), (int)0, nx0[m]);
+            }
+        }
+        for (long long c = c_begin; c < c_end; ++c) {                    // the chunks of this block
+            float cu0[8][4];
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) for (int j = 0; j < 4; ++j) cu0[m][j] = nx0[m][j];
+            if (c + 1 < c_end) {
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) {
+                const long long r0 = (c + 1) * 8192 + m * 1024 + 4 * w;
+                if (r0 < p.len) r3_sum_squares_el_load4(pe, (int)(o * p.len + r0), (int)0, nx0[m]);
+            }
+            }
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) {
+                const int K = 0;
+                const long long r0 = c * 8192 + m * 1024 + 4 * w;
+                if (r0 < p.len) {
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        float y0; 
+                        r3_sum_squares_el_body(cu0[m][j], y0);
+                        acc0[K] = lm::add(acc0[K], y0);
                     }
                 }
             }
@@ -180,26 +194,44 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_s(const __grid_
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: sum of float32, lane accumulators
         float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
-        for (long long c = c_begin; c < c_end; ++c) {                    // the chunks of this block
+        float nx0[8][4];                                                 // the next chunk's values
+        if (c_begin < c_end) {
             #pragma unroll
             for (int m = 0; m < 8; ++m) {
+                const long long r0 = (c_begin) * 8192 + m * 1024 + 4 * w;
                 #pragma unroll
-                for (int K = 0; K < 1; ++K) {
-                    const long long r0 = c * 8192 + m * 1024 + 4 * (w + 256 * K);
-                    if (r0 < p.len) {
-                        float v0[4];
-                        #pragma unroll
-                        for (int j = 0; j < 4; ++j) {
-                            if (r0 + j >= p.len) break;
-                            r3_sum_squares_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, v0[j]);
-                        }
-                        #pragma unroll
-                        for (int j = 0; j < 4; ++j) {
-                            if (r0 + j >= p.len) break;
-                            float y0; 
-                            r3_sum_squares_el_body(v0[j], y0);
-                            acc0[K] = lm::add(acc0[K], y0);
-                        }
+                for (int j = 0; j < 4; ++j) {
+                    if (r0 + j >= p.len) break;
+                    r3_sum_squares_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, nx0[m][j]);
+                }
+            }
+        }
+        for (long long c = c_begin; c < c_end; ++c) {                    // the chunks of this block
+            float cu0[8][4];
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) for (int j = 0; j < 4; ++j) cu0[m][j] = nx0[m][j];
+            if (c + 1 < c_end) {
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) {
+                const long long r0 = (c + 1) * 8192 + m * 1024 + 4 * w;
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (r0 + j >= p.len) break;
+                    r3_sum_squares_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, nx0[m][j]);
+                }
+            }
+            }
+            #pragma unroll
+            for (int m = 0; m < 8; ++m) {
+                const int K = 0;
+                const long long r0 = c * 8192 + m * 1024 + 4 * w;
+                if (r0 < p.len) {
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        if (r0 + j >= p.len) break;
+                        float y0; 
+                        r3_sum_squares_el_body(cu0[m][j], y0);
+                        acc0[K] = lm::add(acc0[K], y0);
                     }
                 }
             }
