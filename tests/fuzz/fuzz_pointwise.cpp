@@ -1,17 +1,26 @@
-// loom_fuzz: a differential fuzzer of Loom's pointwise kernels. Random elementwise graphs (every op of the
-// elementwise table, every dtype, ranks 1-4 with size-1 dimensions, broadcasts, permuted, sliced and
-// reshaped views, strided and misaligned inputs, scalars and constants including NaN, Inf and -0, several
-// outputs) run on the GPU and on the CPU reference and are compared with the contract's tolerances
-// (docs/semantics.md). A failing graph is shrunk (nodes replaced by their operands, smaller shapes,
-// simpler layouts) and printed with ir::print. Without a GPU, or with --compile-only, every graph is
-// generated and compiled with NVRTC and evaluated on the reference, without a launch.
+// loom_fuzz: a differential fuzzer of Loom's kernels. Random graphs run on the GPU and on the CPU reference
+// and are compared with the contract's tolerances (docs/semantics.md, testing::check_against_reference).
+// Half of the seeds (--reduce-share) make pointwise graphs: every op of the elementwise table, every dtype,
+// ranks 1-4 with size-1 dimensions, broadcasts, permuted, sliced and reshaped views, strided and
+// misaligned inputs, scalars and constants including NaN, Inf and -0, several outputs. The others make
+// graphs with reductions: sum, prod, min, max, mean, argmin, argmax, any and all over random axis sets with
+// and without keepdims, with elementwise prologues and epilogues, several reductions of one operand,
+// softmax, layernorm, rmsnorm and random variants that broadcast reduced values back, reductions of
+// reductions, on ranks 1-4 with extents from 0 to 8193 and transposed, sliced and strided inputs. A failing
+// graph is shrunk (nodes replaced by their operands, smaller shapes, simpler layouts and axis sets) and
+// printed with ir::print. Without a GPU, or with --compile-only, every graph's kernels are generated (the
+// GPU path's planner and emitters, after the standard passes) and compiled with NVRTC, and the graph is
+// evaluated on the reference, without a launch.
 //
-//   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only] [--max-numel N] [--no-shrink] [--verbose]
+//   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only] [--max-numel N] [--reduce-share F]
+//             [--no-shrink] [--verbose]
 //
-// Graph k of a run uses seed S + k, so `--seed S+k --count 1` replays it. Exit status 0 when every graph
-// passed, 1 on any failure, 2 on bad arguments. The last line is "fuzz: N graphs, M failures".
+// Graph k of a run uses seed S + k, so `--seed S+k --count 1` replays it (with the same --reduce-share and
+// --max-numel). Exit status 0 when every graph passed, 1 on any failure, 2 on bad arguments. The last line
+// is "fuzz: N graphs, M failures".
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -68,17 +77,6 @@ struct Outcome {
     std::string message;
 };
 
-/// Largest finite magnitude among a host tensor's values, at least 1 (the scale of the absolute floor).
-double scale_of(const Tensor& t) {
-    double s = 1.0;
-    if (!is_float(t.dtype())) return s;
-    for (std::int64_t i = 0; i < t.numel(); ++i) {
-        const double v = std::fabs(t.get_double(i));
-        if (std::isfinite(v)) s = std::max(s, v);
-    }
-    return s;
-}
-
 template <class F>
 Outcome guarded(F&& body) {
     try {
@@ -96,7 +94,7 @@ Outcome guarded(F&& body) {
 
 /// Runs a program on the GPU (twice: into poisoned outputs, then into outputs holding random values, so
 /// that an unwritten element fails against any expected value, NaN included) and compares with the
-/// reference.
+/// reference (testing::check_against_reference: the tolerance derived from each root's graph).
 Outcome run_gpu(const Program& p) {
     const Device dev = Device::cuda(current_device());
     std::optional<Built> b;
@@ -107,7 +105,6 @@ Outcome run_gpu(const Program& p) {
     }
     if (!b) return {Kind::Invalid, {}};
     return guarded([&]() -> Outcome {
-        const std::vector<Tensor> expected = reference::evaluate(b->roots);
         const bool misaligned = p.data_seed % 8 == 0;
         std::vector<Tensor> outs;
         for (const auto& r : b->roots) {
@@ -126,14 +123,10 @@ Outcome run_gpu(const Program& p) {
             }
             evaluate_into(b->roots, outs);
             synchronize();
-            for (std::size_t k = 0; k < outs.size(); ++k) {
-                const testing::Tolerance tol = testing::tolerance_for(b->roots[k], scale_of(expected[k]));
-                const testing::Comparison c =
-                    testing::compare(outs[k], expected[k], tol, fmt::format("output {} ({})", k, ir::describe(*b->roots[k])));
-                if (!c.ok)
-                    return {Kind::Mismatch, fmt::format("{} outputs{}: {}", run == 0 ? "poisoned" : "random-filled",
-                                                        misaligned ? " (misaligned)" : "", c.message)};
-            }
+            const testing::Comparison c = testing::check_against_reference(b->roots, outs);
+            if (!c.ok)
+                return {Kind::Mismatch, fmt::format("{} outputs{}: {}", run == 0 ? "poisoned" : "random-filled",
+                                                    misaligned ? " (misaligned)" : "", c.message)};
         }
         return {Kind::Pass, {}};
     });
@@ -216,6 +209,14 @@ std::vector<Program> candidates(const Program& p) {
         if ((ins.kind == Instr::Kind::Scalar || ins.kind == Instr::Kind::Constant) && !(ins.value.as_double() == 1.0))
             with([](Instr& x) { x.value = is_float(x.dtype) ? ir::ScalarValue::of_float(1.0) : ir::ScalarValue::of_int(1); });
         if (ins.kind == Instr::Kind::View && ins.step != 1) with([](Instr& x) { x.step = 1; });
+        if (ins.kind == Instr::Kind::Reduce) {
+            if (ins.axes == 0) with([](Instr& x) { x.axes = 1; });
+            if ((ins.axes & (ins.axes - 1)) != 0)  // several axes: each one alone
+                for (int d = 0; d < 32; ++d)
+                    if (ins.axes >> d & 1u) with([d](Instr& x) { x.axes = 1u << d; });
+            if (ins.negative) with([](Instr& x) { x.negative = false; });
+            if (ins.keepdims) with([](Instr& x) { x.keepdims = false; });
+        }
     }
     return out;
 }
@@ -260,6 +261,13 @@ void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const
                 opt.compile_only ? " --compile-only" : "", std::string(kind_name(o.kind)).c_str(), o.message.c_str());
     Shrunk s{p, o, 0};
     if (shrink_it && o.kind != Kind::Sticky) s = shrink(p, o, run);
+    if (s.steps > 0) {  // the graph as generated, then the shrunk one
+        try {
+            if (auto b = build(p, dev)) std::printf("graph as generated:\n%s\n", ir::print(b->roots).c_str());
+        } catch (const std::exception& e) {
+            std::printf("(could not rebuild the graph: %s)\n", e.what());
+        }
+    }
     std::printf("shrunk in %d steps from %zu to %zu instructions:\n%s", s.steps, p.code.size(), s.program.code.size(),
                 describe(s.program).c_str());
     try {
@@ -300,6 +308,10 @@ bool parse(int argc, char** argv, Options& o) {
             const char* v = value("--max-numel");
             if (!v) return false;
             o.gen.max_numel = std::max(1LL, std::atoll(v));
+        } else if (a == "--reduce-share") {
+            const char* v = value("--reduce-share");
+            if (!v) return false;
+            o.gen.reduce_share = std::clamp(std::atof(v), 0.0, 1.0);
         } else if (a == "--compile-only") {
             o.compile_only = true;
         } else if (a == "--no-shrink") {
@@ -309,7 +321,7 @@ bool parse(int argc, char** argv, Options& o) {
         } else {
             std::fprintf(stderr,
                          "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only] [--max-numel N] "
-                         "[--no-shrink] [--verbose]\n");
+                         "[--reduce-share F] [--no-shrink] [--verbose]\n");
             return false;
         }
     }
@@ -335,21 +347,24 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     const auto t0 = Clock::now();
-    long long graphs = 0, failures = 0, invalid = 0;
+    long long graphs = 0, failures = 0, invalid = 0, reduction_graphs = 0;
     for (std::uint64_t k = 0;; ++k) {
         if (opt.count >= 0 && graphs >= opt.count) break;
         if (opt.seconds >= 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= opt.seconds) break;
         const std::uint64_t seed = opt.seed + k;
+        const auto g0 = Clock::now();
         const Program p = generate(seed, opt.gen);
         const Outcome o = run(p);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - g0).count();
         if (o.kind == Kind::Invalid) {  // generation only returns valid programs; count it, do not retry
             ++invalid;
             continue;
         }
         ++graphs;
+        reduction_graphs += p.reductions;
         if (opt.verbose) {
-            std::printf("graph seed %llu: %zu instructions, %s\n", static_cast<unsigned long long>(seed), p.code.size(),
-                        std::string(kind_name(o.kind)).c_str());
+            std::printf("graph seed %llu: %s, %zu instructions, %s (%.0f ms)\n", static_cast<unsigned long long>(seed),
+                        p.reductions ? "reductions" : "pointwise", p.code.size(), std::string(kind_name(o.kind)).c_str(), ms);
             if (auto b = build(p, Device::cpu())) std::printf("%s\n", ir::print(b->roots).c_str());
         }
         if (o.kind != Kind::Pass) {
@@ -363,6 +378,7 @@ int main(int argc, char** argv) {
         if (!opt.compile_only && graphs % 500 == 0) clear_kernel_cache();  // bound the loaded modules
     }
     if (invalid > 0) std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
+    std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions\n", graphs - reduction_graphs, reduction_graphs);
     std::printf("fuzz: %lld graphs, %lld failures\n", graphs, failures);
     return failures == 0 && invalid == 0 ? 0 : 1;
 }

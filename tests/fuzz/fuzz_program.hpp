@@ -1,6 +1,9 @@
-// Random elementwise programs for the differential fuzzer: a program is a list of instructions whose
-// shapes all derive from one base shape, so that it can be rebuilt after shrinking (fewer nodes, smaller
-// shapes, simpler layouts). Building turns a program into IR roots over freshly filled tensors.
+// Random programs for the differential fuzzer: a program is a list of instructions whose shapes all derive
+// from one base shape, so that it can be rebuilt after shrinking (fewer nodes, smaller shapes, simpler
+// layouts). Building turns a program into IR roots over freshly filled tensors. Two generators: pointwise
+// programs (elementwise ops, casts and views) and reduction programs (reductions over random axis sets with
+// prologues and epilogues, several reductions of one operand, normalizations such as softmax, layernorm and
+// rmsnorm that broadcast reduced values back, reductions of reductions).
 #pragma once
 
 #include <cstdint>
@@ -32,10 +35,10 @@ enum class ViewKind : std::uint8_t { Permute, Transpose, Slice, Flatten, MergeLa
 std::string_view view_name(ViewKind v);
 
 struct Instr {
-    enum class Kind : std::uint8_t { Input, Scalar, Constant, Elementwise, Cast, View };
+    enum class Kind : std::uint8_t { Input, Scalar, Constant, Elementwise, Cast, View, Reduce };
     Kind kind = Kind::Input;
     DType dtype = DType::Float32;  // leaves: their dtype; Cast: the target dtype
-    ir::Op op = ir::Op::Add;       // Elementwise
+    ir::Op op = ir::Op::Add;       // Elementwise and Reduce
     std::vector<int> args;         // operand instructions (earlier ones)
     // Input: shape = base shape with the dims of `ones` (bit d = base dim d) set to 1 and the first `drop`
     // dims removed; `pre` is the IR view from the pre-image; `layout` the tensor's memory layout.
@@ -52,6 +55,12 @@ struct Instr {
     int step = 1;
     bool start1 = false;
     std::int64_t extent = 2;
+    // Reduce: the reduced axes as a bit mask over the operand's dimensions (bits at or above its rank are
+    // ignored; when none is left, all axes, written as an empty axis list), whether they are written as
+    // negative axes, and keepdims.
+    std::uint32_t axes = 0;
+    bool negative = false;
+    bool keepdims = false;
 };
 
 struct Program {
@@ -59,14 +68,24 @@ struct Program {
     std::vector<Instr> code;
     std::vector<int> outputs;
     std::uint64_t data_seed = 0;
+    // Made by the reduction generator: input data without values near the overflow threshold and fewer
+    // special values, and the wider rules for approximate values of fuzz_program.cpp ("approximation
+    // levels"), which rely on that data.
+    bool reductions = false;
 };
 
 struct GenOptions {
-    std::int64_t max_numel = 1 << 14;  // base shape elements (1/32 of graphs up to 64x this)
+    // Base shape elements (1/32 of pointwise and 1/16 of reduction graphs up to 64x this).
+    std::int64_t max_numel = 1 << 14;
     int max_ops = 16;
+    double reduce_share = 0.5;  // the share of seeds that make reduction programs
 };
 
-/// A random program from `seed` (deterministic). Every program it returns builds (see build()).
+/// Whether `seed` makes a reduction program (a hash of the seed against options.reduce_share).
+bool is_reduction_seed(std::uint64_t seed, const GenOptions& options);
+
+/// A random program from `seed` (deterministic): a reduction program when is_reduction_seed(), else a
+/// pointwise one. Every program it returns builds (see build()).
 Program generate(std::uint64_t seed, const GenOptions& options);
 
 /// A built program: IR roots over bound tensors (on `device`), kept alive with the nodes.
