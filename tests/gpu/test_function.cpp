@@ -22,7 +22,7 @@ TEST_CASE("traced function on the GPU: matches the reference and the lazy expres
     CHECK(f.stats().specializations == 1);
 }
 
-TEST_CASE("traced function on the GPU: two results from one kernel; new data compiles nothing") {
+TEST_CASE("traced function on the GPU: two results from one kernel, new data compiles nothing") {
     auto bs = loom::function("call_put", [](Array S, Array K, Array T) {
         Array sq = sqrt(T);
         Array d1 = (log(S / K) + 0.065 * T) / (0.3 * sq);

@@ -142,7 +142,7 @@ TEST_CASE("graph capture: an uncompiled kernel raises a clear error and leaves t
     require_reference({y}, {out}, "after the failed capture");
 }
 
-TEST_CASE("graph capture: synchronizing or copying synchronously raises an error; the capture stays valid") {
+TEST_CASE("graph capture: synchronizing or copying synchronously raises an error, the capture stays valid") {
     Stream s;
     StreamGuard on(s);
     Tensor x = rand({1024}, float32, 0xc201);

@@ -134,7 +134,7 @@ TEST_CASE("reduce: NaN and infinities at chunk boundaries, all-NaN and all-infin
     run_checked({argmax(transpose(X), 0), argmin(transpose(X), 0)});
 }
 
-TEST_CASE("reduce: int8 and int32 sums in int64; mean of integers; any/all") {
+TEST_CASE("reduce: int8 and int32 sums in int64, mean of integers, any/all") {
     Tensor i8 = rand({64, 5000}, int8, 31);
     Tensor i32 = rand({64, 5000}, int32, 32);
     run_checked({sum(i8, 1), sum(i32, 1), mean(i8, 1), mean(i32, 0), any(Array(i8) > 120, 1), all(Array(i32) != 7, 0)});

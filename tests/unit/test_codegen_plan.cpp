@@ -114,7 +114,7 @@ TEST_CASE("strided operand (transpose): scalar variant only, coefficients in the
     CHECK(p.binding.sites[0].coefs == std::vector<std::int64_t>{1, 128});
 }
 
-TEST_CASE("dimensions coalesce; reshape of a contiguous input is a flat index") {
+TEST_CASE("dimensions coalesce, reshape of a contiguous input is a flat index") {
     auto x = input(float32, {8, 16, 32}, "x");
     auto y = input(float32, {4096}, "y");
     auto p = plan({binary(Op::Add, x, reshape(y, {8, 16, 32}))});
@@ -175,7 +175,7 @@ TEST_CASE("parameters beyond the device's limit travel in device memory") {
     CHECK_NOTHROW(plan_pointwise({unary(Op::Neg, x)}, contiguous({unary(Op::Neg, x)}), small));
 }
 
-TEST_CASE("outputs must share the iteration space; reductions are rejected") {
+TEST_CASE("outputs must share the iteration space, reductions are rejected") {
     auto x = input(float32, {16}, "x");
     auto y = input(float32, {8}, "y");
     CHECK_THROWS_AS(plan({unary(Op::Neg, x), unary(Op::Neg, y)}, contiguous({x, y})), Error);

@@ -167,7 +167,7 @@ TEST_CASE("size cap: least recently used entries are evicted first") {
     CHECK(c.size_bytes() <= 35000);
 }
 
-TEST_CASE("compile_cached: a second process finds the kernel without NVRTC; a change misses") {
+TEST_CASE("compile_cached: a second process finds the kernel without NVRTC, a change misses") {
     TempDir t;
     ::setenv("LOOM_CACHE_DIR", (t.path / "cache").c_str(), 1);
     reset_disk_cache();

@@ -35,7 +35,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 }  // namespace
 
-TEST_CASE("Tensor out = expr evaluates on the host; values match C++ float arithmetic element by element") {
+TEST_CASE("Tensor out = expr evaluates on the host, values match C++ float arithmetic element by element") {
     Tensor x = random_host({3, 5}, float32, 1);
     Tensor b = random_host({5}, float32, 2);
     const Array y = relu(x * 1.5 + b);  // row broadcast of b
@@ -202,7 +202,7 @@ TEST_CASE("an expression reads its inputs' memory when it is evaluated, not when
     CHECK(total.item<float>() == 13.0f);
 }
 
-TEST_CASE("arrays keep their input tensors alive; dropping the array frees them") {
+TEST_CASE("arrays keep their input tensors alive, dropping the array frees them") {
     std::weak_ptr<Storage> storage;
     std::vector<float> expect(64);
     Array y;

@@ -111,7 +111,7 @@ TEST_CASE("weak scalars in ternary ops take the dtype of an array operand") {
     CHECK(where(c, u8, 7).dtype() == uint8);
 }
 
-TEST_CASE("loom::constant bakes a Constant node; a plain scalar is a Scalar kernel parameter") {
+TEST_CASE("loom::constant bakes a Constant node, a plain scalar is a Scalar kernel parameter") {
     Tensor x = Tensor::host({8}, float32);
     const Array c = x * constant(0.5);
     const Array s = x * 0.5;

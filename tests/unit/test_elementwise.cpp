@@ -124,7 +124,7 @@ TEST_CASE("float min, max, clamp, relu and sign: NaN propagates, -0 < +0") {
     CHECK(same_bits(ef(Op::Abs, float32, -0.0), 0.0));
 }
 
-TEST_CASE("round is half to even; floor, ceil, trunc keep the sign of zero") {
+TEST_CASE("round is half to even, floor, ceil, trunc keep the sign of zero") {
     CHECK(ef(Op::Round, float32, 0.5) == 0.0);
     CHECK(ef(Op::Round, float32, 1.5) == 2.0);
     CHECK(ef(Op::Round, float32, 2.5) == 2.0);
@@ -211,7 +211,7 @@ TEST_CASE("float to integer casts truncate, saturate, and map NaN to 0") {
     CHECK(cast_f(65504.0, float16, int64).i == 65504);
 }
 
-TEST_CASE("integer casts wrap; integer to float rounds once to nearest even") {
+TEST_CASE("integer casts wrap, integer to float rounds once to nearest even") {
     CHECK(cast_i(300, int32, uint8).i == 44);
     CHECK(cast_i(-1, int64, uint8).i == 255);
     CHECK(cast_i(200, uint8, int8).i == -56);

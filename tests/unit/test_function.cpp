@@ -44,7 +44,7 @@ TEST_CASE("several results come back as a std::array, in the order returned") {
     }
 }
 
-TEST_CASE("a new specialization per dtype, shape or layout; the same arguments reuse it") {
+TEST_CASE("a new specialization per dtype, shape or layout, the same arguments reuse it") {
     auto f = loom::function("twice", [](Array x) { return x * 2.0; });
     Tensor a = host_random({4, 4}, float32, 6), b = host_random({4, 4}, float32, 7);
     (void)f(a);

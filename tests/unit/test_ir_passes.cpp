@@ -104,7 +104,7 @@ TEST_CASE("rebuild: every view rebuilds to an equal node on the same operand") {
     }
 }
 
-TEST_CASE("canonicalize_views: views of broadcast rank-0 values become broadcasts; casts move under them") {
+TEST_CASE("canonicalize_views: views of broadcast rank-0 values become broadcasts, casts move under them") {
     NodePtr s = run_scalar(2.0);
     NodePtr x = input(float32, {3}, "x");
     SUBCASE("reshape, permute and slice of a broadcast scalar") {

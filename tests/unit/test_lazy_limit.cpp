@@ -41,7 +41,7 @@ Array chain(const Tensor& x, const Tensor& y, int ops) {
 
 }  // namespace
 
-TEST_CASE("size_bound: 1 + the distinct operands' bounds, saturating; placeholders are tracked") {
+TEST_CASE("size_bound: 1 + the distinct operands' bounds, saturating, placeholders are tracked") {
     auto x = ir::input(float32, {4}, "x", std::make_shared<int>(0));
     auto y = ir::input(float32, {4}, "y", std::make_shared<int>(0));
     CHECK(x->size_bound() == 1);
@@ -60,7 +60,7 @@ TEST_CASE("size_bound: 1 + the distinct operands' bounds, saturating; placeholde
     CHECK_FALSE(ir::unary(ir::Op::Neg, m)->reads_placeholder());
 }
 
-TEST_CASE("set_lazy_node_limit returns the previous limit; 1024 by default") {
+TEST_CASE("set_lazy_node_limit returns the previous limit, 1024 by default") {
     const std::uint32_t before = lazy_node_limit();
     CHECK(before == 1024);  // LOOM_LAZY_MAX_NODES is not set in the tests
     CHECK(set_lazy_node_limit(17) == before);

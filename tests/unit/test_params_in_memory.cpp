@@ -52,7 +52,7 @@ std::vector<ir::NodePtr> transposed_sum(int inputs) {
 
 }  // namespace
 
-TEST_CASE("a graph reading 3,000 inputs plans its parameters in device memory; the kernel takes a pointer") {
+TEST_CASE("a graph reading 3,000 inputs plans its parameters in device memory, the kernel takes a pointer") {
     constexpr int kInputs = 3000;
     const std::vector<ir::NodePtr> outs = transposed_sum(kInputs);
     const auto planned = codegen::plan_pointwise(outs, contiguous_layouts(outs), codegen::DeviceInfo::h200());

@@ -70,7 +70,7 @@ TEST_CASE("reduce partition: boundaries are explained and reduced values are mat
     CHECK(kernels_in(strict) == 2);
 }
 
-TEST_CASE("reduce partition: split plans for few long rows; the generated CUDA compiles") {
+TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA compiles") {
     Tensor x = Tensor::host({1 << 22}, float32);
     const std::string plan = explain({sum(Array(x))});
     CHECK(kernels_in(plan) == 1);

@@ -130,7 +130,7 @@ TEST_CASE("random tensors on the host device: moments, ranges, seeds, every dtyp
     CHECK(seed2 == seed1 + 1);
 }
 
-TEST_CASE("CUDA errors name the call, the error and its code; sticky errors are classified") {
+TEST_CASE("CUDA errors name the call, the error and its code, sticky errors are classified") {
     try {
         LOOM_CUDA_CHECK(fake_cuda_call(3));
         FAIL("no exception");
@@ -155,7 +155,7 @@ TEST_CASE("CUDA errors name the call, the error and its code; sticky errors are 
     CHECK(last_launch() == "fused_gelu_3 (app.cpp:42)");
 }
 
-TEST_CASE("NVRTC compiles to a cubin without a GPU; loading it is the first GPU use") {
+TEST_CASE("NVRTC compiles to a cubin without a GPU, loading it is the first GPU use") {
     const char* src = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }";
     nvrtcProgram prog = nullptr;
     REQUIRE(nvrtcCreateProgram(&prog, src, "k.cu", 0, nullptr, nullptr) == NVRTC_SUCCESS);
