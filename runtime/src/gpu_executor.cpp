@@ -34,10 +34,6 @@ double ms_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-const Tensor::Impl& bound_tensor(const ir::Node& input) {
-    return *static_cast<const Tensor::Impl*>(input.payload().get());
-}
-
 // A readable default kernel name from the ops of a group: "relu_add_mul" (last ops first, at most 3).
 std::string default_name(const std::vector<ir::NodePtr>& outputs) {
     std::vector<std::string> names;
@@ -80,29 +76,11 @@ std::string explain_group(const std::vector<KernelGroup>& groups, const codegen:
 }
 
 CompiledKernel build_kernel(const KernelGroup& g, const codegen::PointwisePlan& plan, const codegen::DeviceInfo& info) {
-    CompiledKernel ck;
-    auto t0 = Clock::now();
-    ck.source = codegen::emit_pointwise(g.name, g.outputs, plan);
-    ck.codegen_ms = ms_since(t0);
-    if (env_list_contains("LOOM_DUMP", "plans")) dump::write(ck.source.name + ".plan.txt", plan.to_string());
-    nvrtc::Options opt;
-    opt.cc_major = info.cc_major;
-    opt.cc_minor = info.cc_minor;
-    opt.line_info = env_list_contains("LOOM_LINEINFO", "1");
-    // Disk cache first (the same source, options, arch and versions compiled by any earlier process), NVRTC
-    // on a miss.
-    const CachedCompile cc = compile_cached(ck.source.name, ck.source.source, opt);
-    const nvrtc::Result& r = cc.result;
-    ck.compile_ms = r.compile_ms;
-    ck.lookup_ms = cc.lookup_ms;
-    ck.from_disk = cc.from_disk;
-    ck.arch = r.arch;
-    t0 = Clock::now();
-    ck.module = Module::load(std::string_view(r.binary.data(), r.binary.size()), ck.source.name);
-    ck.scalar_kernel = ck.module.kernel(ck.source.scalar_entry);
-    if (!ck.source.vector_entry.empty()) ck.vector_kernel = ck.module.kernel(ck.source.vector_entry);
-    ck.load_ms = ms_since(t0);
-    return ck;
+    const auto t0 = Clock::now();
+    codegen::KernelSource source = codegen::emit_pointwise(g.name, g.outputs, plan);
+    const double codegen_ms = ms_since(t0);
+    if (env_list_contains("LOOM_DUMP", "plans")) dump::write(source.name + ".plan.txt", plan.to_string());
+    return load_kernel(std::move(source), codegen_ms, info);
 }
 
 // True when `out` shares memory with an input of the group that is read through another index map.
@@ -130,12 +108,53 @@ bool read_by_later_group(const Tensor& out, const std::vector<KernelGroup>& grou
 
 }  // namespace
 
+const Tensor::Impl& bound_tensor(const ir::Node& input) {
+    return *static_cast<const Tensor::Impl*>(input.payload().get());
+}
+
+codegen::InputLayout layout_of(const ir::Node& input) {
+    if (!input.payload())
+        throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})", ir::describe(input),
+                                short_location(input.loc())));
+    const Tensor::Impl& t = bound_tensor(input);
+    return {t.dtype, t.strides, reinterpret_cast<std::uintptr_t>(address_of(input)) % 16 == 0};
+}
+
+const void* address_of(const ir::Node& input) {
+    const Tensor::Impl& t = bound_tensor(input);
+    return static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
+}
+
+CompiledKernel load_kernel(codegen::KernelSource source, double codegen_ms, const codegen::DeviceInfo& info) {
+    CompiledKernel ck;
+    ck.source = std::move(source);
+    ck.codegen_ms = codegen_ms;
+    nvrtc::Options opt;
+    opt.cc_major = info.cc_major;
+    opt.cc_minor = info.cc_minor;
+    opt.line_info = env_list_contains("LOOM_LINEINFO", "1");
+    // Disk cache first (the same source, options, arch and versions compiled by any earlier process), NVRTC
+    // on a miss.
+    const CachedCompile cc = compile_cached(ck.source.name, ck.source.source, opt);
+    const nvrtc::Result& r = cc.result;
+    ck.compile_ms = r.compile_ms;
+    ck.lookup_ms = cc.lookup_ms;
+    ck.from_disk = cc.from_disk;
+    ck.arch = r.arch;
+    const auto t0 = Clock::now();
+    ck.module = Module::load(std::string_view(r.binary.data(), r.binary.size()), ck.source.name);
+    ck.scalar_kernel = ck.module.kernel(ck.source.scalar_entry);
+    if (!ck.source.vector_entry.empty()) ck.vector_kernel = ck.module.kernel(ck.source.vector_entry);
+    ck.load_ms = ms_since(t0);
+    return ck;
+}
+
 std::vector<KernelGroup> partition(const std::vector<ir::NodePtr>& roots, std::string_view name) {
     for (const ir::Node* n : ir::topo_order(roots)) {
         if (ir::is_reduction(n->op()))
-            throw Error(fmt::format("{}(): reductions do not run on the GPU yet; evaluate host tensors on the CPU "
-                                    "reference instead ({})",
-                                    ir::op_name(n->op()), short_location(n->loc())));
+            throw InternalError(fmt::format("partition(): {} ({}) is a reduction; graphs with reductions are "
+                                            "partitioned by the reduction path (gpu::evaluate, explain, generate)",
+                                            ir::op_name(n->op()), short_location(n->loc())));
     }
     std::vector<KernelGroup> groups;
     for (std::size_t k = 0; k < roots.size(); ++k) {
@@ -158,19 +177,7 @@ std::vector<KernelGroup> partition(const std::vector<ir::NodePtr>& roots, std::s
 
 std::vector<codegen::InputLayout> input_layouts(const std::vector<ir::NodePtr>& outputs) {
     std::vector<codegen::InputLayout> layouts;
-    for (const ir::Node* in : codegen::pointwise_inputs(outputs)) {
-        if (!in->payload())
-            throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})", ir::describe(*in),
-                                    short_location(in->loc())));
-        const Tensor::Impl& t = bound_tensor(*in);
-        codegen::InputLayout l;
-        l.dtype = t.dtype;
-        l.strides = t.strides;
-        const auto addr = reinterpret_cast<std::uintptr_t>(static_cast<const char*>(t.storage->ptr) +
-                                                           t.offset * static_cast<std::int64_t>(itemsize(t.dtype)));
-        l.aligned16 = addr % 16 == 0;
-        layouts.push_back(std::move(l));
-    }
+    for (const ir::Node* in : codegen::pointwise_inputs(outputs)) layouts.push_back(layout_of(*in));
     return layouts;
 }
 
@@ -197,10 +204,7 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
         if (explain) std::fputs(explain_group(groups, planned.plan, gi).c_str(), stderr);
 
         std::vector<const void*> in_ptrs;
-        for (const ir::Node* in : codegen::pointwise_inputs(g.outputs)) {
-            const Tensor::Impl& t = bound_tensor(*in);
-            in_ptrs.push_back(static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype)));
-        }
+        for (const ir::Node* in : codegen::pointwise_inputs(g.outputs)) in_ptrs.push_back(address_of(*in));
         std::vector<void*> out_ptrs;
         for (std::size_t k = 0; k < g.outputs.size(); ++k) {
             const ir::Node& root = *g.outputs[k];

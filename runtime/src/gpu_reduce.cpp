@@ -47,8 +47,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-const Tensor::Impl& bound(const ir::Node& input) { return *static_cast<const Tensor::Impl*>(input.payload().get()); }
-
 // Where a computed value goes: a root of the evaluation or a materialized temporary.
 struct Dest {
     int root = -1;
@@ -245,25 +243,6 @@ Bound bind_temps(const Partition& P, const std::vector<Tensor>& temps) {
     return B;
 }
 
-codegen::InputLayout layout_of(const ir::Node& in) {
-    if (!in.payload())
-        throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})", ir::describe(in),
-                                short_location(in.loc())));
-    const Tensor::Impl& t = bound(in);
-    codegen::InputLayout l;
-    l.dtype = t.dtype;
-    l.strides = t.strides;
-    const auto addr = reinterpret_cast<std::uintptr_t>(static_cast<const char*>(t.storage->ptr) +
-                                                       t.offset * static_cast<std::int64_t>(itemsize(t.dtype)));
-    l.aligned16 = addr % 16 == 0;
-    return l;
-}
-
-const void* address_of(const ir::Node& in) {
-    const Tensor::Impl& t = bound(in);
-    return static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
-}
-
 std::string reduce_name(const codegen::ReduceGroupSpec& spec, std::string_view user, std::size_t index, std::size_t count) {
     std::string base;
     if (!user.empty()) {
@@ -290,26 +269,11 @@ std::uint64_t reduce_key(const codegen::PlannedReduce& pr) {
 }
 
 CompiledKernel build_reduce(const std::string& name, const codegen::PlannedReduce& pr, const codegen::DeviceInfo& info) {
-    CompiledKernel ck;
-    auto t0 = Clock::now();
-    ck.source = codegen::emit_reduce(name, pr);
-    ck.codegen_ms = ms_since(t0);
-    if (env_list_contains("LOOM_DUMP", "plans")) dump::write(ck.source.name + ".plan.txt", pr.plan.to_string());
-    nvrtc::Options opt;
-    opt.cc_major = info.cc_major;
-    opt.cc_minor = info.cc_minor;
-    opt.line_info = env_list_contains("LOOM_LINEINFO", "1");
-    const CachedCompile cc = compile_cached(ck.source.name, ck.source.source, opt);
-    ck.compile_ms = cc.result.compile_ms;
-    ck.lookup_ms = cc.lookup_ms;
-    ck.from_disk = cc.from_disk;
-    ck.arch = cc.result.arch;
-    t0 = Clock::now();
-    ck.module = Module::load(std::string_view(cc.result.binary.data(), cc.result.binary.size()), ck.source.name);
-    ck.scalar_kernel = ck.module.kernel(ck.source.scalar_entry);
-    if (!ck.source.vector_entry.empty()) ck.vector_kernel = ck.module.kernel(ck.source.vector_entry);
-    ck.load_ms = ms_since(t0);
-    return ck;
+    const auto t0 = Clock::now();
+    codegen::KernelSource source = codegen::emit_reduce(name, pr);
+    const double codegen_ms = ms_since(t0);
+    if (env_list_contains("LOOM_DUMP", "plans")) dump::write(source.name + ".plan.txt", pr.plan.to_string());
+    return load_kernel(std::move(source), codegen_ms, info);
 }
 
 // Every kernel of a partition, planned.
@@ -399,7 +363,7 @@ std::string explain_text(const Planned& pl) {
 void launch_reduce(const CompiledKernel& k, const codegen::PlannedReduce& pr, std::span<void* const> el_outs,
                    std::span<void* const> row_outs, Device device, std::string_view where) {
     std::vector<const void*> ins;
-    for (const ir::Node* in : codegen::reduce_inputs(pr)) ins.push_back(address_of(*in));
+    for (const ir::Node* in : pr.inputs) ins.push_back(address_of(*in));
     const codegen::ReduceLaunch rl = codegen::reduce_launch(pr, ins, el_outs);
     if (rl.grid_x == 0) return;
     std::vector<Tensor> partials;
@@ -450,7 +414,7 @@ std::vector<Tensor> evaluate_reductions(const std::vector<ir::NodePtr>& roots, D
     // Outputs: the user's (through a temporary when it shares memory with anything the graph reads).
     std::unordered_set<const void*> read_storages;
     for (const ir::Node* n : ir::topo_order(roots))
-        if (n->op() == ir::Op::Input && n->payload()) read_storages.insert(bound(*n).storage.get());
+        if (n->op() == ir::Op::Input && n->payload()) read_storages.insert(bound_tensor(*n).storage.get());
     std::vector<Tensor> results(roots.size()), targets(roots.size());
     std::vector<std::pair<Tensor, Tensor>> copy_back;
     for (std::size_t i = 0; i < roots.size(); ++i) {

@@ -23,8 +23,9 @@ struct KernelGroup {
     std::string name;                     // kernel name for profilers and dumps
 };
 
-/// Splits `roots` into kernels: roots of one shape share one kernel (one pass over their inputs). Throws
-/// loom::Error naming the op and the user's line for an op the GPU path does not run yet (reductions).
+/// Splits the roots of a pointwise graph into kernels: roots of one shape share one kernel (one pass over
+/// their inputs). Graphs with reductions go through evaluate / explain / generate, which plan reduction
+/// kernels; given one, this throws InternalError naming the reduction and its line.
 std::vector<KernelGroup> partition(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
 
 /// Layouts of the inputs of a group's graph as bound now (strides of each Input's tensor, alignment).
