@@ -133,7 +133,6 @@ std::string store_expr(DType t, const std::string& r) {
 }
 
 struct ReduceEmitter {
-    const PlannedReduce& pr;
     const ReducePlan& plan;
     std::string name;
     detail::PointwisePart el, row;
@@ -179,7 +178,7 @@ struct ReduceEmitter {
             if (covers(k, uncached_only)) s += fmt::format(", {}& {}", register_type(plan.element.loads[k].dtype), ev(k));
         s += ") {\n";
         line(s, 4, "(void)i0; (void)i1;");
-        s += el.derived.empty() ? "" : indent(el.derived);
+        s += el.derived;  // already indented by 4
         for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
             if (covers(k, uncached_only))
                 line(s, 4, fmt::format("{} = lm::to_reg(p.in{}[{}]);", ev(k), k, el.site_offset[k]),
@@ -216,10 +215,6 @@ struct ReduceEmitter {
         }
         s += "}\n";
         return s;
-    }
-
-    static std::string indent(const std::string& text) {
-        return text;  // the part's statements are already indented by 4
     }
 
     std::string row_fn() const {
@@ -799,7 +794,7 @@ KernelSource emit_reduce(std::string_view user_name, const PlannedReduce& pr) {
     KernelSource rs;
     rs.user_name = std::string(user_name);
     rs.name = kernel_name(user_name);
-    ReduceEmitter em{pr, plan, rs.name, {}, {}, !pr.row_roots.empty(), plan.ops.size(),
+    ReduceEmitter em{plan, rs.name, {}, {}, !pr.row_roots.empty(), plan.ops.size(),
                      plan.schedule == ReduceSchedule::Inner};
     em.el = detail::pointwise_part(rs.name + "_el", pr.element_roots, plan.element);
     if (em.has_row) em.row = detail::pointwise_part(rs.name + "_row", pr.row_roots, plan.row);

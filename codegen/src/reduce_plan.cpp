@@ -216,8 +216,12 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             for (std::size_t k = 0; k < nred; ++k)
                 if (pr.placeholders[k].get() == in) j = static_cast<int>(k);
             row_value.push_back(j);
-            if (j >= 0) ls.push_back({in->dtype(), contiguous_strides(in->shape()), true});
-            else ls.push_back(layout_of(*in));
+            if (j >= 0) {
+                ls.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+            } else {
+                ls.push_back(layout_of(*in));
+                pr.inputs.push_back(in);  // element plan first, then row plan: the packing order
+            }
         }
         return ls;
     };
@@ -314,19 +318,6 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
                                 "split the computation ({})",
                                 psize, device.param_limit_bytes, short_location(first.loc())));
     return pr;
-}
-
-std::vector<const ir::Node*> reduce_inputs(const PlannedReduce& pr) {
-    std::vector<const ir::Node*> out;
-    const auto el = pointwise_inputs(pr.element_roots);
-    for (std::size_t k = 0; k < el.size(); ++k)
-        if (pr.plan.element_row_value[k] < 0) out.push_back(el[k]);
-    if (!pr.row_roots.empty()) {
-        const auto rw = pointwise_inputs(pr.row_roots);
-        for (std::size_t k = 0; k < rw.size(); ++k)
-            if (pr.plan.row_row_value[k] < 0) out.push_back(rw[k]);
-    }
-    return out;
 }
 
 namespace {

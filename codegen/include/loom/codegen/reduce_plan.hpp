@@ -111,6 +111,10 @@ struct PlannedReduce {
     std::vector<ir::NodePtr> element_roots, row_roots;
     /// The placeholder input of each reduction (index = reduction number).
     std::vector<ir::NodePtr> placeholders;
+    /// The element-plan and row-plan inputs that are bound tensors (placeholders left out), in the order of
+    /// pointwise_inputs of each plan's roots: pack_reduce_params and reduce_launch take their addresses in
+    /// this order. Nodes of element_roots / row_roots, which keep them alive.
+    std::vector<const ir::Node*> inputs;
 };
 
 /// Layout of a bound input node (the runtime's view of its tensor).
@@ -120,14 +124,10 @@ using LayoutOf = std::function<InputLayout(const ir::Node&)>;
 /// for limits (parameters), InternalError for a malformed spec.
 PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const DeviceInfo& device);
 
-/// The element-plan and row-plan inputs that are bound tensors (placeholders left out), in the order of
-/// pointwise_inputs of each plan's roots; pack_reduce_params takes their addresses in this order.
-std::vector<const ir::Node*> reduce_inputs(const PlannedReduce& pr);
-
 /// Size in bytes of one partial accumulator of reduction `k` (split workspace).
 std::size_t accumulator_bytes(const ReduceOpPlan& op);
 
-/// Bytes of the kernel parameter struct and their packing. `inputs` in reduce_inputs() order, `el_outputs`
+/// Bytes of the kernel parameter struct and their packing. `inputs` in PlannedReduce::inputs order, `el_outputs`
 /// the element outputs, `row_outputs` the row outputs, `partials` (split only) the zeroed counters (one
 /// unsigned int per row group, i.e. per block column of the grid) then one workspace per reduction.
 std::size_t reduce_params_size(const ReducePlan& plan);
@@ -136,7 +136,7 @@ void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> in
                         std::span<void* const> partials, std::span<std::byte> out);
 
 /// Launch shape of the main entry point (grid x, grid y, block) and whether the vector entry point can be
-/// used with these pointers (`inputs` in reduce_inputs() order; the element outputs).
+/// used with these pointers (`inputs` in PlannedReduce::inputs order; the element outputs).
 struct ReduceLaunch {
     std::uint32_t grid_x = 0, grid_y = 1, block = 256;
     bool vector = false;
