@@ -139,6 +139,10 @@ struct ReduceEmitter {
     bool has_row = false;
     std::size_t nred = 0;
     bool inner = true;
+    // Emitting the positions of a row held in registers in the 4-wide variant of a full-rows plan: every
+    // position is inside the row, so no bounds check is written (the compiler then computes row-level
+    // values, such as a normalization's 1/sqrt(var + eps), once instead of once per guarded position).
+    mutable bool full_ctx = false;
 
     std::string ev(std::size_t s) const { return fmt::format("s{}", s); }  // site value name
     bool is_rv_site(std::size_t s) const {
@@ -294,27 +298,42 @@ struct ReduceEmitter {
 
     // Butterfly of the lane partials of reduction j after one chunk, and the push of the chunk partial on
     // the binary counter (inner schedule).
-    void inner_chunk_end(std::string& s, int ind, std::size_t j) const {
+    void inner_chunk_end(std::string& s, int ind, std::size_t j, int chunk = 0) const {
         const ReduceOpPlan& r = plan.ops[j];
         const std::string A = acc_type(r);
         const int G = plan.group;
         line(s, ind, "{", fmt::format("reduction {}: butterfly over the 256 lanes, then the chunk partial", j));
         if (G == 256) {
-            line(s, ind + 4, fmt::format("{}* red = reinterpret_cast<{}*>(lm_smem);", A, A));
+            // One barrier per chunk: the 256 lane partials go to one of two alternating slots (a slot is written
+            // again two chunk ends later, after a barrier that every warp passes only once it has read it), and
+            // a warp runs the whole butterfly from shared memory: lane t takes lanes t + 32 k, so s = 128, 64
+            // and 32 combine its own values, then shuffles. Rows held in registers (at most two chunks) have
+            // every warp run it and every thread keep the chunk partials in registers (cp<j>_<c>), so no
+            // broadcast is needed; otherwise warp 0 runs it and thread 0 pushes the partial on the counter.
+            const bool all = plan.cached_blocks > 0;
+            line(s, ind + 4, fmt::format("{}* red = reinterpret_cast<{}*>(lm_smem) + lm_par * 256; lm_par ^= 1;", A, A),
+                 "this chunk end's slot");
             line(s, ind + 4, fmt::format("red[tid] = acc{}[0];", j));
             line(s, ind + 4, "__syncthreads();");
-            line(s, ind + 4, fmt::format("if (tid < 128) red[tid] = {};", combine(r, "red[tid]", "red[tid + 128]")), "s = 128");
-            line(s, ind + 4, "__syncthreads();");
-            line(s, ind + 4, fmt::format("if (tid < 64) red[tid] = {};", combine(r, "red[tid]", "red[tid + 64]")), "s = 64");
-            line(s, ind + 4, "__syncthreads();");
-            line(s, ind + 4, "if (tid < 32) {");
-            line(s, ind + 8, fmt::format("{} v = {};", A, combine(r, "red[tid]", "red[tid + 32]")), "s = 32");
+            const int ti = all ? ind + 4 : ind + 8;
+            if (!all) line(s, ind + 4, "if (tid < 32) {");
+            line(s, ti, fmt::format("{} b[8];", A));
+            line(s, ti, "#pragma unroll");
+            line(s, ti, "for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];");
+            line(s, ti, "#pragma unroll");
+            line(s, ti, fmt::format("for (int k = 0; k < 4; ++k) b[k] = {};", combine(r, "b[k]", "b[k + 4]")), "s = 128");
+            line(s, ti, "#pragma unroll");
+            line(s, ti, fmt::format("for (int k = 0; k < 2; ++k) b[k] = {};", combine(r, "b[k]", "b[k + 2]")), "s = 64");
+            line(s, ti, fmt::format("{} v = {};", A, combine(r, "b[0]", "b[1]")), "s = 32");
             for (int sft = 16; sft >= 1; sft /= 2)
-                line(s, ind + 8, fmt::format("v = {};", combine(r, "v", fmt::format("lm::shfl_down(v, {})", sft))),
+                line(s, ti, fmt::format("v = {};", combine(r, "v", fmt::format("lm::shfl_down(v, {})", sft))),
                      fmt::format("s = {}", sft));
-            line(s, ind + 8, fmt::format("if (tid == 0) {{ {} }}", push(j, "v")));
-            line(s, ind + 4, "}");
-            line(s, ind + 4, "__syncthreads();");
+            if (all) {
+                line(s, ti, fmt::format("cp{}_{} = lm::shfl0(v);", j, chunk), "lane 0's value: the chunk partial, in every thread");
+            } else {
+                line(s, ti, fmt::format("if (tid == 0) {{ {} }}", push(j, "v")));
+                line(s, ind + 4, "}");
+            }
         } else {  // a warp per row: thread w holds lanes w + 32 k, k < 8
             line(s, ind + 4, fmt::format("for (int k = 0; k < 4; ++k) acc{}[k] = {};", j, combine(r, fmt::format("acc{}[k]", j), fmt::format("acc{}[k + 4]", j))), "s = 128");
             line(s, ind + 4, fmt::format("for (int k = 0; k < 2; ++k) acc{}[k] = {};", j, combine(r, fmt::format("acc{}[k]", j), fmt::format("acc{}[k + 2]", j))), "s = 64");
@@ -335,13 +354,14 @@ struct ReduceEmitter {
     }
 
     // Declarations of the binary counters and accumulators of reduction j.
-    void declare_acc(std::string& s, int ind, std::size_t j, int A) const {
+    void declare_acc(std::string& s, int ind, std::size_t j, int A, bool counter = true) const {
         const ReduceOpPlan& r = plan.ops[j];
         const std::string T = acc_type(r);
         line(s, ind, fmt::format("{} acc{}[{}]; for (int k = 0; k < {}; ++k) acc{}[k] = {};", T, j, A, A, j, identity(r)),
              fmt::format("reduction {}: {} of {}, lane accumulators", j, ir::op_name(r.op), name_of(r.in)));
-        line(s, ind, fmt::format("{} stk{}[40]; int top{} = 0; long long cnt{} = 0;", T, j, j, j),
-             "binary counter over chunk partials");
+        if (counter)
+            line(s, ind, fmt::format("{} stk{}[40]; int top{} = 0; long long cnt{} = 0;", T, j, j, j),
+                 "binary counter over chunk partials");
     }
     static std::string name_of(DType t) { return std::string(loom::name(t)); }
 
@@ -363,8 +383,9 @@ struct ReduceEmitter {
         const std::string entry = vec ? name + "_v" : name + "_s";
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
                                     plan.block, entry, name);
-        line(s, 4, fmt::format("__shared__ __align__(16) unsigned char lm_smem[{}];", plan.split ? 2 * 512 * 16 : 256 * 16),
-             plan.split ? "butterfly exchange; the split finisher's tree" : "butterfly exchange");
+        line(s, 4, fmt::format("__shared__ __align__(16) unsigned char lm_smem[{}];", plan.split ? 2 * 512 * 16 : 2 * 256 * 16),
+             plan.split ? "butterfly exchange (two slots); the split finisher's tree" : "butterfly exchange (two slots)");
+        if (G == 256) line(s, 4, "int lm_par = 0;", "the butterfly slot of the next chunk end");
         line(s, 4, fmt::format("const {}_el_params& pe = p.el;", name));
         line(s, 4, "const int tid = threadIdx.x;");
         if (G == 256) {
@@ -391,7 +412,9 @@ struct ReduceEmitter {
                 line(s, 4, "#pragma unroll");
                 line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
                 line(s, 8, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
+                full_ctx = vec && plan.full_rows;
                 emit_load_run(s, 8, vec, "r0", [&](std::size_t k) { return fmt::format("c{}[q]", k); }, false, true);
+                full_ctx = false;
                 line(s, 4, "}");
             }
         }
@@ -405,7 +428,14 @@ struct ReduceEmitter {
         for (int st = 0; st < plan.stages; ++st) {
             const auto ops = stage_ops(st);
             line(s, 4, fmt::format("{{  // ---- stage {} ----", st));
-            for (std::size_t j : ops) declare_acc(s, 8, j, A);
+            const int cached_chunks = cached ? (M + 7) / 8 : 0;
+            for (std::size_t j : ops) {
+                declare_acc(s, 8, j, A, !(cached && G == 256));
+                if (cached && G == 256)
+                    for (int c = 0; c < cached_chunks; ++c)
+                        line(s, 8, fmt::format("{} cp{}_{} = {};", acc_type(plan.ops[j]), j, c, identity(plan.ops[j])),
+                             fmt::format("the partial of chunk {}", c));
+            }
             auto accumulate = [&](std::string& t, int ind, const std::string& r0, const std::function<std::string(std::size_t)>& val, bool guard) {
                 line(t, ind, "#pragma unroll");
                 line(t, ind, "for (int j = 0; j < 4; ++j) {");
@@ -420,6 +450,7 @@ struct ReduceEmitter {
             if (cached) {
                 // chunk c covers positions q in [c * 8 A, (c + 1) * 8 A)
                 const int chunks = (M + 7) / 8;
+                if (chunks > 2) throw InternalError("emit_reduce: rows held in registers span at most two chunks");
                 for (int c = 0; c < chunks; ++c) {
                     const int q0 = c * 8 * A, q1 = std::min(M * A, (c + 1) * 8 * A);
                     line(s, 8, fmt::format("if ({}LL * 8192 < p.len) {{", c), fmt::format("chunk {}", c));
@@ -427,14 +458,16 @@ struct ReduceEmitter {
                     line(s, 12, fmt::format("for (int q = {}; q < {}; ++q) {{", q0, q1));
                     line(s, 16, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
                     line(s, 16, fmt::format("const int K = q % {};", A));
-                    line(s, 16, "if (r0 < p.len) {");
+                    full_ctx = vec && plan.full_rows;
+                    line(s, 16, full_ctx ? "{" : "if (r0 < p.len) {", full_ctx ? "full rows: inside the row" : "");
                     std::string t;
                     load_uncached(t, 20);
+                    full_ctx = false;
                     accumulate(t, 20, "r0", cval, !vec);
                     s += t;
                     line(s, 16, "}");
                     line(s, 12, "}");
-                    for (std::size_t j : ops) inner_chunk_end(s, 12, j);
+                    for (std::size_t j : ops) inner_chunk_end(s, 12, j, c);
                     line(s, 8, "}");
                 }
             } else {
@@ -511,11 +544,18 @@ struct ReduceEmitter {
                 continue;
             }
             for (std::size_t j : ops) {
-                line(s, 8, fmt::format("if ({}) {{ {} rv{} = {}; }}", who, fold(j), j, finish(plan.ops[j], fmt::format("fin{}", j))));
-                if (G == 256) {
+                const ReduceOpPlan& r = plan.ops[j];
+                if (G == 256 && cached) {  // every thread holds the chunk partials: each finishes the row value itself
+                    const std::string fin = cached_chunks == 1
+                                                ? fmt::format("cp{}_0", j)
+                                                : fmt::format("(p.len > 8192 ? {} : cp{}_0)", combine(r, fmt::format("cp{}_0", j), fmt::format("cp{}_1", j)), j);
+                    line(s, 8, fmt::format("rv{} = {};", j, finish(r, fin)), "the row value, in every thread (pairwise over the chunks)");
+                } else if (G == 256) {
+                    line(s, 8, fmt::format("if ({}) {{ {} rv{} = {}; }}", who, fold(j), j, finish(r, fmt::format("fin{}", j))));
                     line(s, 8, fmt::format("{{ __shared__ {} b; if (tid == 0) b = rv{}; __syncthreads(); rv{} = b; }}", rv_type(j), j, j),
                          "the row value to every thread");
                 } else {
+                    line(s, 8, fmt::format("if ({}) {{ {} rv{} = {}; }}", who, fold(j), j, finish(plan.ops[j], fmt::format("fin{}", j))));
                     line(s, 8, fmt::format("rv{} = lm::shfl0(rv{});", j, j), "the row value to every lane");
                 }
             }
@@ -559,9 +599,11 @@ struct ReduceEmitter {
                 line(s, 4, "#pragma unroll");
                 line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
                 line(s, 8, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
-                line(s, 8, "if (r0 < p.len) {");
+                full_ctx = vec && plan.full_rows;
+                line(s, 8, full_ctx ? "{" : "if (r0 < p.len) {", full_ctx ? "full rows: inside the row" : "");
                 std::string t;
                 load_uncached(t, 12);
+                full_ctx = false;
                 write(t, 12, "r0", cval);
                 s += t;
                 line(s, 8, "}");
@@ -619,7 +661,8 @@ struct ReduceEmitter {
         if (vec) {
             std::vector<std::string> a{"pe", index_args("o", r0)};
             for (std::size_t k : sites) a.push_back(target(k, true));
-            line(s, ind, fmt::format("if ({} < p.len) {}_el_load{}4({});", r0, name, suffix, fmt::join(a, ", ")));
+            if (full_ctx) line(s, ind, fmt::format("{}_el_load{}4({});", name, suffix, fmt::join(a, ", ")));
+            else line(s, ind, fmt::format("if ({} < p.len) {}_el_load{}4({});", r0, name, suffix, fmt::join(a, ", ")));
         } else {
             line(s, ind, "#pragma unroll");
             line(s, ind, "for (int j = 0; j < 4; ++j) {");
@@ -666,12 +709,25 @@ struct ReduceEmitter {
             for (std::size_t j : ops)
                 line(s, 12, fmt::format("{} a{}[{}]; for (int v = 0; v < {}; ++v) a{}[v] = {};", acc_type(plan.ops[j]), j, VO, VO, j,
                                         identity(plan.ops[j])));
-            line(s, 12, "#pragma unroll 8");
-            line(s, 12, "for (long long r = c * 256; r < r_end; ++r) {", "the chunk's rows, one after the other");
+            const bool flat = plan.element.rank != 2;
+            // The flat index is of the element space's index type (32-bit when it fits): a signed induction
+            // variable the compiler turns into a pointer increment. 16 rows in flight per thread.
+            if (flat) {
+                line(s, 12, fmt::format("const {} f0 = ({})(c * 256 * p.n_out + o0), fs = ({})p.n_out;", el.idx, el.idx, el.idx),
+                     "flat index of (row c * 256, output o0); row step");
+                line(s, 12, "const int nr = (int)(r_end - c * 256);");
+            }
+            line(s, 12, "#pragma unroll 16");
+            line(s, 12, flat ? "for (int k = 0; k < nr; ++k) {" : "for (long long r = c * 256; r < r_end; ++r) {",
+                 "the chunk's rows, one after the other");
+            if (flat) {
+                line(s, 16, "const long long r = c * 256 + k; (void)r;");
+                line(s, 16, fmt::format("const {} fi = f0 + ({})k * fs;", el.idx, el.idx));
+            }
             for (std::size_t k : sites)
                 line(s, 16, fmt::format("{} v{}[{}];", register_type(plan.element.loads[k].dtype), k, VO));
             {
-                std::vector<std::string> a{"pe", index_args("o0", "r")};
+                std::vector<std::string> a{"pe", flat ? fmt::format("fi, ({})0", el.idx) : index_args("o0", "r")};
                 for (std::size_t k : sites) a.push_back(vec ? fmt::format("v{}", k) : fmt::format("v{}[0]", k));
                 if (!sites.empty()) line(s, 16, fmt::format("{}_el_load{}({});", name, vec ? "4" : "", fmt::join(a, ", ")));
             }
@@ -698,9 +754,9 @@ struct ReduceEmitter {
             }
             if (plan.split) {
                 for (std::size_t j : ops)
-                    line(s, 8, fmt::format("if (live) for (int v = 0; v < {}; ++v) reinterpret_cast<{}*>(p.part{})[(o0 + v) * p.nblk + blockIdx.y] = blk{}[v];",
+                    line(s, 8, fmt::format("if (live) for (int v = 0; v < {}; ++v) reinterpret_cast<{}*>(p.part{})[blockIdx.y * p.n_out + o0 + v] = blk{}[v];",
                                            VO, acc_type(plan.ops[j]), j, j),
-                         "split: this block's partials");
+                         "split: this block's partials, [block][output]");
                 line(s, 8, "__shared__ bool lm_last;");
                 line(s, 8, "__threadfence();", "the partials are visible device-wide before the count");
                 line(s, 8, "__syncthreads();");
@@ -708,16 +764,30 @@ struct ReduceEmitter {
                 line(s, 8, "__syncthreads();");
                 line(s, 8, "if (!lm_last || !live) return;");
                 line(s, 8, "__threadfence();");
+                // The block partials in block order through the same binary counter (the pairwise tree over
+                // chunks): 8 blocks' partials of every output of the thread are loaded before any is combined,
+                // so that the finisher waits for one L2 round trip per 8 blocks, not per partial.
                 for (std::size_t j : ops) {
                     const ReduceOpPlan& r = plan.ops[j];
                     const std::string A = acc_type(r);
-                    line(s, 8, fmt::format("for (int v = 0; v < {}; ++v) {{", VO), "the block partials in order: the same pairwise tree");
-                    line(s, 12, fmt::format("const {}* part = reinterpret_cast<const {}*>(p.part{}) + (o0 + v) * p.nblk;", A, A, j));
-                    line(s, 12, fmt::format("{} st[24]; int t = 0;", A));
-                    line(s, 12, fmt::format("for (long long b = 0; b < p.nblk; ++b) {{ {} xp = lm::ldcg(part + b); for (long long q = b; q & 1; q >>= 1) xp = {}; st[t++] = xp; }}",
-                                            A, combine(r, "st[--t]", "xp")));
-                    line(s, 12, fmt::format("{} f = st[--t]; while (t > 0) f = {};", A, combine(r, "st[--t]", "f")));
-                    line(s, 12, fmt::format("rv{}[v] = {};", j, finish(r, "f")));
+                    line(s, 8, "{", fmt::format("reduction {}: the block partials in order, the same pairwise tree", j));
+                    line(s, 12, fmt::format("const {}* part = reinterpret_cast<const {}*>(p.part{}) + o0;", A, A, j));
+                    line(s, 12, fmt::format("{} st[{}][24]; int t = 0;", A, VO));
+                    line(s, 12, "for (long long b0 = 0; b0 < p.nblk; b0 += 8) {");
+                    line(s, 16, fmt::format("{} pv[8][{}];", A, VO));
+                    line(s, 16, "#pragma unroll");
+                    line(s, 16, fmt::format("for (int k = 0; k < 8; ++k) if (b0 + k < p.nblk) for (int v = 0; v < {}; ++v) pv[k][v] = lm::ldcg(part + (b0 + k) * p.n_out + v);", VO));
+                    line(s, 16, "#pragma unroll");
+                    line(s, 16, "for (int k = 0; k < 8; ++k) {");
+                    line(s, 20, "if (b0 + k >= p.nblk) break;");
+                    line(s, 20, "int u = t;");
+                    line(s, 20, fmt::format("for (int v = 0; v < {}; ++v) {{ {} xp = pv[k][v]; u = t; for (long long q = b0 + k; q & 1; q >>= 1) xp = {}; st[v][u++] = xp; }}",
+                                            VO, A, combine(r, "st[v][--u]", "xp")));
+                    line(s, 20, "t = u;");
+                    line(s, 16, "}");
+                    line(s, 12, "}");
+                    line(s, 12, fmt::format("for (int v = 0; v < {}; ++v) {{ int u = t; {} f = st[v][--u]; while (u > 0) f = {}; rv{}[v] = {}; }}",
+                                            VO, A, combine(r, "st[v][--u]", "f"), j, finish(r, "f")));
                     line(s, 8, "}");
                 }
             } else {

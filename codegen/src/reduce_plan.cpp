@@ -69,6 +69,7 @@ std::uint64_t ReducePlan::hash() const {
     h.add(static_cast<std::uint64_t>(block));
     h.add(static_cast<std::uint64_t>(group));
     h.add(static_cast<std::uint64_t>(cached_blocks));
+    h.add(static_cast<std::uint64_t>(full_rows));
     h.add(split);
     h.add(vector_variant);
     h.add(static_cast<std::uint64_t>(stages));
@@ -101,7 +102,8 @@ std::string ReducePlan::to_string() const {
         s += "256 outputs per block (1024 with 4-wide loads), one thread per output summing whole chunks";
     s += fmt::format("\n  reductions: {}\n  stages {}; element outputs {}; rows {}; {}\n", ops_text, stages,
                      element_outputs,
-                     cached_blocks > 0 ? fmt::format("held in registers ({} x 1024 elements)", cached_blocks)
+                     cached_blocks > 0 ? fmt::format("held in registers ({} x 1024 elements{})", cached_blocks,
+                                                     full_rows ? ", full: no bounds checks in the 4-wide variant" : "")
                                        : std::string("re-read per pass"),
                      split ? "split: several blocks per row, finished by <name>_f" : "one block per row group");
     if (schedule == ReduceSchedule::Inner)
@@ -263,6 +265,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
         const std::int64_t per_thread = blocks1024 * 1024 / plan.group;  // elements of a row per thread
         if (multi && blocks1024 <= 16 && streamed * per_thread <= 64) {
             plan.cached_blocks = static_cast<int>(blocks1024);
+            plan.full_rows = L == blocks1024 * 1024;
             plan.cached_sites = varying;
         }
     }

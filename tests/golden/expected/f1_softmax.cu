@@ -1,7 +1,7 @@
 // ---- Loom reduction kernel f1_softmax (from "f1_softmax") ----
 // reduction plan: schedule inner, 256 threads per block, 256 threads per row (1 rows per block)
 //   reductions: max float32 -> float32 (stage 0), sum float32 -> float32 (stage 1)
-//   stages 2; element outputs 1; rows held in registers (8 x 1024 elements); one block per row group
+//   stages 2; element outputs 1; rows held in registers (8 x 1024 elements, full: no bounds checks in the 4-wide variant); one block per row group
 //   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
 //   vector variant: yes (4 elements of a row per load)
 //   held in registers: in0
@@ -69,7 +69,8 @@ __device__ __forceinline__ void f1_softmax_el_load4(const f1_softmax_el_params& 
 }
 
 extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_constant__ f1_softmax_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
+    int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const f1_softmax_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
@@ -84,17 +85,17 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_cons
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
-        if (r0 < p.len) f1_softmax_el_load4(pe, (int)o, (int)r0, c0[q]);
+        f1_softmax_el_load4(pe, (int)o, (int)r0, c0[q]);
     }
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = __int_as_float((int)0xff800000u); // reduction 0: max of float32, lane accumulators
-        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        float cp0_0 = __int_as_float((int)0xff800000u);                  // the partial of chunk 0
         if (0LL * 8192 < p.len) {                                        // chunk 0
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
-                if (r0 < p.len) {
+                {                                                        // full rows: inside the row
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         float y0; float y1; float y2; 
@@ -104,38 +105,37 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_cons
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc0[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::maximum(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::maximum(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
-                if (tid < 32) {
-                    float v = lm::maximum(red[tid], red[tid + 32]);      // s = 32
-                    v = lm::maximum(v, lm::shfl_down(v, 16));            // s = 16
-                    v = lm::maximum(v, lm::shfl_down(v, 8));             // s = 8
-                    v = lm::maximum(v, lm::shfl_down(v, 4));             // s = 4
-                    v = lm::maximum(v, lm::shfl_down(v, 2));             // s = 2
-                    v = lm::maximum(v, lm::shfl_down(v, 1));             // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::maximum(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
-                }
-                __syncthreads();
+                float b[8];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) b[k] = lm::maximum(b[k], b[k + 4]); // s = 128
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) b[k] = lm::maximum(b[k], b[k + 2]); // s = 64
+                float v = lm::maximum(b[0], b[1]);                       // s = 32
+                v = lm::maximum(v, lm::shfl_down(v, 16));                // s = 16
+                v = lm::maximum(v, lm::shfl_down(v, 8));                 // s = 8
+                v = lm::maximum(v, lm::shfl_down(v, 4));                 // s = 4
+                v = lm::maximum(v, lm::shfl_down(v, 2));                 // s = 2
+                v = lm::maximum(v, lm::shfl_down(v, 1));                 // s = 1
+                cp0_0 = lm::shfl0(v);                                    // lane 0's value: the chunk partial, in every thread
                 for (int k = 0; k < 1; ++k) acc0[k] = __int_as_float((int)0xff800000u);
             }
         }
-        if (tid == 0) { float fin0 = __int_as_float((int)0xff800000u); if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::maximum(stk0[--top0], fin0); } rv0 = fin0; }
-        { __shared__ float b; if (tid == 0) b = rv0; __syncthreads(); rv0 = b; } // the row value to every thread
+        rv0 = cp0_0;                                                     // the row value, in every thread (pairwise over the chunks)
     }
     {  // ---- stage 1 ----
         float acc1[1]; for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;      // reduction 1: sum of float32, lane accumulators
-        float stk1[40]; int top1 = 0; long long cnt1 = 0;                // binary counter over chunk partials
+        float cp1_0 = -0.0f;                                             // the partial of chunk 0
         if (0LL * 8192 < p.len) {                                        // chunk 0
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
-                if (r0 < p.len) {
+                {                                                        // full rows: inside the row
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         float y0; float y1; float y2; 
@@ -145,34 +145,33 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_cons
                 }
             }
             {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc1[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
-                if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
-                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
-                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
-                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
-                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
-                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt1; q & 1; q >>= 1) xp = lm::add(stk1[--top1], xp); stk1[top1++] = xp; ++cnt1; }
-                }
-                __syncthreads();
+                float b[8];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                float v = lm::add(b[0], b[1]);                           // s = 32
+                v = lm::add(v, lm::shfl_down(v, 16));                    // s = 16
+                v = lm::add(v, lm::shfl_down(v, 8));                     // s = 8
+                v = lm::add(v, lm::shfl_down(v, 4));                     // s = 4
+                v = lm::add(v, lm::shfl_down(v, 2));                     // s = 2
+                v = lm::add(v, lm::shfl_down(v, 1));                     // s = 1
+                cp1_0 = lm::shfl0(v);                                    // lane 0's value: the chunk partial, in every thread
                 for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;
             }
         }
-        if (tid == 0) { float fin1 = -0.0f; if (top1 > 0) { fin1 = stk1[--top1]; while (top1 > 0) fin1 = lm::add(stk1[--top1], fin1); } rv1 = (p.len == 0 ? 0.0f : fin1); }
-        { __shared__ float b; if (tid == 0) b = rv1; __syncthreads(); rv1 = b; } // the row value to every thread
+        rv1 = (p.len == 0 ? 0.0f : cp1_0);                               // the row value, in every thread (pairwise over the chunks)
     }
     // ---- element outputs ----
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
-        if (r0 < p.len) {
+        {                                                                // full rows: inside the row
             lm::vec<float, 4> ov0;
             #pragma unroll
             for (int j = 0; j < 4; ++j) {
@@ -186,7 +185,8 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_cons
 }
 
 extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_constant__ f1_softmax_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
+    int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const f1_softmax_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
@@ -209,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
     }
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = __int_as_float((int)0xff800000u); // reduction 0: max of float32, lane accumulators
-        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        float cp0_0 = __int_as_float((int)0xff800000u);                  // the partial of chunk 0
         if (0LL * 8192 < p.len) {                                        // chunk 0
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
@@ -226,32 +226,31 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc0[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::maximum(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::maximum(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
-                if (tid < 32) {
-                    float v = lm::maximum(red[tid], red[tid + 32]);      // s = 32
-                    v = lm::maximum(v, lm::shfl_down(v, 16));            // s = 16
-                    v = lm::maximum(v, lm::shfl_down(v, 8));             // s = 8
-                    v = lm::maximum(v, lm::shfl_down(v, 4));             // s = 4
-                    v = lm::maximum(v, lm::shfl_down(v, 2));             // s = 2
-                    v = lm::maximum(v, lm::shfl_down(v, 1));             // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::maximum(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
-                }
-                __syncthreads();
+                float b[8];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) b[k] = lm::maximum(b[k], b[k + 4]); // s = 128
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) b[k] = lm::maximum(b[k], b[k + 2]); // s = 64
+                float v = lm::maximum(b[0], b[1]);                       // s = 32
+                v = lm::maximum(v, lm::shfl_down(v, 16));                // s = 16
+                v = lm::maximum(v, lm::shfl_down(v, 8));                 // s = 8
+                v = lm::maximum(v, lm::shfl_down(v, 4));                 // s = 4
+                v = lm::maximum(v, lm::shfl_down(v, 2));                 // s = 2
+                v = lm::maximum(v, lm::shfl_down(v, 1));                 // s = 1
+                cp0_0 = lm::shfl0(v);                                    // lane 0's value: the chunk partial, in every thread
                 for (int k = 0; k < 1; ++k) acc0[k] = __int_as_float((int)0xff800000u);
             }
         }
-        if (tid == 0) { float fin0 = __int_as_float((int)0xff800000u); if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::maximum(stk0[--top0], fin0); } rv0 = fin0; }
-        { __shared__ float b; if (tid == 0) b = rv0; __syncthreads(); rv0 = b; } // the row value to every thread
+        rv0 = cp0_0;                                                     // the row value, in every thread (pairwise over the chunks)
     }
     {  // ---- stage 1 ----
         float acc1[1]; for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;      // reduction 1: sum of float32, lane accumulators
-        float stk1[40]; int top1 = 0; long long cnt1 = 0;                // binary counter over chunk partials
+        float cp1_0 = -0.0f;                                             // the partial of chunk 0
         if (0LL * 8192 < p.len) {                                        // chunk 0
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
@@ -268,28 +267,27 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
                 }
             }
             {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc1[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
-                if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
-                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
-                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
-                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
-                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
-                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt1; q & 1; q >>= 1) xp = lm::add(stk1[--top1], xp); stk1[top1++] = xp; ++cnt1; }
-                }
-                __syncthreads();
+                float b[8];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                float v = lm::add(b[0], b[1]);                           // s = 32
+                v = lm::add(v, lm::shfl_down(v, 16));                    // s = 16
+                v = lm::add(v, lm::shfl_down(v, 8));                     // s = 8
+                v = lm::add(v, lm::shfl_down(v, 4));                     // s = 4
+                v = lm::add(v, lm::shfl_down(v, 2));                     // s = 2
+                v = lm::add(v, lm::shfl_down(v, 1));                     // s = 1
+                cp1_0 = lm::shfl0(v);                                    // lane 0's value: the chunk partial, in every thread
                 for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;
             }
         }
-        if (tid == 0) { float fin1 = -0.0f; if (top1 > 0) { fin1 = stk1[--top1]; while (top1 > 0) fin1 = lm::add(stk1[--top1], fin1); } rv1 = (p.len == 0 ? 0.0f : fin1); }
-        { __shared__ float b; if (tid == 0) b = rv1; __syncthreads(); rv1 = b; } // the row value to every thread
+        rv1 = (p.len == 0 ? 0.0f : cp1_0);                               // the row value, in every thread (pairwise over the chunks)
     }
     // ---- element outputs ----
     #pragma unroll

@@ -1,7 +1,7 @@
 // ---- Loom reduction kernel f2_layernorm (from "f2_layernorm") ----
 // reduction plan: schedule inner, 256 threads per block, 256 threads per row (1 rows per block)
 //   reductions: mean float32 -> float32 (stage 0), mean float32 -> float32 (stage 1)
-//   stages 2; element outputs 1; rows held in registers (8 x 1024 elements); one block per row group
+//   stages 2; element outputs 1; rows held in registers (8 x 1024 elements, full: no bounds checks in the 4-wide variant); one block per row group
 //   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
 //   vector variant: yes (4 elements of a row per load)
 //   held in registers: in0
@@ -100,7 +100,8 @@ __device__ __forceinline__ void f2_layernorm_el_loadu4(const f2_layernorm_el_par
 }
 
 extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_constant__ f2_layernorm_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
+    int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const f2_layernorm_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
@@ -117,20 +118,20 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
         float scratch3[4];
         float scratch4[4];
-        if (r0 < p.len) f2_layernorm_el_load4(pe, (int)o, (int)r0, c0[q], scratch3, scratch4);
+        f2_layernorm_el_load4(pe, (int)o, (int)r0, c0[q], scratch3, scratch4);
     }
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: mean of float32, lane accumulators
-        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        float cp0_0 = -0.0f;                                             // the partial of chunk 0
         if (0LL * 8192 < p.len) {                                        // chunk 0
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
-                if (r0 < p.len) {
+                {                                                        // full rows: inside the row
                     float u3[4];
                     float u4[4];
-                    if (r0 < p.len) f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
+                    f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         float y0; float y1; float y2; 
@@ -140,41 +141,40 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc0[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
-                if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
-                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
-                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
-                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
-                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
-                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
-                }
-                __syncthreads();
+                float b[8];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                float v = lm::add(b[0], b[1]);                           // s = 32
+                v = lm::add(v, lm::shfl_down(v, 16));                    // s = 16
+                v = lm::add(v, lm::shfl_down(v, 8));                     // s = 8
+                v = lm::add(v, lm::shfl_down(v, 4));                     // s = 4
+                v = lm::add(v, lm::shfl_down(v, 2));                     // s = 2
+                v = lm::add(v, lm::shfl_down(v, 1));                     // s = 1
+                cp0_0 = lm::shfl0(v);                                    // lane 0's value: the chunk partial, in every thread
                 for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
             }
         }
-        if (tid == 0) { float fin0 = -0.0f; if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::add(stk0[--top0], fin0); } rv0 = __fdiv_rn(fin0, __ll2float_rn(p.len)); }
-        { __shared__ float b; if (tid == 0) b = rv0; __syncthreads(); rv0 = b; } // the row value to every thread
+        rv0 = __fdiv_rn(cp0_0, __ll2float_rn(p.len));                    // the row value, in every thread (pairwise over the chunks)
     }
     {  // ---- stage 1 ----
         float acc1[1]; for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;      // reduction 1: mean of float32, lane accumulators
-        float stk1[40]; int top1 = 0; long long cnt1 = 0;                // binary counter over chunk partials
+        float cp1_0 = -0.0f;                                             // the partial of chunk 0
         if (0LL * 8192 < p.len) {                                        // chunk 0
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
-                if (r0 < p.len) {
+                {                                                        // full rows: inside the row
                     float u3[4];
                     float u4[4];
-                    if (r0 < p.len) f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
+                    f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         float y0; float y1; float y2; 
@@ -184,37 +184,36 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
                 }
             }
             {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc1[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
-                if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
-                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
-                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
-                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
-                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
-                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt1; q & 1; q >>= 1) xp = lm::add(stk1[--top1], xp); stk1[top1++] = xp; ++cnt1; }
-                }
-                __syncthreads();
+                float b[8];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                float v = lm::add(b[0], b[1]);                           // s = 32
+                v = lm::add(v, lm::shfl_down(v, 16));                    // s = 16
+                v = lm::add(v, lm::shfl_down(v, 8));                     // s = 8
+                v = lm::add(v, lm::shfl_down(v, 4));                     // s = 4
+                v = lm::add(v, lm::shfl_down(v, 2));                     // s = 2
+                v = lm::add(v, lm::shfl_down(v, 1));                     // s = 1
+                cp1_0 = lm::shfl0(v);                                    // lane 0's value: the chunk partial, in every thread
                 for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;
             }
         }
-        if (tid == 0) { float fin1 = -0.0f; if (top1 > 0) { fin1 = stk1[--top1]; while (top1 > 0) fin1 = lm::add(stk1[--top1], fin1); } rv1 = __fdiv_rn(fin1, __ll2float_rn(p.len)); }
-        { __shared__ float b; if (tid == 0) b = rv1; __syncthreads(); rv1 = b; } // the row value to every thread
+        rv1 = __fdiv_rn(cp1_0, __ll2float_rn(p.len));                    // the row value, in every thread (pairwise over the chunks)
     }
     // ---- element outputs ----
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
-        if (r0 < p.len) {
+        {                                                                // full rows: inside the row
             float u3[4];
             float u4[4];
-            if (r0 < p.len) f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
+            f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
             lm::vec<float, 4> ov0;
             #pragma unroll
             for (int j = 0; j < 4; ++j) {
@@ -228,7 +227,8 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
 }
 
 extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_constant__ f2_layernorm_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
+    int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const f2_layernorm_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
@@ -253,7 +253,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
     }
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: mean of float32, lane accumulators
-        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
+        float cp0_0 = -0.0f;                                             // the partial of chunk 0
         if (0LL * 8192 < p.len) {                                        // chunk 0
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
@@ -277,32 +277,31 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc0[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
-                if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
-                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
-                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
-                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
-                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
-                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
-                }
-                __syncthreads();
+                float b[8];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                float v = lm::add(b[0], b[1]);                           // s = 32
+                v = lm::add(v, lm::shfl_down(v, 16));                    // s = 16
+                v = lm::add(v, lm::shfl_down(v, 8));                     // s = 8
+                v = lm::add(v, lm::shfl_down(v, 4));                     // s = 4
+                v = lm::add(v, lm::shfl_down(v, 2));                     // s = 2
+                v = lm::add(v, lm::shfl_down(v, 1));                     // s = 1
+                cp0_0 = lm::shfl0(v);                                    // lane 0's value: the chunk partial, in every thread
                 for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
             }
         }
-        if (tid == 0) { float fin0 = -0.0f; if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::add(stk0[--top0], fin0); } rv0 = __fdiv_rn(fin0, __ll2float_rn(p.len)); }
-        { __shared__ float b; if (tid == 0) b = rv0; __syncthreads(); rv0 = b; } // the row value to every thread
+        rv0 = __fdiv_rn(cp0_0, __ll2float_rn(p.len));                    // the row value, in every thread (pairwise over the chunks)
     }
     {  // ---- stage 1 ----
         float acc1[1]; for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;      // reduction 1: mean of float32, lane accumulators
-        float stk1[40]; int top1 = 0; long long cnt1 = 0;                // binary counter over chunk partials
+        float cp1_0 = -0.0f;                                             // the partial of chunk 0
         if (0LL * 8192 < p.len) {                                        // chunk 0
             #pragma unroll
             for (int q = 0; q < 8; ++q) {
@@ -326,28 +325,27 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
                 }
             }
             {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc1[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
-                if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
-                    v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
-                    v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
-                    v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
-                    v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
-                    v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt1; q & 1; q >>= 1) xp = lm::add(stk1[--top1], xp); stk1[top1++] = xp; ++cnt1; }
-                }
-                __syncthreads();
+                float b[8];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                float v = lm::add(b[0], b[1]);                           // s = 32
+                v = lm::add(v, lm::shfl_down(v, 16));                    // s = 16
+                v = lm::add(v, lm::shfl_down(v, 8));                     // s = 8
+                v = lm::add(v, lm::shfl_down(v, 4));                     // s = 4
+                v = lm::add(v, lm::shfl_down(v, 2));                     // s = 2
+                v = lm::add(v, lm::shfl_down(v, 1));                     // s = 1
+                cp1_0 = lm::shfl0(v);                                    // lane 0's value: the chunk partial, in every thread
                 for (int k = 0; k < 1; ++k) acc1[k] = -0.0f;
             }
         }
-        if (tid == 0) { float fin1 = -0.0f; if (top1 > 0) { fin1 = stk1[--top1]; while (top1 > 0) fin1 = lm::add(stk1[--top1], fin1); } rv1 = __fdiv_rn(fin1, __ll2float_rn(p.len)); }
-        { __shared__ float b; if (tid == 0) b = rv1; __syncthreads(); rv1 = b; } // the row value to every thread
+        rv1 = __fdiv_rn(cp1_0, __ll2float_rn(p.len));                    // the row value, in every thread (pairwise over the chunks)
     }
     // ---- element outputs ----
     #pragma unroll

@@ -76,7 +76,8 @@ __device__ __forceinline__ void r1_row_sum_row_at(const r1_row_sum_row_params& p
 }
 
 extern "C" __global__ void __launch_bounds__(256) r1_row_sum_v(const __grid_constant__ r1_row_sum_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
+    int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r1_row_sum_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
@@ -121,15 +122,18 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_v(const __grid_cons
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc0[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
                 if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    float b[8];
+                    #pragma unroll
+                    for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                    #pragma unroll
+                    for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                    #pragma unroll
+                    for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                    float v = lm::add(b[0], b[1]);                       // s = 32
                     v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
                     v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
                     v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
@@ -137,7 +141,6 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_v(const __grid_cons
                     v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
                     if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
                 }
-                __syncthreads();
                 for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
             }
         }
@@ -148,7 +151,8 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_v(const __grid_cons
 }
 
 extern "C" __global__ void __launch_bounds__(256) r1_row_sum_s(const __grid_constant__ r1_row_sum_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[4096];                // butterfly exchange
+    __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
+    int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r1_row_sum_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
@@ -202,15 +206,18 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_s(const __grid_cons
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc0[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
                 if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    float b[8];
+                    #pragma unroll
+                    for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                    #pragma unroll
+                    for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                    #pragma unroll
+                    for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                    float v = lm::add(b[0], b[1]);                       // s = 32
                     v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
                     v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
                     v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
@@ -218,7 +225,6 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_s(const __grid_cons
                     v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
                     if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
                 }
-                __syncthreads();
                 for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
             }
         }

@@ -111,10 +111,14 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_v(const __grid_c
         for (long long c = c_first; live && c < c_last; ++c) {
             const long long r_end = (c + 1) * 256 < p.len ? (c + 1) * 256 : p.len;
             float a0[4]; for (int v = 0; v < 4; ++v) a0[v] = -0.0f;
-            #pragma unroll 8
-            for (long long r = c * 256; r < r_end; ++r) {                // the chunk's rows, one after the other
+            const int f0 = (int)(c * 256 * p.n_out + o0), fs = (int)p.n_out; // flat index of (row c * 256, output o0); row step
+            const int nr = (int)(r_end - c * 256);
+            #pragma unroll 16
+            for (int k = 0; k < nr; ++k) {                               // the chunk's rows, one after the other
+                const long long r = c * 256 + k; (void)r;
+                const int fi = f0 + (int)k * fs;
                 float v0[4];
-                r2_column_sum_el_load4(pe, (int)(r * p.n_out + o0), (int)0, v0);
+                r2_column_sum_el_load4(pe, fi, (int)0, v0);
                 #pragma unroll
                 for (int v = 0; v < 4; ++v) {
                     float y0; 
@@ -127,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_v(const __grid_c
         }
         float blk0[4];                                                   // reduction 0: this block's partial per output
         for (int v = 0; v < 4; ++v) { int t = top0; float f = -0.0f; if (t > 0) { f = stk0[v][--t]; while (t > 0) f = lm::add(stk0[v][--t], f); } blk0[v] = f; }
-        if (live) for (int v = 0; v < 4; ++v) reinterpret_cast<float*>(p.part0)[(o0 + v) * p.nblk + blockIdx.y] = blk0[v]; // split: this block's partials
+        if (live) for (int v = 0; v < 4; ++v) reinterpret_cast<float*>(p.part0)[blockIdx.y * p.n_out + o0 + v] = blk0[v]; // split: this block's partials, [block][output]
         __shared__ bool lm_last;
         __threadfence();                                                 // the partials are visible device-wide before the count
         __syncthreads();
@@ -135,12 +139,22 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_v(const __grid_c
         __syncthreads();
         if (!lm_last || !live) return;
         __threadfence();
-        for (int v = 0; v < 4; ++v) {                                    // the block partials in order: the same pairwise tree
-            const float* part = reinterpret_cast<const float*>(p.part0) + (o0 + v) * p.nblk;
-            float st[24]; int t = 0;
-            for (long long b = 0; b < p.nblk; ++b) { float xp = lm::ldcg(part + b); for (long long q = b; q & 1; q >>= 1) xp = lm::add(st[--t], xp); st[t++] = xp; }
-            float f = st[--t]; while (t > 0) f = lm::add(st[--t], f);
-            rv0[v] = (p.len == 0 ? 0.0f : f);
+        {                                                                // reduction 0: the block partials in order, the same pairwise tree
+            const float* part = reinterpret_cast<const float*>(p.part0) + o0;
+            float st[4][24]; int t = 0;
+            for (long long b0 = 0; b0 < p.nblk; b0 += 8) {
+                float pv[8][4];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) if (b0 + k < p.nblk) for (int v = 0; v < 4; ++v) pv[k][v] = lm::ldcg(part + (b0 + k) * p.n_out + v);
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    if (b0 + k >= p.nblk) break;
+                    int u = t;
+                    for (int v = 0; v < 4; ++v) { float xp = pv[k][v]; u = t; for (long long q = b0 + k; q & 1; q >>= 1) xp = lm::add(st[v][--u], xp); st[v][u++] = xp; }
+                    t = u;
+                }
+            }
+            for (int v = 0; v < 4; ++v) { int u = t; float f = st[v][--u]; while (u > 0) f = lm::add(st[v][--u], f); rv0[v] = (p.len == 0 ? 0.0f : f); }
         }
     }
     if (live) for (int v = 0; v < 4; ++v) r2_column_sum_row_at(p.row, (int)(o0 + v), rv0[v]); // the epilogue, once per output
@@ -159,10 +173,14 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_s(const __grid_c
         for (long long c = c_first; live && c < c_last; ++c) {
             const long long r_end = (c + 1) * 256 < p.len ? (c + 1) * 256 : p.len;
             float a0[1]; for (int v = 0; v < 1; ++v) a0[v] = -0.0f;
-            #pragma unroll 8
-            for (long long r = c * 256; r < r_end; ++r) {                // the chunk's rows, one after the other
+            const int f0 = (int)(c * 256 * p.n_out + o0), fs = (int)p.n_out; // flat index of (row c * 256, output o0); row step
+            const int nr = (int)(r_end - c * 256);
+            #pragma unroll 16
+            for (int k = 0; k < nr; ++k) {                               // the chunk's rows, one after the other
+                const long long r = c * 256 + k; (void)r;
+                const int fi = f0 + (int)k * fs;
                 float v0[1];
-                r2_column_sum_el_load(pe, (int)(r * p.n_out + o0), (int)0, v0[0]);
+                r2_column_sum_el_load(pe, fi, (int)0, v0[0]);
                 #pragma unroll
                 for (int v = 0; v < 1; ++v) {
                     float y0; 
@@ -175,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_s(const __grid_c
         }
         float blk0[1];                                                   // reduction 0: this block's partial per output
         for (int v = 0; v < 1; ++v) { int t = top0; float f = -0.0f; if (t > 0) { f = stk0[v][--t]; while (t > 0) f = lm::add(stk0[v][--t], f); } blk0[v] = f; }
-        if (live) for (int v = 0; v < 1; ++v) reinterpret_cast<float*>(p.part0)[(o0 + v) * p.nblk + blockIdx.y] = blk0[v]; // split: this block's partials
+        if (live) for (int v = 0; v < 1; ++v) reinterpret_cast<float*>(p.part0)[blockIdx.y * p.n_out + o0 + v] = blk0[v]; // split: this block's partials, [block][output]
         __shared__ bool lm_last;
         __threadfence();                                                 // the partials are visible device-wide before the count
         __syncthreads();
@@ -183,12 +201,22 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_s(const __grid_c
         __syncthreads();
         if (!lm_last || !live) return;
         __threadfence();
-        for (int v = 0; v < 1; ++v) {                                    // the block partials in order: the same pairwise tree
-            const float* part = reinterpret_cast<const float*>(p.part0) + (o0 + v) * p.nblk;
-            float st[24]; int t = 0;
-            for (long long b = 0; b < p.nblk; ++b) { float xp = lm::ldcg(part + b); for (long long q = b; q & 1; q >>= 1) xp = lm::add(st[--t], xp); st[t++] = xp; }
-            float f = st[--t]; while (t > 0) f = lm::add(st[--t], f);
-            rv0[v] = (p.len == 0 ? 0.0f : f);
+        {                                                                // reduction 0: the block partials in order, the same pairwise tree
+            const float* part = reinterpret_cast<const float*>(p.part0) + o0;
+            float st[1][24]; int t = 0;
+            for (long long b0 = 0; b0 < p.nblk; b0 += 8) {
+                float pv[8][1];
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) if (b0 + k < p.nblk) for (int v = 0; v < 1; ++v) pv[k][v] = lm::ldcg(part + (b0 + k) * p.n_out + v);
+                #pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    if (b0 + k >= p.nblk) break;
+                    int u = t;
+                    for (int v = 0; v < 1; ++v) { float xp = pv[k][v]; u = t; for (long long q = b0 + k; q & 1; q >>= 1) xp = lm::add(st[v][--u], xp); st[v][u++] = xp; }
+                    t = u;
+                }
+            }
+            for (int v = 0; v < 1; ++v) { int u = t; float f = st[v][--u]; while (u > 0) f = lm::add(st[v][--u], f); rv0[v] = (p.len == 0 ? 0.0f : f); }
         }
     }
     if (live) for (int v = 0; v < 1; ++v) r2_column_sum_row_at(p.row, (int)(o0 + v), rv0[v]); // the epilogue, once per output

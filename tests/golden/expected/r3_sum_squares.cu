@@ -100,7 +100,8 @@ __device__ __forceinline__ void r3_sum_squares_finish_row(const r3_sum_squares_p
 }
 
 extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_constant__ r3_sum_squares_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[16384];               // butterfly exchange; the split finisher's tree
+    __shared__ __align__(16) unsigned char lm_smem[16384];               // butterfly exchange (two slots); the split finisher's tree
+    int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r3_sum_squares_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
@@ -145,15 +146,18 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc0[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
                 if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    float b[8];
+                    #pragma unroll
+                    for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                    #pragma unroll
+                    for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                    #pragma unroll
+                    for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                    float v = lm::add(b[0], b[1]);                       // s = 32
                     v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
                     v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
                     v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
@@ -161,7 +165,6 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_
                     v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
                     if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
                 }
-                __syncthreads();
                 for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
             }
         }
@@ -182,7 +185,8 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_
 }
 
 extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_s(const __grid_constant__ r3_sum_squares_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[16384];               // butterfly exchange; the split finisher's tree
+    __shared__ __align__(16) unsigned char lm_smem[16384];               // butterfly exchange (two slots); the split finisher's tree
+    int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r3_sum_squares_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
@@ -236,15 +240,18 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_s(const __grid_
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem);
+                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
                 red[tid] = acc0[0];
                 __syncthreads();
-                if (tid < 128) red[tid] = lm::add(red[tid], red[tid + 128]); // s = 128
-                __syncthreads();
-                if (tid < 64) red[tid] = lm::add(red[tid], red[tid + 64]); // s = 64
-                __syncthreads();
                 if (tid < 32) {
-                    float v = lm::add(red[tid], red[tid + 32]);          // s = 32
+                    float b[8];
+                    #pragma unroll
+                    for (int k = 0; k < 8; ++k) b[k] = red[(tid & 31) + 32 * k];
+                    #pragma unroll
+                    for (int k = 0; k < 4; ++k) b[k] = lm::add(b[k], b[k + 4]); // s = 128
+                    #pragma unroll
+                    for (int k = 0; k < 2; ++k) b[k] = lm::add(b[k], b[k + 2]); // s = 64
+                    float v = lm::add(b[0], b[1]);                       // s = 32
                     v = lm::add(v, lm::shfl_down(v, 16));                // s = 16
                     v = lm::add(v, lm::shfl_down(v, 8));                 // s = 8
                     v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
@@ -252,7 +259,6 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_s(const __grid_
                     v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
                     if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
                 }
-                __syncthreads();
                 for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
             }
         }

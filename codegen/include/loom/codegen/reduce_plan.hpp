@@ -75,6 +75,8 @@ struct ReducePlan {
     int block = 256;           // threads per block
     int group = 256;           // inner: threads per row (32 or 256); outer: 1 (a thread per output)
     int cached_blocks = 0;     // inner: 1024-element blocks of a row held in registers (0: re-read per pass)
+    bool full_rows = false;    // inner, held rows: the row length is exactly cached_blocks * 1024, so the vector
+                               // variant's positions need no bounds checks (row-level values are then computed once)
     bool split = false;        // several blocks per row; the last block of a row group finishes it
     bool vector_variant = false;  // inner: a 4-wide vector entry point exists
     int stages = 1;
