@@ -437,6 +437,11 @@ template <class T> __device__ __forceinline__ T shfl0(T x) { return __shfl_sync(
 __device__ __forceinline__ bool shfl0(bool x) { return __shfl_sync(0xffffffffu, (int)x, 0) != 0; }
 __device__ __forceinline__ signed char shfl0(signed char x) { return (signed char)__shfl_sync(0xffffffffu, (int)x, 0); }
 __device__ __forceinline__ unsigned char shfl0(unsigned char x) { return (unsigned char)__shfl_sync(0xffffffffu, (int)x, 0); }
+template <class T> __device__ __forceinline__ argacc<T> shfl0(argacc<T> x) {
+    x.v = shfl0(x.v);
+    x.i = __shfl_sync(0xffffffffu, x.i, 0);
+    return x;
+}
 
 #undef LM_INT_TYPES
 

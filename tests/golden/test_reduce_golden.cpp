@@ -78,6 +78,7 @@ TEST_CASE("golden: layernorm with weight and bias is one kernel (mean, variance,
     auto ks = golden_one("f2_layernorm", {y});
     CHECK(contains(ks.kernel, "stage 1"));
     CHECK(contains(ks.kernel, "held in registers: in0\n"));  // x only: weight and bias are loaded where used
+    CHECK(contains(ks.kernel, "full: no bounds checks"));      // 8192 = 8 x 1024: row math once per thread
 }
 
 TEST_CASE("every reduction op x dtype compiles with NVRTC, inner and outer") {
@@ -103,6 +104,35 @@ TEST_CASE("every reduction op x dtype compiles with NVRTC, inner and outer") {
         }
     }
     CHECK(compiled >= 18);
+}
+
+TEST_CASE("every reduction op x dtype compiles with the row held in registers (block and warp per row)") {
+    // An element output beside the reductions keeps the row in registers: the butterfly runs in every warp
+    // and the chunk partials are broadcast with lm::shfl0 (for arg reductions too).
+    const ir::Op ops[] = {ir::Op::Sum, ir::Op::Prod, ir::Op::Min, ir::Op::Max, ir::Op::Mean,
+                          ir::Op::ArgMin, ir::Op::ArgMax, ir::Op::Any, ir::Op::All};
+    int compiled = 0;
+    for (DType t : kAllDTypes) {
+        for (std::int64_t L : {100, 2049, 16384}) {
+            CAPTURE(name(t));
+            CAPTURE(L);
+            Tensor x = Tensor::host({8, L}, t);
+            std::vector<Array> ys;
+            for (ir::Op op : ops) ys.push_back(Array(ir::reduce(op, Array(x).node(), {1}, true)));
+            ys.push_back(Array(x) == ys[3]);  // x == max(x): an element output reading a reduced value
+            const auto kernels = kernels_of(ys, fmt::format("held_{}_{}", name(t), L));
+            REQUIRE(!kernels.empty());
+            int held = 0;
+            for (const auto& ks : kernels) held += contains(ks.kernel, "held in registers (");
+            if (held == 0) MESSAGE(kernels.size(), " kernels; the first: ", kernels.front().kernel.substr(0, 600));
+            CHECK(held == 1);
+            for (const auto& ks : kernels) {
+                golden::compile_sm90(ks);
+                ++compiled;
+            }
+        }
+    }
+    CHECK(compiled >= 27);
 }
 
 TEST_CASE("schedules: warp per row, strided and transposed inputs, epilogues and int sums compile") {

@@ -148,48 +148,54 @@ TEST_CASE("reduce: int8 and int32 sums in int64, mean of integers, any/all") {
 }
 
 TEST_CASE("reduce: fusion gives one kernel and the same bits as one kernel per reduction") {
-    Tensor x = rand({1000, 8192}, float32, 41);
-    Tensor w = rand({8192}, float32, 42), b = rand({8192}, float32, 43);
-    const Array X(x), W(w), B(b);
-    // softmax
-    const Array m = max(X, -1, true);
-    const Array e = exp(X - m);
-    const Array sm = e / sum(e, -1, true);
-    // layernorm
-    const Array mu = mean(X, -1, true);
-    const Array d = X - mu;
-    const Array ln = d * rsqrt(mean(d * d, -1, true) + 1e-5) * W + B;
-    // rmsnorm
-    const Array rms = X * rsqrt(mean(X * X, -1, true) + 1e-6) * W;
-    for (const auto& [y, label] : std::vector<std::pair<Array, std::string>>{{sm, "softmax"}, {ln, "layernorm"}, {rms, "rmsnorm"}}) {
-        CAPTURE(label);
-        const std::string plan = gpu::explain(ir::run_pipeline({y.node()}, ir::standard_passes()), label);
-        CHECK(plan.find("kernel 1") == std::string::npos);  // one kernel
-        const Tensor fused = run_one(y, false);
-        // Unfused: every reduction materialized first (eval of each reduced value, then the rest).
-        Tensor unfused;
-        if (label == "softmax") {
-            const Tensor mt = eval(m);
-            const Array e2 = exp(X - Array(mt));
-            const Tensor st = eval(sum(e2, -1, true));
-            unfused = eval(e2 / Array(st));
-        } else if (label == "layernorm") {
-            const Tensor mut = eval(mu);
-            const Array d2 = X - Array(mut);
-            const Tensor vt = eval(mean(d2 * d2, -1, true));
-            unfused = eval(d2 * rsqrt(Array(vt) + 1e-5) * W + B);
-        } else {
-            const Tensor mt = eval(mean(X * X, -1, true));
-            unfused = eval(X * rsqrt(Array(mt) + 1e-6) * W);
+    // Rows held in registers: one chunk and two chunks, of exactly their register capacity (full rows: no
+    // bounds checks in the 4-wide variant) and not.
+    for (std::int64_t L : {8192, 16384, 8000, 12289}) {
+        CAPTURE(L);
+        Tensor x = rand({L == 8192 ? 1000 : 300, L}, float32, 41);
+        Tensor w = rand({L}, float32, 42), b = rand({L}, float32, 43);
+        const Array X(x), W(w), B(b);
+        // softmax
+        const Array m = max(X, -1, true);
+        const Array e = exp(X - m);
+        const Array sm = e / sum(e, -1, true);
+        // layernorm
+        const Array mu = mean(X, -1, true);
+        const Array d = X - mu;
+        const Array ln = d * rsqrt(mean(d * d, -1, true) + 1e-5) * W + B;
+        // rmsnorm
+        const Array rms = X * rsqrt(mean(X * X, -1, true) + 1e-6) * W;
+        for (const auto& [y, label] : std::vector<std::pair<Array, std::string>>{{sm, "softmax"}, {ln, "layernorm"}, {rms, "rmsnorm"}}) {
+            CAPTURE(label);
+            const std::string plan = gpu::explain(ir::run_pipeline({y.node()}, ir::standard_passes()), label);
+            CHECK(plan.find("kernel 1") == std::string::npos);  // one kernel
+            CHECK((plan.find("full: no bounds checks") != std::string::npos) == (L % 1024 == 0));
+            const Tensor fused = run_one(y, false);
+            // Unfused: every reduction materialized first (eval of each reduced value, then the rest).
+            Tensor unfused;
+            if (label == "softmax") {
+                const Tensor mt = eval(m);
+                const Array e2 = exp(X - Array(mt));
+                const Tensor st = eval(sum(e2, -1, true));
+                unfused = eval(e2 / Array(st));
+            } else if (label == "layernorm") {
+                const Tensor mut = eval(mu);
+                const Array d2 = X - Array(mut);
+                const Tensor vt = eval(mean(d2 * d2, -1, true));
+                unfused = eval(d2 * rsqrt(Array(vt) + 1e-5) * W + B);
+            } else {
+                const Tensor mt = eval(mean(X * X, -1, true));
+                unfused = eval(X * rsqrt(Array(mt) + 1e-6) * W);
+            }
+            wait_device();
+            require_same_bits(fused, unfused, label + ": fused vs unfused");
         }
-        wait_device();
-        require_same_bits(fused, unfused, label + ": fused vs unfused");
+        // sum(x*x) reads x once in one kernel; sum and max of one input share a kernel; mean and var too.
+        const std::string two = gpu::explain(ir::run_pipeline({sum(X, 1).node(), max(X, 1).node(), sqrt(mean(X * X, 1)).node()},
+                                                              ir::standard_passes()), "");
+        CHECK(two.find("kernel 1") == std::string::npos);
+        run_checked({sum(X, 1), max(X, 1), sqrt(mean(X * X, 1))}, false);
     }
-    // sum(x*x) reads x once in one kernel; sum and max of one input share a kernel; mean and var too.
-    const std::string two = gpu::explain(ir::run_pipeline({sum(X, 1).node(), max(X, 1).node(), sqrt(mean(X * X, 1)).node()},
-                                                          ir::standard_passes()), "");
-    CHECK(two.find("kernel 1") == std::string::npos);
-    run_checked({sum(X, 1), max(X, 1), sqrt(mean(X * X, 1))}, false);
 }
 
 TEST_CASE("reduce: traced functions with reductions") {
