@@ -304,15 +304,16 @@ struct ReduceEmitter {
         const int G = plan.group;
         line(s, ind, "{", fmt::format("reduction {}: butterfly over the 256 lanes, then the chunk partial", j));
         if (G == 256) {
-            // One barrier per chunk: the 256 lane partials go to one of two alternating slots (a slot is written
+            // One barrier per chunk: the 256 lane partials go to one of two alternating 4 KiB slots (fixed byte
+            // offsets, whatever the accumulator type of each reduction of the stage; a slot is written
             // again two chunk ends later, after a barrier that every warp passes only once it has read it), and
             // a warp runs the whole butterfly from shared memory: lane t takes lanes t + 32 k, so s = 128, 64
             // and 32 combine its own values, then shuffles. Rows held in registers (at most two chunks) have
             // every warp run it and every thread keep the chunk partials in registers (cp<j>_<c>), so no
             // broadcast is needed; otherwise warp 0 runs it and thread 0 pushes the partial on the counter.
             const bool all = plan.cached_blocks > 0;
-            line(s, ind + 4, fmt::format("{}* red = reinterpret_cast<{}*>(lm_smem) + lm_par * 256; lm_par ^= 1;", A, A),
-                 "this chunk end's slot");
+            line(s, ind + 4, fmt::format("{}* red = reinterpret_cast<{}*>(lm_smem + lm_par * 4096); lm_par ^= 1;", A, A),
+                 "this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)");
             line(s, ind + 4, fmt::format("red[tid] = acc{}[0];", j));
             line(s, ind + 4, "__syncthreads();");
             const int ti = all ? ind + 4 : ind + 8;

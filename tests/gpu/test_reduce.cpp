@@ -169,7 +169,6 @@ TEST_CASE("reduce: fusion gives one kernel and the same bits as one kernel per r
             CAPTURE(label);
             const std::string plan = gpu::explain(ir::run_pipeline({y.node()}, ir::standard_passes()), label);
             CHECK(plan.find("kernel 1") == std::string::npos);  // one kernel
-            CHECK((plan.find("full: no bounds checks") != std::string::npos) == (L % 1024 == 0));
             const Tensor fused = run_one(y, false);
             // Unfused: every reduction materialized first (eval of each reduced value, then the rest).
             Tensor unfused;

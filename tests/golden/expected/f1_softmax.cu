@@ -105,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_cons
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
+                float* red = reinterpret_cast<float*>(lm_smem + lm_par * 4096); lm_par ^= 1; // this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)
                 red[tid] = acc0[0];
                 __syncthreads();
                 float b[8];
@@ -145,7 +145,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_cons
                 }
             }
             {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
+                float* red = reinterpret_cast<float*>(lm_smem + lm_par * 4096); lm_par ^= 1; // this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)
                 red[tid] = acc1[0];
                 __syncthreads();
                 float b[8];
@@ -226,7 +226,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
+                float* red = reinterpret_cast<float*>(lm_smem + lm_par * 4096); lm_par ^= 1; // this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)
                 red[tid] = acc0[0];
                 __syncthreads();
                 float b[8];
@@ -267,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
                 }
             }
             {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
+                float* red = reinterpret_cast<float*>(lm_smem + lm_par * 4096); lm_par ^= 1; // this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)
                 red[tid] = acc1[0];
                 __syncthreads();
                 float b[8];

@@ -141,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
+                float* red = reinterpret_cast<float*>(lm_smem + lm_par * 4096); lm_par ^= 1; // this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)
                 red[tid] = acc0[0];
                 __syncthreads();
                 float b[8];
@@ -184,7 +184,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
                 }
             }
             {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
+                float* red = reinterpret_cast<float*>(lm_smem + lm_par * 4096); lm_par ^= 1; // this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)
                 red[tid] = acc1[0];
                 __syncthreads();
                 float b[8];
@@ -277,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
+                float* red = reinterpret_cast<float*>(lm_smem + lm_par * 4096); lm_par ^= 1; // this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)
                 red[tid] = acc0[0];
                 __syncthreads();
                 float b[8];
@@ -325,7 +325,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
                 }
             }
             {                                                            // reduction 1: butterfly over the 256 lanes, then the chunk partial
-                float* red = reinterpret_cast<float*>(lm_smem) + lm_par * 256; lm_par ^= 1; // this chunk end's slot
+                float* red = reinterpret_cast<float*>(lm_smem + lm_par * 4096); lm_par ^= 1; // this chunk end's slot (4 KiB: 256 accumulators of up to 16 bytes)
                 red[tid] = acc1[0];
                 __syncthreads();
                 float b[8];
