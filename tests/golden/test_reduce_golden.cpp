@@ -158,3 +158,24 @@ TEST_CASE("schedules: warp per row, strided and transposed inputs, epilogues and
         ++n;
     }
 }
+
+TEST_CASE("full rows: only a row of exactly its register capacity drops the bounds checks") {
+    // 8192 and 16384 = 8 and 16 blocks of 1024: every position of the 4-wide variant is inside the row.
+    // 8000 and 12289 keep `if (r0 < p.len)` around each position (the plan hash tells the kernels apart).
+    for (std::int64_t L : {8192, 16384, 8000, 12289}) {
+        CAPTURE(L);
+        Tensor x = Tensor::host({64, L}, float32);
+        const Array X(x);
+        const Array mu = mean(X, -1, true);
+        const Array d = X - mu;
+        const auto kernels = kernels_of({d * rsqrt(mean(d * d, -1, true) + 1e-5)}, fmt::format("full_{}", L));
+        REQUIRE(kernels.size() == 1);
+        const std::string& k = kernels.front().kernel;
+        const bool full = L % 1024 == 0;
+        CHECK(contains(k, "held in registers ("));
+        CHECK(contains(k, "full: no bounds checks") == full);
+        const std::string vec = k.substr(k.find("_v(const"), k.find("_s(const") - k.find("_v(const"));
+        CHECK(contains(vec, "if (r0 < p.len)") == !full);
+        golden::compile_sm90(kernels.front());
+    }
+}
