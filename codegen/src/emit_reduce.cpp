@@ -174,6 +174,10 @@ struct ReduceEmitter {
         return r;
     }
 
+    // Operand loads. The column (outer) schedule reads its operands through the read-only data path
+    // (lm::ldg, lm::load_vec_ro; a reduction kernel never writes what it reads): measured on the H200 with
+    // the generated column-sum kernel, 3912 -> 4022 GB/s. The row (inner) schedule keeps plain loads: the
+    // read-only path measured the same there and took 5 more registers (a block fewer per SM for layernorm).
     std::string load_fn(bool uncached_only = false) const {
         std::string s = fmt::format("// The operands of element (i0, i1) of the element space{} (row values come from registers).\n"
                                     "__device__ __forceinline__ void {}_el_load{}(const {}_el_params& p, const {} i0, const {} i1",
@@ -185,7 +189,7 @@ struct ReduceEmitter {
         s += el.derived;  // already indented by 4
         for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
             if (covers(k, uncached_only))
-                line(s, 4, fmt::format("{} = lm::to_reg(p.in{}[{}]);", ev(k), k, el.site_offset[k]),
+                line(s, 4, fmt::format(fmt::runtime(inner ? "{} = lm::to_reg(p.in{}[{}]);" : "{} = lm::to_reg(lm::ldg(p.in{} + ({})));"), ev(k), k, el.site_offset[k]),
                      fmt::format("in{} ({})", k, access_name(plan.element.loads[k].access)));
         s += "}\n";
         return s;
@@ -208,12 +212,13 @@ struct ReduceEmitter {
             const bool zero_r = o.access == Access::Scalar || (o.access == Access::Strided && !(o.dim_mask >> rdim & 1u));
             const std::string_view st = storage_type(o.dtype);
             if (zero_r) {
-                line(s, 4, fmt::format("{{ const {} v = lm::to_reg(p.in{}[{}]); {}[0] = {}[1] = {}[2] = {}[3] = v; }}",
+                line(s, 4, fmt::format(fmt::runtime(inner ? "{{ const {} v = lm::to_reg(p.in{}[{}]); {}[0] = {}[1] = {}[2] = {}[3] = v; }}"
+                                                          : "{{ const {} v = lm::to_reg(lm::ldg(p.in{} + ({}))); {}[0] = {}[1] = {}[2] = {}[3] = v; }}"),
                                        register_type(o.dtype), k, el.site_offset[k], ev(k), ev(k), ev(k), ev(k)),
                      fmt::format("in{} (same along the run)", k));
             } else {
-                line(s, 4, fmt::format("{{ const lm::vec<{}, 4> a = lm::load_vec<{}, 4>(p.in{} + ({})); for (int j = 0; j < 4; ++j) {}[j] = lm::to_reg(a.v[j]); }}",
-                                       st, st, k, el.site_offset[k], ev(k)),
+                line(s, 4, fmt::format("{{ const lm::vec<{}, 4> a = lm::{}<{}, 4>(p.in{} + ({})); for (int j = 0; j < 4; ++j) {}[j] = lm::to_reg(a.v[j]); }}",
+                                       st, inner ? "load_vec" : "load_vec_ro", st, k, el.site_offset[k], ev(k)),
                      fmt::format("in{} ({} bytes)", k, 4 * itemsize(o.dtype)));
             }
         }

@@ -424,6 +424,23 @@ template <class T> __device__ __forceinline__ argacc<T> shfl_down(argacc<T> x, i
     x.i = __shfl_down_sync(0xffffffffu, x.i, s);
     return x;
 }
+/// Loads through the read-only data path (ld.global.nc): only for memory that no thread writes while the
+/// kernel runs. Reduction kernels read their operands this way: Loom never lets a reduction kernel write
+/// what it reads (an output that shares memory with an input is written through a temporary, and
+/// temporaries, partials and counters are separate allocations).
+template <class T> __device__ __forceinline__ T ldg(const T* p) { return __ldg(p); }
+__device__ __forceinline__ bool ldg(const bool* p) { return __ldg(reinterpret_cast<const unsigned char*>(p)) != 0; }
+__device__ __forceinline__ f16 ldg(const f16* p) { f16 r; r.bits = __ldg(reinterpret_cast<const unsigned short*>(p)); return r; }
+__device__ __forceinline__ bf16 ldg(const bf16* p) { bf16 r; r.bits = __ldg(reinterpret_cast<const unsigned short*>(p)); return r; }
+template <class T, int N> __device__ __forceinline__ vec<T, N> load_vec_ro(const T* p) {
+    vec<T, N> r;
+    if constexpr (sizeof(r) == 16) *reinterpret_cast<uint4*>(&r) = __ldg(reinterpret_cast<const uint4*>(p));
+    else if constexpr (sizeof(r) == 8) *reinterpret_cast<uint2*>(&r) = __ldg(reinterpret_cast<const uint2*>(p));
+    else if constexpr (sizeof(r) == 4) *reinterpret_cast<unsigned int*>(&r) = __ldg(reinterpret_cast<const unsigned int*>(p));
+    else if constexpr (sizeof(r) == 2) *reinterpret_cast<unsigned short*>(&r) = __ldg(reinterpret_cast<const unsigned short*>(p));
+    else r = load_vec<T, N>(p);
+    return r;
+}
 /// A load through L2 (not L1): values that other blocks wrote during this kernel.
 template <class T> __device__ __forceinline__ T ldcg(const T* p) { return __ldcg(p); }
 __device__ __forceinline__ bool ldcg(const bool* p) { return __ldcg(reinterpret_cast<const unsigned char*>(p)) != 0; }

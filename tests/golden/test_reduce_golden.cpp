@@ -47,6 +47,7 @@ TEST_CASE("golden: column sum (outer schedule, the column order, 16-byte loads a
     CHECK(contains(ks.kernel, "schedule outer"));
     CHECK(contains(ks.kernel, "order (columns): chunks of 256"));
     CHECK(ks.vector_entry == "r2_column_sum_v");
+    CHECK(contains(ks.kernel, "lm::load_vec_ro<float, 4>("));  // the read-only data path
 }
 
 TEST_CASE("golden: sum(x*x) to one scalar (split over blocks, the last block finishes)") {

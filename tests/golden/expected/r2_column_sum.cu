@@ -53,13 +53,13 @@ __device__ __forceinline__ void r2_column_sum_el_body(const float v0, float& r0)
 // The operands of element (i0, i1) of the element space (row values come from registers).
 __device__ __forceinline__ void r2_column_sum_el_load(const r2_column_sum_el_params& p, const int i0, const int i1, float& s0) {
     (void)i0; (void)i1;
-    s0 = lm::to_reg(p.in0[i0]);                                          // in0 (contiguous)
+    s0 = lm::to_reg(lm::ldg(p.in0 + (i0)));                              // in0 (contiguous)
 }
 
 // Elements (i0, i1 .. i1 + 3) (rank 2) or i0 .. i0 + 3 (rank 1), 4-element runs.
 __device__ __forceinline__ void r2_column_sum_el_load4(const r2_column_sum_el_params& p, const int i0, const int i1, float (&s0)[4]) {
     (void)i0; (void)i1;
-    { const lm::vec<float, 4> a = lm::load_vec<float, 4>(p.in0 + (i0)); for (int j = 0; j < 4; ++j) s0[j] = lm::to_reg(a.v[j]); } // in0 (16 bytes)
+    { const lm::vec<float, 4> a = lm::load_vec_ro<float, 4>(p.in0 + (i0)); for (int j = 0; j < 4; ++j) s0[j] = lm::to_reg(a.v[j]); } // in0 (16 bytes)
 }
 
 __device__ __forceinline__ void r2_column_sum_row_body(const float v0, float& r0) {
