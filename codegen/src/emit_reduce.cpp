@@ -766,7 +766,9 @@ struct ReduceEmitter {
                 line(s, 8, "__shared__ bool lm_last;");
                 line(s, 8, "__threadfence();", "the partials are visible device-wide before the count");
                 line(s, 8, "__syncthreads();");
-                line(s, 8, "if (tid == 0) lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1);");
+                line(s, 8, "if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); "
+                              "if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; }",
+                 "the last block resets the counter: zero again for the next launch");
                 line(s, 8, "__syncthreads();");
                 line(s, 8, "if (!lm_last || !live) return;");
                 line(s, 8, "__threadfence();");
@@ -854,7 +856,9 @@ struct ReduceEmitter {
         line(s, ind, "__shared__ bool lm_last;");
         line(s, ind, "__threadfence();", "the partials are visible device-wide before the count");
         line(s, ind, "__syncthreads();");
-        line(s, ind, "if (tid == 0) lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1);");
+        line(s, ind, "if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); "
+                              "if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; }",
+                 "the last block resets the counter: zero again for the next launch");
         line(s, ind, "__syncthreads();");
         line(s, ind, "if (!lm_last) return;");
         line(s, ind, "__threadfence();");

@@ -19,6 +19,10 @@
 #include <chrono>
 #include <future>
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -360,6 +364,31 @@ std::string explain_text(const Planned& pl) {
     return text;
 }
 
+// Split counters that stay zero between launches: the last block of a row group resets its counter, so a
+// buffer zeroed once serves every later split launch on the same stream (launches on one stream run one
+// after another; each stream has its own buffer, so kernels on two streams never share counters). This
+// saves a cudaMemsetAsync before every split launch (about 1.5% of R3's time on the H200). Returns null
+// inside stream capture (nothing may be allocated then; the caller zeroes pool memory instead, which the
+// graph records) and for grids with more row groups than the buffer holds.
+constexpr std::uint32_t kSplitCounters = 4096;
+unsigned int* split_counters(int device, cudaStream_t stream, std::uint32_t needed) {
+    if (needed > kSplitCounters || is_capturing(stream)) return nullptr;
+    // cudaStreamPerThread names a different stream in every thread: such buffers are per thread too.
+    const std::thread::id owner = stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
+    static std::mutex mu;
+    static std::map<std::tuple<int, cudaStream_t, std::thread::id>, unsigned int*> buffers;  // 16 KiB each, kept
+    std::lock_guard lock(mu);
+    unsigned int*& b = buffers[{device, stream, owner}];
+    if (!b) {
+        DeviceGuard guard(device);
+        void* p = nullptr;
+        LOOM_CUDA_CHECK(cudaMalloc(&p, kSplitCounters * sizeof(unsigned int)));
+        LOOM_CUDA_CHECK(cudaMemset(p, 0, kSplitCounters * sizeof(unsigned int)));
+        b = static_cast<unsigned int*>(p);
+    }
+    return b;
+}
+
 void launch_reduce(const CompiledKernel& k, const codegen::PlannedReduce& pr, std::span<void* const> el_outs,
                    std::span<void* const> row_outs, Device device, std::string_view where) {
     std::vector<const void*> ins;
@@ -369,9 +398,13 @@ void launch_reduce(const CompiledKernel& k, const codegen::PlannedReduce& pr, st
     std::vector<Tensor> partials;
     std::vector<void*> part_ptrs;
     if (pr.plan.split) {
-        partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * rl.grid_x}, DType::UInt8, device));
-        part_ptrs.push_back(partials.back().data());
-        LOOM_CUDA_CHECK(cudaMemsetAsync(partials.back().data(), 0, partials.back().nbytes(), current_stream()));  // counters
+        if (unsigned int* c = split_counters(device.index, current_stream(), rl.grid_x)) {
+            part_ptrs.push_back(c);
+        } else {  // zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown)
+            partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * rl.grid_x}, DType::UInt8, device));
+            part_ptrs.push_back(partials.back().data());
+            LOOM_CUDA_CHECK(cudaMemsetAsync(partials.back().data(), 0, partials.back().nbytes(), current_stream()));
+        }
         for (const auto& op : pr.plan.ops) {
             partials.push_back(Tensor::empty({static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * pr.binding.outputs *
                                               pr.binding.blocks_per_row},

@@ -5,6 +5,7 @@
 // with the same graph run one kernel per reduction; repeated runs.
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "loom/runtime/gpu_executor.hpp"
 #include "test_pointwise_util.hpp"
@@ -195,6 +196,54 @@ TEST_CASE("reduce: fusion gives one kernel and the same bits as one kernel per r
         CHECK(two.find("kernel 1") == std::string::npos);
         run_checked({sum(X, 1), max(X, 1), sqrt(mean(X * X, 1))}, false);
     }
+}
+
+TEST_CASE("reduce: split counters stay zero between launches: back to back, two streams, two threads") {
+    // Split kernels find their row-group counters zero (a buffer per stream that each launch's last blocks
+    // reset); any counter left nonzero would make a later launch finish early or never, and change bits.
+    Tensor x = rand({1 << 22}, float32, 51);     // full sum: 512 chunks over many blocks
+    Tensor c = rand({4096, 1024}, float32, 52);  // column sums: 16 chunks of 256 rows, split
+    const Tensor ref_s = eval(sum(x)), ref_c = eval(sum(c, 0));
+    wait_device();
+    {
+        const auto plan = gpu::explain(ir::run_pipeline({sum(x).node(), sum(c, 0).node()}, ir::standard_passes()), "");
+        CHECK(plan.find("split") != std::string::npos);
+    }
+    std::vector<Tensor> a, b;
+    for (int i = 0; i < 20; ++i) {
+        a.push_back(eval(sum(x)));
+        b.push_back(eval(sum(c, 0)));
+    }
+    Stream s1, s2;
+    synchronize();
+    for (int i = 0; i < 10; ++i) {
+        with_stream(s1, [&] { a.push_back(eval(sum(x))); });
+        with_stream(s2, [&] { b.push_back(eval(sum(c, 0))); });
+        with_stream(s2, [&] { a.push_back(eval(sum(x))); });
+    }
+    s1.synchronize();
+    s2.synchronize();
+    std::vector<Tensor> ta(10), tb(10);
+    std::string e1, e2;  // an exception in a thread is reported here, not by terminating
+    auto guarded = [](std::string& err, const std::function<void()>& fn) {
+        try {
+            fn();
+        } catch (const std::exception& e) {
+            err = e.what();
+        }
+    };
+    std::thread t1([&] { guarded(e1, [&] { for (auto& t : ta) t = eval(sum(x)); synchronize(); }); });
+    std::thread t2([&] { guarded(e2, [&] { for (auto& t : tb) t = eval(sum(c, 0)); synchronize(); }); });
+    t1.join();
+    t2.join();
+    REQUIRE(e1.empty());
+    REQUIRE(e2.empty());
+    wait_device();
+    a.insert(a.end(), ta.begin(), ta.end());
+    b.insert(b.end(), tb.begin(), tb.end());
+    for (std::size_t i = 0; i < a.size(); ++i) require_same_bits(a[i], ref_s, fmt::format("full sum, launch {}", i));
+    for (std::size_t i = 0; i < b.size(); ++i) require_same_bits(b[i], ref_c, fmt::format("column sums, launch {}", i));
+    run_checked({sum(x), sum(c, 0)}, false);  // and the reference
 }
 
 TEST_CASE("reduce: traced functions with reductions") {

@@ -175,7 +175,7 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_
         __shared__ bool lm_last;
         __threadfence();                                                 // the partials are visible device-wide before the count
         __syncthreads();
-        if (tid == 0) lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1);
+        if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; } // the last block resets the counter: zero again for the next launch
         __syncthreads();
         if (!lm_last) return;
         __threadfence();
@@ -269,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_s(const __grid_
         __shared__ bool lm_last;
         __threadfence();                                                 // the partials are visible device-wide before the count
         __syncthreads();
-        if (tid == 0) lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1);
+        if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; } // the last block resets the counter: zero again for the next launch
         __syncthreads();
         if (!lm_last) return;
         __threadfence();
