@@ -373,12 +373,16 @@ std::string explain_text(const Planned& pl) {
 constexpr std::uint32_t kSplitCounters = 4096;
 unsigned int* split_counters(int device, cudaStream_t stream, std::uint32_t needed) {
     if (needed > kSplitCounters || is_capturing(stream)) return nullptr;
-    // cudaStreamPerThread names a different stream in every thread: such buffers are per thread too.
+    // Keyed by the stream's unique id, not its handle (a destroyed stream's handle may name a new stream
+    // while the old one's kernels still run); cudaStreamPerThread names a different stream in every thread,
+    // so those buffers are per thread as well.
+    unsigned long long id = 0;
+    LOOM_CUDA_CHECK(cudaStreamGetId(stream, &id));
     const std::thread::id owner = stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
     static std::mutex mu;
-    static std::map<std::tuple<int, cudaStream_t, std::thread::id>, unsigned int*> buffers;  // 16 KiB each, kept
+    static std::map<std::tuple<int, unsigned long long, std::thread::id>, unsigned int*> buffers;  // 16 KiB each, kept
     std::lock_guard lock(mu);
-    unsigned int*& b = buffers[{device, stream, owner}];
+    unsigned int*& b = buffers[{device, id, owner}];
     if (!b) {
         DeviceGuard guard(device);
         void* p = nullptr;
