@@ -479,7 +479,7 @@ struct ReduceEmitter {
             } else {
                 if (G == 256 && csites.size() <= 2) {
                     // Software pipeline: the next chunk's loads are in flight while this chunk is accumulated
-                    // and its butterfly waits at the barriers.
+                    // and its butterfly waits at its barrier.
                     auto load_chunk = [&](const std::string& c) {
                         line(s, 12, "#pragma unroll");
                         line(s, 12, "for (int m = 0; m < 8; ++m) {");

@@ -105,7 +105,7 @@ std::string ReducePlan::to_string() const {
                      cached_blocks > 0 ? fmt::format("held in registers ({} x 1024 elements{})", cached_blocks,
                                                      full_rows ? ", full: no bounds checks in the 4-wide variant" : "")
                                        : std::string("re-read per pass"),
-                     split ? "split: several blocks per row, finished by <name>_f" : "one block per row group");
+                     split ? "split: several blocks per row, the last block of a row group finishes it" : "one block per row group");
     if (schedule == ReduceSchedule::Inner)
         s += fmt::format("  order: chunks of {}, {} lanes of runs of {}, butterfly over lanes, pairwise over chunks\n",
                          kReduceChunk, kReduceLanes, kReduceRun);

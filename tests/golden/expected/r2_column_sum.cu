@@ -1,7 +1,7 @@
 // ---- Loom reduction kernel r2_column_sum (from "r2_column_sum") ----
 // reduction plan: schedule outer, 256 threads per block, 256 outputs per block (1024 with 4-wide loads), one thread per output summing whole chunks
 //   reductions: sum float32 -> float32 (stage 0)
-//   stages 1; element outputs 0; rows re-read per pass; split: several blocks per row, finished by <name>_f
+//   stages 1; element outputs 0; rows re-read per pass; split: several blocks per row, the last block of a row group finishes it
 //   order (columns): chunks of 256 accumulated in sequence, pairwise over chunks
 //   vector variant: yes (4 outputs per load)
 // element space:

@@ -1,7 +1,7 @@
 // ---- Loom reduction kernel r3_sum_squares (from "r3_sum_squares") ----
 // reduction plan: schedule inner, 256 threads per block, 256 threads per row (1 rows per block)
 //   reductions: sum float32 -> float32 (stage 0)
-//   stages 1; element outputs 0; rows re-read per pass; split: several blocks per row, finished by <name>_f
+//   stages 1; element outputs 0; rows re-read per pass; split: several blocks per row, the last block of a row group finishes it
 //   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
 //   vector variant: yes (4 elements of a row per load)
 // element space:
