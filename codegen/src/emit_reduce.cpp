@@ -139,10 +139,6 @@ struct ReduceEmitter {
     bool has_row = false;
     std::size_t nred = 0;
     bool inner = true;
-    // Emitting the positions of a row held in registers in the 4-wide variant of a full-rows plan: every
-    // position is inside the row, so no bounds check is written (the compiler then computes row-level
-    // values, such as a normalization's 1/sqrt(var + eps), once instead of once per guarded position).
-    mutable bool full_ctx = false;
 
     std::string ev(std::size_t s) const { return fmt::format("s{}", s); }  // site value name
     bool is_rv_site(std::size_t s) const {
@@ -410,6 +406,10 @@ struct ReduceEmitter {
         const int M = plan.cached_blocks;
         const std::vector<std::size_t> csites = sites_of(false);  // every site read from memory
         const std::vector<std::size_t> usites = sites_of(true);   // cached rows: the sites loaded where used
+        // Held rows of a full-rows plan in the 4-wide variant: every position is inside the row, so no bounds
+        // check is written (the compiler then computes row-level values, such as a normalization's
+        // 1/sqrt(var + eps), once instead of once per guarded position).
+        const bool inside = cached && vec && plan.full_rows;
         if (cached) {
             line(s, 4, fmt::format("// the row, held in registers: {} positions of 4 elements per thread", M * A));
             for (int k : plan.cached_sites)
@@ -418,9 +418,7 @@ struct ReduceEmitter {
                 line(s, 4, "#pragma unroll");
                 line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
                 line(s, 8, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
-                full_ctx = vec && plan.full_rows;
-                emit_load_run(s, 8, vec, "r0", [&](std::size_t k) { return fmt::format("c{}[q]", k); }, false, true);
-                full_ctx = false;
+                emit_load_run(s, 8, vec, "r0", [&](std::size_t k) { return fmt::format("c{}[q]", k); }, false, true, inside);
                 line(s, 4, "}");
             }
         }
@@ -429,7 +427,7 @@ struct ReduceEmitter {
         auto load_uncached = [&](std::string& t, int ind) {
             if (usites.empty()) return;
             for (std::size_t k : usites) line(t, ind, fmt::format("{} u{}[4];", register_type(plan.element.loads[k].dtype), k));
-            emit_load_run(t, ind, vec, "r0", [&](std::size_t k) { return fmt::format("u{}", k); }, true, false);
+            emit_load_run(t, ind, vec, "r0", [&](std::size_t k) { return fmt::format("u{}", k); }, true, false, inside);
         };
         for (int st = 0; st < plan.stages; ++st) {
             const auto ops = stage_ops(st);
@@ -464,11 +462,9 @@ struct ReduceEmitter {
                     line(s, 12, fmt::format("for (int q = {}; q < {}; ++q) {{", q0, q1));
                     line(s, 16, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
                     line(s, 16, fmt::format("const int K = q % {};", A));
-                    full_ctx = vec && plan.full_rows;
-                    line(s, 16, full_ctx ? "{" : "if (r0 < p.len) {", full_ctx ? "full rows: inside the row" : "");
+                    line(s, 16, inside ? "{" : "if (r0 < p.len) {", inside ? "full rows: inside the row" : "");
                     std::string t;
                     load_uncached(t, 20);
-                    full_ctx = false;
                     accumulate(t, 20, "r0", cval, !vec);
                     s += t;
                     line(s, 16, "}");
@@ -605,11 +601,9 @@ struct ReduceEmitter {
                 line(s, 4, "#pragma unroll");
                 line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
                 line(s, 8, fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G, A));
-                full_ctx = vec && plan.full_rows;
-                line(s, 8, full_ctx ? "{" : "if (r0 < p.len) {", full_ctx ? "full rows: inside the row" : "");
+                line(s, 8, inside ? "{" : "if (r0 < p.len) {", inside ? "full rows: inside the row" : "");
                 std::string t;
                 load_uncached(t, 12);
-                full_ctx = false;
                 write(t, 12, "r0", cval);
                 s += t;
                 line(s, 8, "}");
@@ -647,9 +641,11 @@ struct ReduceEmitter {
     // Loads the 4 elements of the run at r0 of row o into `dst(k)` (an array of 4 per site).
     // `uncached_only`: the sites not held in registers (the "u" load functions); `cached_only`: the sites held
     // in registers, through the full load function (the others are then loaded into a scratch value).
+    // `inside`: every position is inside the row (held rows of a full-rows plan, 4-wide variant), so no
+    // bounds check is written.
     void emit_load_run(std::string& s, int ind, bool vec, const std::string& r0,
                        const std::function<std::string(std::size_t)>& dst, bool uncached_only = false,
-                       bool cached_only = false) const {
+                       bool cached_only = false, bool inside = false) const {
         const std::vector<std::size_t> sites = sites_of(uncached_only);
         if (sites.empty()) return;
         const std::string suffix = uncached_only ? "u" : "";
@@ -667,7 +663,7 @@ struct ReduceEmitter {
         if (vec) {
             std::vector<std::string> a{"pe", index_args("o", r0)};
             for (std::size_t k : sites) a.push_back(target(k, true));
-            if (full_ctx) line(s, ind, fmt::format("{}_el_load{}4({});", name, suffix, fmt::join(a, ", ")));
+            if (inside) line(s, ind, fmt::format("{}_el_load{}4({});", name, suffix, fmt::join(a, ", ")));
             else line(s, ind, fmt::format("if ({} < p.len) {}_el_load{}4({});", r0, name, suffix, fmt::join(a, ", ")));
         } else {
             line(s, ind, "#pragma unroll");
