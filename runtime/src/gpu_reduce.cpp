@@ -113,24 +113,16 @@ Partition partition_graph(const std::vector<ir::NodePtr>& roots, bool strict) {
         P.temp_reason.push_back(why);
         P.groups[static_cast<std::size_t>(group_of.at(r.get()))].row_out.push_back({r, Dest{-1, P.temp_of.at(r.get())}});
     };
-    // Reductions, operands first.
+    // Reductions, operands first (topological order; the owning pointers come from the users' operand lists).
     std::vector<ir::NodePtr> reductions;
     {
-        std::unordered_set<const ir::Node*> seen;
-        std::vector<std::pair<ir::NodePtr, bool>> stack;
-        for (auto it = roots.rbegin(); it != roots.rend(); ++it) stack.push_back({*it, false});
-        while (!stack.empty()) {
-            auto [n, expanded] = stack.back();
-            stack.pop_back();
-            if (expanded) {
-                if (ir::is_reduction(n->op())) reductions.push_back(n);
-                continue;
-            }
-            if (!seen.insert(n.get()).second) continue;
-            stack.push_back({n, true});
-            for (auto it = n->operands().rbegin(); it != n->operands().rend(); ++it)
-                if (!seen.count(it->get())) stack.push_back({*it, false});
-        }
+        const std::vector<const ir::Node*> order = ir::topo_order(roots);
+        std::unordered_map<const ir::Node*, ir::NodePtr> owner;
+        for (const auto& r : roots) owner.emplace(r.get(), r);
+        for (const ir::Node* n : order)
+            for (const auto& o : n->operands()) owner.emplace(o.get(), o);
+        for (const ir::Node* n : order)
+            if (ir::is_reduction(n->op())) reductions.push_back(owner.at(n));
     }
     for (const auto& r : reductions) {
         const auto deps = frontier(r->operands()[0]);
@@ -338,13 +330,15 @@ std::string explain_text(const Planned& pl) {
                             to_string(spec.reductions[0]->operand(0)->shape()),
                             fmt::format("{}", fmt::join(spec.reductions[0]->ints(), ", ")), red);
         text += fmt::format("          schedule {}, {} threads per block, {}{}{}; {} element output(s), {} row output(s); "
-                            "{} launch{}\n",
+                            "one launch\n",
                             codegen::schedule_name(rp.schedule), rp.block,
                             rp.schedule == codegen::ReduceSchedule::Inner ? fmt::format("{} threads per row", rp.group)
-                                                                          : std::string("32 outputs x 8 threads"),
+                                                                          : std::string("a thread per 1 or 4 outputs"),
                             rp.cached_blocks > 0 ? ", rows held in registers" : "",
-                            rp.split ? fmt::format(", split over {} blocks per row", pl.reduce[g].binding.blocks_per_row) : "",
-                            rp.element_outputs, spec.row_outputs.size(), rp.split ? 2 : 1, rp.split ? "es" : "");
+                            rp.split ? fmt::format(", split over {} blocks per row (the last one finishes it)",
+                                                   pl.reduce[g].binding.blocks_per_row)
+                                     : "",
+                            rp.element_outputs, spec.row_outputs.size());
         text += fmt::format("boundary  kernel {}: {}\n", g, pl.P.groups[g].why);
     }
     for (std::size_t t = 0; t < pl.P.temps.size(); ++t)
@@ -477,15 +471,17 @@ std::vector<Tensor> evaluate_reductions(const std::vector<ir::NodePtr>& roots, D
 
     // Build every kernel (in parallel when several are new), then launch in order. Inside stream capture
     // nothing may be built: checked here, on the capturing thread, before any worker starts.
-    for (std::size_t g = 0; g < pl.reduce.size(); ++g)
-        if (!find_cached_kernel(reduce_key(pl.reduce[g]), device.index))
-            detail::require_no_build_in_capture(pl.reduce_names[g], where);
+    std::vector<std::uint64_t> keys;  // hashed once per kernel: the capture check and the cache lookup share them
+    for (std::size_t g = 0; g < pl.reduce.size(); ++g) {
+        keys.push_back(reduce_key(pl.reduce[g]));
+        if (!find_cached_kernel(keys.back(), device.index)) detail::require_no_build_in_capture(pl.reduce_names[g], where);
+    }
     std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futures;
     const bool parallel = pl.reduce.size() + pl.pw_groups.size() > 1;
     for (std::size_t g = 0; g < pl.reduce.size(); ++g) {
         futures.push_back(std::async(parallel ? std::launch::async : std::launch::deferred, [&, g] {
             DeviceGuard guard(device.index);
-            return cached_kernel(reduce_key(pl.reduce[g]), device.index,
+            return cached_kernel(keys[g], device.index,
                                  [&] { return build_reduce(pl.reduce_names[g], pl.reduce[g], info); });
         }));
     }

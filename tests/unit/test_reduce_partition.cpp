@@ -75,6 +75,10 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     const std::string plan = explain({sum(Array(x))});
     CHECK(kernels_in(plan) == 1);
     CHECK(contains(plan, "split over"));
+    CHECK(contains(plan, "(the last one finishes it)"));  // a split reduction is one launch, not two
+    CHECK(contains(plan, "one launch"));
+    Tensor c = Tensor::host({4096, 1024}, float32);
+    CHECK(contains(explain({sum(Array(c), 0)}), "schedule outer, 256 threads per block, a thread per 1 or 4 outputs"));
     const auto rep = compile({sum(Array(x) * 2.0)}, "split_sum");
     CHECK(rep.kernels == 1);
     // Few long rows with a normalization: too few rows for one pass per stage, so one kernel per
