@@ -186,9 +186,16 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
 std::string Program::cuda_source() const {
     std::string s;
     if (reductions_) {
+        // Host stand-ins with the specialization's strides (the kernels depend on the layout, not the values;
+        // generating needs no device memory).
         std::vector<const Tensor*> args;
         std::vector<Tensor> dummies;
-        for (const ArgSpec& a : specs_) dummies.push_back(Tensor::empty(a.shape, a.dtype, device_));
+        for (const ArgSpec& a : specs_) {
+            std::int64_t lo = 0, hi = 0;  // element offsets the strides reach from element 0
+            if (loom::numel(a.shape) > 0)
+                for (std::size_t d = 0; d < a.shape.size(); ++d) (a.strides[d] < 0 ? lo : hi) += a.strides[d] * (a.shape[d] - 1);
+            dummies.push_back(Tensor::empty({hi - lo + 1}, a.dtype, Device::cpu()).as_strided(a.shape, a.strides, -lo));
+        }
         for (const auto& t : dummies) args.push_back(&t);
         for (const auto& k : gpu::generate(bound_roots(args), name_)) s += k.source;
         return s;

@@ -120,3 +120,16 @@ TEST_CASE("calls from several threads share one specialization and give right re
     CHECK(f.stats().specializations == 1);
     CHECK(f.stats().calls == 80);
 }
+
+TEST_CASE("cuda_source of a traced function with reductions follows the arguments' layout") {
+    // The kernels depend on the specialization: a transposed argument is read through its strides.
+    auto f = loom::function("row_sums", [](Array x) { return sum(x, 1); });
+    Tensor base = Tensor::host({64, 48}, float32);
+    const std::string contiguous = f.cuda_source(base);
+    const std::string transposed = f.cuda_source(base.as_strided({48, 64}, {1, 48}, 0));
+    CHECK(contiguous.find("in0: input 0, float32, contiguous") != std::string::npos);
+    CHECK(transposed.find("in0: input 0, float32, strided") != std::string::npos);
+    // Negative strides (a reversed view) reach elements before element 0 of the view.
+    Tensor rev = base.as_strided({64, 48}, {-48, 1}, 63 * 48);
+    CHECK(f.cuda_source(rev).find("row_sums") != std::string::npos);
+}
