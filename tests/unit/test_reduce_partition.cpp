@@ -79,6 +79,10 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     CHECK(contains(plan, "one launch"));
     Tensor c = Tensor::host({4096, 1024}, float32);
     CHECK(contains(explain({sum(Array(c), 0)}), "schedule outer, 256 threads per block, a thread per 1 or 4 outputs"));
+    // Outer splits aim at 2 blocks per SM (132 on the H200 the explain plans for): 1024 columns are one
+    // block of outputs, 512 chunks of 256 rows go 2 to a block, so 256 blocks.
+    Tensor row = Tensor::host({1024}, float32);
+    CHECK(contains(explain({sum(Array(row).broadcast_to({131072, 1024}), 0)}), "split over 256 blocks per row"));
     const auto rep = compile({sum(Array(x) * 2.0)}, "split_sum");
     CHECK(rep.kernels == 1);
     // Few long rows with a normalization: too few rows for one pass per stage, so one kernel per
