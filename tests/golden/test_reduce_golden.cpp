@@ -78,8 +78,16 @@ TEST_CASE("golden: layernorm with weight and bias is one kernel (mean, variance,
     const Array y = d * rsqrt(var + 1e-5) * w + b;
     auto ks = golden_one("f2_layernorm", {y});
     CHECK(contains(ks.kernel, "stage 1"));
-    CHECK(contains(ks.kernel, "held in registers: in0\n"));  // x only: weight and bias are loaded where used
-    CHECK(contains(ks.kernel, "full: no bounds checks"));      // 8192 = 8 x 1024: row math once per thread
+    // x (32 registers per thread) and, beside it within 96 registers, weight and bias: loaded with the row
+    CHECK(contains(ks.kernel, "held in registers: in0, in3, in4\n"));
+    CHECK(contains(ks.kernel, "full: no bounds checks"));  // 8192 = 8 x 1024: row math once per thread
+    // Rows of 16384: x alone takes 64 registers per thread, so weight and bias are loaded where used.
+    Tensor x2 = Tensor::host({4, 16384}, float32);
+    Tensor w2 = Tensor::host({16384}, float32), b2 = Tensor::host({16384}, float32);
+    const Array d2 = x2 - mean(x2, -1, true);
+    const Array y2 = d2 * rsqrt(mean(d2 * d2, -1, true) + 1e-5) * w2 + b2;
+    CHECK(contains(explain({y2}), "rows held in registers"));
+    CHECK(contains(cuda_source({y2}, "layernorm_16k"), "held in registers: in0\n"));
 }
 
 TEST_CASE("every reduction op x dtype compiles with NVRTC, inner and outer") {

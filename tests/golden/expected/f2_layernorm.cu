@@ -4,7 +4,7 @@
 //   stages 2; element outputs 1; rows held in registers (8 x 1024 elements, full: no bounds checks in the 4-wide variant); one block per row group
 //   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
 //   vector variant: yes (4 elements of a row per load)
-//   held in registers: in0
+//   held in registers: in0, in3, in4
 // element space:
 // pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, rows), ceil(n / 256) blocks of 256 (scalar variant)
@@ -85,20 +85,6 @@ __device__ __forceinline__ void f2_layernorm_el_load4(const f2_layernorm_el_para
     { const lm::vec<float, 4> a = lm::load_vec<float, 4>(p.in4 + (i1)); for (int j = 0; j < 4; ++j) s4[j] = lm::to_reg(a.v[j]); } // in4 (16 bytes)
 }
 
-// The operands of element (i0, i1) of the element space not held in registers (row values come from registers).
-__device__ __forceinline__ void f2_layernorm_el_loadu(const f2_layernorm_el_params& p, const int i0, const int i1, float& s3, float& s4) {
-    (void)i0; (void)i1;
-    s3 = lm::to_reg(p.in3[i1]);                                          // in3 (row broadcast)
-    s4 = lm::to_reg(p.in4[i1]);                                          // in4 (row broadcast)
-}
-
-// Elements (i0, i1 .. i1 + 3) (rank 2) or i0 .. i0 + 3 (rank 1), 4-element runs, sites not held in registers.
-__device__ __forceinline__ void f2_layernorm_el_loadu4(const f2_layernorm_el_params& p, const int i0, const int i1, float (&s3)[4], float (&s4)[4]) {
-    (void)i0; (void)i1;
-    { const lm::vec<float, 4> a = lm::load_vec<float, 4>(p.in3 + (i1)); for (int j = 0; j < 4; ++j) s3[j] = lm::to_reg(a.v[j]); } // in3 (16 bytes)
-    { const lm::vec<float, 4> a = lm::load_vec<float, 4>(p.in4 + (i1)); for (int j = 0; j < 4; ++j) s4[j] = lm::to_reg(a.v[j]); } // in4 (16 bytes)
-}
-
 extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_constant__ f2_layernorm_params p) {
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
@@ -113,12 +99,12 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
     float rv1 = {};                                                      // row value
     // the row, held in registers: 8 positions of 4 elements per thread
     float c0[8][4];
+    float c3[8][4];
+    float c4[8][4];
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
-        float scratch3[4];
-        float scratch4[4];
-        f2_layernorm_el_load4(pe, (int)o, (int)r0, c0[q], scratch3, scratch4);
+        f2_layernorm_el_load4(pe, (int)o, (int)r0, c0[q], c3[q], c4[q]);
     }
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: mean of float32, lane accumulators
@@ -129,13 +115,10 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
                 {                                                        // full rows: inside the row
-                    float u3[4];
-                    float u4[4];
-                    f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         float y0; float y1; float y2; 
-                        f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, u3[j], u4[j], y0, y1, y2);
+                        f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                         acc0[K] = lm::add(acc0[K], y0);
                     }
                 }
@@ -172,13 +155,10 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
                 {                                                        // full rows: inside the row
-                    float u3[4];
-                    float u4[4];
-                    f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         float y0; float y1; float y2; 
-                        f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, u3[j], u4[j], y0, y1, y2);
+                        f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                         acc1[K] = lm::add(acc1[K], y1);
                     }
                 }
@@ -211,14 +191,11 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
     for (int q = 0; q < 8; ++q) {
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
         {                                                                // full rows: inside the row
-            float u3[4];
-            float u4[4];
-            f2_layernorm_el_loadu4(pe, (int)o, (int)r0, u3, u4);
             lm::vec<float, 4> ov0;
             #pragma unroll
             for (int j = 0; j < 4; ++j) {
                 float y0; float y1; float y2; 
-                f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, u3[j], u4[j], y0, y1, y2);
+                f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                 ov0.v[j] = y2;
             }
             lm::store_vec<float, 4>(pe.out2 + (o * p.len + r0), ov0);
@@ -240,15 +217,15 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
     float rv1 = {};                                                      // row value
     // the row, held in registers: 8 positions of 4 elements per thread
     float c0[8][4];
+    float c3[8][4];
+    float c4[8][4];
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
             if (r0 + j >= p.len) break;
-        float scratch3;
-        float scratch4;
-            f2_layernorm_el_load(pe, (int)o, (int)(r0 + j), c0[q][j], scratch3, scratch4);
+            f2_layernorm_el_load(pe, (int)o, (int)(r0 + j), c0[q][j], c3[q][j], c4[q][j]);
         }
     }
     {  // ---- stage 0 ----
@@ -260,18 +237,11 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
                 if (r0 < p.len) {
-                    float u3[4];
-                    float u4[4];
-                    #pragma unroll
-                    for (int j = 0; j < 4; ++j) {
-                        if (r0 + j >= p.len) break;
-                        f2_layernorm_el_loadu(pe, (int)o, (int)(r0 + j), u3[j], u4[j]);
-                    }
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         if (r0 + j >= p.len) break;
                         float y0; float y1; float y2; 
-                        f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, u3[j], u4[j], y0, y1, y2);
+                        f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                         acc0[K] = lm::add(acc0[K], y0);
                     }
                 }
@@ -308,18 +278,11 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
                 if (r0 < p.len) {
-                    float u3[4];
-                    float u4[4];
-                    #pragma unroll
-                    for (int j = 0; j < 4; ++j) {
-                        if (r0 + j >= p.len) break;
-                        f2_layernorm_el_loadu(pe, (int)o, (int)(r0 + j), u3[j], u4[j]);
-                    }
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         if (r0 + j >= p.len) break;
                         float y0; float y1; float y2; 
-                        f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, u3[j], u4[j], y0, y1, y2);
+                        f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                         acc1[K] = lm::add(acc1[K], y1);
                     }
                 }
@@ -352,18 +315,11 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
     for (int q = 0; q < 8; ++q) {
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
         if (r0 < p.len) {
-            float u3[4];
-            float u4[4];
-            #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                if (r0 + j >= p.len) break;
-                f2_layernorm_el_loadu(pe, (int)o, (int)(r0 + j), u3[j], u4[j]);
-            }
             #pragma unroll
             for (int j = 0; j < 4; ++j) {
                 if (r0 + j >= p.len) break;
                 float y0; float y1; float y2; 
-                f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, u3[j], u4[j], y0, y1, y2);
+                f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                 pe.out2[o * p.len + r0 + j] = y2;
             }
         }

@@ -87,7 +87,9 @@ struct ReducePlan {
     std::vector<int> element_row_value;  // per element-plan input: the reduction whose row value it is, or -1
     std::vector<int> row_row_value;      // per row-plan input: likewise
     std::vector<int> cached_sites;       // cached rows: the element-plan sites held in registers (those that
-                                         // vary from row to row); the others are loaded where used
+                                         // vary from row to row, and row broadcasts that fit beside them in
+                                         // 96 registers per thread with a block per row); the others are
+                                         // loaded where used
 
     int rows_per_block() const { return schedule == ReduceSchedule::Inner ? block / group : block; }
     bool operator==(const ReducePlan&) const = default;
