@@ -239,7 +239,77 @@ struct Emitter {
         return s;
     }
 
+    // The vector variant of an arithmetic-heavy flat kernel: a grid-stride loop over whole vectors; each
+    // thread issues its next vector's loads before this vector's arithmetic, so its memory traffic overlaps
+    // its math. Block 0's thread 0 computes the elements after the last whole vector. Every element is
+    // computed by the same body as in the other variants: the same bits.
+    std::string grid_stride_vector_kernel() const {
+        const int W = plan.vector_width;
+        std::string s = entry(fmt::format("{}_v{}", name, W));
+        line(s, 4, fmt::format("const {} step = ({})gridDim.x * ({})blockDim.x * {};", idx, idx, idx, W), "elements per pass of the grid");
+        line(s, 4, fmt::format("{} i = (({})blockIdx.x * ({})blockDim.x + ({})threadIdx.x) * {};", idx, idx, idx, idx, W),
+             "first element of this thread's first vector");
+        line(s, 4, fmt::format("const {} nv = p.n - p.n % {};", idx, W), "elements in whole vectors");
+        line(s, 4, "if (blockIdx.x == 0 && threadIdx.x == 0)");
+        line(s, 8, fmt::format("for ({} e = nv; e < p.n; ++e) {}_element(p, e);", idx, name), "tail: fewer elements left than a vector");
+        line(s, 4, "if (i >= nv) return;");
+        std::vector<std::size_t> streamed;
+        std::vector<std::string> args;
+        for (std::size_t k = 0; k < g.sites.size(); ++k) {
+            const OperandPlan& o = plan.loads[k];
+            const int v = g.sites[k].value;
+            if (o.access == Access::Scalar) {
+                line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), vname(v), k),
+                     fmt::format("load in{} once (scalar)", k));
+                args.push_back(vname(v));
+                continue;
+            }
+            if (o.access != Access::Contiguous) throw InternalError("emit_pointwise: a grid-stride variant reads a non-contiguous operand");
+            const std::string_view st = storage_type(o.dtype);
+            line(s, 4, fmt::format("lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + i);", st, W, k, st, W, k),
+                 fmt::format("load in{} (contiguous, {} bytes)", k, W * static_cast<int>(itemsize(o.dtype))));
+            streamed.push_back(k);
+            args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));
+        }
+        line(s, 4, "for (;;) {");
+        line(s, 8, "const bool more = i < nv - step;", "this thread has another vector");
+        for (std::size_t k : streamed) line(s, 8, fmt::format("lm::vec<{}, {}> b{};", storage_type(plan.loads[k].dtype), W, k));
+        if (!streamed.empty()) {
+            line(s, 8, "if (more) {", "the next vector's loads, in flight during this one's arithmetic");
+            for (std::size_t k : streamed) {
+                const std::string_view st = storage_type(plan.loads[k].dtype);
+                line(s, 12, fmt::format("b{} = lm::load_vec<{}, {}>(p.in{} + (i + step));", k, st, W, k));
+            }
+            line(s, 8, "}");
+        }
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
+            line(s, 8, fmt::format("lm::vec<{}, {}> o{};", storage_type(plan.outputs[o].dtype), W, o));
+        line(s, 8, "#pragma unroll");
+        line(s, 8, fmt::format("for (int j = 0; j < {}; ++j) {{", W));
+        std::vector<std::string> outs;
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
+            line(s, 12, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
+            outs.push_back(fmt::format("r{}", o));
+        }
+        line(s, 12, body_call(args, outs));
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
+            line(s, 12, fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
+        line(s, 8, "}");
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
+            const std::string_view st = storage_type(plan.outputs[o].dtype);
+            line(s, 8, fmt::format("lm::store_vec<{}, {}>(p.out{} + i, o{});", st, W, o, o),
+                 fmt::format("store out{} ({} bytes)", o, W * static_cast<int>(itemsize(plan.outputs[o].dtype))));
+        }
+        line(s, 8, "if (!more) break;");
+        line(s, 8, "i += step;");
+        for (std::size_t k : streamed) line(s, 8, fmt::format("a{} = b{};", k, k));
+        line(s, 4, "}");
+        s += "}\n";
+        return s;
+    }
+
     std::string vector_kernel() const {
+        if (plan.grid_stride_blocks > 0) return grid_stride_vector_kernel();
         const int W = plan.vector_width;
         const int R = plan.rank;
         std::string s = entry(fmt::format("{}_v{}", name, W));

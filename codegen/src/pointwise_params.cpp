@@ -2,6 +2,7 @@
 // the vector or the scalar variant from the actual pointers.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "loom/codegen/pointwise_plan.hpp"
@@ -15,7 +16,8 @@ LaunchConfig PointwisePlan::launch(std::int64_t numel, Variant v) const {
     c.block_x = static_cast<std::uint32_t>(block);
     if (numel <= 0) return c;
     const std::int64_t per_block = static_cast<std::int64_t>(block) * (v == Variant::Vector ? vector_width : 1);
-    const std::int64_t grid = (numel + per_block - 1) / per_block;
+    std::int64_t grid = (numel + per_block - 1) / per_block;
+    if (v == Variant::Vector && grid_stride_blocks > 0) grid = std::min<std::int64_t>(grid, grid_stride_blocks);
     if (grid > 2147483647)
         throw Error(fmt::format("pointwise launch: {} elements need {} blocks, above the grid limit 2^31 - 1", numel,
                                 grid));
@@ -49,6 +51,7 @@ std::uint64_t PointwisePlan::hash() const {
     h.add(static_cast<std::uint64_t>(block));
     h.add(static_cast<std::uint64_t>(vector_width));
     h.add(vector_flat ? 1u : 0u);
+    h.add(static_cast<std::uint64_t>(grid_stride_blocks));
     h.add(static_cast<std::uint64_t>(index));
     h.add(loads.size());
     for (const auto& o : loads) hash_operand(h, o);
@@ -74,7 +77,12 @@ std::string PointwisePlan::to_string() const {
     fmt::format_to(out, "pointwise plan: rank {}, block {}, vector width {}{}, {} indexing\n", rank, block,
                    vector_width, vector_width > 1 ? " (16-byte vectors)" : " (no vector variant)",
                    index == IndexWidth::I32 ? "32-bit" : "64-bit");
-    if (vector_width > 1)
+    if (vector_width > 1 && grid_stride_blocks > 0)
+        fmt::format_to(out, "grid: min(ceil(n / {}), {}) blocks of {} (vector variant, grid-stride over vectors of {}, the "
+                            "next vector's loads issued before this one's arithmetic), ceil(n / {}) blocks of {} (scalar "
+                            "variant)\n",
+                       block * ept, grid_stride_blocks, block, ept, block, block);
+    else if (vector_width > 1)
         fmt::format_to(out, "grid: ceil(n / {}) blocks of {} (vector variant, {} elements per thread{}), ceil(n / {}) "
                             "blocks of {} (scalar variant)\n",
                        block * ept, block, ept, vector_flat ? ", flat" : ", rows", block, block);

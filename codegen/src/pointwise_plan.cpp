@@ -339,6 +339,33 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
     return detail::build_pw_graph(outputs).scalars;
 }
 
+namespace {
+
+// Transcendental functions and floating-point divisions computed per element (each value once per context).
+int costly_ops(const detail::PwGraph& g) {
+    int n = 0;
+    for (const detail::PwValue& v : g.values) {
+        if (!v.node || !ir::is_elementwise(v.node->op())) continue;
+        switch (v.node->op()) {
+            case ir::Op::Exp: case ir::Op::Exp2: case ir::Op::Expm1: case ir::Op::Log: case ir::Op::Log2:
+            case ir::Op::Log1p: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Sin: case ir::Op::Cos:
+            case ir::Op::Tan: case ir::Op::Asin: case ir::Op::Acos: case ir::Op::Atan: case ir::Op::Sinh:
+            case ir::Op::Cosh: case ir::Op::Tanh: case ir::Op::Asinh: case ir::Op::Acosh: case ir::Op::Atanh:
+            case ir::Op::Sigmoid: case ir::Op::Erf: case ir::Op::GeluErf: case ir::Op::GeluTanh: case ir::Op::Silu:
+            case ir::Op::Pow: case ir::Op::Atan2:
+                ++n;
+                break;
+            case ir::Op::Div: case ir::Op::FloorDiv: case ir::Op::Mod: case ir::Op::Rem:
+                if (is_float(v.node->dtype())) ++n;
+                break;
+            default: break;
+        }
+    }
+    return n;
+}
+
+}  // namespace
+
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
                                 const DeviceInfo& device) {
     if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
@@ -464,6 +491,7 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
     }
     p.vector_width = vector_ok && vw > 1 ? vw : 1;
     p.vector_flat = p.vector_width > 1 && all_flat;
+    if (p.vector_flat && costly_ops(g) >= kGridStrideCostlyOps) p.grid_stride_blocks = kGridStrideBlocksPerSM * device.sm_count;
 
     // Index width: 32-bit when the element count, every extent and every byte offset stays below 2^31.
     auto bound = [&](const Form& f, const std::vector<double>& tmax) {

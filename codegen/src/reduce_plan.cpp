@@ -230,6 +230,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     {
         PlannedPointwise pe = plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device);
         plan.element = std::move(pe.plan);
+        plan.element.grid_stride_blocks = 0;  // the reduction kernels have their own loops and grids
         b.element = std::move(pe.binding);
     }
     check_row_values(plan.element, b.element, plan.element_row_value, O, L, !outer, "element");
@@ -241,6 +242,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
         }
         PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value), device);
         plan.row = std::move(pw.plan);
+        plan.row.grid_stride_blocks = 0;
         b.row = std::move(pw.binding);
         check_row_values(plan.row, b.row, plan.row_row_value, O, 1, true, "row");
     }

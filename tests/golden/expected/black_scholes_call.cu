@@ -1,6 +1,6 @@
 // ---- Loom pointwise kernel black_scholes_call (from "black_scholes_call") ----
 // pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
-// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
+// grid: min(ceil(n / 1024), 2112) blocks of 256 (vector variant, grid-stride over vectors of 4, the next vector's loads issued before this one's arithmetic), ceil(n / 256) blocks of 256 (scalar variant)
 // bytes per element: 16; parameters: 56 bytes
 // in0: input 0, float32, contiguous, 4 B/element
 // in1: input 1, float32, contiguous, 4 B/element
@@ -71,24 +71,39 @@ __device__ __forceinline__ void black_scholes_call_element(const black_scholes_c
 }
 
 extern "C" __global__ void __launch_bounds__(256) black_scholes_call_v4(const __grid_constant__ black_scholes_call_params p) {
-    const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; // first element of this thread's vector
-    if (g >= (unsigned)p.n) return;
-    const int i = (int)g;
-    if (p.n - i < 4) {                                       // tail: fewer elements left than a vector
-        for (int e = i; e < p.n; ++e) black_scholes_call_element(p, e);
-        return;
+    const int step = (int)gridDim.x * (int)blockDim.x * 4;   // elements per pass of the grid
+    int i = ((int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x) * 4; // first element of this thread's first vector
+    const int nv = p.n - p.n % 4;                            // elements in whole vectors
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        for (int e = nv; e < p.n; ++e) black_scholes_call_element(p, e); // tail: fewer elements left than a vector
+    if (i >= nv) return;
+    lm::vec<float, 4> a0 = lm::load_vec<float, 4>(p.in0 + i); // load in0 (contiguous, 16 bytes)
+    lm::vec<float, 4> a1 = lm::load_vec<float, 4>(p.in1 + i); // load in1 (contiguous, 16 bytes)
+    lm::vec<float, 4> a2 = lm::load_vec<float, 4>(p.in2 + i); // load in2 (contiguous, 16 bytes)
+    for (;;) {
+        const bool more = i < nv - step;                     // this thread has another vector
+        lm::vec<float, 4> b0;
+        lm::vec<float, 4> b1;
+        lm::vec<float, 4> b2;
+        if (more) {                                          // the next vector's loads, in flight during this one's arithmetic
+            b0 = lm::load_vec<float, 4>(p.in0 + (i + step));
+            b1 = lm::load_vec<float, 4>(p.in1 + (i + step));
+            b2 = lm::load_vec<float, 4>(p.in2 + (i + step));
+        }
+        lm::vec<float, 4> o0;
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            float r0;
+            black_scholes_call_body(p, lm::to_reg(a0.v[j]), lm::to_reg(a1.v[j]), lm::to_reg(a2.v[j]), r0);
+            o0.v[j] = r0;
+        }
+        lm::store_vec<float, 4>(p.out0 + i, o0);             // store out0 (16 bytes)
+        if (!more) break;
+        i += step;
+        a0 = b0;
+        a1 = b1;
+        a2 = b2;
     }
-    const lm::vec<float, 4> a0 = lm::load_vec<float, 4>(p.in0 + i); // load in0 (contiguous, 16 bytes)
-    const lm::vec<float, 4> a1 = lm::load_vec<float, 4>(p.in1 + i); // load in1 (contiguous, 16 bytes)
-    const lm::vec<float, 4> a2 = lm::load_vec<float, 4>(p.in2 + i); // load in2 (contiguous, 16 bytes)
-    lm::vec<float, 4> o0;
-    #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        float r0;
-        black_scholes_call_body(p, lm::to_reg(a0.v[j]), lm::to_reg(a1.v[j]), lm::to_reg(a2.v[j]), r0);
-        o0.v[j] = r0;
-    }
-    lm::store_vec<float, 4>(p.out0 + i, o0);                 // store out0 (16 bytes)
 }
 
 extern "C" __global__ void __launch_bounds__(256) black_scholes_call_s(const __grid_constant__ black_scholes_call_params p) {

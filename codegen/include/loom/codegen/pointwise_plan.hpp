@@ -111,12 +111,26 @@ struct ParamLayout {
     bool operator==(const ParamLayout&) const = default;
 };
 
+/// Transcendental functions and divisions per element from which a flat kernel is arithmetic-heavy and its
+/// vector variant becomes a pipelined grid-stride loop (PointwisePlan::grid_stride_blocks). Black-Scholes
+/// call and put (two divisions, log, exp, sqrt, two erf) on the H200: 3715-3722 GB/s with one vector per
+/// thread, 3853-3896 as a grid-stride loop over 16 blocks per SM; kernels with one or two such ops are
+/// memory-bound and keep one vector per thread.
+inline constexpr int kGridStrideCostlyOps = 4;
+/// Blocks per SM of a grid-stride vector variant (measured with 8 and 16 on the H200: 16 is faster).
+inline constexpr int kGridStrideBlocksPerSM = 16;
+
 /// The specialization of one pointwise kernel. Sizes are not part of it (see PointwiseBinding).
 struct PointwisePlan {
     int rank = 1;                 // iteration-space rank after coalescing dimensions (>= 1)
     int block = 256;              // threads per block
     int vector_width = 1;         // elements per thread in the vector variant; 1: no vector variant
     bool vector_flat = false;     // vector variant needs no multi-index (every streamed operand contiguous)
+    /// Arithmetic-heavy flat kernels (kGridStrideCostlyOps or more transcendental functions and divisions
+    /// per element): the vector variant is a grid-stride loop over at most this many blocks, each thread
+    /// issuing its next vector's loads before this vector's arithmetic, so memory and math overlap within a
+    /// thread. 0: one vector per thread, a block per 256 vectors.
+    int grid_stride_blocks = 0;
     IndexWidth index = IndexWidth::I32;
     std::vector<OperandPlan> loads;    // load sites, in emission order
     std::vector<OperandPlan> outputs;  // written contiguous row-major
@@ -130,7 +144,8 @@ struct PointwisePlan {
 
     bool has_vector_variant() const { return vector_width > 1; }
     /// Grid and block for `numel` elements and a variant: grid_x = ceil(numel / (block * elements per
-    /// thread)). Throws loom::Error when the grid would exceed 2^31 - 1 blocks.
+    /// thread)), at most grid_stride_blocks for a grid-stride vector variant. Throws loom::Error when the grid
+    /// would exceed 2^31 - 1 blocks.
     LaunchConfig launch(std::int64_t numel, Variant v) const;
     /// Bytes moved per element of the iteration space (sum over operands).
     int bytes_per_element() const;
