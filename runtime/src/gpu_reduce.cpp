@@ -1,6 +1,12 @@
 // The GPU path of graphs with reductions: partition into reduction kernels (prologue, stages, element and
 // row outputs fused) and pointwise kernels, materialize what crosses kernels, plan, build, launch.
 //
+// Three phases, each a function of gpu_internal.hpp: plan_reductions() partitions and plans for the layouts
+// of the graph's inputs (the "sources") and returns plain data, the kernels in launch order with the slot
+// (source, temporary or root) of each input and output; build_reduction_kernels() fetches or builds the
+// kernels; launch_reductions() binds the addresses of one call and launches. An evaluation runs all three
+// per call; a traced function (program.cpp) plans and builds once and only launches per call.
+//
 // Partition (fused): reductions in topological order join the group of the reductions their operand reads
 // when those share the operand shape and the axes (a later stage: layernorm's variance after its mean), or
 // the last group of the same shape and axes when the operand reads no reduction (`sum` and `max` of one
@@ -200,27 +206,27 @@ Partition partition_graph(const std::vector<ir::NodePtr>& roots, bool strict) {
     return P;
 }
 
-// The graphs of the kernels with materialized values replaced by inputs bound to their temporaries.
+// The graphs of the kernels with materialized values replaced by inputs standing for their temporaries
+// (no tensor bound: a plan holds layouts, never memory).
 struct Bound {
     std::vector<codegen::ReduceGroupSpec> specs;
     std::vector<std::vector<ir::NodePtr>> pw_outputs;
+    std::vector<ir::NodePtr> temp_inputs;  // per temporary
 };
 
-Bound bind_temps(const Partition& P, const std::vector<Tensor>& temps) {
-    std::vector<ir::NodePtr> temp_inputs;
+Bound bind_temps(const Partition& P) {
+    Bound B;
     for (std::size_t t = 0; t < P.temps.size(); ++t) {
-        const Tensor& T = temps[t];
-        temp_inputs.push_back(ir::input(T.dtype(), T.shape(), fmt::format("t{} ({})", t, ir::op_name(P.temps[t]->op())),
-                                        std::static_pointer_cast<const void>(T.impl()), P.temps[t]->loc()));
+        const ir::NodePtr& n = P.temps[t];
+        B.temp_inputs.push_back(ir::input(n->dtype(), n->shape(), fmt::format("t{} ({})", t, ir::op_name(n->op())), {}, n->loc()));
     }
     auto subst_except = [&](const std::unordered_set<const ir::Node*>& keep) -> ir::Rewriter {
         return [&, keep](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
             if (keep.count(&n)) return nullptr;
             const auto it = P.temp_of.find(&n);
-            return it == P.temp_of.end() ? nullptr : temp_inputs[static_cast<std::size_t>(it->second)];
+            return it == P.temp_of.end() ? nullptr : B.temp_inputs[static_cast<std::size_t>(it->second)];
         };
     };
-    Bound B;
     for (const RGroup& G : P.groups) {
         std::unordered_set<const ir::Node*> keep;
         for (const auto& m : G.members) keep.insert(m.get());
@@ -280,23 +286,25 @@ struct Planned {
     std::vector<std::string> reduce_names;
     std::vector<KernelGroup> pw_groups;
     std::vector<codegen::PlannedPointwise> pw_plans;
-    std::vector<Tensor> temps;
 };
 
-Planned plan_all(const std::vector<ir::NodePtr>& roots, Device device, bool allocate, std::string_view name,
+// `source_layout` gives the layout of each Input of the graph; temporaries are contiguous and 16-byte aligned.
+Planned plan_all(const std::vector<ir::NodePtr>& roots, const codegen::LayoutOf& source_layout, std::string_view name,
                  const codegen::DeviceInfo& info) {
     auto attempt = [&](bool strict, const std::string& reason) {
         Planned pl;
         pl.P = partition_graph(roots, strict);
         pl.P.strict_reason = reason;
-        for (const auto& t : pl.P.temps) {
-            pl.temps.push_back(allocate ? Tensor::empty(t->shape(), t->dtype(), device)
-                                        : Tensor::empty(t->shape(), t->dtype(), Device::cpu()));
-        }
-        pl.B = bind_temps(pl.P, pl.temps);
+        pl.B = bind_temps(pl.P);
+        std::unordered_map<const ir::Node*, codegen::InputLayout> temp_layout;
+        for (const auto& t : pl.B.temp_inputs) temp_layout.emplace(t.get(), codegen::InputLayout{t->dtype(), contiguous_strides(t->shape()), true});
+        const codegen::LayoutOf layout = [&](const ir::Node& n) {
+            const auto it = temp_layout.find(&n);
+            return it != temp_layout.end() ? it->second : source_layout(n);
+        };
         const std::size_t nk = pl.B.specs.size() + pl.B.pw_outputs.size();
         for (std::size_t g = 0; g < pl.B.specs.size(); ++g) {
-            pl.reduce.push_back(codegen::plan_reduce(pl.B.specs[g], layout_of, info));
+            pl.reduce.push_back(codegen::plan_reduce(pl.B.specs[g], layout, info));
             pl.reduce_names.push_back(reduce_name(pl.B.specs[g], name, g, nk));
         }
         for (std::size_t s = 0; s < pl.B.pw_outputs.size(); ++s) {
@@ -305,7 +313,9 @@ Planned plan_all(const std::vector<ir::NodePtr>& roots, Device device, bool allo
             for (const Dest& d : pl.P.pw[s].dests) kg.root_index.push_back(static_cast<std::size_t>(d.root));
             std::string base = name.empty() ? std::string("pointwise") : std::string(name);
             kg.name = nk > 1 ? fmt::format("{}_{}", base, pl.B.specs.size() + s) : base;
-            pl.pw_plans.push_back(codegen::plan_pointwise(kg.outputs, input_layouts(kg.outputs), info));
+            std::vector<codegen::InputLayout> layouts;
+            for (const ir::Node* in : codegen::pointwise_inputs(kg.outputs)) layouts.push_back(layout(*in));
+            pl.pw_plans.push_back(codegen::plan_pointwise(kg.outputs, layouts, info));
             pl.pw_groups.push_back(std::move(kg));
         }
         return pl;
@@ -315,6 +325,19 @@ Planned plan_all(const std::vector<ir::NodePtr>& roots, Device device, bool allo
     } catch (const codegen::NotFusable& e) {
         return attempt(true, e.what());
     }
+}
+
+// The layout of each source, looked up by node.
+codegen::LayoutOf source_layouts(std::span<const ir::Node* const> sources, std::span<const codegen::InputLayout> layouts) {
+    auto index = std::make_shared<std::unordered_map<const ir::Node*, std::size_t>>();
+    for (std::size_t k = 0; k < sources.size(); ++k) index->emplace(sources[k], k);
+    return [index, layouts](const ir::Node& n) {
+        const auto it = index->find(&n);
+        if (it == index->end())
+            throw InternalError(fmt::format("plan_reductions(): input {} ({}) is not among the sources", ir::describe(n),
+                                            short_location(n.loc())));
+        return layouts[it->second];
+    };
 }
 
 std::string explain_text(const Planned& pl) {
@@ -387,10 +410,9 @@ unsigned int* split_counters(int device, cudaStream_t stream, std::uint32_t need
     return b;
 }
 
-void launch_reduce(const CompiledKernel& k, const codegen::PlannedReduce& pr, std::span<void* const> el_outs,
-                   std::span<void* const> row_outs, Device device, std::string_view where) {
-    std::vector<const void*> ins;
-    for (const ir::Node* in : pr.inputs) ins.push_back(address_of(*in));
+// `ins` in PlannedReduce::inputs order.
+void launch_reduce(const CompiledKernel& k, const codegen::PlannedReduce& pr, std::span<const void* const> ins,
+                   std::span<void* const> el_outs, std::span<void* const> row_outs, Device device, std::string_view where) {
     const codegen::ReduceLaunch rl = codegen::reduce_launch(pr, ins, el_outs);
     if (rl.grid_x == 0) return;
     std::vector<Tensor> partials;
@@ -427,7 +449,203 @@ void launch_reduce(const CompiledKernel& k, const codegen::PlannedReduce& pr, st
     // `partials` are stream-ordered pool memory: freed after the kernels that use them, on this stream.
 }
 
+// Up to N values on the stack, more on the heap: the pointer arrays of one launch.
+template <class T, std::size_t N>
+class SmallArray {
+public:
+    explicit SmallArray(std::size_t n) : size_(n) {
+        if (n > N) heap_.resize(n);
+    }
+    T& operator[](std::size_t i) { return data()[i]; }
+    std::span<T> span() { return {data(), size_}; }
+    std::span<T> span(std::size_t from, std::size_t count) { return {data() + from, count}; }
+
+private:
+    T* data() { return size_ > N ? heap_.data() : stack_; }
+    T stack_[N];
+    std::vector<T> heap_;
+    std::size_t size_;
+};
+
+Slot slot_of(const Dest& d) {
+    return d.root >= 0 ? Slot{Slot::Kind::Root, d.root} : Slot{Slot::Kind::Temp, d.temp};
+}
+
 }  // namespace
+
+ReductionPlan plan_reductions(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources,
+                              std::span<const codegen::InputLayout> layouts, std::string_view name,
+                              const codegen::DeviceInfo& info) {
+    if (sources.size() != layouts.size())
+        throw InternalError(fmt::format("plan_reductions(): {} sources with {} layouts", sources.size(), layouts.size()));
+    Planned pl = plan_all(roots, source_layouts(sources, layouts), name, info);
+    if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(explain_text(pl).c_str(), stderr);
+
+    ReductionPlan plan;
+    plan.sources = sources.size();
+    std::unordered_map<const ir::Node*, Slot> slot;
+    for (std::size_t k = 0; k < sources.size(); ++k) slot.emplace(sources[k], Slot{Slot::Kind::Source, static_cast<int>(k)});
+    for (std::size_t t = 0; t < pl.B.temp_inputs.size(); ++t)
+        slot.emplace(pl.B.temp_inputs[t].get(), Slot{Slot::Kind::Temp, static_cast<int>(t)});
+    auto input_slot = [&](const ir::Node* in) {
+        const auto it = slot.find(in);
+        if (it == slot.end())
+            throw InternalError(fmt::format("plan_reductions(): kernel input {} ({}) is neither a source nor a temporary",
+                                            ir::describe(*in), short_location(in->loc())));
+        return it->second;
+    };
+    {
+        std::unordered_set<const ir::Node*> in_graph;
+        for (const ir::Node* n : ir::topo_order(roots))
+            if (n->op() == ir::Op::Input) in_graph.insert(n);
+        for (std::size_t k = 0; k < sources.size(); ++k)
+            if (in_graph.count(sources[k])) plan.reads.push_back(static_cast<int>(k));
+    }
+    for (const ir::NodePtr& t : pl.P.temps) {
+        plan.temps.push_back({t->shape(), t->dtype(), plan.temp_bytes});
+        const std::size_t bytes = static_cast<std::size_t>(t->numel()) * itemsize(t->dtype());
+        plan.temp_bytes += (bytes + 255) / 256 * 256;  // every temporary 256-byte aligned, as planned (16 bytes)
+    }
+    for (std::size_t g = 0; g < pl.reduce.size(); ++g) {
+        PlannedKernel k;
+        k.is_reduce = true;
+        k.name = pl.reduce_names[g];
+        k.reduce = std::move(pl.reduce[g]);
+        for (const ir::Node* in : k.reduce.inputs) k.inputs.push_back(input_slot(in));
+        for (const auto& [n, d] : pl.P.groups[g].el_out) k.outputs.push_back(slot_of(d));
+        k.element_outputs = k.outputs.size();
+        for (const auto& [n, d] : pl.P.groups[g].row_out) k.outputs.push_back(slot_of(d));
+        plan.kernels.push_back(std::move(k));
+    }
+    for (std::size_t s = 0; s < pl.pw_groups.size(); ++s) {
+        PlannedKernel k;
+        k.name = pl.pw_groups[s].name;
+        k.group = std::move(pl.pw_groups[s]);
+        k.pointwise = std::move(pl.pw_plans[s]);
+        k.numel = k.group.outputs[0]->numel();
+        for (const ir::Node* in : codegen::pointwise_inputs(k.group.outputs)) k.inputs.push_back(input_slot(in));
+        for (const Dest& d : pl.P.pw[s].dests) k.outputs.push_back(slot_of(d));
+        plan.kernels.push_back(std::move(k));
+    }
+    return plan;
+}
+
+void bound_sources(const std::vector<ir::NodePtr>& roots, std::vector<const ir::Node*>& sources,
+                   std::vector<codegen::InputLayout>& layouts) {
+    for (const ir::Node* n : ir::topo_order(roots)) {
+        if (n->op() != ir::Op::Input) continue;
+        sources.push_back(n);
+        layouts.push_back(layout_of(*n));
+    }
+}
+
+void build_reduction_kernels(ReductionPlan& plan, Device device, std::string_view where) {
+    const codegen::DeviceInfo& info = device_info(device.index);
+    // Inside stream capture nothing may be built: checked here, on the capturing thread, before any worker
+    // starts. Each key is hashed once: the capture check and the cache lookup share it.
+    std::vector<std::size_t> reduce, pointwise;  // kernel indices
+    for (std::size_t k = 0; k < plan.kernels.size(); ++k) (plan.kernels[k].is_reduce ? reduce : pointwise).push_back(k);
+    std::vector<std::uint64_t> keys;
+    for (std::size_t k : reduce) {
+        keys.push_back(reduce_key(plan.kernels[k].reduce));
+        if (!find_cached_kernel(keys.back(), device.index)) detail::require_no_build_in_capture(plan.kernels[k].name, where);
+    }
+    std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futures;
+    const bool parallel = plan.kernels.size() > 1;
+    for (std::size_t j = 0; j < reduce.size(); ++j) {
+        futures.push_back(std::async(parallel ? std::launch::async : std::launch::deferred, [&, j] {
+            DeviceGuard guard(device.index);
+            const PlannedKernel& k = plan.kernels[reduce[j]];
+            return cached_kernel(keys[j], device.index, [&] { return build_reduce(k.name, k.reduce, info); });
+        }));
+    }
+    std::exception_ptr error;
+    for (std::size_t j = 0; j < reduce.size(); ++j) {
+        try {
+            plan.kernels[reduce[j]].kernel = futures[j].get();
+        } catch (...) {
+            if (!error) error = std::current_exception();
+        }
+    }
+    if (error) std::rethrow_exception(error);
+    std::vector<KernelGroup> groups;
+    std::vector<codegen::PlannedPointwise> plans;
+    for (std::size_t k : pointwise) {
+        groups.push_back(plan.kernels[k].group);
+        plans.push_back(plan.kernels[k].pointwise);
+    }
+    const auto built = kernels_for(groups, plans, device);
+    for (std::size_t j = 0; j < pointwise.size(); ++j) plan.kernels[pointwise[j]].kernel = built[j];
+}
+
+void launch_reductions(const ReductionPlan& plan, std::span<const Tensor::Impl* const> sources,
+                       std::span<const Tensor* const> outs, Device device, std::string_view where) {
+    if (sources.size() != plan.sources)
+        throw InternalError(fmt::format("launch_reductions(): {} sources for a plan of {}", sources.size(), plan.sources));
+    // Outputs: the user's, through a temporary when it shares memory with anything the graph reads (copied
+    // back after the last launch: a later kernel may read an input that an earlier kernel's output aliases).
+    SmallArray<void*, 16> targets(outs.size());
+    std::vector<std::pair<Tensor, const Tensor*>> copy_back;  // allocates only when an output aliases an input
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        const Tensor& user = *outs[i];
+        bool shared = false;
+        for (int s : plan.reads) shared = shared || sources[static_cast<std::size_t>(s)]->storage == user.storage();
+        if (shared) {
+            Tensor tmp = Tensor::empty(user.shape(), user.dtype(), device);
+            targets[i] = tmp.data();
+            copy_back.emplace_back(std::move(tmp), &user);
+        } else {
+            targets[i] = user.data();
+        }
+    }
+    // Every temporary in one pool block, each at its planned offset.
+    Tensor temps;
+    char* temp_base = nullptr;
+    if (plan.temp_bytes > 0) {
+        temps = Tensor::empty({static_cast<std::int64_t>(plan.temp_bytes)}, DType::UInt8, device);
+        temp_base = static_cast<char*>(temps.data());
+        if (reinterpret_cast<std::uintptr_t>(temp_base) % 16 != 0)
+            throw InternalError("launch_reductions(): pool memory is not 16-byte aligned, as the plans assume");
+    }
+    auto address = [&](const Slot& s) -> void* {
+        const std::size_t i = static_cast<std::size_t>(s.index);
+        switch (s.kind) {
+            case Slot::Kind::Source: {
+                const Tensor::Impl& t = *sources[i];
+                return static_cast<char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
+            }
+            case Slot::Kind::Temp: return temp_base + plan.temps[i].offset;
+            case Slot::Kind::Root: return targets[i];
+        }
+        return nullptr;
+    };
+    for (const PlannedKernel& k : plan.kernels) {
+        SmallArray<const void*, 64> ins(k.inputs.size());
+        for (std::size_t j = 0; j < k.inputs.size(); ++j) ins[j] = address(k.inputs[j]);
+        SmallArray<void*, 16> o(k.outputs.size());
+        for (std::size_t j = 0; j < k.outputs.size(); ++j) o[j] = address(k.outputs[j]);
+        if (k.is_reduce)
+            launch_reduce(*k.kernel, k.reduce, ins.span(), o.span(0, k.element_outputs),
+                          o.span(k.element_outputs, k.outputs.size() - k.element_outputs), device, where);
+        else
+            launch_group(*k.kernel, k.pointwise, ins.span(), o.span(), k.numel, where);
+    }
+    for (auto& [tmp, user] : copy_back) copy_async(*user, tmp);
+    // `temps` and the copy-back temporaries are stream-ordered pool memory: freed after the kernels that use them.
+}
+
+std::vector<codegen::KernelSource> emit_reductions(const ReductionPlan& plan) {
+    std::vector<codegen::KernelSource> out;
+    for (const PlannedKernel& k : plan.kernels) {
+        if (k.is_reduce) {
+            out.push_back(codegen::emit_reduce(k.name, k.reduce));
+            if (env_list_contains("LOOM_DUMP", "plans")) dump::write(out.back().name + ".plan.txt", k.reduce.plan.to_string());
+        } else {
+            out.push_back(codegen::emit_pointwise(k.group.name, k.group.outputs, k.pointwise.plan));
+        }
+    }
+    return out;
+}
 
 bool has_reduction(const std::vector<ir::NodePtr>& roots) {
     for (const ir::Node* n : ir::topo_order(roots))
@@ -437,17 +655,12 @@ bool has_reduction(const std::vector<ir::NodePtr>& roots) {
 
 std::vector<Tensor> evaluate_reductions(const std::vector<ir::NodePtr>& roots, Device device, std::source_location loc,
                                         const std::vector<Tensor>* outs, std::string_view name) {
-    const codegen::DeviceInfo& info = device_info(device.index);
     const std::string where = short_location(loc);
-    Planned pl = plan_all(roots, device, true, name, info);
-    if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(explain_text(pl).c_str(), stderr);
-
-    // Outputs: the user's (through a temporary when it shares memory with anything the graph reads).
-    std::unordered_set<const void*> read_storages;
-    for (const ir::Node* n : ir::topo_order(roots))
-        if (n->op() == ir::Op::Input && n->payload()) read_storages.insert(bound_tensor(*n).storage.get());
-    std::vector<Tensor> results(roots.size()), targets(roots.size());
-    std::vector<std::pair<Tensor, Tensor>> copy_back;
+    std::vector<const ir::Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    bound_sources(roots, sources, layouts);
+    ReductionPlan plan = plan_reductions(roots, sources, layouts, name, device_info(device.index));
+    std::vector<Tensor> results(roots.size());
     for (std::size_t i = 0; i < roots.size(); ++i) {
         if (outs) {
             const Tensor& user = (*outs)[i];
@@ -455,82 +668,33 @@ std::vector<Tensor> evaluate_reductions(const std::vector<ir::NodePtr>& roots, D
                 throw Error(fmt::format("assign(): output {} {} is not contiguous; Loom writes contiguous outputs ({})",
                                         to_string(user.shape()), loom::name(user.dtype()), where));
             results[i] = user;
-            if (read_storages.count(user.storage().get())) {
-                targets[i] = Tensor::empty(roots[i]->shape(), roots[i]->dtype(), device);
-                copy_back.emplace_back(targets[i], user);
-            } else {
-                targets[i] = user;
-            }
         } else {
-            results[i] = targets[i] = Tensor::empty(roots[i]->shape(), roots[i]->dtype(), device);
+            results[i] = Tensor::empty(roots[i]->shape(), roots[i]->dtype(), device);
         }
     }
-    auto dest_ptr = [&](const Dest& d) -> void* {
-        return d.root >= 0 ? targets[static_cast<std::size_t>(d.root)].data() : pl.temps[static_cast<std::size_t>(d.temp)].data();
-    };
-
-    // Build every kernel (in parallel when several are new), then launch in order. Inside stream capture
-    // nothing may be built: checked here, on the capturing thread, before any worker starts.
-    std::vector<std::uint64_t> keys;  // hashed once per kernel: the capture check and the cache lookup share them
-    for (std::size_t g = 0; g < pl.reduce.size(); ++g) {
-        keys.push_back(reduce_key(pl.reduce[g]));
-        if (!find_cached_kernel(keys.back(), device.index)) detail::require_no_build_in_capture(pl.reduce_names[g], where);
-    }
-    std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futures;
-    const bool parallel = pl.reduce.size() + pl.pw_groups.size() > 1;
-    for (std::size_t g = 0; g < pl.reduce.size(); ++g) {
-        futures.push_back(std::async(parallel ? std::launch::async : std::launch::deferred, [&, g] {
-            DeviceGuard guard(device.index);
-            return cached_kernel(keys[g], device.index,
-                                 [&] { return build_reduce(pl.reduce_names[g], pl.reduce[g], info); });
-        }));
-    }
-    std::vector<std::shared_ptr<const CompiledKernel>> reduce_kernels;
-    std::exception_ptr error;
-    for (auto& f : futures) {
-        try {
-            reduce_kernels.push_back(f.get());
-        } catch (...) {
-            if (!error) error = std::current_exception();
-        }
-    }
-    if (error) std::rethrow_exception(error);
-    const auto pw_kernels = kernels_for(pl.pw_groups, pl.pw_plans, device);
-
-    for (std::size_t g = 0; g < pl.reduce.size(); ++g) {
-        std::vector<void*> el, row;
-        for (const auto& [n, d] : pl.P.groups[g].el_out) el.push_back(dest_ptr(d));
-        for (const auto& [n, d] : pl.P.groups[g].row_out) row.push_back(dest_ptr(d));
-        launch_reduce(*reduce_kernels[g], pl.reduce[g], el, row, device, where);
-    }
-    for (std::size_t s = 0; s < pl.pw_groups.size(); ++s) {
-        std::vector<const void*> ins;
-        for (const ir::Node* in : codegen::pointwise_inputs(pl.pw_groups[s].outputs)) ins.push_back(address_of(*in));
-        std::vector<void*> o;
-        for (const Dest& d : pl.P.pw[s].dests) o.push_back(dest_ptr(d));
-        launch_group(*pw_kernels[s], pl.pw_plans[s], ins, o, pl.pw_groups[s].outputs[0]->numel(), where);
-    }
-    for (auto& [tmp, user] : copy_back) copy_async(user, tmp);
+    build_reduction_kernels(plan, device, where);
+    std::vector<const Tensor::Impl*> bound;
+    for (const ir::Node* s : sources) bound.push_back(&bound_tensor(*s));
+    std::vector<const Tensor*> targets;
+    for (const Tensor& t : results) targets.push_back(&t);
+    launch_reductions(plan, bound, targets, device, where);
     return results;
 }
 
 std::string explain_reductions(const std::vector<ir::NodePtr>& roots, std::string_view name) {
     const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
-    return explain_text(plan_all(roots, Device::cpu(), false, name, info));
+    std::vector<const ir::Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    bound_sources(roots, sources, layouts);
+    return explain_text(plan_all(roots, source_layouts(sources, layouts), name, info));
 }
 
 std::vector<codegen::KernelSource> generate_reductions(const std::vector<ir::NodePtr>& roots, std::string_view name) {
     const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
-    const Planned pl = plan_all(roots, Device::cpu(), false, name, info);
-    if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(explain_text(pl).c_str(), stderr);
-    std::vector<codegen::KernelSource> out;
-    for (std::size_t g = 0; g < pl.reduce.size(); ++g) {
-        out.push_back(codegen::emit_reduce(pl.reduce_names[g], pl.reduce[g]));
-        if (env_list_contains("LOOM_DUMP", "plans")) dump::write(out.back().name + ".plan.txt", pl.reduce[g].plan.to_string());
-    }
-    for (std::size_t s = 0; s < pl.pw_groups.size(); ++s)
-        out.push_back(codegen::emit_pointwise(pl.pw_groups[s].name, pl.pw_groups[s].outputs, pl.pw_plans[s].plan));
-    return out;
+    std::vector<const ir::Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    bound_sources(roots, sources, layouts);
+    return emit_reductions(plan_reductions(roots, sources, layouts, name, info));
 }
 
 }  // namespace loom::gpu

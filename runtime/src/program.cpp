@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "gpu_internal.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -56,25 +57,26 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
     // Host tensors: run() evaluates the graph on the CPU reference; nothing is planned or compiled.
     for (const ir::Node* n : ir::topo_order(roots_)) reductions_ = reductions_ || ir::is_reduction(n->op());
     if (device_.is_cuda() && !reductions_) groups_ = plan_groups(true);
-    if (device_.is_cuda() && reductions_) {  // build the kernels now: the first run() then only launches
-        std::vector<Tensor> outs;
-        for (const auto& r : roots_) outs.push_back(Tensor::empty(r->shape(), r->dtype(), device_));
-        std::vector<const Tensor*> out_ptrs;
-        for (const auto& t : outs) out_ptrs.push_back(&t);
-        run(args, out_ptrs);
+    if (device_.is_cuda() && reductions_) {  // partition, plan and build once: run() only binds and launches
+        DeviceGuard guard(device_.index);
+        auto plan = std::make_shared<gpu::ReductionPlan>(plan_reductions(device_info(device_.index)));
+        gpu::build_reduction_kernels(*plan, device_, where_);
+        reduce_plan_ = std::move(plan);
     }
 }
 
-std::vector<ir::NodePtr> Program::bound_roots(std::span<const Tensor* const> args) const {
-    std::vector<ir::NodePtr> inputs;
-    for (std::size_t k = 0; k < args.size(); ++k)
-        inputs.push_back(ir::input(args[k]->dtype(), args[k]->shape(), params_[k]->label(),
-                                   std::static_pointer_cast<const void>(args[k]->impl()), params_[k]->loc()));
-    return ir::rewrite(roots_, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
-        for (std::size_t k = 0; k < params_.size(); ++k)
-            if (params_[k].get() == &n) return inputs[k];
-        return nullptr;
-    });
+std::size_t Program::kernels() const { return reduce_plan_ ? reduce_plan_->kernels.size() : groups_.size(); }
+
+gpu::ReductionPlan Program::plan_reductions(const codegen::DeviceInfo& info) const {
+    // The placeholders are the sources, with the layouts of the specialization: the kernels depend on the
+    // layouts only, so no tensor is bound and the plan holds no memory.
+    std::vector<const ir::Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    for (std::size_t k = 0; k < params_.size(); ++k) {
+        sources.push_back(params_[k].get());
+        layouts.push_back({specs_[k].dtype, specs_[k].strides, specs_[k].aligned16});
+    }
+    return gpu::plan_reductions(roots_, sources, layouts, name_, info);
 }
 
 std::vector<Program::Group> Program::plan_groups(bool compile) const {
@@ -152,10 +154,18 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
     }
     // Copies back from temporaries happen after the last launch: a later kernel may read an argument
     // that an earlier kernel's output aliases.
-    if (reductions_) {  // the general path: partition, plan and launch per call (kernels come from the cache)
-        std::vector<Tensor> o;
-        for (const Tensor* t : outs) o.push_back(*t);
-        gpu::evaluate(bound_roots(args), device_, loc_, &o, name_);
+    if (reduce_plan_) {  // the planned kernels, in order (gpu_reduce.cpp: the same launches as an evaluation)
+        DeviceGuard guard(device_.index);
+        constexpr std::size_t kMaxFast = 64;
+        const Tensor::Impl* src_stack[kMaxFast];
+        std::vector<const Tensor::Impl*> src_heap;
+        std::span<const Tensor::Impl*> sources(src_stack, args.size());
+        if (args.size() > kMaxFast) {
+            src_heap.resize(args.size());
+            sources = src_heap;
+        }
+        for (std::size_t k = 0; k < args.size(); ++k) sources[k] = args[k]->impl().get();
+        gpu::launch_reductions(*reduce_plan_, sources, outs, device_, where_);
         return;
     }
     std::vector<std::pair<Tensor, const Tensor*>> copy_back;  // used only when outputs alias arguments
@@ -186,18 +196,14 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
 std::string Program::cuda_source() const {
     std::string s;
     if (reductions_) {
-        // Host stand-ins with the specialization's strides (the kernels depend on the layout, not the values;
-        // generating needs no device memory).
-        std::vector<const Tensor*> args;
-        std::vector<Tensor> dummies;
-        for (const ArgSpec& a : specs_) {
-            std::int64_t lo = 0, hi = 0;  // element offsets the strides reach from element 0
-            if (loom::numel(a.shape) > 0)
-                for (std::size_t d = 0; d < a.shape.size(); ++d) (a.strides[d] < 0 ? lo : hi) += a.strides[d] * (a.shape[d] - 1);
-            dummies.push_back(Tensor::empty({hi - lo + 1}, a.dtype, Device::cpu()).as_strided(a.shape, a.strides, -lo));
+        // On a device, the kernels planned at construction; on the host, planned now for the current
+        // device (the H200 without a GPU), from the specialization's layouts alone.
+        if (reduce_plan_) {
+            for (const auto& k : gpu::emit_reductions(*reduce_plan_)) s += k.source;
+            return s;
         }
-        for (const auto& t : dummies) args.push_back(&t);
-        for (const auto& k : gpu::generate(bound_roots(args), name_)) s += k.source;
+        const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
+        for (const auto& k : gpu::emit_reductions(plan_reductions(info))) s += k.source;
         return s;
     }
     if (!device_.is_cuda()) {

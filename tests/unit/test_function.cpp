@@ -1,10 +1,17 @@
 // Traced functions on host tensors (the CPU reference runs them): results, specializations, traces,
 // captured scalars, errors, generated code, threads.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <loom/loom.hpp>
 
+#include <functional>
 #include <thread>
+
+#include "loom/ir/build.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/runtime/gpu_executor.hpp"
+#include "loom/runtime/program.hpp"
 
 using namespace loom;
 
@@ -132,4 +139,75 @@ TEST_CASE("cuda_source of a traced function with reductions follows the argument
     // Negative strides (a reversed view) reach elements before element 0 of the view.
     Tensor rev = base.as_strided({64, 48}, {-48, 1}, 63 * 48);
     CHECK(f.cuda_source(rev).find("row_sums") != std::string::npos);
+}
+
+TEST_CASE("a program with reductions plans, from its arguments' layouts alone, the kernels evaluation generates") {
+    // A Program plans its reduction kernels once, from the placeholders and the specialization's layouts
+    // (no tensor bound); evaluation plans the same graph with the tensors bound. Both must give the same
+    // kernels: fused, materialized (two kernels), strict, split and strict, for contiguous, transposed,
+    // reversed and misaligned arguments, and for one tensor passed as two arguments.
+    using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+    const auto softmax_rows = [](const Array& x) {
+        const Array e = exp(x - max(x, -1, true));
+        return e / sum(e, -1, true);
+    };
+    Tensor base = host_random({64, 48}, float32, 30), line = host_random({4097}, float32, 31);
+    Tensor w = host_random({64}, float32, 32), b = host_random({64}, float32, 33);
+    struct Case {
+        std::string name;
+        std::vector<Tensor> args;
+        Fn fn;
+        std::size_t kernels;
+    };
+    const std::vector<Case> cases{
+        {"softmax_rows", {host_random({64, 4096}, float32, 34)}, [&](const auto& a) { return std::vector{softmax_rows(a[0])}; }, 1},
+        {"layernorm_t", {base.as_strided({48, 64}, {1, 48}, 0), w, b},
+         [](const auto& a) {
+             const Array d = a[0] - mean(a[0], -1, true);
+             return std::vector{d * rsqrt(mean(d * d, -1, true) + 1e-5) * a[1] + a[2], mean(a[0], -1)};
+         }, 1},
+        {"centred", {host_random({128, 512}, float32, 35)}, [](const auto& a) { return std::vector{a[0] - mean(a[0])}; }, 2},
+        {"reversed", {host_random({128, 512}, float32, 36)},
+         [](const auto& a) {
+             const Array m = sum(a[0], 1, true);
+             return std::vector{a[0] * m.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -1}})};
+         }, 2},
+        {"few_rows", {host_random({2, 1 << 16}, float32, 37)}, [&](const auto& a) { return std::vector{softmax_rows(a[0])}; }, 3},
+        {"row_stats_rev", {base.as_strided({64, 48}, {-48, 1}, 63 * 48)},
+         [](const auto& a) { return std::vector{sum(a[0], 1), max(a[0], 1)}; }, 1},
+        {"misaligned", {line.as_strided({4096}, {1}, 1)}, [](const auto& a) { return std::vector{a[0] / sum(a[0] * a[0])}; }, 0},
+        {"twice", {base, base}, [](const auto& a) { return std::vector{a[0] + sum(a[1], -1, true)}; }, 1},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        std::vector<ir::NodePtr> params;
+        std::vector<Array> in;
+        std::vector<const Tensor*> args;
+        for (std::size_t k = 0; k < c.args.size(); ++k) {
+            params.push_back(ir::input(c.args[k].dtype(), c.args[k].shape(), fmt::format("arg{}", k)));
+            in.push_back(Array(params.back()));
+            args.push_back(&c.args[k]);
+        }
+        std::vector<ir::NodePtr> roots;
+        for (const Array& r : c.fn(in)) roots.push_back(r.node());
+        const Program p(roots, params, args, c.name, std::source_location::current());
+        CHECK(p.has_reductions());
+        CHECK(p.kernels() == 0);  // on the host nothing is compiled
+        // The program's lowered graph with the arguments bound: what evaluating it would plan.
+        std::vector<ir::NodePtr> bound;
+        for (std::size_t k = 0; k < params.size(); ++k)
+            bound.push_back(ir::input(c.args[k].dtype(), c.args[k].shape(), params[k]->label(),
+                                      std::static_pointer_cast<const void>(c.args[k].impl()), params[k]->loc()));
+        const auto graph = ir::rewrite(p.roots(), [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+            for (std::size_t k = 0; k < params.size(); ++k)
+                if (params[k].get() == &n) return bound[k];
+            return nullptr;
+        });
+        const auto kernels = gpu::generate(graph, c.name);
+        if (c.kernels > 0) CHECK(kernels.size() == c.kernels);
+        std::string expect;
+        for (const auto& k : kernels) expect += k.source;
+        CHECK(p.cuda_source() == expect);
+        CHECK(p.cuda_source() == expect);  // planned again from the same specialization: the same text
+    }
 }

@@ -17,6 +17,10 @@
 
 namespace loom {
 
+namespace gpu {
+struct ReductionPlan;
+}
+
 /// What a program was specialized on, per argument: dtype, shape, strides (elements), 16-byte alignment of
 /// element 0 and device. A call whose arguments match runs the program as it is.
 struct ArgSpec {
@@ -34,16 +38,21 @@ class Program {
 public:
     /// Specializes the graph `roots`, whose Inputs are the placeholders `params` (in argument order), for
     /// the arguments `args` (one per placeholder, same dtype and shape) on their device: lowers the
-    /// graph, partitions it into kernels, plans each and compiles (or fetches from the kernel cache) each.
-    /// On host tensors nothing is compiled: run() evaluates the graph on the CPU reference.
+    /// graph, partitions it into kernels (reduction kernels and pointwise kernels when it has reductions),
+    /// plans each for the arguments' layouts and compiles (or fetches from the kernel cache) each; nothing
+    /// is launched. On host tensors nothing is compiled: run() evaluates the graph on the CPU reference.
     /// `name` names the kernels. Throws as loom::evaluate() does.
     Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params, std::span<const Tensor* const> args,
             std::string name, std::source_location loc);
 
     /// Runs the program on `args` (matching specs(): checked by the caller) into `outs` (one per root: same
     /// shape and dtype, contiguous, on the device), asynchronously on the current stream. The hot path: no
-    /// heap allocation, no lock, no hashing, no planning. An output that shares memory with an argument is
-    /// written through a temporary, so nothing races (that path allocates).
+    /// hashing, no planning, no kernel cache lookup, and for pointwise programs no heap allocation and no
+    /// lock. An output that shares memory with an argument is written through a temporary, so nothing
+    /// races (that path allocates). Programs with reductions launch their planned kernels in order and
+    /// allocate per run from the stream-ordered pool: one block for the values materialized between
+    /// kernels (when there are any) and the workspaces of split reductions (whose counters come from a
+    /// per-stream buffer found under a lock; inside stream capture they are pool memory zeroed by a memset).
     void run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const;
 
     const std::vector<ArgSpec>& specs() const { return specs_; }
@@ -51,10 +60,8 @@ public:
     Device device() const { return device_; }
     /// The generated CUDA of every kernel of the program.
     std::string cuda_source() const;
-    /// Kernels launched per run of a pointwise program (0 on the host, and for programs with reductions,
-    /// which take the general evaluation path per call: partition and planning on the host, kernels from
-    /// the in-memory cache).
-    std::size_t kernels() const { return groups_.size(); }
+    /// Kernels launched per run (0 on the host).
+    std::size_t kernels() const;
     bool has_reductions() const { return reductions_; }
 
 private:
@@ -67,13 +74,14 @@ private:
     };
     void launch(const Group& g, std::span<const Tensor* const> args, std::span<void* const> outs) const;
     std::vector<Group> plan_groups(bool compile) const;
-    /// The graph with its placeholders replaced by inputs bound to `args`.
-    std::vector<ir::NodePtr> bound_roots(std::span<const Tensor* const> args) const;
+    /// Programs with reductions: the kernels planned for the specialization (sources: the placeholders).
+    gpu::ReductionPlan plan_reductions(const codegen::DeviceInfo& info) const;
 
     std::vector<ir::NodePtr> roots_;
     std::vector<ir::NodePtr> params_;
     std::vector<ArgSpec> specs_;
     std::vector<Group> groups_;
+    std::shared_ptr<const gpu::ReductionPlan> reduce_plan_;  // programs with reductions on a device, built
     Device device_;
     std::string name_;
     std::string where_;
