@@ -52,6 +52,7 @@ std::uint64_t PointwisePlan::hash() const {
     h.add(static_cast<std::uint64_t>(vector_width));
     h.add(vector_flat ? 1u : 0u);
     h.add(static_cast<std::uint64_t>(grid_stride_blocks));
+    h.add(static_cast<std::uint64_t>(vector_registers));
     h.add(static_cast<std::uint64_t>(index));
     h.add(loads.size());
     for (const auto& o : loads) hash_operand(h, o);
@@ -75,7 +76,12 @@ std::string PointwisePlan::to_string() const {
     auto out = std::back_inserter(s);
     const int ept = vector_width;
     fmt::format_to(out, "pointwise plan: rank {}, block {}, vector width {}{}, {} indexing\n", rank, block,
-                   vector_width, vector_width > 1 ? " (16-byte vectors)" : " (no vector variant)",
+                   vector_width,
+                   vector_width > 1       ? std::string(" (16-byte vectors)")
+                   : vector_registers > 0 ? fmt::format(" (no vector variant: its loaded vectors would take about {} "
+                                                        "registers per thread, above {})",
+                                                        vector_registers, kVectorRegisterBudget)
+                                          : std::string(" (no vector variant)"),
                    index == IndexWidth::I32 ? "32-bit" : "64-bit");
     if (vector_width > 1 && grid_stride_blocks > 0)
         fmt::format_to(out, "grid: min(ceil(n / {}), {}) blocks of {} (vector variant, grid-stride over vectors of {}, the "

@@ -367,7 +367,7 @@ int costly_ops(const detail::PwGraph& g) {
 }  // namespace
 
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
-                                const DeviceInfo& device) {
+                                const DeviceInfo& device, bool limit_vector_registers) {
     if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
     const Shape& shape = outputs[0]->shape();
     for (const auto& o : outputs)
@@ -487,6 +487,18 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
             const OperandPlan& o = p.loads[s];
             if (o.access != Access::Strided || !o.unit_inner) continue;
             for (int d = 0; d + 1 < R; ++d) vector_ok = vector_ok && b.sites[s].coefs[static_cast<std::size_t>(d)] % vw == 0;
+        }
+    }
+    if (vector_ok && vw > 1 && limit_vector_registers) {
+        auto words = [](DType t) { return itemsize(t) == 8 ? 2 : 1; };
+        int regs = 0;
+        for (const OperandPlan& o : p.loads)
+            if (o.access != Access::Scalar && !(o.access == Access::Strided && !(o.dim_mask >> (R - 1) & 1u)))
+                regs += vw * words(o.dtype);
+        for (const OperandPlan& o : p.outputs) regs += vw * words(o.dtype);
+        if (regs > kVectorRegisterBudget) {
+            vector_ok = false;
+            p.vector_registers = regs;
         }
     }
     p.vector_width = vector_ok && vw > 1 ? vw : 1;

@@ -228,7 +228,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
         return ls;
     };
     {
-        PlannedPointwise pe = plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device);
+        PlannedPointwise pe = plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device, false);
         plan.element = std::move(pe.plan);
         plan.element.grid_stride_blocks = 0;  // the reduction kernels have their own loops and grids
         b.element = std::move(pe.binding);
@@ -240,7 +240,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             if (r->numel() != O) throw InternalError("plan_reduce: a row output does not have one element per row");
             pr.row_roots.push_back(ir::reshape(r, {O}, r->loc()));
         }
-        PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value), device);
+        PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value), device, false);
         plan.row = std::move(pw.plan);
         plan.row.grid_stride_blocks = 0;
         b.row = std::move(pw.binding);

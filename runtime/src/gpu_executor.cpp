@@ -65,8 +65,11 @@ std::string explain_group(const std::vector<KernelGroup>& groups, const codegen:
         reads += fmt::format("{}{} {}", reads.empty() ? "" : ", ", in->label().empty() ? "input" : in->label(),
                              ir::describe(*in));
     std::string text = fmt::format(
-        "kernel {}  {}   nodes:{}\n          reads {}; writes {} output(s) {}; vector width {}; 1 launch\n", index,
-        g.name, nodes, reads, g.outputs.size(), to_string(g.outputs[0]->shape()), plan.vector_width);
+        "kernel {}  {}   nodes:{}\n          reads {}; writes {} output(s) {}; vector width {}{}; 1 launch\n", index,
+        g.name, nodes, reads, g.outputs.size(), to_string(g.outputs[0]->shape()), plan.vector_width,
+        plan.vector_registers > 0 ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
+                                                plan.vector_registers, codegen::kVectorRegisterBudget)
+                                  : std::string());
     if (index > 0)
         text += fmt::format("boundary  kernel {} -> kernel {}: outputs of shapes {} and {} have different iteration "
                             "spaces\n",

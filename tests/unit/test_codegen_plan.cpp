@@ -1,6 +1,7 @@
 // Pointwise plans for given shapes and layouts (vector width, access classes, index width, parameter
 // limit, launch), cache keys, kernel-name sanitizing, parameter packing. No GPU needed.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cctype>
 #include <cstring>
@@ -284,4 +285,35 @@ TEST_CASE("plans are plain data: equal, hashed, printed") {
     CHECK(p1.hash() == p2.hash());
     CHECK(p1.to_string().find("vector width 4") != std::string::npos);
     CHECK(p1.to_string().find("contiguous") != std::string::npos);
+}
+
+TEST_CASE("register estimate: a vector variant whose loaded vectors pass 128 registers per thread is not planned") {
+    // The vector variant holds vector_width values per streamed input and per output (8-byte values: two
+    // registers each) at once. 31 float32 inputs + 1 output: 4 x 32 = 128 registers, at the budget.
+    auto sum_of = [](DType t, int inputs) {
+        NodePtr acc = input(t, {4096}, "a0");
+        for (int k = 1; k < inputs; ++k) acc = binary(Op::Add, acc, input(t, {4096}, fmt::format("a{}", k)));
+        return acc;
+    };
+    const auto at = plan({sum_of(float32, 31)});
+    CHECK(at.plan.vector_width == 4);
+    CHECK(at.plan.vector_registers == 0);
+    const auto over = plan({sum_of(float32, 32)});  // 4 x 33 = 132
+    CHECK(over.plan.vector_width == 1);
+    CHECK(over.plan.vector_registers == 132);
+    CHECK(over.plan.to_string().find("about 132 registers per thread, above 128") != std::string::npos);
+    CHECK(over.plan.hash() != plan({sum_of(float32, 32)}, [&] {
+                                   auto l = contiguous({sum_of(float32, 32)});
+                                   l[0].aligned16 = false;  // no vector variant for alignment instead
+                                   return l;
+                               }()).plan.hash());
+    // bfloat16: 8 per vector; float64: 2 per vector, two registers each.
+    CHECK(plan({sum_of(bfloat16, 15)}).plan.vector_width == 8);   // 8 x 16 = 128
+    CHECK(plan({sum_of(bfloat16, 16)}).plan.vector_width == 1);   // 8 x 17 = 136
+    CHECK(plan({sum_of(float64, 31)}).plan.vector_width == 2);    // 2 x 2 x 32 = 128
+    CHECK(plan({sum_of(float64, 32)}).plan.vector_width == 1);    // 132
+    // Scalar (rank-0) inputs are loaded once and do not count.
+    NodePtr with_scalars = sum_of(float32, 31);
+    for (int k = 0; k < 40; ++k) with_scalars = binary(Op::Mul, with_scalars, input(float32, {}, fmt::format("s{}", k)));
+    CHECK(plan({with_scalars}).plan.vector_width == 4);
 }

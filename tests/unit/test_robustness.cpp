@@ -78,3 +78,13 @@ TEST_CASE("explain() lists each kernel, its nodes with the user's lines, and the
     CHECK(text.find("boundary  kernel 0 -> kernel 1: outputs of shapes [64, 8] and [8] have different iteration spaces") !=
           std::string::npos);
 }
+
+TEST_CASE("explain() says when the register estimate rules out the 16-byte vector variant") {
+    std::vector<Tensor> ins;
+    for (int k = 0; k < 40; ++k) ins.push_back(Tensor::host({1024}, float32));
+    Array acc(ins[0]);
+    for (int k = 1; k < 40; ++k) acc = acc + Array(ins[static_cast<std::size_t>(k)]);  // 40 inputs, 1 output
+    const std::string text = explain({acc});
+    CHECK(text.find("vector width 1 (register estimate of 16-byte vectors: 164 per thread, above 128)") != std::string::npos);
+    CHECK(explain({Array(ins[0]) + Array(ins[1])}).find("vector width 4;") != std::string::npos);
+}

@@ -119,6 +119,12 @@ struct ParamLayout {
 inline constexpr int kGridStrideCostlyOps = 4;
 /// Blocks per SM of a grid-stride vector variant (measured with 8 and 16 on the H200: 16 is faster).
 inline constexpr int kGridStrideBlocksPerSM = 16;
+/// Registers per thread the vector variant's loaded vectors and outputs may take (see plan_pointwise). At
+/// 256 threads per block, 128 registers per thread still let 2 blocks share an SM (65,536 registers); a
+/// kernel of more would run one block per SM or spill (ptxas caps a thread at 255 under
+/// __launch_bounds__(256)), where the scalar variant, whose loads the compiler schedules one element at a
+/// time, stays coalesced (a warp reads 128 contiguous bytes per 4-byte operand).
+inline constexpr int kVectorRegisterBudget = 128;
 
 /// The specialization of one pointwise kernel. Sizes are not part of it (see PointwiseBinding).
 struct PointwisePlan {
@@ -131,6 +137,9 @@ struct PointwisePlan {
     /// issuing its next vector's loads before this vector's arithmetic, so memory and math overlap within a
     /// thread. 0: one vector per thread, a block per 256 vectors.
     int grid_stride_blocks = 0;
+    /// The register estimate of a vector variant that was ruled out for exceeding kVectorRegisterBudget
+    /// (0: none was ruled out for registers).
+    int vector_registers = 0;
     IndexWidth index = IndexWidth::I32;
     std::vector<OperandPlan> loads;    // load sites, in emission order
     std::vector<OperandPlan> outputs;  // written contiguous row-major
@@ -188,8 +197,14 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
 /// the Input's and one stride per dimension. Parameters beyond device.param_limit_bytes set
 /// plan.params_in_memory. Throws loom::Error when the outputs' shapes differ or the graph holds a
 /// reduction; InternalError for a malformed layout list.
+///
+/// Register estimate: the vector variant loads the vector of every streamed operand before it computes, so
+/// it holds vector_width values per streamed operand and per output at once (two registers for an 8-byte
+/// value). Above kVectorRegisterBudget registers per thread the plan has no vector variant
+/// (plan.vector_registers records the estimate that ruled it out); `limit_vector_registers = false` (the
+/// element plans of reduction kernels, which budget their own registers) skips the rule.
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
-                                const DeviceInfo& device);
+                                const DeviceInfo& device, bool limit_vector_registers = true);
 
 /// Writes the kernel parameter bytes for one call into `out` (at least plan.params.size bytes).
 /// `inputs`: address of element 0 of each bound tensor (order of pointwise_inputs()); `outputs`: the
