@@ -367,7 +367,7 @@ int costly_ops(const detail::PwGraph& g) {
 }  // namespace
 
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
-                                const DeviceInfo& device, bool limit_vector_registers) {
+                                const DeviceInfo& device, PointwiseUse use) {
     if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
     const Shape& shape = outputs[0]->shape();
     for (const auto& o : outputs)
@@ -489,13 +489,13 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
             for (int d = 0; d + 1 < R; ++d) vector_ok = vector_ok && b.sites[s].coefs[static_cast<std::size_t>(d)] % vw == 0;
         }
     }
-    if (vector_ok && vw > 1 && limit_vector_registers) {
-        auto words = [](DType t) { return itemsize(t) == 8 ? 2 : 1; };
+    const bool own_kernel = use == PointwiseUse::Kernel;
+    if (vector_ok && vw > 1 && own_kernel) {
         int regs = 0;
         for (const OperandPlan& o : p.loads)
             if (o.access != Access::Scalar && !(o.access == Access::Strided && !(o.dim_mask >> (R - 1) & 1u)))
-                regs += vw * words(o.dtype);
-        for (const OperandPlan& o : p.outputs) regs += vw * words(o.dtype);
+                regs += vw * register_words(o.dtype);
+        for (const OperandPlan& o : p.outputs) regs += vw * register_words(o.dtype);
         if (regs > kVectorRegisterBudget) {
             vector_ok = false;
             p.vector_registers = regs;
@@ -503,7 +503,7 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
     }
     p.vector_width = vector_ok && vw > 1 ? vw : 1;
     p.vector_flat = p.vector_width > 1 && all_flat;
-    if (p.vector_flat && costly_ops(g) >= kGridStrideCostlyOps) p.grid_stride_blocks = kGridStrideBlocksPerSM * device.sm_count;
+    if (own_kernel && p.vector_flat && costly_ops(g) >= kGridStrideCostlyOps) p.grid_stride_blocks = kGridStrideBlocksPerSM * device.sm_count;
 
     // Index width: 32-bit when the element count, every extent and every byte offset stays below 2^31.
     auto bound = [&](const Form& f, const std::vector<double>& tmax) {

@@ -228,9 +228,9 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
         return ls;
     };
     {
-        PlannedPointwise pe = plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device, false);
+        PlannedPointwise pe = plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device,
+                                             PointwiseUse::ReductionSpace);
         plan.element = std::move(pe.plan);
-        plan.element.grid_stride_blocks = 0;  // the reduction kernels have their own loops and grids
         b.element = std::move(pe.binding);
     }
     check_row_values(plan.element, b.element, plan.element_row_value, O, L, !outer, "element");
@@ -240,9 +240,9 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             if (r->numel() != O) throw InternalError("plan_reduce: a row output does not have one element per row");
             pr.row_roots.push_back(ir::reshape(r, {O}, r->loc()));
         }
-        PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value), device, false);
+        PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value), device,
+                                             PointwiseUse::ReductionSpace);
         plan.row = std::move(pw.plan);
-        plan.row.grid_stride_blocks = 0;
         b.row = std::move(pw.binding);
         check_row_values(plan.row, b.row, plan.row_row_value, O, 1, true, "row");
     }
@@ -275,10 +275,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             // float32 on the H200 runs 4004-4028 GB/s with weight and bias loaded after the variance, 4118-4130
             // with them held (114 registers, 2 blocks per SM).
             constexpr std::int64_t kHeldRegisters = 96;
-            auto registers = [&](std::size_t site) {
-                const DType t = plan.element.loads[site].dtype;
-                return per_thread * (t == DType::Float64 || t == DType::Int64 ? 2 : 1);
-            };
+            auto registers = [&](std::size_t site) { return per_thread * register_words(plan.element.loads[site].dtype); };
             std::int64_t held = 0;
             for (int k : varying) held += registers(static_cast<std::size_t>(k));
             for (std::size_t k = 0; k < plan.element.loads.size() && plan.group == 256; ++k) {

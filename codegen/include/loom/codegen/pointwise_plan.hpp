@@ -111,6 +111,12 @@ struct ParamLayout {
     bool operator==(const ParamLayout&) const = default;
 };
 
+/// What a pointwise plan is for (see plan_pointwise).
+enum class PointwiseUse : std::uint8_t { Kernel, ReductionSpace };
+
+/// 32-bit registers that one value of dtype `t` takes in a thread (its register type: two for 8-byte types).
+inline int register_words(DType t) { return itemsize(t) == 8 ? 2 : 1; }
+
 /// Transcendental functions and divisions per element from which a flat kernel is arithmetic-heavy and its
 /// vector variant becomes a pipelined grid-stride loop (PointwisePlan::grid_stride_blocks). Black-Scholes
 /// call and put (two divisions, log, exp, sqrt, two erf) on the H200: 3715-3722 GB/s with one vector per
@@ -201,10 +207,13 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
 /// Register estimate: the vector variant loads the vector of every streamed operand before it computes, so
 /// it holds vector_width values per streamed operand and per output at once (two registers for an 8-byte
 /// value). Above kVectorRegisterBudget registers per thread the plan has no vector variant
-/// (plan.vector_registers records the estimate that ruled it out); `limit_vector_registers = false` (the
-/// element plans of reduction kernels, which budget their own registers) skips the rule.
+/// (plan.vector_registers records the estimate that ruled it out).
+///
+/// `use`: PointwiseUse::Kernel plans a pointwise kernel of its own (the register estimate above, the
+/// grid-stride variant of arithmetic-heavy kernels); PointwiseUse::ReductionSpace plans the element or row
+/// space of a reduction kernel, which has its own loops, grid and register budgets, so neither applies.
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
-                                const DeviceInfo& device, bool limit_vector_registers = true);
+                                const DeviceInfo& device, PointwiseUse use = PointwiseUse::Kernel);
 
 /// Writes the kernel parameter bytes for one call into `out` (at least plan.params.size bytes).
 /// `inputs`: address of element 0 of each bound tensor (order of pointwise_inputs()); `outputs`: the
