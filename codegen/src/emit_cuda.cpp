@@ -239,6 +239,30 @@ struct Emitter {
         return s;
     }
 
+    // The arithmetic of the W elements of the vector at element i (operands `args`, indexed by j) and the
+    // 16-byte stores of every output, at indentation `ind`: the common part of both vector variants.
+    void compute_and_store_vector(std::string& s, int ind, const std::vector<std::string>& args) const {
+        const int W = plan.vector_width;
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
+            line(s, ind, fmt::format("lm::vec<{}, {}> o{};", storage_type(plan.outputs[o].dtype), W, o));
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int j = 0; j < {}; ++j) {{", W));
+        std::vector<std::string> outs;
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
+            line(s, ind + 4, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
+            outs.push_back(fmt::format("r{}", o));
+        }
+        line(s, ind + 4, body_call(args, outs));
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
+            line(s, ind + 4, fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
+        line(s, ind, "}");
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
+            const std::string_view st = storage_type(plan.outputs[o].dtype);
+            line(s, ind, fmt::format("lm::store_vec<{}, {}>(p.out{} + i, o{});", st, W, o, o),
+                 fmt::format("store out{} ({} bytes)", o, W * static_cast<int>(itemsize(plan.outputs[o].dtype))));
+        }
+    }
+
     // The vector variant of an arithmetic-heavy flat kernel: a grid-stride loop over whole vectors; each
     // thread issues its next vector's loads before this vector's arithmetic, so its memory traffic overlaps
     // its math. Block 0's thread 0 computes the elements after the last whole vector. Every element is
@@ -282,24 +306,7 @@ struct Emitter {
             }
             line(s, 8, "}");
         }
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
-            line(s, 8, fmt::format("lm::vec<{}, {}> o{};", storage_type(plan.outputs[o].dtype), W, o));
-        line(s, 8, "#pragma unroll");
-        line(s, 8, fmt::format("for (int j = 0; j < {}; ++j) {{", W));
-        std::vector<std::string> outs;
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
-            line(s, 12, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
-            outs.push_back(fmt::format("r{}", o));
-        }
-        line(s, 12, body_call(args, outs));
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
-            line(s, 12, fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
-        line(s, 8, "}");
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
-            const std::string_view st = storage_type(plan.outputs[o].dtype);
-            line(s, 8, fmt::format("lm::store_vec<{}, {}>(p.out{} + i, o{});", st, W, o, o),
-                 fmt::format("store out{} ({} bytes)", o, W * static_cast<int>(itemsize(plan.outputs[o].dtype))));
-        }
+        compute_and_store_vector(s, 8, args);
         line(s, 8, "if (!more) break;");
         line(s, 8, "i += step;");
         for (std::size_t k : streamed) line(s, 8, fmt::format("a{} = b{};", k, k));
@@ -355,24 +362,7 @@ struct Emitter {
                  fmt::format("load in{} ({}, {} bytes)", k, access_name(o.access), W * static_cast<int>(itemsize(o.dtype))));
             args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));
         }
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
-            line(s, 4, fmt::format("lm::vec<{}, {}> o{};", storage_type(plan.outputs[o].dtype), W, o));
-        line(s, 4, "#pragma unroll");
-        line(s, 4, fmt::format("for (int j = 0; j < {}; ++j) {{", W));
-        std::vector<std::string> outs;
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
-            line(s, 8, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
-            outs.push_back(fmt::format("r{}", o));
-        }
-        line(s, 8, body_call(args, outs));
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
-            line(s, 8, fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
-        line(s, 4, "}");
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
-            const std::string_view st = storage_type(plan.outputs[o].dtype);
-            line(s, 4, fmt::format("lm::store_vec<{}, {}>(p.out{} + i, o{});", st, W, o, o),
-                 fmt::format("store out{} ({} bytes)", o, W * static_cast<int>(itemsize(plan.outputs[o].dtype))));
-        }
+        compute_and_store_vector(s, 4, args);
         s += "}\n";
         return s;
     }
