@@ -123,10 +123,11 @@ codegen::InputLayout layout_of(const ir::Node& input) {
     return {t.dtype, t.strides, reinterpret_cast<std::uintptr_t>(address_of(input)) % 16 == 0};
 }
 
-const void* address_of(const ir::Node& input) {
-    const Tensor::Impl& t = bound_tensor(input);
+const void* address_of(const Tensor::Impl& t) {
     return static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
 }
+
+const void* address_of(const ir::Node& input) { return address_of(bound_tensor(input)); }
 
 CompiledKernel load_kernel(codegen::KernelSource source, double codegen_ms, const codegen::DeviceInfo& info) {
     CompiledKernel ck;

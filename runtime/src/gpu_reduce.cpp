@@ -449,24 +449,6 @@ void launch_reduce(const CompiledKernel& k, const codegen::PlannedReduce& pr, st
     // `partials` are stream-ordered pool memory: freed after the kernels that use them, on this stream.
 }
 
-// Up to N values on the stack, more on the heap: the pointer arrays of one launch.
-template <class T, std::size_t N>
-class SmallArray {
-public:
-    explicit SmallArray(std::size_t n) : size_(n) {
-        if (n > N) heap_.resize(n);
-    }
-    T& operator[](std::size_t i) { return data()[i]; }
-    std::span<T> span() { return {data(), size_}; }
-    std::span<T> span(std::size_t from, std::size_t count) { return {data() + from, count}; }
-
-private:
-    T* data() { return size_ > N ? heap_.data() : stack_; }
-    T stack_[N];
-    std::vector<T> heap_;
-    std::size_t size_;
-};
-
 Slot slot_of(const Dest& d) {
     return d.root >= 0 ? Slot{Slot::Kind::Root, d.root} : Slot{Slot::Kind::Temp, d.temp};
 }
@@ -610,10 +592,7 @@ void launch_reductions(const ReductionPlan& plan, std::span<const Tensor::Impl* 
     auto address = [&](const Slot& s) -> void* {
         const std::size_t i = static_cast<std::size_t>(s.index);
         switch (s.kind) {
-            case Slot::Kind::Source: {
-                const Tensor::Impl& t = *sources[i];
-                return static_cast<char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
-            }
+            case Slot::Kind::Source: return const_cast<void*>(address_of(*sources[i]));
             case Slot::Kind::Temp: return temp_base + plan.temps[i].offset;
             case Slot::Kind::Root: return targets[i];
         }

@@ -156,16 +156,9 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
     // that an earlier kernel's output aliases.
     if (reduce_plan_) {  // the planned kernels, in order (gpu_reduce.cpp: the same launches as an evaluation)
         DeviceGuard guard(device_.index);
-        constexpr std::size_t kMaxFast = 64;
-        const Tensor::Impl* src_stack[kMaxFast];
-        std::vector<const Tensor::Impl*> src_heap;
-        std::span<const Tensor::Impl*> sources(src_stack, args.size());
-        if (args.size() > kMaxFast) {
-            src_heap.resize(args.size());
-            sources = src_heap;
-        }
+        gpu::SmallArray<const Tensor::Impl*, 64> sources(args.size());
         for (std::size_t k = 0; k < args.size(); ++k) sources[k] = args[k]->impl().get();
-        gpu::launch_reductions(*reduce_plan_, sources, outs, device_, where_);
+        gpu::launch_reductions(*reduce_plan_, sources.span(), outs, device_, where_);
         return;
     }
     std::vector<std::pair<Tensor, const Tensor*>> copy_back;  // used only when outputs alias arguments
