@@ -189,10 +189,10 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
 std::string Program::cuda_source() const {
     std::string s;
     if (reductions_) {
-        // On a device, the kernels planned at construction; on the host, planned now for the current
-        // device (the H200 without a GPU), from the specialization's layouts alone.
+        // On a device, the sources of the kernels built at construction; on the host, planned now for the
+        // current device (the H200 without a GPU), from the specialization's layouts alone.
         if (reduce_plan_) {
-            for (const auto& k : gpu::emit_reductions(*reduce_plan_)) s += k.source;
+            for (const auto& k : reduce_plan_->kernels) s += k.kernel->source.source;
             return s;
         }
         const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
