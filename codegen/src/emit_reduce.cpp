@@ -332,6 +332,10 @@ struct ReduceEmitter {
                      fmt::format("s = {}", sft));
             if (all) {
                 line(s, ti, fmt::format("cp{}_{} = lm::shfl0(v);", j, chunk), "lane 0's value: the chunk partial, in every thread");
+            } else if (plan.split) {
+                line(s, ti, fmt::format("if (tid == 0) reinterpret_cast<{}*>(p.part{})[o * (p.chunks + lm_groups) + c] = v;", A, j),
+                     "the chunk partial");
+                line(s, ind + 4, "}");
             } else {
                 line(s, ti, fmt::format("if (tid == 0) {{ {} }}", push(j, "v")));
                 line(s, ind + 4, "}");
@@ -368,11 +372,12 @@ struct ReduceEmitter {
     static std::string name_of(DType t) { return std::string(loom::name(t)); }
 
     // The final accumulator of reduction j from its counter (in the thread that pushed).
-    std::string fold(std::size_t j) const {
+    std::string fold(std::size_t j) const { return fold_into(j, fmt::format("fin{}", j)); }
+    std::string fold_into(std::size_t j, const std::string& f) const {
         const ReduceOpPlan& r = plan.ops[j];
-        return fmt::format("{} fin{} = {}; if (top{} > 0) {{ fin{} = stk{}[--top{}]; while (top{} > 0) fin{} = {}; }}",
-                           acc_type(r), j, identity(r), j, j, j, j, j, j,
-                           combine(r, fmt::format("stk{}[--top{}]", j, j), fmt::format("fin{}", j)));
+        return fmt::format("{} {} = {}; if (top{} > 0) {{ {} = stk{}[--top{}]; while (top{} > 0) {} = {}; }}",
+                           acc_type(r), f, identity(r), j, f, j, j, j, f,
+                           combine(r, fmt::format("stk{}[--top{}]", j, j), f));
     }
 
     // ---- inner schedule -------------------------------------------------------------------------------
@@ -383,10 +388,12 @@ struct ReduceEmitter {
         const int G = plan.group;
         const int A = 256 / G;
         const std::string entry = vec ? name + "_v" : name + "_s";
+        // A split kernel runs as one wave of kSplitBlocksPerSM blocks per SM: the bound keeps them resident.
+        const std::string bounds = plan.split ? fmt::format("{}, {}", plan.block, kSplitBlocksPerSM) : fmt::format("{}", plan.block);
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
-                                    plan.block, entry, name);
-        line(s, 4, fmt::format("__shared__ __align__(16) unsigned char lm_smem[{}];", plan.split ? 2 * 512 * 16 : 2 * 256 * 16),
-             plan.split ? "butterfly exchange (two slots); the split finisher's tree" : "butterfly exchange (two slots)");
+                                    bounds, entry, name);
+        line(s, 4, "__shared__ __align__(16) unsigned char lm_smem[8192];",
+             plan.split ? "butterfly exchange (two slots); the split finisher's trees" : "butterfly exchange (two slots)");
         if (G == 256) line(s, 4, "int lm_par = 0;", "the butterfly slot of the next chunk end");
         line(s, 4, fmt::format("const {}_el_params& pe = p.el;", name));
         line(s, 4, "const int tid = threadIdx.x;");
@@ -398,8 +405,14 @@ struct ReduceEmitter {
             line(s, 4, "const long long o = (long long)blockIdx.x * 8 + (tid >> 5);", "one row per warp");
             line(s, 4, "if (o >= p.n_out) return;", "whole warps leave together");
         }
-        line(s, 4, "const long long c_begin = (long long)blockIdx.y * p.cpb;");
-        line(s, 4, "const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;");
+        if (plan.split) {
+            line(s, 4, "const long long c_begin = (long long)blockIdx.y * p.chunks / p.nblk;", "this block's balanced range of the row's chunks");
+            line(s, 4, "const long long c_end = ((long long)blockIdx.y + 1) * p.chunks / p.nblk;");
+            line(s, 4, "const long long lm_groups = (p.chunks + 255) >> 8;", "groups of 256 chunk partials");
+        } else {
+            line(s, 4, "const long long c_begin = (long long)blockIdx.y * p.cpb;");
+            line(s, 4, "const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;");
+        }
         line(s, 4, "(void)c_end; (void)w;");
         for (std::size_t j = 0; j < nred; ++j) line(s, 4, fmt::format("{} rv{} = {{}};", rv_type(j), j), "row value");
         const bool cached = plan.cached_blocks > 0;
@@ -434,7 +447,7 @@ struct ReduceEmitter {
             line(s, 4, fmt::format("{{  // ---- stage {} ----", st));
             const int cached_chunks = cached ? (M + 7) / 8 : 0;
             for (std::size_t j : ops) {
-                declare_acc(s, 8, j, A, !(cached && G == 256));
+                declare_acc(s, 8, j, A, !(cached && G == 256) && !plan.split);
                 if (cached && G == 256)
                     for (int c = 0; c < cached_chunks; ++c)
                         line(s, 8, fmt::format("{} cp{}_{} = {};", acc_type(plan.ops[j]), j, c, identity(plan.ops[j])),
@@ -535,13 +548,9 @@ struct ReduceEmitter {
             // fold the counters, finish, broadcast
             const std::string who = G == 256 ? "tid == 0" : "w == 0";
             if (plan.split) {
-                line(s, 8, fmt::format("if ({}) {{", who), "split: this block's partial; the last block finishes");
-                for (std::size_t j : ops) {
-                    line(s, 12, fold(j));
-                    line(s, 12, fmt::format("reinterpret_cast<{}*>(p.part{})[o * p.nblk + blockIdx.y] = fin{};", acc_type(plan.ops[j]), j, j));
-                }
-                line(s, 8, "}");
-                split_tail(s, 8, fmt::format("{}_finish_row(p, o, lm_smem);", name));
+                line(s, 8, fmt::format("{}_split_finish(p, o, c_begin, c_end, lm_smem);", name),
+                     "the chunk partials climb the counter tree; whoever completes the row finishes it");
+                line(s, 8, "return;");
                 line(s, 4, "}");
                 continue;
             }
@@ -810,56 +819,105 @@ struct ReduceEmitter {
         return s;
     }
 
-    // ---- split: the last block of a row group combines the partials --------------------------------------
-    // Called by every thread of the block that arrived last (an integer counter per row group, no
-    // floating-point atomics): the pairwise tree over the row's block partials (read through L2 with
-    // __ldcg: other blocks wrote them), then the finish and the epilogue.
-    std::string finish_fn() const {
-        std::string s = fmt::format("// The split finisher of row o: pairwise tree over the {} block partials, finish, epilogue.\n"
-                                    "__device__ __forceinline__ void {}_finish_row(const {}_params& p, const long long o, unsigned char* buf) {{\n",
-                                    "p.nblk", name, name);
-        line(s, 4, "const int tid = threadIdx.x, nt = blockDim.x;");
+    // ---- inner split: the chunk partials climb a counter tree ----------------------------------------------
+    // Block y of row o summed the chunks [c_begin, c_end) and wrote one partial per chunk. Per group of 256
+    // chunks an integer counter (no floating-point atomics) counts the chunk partials written; the block whose
+    // addition completes a group combines its partials (the pairwise tree over them, read through L2 with
+    // __ldcg: other blocks wrote them) into the group partial and counts it on the row's counter; the block
+    // that completes the row combines the group partials (windows of 256 pushed on a binary counter), then
+    // finishes and runs the epilogue. Every counter is reset by the block that completes it, so the counters
+    // are zero again after the launch. The order is the pairwise tree over chunks, whatever the ranges are.
+    std::string split_finish_fn() const {
+        std::string s = fmt::format("// The split finisher of block (o, y): count its chunk partials in; complete groups and the row.\n"
+                                    "__device__ __noinline__ void {}_split_finish(const {}_params& p, const long long o, "
+                                    "const long long c_begin, const long long c_end, unsigned char* buf) {{\n",
+                                    name, name);
+        line(s, 4, "__shared__ bool lm_last;");
+        line(s, 4, "const int tid = threadIdx.x;");
+        line(s, 4, "const long long groups = (p.chunks + 255) >> 8;");
+        line(s, 4, "unsigned int* cnt = reinterpret_cast<unsigned int*>(p.count) + o * (groups + 1);", "per row: a counter per group, then the row's");
+        line(s, 4, "if (c_begin >= c_end) return;", "no chunks (more blocks than chunks): nothing to count");
+        line(s, 4, "for (long long g = c_begin >> 8; g <= (c_end - 1) >> 8; ++g) {", "the groups this block's chunks belong to");
+        line(s, 8, "__syncthreads();", "lm_last and buf are free again");
+        line(s, 8, "const long long lo = c_begin > (g << 8) ? c_begin : (g << 8), hi = c_end < ((g + 1) << 8) ? c_end : ((g + 1) << 8);");
+        line(s, 8, "const long long kids = p.chunks - (g << 8) < 256 ? p.chunks - (g << 8) : 256;", "chunks in group g");
+        line(s, 8, "if (tid == 0) {");
+        line(s, 12, "__threadfence();", "the chunk partials are visible device-wide before the count");
+        line(s, 12, "const unsigned int add = (unsigned int)(hi - lo);");
+        line(s, 12, "lm_last = atomicAdd(cnt + g, add) + add == (unsigned int)kids;");
+        line(s, 12, "if (lm_last) cnt[g] = 0u;", "completed: zero again for the next launch");
+        line(s, 8, "}");
+        line(s, 8, "__syncthreads();");
+        line(s, 8, "if (!lm_last) continue;");
+        line(s, 8, "__threadfence();");
         for (std::size_t j = 0; j < nred; ++j) {
             const ReduceOpPlan& r = plan.ops[j];
             const std::string A = acc_type(r);
-            line(s, 4, fmt::format("{} rv{} = {{}};", rv_type(j), j));
-            line(s, 4, "{", fmt::format("reduction {}", j));
-            line(s, 8, fmt::format("{}* a = reinterpret_cast<{}*>(buf);", A, A));
-            line(s, 8, fmt::format("{}* b = a + {};", A, 16384 / (2 * accumulator_bytes(r))), "two halves of 16 KiB");
-            line(s, 8, fmt::format("const {}* part = reinterpret_cast<const {}*>(p.part{}) + o * p.nblk;", A, A, j));
-            line(s, 8, "for (long long i = tid; i < p.nblk; i += nt) a[i] = lm::ldcg(part + i);");
-            line(s, 8, "__syncthreads();");
-            line(s, 8, "for (long long n = p.nblk; n > 1; n = (n + 1) / 2) {", "pairwise, the odd last partial carried up");
-            line(s, 12, "const long long h = n / 2;");
-            line(s, 12, fmt::format("for (long long i = tid; i < h; i += nt) b[i] = {};", combine(r, "a[2 * i]", "a[2 * i + 1]")));
-            line(s, 12, "if (tid == 0 && (n & 1)) b[h] = a[n - 1];");
-            line(s, 12, "__syncthreads();");
-            line(s, 12, fmt::format("{}* t = a; a = b; b = t;", A));
+            line(s, 8, fmt::format("{}* part{} = reinterpret_cast<{}*>(p.part{}) + o * (p.chunks + groups);", A, j, A, j));
+            line(s, 8, fmt::format("const {} gv{} = {}_tree{}(part{} + (g << 8), kids, buf);", A, j, name, j, j), "group g's partial, in thread 0");
+        }
+        line(s, 8, "if (groups > 1) {");
+        line(s, 12, "if (tid == 0) {");
+        for (std::size_t j = 0; j < nred; ++j) line(s, 16, fmt::format("part{}[p.chunks + g] = gv{};", j, j));
+        line(s, 16, "__threadfence();");
+        line(s, 16, "lm_last = atomicAdd(cnt + groups, 1u) == (unsigned int)(groups - 1);");
+        line(s, 16, "if (lm_last) cnt[groups] = 0u;");
+        line(s, 12, "}");
+        line(s, 12, "__syncthreads();");
+        line(s, 12, "if (!lm_last) continue;");
+        line(s, 12, "__threadfence();");
+        line(s, 8, "}");
+        for (std::size_t j = 0; j < nred; ++j) {
+            const ReduceOpPlan& r = plan.ops[j];
+            const std::string A = acc_type(r);
+            line(s, 8, fmt::format("{} fin{} = gv{};", A, j, j));
+            line(s, 8, "if (groups > 1) {", "the row: pairwise over the group partials, 256 at a time");
+            line(s, 12, fmt::format("{} stk{}[40]; int top{} = 0; long long cnt{} = 0;", A, j, j, j), "binary counter over windows");
+            line(s, 12, "for (long long w0 = 0; w0 < groups; w0 += 256) {");
+            line(s, 16, fmt::format("const {} v = {}_tree{}(part{} + p.chunks + w0, groups - w0 < 256 ? groups - w0 : 256, buf);", A, name, j, j));
+            line(s, 16, fmt::format("if (tid == 0) {{ {} }}", push(j, "v")));
+            line(s, 12, "}");
+            line(s, 12, fmt::format("if (tid == 0) {{ {} fin{} = f; }}", fold_into(j, "f"), j));
             line(s, 8, "}");
-            line(s, 8, fmt::format("rv{} = {};", j, finish(r, "a[0]")));
-            line(s, 8, "__syncthreads();");
-            line(s, 4, "}");
         }
         std::vector<std::string> a{"p.row", fmt::format("({})o", row.idx)};
-        for (std::size_t j = 0; j < nred; ++j) a.push_back(fmt::format("rv{}", j));
-        line(s, 4, fmt::format("if (tid == 0) {}_row_at({});", name, fmt::join(a, ", ")));
+        for (std::size_t j = 0; j < nred; ++j) a.push_back(finish(plan.ops[j], fmt::format("fin{}", j)));
+        line(s, 8, fmt::format("if (tid == 0) {}_row_at({});", name, fmt::join(a, ", ")), "finish and the epilogue");
+        line(s, 8, "return;");
+        line(s, 4, "}");
         s += "}\n";
         return s;
     }
 
-    // After the partials are written: count this block in; the last one finishes the rows of its group.
-    void split_tail(std::string& s, int ind, const std::string& rows) const {
-        line(s, ind, "__shared__ bool lm_last;");
-        line(s, ind, "__threadfence();", "the partials are visible device-wide before the count");
-        line(s, ind, "__syncthreads();");
-        line(s, ind, "if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); "
-                              "if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; }",
-                 "the last block resets the counter: zero again for the next launch");
-        line(s, ind, "__syncthreads();");
-        line(s, ind, "if (!lm_last) return;");
-        line(s, ind, "__threadfence();");
-        line(s, ind, rows);
-        line(s, ind, "return;");
+    // The pairwise tree over n <= 256 partials of reduction j at src (identities pad it to 256, which
+    // changes nothing), by the whole block; the value in thread 0. Lane t of warp 0 takes 8 consecutive
+    // partials, then shuffles at distances 1, 2, ..., 16.
+    std::string tree_fn(std::size_t j) const {
+        const ReduceOpPlan& r = plan.ops[j];
+        const std::string A = acc_type(r);
+        std::string s = fmt::format("// Reduction {}: the pairwise tree over n <= 256 partials at src (identities pad it to 256), by the\n"
+                                    "// block; the value in thread 0.\n"
+                                    "__device__ __forceinline__ {} {}_tree{}(const {}* src, const long long n, unsigned char* buf) {{\n",
+                                    j, A, name, j, A);
+        line(s, 4, "const int tid = threadIdx.x;");
+        line(s, 4, fmt::format("{}* t = reinterpret_cast<{}*>(buf);", A, A));
+        line(s, 4, fmt::format("t[tid] = tid < n ? lm::ldcg(src + tid) : {};", identity(r)));
+        line(s, 4, "__syncthreads();");
+        line(s, 4, fmt::format("{} v = {};", A, identity(r)));
+        line(s, 4, "if (tid < 32) {");
+        line(s, 8, fmt::format("{} b[8];", A));
+        line(s, 8, "#pragma unroll");
+        line(s, 8, "for (int k = 0; k < 8; ++k) b[k] = t[tid * 8 + k];");
+        line(s, 8, fmt::format("#pragma unroll\n        for (int k = 0; k < 8; k += 2) b[k] = {};", combine(r, "b[k]", "b[k + 1]")));
+        line(s, 8, fmt::format("#pragma unroll\n        for (int k = 0; k < 8; k += 4) b[k] = {};", combine(r, "b[k]", "b[k + 2]")));
+        line(s, 8, fmt::format("v = {};", combine(r, "b[0]", "b[4]")));
+        for (int sft = 1; sft <= 16; sft *= 2)
+            line(s, 8, fmt::format("v = {};", combine(r, "v", fmt::format("lm::shfl_down(v, {})", sft))));
+        line(s, 4, "}");
+        line(s, 4, "__syncthreads();", "buf is read before anyone writes it again");
+        line(s, 4, "return v;");
+        s += "}\n";
+        return s;
     }
 };
 
@@ -906,7 +964,10 @@ KernelSource emit_reduce(std::string_view user_name, const PlannedReduce& pr) {
         s += em.row.body + "\n";
         s += em.row_fn() + "\n";
     }
-    if (plan.split) s += em.finish_fn() + "\n";
+    if (plan.split && em.inner) {
+        for (std::size_t j = 0; j < em.nred; ++j) s += em.tree_fn(j) + "\n";
+        s += em.split_finish_fn() + "\n";
+    }
     if (em.inner) {
         if (!rs.vector_entry.empty()) s += em.inner_kernel(true) + "\n";
         s += em.inner_kernel(false);

@@ -358,9 +358,13 @@ std::string explain_text(const Planned& pl) {
                             rp.schedule == codegen::ReduceSchedule::Inner ? fmt::format("{} threads per row", rp.group)
                                                                           : std::string("a thread per 1 or 4 outputs"),
                             rp.cached_blocks > 0 ? ", rows held in registers" : "",
-                            rp.split ? fmt::format(", split over {} blocks per row (the last one finishes it)",
-                                                   pl.reduce[g].binding.blocks_per_row)
-                                     : "",
+                            !rp.split ? std::string()
+                            : rp.schedule == codegen::ReduceSchedule::Inner
+                                ? fmt::format(", split over {} blocks per row (one wave; balanced chunk ranges, groups of {} "
+                                              "chunk partials finished by their last block, then the row)",
+                                              pl.reduce[g].binding.blocks_per_row, codegen::kSplitGroup)
+                                : fmt::format(", split over {} blocks per row (the last one finishes it)",
+                                              pl.reduce[g].binding.blocks_per_row),
                             rp.element_outputs, spec.row_outputs.size());
         text += fmt::format("boundary  kernel {}: {}\n", g, pl.P.groups[g].why);
     }
@@ -381,14 +385,14 @@ std::string explain_text(const Planned& pl) {
     return text;
 }
 
-// Split counters that stay zero between launches: the last block of a row group resets its counter, so a
+// Split counters that stay zero between launches: the block that completes a counter resets it, so a
 // buffer zeroed once serves every later split launch on the same stream (launches on one stream run one
 // after another; each stream has its own buffer, so kernels on two streams never share counters). This
 // saves a cudaMemsetAsync before every split launch (about 1.5% of R3's time on the H200). Returns null
 // inside stream capture (nothing may be allocated then; the caller zeroes pool memory instead, which the
 // graph records) and for grids with more row groups than the buffer holds.
 constexpr std::uint32_t kSplitCounters = 4096;
-unsigned int* split_counters(int device, cudaStream_t stream, std::uint32_t needed) {
+unsigned int* split_counters(int device, cudaStream_t stream, std::int64_t needed) {
     if (needed > kSplitCounters || is_capturing(stream)) return nullptr;
     // Keyed by the stream's unique id, not its handle (a destroyed stream's handle may name a new stream
     // while the old one's kernels still run); cudaStreamPerThread names a different stream in every thread,
@@ -418,16 +422,16 @@ void launch_reduce(const CompiledKernel& k, const codegen::PlannedReduce& pr, st
     std::vector<Tensor> partials;
     std::vector<void*> part_ptrs;
     if (pr.plan.split) {
-        if (unsigned int* c = split_counters(device.index, current_stream(), rl.grid_x)) {
+        const std::int64_t counters = codegen::split_counter_count(pr, rl);
+        if (unsigned int* c = split_counters(device.index, current_stream(), counters)) {
             part_ptrs.push_back(c);
         } else {  // zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown)
-            partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * rl.grid_x}, DType::UInt8, device));
+            partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * counters}, DType::UInt8, device));
             part_ptrs.push_back(partials.back().data());
             LOOM_CUDA_CHECK(cudaMemsetAsync(partials.back().data(), 0, partials.back().nbytes(), current_stream()));
         }
         for (const auto& op : pr.plan.ops) {
-            partials.push_back(Tensor::empty({static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * pr.binding.outputs *
-                                              pr.binding.blocks_per_row},
+            partials.push_back(Tensor::empty({static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * codegen::split_partial_count(pr)},
                                              DType::UInt8, device));
             part_ptrs.push_back(partials.back().data());
         }

@@ -198,6 +198,31 @@ TEST_CASE("reduce: fusion gives one kernel and the same bits as one kernel per r
     }
 }
 
+TEST_CASE("reduce: a split row gives the same bits whatever blocks share it; more than 256 groups of chunk partials") {
+    // One row of 301 chunks (two groups of chunk partials) reduced as 1, 2, 3, 7, 100 and 131 identical rows
+    // (a stride-0 broadcast): on an H200 264, 132, 88, 37, 2 and 2 blocks per row, so the chunk ranges, the
+    // blocks that complete groups and the one that completes the row all differ. Every row has the
+    // reference's bits, and the bits of the single row.
+    const std::int64_t L = 300 * 8192 + 77;
+    Tensor v = rand({L}, float32, 61);
+    std::uint32_t single_sum = 0;
+    for (std::int64_t rows : {1, 2, 3, 7, 100, 131}) {
+        CAPTURE(rows);
+        const Array b = broadcast_to(Array(v), {rows, L});
+        const std::string plan = gpu::explain(ir::run_pipeline({sum(b, 1).node()}, ir::standard_passes()), "");
+        CHECK(plan.find("split over") != std::string::npos);
+        const std::vector<Tensor> got = run_checked({sum(b, 1), argmax(b, 1), min(b, 1), mean(b, 1)}, false);
+        const Tensor h = got[0].to(Device::cpu());
+        const auto* bits = static_cast<const std::uint32_t*>(h.data());
+        if (rows == 1) single_sum = bits[0];
+        for (std::int64_t r = 0; r < rows; ++r) REQUIRE(bits[r] == single_sum);
+    }
+    // A full sum over 65,540 chunks: 257 groups, so the row combines its group partials in two windows.
+    Tensor w = rand({1 << 15}, float32, 62);
+    const Array big = broadcast_to(Array(w), {(1 << 14) + 1, 1 << 15});
+    run_checked({sum(big), max(big)}, false);
+}
+
 TEST_CASE("reduce: split counters stay zero between launches: back to back, two streams, two threads") {
     // Split kernels find their row-group counters zero (a buffer per stream that each launch's last blocks
     // reset); any counter left nonzero would make a later launch finish early or never, and change bits.

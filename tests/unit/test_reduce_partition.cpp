@@ -75,8 +75,15 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     const std::string plan = explain({sum(Array(x))});
     CHECK(kernels_in(plan) == 1);
     CHECK(contains(plan, "split over"));
-    CHECK(contains(plan, "(the last one finishes it)"));  // a split reduction is one launch, not two
-    CHECK(contains(plan, "one launch"));
+    CHECK(contains(plan, "one launch"));  // a split reduction is one launch, not two
+    // Inner splits run one wave of 2 blocks per SM (264 on the H200 the explain plans for), whose balanced
+    // chunk ranges need not be powers of two: 512 chunks go to 264 blocks.
+    CHECK(contains(plan, "split over 264 blocks per row (one wave; balanced chunk ranges, groups of 256 chunk partials"));
+    // Three rows share the wave: 88 blocks each; fewer chunks than the share: a block per chunk.
+    Tensor three = Tensor::host({3, 1 << 22}, float32);
+    CHECK(contains(explain({sum(Array(three), 1)}), "split over 88 blocks per row"));
+    Tensor shortrows = Tensor::host({3, 5 * 8192}, float32);
+    CHECK(contains(explain({max(Array(shortrows), 1)}), "split over 5 blocks per row"));
     Tensor c = Tensor::host({4096, 1024}, float32);
     CHECK(contains(explain({sum(Array(c), 0)}), "schedule outer, 256 threads per block, a thread per 1 or 4 outputs"));
     // Outer splits aim at 2 blocks per SM (132 on the H200 the explain plans for): 1024 columns are one
@@ -93,4 +100,17 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     const std::string few = explain({e / sum(e, -1, true)});
     CHECK(contains(few, "one kernel per reduction"));
     CHECK(kernels_in(few) == 3);
+    // Every reduction op and accumulator type in a split kernel (chunk partials, group trees, the row's
+    // windows): the generated CUDA compiles.
+    for (DType d : kAllDTypes) {
+        CAPTURE(name(d));
+        Tensor t = Tensor::host({3, 5 * 8192 + 3}, d);
+        const Array T(t);
+        std::vector<Array> ys{sum(T, 1), max(T, 1), min(T, 1), argmax(T, 1), argmin(T, 1), any(T, 1), all(T, 1)};
+        if (d != bool_) ys.push_back(mean(T, 1));
+        for (const Array& yv : ys) {
+            CHECK(contains(explain({yv}), "split over 6 blocks per row"));  // 6 chunks, the last one of 3 elements
+            CHECK(compile({yv}, "split_" + std::string(name(d))).kernels == 1);
+        }
+    }
 }

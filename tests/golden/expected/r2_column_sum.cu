@@ -75,29 +75,6 @@ __device__ __forceinline__ void r2_column_sum_row_at(const r2_column_sum_row_par
     p.out0[i0] = y0;                                                     // row output 0
 }
 
-// The split finisher of row o: pairwise tree over the p.nblk block partials, finish, epilogue.
-__device__ __forceinline__ void r2_column_sum_finish_row(const r2_column_sum_params& p, const long long o, unsigned char* buf) {
-    const int tid = threadIdx.x, nt = blockDim.x;
-    float rv0 = {};
-    {                                                                    // reduction 0
-        float* a = reinterpret_cast<float*>(buf);
-        float* b = a + 2048;                                             // two halves of 16 KiB
-        const float* part = reinterpret_cast<const float*>(p.part0) + o * p.nblk;
-        for (long long i = tid; i < p.nblk; i += nt) a[i] = lm::ldcg(part + i);
-        __syncthreads();
-        for (long long n = p.nblk; n > 1; n = (n + 1) / 2) {             // pairwise, the odd last partial carried up
-            const long long h = n / 2;
-            for (long long i = tid; i < h; i += nt) b[i] = lm::add(a[2 * i], a[2 * i + 1]);
-            if (tid == 0 && (n & 1)) b[h] = a[n - 1];
-            __syncthreads();
-            float* t = a; a = b; b = t;
-        }
-        rv0 = (p.len == 0 ? 0.0f : a[0]);
-        __syncthreads();
-    }
-    if (tid == 0) r2_column_sum_row_at(p.row, (int)o, rv0);
-}
-
 extern "C" __global__ void __launch_bounds__(256) r2_column_sum_v(const __grid_constant__ r2_column_sum_params p) {
     const r2_column_sum_el_params& pe = p.el;
     const int tid = threadIdx.x;

@@ -1,7 +1,7 @@
 // ---- Loom reduction kernel r3_sum_squares (from "r3_sum_squares") ----
 // reduction plan: schedule inner, 256 threads per block, 256 threads per row (1 rows per block)
 //   reductions: sum float32 -> float32 (stage 0)
-//   stages 1; element outputs 0; rows re-read per pass; split: several blocks per row, the last block of a row group finishes it
+//   stages 1; element outputs 0; rows re-read per pass; split: one wave of blocks shares each row's chunks (balanced ranges), chunk partials climb a counter tree (groups of 256, then the row)
 //   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
 //   vector variant: yes (4 elements of a row per load)
 // element space:
@@ -76,43 +76,94 @@ __device__ __forceinline__ void r3_sum_squares_row_at(const r3_sum_squares_row_p
     p.out0[i0] = y0;                                                     // row output 0
 }
 
-// The split finisher of row o: pairwise tree over the p.nblk block partials, finish, epilogue.
-__device__ __forceinline__ void r3_sum_squares_finish_row(const r3_sum_squares_params& p, const long long o, unsigned char* buf) {
-    const int tid = threadIdx.x, nt = blockDim.x;
-    float rv0 = {};
-    {                                                                    // reduction 0
-        float* a = reinterpret_cast<float*>(buf);
-        float* b = a + 2048;                                             // two halves of 16 KiB
-        const float* part = reinterpret_cast<const float*>(p.part0) + o * p.nblk;
-        for (long long i = tid; i < p.nblk; i += nt) a[i] = lm::ldcg(part + i);
-        __syncthreads();
-        for (long long n = p.nblk; n > 1; n = (n + 1) / 2) {             // pairwise, the odd last partial carried up
-            const long long h = n / 2;
-            for (long long i = tid; i < h; i += nt) b[i] = lm::add(a[2 * i], a[2 * i + 1]);
-            if (tid == 0 && (n & 1)) b[h] = a[n - 1];
-            __syncthreads();
-            float* t = a; a = b; b = t;
-        }
-        rv0 = (p.len == 0 ? 0.0f : a[0]);
-        __syncthreads();
+// Reduction 0: the pairwise tree over n <= 256 partials at src (identities pad it to 256), by the
+// block; the value in thread 0.
+__device__ __forceinline__ float r3_sum_squares_tree0(const float* src, const long long n, unsigned char* buf) {
+    const int tid = threadIdx.x;
+    float* t = reinterpret_cast<float*>(buf);
+    t[tid] = tid < n ? lm::ldcg(src + tid) : -0.0f;
+    __syncthreads();
+    float v = -0.0f;
+    if (tid < 32) {
+        float b[8];
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) b[k] = t[tid * 8 + k];
+        #pragma unroll
+        for (int k = 0; k < 8; k += 2) b[k] = lm::add(b[k], b[k + 1]);
+        #pragma unroll
+        for (int k = 0; k < 8; k += 4) b[k] = lm::add(b[k], b[k + 2]);
+        v = lm::add(b[0], b[4]);
+        v = lm::add(v, lm::shfl_down(v, 1));
+        v = lm::add(v, lm::shfl_down(v, 2));
+        v = lm::add(v, lm::shfl_down(v, 4));
+        v = lm::add(v, lm::shfl_down(v, 8));
+        v = lm::add(v, lm::shfl_down(v, 16));
     }
-    if (tid == 0) r3_sum_squares_row_at(p.row, (int)o, rv0);
+    __syncthreads();                                                     // buf is read before anyone writes it again
+    return v;
 }
 
-extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_constant__ r3_sum_squares_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[16384];               // butterfly exchange (two slots); the split finisher's tree
+// The split finisher of block (o, y): count its chunk partials in; complete groups and the row.
+__device__ __noinline__ void r3_sum_squares_split_finish(const r3_sum_squares_params& p, const long long o, const long long c_begin, const long long c_end, unsigned char* buf) {
+    __shared__ bool lm_last;
+    const int tid = threadIdx.x;
+    const long long groups = (p.chunks + 255) >> 8;
+    unsigned int* cnt = reinterpret_cast<unsigned int*>(p.count) + o * (groups + 1); // per row: a counter per group, then the row's
+    if (c_begin >= c_end) return;                                        // no chunks (more blocks than chunks): nothing to count
+    for (long long g = c_begin >> 8; g <= (c_end - 1) >> 8; ++g) {       // the groups this block's chunks belong to
+        __syncthreads();                                                 // lm_last and buf are free again
+        const long long lo = c_begin > (g << 8) ? c_begin : (g << 8), hi = c_end < ((g + 1) << 8) ? c_end : ((g + 1) << 8);
+        const long long kids = p.chunks - (g << 8) < 256 ? p.chunks - (g << 8) : 256; // chunks in group g
+        if (tid == 0) {
+            __threadfence();                                             // the chunk partials are visible device-wide before the count
+            const unsigned int add = (unsigned int)(hi - lo);
+            lm_last = atomicAdd(cnt + g, add) + add == (unsigned int)kids;
+            if (lm_last) cnt[g] = 0u;                                    // completed: zero again for the next launch
+        }
+        __syncthreads();
+        if (!lm_last) continue;
+        __threadfence();
+        float* part0 = reinterpret_cast<float*>(p.part0) + o * (p.chunks + groups);
+        const float gv0 = r3_sum_squares_tree0(part0 + (g << 8), kids, buf); // group g's partial, in thread 0
+        if (groups > 1) {
+            if (tid == 0) {
+                part0[p.chunks + g] = gv0;
+                __threadfence();
+                lm_last = atomicAdd(cnt + groups, 1u) == (unsigned int)(groups - 1);
+                if (lm_last) cnt[groups] = 0u;
+            }
+            __syncthreads();
+            if (!lm_last) continue;
+            __threadfence();
+        }
+        float fin0 = gv0;
+        if (groups > 1) {                                                // the row: pairwise over the group partials, 256 at a time
+            float stk0[40]; int top0 = 0; long long cnt0 = 0;            // binary counter over windows
+            for (long long w0 = 0; w0 < groups; w0 += 256) {
+                const float v = r3_sum_squares_tree0(part0 + p.chunks + w0, groups - w0 < 256 ? groups - w0 : 256, buf);
+                if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+            }
+            if (tid == 0) { float f = -0.0f; if (top0 > 0) { f = stk0[--top0]; while (top0 > 0) f = lm::add(stk0[--top0], f); } fin0 = f; }
+        }
+        if (tid == 0) r3_sum_squares_row_at(p.row, (int)o, (p.len == 0 ? 0.0f : fin0)); // finish and the epilogue
+        return;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) r3_sum_squares_v(const __grid_constant__ r3_sum_squares_params p) {
+    __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots); the split finisher's trees
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r3_sum_squares_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
     const long long o = blockIdx.x;                                      // one row per block
-    const long long c_begin = (long long)blockIdx.y * p.cpb;
-    const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;
+    const long long c_begin = (long long)blockIdx.y * p.chunks / p.nblk; // this block's balanced range of the row's chunks
+    const long long c_end = ((long long)blockIdx.y + 1) * p.chunks / p.nblk;
+    const long long lm_groups = (p.chunks + 255) >> 8;                   // groups of 256 chunk partials
     (void)c_end; (void)w;
     float rv0 = {};                                                      // row value
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: sum of float32, lane accumulators
-        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
         float nx0[8][4];                                                 // the next chunk's values
         if (c_begin < c_end) {
             #pragma unroll
@@ -163,41 +214,30 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_v(const __grid_
                     v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
                     v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
                     v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+                    if (tid == 0) reinterpret_cast<float*>(p.part0)[o * (p.chunks + lm_groups) + c] = v; // the chunk partial
                 }
                 for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
             }
         }
-        if (tid == 0) {                                                  // split: this block's partial; the last block finishes
-            float fin0 = -0.0f; if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::add(stk0[--top0], fin0); }
-            reinterpret_cast<float*>(p.part0)[o * p.nblk + blockIdx.y] = fin0;
-        }
-        __shared__ bool lm_last;
-        __threadfence();                                                 // the partials are visible device-wide before the count
-        __syncthreads();
-        if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; } // the last block resets the counter: zero again for the next launch
-        __syncthreads();
-        if (!lm_last) return;
-        __threadfence();
-        r3_sum_squares_finish_row(p, o, lm_smem);
+        r3_sum_squares_split_finish(p, o, c_begin, c_end, lm_smem);      // the chunk partials climb the counter tree; whoever completes the row finishes it
         return;
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_s(const __grid_constant__ r3_sum_squares_params p) {
-    __shared__ __align__(16) unsigned char lm_smem[16384];               // butterfly exchange (two slots); the split finisher's tree
+extern "C" __global__ void __launch_bounds__(256, 2) r3_sum_squares_s(const __grid_constant__ r3_sum_squares_params p) {
+    __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots); the split finisher's trees
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r3_sum_squares_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const int w = tid;                                                   // lane of the row's group
     const long long o = blockIdx.x;                                      // one row per block
-    const long long c_begin = (long long)blockIdx.y * p.cpb;
-    const long long c_end = c_begin + p.cpb < p.chunks ? c_begin + p.cpb : p.chunks;
+    const long long c_begin = (long long)blockIdx.y * p.chunks / p.nblk; // this block's balanced range of the row's chunks
+    const long long c_end = ((long long)blockIdx.y + 1) * p.chunks / p.nblk;
+    const long long lm_groups = (p.chunks + 255) >> 8;                   // groups of 256 chunk partials
     (void)c_end; (void)w;
     float rv0 = {};                                                      // row value
     {  // ---- stage 0 ----
         float acc0[1]; for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;      // reduction 0: sum of float32, lane accumulators
-        float stk0[40]; int top0 = 0; long long cnt0 = 0;                // binary counter over chunk partials
         float nx0[8][4];                                                 // the next chunk's values
         if (c_begin < c_end) {
             #pragma unroll
@@ -257,23 +297,12 @@ extern "C" __global__ void __launch_bounds__(256) r3_sum_squares_s(const __grid_
                     v = lm::add(v, lm::shfl_down(v, 4));                 // s = 4
                     v = lm::add(v, lm::shfl_down(v, 2));                 // s = 2
                     v = lm::add(v, lm::shfl_down(v, 1));                 // s = 1
-                    if (tid == 0) { float xp = v; for (long long q = cnt0; q & 1; q >>= 1) xp = lm::add(stk0[--top0], xp); stk0[top0++] = xp; ++cnt0; }
+                    if (tid == 0) reinterpret_cast<float*>(p.part0)[o * (p.chunks + lm_groups) + c] = v; // the chunk partial
                 }
                 for (int k = 0; k < 1; ++k) acc0[k] = -0.0f;
             }
         }
-        if (tid == 0) {                                                  // split: this block's partial; the last block finishes
-            float fin0 = -0.0f; if (top0 > 0) { fin0 = stk0[--top0]; while (top0 > 0) fin0 = lm::add(stk0[--top0], fin0); }
-            reinterpret_cast<float*>(p.part0)[o * p.nblk + blockIdx.y] = fin0;
-        }
-        __shared__ bool lm_last;
-        __threadfence();                                                 // the partials are visible device-wide before the count
-        __syncthreads();
-        if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; } // the last block resets the counter: zero again for the next launch
-        __syncthreads();
-        if (!lm_last) return;
-        __threadfence();
-        r3_sum_squares_finish_row(p, o, lm_smem);
+        r3_sum_squares_split_finish(p, o, c_begin, c_end, lm_smem);      // the chunk partials climb the counter tree; whoever completes the row finishes it
         return;
     }
 }

@@ -44,6 +44,10 @@ inline constexpr int kReduceLanes = 256;
 inline constexpr int kReduceRun = 4;
 /// Column order (the innermost axis kept): chunks of 256 reduced positions, each accumulated in sequence.
 inline constexpr std::int64_t kColumnChunk = 256;
+/// Inner split reductions (few long rows): blocks per SM of the one wave that shares a row's chunks (the
+/// kernel's __launch_bounds__ minimum), and the fan-in of the counter tree their chunk partials climb.
+inline constexpr std::int64_t kSplitBlocksPerSM = 2;
+inline constexpr std::int64_t kSplitGroup = 256;
 
 enum class ReduceSchedule : std::uint8_t { Inner, Outer };
 std::string_view schedule_name(ReduceSchedule s);
@@ -103,9 +107,15 @@ struct ReduceBinding {
     std::int64_t outputs = 0;           // O
     std::int64_t length = 0;            // L
     std::int64_t chunks = 0;            // ceil(L / 8192)
-    std::int64_t chunks_per_block = 1;  // split: a power of two
-    std::int64_t blocks_per_row = 1;    // split: ceil(chunks / chunks_per_block)
+    std::int64_t chunks_per_block = 1;  // split: outer, a power of two; inner, ceil(chunks / blocks_per_row)
+    std::int64_t blocks_per_row = 1;    // split: outer, ceil(chunks / chunks_per_block); inner, one wave's share
+
+    /// Split workspaces. Counters (unsigned int, zero before the launch and zero again after it): outer, one
+    /// per row group; inner, per row one per group of kSplitGroup chunks and one for the row. Partials
+    /// (accumulators) per reduction: outer, one per block; inner, per row one per chunk and one per group.
+    std::int64_t split_groups() const { return (chunks + kSplitGroup - 1) / kSplitGroup; }
 };
+
 
 struct PlannedReduce {
     ReducePlan plan;
@@ -147,6 +157,11 @@ struct ReduceLaunch {
 };
 ReduceLaunch reduce_launch(const PlannedReduce& pr, std::span<const void* const> inputs,
                            std::span<void* const> el_outputs);
+
+/// The split workspaces of a launch `l` of `pr` (0 when the plan is not split; ReduceBinding says what they
+/// hold): counters (unsigned int) and partial accumulators per reduction (accumulator_bytes each).
+std::int64_t split_counter_count(const PlannedReduce& pr, const ReduceLaunch& l);
+std::int64_t split_partial_count(const PlannedReduce& pr);
 
 /// CUDA source of the reduction kernel: `vector_entry` (`<name>_v`, 4-element runs; empty when the plan has
 /// no vector variant) and `scalar_entry` (`<name>_s`, general). `plan` is left default (the reduction plan
