@@ -262,9 +262,9 @@ struct ReduceEmitter {
         line(s, 4, "long long n_out;", "O: rows (output elements)");
         line(s, 4, "long long len;", "L: elements reduced per row");
         line(s, 4, "long long chunks;", "ceil(L / 8192)");
-        line(s, 4, "long long cpb;", "chunks per block (a power of two when split)");
+        line(s, 4, "long long cpb;", "chunks per block (outer split: a power of two)");
         line(s, 4, "long long nblk;", "blocks per row");
-        line(s, 4, "void* count;", "split: blocks done per row group (zeroed before the launch)");
+        line(s, 4, "void* count;", "split: integer counters, zero at launch and left zero");
         for (std::size_t j = 0; j < nred; ++j) line(s, 4, fmt::format("void* part{};", j), fmt::format("split: partials of reduction {}", j));
         s += "};\n";
         s += fmt::format("static_assert(sizeof({}_params) == {}, \"kernel parameter layout differs from the host's\");\n",
@@ -297,8 +297,8 @@ struct ReduceEmitter {
         return r;
     }
 
-    // Butterfly of the lane partials of reduction j after one chunk, and the push of the chunk partial on
-    // the binary counter (inner schedule).
+    // Butterfly of the lane partials of reduction j after one chunk, then the chunk partial: pushed on the
+    // binary counter, or stored for the counter tree of a split (inner schedule).
     void inner_chunk_end(std::string& s, int ind, std::size_t j, int chunk = 0) const {
         const ReduceOpPlan& r = plan.ops[j];
         const std::string A = acc_type(r);

@@ -107,7 +107,7 @@ std::string ReducePlan::to_string() const {
                                        : std::string("re-read per pass"),
                      !split ? "one block per row group"
                      : schedule == ReduceSchedule::Inner
-                         ? "split: one wave of blocks shares each row's chunks (balanced ranges), chunk partials climb a counter tree (groups of 256, then the row)"
+                         ? "split: blocks share each row's chunks in balanced ranges (full waves), chunk partials climb a counter tree (groups of 256, then the row)"
                          : "split: several blocks per row, the last block of a row group finishes it");
     if (schedule == ReduceSchedule::Inner)
         s += fmt::format("  order: chunks of {}, {} lanes of runs of {}, butterfly over lanes, pairwise over chunks\n",
@@ -332,14 +332,14 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             b.blocks_per_row = (b.chunks + cpb - 1) / cpb;
             plan.split = b.blocks_per_row > 1;
         } else {
-            // One wave of kSplitBlocksPerSM blocks per SM (the kernel's __launch_bounds__ keeps that many
-            // resident) shares the chunks of the rows: block y of a row takes the balanced contiguous range
-            // [y C / B, (y + 1) C / B) of its C chunks and writes one partial per chunk; the chunk partials then
-            // climb a counter tree (groups of 256, then the row), so the order is the pairwise tree over
-            // chunks whatever B is. Power-of-two ranges instead leave the last wave part-empty: 2^28 float32
-            // sum(x*x) on the H200 ran 4211-4250 GB/s at 1024 blocks of 32 chunks, 4315-4346 in one wave.
-            const std::int64_t target = kSplitBlocksPerSM * device.sm_count;
-            b.blocks_per_row = std::clamp<std::int64_t>(target / std::max<std::int64_t>(row_blocks, 1), 1, b.chunks);
+            // Block y of a row takes the balanced contiguous range [y C / B, (y + 1) C / B) of its C chunks and
+            // writes one partial per chunk; the chunk partials then climb a counter tree (groups of 256, then
+            // the row), so the order is the pairwise tree over chunks whatever B is. B is chosen so that the
+            // waves of kSplitBlocksPerSM blocks per SM (the kernel's __launch_bounds__ keeps that many
+            // resident) are full: one wave when the rows divide it, as for a full reduction. Power-of-two
+            // ranges instead left the last wave part-empty: 2^28 float32 sum(x*x) on the H200 ran 4211-4250
+            // GB/s at 1024 blocks of 32 chunks, 4315-4346 in one wave of 264.
+            b.blocks_per_row = split_blocks_per_row(row_blocks, b.chunks, kSplitBlocksPerSM * device.sm_count);
             b.chunks_per_block = (b.chunks + b.blocks_per_row - 1) / b.blocks_per_row;
             plan.split = b.blocks_per_row > 1;
         }
@@ -457,6 +457,24 @@ ReduceLaunch reduce_launch(const PlannedReduce& pr, std::span<const void* const>
     l.grid_x = static_cast<std::uint32_t>((b.outputs + per_block - 1) / per_block);
     l.grid_y = static_cast<std::uint32_t>(b.blocks_per_row);
     return l;
+}
+
+std::int64_t split_blocks_per_row(std::int64_t rows, std::int64_t chunks, std::int64_t slots) {
+    rows = std::max<std::int64_t>(rows, 1);
+    slots = std::max<std::int64_t>(slots, 1);
+    // Time in units of one row's work on one slot: ceil(rows B / slots) waves of blocks doing 1/B of a row.
+    // The ideal is rows / slots; take the fewest blocks within 2% of it, else the best there is.
+    auto time = [&](std::int64_t B) { return static_cast<double>((rows * B + slots - 1) / slots) / static_cast<double>(B); };
+    const double ideal = static_cast<double>(rows) / static_cast<double>(slots);
+    const std::int64_t most = std::min<std::int64_t>(chunks, 65535);  // gridDim.y
+    const std::int64_t one_wave = std::min(slots / rows, most);        // every slot busy when the rows divide them
+    if (one_wave >= 1 && time(one_wave) <= 1.02 * ideal) return one_wave;
+    std::int64_t best = 1;
+    for (std::int64_t B = 1; B <= most; ++B) {
+        if (time(B) < time(best) * (1 - 1e-12)) best = B;
+        if (time(best) <= 1.02 * ideal) break;
+    }
+    return best;
 }
 
 std::int64_t split_counter_count(const PlannedReduce& pr, const ReduceLaunch& l) {

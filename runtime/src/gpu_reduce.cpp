@@ -360,8 +360,8 @@ std::string explain_text(const Planned& pl) {
                             rp.cached_blocks > 0 ? ", rows held in registers" : "",
                             !rp.split ? std::string()
                             : rp.schedule == codegen::ReduceSchedule::Inner
-                                ? fmt::format(", split over {} blocks per row (one wave; balanced chunk ranges, groups of {} "
-                                              "chunk partials finished by their last block, then the row)",
+                                ? fmt::format(", split over {} blocks per row (balanced chunk ranges in full waves; groups of {} "
+                                              "chunk partials finished by the block that completes them, then the row)",
                                               pl.reduce[g].binding.blocks_per_row, codegen::kSplitGroup)
                                 : fmt::format(", split over {} blocks per row (the last one finishes it)",
                                               pl.reduce[g].binding.blocks_per_row),
@@ -390,7 +390,9 @@ std::string explain_text(const Planned& pl) {
 // after another; each stream has its own buffer, so kernels on two streams never share counters). This
 // saves a cudaMemsetAsync before every split launch (about 1.5% of R3's time on the H200). Returns null
 // inside stream capture (nothing may be allocated then; the caller zeroes pool memory instead, which the
-// graph records) and for grids with more row groups than the buffer holds.
+// graph records) and for launches needing more counters than the buffer holds (inner splits need
+// rows x (groups of 256 chunks + 1); past 4096, rows of tens of millions of elements, a memset is cheap
+// against the reads).
 constexpr std::uint32_t kSplitCounters = 4096;
 unsigned int* split_counters(int device, cudaStream_t stream, std::int64_t needed) {
     if (needed > kSplitCounters || is_capturing(stream)) return nullptr;

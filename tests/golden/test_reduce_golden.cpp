@@ -50,10 +50,10 @@ TEST_CASE("golden: column sum (outer schedule, the column order, 16-byte loads a
     CHECK(contains(ks.kernel, "lm::load_vec_ro<float, 4>("));  // the read-only data path
 }
 
-TEST_CASE("golden: sum(x*x) to one scalar (split over one wave of blocks, chunk partials climb a counter tree)") {
+TEST_CASE("golden: sum(x*x) to one scalar (split over blocks in full waves, chunk partials climb a counter tree)") {
     Tensor x = Tensor::host({1 << 22}, float32);
     auto ks = golden_one("r3_sum_squares", {sum(x * x)});
-    CHECK(contains(ks.kernel, "split: one wave of blocks"));
+    CHECK(contains(ks.kernel, "split: blocks share each row's chunks in balanced ranges (full waves)"));
     CHECK(contains(ks.kernel, "__launch_bounds__(256, 2)"));  // the wave's 2 blocks per SM stay resident
     CHECK(contains(ks.kernel, "p.chunks / p.nblk"));           // balanced chunk ranges
     CHECK(contains(ks.kernel, "atomicAdd(cnt + g, add)"));     // integer counters, no float atomics

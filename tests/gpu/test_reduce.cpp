@@ -200,7 +200,7 @@ TEST_CASE("reduce: fusion gives one kernel and the same bits as one kernel per r
 
 TEST_CASE("reduce: a split row gives the same bits whatever blocks share it; more than 256 groups of chunk partials") {
     // One row of 301 chunks (two groups of chunk partials) reduced as 1, 2, 3, 7, 100 and 131 identical rows
-    // (a stride-0 broadcast): on an H200 264, 132, 88, 37, 2 and 2 blocks per row, so the chunk ranges, the
+    // (a stride-0 broadcast): on an H200 264, 132, 88, 37, 13 (5 waves) and 2 blocks per row, so the ranges, the
     // blocks that complete groups and the one that completes the row all differ. Every row has the
     // reference's bits, and the bits of the single row.
     const std::int64_t L = 300 * 8192 + 77;
@@ -224,8 +224,8 @@ TEST_CASE("reduce: a split row gives the same bits whatever blocks share it; mor
 }
 
 TEST_CASE("reduce: split counters stay zero between launches: back to back, two streams, two threads") {
-    // Split kernels find their row-group counters zero (a buffer per stream that each launch's last blocks
-    // reset); any counter left nonzero would make a later launch finish early or never, and change bits.
+    // Split kernels find their counters zero (a buffer per stream; the block that completes a counter resets
+    // it); any counter left nonzero would make a later launch finish early or never, and change bits.
     Tensor x = rand({1 << 22}, float32, 51);     // full sum: 512 chunks over many blocks
     Tensor c = rand({4096, 1024}, float32, 52);  // column sums: 16 chunks of 256 rows, split
     const Tensor ref_s = eval(sum(x)), ref_c = eval(sum(c, 0));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <loom/loom.hpp>
+#include "loom/codegen/reduce_plan.hpp"
 
 using namespace loom;
 
@@ -78,12 +79,24 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     CHECK(contains(plan, "one launch"));  // a split reduction is one launch, not two
     // Inner splits run one wave of 2 blocks per SM (264 on the H200 the explain plans for), whose balanced
     // chunk ranges need not be powers of two: 512 chunks go to 264 blocks.
-    CHECK(contains(plan, "split over 264 blocks per row (one wave; balanced chunk ranges, groups of 256 chunk partials"));
+    CHECK(contains(plan, "split over 264 blocks per row (balanced chunk ranges in full waves; groups of 256 chunk partials"));
     // Three rows share the wave: 88 blocks each; fewer chunks than the share: a block per chunk.
     Tensor three = Tensor::host({3, 1 << 22}, float32);
     CHECK(contains(explain({sum(Array(three), 1)}), "split over 88 blocks per row"));
     Tensor shortrows = Tensor::host({3, 5 * 8192}, float32);
     CHECK(contains(explain({max(Array(shortrows), 1)}), "split over 5 blocks per row"));
+    // Rows that do not divide the wave: nearly full waves of smaller ranges instead of one part-filled wave
+    // (200 rows on 264 slots: 13 blocks each, 2600 blocks in 10 waves, 1.5% above the ideal).
+    Tensor many = Tensor::host({200, 1 << 22}, float32);
+    CHECK(contains(explain({sum(Array(many), 1)}), "split over 13 blocks per row"));
+    CHECK(codegen::split_blocks_per_row(1, 32768, 264) == 264);
+    CHECK(codegen::split_blocks_per_row(3, 512, 264) == 88);
+    CHECK(codegen::split_blocks_per_row(7, 301, 264) == 37);    // 259 of 264 slots: within 2%
+    CHECK(codegen::split_blocks_per_row(100, 301, 264) == 13);  // 1300 blocks: 5 waves less 20 blocks
+    CHECK(codegen::split_blocks_per_row(131, 301, 264) == 2);   // 262 of 264 slots
+    CHECK(codegen::split_blocks_per_row(263, 512, 264) == 1);   // one wave already: no split
+    CHECK(codegen::split_blocks_per_row(200, 512, 264) == 13);
+    CHECK(codegen::split_blocks_per_row(200, 5, 264) == 5);     // few chunks: the best there is, 1000 blocks in 4 waves
     Tensor c = Tensor::host({4096, 1024}, float32);
     CHECK(contains(explain({sum(Array(c), 0)}), "schedule outer, 256 threads per block, a thread per 1 or 4 outputs"));
     // Outer splits aim at 2 blocks per SM (132 on the H200 the explain plans for): 1024 columns are one

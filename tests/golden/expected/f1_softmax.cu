@@ -36,9 +36,9 @@ struct f1_softmax_params {
     long long n_out;                                                     // O: rows (output elements)
     long long len;                                                       // L: elements reduced per row
     long long chunks;                                                    // ceil(L / 8192)
-    long long cpb;                                                       // chunks per block (a power of two when split)
+    long long cpb;                                                       // chunks per block (outer split: a power of two)
     long long nblk;                                                      // blocks per row
-    void* count;                                                         // split: blocks done per row group (zeroed before the launch)
+    void* count;                                                         // split: integer counters, zero at launch and left zero
     void* part0;                                                         // split: partials of reduction 0
     void* part1;                                                         // split: partials of reduction 1
 };

@@ -38,9 +38,9 @@ struct r1_row_sum_params {
     long long n_out;                                                     // O: rows (output elements)
     long long len;                                                       // L: elements reduced per row
     long long chunks;                                                    // ceil(L / 8192)
-    long long cpb;                                                       // chunks per block (a power of two when split)
+    long long cpb;                                                       // chunks per block (outer split: a power of two)
     long long nblk;                                                      // blocks per row
-    void* count;                                                         // split: blocks done per row group (zeroed before the launch)
+    void* count;                                                         // split: integer counters, zero at launch and left zero
     void* part0;                                                         // split: partials of reduction 0
 };
 static_assert(sizeof(r1_row_sum_params) == 104, "kernel parameter layout differs from the host's");

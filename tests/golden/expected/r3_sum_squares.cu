@@ -1,7 +1,7 @@
 // ---- Loom reduction kernel r3_sum_squares (from "r3_sum_squares") ----
 // reduction plan: schedule inner, 256 threads per block, 256 threads per row (1 rows per block)
 //   reductions: sum float32 -> float32 (stage 0)
-//   stages 1; element outputs 0; rows re-read per pass; split: one wave of blocks shares each row's chunks (balanced ranges), chunk partials climb a counter tree (groups of 256, then the row)
+//   stages 1; element outputs 0; rows re-read per pass; split: blocks share each row's chunks in balanced ranges (full waves), chunk partials climb a counter tree (groups of 256, then the row)
 //   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
 //   vector variant: yes (4 elements of a row per load)
 // element space:
@@ -38,9 +38,9 @@ struct r3_sum_squares_params {
     long long n_out;                                                     // O: rows (output elements)
     long long len;                                                       // L: elements reduced per row
     long long chunks;                                                    // ceil(L / 8192)
-    long long cpb;                                                       // chunks per block (a power of two when split)
+    long long cpb;                                                       // chunks per block (outer split: a power of two)
     long long nblk;                                                      // blocks per row
-    void* count;                                                         // split: blocks done per row group (zeroed before the launch)
+    void* count;                                                         // split: integer counters, zero at launch and left zero
     void* part0;                                                         // split: partials of reduction 0
 };
 static_assert(sizeof(r3_sum_squares_params) == 104, "kernel parameter layout differs from the host's");

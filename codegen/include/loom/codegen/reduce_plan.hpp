@@ -21,8 +21,10 @@
 //     outputs with 16-byte vectors across outputs), 256 consecutive outputs per block, so a block reads a
 //     contiguous 1-4 KiB of each row; each thread sums whole chunks of 256 rows in sequence.
 //   * Split: when there are too few rows to fill the device, the chunks of one row are shared by several
-//     blocks (a power-of-two number of chunks each, so that the pairwise tree over chunks is unchanged);
-//     a second entry point combines the block partials and runs the epilogue.
+//     blocks. Inner: balanced contiguous chunk ranges, one partial per chunk, and a counter tree (groups
+//     of 256 chunk partials, then the row) whose completing blocks combine them. Outer: a power-of-two
+//     number of chunks per block, the last block of a row group combining the block partials. Either way
+//     the pairwise tree over chunks is unchanged, and the same kernel finishes the row and its epilogue.
 // None of these choices changes the result: every schedule computes the documented order exactly.
 #pragma once
 
@@ -44,8 +46,8 @@ inline constexpr int kReduceLanes = 256;
 inline constexpr int kReduceRun = 4;
 /// Column order (the innermost axis kept): chunks of 256 reduced positions, each accumulated in sequence.
 inline constexpr std::int64_t kColumnChunk = 256;
-/// Inner split reductions (few long rows): blocks per SM of the one wave that shares a row's chunks (the
-/// kernel's __launch_bounds__ minimum), and the fan-in of the counter tree their chunk partials climb.
+/// Inner split reductions (few long rows): resident blocks per SM of the waves that share the rows' chunks
+/// (the kernel's __launch_bounds__ minimum), and the fan-in of the counter tree their chunk partials climb.
 inline constexpr std::int64_t kSplitBlocksPerSM = 2;
 inline constexpr std::int64_t kSplitGroup = 256;
 
@@ -81,7 +83,8 @@ struct ReducePlan {
     int cached_blocks = 0;     // inner: 1024-element blocks of a row held in registers (0: re-read per pass)
     bool full_rows = false;    // inner, held rows: the row length is exactly cached_blocks * 1024, so the vector
                                // variant's positions need no bounds checks (row-level values are then computed once)
-    bool split = false;        // several blocks per row; the last block of a row group finishes it
+    bool split = false;        // several blocks per row; the block that completes a row (inner) or the last
+                               // block of a row group (outer) finishes it
     bool vector_variant = false;  // inner: a 4-wide vector entry point exists
     int stages = 1;
     std::vector<ReduceOpPlan> ops;
@@ -157,6 +160,12 @@ struct ReduceLaunch {
 };
 ReduceLaunch reduce_launch(const PlannedReduce& pr, std::span<const void* const> inputs,
                            std::span<void* const> el_outputs);
+
+/// Blocks per row of an inner split: `rows` rows of `chunks` chunks each on `slots` resident blocks. One
+/// wave, B = floor(slots / rows), when it keeps all but 2% of the slots busy (1 row: B = slots); else the
+/// fewest blocks B (at most `chunks` and 65535) whose waves, ceil(rows B / slots) of them, each doing 1/B
+/// of a row, take within 2% of the ideal rows / slots; when none does, the B that comes closest.
+std::int64_t split_blocks_per_row(std::int64_t rows, std::int64_t chunks, std::int64_t slots);
 
 /// The split workspaces of a launch `l` of `pr` (0 when the plan is not split; ReduceBinding says what they
 /// hold): counters (unsigned int) and partial accumulators per reduction (accumulator_bytes each).
