@@ -163,14 +163,7 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
     }
     std::vector<std::pair<Tensor, const Tensor*>> copy_back;  // used only when outputs alias arguments
     for (const Group& g : groups_) {
-        constexpr std::size_t kMaxFast = 16;
-        void* out_stack[kMaxFast];
-        std::vector<void*> out_heap;
-        std::span<void*> ptrs(out_stack, g.group.outputs.size());
-        if (ptrs.size() > kMaxFast) {
-            out_heap.resize(ptrs.size());
-            ptrs = out_heap;
-        }
+        gpu::SmallArray<void*, 16> ptrs(g.group.outputs.size());
         for (std::size_t k = 0; k < g.group.outputs.size(); ++k) {
             const Tensor& o = *outs[g.group.root_index[k]];
             if (alias) {
@@ -181,7 +174,7 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
                 ptrs[k] = o.data();
             }
         }
-        launch(g, args, ptrs);
+        launch(g, args, ptrs.span());
     }
     for (auto& [tmp, o] : copy_back) copy_async(*o, tmp);
 }
