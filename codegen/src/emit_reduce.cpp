@@ -771,9 +771,8 @@ struct ReduceEmitter {
                 line(s, 8, "__shared__ bool lm_last;");
                 line(s, 8, "__threadfence();", "the partials are visible device-wide before the count");
                 line(s, 8, "__syncthreads();");
-                line(s, 8, "if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); "
-                              "if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; }",
-                 "the last block resets the counter: zero again for the next launch");
+                line(s, 8, "if (tid == 0) lm_last = lm::arrive(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u, (unsigned int)p.nblk);",
+                     "the last block of the row group; it resets the counter");
                 line(s, 8, "__syncthreads();");
                 line(s, 8, "if (!lm_last || !live) return;");
                 line(s, 8, "__threadfence();");
@@ -843,9 +842,7 @@ struct ReduceEmitter {
         line(s, 8, "const long long kids = p.chunks - (g << 8) < 256 ? p.chunks - (g << 8) : 256;", "chunks in group g");
         line(s, 8, "if (tid == 0) {");
         line(s, 12, "__threadfence();", "the chunk partials are visible device-wide before the count");
-        line(s, 12, "const unsigned int add = (unsigned int)(hi - lo);");
-        line(s, 12, "lm_last = atomicAdd(cnt + g, add) + add == (unsigned int)kids;");
-        line(s, 12, "if (lm_last) cnt[g] = 0u;", "completed: zero again for the next launch");
+        line(s, 12, "lm_last = lm::arrive(cnt + g, (unsigned int)(hi - lo), (unsigned int)kids);", "this block completed group g");
         line(s, 8, "}");
         line(s, 8, "__syncthreads();");
         line(s, 8, "if (!lm_last) continue;");
@@ -860,8 +857,7 @@ struct ReduceEmitter {
         line(s, 12, "if (tid == 0) {");
         for (std::size_t j = 0; j < nred; ++j) line(s, 16, fmt::format("part{}[p.chunks + g] = gv{};", j, j));
         line(s, 16, "__threadfence();");
-        line(s, 16, "lm_last = atomicAdd(cnt + groups, 1u) == (unsigned int)(groups - 1);");
-        line(s, 16, "if (lm_last) cnt[groups] = 0u;");
+        line(s, 16, "lm_last = lm::arrive(cnt + groups, 1u, (unsigned int)groups);", "this block completed the row");
         line(s, 12, "}");
         line(s, 12, "__syncthreads();");
         line(s, 12, "if (!lm_last) continue;");

@@ -441,6 +441,14 @@ template <class T, int N> __device__ __forceinline__ vec<T, N> load_vec_ro(const
     else r = load_vec<T, N>(p);
     return r;
 }
+/// A split counter: adds `add` to `*counter` and returns whether that completed the count `total`. The
+/// completing caller resets the counter, so it is zero again for the next launch. The caller fences its
+/// partials (__threadfence) first. Integer atomics only: no floating-point value depends on arrival order.
+__device__ __forceinline__ bool arrive(unsigned int* counter, unsigned int add, unsigned int total) {
+    const bool last = atomicAdd(counter, add) + add == total;
+    if (last) *counter = 0u;
+    return last;
+}
 /// A load through L2 (not L1): values that other blocks wrote during this kernel.
 template <class T> __device__ __forceinline__ T ldcg(const T* p) { return __ldcg(p); }
 __device__ __forceinline__ bool ldcg(const bool* p) { return __ldcg(reinterpret_cast<const unsigned char*>(p)) != 0; }

@@ -56,9 +56,11 @@ TEST_CASE("golden: sum(x*x) to one scalar (split over blocks in full waves, chun
     CHECK(contains(ks.kernel, "split: blocks share each row's chunks in balanced ranges (full waves)"));
     CHECK(contains(ks.kernel, "__launch_bounds__(256, 2)"));  // the wave's 2 blocks per SM stay resident
     CHECK(contains(ks.kernel, "p.chunks / p.nblk"));           // balanced chunk ranges
-    CHECK(contains(ks.kernel, "atomicAdd(cnt + g, add)"));     // integer counters, no float atomics
-    CHECK(contains(ks.kernel, "atomicAdd(cnt + groups, 1u)"));
-    CHECK_FALSE(contains(ks.kernel, "atomicAdd(reinterpret_cast<float"));
+    CHECK(contains(ks.kernel, "lm::arrive(cnt + g, (unsigned int)(hi - lo)"));  // integer counters, no float atomics
+    CHECK(contains(ks.kernel, "lm::arrive(cnt + groups, 1u"));
+    CHECK(contains(ks.source, "bool arrive(unsigned int* counter, unsigned int add, unsigned int total)"));
+    CHECK(contains(ks.source, "atomicAdd(counter, add)"));
+    CHECK_FALSE(contains(ks.source, "atomicAdd(reinterpret_cast<float"));
 }
 
 TEST_CASE("golden: softmax from max, exp, sum is one kernel with the row in registers") {

@@ -112,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_v(const __grid_c
         __shared__ bool lm_last;
         __threadfence();                                                 // the partials are visible device-wide before the count
         __syncthreads();
-        if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; } // the last block resets the counter: zero again for the next launch
+        if (tid == 0) lm_last = lm::arrive(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u, (unsigned int)p.nblk); // the last block of the row group; it resets the counter
         __syncthreads();
         if (!lm_last || !live) return;
         __threadfence();
@@ -174,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_s(const __grid_c
         __shared__ bool lm_last;
         __threadfence();                                                 // the partials are visible device-wide before the count
         __syncthreads();
-        if (tid == 0) { lm_last = atomicAdd(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u) == (unsigned int)(p.nblk - 1); if (lm_last) reinterpret_cast<unsigned int*>(p.count)[blockIdx.x] = 0u; } // the last block resets the counter: zero again for the next launch
+        if (tid == 0) lm_last = lm::arrive(reinterpret_cast<unsigned int*>(p.count) + blockIdx.x, 1u, (unsigned int)p.nblk); // the last block of the row group; it resets the counter
         __syncthreads();
         if (!lm_last || !live) return;
         __threadfence();

@@ -116,9 +116,7 @@ __device__ __noinline__ void r3_sum_squares_split_finish(const r3_sum_squares_pa
         const long long kids = p.chunks - (g << 8) < 256 ? p.chunks - (g << 8) : 256; // chunks in group g
         if (tid == 0) {
             __threadfence();                                             // the chunk partials are visible device-wide before the count
-            const unsigned int add = (unsigned int)(hi - lo);
-            lm_last = atomicAdd(cnt + g, add) + add == (unsigned int)kids;
-            if (lm_last) cnt[g] = 0u;                                    // completed: zero again for the next launch
+            lm_last = lm::arrive(cnt + g, (unsigned int)(hi - lo), (unsigned int)kids); // this block completed group g
         }
         __syncthreads();
         if (!lm_last) continue;
@@ -129,8 +127,7 @@ __device__ __noinline__ void r3_sum_squares_split_finish(const r3_sum_squares_pa
             if (tid == 0) {
                 part0[p.chunks + g] = gv0;
                 __threadfence();
-                lm_last = atomicAdd(cnt + groups, 1u) == (unsigned int)(groups - 1);
-                if (lm_last) cnt[groups] = 0u;
+                lm_last = lm::arrive(cnt + groups, 1u, (unsigned int)groups); // this block completed the row
             }
             __syncthreads();
             if (!lm_last) continue;
