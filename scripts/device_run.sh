@@ -6,7 +6,8 @@
 # reported as NOT RUN in bench.log and fails the bench step, and the other workloads still run).
 # Logs go to $OUT (at most 8 files come back: nvidia-smi, gpu_tests, unit_tests, golden_tests, bench,
 # peers logs and gpu_status.md); gpu_status.md is rewritten after every step, so a run cut short still
-# reports. Exit code: 0 when every step passed, else 1.
+# reports. The script writes those files itself: send its own stdout to another name (a redirect to
+# $OUT/bench.log would overwrite the file it appends to). Exit code: 0 when every step passed, else 1.
 set -u
 
 root=$(pwd)
@@ -54,14 +55,14 @@ write_status() {
             echo
             echo "## Benchmark rows (every run, in order)"
             echo '```'
-            grep -E '^[[:space:]]*(COPY|E[0-9]|R[0-9]|F[0-9]|T[0-9]|S[0-9]|M[0-9]|O[0-9]|C[0-9]|===)' "$OUT/bench.log" | tail -n 200
+            grep -a -E '^[[:space:]]*(COPY|E[0-9]|R[0-9]|F[0-9]|T[0-9]|S[0-9]|M[0-9]|O[0-9]|C[0-9]|===)' "$OUT/bench.log" | tail -n 200
             echo '```'
         fi
         if [[ -s $OUT/peers.log ]]; then
             echo
             echo "## Peer rows (every run, in order)"
             echo '```'
-            grep -E '^(COPY|E[0-9]|R[0-9]|F[0-9]|T[0-9]|S[0-9]|M[0-9]|O[0-9]|C[0-9]|===)' "$OUT/peers.log" | tail -n 300
+            grep -a -E '^(COPY|E[0-9]|R[0-9]|F[0-9]|T[0-9]|S[0-9]|M[0-9]|O[0-9]|C[0-9]|===)' "$OUT/peers.log" | tail -n 300
             echo '```'
         fi
     } >"$status"
