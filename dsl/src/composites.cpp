@@ -10,7 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "loom/ir/dtype.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/ir/shape.hpp"
 
 namespace loom {
 
@@ -45,58 +47,98 @@ std::int64_t reduced_count(std::string_view api, const Array& x, const Axes& axe
     return count;
 }
 
-// Integer and bool operands become float32 (as FloatMath ops do); float dtypes are kept.
-Array as_float(const Array& x, const Loc& loc) {
-    return is_float(x.dtype()) ? x : astype(x, float32, loc);
+// The dtype every step of a composite runs at: float16 and bfloat16 are widened (exactly) to float32, as
+// are integers and bool; float32 and float64 are kept. Statistics of half data are thus computed in
+// float32 and rounded once at the end, as cuDNN and PyTorch compute them: squares of half values of 256
+// or more would overflow float16.
+Array at_accumulation(const Array& x, const Loc& loc) {
+    return is_float(x.dtype()) && !is_half(x.dtype()) ? x : astype(x, float32, loc);
 }
 
-Array variance(std::string_view api, const Operand& x_in, Axes axes, double correction, bool keepdims,
+// The dtype of a composite's result for operand dtype `dt`: float dtypes are kept, integers and bool
+// give float32 (as mean does).
+DType result_dtype(DType dt) { return is_float(dt) ? dt : float32; }
+
+Array rounded_to(const Array& y, DType dt, const Loc& loc) { return y.dtype() == dt ? y : astype(y, dt, loc); }
+
+// The deviations d = x - m at the accumulation type, m = mean(x, axes, keepdims = true): for integers and
+// bool the exact int64 mean (divided in double, float32), for floats the mean of the widened x (for
+// halves not rounded to the half dtype). var and layernorm build this same interned node.
+Array deviations(const Array& x, const Axes& axes, const Loc& loc) {
+    const Array xa = at_accumulation(x, loc);
+    return sub(xa, mean(is_float(x.dtype()) ? xa : x, axes, true, loc), loc);
+}
+
+// The variance at the accumulation type (float32 for halves, integers and bool; not yet rounded).
+Array variance(std::string_view api, const Array& x, Axes axes, double correction, bool keepdims,
                const Loc& loc) {
-    const Array x(x_in.resolve_alone(api));
     const std::int64_t n = reduced_count(api, x, axes, loc);
-    const Array m = mean(x, axes, true, loc);
-    const Array d = sub(as_float(x, loc), m, loc);  // integers and bool: float32, mean's dtype
+    const Array d = deviations(x, axes, loc);
     const Array q = mul(d, d, loc);
     // max(): a non-positive count gives a zero divisor, so +Inf or NaN as in NumPy, never a negative
     // variance.
     const double divisor = std::max(static_cast<double>(n) - correction, 0.0);
-    if (is_half(q.dtype()))  // sum and divide at the accumulation type, round once (like mean)
-        return astype(
-            div(sum(astype(q, float32, loc), std::move(axes), keepdims, loc), Operand(divisor, loc), loc),
-            q.dtype(), loc);
     return div(sum(q, std::move(axes), keepdims, loc), Operand(divisor, loc), loc);
+}
+
+// The dtype of `x_dtype` combined with the operand `w` (an array's dtype, or a weak scalar that takes
+// x's), for an affine weight or bias; checks that w broadcasts against x.
+DType with_affine(std::string_view api, std::string_view what, const Array& x, DType x_dtype,
+                  const Operand& w, const Loc& loc) {
+    if (!w.is_array()) return x_dtype;
+    const ir::NodePtr wn = w.resolve(Operand(x, loc), api);
+    Shape out;
+    if (!broadcast_shapes(x.shape(), wn->shape(), out))
+        fail(api, loc,
+             fmt::format("{} {} does not broadcast against x {}", what, ir::describe(*wn),
+                         ir::describe(*x.node())));
+    return promote(x_dtype, wn->dtype());
 }
 
 }  // namespace
 
-Array var(const Operand& x, Axes axes, double correction, bool keepdims, Loc loc) {
-    return variance("var", x, std::move(axes), correction, keepdims, loc);
+Array var(const Operand& x_in, Axes axes, double correction, bool keepdims, Loc loc) {
+    const Array x(x_in.resolve_alone("var"));
+    return rounded_to(variance("var", x, std::move(axes), correction, keepdims, loc), result_dtype(x.dtype()),
+                      loc);
 }
 
-Array std(const Operand& x, Axes axes, double correction, bool keepdims, Loc loc) {
-    return sqrt(variance("std", x, std::move(axes), correction, keepdims, loc), loc);
+Array std(const Operand& x_in, Axes axes, double correction, bool keepdims, Loc loc) {
+    const Array x(x_in.resolve_alone("std"));
+    return rounded_to(sqrt(variance("std", x, std::move(axes), correction, keepdims, loc), loc),
+                      result_dtype(x.dtype()), loc);
+}
+
+Array stddev(const Operand& x, Axes axes, double correction, bool keepdims, Loc loc) {
+    return loom::std(x, std::move(axes), correction, keepdims, loc);
 }
 
 Array softmax(const Operand& x_in, std::int64_t axis, Loc loc) {
-    const Array x = as_float(Array(x_in.resolve_alone("softmax")), loc);
+    const Array x(x_in.resolve_alone("softmax"));
     (void)reduced_count("softmax", x, {axis}, loc);
-    const Array e = exp(sub(x, max(x, axis, true, loc), loc), loc);
-    return div(e, sum(e, axis, true, loc), loc);
+    const Array xa = at_accumulation(x, loc);
+    const Array e = exp(sub(xa, max(xa, axis, true, loc), loc), loc);
+    return rounded_to(div(e, sum(e, axis, true, loc), loc), result_dtype(x.dtype()), loc);
 }
 
 Array layernorm(const Operand& x_in, const Operand& weight, const Operand& bias, double eps,
                 std::int64_t axis, Loc loc) {
     const Array x(x_in.resolve_alone("layernorm"));
     const Array v = variance("layernorm", x, {axis}, 0.0, true, loc);
-    const Array d = sub(as_float(x, loc), mean(x, axis, true, loc), loc);  // the node variance() built
-    return add(mul(mul(d, rsqrt(add(v, Operand(eps, loc), loc), loc), loc), weight, loc), bias, loc);
+    DType out = with_affine("layernorm", "weight", x, result_dtype(x.dtype()), weight, loc);
+    out = with_affine("layernorm", "bias", x, out, bias, loc);
+    const Array d = deviations(x, {axis}, loc);  // the node variance() built
+    const Array y = add(mul(mul(d, rsqrt(add(v, Operand(eps, loc), loc), loc), loc), weight, loc), bias, loc);
+    return rounded_to(y, out, loc);
 }
 
 Array rmsnorm(const Operand& x_in, const Operand& weight, double eps, std::int64_t axis, Loc loc) {
-    const Array x = as_float(Array(x_in.resolve_alone("rmsnorm")), loc);
+    const Array x(x_in.resolve_alone("rmsnorm"));
     (void)reduced_count("rmsnorm", x, {axis}, loc);
-    const Array ms = mean(mul(x, x, loc), axis, true, loc);
-    return mul(mul(x, rsqrt(add(ms, Operand(eps, loc), loc), loc), loc), weight, loc);
+    const DType out = with_affine("rmsnorm", "weight", x, result_dtype(x.dtype()), weight, loc);
+    const Array xa = at_accumulation(x, loc);
+    const Array ms = mean(mul(xa, xa, loc), axis, true, loc);
+    return rounded_to(mul(mul(xa, rsqrt(add(ms, Operand(eps, loc), loc), loc), loc), weight, loc), out, loc);
 }
 
 }  // namespace loom

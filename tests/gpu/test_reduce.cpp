@@ -198,6 +198,34 @@ TEST_CASE("reduce: fusion gives one kernel and the same bits as one kernel per r
     }
 }
 
+TEST_CASE("reduce: var, std, softmax, layernorm, rmsnorm in float32, float16 and bfloat16 against the reference") {
+    for (DType dt : {float32, float16, bfloat16}) {
+        const std::string dtype_name(name(dt));
+        CAPTURE(dtype_name);
+        for (std::int64_t L : {1000, 4096, 20000}) {  // held in registers, and two chunks and more
+            CAPTURE(L);
+            Tensor x = rand({96, L}, dt, 81), w = rand({L}, dt, 82), b = rand({L}, dt, 83);
+            const std::vector<Array> norms{softmax(x), layernorm(x, w, b, 1e-5), rmsnorm(x, w, 1e-6)};
+            for (const Array& y : norms) {
+                const std::string plan = gpu::explain(ir::run_pipeline({y.node()}, ir::standard_passes()), "");
+                if (L <= 4096) CHECK(plan.find("kernel 1") == std::string::npos);  // one kernel per row block
+            }
+            run_checked(norms, false);
+            run_checked({var(x, 1, 1.0), stddev(x, -1), var(x, 0), stddev(x)}, false);
+        }
+    }
+    // Half rows with deviations of 300: their squares pass float16's 65504; the statistics in float32 do not.
+    Tensor h = rand({64, 2048}, float16, 84, testing::Random::uniform(-300, 300));
+    const std::vector<Tensor> got = run_checked({var(h, 1), rmsnorm(h, 1.0, 1e-5), layernorm(h, 1.0, 0.0, 1e-5)}, false);
+    const Tensor v = got[0].to(Device::cpu()), r = got[1].to(Device::cpu());
+    for (std::int64_t i = 0; i < 64; ++i) {
+        CAPTURE(i);
+        REQUIRE(std::isfinite(v.get_double(i)));
+        CHECK(v.get_double(i) > 20000.0);  // about 300^2 / 3
+        CHECK(std::isfinite(r.get_double(i * 2048)));
+    }
+}
+
 TEST_CASE("reduce: a split row gives the same bits whatever blocks share it; more than 256 groups of chunk partials") {
     // One row of 301 chunks (two groups of chunk partials) reduced as 1, 2, 3, 7, 100 and 131 identical rows
     // (a stride-0 broadcast): on an H200 264, 132, 88, 37, 13 (5 waves) and 2 blocks per row, so the ranges, the

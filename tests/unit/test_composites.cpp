@@ -135,6 +135,14 @@ void check_var_std(const Tensor& x, const Axes& axes, double c, bool keepdims = 
     }
 }
 
+// Whether a call compiles (a requires-expression is only a test inside a template).
+template <class T> concept var_axes_bool = requires(const T& t) { var(t, Axes{1}, true); };
+template <class T> concept var_axis_bool = requires(const T& t) { var(t, 1, true); };
+template <class T> concept std_axes_bool = requires(const T& t) { loom::std(t, Axes{1}, false, true); };
+template <class T> concept stddev_axis_bool = requires(const T& t) { stddev(t, -1, true); };
+template <class T> concept var_axes_int = requires(const T& t) { var(t, Axes{}, 1); };
+template <class T> concept var_axis_int_keepdims = requires(const T& t) { stddev(t, 1, 1, true); };
+
 }  // namespace
 
 TEST_CASE(
@@ -240,23 +248,79 @@ TEST_CASE("var is two-pass: data at 1e4 with unit spread keeps its digits where 
           0.5 * want);  // a difference of values near 1e8 (ulp 8): no digit is right
 }
 
-TEST_CASE("var and std in float16 and bfloat16: sum and divide in float32, round once") {
+TEST_CASE("float16 and bfloat16: var, std, softmax, layernorm, rmsnorm run in float32 and round once") {
     const std::uint64_t seed = fresh_seed();
     CAPTURE(seed);
     for (DType dt : {float16, bfloat16}) {
         const std::string dtype_name(name(dt));
         CAPTURE(dtype_name);
+        const double uh = dt == float16 ? 0x1p-11 : 0x1p-8;  // the half dtype's unit roundoff
+        // The documented graphs: x widened to float32, every step at float32, one rounding at the end.
+        const Tensor x = random_host({8, 1000}, dt, seed, testing::Random::normal(1.0, 2.0));
+        const Array xa = astype(x, float32), m = mean(xa, 1, true), d = xa - m;
+        CHECK(var(x, 1, 1.0).node() == astype(sum(d * d, 1) / 999.0, dt).node());
+        CHECK(loom::std(x, 1).node() == astype(sqrt(sum(d * d, 1) / 1000.0), dt).node());
+        const Array e = exp(xa - max(xa, -1, true));
+        CHECK(softmax(x).node() == astype(e / sum(e, -1, true), dt).node());
+        CHECK(rmsnorm(x, 1.0, 1e-6).node() == astype(xa * rsqrt(mean(xa * xa, -1, true) + 1e-6) * 1.0, dt).node());
+        CHECK(layernorm(x, 1.0, 0.0, 1e-5).node() ==
+              astype(d * rsqrt(sum(d * d, 1, true) / 1000.0 + 1e-5) * 1.0 + 0.0, dt).node());
+        // Within float32's bound, plus the final rounding to the half dtype.
+        const auto xv = values(x), vv = values(var(x, 1, 1.0).eval());
+        for (std::int64_t r = 0; r < 8; ++r) {
+            const std::vector<long double> row(xv.begin() + r * 1000, xv.begin() + (r + 1) * 1000);
+            const Exact ex = exact_stats(row);
+            const double want = static_cast<double>(ex.s / 999);
+            CAPTURE(r);
+            CHECK(std::fabs(vv[static_cast<std::size_t>(r)] - want) <=
+                  (var_rel_bound(ex, 1000, 0x1p-24) + uh) * want);
+        }
         // 100000 squares of about 4 sum to 4e5, beyond float16's 65504: the sum is kept in float32.
-        const Tensor x = random_host({100000}, dt, seed, testing::Random::normal(1.0, 2.0));
-        const Tensor v = var(x, {}, 1).eval();
-        CHECK(v.dtype() == dt);
-        const Exact e = exact_stats(values(x));
-        const double want = static_cast<double>(e.s / (100000 - 1));
-        // d, q and the final value round to the half dtype (u = 2^-11 or 2^-8): about 4u, 5u with room.
-        CHECK(std::fabs(v.get_double(0) - want) <= 5 * (dt == float16 ? 0x1p-11 : 0x1p-8) * want);
-        const Array q = (Array(x) - mean(x, {}, true)) * (Array(x) - mean(x, {}, true));
-        CHECK(var(x).eval().get_double(0) == mean(q).eval().get_double(0));
+        const Tensor big = random_host({100000}, dt, seed + 1, testing::Random::normal(1.0, 2.0));
+        const Exact eb = exact_stats(values(big));
+        const double wb = static_cast<double>(eb.s / (100000 - 1));
+        CHECK(std::fabs(var(big, {}, 1).eval().get_double(0) - wb) <=
+              (var_rel_bound(eb, 100000, 0x1p-24) + uh) * wb);
+
+        // Deviations of 256 or more: their squares pass float16's range, but not float32's.
+        std::vector<double> v(100, 0.0);
+        v[0] = 260;
+        v[1] = -260;
+        const Tensor h = host_of({100}, dt, v);
+        const double hv = var(h).eval().get_double(0);
+        CHECK(hv == static_cast<double>(reference::cast(host_of({}, float64, {1352.0}), dt).get_double(0)));
+        CHECK(stddev(h).eval().get_double(0) ==
+              reference::cast(host_of({}, float64, {std::sqrt(1352.0)}), dt).get_double(0));
+        const Tensor r2 = rmsnorm(host_of({2}, dt, {300, 300}), 1.0, 1e-5).eval();
+        CHECK(r2.dtype() == dt);
+        CHECK(r2.get_double(0) == 1.0);
+        CHECK(r2.get_double(1) == 1.0);
+        const Tensor l4 = layernorm(host_of({4}, dt, {-300, 300, -300, 300}), 1.0, 0.0, 1e-5).eval();
+        CHECK(l4.dtype() == dt);
+        for (int i = 0; i < 4; ++i) CHECK(l4.get_double(i) == (i % 2 ? 1.0 : -1.0));
+        // eps = 1e-8 is 0 in float16 but not in float32: zeros normalize to zeros, not NaN.
+        const Tensor z = rmsnorm(host_of({2}, dt, {0, 0}), 1.0, 1e-8).eval();
+        CHECK(z.get_double(0) == 0.0);
+        CHECK(z.get_double(1) == 0.0);
+        // The result dtype is x's promoted with weight's: a float32 weight gives float32.
+        const Tensor w32 = random_host({1000}, float32, seed + 2);
+        CHECK(rmsnorm(x, w32, 1e-6).dtype() == float32);
+        CHECK(layernorm(x, w32, 0.0, 1e-6).dtype() == float32);
+        CHECK(layernorm(x, 1.0, Tensor(random_host({1000}, dt, seed + 3)), 1e-6).dtype() == dt);
     }
+}
+
+TEST_CASE("stddev is loom::std; a bool in the correction's place does not compile") {
+    const Tensor x = random_host({3, 50}, float32, fresh_seed());
+    CHECK(stddev(x, 1, 1.0).node() == loom::std(x, 1, 1.0).node());
+    CHECK(stddev(x, {0, 1}).node() == loom::std(x).node());
+    // var(x, {1}, true) would silently mean correction 1 (sum's third argument is keepdims).
+    static_assert(!var_axes_bool<Tensor>);
+    static_assert(!var_axis_bool<Tensor>);
+    static_assert(!std_axes_bool<Tensor>);
+    static_assert(!stddev_axis_bool<Tensor>);
+    static_assert(var_axes_int<Tensor>);  // an integer correction is fine
+    static_assert(var_axis_int_keepdims<Tensor>);
 }
 
 TEST_CASE("var, std, softmax, layernorm, rmsnorm: errors name the function and the caller's line") {
@@ -271,7 +335,11 @@ TEST_CASE("var, std, softmax, layernorm, rmsnorm: errors name the function and t
     m = loom_test::error_message([&] { (void)layernorm(x, 1.0, 0.0, 1e-5, -3); });
     CHECK(m.find("layernorm(): axis -3 out of range") == 0);
     m = loom_test::error_message([&] { (void)rmsnorm(x, Tensor(random_host({3}, float32, 2)), 1e-6); });
-    CHECK(m.find("mul(): ") == 0);  // weight [3] does not broadcast against [3, 4]
+    CHECK(m.find("rmsnorm(): weight [3] float32 does not broadcast against x [3, 4] float32") == 0);
+    CHECK(m.find("test_composites.cpp:") != std::string::npos);
+    m = loom_test::error_message(
+        [&] { (void)layernorm(x, 1.0, Tensor(random_host({2, 1}, float16, 3)), 1e-6); });
+    CHECK(m.find("layernorm(): bias [2, 1] float16 does not broadcast against x [3, 4] float32") == 0);
     const Tensor empty = Tensor::host({3, 0}, float32);
     m = loom_test::error_message([&] { (void)softmax(empty); });
     CHECK(m.find("softmax(): reduction of operand [3, 0] float32 over a zero-length axis has no identity") ==

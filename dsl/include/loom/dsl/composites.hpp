@@ -5,7 +5,8 @@
 // "Softmax and normalizations"); the results are exactly those of the written-out formulas.
 //
 // Errors: loom::Error whose message starts with the function's name and gives the operand's shape and
-// dtype and the call's file:line (an axis out of range or repeated, a zero-length normalized axis).
+// dtype and the call's file:line (an axis out of range or repeated, a zero-length normalized axis, a
+// weight or bias that does not broadcast against x).
 #pragma once
 
 #include <concepts>
@@ -19,17 +20,23 @@ namespace loom {
 ///     m = mean(x, axes, keepdims = true)
 ///     var = sum((x - m) * (x - m), axes, keepdims) / max(N - correction, 0)
 /// N is the number of reduced elements; `correction` is NumPy's ddof (1: the unbiased sample variance).
-/// dtype: mean's (integers and bool give float32); float16/bfloat16 sum and divide in float32 and round
-/// once. N - correction <= 0 gives +Inf, or NaN when every deviation is 0 (IEEE division by 0, as NumPy).
+/// dtype: mean's (float dtypes are kept; integers and bool give float32). float16 and bfloat16 are
+/// widened to float32 first and every step runs in float32, rounded once to the half dtype at the end.
+/// N - correction <= 0 gives +Inf, or NaN when every deviation is 0 (IEEE division by 0, as NumPy).
 /// Never E[x^2] - E[x]^2, which cancels catastrophically for data far from zero.
 Array var(const Operand& x, Axes axes = {}, double correction = 0, bool keepdims = false,
           Loc loc = Loc::current());
-/// Standard deviation: sqrt(var(x, axes, correction, keepdims)) (the same dtype; sqrt rounds once).
+/// Standard deviation: sqrt of the variance above (the same dtype; for halves the square root is taken in
+/// float32 and rounded once). With `using namespace loom;` a call spelled `std(x)` is ambiguous with
+/// namespace std: write `loom::std(x)` or `stddev(x)`.
 Array std(const Operand& x, Axes axes = {}, double correction = 0, bool keepdims = false,
           Loc loc = Loc::current());
+/// The same function as loom::std, under a name that never collides with namespace std.
+Array stddev(const Operand& x, Axes axes = {}, double correction = 0, bool keepdims = false,
+             Loc loc = Loc::current());
 
-/// var / std over one axis. A template over integer types so that `var(x, {}, 1)` means all axes (an
-/// empty brace list is an empty Axes here, not axis 0).
+/// var / std / stddev over one axis. A template over integer types so that `var(x, {}, 1)` means all
+/// axes (an empty brace list is an empty Axes here, not axis 0).
 template <std::integral I>
     requires(!std::same_as<I, bool>)
 Array var(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
@@ -40,24 +47,57 @@ template <std::integral I>
 Array std(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
     return std(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
 }
+template <std::integral I>
+    requires(!std::same_as<I, bool>)
+Array stddev(const Operand& x, I axis, double correction = 0, bool keepdims = false,
+             Loc loc = Loc::current()) {
+    return stddev(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
+}
+
+/// Deleted: a bool in the correction's place. `var(x, {1}, true)` reads like sum's keepdims but would
+/// silently mean correction = 1; the correction is a number (NumPy's ddof), keepdims comes after it:
+/// `var(x, {1}, 0, true)`.
+template <class B>
+    requires std::same_as<B, bool>
+Array var(const Operand& x, Axes axes, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+template <class B>
+    requires std::same_as<B, bool>
+Array std(const Operand& x, Axes axes, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+template <class B>
+    requires std::same_as<B, bool>
+Array stddev(const Operand& x, Axes axes, B correction, bool keepdims = false,
+             Loc loc = Loc::current()) = delete;
+template <std::integral I, class B>
+    requires(!std::same_as<I, bool> && std::same_as<B, bool>)
+Array var(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+template <std::integral I, class B>
+    requires(!std::same_as<I, bool> && std::same_as<B, bool>)
+Array std(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+template <std::integral I, class B>
+    requires(!std::same_as<I, bool> && std::same_as<B, bool>)
+Array stddev(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
 
 /// Softmax along `axis` (default the last), with the maximum subtracted for range:
 ///     m = max(x, axis, keepdims = true);  e = exp(x - m);  y = e / sum(e, axis, keepdims = true)
-/// Integer and bool x are converted to float32 first; float dtypes are kept. -Inf entries give 0; a row
-/// of only -Inf, or one holding +Inf or NaN, gives NaN for the whole row.
+/// Integer and bool x are converted to float32 first; float dtypes are kept, float16 and bfloat16 computed
+/// in float32 and rounded once at the end. -Inf entries give 0; a row of only -Inf, or one holding +Inf
+/// or NaN, gives NaN for the whole row.
 Array softmax(const Operand& x, std::int64_t axis = -1, Loc loc = Loc::current());
 
 /// Layer normalization along `axis` (default the last):
 ///     m = mean(x, axis, keepdims = true);  v = var(x, axis, 0, keepdims = true)
 ///     y = (((x - m) * rsqrt(v + eps)) * weight) + bias
 /// weight and bias broadcast against x by NumPy rules (for the last axis: shape [n], or scalars; pass 1.0
-/// and 0.0 for no affine transform). eps is a weak scalar (it takes v's dtype).
+/// and 0.0 for no affine transform). eps is a weak scalar (it takes v's dtype). float16 and bfloat16 x
+/// are computed in float32 (m, v, the products and the bias) and rounded once; the result dtype is x's
+/// float dtype promoted with weight's and bias's. Errors: weight or bias not broadcasting against x.
 Array layernorm(const Operand& x, const Operand& weight, const Operand& bias, double eps,
                 std::int64_t axis = -1, Loc loc = Loc::current());
 
 /// RMS normalization along `axis` (default the last):
 ///     y = (x * rsqrt(mean(x * x, axis, keepdims = true) + eps)) * weight
-/// Integer and bool x are converted to float32 first. weight broadcasts by NumPy rules; eps is weak.
+/// Integer and bool x are converted to float32 first; float16 and bfloat16 x are computed in float32 and
+/// rounded once (to x's dtype promoted with weight's). weight broadcasts by NumPy rules; eps is weak.
 Array rmsnorm(const Operand& x, const Operand& weight, double eps, std::int64_t axis = -1,
               Loc loc = Loc::current());
 
