@@ -353,7 +353,14 @@ int main(int argc, char** argv) {
         if (opt.seconds >= 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= opt.seconds) break;
         const std::uint64_t seed = opt.seed + k;
         const auto g0 = Clock::now();
-        const Program p = generate(seed, opt.gen);
+        Program p;
+        try {
+            p = generate(seed, opt.gen);
+        } catch (const std::exception& e) {  // a generator bug: reported with its seed, counted as invalid
+            std::printf("loom_fuzz: seed %llu: generation failed: %s\n", static_cast<unsigned long long>(seed), e.what());
+            ++invalid;
+            continue;
+        }
         const Outcome o = run(p);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - g0).count();
         if (o.kind == Kind::Invalid) {  // generation only returns valid programs; count it, do not retry

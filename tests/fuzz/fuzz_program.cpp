@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
@@ -231,8 +232,11 @@ PreImage pre_image(const Instr& ins, const Shape& t) {
             const std::int64_t o = ins.start1 ? 1 : 0, s = ins.step == 0 ? 2 : ins.step;
             pi.shape[static_cast<std::size_t>(d)] = t[static_cast<std::size_t>(d)] * std::abs(s) + o;
             pi.spec.assign(static_cast<std::size_t>(d + 1), ir::SliceSpec{});
+            // A zero extent: a slice starting at the pre-image's end (a negative step would start at -1).
             pi.spec[static_cast<std::size_t>(d)] =
-                s > 0 ? ir::SliceSpec{o, kNone, s} : ir::SliceSpec{pi.shape[static_cast<std::size_t>(d)] - 1 - o, kNone, s};
+                s > 0 || t[static_cast<std::size_t>(d)] == 0
+                    ? ir::SliceSpec{o, kNone, std::abs(s)}
+                    : ir::SliceSpec{pi.shape[static_cast<std::size_t>(d)] - 1 - o, kNone, s};
             break;
         }
         case PreView::Reshape:
@@ -646,6 +650,8 @@ public:
         choose_base();
         const int n_inputs = uniform(g_, 1, 3);
         for (int k = 0; k < n_inputs; ++k) add_input(k == 0 || chance(g_, 0.7));
+        for (int attempt = 0; attempt < 20 && size() == 0; ++attempt) add_input(true);  // every move needs one
+        if (size() == 0) throw std::logic_error(fmt::format("no input of base shape {} builds", to_string(p_.base)));
         if (chance(g_, 0.4)) {
             Instr s;
             s.kind = chance(g_, 0.5) ? Instr::Kind::Scalar : Instr::Kind::Constant;
