@@ -44,7 +44,7 @@ std::string reason(const std::vector<const Program*>& earlier, std::span<const T
 }  // namespace
 
 const Program& FunctionCore::specialize(
-    std::span<const Tensor* const> args,
+    std::span<const Tensor* const> args, std::source_location call,
     const std::function<std::vector<ir::NodePtr>(const std::vector<ir::NodePtr>&)>& trace) {
     std::lock_guard lock(mu_);
     if (const Program* p = find(args)) return *p;  // another thread built it while we waited
@@ -57,7 +57,8 @@ const Program& FunctionCore::specialize(
     std::vector<ir::NodePtr> placeholders;
     for (std::size_t k = 0; k < args.size(); ++k) {
         if (!args[k]->defined())
-            throw Error(fmt::format("{}(): argument {} is an undefined Tensor ({})", name_, k, short_location(loc_)));
+            throw Error(fmt::format("{}(): argument {} is an undefined Tensor ({}; the function is defined at {})",
+                                    name_, k, short_location(call), short_location(loc_)));
         placeholders.push_back(
             ir::input(args[k]->dtype(), args[k]->shape(), fmt::format("arg{}", k), {}, loc_));
     }

@@ -128,19 +128,23 @@ void Program::launch(const Group& g, std::span<const Tensor* const> args, std::s
     gpu::launch_group(*g.kernel, g.planned, ins, outs, g.numel, where_);
 }
 
-void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const {
+void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
+                  std::source_location call) const {
     if (outs.size() != roots_.size())
-        throw Error(fmt::format("run(): {} outputs for {} results ({})", outs.size(), roots_.size(), where_));
+        throw Error(fmt::format("{}(): {} outputs for {} results ({}; the function is defined at {})", name_, outs.size(),
+                                roots_.size(), short_location(call), where_));
     bool alias = false;
     for (std::size_t r = 0; r < outs.size(); ++r) {
         const Tensor& o = *outs[r];
         if (!o.defined() || o.shape() != roots_[r]->shape() || o.dtype() != roots_[r]->dtype() || !o.is_contiguous() ||
             !(o.device() == device_))
-            throw Error(fmt::format("run(): output {} is {} but the result is {} on {}, contiguous ({})", r,
+            throw Error(fmt::format("{}(): output {} is {} but the result is {} on {}, contiguous ({}; the function is "
+                                    "defined at {})",
+                                    name_, r,
                                     o.defined() ? fmt::format("{} {} on {}", to_string(o.shape()), name(o.dtype()),
                                                               o.device().to_string())
                                                 : std::string("undefined"),
-                                    ir::describe(*roots_[r]), device_.to_string(), where_));
+                                    ir::describe(*roots_[r]), device_.to_string(), short_location(call), where_));
         for (const Tensor* a : args) alias = alias || a->storage() == o.storage();
         for (std::size_t q = 0; q < r; ++q) alias = alias || outs[q]->storage() == o.storage();
     }

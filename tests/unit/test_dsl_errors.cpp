@@ -220,6 +220,10 @@ TEST_CASE("evaluation misuse: item() of many elements, assign() into the wrong t
 
     line = __LINE__; msg = loom_test::error_message([&] { (void)eval(std::vector<Array>{a, empty}); });
     CHECK(msg == "eval(): empty Array" + at(line));
+    line = __LINE__; msg = loom_test::error_message([&] { (void)eval(a, empty); });
+    CHECK(msg == "eval(): empty Array" + at(line));  // the pack form names the caller's line too
+    line = __LINE__; msg = loom_test::error_message([&] { auto [p, q, r] = eval(a, a * 2.0, empty); (void)p; });
+    CHECK(msg == "eval(): empty Array" + at(line));
 
     line = __LINE__; msg = loom_test::error_message([&] { (void)empty.eval(); });
     CHECK(msg == "eval(): empty Array" + at(line));

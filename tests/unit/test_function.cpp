@@ -97,7 +97,29 @@ TEST_CASE("errors name the function and the user's line") {
     }
     Tensor out_wrong = Tensor::host({2}, float32);
     auto f = loom::function("plus_one", [](Array x) { return x + 1.0; });
+    const int def_line = __LINE__ - 1;
     CHECK_THROWS_AS(f(a, out_wrong), Error);
+    // The call's line and the definition's: a wrong output, and an undefined argument.
+    int line = __LINE__ + 2;
+    try {
+        f(a, out_wrong);
+        FAIL("no exception");
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        CHECK(msg.find("plus_one(): output 0 is [2] float32 on cpu but the result is [4, 3] float32") == 0);
+        CHECK(msg.find(fmt::format("test_function.cpp:{}; the function is defined at test_function.cpp:{})", line,
+                                   def_line)) != std::string::npos);
+    }
+    const Tensor undefined;
+    line = __LINE__ + 2;
+    try {
+        (void)f(undefined);
+        FAIL("no exception");
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        CHECK(msg.find("plus_one(): argument 0 is an undefined Tensor") == 0);
+        CHECK(msg.find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
+    }
 }
 
 TEST_CASE("cuda_source of a traced function shows its kernel, named after it") {

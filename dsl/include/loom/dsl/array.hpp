@@ -144,12 +144,22 @@ inline Tensor eval(const Array& a, Loc loc = Loc::current()) { return a.eval(loc
 
 /// Evaluates several arrays together (outputs that share an iteration space come out of one kernel).
 std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc = Loc::current());
-/// Evaluates two or more arrays together; `auto [call, put] = eval(call_a, put_a);`.
+/// An Array argument that also records the caller's file:line: a function taking a pack cannot end with a
+/// defaulted Loc, so its first parameter carries it (the default argument is evaluated where the
+/// argument is converted, in the caller's code).
+struct ArrayAt {
+    ArrayAt(const Array& a, Loc l = Loc::current()) : array(a), loc(l) {}
+    const Array& array;
+    Loc loc;
+};
+
+/// Evaluates two or more arrays together; `auto [call, put] = eval(call_a, put_a);`. Errors name the
+/// caller's file:line, as eval(vector) does.
 template <class... A>
-    requires(sizeof...(A) >= 2 && (std::same_as<A, Array> && ...))
-std::array<Tensor, sizeof...(A)> eval(const A&... arrays) {
-    auto v = eval(std::vector<Array>{arrays...});
-    std::array<Tensor, sizeof...(A)> out;
+    requires(sizeof...(A) >= 1 && (std::same_as<A, Array> && ...))
+std::array<Tensor, sizeof...(A) + 1> eval(ArrayAt first, const A&... rest) {
+    auto v = eval(std::vector<Array>{first.array, rest...}, first.loc);
+    std::array<Tensor, sizeof...(A) + 1> out;
     for (std::size_t k = 0; k < out.size(); ++k) out[k] = std::move(v[k]);
     return out;
 }

@@ -80,7 +80,7 @@ public:
     /// The program for `args`, or nullptr when none matches. No lock, no allocation.
     const Program* find(std::span<const Tensor* const> args) const noexcept;
     /// Builds (or finds, under the lock) the program for `args`; `trace` maps placeholders to result nodes.
-    const Program& specialize(std::span<const Tensor* const> args,
+    const Program& specialize(std::span<const Tensor* const> args, std::source_location call,
                               const std::function<std::vector<ir::NodePtr>(const std::vector<ir::NodePtr>&)>& trace);
     FunctionStats stats() const;
     void count_call() const noexcept { calls_.fetch_add(1, std::memory_order_relaxed); }
@@ -99,6 +99,14 @@ private:
 
 }  // namespace detail
 
+/// A Tensor argument that also records the caller's file:line (a call taking a pack of tensors cannot end
+/// with a defaulted location; the default argument is evaluated where the argument is converted).
+struct TensorAt {
+    TensorAt(const Tensor& t, std::source_location l = std::source_location::current()) : tensor(t), loc(l) {}
+    const Tensor& tensor;
+    std::source_location loc;
+};
+
 /// A traced function over Arrays (see the file comment). Create it with loom::function(). Thread-safe:
 /// calls from several threads share specializations; two threads needing the same new one build it once.
 template <class F>
@@ -114,18 +122,19 @@ public:
     /// f(inputs...): allocates the results and returns them (a Tensor, or std::array<Tensor, N> for N
     /// results). f(inputs..., outputs...): writes into preallocated outputs (same shape and dtype,
     /// contiguous, on the inputs' device) and returns nothing; asynchronous on the current stream.
-    /// Throws loom::Error for arguments that do not fit the function (the first call also reports trace
-    /// errors with the callable's file:line), and as loom::evaluate() does.
+    /// Throws loom::Error for arguments that do not fit the function, naming the function, the call's
+    /// file:line and where it was defined (the first call also reports trace errors with the callable's
+    /// file:line), and as loom::evaluate() does.
     template <class... T>
         requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) &&
-                 (sizeof...(T) == kInputs || sizeof...(T) == kInputs + kOutputs))
-    auto operator()(const T&... tensors) const {
-        const std::array<const Tensor*, sizeof...(T)> all{&tensors...};
+                 (sizeof...(T) + 1 == kInputs || sizeof...(T) + 1 == kInputs + kOutputs))
+    auto operator()(TensorAt first, const T&... rest) const {
+        const std::array<const Tensor*, sizeof...(T) + 1> all{&first.tensor, &rest...};
         const std::span<const Tensor* const> args(all.data(), kInputs);
-        const Program& p = program(args);
+        const Program& p = program(args, first.loc);
         core_->count_call();
-        if constexpr (sizeof...(T) == kInputs + kOutputs) {
-            p.run(args, std::span<const Tensor* const>(all.data() + kInputs, kOutputs));
+        if constexpr (sizeof...(T) + 1 == kInputs + kOutputs) {
+            p.run(args, std::span<const Tensor* const>(all.data() + kInputs, kOutputs), first.loc);
         } else {
             std::array<Tensor, kOutputs> outs;
             std::array<const Tensor*, kOutputs> out_ptrs{};
@@ -133,7 +142,7 @@ public:
                 outs[k] = Tensor::empty(p.roots()[k]->shape(), p.roots()[k]->dtype(), p.device());
                 out_ptrs[k] = &outs[k];
             }
-            p.run(args, out_ptrs);
+            p.run(args, out_ptrs, first.loc);
             if constexpr (kOutputs == 1) return outs[0];
             else return outs;
         }
@@ -144,16 +153,16 @@ public:
         requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) && sizeof...(T) == kInputs)
     std::string cuda_source(const T&... tensors) const {
         const std::array<const Tensor*, kInputs> all{&tensors...};
-        return program(all).cuda_source();
+        return program(all, std::source_location::current()).cuda_source();
     }
 
     const std::string& name() const { return core_->name(); }
     detail::FunctionStats stats() const { return core_->stats(); }
 
 private:
-    const Program& program(std::span<const Tensor* const> args) const {
+    const Program& program(std::span<const Tensor* const> args, std::source_location call) const {
         if (const Program* p = core_->find(args)) return *p;
-        return core_->specialize(args, [this](const std::vector<ir::NodePtr>& placeholders) {
+        return core_->specialize(args, call, [this](const std::vector<ir::NodePtr>& placeholders) {
             std::array<Array, kInputs> in;
             for (std::size_t k = 0; k < kInputs; ++k) in[k] = Array(placeholders[k]);
             return detail::result_nodes(std::apply(fn_, in));

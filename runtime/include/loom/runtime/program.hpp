@@ -53,7 +53,10 @@ public:
     /// allocate per run from the stream-ordered pool: one block for the values materialized between
     /// kernels (when there are any) and the workspaces of split reductions (whose counters come from a
     /// per-stream buffer found under a lock; inside stream capture they are pool memory zeroed by a memset).
-    void run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const;
+    /// Outputs that do not fit (count, shape, dtype, device, layout) throw loom::Error naming the function,
+    /// `call` (the caller's file:line) and where the function was defined.
+    void run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
+             std::source_location call = std::source_location::current()) const;
 
     const std::vector<ArgSpec>& specs() const { return specs_; }
     const std::vector<ir::NodePtr>& roots() const { return roots_; }
