@@ -173,9 +173,10 @@ CachedCompile compile_cached(std::string_view name, std::string_view source, con
     DiskCache& cache = disk_cache();
     const bool dump = dumping_cache();
     std::optional<DiskCacheKey> key;
+    const bool dump_ptx = env_list_contains("LOOM_DUMP", "ptx");  // every kernel is compiled to dump its PTX
     if (cache.enabled()) {
         key = make_disk_cache_key(source, opts, is_ptx, is_ptx ? driver_version() : 0);
-        if (!env_list_contains("LOOM_DUMP", "ptx")) {
+        if (!dump_ptx) {
             const auto t0 = std::chrono::steady_clock::now();
             bool stored_ptx = false;
             if (auto image = cache.load(*key, &stored_ptx); image && stored_ptx == is_ptx) {
@@ -201,8 +202,10 @@ CachedCompile compile_cached(std::string_view name, std::string_view source, con
     }
     if (key) {
         cache.store(*key, std::string_view(out.result.binary.data(), out.result.binary.size()), out.result.is_ptx);
-        if (dump) fmt::print(stderr, "loom cache: miss {} {}: compiled in {:.1f} ms, stored ({} bytes)\n", name,
-                             key->digest.substr(0, 16), out.result.compile_ms, out.result.binary.size());
+        if (dump) fmt::print(stderr, "loom cache: {} {} {}{}: compiled in {:.1f} ms, stored ({} bytes)\n",
+                             dump_ptx ? "skipped" : "miss", name, key->digest.substr(0, 16),
+                             dump_ptx ? " (LOOM_DUMP=ptx compiles every kernel, not a miss)" : "", out.result.compile_ms,
+                             out.result.binary.size());
     } else if (dump) {
         const char* off = std::getenv("LOOM_DISK_CACHE");
         fmt::print(stderr, "loom cache: disabled ({}); compiled {} in {:.1f} ms\n",
