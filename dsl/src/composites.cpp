@@ -4,6 +4,7 @@
 #include "loom/dsl/composites.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -37,13 +38,21 @@ std::int64_t reduced_count(std::string_view api, const Array& x, const Axes& axe
                              ir::describe(*x.node())));
         reduced[static_cast<std::size_t>(n)] = true;
     }
-    std::int64_t count = 1, kept = 1;
-    for (int k = 0; k < r; ++k)
-        (reduced[static_cast<std::size_t>(k)] ? count : kept) *= x.shape()[static_cast<std::size_t>(k)];
+    std::int64_t count = 1, kept = 1, empty_axis = 0;
+    std::vector<int> norm;
+    for (int k = 0; k < r; ++k) {
+        const std::int64_t e = x.shape()[static_cast<std::size_t>(k)];
+        if (reduced[static_cast<std::size_t>(k)]) {
+            norm.push_back(k);
+            if (e == 0) empty_axis = k;
+        }
+        (reduced[static_cast<std::size_t>(k)] ? count : kept) *= e;
+    }
     if (count == 0 && kept > 0)
         fail(api, loc,
-             fmt::format("reduction of operand {} over a zero-length axis has no identity",
-                         ir::describe(*x.node())));
+             fmt::format("reduction of operand {} over axes [{}]: axis {} has length 0 and {} needs at least one "
+                         "element",
+                         ir::describe(*x.node()), fmt::join(norm, ", "), empty_axis, api));
     return count;
 }
 

@@ -472,8 +472,15 @@ NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, 
             throw InternalError(fmt::format("reduce(): rule of {} is not a reduction rule", oi.name));
     }
     const bool has_identity = op == Op::Sum || op == Op::Prod || op == Op::Any || op == Op::All;
-    if (count == 0 && !has_identity && numel(shape) > 0)
-        fail(oi.name, loc, fmt::format("reduction of operand {} over a zero-length axis has no identity", describe(*a)));
+    if (count == 0 && !has_identity && numel(shape) > 0) {
+        std::int64_t empty_axis = 0;
+        for (auto k : norm)
+            if (a->shape()[static_cast<std::size_t>(k)] == 0) empty_axis = k;
+        fail(oi.name, loc,
+             fmt::format("reduction of operand {} over axes [{}]: axis {} has length 0 and {} has no identity (sum, "
+                         "prod, any and all have one)",
+                         describe(*a), fmt::join(norm, ", "), empty_axis, oi.name));
+    }
     NodeDesc d = desc_of(op, out, std::move(shape), {std::move(a)}, loc);
     d.ints = std::move(norm);
     d.keepdims = keepdims;

@@ -220,7 +220,11 @@ TEST_CASE("reductions: bad and repeated axes, empty reductions without an identi
     NodePtr e = input(float32, {0, 3}, "e");
     CHECK(reduce(Op::Sum, e, {0}, false)->shape() == Shape{3});  // sum of nothing is 0
     CHECK(starts_with(loom_test::error_message([&] { reduce(Op::Max, e, {0}, false); }),
-                      "max(): reduction of operand [0, 3] float32"));
+                      "max(): reduction of operand [0, 3] float32 over axes [0]: axis 0 has length 0 and max has no "
+                      "identity (sum, prod, any and all have one)"));
+    NodePtr e3 = input(float32, {2, 0, 4}, "e3");
+    CHECK(starts_with(loom_test::error_message([&] { reduce(Op::ArgMin, e3, {-1, 1}, true); }),
+                      "argmin(): reduction of operand [2, 0, 4] float32 over axes [1, 2]: axis 1 has length 0"));
     CHECK(reduce(Op::Max, e, {1}, false)->shape() == Shape{0});  // no output elements: fine
 }
 
