@@ -91,17 +91,27 @@ Array variance(std::string_view api, const Array& x, Axes axes, double correctio
 }
 
 // The dtype of `x_dtype` combined with the operand `w` (an array's dtype, or a weak scalar that takes
-// x's), for an affine weight or bias; checks that w broadcasts against x.
-DType with_affine(std::string_view api, std::string_view what, const Array& x, DType x_dtype,
+// x's), for an affine weight or bias; checks that w broadcasts against `shape` (x's, or x's broadcast
+// with the weight's for the bias) and widens `shape` to the broadcast one.
+DType with_affine(std::string_view api, std::string_view what, const Array& x, Shape& shape, DType x_dtype,
                   const Operand& w, const Loc& loc) {
     if (!w.is_array()) return x_dtype;
     const ir::NodePtr wn = w.resolve(Operand(x, loc), api);
     Shape out;
-    if (!broadcast_shapes(x.shape(), wn->shape(), out))
+    if (!broadcast_shapes(shape, wn->shape(), out))
         fail(api, loc,
-             fmt::format("{} {} does not broadcast against x {}", what, ir::describe(*wn),
-                         ir::describe(*x.node())));
+             fmt::format("{} {} does not broadcast against {} {}", what, ir::describe(*wn),
+                         shape == x.shape() ? "x" : "x and weight",
+                         shape == x.shape() ? ir::describe(*x.node()) : to_string(shape)));
+    shape = out;
     return promote(x_dtype, wn->dtype());
+}
+
+Array standard_deviation(std::string_view api, const Operand& x_in, Axes axes, double correction, bool keepdims,
+                         const Loc& loc) {
+    const Array x(x_in.resolve_alone(api));
+    return rounded_to(sqrt(variance(api, x, std::move(axes), correction, keepdims, loc), loc),
+                      result_dtype(x.dtype()), loc);
 }
 
 }  // namespace
@@ -112,14 +122,12 @@ Array var(const Operand& x_in, Axes axes, double correction, bool keepdims, Loc 
                       loc);
 }
 
-Array std(const Operand& x_in, Axes axes, double correction, bool keepdims, Loc loc) {
-    const Array x(x_in.resolve_alone("std"));
-    return rounded_to(sqrt(variance("std", x, std::move(axes), correction, keepdims, loc), loc),
-                      result_dtype(x.dtype()), loc);
+Array std(const Operand& x, Axes axes, double correction, bool keepdims, Loc loc) {
+    return standard_deviation("std", x, std::move(axes), correction, keepdims, loc);
 }
 
 Array stddev(const Operand& x, Axes axes, double correction, bool keepdims, Loc loc) {
-    return loom::std(x, std::move(axes), correction, keepdims, loc);
+    return standard_deviation("stddev", x, std::move(axes), correction, keepdims, loc);
 }
 
 Array softmax(const Operand& x_in, std::int64_t axis, Loc loc) {
@@ -134,8 +142,9 @@ Array layernorm(const Operand& x_in, const Operand& weight, const Operand& bias,
                 std::int64_t axis, Loc loc) {
     const Array x(x_in.resolve_alone("layernorm"));
     const Array v = variance("layernorm", x, {axis}, 0.0, true, loc);
-    DType out = with_affine("layernorm", "weight", x, result_dtype(x.dtype()), weight, loc);
-    out = with_affine("layernorm", "bias", x, out, bias, loc);
+    Shape shape = x.shape();
+    DType out = with_affine("layernorm", "weight", x, shape, result_dtype(x.dtype()), weight, loc);
+    out = with_affine("layernorm", "bias", x, shape, out, bias, loc);
     const Array d = deviations(x, {axis}, loc);  // the node variance() built
     const Array y = add(mul(mul(d, rsqrt(add(v, Operand(eps, loc), loc), loc), loc), weight, loc), bias, loc);
     return rounded_to(y, out, loc);
@@ -144,7 +153,8 @@ Array layernorm(const Operand& x_in, const Operand& weight, const Operand& bias,
 Array rmsnorm(const Operand& x_in, const Operand& weight, double eps, std::int64_t axis, Loc loc) {
     const Array x(x_in.resolve_alone("rmsnorm"));
     (void)reduced_count("rmsnorm", x, {axis}, loc);
-    const DType out = with_affine("rmsnorm", "weight", x, result_dtype(x.dtype()), weight, loc);
+    Shape shape = x.shape();
+    const DType out = with_affine("rmsnorm", "weight", x, shape, result_dtype(x.dtype()), weight, loc);
     const Array xa = at_accumulation(x, loc);
     const Array ms = mean(mul(xa, xa, loc), axis, true, loc);
     return rounded_to(mul(mul(xa, rsqrt(add(ms, Operand(eps, loc), loc), loc), loc), weight, loc), out, loc);

@@ -59,6 +59,10 @@ const Program& FunctionCore::specialize(
         if (!args[k]->defined())
             throw Error(fmt::format("{}(): argument {} is an undefined Tensor ({}; the function is defined at {})",
                                     name_, k, short_location(call), short_location(loc_)));
+        if (!(args[k]->device() == args[0]->device()))
+            throw Error(fmt::format("{}(): argument {} is on {} but argument 0 is on {} ({}; the function is defined at {})",
+                                    name_, k, args[k]->device().to_string(), args[0]->device().to_string(),
+                                    short_location(call), short_location(loc_)));
         placeholders.push_back(
             ir::input(args[k]->dtype(), args[k]->shape(), fmt::format("arg{}", k), {}, loc_));
     }

@@ -84,3 +84,20 @@ TEST_CASE("traced function on the GPU: misaligned views and new shapes get their
     require_reference({-Array(shifted)}, {r2}, "negate misaligned");
     require_reference({-Array(aligned)}, {r1}, "negate aligned");
 }
+
+TEST_CASE("traced function on the GPU: arguments on two devices name the call and the definition") {
+    auto f = loom::function("add_two", [](Array a, Array b) { return a + b; });
+    const int def_line = __LINE__ - 1;
+    const Tensor d = rand({16}, float32, 91), h = Tensor::host({16}, float32);
+    const int line = __LINE__ + 2;
+    try {
+        (void)f(d, h);
+        FAIL("no exception");
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        CHECK(msg.find("add_two(): argument 1 is on cpu but argument 0 is on cuda:0") == 0);
+        CHECK(msg.find(fmt::format("test_function.cpp:{}; the function is defined at test_function.cpp:{})", line,
+                                   def_line)) != std::string::npos);
+    }
+    CHECK(f.stats().specializations == 0);  // nothing was built
+}

@@ -141,7 +141,7 @@ template <class T> concept var_axis_bool = requires(const T& t) { var(t, 1, true
 template <class T> concept std_axes_bool = requires(const T& t) { loom::std(t, Axes{1}, false, true); };
 template <class T> concept stddev_axis_bool = requires(const T& t) { stddev(t, -1, true); };
 template <class T> concept var_axes_int = requires(const T& t) { var(t, Axes{}, 1); };
-template <class T> concept var_axis_int_keepdims = requires(const T& t) { stddev(t, 1, 1, true); };
+template <class T> concept stddev_axis_int_keepdims = requires(const T& t) { stddev(t, 1, 1, true); };
 
 }  // namespace
 
@@ -320,7 +320,7 @@ TEST_CASE("stddev is loom::std; a bool in the correction's place does not compil
     static_assert(!std_axes_bool<Tensor>);
     static_assert(!stddev_axis_bool<Tensor>);
     static_assert(var_axes_int<Tensor>);  // an integer correction is fine
-    static_assert(var_axis_int_keepdims<Tensor>);
+    static_assert(stddev_axis_int_keepdims<Tensor>);
 }
 
 TEST_CASE("var, std, softmax, layernorm, rmsnorm: errors name the function and the caller's line") {
@@ -340,6 +340,13 @@ TEST_CASE("var, std, softmax, layernorm, rmsnorm: errors name the function and t
     m = loom_test::error_message(
         [&] { (void)layernorm(x, 1.0, Tensor(random_host({2, 1}, float16, 3)), 1e-6); });
     CHECK(m.find("layernorm(): bias [2, 1] float16 does not broadcast against x [3, 4] float32") == 0);
+    // The bias is checked against x broadcast with the weight.
+    m = loom_test::error_message([&] {
+        (void)layernorm(x, Tensor(random_host({2, 1, 4}, float32, 4)), Tensor(random_host({5, 1, 1}, float32, 5)), 1e-6);
+    });
+    CHECK(m.find("layernorm(): bias [5, 1, 1] float32 does not broadcast against x and weight [2, 3, 4]") == 0);
+    m = loom_test::error_message([&] { (void)stddev(x, 5); });
+    CHECK(m.find("stddev(): axis 5 out of range") == 0);
     const Tensor empty = Tensor::host({3, 0}, float32);
     m = loom_test::error_message([&] { (void)softmax(empty); });
     CHECK(m.find("softmax(): reduction of operand [3, 0] float32 over axes [1]: axis 1 has length 0 and softmax "

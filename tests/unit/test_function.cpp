@@ -120,6 +120,13 @@ TEST_CASE("errors name the function and the user's line") {
         CHECK(msg.find("plus_one(): argument 0 is an undefined Tensor") == 0);
         CHECK(msg.find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
     }
+    line = __LINE__ + 2;
+    try {
+        (void)f.cuda_source(undefined);
+        FAIL("no exception");
+    } catch (const Error& e) {
+        CHECK(std::string(e.what()).find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
+    }
 }
 
 TEST_CASE("cuda_source of a traced function shows its kernel, named after it") {

@@ -146,7 +146,7 @@ inline Tensor eval(const Array& a, Loc loc = Loc::current()) { return a.eval(loc
 std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc = Loc::current());
 /// An Array argument that also records the caller's file:line: a function taking a pack cannot end with a
 /// defaulted Loc, so its first parameter carries it (the default argument is evaluated where the
-/// argument is converted, in the caller's code).
+/// argument is converted, in the caller's code). A parameter type only: it refers to the argument.
 struct ArrayAt {
     ArrayAt(const Array& a, Loc l = Loc::current()) : array(a), loc(l) {}
     const Array& array;

@@ -100,7 +100,8 @@ private:
 }  // namespace detail
 
 /// A Tensor argument that also records the caller's file:line (a call taking a pack of tensors cannot end
-/// with a defaulted location; the default argument is evaluated where the argument is converted).
+/// with a defaulted location; the default argument is evaluated where the argument is converted). A
+/// parameter type only: it refers to the argument.
 struct TensorAt {
     TensorAt(const Tensor& t, std::source_location l = std::source_location::current()) : tensor(t), loc(l) {}
     const Tensor& tensor;
@@ -150,10 +151,10 @@ public:
 
     /// The generated CUDA for these arguments (traces and compiles the specialization if needed).
     template <class... T>
-        requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) && sizeof...(T) == kInputs)
-    std::string cuda_source(const T&... tensors) const {
-        const std::array<const Tensor*, kInputs> all{&tensors...};
-        return program(all, std::source_location::current()).cuda_source();
+        requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) && sizeof...(T) + 1 == kInputs)
+    std::string cuda_source(TensorAt first, const T&... rest) const {
+        const std::array<const Tensor*, kInputs> all{&first.tensor, &rest...};
+        return program(all, first.loc).cuda_source();
     }
 
     const std::string& name() const { return core_->name(); }
