@@ -13,6 +13,8 @@
 #include "loom/runtime/gpu_executor.hpp"
 #include "loom/runtime/program.hpp"
 
+#include "error_message.hpp"
+
 using namespace loom;
 
 namespace {
@@ -100,33 +102,16 @@ TEST_CASE("errors name the function and the user's line") {
     const int def_line = __LINE__ - 1;
     CHECK_THROWS_AS(f(a, out_wrong), Error);
     // The call's line and the definition's: a wrong output, and an undefined argument.
-    int line = __LINE__ + 2;
-    try {
-        f(a, out_wrong);
-        FAIL("no exception");
-    } catch (const Error& e) {
-        const std::string msg = e.what();
-        CHECK(msg.find("plus_one(): output 0 is [2] float32 on cpu but the result is [4, 3] float32") == 0);
-        CHECK(msg.find(fmt::format("test_function.cpp:{}; the function is defined at test_function.cpp:{})", line,
-                                   def_line)) != std::string::npos);
-    }
+    int line = __LINE__; std::string msg = loom_test::error_message([&] { f(a, out_wrong); });
+    CHECK(msg.find("plus_one(): output 0 is [2] float32 on cpu but the result is [4, 3] float32") == 0);
+    CHECK(msg.find(fmt::format("test_function.cpp:{}; the function is defined at test_function.cpp:{})", line,
+                               def_line)) != std::string::npos);
     const Tensor undefined;
-    line = __LINE__ + 2;
-    try {
-        (void)f(undefined);
-        FAIL("no exception");
-    } catch (const Error& e) {
-        const std::string msg = e.what();
-        CHECK(msg.find("plus_one(): argument 0 is an undefined Tensor") == 0);
-        CHECK(msg.find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
-    }
-    line = __LINE__ + 2;
-    try {
-        (void)f.cuda_source(undefined);
-        FAIL("no exception");
-    } catch (const Error& e) {
-        CHECK(std::string(e.what()).find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
-    }
+    line = __LINE__; msg = loom_test::error_message([&] { (void)f(undefined); });
+    CHECK(msg.find("plus_one(): argument 0 is an undefined Tensor") == 0);
+    CHECK(msg.find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
+    line = __LINE__; msg = loom_test::error_message([&] { (void)f.cuda_source(undefined); });
+    CHECK(msg.find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
 }
 
 TEST_CASE("cuda_source of a traced function shows its kernel, named after it") {
