@@ -49,9 +49,11 @@ std::vector<std::int64_t> permutation(std::uint64_t key, int rank) {
 }
 
 DType random_reduce_dtype(Rng& g) {
-    // The dtypes reductions are most used with; float32 three times as often as the others.
-    static const std::vector<DType> w{DType::Float32, DType::Float32, DType::Float32, DType::Float16, DType::Float64,
-                                      DType::Int8,    DType::Int32,   DType::Bool,    DType::BFloat16};
+    // Every dtype: float32 and the half dtypes (whose values fused kernels hold in float registers) twice as
+    // often as the others.
+    static const std::vector<DType> w{DType::Float32, DType::Float32, DType::Float16, DType::Float16,
+                                      DType::BFloat16, DType::BFloat16, DType::Float64, DType::Int8,
+                                      DType::UInt8,   DType::Int32,   DType::Int64,   DType::Bool};
     return pick(g, w);
 }
 
@@ -868,13 +870,94 @@ private:
 
     bool move() {
         const double u = static_cast<double>(g_() >> 11) * 0x1.0p-53;
-        if (u < 0.15) return elementwise_move();
-        if (u < 0.35) return reduce_move();
-        if (u < 0.47) return epilogue_move();
-        if (u < 0.58) return multi_reduce_move();
-        if (u < 0.70) return broadcast_back_move();
-        if (u < 0.95) return normalize_move();
+        if (u < 0.11) return elementwise_move();
+        if (u < 0.26) return reduce_move();
+        if (u < 0.35) return epilogue_move();
+        if (u < 0.43) return multi_reduce_move();
+        if (u < 0.51) return broadcast_back_move();
+        if (u < 0.68) return compare_back_move();
+        if (u < 0.75) return cast_move();
+        if (u < 0.94) return normalize_move();
         return view_move();
+    }
+
+    /// A node to compare with a reduction of it: float16 and bfloat16 ones half of the time (the values a
+    /// fused kernel holds in float registers and must round to their dtype wherever they are compared,
+    /// reduced or broadcast back), often cast first.
+    int compare_operand() {
+        int x = -1;
+        if (chance(g_, 0.5)) x = choose([&](int i) { return data(i) && is_half(node(i).dtype()) && st_.level[static_cast<std::size_t>(i)] == 0; });
+        if (x < 0) x = choose([&](int i) { return data(i) && st_.level[static_cast<std::size_t>(i)] == 0; });
+        if (x >= 0 && chance(g_, 0.3)) {
+            Instr c;
+            c.kind = Instr::Kind::Cast;
+            c.dtype = random_reduce_dtype(g_);
+            c.args = {x};
+            const int y = emit(c);
+            if (y >= 0) x = y;
+        }
+        return x;
+    }
+
+    /// A comparison against a reduction broadcast back (`x == max(x, axes, true)`, `x >= mean(x, axes, true)`,
+    /// with keepdims or over leading axes, which broadcast back as well), then often a count or another
+    /// reduction of the comparison, a `where` on it, or a cast of it.
+    bool compare_back_move() {
+        const int x = compare_operand();
+        if (x < 0) return false;
+        static const std::vector<Op> reds{Op::Max, Op::Min, Op::Mean, Op::Max, Op::Sum, Op::Min};
+        static const std::vector<Op> cmps{Op::Eq, Op::Eq, Op::Ne, Op::Ge, Op::Gt, Op::Le, Op::Lt};
+        const std::uint32_t axes = random_axes(rank(x));
+        const int r = red(pick(g_, reds), x, axes, chance(g_, 0.8));
+        const Op cmp = pick(g_, cmps);
+        const int c = chance(g_, 0.8) ? ew(cmp, {x, r}) : ew(cmp, {r, x});
+        if (c < 0) return false;
+        switch (g_() % 5) {
+            case 0: {  // how many elements equal the maximum (a count, or any / all / a mean of the flags)
+                static const std::vector<Op> counts{Op::Sum, Op::Sum, Op::Any, Op::All, Op::Mean, Op::ArgMax};
+                return red(pick(g_, counts), c, chance(g_, 0.5) ? axes : random_axes(rank(c)), chance(g_, 0.4)) >= 0;
+            }
+            case 1: {  // where on the comparison: the element, the reduced value, or a scalar
+                int other = r;
+                if (chance(g_, 0.4)) {
+                    Instr s;
+                    s.kind = chance(g_, 0.5) ? Instr::Kind::Scalar : Instr::Kind::Constant;
+                    s.dtype = chance(g_, 0.7) ? node(x).dtype() : random_reduce_dtype(g_);
+                    s.value = random_value(g_, s.dtype, true);
+                    other = emit(s);
+                }
+                const int w = chance(g_, 0.5) ? ew(Op::Where, {c, x, other}) : ew(Op::Where, {c, other, x});
+                if (w >= 0 && chance(g_, 0.4)) red(pick(g_, reds), w, axes, chance(g_, 0.5));
+                return w >= 0;
+            }
+            case 2: {  // a cast of the flags to any dtype, perhaps reduced
+                Instr k;
+                k.kind = Instr::Kind::Cast;
+                k.dtype = random_reduce_dtype(g_);
+                k.args = {c};
+                const int y = emit(k);
+                if (y >= 0 && chance(g_, 0.5)) red(Op::Sum, y, axes, chance(g_, 0.5));
+                return y >= 0;
+            }
+            default: return true;
+        }
+    }
+
+    /// A cast of a node to any dtype (every pair of dtypes over a run), sometimes reduced or compared after.
+    bool cast_move() {
+        const int x = choose([&](int i) { return computed(i); });
+        if (x < 0) return false;
+        Instr c;
+        c.kind = Instr::Kind::Cast;
+        c.dtype = random_reduce_dtype(g_);
+        c.args = {x};
+        const int y = emit(c);
+        if (y < 0) return false;
+        if (rank(y) >= 1 && chance(g_, 0.4)) {
+            static const std::vector<Op> ops{Op::Sum, Op::Max, Op::Min, Op::Mean, Op::ArgMin, Op::Any};
+            red(pick(g_, ops), y, random_axes(rank(y)), chance(g_, 0.5));
+        }
+        return true;
     }
 
     /// A random elementwise op (a prologue of later reductions, or an epilogue of earlier ones).
@@ -1072,6 +1155,18 @@ private:
             if (!chance(g_, 0.5)) continue;
             const int o = from[g_() % from.size()];
             if (std::find(p_.outputs.begin(), p_.outputs.end(), o) == p_.outputs.end()) p_.outputs.push_back(o);
+        }
+        // An array together with reductions of it in one evaluation (`eval(q, sum(q == max(q)))`): the operand
+        // of a reduction on the path to an output, itself an output.
+        if (chance(g_, 0.4)) {
+            std::vector<int> operands;
+            for (const Instr& ins : p_.code)
+                if (ins.kind == Instr::Kind::Reduce && st_.has_input[static_cast<std::size_t>(ins.args[0])])
+                    operands.push_back(ins.args[0]);
+            if (!operands.empty()) {
+                const int o = pick(g_, operands);
+                if (std::find(p_.outputs.begin(), p_.outputs.end(), o) == p_.outputs.end()) p_.outputs.push_back(o);
+            }
         }
     }
 };
