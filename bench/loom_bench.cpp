@@ -34,7 +34,7 @@ struct Row {
     std::vector<std::pair<std::string, double>> extra;  // further JSON fields (C1: cold_ms, first_ms, warm_ms)
 };
 
-struct Options {
+struct BenchOptions {
     std::set<std::string> only;
     std::string json;
     int reps = 50;
@@ -205,7 +205,7 @@ void bench_c1(const Device& dev) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    Options opt;
+    BenchOptions opt;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--only" && i + 1 < argc) {

@@ -400,6 +400,7 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     ks.scalar_entry = ks.name + "_s";
     if (plan.has_vector_variant()) ks.vector_entry = fmt::format("{}_v{}", ks.name, plan.vector_width);
     ks.plan = plan;
+    ks.param_bytes = plan.params_in_memory ? sizeof(void*) : plan.params.size;  // a pointer to the uploaded struct
 
     Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
     std::string& s = ks.kernel;

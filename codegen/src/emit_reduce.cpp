@@ -932,6 +932,7 @@ KernelSource emit_reduce(std::string_view user_name, const PlannedReduce& pr) {
 
     rs.scalar_entry = rs.name + "_s";
     if (plan.vector_variant) rs.vector_entry = rs.name + "_v";
+    rs.param_bytes = reduce_params_size(plan);
 
     std::string& s = rs.kernel;
     std::string shown(user_name);

@@ -14,6 +14,7 @@ namespace loom::codegen {
 LaunchConfig PointwisePlan::launch(std::int64_t numel, Variant v) const {
     LaunchConfig c;
     c.block_x = static_cast<std::uint32_t>(block);
+    c.vector = v == Variant::Vector;
     if (numel <= 0) return c;
     const std::int64_t per_block = static_cast<std::int64_t>(block) * (v == Variant::Vector ? vector_width : 1);
     std::int64_t grid = (numel + per_block - 1) / per_block;

@@ -444,13 +444,13 @@ bool vector_ok(const PlannedReduce& pr, std::span<const void* const> inputs, std
 
 }  // namespace
 
-ReduceLaunch reduce_launch(const PlannedReduce& pr, std::span<const void* const> inputs,
+LaunchConfig reduce_launch(const PlannedReduce& pr, std::span<const void* const> inputs,
                            std::span<void* const> el_outputs) {
     const ReducePlan& plan = pr.plan;
     const ReduceBinding& b = pr.binding;
     const bool outer = plan.schedule == ReduceSchedule::Outer;
-    ReduceLaunch l;
-    l.block = static_cast<std::uint32_t>(plan.block);
+    LaunchConfig l;
+    l.block_x = static_cast<std::uint32_t>(plan.block);
     l.vector = vector_ok(pr, inputs, el_outputs);
     const std::int64_t per_block = outer ? (l.vector ? 1024 : 256) : plan.rows_per_block();
     if (b.outputs == 0) return l;  // grid_x 0: nothing to launch
@@ -477,7 +477,7 @@ std::int64_t split_blocks_per_row(std::int64_t rows, std::int64_t chunks, std::i
     return best;
 }
 
-std::int64_t split_counter_count(const PlannedReduce& pr, const ReduceLaunch& l) {
+std::int64_t split_counter_count(const PlannedReduce& pr, const LaunchConfig& l) {
     const ReduceBinding& b = pr.binding;
     if (!pr.plan.split) return 0;
     if (pr.plan.schedule == ReduceSchedule::Outer) return l.grid_x;

@@ -71,7 +71,7 @@ const Program& FunctionCore::specialize(
     std::vector<const Program*> earlier;
     const std::size_t n = count_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) earlier.push_back(programs_[i].get());
-    auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_);
+    auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_, options_);
     if (env_list_contains("LOOM_EXPLAIN", "recompile"))
         std::fprintf(stderr, "%s: specialization %zu (%s): %zu kernel(s); kernel cache: %llu compiled so far\n",
                      name_.c_str(), n + overflow_.size() + 1, reason(earlier, args).c_str(), prog->kernels(),

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <future>
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
@@ -107,28 +106,12 @@ std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name
 CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view name) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
-    const auto kernels = gpu::generate(lower(roots), name);
+    const codegen::DeviceInfo info = gpu::planning_device();
+    const codegen::FusionPlan plan = gpu::plan_bound(lower(roots), info, current_options(), name, nullptr);
     CompileReport rep;
     rep.codegen_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    const codegen::DeviceInfo info = cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
-    nvrtc::Options opt;
-    opt.cc_major = info.cc_major;
-    opt.cc_minor = info.cc_minor;
-    // Through the disk cache; independent kernels compile concurrently.
-    std::vector<std::future<CachedCompile>> futures;
-    for (const auto& k : kernels)
-        futures.push_back(std::async(kernels.size() > 1 ? std::launch::async : std::launch::deferred,
-                                     [&k, &opt] { return compile_cached(k.name, k.source, opt); }));
-    std::vector<CachedCompile> results;
-    std::exception_ptr error;
-    for (auto& f : futures) {
-        try {
-            results.push_back(f.get());
-        } catch (...) {
-            if (!error) error = std::current_exception();
-        }
-    }
-    if (error) std::rethrow_exception(error);
+    std::vector<codegen::KernelSource> kernels;
+    const std::vector<CachedCompile> results = gpu::compile_kernels(plan, info, &kernels);  // through the disk cache
     for (std::size_t i = 0; i < kernels.size(); ++i) {
         const nvrtc::Result& r = results[i].result;
         if (rep.kernels++ == 0) {

@@ -43,23 +43,6 @@ namespace {
 
 constexpr std::size_t kDefaultDynamicSharedLimit = 48 * 1024;  // bytes without opting in (all archs >= 7.0)
 
-/// Bytes of the first parameter (0 if none, -1 if the runtime cannot say). cudaFuncGetParamInfo fails
-/// with cudaErrorInvalidValue past the last parameter; that error is cleared.
-long query_param_bytes(cudaKernel_t k) {
-    const void* f = reinterpret_cast<const void*>(k);
-    std::size_t offset0 = 0, size0 = 0, offset1 = 0, size1 = 0;
-    const cudaError_t e0 = cudaFuncGetParamInfo(f, 0, &offset0, &size0);
-    if (e0 != cudaSuccess) {
-        if (is_sticky(e0)) detail::throw_cuda_error(e0, "cudaFuncGetParamInfo(kernel, 0, &offset, &size)", __FILE__, __LINE__);
-        (void)cudaGetLastError();
-        return e0 == cudaErrorInvalidValue ? 0 : -1;
-    }
-    // One struct parameter is the contract; with a second one the size check does not apply.
-    if (cudaFuncGetParamInfo(f, 1, &offset1, &size1) == cudaSuccess) return -1;
-    (void)cudaGetLastError();
-    return static_cast<long>(size0);
-}
-
 std::string dims(const Dim3& d) { return fmt::format("({}, {}, {})", d.x, d.y, d.z); }
 
 }  // namespace
@@ -150,11 +133,14 @@ Module Module::load(std::string_view image, std::string name) {
     return m;
 }
 
-Kernel Module::kernel(std::string_view kname) const {
+Kernel Module::kernel(std::string_view kname, long param_bytes) const {
     if (!state_) throw Error(fmt::format("Module::kernel(): no module loaded (looking for {})", kname));
     auto& s = *state_;
     std::lock_guard lock(s.mutex);
     if (auto it = s.kernels.find(kname); it != s.kernels.end()) {
+        if (param_bytes >= 0 && it->second->param_bytes >= 0 && it->second->param_bytes != param_bytes)
+            throw Error(fmt::format("Module::kernel(): kernel {} of module {} was declared with a {}-byte parameter, now {}",
+                                    kname, s.name, it->second->param_bytes, param_bytes));
         Kernel k;
         k.state_ = it->second;
         k.module_ = state_;
@@ -174,7 +160,7 @@ Kernel Module::kernel(std::string_view kname) const {
         const std::string call = fmt::format("cudaLibraryGetKernel(&k, {}, \"{}\")", s.name, kname);
         detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
     }
-    ks->param_bytes = query_param_bytes(ks->kernel);
+    ks->param_bytes = param_bytes;
     s.kernels.emplace(ks->name, ks);
     Kernel k;
     k.state_ = std::move(ks);

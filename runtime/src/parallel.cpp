@@ -1,4 +1,4 @@
-// parallel_for: dynamic scheduling of fixed-size ranges over short-lived std::threads.
+// parallel_for: dynamic scheduling of fixed-size ranges over short-lived std::threads; run_concurrently.
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -57,6 +57,30 @@ void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(s
     work();
     for (auto& th : pool) th.join();
     if (error) std::rethrow_exception(error);
+}
+
+void run_concurrently(std::size_t n, const std::function<void(std::size_t)>& job) {
+    if (n == 0) return;
+    if (n == 1) return job(0);
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    try {
+        for (std::size_t k = 0; k < n; ++k)
+            threads.emplace_back([&, k] {
+                try {
+                    job(k);
+                } catch (...) {
+                    errors[k] = std::current_exception();
+                }
+            });
+    } catch (...) {  // no thread could be started: join the ones that were, then report it
+        for (auto& t : threads) t.join();
+        throw;
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
 }
 
 }  // namespace loom::detail

@@ -77,7 +77,7 @@ const Uploader& uploader(int device, std::string_view where) {
     opt.cc_minor = info.cc_minor;
     const CachedCompile cc = compile_cached(kUploadName, param_upload_source(up->words), opt);
     up->module = Module::load(std::string_view(cc.result.binary.data(), cc.result.binary.size()), kUploadName);
-    up->kernel = up->module.kernel(kUploadName);
+    up->kernel = up->module.kernel(kUploadName, static_cast<long>(kHeaderBytes + 8 * up->words));
     return *uploaders.emplace(device, std::move(up)).first->second;
 }
 

@@ -49,7 +49,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Options {
+struct FuzzOptions {
     std::uint64_t seed = 1;
     long long count = -1;  // -1: until --seconds, or 100 when neither is given
     double seconds = -1;
@@ -254,7 +254,7 @@ Shrunk shrink(const Program& p, const Outcome& first, const std::function<Outcom
 
 /// Prints a failure; shrinks it first when `shrink_it` (the first few failures of a run: a systematic bug
 /// would otherwise spend the whole run shrinking).
-void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const Options& opt, Device dev,
+void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const FuzzOptions& opt, Device dev,
                    const std::function<Outcome(const Program&)>& run, bool shrink_it) {
     std::printf("FAIL graph seed %llu (replay: loom_fuzz --seed %llu --count 1%s): %s\n%s\n",
                 static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
@@ -282,7 +282,7 @@ void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const
     std::fflush(stdout);
 }
 
-bool parse(int argc, char** argv, Options& o) {
+bool parse(int argc, char** argv, FuzzOptions& o) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         auto value = [&](const char* what) -> const char* {
@@ -332,7 +332,7 @@ bool parse(int argc, char** argv, Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    Options opt;
+    FuzzOptions opt;
     if (!parse(argc, argv, opt)) return 2;
     if (!opt.compile_only && !cuda_available()) {
         std::printf("loom_fuzz: no CUDA device: compile-only mode (graphs are generated, compiled with NVRTC and "

@@ -65,11 +65,12 @@ TEST_CASE("module: cubin from NVRTC, kernel by name, one-struct launch, results 
     Module m = load_test_module();
     CHECK(m.loaded());
     CHECK(m.device() == 0);
-    Kernel k = m.kernel("scale_kernel");
+    Kernel k = m.kernel("scale_kernel", sizeof(ScaleArgs));  // the caller declares the parameter; nothing is probed
     CHECK(k.name() == "scale_kernel");
     CHECK(k.param_bytes() == static_cast<long>(sizeof(ScaleArgs)));
     CHECK(m.kernel("scale_kernel").handle() == k.handle());  // cached
-    CHECK(m.kernel("empty_kernel").param_bytes() == 0);
+    CHECK(m.kernel("empty_kernel", 0).param_bytes() == 0);
+    CHECK(m.kernel("empty_kernel").param_bytes() == 0);      // as declared first
     for (std::int64_t n : {1, 31, 32, 33, 4097, 1 << 20}) {
         CAPTURE(n);
         Tensor in = random_normal({n}, float32, static_cast<std::uint64_t>(n), Device::cuda());
@@ -132,7 +133,7 @@ TEST_CASE("module: dynamic shared memory beyond 48 KiB sets the kernel attribute
 
 TEST_CASE("module errors: wrong parameter size, missing kernel, bad image, bad launch configuration") {
     Module m = load_test_module();
-    Kernel k = m.kernel("scale_kernel");
+    Kernel k = m.kernel("scale_kernel", sizeof(ScaleArgs));
     ScaleArgs a{};
     LaunchConfig cfg;
     cfg.block.x = 32;

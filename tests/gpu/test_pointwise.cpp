@@ -209,7 +209,7 @@ TEST_CASE("pointwise: roots of two different shapes run as two kernels") {
     std::vector<Tensor> outs{Tensor::empty({33, 40}, float32, dev()), Tensor::empty({40}, float32, dev()),
                              Tensor::empty({33, 40}, float32, dev())};
     const auto graph = ir::run_pipeline(roots_of({a, b, c}), ir::standard_passes());
-    const auto groups = gpu::partition(graph);
+    const auto groups = codegen::partition(graph).kernels;
     REQUIRE(groups.size() == 2);
     CHECK(groups[0].outputs.size() == 2);  // a and c share the [33, 40] kernel
     CHECK(groups[1].outputs.size() == 1);

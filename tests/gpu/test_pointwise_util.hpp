@@ -169,19 +169,22 @@ struct Launch {
 };
 inline Launch plan_of(const std::vector<Array>& arrays, const std::vector<Tensor>& outs) {
     const auto graph = ir::run_pipeline(roots_of(arrays), ir::standard_passes());
-    const auto groups = gpu::partition(graph);
-    Launch l;
-    l.kernels = groups.size();
-    REQUIRE(!groups.empty());
-    const auto& g = groups[0];
     const codegen::DeviceInfo info = dev().is_cuda() ? device_info() : codegen::DeviceInfo::h200();
-    auto planned = codegen::plan_pointwise(g.outputs, gpu::input_layouts(g.outputs), info);
+    std::vector<const ir::Node*> sources;
+    const codegen::FusionPlan plan = gpu::plan_bound(graph, info, current_options(), "", &sources);
+    Launch l;
+    l.kernels = plan.gpu.size();
+    REQUIRE(!plan.gpu.empty());
+    const codegen::GpuKernel& g = plan.gpu[0];
     std::vector<const void*> in;
-    for (const ir::Node* n : codegen::pointwise_inputs(g.outputs)) in.push_back(bound_pointer(*n));
+    for (const codegen::Slot& s : g.reads) {
+        REQUIRE(s.kind == codegen::Slot::Kind::Source);
+        in.push_back(bound_pointer(*sources.at(static_cast<std::size_t>(s.index))));
+    }
     std::vector<void*> out;
-    for (std::size_t k : g.root_index) out.push_back(outs.at(k).data());
-    l.variant = codegen::select_variant(planned.plan, planned.binding, in, out);
-    l.plan = std::move(planned.plan);
+    for (const codegen::Slot& s : plan.partition.kernels[0].writes) out.push_back(outs.at(static_cast<std::size_t>(s.index)).data());
+    l.variant = codegen::select_variant(g.pointwise.plan, g.pointwise.binding, in, out);
+    l.plan = g.pointwise.plan;
     return l;
 }
 

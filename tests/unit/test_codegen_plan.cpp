@@ -44,8 +44,8 @@ TEST_CASE("contiguous float32: 16-byte vectors, flat, with a tail") {
     CHECK(p.plan.loads[0].access == Access::Contiguous);
     CHECK(p.plan.index == IndexWidth::I32);
     CHECK(p.plan.bytes_per_element() == 8);
-    CHECK(p.plan.launch(1001, Variant::Vector) == LaunchConfig{1, 256});
-    CHECK(p.plan.launch(1001, Variant::Scalar) == LaunchConfig{4, 256});
+    CHECK(p.plan.launch(1001, Variant::Vector) == LaunchConfig{.grid_x = 1, .block_x = 256, .vector = true});
+    CHECK(p.plan.launch(1001, Variant::Scalar) == LaunchConfig{.grid_x = 4, .block_x = 256});
     CHECK(p.plan.launch(0, Variant::Scalar).grid_x == 0);
 }
 

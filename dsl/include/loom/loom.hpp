@@ -1,6 +1,7 @@
 // Loom: array math as C++ expressions, fused into CUDA kernels at run time. The one header users include.
 #pragma once
 
+#include "loom/codegen/options.hpp"
 #include "loom/dsl/array.hpp"
 #include "loom/dsl/composites.hpp"
 #include "loom/dsl/evaluation.hpp"

@@ -25,6 +25,7 @@ struct KernelSource {
     std::string scalar_entry;   // "<name>_s"
     std::string kernel;         // the generated code alone (what golden tests compare)
     std::string source;         // the complete translation unit: prelude + kernel
+    std::size_t param_bytes = 0;  // the entry points' one parameter (the plan's struct, or a pointer to it)
     PointwisePlan plan;
     /// Entry point of a variant.
     const std::string& entry(Variant v) const { return v == Variant::Vector ? vector_entry : scalar_entry; }

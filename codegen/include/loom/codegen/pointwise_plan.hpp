@@ -70,10 +70,14 @@ struct DerivedPlan {
 enum class IndexWidth : std::uint8_t { I32, I64 };
 enum class Variant : std::uint8_t { Vector, Scalar };
 
-/// Launch configuration: a flat 1-D grid. grid_x == 0 means there is nothing to do (skip the launch).
+/// The launch configuration of every kernel family: grid (x, and y for reductions: blocks per row), block,
+/// and whether the vector entry point runs (reductions decide it from the pointers; pointwise plans take
+/// the Variant). grid_x == 0 means there is nothing to do (skip the launch).
 struct LaunchConfig {
     std::uint32_t grid_x = 0;
+    std::uint32_t grid_y = 1;
     std::uint32_t block_x = 0;
+    bool vector = false;
     bool operator==(const LaunchConfig&) const = default;
 };
 

@@ -152,13 +152,9 @@ void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> in
                         std::span<void* const> el_outputs, std::span<void* const> row_outputs,
                         std::span<void* const> partials, std::span<std::byte> out);
 
-/// Launch shape of the main entry point (grid x, grid y, block) and whether the vector entry point can be
-/// used with these pointers (`inputs` in PlannedReduce::inputs order; the element outputs).
-struct ReduceLaunch {
-    std::uint32_t grid_x = 0, grid_y = 1, block = 256;
-    bool vector = false;
-};
-ReduceLaunch reduce_launch(const PlannedReduce& pr, std::span<const void* const> inputs,
+/// Launch shape (grid x: row blocks, grid y: blocks per row, block) and whether the vector entry point can
+/// be used with these pointers (`inputs` in PlannedReduce::inputs order; the element outputs).
+LaunchConfig reduce_launch(const PlannedReduce& pr, std::span<const void* const> inputs,
                            std::span<void* const> el_outputs);
 
 /// Blocks per row of an inner split: `rows` rows of `chunks` chunks each on `slots` resident blocks. One
@@ -169,7 +165,7 @@ std::int64_t split_blocks_per_row(std::int64_t rows, std::int64_t chunks, std::i
 
 /// The split workspaces of a launch `l` of `pr` (0 when the plan is not split; ReduceBinding says what they
 /// hold): counters (unsigned int) and partial accumulators per reduction (accumulator_bytes each).
-std::int64_t split_counter_count(const PlannedReduce& pr, const ReduceLaunch& l);
+std::int64_t split_counter_count(const PlannedReduce& pr, const LaunchConfig& l);
 std::int64_t split_partial_count(const PlannedReduce& pr);
 
 /// CUDA source of the reduction kernel: `vector_entry` (`<name>_v`, 4-element runs; empty when the plan has

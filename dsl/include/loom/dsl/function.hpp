@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/codegen/options.hpp"
 #include "loom/dsl/array.hpp"
 #include "loom/ir/env.hpp"
 #include "loom/runtime/program.hpp"
@@ -75,7 +76,8 @@ struct FunctionStats {
 /// append-only, under a mutex to add) and the explain log.
 class FunctionCore {
 public:
-    FunctionCore(std::string name, std::source_location loc) : name_(std::move(name)), loc_(loc) {}
+    FunctionCore(std::string name, std::source_location loc, Options options)
+        : name_(std::move(name)), loc_(loc), options_(std::move(options)) {}
     const std::string& name() const { return name_; }
     /// The program for `args`, or nullptr when none matches. No lock, no allocation.
     const Program* find(std::span<const Tensor* const> args) const noexcept;
@@ -89,6 +91,7 @@ private:
     static constexpr std::size_t kMaxSpecializations = 256;
     std::string name_;
     std::source_location loc_;
+    Options options_;
     mutable std::mutex mu_;
     std::array<std::unique_ptr<const Program>, kMaxSpecializations> programs_;
     std::atomic<std::size_t> count_{0};
@@ -117,8 +120,8 @@ public:
     using Result = decltype(std::apply(std::declval<F&>(), std::declval<std::array<Array, kInputs>>()));
     static constexpr std::size_t kOutputs = detail::result_count<std::decay_t<Result>>::value;
 
-    Function(std::string name, F fn, std::source_location loc)
-        : core_(std::make_shared<detail::FunctionCore>(std::move(name), loc)), fn_(std::move(fn)) {}
+    Function(std::string name, F fn, std::source_location loc, Options options)
+        : core_(std::make_shared<detail::FunctionCore>(std::move(name), loc, std::move(options))), fn_(std::move(fn)) {}
 
     /// f(inputs...): allocates the results and returns them (a Tensor, or std::array<Tensor, N> for N
     /// results). f(inputs..., outputs...): writes into preallocated outputs (same shape and dtype,
@@ -175,10 +178,16 @@ private:
 };
 
 /// Makes a traced function named `name` (kernel names, profilers and errors show it) from a callable
-/// taking Arrays and returning an Array, or a std::tuple / std::pair of Arrays.
+/// taking Arrays and returning an Array, or a std::tuple / std::pair of Arrays. Its kernels are compiled
+/// under the options current where it is made (loom::OptionsScope, the environment), or under `options`:
+/// `loom::function("fast_gelu", g, {.fast_math = true})` (docs/options.md).
 template <class F>
 Function<F> function(std::string name, F fn, std::source_location loc = std::source_location::current()) {
-    return Function<F>(std::move(name), std::move(fn), loc);
+    return Function<F>(std::move(name), std::move(fn), loc, current_options());
+}
+template <class F>
+Function<F> function(std::string name, F fn, Options options, std::source_location loc = std::source_location::current()) {
+    return Function<F>(std::move(name), std::move(fn), loc, std::move(options));
 }
 
 }  // namespace loom

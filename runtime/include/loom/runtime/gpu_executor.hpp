@@ -1,5 +1,6 @@
-// The GPU path of evaluation: partition a graph into pointwise kernels, specialize, fetch or build each
-// kernel, allocate outputs and launch.
+// The GPU path of evaluation: plan (codegen::plan_fusion for the layouts of the bound tensors), build the
+// kernels the plan names (kernel cache, disk cache, NVRTC), and run the plan: one build function and one
+// launch path for every kernel family.
 #pragma once
 
 #include <memory>
@@ -9,60 +10,64 @@
 #include <vector>
 
 #include "loom/codegen/emit_cuda.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
-#include "loom/runtime/kernel_cache.hpp"
+#include "loom/codegen/fusion_plan.hpp"
 #include "loom/ir/node.hpp"
+#include "loom/runtime/disk_cache.hpp"
+#include "loom/runtime/kernel_cache.hpp"
 #include "loom/runtime/tensor.hpp"
 
 namespace loom::gpu {
 
-/// One kernel of a partitioned graph: the roots it writes (they share one iteration space).
-struct KernelGroup {
-    std::vector<ir::NodePtr> outputs;
-    std::vector<std::size_t> root_index;  // position of each output among the evaluation's roots
-    std::string name;                     // kernel name for profilers and dumps
-};
+/// The built kernels of a plan, one per kernel of its partition.
+using Kernels = std::vector<std::shared_ptr<const CompiledKernel>>;
 
-/// Splits the roots of a pointwise graph into kernels: roots of one shape share one kernel (one pass over
-/// their inputs). Graphs with reductions go through evaluate / explain / generate, which plan reduction
-/// kernels; given one, this throws InternalError naming the reduction and its line.
-std::vector<KernelGroup> partition(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
+/// The Input nodes of the graph of `roots` (topological order) and the layouts of their bound tensors: the
+/// sources of an evaluation. Throws loom::Error for a placeholder with no tensor bound.
+void bound_sources(const std::vector<ir::NodePtr>& roots, std::vector<const ir::Node*>& sources,
+                   std::vector<codegen::InputLayout>& layouts);
 
-/// Layouts of the inputs of a group's graph as bound now (strides of each Input's tensor, alignment).
-std::vector<codegen::InputLayout> input_layouts(const std::vector<ir::NodePtr>& outputs);
+/// The plan of evaluating `roots` (after the standard passes) with the tensors bound to its inputs now, for
+/// `info` (the device's facts) under `options`. Prints it with LOOM_EXPLAIN=fusion. `sources` receives the
+/// plan's sources (the graph's Input nodes).
+codegen::FusionPlan plan_bound(const std::vector<ir::NodePtr>& roots, const codegen::DeviceInfo& info,
+                               const Options& options, std::string_view name, std::vector<const ir::Node*>* sources);
 
-/// Evaluates `roots` on `device`. When `outs` is non-null it holds one preallocated tensor per root (same
-/// shape and dtype, on `device`) that receives the result; an output whose memory an input reads through
-/// a different index map is written through a temporary, so nothing races. Returns the results.
+/// Fetches every kernel of `plan` from the in-memory cache and builds the missing ones, all families alike,
+/// concurrently when there are several (code generation, the disk cache and NVRTC); every build finishes
+/// before the first error is rethrown. Inside stream capture a missing kernel throws loom::Error naming it
+/// and `where` (the user's file:line) before anything is built.
+Kernels build_kernels(const codegen::FusionPlan& plan, Device device, std::string_view where);
+
+/// Compiles every kernel of `plan` for `info`'s device through the disk cache without loading it (no GPU
+/// needed), concurrently; `sources` (optional) receives the kernels' sources. Throws loom::CompileError.
+std::vector<CachedCompile> compile_kernels(const codegen::FusionPlan& plan, const codegen::DeviceInfo& info,
+                                           std::vector<codegen::KernelSource>* sources = nullptr);
+
+/// Runs `plan` with its `kernels` on the current stream: `sources` are the tensors of the plan's sources
+/// (with the planned layouts), `outs` one contiguous output per root. Allocates from the stream-ordered
+/// pool only: the temporary block when the plan has temporaries, the split workspaces of split reductions,
+/// and a temporary per output that aliases a source the plan reads (FusionPlan::reads says when), copied
+/// back after the last kernel. Nothing else: no planning, hashing or cache lookup.
+void run_plan(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
+              std::span<const Tensor* const> outs, Device device, std::string_view where);
+
+/// Evaluates `roots` on `device` under the current options. When `outs` is non-null it holds one
+/// preallocated tensor per root (same shape and dtype, contiguous, on `device`). Returns the results.
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device device, std::source_location loc,
                              const std::vector<Tensor>* outs = nullptr, std::string_view name = {});
 
-/// The compiled kernel of group `g` for `plan` on `device`: from the in-memory cache (keyed by
-/// codegen::kernel_key), else generated, compiled and loaded once.
-std::shared_ptr<const CompiledKernel> kernel_for(const KernelGroup& g, const codegen::PointwisePlan& plan,
-                                                 Device device);
+/// The generated CUDA of every kernel of `plan`, in launch order (writes each plan with LOOM_DUMP=plans).
+std::vector<codegen::KernelSource> emit_kernels(const codegen::FusionPlan& plan);
 
-/// The compiled kernels of `groups` (planned as `plans`, one each) on `device`: those in the in-memory
-/// cache at once, the others built concurrently (one thread per new kernel when there are several).
-/// Throws the first build's error after every build has finished.
-std::vector<std::shared_ptr<const CompiledKernel>> kernels_for(std::span<const KernelGroup> groups,
-                                                               std::span<const codegen::PlannedPointwise> plans,
-                                                               Device device);
-
-/// Launches one planned group on the current stream: `inputs` are the addresses of element 0 of the tensors
-/// bound to codegen::pointwise_inputs() (in that order), `outputs` the contiguous outputs. Chooses the
-/// vector or scalar variant from the pointers; packs the parameters on the stack (no allocation for
-/// parameter structs up to 4 KiB); skips the launch for zero elements. `where` is the user's file:line.
-void launch_group(const CompiledKernel& kernel, const codegen::PlannedPointwise& planned,
-                  std::span<const void* const> inputs, std::span<void* const> outputs, std::int64_t numel,
-                  std::string_view where);
-
-/// The fusion decisions for `roots` as LOOM_EXPLAIN=fusion prints them: each kernel, its nodes with the
-/// user's lines, its reads and writes, its vector width, and why it is a separate kernel.
+/// The fusion decisions for `roots` as LOOM_EXPLAIN=fusion prints them (codegen::FusionPlan::to_string),
+/// planned for the current device (the H200 without a GPU).
 std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name);
 
 /// Generated CUDA (complete translation units, one per kernel) for `roots` with their inputs' current
-/// layouts, planned for `info` (the current device's, or the H200 without a GPU).
+/// layouts, planned for the current device (the H200 without a GPU).
 std::vector<codegen::KernelSource> generate(const std::vector<ir::NodePtr>& roots, std::string_view name);
+
+/// The facts of the current device, or of the H200 when there is no GPU (for planning without one).
+codegen::DeviceInfo planning_device();
 
 }  // namespace loom::gpu

@@ -40,7 +40,8 @@ public:
     const std::string& name() const;
     /// The runtime handle (usable as `const void*` with cudaFunc* and cudaLaunch* calls).
     cudaKernel_t handle() const;
-    /// Bytes of the kernel's first parameter, 0 when it takes none, or -1 when the driver cannot say.
+    /// Bytes of the kernel's one parameter as its caller declared them to Module::kernel() (the plan's
+    /// parameter layout; 0 for a kernel without parameters), or -1 when not declared.
     long param_bytes() const;
 
     /// Launches the kernel with one by-value parameter: the `args_bytes` bytes at `args` (a struct the
@@ -49,7 +50,7 @@ public:
     /// later sticky error names it. Sets the kernel's maximum dynamic shared memory on the current device
     /// first when `cfg.shared_bytes` exceeds 48 KiB (once per size and device). After the launch checks
     /// cudaGetLastError(); with LOOM_SYNC=1 synchronizes the stream and checks again.
-    /// Throws loom::Error when args_bytes differs from the kernel's parameter size, loom::CudaError for a
+    /// Throws loom::Error when args_bytes differs from the declared parameter size, loom::CudaError for a
     /// failed launch (naming the kernel), or at once after an earlier sticky error.
     void launch(const LaunchConfig& cfg, const void* args, std::size_t args_bytes, std::string_view where = {}) const;
 
@@ -78,9 +79,12 @@ public:
     /// cudaErrorNoKernelImageForDevice) naming `name`.
     static Module load(std::string_view image, std::string name = "module");
 
-    /// The kernel called `name` (an extern "C" or mangled name), looked up once and cached.
-    /// Throws loom::Error when the image has no such kernel.
-    Kernel kernel(std::string_view name) const;
+    /// The kernel called `name` (an extern "C" or mangled name), looked up once and cached. `param_bytes`
+    /// declares the size of its one by-value parameter (the generated struct's size, which the plan lays
+    /// out; 0 for none; -1: not declared, launches are not checked). Nothing is asked of the driver about
+    /// parameters: Loom makes no CUDA call that it expects to fail. Throws loom::Error when the image has
+    /// no such kernel, or when it is looked up again with another declared size.
+    Kernel kernel(std::string_view name, long param_bytes = -1) const;
 
     bool loaded() const { return state_ != nullptr; }
     const std::string& name() const;

@@ -10,16 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/options.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/gpu_executor.hpp"
 #include "loom/runtime/tensor.hpp"
 
 namespace loom {
 
-namespace gpu {
-struct ReductionPlan;
-}
 
 /// What a program was specialized on, per argument: dtype, shape, strides (elements), 16-byte alignment of
 /// element 0 and device. A call whose arguments match runs the program as it is.
@@ -41,15 +39,16 @@ public:
     /// graph, partitions it into kernels (reduction kernels and pointwise kernels when it has reductions),
     /// plans each for the arguments' layouts and compiles (or fetches from the kernel cache) each; nothing
     /// is launched. On host tensors nothing is compiled: run() evaluates the graph on the CPU reference.
-    /// `name` names the kernels. Throws as loom::evaluate() does.
+    /// `name` names the kernels; `options` enter the plan and every kernel key. Throws as loom::evaluate() does.
     Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params, std::span<const Tensor* const> args,
-            std::string name, std::source_location loc);
+            std::string name, std::source_location loc, const Options& options = current_options());
 
     /// Runs the program on `args` (matching specs(): checked by the caller) into `outs` (one per root: same
     /// shape and dtype, contiguous, on the device), asynchronously on the current stream. The hot path: no
     /// hashing, no planning, no kernel cache lookup, and for pointwise programs no heap allocation and no
-    /// lock. An output that shares memory with an argument is written through a temporary, so nothing
-    /// races (that path allocates). Programs with reductions launch their planned kernels in order and
+    /// lock. An output that shares memory with an argument that a kernel from its writer on reads (other than
+    /// the writer reading it in place, element by element) is written through a temporary, so nothing races
+    /// (that path allocates; FusionPlan::reads). Programs with several kernels launch them in plan order and
     /// allocate per run from the stream-ordered pool: one block for the values materialized between
     /// kernels (when there are any) and the workspaces of split reductions (whose counters come from a
     /// per-stream buffer found under a lock; inside stream capture they are pool memory zeroed by a memset).
@@ -67,24 +66,20 @@ public:
     std::size_t kernels() const;
     bool has_reductions() const { return reductions_; }
 
+    /// The fusion plan of the specialization (device programs; empty on the host).
+    const codegen::FusionPlan& plan() const { return plan_; }
+    const Options& options() const { return options_; }
+
 private:
-    struct Group {
-        gpu::KernelGroup group;
-        codegen::PlannedPointwise planned;
-        std::shared_ptr<const CompiledKernel> kernel;
-        std::vector<int> arg_of_input;  // per codegen::pointwise_inputs(): index into the arguments
-        std::int64_t numel = 0;
-    };
-    void launch(const Group& g, std::span<const Tensor* const> args, std::span<void* const> outs) const;
-    std::vector<Group> plan_groups(bool compile) const;
-    /// Programs with reductions: the kernels planned for the specialization (sources: the placeholders).
-    gpu::ReductionPlan plan_reductions(const codegen::DeviceInfo& info) const;
+    /// The plan for the specialization's layouts (sources: the placeholders), for `info`.
+    codegen::FusionPlan plan_for(const codegen::DeviceInfo& info) const;
 
     std::vector<ir::NodePtr> roots_;
     std::vector<ir::NodePtr> params_;
     std::vector<ArgSpec> specs_;
-    std::vector<Group> groups_;
-    std::shared_ptr<const gpu::ReductionPlan> reduce_plan_;  // programs with reductions on a device, built
+    codegen::FusionPlan plan_;  // device programs: planned and built once
+    gpu::Kernels kernels_;
+    Options options_;
     Device device_;
     std::string name_;
     std::string where_;

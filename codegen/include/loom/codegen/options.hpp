@@ -1,0 +1,74 @@
+// The one options value of a compilation: what a user may ask of the planner and the compiler for a traced
+// function, a scope or (tile hints) one op. It enters the fusion plan and every kernel key, so two
+// evaluations under different options never share a kernel. docs/options.md documents every field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace loom {
+
+/// A tile shape hint in elements (0 in a field: the planner chooses). Rows, columns and the reduced
+/// (K) extent of a product's tile, or rows and columns of a tiled transpose or stencil; a family that
+/// cannot honour a hint raises loom::Error naming the limit it breaks.
+struct TileHint {
+    int rows = 0;
+    int cols = 0;
+    int depth = 0;
+    bool empty() const { return rows == 0 && cols == 0 && depth == 0; }
+    bool operator==(const TileHint&) const = default;
+};
+
+/// `tile(128, 128, 32)`: a tile hint for `Options::tile` (and the products' per-op hint).
+inline TileHint tile(int rows, int cols, int depth = 0) { return {rows, cols, depth}; }
+
+/// When an evaluation with several kernels is captured into a CUDA graph and replayed.
+enum class CapturePolicy : std::uint8_t {
+    Never,  // every call launches its kernels one by one (today's only behaviour)
+    Auto,   // a traced function whose plan has several kernels is replayed from a graph once compiled
+};
+
+struct Options {
+    /// Fast math (opt-in): NVRTC's --use_fast_math for the kernel: the float functions become the hardware
+    /// intrinsics (__expf, __logf, __sinf, ... with their own ulp bounds), division and square root are
+    /// approximate, and subnormals flush to zero. docs/semantics.md, "Fast math", says what is given up;
+    /// testing::check_against_reference widens its tolerances for such kernels and says so.
+    bool fast_math = false;
+    /// Line information in the cubin (NVRTC -lineinfo), for profilers and compute-sanitizer.
+    bool line_info = false;
+    /// Fusion (the default) or, for debugging, none: every op runs as its own kernel, every value is
+    /// materialized in its dtype. Results are the same bits either way (docs/semantics.md, section 1).
+    bool fusion = true;
+    CapturePolicy capture = CapturePolicy::Never;
+    /// The tile shape for families that tile (none today takes one).
+    TileHint tile;
+
+    bool operator==(const Options&) const = default;
+    std::uint64_t hash() const;
+    /// "fast_math=off line_info=off fusion=on capture=never tile=auto".
+    std::string to_string() const;
+};
+
+/// The options of code compiled now: the innermost OptionsScope of this thread, else the defaults read
+/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off).
+const Options& current_options();
+
+/// Options for the code compiled while it lives, on this thread: `OptionsScope s({.fusion = false});`.
+/// Scopes nest; a traced function's own options (loom::function(name, f, options)) replace them for its
+/// compilations.
+class OptionsScope {
+public:
+    explicit OptionsScope(const Options& options);
+    ~OptionsScope();
+    OptionsScope(const OptionsScope&) = delete;
+    OptionsScope& operator=(const OptionsScope&) = delete;
+
+private:
+    const Options* previous_;
+    Options options_;
+};
+
+/// The defaults from the environment (what current_options() returns outside every scope).
+Options environment_options();
+
+}  // namespace loom

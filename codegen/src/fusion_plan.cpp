@@ -1,0 +1,212 @@
+// plan_fusion: the partition of a graph and its GPU schedule, as one FusionPlan (fusion_plan.hpp); the
+// explain text of a plan (LOOM_EXPLAIN=fusion, loom::explain()).
+#include "loom/codegen/fusion_plan.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "loom/codegen/kernel_key.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/ir/hash.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
+
+std::uint64_t reduce_key(const PlannedReduce& pr) {
+    Hasher h;
+    h.add(0x7265647563650001ull);
+    h.add(pr.plan.hash());
+    h.add(structural_key(pr.element_roots));
+    if (!pr.row_roots.empty()) h.add(structural_key(pr.row_roots));
+    return h.digest();
+}
+
+std::uint64_t with_options(std::uint64_t key, const Options& o) {
+    Hasher h;
+    h.add(key);
+    h.add(o.hash());
+    return h.digest();
+}
+
+bool has_view(const std::vector<ir::NodePtr>& outputs) {
+    for (const ir::Node* n : ir::topo_order(outputs))
+        if (ir::is_view(n->op())) return true;
+    return false;
+}
+
+// Schedules every kernel of `P` for the GPU. Throws NotFusable from plan_reduce.
+FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::span<const InputLayout> layouts,
+                    const DeviceInfo& device, const Options& options) {
+    FusionPlan plan;
+    plan.options = options;
+    plan.sources = sources.size();
+    std::unordered_map<const ir::Node*, Slot> slot;
+    for (std::size_t k = 0; k < sources.size(); ++k) slot.emplace(sources[k], Slot{Slot::Kind::Source, static_cast<int>(k)});
+    std::unordered_map<const ir::Node*, InputLayout> temp_layout;
+    for (std::size_t t = 0; t < P.temps.size(); ++t) {
+        const ir::Node* ph = P.temps[t].placeholder.get();
+        slot.emplace(ph, Slot{Slot::Kind::Temp, static_cast<int>(t)});
+        temp_layout.emplace(ph, InputLayout{ph->dtype(), contiguous_strides(ph->shape()), true});
+    }
+    const LayoutOf layout_of = [&](const ir::Node& n) -> InputLayout {
+        const auto it = slot.find(&n);
+        if (it == slot.end())
+            throw InternalError(fmt::format("plan_fusion(): input {} ({}) is neither a source nor a temporary",
+                                            ir::describe(n), short_location(n.loc())));
+        if (it->second.kind == Slot::Kind::Temp) return temp_layout.at(&n);
+        return layouts[static_cast<std::size_t>(it->second.index)];
+    };
+    auto slot_of = [&](const ir::Node* in) {
+        (void)layout_of(*in);  // throws for an input that is neither
+        return slot.at(in);
+    };
+    for (const FusedKernel& k : P.kernels) {
+        GpuKernel g;
+        if (k.family == Family::Pointwise) {
+            std::vector<InputLayout> ls;
+            for (const ir::Node* in : pointwise_inputs(k.outputs)) {
+                ls.push_back(layout_of(*in));
+                g.reads.push_back(slot_of(in));
+            }
+            g.pointwise = plan_pointwise(k.outputs, ls, device);
+            g.numel = k.outputs[0]->numel();
+            g.has_views = has_view(k.outputs);
+            g.key = with_options(kernel_key(k.outputs, g.pointwise.plan), options);
+        } else {
+            g.reduce = plan_reduce(k.group, layout_of, device);
+            for (const ir::Node* in : g.reduce.inputs) g.reads.push_back(slot_of(in));
+            g.key = with_options(reduce_key(g.reduce), options);
+        }
+        plan.gpu.push_back(std::move(g));
+    }
+    for (const TempValue& t : P.temps) {
+        plan.temps.push_back({t.value->shape(), t.value->dtype(), plan.temp_bytes});
+        const std::size_t bytes = static_cast<std::size_t>(t.value->numel()) * itemsize(t.value->dtype());
+        plan.temp_bytes += (bytes + 255) / 256 * 256;  // every temporary 256-byte aligned (plans assume 16 bytes)
+    }
+    plan.partition = std::move(P);
+    return plan;
+}
+
+std::string reduction_text(const FusionPlan& plan, std::size_t i) {
+    const FusedKernel& k = plan.partition.kernels[i];
+    const PlannedReduce& pr = plan.gpu[i].reduce;
+    const ReducePlan& rp = pr.plan;
+    std::string red;
+    for (std::size_t j = 0; j < k.members.size(); ++j) red += fmt::format(" {} stage {}", where_of(*k.members[j]), rp.ops[j].stage);
+    std::string text = fmt::format("kernel {}  {}   reduction of {} over axes [{}]:{}\n", i, k.name,
+                                   loom::to_string(k.group.reductions[0]->operand(0)->shape()),
+                                   fmt::join(k.group.reductions[0]->ints(), ", "), red);
+    const std::string split =
+        !rp.split ? std::string()
+        : rp.schedule == ReduceSchedule::Inner
+            ? fmt::format(", split over {} blocks per row (balanced chunk ranges in full waves; groups of {} chunk partials "
+                          "finished by the block that completes them, then the row)",
+                          pr.binding.blocks_per_row, kSplitGroup)
+            : fmt::format(", split over {} blocks per row (the last one finishes it)", pr.binding.blocks_per_row);
+    text += fmt::format("          schedule {}, {} threads per block, {}{}{}; {} element output(s), {} row output(s); "
+                        "one launch\n",
+                        schedule_name(rp.schedule), rp.block,
+                        rp.schedule == ReduceSchedule::Inner ? fmt::format("{} threads per row", rp.group)
+                                                             : std::string("a thread per 1 or 4 outputs"),
+                        rp.cached_blocks > 0 ? ", rows held in registers" : "", split, rp.element_outputs,
+                        k.group.row_outputs.size());
+    return text;
+}
+
+std::string pointwise_text(const FusionPlan& plan, std::size_t i) {
+    const FusedKernel& k = plan.partition.kernels[i];
+    const PointwisePlan& pp = plan.gpu[i].pointwise.plan;
+    std::string nodes;
+    for (const ir::Node* n : ir::topo_order(k.outputs))
+        if (ir::is_elementwise(n->op()) || ir::is_view(n->op())) nodes += fmt::format(" {} ({})", ir::op_name(n->op()), short_location(n->loc()));
+    std::string reads;
+    const auto ins = pointwise_inputs(k.outputs);
+    for (std::size_t j = 0; j < ins.size(); ++j)
+        reads += fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
+                             ir::describe(*ins[j]), to_string(plan.gpu[i].reads[j]));
+    std::vector<std::string> writes;
+    for (const Slot& w : k.writes) writes.push_back(to_string(w));
+    return fmt::format("kernel {}  {}   pointwise {}:{}\n          reads {}; writes {}; vector width {}{}; 1 launch\n", i,
+                       k.name, loom::to_string(k.outputs[0]->shape()), nodes, reads.empty() ? std::string("nothing") : reads,
+                       fmt::join(writes, ", "), pp.vector_width,
+                       pp.vector_registers > 0 ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
+                                                             pp.vector_registers, kVectorRegisterBudget)
+                                               : std::string());
+}
+
+}  // namespace
+
+bool GpuKernel::operator==(const GpuKernel& o) const {
+    return pointwise.plan == o.pointwise.plan && reduce.plan == o.reduce.plan && reads == o.reads && numel == o.numel &&
+           has_views == o.has_views && key == o.key;
+}
+
+std::uint64_t FusionPlan::hash() const {
+    Hasher h;
+    h.add(partition.hash());
+    h.add(options.hash());
+    for (const GpuKernel& g : gpu) h.add(g.key);
+    h.add(temp_bytes);
+    h.add(sources);
+    for (int r : reads) h.add(static_cast<std::uint64_t>(r));
+    return h.digest();
+}
+
+std::string FusionPlan::to_string() const {
+    std::string text;
+    if (!partition.note.empty()) text += fmt::format("plan     {}\n", partition.note);
+    // Reduction kernels, the temporaries, then pointwise kernels (the launch order).
+    bool temps_printed = false;
+    auto print_temps = [&] {
+        if (temps_printed) return;
+        temps_printed = true;
+        for (std::size_t t = 0; t < partition.temps.size(); ++t)
+            text += fmt::format("materialize t{} = {} {}: {}\n", t, where_of(*partition.temps[t].value),
+                                loom::to_string(partition.temps[t].value->shape()), partition.temps[t].why);
+    };
+    for (std::size_t i = 0; i < partition.kernels.size(); ++i) {
+        const FusedKernel& k = partition.kernels[i];
+        if (k.family == Family::Pointwise && partition.note.rfind("fusion off", 0) != 0) print_temps();
+        text += k.family == Family::Reduction ? reduction_text(*this, i) : pointwise_text(*this, i);
+        if (!k.why.empty()) text += fmt::format("boundary  kernel {}: {}\n", i, k.why);
+    }
+    print_temps();
+    return text;
+}
+
+FusionPlan plan_fusion(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources,
+                       std::span<const InputLayout> layouts, const DeviceInfo& device, const Options& options,
+                       std::string_view name, const FusionCostModel* cost) {
+    if (sources.size() != layouts.size())
+        throw InternalError(fmt::format("plan_fusion(): {} sources with {} layouts", sources.size(), layouts.size()));
+    PartitionOptions po;
+    po.fusion = options.fusion;
+    po.name = std::string(name);
+    po.cost = cost;
+    FusionPlan plan;
+    try {
+        plan = schedule(partition(roots, po), sources, layouts, device, options);
+    } catch (const NotFusable& e) {
+        if (!options.fusion) throw InternalError(fmt::format("plan_fusion(): an unfused kernel is not plannable: {}", e.what()));
+        po.strict = true;
+        po.strict_reason = e.what();
+        plan = schedule(partition(roots, po), sources, layouts, device, options);
+    }
+    std::unordered_set<const ir::Node*> in_graph;
+    for (const ir::Node* n : ir::topo_order(roots))
+        if (n->op() == ir::Op::Input) in_graph.insert(n);
+    for (std::size_t k = 0; k < sources.size(); ++k)
+        if (in_graph.count(sources[k])) plan.reads.push_back(static_cast<int>(k));
+    return plan;
+}
+
+}  // namespace loom::codegen

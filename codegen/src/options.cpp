@@ -1,0 +1,68 @@
+// The options value: its hash and text, the per-thread scopes, and the defaults from the environment.
+#include "loom/codegen/options.hpp"
+
+#include <fmt/format.h>
+
+#include <initializer_list>
+
+#include <cstdlib>
+#include <string_view>
+
+#include "loom/ir/hash.hpp"
+
+namespace loom {
+
+namespace {
+
+thread_local const Options* t_scope = nullptr;
+
+/// The value of environment variable `var` is one of `words` (comma-separated alternatives are not lists here).
+bool env_is(const char* var, std::initializer_list<std::string_view> words) {
+    const char* v = std::getenv(var);
+    if (!v) return false;
+    for (std::string_view w : words)
+        if (w == v) return true;
+    return false;
+}
+
+std::string_view capture_name(CapturePolicy c) { return c == CapturePolicy::Auto ? "auto" : "never"; }
+
+}  // namespace
+
+std::uint64_t Options::hash() const {
+    Hasher h;
+    h.add(std::string_view("loom.options.v1"));
+    h.add(fast_math);
+    h.add(line_info);
+    h.add(fusion);
+    h.add(static_cast<std::uint64_t>(capture));
+    h.add(static_cast<std::uint64_t>(tile.rows));
+    h.add(static_cast<std::uint64_t>(tile.cols));
+    h.add(static_cast<std::uint64_t>(tile.depth));
+    return h.digest();
+}
+
+std::string Options::to_string() const {
+    return fmt::format("fast_math={} line_info={} fusion={} capture={} tile={}", fast_math ? "on" : "off",
+                       line_info ? "on" : "off", fusion ? "on" : "off", capture_name(capture),
+                       tile.empty() ? std::string("auto") : fmt::format("{}x{}x{}", tile.rows, tile.cols, tile.depth));
+}
+
+Options environment_options() {
+    Options o;
+    o.fast_math = env_is("LOOM_FAST_MATH", {"1", "on"});
+    o.line_info = env_is("LOOM_LINEINFO", {"1", "on"});
+    o.fusion = !env_is("LOOM_FUSION", {"0", "off"});
+    return o;
+}
+
+const Options& current_options() {
+    static const Options defaults = environment_options();
+    return t_scope ? *t_scope : defaults;
+}
+
+OptionsScope::OptionsScope(const Options& options) : previous_(t_scope), options_(options) { t_scope = &options_; }
+
+OptionsScope::~OptionsScope() { t_scope = previous_; }
+
+}  // namespace loom

@@ -1,0 +1,392 @@
+// The GPU path: plan the evaluation (codegen::plan_fusion), build the kernels it names, run it. One build
+// function and one launch path serve every kernel family; each family is one arm of run_plan().
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "gpu_internal.hpp"
+#include "loom/codegen/kernel_key.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/env.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/runtime/capture.hpp"
+#include "loom/runtime/device.hpp"
+#include "loom/runtime/disk_cache.hpp"
+#include "loom/runtime/dump.hpp"
+#include "loom/runtime/errors.hpp"
+#include "loom/runtime/gpu_executor.hpp"
+#include "loom/runtime/kernel_cache.hpp"
+#include "loom/runtime/nvrtc.hpp"
+#include "loom/runtime/pinned.hpp"
+#include "loom/runtime/stream.hpp"
+#include "parallel.hpp"
+#include "param_buffer.hpp"
+
+namespace loom::gpu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+using codegen::Family;
+using codegen::FusionPlan;
+using codegen::Slot;
+
+// The kernel source of kernel `i` of `plan` (and its plan with LOOM_DUMP=plans).
+codegen::KernelSource emit_kernel(const FusionPlan& plan, std::size_t i) {
+    const codegen::FusedKernel& k = plan.partition.kernels[i];
+    const codegen::GpuKernel& g = plan.gpu[i];
+    codegen::KernelSource src;
+    std::string plan_text;
+    switch (k.family) {
+        case Family::Pointwise:
+            src = codegen::emit_pointwise(k.name, k.outputs, g.pointwise.plan);
+            plan_text = g.pointwise.plan.to_string();
+            break;
+        case Family::Reduction:
+            src = codegen::emit_reduce(k.name, g.reduce);
+            plan_text = g.reduce.plan.to_string();
+            break;
+    }
+    if (env_list_contains("LOOM_DUMP", "plans")) dump::write(src.name + ".plan.txt", plan_text);
+    return src;
+}
+
+CompiledKernel build_kernel(const FusionPlan& plan, std::size_t i, const codegen::DeviceInfo& info) {
+    const auto t0 = Clock::now();
+    codegen::KernelSource source = emit_kernel(plan, i);
+    const double codegen_ms = ms_since(t0);
+    const std::size_t bytes = source.param_bytes;
+    return load_kernel(std::move(source), codegen_ms, info, plan.options, bytes);
+}
+
+// Split counters that stay zero between launches: the block that completes a counter resets it, so a
+// buffer zeroed once serves every later split launch on the same stream (launches on one stream run one
+// after another; each stream has its own buffer, so kernels on two streams never share counters). This
+// saves a cudaMemsetAsync before every split launch (about 1.5% of R3's time on the H200). Returns null
+// inside stream capture (nothing may be allocated then; the caller zeroes pool memory instead, which the
+// graph records) and for launches needing more counters than the buffer holds (inner splits need
+// rows x (groups of 256 chunks + 1); past 4096, rows of tens of millions of elements, a memset is cheap
+// against the reads).
+constexpr std::uint32_t kSplitCounters = 4096;
+unsigned int* split_counters(int device, cudaStream_t stream, std::int64_t needed) {
+    if (needed > kSplitCounters || is_capturing(stream)) return nullptr;
+    // Keyed by the stream's unique id, not its handle (a destroyed stream's handle may name a new stream
+    // while the old one's kernels still run); cudaStreamPerThread names a different stream in every thread,
+    // so those buffers are per thread as well.
+    unsigned long long id = 0;
+    LOOM_CUDA_CHECK(cudaStreamGetId(stream, &id));
+    const std::thread::id owner = stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
+    static std::mutex mu;
+    static std::map<std::tuple<int, unsigned long long, std::thread::id>, unsigned int*> buffers;  // 16 KiB each, kept
+    std::lock_guard lock(mu);
+    unsigned int*& b = buffers[{device, id, owner}];
+    if (!b) {
+        DeviceGuard guard(device);
+        void* p = nullptr;
+        LOOM_CUDA_CHECK(cudaMalloc(&p, kSplitCounters * sizeof(unsigned int)));
+        LOOM_CUDA_CHECK(cudaMemset(p, 0, kSplitCounters * sizeof(unsigned int)));
+        b = static_cast<unsigned int*>(p);
+    }
+    return b;
+}
+
+// The parameter bytes of one launch: on the stack up to 4 KiB (every plan short of hundreds of inputs).
+class ParamBytes {
+public:
+    explicit ParamBytes(std::size_t n) : size_(n) {
+        if (n > kStack) heap_.resize(n);
+    }
+    std::span<std::byte> span() { return {size_ > kStack ? heap_.data() : stack_, size_}; }
+
+private:
+    static constexpr std::size_t kStack = 4096;
+    alignas(16) std::byte stack_[kStack];
+    std::vector<std::byte> heap_;
+    std::size_t size_;
+};
+
+// The pointwise arm: `ins` in pointwise_inputs order.
+void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g, std::span<const void* const> ins,
+                      std::span<void* const> outs, std::string_view where) {
+    const codegen::PlannedPointwise& planned = g.pointwise;
+    const codegen::Variant v = codegen::select_variant(planned.plan, planned.binding, ins, outs);
+    const codegen::LaunchConfig lc = planned.plan.launch(g.numel, v);
+    if (lc.grid_x == 0) return;
+    ParamBytes params(planned.plan.params.size);
+    codegen::pack_params(planned.plan, planned.binding, ins, outs, params.span());
+    LaunchConfig cfg;
+    cfg.grid = {lc.grid_x, lc.grid_y, 1};
+    cfg.block = {lc.block_x, 1, 1};
+    const Kernel& k = v == codegen::Variant::Vector ? kernel.vector_kernel : kernel.scalar_kernel;
+    if (planned.plan.params_in_memory) return launch_with_params_in_memory(k, cfg, params.span(), where);
+    k.launch(cfg, params.span().data(), params.span().size(), where);
+}
+
+// The reduction arm: `ins` in PlannedReduce::inputs order; the element outputs, then the row outputs.
+void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce& pr, std::span<const void* const> ins,
+                      std::span<void* const> el_outs, std::span<void* const> row_outs, Device device, std::string_view where) {
+    const codegen::LaunchConfig rl = codegen::reduce_launch(pr, ins, el_outs);
+    if (rl.grid_x == 0) return;
+    std::vector<Tensor> partials;  // the split workspaces, stream-ordered pool memory freed after the kernel
+    std::vector<void*> part_ptrs;
+    if (pr.plan.split) {
+        const std::int64_t counters = codegen::split_counter_count(pr, rl);
+        if (unsigned int* c = split_counters(device.index, current_stream(), counters)) {
+            part_ptrs.push_back(c);
+        } else {  // zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown)
+            partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * counters}, DType::UInt8, device));
+            part_ptrs.push_back(partials.back().data());
+            LOOM_CUDA_CHECK(cudaMemsetAsync(partials.back().data(), 0, partials.back().nbytes(), current_stream()));
+        }
+        for (const auto& op : pr.plan.ops) {
+            partials.push_back(Tensor::empty({static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * codegen::split_partial_count(pr)},
+                                             DType::UInt8, device));
+            part_ptrs.push_back(partials.back().data());
+        }
+    }
+    ParamBytes params(codegen::reduce_params_size(pr.plan));
+    codegen::pack_reduce_params(pr, ins, el_outs, row_outs, part_ptrs, params.span());
+    LaunchConfig cfg;
+    cfg.grid = {rl.grid_x, rl.grid_y, 1};
+    cfg.block = {rl.block_x, 1, 1};
+    (rl.vector ? kernel.vector_kernel : kernel.scalar_kernel).launch(cfg, params.span().data(), params.span().size(), where);
+}
+
+// Whether root `r`, written into `out`, must go through a temporary: a source the plan reads shares its
+// memory, and a kernel from its writer on reads that source, other than the writer itself reading it in
+// place (a pointwise kernel without views, the source with the output's exact layout: each element is
+// read before it is written, in one thread).
+bool needs_temporary(const FusionPlan& plan, std::span<const Tensor::Impl* const> sources, const Tensor& out, std::size_t r) {
+    for (int s : plan.reads) {
+        const Tensor::Impl& src = *sources[static_cast<std::size_t>(s)];
+        if (src.storage != out.storage()) continue;
+        std::size_t writer = plan.gpu.size();
+        for (std::size_t k = 0; k < plan.gpu.size() && writer == plan.gpu.size(); ++k)
+            for (const Slot& w : plan.partition.kernels[k].writes)
+                if (w.kind == Slot::Kind::Root && static_cast<std::size_t>(w.index) == r) writer = k;
+        for (std::size_t k = writer; k < plan.gpu.size(); ++k) {
+            bool reads = false;
+            for (const Slot& in : plan.gpu[k].reads) reads = reads || (in.kind == Slot::Kind::Source && in.index == s);
+            if (!reads) continue;
+            const bool in_place = k == writer && plan.partition.kernels[k].family == Family::Pointwise &&
+                                  !plan.gpu[k].has_views && src.offset == out.offset() && src.strides == out.strides() &&
+                                  src.shape == out.shape();
+            if (!in_place) return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+const Tensor::Impl& bound_tensor(const ir::Node& input) { return *static_cast<const Tensor::Impl*>(input.payload().get()); }
+
+codegen::InputLayout layout_of(const ir::Node& input) {
+    if (!input.payload())
+        throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})", ir::describe(input),
+                                short_location(input.loc())));
+    const Tensor::Impl& t = bound_tensor(input);
+    return {t.dtype, t.strides, reinterpret_cast<std::uintptr_t>(address_of(input)) % 16 == 0};
+}
+
+const void* address_of(const Tensor::Impl& t) {
+    return static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
+}
+
+const void* address_of(const ir::Node& input) { return address_of(bound_tensor(input)); }
+
+codegen::DeviceInfo planning_device() { return cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200(); }
+
+CompiledKernel load_kernel(codegen::KernelSource source, double codegen_ms, const codegen::DeviceInfo& info,
+                           const Options& options, std::size_t param_bytes) {
+    CompiledKernel ck;
+    ck.source = std::move(source);
+    ck.codegen_ms = codegen_ms;
+    nvrtc::Options opt;
+    opt.cc_major = info.cc_major;
+    opt.cc_minor = info.cc_minor;
+    opt.line_info = options.line_info;
+    opt.fast_math = options.fast_math;
+    // Disk cache first (the same source, options, arch and versions compiled by any earlier process), NVRTC
+    // on a miss.
+    const CachedCompile cc = compile_cached(ck.source.name, ck.source.source, opt);
+    const nvrtc::Result& r = cc.result;
+    ck.compile_ms = r.compile_ms;
+    ck.lookup_ms = cc.lookup_ms;
+    ck.from_disk = cc.from_disk;
+    ck.arch = r.arch;
+    const auto t0 = Clock::now();
+    ck.module = Module::load(std::string_view(r.binary.data(), r.binary.size()), ck.source.name);
+    const long bytes = static_cast<long>(param_bytes);
+    ck.scalar_kernel = ck.module.kernel(ck.source.scalar_entry, bytes);
+    if (!ck.source.vector_entry.empty()) ck.vector_kernel = ck.module.kernel(ck.source.vector_entry, bytes);
+    ck.load_ms = ms_since(t0);
+    return ck;
+}
+
+void bound_sources(const std::vector<ir::NodePtr>& roots, std::vector<const ir::Node*>& sources,
+                   std::vector<codegen::InputLayout>& layouts) {
+    for (const ir::Node* n : ir::topo_order(roots)) {
+        if (n->op() != ir::Op::Input) continue;
+        sources.push_back(n);
+        layouts.push_back(layout_of(*n));
+    }
+}
+
+FusionPlan plan_bound(const std::vector<ir::NodePtr>& roots, const codegen::DeviceInfo& info, const Options& options,
+                      std::string_view name, std::vector<const ir::Node*>* sources) {
+    std::vector<const ir::Node*> srcs;
+    std::vector<codegen::InputLayout> layouts;
+    bound_sources(roots, srcs, layouts);
+    FusionPlan plan = codegen::plan_fusion(roots, srcs, layouts, info, options, name);
+    if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(plan.to_string().c_str(), stderr);
+    if (sources) *sources = std::move(srcs);
+    return plan;
+}
+
+Kernels build_kernels(const FusionPlan& plan, Device device, std::string_view where) {
+    const codegen::DeviceInfo& info = device_info(device.index);
+    Kernels out(plan.gpu.size());
+    std::vector<std::size_t> missing;
+    for (std::size_t k = 0; k < plan.gpu.size(); ++k) {
+        out[k] = find_cached_kernel(plan.gpu[k].key, device.index);
+        if (!out[k]) missing.push_back(k);
+    }
+    if (missing.empty()) return out;
+    // Inside stream capture nothing may be built: checked here, on the capturing thread, before any worker.
+    detail::require_no_build_in_capture(plan.partition.kernels[missing[0]].name, where);
+    // Code generation, the disk lookup and NVRTC of independent kernels run concurrently; the in-memory cache
+    // still builds each key once.
+    detail::run_concurrently(missing.size(), [&](std::size_t j) {
+        const std::size_t k = missing[j];
+        DeviceGuard guard(device.index);
+        out[k] = cached_kernel(plan.gpu[k].key, device.index, [&] { return build_kernel(plan, k, info); });
+    });
+    return out;
+}
+
+std::vector<CachedCompile> compile_kernels(const FusionPlan& plan, const codegen::DeviceInfo& info,
+                                           std::vector<codegen::KernelSource>* sources) {
+    std::vector<codegen::KernelSource> srcs = emit_kernels(plan);
+    nvrtc::Options opt;
+    opt.cc_major = info.cc_major;
+    opt.cc_minor = info.cc_minor;
+    opt.line_info = plan.options.line_info;
+    opt.fast_math = plan.options.fast_math;
+    std::vector<CachedCompile> out(srcs.size());
+    detail::run_concurrently(srcs.size(), [&](std::size_t k) { out[k] = compile_cached(srcs[k].name, srcs[k].source, opt); });
+    if (sources) *sources = std::move(srcs);
+    return out;
+}
+
+void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
+              std::span<const Tensor* const> outs, Device device, std::string_view where) {
+    if (sources.size() != plan.sources || kernels.size() != plan.gpu.size())
+        throw InternalError(fmt::format("run_plan(): {} sources and {} kernels for a plan of {} and {}", sources.size(),
+                                        kernels.size(), plan.sources, plan.gpu.size()));
+    // Outputs: the user's, through a temporary where a later read of a source would see it overwritten.
+    SmallArray<void*, 16> targets(outs.size());
+    std::vector<std::pair<Tensor, const Tensor*>> copy_back;  // allocates only when an output aliases a source
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        const Tensor& user = *outs[i];
+        if (needs_temporary(plan, sources, user, i)) {
+            Tensor tmp = Tensor::empty(user.shape(), user.dtype(), device);
+            targets[i] = tmp.data();
+            copy_back.emplace_back(std::move(tmp), &user);
+        } else {
+            targets[i] = user.data();
+        }
+    }
+    // Every temporary in one pool block, each at its planned offset.
+    Tensor temps;
+    char* temp_base = nullptr;
+    if (plan.temp_bytes > 0) {
+        temps = Tensor::empty({static_cast<std::int64_t>(plan.temp_bytes)}, DType::UInt8, device);
+        temp_base = static_cast<char*>(temps.data());
+        if (reinterpret_cast<std::uintptr_t>(temp_base) % 16 != 0)
+            throw InternalError("run_plan(): pool memory is not 16-byte aligned, as the plans assume");
+    }
+    auto address = [&](const Slot& s) -> void* {
+        const std::size_t i = static_cast<std::size_t>(s.index);
+        switch (s.kind) {
+            case Slot::Kind::Source: return const_cast<void*>(address_of(*sources[i]));
+            case Slot::Kind::Temp: return temp_base + plan.temps[i].offset;
+            case Slot::Kind::Root: return targets[i];
+        }
+        return nullptr;
+    };
+    for (std::size_t k = 0; k < plan.gpu.size(); ++k) {
+        const codegen::GpuKernel& g = plan.gpu[k];
+        const codegen::FusedKernel& fk = plan.partition.kernels[k];
+        SmallArray<const void*, 64> ins(g.reads.size());
+        for (std::size_t j = 0; j < g.reads.size(); ++j) ins[j] = address(g.reads[j]);
+        SmallArray<void*, 16> o(fk.writes.size());
+        for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
+        switch (fk.family) {
+            case Family::Pointwise: launch_pointwise(*kernels[k], g, ins.span(), o.span(), where); break;
+            case Family::Reduction: {
+                const std::size_t el = fk.group.element_outputs.size();
+                launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el), o.span(el, fk.writes.size() - el), device, where);
+                break;
+            }
+        }
+    }
+    for (auto& [tmp, user] : copy_back) copy_async(*user, tmp);
+    // `temps` and the copy-back temporaries are stream-ordered pool memory: freed after the kernels that use them.
+}
+
+std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device device, std::source_location loc,
+                             const std::vector<Tensor>* outs, std::string_view name) {
+    require_cuda("eval()");
+    DeviceGuard guard(device.index);
+    const std::string where = short_location(loc);
+    std::vector<const ir::Node*> sources;
+    const FusionPlan plan = plan_bound(roots, device_info(device.index), current_options(), name, &sources);
+    std::vector<Tensor> results(roots.size());
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+        if (outs) {
+            const Tensor& user = (*outs)[i];
+            if (!user.is_contiguous())
+                throw Error(fmt::format("assign(): output {} {} is not contiguous; Loom writes contiguous outputs ({})",
+                                        to_string(user.shape()), loom::name(user.dtype()), where));
+            results[i] = user;
+        } else {
+            results[i] = Tensor::empty(roots[i]->shape(), roots[i]->dtype(), device);
+        }
+    }
+    const Kernels kernels = build_kernels(plan, device, where);
+    SmallArray<const Tensor::Impl*, 64> bound(sources.size());
+    for (std::size_t k = 0; k < sources.size(); ++k) bound[k] = &bound_tensor(*sources[k]);
+    SmallArray<const Tensor*, 16> targets(results.size());
+    for (std::size_t i = 0; i < results.size(); ++i) targets[i] = &results[i];
+    run_plan(plan, kernels, bound.span(), targets.span(), device, where);
+    return results;
+}
+
+std::vector<codegen::KernelSource> emit_kernels(const FusionPlan& plan) {
+    std::vector<codegen::KernelSource> out;
+    for (std::size_t i = 0; i < plan.gpu.size(); ++i) out.push_back(emit_kernel(plan, i));
+    return out;
+}
+
+std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    std::vector<const ir::Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    bound_sources(roots, sources, layouts);
+    return codegen::plan_fusion(roots, sources, layouts, planning_device(), current_options(), name).to_string();
+}
+
+std::vector<codegen::KernelSource> generate(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    return emit_kernels(plan_bound(roots, planning_device(), current_options(), name, nullptr));
+}
+
+}  // namespace loom::gpu
