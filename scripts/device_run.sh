@@ -93,16 +93,53 @@ run_step() {
 
 args=("$@")
 # LOOM_RUN_STEPS picks the steps (default all): gpu_tests, fuzz, samples, unit (unit and golden tests:
-# CI runs them too), bench. LOOM_FUZZ_SECONDS (default 120) boxes the fuzzer; LOOM_BENCH_ROUNDS (default 3)
-# sets the interleaved benchmark/peer rounds.
+# CI runs them too), bench. LOOM_GPU_TEST_JOBS (default 6) shards the GPU tests over processes;
+# LOOM_FUZZ_SECONDS (default 120) boxes the fuzzer and LOOM_FUZZ_JOBS (default 8) runs that many fuzzer
+# processes; LOOM_BENCH_ROUNDS (default 3) sets the interleaved benchmark/peer rounds.
 steps=${LOOM_RUN_STEPS:-gpu_tests,fuzz,samples,bench}
 want() { [[ ",$steps," == *",$1,"* ]]; }
 nvidia-smi 2>&1 | tee "$OUT/nvidia-smi.log"
 write_status "${args[@]}"
 
+# run_parallel NAME LOG JOBS COMMAND...: runs COMMAND JOBS times at once, the k-th with SHARD=k (0-based) in
+# its environment, each into a log of its own; the logs are concatenated into LOG and the step fails when any
+# process failed. The GPU machine has 16 cores and NVRTC is CPU-bound, so shards run side by side on the GPU.
+run_parallel() {
+    local name=$1 log=$2 jobs=$3
+    shift 3
+    echo "=== $name: $jobs processes of: $*" | tee "$log"
+    local pids=() k rc=0
+    for ((k = 0; k < jobs; k++)); do
+        SHARD=$k bash -c "$*" >"$log.$k" 2>&1 &
+        pids+=($!)
+    done
+    for k in "${!pids[@]}"; do
+        wait "${pids[$k]}" || rc=1
+        { echo "--- $name process $k"; cat "$log.$k"; } >>"$log"
+        rm -f "$log.$k"
+    done
+    echo "=== $name: exit $rc" | tee -a "$log"
+    [[ $rc -ne 0 ]] && failed=$((failed + 1))
+    local counts="— | —"
+    grep -q '\[doctest\] test cases:' "$log" && counts=$(doctest_counts "$log")
+    results+=("| $name | $rc | $counts |")
+    write_status "${args[@]}"
+    return 0
+}
+
 if want gpu_tests; then
     if [[ -x $bin/loom_gpu_tests ]]; then
-        run_step gpu_tests "$OUT/gpu_tests.log" new "$bin/loom_gpu_tests"
+        # LOOM_GPU_TEST_JOBS shards (default 6): test cases [k n / J + 1, (k + 1) n / J] of the n that pass the
+        # filters, in doctest's file order; the sticky cases run once, in shard 0's child process.
+        jobs=${LOOM_GPU_TEST_JOBS:-6}
+        n=$("$bin/loom_gpu_tests" --count --test-case-exclude='*sticky*' | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
+        if [[ -n $n && $jobs -gt 1 ]]; then
+            export LOOM_GPU_TESTS_BIN=$bin/loom_gpu_tests LOOM_GPU_TESTS_N=$n LOOM_GPU_TESTS_J=$jobs
+            run_parallel gpu_tests "$OUT/gpu_tests.log" "$jobs" \
+                '"$LOOM_GPU_TESTS_BIN" --first=$((SHARD * LOOM_GPU_TESTS_N / LOOM_GPU_TESTS_J + 1)) --last=$(((SHARD + 1) * LOOM_GPU_TESTS_N / LOOM_GPU_TESTS_J))'
+        else
+            run_step gpu_tests "$OUT/gpu_tests.log" new "$bin/loom_gpu_tests"
+        fi
     else
         results+=("| gpu_tests | missing | — | — |"); failed=$((failed + 1))
     fi
@@ -113,7 +150,12 @@ if want gpu_tests && [[ -x $bin/loom_disk_cache_stress ]]; then
         --processes 8 --rounds 3 --kernels 50 --run
 fi
 if want fuzz && [[ -x $bin/loom_fuzz ]]; then
-    run_step fuzz "$OUT/fuzz.log" new "$bin/loom_fuzz" --seconds "${LOOM_FUZZ_SECONDS:-120}" --seed "$(date +%s)"
+    # LOOM_FUZZ_JOBS processes (default 8), each with seeds of its own, for LOOM_FUZZ_SECONDS (default 120).
+    export LOOM_FUZZ_BIN=$bin/loom_fuzz LOOM_FUZZ_SEED=$(date +%s) LOOM_FUZZ_T=${LOOM_FUZZ_SECONDS:-120}
+    run_parallel fuzz "$OUT/fuzz.log" "${LOOM_FUZZ_JOBS:-8}" \
+        '"$LOOM_FUZZ_BIN" --seconds "$LOOM_FUZZ_T" --seed $((LOOM_FUZZ_SEED + SHARD * 1000000))'
+    awk '/^fuzz: / { g += $2; f += $4 } END { printf "fuzz (all processes): %d graphs, %d failures\n", g, f }' \
+        "$OUT/fuzz.log" | tee -a "$OUT/fuzz.log"
 fi
 if want samples; then
     : >"$OUT/samples.log"

@@ -180,7 +180,10 @@ void finish(Builder& b, std::vector<Group>& groups, std::vector<Step>& steps, co
     for (Step& s : steps) {
         FusedKernel k;
         k.family = Family::Pointwise;
-        k.outputs = b.substitute(s.outputs);
+        // The kernel computes its own outputs (an unfused kernel writes the temporary it computes).
+        std::unordered_set<const ir::Node*> keep;
+        for (const auto& o : s.outputs) keep.insert(o.get());
+        k.outputs = b.substitute(s.outputs, keep);
         k.writes = std::move(s.writes);
         k.why = std::move(s.why);
         kernels.push_back(std::move(k));

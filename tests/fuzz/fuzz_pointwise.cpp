@@ -1,23 +1,35 @@
-// loom_fuzz: a differential fuzzer of Loom's kernels. Random graphs run on the GPU and on the CPU reference
-// and are compared with the contract's tolerances (docs/semantics.md, testing::check_against_reference).
-// Half of the seeds (--reduce-share) make pointwise graphs: every op of the elementwise table, every dtype,
-// ranks 1-4 with size-1 dimensions, broadcasts, permuted, sliced and reshaped views, strided and
-// misaligned inputs, scalars and constants including NaN, Inf and -0, several outputs. The others make
-// graphs with reductions: sum, prod, min, max, mean, argmin, argmax, any and all over random axis sets with
-// and without keepdims, with elementwise prologues and epilogues, several reductions of one operand,
-// softmax, layernorm, rmsnorm and random variants that broadcast reduced values back, reductions of
-// reductions, on ranks 1-4 with extents from 0 to 8193 and transposed, sliced and strided inputs. A failing
-// graph is shrunk (nodes replaced by their operands, smaller shapes, simpler layouts and axis sets) and
-// printed with ir::print. Without a GPU, or with --compile-only, every graph's kernels are generated (the
-// GPU path's planner and emitters, after the standard passes) and compiled with NVRTC, and the graph is
-// evaluated on the reference, without a launch.
+// loom_fuzz: a differential fuzzer of Loom's partitioner and kernels. Random graphs run on the GPU and on
+// the CPU reference and are compared with the contract's tolerances (docs/semantics.md,
+// testing::check_against_reference); every graph also runs unfused (loom::Options::fusion off: every op its
+// own kernel, every value materialized in its dtype), whose results must equal the fused ones bit for bit
+// (any NaN equals any NaN): results never depend on fusion. Half of the seeds (--reduce-share) make
+// pointwise graphs: every op of the elementwise table, every dtype, ranks 1-4 with size-1 dimensions,
+// broadcasts, permuted, sliced and reshaped views, strided and misaligned inputs, scalars and constants
+// including NaN, Inf and -0, several outputs. The others make graphs with reductions over every dtype: sum,
+// prod, min, max, mean, argmin, argmax, any and all over random axis sets with and without keepdims, with
+// elementwise prologues and epilogues, several reductions of one operand, softmax, layernorm, rmsnorm and
+// random variants that broadcast reduced values back, comparisons against reductions broadcast back
+// (`x == max(x, axes, true)`) with counts, `where` and casts over them, casts between any two dtypes, arrays
+// evaluated together with their reductions, reductions of reductions, on ranks 1-4 with extents from 0 to
+// 8193 and transposed, sliced and strided inputs. A failing graph is shrunk (nodes replaced by their
+// operands, smaller shapes, simpler layouts and axis sets) and printed with ir::print.
 //
-//   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only] [--max-numel N] [--reduce-share F]
-//             [--no-shrink] [--verbose]
+// Modes:
+//   (default)       on the GPU: fused against the reference, unfused against fused bit for bit;
+//   --compile-only  each graph's kernels generated and compiled with NVRTC (the GPU path's planner and
+//                   emitters), plus the partition checks of --reference; the default without a GPU;
+//   --reference     no NVRTC, no GPU: each graph's fused, strict and unfused partitions are followed kernel by
+//                   kernel on the CPU reference (reference::evaluate_partition) and compared bit for bit with
+//                   the whole graph evaluated at once. This checks the partitions (what is materialized, at
+//                   which dtype and shape, which kernel writes what), not the CUDA emitters, and is fast
+//                   enough for tens of thousands of graphs per CI run.
 //
-// Graph k of a run uses seed S + k, so `--seed S+k --count 1` replays it (with the same --reduce-share and
-// --max-numel). Exit status 0 when every graph passed, 1 on any failure, 2 on bad arguments. The last line
-// is "fuzz: N graphs, M failures".
+//   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference] [--max-numel N]
+//             [--reduce-share F] [--no-shrink] [--verbose]
+//
+// Graph k of a run uses seed S + k, so `--seed S+k --count 1` replays it (with the same mode, --reduce-share
+// and --max-numel). Exit status 0 when every graph passed, 1 on any failure, 2 on bad arguments. The last
+// lines are the rate in graphs per minute and "fuzz: N graphs, M failures".
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,13 +44,16 @@
 #include "fuzz_program.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/codegen/fusion_plan.hpp"
 #include "loom/ir/graph.hpp"
+#include "loom/ir/pass.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/executor.hpp"
 #include "loom/runtime/kernel_cache.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/reference.hpp"
+#include "loom/runtime/reference_plan.hpp"
 #include "loom/runtime/stream.hpp"
 #include "loom/runtime/testing.hpp"
 
@@ -49,22 +64,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+enum class Mode { Gpu, CompileOnly, Reference };
+
 struct FuzzOptions {
     std::uint64_t seed = 1;
     long long count = -1;  // -1: until --seconds, or 100 when neither is given
     double seconds = -1;
-    bool compile_only = false;
+    Mode mode = Mode::Gpu;
     bool shrink = true;
     bool verbose = false;
     GenOptions gen;
 };
 
-enum class Kind { Pass, Invalid, Mismatch, CompileFailure, Failure, Sticky };
+enum class Kind { Pass, Invalid, Mismatch, FusionMismatch, PartitionMismatch, CompileFailure, Failure, Sticky };
 std::string_view kind_name(Kind k) {
     switch (k) {
         case Kind::Pass: return "pass";
         case Kind::Invalid: return "invalid";
         case Kind::Mismatch: return "GPU result differs from the reference";
+        case Kind::FusionMismatch: return "unfused GPU result differs from the fused one";
+        case Kind::PartitionMismatch: return "a partition followed kernel by kernel differs from the whole graph";
         case Kind::CompileFailure: return "NVRTC rejected the generated kernel";
         case Kind::Failure: return "evaluation threw";
         case Kind::Sticky: return "sticky CUDA error";
@@ -94,7 +113,9 @@ Outcome guarded(F&& body) {
 
 /// Runs a program on the GPU (twice: into poisoned outputs, then into outputs holding random values, so
 /// that an unwritten element fails against any expected value, NaN included) and compares with the
-/// reference (testing::check_against_reference: the tolerance derived from each root's graph).
+/// reference (testing::check_against_reference: the tolerance derived from each root's graph); then runs it
+/// unfused (every op its own kernel, every value materialized in its dtype) into poisoned outputs and
+/// compares with the fused results bit for bit.
 Outcome run_gpu(const Program& p) {
     const Device dev = Device::cuda(current_device());
     std::optional<Built> b;
@@ -106,20 +127,25 @@ Outcome run_gpu(const Program& p) {
     if (!b) return {Kind::Invalid, {}};
     return guarded([&]() -> Outcome {
         const bool misaligned = p.data_seed % 8 == 0;
-        std::vector<Tensor> outs;
-        for (const auto& r : b->roots) {
-            if (misaligned) {
-                Tensor big = Tensor::empty({r->numel() + 1}, r->dtype(), dev);
-                outs.push_back(big.as_strided(r->shape(), contiguous_strides(r->shape()), 1));
-            } else {
-                outs.push_back(Tensor::empty(r->shape(), r->dtype(), dev));
+        auto make_outputs = [&] {
+            std::vector<Tensor> outs;
+            for (const auto& r : b->roots) {
+                if (misaligned) {
+                    Tensor big = Tensor::empty({r->numel() + 1}, r->dtype(), dev);
+                    outs.push_back(big.as_strided(r->shape(), contiguous_strides(r->shape()), 1));
+                } else {
+                    outs.push_back(Tensor::empty(r->shape(), r->dtype(), dev));
+                }
             }
-        }
+            return outs;
+        };
+        const std::vector<Tensor> outs = make_outputs();
         for (int run = 0; run < 2; ++run) {
             for (std::size_t k = 0; k < outs.size(); ++k) {
                 if (outs[k].numel() == 0) continue;
-                if (run == 0) testing::poison(outs[k]);  // contiguous, also when misaligned
-                else testing::fill_random(outs[k], 99 + k);
+                Tensor o = outs[k];
+                if (run == 0) testing::poison(o);  // contiguous, also when misaligned
+                else testing::fill_random(o, 99 + k);
             }
             evaluate_into(b->roots, outs);
             synchronize();
@@ -128,11 +154,67 @@ Outcome run_gpu(const Program& p) {
                 return {Kind::Mismatch, fmt::format("{} outputs{}: {}", run == 0 ? "poisoned" : "random-filled",
                                                     misaligned ? " (misaligned)" : "", c.message)};
         }
+        const std::vector<Tensor> unfused = make_outputs();
+        for (Tensor t : unfused)
+            if (t.numel() > 0) testing::poison(t);
+        {
+            Options off = current_options();
+            off.fusion = false;
+            const OptionsScope scope(off);
+            evaluate_into(b->roots, unfused);
+        }
+        synchronize();
+        for (std::size_t k = 0; k < outs.size(); ++k) {
+            const testing::Comparison c = testing::compare(unfused[k].to_host(), outs[k].to_host(), testing::Tolerance::exact(),
+                                                           fmt::format("output {} unfused against fused", k));
+            if (!c.ok) return {Kind::FusionMismatch, c.message};
+        }
         return {Kind::Pass, {}};
     });
 }
 
-/// Generates and compiles the program's kernels with NVRTC and evaluates it on the reference (no launch).
+/// The partitions of a graph (fused, strict, unfused), each followed kernel by kernel on the reference and
+/// compared bit for bit with the whole graph evaluated at once (host tensors).
+Outcome check_partitions(const Built& b) {
+    const std::vector<ir::NodePtr> graph = ir::run_pipeline(b.roots, ir::standard_passes());
+    const std::vector<Tensor> whole = reference::evaluate(graph);
+    struct Case {
+        const char* name;
+        codegen::PartitionOptions options;
+    };
+    std::vector<Case> cases(3);
+    cases[0].name = "fused";
+    cases[1].name = "strict";
+    cases[1].options.strict = true;
+    cases[1].options.strict_reason = "the fuzzer's strict case";
+    cases[2].name = "unfused";
+    cases[2].options.fusion = false;
+    for (const Case& c : cases) {
+        const codegen::Partition part = codegen::partition(graph, c.options);
+        const std::vector<Tensor> got = reference::evaluate_partition(part, graph);
+        for (std::size_t k = 0; k < got.size(); ++k) {
+            const testing::Comparison cmp = testing::compare(got[k], whole[k], testing::Tolerance::exact(),
+                                                             fmt::format("{} partition, output {}", c.name, k));
+            if (!cmp.ok) return {Kind::PartitionMismatch, fmt::format("{}\npartition:\n{}", cmp.message, part.to_string())};
+        }
+    }
+    return {Kind::Pass, {}};
+}
+
+/// The partition checks alone (no NVRTC, no GPU).
+Outcome run_reference(const Program& p) {
+    std::optional<Built> b;
+    try {
+        b = build(p, Device::cpu());
+    } catch (const std::exception& e) {
+        return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
+    }
+    if (!b) return {Kind::Invalid, {}};
+    return guarded([&]() -> Outcome { return check_partitions(*b); });
+}
+
+/// Generates and compiles the program's kernels with NVRTC (no launch; one graph in eight also unfused),
+/// then runs the partition checks.
 Outcome run_compile_only(const Program& p) {
     std::optional<Built> b;
     try {
@@ -145,9 +227,15 @@ Outcome run_compile_only(const Program& p) {
         const CompileReport rep = compile(b->roots, "fuzz");
         if (rep.kernels < 1 || rep.image_bytes == 0)
             return {Kind::Failure, fmt::format("compile() reported {} kernels, {} bytes", rep.kernels, rep.image_bytes)};
-        const auto ref = reference::evaluate(b->roots);
-        if (ref.size() != b->roots.size()) return {Kind::Failure, "the reference returned the wrong number of results"};
-        return {Kind::Pass, {}};
+        if (p.data_seed % 8 == 1) {  // one graph in eight: the unfused kernels compile too
+            Options off = current_options();
+            off.fusion = false;
+            const OptionsScope scope(off);
+            const CompileReport un = compile(b->roots, "fuzz_unfused");
+            if (un.kernels < rep.kernels)
+                return {Kind::Failure, fmt::format("unfused: {} kernels, fewer than the {} fused ones", un.kernels, rep.kernels)};
+        }
+        return check_partitions(*b);
     });
 }
 
@@ -258,7 +346,7 @@ void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const
                    const std::function<Outcome(const Program&)>& run, bool shrink_it) {
     std::printf("FAIL graph seed %llu (replay: loom_fuzz --seed %llu --count 1%s): %s\n%s\n",
                 static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
-                opt.compile_only ? " --compile-only" : "", std::string(kind_name(o.kind)).c_str(), o.message.c_str());
+                opt.mode == Mode::CompileOnly ? " --compile-only" : opt.mode == Mode::Reference ? " --reference" : "", std::string(kind_name(o.kind)).c_str(), o.message.c_str());
     Shrunk s{p, o, 0};
     if (shrink_it && o.kind != Kind::Sticky) s = shrink(p, o, run);
     if (s.steps > 0) {  // the graph as generated, then the shrunk one
@@ -313,14 +401,16 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
             if (!v) return false;
             o.gen.reduce_share = std::clamp(std::atof(v), 0.0, 1.0);
         } else if (a == "--compile-only") {
-            o.compile_only = true;
+            o.mode = Mode::CompileOnly;
+        } else if (a == "--reference") {
+            o.mode = Mode::Reference;
         } else if (a == "--no-shrink") {
             o.shrink = false;
         } else if (a == "--verbose") {
             o.verbose = true;
         } else {
             std::fprintf(stderr,
-                         "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only] [--max-numel N] "
+                         "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference] [--max-numel N] "
                          "[--reduce-share F] [--no-shrink] [--verbose]\n");
             return false;
         }
@@ -334,15 +424,19 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
 int main(int argc, char** argv) {
     FuzzOptions opt;
     if (!parse(argc, argv, opt)) return 2;
-    if (!opt.compile_only && !cuda_available()) {
-        std::printf("loom_fuzz: no CUDA device: compile-only mode (graphs are generated, compiled with NVRTC and "
-                    "evaluated on the reference, not launched)\n");
-        opt.compile_only = true;
+    if (opt.mode == Mode::Gpu && !cuda_available()) {
+        std::printf("loom_fuzz: no CUDA device: compile-only mode (graphs are generated, compiled with NVRTC and their "
+                    "partitions checked on the reference, not launched)\n");
+        opt.mode = Mode::CompileOnly;
     }
-    const Device dev = opt.compile_only ? Device::cpu() : Device::cuda(current_device());
-    const std::function<Outcome(const Program&)> run = opt.compile_only ? run_compile_only : run_gpu;
-    std::printf("loom_fuzz: seed %llu, %s, %s\n", static_cast<unsigned long long>(opt.seed),
-                opt.compile_only ? "compile-only" : "GPU against the CPU reference",
+    const Device dev = opt.mode == Mode::Gpu ? Device::cuda(current_device()) : Device::cpu();
+    const std::function<Outcome(const Program&)> run = opt.mode == Mode::Gpu           ? run_gpu
+                                                       : opt.mode == Mode::CompileOnly ? run_compile_only
+                                                                                       : run_reference;
+    const char* what = opt.mode == Mode::Gpu           ? "GPU against the CPU reference, unfused against fused"
+                       : opt.mode == Mode::CompileOnly ? "compile-only, partitions on the reference"
+                                                       : "partitions on the reference";
+    std::printf("loom_fuzz: seed %llu, %s, %s\n", static_cast<unsigned long long>(opt.seed), what,
                 opt.count >= 0 ? fmt::format("{} graphs", opt.count).c_str() : fmt::format("{} s", opt.seconds).c_str());
     std::fflush(stdout);
 
@@ -382,10 +476,12 @@ int main(int argc, char** argv) {
                 break;
             }
         }
-        if (!opt.compile_only && graphs % 500 == 0) clear_kernel_cache();  // bound the loaded modules
+        if (opt.mode == Mode::Gpu && graphs % 500 == 0) clear_kernel_cache();  // bound the loaded modules
     }
     if (invalid > 0) std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
     std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions\n", graphs - reduction_graphs, reduction_graphs);
+    const double minutes = std::chrono::duration<double>(Clock::now() - t0).count() / 60.0;
+    std::printf("loom_fuzz: %.0f graphs per minute\n", minutes > 0 ? static_cast<double>(graphs) / minutes : 0.0);
     std::printf("fuzz: %lld graphs, %lld failures\n", graphs, failures);
     return failures == 0 && invalid == 0 ? 0 : 1;
 }
