@@ -85,13 +85,9 @@ std::string cuda_literal(const ir::ScalarValue& v, DType t) {
 namespace detail {
 
 namespace {
-// Ops whose result is always a value of the operands' dtype: no rounding for float16/bfloat16.
-bool keeps_representable(ir::Op op) {
-    using ir::Op;
-    return op == Op::Neg || op == Op::Abs || op == Op::Sign || op == Op::Relu || op == Op::Floor ||
-           op == Op::Ceil || op == Op::Round || op == Op::Trunc || op == Op::Minimum || op == Op::Maximum ||
-           op == Op::Where || op == Op::Clamp;
-}
+// Ops whose result is always a value of the operands' dtype (column Exactness of ops.def): no rounding for
+// float16/bfloat16.
+bool keeps_representable(ir::Op op) { return ir::is_exact(op); }
 }  // namespace
 
 std::string op_expression(const ir::Node& n, const std::vector<std::string>& args) {

@@ -341,25 +341,14 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
 
 namespace {
 
-// Transcendental functions and floating-point divisions computed per element (each value once per context).
+// Transcendental functions and floating-point divisions computed per element (each value once per context):
+// the elementwise ops of cost class Division or Transcendental (ops.def) with a float result.
 int costly_ops(const detail::PwGraph& g) {
     int n = 0;
     for (const detail::PwValue& v : g.values) {
         if (!v.node || !ir::is_elementwise(v.node->op())) continue;
-        switch (v.node->op()) {
-            case ir::Op::Exp: case ir::Op::Exp2: case ir::Op::Expm1: case ir::Op::Log: case ir::Op::Log2:
-            case ir::Op::Log1p: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Sin: case ir::Op::Cos:
-            case ir::Op::Tan: case ir::Op::Asin: case ir::Op::Acos: case ir::Op::Atan: case ir::Op::Sinh:
-            case ir::Op::Cosh: case ir::Op::Tanh: case ir::Op::Asinh: case ir::Op::Acosh: case ir::Op::Atanh:
-            case ir::Op::Sigmoid: case ir::Op::Erf: case ir::Op::GeluErf: case ir::Op::GeluTanh: case ir::Op::Silu:
-            case ir::Op::Pow: case ir::Op::Atan2:
-                ++n;
-                break;
-            case ir::Op::Div: case ir::Op::FloorDiv: case ir::Op::Mod: case ir::Op::Rem:
-                if (is_float(v.node->dtype())) ++n;
-                break;
-            default: break;
-        }
+        const ir::Cost cost = ir::info(v.node->op()).cost;
+        if ((cost == ir::Cost::Division || cost == ir::Cost::Transcendental) && is_float(v.node->dtype())) ++n;
     }
     return n;
 }

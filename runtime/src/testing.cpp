@@ -52,52 +52,28 @@ double ulp_of(double x, DType d) {
     return std::ldexp(1.0, e - (precision(d) - 1));
 }
 
-bool is_function(Op op) { return ir::info(op).rule == ir::Rule::FloatMath; }
-
 }  // namespace
 
 double gpu_max_ulp(Op op, DType dtype) {
-    if (!is_float(dtype) || !is_function(op)) return 0.0;
-    if (op == Op::Sqrt) return 0.0;  // correctly rounded (-prec-sqrt=true)
-    if (is_half(dtype)) return 1.0;  // float32 evaluation, one rounding to the half dtype
-    const bool f32 = dtype == DType::Float32;
-    switch (op) {
-        // CUDA C++ Programming Guide, "Mathematical Functions": single / double precision maximum ulp error.
-        case Op::Exp: return f32 ? 2 : 1;
-        case Op::Exp2: return f32 ? 2 : 1;
-        case Op::Expm1: return f32 ? 1 : 1;
-        case Op::Log: return f32 ? 1 : 1;
-        case Op::Log2: return f32 ? 1 : 1;
-        case Op::Log1p: return f32 ? 1 : 1;
-        case Op::Rsqrt: return f32 ? 2 : 1;
-        case Op::Sin: return f32 ? 2 : 2;
-        case Op::Cos: return f32 ? 2 : 2;
-        case Op::Tan: return f32 ? 4 : 2;
-        case Op::Asin: return f32 ? 2 : 2;
-        case Op::Acos: return f32 ? 2 : 2;
-        case Op::Atan: return f32 ? 2 : 2;
-        case Op::Sinh: return f32 ? 3 : 2;
-        case Op::Cosh: return f32 ? 2 : 1;
-        case Op::Tanh: return f32 ? 2 : 1;
-        case Op::Asinh: return f32 ? 3 : 3;
-        case Op::Acosh: return f32 ? 4 : 3;
-        case Op::Atanh: return f32 ? 3 : 2;
-        case Op::Erf: return f32 ? 2 : 2;
-        case Op::Pow: return f32 ? 4 : 2;
-        case Op::Atan2: return f32 ? 3 : 2;
-        // Composites (docs/semantics.md): the part's bound, then one ulp for each of the two rounded
-        // operations that follow it (1 + e and the division or product).
-        case Op::Sigmoid: case Op::Silu: return (f32 ? 2 : 1) + 2;            // exp
-        case Op::GeluErf: return 2 + 2;                                      // erf
-        case Op::GeluTanh: return (f32 ? 2 : 1) + 2;                         // tanh
-        default: return 0.0;
-    }
+    if (!is_float(dtype)) return 0.0;
+    // Every row of ops.def states its float32 and float64 bound (CUDA C++ Programming Guide, "Mathematical
+    // Functions": single / double precision maximum ulp error; composites: the part's bound + 2; 0 for exact
+    // and correctly rounded ops, sqrt included: -prec-sqrt=true).
+    const ir::UlpBound& b = ir::info(op).gpu_ulp;
+    // float32 evaluation, one rounding to the half dtype: 1 ulp where the float32 result is approximate. A
+    // float32 result with a 0-ulp bound is the reference's float32 value, and rounds to the same half.
+    if (is_half(dtype)) return b.f32 > 0.0 ? 1.0 : 0.0;
+    return dtype == DType::Float32 ? b.f32 : b.f64;
 }
 
 double host_max_ulp(Op op, DType dtype) {
-    if (!is_float(dtype) || !is_function(op) || op == Op::Sqrt) return 0.0;
+    // An op with a 0-ulp GPU bound is exact or correctly rounded (+ - * / sqrt fma, conversions, rounding,
+    // selections): the reference computes the same correctly rounded value. Every other op is a function
+    // the reference takes from the C library (docs/semantics.md, section 5).
+    const ir::UlpBound& b = ir::info(op).gpu_ulp;
+    if (!is_float(dtype) || (b.f32 == 0.0 && b.f64 == 0.0)) return 0.0;
     if (is_half(dtype)) return 0.0;  // included in gpu_max_ulp's one ulp of the half dtype
-    return dtype == DType::Float32 ? 1.0 : 2.0;
+    return dtype == DType::Float32 ? 1.0 : 2.0;  // a double function rounded once; glibc's maxima for double
 }
 
 Tolerance tolerance_for(const ir::NodePtr& root, double scale) {

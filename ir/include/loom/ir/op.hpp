@@ -1,4 +1,5 @@
-// The Op enum and per-op facts (name, arity, kind, typing rule, CUDA spelling), generated from ops.def.
+// The Op enum and per-op facts (name, arity, kind, typing rule, CUDA spelling, cost class, exactness, GPU ulp
+// bound), generated from ops.def.
 #pragma once
 
 #include <cstdint>
@@ -8,11 +9,11 @@ namespace loom::ir {
 
 enum class Op : std::uint8_t {
 #define LOOM_LEAF(Id, name) Id,
-#define LOOM_UNARY(Id, name, Rule, cuda) Id,
-#define LOOM_BINARY(Id, name, Rule, cuda) Id,
-#define LOOM_TERNARY(Id, name, Rule, cuda) Id,
+#define LOOM_UNARY_ROW(Id, name, Rule, cuda, Cost, Exactness, Ulp) Id,
+#define LOOM_BINARY_ROW(Id, name, Rule, cuda, Cost, Exactness, Ulp) Id,
+#define LOOM_TERNARY_ROW(Id, name, Rule, cuda, Cost, Exactness, Ulp) Id,
 #define LOOM_VIEW(Id, name) Id,
-#define LOOM_REDUCE(Id, name, Rule) Id,
+#define LOOM_REDUCE_ROW(Id, name, Rule, Exactness, Ulp) Id,
 #include "loom/ir/ops.def"
 };
 
@@ -41,12 +42,41 @@ enum class Rule : std::uint8_t {
     AnyAll,      // bool
 };
 
+/// Cost class of an elementwise op (column Cost of ops.def).
+enum class Cost : std::uint8_t {
+    None,            // leaves, views and reductions: not an elementwise computation
+    Cheap,           // one or a few ALU instructions (add, compare, select, casts, ...)
+    Division,        // a correctly rounded division or square root, or fmod: an iterative sequence
+    Transcendental,  // a CUDA Math API function that is not correctly rounded, or a composite built on one
+};
+
+/// Column Exactness of ops.def.
+enum class Exactness : std::uint8_t {
+    Exact,    // operands of the op's dtype give a value of the result dtype: nothing to round
+    Rounded,  // a float result may need rounding
+};
+
+/// The GPU's maximum error for an op, in ulps of a float32 and of a float64 result (column Ulp of ops.def:
+/// the CUDA C++ Programming Guide, "Mathematical Functions"; 0 for exact and correctly rounded ops). For a
+/// composite, the bound of the function it is built on (`part`) plus one ulp for each of the `steps`
+/// rounded steps after it, already added into f32 and f64 (docs/semantics.md, "Composite activations").
+struct UlpBound {
+    double f32 = 0.0;
+    double f64 = 0.0;
+    bool composite = false;
+    Op part{};      // composites: the function the bound is built on
+    int steps = 0;  // composites: rounded steps after `part`
+};
+
 struct OpInfo {
     std::string_view name;
     int arity;  // number of operands; -1 for leaves
     OpKind kind;
     Rule rule;
     std::string_view cuda;  // prelude function that computes an elementwise op; empty otherwise
+    Cost cost;              // Cost::None for leaves, views and reductions
+    Exactness exactness;    // leaves and views: Exact (they move values)
+    UlpBound gpu_ulp;       // leaves and views: 0 (they compute nothing)
 };
 
 const OpInfo& info(Op op);
@@ -58,6 +88,8 @@ inline bool is_elementwise(Op op) {
 inline bool is_view(Op op) { return info(op).kind == OpKind::View; }
 inline bool is_reduction(Op op) { return info(op).kind == OpKind::Reduce; }
 inline bool is_leaf(Op op) { return info(op).kind == OpKind::Leaf; }
+/// Whether operands of the op's dtype give a result that needs no rounding (column Exactness of ops.def).
+inline bool is_exact(Op op) { return info(op).exactness == Exactness::Exact; }
 
 /// Number of ops in the table.
 int num_ops();
