@@ -16,12 +16,9 @@ namespace {
 
 using detail::PwGraph;
 
-// A statement with its comment aligned in a column.
+// A statement with its comment aligned at column 60.
 void line(std::string& s, int indent, std::string_view code, std::string_view comment = {}) {
-    std::string l = fmt::format("{:{}}{}", "", indent, code);
-    if (!comment.empty()) l = fmt::format("{:<60} // {}", l, comment);
-    s += l;
-    s += '\n';
+    detail::write_line(s, indent, code, comment, 60);
 }
 
 struct Emitter {
@@ -66,8 +63,12 @@ struct Emitter {
                     comment = fmt::format("scalar {} ({})", name_of(sc->dtype()), short_location(sc->loc()));
                     break;
                 }
+                case ParamField::Kind::ElementSpace: case ParamField::Kind::RowSpace: case ParamField::Kind::Rows:
+                case ParamField::Kind::Length: case ParamField::Kind::Chunks: case ParamField::Kind::ChunksPerBlock:
+                case ParamField::Kind::BlocksPerRow: case ParamField::Kind::Counters: case ParamField::Kind::Partials:
+                    throw InternalError(fmt::format("emit_pointwise: reduction parameter {} in a pointwise plan", f.name));
             }
-            line(s, 4, fmt::format("{} {};", f.ctype, f.name), comment);
+            line(s, 4, detail::param_declaration(f, plan.index), comment);
         }
         s += "};\n";
         s += fmt::format("static_assert(sizeof({}_params) == {}, \"kernel parameter layout differs from the host's\");\n",
@@ -404,16 +405,7 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
 
     Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
     std::string& s = ks.kernel;
-    std::string shown(user_name);  // the user's name in a comment: no line breaks or other control characters
-    for (char& c : shown)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-    s += fmt::format("// ---- Loom pointwise kernel {} (from \"{}\") ----\n", ks.name, shown);
-    std::string banner = plan.to_string();
-    for (std::size_t b = 0, e; b < banner.size(); b = e + 1) {
-        e = banner.find('\n', b);
-        if (e == std::string::npos) e = banner.size();
-        s += fmt::format("// {}\n", std::string_view(banner).substr(b, e - b));
-    }
+    s += detail::banner("pointwise", ks.name, user_name, plan.to_string());
     s += fmt::format("// entry points: {}{}\n\n", ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
                      ks.scalar_entry + " (scalar)");
     s += em.params_struct();

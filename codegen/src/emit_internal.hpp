@@ -2,12 +2,21 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen::detail {
+
+/// The one writer of generated text: appends `code` indented by `indent` spaces and, when given, `comment`
+/// as a `// ` comment aligned at column `column` (60 in pointwise kernels, 72 in the wider reduction kernels).
+void write_line(std::string& s, int indent, std::string_view code, std::string_view comment = {}, int column = 60);
+
+/// The banner that opens every kernel: `// ---- Loom <kind> kernel <name> (from "<user name>") ----` (the
+/// user's name with control characters shown as spaces), then `plan_text` line by line as comments.
+std::string banner(std::string_view kind, std::string_view name, std::string_view user_name, std::string_view plan_text);
 
 /// `lm::add(v0, v1)`, `lm::cast<lm::f16>(v3)`, ...: the op's `cuda` spelling from ops.def applied to
 /// `args`; float16/bfloat16 results are rounded with lm::round_f16 / lm::round_bf16 unless the op's
@@ -27,5 +36,12 @@ struct PointwisePart {
     std::string idx;                 // "int" or "long long"
 };
 PointwisePart pointwise_part(std::string_view name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan);
+
+/// The CUDA type of a parameter field: `int` / `long long` (ParamType::Index per `index`), `const lm::bf16*`,
+/// `void*`, `float`, `<struct_prefix>_el_params` (a nested struct), ...
+std::string param_ctype(const ParamField& f, IndexWidth index, std::string_view struct_prefix = {});
+
+/// The declaration of a parameter field, `long long n_out;` or `alignas(64) unsigned char map[128];`.
+std::string param_declaration(const ParamField& f, IndexWidth index, std::string_view struct_prefix = {});
 
 }  // namespace loom::codegen::detail

@@ -19,11 +19,9 @@ namespace {
 
 using ir::Op;
 
+// A statement with its comment aligned at column 72.
 void line(std::string& s, int indent, std::string_view code, std::string_view comment = {}) {
-    std::string l = fmt::format("{:{}}{}", "", indent, code);
-    if (!comment.empty()) l = fmt::format("{:<72} // {}", l, comment);
-    s += l;
-    s += '\n';
+    detail::write_line(s, indent, code, comment, 72);
 }
 
 bool sumlike(Op op) { return op == Op::Sum || op == Op::Prod || op == Op::Mean; }
@@ -257,18 +255,31 @@ struct ReduceEmitter {
 
     std::string params_struct() const {
         std::string s = fmt::format("struct {}_params {{\n", name);
-        line(s, 4, fmt::format("{}_el_params el;", name), "element space");
-        if (has_row) line(s, 4, fmt::format("{}_row_params row;", name), "row space (epilogue)");
-        line(s, 4, "long long n_out;", "O: rows (output elements)");
-        line(s, 4, "long long len;", "L: elements reduced per row");
-        line(s, 4, "long long chunks;", "ceil(L / 8192)");
-        line(s, 4, "long long cpb;", "chunks per block (outer split: a power of two)");
-        line(s, 4, "long long nblk;", "blocks per row");
-        line(s, 4, "void* count;", "split: integer counters, zero at launch and left zero");
-        for (std::size_t j = 0; j < nred; ++j) line(s, 4, fmt::format("void* part{};", j), fmt::format("split: partials of reduction {}", j));
+        using K = ParamField::Kind;
+        for (const ParamField& f : plan.params.fields) {
+            std::string note;
+            switch (f.kind) {
+                case K::ElementSpace: note = "element space"; break;
+                case K::RowSpace: note = "row space (epilogue)"; break;
+                case K::Rows: note = "O: rows (output elements)"; break;
+                case K::Length: note = "L: elements reduced per row"; break;
+                case K::Chunks:
+                    note = fmt::format("ceil(L / {})", inner ? kReduceChunk : kColumnChunk);
+                    break;
+                case K::ChunksPerBlock: note = "chunks per block (outer split: a power of two)"; break;
+                case K::BlocksPerRow: note = "blocks per row"; break;
+                case K::Counters: note = "split: integer counters, zero at launch and left zero"; break;
+                case K::Partials: note = fmt::format("split: partials of reduction {}", f.a); break;
+                case K::InputPointer: case K::OutputPointer: case K::NumElements: case K::Extent: case K::SiteCoef:
+                case K::SiteDerived: case K::DerivedOffset: case K::DerivedCoef: case K::DerivedDerived:
+                case K::DerivedDiv: case K::DerivedMod: case K::Scalar:
+                    throw InternalError(fmt::format("emit_reduce: pointwise parameter {} in a reduction plan", f.name));
+            }
+            line(s, 4, detail::param_declaration(f, IndexWidth::I64, name), note);
+        }
         s += "};\n";
         s += fmt::format("static_assert(sizeof({}_params) == {}, \"kernel parameter layout differs from the host's\");\n",
-                         name, reduce_params_size(plan));
+                         name, plan.params.size);
         return s;
     }
 
@@ -489,17 +500,17 @@ struct ReduceEmitter {
                 if (G == 256 && csites.size() <= 2) {
                     // Software pipeline: the next chunk's loads are in flight while this chunk is accumulated
                     // and its butterfly waits at its barrier.
-                    auto load_chunk = [&](const std::string& c) {
-                        line(s, 12, "#pragma unroll");
-                        line(s, 12, "for (int m = 0; m < 8; ++m) {");
-                        line(s, 16, fmt::format("const long long r0 = ({}) * 8192 + m * 1024 + 4 * w;", c));
-                        emit_load_run(s, 16, vec, "r0", [&](std::size_t k) { return fmt::format("nx{}[m]", k); });
-                        line(s, 12, "}");
+                    auto load_chunk = [&](const std::string& c, int ind) {
+                        line(s, ind, "#pragma unroll");
+                        line(s, ind, "for (int m = 0; m < 8; ++m) {");
+                        line(s, ind + 4, fmt::format("const long long r0 = ({}) * 8192 + m * 1024 + 4 * w;", c));
+                        emit_load_run(s, ind + 4, vec, "r0", [&](std::size_t k) { return fmt::format("nx{}[m]", k); });
+                        line(s, ind, "}");
                     };
                     for (std::size_t k : csites)
                         line(s, 8, fmt::format("{} nx{}[8][4];", register_type(plan.element.loads[k].dtype), k), "the next chunk's values");
                     line(s, 8, "if (c_begin < c_end) {");
-                    load_chunk("c_begin");
+                    load_chunk("c_begin", 12);
                     line(s, 8, "}");
                     line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
                     for (std::size_t k : csites) {
@@ -509,7 +520,7 @@ struct ReduceEmitter {
                         line(s, 12, fmt::format("for (int m = 0; m < 8; ++m) for (int j = 0; j < 4; ++j) cu{}[m][j] = nx{}[m][j];", k, k));
                     }
                     line(s, 12, "if (c + 1 < c_end) {");
-                    load_chunk("c + 1");
+                    load_chunk("c + 1", 16);
                     line(s, 12, "}");
                     line(s, 12, "#pragma unroll");
                     line(s, 12, "for (int m = 0; m < 8; ++m) {");
@@ -935,16 +946,7 @@ KernelSource emit_reduce(std::string_view user_name, const PlannedReduce& pr) {
     rs.param_bytes = reduce_params_size(plan);
 
     std::string& s = rs.kernel;
-    std::string shown(user_name);
-    for (char& c : shown)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-    s += fmt::format("// ---- Loom reduction kernel {} (from \"{}\") ----\n", rs.name, shown);
-    const std::string banner = plan.to_string();
-    for (std::size_t b = 0, e; b < banner.size(); b = e + 1) {
-        e = banner.find('\n', b);
-        if (e == std::string::npos) e = banner.size();
-        s += fmt::format("// {}\n", std::string_view(banner).substr(b, e - b));
-    }
+    s += detail::banner("reduction", rs.name, user_name, plan.to_string());
     s += fmt::format("// entry points: {}{}{}\n\n", rs.vector_entry.empty() ? "" : rs.vector_entry + " (4-element runs), ",
                      rs.scalar_entry + " (general)", "");
     s += em.el.params_struct + "\n";

@@ -84,6 +84,45 @@ std::string cuda_literal(const ir::ScalarValue& v, DType t) {
 
 namespace detail {
 
+void write_line(std::string& s, int indent, std::string_view code, std::string_view comment, int column) {
+    std::string l = fmt::format("{:{}}{}", "", indent, code);
+    if (!comment.empty()) l = fmt::format("{:<{}} // {}", l, column, comment);
+    s += l;
+    s += '\n';
+}
+
+std::string banner(std::string_view kind, std::string_view name, std::string_view user_name, std::string_view plan_text) {
+    std::string shown(user_name);  // the user's name in a comment: no line breaks or other control characters
+    for (char& c : shown)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    std::string s = fmt::format("// ---- Loom {} kernel {} (from \"{}\") ----\n", kind, name, shown);
+    for (std::size_t b = 0, e; b < plan_text.size(); b = e + 1) {
+        e = plan_text.find('\n', b);
+        if (e == std::string_view::npos) e = plan_text.size();
+        s += fmt::format("// {}\n", plan_text.substr(b, e - b));
+    }
+    return s;
+}
+
+std::string param_ctype(const ParamField& f, IndexWidth index, std::string_view struct_prefix) {
+    switch (f.type) {
+        case ParamType::Index: return index == IndexWidth::I32 ? "int" : "long long";
+        case ParamType::Int64: return "long long";
+        case ParamType::ConstPointer: return fmt::format("const {}*", storage_type(f.dtype));
+        case ParamType::Pointer: return fmt::format("{}*", storage_type(f.dtype));
+        case ParamType::RawPointer: return "void*";
+        case ParamType::Scalar: return std::string(register_type(f.dtype));
+        case ParamType::Struct: return fmt::format("{}_{}_params", struct_prefix, f.a == 0 ? "el" : "row");
+        case ParamType::Opaque: return "unsigned char";
+    }
+    throw InternalError("param_ctype: bad parameter type");
+}
+
+std::string param_declaration(const ParamField& f, IndexWidth index, std::string_view struct_prefix) {
+    if (f.type == ParamType::Opaque) return fmt::format("alignas({}) unsigned char {}[{}];", f.align, f.name, f.size);
+    return fmt::format("{} {};", param_ctype(f, index, struct_prefix), f.name);
+}
+
 namespace {
 // Ops whose result is always a value of the operands' dtype (column Exactness of ops.def): no rounding for
 // float16/bfloat16.

@@ -7,6 +7,7 @@
 
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/ir/half.hpp"
 #include "loom/ir/hash.hpp"
 
 namespace loom::codegen {
@@ -144,9 +145,11 @@ void put_scalar(std::span<std::byte> out, const ParamField& f, DType t, const ir
         case DType::UInt8: put(out, f.offset, static_cast<std::uint8_t>(v.i)); break;
         case DType::Int32: put(out, f.offset, static_cast<std::int32_t>(v.i)); break;
         case DType::Int64: put(out, f.offset, static_cast<std::int64_t>(v.i)); break;
-        case DType::Float16:
-        case DType::BFloat16:
-        case DType::Float32: put(out, f.offset, static_cast<float>(v.as_double())); break;  // exact: a value of t
+        // A float16 or bfloat16 scalar is held as the float of its value: rounded to the dtype here, so the
+        // kernel sees a value of the dtype whatever made the scalar (the constructors round it already).
+        case DType::Float16: put(out, f.offset, half_bits_to_float(double_to_half_bits(v.as_double()))); break;
+        case DType::BFloat16: put(out, f.offset, bf16_bits_to_float(double_to_bf16_bits(v.as_double()))); break;
+        case DType::Float32: put(out, f.offset, static_cast<float>(v.as_double())); break;
         case DType::Float64: put(out, f.offset, v.as_double()); break;
     }
 }
@@ -185,6 +188,9 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span
             case K::DerivedDiv: put_index(out, f, b.derived[a].div); break;
             case K::DerivedMod: put_index(out, f, b.derived[a].mod); break;
             case K::Scalar: put_scalar(out, f, plan.scalar_dtypes[a], b.scalars[a]); break;
+            case K::ElementSpace: case K::RowSpace: case K::Rows: case K::Length: case K::Chunks:
+            case K::ChunksPerBlock: case K::BlocksPerRow: case K::Counters: case K::Partials:
+                throw InternalError(fmt::format("pack_params: reduction parameter {} in a pointwise plan", f.name));
         }
     }
 }

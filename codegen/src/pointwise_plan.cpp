@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "loom/codegen/emit_cuda.hpp"  // register_type
 #include "loom/ir/error.hpp"
 #include "pointwise_graph.hpp"
 
@@ -252,73 +251,75 @@ std::size_t reg_size(DType t) {
     }
 }
 
-std::string_view storage_ctype(DType t) {
-    switch (t) {
-        case DType::Float16: return "lm::f16";
-        case DType::BFloat16: return "lm::bf16";
-        default: return register_type(t);
-    }
-}
-
 ParamLayout layout_params(const PointwisePlan& p) {
     ParamLayout L;
-    const std::string idx = p.index == IndexWidth::I32 ? "int" : "long long";
     const std::size_t isz = p.index == IndexWidth::I32 ? 4 : 8;
-    auto add = [&](ParamField::Kind k, int a, int b, std::string name, std::string ctype, std::size_t size) {
+    auto add = [&](ParamField::Kind k, int a, int b, std::string name, ParamType type, DType dtype, std::size_t size) {
         ParamField f;
         f.kind = k;
         f.a = a;
         f.b = b;
         f.name = std::move(name);
-        f.ctype = std::move(ctype);
+        f.type = type;
+        f.dtype = dtype;
         f.size = size;
-        L.fields.push_back(std::move(f));
+        f.align = size;  // natural alignment: every field's size is its alignment
+        L.add(std::move(f));
     };
     using K = ParamField::Kind;
+    using T = ParamType;
     for (std::size_t s = 0; s < p.loads.size(); ++s)
-        add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}", s),
-            fmt::format("const {}*", storage_ctype(p.loads[s].dtype)), 8);
+        add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}", s), T::ConstPointer, p.loads[s].dtype, 8);
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
-        add(K::OutputPointer, static_cast<int>(o), 0, fmt::format("out{}", o),
-            fmt::format("{}*", storage_ctype(p.outputs[o].dtype)), 8);
-    add(K::NumElements, 0, 0, "n", idx, isz);
-    for (int d = 1; d < p.rank; ++d) add(K::Extent, d, 0, fmt::format("ext{}", d), idx, isz);
+        add(K::OutputPointer, static_cast<int>(o), 0, fmt::format("out{}", o), T::Pointer, p.outputs[o].dtype, 8);
+    add(K::NumElements, 0, 0, "n", T::Index, DType::Int64, isz);
+    for (int d = 1; d < p.rank; ++d) add(K::Extent, d, 0, fmt::format("ext{}", d), T::Index, DType::Int64, isz);
     for (std::size_t s = 0; s < p.loads.size(); ++s) {
         const OperandPlan& o = p.loads[s];
         if (o.access != Access::Strided && o.access != Access::Gathered) continue;
         for (int d = 0; d < p.rank; ++d) {
             if (!(o.dim_mask >> d & 1u) || (o.unit_inner && d == p.rank - 1)) continue;
-            add(K::SiteCoef, static_cast<int>(s), d, fmt::format("in{}_s{}", s, d), idx, isz);
+            add(K::SiteCoef, static_cast<int>(s), d, fmt::format("in{}_s{}", s, d), T::Index, DType::Int64, isz);
         }
-        for (int m : o.derived) add(K::SiteDerived, static_cast<int>(s), m, fmt::format("in{}_t{}", s, m), idx, isz);
+        for (int m : o.derived)
+            add(K::SiteDerived, static_cast<int>(s), m, fmt::format("in{}_t{}", s, m), T::Index, DType::Int64, isz);
     }
     for (std::size_t m = 0; m < p.derived.size(); ++m) {
         const DerivedPlan& dv = p.derived[m];
         const int mi = static_cast<int>(m);
-        add(K::DerivedOffset, mi, 0, fmt::format("t{}_off", m), idx, isz);
+        add(K::DerivedOffset, mi, 0, fmt::format("t{}_off", m), T::Index, DType::Int64, isz);
         for (int d = 0; d < p.rank; ++d)
-            if (dv.dim_mask >> d & 1u) add(K::DerivedCoef, mi, d, fmt::format("t{}_s{}", m, d), idx, isz);
-        for (int j : dv.derived) add(K::DerivedDerived, mi, j, fmt::format("t{}_t{}", m, j), idx, isz);
-        if (dv.has_div) add(K::DerivedDiv, mi, 0, fmt::format("t{}_div", m), idx, isz);
-        if (dv.has_mod) add(K::DerivedMod, mi, 0, fmt::format("t{}_mod", m), idx, isz);
+            if (dv.dim_mask >> d & 1u) add(K::DerivedCoef, mi, d, fmt::format("t{}_s{}", m, d), T::Index, DType::Int64, isz);
+        for (int j : dv.derived) add(K::DerivedDerived, mi, j, fmt::format("t{}_t{}", m, j), T::Index, DType::Int64, isz);
+        if (dv.has_div) add(K::DerivedDiv, mi, 0, fmt::format("t{}_div", m), T::Index, DType::Int64, isz);
+        if (dv.has_mod) add(K::DerivedMod, mi, 0, fmt::format("t{}_mod", m), T::Index, DType::Int64, isz);
     }
     for (std::size_t k = 0; k < p.scalar_dtypes.size(); ++k)
-        add(K::Scalar, static_cast<int>(k), 0, fmt::format("s{}", k), std::string(register_type(p.scalar_dtypes[k])),
-            reg_size(p.scalar_dtypes[k]));
-    std::size_t off = 0;
-    for (auto& f : L.fields) {
-        off = (off + f.size - 1) / f.size * f.size;  // natural alignment: every field's size is its alignment
-        f.offset = off;
-        off += f.size;
-        L.align = std::max(L.align, f.size);
-    }
-    L.size = (off + L.align - 1) / L.align * L.align;
+        add(K::Scalar, static_cast<int>(k), 0, fmt::format("s{}", k), T::Scalar, p.scalar_dtypes[k], reg_size(p.scalar_dtypes[k]));
+    L.finish();
     return L;
 }
 
 constexpr double kI32Limit = 2147483648.0;  // 2^31
 
 }  // namespace
+
+void ParamLayout::add(ParamField f) {
+    if (f.align == 0 || (f.align & (f.align - 1)) != 0)
+        throw InternalError(fmt::format("ParamLayout::add: field {} has alignment {}", f.name, f.align));
+    f.offset = (size + f.align - 1) / f.align * f.align;
+    size = f.offset + f.size;
+    align = std::max(align, f.align);
+    fields.push_back(std::move(f));
+}
+
+void ParamLayout::finish() { size = (size + align - 1) / align * align; }
+
+const ParamField& ParamLayout::field(ParamField::Kind k, int a) const {
+    for (const ParamField& f : fields)
+        if (f.kind == k && f.a == a) return f;
+    throw InternalError(fmt::format("ParamLayout::field: no field of kind {} number {}", static_cast<int>(k), a));
+}
 
 std::string_view access_name(Access a) {
     switch (a) {

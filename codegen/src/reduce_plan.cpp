@@ -50,6 +50,35 @@ void check_row_values(const PointwisePlan& plan, const PointwiseBinding& b, cons
     }
 }
 
+// The kernel's parameter struct: the element space's struct, the row space's (when there is one), then the
+// numbers of the order and the split workspaces.
+ParamLayout layout_reduce_params(const ReducePlan& plan, bool has_row) {
+    ParamLayout L;
+    auto add = [&](ParamField::Kind k, int a, std::string name, ParamType type, std::size_t size, std::size_t align) {
+        ParamField f;
+        f.kind = k;
+        f.a = a;
+        f.name = std::move(name);
+        f.type = type;
+        f.size = size;
+        f.align = align;
+        L.add(std::move(f));
+    };
+    using K = ParamField::Kind;
+    using T = ParamType;
+    add(K::ElementSpace, 0, "el", T::Struct, plan.element.params.size, std::max<std::size_t>(plan.element.params.align, 1));
+    if (has_row) add(K::RowSpace, 1, "row", T::Struct, plan.row.params.size, std::max<std::size_t>(plan.row.params.align, 1));
+    add(K::Rows, 0, "n_out", T::Int64, 8, 8);
+    add(K::Length, 0, "len", T::Int64, 8, 8);
+    add(K::Chunks, 0, "chunks", T::Int64, 8, 8);
+    add(K::ChunksPerBlock, 0, "cpb", T::Int64, 8, 8);
+    add(K::BlocksPerRow, 0, "nblk", T::Int64, 8, 8);
+    add(K::Counters, 0, "count", T::RawPointer, 8, 8);
+    for (std::size_t j = 0; j < plan.ops.size(); ++j) add(K::Partials, static_cast<int>(j), fmt::format("part{}", j), T::RawPointer, 8, 8);
+    L.finish();
+    return L;
+}
+
 }  // namespace
 
 std::string_view schedule_name(ReduceSchedule s) { return s == ReduceSchedule::Inner ? "inner" : "outer"; }
@@ -350,7 +379,8 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     }
     if (row_blocks > 0x7fffffffLL)
         throw Error(fmt::format("reduce(): {} rows need more than 2^31 - 1 blocks", O));
-    const std::size_t psize = reduce_params_size(plan);
+    plan.params = layout_reduce_params(plan, !pr.row_roots.empty());
+    const std::size_t psize = plan.params.size;
     if (psize > device.param_limit_bytes)
         throw Error(fmt::format("reduce(): the kernel parameters need {} bytes, above the device's limit of {} bytes; "
                                 "split the computation ({})",
@@ -358,56 +388,52 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     return pr;
 }
 
-namespace {
-
-struct ParamOffsets {
-    std::size_t row = 0, tail = 0, size = 0, align = 8;
-};
-
-ParamOffsets offsets_of(const ReducePlan& plan) {
-    ParamOffsets o;
-    const std::size_t row_align = std::max<std::size_t>(plan.row.params.align, 1);
-    o.row = (plan.element.params.size + row_align - 1) / row_align * row_align;
-    o.tail = (o.row + plan.row.params.size + 7) / 8 * 8;
-    // tail: n_out, len, chunks, chunks_per_block, blocks_per_row, the counters, one partials pointer per reduction
-    o.size = o.tail + 8 * (6 + plan.ops.size());
-    o.align = std::max<std::size_t>({8, plan.element.params.align, row_align});
-    o.size = (o.size + o.align - 1) / o.align * o.align;
-    return o;
-}
-
-}  // namespace
-
-std::size_t reduce_params_size(const ReducePlan& plan) { return offsets_of(plan).size; }
+std::size_t reduce_params_size(const ReducePlan& plan) { return plan.params.size; }
 
 void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> inputs,
                         std::span<void* const> el_outputs, std::span<void* const> row_outputs,
                         std::span<void* const> partials, std::span<std::byte> out) {
     const ReducePlan& plan = pr.plan;
-    const ParamOffsets off = offsets_of(plan);
-    if (out.size() < off.size) throw InternalError("pack_reduce_params: buffer too small");
-    std::memset(out.data(), 0, off.size);
+    const ParamLayout& L = plan.params;
+    if (out.size() < L.size) throw InternalError("pack_reduce_params: buffer too small");
+    std::memset(out.data(), 0, L.size);
     // Element plan: bound inputs in order, placeholders get no pointer; its reduction operands write nothing.
     std::size_t next = 0;
     std::vector<const void*> el_in;
     for (int rv : plan.element_row_value) el_in.push_back(rv < 0 ? inputs[next++] : nullptr);
     std::vector<void*> el_out(plan.element.outputs.size(), nullptr);
     for (std::size_t k = 0; k < el_outputs.size(); ++k) el_out[plan.ops.size() + k] = el_outputs[k];
-    pack_params(plan.element, pr.binding.element, el_in, el_out, out.subspan(0, plan.element.params.size));
-    if (!pr.row_roots.empty()) {
-        std::vector<const void*> rw_in;
-        for (int rv : plan.row_row_value) rw_in.push_back(rv < 0 ? inputs[next++] : nullptr);
-        pack_params(plan.row, pr.binding.row, rw_in, row_outputs, out.subspan(off.row, plan.row.params.size));
+    using K = ParamField::Kind;
+    for (const ParamField& f : L.fields) {
+        std::byte* at = out.data() + f.offset;
+        auto put = [&](auto v) { std::memcpy(at, &v, sizeof v); };
+        switch (f.kind) {
+            case K::ElementSpace: pack_params(plan.element, pr.binding.element, el_in, el_out, out.subspan(f.offset, f.size)); break;
+            case K::RowSpace: {
+                std::vector<const void*> rw_in;
+                for (int rv : plan.row_row_value) rw_in.push_back(rv < 0 ? inputs[next++] : nullptr);
+                pack_params(plan.row, pr.binding.row, rw_in, row_outputs, out.subspan(f.offset, f.size));
+                break;
+            }
+            case K::Rows: put(static_cast<std::int64_t>(pr.binding.outputs)); break;
+            case K::Length: put(static_cast<std::int64_t>(pr.binding.length)); break;
+            case K::Chunks: put(static_cast<std::int64_t>(pr.binding.chunks)); break;
+            case K::ChunksPerBlock: put(static_cast<std::int64_t>(pr.binding.chunks_per_block)); break;
+            case K::BlocksPerRow: put(static_cast<std::int64_t>(pr.binding.blocks_per_row)); break;
+            // partials[0] is the counters (one unsigned int per row group), then one workspace per reduction
+            case K::Counters: put(partials.empty() ? nullptr : partials[0]); break;
+            case K::Partials: {
+                const std::size_t k = static_cast<std::size_t>(f.a) + 1;
+                put(k < partials.size() ? partials[k] : nullptr);
+                break;
+            }
+            case K::InputPointer: case K::OutputPointer: case K::NumElements: case K::Extent: case K::SiteCoef:
+            case K::SiteDerived: case K::DerivedOffset: case K::DerivedCoef: case K::DerivedDerived: case K::DerivedDiv:
+            case K::DerivedMod: case K::Scalar:
+                throw InternalError(fmt::format("pack_reduce_params: pointwise parameter {} in a reduction plan", f.name));
+        }
     }
     if (next != inputs.size()) throw InternalError("pack_reduce_params: input count does not match the plan");
-    const ReduceBinding& b = pr.binding;
-    const std::int64_t tail[5] = {b.outputs, b.length, b.chunks, b.chunks_per_block, b.blocks_per_row};
-    std::memcpy(out.data() + off.tail, tail, sizeof tail);
-    // partials[0] is the counters (one unsigned int per row group), then one workspace per reduction
-    for (std::size_t k = 0; k <= plan.ops.size(); ++k) {
-        void* p = k < partials.size() ? partials[k] : nullptr;
-        std::memcpy(out.data() + off.tail + 40 + 8 * k, &p, 8);
-    }
 }
 
 namespace {

@@ -148,7 +148,10 @@ TEST_CASE("index width at the 2^31 boundaries, in elements and in bytes") {
     l[0].strides = {two31 / 4 - 4, 1};  // last byte offset (2^29 - 4 + 3) * 4 = 2^31 - 4
     CHECK(plan({unary(Op::Neg, big)}, l).plan.index == IndexWidth::I32);
     auto e = plan({unary(Op::Neg, f2)});
-    CHECK(e.plan.params.fields[2].ctype == "long long");
+    CHECK(e.plan.params.fields[2].type == ParamType::Index);  // named for no back end: the emitter spells it
+    CHECK(e.plan.params.fields[2].size == 8);
+    CHECK(e.plan.params.fields[0].type == ParamType::ConstPointer);
+    CHECK(e.plan.params.fields[0].dtype == float32);
 }
 
 TEST_CASE("parameters beyond the device's limit travel in device memory") {

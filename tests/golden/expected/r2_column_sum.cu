@@ -37,7 +37,7 @@ struct r2_column_sum_params {
     r2_column_sum_row_params row;                                        // row space (epilogue)
     long long n_out;                                                     // O: rows (output elements)
     long long len;                                                       // L: elements reduced per row
-    long long chunks;                                                    // ceil(L / 8192)
+    long long chunks;                                                    // ceil(L / 256)
     long long cpb;                                                       // chunks per block (outer split: a power of two)
     long long nblk;                                                      // blocks per row
     void* count;                                                         // split: integer counters, zero at launch and left zero

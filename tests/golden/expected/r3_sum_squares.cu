@@ -174,11 +174,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) r3_sum_squares_v(const __gr
             #pragma unroll
             for (int m = 0; m < 8; ++m) for (int j = 0; j < 4; ++j) cu0[m][j] = nx0[m][j];
             if (c + 1 < c_end) {
-            #pragma unroll
-            for (int m = 0; m < 8; ++m) {
-                const long long r0 = (c + 1) * 8192 + m * 1024 + 4 * w;
-                if (r0 < p.len) r3_sum_squares_el_load4(pe, (int)(o * p.len + r0), (int)0, nx0[m]);
-            }
+                #pragma unroll
+                for (int m = 0; m < 8; ++m) {
+                    const long long r0 = (c + 1) * 8192 + m * 1024 + 4 * w;
+                    if (r0 < p.len) r3_sum_squares_el_load4(pe, (int)(o * p.len + r0), (int)0, nx0[m]);
+                }
             }
             #pragma unroll
             for (int m = 0; m < 8; ++m) {
@@ -252,15 +252,15 @@ extern "C" __global__ void __launch_bounds__(256, 2) r3_sum_squares_s(const __gr
             #pragma unroll
             for (int m = 0; m < 8; ++m) for (int j = 0; j < 4; ++j) cu0[m][j] = nx0[m][j];
             if (c + 1 < c_end) {
-            #pragma unroll
-            for (int m = 0; m < 8; ++m) {
-                const long long r0 = (c + 1) * 8192 + m * 1024 + 4 * w;
                 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    if (r0 + j >= p.len) break;
-                    r3_sum_squares_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, nx0[m][j]);
+                for (int m = 0; m < 8; ++m) {
+                    const long long r0 = (c + 1) * 8192 + m * 1024 + 4 * w;
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        if (r0 + j >= p.len) break;
+                        r3_sum_squares_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, nx0[m][j]);
+                    }
                 }
-            }
             }
             #pragma unroll
             for (int m = 0; m < 8; ++m) {

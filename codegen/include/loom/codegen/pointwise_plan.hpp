@@ -81,7 +81,20 @@ struct LaunchConfig {
     bool operator==(const LaunchConfig&) const = default;
 };
 
-/// One kernel parameter: a field of the generated `Params` struct.
+/// The type of a kernel parameter field, named for no back end: each emitter spells it (the CUDA
+/// emitter: `int` / `long long`, `const lm::bf16*`, a nested struct, an aligned byte array).
+enum class ParamType : std::uint8_t {
+    Index,         // the plan's index type (IndexWidth: 4 or 8 bytes)
+    Int64,         // a 64-bit count or size
+    ConstPointer,  // to elements of `dtype` that the kernel reads
+    Pointer,       // to elements of `dtype` that the kernel writes
+    RawPointer,    // to a workspace of no element type (split counters and partials)
+    Scalar,        // a value of `dtype` in its register type (float16 and bfloat16 values as float32)
+    Struct,        // a nested parameter struct: the element (a = 0) or row (a = 1) space of a reduction
+    Opaque,        // `size` bytes aligned to `align` (a 64-byte aligned tensor map)
+};
+
+/// One kernel parameter: a field of the generated parameter struct.
 struct ParamField {
     enum class Kind : std::uint8_t {
         InputPointer,   // a = load site
@@ -96,22 +109,40 @@ struct ParamField {
         DerivedDiv,     // a = derived index
         DerivedMod,     // a = derived index
         Scalar,         // a = scalar number (order of pointwise_scalars())
+        // Reduction kernels (reduce_plan.hpp): the element and row spaces, then the numbers of the order.
+        ElementSpace,   // the element space's pointwise parameters (Struct)
+        RowSpace,       // the row space's pointwise parameters (Struct)
+        Rows,           // O: output elements
+        Length,         // L: elements reduced per output
+        Chunks,         // ceil(L / chunk)
+        ChunksPerBlock, // split: chunks per block
+        BlocksPerRow,   // split: blocks per row
+        Counters,       // split: integer counters
+        Partials,       // split: a = reduction, its partial accumulators
     };
     Kind kind{};
     int a = 0;
     int b = 0;
-    std::string name;   // field name in the generated struct
-    std::string ctype;  // its CUDA type
+    std::string name;  // field name in the generated struct
+    ParamType type = ParamType::Index;
+    DType dtype = DType::Float32;  // ConstPointer, Pointer, Scalar: the element dtype
     std::size_t offset = 0;  // bytes
     std::size_t size = 0;    // bytes
+    std::size_t align = 1;   // bytes (the natural alignment, 64 for a tensor map)
     bool operator==(const ParamField&) const = default;
 };
 
-/// Byte layout of the kernel parameter struct (natural alignment, fields in order).
+/// Byte layout of a kernel parameter struct: the fields in order, each at the next multiple of its alignment.
 struct ParamLayout {
     std::vector<ParamField> fields;
     std::size_t size = 0;  // bytes, a multiple of `align`
     std::size_t align = 1;
+    /// Appends `f` (its size and alignment set) at the next offset it allows; call finish() after the last.
+    void add(ParamField f);
+    /// Rounds the size up to the struct's alignment.
+    void finish();
+    /// The field of kind `k` and number `a` (InternalError when there is none).
+    const ParamField& field(ParamField::Kind k, int a = 0) const;
     bool operator==(const ParamLayout&) const = default;
 };
 

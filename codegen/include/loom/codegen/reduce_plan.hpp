@@ -93,6 +93,10 @@ struct ReducePlan {
     PointwisePlan row;         // outputs: the row outputs (each reshaped to O elements)
     std::vector<int> element_row_value;  // per element-plan input: the reduction whose row value it is, or -1
     std::vector<int> row_row_value;      // per row-plan input: likewise
+    /// The kernel's parameter struct: the element space's struct, the row space's (when there are row outputs),
+    /// then O, L, the chunks, chunks per block, blocks per row, the split counters and one partials
+    /// workspace per reduction.
+    ParamLayout params;
     std::vector<int> cached_sites;       // cached rows: the element-plan sites held in registers (those that
                                          // vary from row to row, and row broadcasts that fit beside them in
                                          // 96 registers per thread with a block per row); the others are
