@@ -80,17 +80,17 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
             if (outs[q].storage() == o.storage() && o.nbytes() > 0 && outs[q].nbytes() > 0)
                 throw Error(fmt::format("assign(): outputs {} and {} share memory; each result needs its own ({})", q,
                                         k, short_location(loc)));
+        if (!o.is_contiguous())  // every output is checked before the first is written
+            throw Error(fmt::format("assign(): output {} {} is not contiguous ({})", to_string(o.shape()),
+                                    loom::name(o.dtype()), short_location(loc)));
     }
     if (dev.is_cuda()) {
         gpu::evaluate(graph, dev, loc, &outs, name);
         return;
     }
     const std::vector<Tensor> res = reference::evaluate(graph);
-    for (std::size_t k = 0; k < res.size(); ++k) {
-        if (!outs[k].is_contiguous())
-            throw Error(fmt::format("assign(): output {} is not contiguous ({})", ir::describe(*roots[k]), short_location(loc)));
+    for (std::size_t k = 0; k < res.size(); ++k)
         memory::copy(outs[k].data(), Device::cpu(), res[k].data(), Device::cpu(), res[k].nbytes());
-    }
 }
 
 std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view name) {

@@ -56,7 +56,7 @@ TEST_CASE("golden: Black-Scholes call and put, one kernel, three inputs read onc
     CHECK(count(ks.kernel, "p.out1[e] =") == 1);
 }
 
-TEST_CASE("golden: arithmetic-heavy flat kernels are pipelined grid-stride loops; light ones are not") {
+TEST_CASE("golden: arithmetic-heavy flat kernels are pipelined grid-stride loops, light ones are not") {
     // Black-Scholes: two divisions, log, exp, sqrt and two erf per element: the vector variant loops over
     // at most 16 blocks per SM (132 SMs on the H200) and loads its next vector before this one's math.
     auto black_scholes = [](std::int64_t n) {

@@ -226,7 +226,7 @@ TEST_CASE("reduce: var, std, softmax, layernorm, rmsnorm in float32, float16 and
     }
 }
 
-TEST_CASE("reduce: a split row gives the same bits whatever blocks share it; more than 256 groups of chunk partials") {
+TEST_CASE("reduce: a split row gives the same bits whatever blocks share it, also with more than 256 groups of chunk partials") {
     // One row of 301 chunks (two groups of chunk partials) reduced as 1, 2, 3, 7, 100 and 131 identical rows
     // (a stride-0 broadcast): on an H200 264, 132, 88, 37, 13 (5 waves) and 2 blocks per row, so the ranges, the
     // blocks that complete groups and the one that completes the row all differ. Every row has the

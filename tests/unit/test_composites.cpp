@@ -310,7 +310,7 @@ TEST_CASE("float16 and bfloat16: var, std, softmax, layernorm, rmsnorm run in fl
     }
 }
 
-TEST_CASE("stddev is loom::std; a bool in the correction's place does not compile") {
+TEST_CASE("stddev is loom::std, and a bool in the correction's place does not compile") {
     const Tensor x = random_host({3, 50}, float32, fresh_seed());
     CHECK(stddev(x, 1, 1.0).node() == loom::std(x, 1, 1.0).node());
     CHECK(stddev(x, {0, 1}).node() == loom::std(x).node());

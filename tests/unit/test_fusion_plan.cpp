@@ -63,7 +63,7 @@ TEST_CASE("fusion plan: graphs without reductions go through the same partitione
     CHECK(p.reads == std::vector<int>{0, 1});
 }
 
-TEST_CASE("fusion plan: equal graphs give equal plans and hashes; different ones differ") {
+TEST_CASE("fusion plan: equal graphs give equal plans and hashes, different ones differ") {
     Tensor x = filled({64, 1000}, float32, 3);
     auto softmax_of = [&](const Array& X) {
         const Array e = exp(X - max(X, -1, true));
