@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/gpu_executor.hpp"

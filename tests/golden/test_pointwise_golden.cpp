@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "golden_util.hpp"
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/ir/build.hpp"
 
 using namespace loom;

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <set>
 
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/kernel_key.hpp"
 #include "loom/codegen/names.hpp"
 #include "loom/codegen/pointwise_plan.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"

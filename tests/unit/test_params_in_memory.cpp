@@ -11,7 +11,7 @@
 #include <loom/loom.hpp>
 
 #include "../../runtime/src/param_buffer.hpp"
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/runtime/nvrtc.hpp"

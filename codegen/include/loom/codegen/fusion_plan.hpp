@@ -9,7 +9,7 @@
 //     graph's inputs and the target's facts.
 // It also holds what is not a kernel: the temporary block, the split workspaces (in each reduction's
 // binding) and the rule for outputs that alias inputs (written through a temporary, copied back after the
-// last kernel). Nothing in it names a back end's types: the CUDA emitters (emit_cuda.hpp, emit_reduce) spell
+// last kernel). Nothing in it names a back end's types: the CUDA emitters (cuda/emit.hpp) spell
 // them. The runtime builds and launches what the plan says and decides nothing (runtime/src/gpu_run.cpp).
 #pragma once
 

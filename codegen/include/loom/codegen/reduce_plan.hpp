@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "loom/codegen/device_info.hpp"
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 

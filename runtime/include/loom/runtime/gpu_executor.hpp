@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/fusion_plan.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/disk_cache.hpp"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/runtime/module.hpp"
 
 namespace loom {

@@ -7,9 +7,9 @@
 #include <fmt/ranges.h>
 
 #include "emit_internal.hpp"
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/names.hpp"
-#include "loom/codegen/prelude.hpp"
+#include "loom/codegen/cuda/prelude.hpp"
 #include "loom/codegen/reduce_plan.hpp"
 #include "loom/ir/error.hpp"
 

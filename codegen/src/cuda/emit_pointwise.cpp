@@ -1,14 +1,14 @@
 // The CUDA emitter of pointwise kernels: Params struct, body, element function, vector and scalar entries.
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "emit_internal.hpp"
 #include "loom/codegen/names.hpp"
-#include "loom/codegen/prelude.hpp"
+#include "loom/codegen/cuda/prelude.hpp"
 #include "loom/ir/error.hpp"
-#include "pointwise_graph.hpp"
+#include "../pointwise_graph.hpp"
 
 namespace loom::codegen {
 

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "emit_internal.hpp"
-#include "loom/codegen/emit_cuda.hpp"
+#include "loom/codegen/cuda/emit.hpp"
 #include "loom/ir/error.hpp"
 
 namespace loom::codegen {

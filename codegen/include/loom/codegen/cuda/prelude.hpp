@@ -1,4 +1,4 @@
-// The device prelude (codegen/src/prelude.cuh) embedded into the library at build time.
+// The device prelude (codegen/src/cuda/prelude.cuh) embedded into the library at build time.
 #pragma once
 
 #include <string_view>
