@@ -73,7 +73,9 @@ std::uint64_t PointwisePlan::hash() const {
     return h.digest();  // params are a function of the fields above
 }
 
-std::string PointwisePlan::to_string() const {
+std::string PointwisePlan::to_string() const { return describe(true); }
+
+std::string PointwisePlan::describe(bool kernel_grid) const {
     std::string s;
     auto out = std::back_inserter(s);
     const int ept = vector_width;
@@ -85,7 +87,9 @@ std::string PointwisePlan::to_string() const {
                                                         vector_registers, kVectorRegisterBudget)
                                           : std::string(" (no vector variant)"),
                    index == IndexWidth::I32 ? "32-bit" : "64-bit");
-    if (vector_width > 1 && grid_stride_blocks > 0)
+    if (!kernel_grid)
+        ;  // the space of another kernel (a reduction's element or row space): that kernel's banner gives its grid
+    else if (vector_width > 1 && grid_stride_blocks > 0)
         fmt::format_to(out, "grid: min(ceil(n / {}), {}) blocks of {} (vector variant, grid-stride over vectors of {}, the "
                             "next vector's loads issued before this one's arithmetic), ceil(n / {}) blocks of {} (scalar "
                             "variant)\n",
@@ -96,9 +100,12 @@ std::string PointwisePlan::to_string() const {
                        block * ept, block, ept, vector_flat ? ", flat" : ", rows", block, block);
     else
         fmt::format_to(out, "grid: ceil(n / {}) blocks of {} (scalar variant, 1 element per thread)\n", block, block);
-    fmt::format_to(out, "bytes per element: {}; parameters: {} bytes{}\n", bytes_per_element(), params.size,
-                   params_in_memory ? " in device memory (above the kernel parameter limit; the kernel takes a pointer)"
-                                    : "");
+    if (kernel_grid)
+        fmt::format_to(out, "bytes per element: {}; parameters: {} bytes{}\n", bytes_per_element(), params.size,
+                       params_in_memory ? " in device memory (above the kernel parameter limit; the kernel takes a pointer)"
+                                        : "");
+    else
+        fmt::format_to(out, "parameters: {} bytes\n", params.size);
     auto mask_text = [&](const OperandPlan& o) {
         if (o.access != Access::Strided && o.access != Access::Gathered) return std::string();
         std::string m = " dims {";
@@ -117,8 +124,11 @@ std::string PointwisePlan::to_string() const {
         fmt::format_to(out, "in{}: input {}, {}, {}{}, {} B/element\n", k, loads[k].input, name(loads[k].dtype),
                        access_name(loads[k].access), mask_text(loads[k]), loads[k].bytes_per_element);
     for (std::size_t k = 0; k < outputs.size(); ++k)
-        fmt::format_to(out, "out{}: {}, {}, {} B/element\n", k, name(outputs[k].dtype), access_name(outputs[k].access),
-                       outputs[k].bytes_per_element);
+        if (kernel_grid)
+            fmt::format_to(out, "out{}: {}, {}, {} B/element\n", k, name(outputs[k].dtype), access_name(outputs[k].access),
+                           outputs[k].bytes_per_element);
+        else  // a reduction's operands stay in registers; its element and row outputs are written contiguous
+            fmt::format_to(out, "out{}: {}\n", k, name(outputs[k].dtype));
     for (std::size_t m = 0; m < derived.size(); ++m)
         fmt::format_to(out, "t{}: derived index{}{}\n", m, derived[m].has_div ? " div" : "", derived[m].has_mod ? " mod" : "");
     if (!scalar_dtypes.empty()) {

@@ -83,14 +83,25 @@ ParamLayout layout_reduce_params(const ReducePlan& plan, bool has_row) {
 
 std::string_view schedule_name(ReduceSchedule s) { return s == ReduceSchedule::Inner ? "inner" : "outer"; }
 
-std::size_t accumulator_bytes(const ReduceOpPlan& op) {
-    if (is_arg(op.op)) return 16;
-    if (op.op == ir::Op::Any || op.op == ir::Op::All) return 1;
+Accumulator accumulator_of(const ReduceOpPlan& op) {
     const bool sumlike = op.op == ir::Op::Sum || op.op == ir::Op::Prod || op.op == ir::Op::Mean;
-    if (sumlike && !is_float(op.in)) return 8;
-    if (op.in == DType::Float16 || op.in == DType::BFloat16) return 4;
-    return itemsize(op.in);
+    const DType held = is_half(op.in) ? DType::Float32 : op.in;  // the register type of the operand's values
+    if (is_arg(op.op)) return {Accumulator::Kind::Indexed, held};
+    if (op.op == ir::Op::Any || op.op == ir::Op::All) return {Accumulator::Kind::Flag, DType::UInt8};
+    if (sumlike && !is_float(op.in)) return {Accumulator::Kind::Value, DType::Int64};
+    return {Accumulator::Kind::Value, held};
 }
+
+std::size_t Accumulator::bytes() const {
+    switch (kind) {
+        case Kind::Value: return itemsize(dtype);
+        case Kind::Flag: return 1;
+        case Kind::Indexed: return 16;
+    }
+    throw InternalError("Accumulator::bytes: bad kind");
+}
+
+std::size_t accumulator_bytes(const ReduceOpPlan& op) { return accumulator_of(op).bytes(); }
 
 std::uint64_t ReducePlan::hash() const {
     Hasher h;
@@ -151,8 +162,27 @@ std::string ReducePlan::to_string() const {
         for (int k : cached_sites) cs += fmt::format("{}in{}", cs.empty() ? "" : ", ", k);
         s += fmt::format("  held in registers: {}\n", cs.empty() ? std::string("nothing") : cs);
     }
-    s += "element space:\n" + element.to_string();
-    if (!row.loads.empty() || !row.outputs.empty()) s += "row space:\n" + row.to_string();
+    // The kernel's own grid and bytes (the element and row spaces below describe what is read and written).
+    if (schedule == ReduceSchedule::Inner)
+        s += fmt::format("  grid: ceil(O / {}) blocks of {} threads in x ({} threads per row), blocks per row in y "
+                         "(1 unless split)\n",
+                         rows_per_block(), block, group);
+    else
+        s += fmt::format("  grid: ceil(O / {}) blocks of {} threads in x (ceil(O / {}) with 4-wide loads), blocks per row "
+                         "in y (1 unless split)\n",
+                         block, block, 4 * block);
+    int read = 0;
+    for (std::size_t k = 0; k < element.loads.size(); ++k)
+        if (element_row_value[static_cast<std::size_t>(element.loads[k].input)] < 0) read += element.loads[k].bytes_per_element;
+    int written = 0;
+    for (std::size_t k = ops.size(); k < element.outputs.size(); ++k) written += element.outputs[k].bytes_per_element;
+    s += fmt::format("  bytes per reduced element: {} read per pass over the row ({} pass{}{}){}\n", read, stages,
+                     stages > 1 ? "es" : "", cached_blocks > 0 ? "; a row held in registers is read once" : "",
+                     written ? fmt::format(", {} written by the last pass (element outputs)", written) : std::string());
+    s += fmt::format("element space (out0 .. out{}: the reductions' operands, in registers{}):\n", ops.size() - 1,
+                     element_outputs > 0 ? "; then the element outputs" : "");
+    s += element.describe(false);
+    if (!row.loads.empty() || !row.outputs.empty()) s += "row space (the row outputs):\n" + row.describe(false);
     return s;
 }
 

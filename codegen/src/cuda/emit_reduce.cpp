@@ -15,6 +15,11 @@
 
 namespace loom::codegen {
 
+// The inner schedule's loops are written out for this order: chunks of 8192 elements as 8 blocks of 1024,
+// 256 lanes taking runs of 4, the butterfly from s = 128; the column schedule's chunks of 256 rows.
+static_assert(kReduceChunk == 8192 && kReduceLanes == 256 && kReduceRun == 4 && kColumnChunk == 256,
+              "the emitted reduction loops are written for the order's constants of loom/ir/reduce_order.hpp");
+
 namespace {
 
 using ir::Op;
@@ -30,11 +35,15 @@ bool is_arg(Op op) { return op == Op::ArgMin || op == Op::ArgMax; }
 // Register type of the operand's values.
 std::string in_reg(const ReduceOpPlan& r) { return std::string(register_type(r.in)); }
 
+// The CUDA spelling of the reduction's accumulator (accumulator_of, reduce_plan.hpp).
 std::string acc_type(const ReduceOpPlan& r) {
-    if (is_arg(r.op)) return fmt::format("lm::argacc<{}>", in_reg(r));
-    if (r.op == Op::Any || r.op == Op::All) return "unsigned char";
-    if (sumlike(r.op) && !is_float(r.in)) return "long long";
-    return in_reg(r);
+    const Accumulator a = accumulator_of(r);
+    switch (a.kind) {
+        case Accumulator::Kind::Value: return std::string(register_type(a.dtype));
+        case Accumulator::Kind::Flag: return "unsigned char";
+        case Accumulator::Kind::Indexed: return fmt::format("lm::argacc<{}>", register_type(a.dtype));
+    }
+    throw InternalError("acc_type: bad accumulator");
 }
 
 std::string int_limit(DType t, bool max) {

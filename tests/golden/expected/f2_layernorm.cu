@@ -5,18 +5,19 @@
 //   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
 //   vector variant: yes (4 elements of a row per load)
 //   held in registers: in0, in3, in4
-// element space:
+//   grid: ceil(O / 1) blocks of 256 threads in x (256 threads per row), blocks per row in y (1 unless split)
+//   bytes per reduced element: 4 read per pass over the row (2 passes; a row held in registers is read once), 4 written by the last pass (element outputs)
+// element space (out0 .. out1: the reductions' operands, in registers; then the element outputs):
 // pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
-// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, rows), ceil(n / 256) blocks of 256 (scalar variant)
-// bytes per element: 24; parameters: 88 bytes
+// parameters: 88 bytes
 // in0: input 0, float32, contiguous, 4 B/element
 // in1: input 1, float32, strided dims {0}, 4 B/element
 // in2: input 2, float32, strided dims {0}, 4 B/element
 // in3: input 3, float32, row broadcast, 0 B/element
 // in4: input 4, float32, row broadcast, 0 B/element
-// out0: float32, contiguous, 4 B/element
-// out1: float32, contiguous, 4 B/element
-// out2: float32, contiguous, 4 B/element
+// out0: float32
+// out1: float32
+// out2: float32
 // scalars: float32
 // entry points: f2_layernorm_v (4-element runs), f2_layernorm_s (general)
 

@@ -4,18 +4,18 @@
 //   stages 1; element outputs 0; rows re-read per pass; split: several blocks per row, the last block of a row group finishes it
 //   order (columns): chunks of 256 accumulated in sequence, pairwise over chunks
 //   vector variant: yes (4 outputs per load)
-// element space:
+//   grid: ceil(O / 256) blocks of 256 threads in x (ceil(O / 1024) with 4-wide loads), blocks per row in y (1 unless split)
+//   bytes per reduced element: 4 read per pass over the row (1 pass)
+// element space (out0 .. out0: the reductions' operands, in registers):
 // pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
-// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
-// bytes per element: 8; parameters: 24 bytes
+// parameters: 24 bytes
 // in0: input 0, float32, contiguous, 4 B/element
-// out0: float32, contiguous, 4 B/element
-// row space:
+// out0: float32
+// row space (the row outputs):
 // pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
-// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
-// bytes per element: 8; parameters: 24 bytes
+// parameters: 24 bytes
 // in0: input 0, float32, contiguous, 4 B/element
-// out0: float32, contiguous, 4 B/element
+// out0: float32
 // entry points: r2_column_sum_v (4-element runs), r2_column_sum_s (general)
 
 struct r2_column_sum_el_params {

@@ -4,18 +4,18 @@
 //   stages 1; element outputs 0; rows re-read per pass; split: blocks share each row's chunks in balanced ranges (full waves), chunk partials climb a counter tree (groups of 256, then the row)
 //   order: chunks of 8192, 256 lanes of runs of 4, butterfly over lanes, pairwise over chunks
 //   vector variant: yes (4 elements of a row per load)
-// element space:
+//   grid: ceil(O / 1) blocks of 256 threads in x (256 threads per row), blocks per row in y (1 unless split)
+//   bytes per reduced element: 4 read per pass over the row (1 pass)
+// element space (out0 .. out0: the reductions' operands, in registers):
 // pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
-// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
-// bytes per element: 8; parameters: 24 bytes
+// parameters: 24 bytes
 // in0: input 0, float32, contiguous, 4 B/element
-// out0: float32, contiguous, 4 B/element
-// row space:
+// out0: float32
+// row space (the row outputs):
 // pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
-// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
-// bytes per element: 4; parameters: 24 bytes
+// parameters: 24 bytes
 // in0: input 0, float32, scalar, 0 B/element
-// out0: float32, contiguous, 4 B/element
+// out0: float32
 // entry points: r3_sum_squares_v (4-element runs), r3_sum_squares_s (general)
 
 struct r3_sum_squares_el_params {

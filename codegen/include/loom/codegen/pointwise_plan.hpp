@@ -203,6 +203,9 @@ struct PointwisePlan {
     std::uint64_t hash() const;
     /// Multi-line description (the kernel banner).
     std::string to_string() const;
+    /// The same without the grid line when `kernel_grid` is false: the description of a reduction kernel's
+    /// element or row space, whose grid the reduction plan gives.
+    std::string describe(bool kernel_grid) const;
 };
 
 /// The run-time numbers of one call: sizes, strides, offsets, scalar values. Packed by pack_params.

@@ -37,15 +37,15 @@
 #include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
+#include "loom/ir/reduce_order.hpp"
 
 namespace loom::codegen {
 
-/// Elements per chunk, lanes per chunk and elements per lane run of the documented reduction order.
-inline constexpr std::int64_t kReduceChunk = 8192;
-inline constexpr int kReduceLanes = 256;
-inline constexpr int kReduceRun = 4;
-/// Column order (the innermost axis kept): chunks of 256 reduced positions, each accumulated in sequence.
-inline constexpr std::int64_t kColumnChunk = 256;
+/// The constants of the documented reduction order (loom/ir/reduce_order.hpp, defined once).
+using loom::kColumnChunk;
+using loom::kReduceChunk;
+using loom::kReduceLanes;
+using loom::kReduceRun;
 /// Inner split reductions (few long rows): resident blocks per SM of the waves that share the rows' chunks
 /// (the kernel's __launch_bounds__ minimum), and the fan-in of the counter tree their chunk partials climb.
 inline constexpr std::int64_t kSplitBlocksPerSM = 2;
@@ -145,7 +145,24 @@ using LayoutOf = std::function<InputLayout(const ir::Node&)>;
 /// for limits (parameters), InternalError for a malformed spec.
 PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const DeviceInfo& device);
 
-/// Size in bytes of one partial accumulator of reduction `k` (split workspace).
+/// The accumulator of one reduction (docs/semantics.md section 7, "Accumulation type"), decided once here;
+/// each back end spells it (the CUDA emitter: float, double, long long, unsigned char, lm::argacc<T>).
+struct Accumulator {
+    enum class Kind : std::uint8_t {
+        Value,    // a value of `dtype`: sum, prod and mean (float32 for float16/bfloat16, int64 for integers and
+                  // bool), min and max (the operand's register type: float32 for the half dtypes)
+        Flag,     // one byte, 0 or 1: any, all
+        Indexed,  // a value of `dtype` and its int64 index in the reduced range: argmin, argmax
+    };
+    Kind kind = Kind::Value;
+    DType dtype = DType::Float32;
+    /// Bytes of one accumulator in a split workspace (Indexed: the value and the index, 16 bytes).
+    std::size_t bytes() const;
+    bool operator==(const Accumulator&) const = default;
+};
+Accumulator accumulator_of(const ReduceOpPlan& op);
+
+/// Size in bytes of one partial accumulator of reduction `op` (split workspace): accumulator_of(op).bytes().
 std::size_t accumulator_bytes(const ReduceOpPlan& op);
 
 /// Bytes of the kernel parameter struct and their packing. `inputs` in PlannedReduce::inputs order, `el_outputs`

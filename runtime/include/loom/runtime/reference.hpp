@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "loom/ir/node.hpp"
+#include "loom/ir/reduce_order.hpp"
 #include "loom/runtime/tensor.hpp"
 
 namespace loom::reference {
@@ -22,16 +23,11 @@ enum class Mode : std::uint8_t {
     Oracle,
 };
 
-/// Reduction order (docs/semantics.md, "Reduction order"): the reduced index range of one output, in
-/// row-major order of the reduced axes, is cut into chunks of kReduceChunk elements; in a chunk element i
-/// goes to lane (i / kReduceRun) mod kReduceLanes; lanes accumulate in increasing i, are combined by the
-/// tree lane l with l + 128, then l + 64, ..., l + 1; chunk partials by a pairwise tree over chunk index.
-/// When the innermost axis is kept (column reductions), the chunks have kColumnChunk elements, each
-/// accumulated one element after the other, and the same pairwise tree combines the chunks.
-inline constexpr std::int64_t kReduceChunk = 8192;
-inline constexpr std::int64_t kReduceLanes = 256;
-inline constexpr std::int64_t kReduceRun = 4;
-inline constexpr std::int64_t kColumnChunk = 256;
+/// Reduction order (docs/semantics.md, "Reduction order"): the constants of loom/ir/reduce_order.hpp.
+using loom::kColumnChunk;
+using loom::kReduceChunk;
+using loom::kReduceLanes;
+using loom::kReduceRun;
 
 /// Input tensors by input id (ir::Node::input_id()), replacing the inputs' payloads.
 using Overrides = std::unordered_map<std::uint64_t, Tensor>;
