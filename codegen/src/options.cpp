@@ -25,7 +25,12 @@ bool env_is(const char* var, std::initializer_list<std::string_view> words) {
     return false;
 }
 
-std::string_view capture_name(CapturePolicy c) { return c == CapturePolicy::Auto ? "auto" : "never"; }
+std::string_view capture_name(CapturePolicy c) {
+    switch (c) {
+        case CapturePolicy::Never: return "never";
+    }
+    return "?";
+}
 
 }  // namespace
 

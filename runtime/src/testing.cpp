@@ -1,6 +1,8 @@
 // Test helpers: ULP-aware tolerances derived from a graph, comparisons, reference checks, random fills.
 #include "loom/runtime/testing.hpp"
 
+#include "loom/codegen/options.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -76,7 +78,7 @@ double host_max_ulp(Op op, DType dtype) {
     return dtype == DType::Float32 ? 1.0 : 2.0;  // a double function rounded once; glibc's maxima for double
 }
 
-Tolerance tolerance_for(const ir::NodePtr& root, double scale) {
+Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
     const auto order = ir::topo_order({root});
     std::unordered_map<const ir::Node*, double> err;  // in ulps of the node's dtype
     std::map<std::string, double> parts;
@@ -108,7 +110,10 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale) {
                         if (precision(dt) < precision(from)) e = std::ceil(e) + 1.0;
                     }
                 } else if (rule == ir::Rule::FloatMath) {
-                    const double g = gpu_max_ulp(op, dt), h = host_max_ulp(op, dt);
+                    double g = gpu_max_ulp(op, dt);
+                    const double h = host_max_ulp(op, dt);
+                    // Fast math replaces the float32 functions with the hardware intrinsics; float64 is unchanged.
+                    if (fast_math && dt != DType::Float64 && g > 0.0) g = is_half(dt) ? 1.0 + kFastMathUlp : kFastMathUlp;
                     e = g + h + in_sum;  // first order: the argument's error with condition number 1
                     if (g + h > 0.0) parts[std::string(ir::op_name(op))] += g + h;
                 } else if (op == Op::Floor || op == Op::Ceil || op == Op::Round || op == Op::Trunc || op == Op::Sign ||
@@ -136,6 +141,10 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale) {
         err[n] = e;
     }
     const double e = std::ceil(err.at(root.get()));
+    if (e == 0.0 && fast_math && is_float(root->dtype()) && root->dtype() != DType::Float64) {
+        // Exact but for flush to zero: a subnormal operand or result of any float32 op may become +-0.
+        return Tolerance{0.0, 0x1p-126, "exact but for subnormals, which fast math flushes to zero"};
+    }
     if (e == 0.0) {
         Tolerance t = Tolerance::exact();
         if (unstable) t.derivation = "exact; discrete values computed from approximate floats may flip";
@@ -144,11 +153,17 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale) {
     Tolerance t;
     t.ulps = e;
     t.abs = e * std::ldexp(1.0, 1 - precision(root->dtype())) * std::max(1.0, scale);
+    const bool widened = fast_math && root->dtype() != DType::Float64;
+    if (widened) t.abs = std::max({t.abs, kFastMathAbs * std::max(1.0, scale), 0x1p-126});  // flushed subnormals
     std::string list;
     for (const auto& [name, u] : parts) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", name, u);
-    t.derivation = fmt::format("{} ulp ({}), absolute floor {:g} = {} * eps({}) * {:g}{}", e, list, t.abs, e,
+    t.derivation = fmt::format("{} ulp ({}), absolute floor {:g} = {} * eps({}) * {:g}{}{}", e, list, t.abs, e,
                                name(root->dtype()), std::max(1.0, scale),
-                               unstable ? "; discrete values computed from approximate floats may flip" : "");
+                               unstable ? "; discrete values computed from approximate floats may flip" : "",
+                               widened ? fmt::format("; widened for fast math: {} ulp per float32 function, absolute "
+                                                     "floor at least {:g} * {:g}, subnormals may flush to zero",
+                                                     kFastMathUlp, kFastMathAbs, std::max(1.0, scale))
+                                       : std::string());
     return t;
 }
 
@@ -306,7 +321,7 @@ Comparison check_against_reference(const std::vector<ir::NodePtr>& roots, const 
                 if (std::isfinite(v)) scale = std::max(scale, v);
             }
         }
-        const Tolerance tol = tolerance_for(roots[k], scale);
+        const Tolerance tol = tolerance_for(roots[k], scale, current_options().fast_math);
         Comparison c = compare(results[k], expected[k], tol,
                                fmt::format("result {} ({}, {})", k, ir::describe(*roots[k]), short_location(roots[k]->loc())));
         if (!c.ok) return c;

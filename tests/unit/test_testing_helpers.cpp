@@ -143,3 +143,22 @@ TEST_CASE("check_against_reference passes on reference results and names the wor
     q[3] = std::nextafter(q[3], 2.0f);
     CHECK(testing::check_against_reference({y, s}, fresh).ok);
 }
+
+TEST_CASE("fast math widens the tolerances openly; float64 and exact graphs but for flushed subnormals keep theirs") {
+    Tensor a = testing::random_tensor({64}, float32, 5), d = testing::random_tensor({64}, float64, 6);
+    auto x = in(a);
+    const testing::Tolerance normal = testing::tolerance_for(unary(Op::Exp, x));
+    const testing::Tolerance fast = testing::tolerance_for(unary(Op::Exp, x), 1.0, true);
+    CHECK(normal.ulps == 3);  // exp: 2 ulps on the GPU, 1 in the reference
+    CHECK(fast.ulps == testing::kFastMathUlp + 1);
+    CHECK(fast.abs >= testing::kFastMathAbs);
+    CHECK(fast.derivation.find("widened for fast math") != std::string::npos);
+    // float64 is not compiled differently under fast math.
+    CHECK(testing::tolerance_for(unary(Op::Exp, in(d)), 1.0, true).ulps == testing::tolerance_for(unary(Op::Exp, in(d))).ulps);
+    // An exact graph passes with an absolute error of the smallest normal float32: subnormals may flush.
+    const testing::Tolerance exact = testing::tolerance_for(binary(Op::Mul, x, x), 1.0, true);
+    CHECK(exact.ulps == 0);
+    CHECK(exact.abs == std::ldexp(1.0, -126));
+    CHECK(exact.derivation.find("flushes to zero") != std::string::npos);
+    CHECK(testing::tolerance_for(binary(Op::Mul, x, x)).is_exact());
+}

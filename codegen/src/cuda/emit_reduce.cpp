@@ -717,8 +717,8 @@ struct ReduceEmitter {
     std::string outer_kernel(bool vec) const {
         const int VO = vec ? 4 : 1;
         const std::string entry = vec ? name + "_v" : name + "_s";
-        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__(256) {}(const __grid_constant__ {}_params p) {{\n",
-                                    entry, name);
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
+                                    plan.block, entry, name);
         line(s, 4, fmt::format("const {}_el_params& pe = p.el;", name));
         line(s, 4, "const int tid = threadIdx.x;");
         line(s, 4, fmt::format("const long long o0 = ((long long)blockIdx.x * 256 + tid) * {};", VO), "this thread's first output");

@@ -22,10 +22,11 @@ struct TileHint {
 /// `tile(128, 128, 32)`: a tile hint for `Options::tile` (and the products' per-op hint).
 inline TileHint tile(int rows, int cols, int depth = 0) { return {rows, cols, depth}; }
 
-/// When an evaluation with several kernels is captured into a CUDA graph and replayed.
+/// When Loom itself captures an evaluation of several kernels into a CUDA graph and replays it. One policy
+/// exists today: Never, every call launches its kernels one by one (graphs a user captures around Loom's
+/// calls: docs/graph-capture.md). Automatic graphs of multi-kernel traced functions will add a policy here.
 enum class CapturePolicy : std::uint8_t {
-    Never,  // every call launches its kernels one by one (today's only behaviour)
-    Auto,   // a traced function whose plan has several kernels is replayed from a graph once compiled
+    Never,
 };
 
 struct Options {

@@ -42,7 +42,18 @@ double host_max_ulp(ir::Op op, DType dtype);
 /// "Tolerances"): exact when every op on every path from the inputs is exact; otherwise the ulps
 /// accumulated along the graph, with an absolute floor of ulps * eps(dtype) * scale for results near zero
 /// after cancellation (`scale` is the largest magnitude among the expected values, at least 1).
-Tolerance tolerance_for(const ir::NodePtr& root, double scale = 1.0);
+///
+/// `fast_math`: the kernels were compiled with Options::fast_math (docs/semantics.md, "Fast math"), and the
+/// tolerance is widened openly, as its derivation says: each float32 (and float16/bfloat16) function adds
+/// kFastMathUlp ulps instead of its CUDA Math API bound, the absolute floor is at least
+/// kFastMathAbs * scale, and results below the smallest normal float32 may be flushed to zero.
+Tolerance tolerance_for(const ir::NodePtr& root, double scale = 1.0, bool fast_math = false);
+
+/// Fast math's widening (CUDA C++ Programming Guide, "Intrinsic Functions"): __expf's bound 2 + floor(1.173
+/// |x|) ulps reaches 105 ulps at the end of the float range, __sinf, __cosf and __logf near 1 are within
+/// 2^-21.41 absolute.
+inline constexpr double kFastMathUlp = 128.0;
+inline constexpr double kFastMathAbs = 0x1p-20;
 
 /// The outcome of a comparison. `worst_*` describe the element with the largest error (the first
 /// mismatch of integers, NaN or Inf patterns; -1 and empty when none).
@@ -66,7 +77,8 @@ Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& t
                    const std::string& what = "result");
 
 /// Evaluates `roots` on the CPU reference (inputs from their payloads, or `overrides`) and compares each
-/// of `results` (one tensor per root, any device) with the derived tolerance tolerance_for(root, scale).
+/// of `results` (one tensor per root, any device) with the derived tolerance tolerance_for(root, scale),
+/// widened for fast math when the current options (loom::current_options()) have it on.
 /// The returned Comparison is the first failing root's (or a passing summary); its message names the root.
 Comparison check_against_reference(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>& results,
                                    const reference::Overrides& overrides = {});
