@@ -17,6 +17,16 @@ Options with_fusion(bool on) {
     return o;
 }
 
+/// Poisoned outputs for `arrays`, one per array, on the test device.
+std::vector<Tensor> poisoned_outputs(const std::vector<Array>& arrays) {
+    std::vector<Tensor> out;
+    for (const Array& a : arrays) {
+        out.push_back(Tensor::empty(a.shape(), a.dtype(), dev()));
+        testing::poison(out.back());
+    }
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("options on the GPU: fusion off runs one kernel per op and gives the fused bits, every dtype") {
@@ -28,13 +38,7 @@ TEST_CASE("options on the GPU: fusion off runs one kernel per op and gives the f
         const Array e = fl ? exp(X - max(X, -1, true)) : X - max(X, -1, true);
         const std::vector<Array> arrays{fl ? e / sum(e, -1, true) : e, sum(X == max(X, -1, true), -1), X * W + 1,
                                         X, mean(X, {0})};
-        std::vector<Tensor> fused, unfused;
-        for (const Array& a : arrays) {
-            fused.push_back(Tensor::empty(a.shape(), a.dtype(), dev()));
-            unfused.push_back(Tensor::empty(a.shape(), a.dtype(), dev()));
-            testing::poison(fused.back());
-            testing::poison(unfused.back());
-        }
+        std::vector<Tensor> fused = poisoned_outputs(arrays), unfused = poisoned_outputs(arrays);
         assign(fused, arrays);
         {
             const OptionsScope off(with_fusion(false));
@@ -48,6 +52,42 @@ TEST_CASE("options on the GPU: fusion off runs one kernel per op and gives the f
         }
         wait_device();
         for (std::size_t k = 0; k < arrays.size(); ++k) require_same_bits(unfused[k], fused[k], "unfused against fused");
+        require_reference(arrays, fused, "fused");
+    }
+}
+
+TEST_CASE("options on the GPU: math functions of values the compiler can know give the bits of the unfused kernels") {
+    // A bool cast to a float is 0 or 1 and a where of constants is one of two: in a fused kernel the compiler
+    // sees that, and would evaluate the function at compile time with other bits than the GPU computes at
+    // run time (tanh(1.0f): one ulp). Every float function of ops.def, every float dtype, against the
+    // unfused kernels that read the same values from memory.
+    std::vector<ir::Op> unary_ops, binary_ops;
+#define LOOM_UNARY(Id, nm, R, cu) if (ir::Rule::R == ir::Rule::FloatMath) unary_ops.push_back(ir::Op::Id);
+#define LOOM_BINARY(Id, nm, R, cu) if (ir::Rule::R == ir::Rule::FloatMath) binary_ops.push_back(ir::Op::Id);
+#include "loom/ir/ops.def"
+#undef LOOM_UNARY
+#undef LOOM_BINARY
+    REQUIRE(unary_ops.size() >= 20);
+    REQUIRE(!binary_ops.empty());
+    Tensor x = rand({4, 257}, int8, 31);
+    for (DType d : {float32, float64, float16, bfloat16}) {
+        CAPTURE(name(d));
+        const Array b = Array(x) > 0;
+        const std::vector<Array> known{b.astype(d), where(b, Array(full({4, 257}, 0.75, d, dev())), Array(full({4, 257}, -2.5, d, dev()))),
+                                       logical_not(b).astype(d) * 3.0};
+        std::vector<Array> arrays;
+        for (const Array& v : known) {
+            for (ir::Op op : unary_ops) arrays.emplace_back(ir::unary(op, v.node()));
+            for (ir::Op op : binary_ops) arrays.emplace_back(ir::binary(op, v.node(), known[0].node()));
+        }
+        std::vector<Tensor> fused = poisoned_outputs(arrays), unfused = poisoned_outputs(arrays);
+        for (std::size_t k = 0; k < arrays.size(); ++k) assign(fused[k], arrays[k]);  // each fused with its casts
+        {
+            const OptionsScope off(with_fusion(false));
+            for (std::size_t k = 0; k < arrays.size(); ++k) assign(unfused[k], arrays[k]);
+        }
+        wait_device();
+        for (std::size_t k = 0; k < arrays.size(); ++k) require_same_bits(unfused[k], fused[k], fmt::format("output {}: unfused against fused", k));
         require_reference(arrays, fused, "fused");
     }
 }

@@ -282,3 +282,34 @@ TEST_CASE("pointwise dtypes: the documented cast examples") {
     const Tensor d = one(host_from({1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40)}, float64), float16);
     CHECK(d.get_double(0) == 1.0 + std::ldexp(1.0, -10));
 }
+
+TEST_CASE("pointwise dtypes: 8-bit integers widened after an op in every lane of a 16-byte vector (a zero next to nonzero lanes)") {
+    // Every lane position of a 16-byte vector holds 0 next to nonzero neighbours, and the edge values: the
+    // kernels widen each lane after neg, abs and a multiply to every float dtype and to bool through it.
+    std::vector<std::int32_t> v(4096);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::size_t lane = i % 16, vec = i / 16;
+        v[i] = lane == vec % 16 ? 0 : (lane % 3 == 0 ? -128 : lane % 3 == 1 ? 127 : static_cast<std::int32_t>(lane) - 8);
+    }
+    for (DType src : {int8, uint8}) {
+        CAPTURE(name(src));
+        std::vector<std::int32_t> w = v;
+        if (src == uint8)
+            for (auto& e : w) e = e < 0 ? e + 256 : e;
+        const Tensor x = from_host(w, {4096}, src, dev());
+        for (DType d : {float16, bfloat16, float32, float64}) {
+            CAPTURE(name(d));
+            const Array X(x);
+            const std::vector<Array> arrays{(-X).astype(d), ((-X).astype(d)).astype(bool_), abs(X).astype(d) != 0.0,
+                                            (X * 3).astype(d), ((-X).astype(d) == 0.0) ^ (X == 0)};
+            std::vector<Tensor> out;
+            for (const Array& a : arrays) {
+                out.push_back(Tensor::empty(a.shape(), a.dtype(), dev()));
+                testing::poison(out.back());
+            }
+            for (std::size_t k = 0; k < arrays.size(); ++k) assign(out[k], arrays[k]);  // each its own kernel
+            wait_device();
+            require_reference(arrays, out, "widened 8-bit lanes");
+        }
+    }
+}

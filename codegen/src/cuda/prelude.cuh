@@ -143,21 +143,33 @@ template <class T> __device__ __forceinline__ T round_even(T a) { return a; }
 // ---------------------------------------------------------------------------------------------------------
 // Float math. Double: the CUDA double functions. Float: the CUDA float functions, or with
 // LOOM_PRECISE_MATH the double function rounded once (the reference's ew::libm1).
+//
+// Every argument passes through opaque(): an empty asm the compiler cannot see through, so it never evaluates
+// a function at compile time. Where it knows the argument (a constant, or a bool cast to float: 0 or 1) it
+// would fold the function's steps, and its folding of the approximate hardware instructions inside them
+// (ex2.approx, lg2.approx, rcp.approx) differs from the hardware by an ulp: tanhf(1.0f) folded is
+// 0.76159412 where the GPU computes 0.76159418. The same value then had other bits in a fused kernel, where
+// the compiler sees the cast, than in a kernel that reads it from memory. With the barrier a function gives
+// the hardware's bits for every argument, in every kernel.
+
+__device__ __forceinline__ float opaque(float x) { asm("" : "+f"(x)); return x; }
+__device__ __forceinline__ double opaque(double x) { asm("" : "+d"(x)); return x; }
 
 #ifdef LOOM_PRECISE_MATH
 #define LM_F1(name, ff, df) \
-    __device__ __forceinline__ float name(float x) { return __double2float_rn(df((double)x)); } \
-    __device__ __forceinline__ double name(double x) { return df(x); }
+    __device__ __forceinline__ float name(float x) { return __double2float_rn(df((double)opaque(x))); } \
+    __device__ __forceinline__ double name(double x) { return df(opaque(x)); }
 #define LM_F2(name, ff, df) \
-    __device__ __forceinline__ float name(float x, float y) { return __double2float_rn(df((double)x, (double)y)); } \
-    __device__ __forceinline__ double name(double x, double y) { return df(x, y); }
+    __device__ __forceinline__ float name(float x, float y) { \
+        return __double2float_rn(df((double)opaque(x), (double)opaque(y))); } \
+    __device__ __forceinline__ double name(double x, double y) { return df(opaque(x), opaque(y)); }
 #else
 #define LM_F1(name, ff, df) \
-    __device__ __forceinline__ float name(float x) { return ff(x); } \
-    __device__ __forceinline__ double name(double x) { return df(x); }
+    __device__ __forceinline__ float name(float x) { return ff(opaque(x)); } \
+    __device__ __forceinline__ double name(double x) { return df(opaque(x)); }
 #define LM_F2(name, ff, df) \
-    __device__ __forceinline__ float name(float x, float y) { return ff(x, y); } \
-    __device__ __forceinline__ double name(double x, double y) { return df(x, y); }
+    __device__ __forceinline__ float name(float x, float y) { return ff(opaque(x), opaque(y)); } \
+    __device__ __forceinline__ double name(double x, double y) { return df(opaque(x), opaque(y)); }
 #endif
 LM_F1(exp_, expf, exp) LM_F1(exp2_, exp2f, exp2) LM_F1(expm1_, expm1f, expm1)
 LM_F1(log_, logf, log) LM_F1(log2_, log2f, log2) LM_F1(log1p_, log1pf, log1p)
@@ -355,6 +367,12 @@ template <class I, class F> __device__ __forceinline__ I float_to_int(F x) {
 /// Source value as an exact double (int64: round to odd), for the rounding casts to a float type.
 template <class S> __device__ __forceinline__ double exact_double(S x) { return (double)x; }
 __device__ __forceinline__ double exact_double(long long x) { return int64_to_double_odd(x); }
+// An 8-bit integer widens in a 32-bit register the compiler cannot see into. Without it NVVM (CUDA 13.0)
+// converted lane 0 of a 16-byte vector of int8 values after a neg from the 16-bit register that holds lanes
+// 0 and 1 without sign-extending the low byte, so a 0 in lane 0 next to a nonzero lane 1 became nonzero
+// (int8 -> float16 -> bool; found by the differential fuzzer).
+__device__ __forceinline__ double exact_double(signed char x) { int v = x; asm("" : "+r"(v)); return (double)v; }
+__device__ __forceinline__ double exact_double(unsigned char x) { unsigned v = x; asm("" : "+r"(v)); return (double)v; }
 
 /// cast<To>(x): To is the target's storage tag (bool, signed char, unsigned char, int, long long, f16, bf16,
 /// float, double); the result is the target's register value.
@@ -371,6 +389,8 @@ LM_INT_TYPES(LM_DEF)
 #undef LM_DEF
 template <> struct caster<double> {
     template <class S> __device__ __forceinline__ static double run(S x) { return (double)x; }
+    __device__ __forceinline__ static double run(signed char x) { return exact_double(x); }
+    __device__ __forceinline__ static double run(unsigned char x) { return exact_double(x); }
     __device__ __forceinline__ static double run(long long x) { return __ll2double_rn(x); }
 };
 template <> struct caster<float> {
