@@ -82,10 +82,23 @@ std::uint32_t set_lazy_node_limit(std::uint32_t nodes) { return lazy_limit().exc
 
 Array::Array(ir::NodePtr node) : node_(settle(std::move(node))) {}
 
-Operand::Operand(const Array& a, Loc loc) : kind_(Kind::Array), node_(a.node()), loc_(loc) {
-    if (!node_) throw Error(fmt::format("operand: empty Array ({})", short_location(loc)));
+Operand::Operand(const Array& a, Loc loc) : kind_(a.node() ? Kind::Array : Kind::EmptyArray), node_(a.node()), loc_(loc) {}
+Operand::Operand(const Tensor& t, Loc loc)
+    : kind_(t.defined() ? Kind::Array : Kind::UndefinedTensor), node_(t.defined() ? input_node_of(t, loc) : nullptr),
+      loc_(loc) {}
+
+void Operand::check(std::string_view api) const {
+    switch (kind_) {
+        case Kind::EmptyArray: throw Error(fmt::format("{}(): empty Array operand ({})", api, short_location(loc_)));
+        case Kind::UndefinedTensor:
+            throw Error(fmt::format("{}(): undefined (empty) Tensor operand ({})", api, short_location(loc_)));
+        case Kind::UnsignedOutOfRange:
+            throw Error(fmt::format("{}(): unsigned scalar {} is above the int64 range that Loom's integer scalars take "
+                                    "({})",
+                                    api, static_cast<unsigned long long>(i_), short_location(loc_)));
+        default: return;
+    }
 }
-Operand::Operand(const Tensor& t, Loc loc) : kind_(Kind::Array), node_(input_node_of(t, loc)), loc_(loc) {}
 Operand::Operand(Constant c, Loc loc) : constant_(true), f_(c.f), i_(c.i), loc_(loc) {
     switch (c.kind) {
         case Constant::Kind::Bool: kind_ = Kind::Bool; break;
@@ -96,6 +109,7 @@ Operand::Operand(Constant c, Loc loc) : constant_(true), f_(c.f), i_(c.i), loc_(
 
 ir::NodePtr Operand::resolve(const Operand& other, std::string_view api) const {
     if (kind_ == Kind::Array) return node_;
+    check(api);
     if (other.kind_ != Kind::Array) return resolve_alone(api);
     const ScalarKind sk = kind_ == Kind::Float ? ScalarKind::Float : kind_ == Kind::Int ? ScalarKind::Int : ScalarKind::Bool;
     const DType dt = promote_weak(other.node_->dtype(), sk);
@@ -106,6 +120,7 @@ ir::NodePtr Operand::resolve(const Operand& other, std::string_view api) const {
 
 ir::NodePtr Operand::resolve_alone(std::string_view api) const {
     if (kind_ == Kind::Array) return node_;
+    check(api);
     const DType dt = kind_ == Kind::Float ? DType::Float32 : kind_ == Kind::Int ? DType::Int64 : DType::Bool;
     const ir::ScalarValue v = kind_ == Kind::Float ? ir::make_scalar_value(f_, dt, api, loc_)
                                                    : ir::make_scalar_value(i_, dt, api, loc_);
@@ -121,12 +136,6 @@ const ir::Node& Array::checked() const {
 
 void throw_constant_out_of_range(unsigned long long v) {
     throw Error(fmt::format("constant(): unsigned value {} is above the int64 range of Loom's integer scalars", v));
-}
-
-void Operand::throw_unsigned_out_of_range(unsigned long long v, const Loc& loc) {
-    throw Error(fmt::format("operand: unsigned scalar {} is above the int64 range that Loom's integer scalars take "
-                            "({})",
-                            v, short_location(loc)));
 }
 
 Tensor Array::eval(Loc loc) const {
@@ -178,14 +187,28 @@ template unsigned long Array::item<unsigned long>(Loc) const;
 template long long Array::item<long long>(Loc) const;
 template unsigned long long Array::item<unsigned long long>(Loc) const;
 
-Array Array::astype(DType dtype, Loc loc) const { return Array(ir::cast(node_, dtype, loc)); }
-Array Array::reshape(Shape shape, Loc loc) const { return Array(ir::reshape(node_, std::move(shape), loc)); }
-Array Array::broadcast_to(const Shape& shape, Loc loc) const { return Array(ir::broadcast_to(node_, shape, loc)); }
-Array Array::permute(std::vector<std::int64_t> perm, Loc loc) const {
-    return Array(ir::permute(node_, std::move(perm), loc));
+namespace {
+// The node of an Array that a method is called on: an empty Array is an error naming the method.
+const ir::NodePtr& operand_node(const ir::NodePtr& n, std::string_view api, const Loc& loc) {
+    if (!n) throw Error(fmt::format("{}(): empty Array ({})", api, short_location(loc)));
+    return n;
 }
-Array Array::transposed(Loc loc) const { return Array(ir::transpose(node_, loc)); }
-Array Array::slice(const std::vector<ir::SliceSpec>& spec, Loc loc) const { return Array(ir::slice(node_, spec, loc)); }
+}  // namespace
+
+Array Array::astype(DType dtype, Loc loc) const { return Array(ir::cast(operand_node(node_, "astype", loc), dtype, loc)); }
+Array Array::reshape(Shape shape, Loc loc) const {
+    return Array(ir::reshape(operand_node(node_, "reshape", loc), std::move(shape), loc));
+}
+Array Array::broadcast_to(const Shape& shape, Loc loc) const {
+    return Array(ir::broadcast_to(operand_node(node_, "broadcast_to", loc), shape, loc));
+}
+Array Array::permute(std::vector<std::int64_t> perm, Loc loc) const {
+    return Array(ir::permute(operand_node(node_, "permute", loc), std::move(perm), loc));
+}
+Array Array::transposed(Loc loc) const { return Array(ir::transpose(operand_node(node_, "transpose", loc), loc)); }
+Array Array::slice(const std::vector<ir::SliceSpec>& spec, Loc loc) const {
+    return Array(ir::slice(operand_node(node_, "slice", loc), spec, loc));
+}
 std::string Array::ir_text() const { return ir::print({node_}); }
 
 std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc) {

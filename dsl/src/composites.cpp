@@ -95,6 +95,7 @@ Array variance(std::string_view api, const Array& x, Axes axes, double correctio
 // with the weight's for the bias) and widens `shape` to the broadcast one.
 DType with_affine(std::string_view api, std::string_view what, const Array& x, Shape& shape, DType x_dtype,
                   const Operand& w, const Loc& loc) {
+    w.check(api);
     if (!w.is_array()) return x_dtype;
     const ir::NodePtr wn = w.resolve(Operand(x, loc), api);
     Shape out;

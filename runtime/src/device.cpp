@@ -23,6 +23,7 @@ const Discovery& discovery() {
         Discovery r;
         int n = 0;
         const cudaError_t e = cudaGetDeviceCount(&n);
+        detail::note_cuda_initialized();  // from now on, exiting runs a handler before the runtime's teardown
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
             r.reason = fmt::format("cudaGetDeviceCount() reported {} ({}): {}{}", cudaGetErrorName(e),

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "disk_cache_internal.hpp"
+#include "faults_internal.hpp"
 
 namespace loom {
 
@@ -86,6 +87,7 @@ struct DiskCache::State {
     DiskCacheStats stats;
     std::set<std::string> warned;     // entries already reported as rejected
     bool store_warned = false;
+    bool stores_off = false;          // a store failed (disk full, read-only, ...): no more are tried
     std::uint64_t size_estimate = 0;  // bytes of entries: scanned, plus what this process wrote since
     bool size_known = false;
     unsigned stores_since_scan = 0;
@@ -255,6 +257,15 @@ std::optional<std::vector<char>> DiskCache::load(const DiskCacheKey& key, bool* 
 
 void DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_ptx) {
     if (!enabled()) return;
+    {
+        // After a failed store (a full disk, a read-only directory) the process keeps compiled kernels in
+        // memory only: writing more would fail the same way, at the cost of a compile-sized write each.
+        std::lock_guard lock(s_->mu);
+        if (s_->stores_off) {
+            ++s_->stats.store_failures;
+            return;
+        }
+    }
     const auto t0 = Clock::now();
     std::string entry(kHeaderBytes, '\0');
     std::memcpy(entry.data(), kMagic, sizeof kMagic);
@@ -279,16 +290,33 @@ void DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_p
             ++s_->stats.store_failures;
             first = !s_->store_warned;
             s_->store_warned = true;
+            s_->stores_off = true;
         }
         if (first && !s_->quiet)
             fmt::print(stderr, "loom: warning: cannot write kernel cache entry {}: {} failed: {}; compiled kernels "
-                               "are not kept on disk\n", (s_->dir / name).string(), call, std::strerror(err));
+                               "are kept in memory only from now on (this process writes no more entries to {})\n",
+                       (s_->dir / name).string(), call, std::strerror(err), s_->dir.string());
     };
+    // Fault injection (tests): EROFS, EACCES or EPERM fail the creation, as a read-only directory does;
+    // any other errno (ENOSPC by default) fails the write after half the entry, as a full disk does.
+    int injected = 0;
+    const bool inject = detail::should_fail(testing::FaultSite::DiskCacheWrite, &injected);
+    if (inject && injected == 0) injected = ENOSPC;
+    if (inject && (injected == EROFS || injected == EACCES || injected == EPERM)) {
+        errno = injected;
+        return fail("open");
+    }
     const int fd = ::openat(s_->dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return fail("open");
     std::size_t done = 0;
     while (done < entry.size()) {
-        const ssize_t n = ::write(fd, entry.data() + done, entry.size() - done);
+        if (inject && done >= entry.size() / 2) {
+            ::close(fd);
+            errno = injected;
+            return fail("write");
+        }
+        const std::size_t chunk = inject ? entry.size() / 2 - done : entry.size() - done;
+        const ssize_t n = ::write(fd, entry.data() + done, chunk);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             ::close(fd);

@@ -29,6 +29,7 @@ LaunchRecord& record() {
 }
 
 std::atomic<bool> g_poisoned{false};
+std::atomic<bool> g_exiting{false};
 
 const char* base_name(const char* path) {
     const char* slash = std::strrchr(path, '/');
@@ -98,6 +99,13 @@ bool sync_after_launch() {
 namespace detail {
 
 bool poisoned_flag() noexcept { return g_poisoned.load(std::memory_order_relaxed); }
+
+bool exiting_flag() noexcept { return g_exiting.load(std::memory_order_relaxed); }
+
+void note_cuda_initialized() noexcept {
+    static std::once_flag once;
+    std::call_once(once, [] { std::atexit([] { g_exiting.store(true, std::memory_order_relaxed); }); });
+}
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
     if (is_sticky(code)) {

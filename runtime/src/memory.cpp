@@ -20,6 +20,8 @@
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/stream.hpp"
+#include "faults_internal.hpp"
+#include "memory_internal.hpp"
 
 namespace loom {
 
@@ -157,6 +159,8 @@ void* allocate_cuda(int device, std::size_t bytes) {
         require_not_capturing(fmt::format("allocating {} bytes on cuda:{}", bytes, device),
                               "cudaMalloc (the device has no stream-ordered memory pool)");
     if (!capturing) free_deferred(stream);
+    if (detail::should_fail(testing::FaultSite::DeviceAllocation))
+        throw_oom(device, bytes, " (a fault injected by loom::testing::inject_fault)");
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (detail::poisoned_flag()) detail::throw_poisoned();
         const cudaError_t e = s.pool ? cudaMallocAsync(&p, bytes, stream) : cudaMalloc(&p, bytes);
@@ -175,6 +179,27 @@ void* allocate_cuda(int device, std::size_t bytes) {
 }
 
 }  // namespace
+
+void* detail::allocate_zeroed_unpooled(int device, std::size_t bytes) {
+    if (!cuda_available()) require_cuda(fmt::format("allocating {} bytes on cuda:{}", bytes, device));
+    DeviceGuard guard(device);
+    if (detail::should_fail(testing::FaultSite::DeviceAllocation))
+        throw_oom(device, bytes, " (a fault injected by loom::testing::inject_fault)");
+    if (detail::poisoned_flag()) detail::throw_poisoned();
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();  // out of memory is not sticky: clear it
+        throw_oom(device, bytes, " (cudaMalloc)");
+    }
+    if (e != cudaSuccess) detail::throw_cuda_error(e, "cudaMalloc(&p, bytes)", __FILE__, __LINE__);
+    const cudaError_t z = cudaMemset(p, 0, bytes);
+    if (z != cudaSuccess) {
+        (void)cudaFree(p);
+        detail::throw_cuda_error(z, "cudaMemset(p, 0, bytes)", __FILE__, __LINE__);
+    }
+    return p;
+}
 
 PoolStats pool_stats(int index) {
     require_cuda("pool_stats()");
@@ -206,10 +231,15 @@ namespace memory {
 void* allocate(Device device, std::size_t bytes) {
     if (!device.is_cuda()) {
         const std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-        void* p = std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
+        const bool injected = detail::should_fail(testing::FaultSite::HostAllocation);
+        // A size that rounds past SIZE_MAX wraps to a small number: such a request fails as out of memory.
+        void* p = injected || rounded < bytes ? nullptr
+                                              : std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
         if (!p)
-            throw OutOfMemory(bytes, fmt::format("out of memory: allocating {} bytes ({}) of host memory failed",
-                                                 bytes, human(bytes)));
+            throw OutOfMemory(bytes, fmt::format("out of memory: allocating {} bytes ({}) of host memory failed{}",
+                                                 bytes, human(bytes),
+                                                 injected ? " (a fault injected by loom::testing::inject_fault)" : ""));
+        detail::note_host_allocation(1);
         return p;
     }
     return allocate_cuda(device.index, bytes);
@@ -219,10 +249,11 @@ void release(Device device, void* ptr) noexcept {
     if (!ptr) return;
     if (!device.is_cuda()) {
         std::free(ptr);
+        detail::note_host_allocation(-1);
         return;
     }
-    // After a sticky error the context is gone: the memory goes with it.
-    if (detail::poisoned_flag()) return;
+    // After a sticky error the context is gone, and at exit the process is: the memory goes with it.
+    if (detail::poisoned_flag() || detail::exiting_flag()) return;
     try {
         DeviceGuard guard(device.index);
         const cudaStream_t stream = current_stream();

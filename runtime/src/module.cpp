@@ -25,7 +25,8 @@ struct ModuleState {
     std::mutex mutex;
     std::map<std::string, std::shared_ptr<KernelState>, std::less<>> kernels;
     ~ModuleState() {
-        if (library && !poisoned_flag()) (void)cudaLibraryUnload(library);  // fails only while unloading
+        // At exit nothing is unloaded: the modules go with the process, and the runtime may be torn down.
+        if (library && !poisoned_flag() && !exiting_flag()) (void)cudaLibraryUnload(library);
     }
 };
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "faults_internal.hpp"
 #include "loom/ir/env.hpp"
 #include "loom/ir/hash.hpp"
 
@@ -120,6 +121,12 @@ Result compile(std::string_view name, std::string_view source, const Options& op
     const std::string nm(name);
     if (env_list_contains("LOOM_DUMP", "cuda")) dump::write(nm + ".cu", source);
 
+    if (detail::should_fail(testing::FaultSite::NvrtcCompile)) {
+        const std::string log = "a fault injected by loom::testing::inject_fault (NVRTC was not called)";
+        throw CompileError(fmt::format("NVRTC failed for kernel {} (source not saved; options: {}):\n{}", nm,
+                                       fmt::join(r.options, " "), log),
+                           log, r.options, std::string());
+    }
     const auto t0 = std::chrono::steady_clock::now();
     Program prog(source, nm);
     ++g_compile_count;

@@ -3,7 +3,9 @@
 //
 // How the bytes reach the device: as the parameters of a small upload kernel (loom_param_upload), in
 // chunks that fit the limit, which writes them into the buffer on the current stream; then the kernel
-// launches with the buffer's address, and the buffer is freed stream-ordered behind it. Not a
+// launches with the buffer's address, and the buffer is freed stream-ordered behind it. The buffer is
+// allocated, and the upload kernel built, before the first kernel of the call is launched
+// (reserve_param_buffer), so that their failures launch nothing. Not a
 // cudaMemcpyAsync from a host buffer: under CUDA graph capture a copy node records the host *address*, and
 // every replay of the graph would read it again, long after Loom's host buffer is gone (and pageable
 // sources are not asynchronous anyway); kernel parameters are copied into the graph's node when it is
@@ -25,7 +27,6 @@
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/errors.hpp"
-#include "loom/runtime/memory.hpp"
 
 namespace loom::gpu {
 
@@ -81,32 +82,37 @@ const Uploader& uploader(int device, std::string_view where) {
     return *uploaders.emplace(device, std::move(up)).first->second;
 }
 
-// Frees a device buffer stream-ordered on the current stream when the scope ends (also on an error).
-struct BufferGuard {
-    Device device;
-    void* ptr;
-    ~BufferGuard() { memory::release(device, ptr); }
-};
-
 }  // namespace
 
 std::size_t param_upload_words(std::size_t param_limit_bytes) { return (param_limit_bytes - kHeaderBytes) / 8; }
 
+Tensor reserve_param_buffer(std::size_t params_bytes, std::string_view where) {
+    int device = 0;
+    LOOM_CUDA_CHECK(cudaGetDevice(&device));
+    (void)uploader(device, where);  // built now, before the call's first launch
+    const auto words = static_cast<std::int64_t>((params_bytes + 7) / 8);
+    return Tensor::empty({words * 8}, DType::UInt8, Device::cuda(device));  // stream-ordered on the current stream
+}
+
 void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg, std::span<const std::byte> params,
-                                  std::string_view where) {
+                                  const Tensor& buffer, std::string_view where) {
     if (cfg.stream != current_stream())
         throw InternalError("launch_with_params_in_memory: the launch must be on the current stream");
     int device = 0;
     LOOM_CUDA_CHECK(cudaGetDevice(&device));
     const Uploader& up = uploader(device, where);
     const std::size_t words = (params.size() + 7) / 8;
-    const Device dev = Device::cuda(device);
-    BufferGuard buffer{dev, memory::allocate(dev, words * 8)};  // stream-ordered on the current stream
+    if (!buffer.defined() || !buffer.device().is_cuda() || buffer.device().index != device || buffer.nbytes() < words * 8)
+        throw InternalError(fmt::format("launch_with_params_in_memory: a buffer of {} bytes on {} for {} bytes of "
+                                        "parameters on cuda:{}",
+                                        buffer.defined() ? buffer.nbytes() : 0,
+                                        buffer.defined() ? buffer.device().to_string() : "<undefined>", params.size(),
+                                        device));
 
     std::vector<std::byte> chunk(kHeaderBytes + up.words * 8);
     for (std::size_t first = 0; first < words; first += up.words) {
         const std::size_t n = std::min(up.words, words - first);
-        auto* dst = static_cast<unsigned long long*>(buffer.ptr) + first;
+        auto* dst = static_cast<unsigned long long*>(buffer.data()) + first;
         const auto count = static_cast<unsigned long long>(n);
         std::memcpy(chunk.data(), &dst, sizeof(dst));
         std::memcpy(chunk.data() + 8, &count, sizeof(count));
@@ -119,8 +125,8 @@ void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg,
         ucfg.stream = cfg.stream;
         up.kernel.launch(ucfg, chunk.data(), chunk.size(), where);
     }
-    const void* p = buffer.ptr;
+    const void* p = buffer.data();
     kernel.launch(cfg, &p, sizeof(p), where);
-}  // the buffer is freed here, stream-ordered after the kernel
+}  // the caller frees the buffer (stream-ordered, after the kernel)
 
 }  // namespace loom::gpu

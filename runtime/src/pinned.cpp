@@ -30,7 +30,7 @@ void* pin(std::size_t bytes, const char* api) {
 }
 
 void unpin(void* p) noexcept {
-    if (p && !detail::poisoned_flag()) (void)cudaFreeHost(p);  // fails only while the runtime unloads
+    if (p && !detail::poisoned_flag() && !detail::exiting_flag()) (void)cudaFreeHost(p);  // at exit: goes with the process
 }
 
 void require_contiguous(const char* api, const Tensor& t) {

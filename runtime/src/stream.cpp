@@ -18,7 +18,7 @@ thread_local cudaStream_t t_current = cudaStreamPerThread;
 struct JoinEvent {
     cudaEvent_t event = nullptr;
     ~JoinEvent() {
-        if (event) (void)cudaEventDestroy(event);  // may fail while the CUDA runtime unloads: ignored
+        if (event && !detail::exiting_flag()) (void)cudaEventDestroy(event);  // at exit: goes with the process
     }
 };
 
@@ -67,12 +67,12 @@ Stream::Stream(unsigned flags) {
 }
 
 Stream::~Stream() {
-    if (stream_ && !detail::poisoned_flag()) (void)cudaStreamDestroy(stream_);
+    if (stream_ && !detail::poisoned_flag() && !detail::exiting_flag()) (void)cudaStreamDestroy(stream_);
 }
 
 Stream& Stream::operator=(Stream&& other) noexcept {
     if (this != &other) {
-        if (stream_ && !detail::poisoned_flag()) (void)cudaStreamDestroy(stream_);
+        if (stream_ && !detail::poisoned_flag() && !detail::exiting_flag()) (void)cudaStreamDestroy(stream_);
         stream_ = std::exchange(other.stream_, nullptr);
         device_ = other.device_;
     }
@@ -87,12 +87,12 @@ Event::Event(bool timing) {
 }
 
 Event::~Event() {
-    if (event_ && !detail::poisoned_flag()) (void)cudaEventDestroy(event_);
+    if (event_ && !detail::poisoned_flag() && !detail::exiting_flag()) (void)cudaEventDestroy(event_);
 }
 
 Event& Event::operator=(Event&& other) noexcept {
     if (this != &other) {
-        if (event_ && !detail::poisoned_flag()) (void)cudaEventDestroy(event_);
+        if (event_ && !detail::poisoned_flag() && !detail::exiting_flag()) (void)cudaEventDestroy(event_);
         event_ = std::exchange(other.event_, nullptr);
     }
     return *this;

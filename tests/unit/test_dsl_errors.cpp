@@ -216,7 +216,7 @@ TEST_CASE("evaluation misuse: item() of many elements, assign() into the wrong t
 
     const Array empty;
     line = __LINE__; msg = loom_test::error_message([&] { (void)(empty + 1.0); });
-    CHECK(msg == "operand: empty Array" + at(line));
+    CHECK(msg == "add(): empty Array operand" + at(line));
 
     line = __LINE__; msg = loom_test::error_message([&] { (void)eval(std::vector<Array>{a, empty}); });
     CHECK(msg == "eval(): empty Array" + at(line));

@@ -42,7 +42,9 @@ Constant constant(S v) {
 }
 
 /// One operand of an op at its call site: an Array, a Tensor, a C++ scalar (weakly typed: it takes the
-/// other operand's dtype, see docs/semantics.md) or a Constant, with the user's source location.
+/// other operand's dtype, see docs/semantics.md) or a Constant, with the user's source location. An operand
+/// that cannot be used (an empty Array, an undefined Tensor, an unsigned scalar above the int64 range) is
+/// an error of the op it is given to, naming that op: resolve() and check() throw it.
 class Operand {
 public:
     Operand(const Array& a, Loc loc = Loc::current());
@@ -55,7 +57,7 @@ public:
         } else if constexpr (std::is_integral_v<S>) {
             kind_ = Kind::Int;
             if constexpr (std::is_unsigned_v<S> && sizeof(S) >= sizeof(std::int64_t)) {
-                if (s > static_cast<S>(INT64_MAX)) throw_unsigned_out_of_range(static_cast<unsigned long long>(s), loc);
+                if (s > static_cast<S>(INT64_MAX)) kind_ = Kind::UnsignedOutOfRange;  // its bits are kept in i_
             }
             i_ = static_cast<std::int64_t>(s);
         } else {
@@ -72,10 +74,11 @@ public:
     ir::NodePtr resolve(const Operand& other, std::string_view api) const;
     /// The IR node of this operand on its own (a C++ scalar alone becomes float32 / int64 / bool).
     ir::NodePtr resolve_alone(std::string_view api) const;
+    /// Throws loom::Error naming `api` when the operand cannot be used (see the class comment).
+    void check(std::string_view api) const;
 
 private:
-    [[noreturn]] static void throw_unsigned_out_of_range(unsigned long long v, const Loc& loc);
-    enum class Kind { Array, Bool, Int, Float };
+    enum class Kind { Array, Bool, Int, Float, EmptyArray, UndefinedTensor, UnsignedOutOfRange };
     Kind kind_ = Kind::Array;
     bool constant_ = false;
     ir::NodePtr node_;

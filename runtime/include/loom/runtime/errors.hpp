@@ -80,6 +80,13 @@ namespace detail {
 [[noreturn]] void throw_poisoned();
 /// Fast check done before each CUDA call.
 bool poisoned_flag() noexcept;
+/// True once the process has begun to exit (std::exit, or main returning): the destructors of static
+/// objects then give nothing back to CUDA (modules, device memory, pinned memory, streams and events go
+/// with the process), so that no CUDA call is made that fails with cudaErrorCudartUnloading.
+bool exiting_flag() noexcept;
+/// Registers the handler that sets exiting_flag(); called once the CUDA runtime is initialized, so that the
+/// handler runs before the runtime's own teardown and before the destructors of static objects.
+void note_cuda_initialized() noexcept;
 }  // namespace detail
 
 /// Runs a CUDA runtime call and throws loom::CudaError naming it when it fails. Throws at once, without
