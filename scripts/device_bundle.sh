@@ -31,8 +31,13 @@ if [[ $build_rc -ne 0 ]]; then echo "device_bundle: some targets failed to build
 
 rm -rf "$bundle"
 mkdir -p "$bundle/bin"
-# Every ELF executable of the build tree except CMake's probes and the install test's scratch project.
+# Every ELF executable of the build tree except CMake's probes and the install test's scratch project, and
+# (unless LOOM_BUNDLE_HOST_TESTS=1, for device_run.sh's `unit` step) the tests that need no GPU, which CI runs:
+# each executable carries the static CUDA runtime, and the bundle must stay under the carry limit.
+host_only='^(loom_unit_tests|loom_golden_tests|loom_threads_host)$'
+[[ ${LOOM_BUNDLE_HOST_TESTS:-0} == 1 ]] && host_only='^$'
 while IFS= read -r -d '' f; do
+    [[ $(basename "$f") =~ $host_only ]] && continue
     if [[ $(head -c 4 "$f" | od -An -c | tr -d ' \n') == '177ELF' ]] && ! [[ $f == *.so* || $f == *.a ]]; then
         cp "$f" "$bundle/bin/"
         strip --strip-unneeded "$bundle/bin/$(basename "$f")"

@@ -42,9 +42,55 @@ bool has_view(const std::vector<ir::NodePtr>& outputs) {
     return false;
 }
 
+// Row-major contiguous with no gaps (extent-1 dimensions may have any stride).
+bool contiguous(const Shape& shape, const Strides& strides) {
+    std::int64_t expect = 1;
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        if (shape[k] == 1) continue;
+        if (strides[k] != expect) return false;
+        expect *= shape[k];
+    }
+    return true;
+}
+
+// A root that is a strided view (an output of assign() into a column, a strided slice, a transposed view)
+// is written element by element at its own index map by a pointwise kernel; a reduction kernel writes its
+// outputs contiguous, so such a root goes through a temporary and a pointwise kernel that stores it.
+void route_strided_roots(Partition& P, std::span<const Strides> root_strides) {
+    if (root_strides.empty()) return;
+    const std::size_t nk = P.kernels.size();
+    for (std::size_t k = 0; k < nk; ++k) {
+        if (P.kernels[k].family != Family::Reduction) continue;
+        const std::vector<ir::NodePtr> outs = [&] {
+            std::vector<ir::NodePtr> o = P.kernels[k].group.element_outputs;
+            o.insert(o.end(), P.kernels[k].group.row_outputs.begin(), P.kernels[k].group.row_outputs.end());
+            return o;
+        }();
+        for (std::size_t j = 0; j < P.kernels[k].writes.size(); ++j) {
+            Slot& w = P.kernels[k].writes[j];
+            if (w.kind != Slot::Kind::Root) continue;
+            const ir::Node& v = *outs[j];
+            const Strides& st = root_strides[static_cast<std::size_t>(w.index)];
+            if (st.empty() || contiguous(v.shape(), st)) continue;
+            const int t = static_cast<int>(P.temps.size());
+            const std::string why = fmt::format("out{} is a strided view, which a reduction kernel does not write", w.index);
+            P.temps.push_back({outs[j], ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()), why});
+            FusedKernel store;
+            store.family = Family::Pointwise;
+            store.name = P.kernels[k].name + "_store";
+            store.outputs = {P.temps.back().placeholder};
+            store.writes = {w};
+            store.why = fmt::format("{}: written through t{}", why, t);
+            w = Slot{Slot::Kind::Temp, t};  // before the push_back below, which may move the kernels
+            P.kernels.push_back(std::move(store));
+        }
+    }
+}
+
 // Schedules every kernel of `P` for the GPU. Throws NotFusable from plan_reduce.
 FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::span<const InputLayout> layouts,
-                    const DeviceInfo& device, const Options& options) {
+                    const DeviceInfo& device, const Options& options, std::span<const Strides> root_strides) {
+    route_strided_roots(P, root_strides);
     FusionPlan plan;
     plan.options = options;
     plan.sources = sources.size();
@@ -57,6 +103,11 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
         temp_layout.emplace(ph, InputLayout{ph->dtype(), contiguous_strides(ph->shape()), true});
     }
     const LayoutOf layout_of = [&](const ir::Node& n) -> InputLayout {
+        if (n.op() == ir::Op::Iota) {  // a virtual int64 tensor: stride 1 along its axis, 0 elsewhere
+            Strides st(n.shape().size(), 0);
+            st[static_cast<std::size_t>(n.ints().at(0))] = 1;
+            return InputLayout{DType::Int64, st, true};
+        }
         const auto it = slot.find(&n);
         if (it == slot.end())
             throw InternalError(fmt::format("plan_fusion(): input {} ({}) is neither a source nor a temporary",
@@ -65,6 +116,7 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
         return layouts[static_cast<std::size_t>(it->second.index)];
     };
     auto slot_of = [&](const ir::Node* in) {
+        if (in->op() == ir::Op::Iota) return Slot{Slot::Kind::Index, 0};
         (void)layout_of(*in);  // throws for an input that is neither
         return slot.at(in);
     };
@@ -76,7 +128,18 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
                 ls.push_back(layout_of(*in));
                 g.reads.push_back(slot_of(in));
             }
-            g.pointwise = plan_pointwise(k.outputs, ls, device);
+            std::vector<Strides> out_strides;
+            bool strided = false;
+            for (std::size_t j = 0; j < k.outputs.size(); ++j) {
+                const Slot& w = k.writes[j];
+                const bool given = w.kind == Slot::Kind::Root && !root_strides.empty() &&
+                                   !root_strides[static_cast<std::size_t>(w.index)].empty();
+                out_strides.push_back(given ? root_strides[static_cast<std::size_t>(w.index)]
+                                            : contiguous_strides(k.outputs[j]->shape()));
+                strided = strided || (given && !contiguous(k.outputs[j]->shape(), out_strides.back()));
+            }
+            g.pointwise = strided ? plan_pointwise(k.outputs, ls, device, PointwiseUse::Kernel, out_strides)
+                                  : plan_pointwise(k.outputs, ls, device);
             g.numel = k.outputs[0]->numel();
             g.has_views = has_view(k.outputs);
             g.key = with_options(kernel_key(k.outputs, g.pointwise.plan), options);
@@ -185,7 +248,9 @@ std::string FusionPlan::to_string() const {
 
 FusionPlan plan_fusion(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources,
                        std::span<const InputLayout> layouts, const DeviceInfo& device, const Options& options,
-                       std::string_view name, const FusionCostModel* cost) {
+                       std::string_view name, const FusionCostModel* cost, std::span<const Strides> root_strides) {
+    if (!root_strides.empty() && root_strides.size() != roots.size())
+        throw InternalError(fmt::format("plan_fusion(): {} root layouts for {} roots", root_strides.size(), roots.size()));
     if (sources.size() != layouts.size())
         throw InternalError(fmt::format("plan_fusion(): {} sources with {} layouts", sources.size(), layouts.size()));
     PartitionOptions po;
@@ -194,12 +259,12 @@ FusionPlan plan_fusion(const std::vector<ir::NodePtr>& roots, std::span<const ir
     po.cost = cost;
     FusionPlan plan;
     try {
-        plan = schedule(partition(roots, po), sources, layouts, device, options);
+        plan = schedule(partition(roots, po), sources, layouts, device, options, root_strides);
     } catch (const NotFusable& e) {
         if (!options.fusion) throw InternalError(fmt::format("plan_fusion(): an unfused kernel is not plannable: {}", e.what()));
         po.strict = true;
         po.strict_reason = e.what();
-        plan = schedule(partition(roots, po), sources, layouts, device, options);
+        plan = schedule(partition(roots, po), sources, layouts, device, options, root_strides);
     }
     std::unordered_set<const ir::Node*> in_graph;
     for (const ir::Node* n : ir::topo_order(roots))

@@ -386,6 +386,7 @@ std::string to_string(const Slot& s) {
         case Slot::Kind::Source: return fmt::format("in{}", s.index);
         case Slot::Kind::Temp: return fmt::format("t{}", s.index);
         case Slot::Kind::Root: return fmt::format("out{}", s.index);
+        case Slot::Kind::Index: return "index";
     }
     return "?";
 }

@@ -12,7 +12,7 @@ PwGraph build_pw_graph(const std::vector<ir::NodePtr>& outputs) {
     using ir::Op;
     PwGraph g;
     for (const ir::Node* n : ir::topo_order(outputs)) {
-        if (n->op() == Op::Input) {
+        if (n->op() == Op::Input || n->op() == Op::Iota) {  // an iota is read like an input: at its coordinates
             g.input_number.emplace(n, static_cast<int>(g.inputs.size()));
             g.inputs.push_back(n);
         } else if (n->op() == Op::Scalar) {
@@ -69,7 +69,7 @@ PwGraph build_pw_graph(const std::vector<ir::NodePtr>& outputs) {
             PwValue v;
             v.node = n;
             v.ctx = ctx;
-            if (n->op() == Op::Input) {
+            if (n->op() == Op::Input || n->op() == Op::Iota) {
                 v.site = static_cast<int>(g.sites.size());
                 g.sites.push_back({g.input_number.at(n), ctx, static_cast<int>(g.values.size())});
             } else if (ir::is_elementwise(n->op())) {

@@ -2,7 +2,8 @@
 //
 // A view node is not a value: it maps the index space of its consumer to its operand's. Walking down from
 // the outputs, every view applied on the way defines a context (parent context + view node); a node is
-// computed once per context in which it is reached, an Input read in a context is a load site. Rank-0
+// computed once per context in which it is reached, an Input read in a context is a load site (so is an
+// Iota: its "load" is the coordinate its index map gives, computed instead of read). Rank-0
 // nodes have one element, so they live in the uniform context whatever the path. The walk is iterative
 // (deep chains are normal) and deterministic: values come out operands first, in operand order.
 #pragma once

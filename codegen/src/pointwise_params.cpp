@@ -37,6 +37,7 @@ int PointwisePlan::bytes_per_element() const {
 namespace {
 void hash_operand(Hasher& h, const OperandPlan& o) {
     h.add(static_cast<std::uint64_t>(o.input + 1));
+    h.add(o.index ? 1u : 0u);
     h.add(static_cast<std::uint64_t>(o.dtype));
     h.add(static_cast<std::uint64_t>(o.access));
     h.add(o.dim_mask);
@@ -121,8 +122,10 @@ std::string PointwisePlan::describe(bool kernel_grid) const {
         return m;
     };
     for (std::size_t k = 0; k < loads.size(); ++k)
-        fmt::format_to(out, "in{}: input {}, {}, {}{}, {} B/element\n", k, loads[k].input, name(loads[k].dtype),
-                       access_name(loads[k].access), mask_text(loads[k]), loads[k].bytes_per_element);
+        fmt::format_to(out, "in{}: input {}, {}, {}{}, {}\n", k, loads[k].input, name(loads[k].dtype),
+                       access_name(loads[k].access), mask_text(loads[k]),
+                       loads[k].index ? std::string("an index, computed (no memory)")
+                                      : fmt::format("{} B/element", loads[k].bytes_per_element));
     for (std::size_t k = 0; k < outputs.size(); ++k)
         if (kernel_grid)
             fmt::format_to(out, "out{}: {}, {}, {} B/element\n", k, name(outputs[k].dtype), access_name(outputs[k].access),
@@ -186,7 +189,10 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span
         const auto a = static_cast<std::size_t>(f.a);
         const auto c = static_cast<std::size_t>(f.b);
         switch (f.kind) {
-            case K::InputPointer: put(out, f.offset, site_pointer(plan, b, inputs, a)); break;
+            case K::InputPointer:
+                if (plan.loads[a].index) put(out, f.offset, static_cast<std::int64_t>(b.sites[a].offset));
+                else put(out, f.offset, site_pointer(plan, b, inputs, a));
+                break;
             case K::OutputPointer: put(out, f.offset, outputs[a]); break;
             case K::NumElements: put_index(out, f, b.numel); break;
             case K::Extent: put_index(out, f, b.extents[a]); break;
@@ -198,6 +204,7 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span
             case K::DerivedDiv: put_index(out, f, b.derived[a].div); break;
             case K::DerivedMod: put_index(out, f, b.derived[a].mod); break;
             case K::Scalar: put_scalar(out, f, plan.scalar_dtypes[a], b.scalars[a]); break;
+            case K::OutputCoef: put_index(out, f, b.outputs[a][c]); break;
             case K::ElementSpace: case K::RowSpace: case K::Rows: case K::Length: case K::Chunks:
             case K::ChunksPerBlock: case K::BlocksPerRow: case K::Counters: case K::Partials:
                 throw InternalError(fmt::format("pack_params: reduction parameter {} in a pointwise plan", f.name));
@@ -218,8 +225,8 @@ Variant select_variant(const PointwisePlan& plan, const PointwiseBinding& b, std
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     for (std::size_t s = 0; s < plan.loads.size(); ++s) {
         const OperandPlan& o = plan.loads[s];
-        const bool streamed = o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
-                              (o.access == Access::Strided && o.unit_inner);
+        const bool streamed = !o.index && (o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
+                                           (o.access == Access::Strided && o.unit_inner));
         if (streamed && !aligned(site_pointer(plan, b, inputs, s))) return Variant::Scalar;
     }
     for (void* p : outputs)

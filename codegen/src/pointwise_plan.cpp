@@ -44,6 +44,7 @@ struct Derived {
 struct Analysis {
     Shape extents;                 // iteration space (before coalescing)
     std::vector<Form> sites;       // per load site, in elements of the bound tensor
+    std::vector<Form> outputs;     // per output, in elements of its tensor (contiguous unless given strides)
     std::vector<Derived> derived;
     std::vector<std::vector<int>> groups;  // derived indices of one reshape group, outermost first
 };
@@ -197,6 +198,7 @@ void simplify(Analysis& an) {
 void coalesce(Analysis& an) {
     std::vector<Form*> forms;
     for (auto& f : an.sites) forms.push_back(&f);
+    for (auto& f : an.outputs) forms.push_back(&f);
     for (auto& d : an.derived) forms.push_back(&d.L);
     for (Form* f : forms) f->c.resize(an.extents.size(), 0);
     Shape ext;
@@ -268,11 +270,23 @@ ParamLayout layout_params(const PointwisePlan& p) {
     };
     using K = ParamField::Kind;
     using T = ParamType;
-    for (std::size_t s = 0; s < p.loads.size(); ++s)
-        add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}", s), T::ConstPointer, p.loads[s].dtype, 8);
+    for (std::size_t s = 0; s < p.loads.size(); ++s) {
+        if (p.loads[s].index)  // an iota site: its offset, the index of the iteration space's element 0
+            add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}_base", s), T::Int64, DType::Int64, 8);
+        else
+            add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}", s), T::ConstPointer, p.loads[s].dtype, 8);
+    }
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
         add(K::OutputPointer, static_cast<int>(o), 0, fmt::format("out{}", o), T::Pointer, p.outputs[o].dtype, 8);
     add(K::NumElements, 0, 0, "n", T::Index, DType::Int64, isz);
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const OperandPlan& op = p.outputs[o];
+        if (op.access != Access::Strided) continue;
+        for (int d = 0; d < p.rank; ++d) {
+            if (!(op.dim_mask >> d & 1u) || (op.unit_inner && d == p.rank - 1)) continue;
+            add(K::OutputCoef, static_cast<int>(o), d, fmt::format("out{}_s{}", o, d), T::Index, DType::Int64, isz);
+        }
+    }
     for (int d = 1; d < p.rank; ++d) add(K::Extent, d, 0, fmt::format("ext{}", d), T::Index, DType::Int64, isz);
     for (std::size_t s = 0; s < p.loads.size(); ++s) {
         const OperandPlan& o = p.loads[s];
@@ -357,7 +371,7 @@ int costly_ops(const detail::PwGraph& g) {
 }  // namespace
 
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
-                                const DeviceInfo& device, PointwiseUse use) {
+                                const DeviceInfo& device, PointwiseUse use, std::span<const Strides> output_strides) {
     if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
     const Shape& shape = outputs[0]->shape();
     for (const auto& o : outputs)
@@ -375,12 +389,23 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
                                             name(layouts[k].dtype), layouts[k].strides.size(),
                                             g.inputs[k]->label()));
 
+    if (!output_strides.empty() && output_strides.size() != outputs.size())
+        throw InternalError(fmt::format("plan_pointwise: {} output layouts for {} outputs", output_strides.size(), outputs.size()));
     const std::int64_t n = numel(shape);
     Analysis an = analyze(g, shape, layouts);
     simplify(an);
+    for (std::size_t o = 0; o < outputs.size(); ++o) {  // the outputs' index maps: their strides over the space
+        Form f;
+        f.c = output_strides.empty() ? contiguous_strides(shape) : output_strides[o];
+        if (f.c.size() != shape.size()) throw InternalError("plan_pointwise: an output layout of another rank");
+        for (std::size_t d = 0; d < shape.size(); ++d)
+            if (shape[d] == 1) f.c[d] = 0;
+        an.outputs.push_back(std::move(f));
+    }
     if (n == 0) {  // nothing runs: the simplest plan
         an.extents = {0};
         for (auto& f : an.sites) f = Form{f.off, {0}, {}};
+        for (auto& f : an.outputs) f = Form{0, {1}, {}};
         an.derived.clear();
     } else {
         coalesce(an);
@@ -417,7 +442,8 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
         } else {
             o.dim_mask = 0;
         }
-        const bool streamed = o.access != Access::Scalar && o.access != Access::RowBroadcast;
+        o.index = g.inputs[static_cast<std::size_t>(o.input)]->op() == ir::Op::Iota;
+        const bool streamed = o.access != Access::Scalar && o.access != Access::RowBroadcast && !o.index;
         o.bytes_per_element = streamed ? static_cast<int>(itemsize(o.dtype)) : 0;
         p.loads.push_back(std::move(o));
         PointwiseBinding::Site site;
@@ -426,12 +452,20 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
         site.dcoefs = f.t;
         b.sites.push_back(std::move(site));
     }
-    for (const auto& o : outputs) {
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+        const Form& f = an.outputs[k];
         OperandPlan op;
-        op.dtype = o->dtype();
-        op.access = Access::Contiguous;
+        op.dtype = outputs[k]->dtype();
+        // A strided output: a view the user writes into (given strides that are not the contiguous ones).
+        const bool given = !output_strides.empty() && n > 1;
+        op.access = !given || f.c == cs ? Access::Contiguous : Access::Strided;
+        if (op.access == Access::Strided) {
+            op.dim_mask = mask_of(f);
+            op.unit_inner = f.c.back() == 1;
+        }
         op.bytes_per_element = static_cast<int>(itemsize(op.dtype));
         p.outputs.push_back(op);
+        b.outputs.push_back(f.c);
     }
     for (const auto& d : an.derived) {
         DerivedPlan dp;
@@ -460,6 +494,12 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
         const OperandPlan& o = p.loads[s];
         const InputLayout& lay = layouts[static_cast<std::size_t>(o.input)];
         if (o.access == Access::Scalar) continue;
+        if (o.index) {  // computed: no memory to align; a vector's lanes take consecutive indices (stride 1) or one
+            if (o.access != Access::Contiguous) all_flat = false;
+            if (o.access == Access::Gathered) vector_ok = false;
+            if (o.access == Access::Strided && !o.unit_inner && (o.dim_mask >> (R - 1) & 1u)) vector_ok = false;
+            continue;
+        }
         const bool inner_zero = (o.access == Access::Strided) && !(o.dim_mask >> (R - 1) & 1u);
         if (o.access != Access::Contiguous) all_flat = false;
         if (o.access == Access::Gathered) vector_ok = false;
@@ -469,13 +509,16 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
         if (!lay.aligned16 || (b.sites[s].offset * static_cast<std::int64_t>(itemsize(o.dtype))) % 16 != 0)
             vector_ok = false;
     }
-    for (const auto& o : p.outputs) widest = std::max(widest, itemsize(o.dtype));
+    for (const auto& o : p.outputs) {
+        widest = std::max(widest, itemsize(o.dtype));
+        if (o.access != Access::Contiguous) vector_ok = false;  // a strided output is written element by element
+    }
     int vw = static_cast<int>(16 / widest);
     if (vector_ok && !all_flat && an.extents.back() % vw != 0) vector_ok = false;
     if (vector_ok && !all_flat) {  // every streamed row must start on a vector boundary
         for (std::size_t s = 0; s < p.loads.size(); ++s) {
             const OperandPlan& o = p.loads[s];
-            if (o.access != Access::Strided || !o.unit_inner) continue;
+            if (o.access != Access::Strided || !o.unit_inner || o.index) continue;
             for (int d = 0; d + 1 < R; ++d) vector_ok = vector_ok && b.sites[s].coefs[static_cast<std::size_t>(d)] % vw == 0;
         }
     }

@@ -459,7 +459,7 @@ void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> in
             }
             case K::InputPointer: case K::OutputPointer: case K::NumElements: case K::Extent: case K::SiteCoef:
             case K::SiteDerived: case K::DerivedOffset: case K::DerivedCoef: case K::DerivedDerived: case K::DerivedDiv:
-            case K::DerivedMod: case K::Scalar:
+            case K::DerivedMod: case K::Scalar: case K::OutputCoef:
                 throw InternalError(fmt::format("pack_reduce_params: pointwise parameter {} in a reduction plan", f.name));
         }
     }
@@ -482,7 +482,7 @@ bool vector_ok(const PlannedReduce& pr, std::span<const void* const> inputs, std
     const int R = plan.element.rank;
     for (std::size_t s = 0; s < plan.element.loads.size(); ++s) {
         const OperandPlan& o = plan.element.loads[s];
-        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar) continue;
+        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar || o.index) continue;
         const bool unit = o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
                           (o.access == Access::Strided && o.unit_inner);
         if (!unit) continue;

@@ -144,12 +144,7 @@ ScalarValue make_scalar_value(std::int64_t v, DType dtype, std::string_view api,
 }
 
 NodePtr input(DType dtype, const Shape& shape, std::string label, std::shared_ptr<const void> payload, Loc loc) {
-    if (shape.size() > static_cast<std::size_t>(kMaxRank))
-        fail("input", loc, fmt::format("rank {} of shape {} exceeds the maximum rank {}", shape.size(),
-                                       to_string(shape), kMaxRank));
-    for (auto e : shape)
-        if (e < 0) fail("input", loc, fmt::format("negative extent in shape {}", to_string(shape)));
-    check_numel("input", shape, loc);
+    check_shape("input", shape, loc);
     NodeDesc d = desc_of(Op::Input, dtype, shape, {}, loc);
     d.ints = {static_cast<std::int64_t>(next_input_id())};
     d.label = std::move(label);
@@ -166,6 +161,32 @@ NodePtr scalar(ScalarValue v, DType dtype, Loc loc) {
 NodePtr constant(ScalarValue v, DType dtype, Loc loc) {
     NodeDesc d = desc_of(Op::Constant, dtype, {}, {}, loc);
     d.value = v;
+    return intern(std::move(d));
+}
+
+void check_shape(std::string_view api, const Shape& shape, Loc loc) {
+    if (shape.size() > static_cast<std::size_t>(kMaxRank))
+        fail(api, loc, fmt::format("rank {} of shape {} exceeds the maximum rank {}", shape.size(), to_string(shape), kMaxRank));
+    for (auto e : shape)
+        if (e < 0) fail(api, loc, fmt::format("negative extent in shape {}", to_string(shape)));
+    check_numel(api, shape, loc);
+}
+
+NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::string_view api, Loc loc) {
+    check_shape(api, shape, loc);
+    const auto r = static_cast<std::int64_t>(shape.size());
+    if (r == 0) fail(api, loc, "an index needs an axis; the shape [] has none");
+    if (axis < -r || axis >= r) fail(api, loc, fmt::format("axis {} is out of range for shape {}", axis, to_string(shape)));
+    NodeDesc d = desc_of(Op::Iota, DType::Int64, shape, {}, loc);
+    d.ints = {axis < 0 ? axis + r : axis, device};
+    return intern(std::move(d));
+}
+
+NodePtr fill(ScalarValue v, DType dtype, const Shape& shape, std::int64_t device, std::string_view api, Loc loc) {
+    check_shape(api, shape, loc);
+    NodeDesc d = desc_of(Op::Fill, dtype, shape, {}, loc);
+    d.value = v;
+    d.ints = {device};
     return intern(std::move(d));
 }
 
@@ -297,6 +318,8 @@ NodePtr ternary(Op op, NodePtr a, NodePtr b, NodePtr c, Loc loc) {
 
 NodePtr broadcast_to(NodePtr a, const Shape& shape, Loc loc) {
     if (a->shape() == shape) return a;
+    for (const auto e : shape)
+        if (e < 0) fail("broadcast_to", loc, fmt::format("negative extent in {} for operand {}", to_string(shape), describe(*a)));
     Shape check;
     if (shape.size() < a->shape().size() || !broadcast_shapes(a->shape(), shape, check) || check != shape)
         fail("broadcast_to", loc, fmt::format("operand {} does not broadcast to {}", describe(*a), to_string(shape)));

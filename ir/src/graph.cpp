@@ -61,6 +61,7 @@ std::string attr_text(const Node& n) {
     switch (info(n.op()).kind) {
         case OpKind::Leaf:
             if (n.op() == Op::Input) return fmt::format("\"{}\"", n.label());
+            if (n.op() == Op::Iota) return fmt::format("axis={}", n.ints().at(0));
             return value_text(n);
         case OpKind::View:
             switch (n.op()) {
@@ -115,7 +116,11 @@ void verify(const std::vector<NodePtr>& roots) {
             bad(fmt::format("{} operands, expected {}", n->operands().size(), oi.arity));
         switch (oi.kind) {
             case OpKind::Leaf:
-                if (n->op() != Op::Input && n->rank() != 0) bad("scalar leaf with nonzero rank");
+                if ((n->op() == Op::Scalar || n->op() == Op::Constant) && n->rank() != 0) bad("scalar leaf with nonzero rank");
+                if (n->op() == Op::Iota && (n->dtype() != DType::Int64 || n->ints().size() != 2 || n->ints()[0] < 0 ||
+                                            n->ints()[0] >= n->rank()))
+                    bad("iota must be int64 with an axis of its shape and a device");
+                if (n->op() == Op::Fill && n->ints().size() != 1) bad("fill without its device");
                 break;
             case OpKind::Unary:
             case OpKind::Binary:

@@ -40,6 +40,7 @@ void dump(const std::vector<NodePtr>& roots, int index, const std::string& pass)
 
 std::vector<Pass> standard_passes() {
     return {
+        {"lower_factories", lower_factories},
         {"canonicalize_views", canonicalize_views},
         {"hoist_uniform", hoist_uniform},
     };

@@ -26,6 +26,7 @@
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/pinned.hpp"
 #include "loom/runtime/stream.hpp"
+#include "memory_internal.hpp"
 #include "parallel.hpp"
 #include "param_buffer.hpp"
 
@@ -89,14 +90,47 @@ unsigned int* split_counters(int device, cudaStream_t stream, std::int64_t neede
     static std::map<std::tuple<int, unsigned long long, std::thread::id>, unsigned int*> buffers;  // 16 KiB each, kept
     std::lock_guard lock(mu);
     unsigned int*& b = buffers[{device, id, owner}];
-    if (!b) {
-        DeviceGuard guard(device);
-        void* p = nullptr;
-        LOOM_CUDA_CHECK(cudaMalloc(&p, kSplitCounters * sizeof(unsigned int)));
-        LOOM_CUDA_CHECK(cudaMemset(p, 0, kSplitCounters * sizeof(unsigned int)));
-        b = static_cast<unsigned int*>(p);
-    }
+    if (!b) b = static_cast<unsigned int*>(detail::allocate_zeroed_unpooled(device, kSplitCounters * sizeof(unsigned int)));
     return b;
+}
+
+// What a launch needs besides its pointers, made for every kernel of a call before the first is launched,
+// so that an allocation (or the upload kernel's build) that fails launches nothing: a split reduction's
+// launch shape and workspaces, or the device buffer of parameters beyond the parameter limit.
+struct LaunchPrep {
+    codegen::LaunchConfig reduce;
+    std::vector<Tensor> partials;  // stream-ordered pool memory, freed after the call's kernels
+    std::vector<void*> part_ptrs;  // the counters, then one workspace per reduction
+    Tensor params;                 // parameters in device memory
+};
+
+bool needs_prep(const FusionPlan& plan, std::size_t k) {
+    const codegen::GpuKernel& g = plan.gpu[k];
+    switch (plan.partition.kernels[k].family) {
+        case Family::Pointwise: return g.pointwise.plan.params_in_memory && g.numel > 0;
+        case Family::Reduction: return g.reduce.plan.split;
+    }
+    return false;
+}
+
+// The split workspaces of a reduction launch: `ins` in PlannedReduce::inputs order, the element outputs.
+void prepare_split(const codegen::PlannedReduce& pr, std::span<const void* const> ins, std::span<void* const> el_outs,
+                   Device device, LaunchPrep& prep) {
+    prep.reduce = codegen::reduce_launch(pr, ins, el_outs);
+    if (prep.reduce.grid_x == 0) return;
+    const std::int64_t counters = codegen::split_counter_count(pr, prep.reduce);
+    if (unsigned int* c = split_counters(device.index, current_stream(), counters)) {
+        prep.part_ptrs.push_back(c);
+    } else {  // zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown)
+        prep.partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * counters}, DType::UInt8, device));
+        prep.part_ptrs.push_back(prep.partials.back().data());
+        LOOM_CUDA_CHECK(cudaMemsetAsync(prep.partials.back().data(), 0, prep.partials.back().nbytes(), current_stream()));
+    }
+    for (const auto& op : pr.plan.ops) {
+        prep.partials.push_back(Tensor::empty({static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * codegen::split_partial_count(pr)},
+                                              DType::UInt8, device));
+        prep.part_ptrs.push_back(prep.partials.back().data());
+    }
 }
 
 // The parameter bytes of one launch: on the stack up to 4 KiB (every plan short of hundreds of inputs).
@@ -114,9 +148,9 @@ private:
     std::size_t size_;
 };
 
-// The pointwise arm: `ins` in pointwise_inputs order.
+// The pointwise arm: `ins` in pointwise_inputs order; `prep` made by run_plan when needs_prep().
 void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g, std::span<const void* const> ins,
-                      std::span<void* const> outs, std::string_view where) {
+                      std::span<void* const> outs, const LaunchPrep* prep, std::string_view where) {
     const codegen::PlannedPointwise& planned = g.pointwise;
     const codegen::Variant v = codegen::select_variant(planned.plan, planned.binding, ins, outs);
     const codegen::LaunchConfig lc = planned.plan.launch(g.numel, v);
@@ -127,34 +161,24 @@ void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g,
     cfg.grid = {lc.grid_x, lc.grid_y, 1};
     cfg.block = {lc.block_x, 1, 1};
     const Kernel& k = v == codegen::Variant::Vector ? kernel.vector_kernel : kernel.scalar_kernel;
-    if (planned.plan.params_in_memory) return launch_with_params_in_memory(k, cfg, params.span(), where);
+    if (planned.plan.params_in_memory) {
+        if (!prep) throw InternalError("launch_pointwise(): parameters in memory without a reserved buffer");
+        return launch_with_params_in_memory(k, cfg, params.span(), prep->params, where);
+    }
     k.launch(cfg, params.span().data(), params.span().size(), where);
 }
 
-// The reduction arm: `ins` in PlannedReduce::inputs order; the element outputs, then the row outputs.
+// The reduction arm: `ins` in PlannedReduce::inputs order; the element outputs, then the row outputs; `prep`
+// (split plans: the launch shape and workspaces) made by run_plan.
 void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce& pr, std::span<const void* const> ins,
-                      std::span<void* const> el_outs, std::span<void* const> row_outs, Device device, std::string_view where) {
-    const codegen::LaunchConfig rl = codegen::reduce_launch(pr, ins, el_outs);
+                      std::span<void* const> el_outs, std::span<void* const> row_outs, const LaunchPrep* prep,
+                      std::string_view where) {
+    if (pr.plan.split && !prep) throw InternalError("launch_reduction(): a split plan without its workspaces");
+    const codegen::LaunchConfig rl = prep ? prep->reduce : codegen::reduce_launch(pr, ins, el_outs);
     if (rl.grid_x == 0) return;
-    std::vector<Tensor> partials;  // the split workspaces, stream-ordered pool memory freed after the kernel
-    std::vector<void*> part_ptrs;
-    if (pr.plan.split) {
-        const std::int64_t counters = codegen::split_counter_count(pr, rl);
-        if (unsigned int* c = split_counters(device.index, current_stream(), counters)) {
-            part_ptrs.push_back(c);
-        } else {  // zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown)
-            partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * counters}, DType::UInt8, device));
-            part_ptrs.push_back(partials.back().data());
-            LOOM_CUDA_CHECK(cudaMemsetAsync(partials.back().data(), 0, partials.back().nbytes(), current_stream()));
-        }
-        for (const auto& op : pr.plan.ops) {
-            partials.push_back(Tensor::empty({static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * codegen::split_partial_count(pr)},
-                                             DType::UInt8, device));
-            part_ptrs.push_back(partials.back().data());
-        }
-    }
+    static const std::vector<void*> no_partials;
     ParamBytes params(codegen::reduce_params_size(pr.plan));
-    codegen::pack_reduce_params(pr, ins, el_outs, row_outs, part_ptrs, params.span());
+    codegen::pack_reduce_params(pr, ins, el_outs, row_outs, prep ? prep->part_ptrs : no_partials, params.span());
     LaunchConfig cfg;
     cfg.grid = {rl.grid_x, rl.grid_y, 1};
     cfg.block = {rl.block_x, 1, 1};
@@ -186,7 +210,26 @@ bool needs_temporary(const FusionPlan& plan, std::span<const Tensor::Impl* const
     return false;
 }
 
+// A temporary with the layout of `user`: contiguous, or the same strides over a storage of the view's span.
+Tensor temporary_like(const Tensor& user, Device device) {
+    if (user.is_contiguous() || user.numel() == 0) return Tensor::empty(user.shape(), user.dtype(), device);
+    std::int64_t lo = 0, hi = 0;
+    for (std::size_t k = 0; k < user.shape().size(); ++k)
+        (user.strides()[k] < 0 ? lo : hi) += user.strides()[k] * (user.shape()[k] - 1);
+    const Tensor block = Tensor::empty({hi - lo + 1}, user.dtype(), device);
+    return block.as_strided(user.shape(), user.strides(), -lo);
+}
+
 }  // namespace
+
+// Copies an output written through a temporary into the user's tensor, after the last kernel: one copy for
+// a contiguous output, else a pointwise kernel that stores into the view (an evaluation of the temporary).
+void copy_back_into(const Tensor& user, const Tensor& tmp, Device device) {
+    if (user.is_contiguous() && tmp.is_contiguous()) return copy_async(user, tmp);
+    const ir::NodePtr in = ir::input(tmp.dtype(), tmp.shape(), "copy back", std::static_pointer_cast<const void>(tmp.impl()));
+    const std::vector<Tensor> outs{user};
+    evaluate({in}, device, std::source_location::current(), &outs, "copy_back");
+}
 
 const Tensor::Impl& bound_tensor(const ir::Node& input) { return *static_cast<const Tensor::Impl*>(input.payload().get()); }
 
@@ -243,11 +286,14 @@ void bound_sources(const std::vector<ir::NodePtr>& roots, std::vector<const ir::
 }
 
 FusionPlan plan_bound(const std::vector<ir::NodePtr>& roots, const codegen::DeviceInfo& info, const Options& options,
-                      std::string_view name, std::vector<const ir::Node*>* sources) {
+                      std::string_view name, std::vector<const ir::Node*>* sources, std::span<const Strides> root_strides) {
     std::vector<const ir::Node*> srcs;
     std::vector<codegen::InputLayout> layouts;
     bound_sources(roots, srcs, layouts);
-    FusionPlan plan = codegen::plan_fusion(roots, srcs, layouts, info, options, name);
+    bool any = false;
+    for (const Strides& s : root_strides) any = any || !s.empty();
+    FusionPlan plan = codegen::plan_fusion(roots, srcs, layouts, info, options, name, nullptr,
+                                           any ? root_strides : std::span<const Strides>{});
     if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(plan.to_string().c_str(), stderr);
     if (sources) *sources = std::move(srcs);
     return plan;
@@ -299,7 +345,7 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
     for (std::size_t i = 0; i < outs.size(); ++i) {
         const Tensor& user = *outs[i];
         if (needs_temporary(plan, sources, user, i)) {
-            Tensor tmp = Tensor::empty(user.shape(), user.dtype(), device);
+            Tensor tmp = temporary_like(user, device);  // the plan writes the output's index map: keep its strides
             targets[i] = tmp.data();
             copy_back.emplace_back(std::move(tmp), &user);
         } else {
@@ -321,9 +367,27 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
             case Slot::Kind::Source: return const_cast<void*>(address_of(*sources[i]));
             case Slot::Kind::Temp: return temp_base + plan.temps[i].offset;
             case Slot::Kind::Root: return targets[i];
+            case Slot::Kind::Index: return nullptr;  // an iota: computed in the kernel
         }
         return nullptr;
     };
+    // Split workspaces and parameter buffers: every allocation of the call happens before its first launch.
+    std::vector<LaunchPrep> preps;
+    for (std::size_t k = 0; k < plan.gpu.size(); ++k) {
+        if (!needs_prep(plan, k)) continue;
+        if (preps.empty()) preps.resize(plan.gpu.size());
+        const codegen::GpuKernel& g = plan.gpu[k];
+        const codegen::FusedKernel& fk = plan.partition.kernels[k];
+        if (fk.family == Family::Pointwise) {
+            preps[k].params = reserve_param_buffer(g.pointwise.plan.params.size, where);
+            continue;
+        }
+        SmallArray<const void*, 64> ins(g.reads.size());
+        for (std::size_t j = 0; j < g.reads.size(); ++j) ins[j] = address(g.reads[j]);
+        SmallArray<void*, 16> o(fk.writes.size());
+        for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
+        prepare_split(g.reduce, ins.span(), o.span(0, fk.group.element_outputs.size()), device, preps[k]);
+    }
     for (std::size_t k = 0; k < plan.gpu.size(); ++k) {
         const codegen::GpuKernel& g = plan.gpu[k];
         const codegen::FusedKernel& fk = plan.partition.kernels[k];
@@ -331,17 +395,19 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
         for (std::size_t j = 0; j < g.reads.size(); ++j) ins[j] = address(g.reads[j]);
         SmallArray<void*, 16> o(fk.writes.size());
         for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
+        const LaunchPrep* prep = preps.empty() || !needs_prep(plan, k) ? nullptr : &preps[k];
         switch (fk.family) {
-            case Family::Pointwise: launch_pointwise(*kernels[k], g, ins.span(), o.span(), where); break;
+            case Family::Pointwise: launch_pointwise(*kernels[k], g, ins.span(), o.span(), prep, where); break;
             case Family::Reduction: {
                 const std::size_t el = fk.group.element_outputs.size();
-                launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el), o.span(el, fk.writes.size() - el), device, where);
+                launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el), o.span(el, fk.writes.size() - el), prep, where);
                 break;
             }
         }
     }
-    for (auto& [tmp, user] : copy_back) copy_async(*user, tmp);
-    // `temps` and the copy-back temporaries are stream-ordered pool memory: freed after the kernels that use them.
+    for (auto& [tmp, user] : copy_back) copy_back_into(*user, tmp, device);
+    // `temps`, the copy-back temporaries and the workspaces in `preps` are stream-ordered pool memory: freed
+    // after the kernels that use them.
 }
 
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device device, std::source_location loc,
@@ -350,15 +416,14 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
     DeviceGuard guard(device.index);
     const std::string where = short_location(loc);
     std::vector<const ir::Node*> sources;
-    const FusionPlan plan = plan_bound(roots, device_info(device.index), current_options(), name, &sources);
+    std::vector<Strides> root_strides;  // the strides of outputs that are views (empty: contiguous)
+    if (outs)  // checked by the caller (executor.cpp): defined, matching, distinct, each non-overlapping
+        for (const Tensor& user : *outs) root_strides.push_back(user.is_contiguous() ? Strides{} : user.strides());
+    const FusionPlan plan = plan_bound(roots, device_info(device.index), current_options(), name, &sources, root_strides);
     std::vector<Tensor> results(roots.size());
     for (std::size_t i = 0; i < roots.size(); ++i) {
         if (outs) {
-            const Tensor& user = (*outs)[i];
-            if (!user.is_contiguous())
-                throw Error(fmt::format("assign(): output {} {} is not contiguous; Loom writes contiguous outputs ({})",
-                                        to_string(user.shape()), loom::name(user.dtype()), where));
-            results[i] = user;
+            results[i] = (*outs)[i];
         } else {
             results[i] = Tensor::empty(roots[i]->shape(), roots[i]->dtype(), device);
         }

@@ -96,6 +96,17 @@ Tensor eval_node(const Node& n, const std::vector<Tensor>& args, const Overrides
                 Tensor t = bound_tensor(n, overrides);
                 return dt != t.dtype() ? cast_tensor(t, dt) : t;
             }
+            if (n.op() == Op::Fill) return broadcast_view(scalar_tensor(n, dt), n.shape());
+            if (n.op() == Op::Iota) {  // the coordinates along the axis, viewed with stride 0 on every other axis
+                const auto axis = static_cast<std::size_t>(n.ints().at(0));
+                const std::int64_t extent = n.shape()[axis];
+                Tensor line = Tensor::host({extent}, DType::Int64);
+                auto* p = static_cast<std::int64_t*>(line.data());
+                for (std::int64_t i = 0; i < extent; ++i) p[i] = i;
+                Strides strides(n.shape().size(), 0);
+                strides[axis] = 1;
+                return line.as_strided(n.shape(), strides, 0);
+            }
             return scalar_tensor(n, dt);
         case ir::OpKind::View:
             switch (n.op()) {

@@ -184,11 +184,11 @@ TEST_CASE("error model: an error raised at the call leaves a poisoned device out
     CHECK(msg == "eval(): input p ([4096] float32) is a placeholder with no tensor bound" + at(line));
     CHECK(out.untouched());
 
-    // Not contiguous: a transposed view of device memory.
-    Poisoned storage({64, 64}, float32);
-    const Tensor transposed = storage.t.as_strided({64, 64}, {1, 64}, 0);
-    line = __LINE__; msg = loom_test::error_message([&] { assign(transposed, Array(x).reshape({64, 64}) + 1.0); });
-    CHECK(starts_with(msg, "assign(): output [64, 64] float32 is not contiguous"));
+    // Overlapping itself: a broadcast view of device memory (a transposed view is a valid output).
+    Poisoned storage({1, 64}, float32);
+    const Tensor broadcast = storage.t.as_strided({64, 64}, {0, 1}, 0);
+    line = __LINE__; msg = loom_test::error_message([&] { assign(broadcast, Array(x).reshape({64, 64}) + 1.0); });
+    CHECK(starts_with(msg, "assign(): output [64, 64] float32 with strides [0, 1] overlaps itself (a broadcast view)"));
     CHECK(ends_with(msg, at(line)));
     CHECK(storage.untouched());
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 
@@ -181,20 +182,20 @@ TEST_CASE("pipeline: LOOM_DUMP=ir dumps the IR only after passes that changed th
         CHECK(run_pipeline({root}, standard_passes())[0].get() == root.get());
         CHECK(files_in(dir).empty());
     }
-    SUBCASE("only the first pass changes the graph") {
+    SUBCASE("only canonicalize_views changes the graph") {
         NodePtr root = binary(Op::Add, x, reshape(broadcast_to(s, {4, 3}), {12}));
         auto out = run_pipeline({root}, standard_passes());
         CHECK(out[0].get() == binary(Op::Add, x, broadcast_to(s, {12})).get());
-        CHECK(files_in(dir) == std::set<std::string>{"ir_1_canonicalize_views.txt"});
-        const std::string text = read(dir / "ir_1_canonicalize_views.txt");
-        CHECK(text == "// IR after pass 1 (canonicalize_views)\n" + print(out));
+        CHECK(files_in(dir) == std::set<std::string>{"ir_2_canonicalize_views.txt"});  // pass 1: lower_factories
+        const std::string text = read(dir / "ir_2_canonicalize_views.txt");
+        CHECK(text == "// IR after pass 2 (canonicalize_views)\n" + print(out));
     }
-    SUBCASE("only the second pass changes the graph") {
+    SUBCASE("only hoist_uniform changes the graph") {
         NodePtr root = unary(Op::Exp, broadcast_to(s, {12}));
         auto out = run_pipeline({root}, standard_passes());
         CHECK(out[0]->op() == Op::BroadcastTo);
-        CHECK(files_in(dir) == std::set<std::string>{"ir_2_hoist_uniform.txt"});
-        CHECK(read(dir / "ir_2_hoist_uniform.txt").rfind("// IR after pass 2 (hoist_uniform)\n", 0) == 0);
+        CHECK(files_in(dir) == std::set<std::string>{"ir_3_hoist_uniform.txt"});
+        CHECK(read(dir / "ir_3_hoist_uniform.txt").rfind("// IR after pass 3 (hoist_uniform)\n", 0) == 0);
     }
     SUBCASE("without LOOM_DUMP nothing is written") {
         env.set("LOOM_DUMP", "cuda,plans");
@@ -223,7 +224,21 @@ TEST_CASE("pipeline: passes run in the listed order on the previous pass's outpu
     auto out = run_pipeline({y}, passes);
     CHECK(seen == std::vector<std::string>{"first", "second"});
     CHECK(out[0].get() == unary(Op::Exp, y).get());
-    CHECK(standard_passes().size() == 2);
-    CHECK(standard_passes()[0].name == "canonicalize_views");
-    CHECK(standard_passes()[1].name == "hoist_uniform");
+    CHECK(standard_passes().size() == 3);
+    CHECK(standard_passes()[0].name == "lower_factories");
+    CHECK(standard_passes()[1].name == "canonicalize_views");
+    CHECK(standard_passes()[2].name == "hoist_uniform");
+}
+
+TEST_CASE("lower_factories: a fill becomes a broadcast run-time scalar; an iota stays") {
+    NodePtr f = fill(make_scalar_value(2.5, float32, "full", Loc::current()), float32, {3, 4}, kHostDeviceCode);
+    NodePtr i = iota({3, 4}, 1, kHostDeviceCode);
+    const auto out = lower_factories({f, i});
+    CHECK(out[0]->op() == Op::BroadcastTo);
+    CHECK(out[0]->operand(0)->op() == Op::Scalar);
+    CHECK(out[0]->operand(0)->value().as_double() == 2.5);
+    CHECK(out[1].get() == i.get());
+    CHECK(factory_device(*i) == kHostDeviceCode);
+    CHECK_THROWS_AS((void)iota({3}, 1, kHostDeviceCode), loom::Error);
+    CHECK_THROWS_AS((void)iota({}, 0, kHostDeviceCode), loom::Error);
 }

@@ -48,7 +48,9 @@ struct Emitter {
                                           short_location(in->loc()));
                     break;
                 }
-                case ParamField::Kind::OutputPointer: comment = fmt::format("output {}, contiguous", f.a); break;
+                case ParamField::Kind::OutputPointer:
+                    comment = fmt::format("output {}, {}", f.a, access_name(plan.outputs[static_cast<std::size_t>(f.a)].access));
+                    break;
                 case ParamField::Kind::NumElements: comment = "elements in the iteration space"; break;
                 case ParamField::Kind::Extent: comment = fmt::format("extent of dimension {}", f.a); break;
                 case ParamField::Kind::SiteCoef: comment = fmt::format("in{} stride of dimension {}", f.a, f.b); break;
@@ -63,6 +65,7 @@ struct Emitter {
                     comment = fmt::format("scalar {} ({})", name_of(sc->dtype()), short_location(sc->loc()));
                     break;
                 }
+                case ParamField::Kind::OutputCoef: comment = fmt::format("out{} stride of dimension {}", f.a, f.b); break;
                 case ParamField::Kind::ElementSpace: case ParamField::Kind::RowSpace: case ParamField::Kind::Rows:
                 case ParamField::Kind::Length: case ParamField::Kind::Chunks: case ParamField::Kind::ChunksPerBlock:
                 case ParamField::Kind::BlocksPerRow: case ParamField::Kind::Counters: case ParamField::Kind::Partials:
@@ -97,6 +100,9 @@ struct Emitter {
                     if (n.op() == ir::Op::Input) {
                         line(s, 4, fmt::format("// {} = in{}: input {} \"{}\" {}", vname(vi), v.site,
                                                g.sites[static_cast<std::size_t>(v.site)].input, n.label(), name_of(n.dtype())),
+                             where);
+                    } else if (n.op() == ir::Op::Iota) {  // a parameter of the body, computed by the caller
+                        line(s, 4, fmt::format("// {} = in{}: the index along axis {}, {}", vname(vi), v.site, n.ints().at(0), name_of(n.dtype())),
                              where);
                     } else if (n.op() == ir::Op::Scalar) {
                         line(s, 4, fmt::format("const {} {} = p.s{};", rt, vname(vi), g.scalar_number.at(&n)),
@@ -176,12 +182,27 @@ struct Emitter {
         }
     }
 
+    // Offset expression of strided output o over i<d>.
+    std::string output_terms(std::size_t o) const {
+        const OperandPlan& op = plan.outputs[o];
+        std::vector<std::string> terms;
+        for (int d = 0; d < plan.rank; ++d) {
+            if (!(op.dim_mask >> d & 1u)) continue;
+            if (op.unit_inner && d == plan.rank - 1) terms.push_back(fmt::format("i{}", d));
+            else terms.push_back(fmt::format("i{} * p.out{}_s{}", d, o, d));
+        }
+        if (terms.empty()) return "0";
+        return fmt::format("{}", fmt::join(terms, " + "));
+    }
+
     std::uint32_t element_dims() const {
         std::uint32_t m = 0;
         for (const auto& o : plan.loads) {
             if (o.access == Access::Strided || o.access == Access::Gathered) m |= o.dim_mask;
             if (o.access == Access::RowBroadcast) m |= 1u << (plan.rank - 1);
         }
+        for (const auto& o : plan.outputs)
+            if (o.access == Access::Strided) m |= o.dim_mask;
         for (const auto& d : plan.derived) m |= d.dim_mask;
         return m;
     }
@@ -211,8 +232,12 @@ struct Emitter {
                 case Access::Gathered: off = site_terms(k, false); break;
             }
             const int v = g.sites[k].value;
-            line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", register_type(o.dtype), vname(v), k, off),
-                 fmt::format("load in{} ({})", k, access_name(o.access)));
+            if (o.index)
+                line(s, 4, fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
+                     fmt::format("index in{} ({}): computed", k, access_name(o.access)));
+            else
+                line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", register_type(o.dtype), vname(v), k, off),
+                     fmt::format("load in{} ({})", k, access_name(o.access)));
             args.push_back(vname(v));
         }
         std::vector<std::string> outs;
@@ -221,8 +246,12 @@ struct Emitter {
             outs.push_back(fmt::format("r{}", o));
         }
         line(s, 4, body_call(args, outs));
-        for (std::size_t o = 0; o < plan.outputs.size(); ++o)
-            line(s, 4, fmt::format("p.out{}[e] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
+        for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
+            const bool strided = plan.outputs[o].access == Access::Strided;
+            line(s, 4, fmt::format("p.out{}[{}] = {};", o, strided ? output_terms(o) : std::string("e"),
+                                   store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))),
+                 strided ? fmt::format("store out{} (strided: a view)", o) : std::string());
+        }
         s += "}\n";
         return s;
     }
@@ -284,12 +313,19 @@ struct Emitter {
             const OperandPlan& o = plan.loads[k];
             const int v = g.sites[k].value;
             if (o.access == Access::Scalar) {
-                line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), vname(v), k),
-                     fmt::format("load in{} once (scalar)", k));
+                if (o.index)
+                    line(s, 4, fmt::format("const long long {} = p.in{}_base;", vname(v), k), fmt::format("index in{} (scalar)", k));
+                else
+                    line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), vname(v), k),
+                         fmt::format("load in{} once (scalar)", k));
                 args.push_back(vname(v));
                 continue;
             }
             if (o.access != Access::Contiguous) throw InternalError("emit_pointwise: a grid-stride variant reads a non-contiguous operand");
+            if (o.index) {  // the element's own index: computed per lane
+                args.push_back(fmt::format("(p.in{}_base + (long long)(i + j))", k));
+                continue;
+            }
             const std::string_view st = storage_type(o.dtype);
             line(s, 4, fmt::format("lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + i);", st, W, k, st, W, k),
                  fmt::format("load in{} (contiguous, {} bytes)", k, W * static_cast<int>(itemsize(o.dtype))));
@@ -349,9 +385,13 @@ struct Emitter {
             const std::string_view rt = register_type(o.dtype);
             const bool inner_zero = o.access == Access::Strided && !(o.dim_mask >> (R - 1) & 1u);
             if (o.access == Access::Scalar || inner_zero) {
-                line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", rt, vname(v), k,
-                                       o.access == Access::Scalar ? "0" : site_terms(k, true)),
-                     fmt::format("load in{} once ({})", k, o.access == Access::Scalar ? "scalar" : "same in every lane"));
+                const std::string off = o.access == Access::Scalar ? "0" : site_terms(k, true);
+                if (o.index)
+                    line(s, 4, fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
+                         fmt::format("index in{} once ({})", k, o.access == Access::Scalar ? "scalar" : "same in every lane"));
+                else
+                    line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", rt, vname(v), k, off),
+                         fmt::format("load in{} once ({})", k, o.access == Access::Scalar ? "scalar" : "same in every lane"));
                 args.push_back(vname(v));
                 continue;
             }
@@ -359,6 +399,10 @@ struct Emitter {
             if (o.access == Access::Contiguous) off = "i";
             else if (o.access == Access::RowBroadcast) off = fmt::format("i{}", R - 1);
             else off = fmt::format("({})", site_terms(k, false));
+            if (o.index) {  // consecutive along the vector: the lane's index
+                args.push_back(fmt::format("(p.in{}_base + (long long)({} + j))", k, off));
+                continue;
+            }
             line(s, 4, fmt::format("const lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + {});", st, W, k, st, W, k, off),
                  fmt::format("load in{} ({}, {} bytes)", k, access_name(o.access), W * static_cast<int>(itemsize(o.dtype))));
             args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));

@@ -190,10 +190,15 @@ struct ReduceEmitter {
         s += ") {\n";
         line(s, 4, "(void)i0; (void)i1;");
         s += el.derived;  // already indented by 4
-        for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
-            if (covers(k, uncached_only))
+        for (std::size_t k = 0; k < plan.element.loads.size(); ++k) {
+            if (!covers(k, uncached_only)) continue;
+            if (plan.element.loads[k].index)
+                line(s, 4, fmt::format("{} = p.in{}_base + (long long)({});", ev(k), k, el.site_offset[k]),
+                     fmt::format("in{} ({}): an index, computed", k, access_name(plan.element.loads[k].access)));
+            else
                 line(s, 4, fmt::format(fmt::runtime(inner ? "{} = lm::to_reg(p.in{}[{}]);" : "{} = lm::to_reg(lm::ldg(p.in{} + ({})));"), ev(k), k, el.site_offset[k]),
                      fmt::format("in{} ({})", k, access_name(plan.element.loads[k].access)));
+        }
         s += "}\n";
         return s;
     }
@@ -214,7 +219,11 @@ struct ReduceEmitter {
             const OperandPlan& o = plan.element.loads[k];
             const bool zero_r = o.access == Access::Scalar || (o.access == Access::Strided && !(o.dim_mask >> rdim & 1u));
             const std::string_view st = storage_type(o.dtype);
-            if (zero_r) {
+            if (o.index) {  // consecutive along the run (the plan has a vector variant only for a unit stride)
+                line(s, 4, fmt::format("for (int j = 0; j < 4; ++j) {}[j] = p.in{}_base + (long long)({}){};", ev(k), k,
+                                       el.site_offset[k], zero_r ? "" : " + j"),
+                     fmt::format("in{}: an index, computed", k));
+            } else if (zero_r) {
                 line(s, 4, fmt::format(fmt::runtime(inner ? "{{ const {} v = lm::to_reg(p.in{}[{}]); {}[0] = {}[1] = {}[2] = {}[3] = v; }}"
                                                           : "{{ const {} v = lm::to_reg(lm::ldg(p.in{} + ({}))); {}[0] = {}[1] = {}[2] = {}[3] = v; }}"),
                                        register_type(o.dtype), k, el.site_offset[k], ev(k), ev(k), ev(k), ev(k)),
@@ -243,6 +252,10 @@ struct ReduceEmitter {
             const int j = plan.row_row_value[static_cast<std::size_t>(plan.row.loads[k].input)];
             if (j >= 0) {
                 args.push_back(fmt::format("rv{}", j));
+            } else if (plan.row.loads[k].index) {
+                line(s, 4, fmt::format("const long long s{} = p.in{}_base + (long long)({});", k, k, row.site_offset[k]),
+                     fmt::format("in{} ({}): an index, computed", k, access_name(plan.row.loads[k].access)));
+                args.push_back(fmt::format("s{}", k));
             } else {
                 line(s, 4, fmt::format("const {} s{} = lm::to_reg(p.in{}[{}]);", register_type(plan.row.loads[k].dtype), k, k,
                                        row.site_offset[k]),
@@ -281,7 +294,7 @@ struct ReduceEmitter {
                 case K::Partials: note = fmt::format("split: partials of reduction {}", f.a); break;
                 case K::InputPointer: case K::OutputPointer: case K::NumElements: case K::Extent: case K::SiteCoef:
                 case K::SiteDerived: case K::DerivedOffset: case K::DerivedCoef: case K::DerivedDerived:
-                case K::DerivedDiv: case K::DerivedMod: case K::Scalar:
+                case K::DerivedDiv: case K::DerivedMod: case K::Scalar: case K::OutputCoef:
                     throw InternalError(fmt::format("emit_reduce: pointwise parameter {} in a reduction plan", f.name));
             }
             line(s, 4, detail::param_declaration(f, IndexWidth::I64, name), note);

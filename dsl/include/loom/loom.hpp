@@ -5,6 +5,7 @@
 #include "loom/dsl/array.hpp"
 #include "loom/dsl/composites.hpp"
 #include "loom/dsl/evaluation.hpp"
+#include "loom/dsl/factories.hpp"
 #include "loom/dsl/function.hpp"
 #include "loom/dsl/ops.hpp"
 #include "loom/ir/dtype.hpp"

@@ -28,9 +28,11 @@
 namespace loom::codegen {
 
 /// Where a kernel reads or writes: a source of the plan (an Input node of the graph; index into the plan's
-/// sources), a temporary (index into Partition::temps) or a root of the evaluation (index into the roots).
+/// sources), a temporary (index into Partition::temps), a root of the evaluation (index into the roots), or
+/// an index the kernel computes (an iota leaf: it reads no memory).
 struct Slot {
-    enum class Kind : std::uint8_t { Source, Temp, Root };
+    /// Index: an iota leaf, whose values the kernel computes (no memory; its address is null).
+    enum class Kind : std::uint8_t { Source, Temp, Root, Index };
     Kind kind = Kind::Source;
     int index = 0;
     bool operator==(const Slot&) const = default;
@@ -162,10 +164,14 @@ struct FusionPlan {
 /// Plans the evaluation of `roots` (after the standard passes), whose Input nodes are among `sources` (a
 /// source the graph does not read is allowed) with layouts `layouts`, for the GPU `device`, under
 /// `options`. Pure. When a reduction group cannot run as one kernel (plan_reduce throws NotFusable) the
-/// graph is partitioned again strictly. Throws loom::Error for limits, InternalError for an Input that is
-/// not a source.
+/// graph is partitioned again strictly. `root_strides` (empty: every root contiguous; an empty entry: that
+/// root contiguous) gives the strides of outputs that are views (assign() into a column or a strided slice;
+/// the caller checks that none overlaps itself): pointwise kernels write them at their own index maps, and a
+/// reduction kernel's strided root goes through a temporary and a pointwise kernel that stores it. Throws
+/// loom::Error for limits, InternalError for an Input that is not a source.
 FusionPlan plan_fusion(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources,
                        std::span<const InputLayout> layouts, const DeviceInfo& device, const Options& options,
-                       std::string_view name = {}, const FusionCostModel* cost = nullptr);
+                       std::string_view name = {}, const FusionCostModel* cost = nullptr,
+                       std::span<const Strides> root_strides = {});
 
 }  // namespace loom::codegen

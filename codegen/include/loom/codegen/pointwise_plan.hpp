@@ -53,8 +53,11 @@ struct OperandPlan {
     /// Gathered: indices of the derived indices with a nonzero coefficient.
     std::vector<int> derived;
     /// Bytes moved per element of the iteration space (itemsize; 0 for Scalar and RowBroadcast, which
-    /// are read once per row or once).
+    /// are read once per row or once, and for an index).
     int bytes_per_element = 0;
+    /// An iota site: the value is the site's index (its offset expression, an int64), computed in the
+    /// kernel instead of loaded; no memory, no pointer.
+    bool index = false;
     bool operator==(const OperandPlan&) const = default;
 };
 
@@ -109,6 +112,7 @@ struct ParamField {
         DerivedDiv,     // a = derived index
         DerivedMod,     // a = derived index
         Scalar,         // a = scalar number (order of pointwise_scalars())
+        OutputCoef,     // a = output, b = iteration dimension: a strided output's stride
         // Reduction kernels (reduce_plan.hpp): the element and row spaces, then the numbers of the order.
         ElementSpace,   // the element space's pointwise parameters (Struct)
         RowSpace,       // the row space's pointwise parameters (Struct)
@@ -183,7 +187,7 @@ struct PointwisePlan {
     int vector_registers = 0;
     IndexWidth index = IndexWidth::I32;
     std::vector<OperandPlan> loads;    // load sites, in emission order
-    std::vector<OperandPlan> outputs;  // written contiguous row-major
+    std::vector<OperandPlan> outputs;  // Contiguous (row-major), or Strided: a view the user writes into
     std::vector<DerivedPlan> derived;
     std::vector<DType> scalar_dtypes;  // one per Scalar node (order of pointwise_scalars())
     ParamLayout params;
@@ -218,6 +222,7 @@ struct PointwiseBinding {
         std::vector<std::int64_t> dcoefs;    // per derived index
     };
     std::vector<Site> sites;  // parallel to plan.loads
+    std::vector<std::vector<std::int64_t>> outputs;  // per output: its stride per iteration dimension
     struct Derived {
         std::int64_t offset = 0, div = 1, mod = 0;
         std::vector<std::int64_t> coefs, dcoefs;
@@ -250,8 +255,13 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
 /// `use`: PointwiseUse::Kernel plans a pointwise kernel of its own (the register estimate above, the
 /// grid-stride variant of arithmetic-heavy kernels); PointwiseUse::ReductionSpace plans the element or row
 /// space of a reduction kernel, which has its own loops, grid and register budgets, so neither applies.
+///
+/// `output_strides` (empty: every output contiguous) gives each output's strides in elements: an output
+/// into a strided view (a column, a strided slice, a transposed view; the caller checks that it does not
+/// overlap itself) is written element by element at its own index map, and rules the vector variant out.
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
-                                const DeviceInfo& device, PointwiseUse use = PointwiseUse::Kernel);
+                                const DeviceInfo& device, PointwiseUse use = PointwiseUse::Kernel,
+                                std::span<const Strides> output_strides = {});
 
 /// Writes the kernel parameter bytes for one call into `out` (at least plan.params.size bytes).
 /// `inputs`: address of element 0 of each bound tensor (order of pointwise_inputs()); `outputs`: the

@@ -30,6 +30,24 @@ NodePtr input(DType dtype, const Shape& shape, std::string label, std::shared_pt
 NodePtr scalar(ScalarValue v, DType dtype, Loc loc = Loc::current());
 /// A rank-0 compile-time constant baked into the generated code.
 NodePtr constant(ScalarValue v, DType dtype, Loc loc = Loc::current());
+/// Throws loom::Error naming `api` and `loc` for a shape of more than kMaxRank axes, a negative extent, or more
+/// elements than a signed 64-bit count holds.
+void check_shape(std::string_view api, const Shape& shape, Loc loc = Loc::current());
+/// Where a factory leaf (iota, fill) is made when it is evaluated with no input tensor: -1 the host, k >= 0
+/// CUDA device k. Combined with tensors, a factory takes their device: it has no memory of its own.
+inline constexpr std::int64_t kHostDeviceCode = -1;
+/// An int64 array of `shape` whose every element is its coordinate along `axis` (negative counts from
+/// the end): the lazy index of arange, linspace and eye, computed in the kernel that uses it. `device`: see
+/// kHostDeviceCode. Throws loom::Error naming `api` for a bad shape or axis.
+NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::string_view api = "iota",
+             Loc loc = Loc::current());
+/// An array of `shape` holding `v` (a value of `dtype`) in every element: the lazy form of full, zeros and
+/// ones. Lowered to a broadcast scalar (a kernel parameter) before planning (lower_factories). `device`:
+/// see kHostDeviceCode.
+NodePtr fill(ScalarValue v, DType dtype, const Shape& shape, std::int64_t device, std::string_view api = "full",
+             Loc loc = Loc::current());
+/// The device code of a factory leaf (Iota, Fill).
+inline std::int64_t factory_device(const Node& n) { return n.ints().back(); }
 
 /// Converts a C++ double to the nearest value of `dtype`, exactly as a cast would (floats round to
 /// nearest even; integers: throws loom::Error naming `api` when the value is not an integer in range).
@@ -51,15 +69,8 @@ NodePtr reshape(NodePtr a, Shape shape, Loc loc = Loc::current());
 NodePtr permute(NodePtr a, std::vector<std::int64_t> perm, Loc loc = Loc::current());
 /// Swaps the last two dimensions (rank >= 2).
 NodePtr transpose(NodePtr a, Loc loc = Loc::current());
-/// One (start, stop, step) per dimension with Python's meaning (negative indices count from the end,
-/// kNone is the default for the step's direction, negative steps walk backwards). An index outside
-/// [-extent, extent] or a step of 0 is an error. Missing trailing dimensions are taken whole.
-struct SliceSpec {
-    static constexpr std::int64_t kNone = INT64_MIN;
-    std::int64_t start = kNone;
-    std::int64_t stop = kNone;
-    std::int64_t step = 1;
-};
+/// One SliceSpec (loom/ir/shape.hpp) per leading dimension. An index outside [-extent, extent] or a step of 0
+/// is an error. Missing trailing dimensions are taken whole.
 NodePtr slice(NodePtr a, const std::vector<SliceSpec>& spec, Loc loc = Loc::current());
 /// Reduction over `axes` (empty = all axes; negative axes count from the end; repeats are an error).
 NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, Loc loc = Loc::current());

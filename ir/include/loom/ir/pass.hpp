@@ -24,6 +24,8 @@ std::vector<Pass> standard_passes();
 /// (or to LOOM_DUMP_DIR/ir_<n>_<pass>.txt).
 std::vector<NodePtr> run_pipeline(const std::vector<NodePtr>& roots, const std::vector<Pass>& passes);
 
+/// Pass (passes/lower_factories.cpp): a fill (full, zeros, ones) becomes a broadcast run-time scalar.
+std::vector<NodePtr> lower_factories(const std::vector<NodePtr>& roots);
 /// Pass (passes/canonicalize_views.cpp): a view of a broadcast rank-0 value becomes one broadcast of it,
 /// and a cast of a broadcast becomes a broadcast of the cast, so that the work happens on the small source.
 std::vector<NodePtr> canonicalize_views(const std::vector<NodePtr>& roots);

@@ -25,4 +25,17 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 /// Normalizes a possibly negative axis against a rank; returns -1 when out of range.
 int normalize_axis(std::int64_t axis, int rank);
 
+namespace ir {
+
+/// One (start, stop, step) of a slice with Python's meaning: negative indices count from the end, kNone is
+/// the default for the step's direction, negative steps walk backwards.
+struct SliceSpec {
+    static constexpr std::int64_t kNone = INT64_MIN;
+    std::int64_t start = kNone;
+    std::int64_t stop = kNone;
+    std::int64_t step = 1;
+};
+
+}  // namespace ir
+
 }  // namespace loom

@@ -28,9 +28,11 @@ void bound_sources(const std::vector<ir::NodePtr>& roots, std::vector<const ir::
 
 /// The plan of evaluating `roots` (after the standard passes) with the tensors bound to its inputs now, for
 /// `info` (the device's facts) under `options`. Prints it with LOOM_EXPLAIN=fusion. `sources` receives the
-/// plan's sources (the graph's Input nodes).
+/// plan's sources (the graph's Input nodes). `root_strides`: the strides of outputs that are views (an empty
+/// entry, or none: contiguous).
 codegen::FusionPlan plan_bound(const std::vector<ir::NodePtr>& roots, const codegen::DeviceInfo& info,
-                               const Options& options, std::string_view name, std::vector<const ir::Node*>* sources);
+                               const Options& options, std::string_view name, std::vector<const ir::Node*>* sources,
+                               std::span<const Strides> root_strides = {});
 
 /// Fetches every kernel of `plan` from the in-memory cache and builds the missing ones, all families alike,
 /// concurrently when there are several (code generation, the disk cache and NVRTC); every build finishes
@@ -43,6 +45,10 @@ Kernels build_kernels(const codegen::FusionPlan& plan, Device device, std::strin
 std::vector<CachedCompile> compile_kernels(const codegen::FusionPlan& plan, const codegen::DeviceInfo& info,
                                            std::vector<codegen::KernelSource>* sources = nullptr);
 
+/// Copies `tmp` (an output written through a temporary) into `user`, stream-ordered: one copy when both are
+/// contiguous, else a pointwise kernel storing into the view.
+void copy_back_into(const Tensor& user, const Tensor& tmp, Device device);
+
 /// Runs `plan` with its `kernels` on the current stream: `sources` are the tensors of the plan's sources
 /// (with the planned layouts), `outs` one contiguous output per root. Allocates from the stream-ordered
 /// pool only: the temporary block when the plan has temporaries, the split workspaces of split reductions,
@@ -52,7 +58,8 @@ void run_plan(const codegen::FusionPlan& plan, const Kernels& kernels, std::span
               std::span<const Tensor* const> outs, Device device, std::string_view where);
 
 /// Evaluates `roots` on `device` under the current options. When `outs` is non-null it holds one
-/// preallocated tensor per root (same shape and dtype, contiguous, on `device`). Returns the results.
+/// preallocated tensor per root (same shape and dtype, on `device`; contiguous, or a view that does not
+/// overlap itself, written at its own strides). Returns the results.
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device device, std::source_location loc,
                              const std::vector<Tensor>* outs = nullptr, std::string_view name = {});
 

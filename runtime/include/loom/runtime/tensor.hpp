@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "loom/ir/dtype.hpp"
@@ -77,6 +78,41 @@ public:
     /// A view of the same storage with new shape, strides (elements) and offset (elements).
     Tensor as_strided(const Shape& shape, const Strides& strides, std::int64_t offset) const;
 
+    // Views: the same memory, no copy (Array has the same operations lazily). Each throws loom::Error naming
+    // the operation, the shape and the arguments when they do not fit.
+    /// Python-style slicing, one {start, stop, step} per leading axis (SliceSpec::kNone for a default;
+    /// negative indices count from the end; a negative step walks backwards). An index outside
+    /// [-extent, extent] is an error, as for Array::slice.
+    Tensor slice(const std::vector<ir::SliceSpec>& spec) const;
+    /// Dimension k of the result is dimension perm[k] of this tensor.
+    Tensor permute(const std::vector<std::int64_t>& perm) const;
+    /// Swaps the last two axes.
+    Tensor transposed() const;
+    /// The same elements in row-major order with another shape (one extent may be -1, inferred), when
+    /// that needs no copy: the dimensions merged or split must be laid out one after the other in memory.
+    Tensor reshape(Shape shape) const;
+    /// Without the size-1 axes (all of them, or `axis` only).
+    Tensor squeeze() const;
+    Tensor squeeze(std::int64_t axis) const;
+    /// With a size-1 axis inserted before `axis` (0 ... rank; negative counts from the end).
+    Tensor unsqueeze(std::int64_t axis) const;
+    /// The same bytes as `dtype`: of the same element size, any layout; of another size, the last axis must
+    /// be contiguous and its byte length (and the offset's) must divide by the new size (the last extent is
+    /// scaled). Element 0 must be aligned for `dtype`.
+    Tensor view(DType dtype) const;
+    /// True when no two elements share memory (no stride-0 dimension of extent above 1, no overlapping rows):
+    /// the condition for writing into this tensor.
+    bool is_non_overlapping() const;
+
+    /// The elements in row-major order on the host, converted to T as a cast converts (docs/semantics.md,
+    /// section 6). One synchronous copy from a device.
+    template <class T>
+    std::vector<T> to_vector() const {
+        std::vector<T> out(static_cast<std::size_t>(numel()));
+        copy_converted(out.data(), dtype_of<T>());
+        return out;
+    }
+
     /// Synchronous copy to another device (or the host); the result is contiguous.
     Tensor to(Device device) const;
     /// Host copy with contiguous layout (a no-op handle copy when already a contiguous host tensor).
@@ -102,6 +138,22 @@ public:
     const std::shared_ptr<Impl>& impl() const { return impl_; }
 
 private:
+    /// The dtype that stores C++ type T (bool, int8_t, uint8_t, int32_t, int64_t, float, double).
+    template <class T>
+    static constexpr DType dtype_of() {
+        if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+        else if constexpr (std::is_same_v<T, std::int8_t>) return DType::Int8;
+        else if constexpr (std::is_same_v<T, std::uint8_t>) return DType::UInt8;
+        else if constexpr (std::is_same_v<T, std::int32_t>) return DType::Int32;
+        else if constexpr (std::is_same_v<T, std::int64_t>) return DType::Int64;
+        else if constexpr (std::is_same_v<T, float>) return DType::Float32;
+        else {
+            static_assert(std::is_same_v<T, double>, "to_vector<T>: T is bool, int8_t, uint8_t, int32_t, int64_t, float or double");
+            return DType::Float64;
+        }
+    }
+    /// Writes numel() elements converted to `to` (row-major) at `dst`.
+    void copy_converted(void* dst, DType to) const;
     const Impl& checked() const;  // throws loom::Error for an undefined Tensor
     std::shared_ptr<Impl> impl_;
 };
