@@ -2,13 +2,17 @@
 // prints one row per workload and method, in the format of peer_baselines.py:
 //     workload  method  median_ms  GB/s (minimum bytes moved)
 // Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check]
+// The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them alone,
+// through the LLVM back end with the CPU reference interpreter's figures beside.
 // Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
 // Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it: cold
 // codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and F1-F2
 // (sums, softmax, layernorm) are written with the public reductions and loom::softmax / loom::layernorm.
 #include <loom/loom.hpp>
 #include <loom/runtime/disk_cache.hpp>
+#include <loom/runtime/host_backend.hpp>
 #include <loom/runtime/kernel_cache.hpp>
+#include <loom/runtime/reference.hpp>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -202,6 +206,52 @@ void bench_c1(const Device& dev) {
     reset_disk_cache();
 }
 
+// Median wall time of `fn` in milliseconds after one warm-up call (host work: no CUDA events).
+double host_median_ms(const std::function<void()>& fn, int reps) {
+    fn();
+    std::vector<double> ms;
+    for (int r = 0; r < std::max(reps, 1); ++r) ms.push_back(wall_ms(fn));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+// The host workloads (CE1, CR1, CR3, CF1): host tensors through the back end that host tensors use (the LLVM
+// back end, or the reference when LOOM_CPU_BACKEND=reference or its module is missing; the method says
+// which), and the CPU reference interpreter beside it (method "reference", fewer repetitions: it is slow).
+// No GPU needed; cpu_peers.py measures the peers and COPY_cpu.
+void bench_host(const BenchOptions& opt) {
+    const HostBackendInfo& hb = host_backend_info();
+    const std::string method = hb.llvm ? "loom_llvm" : "loom_reference";
+    fmt::print("# host: {} ({} threads){}\n", hb.llvm ? fmt::format("LLVM back end, {} {}", hb.cpu, hb.triple) : "the CPU reference",
+               hb.threads, hb.llvm ? "" : fmt::format(": {}", hb.reason));
+    const int reps = std::max(3, opt.reps / 5), ref_reps = 3;
+    auto both = [&](const char* workload, const Array& y, const Tensor& out, double bytes) {
+        assign(out, y);
+        check({y}, {out}, workload);
+        report(workload, method, host_median_ms([&] { assign(out, y); }, reps), bytes);
+        const std::vector<ir::NodePtr> roots{y.node()};
+        report(workload, "reference", host_median_ms([&] { (void)reference::evaluate(roots); }, ref_reps), bytes);
+    };
+    const std::int64_t N = std::int64_t{1} << 26;
+    const Device cpu = Device::cpu();
+    if (opt.wants("CE1")) {
+        Tensor x = random_normal({N}, float32, 1, cpu);
+        both("CE1", relu(Array(x) * 1.5 + 0.25), Tensor::host({N}, float32), 8.0 * static_cast<double>(N));
+    }
+    if (opt.wants("CR1")) {
+        Tensor x = random_normal({8192, 8192}, float32, 2, cpu);
+        both("CR1", sum(Array(x), 1), Tensor::host({8192}, float32), 4.0 * static_cast<double>(N));
+    }
+    if (opt.wants("CR3")) {
+        Tensor x = random_normal({N}, float32, 3, cpu);
+        both("CR3", sum(Array(x) * x), Tensor::host({}, float32), 4.0 * static_cast<double>(N));
+    }
+    if (opt.wants("CF1")) {
+        Tensor x = random_normal({4096, 4096}, float32, 4, cpu);
+        both("CF1", softmax(x), Tensor::host({4096, 4096}, float32), 8.0 * static_cast<double>(N / 4));
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -229,6 +279,14 @@ int main(int argc, char** argv) {
         }
     }
     g_check = opt.check;
+    // The host workloads first: they need no GPU (--only CE1,CR1,CR3,CF1 runs them alone).
+    bool host_only = !opt.only.empty();
+    for (const std::string& id : opt.only) host_only = host_only && id.size() > 1 && id[0] == 'C' && id != "C1";
+    guarded("host workloads", [&] { bench_host(opt); });
+    if (host_only) {
+        if (!opt.json.empty()) write_json(opt.json);
+        return g_failed ? 1 : 0;
+    }
     if (!cuda_available()) {
         fmt::print(stderr, "loom_bench: no CUDA device found; the benchmark needs a GPU\n");
         return 77;

@@ -1,9 +1,12 @@
-// Evaluation of IR graphs: placement (host reference or GPU), then the GPU pipeline of gpu_executor.cpp.
+// Evaluation of IR graphs: placement (host tensors on the LLVM back end or the CPU reference, device tensors on
+// the GPU), then the pipeline of the place: host_run.cpp or gpu_run.cpp.
 #include "loom/runtime/executor.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
@@ -15,17 +18,39 @@
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/reference.hpp"
+#include "host_internal.hpp"
+#include "loom/ir/env.hpp"
+#include <cstdio>
 
 namespace loom {
 
 namespace {
 
-// The device every input lives on (`fallback` when the graph reads no tensor); inputs on two devices are
-// an error naming both.
+Device device_of_code(std::int64_t code) { return code == ir::kHostDeviceCode ? Device::cpu() : Device::cuda(static_cast<int>(code)); }
+
+// The device every input lives on; inputs on two devices are an error naming both. A graph that reads no
+// tensor runs where its factories (arange, full, ...) say, else at `fallback`: factories have no memory, so
+// next to tensors they take the tensors' device.
 Device placement(const std::vector<const ir::Node*>& order, const std::source_location& loc,
-                 Device fallback = Device::cpu()) {
+                 Device fallback = Device::cpu(), bool fallback_over_factories = false) {
     const ir::Node* first = nullptr;
     Device dev = fallback;
+    const ir::Node* factory = nullptr;
+    for (const ir::Node* n : order) {
+        if (n->op() == ir::Op::Iota || n->op() == ir::Op::Fill) {
+            if (!factory) {
+                factory = n;
+            } else if (ir::factory_device(*n) != ir::factory_device(*factory)) {
+                if (std::none_of(order.begin(), order.end(), [](const ir::Node* m) { return m->op() == ir::Op::Input; }))
+                    throw Error(fmt::format("eval(): factories on different devices: {} on {} ({}) and {} on {} ({}) ({})",
+                                            ir::describe(*factory), device_of_code(ir::factory_device(*factory)).to_string(),
+                                            short_location(factory->loc()), ir::describe(*n),
+                                            device_of_code(ir::factory_device(*n)).to_string(), short_location(n->loc()),
+                                            short_location(loc)));
+            }
+        }
+    }
+    if (factory && !fallback_over_factories) dev = device_of_code(ir::factory_device(*factory));
     for (const ir::Node* n : order) {
         if (n->op() != ir::Op::Input) continue;
         if (!n->payload())
@@ -46,6 +71,25 @@ Device placement(const std::vector<const ir::Node*>& order, const std::source_lo
     return dev;
 }
 
+// Writes a contiguous host result into a host output: one copy, or element by element into a view.
+void store_into(const Tensor& dst, const Tensor& src) {
+    if (dst.is_contiguous()) return memory::copy(dst.data(), Device::cpu(), src.data(), Device::cpu(), src.nbytes());
+    const std::size_t w = itemsize(dst.dtype());
+    const int r = dst.rank();
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
+    auto* out = static_cast<char*>(dst.data());
+    const auto* in = static_cast<const char*>(src.data());
+    for (std::int64_t e = 0; e < dst.numel(); ++e) {
+        std::int64_t off = 0;
+        for (int d = 0; d < r; ++d) off += idx[static_cast<std::size_t>(d)] * dst.strides()[static_cast<std::size_t>(d)];
+        std::memcpy(out + off * static_cast<std::int64_t>(w), in + e * static_cast<std::int64_t>(w), w);
+        for (int d = r - 1; d >= 0; --d) {  // the next row-major index
+            if (++idx[static_cast<std::size_t>(d)] < dst.shape()[static_cast<std::size_t>(d)]) break;
+            idx[static_cast<std::size_t>(d)] = 0;
+        }
+    }
+}
+
 std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
     return ir::run_pipeline(roots, ir::standard_passes());
 }
@@ -54,9 +98,14 @@ std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
 
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, std::source_location loc, std::string_view name) {
     if (roots.empty()) return {};
+    const Device dev = placement(ir::topo_order(roots), loc);  // before lowering, which turns fills into scalars
     const std::vector<ir::NodePtr> graph = lower(roots);
-    const Device dev = placement(ir::topo_order(graph), loc);
-    if (!dev.is_cuda()) return reference::evaluate(graph);
+    if (!dev.is_cuda()) {
+        // Host tensors: the LLVM back end unless LOOM_CPU_BACKEND=reference or its module is not there.
+        if (host::use_llvm()) return host::evaluate(graph, nullptr, name);
+        if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(host::explain(nullptr).c_str(), stderr);
+        return reference::evaluate(graph);
+    }
     return gpu::evaluate(graph, dev, loc, nullptr, name);
 }
 
@@ -65,8 +114,9 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
     if (roots.size() != outs.size())
         throw Error(fmt::format("assign(): {} outputs for {} arrays ({})", outs.size(), roots.size(), short_location(loc)));
     const std::vector<ir::NodePtr> graph = lower(roots);
-    // A graph that reads no tensor (all constants) runs where its outputs live.
-    const Device dev = placement(ir::topo_order(graph), loc, outs.empty() || !outs[0].defined() ? Device::cpu() : outs[0].device());
+    // A graph that reads no tensor runs where its outputs live (factories included: they take that device).
+    const Device dev = placement(ir::topo_order(graph), loc, outs.empty() || !outs[0].defined() ? Device::cpu() : outs[0].device(),
+                                 !outs.empty() && outs[0].defined());
     for (std::size_t k = 0; k < roots.size(); ++k) {
         const Tensor& o = outs[k];
         if (!o.defined() || o.shape() != roots[k]->shape() || o.dtype() != roots[k]->dtype())
@@ -80,17 +130,22 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
             if (outs[q].storage() == o.storage() && o.nbytes() > 0 && outs[q].nbytes() > 0)
                 throw Error(fmt::format("assign(): outputs {} and {} share memory; each result needs its own ({})", q,
                                         k, short_location(loc)));
-        if (!o.is_contiguous())  // every output is checked before the first is written
-            throw Error(fmt::format("assign(): output {} {} is not contiguous ({})", to_string(o.shape()),
-                                    loom::name(o.dtype()), short_location(loc)));
+        if (!o.is_non_overlapping())  // every output is checked before the first is written
+            throw Error(fmt::format("assign(): output {} {} with strides {} overlaps itself (a broadcast view); each "
+                                    "element needs memory of its own ({})",
+                                    to_string(o.shape()), loom::name(o.dtype()), to_string(o.strides()), short_location(loc)));
     }
     if (dev.is_cuda()) {
         gpu::evaluate(graph, dev, loc, &outs, name);
         return;
     }
+    if (host::use_llvm()) {  // builds every kernel and allocates every buffer before writing an output
+        host::evaluate(graph, &outs, name);
+        return;
+    }
+    if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(host::explain(nullptr).c_str(), stderr);
     const std::vector<Tensor> res = reference::evaluate(graph);
-    for (std::size_t k = 0; k < res.size(); ++k)
-        memory::copy(outs[k].data(), Device::cpu(), res[k].data(), Device::cpu(), res[k].nbytes());
+    for (std::size_t k = 0; k < res.size(); ++k) store_into(outs[k], res[k]);
 }
 
 std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view name) {

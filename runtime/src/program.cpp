@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "gpu_internal.hpp"
+#include "host_internal.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -58,8 +59,25 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
                                     "{}); pass it as an argument ({})",
                                     name_, ir::describe(*n), short_location(n->loc()), where_));
     }
-    // Host tensors: run() evaluates the graph on the CPU reference; nothing is planned or compiled.
-    if (!device_.is_cuda()) return;
+    // Host tensors: planned and built once for the LLVM back end, or evaluated by run() on the CPU reference.
+    if (!device_.is_cuda()) {
+        if (!host::use_llvm()) {
+            if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(host::explain(nullptr).c_str(), stderr);
+            return;
+        }
+        std::vector<codegen::InputLayout> layouts;
+        std::vector<const ir::Node*> sources;
+        for (std::size_t k = 0; k < params_.size(); ++k) {
+            sources.push_back(params_[k].get());
+            layouts.push_back({specs_[k].dtype, specs_[k].strides, false});
+        }
+        auto compiled = std::make_shared<host::Compiled>();
+        compiled->plan = codegen::plan_host(roots_, sources, layouts, host::planning_target(), options_, name_);
+        if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(host::explain(&compiled->plan).c_str(), stderr);
+        compiled->kernels = host::build_kernels(compiled->plan);
+        host_ = std::move(compiled);
+        return;
+    }
     DeviceGuard guard(device_.index);
     plan_ = plan_for(device_info(device_.index));  // partition, plan and build once: run() only binds and launches
     if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(plan_.to_string().c_str(), stderr);
@@ -101,6 +119,12 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
                 throw Error(fmt::format("{}(): outputs {} and {} share memory; each result needs its own ({}; the function "
                                         "is defined at {})",
                                         name_, q, r, short_location(call), where_));
+    }
+    if (host_) {  // the planned host kernels, in order
+        std::vector<const Tensor::Impl*> sources(args.size());
+        for (std::size_t k = 0; k < args.size(); ++k) sources[k] = args[k]->impl().get();
+        host::run_plan(host_->plan, host_->kernels, sources, outs);
+        return;
     }
     if (!device_.is_cuda()) {
         reference::Overrides bind;

@@ -23,8 +23,14 @@
 //                   the whole graph evaluated at once. This checks the partitions (what is materialized, at
 //                   which dtype and shape, which kernel writes what), not the CUDA emitters, and is fast
 //                   enough for tens of thousands of graphs per CI run.
+//   --llvm          no GPU: each graph runs on host tensors through the LLVM back end (the host plans and the
+//                   LLVM emitters, JIT-compiled), fused into poisoned (sometimes misaligned) outputs and
+//                   compared bit for bit with the CPU reference (the back end calls the reference's own
+//                   functions for exp, log, ..., so every result has the reference's bits), then unfused and
+//                   compared bit for bit with the fused results. It checks the host plans and the LLVM
+//                   emitters, not the CUDA emitters.
 //
-//   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference] [--max-numel N]
+//   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference | --llvm] [--max-numel N]
 //             [--reduce-share F] [--no-shrink] [--verbose]
 //
 // Graph k of a run uses seed S + k, so `--seed S+k --count 1` replays it (with the same mode, --reduce-share
@@ -50,6 +56,7 @@
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/executor.hpp"
+#include "loom/runtime/host_backend.hpp"
 #include "loom/runtime/kernel_cache.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/reference.hpp"
@@ -64,7 +71,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Mode { Gpu, CompileOnly, Reference };
+enum class Mode { Gpu, CompileOnly, Reference, Llvm };
 
 struct FuzzOptions {
     std::uint64_t seed = 1;
@@ -76,15 +83,16 @@ struct FuzzOptions {
     GenOptions gen;
 };
 
-enum class Kind { Pass, Invalid, Mismatch, FusionMismatch, PartitionMismatch, CompileFailure, Failure, Sticky };
+enum class Kind { Pass, Invalid, Mismatch, FusionMismatch, PartitionMismatch, LlvmMismatch, CompileFailure, Failure, Sticky };
 std::string_view kind_name(Kind k) {
     switch (k) {
         case Kind::Pass: return "pass";
         case Kind::Invalid: return "invalid";
         case Kind::Mismatch: return "GPU result differs from the reference";
-        case Kind::FusionMismatch: return "unfused GPU result differs from the fused one";
+        case Kind::FusionMismatch: return "the unfused result differs from the fused one";
         case Kind::PartitionMismatch: return "a partition followed kernel by kernel differs from the whole graph";
-        case Kind::CompileFailure: return "NVRTC rejected the generated kernel";
+        case Kind::LlvmMismatch: return "the LLVM back end's result differs from the reference";
+        case Kind::CompileFailure: return "NVRTC or LLVM rejected the generated kernel";
         case Kind::Failure: return "evaluation threw";
         case Kind::Sticky: return "sticky CUDA error";
     }
@@ -239,6 +247,52 @@ Outcome run_compile_only(const Program& p) {
     });
 }
 
+/// The LLVM back end on host tensors: fused into poisoned outputs (misaligned for one graph in eight) against
+/// the reference bit for bit, then unfused (every op its own kernel) against the fused results bit for bit.
+Outcome run_llvm(const Program& p) {
+    std::optional<Built> b;
+    try {
+        b = build(p, Device::cpu());
+    } catch (const std::exception& e) {
+        return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
+    }
+    if (!b) return {Kind::Invalid, {}};
+    return guarded([&]() -> Outcome {
+        const bool misaligned = p.data_seed % 8 == 0;
+        auto make_outputs = [&] {
+            std::vector<Tensor> outs;
+            for (const auto& r : b->roots) {
+                Tensor o = misaligned ? Tensor::host({r->numel() + 1}, r->dtype()).as_strided(r->shape(), contiguous_strides(r->shape()), 1)
+                                      : Tensor::host(r->shape(), r->dtype());
+                if (o.numel() > 0) testing::poison(o);
+                outs.push_back(o);
+            }
+            return outs;
+        };
+        const std::vector<Tensor> expected = reference::evaluate(b->roots);
+        const std::vector<Tensor> fused = make_outputs();
+        evaluate_into(b->roots, fused);
+        for (std::size_t k = 0; k < fused.size(); ++k) {
+            const testing::Comparison c = testing::compare(fused[k], expected[k], testing::Tolerance::exact(),
+                                                           fmt::format("output {} (LLVM, fused{})", k, misaligned ? ", misaligned" : ""));
+            if (!c.ok) return {Kind::LlvmMismatch, c.message};
+        }
+        const std::vector<Tensor> unfused = make_outputs();
+        {
+            Options off = current_options();
+            off.fusion = false;
+            const OptionsScope scope(off);
+            evaluate_into(b->roots, unfused);
+        }
+        for (std::size_t k = 0; k < fused.size(); ++k) {
+            const testing::Comparison c = testing::compare(unfused[k], fused[k], testing::Tolerance::exact(),
+                                                           fmt::format("output {} unfused against fused (LLVM)", k));
+            if (!c.ok) return {Kind::FusionMismatch, c.message};
+        }
+        return {Kind::Pass, {}};
+    });
+}
+
 /// Candidate simplifications of `p`, most aggressive first.
 std::vector<Program> candidates(const Program& p) {
     std::vector<Program> out;
@@ -346,7 +400,7 @@ void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const
                    const std::function<Outcome(const Program&)>& run, bool shrink_it) {
     std::printf("FAIL graph seed %llu (replay: loom_fuzz --seed %llu --count 1%s): %s\n%s\n",
                 static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
-                opt.mode == Mode::CompileOnly ? " --compile-only" : opt.mode == Mode::Reference ? " --reference" : "", std::string(kind_name(o.kind)).c_str(), o.message.c_str());
+                opt.mode == Mode::CompileOnly ? " --compile-only" : opt.mode == Mode::Reference ? " --reference" : opt.mode == Mode::Llvm ? " --llvm" : "", std::string(kind_name(o.kind)).c_str(), o.message.c_str());
     Shrunk s{p, o, 0};
     if (shrink_it && o.kind != Kind::Sticky) s = shrink(p, o, run);
     if (s.steps > 0) {  // the graph as generated, then the shrunk one
@@ -404,13 +458,15 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
             o.mode = Mode::CompileOnly;
         } else if (a == "--reference") {
             o.mode = Mode::Reference;
+        } else if (a == "--llvm") {
+            o.mode = Mode::Llvm;
         } else if (a == "--no-shrink") {
             o.shrink = false;
         } else if (a == "--verbose") {
             o.verbose = true;
         } else {
             std::fprintf(stderr,
-                         "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference] [--max-numel N] "
+                         "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference | --llvm] [--max-numel N] "
                          "[--reduce-share F] [--no-shrink] [--verbose]\n");
             return false;
         }
@@ -429,12 +485,18 @@ int main(int argc, char** argv) {
                     "partitions checked on the reference, not launched)\n");
         opt.mode = Mode::CompileOnly;
     }
+    if (opt.mode == Mode::Llvm && !host_backend_info().llvm) {
+        std::printf("loom_fuzz: --llvm: the LLVM back end is not available: %s\n", host_backend_info().reason.c_str());
+        return 2;
+    }
     const Device dev = opt.mode == Mode::Gpu ? Device::cuda(current_device()) : Device::cpu();
     const std::function<Outcome(const Program&)> run = opt.mode == Mode::Gpu           ? run_gpu
                                                        : opt.mode == Mode::CompileOnly ? run_compile_only
+                                                       : opt.mode == Mode::Llvm        ? run_llvm
                                                                                        : run_reference;
     const char* what = opt.mode == Mode::Gpu           ? "GPU against the CPU reference, unfused against fused"
                        : opt.mode == Mode::CompileOnly ? "compile-only, partitions on the reference"
+                       : opt.mode == Mode::Llvm        ? "the LLVM back end against the reference, unfused against fused"
                                                        : "partitions on the reference";
     std::printf("loom_fuzz: seed %llu, %s, %s\n", static_cast<unsigned long long>(opt.seed), what,
                 opt.count >= 0 ? fmt::format("{} graphs", opt.count).c_str() : fmt::format("{} s", opt.seconds).c_str());
@@ -480,6 +542,12 @@ int main(int argc, char** argv) {
     }
     if (invalid > 0) std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
     std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions\n", graphs - reduction_graphs, reduction_graphs);
+    if (opt.mode == Mode::Llvm) {
+        const HostKernelCacheStats hs = host_kernel_cache_stats();
+        std::printf("loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu from the disk cache, %llu in-memory hits\n",
+                    static_cast<unsigned long long>(hs.compiles), hs.compile_ms, static_cast<unsigned long long>(hs.disk_hits),
+                    static_cast<unsigned long long>(hs.hits));
+    }
     const double minutes = std::chrono::duration<double>(Clock::now() - t0).count() / 60.0;
     std::printf("loom_fuzz: %.0f graphs per minute\n", minutes > 0 ? static_cast<double>(graphs) / minutes : 0.0);
     std::printf("fuzz: %lld graphs, %lld failures\n", graphs, failures);

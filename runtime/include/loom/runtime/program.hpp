@@ -18,6 +18,10 @@
 
 namespace loom {
 
+namespace host {
+struct Compiled;  // a host plan with its kernels (runtime/src/host_internal.hpp)
+}
+
 
 /// What a program was specialized on, per argument: dtype, shape, strides (elements), 16-byte alignment of
 /// element 0 and device. A call whose arguments match runs the program as it is.
@@ -38,7 +42,9 @@ public:
     /// the arguments `args` (one per placeholder, same dtype and shape) on their device: lowers the
     /// graph, partitions it into kernels (reduction kernels and pointwise kernels when it has reductions),
     /// plans each for the arguments' layouts and compiles (or fetches from the kernel cache) each; nothing
-    /// is launched. On host tensors nothing is compiled: run() evaluates the graph on the CPU reference.
+    /// is launched. On host tensors the same happens for the host (the LLVM back end), or, when host work runs
+    /// on the CPU reference (LOOM_CPU_BACKEND=reference, no module), nothing is compiled and run() evaluates
+    /// the graph on the reference.
     /// `name` names the kernels; `options` enter the plan and every kernel key. Throws as loom::evaluate() does.
     Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params, std::span<const Tensor* const> args,
             std::string name, std::source_location loc, const Options& options = current_options());
@@ -79,6 +85,7 @@ private:
     std::vector<ArgSpec> specs_;
     codegen::FusionPlan plan_;  // device programs: planned and built once
     gpu::Kernels kernels_;
+    std::shared_ptr<const host::Compiled> host_;  // host programs on the LLVM back end: planned and built once
     Options options_;
     Device device_;
     std::string name_;

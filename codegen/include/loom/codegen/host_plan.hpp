@@ -1,0 +1,131 @@
+// The host plan: a graph's target-neutral partition (fusion_plan.hpp) with, per kernel, its host schedule:
+// how the LLVM back end runs the kernel on the CPU (vector width, tasks for the thread pool, whether a
+// reduction shares each row's chunks among tasks). Plain data with ==, hash and to_string, made by
+// plan_host() from the layouts of the graph's inputs and the host's facts (HostTarget), with no LLVM and no
+// device: the runtime builds (codegen/llvm/emit.hpp, the loom_llvm module) and runs what it says
+// (runtime/src/host_run.cpp).
+//
+// Results never depend on the schedule: a pointwise element is computed by the same instructions in a
+// vector step as in a scalar tail, and reductions follow the one order of docs/semantics.md ("Reduction
+// order") with its 256 lanes written out, whatever the vector width or the number of threads. Task
+// boundaries are fixed by the shape alone (kHostPointwiseTask elements, whole rows or whole 8192-element
+// chunks), never by the number of threads.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/options.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/reduce_plan.hpp"
+
+namespace loom::codegen {
+
+/// Facts about the host CPU that planning and emission need, as plain data: the runtime fills it from the
+/// loom_llvm module (the JIT's target), tests by hand (avx512()).
+struct HostTarget {
+    std::string triple = "x86_64-pc-linux-gnu";
+    std::string cpu = "x86-64-v4";
+    /// The feature string the JIT compiles for: the host's, with the bfloat16 conversion features removed
+    /// (avx512bf16, avxneconvert: LLVM lowers fptrunc to bfloat with vcvtneps2bf16, which flushes
+    /// subnormals; docs/llvm-backend.md).
+    std::string features;
+    int vector_bits = 512;  // the widest vector registers the JIT uses (512 AVX-512, 256 AVX2, 128 SSE)
+    bool f16c = true;       // hardware float16 <-> float32 conversions (vcvtph2ps / vcvtps2ph)
+    /// A fixed AVX-512 target (the golden tests' and an H200 host's class of machine).
+    static HostTarget avx512();
+    bool operator==(const HostTarget&) const = default;
+    std::uint64_t hash() const;
+};
+
+/// Elements per task of a pointwise kernel: a fixed grain, so that task boundaries depend on the shape alone.
+/// 32768 float32 elements are 128 KiB read and written per task, a few microseconds: enough to amortize a
+/// task's dispatch, small enough to balance two to dozens of cores on 2^20 elements and more.
+inline constexpr std::int64_t kHostPointwiseTask = 32768;
+/// Reduced elements per task of a reduction (whole rows, or whole chunks of a long row).
+inline constexpr std::int64_t kHostReduceTask = 65536;
+/// Rows below which a reduction whose rows span several chunks shares each row's chunks among tasks
+/// (HostSchedule::split): with fewer rows than this, rows alone would leave cores idle.
+inline constexpr std::int64_t kHostSplitRows = 64;
+
+/// How the LLVM back end runs one kernel on the host.
+struct HostSchedule {
+    /// Pointwise: elements per vector step (a vector of `lanes` compute values per operand). Reductions:
+    /// accumulator lanes per vector (the 256 lanes of the row order are kept in groups of this many; in the
+    /// column order, outputs per vector).
+    int lanes = 16;
+    /// Reductions: the chunk partials are computed by tasks over (row, chunk) pairs and combined by a second
+    /// pass over rows (few long rows), instead of tasks over whole rows.
+    bool split = false;
+    /// Work per task: pointwise, elements; reductions, rows (inner schedule) or output columns (outer), or
+    /// (row, chunk) pairs when split. `tasks` of them cover the kernel (0: nothing to run).
+    std::int64_t task = 1;
+    std::int64_t tasks = 0;
+    /// Split reductions: rows per task of the second pass, and its tasks.
+    std::int64_t finish_task = 1;
+    std::int64_t finish_tasks = 0;
+
+    bool operator==(const HostSchedule&) const = default;
+    std::uint64_t hash() const;
+    /// What enters the generated code (lanes, split); the task counts are numbers of the call.
+    std::uint64_t code_hash() const;
+    std::string to_string() const;
+};
+
+/// One kernel of a host plan: the family's target-neutral plan (a pointwise plan, or a reduction plan whose
+/// element and row spaces are pointwise plans; their GPU fields are ignored), where it reads, its schedule.
+struct HostKernel {
+    PlannedPointwise pointwise;  // Family::Pointwise
+    PlannedReduce reduce;        // Family::Reduction
+    /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs, or
+    /// PlannedReduce::inputs).
+    std::vector<Slot> reads;
+    std::int64_t numel = 0;  // pointwise: elements of the iteration space
+    HostSchedule schedule;
+    /// The in-memory cache key: graph structure, plan, schedule (code part), options and target.
+    std::uint64_t key = 0;
+    bool operator==(const HostKernel& o) const;
+};
+
+struct HostPlan {
+    Partition partition;
+    Options options;
+    HostTarget target;
+    std::vector<HostKernel> kernels;  // parallel to partition.kernels
+    std::size_t sources = 0;          // the number of sources the plan was made for
+    std::vector<int> reads;           // the sources the graph reads (as FusionPlan::reads)
+
+    bool operator==(const HostPlan&) const = default;
+    std::uint64_t hash() const;
+    /// What LOOM_EXPLAIN=fusion prints for host tensors: every kernel with its nodes, schedule, reads and
+    /// writes, every temporary and every boundary with its reason.
+    std::string to_string() const;
+};
+
+/// The device facts with which the host plans its pointwise and reduction spaces: no SM count (no GPU
+/// split), no parameter limit (the host passes a pointer to the parameters).
+DeviceInfo host_planning_device();
+
+/// Plans the evaluation of `roots` (after the standard passes) on the host, as plan_fusion does for the
+/// GPU: the partition, then each kernel's plan and host schedule for `layouts` and `target`. A reduction
+/// group that cannot run as one kernel (plan_reduce's NotFusable, or a multi-stage group of few rows
+/// spanning several chunks, which one task per row would run on one core) is partitioned again strictly.
+/// `root_strides` (empty: every root contiguous; an empty entry: that root contiguous) gives the strides of
+/// outputs that are views, as for plan_fusion: pointwise kernels write them at their own index maps, and a
+/// reduction kernel's strided root goes through a temporary and a pointwise kernel that stores it.
+/// Pure. Throws loom::Error for limits, InternalError for an Input that is not a source.
+HostPlan plan_host(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources,
+                   std::span<const InputLayout> layouts, const HostTarget& target, const Options& options,
+                   std::string_view name = {}, const FusionCostModel* cost = nullptr,
+                   std::span<const Strides> root_strides = {});
+
+/// The host schedule of a pointwise kernel of `numel` elements whose widest compute type is `widest` bytes.
+HostSchedule host_pointwise_schedule(std::int64_t numel, int widest_bytes, const HostTarget& target);
+/// The host schedule of a reduction kernel.
+HostSchedule host_reduce_schedule(const PlannedReduce& pr, const HostTarget& target);
+
+}  // namespace loom::codegen

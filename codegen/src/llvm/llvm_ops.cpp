@@ -1,0 +1,441 @@
+// The LLVM IR of elementwise ops and casts (llvm_ops.hpp). Every result equals the reference's
+// (ir/include/loom/ir/elementwise_impl.hpp) bit for bit: + - * / sqrt fma are the correctly rounded IEEE
+// instructions with no fast-math flag; integer rules that LLVM leaves undefined are selects; float -> integer
+// conversions are the saturating intrinsics; the functions of rule FloatMath call the reference's own code.
+#include "llvm_ops.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "loom/ir/error.hpp"
+
+namespace loom::codegen::llvm_ir {
+
+namespace {
+
+using ir::Op;
+
+std::string short_dtype(DType t) {
+    switch (t) {
+        case DType::Bool: return "b8";
+        case DType::Int8: return "i8";
+        case DType::UInt8: return "u8";
+        case DType::Int32: return "i32";
+        case DType::Int64: return "i64";
+        case DType::Float16: return "f16";
+        case DType::BFloat16: return "bf16";
+        case DType::Float32: return "f32";
+        case DType::Float64: return "f64";
+    }
+    return "?";
+}
+
+int bits_of(DType t) {
+    switch (t) {
+        case DType::Bool:
+        case DType::Int8:
+        case DType::UInt8: return 8;
+        case DType::Int32: return 32;
+        case DType::Int64: return 64;
+        default: return 0;
+    }
+}
+
+bool is_unsigned(DType t) { return t == DType::UInt8 || t == DType::Bool; }
+
+// One op's emission context: the builder, the width, the result's name and comment (used once, on the
+// instruction that defines the result).
+struct Ops {
+    Builder& b;
+    int w;
+    std::string hint;
+    std::string comment;
+
+    std::string ty(DType t) const { return type(t, w); }
+    std::string i1() const { return vec("i1", w); }
+    std::string cst(DType t, double v) const {
+        ir::ScalarValue s = is_float(t) ? ir::ScalarValue::of_float(v) : ir::ScalarValue::of_int(static_cast<std::int64_t>(v));
+        return splat_constant(scalar_type(t), literal(s, t), w);
+    }
+    std::string icst(DType t, std::int64_t v) const {
+        return splat_constant(scalar_type(t), literal(ir::ScalarValue::of_int(v), t), w);
+    }
+    // An intermediate value (named after the result).
+    std::string tmp(std::string_view what, const std::string& code) { return b.let(fmt::format("{}.{}", hint, what), code); }
+    // The result.
+    std::string out(const std::string& code) { return b.let(hint, code, comment); }
+    std::string zext_bool(const std::string& c, bool final = true) {
+        const std::string code = fmt::format("zext {} {} to {}", i1(), c, vec("i8", w));
+        return final ? out(code) : tmp("b", code);
+    }
+    std::string select(const std::string& c, DType t, const std::string& x, const std::string& y, bool final = false) {
+        const std::string code = fmt::format("select {} {}, {} {}, {} {}", i1(), c, ty(t), x, ty(t), y);
+        return final ? out(code) : tmp("sel", code);
+    }
+    std::string truthy(DType t, const std::string& v) {
+        if (is_float(t)) return tmp("nz", fmt::format("fcmp une {} {}, zeroinitializer", ty(t), v));
+        return tmp("nz", fmt::format("icmp ne {} {}, zeroinitializer", ty(t), v));
+    }
+    std::string intr(std::string_view base, DType t, const std::vector<std::string>& vals, bool final, std::string_view ret = {}) {
+        std::vector<std::string> args;
+        for (const auto& v : vals) args.push_back(fmt::format("{} {}", ty(t), v));
+        return b.intrinsic(final ? hint : fmt::format("{}.{}", hint, base.substr(base.rfind('.') + 1)), base, scalar_type(t), w,
+                           args, final ? std::string_view(comment) : std::string_view(), ret);
+    }
+    std::string intr_args(std::string_view base, DType t, const std::vector<std::string>& typed_args, bool final) {
+        return b.intrinsic(final ? hint : fmt::format("{}.{}", hint, base.substr(base.rfind('.') + 1)), base, scalar_type(t), w,
+                           typed_args, final ? std::string_view(comment) : std::string_view());
+    }
+    // The float result of an op at the compute type, rounded to a half dtype when needed.
+    std::string finish_float(DType t, const std::string& code, bool exact) {
+        if (!is_half(t) || exact) return out(code);
+        const std::string v = tmp("f32", code);
+        const std::string r = b.round_half(t, v, w);
+        return out(fmt::format("bitcast {} {} to {}", ty(t), r, ty(t)));  // names the rounded value
+    }
+
+    // Integer division rules (docs/semantics.md, section 4): x / 0 = 0, INT_MIN / -1 = INT_MIN; remainders
+    // x % 0 = x, INT_MIN % -1 = 0. The divisor is replaced by 1 where LLVM's division is undefined.
+    std::string int_div(DType t, const std::string& a, const std::string& d, bool final) {
+        const std::string T = ty(t);
+        const std::string is0 = tmp("d0", fmt::format("icmp eq {} {}, zeroinitializer", T, d));
+        if (is_unsigned(t)) {
+            const std::string safe = select(is0, t, icst(t, 1), d);
+            const std::string q = tmp("q", fmt::format("udiv {} {}, {}", T, a, safe));
+            return select(is0, t, "zeroinitializer", q, final);
+        }
+        const std::string m1 = tmp("dm1", fmt::format("icmp eq {} {}, {}", T, d, icst(t, -1)));
+        const std::string bad = tmp("bad", fmt::format("or {} {}, {}", i1(), is0, m1));
+        const std::string safe = select(bad, t, icst(t, 1), d);
+        const std::string q = tmp("q", fmt::format("sdiv {} {}, {}", T, a, safe));
+        const std::string neg = tmp("neg", fmt::format("sub {} zeroinitializer, {}", T, a));  // wraps: -INT_MIN = INT_MIN
+        const std::string r = select(m1, t, neg, q);
+        return select(is0, t, "zeroinitializer", r, final);
+    }
+    std::string int_rem(DType t, const std::string& a, const std::string& d, bool final) {
+        const std::string T = ty(t);
+        const std::string is0 = tmp("d0", fmt::format("icmp eq {} {}, zeroinitializer", T, d));
+        if (is_unsigned(t)) {
+            const std::string safe = select(is0, t, icst(t, 1), d);
+            const std::string r = tmp("r", fmt::format("urem {} {}, {}", T, a, safe));
+            return select(is0, t, a, r, final);
+        }
+        const std::string m1 = tmp("dm1", fmt::format("icmp eq {} {}, {}", T, d, icst(t, -1)));
+        const std::string bad = tmp("bad", fmt::format("or {} {}, {}", i1(), is0, m1));
+        const std::string safe = select(bad, t, icst(t, 1), d);
+        const std::string r = tmp("r", fmt::format("srem {} {}, {}", T, a, safe));
+        const std::string r1 = select(m1, t, "zeroinitializer", r);
+        return select(is0, t, a, r1, final);
+    }
+    std::string ltz(DType t, const std::string& v) { return tmp("neg", fmt::format("icmp slt {} {}, zeroinitializer", ty(t), v)); }
+    // Python's // and %: the quotient rounded down, the remainder with the divisor's sign.
+    std::string int_floor_div(DType t, const std::string& a, const std::string& d) {
+        if (is_unsigned(t)) return int_div(t, a, d, true);
+        const std::string T = ty(t);
+        const std::string q = int_div(t, a, d, false);
+        const std::string r = int_rem(t, a, d, false);
+        const std::string n0 = tmp("dn0", fmt::format("icmp ne {} {}, zeroinitializer", T, d));
+        const std::string nm1 = tmp("dnm1", fmt::format("icmp ne {} {}, {}", T, d, icst(t, -1)));
+        const std::string rnz = tmp("rnz", fmt::format("icmp ne {} {}, zeroinitializer", T, r));
+        const std::string sd = tmp("sgn", fmt::format("xor {} {}, {}", i1(), ltz(t, a), ltz(t, d)));
+        const std::string c1 = tmp("c", fmt::format("and {} {}, {}", i1(), n0, nm1));
+        const std::string c2 = tmp("c", fmt::format("and {} {}, {}", i1(), c1, rnz));
+        const std::string c3 = tmp("c", fmt::format("and {} {}, {}", i1(), c2, sd));
+        const std::string qm = tmp("qm1", fmt::format("sub {} {}, {}", T, q, icst(t, 1)));
+        return select(c3, t, qm, q, true);
+    }
+    std::string int_mod(DType t, const std::string& a, const std::string& d) {
+        if (is_unsigned(t)) return int_rem(t, a, d, true);
+        const std::string T = ty(t);
+        const std::string r = int_rem(t, a, d, false);
+        const std::string n0 = tmp("dn0", fmt::format("icmp ne {} {}, zeroinitializer", T, d));
+        const std::string rnz = tmp("rnz", fmt::format("icmp ne {} {}, zeroinitializer", T, r));
+        const std::string sd = tmp("sgn", fmt::format("xor {} {}, {}", i1(), ltz(t, r), ltz(t, d)));
+        const std::string c1 = tmp("c", fmt::format("and {} {}, {}", i1(), n0, rnz));
+        const std::string c2 = tmp("c", fmt::format("and {} {}, {}", i1(), c1, sd));
+        const std::string rb = tmp("rb", fmt::format("add {} {}, {}", T, r, d));
+        return select(c2, t, rb, r, true);
+    }
+    // Shifts by amounts outside [0, bits): 0 for <<, the sign fill for >> (docs/semantics.md, section 4).
+    std::string shift(Op op, DType t, const std::string& a, const std::string& s) {
+        const std::string T = ty(t);
+        const int bits = bits_of(t);
+        std::string inr;
+        if (is_unsigned(t)) {
+            inr = tmp("inr", fmt::format("icmp ult {} {}, {}", T, s, icst(t, bits)));
+        } else {
+            const std::string ge = tmp("ge0", fmt::format("icmp sge {} {}, zeroinitializer", T, s));
+            const std::string lt = tmp("ltw", fmt::format("icmp slt {} {}, {}", T, s, icst(t, bits)));
+            inr = tmp("inr", fmt::format("and {} {}, {}", i1(), ge, lt));
+        }
+        if (op == Op::Shr && !is_unsigned(t)) {  // out of range: shift by bits - 1, the sign fill
+            const std::string amt = select(inr, t, s, icst(t, bits - 1));
+            return out(fmt::format("ashr {} {}, {}", T, a, amt));
+        }
+        const std::string amt = select(inr, t, s, "zeroinitializer");
+        const std::string sh = tmp("sh", fmt::format("{} {} {}, {}", op == Op::Shl ? "shl" : "lshr", T, a, amt));
+        return select(inr, t, sh, "zeroinitializer", true);
+    }
+};
+
+std::string fcmp_pred(Op op) {
+    switch (op) {
+        case Op::Eq: return "oeq";
+        case Op::Ne: return "une";  // true for NaN
+        case Op::Lt: return "olt";
+        case Op::Le: return "ole";
+        case Op::Gt: return "ogt";
+        case Op::Ge: return "oge";
+        default: throw InternalError("fcmp_pred: not a comparison");
+    }
+}
+
+std::string icmp_pred(Op op, bool uns) {
+    switch (op) {
+        case Op::Eq: return "eq";
+        case Op::Ne: return "ne";
+        case Op::Lt: return uns ? "ult" : "slt";
+        case Op::Le: return uns ? "ule" : "sle";
+        case Op::Gt: return uns ? "ugt" : "sgt";
+        case Op::Ge: return uns ? "uge" : "sge";
+        default: throw InternalError("icmp_pred: not a comparison");
+    }
+}
+
+bool library_op(Op op) {
+    return ir::info(op).rule == ir::Rule::FloatMath && op != Op::Sqrt;
+}
+
+}  // namespace
+
+std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::string& x, const std::string& y, int w,
+                          std::string_view hint, std::string_view comment) {
+    const std::string T = vec(ty, w), I1 = vec("i1", w), I = vec(ty == "double" ? "i64" : "i32", w);
+    auto let = [&](std::string_view what, const std::string& code) { return b.let(fmt::format("{}.{}", hint, what), code); };
+    const std::string xn = let("xnan", fmt::format("fcmp uno {} {}, {}", T, x, x));
+    const std::string yn = let("ynan", fmt::format("fcmp uno {} {}, {}", T, y, y));
+    const std::string eq = let("eq", fmt::format("fcmp oeq {} {}, {}", T, x, y));
+    const std::string bits = let("xbits", fmt::format("bitcast {} {} to {}", T, x, I));
+    const std::string xneg = let("xneg", fmt::format("icmp slt {} {}, zeroinitializer", I, bits));
+    // min: y < x ? y : x; max: x < y ? y : x
+    const std::string lt = let("ylt", fmt::format("fcmp olt {} {}, {}", T, max ? x : y, max ? y : x));
+    const std::string r1 = let("pick", fmt::format("select {} {}, {} {}, {} {}", I1, lt, T, y, T, x));
+    // equal (-0 and +0 included): the minimum is the negative one, the maximum the positive one
+    const std::string z = let("signed", fmt::format("select {} {}, {} {}, {} {}", I1, xneg, T, max ? y : x, T, max ? x : y));
+    const std::string r2 = let("ties", fmt::format("select {} {}, {} {}, {} {}", I1, eq, T, z, T, r1));
+    const std::string r3 = let("ynanp", fmt::format("select {} {}, {} {}, {} {}", I1, yn, T, y, T, r2));
+    return b.let(std::string(hint), fmt::format("select {} {}, {} {}, {} {}", I1, xn, T, x, T, r3), comment);
+}
+
+std::string library_function(Op op, DType compute) {
+    return fmt::format("loom_{}_{}", ir::op_name(op), compute == DType::Float64 ? "f64" : "f32");
+}
+
+std::string library_cast(DType from, DType to) { return fmt::format("loom_cast_{}_to_{}", short_dtype(from), short_dtype(to)); }
+
+std::string emit_cast(Builder& b, DType from, DType to, const std::string& v, int w, std::string_view hint,
+                      std::string_view comment) {
+    Ops o{b, w, std::string(hint), std::string(comment)};
+    const std::string F = type(from, w), T = type(to, w);
+    if (from == to) return o.out(fmt::format("bitcast {} {} to {}", F, v, T));  // a value of the dtype already
+    if (to == DType::Bool) return o.zext_bool(o.truthy(from, v));
+    if (!is_float(to)) {
+        if (is_float(from)) {
+            // Truncation toward zero, saturated to the target's range, NaN -> 0: exactly the saturating
+            // conversions (LLVM's fptosi/fptoui are poison out of range).
+            const std::string name = fmt::format("llvm.{}.sat.{}.{}", to == DType::UInt8 ? "fptoui" : "fptosi",
+                                                 mangle(scalar_type(to), w), mangle(scalar_type(from), w));
+            b.module().declare(name, fmt::format("declare {} @{}({})", T, name, F));
+            return o.out(fmt::format("call {} @{}({} {})", T, name, F, v));
+        }
+        const int fb = bits_of(from), tb = bits_of(to);
+        if (fb == tb) return o.out(fmt::format("bitcast {} {} to {}", F, v, T));  // int8 <-> uint8: the same bits
+        if (fb > tb) return o.out(fmt::format("trunc {} {} to {}", F, v, T));    // wraps modulo 2^n
+        return o.out(fmt::format("{} {} {} to {}", is_unsigned(from) ? "zext" : "sext", F, v, T));
+    }
+    // To a float dtype.
+    if (!is_float(from)) {
+        const std::string op = is_unsigned(from) ? "uitofp" : "sitofp";
+        if (to == DType::Float32 || to == DType::Float64 || bits_of(from) == 8)
+            // One rounding (int64 -> float32 included, which rounds the exact integer once); 8-bit integers
+            // are exact in every float dtype, so no rounding to a half is needed.
+            return o.out(fmt::format("{} {} {} to {}", op, F, v, T));
+        // int32 / int64 -> float16 / bfloat16: rounded once from the exact value (through float32 it would
+        // round twice); the reference's own conversion.
+        return b.scalar_call(hint, library_cast(from, to), "float", {std::string(scalar_type(from))}, {v}, w, comment);
+    }
+    if (from == DType::Float64) {
+        if (to == DType::Float32) return o.out(fmt::format("fptrunc {} {} to {}", F, v, T));
+        return b.scalar_call(hint, library_cast(from, to), "float", {"double"}, {v}, w, comment);  // one rounding from double
+    }
+    // From float16, bfloat16 or float32 (held in float).
+    if (to == DType::Float64) return o.out(fmt::format("fpext {} {} to {}", F, v, T));
+    if (to == DType::Float32) return o.out(fmt::format("bitcast {} {} to {}", F, v, T));  // exact
+    const std::string r = b.round_half(to, v, w);
+    return o.out(fmt::format("bitcast {} {} to {}", T, r, T));
+}
+
+std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<std::string>& args, int w,
+                             std::string_view hint, std::string_view comment) {
+    const Op op = n.op();
+    const DType rt = n.dtype();
+    if (op == Op::Cast) return emit_cast(b, n.operand(0)->dtype(), rt, args.at(0), w, hint, comment);
+    Ops o{b, w, std::string(hint), std::string(comment)};
+    const DType at = op == Op::Where ? n.operand(1)->dtype() : n.operand(0)->dtype();  // operand dtype
+    const std::string A = o.ty(at);
+    const bool fl = is_float(at);
+    const bool uns = is_unsigned(at);
+    const std::string& x = args.at(0);
+    auto y = [&]() -> const std::string& { return args.at(1); };
+    const std::string st(scalar_type(at));
+
+    if (library_op(op)) {
+        // The reference's function at the compute type (float for float16, bfloat16 and float32), then one
+        // rounding to a half dtype.
+        std::vector<std::string> tys(args.size(), st);
+        const std::string name = library_function(op, at == DType::Float64 ? DType::Float64 : DType::Float32);
+        if (!is_half(rt)) return b.scalar_call(hint, name, st, tys, args, w, comment);
+        const std::string v = b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
+        const std::string r = b.round_half(rt, v, w);
+        return o.out(fmt::format("bitcast {} {} to {}", A, r, A));
+    }
+
+    switch (op) {
+        case Op::Neg:
+            if (fl) return o.out(fmt::format("fneg {} {}", A, x));
+            return o.out(fmt::format("sub {} zeroinitializer, {}", A, x));  // wraps
+        case Op::Abs:
+            if (fl) return o.intr("llvm.fabs", at, {x}, true);
+            if (uns) return o.out(fmt::format("bitcast {} {} to {}", A, x, A));
+            return o.intr_args("llvm.abs", at, {fmt::format("{} {}", A, x), "i1 false"}, true);  // abs(INT_MIN) = INT_MIN
+        case Op::Sign:
+            if (fl) {
+                const std::string gt = o.tmp("gt", fmt::format("fcmp ogt {} {}, zeroinitializer", A, x));
+                const std::string pm = o.select(gt, at, o.cst(at, 1.0), o.cst(at, -1.0));
+                const std::string z = o.tmp("z", fmt::format("fcmp ueq {} {}, zeroinitializer", A, x));  // NaN or a zero: itself
+                return o.select(z, at, x, pm, true);
+            }
+            if (uns) return o.zext_bool(o.truthy(at, x));
+            {
+                const std::string gt = o.tmp("gt", fmt::format("icmp sgt {} {}, zeroinitializer", A, x));
+                const std::string lt = o.tmp("lt", fmt::format("icmp slt {} {}, zeroinitializer", A, x));
+                const std::string m = o.select(lt, at, o.icst(at, -1), "zeroinitializer");
+                return o.select(gt, at, o.icst(at, 1), m, true);
+            }
+        case Op::Relu:
+            if (fl) {  // maximum(x, +0): x where x > 0 or x is NaN, else +0 (-0 and +0 give +0)
+                const std::string keep = o.tmp("keep", fmt::format("fcmp ugt {} {}, zeroinitializer", A, x));
+                return o.finish_float(rt, fmt::format("select {} {}, {} {}, {} zeroinitializer", vec("i1", w), keep, A, x, A), true);
+            }
+            if (uns) return o.out(fmt::format("bitcast {} {} to {}", A, x, A));
+            return o.intr_args("llvm.smax", at, {fmt::format("{} {}", A, x), fmt::format("{} zeroinitializer", A)}, true);
+        case Op::Sqrt: return o.finish_float(rt, fmt::format("call {} @llvm.sqrt.{}({} {})", A, mangle(st, w), A, x), false);
+        case Op::Floor:
+        case Op::Ceil:
+        case Op::Trunc:
+        case Op::Round: {
+            if (!fl) return o.out(fmt::format("bitcast {} {} to {}", A, x, A));  // integers are whole
+            const std::string base = op == Op::Floor ? "llvm.floor" : op == Op::Ceil ? "llvm.ceil" : op == Op::Trunc ? "llvm.trunc" : "llvm.roundeven";
+            return o.intr(base, at, {x}, true);
+        }
+        case Op::LogicalNot:
+            if (fl) return o.zext_bool(o.tmp("z", fmt::format("fcmp oeq {} {}, zeroinitializer", A, x)));
+            return o.zext_bool(o.tmp("z", fmt::format("icmp eq {} {}, zeroinitializer", A, x)));
+        case Op::IsNan:
+            if (!fl) return o.out(fmt::format("bitcast {} zeroinitializer to {}", vec("i8", w), vec("i8", w)));
+            return o.zext_bool(o.tmp("c", fmt::format("fcmp uno {} {}, {}", A, x, x)));
+        case Op::IsInf:
+        case Op::IsFinite: {
+            if (!fl) return o.out(fmt::format("bitcast {} {} to {}", vec("i8", w), o.icst(DType::Int8, op == Op::IsFinite ? 1 : 0), vec("i8", w)));
+            const std::string a = o.intr("llvm.fabs", at, {x}, false);
+            const std::string inf = splat_constant(st, float_constant(std::numeric_limits<double>::infinity(), st), w);
+            return o.zext_bool(o.tmp("c", fmt::format("fcmp {} {} {}, {}", op == Op::IsInf ? "oeq" : "olt", A, a, inf)));
+        }
+        case Op::Add:
+        case Op::Sub:
+        case Op::Mul:
+            if (fl) {
+                const char* i = op == Op::Add ? "fadd" : op == Op::Sub ? "fsub" : "fmul";
+                return o.finish_float(rt, fmt::format("{} {} {}, {}", i, A, x, y()), false);
+            }
+            return o.out(fmt::format("{} {} {}, {}", op == Op::Add ? "add" : op == Op::Sub ? "sub" : "mul", A, x, y()));  // wrap
+        case Op::Div:
+            if (fl) return o.finish_float(rt, fmt::format("fdiv {} {}, {}", A, x, y()), false);
+            return o.int_div(at, x, y(), true);
+        case Op::FloorDiv:
+            if (fl) {
+                const std::string q = o.tmp("q", fmt::format("fdiv {} {}, {}", A, x, y()));
+                return o.finish_float(rt, fmt::format("call {} @llvm.floor.{}({} {})", A, mangle(st, w), A, q), false);
+            }
+            return o.int_floor_div(at, x, y());
+        case Op::Rem:
+            if (fl) return o.out(fmt::format("frem {} {}, {}", A, x, y()));  // fmod: exact
+            return o.int_rem(at, x, y(), true);
+        case Op::Mod:
+            if (fl) {
+                // r = fmod(a, b); r != 0 with a sign other than b's: r + b (one rounding); r == 0: copysign(0, b).
+                const std::string r = o.tmp("fmod", fmt::format("frem {} {}, {}", A, x, y()));
+                const std::string nz = o.tmp("nz", fmt::format("fcmp une {} {}, zeroinitializer", A, r));
+                const std::string rn = o.tmp("rneg", fmt::format("fcmp olt {} {}, zeroinitializer", A, r));
+                const std::string bn = o.tmp("bneg", fmt::format("fcmp olt {} {}, zeroinitializer", A, y()));
+                const std::string diff = o.tmp("diff", fmt::format("xor {} {}, {}", o.i1(), rn, bn));
+                const std::string move = o.tmp("move", fmt::format("and {} {}, {}", o.i1(), nz, diff));
+                const std::string rb = o.tmp("rb", fmt::format("fadd {} {}, {}", A, r, y()));
+                const std::string r1 = o.select(move, at, rb, r);
+                const std::string z = o.intr_args("llvm.copysign", at, {fmt::format("{} zeroinitializer", A), fmt::format("{} {}", A, y())}, false);
+                const std::string sel = fmt::format("select {} {}, {} {}, {} {}", o.i1(), nz, A, r1, A, z);
+                return o.finish_float(rt, sel, false);
+            }
+            return o.int_mod(at, x, y());
+        case Op::Minimum:
+        case Op::Maximum: {
+            if (fl) return float_min_max(b, op == Op::Maximum, st, x, y(), w, hint, comment);  // NaN propagates, -0 < +0
+            const std::string base = op == Op::Minimum ? (uns ? "llvm.umin" : "llvm.smin") : (uns ? "llvm.umax" : "llvm.smax");
+            return o.intr(base, at, {x, y()}, true);
+        }
+        case Op::Eq:
+        case Op::Ne:
+        case Op::Lt:
+        case Op::Le:
+        case Op::Gt:
+        case Op::Ge: {
+            const std::string c = fl ? o.tmp("c", fmt::format("fcmp {} {} {}, {}", fcmp_pred(op), A, x, y()))
+                                     : o.tmp("c", fmt::format("icmp {} {} {}, {}", icmp_pred(op, uns), A, x, y()));
+            return o.zext_bool(c);
+        }
+        case Op::LogicalAnd:
+        case Op::LogicalOr:
+        case Op::LogicalXor: {
+            const std::string a = o.truthy(at, x), c = o.truthy(at, y());
+            const char* i = op == Op::LogicalAnd ? "and" : op == Op::LogicalOr ? "or" : "xor";
+            return o.zext_bool(o.tmp("l", fmt::format("{} {} {}, {}", i, o.i1(), a, c)));
+        }
+        case Op::BitAnd: return o.out(fmt::format("and {} {}, {}", A, x, y()));
+        case Op::BitOr: return o.out(fmt::format("or {} {}, {}", A, x, y()));
+        case Op::BitXor: return o.out(fmt::format("xor {} {}, {}", A, x, y()));
+        case Op::Shl:
+        case Op::Shr: return o.shift(op, at, x, y());
+        case Op::Where: {
+            const std::string c = o.tmp("c", fmt::format("icmp ne {} {}, zeroinitializer", vec("i8", w), x));
+            return o.select(c, at, args.at(1), args.at(2), true);
+        }
+        case Op::Fma:
+            return o.finish_float(rt, fmt::format("call {} @llvm.fma.{}({} {}, {} {}, {} {})", A, mangle(st, w), A, x, A, y(), A, args.at(2)),
+                                  false);
+        case Op::Clamp: {
+            // minimum(maximum(x, lo), hi): NaN anywhere gives NaN, lo > hi gives hi.
+            if (fl) {
+                const std::string lo = float_min_max(b, true, st, x, y(), w, fmt::format("{}.lo", hint));
+                return float_min_max(b, false, st, lo, args.at(2), w, hint, comment);
+            }
+            const std::string mx = uns ? "llvm.umax" : "llvm.smax", mn = uns ? "llvm.umin" : "llvm.smin";
+            const std::string lo = o.intr(mx, at, {x, y()}, false);
+            return o.intr(mn, at, {lo, args.at(2)}, true);
+        }
+        default: break;
+    }
+    throw InternalError(fmt::format("emit_elementwise: no LLVM IR for {} on {}", ir::op_name(op), name(at)));
+}
+
+}  // namespace loom::codegen::llvm_ir

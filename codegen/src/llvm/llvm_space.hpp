@@ -1,0 +1,92 @@
+// Internal: one pointwise plan's iteration space inside a generated host function: its parameters (read
+// from the packed parameter struct, codegen::pack_params), the address of every load site at a point of the
+// space (views composed into index arithmetic by plan_pointwise: coefficients and derived indices), its
+// graph's values at a width (one instruction per node, commented with the op and the user's file:line) and
+// the stores of its outputs. Serves pointwise kernels and the element and row spaces of reductions.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../pointwise_graph.hpp"
+#include "llvm_ir.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+
+namespace loom::codegen::llvm_ir {
+
+/// A point (or `w` points along the innermost dimension, `stride` apart) of a space of rank R: the indices of
+/// dimensions 0 .. R-2 (`outer`, i64 scalars), the innermost index of the first lane (`inner`) and the
+/// row-major flat index of the first lane (`flat`). Rank 1: `outer` is empty and inner == flat. Lane l is at
+/// innermost index inner + l * stride (consecutive elements: stride 1; the runs of the reduction order: 4).
+struct Point {
+    std::vector<std::string> outer;
+    std::string inner;
+    std::string flat;
+    int stride = 1;
+};
+
+class Space {
+public:
+    Space(Builder& b, const detail::PwGraph& g, const PointwisePlan& plan, std::string tag);
+
+    /// Loads every parameter field of the plan from the struct at `base` + `offset` bytes (call once, where
+    /// the values dominate every use: at the start of the function).
+    void load_params(const std::string& base, std::size_t offset);
+    /// The loaded field (an i64 for index fields, ptr for pointers, the compute value for scalars).
+    const std::string& field(ParamField::Kind kind, int a = 0, int b = 0) const;
+    /// Extent of dimension d (d >= 1), as i64.
+    const std::string& extent(int d) const { return field(ParamField::Kind::Extent, d); }
+
+    /// Values of inputs that are not read from memory (a reduction's row values): given the input number and
+    /// the width, the compute value; empty string for inputs read from memory.
+    std::function<std::string(int input, int w)> external;
+
+    /// Site values supplied by the caller (a reduction's deinterleaved runs): given the site and the width, the
+    /// stored elements (storage type), or an empty string for sites read as usual.
+    std::function<std::string(int site, int w)> preloaded;
+
+    /// Whether site s reads consecutive elements along the innermost dimension from memory (contiguous, a row
+    /// broadcast, or strided with unit innermost stride), and the offset of its element at `pt`.
+    bool reads_runs(int s) const;
+    std::string run_offset(int s, const Point& pt);
+    /// The storage type and element size of site s.
+    std::string site_storage(int s) const { return std::string(storage_type(plan_.loads.at(static_cast<std::size_t>(s)).dtype)); }
+    /// The input pointer of site s.
+    const std::string& site_pointer(int s) const { return field(ParamField::Kind::InputPointer, s); }
+
+    /// Emits the values that `outputs` (indices into the graph's outputs) need at `pt`, `w` lanes wide, and
+    /// returns the outputs' compute values. `tag` prefixes the names (v<k>) of this emission.
+    std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag);
+    /// Stores output `o`'s compute value `v` (w lanes) at flat index `flat` of its contiguous buffer.
+    void store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment = {});
+    /// Stores output `o`'s compute value `v` (w lanes along the innermost dimension) at point `pt`: at the flat
+    /// index of a contiguous output, or at a strided output's own index map (a view the user writes into:
+    /// consecutive lanes for a unit innermost stride, else a scatter).
+    void store_output_at(int o, const std::string& v, const Point& pt, int w);
+
+    const detail::PwGraph& graph() const { return g_; }
+    const PointwisePlan& plan() const { return plan_; }
+
+private:
+    // Where a site's lanes are: w consecutive elements from `off` (Run), one element `off` in every lane (One),
+    // or one offset per lane (Lanes: `off` is an i64 vector). Offsets in elements from the site's pointer.
+    struct Address {
+        enum Kind { Run, One, Lanes } kind;
+        std::string off;
+    };
+    Address site_address(int site, const Point& pt, int w, std::string_view name);
+    std::string site_value(int site, const Point& pt, int w, std::string_view name);
+    std::vector<std::string> derived_indices(const Point& pt, int w, std::string_view tag);
+    std::string index_vector(const Point& pt, int d, int w);
+
+    Builder& b_;
+    const detail::PwGraph& g_;
+    const PointwisePlan& plan_;
+    std::string tag_;
+    std::map<std::tuple<int, int, int>, std::string> fields_;
+};
+
+}  // namespace loom::codegen::llvm_ir

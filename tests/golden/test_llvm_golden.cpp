@@ -1,0 +1,125 @@
+// Golden tests of the LLVM emitters (codegen/llvm/emit.hpp): E1 (relu(x*1.5+0.25), float32) and R1 (row sum of
+// a 2-D float32) as LLVM IR text for a fixed AVX-512 host target, compared with tests/golden/expected/*.ll
+// (LOOM_UPDATE_GOLDEN=1 rewrites them), then compiled by the loom_llvm module when it is built.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <loom/loom.hpp>
+
+#include "loom/codegen/host_plan.hpp"
+#include "loom/codegen/llvm/emit.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/ir/pass.hpp"
+#include "loom/runtime/host_backend.hpp"
+#include "loom/runtime/host_backend_abi.h"
+
+using namespace loom;
+
+namespace {
+
+// The host kernels of `ys` over their bound tensors' layouts, for the fixed AVX-512 target.
+std::vector<codegen::LlvmKernelSource> llvm_kernels(const std::vector<Array>& ys, std::string_view name) {
+    std::vector<ir::NodePtr> roots;
+    for (const auto& y : ys) roots.push_back(y.node());
+    const auto graph = ir::run_pipeline(roots, ir::standard_passes());
+    std::vector<const ir::Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    for (const ir::Node* n : ir::topo_order(graph))
+        if (n->op() == ir::Op::Input) {
+            sources.push_back(n);
+            layouts.push_back({n->dtype(), contiguous_strides(n->shape()), false});
+        }
+    const codegen::HostPlan plan = codegen::plan_host(graph, sources, layouts, codegen::HostTarget::avx512(), Options{}, name);
+    std::vector<codegen::LlvmKernelSource> out;
+    for (std::size_t i = 0; i < plan.kernels.size(); ++i) {
+        const auto& k = plan.partition.kernels[i];
+        const auto& h = plan.kernels[i];
+        out.push_back(k.family == codegen::Family::Pointwise
+                          ? codegen::emit_pointwise_llvm(k.name, k.outputs, h.pointwise.plan, h.schedule, plan.target)
+                          : codegen::emit_reduce_llvm(k.name, h.reduce, h.schedule, plan.target));
+    }
+    return out;
+}
+
+void check_text(const std::string& name, const std::string& text) {
+    const std::string path = std::string(LOOM_GOLDEN_DIR) + "/" + name + ".ll";
+    const char* upd = std::getenv("LOOM_UPDATE_GOLDEN");
+    if (upd && std::string(upd) == "1") {
+        std::ofstream(path, std::ios::binary) << text;
+        MESSAGE("rewrote " << path);
+        return;
+    }
+    std::ifstream f(path, std::ios::binary);
+    REQUIRE_MESSAGE(f.good(), "missing expected file " << path << " (run with LOOM_UPDATE_GOLDEN=1)");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    CHECK_MESSAGE(ss.str() == text, "generated LLVM IR differs from " << path << " (LOOM_UPDATE_GOLDEN=1 rewrites it); generated:\n"
+                                                                       << text);
+}
+
+// Compiles `ir` with the loom_llvm module (for this machine's CPU) when the process has loaded it.
+void compile_with_module(const codegen::LlvmKernelSource& src) {
+    const HostBackendInfo& info = host_backend_info();
+    if (!info.llvm) {
+        MESSAGE("LLVM back end not loaded (" << info.reason << "): IR not compiled");
+        return;
+    }
+    void* h = dlopen(info.module.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(h != nullptr);
+    auto fn = reinterpret_cast<loom_llvm_backend_v1_fn>(dlsym(h, "loom_llvm_backend_v1"));
+    REQUIRE(reinterpret_cast<void*>(fn) != nullptr);
+    const loom_host_backend_v1* t = fn();
+    loom_hb_buffer obj{}, err{};
+    const int rc = t->compile(src.ir.data(), src.ir.size(), src.name.c_str(), &obj, &err, nullptr);
+    CHECK_MESSAGE(rc == 0, "LLVM rejected " << src.name << ": " << (err.data ? err.data : ""));
+    CHECK(obj.size > 0);
+    t->free_buffer(&obj);
+    t->free_buffer(&err);
+    dlclose(h);
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("golden llvm: E1 relu(x * 1.5 + 0.25) over float32") {
+    Tensor x = Tensor::host({1 << 20}, float32);
+    const auto ks = llvm_kernels({relu(Array(x) * 1.5 + 0.25)}, "e1_relu_scale_bias");
+    REQUIRE(ks.size() == 1);
+    check_text("e1_relu_scale_bias", ks[0].ir);
+    CHECK(ks[0].entry == "e1_relu_scale_bias");
+    CHECK(contains(ks[0].ir, "fmul <16 x float>"));  // explicit vectors of 16 lanes for AVX-512
+    CHECK(!contains(ks[0].ir, "fast"));              // no fast-math flag anywhere
+    CHECK(!contains(ks[0].ir, "contract"));
+    CHECK(contains(ks[0].ir, "; mul (test_llvm_golden.cpp:"));  // the user's file:line on the instruction
+    compile_with_module(ks[0]);
+}
+
+TEST_CASE("golden llvm: R1 row sum of a 2-D float32") {
+    Tensor x = Tensor::host({512, 16384}, float32);
+    const auto ks = llvm_kernels({sum(Array(x), 1)}, "r1_row_sum");
+    REQUIRE(ks.size() == 1);
+    check_text("r1_row_sum", ks[0].ir);
+    CHECK(ks[0].entry == "r1_row_sum_rows");
+    CHECK(contains(ks[0].ir, "@r1_row_sum.chunk.s0"));
+    CHECK(contains(ks[0].ir, "butterfly"));
+    CHECK(contains(ks[0].ir, "fadd <16 x float>"));  // 16 of the 256 lanes at a time
+    CHECK(!contains(ks[0].ir, "reassoc"));
+    compile_with_module(ks[0]);
+}
+
+TEST_CASE("golden llvm: comments leave the disk cache key") {
+    Tensor x = Tensor::host({1000}, float32);
+    const auto a = llvm_kernels({relu(Array(x) * 1.5 + 0.25)}, "k");
+    const auto b = llvm_kernels({relu(Array(x) * 1.5 + 0.25)}, "k");  // another line: other comments
+    REQUIRE(a.size() == 1);
+    REQUIRE(b.size() == 1);
+    CHECK(a[0].ir != b[0].ir);
+    CHECK(codegen::strip_llvm_comments(a[0].ir) == codegen::strip_llvm_comments(b[0].ir));
+}
