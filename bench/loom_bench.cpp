@@ -3,7 +3,8 @@
 //     workload  method  median_ms  GB/s (minimum bytes moved)
 // Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check]
 // The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them alone,
-// through the LLVM back end with the CPU reference interpreter's figures beside.
+// through the LLVM back end with the CPU reference interpreter's figures beside; CC1 (with the LLVM back end)
+// measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
 // Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
 // Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it: cold
 // codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and F1-F2
@@ -215,6 +216,67 @@ double host_median_ms(const std::function<void()>& fn, int reps) {
     return ms[ms.size() / 2];
 }
 
+// CC1: the LLVM back end's compile time for small host kernels (C1's graphs on host tensors of 2^16 elements).
+// first = the first evaluation of the process that builds a kernel (the module's and LLVM's start-up
+// included); cold = median LLVM time (parse, optimize, code generation, link) of a new kernel, from the host
+// cache's counters; warm = median wall time of the first evaluation of a kernel found in the disk cache with
+// an empty in-memory cache: codegen, lookup, load and the run. A fresh private cache directory.
+void bench_host_compile() {
+    char tmpl[] = "/tmp/loom-bench-host-cache-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw Error("loom_bench: mkdtemp failed");
+    ::setenv("LOOM_CACHE_DIR", tmpl, 1);
+    reset_disk_cache();
+    clear_host_kernel_cache();
+    Tensor x = random_normal({1 << 16}, float32, 11, Device::cpu());
+    Tensor out = Tensor::host({1 << 16}, float32);
+    constexpr int kNew = 9;
+    std::vector<Array> graphs;
+    for (int k = 0; k < kNew + 1; ++k) graphs.push_back(c1_graph(x, k + 7));
+    const double first = wall_ms([&] { assign(out, graphs[0]); });
+    std::vector<double> cold, cold_wall;
+    for (int k = 1; k <= kNew; ++k) {
+        const HostKernelCacheStats before = host_kernel_cache_stats();
+        cold_wall.push_back(wall_ms([&] { assign(out, graphs[k]); }));
+        const HostKernelCacheStats after = host_kernel_cache_stats();
+        cold.push_back((after.compile_ms - before.compile_ms) + (after.load_ms - before.load_ms));
+    }
+    std::vector<double> warm, warm_load;
+    std::uint64_t disk_hits = 0;
+    for (int k = 1; k <= kNew; ++k) {
+        clear_host_kernel_cache();
+        warm.push_back(wall_ms([&] { assign(out, graphs[k]); }));
+        disk_hits += host_kernel_cache_stats().disk_hits;
+        warm_load.push_back(host_kernel_cache_stats().load_ms);  // the counters restart at each clear
+    }
+    // The run itself (the kernel cached in memory), to tell the load from the work.
+    const double run = host_median_ms([&] { assign(out, graphs[kNew]); }, 9);
+    if (disk_hits < static_cast<std::uint64_t>(kNew)) {
+        fmt::print(stderr, "CC1: expected {} disk-cache loads, got {}\n", kNew, disk_hits);
+        g_failed = true;
+    }
+    check({graphs[kNew]}, {out}, "CC1");
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    Row r;
+    r.workload = "CC1_host_compile";
+    r.method = "loom_llvm";
+    r.ms = median(cold);
+    r.extra = {{"cold_ms", median(cold)}, {"cold_wall_ms", median(cold_wall)}, {"first_ms", first}, {"warm_ms", median(warm)},
+               {"warm_load_ms", median(warm_load)}, {"run_ms", run}};
+    g_rows.push_back(r);
+    fmt::print("{:16s} {:14s} cold {:8.2f} ms (LLVM; the evaluation {:.2f}; first of the process {:.1f}); warm {:.3f} ms "
+               "(linking into the JIT {:.3f}; the run alone, cached in memory, {:.3f})\n",
+               r.workload, r.method, median(cold), median(cold_wall), first, median(warm), median(warm_load), run);
+    std::fflush(stdout);
+    std::error_code ec;
+    std::filesystem::remove_all(tmpl, ec);
+    ::unsetenv("LOOM_CACHE_DIR");
+    reset_disk_cache();
+    clear_host_kernel_cache();
+}
+
 // The host workloads (CE1, CR1, CR3, CF1): host tensors through the back end that host tensors use (the LLVM
 // back end, or the reference when LOOM_CPU_BACKEND=reference or its module is missing; the method says
 // which), and the CPU reference interpreter beside it (method "reference", fewer repetitions: it is slow).
@@ -250,6 +312,7 @@ void bench_host(const BenchOptions& opt) {
         Tensor x = random_normal({4096, 4096}, float32, 4, cpu);
         both("CF1", softmax(x), Tensor::host({4096, 4096}, float32), 8.0 * static_cast<double>(N / 4));
     }
+    if (opt.wants("CC1") && hb.llvm) bench_host_compile();
 }
 
 }  // namespace
