@@ -55,21 +55,10 @@ std::uint64_t with(std::uint64_t key, std::uint64_t more) {
     return h.digest();
 }
 
-// Row-major contiguous with no gaps (extent-1 dimensions may have any stride).
-bool contiguous(const Shape& shape, const Strides& strides) {
-    std::int64_t expect = 1;
-    for (std::size_t k = shape.size(); k-- > 0;) {
-        if (shape[k] == 1) continue;
-        if (strides[k] != expect) return false;
-        expect *= shape[k];
-    }
-    return true;
-}
-
 bool strided_root(std::span<const Strides> root_strides, const Slot& w, const Shape& shape) {
     if (w.kind != Slot::Kind::Root || root_strides.empty()) return false;
     const Strides& st = root_strides[static_cast<std::size_t>(w.index)];
-    return !st.empty() && !contiguous(shape, st);
+    return !st.empty() && !is_contiguous(shape, st);
 }
 
 // A root that is a strided view is written element by element by a pointwise kernel at its own index map;
@@ -374,24 +363,10 @@ HostPlan plan_host(const std::vector<ir::NodePtr>& roots, std::span<const ir::No
         throw InternalError(fmt::format("plan_host(): {} sources with {} layouts", sources.size(), layouts.size()));
     if (!root_strides.empty() && root_strides.size() != roots.size())
         throw InternalError(fmt::format("plan_host(): {} root layouts for {} roots", root_strides.size(), roots.size()));
-    PartitionOptions po;
-    po.fusion = options.fusion;
-    po.name = std::string(name);
-    po.cost = cost;
-    HostPlan plan;
-    try {
-        plan = schedule(partition(roots, po), sources, layouts, target, options, root_strides);
-    } catch (const NotFusable& e) {
-        if (!options.fusion) throw InternalError(fmt::format("plan_host(): an unfused kernel is not plannable: {}", e.what()));
-        po.strict = true;
-        po.strict_reason = e.what();
-        plan = schedule(partition(roots, po), sources, layouts, target, options, root_strides);
-    }
-    std::unordered_set<const ir::Node*> in_graph;
-    for (const ir::Node* n : ir::topo_order(roots))
-        if (n->op() == ir::Op::Input) in_graph.insert(n);
-    for (std::size_t k = 0; k < sources.size(); ++k)
-        if (in_graph.count(sources[k])) plan.reads.push_back(static_cast<int>(k));
+    HostPlan plan = schedule_partition(roots, options, name, cost, "plan_host", [&](Partition p) {
+        return schedule(std::move(p), sources, layouts, target, options, root_strides);
+    });
+    plan.reads = sources_read(roots, sources);
     return plan;
 }
 

@@ -469,4 +469,14 @@ Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOption
     return options.fusion ? partition_fused(roots, options) : partition_unfused(roots, options);
 }
 
+std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources) {
+    std::unordered_set<const ir::Node*> in_graph;
+    for (const ir::Node* n : ir::topo_order(roots))
+        if (n->op() == ir::Op::Input) in_graph.insert(n);
+    std::vector<int> reads;
+    for (std::size_t k = 0; k < sources.size(); ++k)
+        if (in_graph.count(sources[k])) reads.push_back(static_cast<int>(k));
+    return reads;
+}
+
 }  // namespace loom::codegen

@@ -26,6 +26,16 @@ Strides contiguous_strides(const Shape& s) {
     return st;
 }
 
+bool is_contiguous(const Shape& shape, const Strides& strides) {
+    std::int64_t expect = 1;
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        if (shape[k] == 1) continue;
+        if (strides[k] != expect) return false;
+        expect *= shape[k];
+    }
+    return true;
+}
+
 std::string to_string(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {

@@ -71,25 +71,6 @@ Device placement(const std::vector<const ir::Node*>& order, const std::source_lo
     return dev;
 }
 
-// Writes a contiguous host result into a host output: one copy, or element by element into a view.
-void store_into(const Tensor& dst, const Tensor& src) {
-    if (dst.is_contiguous()) return memory::copy(dst.data(), Device::cpu(), src.data(), Device::cpu(), src.nbytes());
-    const std::size_t w = itemsize(dst.dtype());
-    const int r = dst.rank();
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
-    auto* out = static_cast<char*>(dst.data());
-    const auto* in = static_cast<const char*>(src.data());
-    for (std::int64_t e = 0; e < dst.numel(); ++e) {
-        std::int64_t off = 0;
-        for (int d = 0; d < r; ++d) off += idx[static_cast<std::size_t>(d)] * dst.strides()[static_cast<std::size_t>(d)];
-        std::memcpy(out + off * static_cast<std::int64_t>(w), in + e * static_cast<std::int64_t>(w), w);
-        for (int d = r - 1; d >= 0; --d) {  // the next row-major index
-            if (++idx[static_cast<std::size_t>(d)] < dst.shape()[static_cast<std::size_t>(d)]) break;
-            idx[static_cast<std::size_t>(d)] = 0;
-        }
-    }
-}
-
 std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
     return ir::run_pipeline(roots, ir::standard_passes());
 }
@@ -145,7 +126,7 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
     }
     if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(host::explain(nullptr).c_str(), stderr);
     const std::vector<Tensor> res = reference::evaluate(graph);
-    for (std::size_t k = 0; k < res.size(); ++k) store_into(outs[k], res[k]);
+    for (std::size_t k = 0; k < res.size(); ++k) host::copy_into(outs[k], res[k]);
 }
 
 std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view name) {

@@ -81,4 +81,8 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const std::v
 /// The explain text for host tensors (LOOM_EXPLAIN=fusion): the plan, or why the reference runs them.
 std::string explain(const codegen::HostPlan* plan);
 
+/// Copies `src` (contiguous, on the host) into host tensor `dst` of its shape and dtype: one copy, or element
+/// by element at dst's strides (an output that is a view).
+void copy_into(const Tensor& dst, const Tensor& src);
+
 }  // namespace loom::host

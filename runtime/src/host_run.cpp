@@ -53,7 +53,8 @@ void run_reduction(const CompiledKernel& k, const codegen::HostKernel& h, const 
     run(s.finish_tasks, [&](std::int64_t t) { k.finish(p, t * ftask, std::min(O, (t + 1) * ftask)); });
 }
 
-// Copies a contiguous host buffer into `dst`: one copy, or element by element into a view.
+}  // namespace
+
 void copy_into(const Tensor& dst, const Tensor& src) {
     if (dst.is_contiguous()) {
         std::memcpy(dst.data(), src.data(), src.nbytes());
@@ -74,8 +75,6 @@ void copy_into(const Tensor& dst, const Tensor& src) {
         }
     }
 }
-
-}  // namespace
 
 codegen::HostPlan plan_bound(const std::vector<ir::NodePtr>& roots, const Options& options, std::string_view name,
                              std::vector<const ir::Node*>* sources, const std::vector<Tensor>* outs) {

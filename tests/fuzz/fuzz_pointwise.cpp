@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -209,15 +210,22 @@ Outcome check_partitions(const Built& b) {
     return {Kind::Pass, {}};
 }
 
-/// The partition checks alone (no NVRTC, no GPU).
-Outcome run_reference(const Program& p) {
-    std::optional<Built> b;
+/// Builds `p` on host tensors into `b`. Returns the outcome when there is nothing to run: building threw
+/// (a failure) or the program is not valid.
+std::optional<Outcome> build_on_host(const Program& p, std::optional<Built>& b) {
     try {
         b = build(p, Device::cpu());
     } catch (const std::exception& e) {
-        return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
+        return Outcome{Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
     }
-    if (!b) return {Kind::Invalid, {}};
+    if (!b) return Outcome{Kind::Invalid, {}};
+    return std::nullopt;
+}
+
+/// The partition checks alone (no NVRTC, no GPU).
+Outcome run_reference(const Program& p) {
+    std::optional<Built> b;
+    if (auto failed = build_on_host(p, b)) return *failed;
     return guarded([&]() -> Outcome { return check_partitions(*b); });
 }
 
@@ -225,12 +233,7 @@ Outcome run_reference(const Program& p) {
 /// then runs the partition checks.
 Outcome run_compile_only(const Program& p) {
     std::optional<Built> b;
-    try {
-        b = build(p, Device::cpu());
-    } catch (const std::exception& e) {
-        return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
-    }
-    if (!b) return {Kind::Invalid, {}};
+    if (auto failed = build_on_host(p, b)) return *failed;
     return guarded([&]() -> Outcome {
         const CompileReport rep = compile(b->roots, "fuzz");
         if (rep.kernels < 1 || rep.image_bytes == 0)
@@ -251,12 +254,7 @@ Outcome run_compile_only(const Program& p) {
 /// the reference bit for bit, then unfused (every op its own kernel) against the fused results bit for bit.
 Outcome run_llvm(const Program& p) {
     std::optional<Built> b;
-    try {
-        b = build(p, Device::cpu());
-    } catch (const std::exception& e) {
-        return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
-    }
-    if (!b) return {Kind::Invalid, {}};
+    if (auto failed = build_on_host(p, b)) return *failed;
     return guarded([&]() -> Outcome {
         const bool misaligned = p.data_seed % 8 == 0;
         auto make_outputs = [&] {

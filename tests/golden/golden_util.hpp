@@ -24,9 +24,11 @@ inline std::vector<loom::codegen::InputLayout> contiguous_layouts(const std::vec
     return l;
 }
 
-/// Compares `text` with expected/<name>.cu; LOOM_UPDATE_GOLDEN=1 rewrites the file instead.
-inline void check_text(const std::string& name, const std::string& text) {
-    const std::string path = std::string(LOOM_GOLDEN_DIR) + "/" + name + ".cu";
+/// Compares `text` with expected/<name><extension> (`.cu`: CUDA, `.ll`: LLVM IR); LOOM_UPDATE_GOLDEN=1
+/// rewrites the file instead.
+inline void check_text(const std::string& name, const std::string& text, const std::string& extension = ".cu") {
+    const std::string path = std::string(LOOM_GOLDEN_DIR) + "/" + name + extension;
+    const std::string what = extension == ".ll" ? "LLVM IR" : "CUDA";
     const char* upd = std::getenv("LOOM_UPDATE_GOLDEN");
     if (upd && std::string(upd) == "1") {
         std::ofstream(path, std::ios::binary) << text;
@@ -37,7 +39,7 @@ inline void check_text(const std::string& name, const std::string& text) {
     REQUIRE_MESSAGE(f.good(), "missing expected file " << path << " (run with LOOM_UPDATE_GOLDEN=1)");
     std::stringstream ss;
     ss << f.rdbuf();
-    CHECK_MESSAGE(ss.str() == text, "generated CUDA differs from " << path
+    CHECK_MESSAGE(ss.str() == text, "generated " << what << " differs from " << path
                                         << " (LOOM_UPDATE_GOLDEN=1 rewrites it); generated:\n" << text);
 }
 

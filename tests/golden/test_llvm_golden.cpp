@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include "golden_util.hpp"
 #include <loom/loom.hpp>
 
 #include "loom/codegen/host_plan.hpp"
@@ -47,22 +48,6 @@ std::vector<codegen::LlvmKernelSource> llvm_kernels(const std::vector<Array>& ys
     return out;
 }
 
-void check_text(const std::string& name, const std::string& text) {
-    const std::string path = std::string(LOOM_GOLDEN_DIR) + "/" + name + ".ll";
-    const char* upd = std::getenv("LOOM_UPDATE_GOLDEN");
-    if (upd && std::string(upd) == "1") {
-        std::ofstream(path, std::ios::binary) << text;
-        MESSAGE("rewrote " << path);
-        return;
-    }
-    std::ifstream f(path, std::ios::binary);
-    REQUIRE_MESSAGE(f.good(), "missing expected file " << path << " (run with LOOM_UPDATE_GOLDEN=1)");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    CHECK_MESSAGE(ss.str() == text, "generated LLVM IR differs from " << path << " (LOOM_UPDATE_GOLDEN=1 rewrites it); generated:\n"
-                                                                       << text);
-}
-
 // Compiles `ir` with the loom_llvm module (for this machine's CPU) when the process has loaded it.
 void compile_with_module(const codegen::LlvmKernelSource& src) {
     const HostBackendInfo& info = host_backend_info();
@@ -92,7 +77,7 @@ TEST_CASE("golden llvm: E1 relu(x * 1.5 + 0.25) over float32") {
     Tensor x = Tensor::host({1 << 20}, float32);
     const auto ks = llvm_kernels({relu(Array(x) * 1.5 + 0.25)}, "e1_relu_scale_bias");
     REQUIRE(ks.size() == 1);
-    check_text("e1_relu_scale_bias", ks[0].ir);
+    golden::check_text("e1_relu_scale_bias", ks[0].ir, ".ll");
     CHECK(ks[0].entry == "e1_relu_scale_bias");
     CHECK(contains(ks[0].ir, "fmul <16 x float>"));  // explicit vectors of 16 lanes for AVX-512
     CHECK(!contains(ks[0].ir, "fast"));              // no fast-math flag anywhere
@@ -105,7 +90,7 @@ TEST_CASE("golden llvm: R1 row sum of a 2-D float32") {
     Tensor x = Tensor::host({512, 16384}, float32);
     const auto ks = llvm_kernels({sum(Array(x), 1)}, "r1_row_sum");
     REQUIRE(ks.size() == 1);
-    check_text("r1_row_sum", ks[0].ir);
+    golden::check_text("r1_row_sum", ks[0].ir, ".ll");
     CHECK(ks[0].entry == "r1_row_sum_rows");
     CHECK(contains(ks[0].ir, "@r1_row_sum.chunk.s0"));
     CHECK(contains(ks[0].ir, "butterfly"));

@@ -16,21 +16,6 @@ namespace {
 
 using ir::Op;
 
-std::string short_dtype(DType t) {
-    switch (t) {
-        case DType::Bool: return "b8";
-        case DType::Int8: return "i8";
-        case DType::UInt8: return "u8";
-        case DType::Int32: return "i32";
-        case DType::Int64: return "i64";
-        case DType::Float16: return "f16";
-        case DType::BFloat16: return "bf16";
-        case DType::Float32: return "f32";
-        case DType::Float64: return "f64";
-    }
-    return "?";
-}
-
 int bits_of(DType t) {
     switch (t) {
         case DType::Bool:
@@ -232,7 +217,7 @@ std::string library_function(Op op, DType compute) {
     return fmt::format("loom_{}_{}", ir::op_name(op), compute == DType::Float64 ? "f64" : "f32");
 }
 
-std::string library_cast(DType from, DType to) { return fmt::format("loom_cast_{}_to_{}", short_dtype(from), short_dtype(to)); }
+std::string library_cast(DType from, DType to) { return fmt::format("loom_cast_{}_to_{}", short_name(from), short_name(to)); }
 
 std::string emit_cast(Builder& b, DType from, DType to, const std::string& v, int w, std::string_view hint,
                       std::string_view comment) {

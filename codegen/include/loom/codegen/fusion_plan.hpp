@@ -23,6 +23,7 @@
 #include "loom/codegen/options.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/codegen/reduce_plan.hpp"
+#include "loom/ir/error.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {
@@ -117,6 +118,30 @@ struct PartitionOptions {
 /// Partitions the graph of `roots` (after the standard passes) into kernels. Pure: prints nothing, needs no
 /// device, and serves graphs with and without reductions alike. Throws InternalError for a malformed graph.
 Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options = {});
+
+/// A back end's plan of `roots`: `schedule(partition)` of the partition under `options` (fusion, `name`,
+/// `cost`); when the schedule throws NotFusable (a group that cannot run as one kernel), once more with the
+/// strict partition, the reason kept. An unfused partition that is not plannable is an InternalError naming
+/// `api`. Every back end's planner (plan_fusion, plan_host) goes through here.
+template <class Schedule>
+auto schedule_partition(const std::vector<ir::NodePtr>& roots, const Options& options, std::string_view name,
+                        const FusionCostModel* cost, std::string_view api, Schedule&& schedule) {
+    PartitionOptions po;
+    po.fusion = options.fusion;
+    po.name = std::string(name);
+    po.cost = cost;
+    try {
+        return schedule(partition(roots, po));
+    } catch (const NotFusable& e) {
+        if (!options.fusion) throw InternalError(std::string(api) + "(): an unfused kernel is not plannable: " + e.what());
+        po.strict = true;
+        po.strict_reason = e.what();
+        return schedule(partition(roots, po));
+    }
+}
+
+/// The indices of `sources` (Input nodes) that the graph of `roots` reads, in order.
+std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources);
 
 /// The GPU schedule of one kernel of the partition.
 struct GpuKernel {

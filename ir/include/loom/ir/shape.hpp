@@ -20,6 +20,8 @@ std::int64_t numel(const Shape& s);
 Strides contiguous_strides(const Shape& s);
 /// "[4096, 512]"
 std::string to_string(const Shape& s);
+/// Whether `strides` (elements) lay `shape` out row-major without gaps; extent-1 axes may have any stride.
+bool is_contiguous(const Shape& shape, const Strides& strides);
 /// NumPy broadcast of two shapes; returns false when they do not broadcast.
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 /// Normalizes a possibly negative axis against a rank; returns -1 when out of range.
