@@ -79,6 +79,12 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
     if (cfg.shared_bytes > kDefaultDynamicSharedLimit) {
         int device = 0;
         LOOM_CUDA_CHECK(cudaGetDevice(&device));
+        // Checked here, not by a CUDA call that would fail: beyond the opt-in limit no attribute helps.
+        const std::size_t limit = device_info(device).shared_mem_per_block_optin;
+        if (cfg.shared_bytes > limit)
+            throw Error(fmt::format("Kernel::launch(): kernel {} asks for {} bytes of dynamic shared memory; cuda:{} allows "
+                                    "at most {} per block{}",
+                                    s.name, cfg.shared_bytes, device, limit, where.empty() ? "" : fmt::format(" ({})", where)));
         set_max_dynamic_shared(cfg.shared_bytes, device);
     }
     note_launch(s.name, where);
