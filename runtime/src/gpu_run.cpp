@@ -90,7 +90,7 @@ unsigned int* split_counters(int device, cudaStream_t stream, std::int64_t neede
     static std::map<std::tuple<int, unsigned long long, std::thread::id>, unsigned int*> buffers;  // 16 KiB each, kept
     std::lock_guard lock(mu);
     unsigned int*& b = buffers[{device, id, owner}];
-    if (!b) b = static_cast<unsigned int*>(detail::allocate_zeroed_unpooled(device, kSplitCounters * sizeof(unsigned int)));
+    if (!b) b = static_cast<unsigned int*>(detail::allocate_zeroed_unpooled(device, kSplitCounters * sizeof(unsigned int), stream));
     return b;
 }
 

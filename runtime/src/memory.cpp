@@ -180,7 +180,7 @@ void* allocate_cuda(int device, std::size_t bytes) {
 
 }  // namespace
 
-void* detail::allocate_zeroed_unpooled(int device, std::size_t bytes) {
+void* detail::allocate_zeroed_unpooled(int device, std::size_t bytes, cudaStream_t stream) {
     if (!cuda_available()) require_cuda(fmt::format("allocating {} bytes on cuda:{}", bytes, device));
     DeviceGuard guard(device);
     if (detail::should_fail(testing::FaultSite::DeviceAllocation))
@@ -193,10 +193,13 @@ void* detail::allocate_zeroed_unpooled(int device, std::size_t bytes) {
         throw_oom(device, bytes, " (cudaMalloc)");
     }
     if (e != cudaSuccess) detail::throw_cuda_error(e, "cudaMalloc(&p, bytes)", __FILE__, __LINE__);
-    const cudaError_t z = cudaMemset(p, 0, bytes);
+    // Zeroed on the stream that uses the memory, so that its kernels see the zeros: a cudaMemset on the
+    // default stream is not ordered before the kernels of a non-blocking stream, and cudaMalloc can return
+    // memory a freed allocation left non-zero.
+    const cudaError_t z = cudaMemsetAsync(p, 0, bytes, stream);
     if (z != cudaSuccess) {
         (void)cudaFree(p);
-        detail::throw_cuda_error(z, "cudaMemset(p, 0, bytes)", __FILE__, __LINE__);
+        detail::throw_cuda_error(z, "cudaMemsetAsync(p, 0, bytes, stream)", __FILE__, __LINE__);
     }
     return p;
 }
