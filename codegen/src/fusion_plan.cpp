@@ -42,17 +42,6 @@ bool has_view(const std::vector<ir::NodePtr>& outputs) {
     return false;
 }
 
-// Row-major contiguous with no gaps (extent-1 dimensions may have any stride).
-bool contiguous(const Shape& shape, const Strides& strides) {
-    std::int64_t expect = 1;
-    for (std::size_t k = shape.size(); k-- > 0;) {
-        if (shape[k] == 1) continue;
-        if (strides[k] != expect) return false;
-        expect *= shape[k];
-    }
-    return true;
-}
-
 // A root that is a strided view (an output of assign() into a column, a strided slice, a transposed view)
 // is written element by element at its own index map by a pointwise kernel; a reduction kernel writes its
 // outputs contiguous, so such a root goes through a temporary and a pointwise kernel that stores it.
@@ -71,7 +60,7 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides) {
             if (w.kind != Slot::Kind::Root) continue;
             const ir::Node& v = *outs[j];
             const Strides& st = root_strides[static_cast<std::size_t>(w.index)];
-            if (st.empty() || contiguous(v.shape(), st)) continue;
+            if (st.empty() || is_contiguous(v.shape(), st)) continue;
             const int t = static_cast<int>(P.temps.size());
             const std::string why = fmt::format("out{} is a strided view, which a reduction kernel does not write", w.index);
             P.temps.push_back({outs[j], ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()), why});
@@ -136,7 +125,7 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
                                    !root_strides[static_cast<std::size_t>(w.index)].empty();
                 out_strides.push_back(given ? root_strides[static_cast<std::size_t>(w.index)]
                                             : contiguous_strides(k.outputs[j]->shape()));
-                strided = strided || (given && !contiguous(k.outputs[j]->shape(), out_strides.back()));
+                strided = strided || (given && !is_contiguous(k.outputs[j]->shape(), out_strides.back()));
             }
             g.pointwise = strided ? plan_pointwise(k.outputs, ls, device, PointwiseUse::Kernel, out_strides)
                                   : plan_pointwise(k.outputs, ls, device);
@@ -253,24 +242,10 @@ FusionPlan plan_fusion(const std::vector<ir::NodePtr>& roots, std::span<const ir
         throw InternalError(fmt::format("plan_fusion(): {} root layouts for {} roots", root_strides.size(), roots.size()));
     if (sources.size() != layouts.size())
         throw InternalError(fmt::format("plan_fusion(): {} sources with {} layouts", sources.size(), layouts.size()));
-    PartitionOptions po;
-    po.fusion = options.fusion;
-    po.name = std::string(name);
-    po.cost = cost;
-    FusionPlan plan;
-    try {
-        plan = schedule(partition(roots, po), sources, layouts, device, options, root_strides);
-    } catch (const NotFusable& e) {
-        if (!options.fusion) throw InternalError(fmt::format("plan_fusion(): an unfused kernel is not plannable: {}", e.what()));
-        po.strict = true;
-        po.strict_reason = e.what();
-        plan = schedule(partition(roots, po), sources, layouts, device, options, root_strides);
-    }
-    std::unordered_set<const ir::Node*> in_graph;
-    for (const ir::Node* n : ir::topo_order(roots))
-        if (n->op() == ir::Op::Input) in_graph.insert(n);
-    for (std::size_t k = 0; k < sources.size(); ++k)
-        if (in_graph.count(sources[k])) plan.reads.push_back(static_cast<int>(k));
+    FusionPlan plan = schedule_partition(roots, options, name, cost, "plan_fusion", [&](Partition p) {
+        return schedule(std::move(p), sources, layouts, device, options, root_strides);
+    });
+    plan.reads = sources_read(roots, sources);
     return plan;
 }
 

@@ -99,16 +99,7 @@ void* Tensor::data() const {
     return static_cast<char*>(checked().storage->ptr) + impl_->offset * static_cast<std::int64_t>(itemsize(dtype()));
 }
 
-bool Tensor::is_contiguous() const {
-    std::int64_t expect = 1;
-    for (int k = rank() - 1; k >= 0; --k) {
-        const auto e = shape()[static_cast<std::size_t>(k)];
-        if (e == 1) continue;
-        if (strides()[static_cast<std::size_t>(k)] != expect) return false;
-        expect *= e;
-    }
-    return true;
-}
+bool Tensor::is_contiguous() const { return loom::is_contiguous(shape(), strides()); }
 
 Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, std::int64_t offset) const {
     check_shape("Tensor::as_strided()", shape, dtype());
