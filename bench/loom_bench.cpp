@@ -5,6 +5,7 @@
 // The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them alone,
 // through the LLVM back end with the CPU reference interpreter's figures beside; CC1 (with the LLVM back end)
 // measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
+// T1, T2, S1 and S2 (transposes and stencils) run as tiled kernels (docs/performance.md).
 // Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
 // Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it: cold
 // codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and F1-F2
@@ -478,6 +479,56 @@ int main(int argc, char** argv) {
             report("F2_layernorm", "loom", median_ms([&] { assign(out, f2); }, opt.reps), 8.0 * Ms * Ns);
         });
     }
+
+    // Tiled kernels: transposes and stencils, written with the public API as a user writes them.
+    if (opt.wants("T1_transpose") || opt.wants("S1_stencil5")) {
+        const std::int64_t M = 16384;
+        Tensor xr = random_normal({M, M}, float32, 16, dev);
+        if (opt.wants("T1_transpose")) guarded("T1_transpose", [&] {
+            Tensor out = Tensor::empty({M, M}, float32, dev);
+            Array t1 = transpose(xr);
+            testing::poison(out);  // unwritten elements fail the check
+            assign(out, t1);
+            check({t1}, {out}, "T1");
+            report("T1_transpose", "loom", median_ms([&] { assign(out, t1); }, opt.reps), 8.0 * M * M);
+        });
+        if (opt.wants("S1_stencil5")) guarded("S1_stencil5", [&] {
+            const std::int64_t E = ir::SliceSpec::kNone;
+            Tensor out = Tensor::empty({M - 2, M - 2}, float32, dev);
+            const Array x(xr);
+            Array s1 = 0.25 * (x.slice({{0, -2, 1}, {1, -1, 1}}) + x.slice({{2, E, 1}, {1, -1, 1}}) +
+                               x.slice({{1, -1, 1}, {0, -2, 1}}) + x.slice({{1, -1, 1}, {2, E, 1}}));
+            testing::poison(out);
+            assign(out, s1);
+            check({s1}, {out}, "S1");
+            report("S1_stencil5", "loom", median_ms([&] { assign(out, s1); }, opt.reps), 8.0 * M * M);
+        });
+    }
+    if (opt.wants("T2_permute_bf16")) guarded("T2_permute_bf16", [&] {
+        Tensor xt = random_normal({32, 2048, 16, 128}, bfloat16, 17, dev);
+        Tensor out = Tensor::empty({32, 16, 2048, 128}, bfloat16, dev);
+        Array t2 = permute(xt, {0, 2, 1, 3});
+        testing::poison(out);
+        assign(out, t2);
+        check({t2}, {out}, "T2");
+        report("T2_permute_bf16", "loom", median_ms([&] { assign(out, t2); }, opt.reps), 4.0 * static_cast<double>(xt.numel()));
+    });
+    if (opt.wants("S2_stencil7_3d")) guarded("S2_stencil7_3d", [&] {
+        const std::int64_t n = 512, E = ir::SliceSpec::kNone;
+        Tensor x3 = random_normal({n, n, n}, float32, 18, dev);
+        Tensor out = Tensor::empty({n - 2, n - 2, n - 2}, float32, dev);
+        const Array x(x3);
+        auto at = [&](std::int64_t a, std::int64_t b, std::int64_t c) {  // the shift (a, b, c) in -1..1 per axis
+            auto range = [&](std::int64_t d) { return ir::SliceSpec{1 + d, d == 1 ? E : -1 + d, 1}; };
+            return x.slice({range(a), range(b), range(c)});
+        };
+        Array s2 = (at(0, 0, 0) + at(-1, 0, 0) + at(1, 0, 0) + at(0, -1, 0) + at(0, 1, 0) + at(0, 0, -1) + at(0, 0, 1)) *
+                   (1.0 / 7.0);
+        testing::poison(out);
+        assign(out, s2);
+        check({s2}, {out}, "S2");
+        report("S2_stencil7_3d", "loom", median_ms([&] { assign(out, s2); }, opt.reps), 8.0 * static_cast<double>(x3.numel()));
+    });
 
     if (opt.wants("O1_overhead")) {
         // A bare cudaLaunchKernel of an empty kernel, and Loom's paths for E1 on 1024 elements.

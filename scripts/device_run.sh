@@ -171,8 +171,8 @@ if want sanitizer; then
     # compute-sanitizer as a routine step: memcheck over a small-shape subset of the GPU tests
     # (LOOM_TEST_SMALL=1; the cases that fault, run out of memory or fail CUDA calls on purpose, and the
     # multi-gigabyte ones, left out), over the API fuzzer on device tensors and over the samples at small
-    # sizes; racecheck, synccheck and initcheck over the kernel-family test cases (reductions; tiled and
-    # matrix-product cases join through LOOM_SANITIZER_KERNEL_CASES). Every run is time boxed
+    # sizes; racecheck, synccheck and initcheck over the kernel-family test cases (reductions, tiled
+    # transposes and stencils; matrix-product cases join through LOOM_SANITIZER_KERNEL_CASES). Every run is time boxed
     # (LOOM_SANITIZER_SECONDS, default 150 s; the memcheck shards run side by side, then the three other
     # tools side by side), so the step takes about 5 minutes. The target is 0 errors and 0 hazards: any
     # error or hazard, or a run that fails, fails the step; a run cut short by its box is marked, not failed.
@@ -184,7 +184,7 @@ if want sanitizer; then
     done
     [[ -z $cs ]] && cs=$(find /usr/local /opt -name compute-sanitizer -type f -perm -u+x 2>/dev/null | head -1)
     box=${LOOM_SANITIZER_SECONDS:-150}
-    kernel_cases=${LOOM_SANITIZER_KERNEL_CASES:-reduce:*,traced reductions:*}
+    kernel_cases=${LOOM_SANITIZER_KERNEL_CASES:-reduce:*,traced reductions:*,tiled*,stencils:*,tile hints:*}
     # Fault on purpose, fail CUDA calls on purpose (out of memory, bad launches, missing kernels), or move
     # gigabytes: not for memcheck's error count.
     exclude='*sticky*,*asynchronous fault*,*LOOM_SYNC*,error model child*,*out of memory*,*not sticky*,module errors*,pointwise large*,*more than 256 groups*,*10,000*'
@@ -233,7 +233,7 @@ if want sanitizer; then
             ( sanitizer_rows=(); san_failed=0; slog=$OUT/.sanitizer.part.samples
               [[ -x $bin/loom_fuzz_api ]] && sanitize memcheck_fuzz_api "$box" memcheck "$bin/loom_fuzz_api" --gpu --count 1500 --seed 7
               for s in "scale_bias_activation 256 256" "print_cuda" "black_scholes 4096" "softmax 64 1024" \
-                       "layernorm 64 1024" "rmsnorm 64 1024" "pipeline 4 65536"; do
+                       "layernorm 64 1024" "rmsnorm 64 1024" "pipeline 4 65536" "transpose 300 257" "jacobi 258 4"; do
                   set -- $s
                   [[ -x $bin/$1 ]] && sanitize "memcheck_sample_$1" 90 memcheck "$bin/$@"
               done
@@ -287,7 +287,7 @@ if want fuzz && [[ -x $bin/loom_fuzz_views ]]; then
 fi
 if want samples; then
     : >"$OUT/samples.log"
-    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm pipeline; do
+    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm pipeline transpose jacobi; do
         [[ -x $bin/$s ]] && run_step "sample_$s" "$OUT/samples.log" append "$bin/$s"
     done
 fi

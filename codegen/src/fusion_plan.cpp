@@ -36,6 +36,13 @@ std::uint64_t with_options(std::uint64_t key, const Options& o) {
     return h.digest();
 }
 
+std::uint64_t with_tile(std::uint64_t key, const TilePlan& t) {
+    Hasher h;
+    h.add(key);
+    h.add(t.hash());
+    return h.digest();
+}
+
 bool has_view(const std::vector<ir::NodePtr>& outputs) {
     for (const ir::Node* n : ir::topo_order(outputs))
         if (ir::is_view(n->op())) return true;
@@ -131,7 +138,9 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
                                   : plan_pointwise(k.outputs, ls, device);
             g.numel = k.outputs[0]->numel();
             g.has_views = has_view(k.outputs);
+            g.tile = plan_tile(k.outputs, g.pointwise, device, options.tile);
             g.key = with_options(kernel_key(k.outputs, g.pointwise.plan), options);
+            if (g.tile.plan.active()) g.key = with_tile(g.key, g.tile.plan);
         } else {
             g.reduce = plan_reduce(k.group, layout_of, device);
             for (const ir::Node* in : g.reduce.inputs) g.reads.push_back(slot_of(in));
@@ -187,18 +196,29 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i) {
                              ir::describe(*ins[j]), to_string(plan.gpu[i].reads[j]));
     std::vector<std::string> writes;
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
-    return fmt::format("kernel {}  {}   pointwise {}:{}\n          reads {}; writes {}; vector width {}{}; 1 launch\n", i,
-                       k.name, loom::to_string(k.outputs[0]->shape()), nodes, reads.empty() ? std::string("nothing") : reads,
-                       fmt::join(writes, ", "), pp.vector_width,
-                       pp.vector_registers > 0 ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
-                                                             pp.vector_registers, kVectorRegisterBudget)
-                                               : std::string());
+    const PlannedTile& tile = plan.gpu[i].tile;
+    std::string tiled;
+    const std::string tile_text = tile.plan.to_string(pp);
+    for (std::size_t b = 0, e; b < tile_text.size(); b = e + 1) {  // the tile's lines, indented
+        e = tile_text.find('\n', b);
+        tiled += fmt::format("          {}\n", tile_text.substr(b, e - b));
+    }
+    if (!tile.note.empty()) tiled += fmt::format("          {}\n", tile.note);
+    return fmt::format("kernel {}  {}   {} {}:{}\n          reads {}; writes {}; {}{}; 1 launch\n{}", i, k.name,
+                       tile.plan.active() ? "pointwise, tiled" : "pointwise", loom::to_string(k.outputs[0]->shape()), nodes,
+                       reads.empty() ? std::string("nothing") : reads, fmt::join(writes, ", "),
+                       tile.plan.active() ? std::string("no vector variant") : fmt::format("vector width {}", pp.vector_width),
+                       pp.vector_registers > 0 && !tile.plan.active()
+                           ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
+                                         pp.vector_registers, kVectorRegisterBudget)
+                           : std::string(),
+                       tiled);
 }
 
 }  // namespace
 
 bool GpuKernel::operator==(const GpuKernel& o) const {
-    return pointwise.plan == o.pointwise.plan && reduce.plan == o.reduce.plan && reads == o.reads && numel == o.numel &&
+    return pointwise.plan == o.pointwise.plan && tile.plan == o.tile.plan && reduce.plan == o.reduce.plan && reads == o.reads && numel == o.numel &&
            has_views == o.has_views && key == o.key;
 }
 

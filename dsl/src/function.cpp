@@ -8,22 +8,29 @@
 
 namespace loom::detail {
 
-const Program* FunctionCore::find(std::span<const Tensor* const> args) const noexcept {
+namespace {
+
+bool fits(const Program& p, std::span<const Tensor* const> args, std::span<const Tensor* const> outs) noexcept {
+    const auto& specs = p.specs();
+    bool ok = specs.size() == args.size();
+    for (std::size_t k = 0; ok && k < args.size(); ++k) ok = specs[k].matches(*args[k]);
+    return ok && p.outputs_match(outs);
+}
+
+}  // namespace
+
+const Program* FunctionCore::find(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const noexcept {
     const std::size_t n = count_.load(std::memory_order_acquire);
-    for (std::size_t i = 0; i < n; ++i) {
-        const Program* p = programs_[i].get();
-        const auto& specs = p->specs();
-        bool ok = specs.size() == args.size();
-        for (std::size_t k = 0; ok && k < args.size(); ++k) ok = specs[k].matches(*args[k]);
-        if (ok) return p;
-    }
+    for (std::size_t i = 0; i < n; ++i)
+        if (fits(*programs_[i], args, outs)) return programs_[i].get();
     return nullptr;
 }
 
 namespace {
 
 // Why a new specialization: the first argument that differs from the closest earlier one.
-std::string reason(const std::vector<const Program*>& earlier, std::span<const Tensor* const> args) {
+std::string reason(const std::vector<const Program*>& earlier, std::span<const Tensor* const> args,
+                   std::span<const Tensor* const> outs) {
     if (earlier.empty()) return "first call";
     const auto& s = earlier.back()->specs();
     for (std::size_t k = 0; k < args.size() && k < s.size(); ++k) {
@@ -38,22 +45,21 @@ std::string reason(const std::vector<const Program*>& earlier, std::span<const T
         if (!(t.device() == s[k].device))
             return fmt::format("argument {}: device {} -> {}", k, s[k].device.to_string(), t.device().to_string());
     }
+    for (std::size_t r = 0; r < outs.size(); ++r)
+        if (outs[r]->defined() && !outs[r]->is_contiguous()) return fmt::format("output {}: a view with strides {}", r, to_string(outs[r]->strides()));
+    if (!earlier.back()->outputs_match(outs)) return "outputs: contiguous";
     return "arguments differ";
 }
 
 }  // namespace
 
 const Program& FunctionCore::specialize(
-    std::span<const Tensor* const> args, std::source_location call,
+    std::span<const Tensor* const> args, std::span<const Tensor* const> outs, std::source_location call,
     const std::function<std::vector<ir::NodePtr>(const std::vector<ir::NodePtr>&)>& trace) {
     std::lock_guard lock(mu_);
-    if (const Program* p = find(args)) return *p;  // another thread built it while we waited
-    for (const auto& p : overflow_) {
-        const auto& specs = p->specs();
-        bool ok = specs.size() == args.size();
-        for (std::size_t k = 0; ok && k < args.size(); ++k) ok = specs[k].matches(*args[k]);
-        if (ok) return *p;
-    }
+    if (const Program* p = find(args, outs)) return *p;  // another thread built it while we waited
+    for (const auto& p : overflow_)
+        if (fits(*p, args, outs)) return *p;
     std::vector<ir::NodePtr> placeholders;
     for (std::size_t k = 0; k < args.size(); ++k) {
         if (!args[k]->defined())
@@ -71,10 +77,19 @@ const Program& FunctionCore::specialize(
     std::vector<const Program*> earlier;
     const std::size_t n = count_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) earlier.push_back(programs_[i].get());
-    auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_, options_);
+    std::vector<Strides> out_strides;  // views among the outputs: their strides enter the specialization
+    for (const Tensor* o : outs) {
+        if (!o->defined()) {
+            out_strides.clear();  // Program::run names the undefined output
+            break;
+        }
+        out_strides.push_back(o->is_contiguous() ? Strides{} : o->strides());
+    }
+    auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_, options_,
+                                                std::move(out_strides));
     if (env_list_contains("LOOM_EXPLAIN", "recompile"))
         std::fprintf(stderr, "%s: specialization %zu (%s): %zu kernel(s); kernel cache: %llu compiled so far\n",
-                     name_.c_str(), n + overflow_.size() + 1, reason(earlier, args).c_str(), prog->kernels(),
+                     name_.c_str(), n + overflow_.size() + 1, reason(earlier, args, outs).c_str(), prog->kernels(),
                      static_cast<unsigned long long>(kernel_cache_stats().compiles));
     const Program& ref = *prog;
     if (n < kMaxSpecializations) {

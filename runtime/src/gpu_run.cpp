@@ -49,8 +49,13 @@ codegen::KernelSource emit_kernel(const FusionPlan& plan, std::size_t i) {
     std::string plan_text;
     switch (k.family) {
         case Family::Pointwise:
-            src = codegen::emit_pointwise(k.name, k.outputs, g.pointwise.plan);
-            plan_text = g.pointwise.plan.to_string();
+            if (g.tile.plan.active()) {
+                src = codegen::emit_tile(k.name, k.outputs, g.pointwise.plan, g.tile.plan);
+                plan_text = g.pointwise.plan.describe(false) + g.tile.plan.to_string(g.pointwise.plan);
+            } else {
+                src = codegen::emit_pointwise(k.name, k.outputs, g.pointwise.plan);
+                plan_text = g.pointwise.plan.to_string();
+            }
             break;
         case Family::Reduction:
             src = codegen::emit_reduce(k.name, g.reduce);
@@ -148,12 +153,13 @@ private:
     std::size_t size_;
 };
 
-// The pointwise arm: `ins` in pointwise_inputs order; `prep` made by run_plan when needs_prep().
+// The pointwise arm (tiled or not): `ins` in pointwise_inputs order; `prep` made by run_plan when needs_prep().
 void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g, std::span<const void* const> ins,
                       std::span<void* const> outs, const LaunchPrep* prep, std::string_view where) {
     const codegen::PlannedPointwise& planned = g.pointwise;
-    const codegen::Variant v = codegen::select_variant(planned.plan, planned.binding, ins, outs);
-    const codegen::LaunchConfig lc = planned.plan.launch(g.numel, v);
+    const bool tiled = g.tile.plan.active();  // the tiled kernel: its one entry point, one block per tile
+    const codegen::Variant v = tiled ? codegen::Variant::Scalar : codegen::select_variant(planned.plan, planned.binding, ins, outs);
+    const codegen::LaunchConfig lc = tiled ? g.tile.plan.launch(planned.binding) : planned.plan.launch(g.numel, v);
     if (lc.grid_x == 0) return;
     ParamBytes params(planned.plan.params.size);
     codegen::pack_params(planned.plan, planned.binding, ins, outs, params.span());

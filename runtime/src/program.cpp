@@ -33,8 +33,8 @@ bool ArgSpec::matches(const Tensor& t) const {
 ArgSpec ArgSpec::of(const Tensor& t) { return {t.dtype(), t.shape(), t.strides(), is_aligned16(t), t.device()}; }
 
 Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params, std::span<const Tensor* const> args,
-                 std::string name, std::source_location loc, const Options& options)
-    : options_(options), where_(short_location(loc)), loc_(loc) {
+                 std::string name, std::source_location loc, const Options& options, std::vector<Strides> out_strides)
+    : out_strides_(std::move(out_strides)), options_(options), where_(short_location(loc)), loc_(loc) {
     if (params.size() != args.size())
         throw InternalError(fmt::format("Program: {} placeholders for {} arguments", params.size(), args.size()));
     if (args.empty()) throw Error(fmt::format("{}(): a traced function needs at least one tensor argument ({})", name, where_));
@@ -47,6 +47,10 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
         specs_.push_back(ArgSpec::of(t));
     }
     roots_ = ir::run_pipeline(roots, ir::standard_passes());
+    if (!out_strides_.empty() && out_strides_.size() != roots_.size())
+        throw InternalError(fmt::format("Program: {} output layouts for {} results", out_strides_.size(), roots_.size()));
+    for (std::size_t r = 0; r < out_strides_.size(); ++r)
+        if (!out_strides_[r].empty() && is_contiguous(roots_[r]->shape(), out_strides_[r])) out_strides_[r].clear();
     params_ = std::move(params);
     name_ = std::move(name);
     for (const ir::Node* n : ir::topo_order(roots_)) {
@@ -95,7 +99,22 @@ codegen::FusionPlan Program::plan_for(const codegen::DeviceInfo& info) const {
         sources.push_back(params_[k].get());
         layouts.push_back({specs_[k].dtype, specs_[k].strides, specs_[k].aligned16});
     }
-    return codegen::plan_fusion(roots_, sources, layouts, info, options_, name_);
+    return codegen::plan_fusion(roots_, sources, layouts, info, options_, name_, nullptr, out_strides_);
+}
+
+bool Program::outputs_match(std::span<const Tensor* const> outs) const noexcept {
+    if (outs.empty()) {  // new, contiguous results
+        for (const Strides& st : out_strides_)
+            if (!st.empty()) return false;
+        return true;
+    }
+    for (std::size_t r = 0; r < outs.size(); ++r) {
+        const Tensor& o = *outs[r];
+        if (!o.defined()) return false;
+        const bool want_view = r < out_strides_.size() && !out_strides_[r].empty();
+        if (want_view ? o.strides() != out_strides_[r] : !o.is_contiguous()) return false;
+    }
+    return true;
 }
 
 void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
@@ -105,15 +124,22 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
                                 roots_.size(), short_location(call), where_));
     for (std::size_t r = 0; r < outs.size(); ++r) {
         const Tensor& o = *outs[r];
-        if (!o.defined() || o.shape() != roots_[r]->shape() || o.dtype() != roots_[r]->dtype() || !o.is_contiguous() ||
-            !(o.device() == device_))
-            throw Error(fmt::format("{}(): output {} is {} but the result is {} on {}, contiguous ({}; the function is "
+        const bool view = r < out_strides_.size() && !out_strides_[r].empty();
+        if (!o.defined() || o.shape() != roots_[r]->shape() || o.dtype() != roots_[r]->dtype() ||
+            (view ? o.strides() != out_strides_[r] : !o.is_contiguous()) || !(o.device() == device_))
+            throw Error(fmt::format("{}(): output {} is {} but the result is {} on {}, {} ({}; the function is "
                                     "defined at {})",
                                     name_, r,
-                                    o.defined() ? fmt::format("{} {} on {}", to_string(o.shape()), name(o.dtype()),
-                                                              o.device().to_string())
+                                    o.defined() ? fmt::format("{} {} on {} with strides {}", to_string(o.shape()), name(o.dtype()),
+                                                              o.device().to_string(), to_string(o.strides()))
                                                 : std::string("undefined"),
-                                    ir::describe(*roots_[r]), device_.to_string(), short_location(call), where_));
+                                    ir::describe(*roots_[r]), device_.to_string(),
+                                    view ? fmt::format("strides {}", to_string(out_strides_[r])) : std::string("contiguous"),
+                                    short_location(call), where_));
+        if (view && !o.is_non_overlapping())
+            throw Error(fmt::format("{}(): output {} with strides {} overlaps itself (a broadcast view); each element needs "
+                                    "memory of its own ({}; the function is defined at {})",
+                                    name_, r, to_string(o.strides()), short_location(call), where_));
         for (std::size_t q = 0; q < r; ++q)
             if (outs[q]->storage() == o.storage() && o.nbytes() > 0 && outs[q]->nbytes() > 0)
                 throw Error(fmt::format("{}(): outputs {} and {} share memory; each result needs its own ({}; the function "
@@ -130,8 +156,7 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
         reference::Overrides bind;
         for (std::size_t k = 0; k < args.size(); ++k) bind.emplace(params_[k]->input_id(), *args[k]);
         const std::vector<Tensor> res = reference::evaluate(roots_, bind);
-        for (std::size_t r = 0; r < res.size(); ++r)
-            memory::copy(outs[r]->data(), Device::cpu(), res[r].data(), Device::cpu(), res[r].nbytes());
+        for (std::size_t r = 0; r < res.size(); ++r) host::copy_into(*outs[r], res[r]);
         return;
     }
     // The planned kernels, in order: the same launch path as an evaluation (gpu_run.cpp).

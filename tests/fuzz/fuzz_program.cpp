@@ -241,6 +241,9 @@ PreImage pre_image(const Instr& ins, const Shape& t) {
                     : ir::SliceSpec{pi.shape[static_cast<std::size_t>(d)] - 1 - o, kNone, s};
             break;
         }
+        case PreView::Halo:
+            for (auto& e : pi.shape) e += 2;
+            break;
         case PreView::Reshape:
             if (ins.key % 2 == 0 || r == 1) pi.shape = {numel(t)};
             else pi.shape = {t.back(), numel(t) / std::max<std::int64_t>(t.back(), 1)};
@@ -291,6 +294,15 @@ ir::NodePtr apply_view(const Instr& ins, const ir::NodePtr& a) {
             Shape t{ins.extent};
             for (auto e : s) t.push_back(e == 1 ? 3 : e);
             return ir::broadcast_to(a, t);
+        }
+        case ViewKind::Shift: {  // of a Halo input only: each extent is the base's plus 2
+            if (a->op() != ir::Op::Input || r == 0) return nullptr;
+            std::vector<ir::SliceSpec> spec;
+            for (int d = 0; d < r; ++d) {
+                const std::int64_t o = static_cast<std::int64_t>((ins.key >> (2 * d)) % 3);
+                spec.push_back({o, o - 2 == 0 ? kNone : o - 2, 1});
+            }
+            return ir::slice(a, spec);
         }
     }
     return nullptr;
@@ -1183,6 +1195,7 @@ std::string_view view_name(ViewKind v) {
         case ViewKind::SplitFirst: return "split first";
         case ViewKind::InsertUnit: return "insert unit";
         case ViewKind::Broadcast: return "broadcast";
+        case ViewKind::Shift: return "shift";
     }
     return "?";
 }
@@ -1254,6 +1267,48 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
         s.value = random_value(g, s.dtype);
         p.code.push_back(s);
         if (!st.add(p, p.code.size() - 1, false, Device::cpu())) p.code.pop_back();
+    }
+    // A third of the programs hold a stencil: taps (Shift views) of an input with a halo, combined with +, -
+    // and *, sometimes with taps of a second halo input or repeated taps (which are not one stencil).
+    if (chance(g, 1.0 / 3)) {
+        const int halos = chance(g, 0.25) ? 2 : 1;
+        std::vector<int> taps;
+        for (int h = 0; h < halos; ++h) {
+            Instr in;
+            in.kind = Instr::Kind::Input;
+            in.dtype = chance(g, 0.6) ? DType::Float32 : random_dtype(g);
+            in.pre = PreView::Halo;
+            static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Offset1, Layout::ColMajor,
+                                                 Layout::Padded};
+            in.layout = pick(g, lay);
+            in.key = g();
+            p.code.push_back(in);
+            if (!st.add(p, p.code.size() - 1, false, Device::cpu())) {
+                p.code.pop_back();
+                continue;
+            }
+            const int source = static_cast<int>(p.code.size() - 1);
+            const int n_taps = uniform(g, 2, 5);
+            for (int k = 0; k < n_taps; ++k) {
+                Instr tap;
+                tap.kind = Instr::Kind::View;
+                tap.view = ViewKind::Shift;
+                tap.key = k > 0 && chance(g, 0.1) ? p.code.back().key : g();  // now and then the same tap twice
+                tap.args = {source};
+                p.code.push_back(tap);
+                if (st.add(p, p.code.size() - 1, false, Device::cpu())) taps.push_back(static_cast<int>(p.code.size() - 1));
+                else p.code.pop_back();
+            }
+        }
+        static const std::vector<Op> combine{Op::Add, Op::Add, Op::Sub, Op::Mul};
+        for (std::size_t k = 1; k < taps.size(); ++k) {
+            Instr ins;
+            ins.kind = Instr::Kind::Elementwise;
+            ins.op = pick(g, combine);
+            ins.args = {k == 1 ? taps[0] : static_cast<int>(p.code.size() - 1), taps[k]};
+            p.code.push_back(ins);
+            if (!st.add(p, p.code.size() - 1, false, Device::cpu())) p.code.pop_back();
+        }
     }
     static const std::vector<Op> ops = elementwise_ops();
     const int n_ops = uniform(g, 2, opt.max_ops);

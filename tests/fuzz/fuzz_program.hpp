@@ -28,10 +28,12 @@ enum class Layout : std::uint8_t {
 std::string_view layout_name(Layout l);
 
 /// An IR view between an Input and the shape it takes part in: the Input has the pre-image shape.
-enum class PreView : std::uint8_t { None, Permute, Slice, Reshape };
+/// Halo: the Input has the shape plus 2 in every dimension and no view; only Shift views of it take part.
+enum class PreView : std::uint8_t { None, Permute, Slice, Reshape, Halo };
 
 /// A view applied to a computed node (changes its shape).
-enum class ViewKind : std::uint8_t { Permute, Transpose, Slice, Flatten, MergeLast, SplitFirst, InsertUnit, Broadcast };
+/// Shift: of a Halo input, the window at offsets 0, 1 or 2 per dimension (from `key`): a stencil's tap.
+enum class ViewKind : std::uint8_t { Permute, Transpose, Slice, Flatten, MergeLast, SplitFirst, InsertUnit, Broadcast, Shift };
 std::string_view view_name(ViewKind v);
 
 struct Instr {

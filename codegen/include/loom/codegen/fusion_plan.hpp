@@ -23,6 +23,7 @@
 #include "loom/codegen/options.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/codegen/reduce_plan.hpp"
+#include "loom/codegen/tile_plan.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/node.hpp"
 
@@ -146,6 +147,11 @@ std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots, std::span<c
 /// The GPU schedule of one kernel of the partition.
 struct GpuKernel {
     PlannedPointwise pointwise;  // Family::Pointwise
+    /// Family::Pointwise: the tiled schedule (tile_plan.hpp) when the layouts show a transposed load or the
+    /// graph a stencil, else none (`tile.note` then says why a near-pattern was not taken). Whether a load is
+    /// transposed depends on the bound layouts (a transpose of a transposed view reads contiguously), which the
+    /// partition does not know, so the GPU schedule decides.
+    PlannedTile tile;
     PlannedReduce reduce;        // Family::Reduction
     /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs, or
     /// PlannedReduce::inputs).

@@ -41,7 +41,8 @@ struct Options {
     /// materialized in its dtype. Results are the same bits either way (docs/semantics.md, section 1).
     bool fusion = true;
     CapturePolicy capture = CapturePolicy::Never;
-    /// The tile shape for families that tile (none today takes one).
+    /// The tile shape for families that tile: the tiled transposes and stencils (tile_plan.hpp) take rows and
+    /// columns; an impossible hint raises loom::Error naming the limit it breaks.
     TileHint tile;
 
     bool operator==(const Options&) const = default;

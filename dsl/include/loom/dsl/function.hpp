@@ -79,10 +79,13 @@ public:
     FunctionCore(std::string name, std::source_location loc, Options options)
         : name_(std::move(name)), loc_(loc), options_(std::move(options)) {}
     const std::string& name() const { return name_; }
-    /// The program for `args`, or nullptr when none matches. No lock, no allocation.
-    const Program* find(std::span<const Tensor* const> args) const noexcept;
-    /// Builds (or finds, under the lock) the program for `args`; `trace` maps placeholders to result nodes.
-    const Program& specialize(std::span<const Tensor* const> args, std::source_location call,
+    /// The program for `args` writing into `outs` (empty: new contiguous results), or nullptr when none
+    /// matches. No lock, no allocation.
+    const Program* find(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const noexcept;
+    /// Builds (or finds, under the lock) the program for `args` and the layouts of `outs` (outputs that are
+    /// views are written at their strides); `trace` maps placeholders to result nodes.
+    const Program& specialize(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
+                              std::source_location call,
                               const std::function<std::vector<ir::NodePtr>(const std::vector<ir::NodePtr>&)>& trace);
     FunctionStats stats() const;
     void count_call() const noexcept { calls_.fetch_add(1, std::memory_order_relaxed); }
@@ -124,8 +127,9 @@ public:
         : core_(std::make_shared<detail::FunctionCore>(std::move(name), loc, std::move(options))), fn_(std::move(fn)) {}
 
     /// f(inputs...): allocates the results and returns them (a Tensor, or std::array<Tensor, N> for N
-    /// results). f(inputs..., outputs...): writes into preallocated outputs (same shape and dtype,
-    /// contiguous, on the inputs' device) and returns nothing; asynchronous on the current stream.
+    /// results). f(inputs..., outputs...): writes into preallocated outputs (same shape and dtype, on the
+    /// inputs' device; contiguous, or views such as the interior of a grid, whose strides are part of the
+    /// specialization) and returns nothing; asynchronous on the current stream.
     /// Throws loom::Error for arguments that do not fit the function, naming the function, the call's
     /// file:line and where it was defined (the first call also reports trace errors with the callable's
     /// file:line), and as loom::evaluate() does.
@@ -135,11 +139,14 @@ public:
     auto operator()(TensorAt first, const T&... rest) const {
         const std::array<const Tensor*, sizeof...(T) + 1> all{&first.tensor, &rest...};
         const std::span<const Tensor* const> args(all.data(), kInputs);
-        const Program& p = program(args, first.loc);
-        core_->count_call();
         if constexpr (sizeof...(T) + 1 == kInputs + kOutputs) {
-            p.run(args, std::span<const Tensor* const>(all.data() + kInputs, kOutputs), first.loc);
+            const std::span<const Tensor* const> outs(all.data() + kInputs, kOutputs);
+            const Program& p = program(args, outs, first.loc);
+            core_->count_call();
+            p.run(args, outs, first.loc);
         } else {
+            const Program& p = program(args, {}, first.loc);
+            core_->count_call();
             std::array<Tensor, kOutputs> outs;
             std::array<const Tensor*, kOutputs> out_ptrs{};
             for (std::size_t k = 0; k < kOutputs; ++k) {
@@ -157,16 +164,17 @@ public:
         requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) && sizeof...(T) + 1 == kInputs)
     std::string cuda_source(TensorAt first, const T&... rest) const {
         const std::array<const Tensor*, kInputs> all{&first.tensor, &rest...};
-        return program(all, first.loc).cuda_source();
+        return program(all, {}, first.loc).cuda_source();
     }
 
     const std::string& name() const { return core_->name(); }
     detail::FunctionStats stats() const { return core_->stats(); }
 
 private:
-    const Program& program(std::span<const Tensor* const> args, std::source_location call) const {
-        if (const Program* p = core_->find(args)) return *p;
-        return core_->specialize(args, call, [this](const std::vector<ir::NodePtr>& placeholders) {
+    const Program& program(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
+                           std::source_location call) const {
+        if (const Program* p = core_->find(args, outs)) return *p;
+        return core_->specialize(args, outs, call, [this](const std::vector<ir::NodePtr>& placeholders) {
             std::array<Array, kInputs> in;
             for (std::size_t k = 0; k < kInputs; ++k) in[k] = Array(placeholders[k]);
             return detail::result_nodes(std::apply(fn_, in));

@@ -45,12 +45,16 @@ public:
     /// is launched. On host tensors the same happens for the host (the LLVM back end), or, when host work runs
     /// on the CPU reference (LOOM_CPU_BACKEND=reference, no module), nothing is compiled and run() evaluates
     /// the graph on the reference.
-    /// `name` names the kernels; `options` enter the plan and every kernel key. Throws as loom::evaluate() does.
+    /// `name` names the kernels; `options` enter the plan and every kernel key. `out_strides` (empty: every
+    /// output contiguous; an empty entry: that output contiguous) are the strides of outputs that are views
+    /// (the interior of a grid, a column): the kernels write them at their own index maps, and run() takes
+    /// outputs of exactly these layouts. Throws as loom::evaluate() does.
     Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params, std::span<const Tensor* const> args,
-            std::string name, std::source_location loc, const Options& options = current_options());
+            std::string name, std::source_location loc, const Options& options = current_options(),
+            std::vector<Strides> out_strides = {});
 
     /// Runs the program on `args` (matching specs(): checked by the caller) into `outs` (one per root: same
-    /// shape and dtype, contiguous, on the device), asynchronously on the current stream. The hot path: no
+    /// shape and dtype, on the device, contiguous or with the strides the program was made for), asynchronously on the current stream. The hot path: no
     /// hashing, no planning, no kernel cache lookup, and for pointwise programs no heap allocation and no
     /// lock. An output that shares memory with an argument that a kernel from its writer on reads (other than
     /// the writer reading it in place, element by element) is written through a temporary, so nothing races
@@ -64,6 +68,9 @@ public:
              std::source_location call = std::source_location::current()) const;
 
     const std::vector<ArgSpec>& specs() const { return specs_; }
+    /// Whether `outs` have the output layouts of this specialization (contiguous unless made with strides);
+    /// empty `outs`: whether every output of the specialization is contiguous (results it allocates).
+    bool outputs_match(std::span<const Tensor* const> outs) const noexcept;
     const std::vector<ir::NodePtr>& roots() const { return roots_; }
     Device device() const { return device_; }
     /// The generated CUDA of every kernel of the program.
@@ -83,6 +90,7 @@ private:
     std::vector<ir::NodePtr> roots_;
     std::vector<ir::NodePtr> params_;
     std::vector<ArgSpec> specs_;
+    std::vector<Strides> out_strides_;  // per output; empty: contiguous
     codegen::FusionPlan plan_;  // device programs: planned and built once
     gpu::Kernels kernels_;
     std::shared_ptr<const host::Compiled> host_;  // host programs on the LLVM back end: planned and built once

@@ -14,6 +14,7 @@
 
 #include "loom/codegen/device_info.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/tile_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {
@@ -35,6 +36,12 @@ struct KernelSource {
 /// structural_key). Deterministic: the same graph structure and plan give the same text.
 KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
                             const PointwisePlan& plan);
+
+/// Emits the tiled kernel of `plan` and `tile` (plan_tile of the same graph): the pointwise kernel's
+/// parameter struct and body, and one entry point `<name>_tile` (KernelSource::scalar_entry; no vector
+/// entry), launched with TilePlan::launch.
+KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan,
+                       const TilePlan& tile);
 
 /// plan_pointwise + emit_pointwise. `binding` (optional) receives the numbers of this call.
 KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,

@@ -1,0 +1,91 @@
+// The tiled plan: a pointwise kernel whose iteration space is walked in 2-D tiles instead of one element per
+// thread, for the two patterns that reuse data across neighbouring elements:
+//   * transposes and permutes that move the fastest axis: a load site whose unit stride runs along another
+//     dimension than the output's last one is staged through shared memory. A block first reads its tile
+//     of that operand along the operand's fastest axis (coalesced), then computes the tile along the
+//     output's fastest axis (coalesced writes), reading the staged values from shared memory. Rows of the
+//     shared tile are padded to an odd number of 4-byte words, so both the row-wise writes and the
+//     column-wise reads of a warp fall into distinct banks for every element size (1-byte and 2-byte
+//     elements packed several to a word).
+//   * stencils: several load sites of one input that differ only by constant offsets (shifted slices,
+//     `x[1:] - x[:-1]`, the 5-point Laplacian). A block computes a tile of outputs with its lanes along the
+//     fastest axis and each thread walking several rows, so the taps of neighbouring outputs are read from
+//     global memory once and served again from L1 (measured on the H200 against a shared tile with a halo,
+//     docs/performance.md). Taps are summed in the user's order: the body is the pointwise body.
+// The walk needs no division per element (the tile's position comes from the block index once), which is
+// most of what the one-element-per-thread variant spends on rank-2 and rank-3 index maps.
+//
+// The tiled kernel keeps the pointwise plan's parameter struct, body and binding: a tiled plan is a
+// pointwise plan plus this schedule (plan_tile), and every element is computed by the same body with the
+// same operands, so its bits equal the pointwise kernel's and the reference's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/codegen/device_info.hpp"
+#include "loom/codegen/options.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/ir/node.hpp"
+
+namespace loom::codegen {
+
+/// Threads per block of every tiled kernel: 8 warps.
+inline constexpr int kTileBlock = 256;
+
+enum class TileKind : std::uint8_t { None, Transpose, Stencil };
+std::string_view tile_kind_name(TileKind k);
+
+/// One load site staged through shared memory.
+struct StagedLoad {
+    int site = 0;        // index into PointwisePlan::loads
+    int pitch = 0;       // elements per row of its shared tile (tile_a plus the padding)
+    bool operator==(const StagedLoad&) const = default;
+};
+
+/// A recognized stencil: the taps of one input (load sites with the same strides, different offsets).
+struct StencilTaps {
+    int input = 0;               // canonical input number (pointwise_inputs order)
+    std::vector<int> sites;      // its load sites, in the body's order
+    /// Per iteration dimension: the largest shift below and above the first tap (the halo), in elements.
+    std::vector<std::int64_t> halo_lo, halo_hi;
+    bool operator==(const StencilTaps&) const = default;
+};
+
+struct TilePlan {
+    TileKind kind = TileKind::None;
+    int dim_a = 0;       // the tile's row dimension; its column dimension is the last one (rank - 1)
+    int tile_rows = 0;   // elements along dim_a
+    int tile_cols = 0;   // elements along the last dimension
+    std::vector<StagedLoad> staged;   // Transpose: the sites read through shared memory
+    std::vector<StencilTaps> stencils;
+    bool hinted = false;  // the tile shape came from Options::tile
+
+    bool active() const { return kind != TileKind::None; }
+    /// Shared memory of one block, bytes.
+    std::size_t shared_bytes(const PointwisePlan& pw) const;
+    /// One block per tile, kTileBlock threads. grid_x == 0: nothing to do.
+    LaunchConfig launch(const PointwiseBinding& binding) const;
+    bool operator==(const TilePlan&) const = default;
+    std::uint64_t hash() const;
+    /// Lines for the kernel banner and LOOM_EXPLAIN=fusion (tile, halo, staged loads).
+    std::string to_string(const PointwisePlan& pw) const;
+};
+
+/// Why no tile was taken, for the explain log (empty when `plan.active()`).
+struct PlannedTile {
+    TilePlan plan;
+    std::string note;  // a recognized pattern and its schedule, or why a near-pattern was not taken
+};
+
+/// Chooses the tiled schedule of the planned pointwise kernel of `outputs` (plan_pointwise's result), or
+/// none (kind None, with the reason in `note` when something looked like a transpose or a stencil).
+/// `hint` (Options::tile; empty: Loom chooses) gives rows (along dim_a) and columns (along the last
+/// dimension); an impossible hint raises loom::Error naming the limit it breaks: threads per block (a tile
+/// smaller than a block), the divisibility the kernel needs (columns a multiple of 32 lanes, rows of 8
+/// warps), registers (more than 64 elements per thread) or shared memory per block.
+PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& pw, const DeviceInfo& device,
+                      const TileHint& hint);
+
+}  // namespace loom::codegen

@@ -1,0 +1,240 @@
+// The CUDA emitter of tiled kernels (tile_plan.hpp): the pointwise kernel's parameter struct and body, and
+// one entry point `<name>_tile` in which a block computes one tile of the iteration space.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "emit_internal.hpp"
+#include "loom/codegen/cuda/emit.hpp"
+#include "loom/codegen/cuda/prelude.hpp"
+#include "loom/codegen/names.hpp"
+#include "loom/ir/error.hpp"
+#include "../pointwise_graph.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+void line(std::string& s, int indent, std::string_view code, std::string_view comment = {}) {
+    detail::write_line(s, indent, code, comment, 60);
+}
+
+struct TileEmitter {
+    const detail::PwGraph& g;
+    const PointwisePlan& pw;
+    const TilePlan& tp;
+    const detail::PointwisePart& part;
+    std::string name;
+    std::string idx;
+    int R = 0, a = 0, b = 0;
+    int row_steps = 0, col_steps = 0;  // per thread: rows (one per warp per step) and columns (one per lane per step)
+
+    int staged_number(std::size_t site) const {
+        for (std::size_t k = 0; k < tp.staged.size(); ++k)
+            if (tp.staged[k].site == static_cast<int>(site)) return static_cast<int>(k);
+        return -1;
+    }
+    bool direct(std::size_t site) const {
+        const OperandPlan& o = pw.loads[site];
+        return staged_number(site) < 0 && !o.index && o.access != Access::Scalar;
+    }
+    // The flat (row-major) index of the element at i0 .. i<R-1>.
+    std::string flat() const {
+        std::string e = "i0";
+        for (int d = 1; d < R; ++d) e = fmt::format("{} * p.ext{} + i{}", d == 1 ? e : "(" + e + ")", d, d);
+        return e;
+    }
+    bool needs_flat() const {
+        for (std::size_t k = 0; k < pw.loads.size(); ++k)
+            if (pw.loads[k].access == Access::Contiguous && staged_number(k) < 0) return true;
+        for (const OperandPlan& o : pw.outputs)
+            if (o.access == Access::Contiguous) return true;
+        return false;
+    }
+    // Where output o is stored: the flat index, or a strided view's own index map.
+    std::string output_offset(std::size_t o) const {
+        const OperandPlan& op = pw.outputs[o];
+        if (op.access == Access::Contiguous) return "e";
+        std::vector<std::string> terms;
+        for (int d = 0; d < R; ++d) {
+            if (!(op.dim_mask >> d & 1u)) continue;
+            if (op.unit_inner && d == R - 1) terms.push_back(fmt::format("i{}", d));
+            else terms.push_back(fmt::format("i{} * p.out{}_s{}", d, o, d));
+        }
+        return terms.empty() ? std::string("0") : fmt::format("{}", fmt::join(terms, " + "));
+    }
+    std::string offset(std::size_t site) const {
+        if (pw.loads[site].access == Access::Contiguous) return "e";
+        return part.site_offset[site];
+    }
+
+    // The tile of this block and the indices of the dimensions outside it.
+    void tile_position(std::string& s) const {
+        std::string ext_a;
+        if (a > 0) {
+            ext_a = fmt::format("p.ext{}", a);
+        } else {
+            std::vector<std::string> rest;
+            for (int d = 1; d < R; ++d) rest.push_back(fmt::format("p.ext{}", d));
+            ext_a = fmt::format("p.n / ({})", fmt::join(rest, " * "));
+        }
+        line(s, 4, fmt::format("const {} ext_a = {};", idx, ext_a), fmt::format("extent of dimension {} (tile rows)", a));
+        line(s, 4, fmt::format("const {} ext_b = p.ext{};", idx, b), fmt::format("extent of dimension {} (tile columns)", b));
+        line(s, 4, fmt::format("{} q = ({})blockIdx.x;", idx, idx), "this block's tile");
+        line(s, 4, fmt::format("const {} tiles_b = (ext_b + {}) / {};", idx, tp.tile_cols - 1, tp.tile_cols));
+        line(s, 4, fmt::format("const {} b0 = q % tiles_b * {};", idx, tp.tile_cols), "first column of the tile");
+        line(s, 4, "q /= tiles_b;");
+        line(s, 4, fmt::format("const {} tiles_a = (ext_a + {}) / {};", idx, tp.tile_rows - 1, tp.tile_rows));
+        line(s, 4, fmt::format("const {} a0 = q % tiles_a * {};", idx, tp.tile_rows), "first row of the tile");
+        std::vector<int> other;
+        for (int d = 0; d < b; ++d)
+            if (d != a) other.push_back(d);
+        if (!other.empty()) line(s, 4, "q /= tiles_a;");
+        for (std::size_t k = other.size(); k-- > 0;) {
+            const int d = other[k];
+            if (k == 0) {
+                line(s, 4, fmt::format("const {} i{} = q;", idx, d), fmt::format("index of dimension {} (outside the tile)", d));
+            } else {
+                line(s, 4, fmt::format("const {} i{} = q % p.ext{};", idx, d, d), fmt::format("index of dimension {} (outside the tile)", d));
+                line(s, 4, fmt::format("q /= p.ext{};", d));
+            }
+        }
+        line(s, 4, "const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
+    }
+
+    // Opens the loops over this thread's elements of the tile: rows warp + 8k, columns lane + 32c (`rows_along_a`),
+    // or, for the staging reads, rows along the last dimension and columns along dim_a.
+    void open_loops(std::string& s, bool staging, std::string_view comment) const {
+        const int outer = staging ? tp.tile_cols / (kTileBlock / 32) : row_steps;
+        const int inner = staging ? tp.tile_rows / 32 : col_steps;
+        const int outer_dim = staging ? b : a, inner_dim = staging ? a : b;
+        const char* outer_base = staging ? "b0" : "a0";
+        const char* inner_base = staging ? "a0" : "b0";
+        line(s, 4, "#pragma unroll");
+        line(s, 4, fmt::format("for (int k = 0; k < {}; ++k) {{", outer), comment);
+        line(s, 8, fmt::format("const {} i{} = {} + warp + {} * k;", idx, outer_dim, outer_base, kTileBlock / 32));
+        line(s, 8, "#pragma unroll");
+        line(s, 8, fmt::format("for (int c = 0; c < {}; ++c) {{", inner));
+        line(s, 12, fmt::format("const {} i{} = {} + lane + 32 * c;", idx, inner_dim, inner_base));
+        line(s, 12, "if (i" + std::to_string(a) + " >= ext_a || i" + std::to_string(b) + " >= ext_b) continue;", "outside the space");
+    }
+    void close_loops(std::string& s) const {
+        line(s, 8, "}");
+        line(s, 4, "}");
+    }
+
+    std::string entry() const {
+        std::string s;
+        const std::string entry_name = name + "_tile";
+        if (!pw.params_in_memory) {
+            s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
+                            kTileBlock, entry_name, name);
+        } else {
+            s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}_params* __restrict__ pp) {{\n",
+                            kTileBlock, entry_name, name);
+            line(s, 4, fmt::format("const {}_params& p = *pp;", name),
+                 fmt::format("{} bytes of parameters in device memory", pw.params.size));
+        }
+        for (std::size_t k = 0; k < tp.staged.size(); ++k) {
+            const StagedLoad& st = tp.staged[k];
+            line(s, 4, fmt::format("__shared__ {} tile{}[{}][{}];", storage_type(pw.loads[static_cast<std::size_t>(st.site)].dtype), k,
+                                   tp.tile_cols, st.pitch),
+                 fmt::format("in{} staged: a row per column of the tile, padded", st.site));
+        }
+        tile_position(s);
+        const bool flat_needed = needs_flat();
+        if (!tp.staged.empty()) {
+            open_loops(s, true, fmt::format("stage: read along dimension {} (the operands' unit stride)", a));
+            for (std::size_t k = 0; k < tp.staged.size(); ++k) {
+                const std::size_t site = static_cast<std::size_t>(tp.staged[k].site);
+                line(s, 12, fmt::format("tile{}[i{} - b0][i{} - a0] = p.in{}[{}];", k, b, a, site, part.site_offset[site]),
+                     fmt::format("load in{} ({})", site, access_name(pw.loads[site].access)));
+            }
+            close_loops(s);
+            line(s, 4, "__syncthreads();", "the tile is staged");
+        }
+        // Direct loads first, all of them, so that they are in flight together (the stores below could alias them).
+        std::vector<std::size_t> direct_sites;
+        for (std::size_t k = 0; k < pw.loads.size(); ++k)
+            if (direct(k)) direct_sites.push_back(k);
+        for (std::size_t k : direct_sites)
+            line(s, 4, fmt::format("{} x{}[{}][{}];", register_type(pw.loads[k].dtype), k, row_steps, col_steps),
+                 fmt::format("in{} ({}) at each of this thread's elements", k, access_name(pw.loads[k].access)));
+        if (!direct_sites.empty()) {
+            open_loops(s, false, "load: this thread's elements, rows warp + 8k, columns lane + 32c");
+            if (flat_needed) line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index");
+            for (std::size_t k : direct_sites)
+                line(s, 12, fmt::format("x{}[k][c] = lm::to_reg(p.in{}[{}]);", k, k, offset(k)),
+                     fmt::format("load in{} ({})", k, access_name(pw.loads[k].access)));
+            close_loops(s);
+        }
+        for (std::size_t k = 0; k < pw.loads.size(); ++k) {
+            const OperandPlan& o = pw.loads[k];
+            if (o.access != Access::Scalar) continue;
+            if (o.index) line(s, 4, fmt::format("const long long x{} = p.in{}_base;", k, k), fmt::format("index in{} (scalar)", k));
+            else line(s, 4, fmt::format("const {} x{} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), k, k), fmt::format("load in{} once (scalar)", k));
+        }
+        open_loops(s, false, "compute and store: columns along the lanes (coalesced)");
+        if (flat_needed) line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index");
+        std::vector<std::string> args;
+        if (part.body_needs_params) args.push_back("p");
+        for (std::size_t k = 0; k < pw.loads.size(); ++k) {
+            const OperandPlan& o = pw.loads[k];
+            const int st = staged_number(k);
+            if (st >= 0) args.push_back(fmt::format("lm::to_reg(tile{}[i{} - b0][i{} - a0])", st, b, a));
+            else if (o.access == Access::Scalar) args.push_back(fmt::format("x{}", k));
+            else if (o.index) args.push_back(fmt::format("(p.in{}_base + (long long)({}))", k, offset(k)));
+            else args.push_back(fmt::format("x{}[k][c]", k));
+        }
+        for (std::size_t o = 0; o < pw.outputs.size(); ++o) {
+            line(s, 12, fmt::format("{} r{};", register_type(pw.outputs[o].dtype), o));
+            args.push_back(fmt::format("r{}", o));
+        }
+        line(s, 12, fmt::format("{}_body({});", name, fmt::join(args, ", ")));
+        for (std::size_t o = 0; o < pw.outputs.size(); ++o) {
+            const DType t = pw.outputs[o].dtype;
+            const std::string r = fmt::format("r{}", o);
+            const std::string v = t == DType::Float16 ? fmt::format("lm::to_f16({})", r)
+                                  : t == DType::BFloat16 ? fmt::format("lm::to_bf16({})", r) : r;
+            line(s, 12, fmt::format("p.out{}[{}] = {};", o, output_offset(o), v),
+                 pw.outputs[o].access == Access::Contiguous ? fmt::format("store out{}", o)
+                                                             : fmt::format("store out{} (strided: a view)", o));
+        }
+        close_loops(s);
+        s += "}\n";
+        return s;
+    }
+};
+
+}  // namespace
+
+KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan,
+                       const TilePlan& tile) {
+    if (!tile.active()) throw InternalError("emit_tile: the plan has no tile");
+    const detail::PwGraph g = detail::build_pw_graph(outputs);
+    KernelSource ks;
+    ks.user_name = std::string(user_name);
+    ks.name = kernel_name(user_name);
+    ks.scalar_entry = ks.name + "_tile";
+    ks.plan = plan;
+    ks.param_bytes = plan.params_in_memory ? sizeof(void*) : plan.params.size;
+    const detail::PointwisePart part = detail::pointwise_part(ks.name, outputs, plan);
+    if (!part.derived.empty()) throw InternalError("emit_tile: a tiled plan with derived (reshape) indices");
+    TileEmitter em{g, plan, tile, part, ks.name, part.idx};
+    em.R = plan.rank;
+    em.a = tile.dim_a;
+    em.b = plan.rank - 1;
+    em.row_steps = tile.tile_rows / (kTileBlock / 32);
+    em.col_steps = tile.tile_cols / 32;
+    std::string& s = ks.kernel;
+    s += detail::banner("tiled", ks.name, user_name, plan.describe(false) + tile.to_string(plan));
+    s += fmt::format("// entry point: {} (one block of {} threads per tile)\n\n", ks.scalar_entry, kTileBlock);
+    s += part.params_struct;
+    s += '\n';
+    s += part.body;
+    s += '\n';
+    s += em.entry();
+    ks.source = fmt::format("{}\n{}", prelude_source(), ks.kernel);
+    return ks;
+}
+
+}  // namespace loom::codegen

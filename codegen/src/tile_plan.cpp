@@ -1,0 +1,295 @@
+// plan_tile: recognizes transposed loads and stencils in a planned pointwise kernel and chooses its tiled
+// schedule (tile_plan.hpp).
+#include "loom/codegen/tile_plan.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "loom/ir/error.hpp"
+#include "loom/ir/hash.hpp"
+#include "pointwise_graph.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+constexpr int kWarps = kTileBlock / 32;
+constexpr int kMaxElementsPerThread = 64;
+
+// Elements per row of a staged tile of `rows` elements of `bytes` each: rows padded to an odd number of
+// 4-byte words (a warp's column-wise reads then fall into 32 distinct banks; 1- and 2-byte elements share
+// words); 8-byte elements, which a warp reads in two half-warp phases, padded to an odd element count.
+int padded_pitch(int rows, std::size_t bytes) {
+    for (int pitch = rows;; ++pitch) {
+        const std::size_t b = static_cast<std::size_t>(pitch) * bytes;
+        if (bytes >= 8) {
+            if (pitch % 2 == 1) return pitch;
+        } else if (b % 4 == 0 && (b / 4) % 2 == 1) {
+            return pitch;
+        }
+    }
+}
+
+// The shift of each dimension that makes `delta` elements under strides `coef` (largest stride first,
+// rounded to the nearest whole shift); false when the offset is not a sum of whole shifts.
+bool shifts_of(std::int64_t delta, const std::vector<std::int64_t>& coef, std::vector<std::int64_t>& shift) {
+    shift.assign(coef.size(), 0);
+    std::vector<std::size_t> order;
+    for (std::size_t d = 0; d < coef.size(); ++d)
+        if (coef[d] != 0) order.push_back(d);
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return std::llabs(coef[x]) > std::llabs(coef[y]); });
+    for (std::size_t d : order) {
+        const std::int64_t c = coef[d];
+        const std::int64_t half = std::llabs(c) / 2;
+        const std::int64_t s = delta >= 0 ? (delta + half) / c : -((-delta + half) / c);
+        shift[d] = s;
+        delta -= s * c;
+    }
+    return delta == 0;
+}
+
+std::string input_name(const ir::Node& in, int number) {
+    return in.label().empty() ? fmt::format("input {}", number) : fmt::format("input {} \"{}\"", number, in.label());
+}
+
+}  // namespace
+
+std::string_view tile_kind_name(TileKind k) {
+    switch (k) {
+        case TileKind::None: return "none";
+        case TileKind::Transpose: return "transpose";
+        case TileKind::Stencil: return "stencil";
+    }
+    return "?";
+}
+
+std::size_t TilePlan::shared_bytes(const PointwisePlan& pw) const {
+    std::size_t b = 0;
+    for (const StagedLoad& s : staged)
+        b += static_cast<std::size_t>(tile_cols) * static_cast<std::size_t>(s.pitch) *
+             itemsize(pw.loads[static_cast<std::size_t>(s.site)].dtype);
+    return b;
+}
+
+LaunchConfig TilePlan::launch(const PointwiseBinding& binding) const {
+    LaunchConfig lc;
+    if (!active() || binding.numel == 0) return lc;
+    const std::size_t R = binding.extents.size();
+    std::int64_t blocks = 1;
+    for (std::size_t d = 0; d + 1 < R; ++d)
+        if (static_cast<int>(d) != dim_a) blocks *= binding.extents[d];
+    blocks *= (binding.extents[static_cast<std::size_t>(dim_a)] + tile_rows - 1) / tile_rows;
+    blocks *= (binding.extents[R - 1] + tile_cols - 1) / tile_cols;
+    if (blocks > 2147483647)
+        throw Error(fmt::format("tiled kernel: {} tiles exceed the grid's 2^31 - 1 blocks", blocks));
+    lc.grid_x = static_cast<std::uint32_t>(blocks);
+    lc.block_x = kTileBlock;
+    return lc;
+}
+
+std::uint64_t TilePlan::hash() const {
+    Hasher h;
+    h.add(0x74696c6500000001ull);
+    h.add(static_cast<std::uint64_t>(kind));
+    h.add(static_cast<std::uint64_t>(dim_a));
+    h.add(static_cast<std::uint64_t>(tile_rows));
+    h.add(static_cast<std::uint64_t>(tile_cols));
+    for (const StagedLoad& s : staged) {
+        h.add(static_cast<std::uint64_t>(s.site));
+        h.add(static_cast<std::uint64_t>(s.pitch));
+    }
+    return h.digest();
+}
+
+std::string TilePlan::to_string(const PointwisePlan& pw) const {
+    if (!active()) return {};
+    std::string s;
+    auto out = std::back_inserter(s);
+    const int R = pw.rank;
+    fmt::format_to(out, "tiled plan: {}, tile {} x {}{} (rows along dimension {}, columns along dimension {}), {} threads, "
+                        "{} elements per thread, one block per tile\n",
+                   tile_kind_name(kind), tile_rows, tile_cols, hinted ? " (the options' tile hint)" : "", dim_a, R - 1,
+                   kTileBlock, tile_rows * tile_cols / kTileBlock);
+    for (const StagedLoad& st : staged) {
+        const DType t = pw.loads[static_cast<std::size_t>(st.site)].dtype;
+        fmt::format_to(out, "staged: in{} ({}) read along dimension {} into shared memory, {} x {} elements (rows padded to "
+                            "{} bytes: no bank conflicts)\n",
+                       st.site, name(t), dim_a, tile_cols, st.pitch, static_cast<std::size_t>(st.pitch) * itemsize(t));
+    }
+    for (const StencilTaps& sc : stencils) {
+        std::vector<std::string> halo;
+        for (int d = 0; d < R; ++d)
+            if (sc.halo_lo[static_cast<std::size_t>(d)] != 0 || sc.halo_hi[static_cast<std::size_t>(d)] != 0)
+                halo.push_back(fmt::format("dimension {} shifts {}..{}", d, sc.halo_lo[static_cast<std::size_t>(d)],
+                                           sc.halo_hi[static_cast<std::size_t>(d)]));
+        std::vector<std::string> sites;
+        for (int k : sc.sites) sites.push_back(fmt::format("in{}", k));
+        fmt::format_to(out, "stencil: {} taps of input {} ({}); halo from the first tap: {}; neighbours re-read from L1 "
+                            "within the tile\n",
+                       sc.sites.size(), sc.input, fmt::join(sites, ", "), halo.empty() ? std::string("none") : fmt::format("{}", fmt::join(halo, ", ")));
+    }
+    if (!staged.empty()) fmt::format_to(out, "shared memory: {} bytes per block\n", shared_bytes(pw));
+    return s;
+}
+
+PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& planned, const DeviceInfo& device,
+                      const TileHint& hint) {
+    PlannedTile result;
+    const PointwisePlan& pw = planned.plan;
+    const PointwiseBinding& b = planned.binding;
+    const int R = pw.rank;
+    const auto inputs = pointwise_inputs(outputs);
+    if (b.numel == 0 || R < 2) {
+        // Rank 1 (after coalescing): the flat walk already reads neighbouring taps from L1; say so for a stencil.
+        std::map<int, int> per_input;
+        for (const OperandPlan& o : pw.loads)
+            if (!o.index && o.access != Access::Scalar) ++per_input[o.input];
+        for (const auto& [in, count] : per_input)
+            if (count >= 2 && b.numel > 0)
+                result.note = fmt::format("{} taps of {} over a space of rank 1: no tile (the pointwise kernel's flat walk reads "
+                                          "neighbouring taps from L1)",
+                                          count, input_name(*inputs[static_cast<std::size_t>(in)], in));
+        return result;
+    }
+    for (const OperandPlan& o : pw.loads)
+        if (o.access == Access::Gathered) {
+            result.note = "no tile: a load goes through a reshape that is not a strided view";
+            return result;
+        }
+
+    TilePlan tp;
+    // Transposed loads: unit stride along a dimension other than the last, which moves along the last.
+    std::vector<std::int64_t> staged_bytes(static_cast<std::size_t>(R), 0);
+    auto transposed_along = [&](std::size_t s, int d) {
+        const OperandPlan& o = pw.loads[s];
+        if (o.index || o.access != Access::Strided) return false;
+        const auto& c = b.sites[s].coefs;
+        return c[static_cast<std::size_t>(d)] == 1 && c.back() != 0 && c.back() != 1;
+    };
+    for (std::size_t s = 0; s < pw.loads.size(); ++s)
+        for (int d = 0; d + 1 < R; ++d)
+            if (transposed_along(s, d)) staged_bytes[static_cast<std::size_t>(d)] += static_cast<std::int64_t>(itemsize(pw.loads[s].dtype));
+    const auto best = std::max_element(staged_bytes.begin(), staged_bytes.end() - 1);
+    if (*best > 0) {
+        tp.kind = TileKind::Transpose;
+        tp.dim_a = static_cast<int>(best - staged_bytes.begin());
+    }
+
+    // Stencils: several loads of one input with the same strides and different offsets.
+    std::map<int, std::vector<int>> by_input;
+    for (std::size_t s = 0; s < pw.loads.size(); ++s) {
+        const OperandPlan& o = pw.loads[s];
+        if (o.index || o.access == Access::Scalar || o.access == Access::RowBroadcast) continue;
+        by_input[o.input].push_back(static_cast<int>(s));
+    }
+    std::string near;
+    for (const auto& [in, sites] : by_input) {
+        if (sites.size() < 2) continue;
+        const auto& c0 = b.sites[static_cast<std::size_t>(sites[0])].coefs;
+        bool same = true;
+        for (int s : sites) same = same && b.sites[static_cast<std::size_t>(s)].coefs == c0;
+        const std::string who = input_name(*inputs[static_cast<std::size_t>(in)], in);
+        if (!same) {
+            near += fmt::format("{}not a stencil: the {} loads of {} walk it with different strides", near.empty() ? "" : "; ",
+                                sites.size(), who);
+            continue;
+        }
+        StencilTaps taps;
+        taps.input = in;
+        taps.halo_lo.assign(static_cast<std::size_t>(R), 0);
+        taps.halo_hi.assign(static_cast<std::size_t>(R), 0);
+        bool shifts = true;
+        for (int s : sites) {
+            std::vector<std::int64_t> sh;
+            shifts = shifts && shifts_of(b.sites[static_cast<std::size_t>(s)].offset - b.sites[static_cast<std::size_t>(sites[0])].offset, c0, sh);
+            for (int d = 0; d < R && shifts; ++d) {
+                taps.halo_lo[static_cast<std::size_t>(d)] = std::min(taps.halo_lo[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
+                taps.halo_hi[static_cast<std::size_t>(d)] = std::max(taps.halo_hi[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
+            }
+        }
+        bool distinct = false;
+        for (int s : sites) distinct = distinct || b.sites[static_cast<std::size_t>(s)].offset != b.sites[static_cast<std::size_t>(sites[0])].offset;
+        if (!shifts || !distinct) {
+            near += fmt::format("{}not a stencil: the {} loads of {} {}", near.empty() ? "" : "; ", sites.size(), who,
+                                distinct ? "are not whole shifts of one another" : "read the same elements");
+            continue;
+        }
+        taps.sites = sites;
+        tp.stencils.push_back(std::move(taps));
+    }
+    if (!tp.active() && !tp.stencils.empty()) {
+        tp.kind = TileKind::Stencil;
+        tp.dim_a = R - 2;
+    }
+    if (!tp.active()) {
+        result.note = near;
+        return result;
+    }
+    if (tp.kind == TileKind::Transpose)
+        for (std::size_t s = 0; s < pw.loads.size(); ++s)
+            if (transposed_along(s, tp.dim_a)) tp.staged.push_back({static_cast<int>(s), 0});
+
+    auto set_shape = [&](int rows, int cols) {
+        tp.tile_rows = rows;
+        tp.tile_cols = cols;
+        for (StagedLoad& st : tp.staged) st.pitch = padded_pitch(rows, itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype));
+    };
+    if (!hint.empty()) {
+        const std::string where = short_location(outputs[0]->loc());
+        const std::string what = fmt::format("tile({}, {}{}) for the tiled {} at {}", hint.rows, hint.cols,
+                                             hint.depth ? fmt::format(", {}", hint.depth) : std::string(),
+                                             tile_kind_name(tp.kind), where);
+        if (hint.depth != 0) throw Error(fmt::format("{}: a tiled {} takes rows and columns, not a depth", what, tile_kind_name(tp.kind)));
+        if (hint.rows <= 0 || hint.cols <= 0)
+            throw Error(fmt::format("{}: rows and columns must both be given and positive", what));
+        if (static_cast<std::int64_t>(hint.rows) * hint.cols < kTileBlock)
+            throw Error(fmt::format("{}: {} elements are fewer than the {} threads per block", what,
+                                    static_cast<std::int64_t>(hint.rows) * hint.cols, kTileBlock));
+        if (hint.cols % 32 != 0) throw Error(fmt::format("{}: columns must be a multiple of 32 (the lanes of a warp)", what));
+        if (tp.kind == TileKind::Transpose && hint.rows % 32 != 0)
+            throw Error(fmt::format("{}: rows must be a multiple of 32 (the lanes read the transposed operand along the rows)", what));
+        if (hint.rows % kWarps != 0) throw Error(fmt::format("{}: rows must be a multiple of {} (the warps of a block)", what, kWarps));
+        if (static_cast<std::int64_t>(hint.rows) * hint.cols > static_cast<std::int64_t>(kMaxElementsPerThread) * kTileBlock)
+            throw Error(fmt::format("{}: {} elements per thread exceed the {} that fit in registers", what,
+                                    static_cast<std::int64_t>(hint.rows) * hint.cols / kTileBlock, kMaxElementsPerThread));
+        set_shape(hint.rows, hint.cols);
+        if (tp.shared_bytes(pw) > device.shared_mem_per_block)
+            throw Error(fmt::format("{}: its staged loads take {} bytes of shared memory, above the {} bytes per block", what,
+                                    tp.shared_bytes(pw), device.shared_mem_per_block));
+        tp.hinted = true;
+    } else if (tp.kind == TileKind::Transpose) {
+        set_shape(64, 64);
+        if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 64);
+        if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 32);
+        if (tp.shared_bytes(pw) > device.shared_mem_per_block) {
+            result.note = fmt::format("no tile: {} transposed loads would take {} bytes of shared memory, above the {} per block",
+                                      tp.staged.size(), tp.shared_bytes(pw), device.shared_mem_per_block);
+            return result;
+        }
+    } else {
+        set_shape(32, 64);
+    }
+    if (hint.empty()) {  // a hint stands as given
+        // Every thread holds its elements' direct loads at once (they are issued together): keep that within
+        // kVectorRegisterBudget registers by taking fewer rows.
+        int words = 0;
+        for (std::size_t s = 0; s < pw.loads.size(); ++s) {
+            const OperandPlan& o = pw.loads[s];
+            bool staged = false;
+            for (const StagedLoad& st : tp.staged) staged = staged || st.site == static_cast<int>(s);
+            if (!staged && !o.index && o.access != Access::Scalar) words += register_words(o.dtype);
+        }
+        const int min_rows = tp.kind == TileKind::Transpose ? 32 : kWarps;
+        while (tp.tile_rows > min_rows && tp.tile_rows * tp.tile_cols / kTileBlock * words > kVectorRegisterBudget)
+            set_shape(tp.tile_rows / 2, tp.tile_cols);
+    }
+    result.note = near;
+    result.plan = std::move(tp);
+    return result;
+}
+
+}  // namespace loom::codegen

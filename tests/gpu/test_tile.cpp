@@ -1,0 +1,199 @@
+// Tiled kernels on the GPU (tile_plan.hpp): transposes and permutes through shared memory, stencils over
+// shifted slices, tile hints. Every result is checked against the CPU reference, whose tolerance is exact
+// for moves and for sums and products of taps (docs/semantics.md), and against the unfused evaluation bit
+// for bit; outputs are poisoned before each run (pwtest::run_checked).
+#include <doctest/doctest.h>
+
+#include "test_pointwise_util.hpp"
+
+using namespace loom;
+using pwtest::kNone;
+
+namespace {
+
+// The kernels that `arrays` plan into on this device: whether the first is tiled, and of which kind.
+codegen::TileKind tile_kind_of(const std::vector<Array>& arrays) {
+    const auto graph = ir::run_pipeline(pwtest::roots_of(arrays), ir::standard_passes());
+    std::vector<const ir::Node*> sources;
+    const codegen::FusionPlan plan = gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
+    for (const codegen::GpuKernel& g : plan.gpu)
+        if (g.tile.plan.active()) return g.tile.plan.kind;
+    return codegen::TileKind::None;
+}
+
+// run_checked, then the same arrays unfused: the same bits.
+Tensor run_both(const Array& a, const std::string& what) {
+    INFO(what);
+    const Tensor fused = pwtest::run_one(a);
+    OptionsScope unfused({.fusion = false});
+    const Tensor plain = pwtest::run_one(a, false);
+    pwtest::require_same_bits(fused, plain, what + ": fused against unfused");
+    return fused;
+}
+
+Array shift(const Array& x, std::vector<std::pair<std::int64_t, std::int64_t>> ranges) {
+    std::vector<ir::SliceSpec> specs;
+    for (auto [b, e] : ranges) specs.push_back({b, e, 1});
+    return x.slice(specs);
+}
+
+Array five_point(const Array& x) {
+    return 0.25 * (shift(x, {{0, -2}, {1, -1}}) + shift(x, {{2, kNone}, {1, -1}}) + shift(x, {{1, -1}, {0, -2}}) +
+                   shift(x, {{1, -1}, {2, kNone}}));
+}
+
+}  // namespace
+
+TEST_CASE("tiled transpose: sizes 1, 31, 32, 33, 4097 and odd rectangles, float32") {
+    const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+        {1, 1}, {1, 33}, {31, 1}, {31, 31}, {32, 32}, {33, 33}, {32, 4097}, {4097, 33}, {65, 127}, {1000, 3}, {129, 4097}};
+    std::uint64_t seed = 1;
+    for (const auto& [m, n] : shapes) {
+        const Tensor x = pwtest::rand({m, n}, float32, seed++);
+        const Array t = transpose(x);
+        if (m > 1 && n > 1) CHECK(tile_kind_of({t}) == codegen::TileKind::Transpose);
+        run_both(t, fmt::format("transpose of [{}, {}]", m, n));
+    }
+}
+
+TEST_CASE("tiled transpose: every dtype, 1-byte and 2-byte elements packed in shared memory") {
+    std::uint64_t seed = 40;
+    for (DType d : {float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, boolean}) {
+        const Tensor x = pwtest::rand({67, 45}, d, seed++);
+        const Array t = transpose(x);
+        CHECK(tile_kind_of({t}) == codegen::TileKind::Transpose);
+        run_both(t, fmt::format("transpose of [67, 45] {}", name(d)));
+    }
+}
+
+TEST_CASE("tiled permutes: any rank and permutation; those that keep the last axis need no tile") {
+    const Tensor x3 = pwtest::rand({5, 33, 70}, float32, 7);
+    const Tensor x4 = pwtest::rand({3, 17, 9, 40}, bfloat16, 8);
+    for (const auto& perm : std::vector<std::vector<std::int64_t>>{{2, 0, 1}, {1, 2, 0}, {0, 2, 1}, {2, 1, 0}}) {
+        const Array p = permute(x3, perm);
+        CHECK(tile_kind_of({p}) == codegen::TileKind::Transpose);
+        run_both(p, fmt::format("permute of [5, 33, 70] by ({})", fmt::join(perm, ", ")));
+    }
+    CHECK(tile_kind_of({permute(x3, {1, 0, 2})}) == codegen::TileKind::None);  // whole rows move
+    run_both(permute(x3, {1, 0, 2}), "permute (1, 0, 2): rows");
+    for (const auto& perm : std::vector<std::vector<std::int64_t>>{{0, 2, 3, 1}, {3, 2, 1, 0}, {1, 3, 0, 2}, {0, 2, 1, 3}}) {
+        const Array p = permute(x4, perm);
+        CHECK(tile_kind_of({p}) == (perm.back() == 3 ? codegen::TileKind::None : codegen::TileKind::Transpose));
+        run_both(p, fmt::format("permute of [3, 17, 9, 40] bf16 by ({})", fmt::join(perm, ", ")));
+    }
+}
+
+TEST_CASE("tiled transpose: strided inputs, broadcast operands and fused elementwise work on both sides") {
+    const Tensor x = pwtest::rand({300, 257}, float32, 11);
+    const Tensor s = pwtest::rand({}, float32, 12);
+    const Tensor b = pwtest::rand({300}, float32, 13);
+    // out = (x * s).T + b[j]: a per-column bias of the transposed result.
+    const Array y = transpose(Array(x) * s) + b;
+    CHECK(tile_kind_of({y}) == codegen::TileKind::Transpose);
+    run_both(y, "(x * s).T + b[j]");
+    // A strided view (every other row, from row 1) transposed, plus a contiguous operand of the output's shape.
+    const Tensor xs = x.slice({{1, kNone, 2}});
+    const Tensor c = pwtest::rand({257, 150}, float32, 14);
+    run_both(sqrt(abs(transpose(xs))) * c, "sqrt(|x[1::2].T|) * c");
+    // A transposed view of a transposed tensor reads contiguously: no tile.
+    const Tensor xt = x.transposed();
+    CHECK(tile_kind_of({transpose(xt) + 1.0}) == codegen::TileKind::None);
+    run_both(transpose(xt) + 1.0, "transpose of a transposed view");
+    // A reduction's epilogue that feeds a transpose: x - mean(x, rows), transposed.
+    const Array centred = transpose(Array(x) - mean(x, {1}, true));
+    run_both(centred, "transpose(x - mean(x, axis 1))");
+}
+
+TEST_CASE("stencils: 5-point and 7-point Laplacians, finite differences and convolutions, bit for bit") {
+    for (auto [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{3, 3}, {33, 33}, {34, 4097}, {4097, 31}, {257, 130}}) {
+        const Tensor x = pwtest::rand({m, n}, float32, static_cast<std::uint64_t>(m * 7 + n));
+        const Array s = five_point(Array(x));
+        CHECK(tile_kind_of({s}) == codegen::TileKind::Stencil);
+        run_both(s, fmt::format("5-point stencil of [{}, {}]", m, n));
+    }
+    const Tensor x3 = pwtest::rand({34, 33, 70}, float32, 21);
+    const Array c = shift(x3, {{1, -1}, {1, -1}, {1, -1}});
+    Array sum = c;
+    for (auto r : std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>{
+             {{0, -2}, {1, -1}, {1, -1}}, {{2, kNone}, {1, -1}, {1, -1}}, {{1, -1}, {0, -2}, {1, -1}},
+             {{1, -1}, {2, kNone}, {1, -1}}, {{1, -1}, {1, -1}, {0, -2}}, {{1, -1}, {1, -1}, {2, kNone}}})
+        sum = sum + shift(x3, r);
+    const Array s7 = sum * (1.0 / 7.0);
+    CHECK(tile_kind_of({s7}) == codegen::TileKind::Stencil);
+    run_both(s7, "7-point stencil of [34, 33, 70]");
+    // x[1:] - x[:-1] along rows of a matrix, and a 1-D difference (rank 1: the flat walk).
+    const Tensor m = pwtest::rand({40, 4097}, float32, 22);
+    run_both(shift(m, {{0, kNone}, {1, kNone}}) - shift(m, {{0, kNone}, {0, -1}}), "x[:, 1:] - x[:, :-1]");
+    const Tensor v = pwtest::rand({4097}, float64, 23);
+    run_both(Array(v.slice({{1, kNone, 1}})) - v.slice({{0, -1, 1}}), "1-D x[1:] - x[:-1]");
+    // A 3-tap convolution along rows with run-time weights (0-d tensors) and a 2-D one with constants.
+    const Tensor w0 = pwtest::rand({}, float32, 24), w1 = pwtest::rand({}, float32, 25), w2 = pwtest::rand({}, float32, 26);
+    const Array conv = shift(m, {{0, kNone}, {0, -2}}) * w0 + shift(m, {{0, kNone}, {1, -1}}) * w1 + shift(m, {{0, kNone}, {2, kNone}}) * w2;
+    CHECK(tile_kind_of({conv}) == codegen::TileKind::Stencil);
+    run_both(conv, "3-tap convolution with run-time weights");
+    Array conv2 = shift(m, {{0, -2}, {0, -2}}) * 0.0625;
+    for (int di = 0; di < 3; ++di)
+        for (int dj = 0; dj < 3; ++dj)
+            if (di + dj > 0)
+                conv2 = conv2 + shift(m, {{di, di - 2 == 0 ? kNone : di - 2}, {dj, dj - 2 == 0 ? kNone : dj - 2}}) *
+                                    (di == 1 && dj == 1 ? 0.25 : 0.125);
+    run_both(conv2, "3x3 convolution with constant weights");
+    // Shifted slices of two different inputs, or with different steps, are not one stencil.
+    const Tensor y = pwtest::rand({40, 4097}, float32, 27);
+    run_both(shift(m, {{0, kNone}, {1, kNone}}) - shift(y, {{0, kNone}, {0, -1}}), "slices of two inputs");
+    const Array steps = Array(m.slice({{0, kNone, 1}, {0, 2048, 1}})) + m.slice({{0, kNone, 1}, {0, 4096, 2}});
+    CHECK(tile_kind_of({steps}) == codegen::TileKind::None);
+    run_both(steps, "slices with different steps");
+}
+
+TEST_CASE("stencils: a Jacobi iteration in a traced function runs one kernel per sweep, into the interior") {
+    const std::int64_t n = 130;
+    Tensor u = pwtest::rand({n, n}, float32, 31);
+    Tensor v = u.to(Device::cuda(0));  // copies: the boundary of both grids is u's
+    const Tensor u0 = u.to(Device::cpu());
+    auto sweep = loom::function("jacobi_sweep", [](Array a) { return five_point(a); });
+    for (int k = 0; k < 4; ++k) {
+        sweep(u, v.slice({{1, -1, 1}, {1, -1, 1}}));
+        sweep(v, u.slice({{1, -1, 1}, {1, -1, 1}}));
+    }
+    synchronize();
+    CHECK(sweep.stats().specializations == 1);  // both grids have one layout, both interiors another
+    // One kernel per sweep, tiled as a stencil (the specialization with a contiguous result has the same one).
+    const std::string src = sweep.cuda_source(u);
+    std::size_t kernels = 0;
+    for (std::size_t at = src.find("__global__"); at != std::string::npos; at = src.find("__global__", at + 1)) ++kernels;
+    CHECK(kernels == 1);
+    CHECK(src.find("jacobi_sweep_tile(") != std::string::npos);
+    // The same sweeps on the CPU reference, from the same start.
+    Tensor hu = u0.to(Device::cpu()), hv = u0.to(Device::cpu());
+    for (int k = 0; k < 4; ++k) {
+        assign(hv.slice({{1, -1, 1}, {1, -1, 1}}), five_point(Array(hu)));
+        assign(hu.slice({{1, -1, 1}, {1, -1, 1}}), five_point(Array(hv)));
+    }
+    pwtest::require_same_bits(u.to(Device::cpu()), hu, "Jacobi after 8 sweeps");
+}
+
+TEST_CASE("tile hints: honoured, and an impossible hint names the limit it breaks") {
+    const Tensor x = pwtest::rand({200, 300}, float32, 41);
+    {
+        OptionsScope hinted({.tile = tile(32, 128)});
+        run_both(transpose(x), "transpose with tile(32, 128)");
+        run_both(five_point(Array(x)), "stencil with tile(32, 128)");
+    }
+    auto message = [&](TileHint h, const Array& a) {
+        OptionsScope hinted({.tile = h});
+        try {
+            (void)a.eval();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK(message(tile(8, 16), transpose(x)).find("threads per block") != std::string::npos);
+    CHECK(message(tile(64, 48), transpose(x)).find("multiple of 32") != std::string::npos);
+    CHECK(message(tile(256, 256), transpose(x)).find("per thread") != std::string::npos);
+    const Tensor x64 = pwtest::rand({200, 300}, float64, 42);
+    CHECK(message(tile(128, 128), transpose(x64)).find("shared memory") != std::string::npos);
+    CHECK(message(tile(64, 64, 16), transpose(x)).find("depth") != std::string::npos);
+    CHECK(message(tile(64, 64, 16), transpose(x)).find("test_tile.cpp") != std::string::npos);
+}
