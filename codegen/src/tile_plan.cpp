@@ -155,6 +155,11 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
                                           count, input_name(*inputs[static_cast<std::size_t>(in)], in));
         return result;
     }
+    for (const OperandPlan& o : pw.outputs)
+        if (o.access != Access::Contiguous && !o.unit_inner) {
+            result.note = "no tile: an output is a view whose unit stride is not along the last dimension (written where it lies)";
+            return result;
+        }
     for (const OperandPlan& o : pw.loads)
         if (o.access == Access::Gathered) {
             result.note = "no tile: a load goes through a reshape that is not a strided view";

@@ -130,8 +130,10 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
             throw Error(fmt::format("{}(): output {} is {} but the result is {} on {}, {} ({}; the function is "
                                     "defined at {})",
                                     name_, r,
-                                    o.defined() ? fmt::format("{} {} on {} with strides {}", to_string(o.shape()), name(o.dtype()),
-                                                              o.device().to_string(), to_string(o.strides()))
+                                    o.defined() ? fmt::format("{} {} on {}{}", to_string(o.shape()), name(o.dtype()),
+                                                              o.device().to_string(),
+                                                              o.is_contiguous() ? std::string()
+                                                                                : fmt::format(" with strides {}", to_string(o.strides())))
                                                 : std::string("undefined"),
                                     ir::describe(*roots_[r]), device_.to_string(),
                                     view ? fmt::format("strides {}", to_string(out_strides_[r])) : std::string("contiguous"),

@@ -58,7 +58,7 @@ TEST_CASE("tiled transpose: sizes 1, 31, 32, 33, 4097 and odd rectangles, float3
 
 TEST_CASE("tiled transpose: every dtype, 1-byte and 2-byte elements packed in shared memory") {
     std::uint64_t seed = 40;
-    for (DType d : {float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, boolean}) {
+    for (DType d : kAllDTypes) {
         const Tensor x = pwtest::rand({67, 45}, d, seed++);
         const Array t = transpose(x);
         CHECK(tile_kind_of({t}) == codegen::TileKind::Transpose);

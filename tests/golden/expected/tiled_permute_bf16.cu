@@ -1,0 +1,81 @@
+// ---- Loom tiled kernel tiled_permute_bf16 (from "tiled_permute_bf16") ----
+// pointwise plan: rank 3, block 256, vector width 1 (no vector variant), 32-bit indexing
+// parameters: 48 bytes
+// in0: input 0, bfloat16, strided dims {0,1,2}, 2 B/element
+// in1: input 1, bfloat16, row broadcast, 0 B/element
+// out0: bfloat16
+// tiled plan: transpose, tile 64 x 64 (rows along dimension 1, columns along dimension 2), 256 threads, 16 elements per thread, one block per tile
+// staged: in0 (bfloat16) read along dimension 1 into shared memory, 64 x 66 elements (rows padded to 132 bytes: no bank conflicts)
+// shared memory: 8448 bytes per block
+// entry point: tiled_permute_bf16_tile (one block of 256 threads per tile)
+
+struct tiled_permute_bf16_params {
+    const lm::bf16* in0;                                     // input 0 "x", strided (test_tile_golden.cpp:49)
+    const lm::bf16* in1;                                     // input 1 "bias", row broadcast (test_tile_golden.cpp:50)
+    lm::bf16* out0;                                          // output 0, contiguous
+    int n;                                                   // elements in the iteration space
+    int ext1;                                                // extent of dimension 1
+    int ext2;                                                // extent of dimension 2
+    int in0_s0;                                              // in0 stride of dimension 0
+    int in0_s1;                                              // in0 stride of dimension 1
+    int in0_s2;                                              // in0 stride of dimension 2
+};
+static_assert(sizeof(tiled_permute_bf16_params) == 48, "kernel parameter layout differs from the host's");
+
+__device__ __forceinline__ void tiled_permute_bf16_body(const float v0, const float v1, float& r0) {
+    // v0 = in0: input 0 "x" bfloat16                        // test_tile_golden.cpp:49
+    // v1 = in1: input 1 "bias" bfloat16                     // test_tile_golden.cpp:50
+    const float v2 = lm::round_bf16(lm::add(v0, v1));        // add (test_tile_golden.cpp:51)
+    r0 = v2;                                                 // output 0
+}
+
+extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile(const __grid_constant__ tiled_permute_bf16_params p) {
+    __shared__ lm::bf16 tile0[64][66];                       // in0 staged: a row per column of the tile, padded
+    const int ext_a = p.ext1;                                // extent of dimension 1 (tile rows)
+    const int ext_b = p.ext2;                                // extent of dimension 2 (tile columns)
+    int q = (int)blockIdx.x;                                 // this block's tile
+    const int tiles_b = (ext_b + 63) / 64;
+    const int b0 = q % tiles_b * 64;                         // first column of the tile
+    q /= tiles_b;
+    const int tiles_a = (ext_a + 63) / 64;
+    const int a0 = q % tiles_a * 64;                         // first row of the tile
+    q /= tiles_a;
+    const int i0 = q;                                        // index of dimension 0 (outside the tile)
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    #pragma unroll
+    for (int k = 0; k < 8; ++k) {                            // stage: read along dimension 1 (the operands' unit stride)
+        const int i2 = b0 + warp + 8 * k;
+        #pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const int i1 = a0 + lane + 32 * c;
+            if (i1 >= ext_a || i2 >= ext_b) continue;        // outside the space
+            tile0[i2 - b0][i1 - a0] = p.in0[i0 * p.in0_s0 + i1 * p.in0_s1 + i2 * p.in0_s2]; // load in0 (strided)
+        }
+    }
+    __syncthreads();                                         // the tile is staged
+    float x1[8][2];                                          // in1 (row broadcast) at each of this thread's elements
+    #pragma unroll
+    for (int k = 0; k < 8; ++k) {                            // load: this thread's elements, rows warp + 8k, columns lane + 32c
+        const int i1 = a0 + warp + 8 * k;
+        #pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const int i2 = b0 + lane + 32 * c;
+            if (i1 >= ext_a || i2 >= ext_b) continue;        // outside the space
+            const int e = (i0 * p.ext1 + i1) * p.ext2 + i2;  // flat index
+            x1[k][c] = lm::to_reg(p.in1[i2]);                // load in1 (row broadcast)
+        }
+    }
+    #pragma unroll
+    for (int k = 0; k < 8; ++k) {                            // compute and store: columns along the lanes (coalesced)
+        const int i1 = a0 + warp + 8 * k;
+        #pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const int i2 = b0 + lane + 32 * c;
+            if (i1 >= ext_a || i2 >= ext_b) continue;        // outside the space
+            const int e = (i0 * p.ext1 + i1) * p.ext2 + i2;  // flat index
+            float r0;
+            tiled_permute_bf16_body(lm::to_reg(tile0[i2 - b0][i1 - a0]), x1[k][c], r0);
+            p.out0[e] = lm::to_bf16(r0);                     // store out0
+        }
+    }
+}

@@ -1,0 +1,157 @@
+// The tiled plan (tile_plan.hpp) without a GPU: which pointwise kernels tile, with which staged loads,
+// padding and halo; the explain text; tile hints and the limits an impossible one names; traced functions
+// writing into views (the Jacobi sweep's interior) on the host.
+#include <doctest/doctest.h>
+
+#include "error_message.hpp"
+#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/tile_plan.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/loom.hpp"
+
+using namespace loom;
+using codegen::TileKind;
+
+namespace {
+
+constexpr std::int64_t kEnd = ir::SliceSpec::kNone;
+
+codegen::PlannedTile tile_of(const ir::NodePtr& out, const TileHint& hint = {},
+                             std::vector<codegen::InputLayout> layouts = {}) {
+    const std::vector<ir::NodePtr> outs{out};
+    if (layouts.empty())
+        for (const auto* in : codegen::pointwise_inputs(outs)) layouts.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+    const auto dev = codegen::DeviceInfo::h200();
+    return codegen::plan_tile(outs, codegen::plan_pointwise(outs, layouts, dev), dev, hint);
+}
+
+ir::NodePtr shift(const ir::NodePtr& x, std::vector<std::pair<std::int64_t, std::int64_t>> r) {
+    std::vector<ir::SliceSpec> spec;
+    for (auto [b, e] : r) spec.push_back({b, e, 1});
+    return ir::slice(x, spec);
+}
+
+ir::NodePtr add(const ir::NodePtr& a, const ir::NodePtr& b) { return ir::binary(ir::Op::Add, a, b); }
+
+Array five_point(const Array& u) {
+    return 0.25 * (u.slice({{0, -2, 1}, {1, -1, 1}}) + u.slice({{2, kEnd, 1}, {1, -1, 1}}) + u.slice({{1, -1, 1}, {0, -2, 1}}) +
+                   u.slice({{1, -1, 1}, {2, kEnd, 1}}));
+}
+
+}  // namespace
+
+TEST_CASE("tile plan: a transpose stages its load, rows padded to an odd number of words for every element size") {
+    for (DType d : kAllDTypes) {
+        auto x = ir::input(d, {100, 70}, "x");
+        const auto t = tile_of(ir::transpose(x));
+        REQUIRE(t.plan.kind == TileKind::Transpose);
+        CHECK(t.plan.dim_a == 0);
+        REQUIRE(t.plan.staged.size() == 1);
+        const std::size_t bytes = itemsize(d) * static_cast<std::size_t>(t.plan.staged[0].pitch);
+        CHECK(t.plan.staged[0].pitch >= t.plan.tile_rows);
+        if (itemsize(d) < 8) CHECK((bytes % 4 == 0 && bytes / 4 % 2 == 1));  // an odd number of 4-byte words
+        else CHECK(t.plan.staged[0].pitch % 2 == 1);                          // 8-byte: an odd number of elements
+    }
+}
+
+TEST_CASE("tile plan: which permutes tile, and which read rows or contiguously") {
+    auto x = ir::input(DType::Float32, {4, 5, 6, 7}, "x");
+    CHECK(tile_of(ir::permute(x, {0, 1, 3, 2})).plan.kind == TileKind::Transpose);
+    CHECK(tile_of(ir::permute(x, {3, 0, 1, 2})).plan.kind == TileKind::Transpose);
+    CHECK(tile_of(ir::permute(x, {1, 0, 2, 3})).plan.kind == TileKind::None);  // the last axis stays: rows move
+    CHECK(tile_of(ir::unary(ir::Op::Neg, x)).plan.kind == TileKind::None);
+    // A transpose of a column-major tensor reads contiguously: no tile.
+    auto y = ir::input(DType::Float32, {50, 60}, "y");
+    CHECK(tile_of(ir::transpose(y), {}, {{DType::Float32, {1, 50}, true}}).plan.kind == TileKind::None);
+    // The plan's kernel key differs from the untiled pointwise kernel's.
+    auto t = tile_of(ir::transpose(y));
+    CHECK(t.plan.hash() != codegen::TilePlan{}.hash());
+}
+
+TEST_CASE("tile plan: stencils are recognized with their halo; near-patterns say why not") {
+    auto x = ir::input(DType::Float32, {64, 80}, "x");
+    auto s5 = add(add(add(shift(x, {{0, -2}, {1, -1}}), shift(x, {{2, kEnd}, {1, -1}})), shift(x, {{1, -1}, {0, -2}})),
+                  shift(x, {{1, -1}, {2, kEnd}}));
+    const auto t = tile_of(s5);
+    REQUIRE(t.plan.kind == TileKind::Stencil);
+    REQUIRE(t.plan.stencils.size() == 1);
+    CHECK(t.plan.stencils[0].sites.size() == 4);
+    CHECK(t.plan.stencils[0].halo_hi[0] - t.plan.stencils[0].halo_lo[0] == 2);
+    CHECK(t.plan.stencils[0].halo_hi[1] - t.plan.stencils[0].halo_lo[1] == 2);
+    CHECK(t.plan.to_string(codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}}, codegen::DeviceInfo::h200()).plan)
+              .find("stencil: 4 taps of input 0") != std::string::npos);
+    // Different steps: not a stencil, and the note says so.
+    auto steps = add(ir::slice(x, {{0, kEnd, 1}, {0, 40, 1}}), ir::slice(x, {{0, kEnd, 1}, {0, 80, 2}}));
+    const auto n = tile_of(steps);
+    CHECK(n.plan.kind == TileKind::None);
+    CHECK(n.note.find("different strides") != std::string::npos);
+    // Slices of two inputs are two loads, not a stencil.
+    auto y = ir::input(DType::Float32, {64, 80}, "y");
+    CHECK(tile_of(add(shift(x, {{0, -1}, {0, kEnd}}), shift(y, {{1, kEnd}, {0, kEnd}}))).plan.kind == TileKind::None);
+    // Rank 1 after coalescing: x[1:] - x[:-1] of a vector keeps the flat walk, and the note says why.
+    auto v = ir::input(DType::Float32, {1000}, "v");
+    const auto r1 = tile_of(ir::binary(ir::Op::Sub, ir::slice(v, {{1, kEnd, 1}}), ir::slice(v, {{0, -1, 1}})));
+    CHECK(r1.plan.kind == TileKind::None);
+    CHECK(r1.note.find("rank 1") != std::string::npos);
+}
+
+TEST_CASE("tile plan: hints are taken, and an impossible one names the limit it breaks") {
+    auto x = ir::input(DType::Float32, {300, 200}, "x");
+    const auto t = tile_of(ir::transpose(x), tile(32, 128));
+    CHECK(t.plan.tile_rows == 32);
+    CHECK(t.plan.tile_cols == 128);
+    CHECK(t.plan.hinted);
+    auto err = [&](TileHint h, DType d = DType::Float32) {
+        return loom_test::error_message([&] { (void)tile_of(ir::transpose(ir::input(d, {300, 200}, "x")), h); });
+    };
+    CHECK(err(tile(8, 16)).find("fewer than the 256 threads per block") != std::string::npos);
+    CHECK(err(tile(64, 48)).find("multiple of 32 (the lanes of a warp)") != std::string::npos);
+    CHECK(err(tile(40, 64)).find("rows must be a multiple of 32") != std::string::npos);
+    CHECK(err(tile(256, 256)).find("elements per thread") != std::string::npos);
+    CHECK(err(tile(128, 128), DType::Float64).find("shared memory") != std::string::npos);
+    CHECK(err(tile(64, 64, 16)).find("not a depth") != std::string::npos);
+    CHECK(err(tile(64, 48)).find("test_tile_plan.cpp") != std::string::npos);  // the user's line
+}
+
+TEST_CASE("tile plan: LOOM_EXPLAIN's text names the tile and the staged load") {
+    const Tensor x = testing::random_tensor({200, 300}, float32, 1);
+    const std::string text = explain({transpose(x) * 2.0});
+    CHECK(text.find("pointwise, tiled") != std::string::npos);
+    CHECK(text.find("tiled plan: transpose, tile 64 x 64") != std::string::npos);
+    CHECK(text.find("staged: in0") != std::string::npos);
+    const std::string st = explain({five_point(Array(x))});
+    CHECK(st.find("tiled plan: stencil") != std::string::npos);
+    CHECK(st.find("halo") != std::string::npos);
+}
+
+TEST_CASE("traced functions write into views: a Jacobi sweep into the interior of the other grid") {
+    Tensor u = testing::random_tensor({34, 40}, float32, 2);
+    Tensor v = u.to(Device::cpu());
+    const Tensor u0 = u.to(Device::cpu());
+    auto sweep = loom::function("jacobi_host", [](Array a) { return five_point(a); });
+    const std::vector<ir::SliceSpec> inner = {{1, -1, 1}, {1, -1, 1}};
+    sweep(u, v.slice(inner));
+    sweep(v, u.slice(inner));
+    CHECK(sweep.stats().specializations == 1);
+    // The same two sweeps written with assign(): the same bits, the boundary untouched.
+    Tensor hu = u0.to(Device::cpu()), hv = u0.to(Device::cpu());
+    assign(hv.slice(inner), five_point(Array(hu)));
+    assign(hu.slice(inner), five_point(Array(hv)));
+    CHECK(testing::compare(u, hu, testing::Tolerance::exact()).ok);
+    CHECK(testing::compare(v, hv, testing::Tolerance::exact()).ok);
+    CHECK(u.get_double(0) == u0.get_double(0));
+    // A new result (contiguous) is another specialization, and so is a transposed view as the output.
+    const Tensor fresh = sweep(u);
+    CHECK(fresh.shape() == Shape{32, 38});
+    CHECK(sweep.stats().specializations == 2);
+    Tensor store = Tensor::empty({38, 32}, float32, Device::cpu());
+    sweep(u, store.transposed());
+    CHECK(sweep.stats().specializations == 3);
+    CHECK(testing::compare(store.transposed(), fresh, testing::Tolerance::exact()).ok);
+    // An output that overlaps itself is refused, naming the function and the call.
+    const Tensor row = Tensor::empty({38}, float32, Device::cpu());
+    const std::string msg = loom_test::error_message([&] { sweep(u, row.as_strided({32, 38}, {0, 1}, 0)); });
+    CHECK(msg.find("jacobi_host(): output 0") == 0);
+    CHECK(msg.find("overlaps itself") != std::string::npos);
+    CHECK(msg.find("test_tile_plan.cpp") != std::string::npos);
+}
