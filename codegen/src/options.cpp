@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -23,6 +24,25 @@ bool env_is(const char* var, std::initializer_list<std::string_view> words) {
     for (std::string_view w : words)
         if (w == v) return true;
     return false;
+}
+
+/// "64x64" or "128x128x32" into `hint`; false (hint untouched) for anything else.
+bool parse_tile(const char* text, TileHint& hint) {
+    int v[3] = {0, 0, 0};
+    int k = 0;
+    const char* p = text;
+    for (;;) {
+        char* end = nullptr;
+        const long x = std::strtol(p, &end, 10);
+        if (end == p || x <= 0 || x > (1 << 20) || k == 3) return false;
+        v[k++] = static_cast<int>(x);
+        if (*end == '\0') break;
+        if (*end != 'x') return false;
+        p = end + 1;
+    }
+    if (k < 2) return false;
+    hint = TileHint{v[0], v[1], v[2]};
+    return true;
 }
 
 std::string_view capture_name(CapturePolicy c) {
@@ -58,6 +78,10 @@ Options environment_options() {
     o.fast_math = env_is("LOOM_FAST_MATH", {"1", "on"});
     o.line_info = env_is("LOOM_LINEINFO", {"1", "on"});
     o.fusion = !env_is("LOOM_FUSION", {"0", "off"});
+    if (const char* t = std::getenv("LOOM_TILE"); t && *t) {
+        if (!parse_tile(t, o.tile))
+            std::fprintf(stderr, "loom warning: LOOM_TILE=%s is not ROWSxCOLS or ROWSxCOLSxDEPTH (positive numbers); no tile hint\n", t);
+    }
     return o;
 }
 

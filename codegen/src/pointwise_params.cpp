@@ -167,13 +167,14 @@ void put_scalar(std::span<std::byte> out, const ParamField& f, DType t, const ir
     }
 }
 
+
+}  // namespace
+
 const void* site_pointer(const PointwisePlan& plan, const PointwiseBinding& b, std::span<const void* const> inputs,
                          std::size_t s) {
     const auto* base = static_cast<const std::byte*>(inputs[static_cast<std::size_t>(plan.loads[s].input)]);
     return base + b.sites[s].offset * static_cast<std::int64_t>(itemsize(plan.loads[s].dtype));
 }
-
-}  // namespace
 
 void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span<const void* const> inputs,
                  std::span<void* const> outputs, std::span<std::byte> out) {

@@ -91,6 +91,24 @@ LaunchConfig TilePlan::launch(const PointwiseBinding& binding) const {
     return lc;
 }
 
+Variant TilePlan::select_variant(const PointwisePlan& pw, const PointwiseBinding& b, std::span<const void* const> inputs,
+                                 std::span<void* const> outputs) const {
+    const int V = vector_width;
+    if (V <= 1) return Variant::Scalar;
+    const std::size_t R = b.extents.size();
+    if (b.extents[static_cast<std::size_t>(dim_a)] % V != 0 || b.extents[R - 1] % V != 0) return Variant::Scalar;
+    auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    for (const StagedLoad& st : staged) {
+        const std::size_t s = static_cast<std::size_t>(st.site);
+        if (!aligned(site_pointer(pw, b, inputs, s))) return Variant::Scalar;
+        for (std::size_t d = 0; d < R; ++d)
+            if (static_cast<int>(d) != dim_a && b.sites[s].coefs[d] % V != 0) return Variant::Scalar;
+    }
+    for (std::size_t o = 0; o < outputs.size(); ++o)
+        if (pw.outputs[o].access != Access::Contiguous || !aligned(outputs[o])) return Variant::Scalar;
+    return Variant::Vector;
+}
+
 std::uint64_t TilePlan::hash() const {
     Hasher h;
     h.add(0x74696c6500000001ull);
@@ -102,6 +120,7 @@ std::uint64_t TilePlan::hash() const {
         h.add(static_cast<std::uint64_t>(s.site));
         h.add(static_cast<std::uint64_t>(s.pitch));
     }
+    h.add(static_cast<std::uint64_t>(vector_width));
     return h.digest();
 }
 
@@ -133,6 +152,10 @@ std::string TilePlan::to_string(const PointwisePlan& pw) const {
                        sc.sites.size(), sc.input, fmt::join(sites, ", "), halo.empty() ? std::string("none") : fmt::format("{}", fmt::join(halo, ", ")));
     }
     if (!staged.empty()) fmt::format_to(out, "shared memory: {} bytes per block\n", shared_bytes(pw));
+    if (vector_width > 1)
+        fmt::format_to(out, "vector variant: {}-byte vectors of {} elements for the staged loads and the stores, when the "
+                            "tile's extents divide by {} and the pointers are aligned\n",
+                       16, vector_width, vector_width);
     return s;
 }
 
@@ -276,7 +299,11 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
             return result;
         }
     } else {
-        set_shape(32, 64);
+        // Measured on the H200 (docs/performance.md): 32 x 64 for the 5-point stencil of S1; a 3-D stencil,
+        // whose taps along the outer dimension come from other blocks through L2, runs best in flat
+        // 8 x 128 tiles (S2).
+        if (R >= 3) set_shape(8, 128);
+        else set_shape(32, 64);
     }
     if (hint.empty()) {  // a hint stands as given
         // Every thread holds its elements' direct loads at once (they are issued together): keep that within
@@ -291,6 +318,12 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
         const int min_rows = tp.kind == TileKind::Transpose ? 32 : kWarps;
         while (tp.tile_rows > min_rows && tp.tile_rows * tp.tile_cols / kTileBlock * words > kVectorRegisterBudget)
             set_shape(tp.tile_rows / 2, tp.tile_cols);
+    }
+    if (tp.kind == TileKind::Transpose && tp.tile_rows % 32 == 0 && tp.tile_cols % 32 == 0) {
+        bool four = true;
+        for (const StagedLoad& st : tp.staged) four = four && itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype) == 4;
+        for (const OperandPlan& o : pw.outputs) four = four && o.access == Access::Contiguous && itemsize(o.dtype) == 4;
+        if (four) tp.vector_width = 4;
     }
     result.note = near;
     result.plan = std::move(tp);

@@ -158,7 +158,8 @@ void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g,
                       std::span<void* const> outs, const LaunchPrep* prep, std::string_view where) {
     const codegen::PlannedPointwise& planned = g.pointwise;
     const bool tiled = g.tile.plan.active();  // the tiled kernel: its one entry point, one block per tile
-    const codegen::Variant v = tiled ? codegen::Variant::Scalar : codegen::select_variant(planned.plan, planned.binding, ins, outs);
+    const codegen::Variant v = tiled ? g.tile.plan.select_variant(planned.plan, planned.binding, ins, outs)
+                                     : codegen::select_variant(planned.plan, planned.binding, ins, outs);
     const codegen::LaunchConfig lc = tiled ? g.tile.plan.launch(planned.binding) : planned.plan.launch(g.numel, v);
     if (lc.grid_x == 0) return;
     ParamBytes params(planned.plan.params.size);

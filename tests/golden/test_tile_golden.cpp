@@ -23,7 +23,7 @@ codegen::PlannedTile run_tile(const std::string& name, const std::vector<NodePtr
     golden::check_text(name, ks.kernel);
     golden::compile_sm90(ks);
     CHECK(ks.scalar_entry == name + "_tile");
-    CHECK(ks.vector_entry.empty());
+    CHECK(ks.vector_entry.empty() == (tile.plan.vector_width == 1));
     return tile;
 }
 
@@ -43,6 +43,7 @@ TEST_CASE("golden: tiled transpose, float32 16384 x 16384") {
     CHECK(t.plan.tile_cols == 64);
     REQUIRE(t.plan.staged.size() == 1);
     CHECK(t.plan.staged[0].pitch == 65);  // 65 words per row: odd, so a warp's column reads hit 32 banks
+    CHECK(t.plan.vector_width == 4);      // and the vector variant: 16-byte loads of x and stores of the result
 }
 
 TEST_CASE("golden: bf16 permute (0, 2, 3, 1) with a per-column bias, tiled") {

@@ -155,3 +155,36 @@ TEST_CASE("traced functions write into views: a Jacobi sweep into the interior o
     CHECK(msg.find("overlaps itself") != std::string::npos);
     CHECK(msg.find("test_tile_plan.cpp") != std::string::npos);
 }
+
+TEST_CASE("tile plan: the options' text shows a hint") {
+    Options o;
+    o.tile = tile(32, 128);
+    CHECK(o.to_string().find("tile=32x128x0") != std::string::npos);
+    CHECK(Options{}.to_string().find("tile=auto") != std::string::npos);
+}
+
+TEST_CASE("tile plan: the vector variant of a float32 transpose, and when the scalar one runs instead") {
+    auto x = ir::input(DType::Float32, {256, 300}, "x");
+    const std::vector<ir::NodePtr> outs{ir::transpose(x)};
+    const auto dev = codegen::DeviceInfo::h200();
+    const auto pw = codegen::plan_pointwise(outs, {{DType::Float32, {300, 1}, true}}, dev);
+    const auto t = codegen::plan_tile(outs, pw, dev, {});
+    REQUIRE(t.plan.vector_width == 4);
+    alignas(16) static float in[4], out[4];
+    const void* ins[] = {in};
+    void* os[] = {out};
+    CHECK(t.plan.select_variant(pw.plan, pw.binding, ins, os) == codegen::Variant::Vector);
+    const void* shifted[] = {in + 1};  // element 0 not 16-byte aligned
+    CHECK(t.plan.select_variant(pw.plan, pw.binding, shifted, os) == codegen::Variant::Scalar);
+    void* out_shifted[] = {out + 1};
+    CHECK(t.plan.select_variant(pw.plan, pw.binding, ins, out_shifted) == codegen::Variant::Scalar);
+    // Extents that do not divide by 4: the scalar variant.
+    auto y = ir::input(DType::Float32, {255, 300}, "y");
+    const std::vector<ir::NodePtr> outs2{ir::transpose(y)};
+    const auto pw2 = codegen::plan_pointwise(outs2, {{DType::Float32, {300, 1}, true}}, dev);
+    const auto t2 = codegen::plan_tile(outs2, pw2, dev, {});
+    CHECK(t2.plan.select_variant(pw2.plan, pw2.binding, ins, os) == codegen::Variant::Scalar);
+    // 2-byte elements: the scalar variant only (conflict-free with elements packed two to a word).
+    auto h = ir::input(DType::BFloat16, {256, 300}, "h");
+    CHECK(tile_of(ir::transpose(h)).plan.vector_width == 1);
+}

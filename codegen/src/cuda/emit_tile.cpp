@@ -43,9 +43,15 @@ struct TileEmitter {
         for (int d = 1; d < R; ++d) e = fmt::format("{} * p.ext{} + i{}", d == 1 ? e : "(" + e + ")", d, d);
         return e;
     }
-    bool needs_flat() const {
-        for (std::size_t k = 0; k < pw.loads.size(); ++k)
-            if (pw.loads[k].access == Access::Contiguous && staged_number(k) < 0) return true;
+    // Whether the direct loads (loads) or the outputs (!loads) use the flat index.
+    bool needs_flat(bool loads) const {
+        if (loads) {
+            for (std::size_t k = 0; k < pw.loads.size(); ++k)
+                if (pw.loads[k].access == Access::Contiguous && direct(k)) return true;
+            return false;
+        }
+        for (const OperandPlan& o : pw.loads)  // an index computed in the compute loop
+            if (o.index && o.access == Access::Contiguous) return true;
         for (const OperandPlan& o : pw.outputs)
             if (o.access == Access::Contiguous) return true;
         return false;
@@ -122,9 +128,9 @@ struct TileEmitter {
         line(s, 4, "}");
     }
 
-    std::string entry() const {
+    // The entry point's opening: its signature, the shared tiles and the tile's position.
+    std::string opening(const std::string& entry_name) const {
         std::string s;
-        const std::string entry_name = name + "_tile";
         if (!pw.params_in_memory) {
             s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
                             kTileBlock, entry_name, name);
@@ -141,30 +147,52 @@ struct TileEmitter {
                  fmt::format("in{} staged: a row per column of the tile, padded", st.site));
         }
         tile_position(s);
-        const bool flat_needed = needs_flat();
+        return s;
+    }
+
+    std::string entry() const {
+        std::string s = opening(name + "_tile");
+        // Every loop below only loads, or only stores: a thread's loads are then all in flight together (a
+        // store through a generic pointer could alias them, so the compiler keeps loads after earlier stores).
         if (!tp.staged.empty()) {
-            open_loops(s, true, fmt::format("stage: read along dimension {} (the operands' unit stride)", a));
+            const int rows = tp.tile_cols / (kTileBlock / 32), cols = tp.tile_rows / 32;
             for (std::size_t k = 0; k < tp.staged.size(); ++k) {
                 const std::size_t site = static_cast<std::size_t>(tp.staged[k].site);
-                line(s, 12, fmt::format("tile{}[i{} - b0][i{} - a0] = p.in{}[{}];", k, b, a, site, part.site_offset[site]),
+                line(s, 4, fmt::format("{} y{}[{}][{}];", storage_type(pw.loads[site].dtype), k, rows, cols),
+                     fmt::format("in{} as read, on its way to tile{}", site, k));
+            }
+            open_loops(s, true, fmt::format("stage, 1/2: read along dimension {} (the operands' unit stride)", a));
+            for (std::size_t k = 0; k < tp.staged.size(); ++k) {
+                const std::size_t site = static_cast<std::size_t>(tp.staged[k].site);
+                line(s, 12, fmt::format("y{}[k][c] = p.in{}[{}];", k, site, part.site_offset[site]),
                      fmt::format("load in{} ({})", site, access_name(pw.loads[site].access)));
             }
             close_loops(s);
+            open_loops(s, true, "stage, 2/2: into shared memory");
+            for (std::size_t k = 0; k < tp.staged.size(); ++k)
+                line(s, 12, fmt::format("tile{}[i{} - b0][i{} - a0] = y{}[k][c];", k, b, a, k));
+            close_loops(s);
             line(s, 4, "__syncthreads();", "the tile is staged");
         }
-        // Direct loads first, all of them, so that they are in flight together (the stores below could alias them).
-        std::vector<std::size_t> direct_sites;
+        std::vector<std::size_t> gathered;  // direct loads and staged values, read into registers before any store
         for (std::size_t k = 0; k < pw.loads.size(); ++k)
-            if (direct(k)) direct_sites.push_back(k);
-        for (std::size_t k : direct_sites)
+            if (direct(k) || staged_number(k) >= 0) gathered.push_back(k);
+        for (std::size_t k : gathered)
             line(s, 4, fmt::format("{} x{}[{}][{}];", register_type(pw.loads[k].dtype), k, row_steps, col_steps),
-                 fmt::format("in{} ({}) at each of this thread's elements", k, access_name(pw.loads[k].access)));
-        if (!direct_sites.empty()) {
+                 staged_number(k) >= 0 ? fmt::format("in{} from tile{} at each of this thread's elements", k, staged_number(k))
+                                       : fmt::format("in{} ({}) at each of this thread's elements", k, access_name(pw.loads[k].access)));
+        if (!gathered.empty()) {
             open_loops(s, false, "load: this thread's elements, rows warp + 8k, columns lane + 32c");
-            if (flat_needed) line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index");
-            for (std::size_t k : direct_sites)
-                line(s, 12, fmt::format("x{}[k][c] = lm::to_reg(p.in{}[{}]);", k, k, offset(k)),
-                     fmt::format("load in{} ({})", k, access_name(pw.loads[k].access)));
+            if (needs_flat(true)) line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index");
+            for (std::size_t k : gathered) {
+                const int st = staged_number(k);
+                if (st >= 0)
+                    line(s, 12, fmt::format("x{}[k][c] = lm::to_reg(tile{}[i{} - b0][i{} - a0]);", k, st, b, a),
+                         fmt::format("in{} from shared memory (a column of tile{})", k, st));
+                else
+                    line(s, 12, fmt::format("x{}[k][c] = lm::to_reg(p.in{}[{}]);", k, k, offset(k)),
+                         fmt::format("load in{} ({})", k, access_name(pw.loads[k].access)));
+            }
             close_loops(s);
         }
         for (std::size_t k = 0; k < pw.loads.size(); ++k) {
@@ -174,13 +202,13 @@ struct TileEmitter {
             else line(s, 4, fmt::format("const {} x{} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), k, k), fmt::format("load in{} once (scalar)", k));
         }
         open_loops(s, false, "compute and store: columns along the lanes (coalesced)");
-        if (flat_needed) line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index");
+        if (needs_flat(false)) line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index");
         std::vector<std::string> args;
         if (part.body_needs_params) args.push_back("p");
         for (std::size_t k = 0; k < pw.loads.size(); ++k) {
             const OperandPlan& o = pw.loads[k];
             const int st = staged_number(k);
-            if (st >= 0) args.push_back(fmt::format("lm::to_reg(tile{}[i{} - b0][i{} - a0])", st, b, a));
+            if (st >= 0) args.push_back(fmt::format("x{}[k][c]", k));
             else if (o.access == Access::Scalar) args.push_back(fmt::format("x{}", k));
             else if (o.index) args.push_back(fmt::format("(p.in{}_base + (long long)({}))", k, offset(k)));
             else args.push_back(fmt::format("x{}[k][c]", k));
@@ -203,6 +231,120 @@ struct TileEmitter {
         s += "}\n";
         return s;
     }
+
+    // The vector variant's loops: a warp covers 4 rows of 8 vectors of V elements. Staging (`staging`): rows
+    // along the last dimension, vectors along dim_a; else rows along dim_a, vectors along the last dimension.
+    void open_vector_loops(std::string& s, bool staging, std::string_view comment) const {
+        const int V = tp.vector_width;
+        const int rows = staging ? tp.tile_cols : tp.tile_rows, cols = staging ? tp.tile_rows : tp.tile_cols;
+        const int row_dim = staging ? b : a;
+        const char* row_base = staging ? "b0" : "a0";
+        const char* col_base = staging ? "a0" : "b0";
+        line(s, 4, "#pragma unroll");
+        line(s, 4, fmt::format("for (int k = 0; k < {}; ++k) {{", rows / 32), comment);
+        line(s, 8, fmt::format("const {} i{} = {} + warp * 4 + lane / 8 + 32 * k;", idx, row_dim, row_base));
+        line(s, 8, "#pragma unroll");
+        line(s, 8, fmt::format("for (int c = 0; c < {}; ++c) {{", cols / (8 * V)));
+        line(s, 12, fmt::format("const {} v0 = {} + {} * (lane % 8 + 8 * c);", idx, col_base, V), "the vector's first element");
+        line(s, 12, fmt::format("if (i{} >= {} || v0 >= {}) continue;", row_dim, staging ? "ext_b" : "ext_a",
+                                staging ? "ext_a" : "ext_b"),
+             "outside the space (the extents divide by the vector width)");
+    }
+
+    std::string vector_entry() const {
+        const int V = tp.vector_width;
+        std::string s = opening(fmt::format("{}_tile_v{}", name, V));
+        const int srows = tp.tile_cols / 32, scols = tp.tile_rows / (8 * V);
+        for (std::size_t k = 0; k < tp.staged.size(); ++k) {
+            const std::size_t site = static_cast<std::size_t>(tp.staged[k].site);
+            line(s, 4, fmt::format("lm::vec<{}, {}> y{}[{}][{}];", storage_type(pw.loads[site].dtype), V, k, srows, scols),
+                 fmt::format("in{} as read, on its way to tile{}", site, k));
+        }
+        open_vector_loops(s, true, fmt::format("stage, 1/2: {}-byte vectors along dimension {}", 16, a));
+        line(s, 12, fmt::format("const {} i{} = v0;", idx, a));
+        for (std::size_t k = 0; k < tp.staged.size(); ++k) {
+            const std::size_t site = static_cast<std::size_t>(tp.staged[k].site);
+            const std::string_view st = storage_type(pw.loads[site].dtype);
+            line(s, 12, fmt::format("y{}[k][c] = lm::load_vec<{}, {}>(p.in{} + ({}));", k, st, V, site, part.site_offset[site]),
+                 fmt::format("load in{} ({} bytes)", site, 16));
+        }
+        close_loops(s);
+        open_vector_loops(s, true, "stage, 2/2: into shared memory");
+        line(s, 12, "#pragma unroll");
+        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j)", V));
+        for (std::size_t k = 0; k < tp.staged.size(); ++k)
+            line(s, 16, fmt::format("tile{}[i{} - b0][v0 - a0 + j] = y{}[k][c].v[j];", k, b, k));
+        close_loops(s);
+        line(s, 4, "__syncthreads();", "the tile is staged");
+        const int grows = tp.tile_rows / 32, gcols = tp.tile_cols / (8 * V);
+        std::vector<std::size_t> gathered;
+        for (std::size_t k = 0; k < pw.loads.size(); ++k)
+            if (direct(k) || staged_number(k) >= 0) gathered.push_back(k);
+        for (std::size_t k : gathered)
+            line(s, 4, fmt::format("{} x{}[{}][{}][{}];", register_type(pw.loads[k].dtype), k, grows, gcols, V),
+                 staged_number(k) >= 0 ? fmt::format("in{} from tile{} at each of this thread's elements", k, staged_number(k))
+                                       : fmt::format("in{} ({}) at each of this thread's elements", k, access_name(pw.loads[k].access)));
+        open_vector_loops(s, false, "load: this thread's vectors, rows along the warps, vectors along the lanes");
+        line(s, 12, "#pragma unroll");
+        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) {{", V));
+        line(s, 16, fmt::format("const {} i{} = v0 + j;", idx, b));
+        if (needs_flat(true)) line(s, 16, fmt::format("const {} e = {};", idx, flat()), "flat index");
+        for (std::size_t k : gathered) {
+            const int st = staged_number(k);
+            if (st >= 0)
+                line(s, 16, fmt::format("x{}[k][c][j] = lm::to_reg(tile{}[i{} - b0][i{} - a0]);", k, st, b, a),
+                     fmt::format("in{} from shared memory (a column of tile{})", k, st));
+            else
+                line(s, 16, fmt::format("x{}[k][c][j] = lm::to_reg(p.in{}[{}]);", k, k, offset(k)),
+                     fmt::format("load in{} ({})", k, access_name(pw.loads[k].access)));
+        }
+        line(s, 12, "}");
+        close_loops(s);
+        for (std::size_t k = 0; k < pw.loads.size(); ++k) {
+            const OperandPlan& o = pw.loads[k];
+            if (o.access != Access::Scalar) continue;
+            if (o.index) line(s, 4, fmt::format("const long long x{} = p.in{}_base;", k, k), fmt::format("index in{} (scalar)", k));
+            else line(s, 4, fmt::format("const {} x{} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), k, k), fmt::format("load in{} once (scalar)", k));
+        }
+        open_vector_loops(s, false, "compute and store: 16-byte vectors along the last dimension");
+        for (std::size_t o = 0; o < pw.outputs.size(); ++o)
+            line(s, 12, fmt::format("lm::vec<{}, {}> o{};", storage_type(pw.outputs[o].dtype), V, o));
+        line(s, 12, "#pragma unroll");
+        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) {{", V));
+        line(s, 16, fmt::format("const {} i{} = v0 + j;", idx, b));
+        std::vector<std::string> args;
+        if (part.body_needs_params) args.push_back("p");
+        for (std::size_t k = 0; k < pw.loads.size(); ++k) {
+            const OperandPlan& o = pw.loads[k];
+            if (o.access == Access::Scalar) args.push_back(fmt::format("x{}", k));
+            else if (o.index && staged_number(k) < 0) args.push_back(fmt::format("(p.in{}_base + (long long)({}))", k, offset(k)));
+            else args.push_back(fmt::format("x{}[k][c][j]", k));
+        }
+        bool index_flat = false;  // an index computed from the flat index (the stores use the vector's own)
+        for (const OperandPlan& o : pw.loads) index_flat = index_flat || (o.index && o.access == Access::Contiguous);
+        if (index_flat) line(s, 16, fmt::format("const {} e = {};", idx, flat()), "flat index");
+        for (std::size_t o = 0; o < pw.outputs.size(); ++o) {
+            line(s, 16, fmt::format("{} r{};", register_type(pw.outputs[o].dtype), o));
+            args.push_back(fmt::format("r{}", o));
+        }
+        line(s, 16, fmt::format("{}_body({});", name, fmt::join(args, ", ")));
+        for (std::size_t o = 0; o < pw.outputs.size(); ++o) {
+            const DType t = pw.outputs[o].dtype;
+            const std::string r = fmt::format("r{}", o);
+            line(s, 16, fmt::format("o{}.v[j] = {};", o,
+                                    t == DType::Float16 ? fmt::format("lm::to_f16({})", r)
+                                    : t == DType::BFloat16 ? fmt::format("lm::to_bf16({})", r) : r));
+        }
+        line(s, 12, "}");
+        line(s, 12, fmt::format("const {} i{} = v0;", idx, b));
+        line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index of the vector's first element");
+        for (std::size_t o = 0; o < pw.outputs.size(); ++o)
+            line(s, 12, fmt::format("lm::store_vec<{}, {}>(p.out{} + e, o{});", storage_type(pw.outputs[o].dtype), V, o, o),
+                 fmt::format("store out{} (16 bytes)", o));
+        close_loops(s);
+        s += "}\n";
+        return s;
+    }
 };
 
 }  // namespace
@@ -215,6 +357,7 @@ KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr
     ks.user_name = std::string(user_name);
     ks.name = kernel_name(user_name);
     ks.scalar_entry = ks.name + "_tile";
+    if (tile.vector_width > 1) ks.vector_entry = fmt::format("{}_tile_v{}", ks.name, tile.vector_width);
     ks.plan = plan;
     ks.param_bytes = plan.params_in_memory ? sizeof(void*) : plan.params.size;
     const detail::PointwisePart part = detail::pointwise_part(ks.name, outputs, plan);
@@ -227,11 +370,16 @@ KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr
     em.col_steps = tile.tile_cols / 32;
     std::string& s = ks.kernel;
     s += detail::banner("tiled", ks.name, user_name, plan.describe(false) + tile.to_string(plan));
-    s += fmt::format("// entry point: {} (one block of {} threads per tile)\n\n", ks.scalar_entry, kTileBlock);
+    s += fmt::format("// entry points: {}{} (one block of {} threads per tile)\n\n",
+                     ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ", ks.scalar_entry + " (scalar)", kTileBlock);
     s += part.params_struct;
     s += '\n';
     s += part.body;
     s += '\n';
+    if (tile.vector_width > 1) {
+        s += em.vector_entry();
+        s += '\n';
+    }
     s += em.entry();
     ks.source = fmt::format("{}\n{}", prelude_source(), ks.kernel);
     return ks;

@@ -9,13 +9,13 @@
 // scalars: float32
 // tiled plan: stencil, tile 32 x 64 (rows along dimension 0, columns along dimension 1), 256 threads, 8 elements per thread, one block per tile
 // stencil: 4 taps of input 0 (in0, in1, in2, in3); halo from the first tap: dimension 0 shifts 0..2, dimension 1 shifts -1..1; neighbours re-read from L1 within the tile
-// entry point: stencil5_2d_tile (one block of 256 threads per tile)
+// entry points: stencil5_2d_tile (scalar) (one block of 256 threads per tile)
 
 struct stencil5_2d_params {
-    const float* in0;                                        // input 0 "x", strided (test_tile_golden.cpp:58)
-    const float* in1;                                        // input 0 "x", strided (test_tile_golden.cpp:58)
-    const float* in2;                                        // input 0 "x", strided (test_tile_golden.cpp:58)
-    const float* in3;                                        // input 0 "x", strided (test_tile_golden.cpp:58)
+    const float* in0;                                        // input 0 "x", strided (test_tile_golden.cpp:59)
+    const float* in1;                                        // input 0 "x", strided (test_tile_golden.cpp:59)
+    const float* in2;                                        // input 0 "x", strided (test_tile_golden.cpp:59)
+    const float* in3;                                        // input 0 "x", strided (test_tile_golden.cpp:59)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -29,14 +29,14 @@ static_assert(sizeof(stencil5_2d_params) == 72, "kernel parameter layout differs
 
 __device__ __forceinline__ void stencil5_2d_body(const stencil5_2d_params& p, const float v1, const float v2, const float v4, const float v6, float& r0) {
     const float v0 = p.s0;                                   // scalar float32 (test_tile_golden.cpp:14)
-    // v1 = in0: input 0 "x" float32                         // test_tile_golden.cpp:58
-    // v2 = in1: input 0 "x" float32                         // test_tile_golden.cpp:58
-    const float v3 = lm::add(v1, v2);                        // add (test_tile_golden.cpp:61)
-    // v4 = in2: input 0 "x" float32                         // test_tile_golden.cpp:58
-    const float v5 = lm::add(v3, v4);                        // add (test_tile_golden.cpp:61)
-    // v6 = in3: input 0 "x" float32                         // test_tile_golden.cpp:58
-    const float v7 = lm::add(v5, v6);                        // add (test_tile_golden.cpp:61)
-    const float v8 = lm::mul(v0, v7);                        // mul (test_tile_golden.cpp:61)
+    // v1 = in0: input 0 "x" float32                         // test_tile_golden.cpp:59
+    // v2 = in1: input 0 "x" float32                         // test_tile_golden.cpp:59
+    const float v3 = lm::add(v1, v2);                        // add (test_tile_golden.cpp:62)
+    // v4 = in2: input 0 "x" float32                         // test_tile_golden.cpp:59
+    const float v5 = lm::add(v3, v4);                        // add (test_tile_golden.cpp:62)
+    // v6 = in3: input 0 "x" float32                         // test_tile_golden.cpp:59
+    const float v7 = lm::add(v5, v6);                        // add (test_tile_golden.cpp:62)
+    const float v8 = lm::mul(v0, v7);                        // mul (test_tile_golden.cpp:62)
     r0 = v8;                                                 // output 0
 }
 
@@ -61,7 +61,6 @@ extern "C" __global__ void __launch_bounds__(256) stencil5_2d_tile(const __grid_
         for (int c = 0; c < 2; ++c) {
             const int i1 = b0 + lane + 32 * c;
             if (i0 >= ext_a || i1 >= ext_b) continue;        // outside the space
-            const int e = i0 * p.ext1 + i1;                  // flat index
             x0[k][c] = lm::to_reg(p.in0[i0 * p.in0_s0 + i1]); // load in0 (strided)
             x1[k][c] = lm::to_reg(p.in1[i0 * p.in1_s0 + i1]); // load in1 (strided)
             x2[k][c] = lm::to_reg(p.in2[i0 * p.in2_s0 + i1]); // load in2 (strided)

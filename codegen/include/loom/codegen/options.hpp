@@ -52,7 +52,7 @@ struct Options {
 };
 
 /// The options of code compiled now: the innermost OptionsScope of this thread, else the defaults read
-/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off).
+/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_TILE=64x64).
 const Options& current_options();
 
 /// Options for the code compiled while it lives, on this thread: `OptionsScope s({.fusion = false});`.

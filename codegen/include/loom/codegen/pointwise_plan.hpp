@@ -271,6 +271,11 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& binding, std
 std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBinding& binding,
                                    std::span<const void* const> inputs, std::span<void* const> outputs);
 
+/// The address load site `s` reads at the iteration space's element 0: its input's element 0 plus the site's
+/// offset (from slices and views).
+const void* site_pointer(const PointwisePlan& plan, const PointwiseBinding& binding, std::span<const void* const> inputs,
+                         std::size_t s);
+
 /// The variant to launch for these pointers: Vector when the plan has one and every pointer that the
 /// vector variant streams (after folding the load-site offsets) is 16-byte aligned; else Scalar.
 Variant select_variant(const PointwisePlan& plan, const PointwiseBinding& binding,

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,12 +62,22 @@ struct TilePlan {
     std::vector<StagedLoad> staged;   // Transpose: the sites read through shared memory
     std::vector<StencilTaps> stencils;
     bool hinted = false;  // the tile shape came from Options::tile
+    /// Transposes of 4-byte elements: the vector variant reads the staged operand and writes the outputs in
+    /// 16-byte vectors of this many elements (a warp covers 4 rows of 8 vectors in both phases, which with
+    /// rows of an odd number of words keeps shared memory free of bank conflicts). 1: no vector variant.
+    int vector_width = 1;
 
     bool active() const { return kind != TileKind::None; }
     /// Shared memory of one block, bytes.
     std::size_t shared_bytes(const PointwisePlan& pw) const;
     /// One block per tile, kTileBlock threads. grid_x == 0: nothing to do.
     LaunchConfig launch(const PointwiseBinding& binding) const;
+    /// The vector variant when the plan has one, both tile extents divide by the vector width, every staged
+    /// load starts 16-byte aligned with row strides that keep it aligned, and every output is contiguous and
+    /// 16-byte aligned; else the scalar variant. `inputs`: element 0 of each bound tensor (pointwise_inputs
+    /// order), `outputs`: the output pointers.
+    Variant select_variant(const PointwisePlan& pw, const PointwiseBinding& binding, std::span<const void* const> inputs,
+                           std::span<void* const> outputs) const;
     bool operator==(const TilePlan&) const = default;
     std::uint64_t hash() const;
     /// Lines for the kernel banner and LOOM_EXPLAIN=fusion (tile, halo, staged loads).

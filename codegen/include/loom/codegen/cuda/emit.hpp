@@ -38,8 +38,9 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
                             const PointwisePlan& plan);
 
 /// Emits the tiled kernel of `plan` and `tile` (plan_tile of the same graph): the pointwise kernel's
-/// parameter struct and body, and one entry point `<name>_tile` (KernelSource::scalar_entry; no vector
-/// entry), launched with TilePlan::launch.
+/// parameter struct and body, and the entry points `<name>_tile` (KernelSource::scalar_entry) and, when the
+/// tile has a vector width, `<name>_tile_v4` (vector_entry), launched with TilePlan::launch; which one runs
+/// is TilePlan::select_variant's choice.
 KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan,
                        const TilePlan& tile);
 
