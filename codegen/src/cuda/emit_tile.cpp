@@ -271,9 +271,10 @@ struct TileEmitter {
         close_loops(s);
         open_vector_loops(s, true, "stage, 2/2: into shared memory");
         line(s, 12, "#pragma unroll");
-        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j)", V));
+        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) {{", V));
         for (std::size_t k = 0; k < tp.staged.size(); ++k)
             line(s, 16, fmt::format("tile{}[i{} - b0][v0 - a0 + j] = y{}[k][c].v[j];", k, b, k));
+        line(s, 12, "}");
         close_loops(s);
         line(s, 4, "__syncthreads();", "the tile is staged");
         const int grows = tp.tile_rows / 32, gcols = tp.tile_cols / (8 * V);
@@ -311,7 +312,10 @@ struct TileEmitter {
             line(s, 12, fmt::format("lm::vec<{}, {}> o{};", storage_type(pw.outputs[o].dtype), V, o));
         line(s, 12, "#pragma unroll");
         line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) {{", V));
-        line(s, 16, fmt::format("const {} i{} = v0 + j;", idx, b));
+        bool index_sites = false;  // an index computed at each element needs its column index
+        for (std::size_t k = 0; k < pw.loads.size(); ++k)
+            index_sites = index_sites || (pw.loads[k].index && pw.loads[k].access != Access::Scalar && staged_number(k) < 0);
+        if (index_sites) line(s, 16, fmt::format("const {} i{} = v0 + j;", idx, b));
         std::vector<std::string> args;
         if (part.body_needs_params) args.push_back("p");
         for (std::size_t k = 0; k < pw.loads.size(); ++k) {

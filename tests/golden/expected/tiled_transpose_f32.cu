@@ -59,8 +59,9 @@ extern "C" __global__ void __launch_bounds__(256) tiled_transpose_f32_tile_v4(co
             const int v0 = a0 + 4 * (lane % 8 + 8 * c);      // the vector's first element
             if (i1 >= ext_b || v0 >= ext_a) continue;        // outside the space (the extents divide by the vector width)
             #pragma unroll
-            for (int j = 0; j < 4; ++j)
+            for (int j = 0; j < 4; ++j) {
                 tile0[i1 - b0][v0 - a0 + j] = y0[k][c].v[j];
+            }
         }
     }
     __syncthreads();                                         // the tile is staged
@@ -89,7 +90,6 @@ extern "C" __global__ void __launch_bounds__(256) tiled_transpose_f32_tile_v4(co
             lm::vec<float, 4> o0;
             #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                const int i1 = v0 + j;
                 float r0;
                 tiled_transpose_f32_body(p, x0[k][c][j], r0);
                 o0.v[j] = r0;
