@@ -9,7 +9,7 @@ root=$(git rev-parse --show-toplevel)
 cd "$root"
 build=${LOOM_BUNDLE_BUILD_DIR:-build-release}  # an existing optimized build folder may be named instead
 bundle=.bundle
-limit_mib=63  # the device carries at most 64 MiB
+limit_mib=64  # the device carries at most 64 MiB; LOOM_RUN_STEPS runs can carry a subset of bin/
 
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
