@@ -10,8 +10,9 @@
 //   * stencils: several load sites of one input that differ only by constant offsets (shifted slices,
 //     `x[1:] - x[:-1]`, the 5-point Laplacian). A block computes a tile of outputs with its lanes along the
 //     fastest axis and each thread walking several rows, so the taps of neighbouring outputs are read from
-//     global memory once and served again from L1 (measured on the H200 against a shared tile with a halo,
-//     docs/performance.md). Taps are summed in the user's order: the body is the pointwise body.
+//     global memory once and served again from L1 (no shared tile with a halo: the tile shapes were chosen
+//     by measurement on the H200, docs/performance.md, and a halo tile has not been built to compare).
+//     Taps are summed in the user's order: the body is the pointwise body.
 // The walk needs no division per element (the tile's position comes from the block index once), which is
 // most of what the one-element-per-thread variant spends on rank-2 and rank-3 index maps.
 //
