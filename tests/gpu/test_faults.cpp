@@ -212,7 +212,7 @@ std::vector<Scenario> scenarios() {
 
 }  // namespace
 
-TEST_CASE("faults on the GPU: every device allocation of an evaluation fails in turn; nothing leaks or launches") {
+TEST_CASE("faults on the GPU: every device allocation of an evaluation fails in turn, nothing leaks or launches") {
     Totals totals;
     for (Scenario& s : scenarios()) fail_each(s, FaultSite::DeviceAllocation, totals);
     MESSAGE("device allocation faults: ", totals.injected, " injected, ", totals.survived, " survived (", totals.sites,
@@ -220,7 +220,7 @@ TEST_CASE("faults on the GPU: every device allocation of an evaluation fails in 
     CHECK(totals.survived == totals.injected);
 }
 
-TEST_CASE("faults on the GPU: every NVRTC compilation of an evaluation fails in turn; the next one compiles") {
+TEST_CASE("faults on the GPU: every NVRTC compilation of an evaluation fails in turn, the next one compiles") {
     // Without the disk cache every build runs NVRTC; the in-memory cache is cleared before each run, so each
     // run builds its kernels (the kernels that compiled are cached again, the failed one is not).
     const char* saved = std::getenv("LOOM_DISK_CACHE");

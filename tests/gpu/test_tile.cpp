@@ -67,7 +67,7 @@ TEST_CASE("tiled transpose: every dtype, 1-byte and 2-byte elements packed in sh
     }
 }
 
-TEST_CASE("tiled permutes: any rank and permutation; those that keep the last axis need no tile") {
+TEST_CASE("tiled permutes: any rank and permutation, and those that keep the last axis need no tile") {
     const Tensor x3 = pwtest::rand({5, 33, 70}, float32, 7);
     const Tensor x4 = pwtest::rand({3, 17, 9, 40}, bfloat16, 8);
     for (const auto& perm : std::vector<std::vector<std::int64_t>>{{2, 0, 1}, {1, 2, 0}, {0, 2, 1}, {2, 1, 0}}) {

@@ -40,7 +40,7 @@ codegen::FusionPlan plan_of(const std::vector<Array>& arrays) {
 
 }  // namespace
 
-TEST_CASE("factories: arange's values are start + i * step in float64, rounded once; every size and dtype") {
+TEST_CASE("factories: arange's values are start + i * step in float64, rounded once, every size and dtype") {
     for (std::int64_t n : kSizes) {
         CAPTURE(n);
         const Tensor a = on_host(arange(n, int64, Device::cpu()));

@@ -109,7 +109,7 @@ std::uint64_t fail_each_host_allocation(Scenario& s) {
 
 }  // namespace
 
-TEST_CASE("faults: unarmed sites count nothing; an armed site fails once, at its event") {
+TEST_CASE("faults: unarmed sites count nothing, an armed site fails once, at its event") {
     testing::clear_faults();
     Tensor x = testing::random_tensor({64}, float32, 1);
     (void)Tensor(Array(x) + 1.0);
@@ -313,7 +313,7 @@ void check_store_failure(int error, const char* text) {
 
 }  // namespace
 
-TEST_CASE("faults: a disk cache write that fails (disk full, read-only) warns once; the cache stops storing") {
+TEST_CASE("faults: a disk cache write that fails (disk full, read-only) warns once, the cache stops storing") {
     check_store_failure(ENOSPC, "write failed: No space left on device");
     check_store_failure(EROFS, "open failed: Read-only file system");
     check_store_failure(EACCES, "open failed: Permission denied");

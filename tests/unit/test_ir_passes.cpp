@@ -230,7 +230,7 @@ TEST_CASE("pipeline: passes run in the listed order on the previous pass's outpu
     CHECK(standard_passes()[2].name == "hoist_uniform");
 }
 
-TEST_CASE("lower_factories: a fill becomes a broadcast run-time scalar; an iota stays") {
+TEST_CASE("lower_factories: a fill becomes a broadcast run-time scalar, an iota stays") {
     NodePtr f = fill(make_scalar_value(2.5, float32, "full", Loc::current()), float32, {3, 4}, kHostDeviceCode);
     NodePtr i = iota({3, 4}, 1, kHostDeviceCode);
     const auto out = lower_factories({f, i});

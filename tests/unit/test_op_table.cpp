@@ -83,7 +83,7 @@ double host_before(Op op, DType t) {
 
 }  // namespace
 
-TEST_CASE("every elementwise op states a cost class and an ulp bound; the columns agree with each other") {
+TEST_CASE("every elementwise op states a cost class and an ulp bound, the columns agree with each other") {
     int elementwise = 0;
     for (Op op : all_ops()) {
         CAPTURE(name_of(op));

@@ -144,7 +144,7 @@ TEST_CASE("check_against_reference passes on reference results and names the wor
     CHECK(testing::check_against_reference({y, s}, fresh).ok);
 }
 
-TEST_CASE("fast math widens the tolerances openly; float64 and exact graphs but for flushed subnormals keep theirs") {
+TEST_CASE("fast math widens the tolerances openly, float64 and exact graphs but for flushed subnormals keep theirs") {
     Tensor a = testing::random_tensor({64}, float32, 5), d = testing::random_tensor({64}, float64, 6);
     auto x = in(a);
     const testing::Tolerance normal = testing::tolerance_for(unary(Op::Exp, x));

@@ -68,7 +68,7 @@ TEST_CASE("tile plan: which permutes tile, and which read rows or contiguously")
     CHECK(t.plan.hash() != codegen::TilePlan{}.hash());
 }
 
-TEST_CASE("tile plan: stencils are recognized with their halo; near-patterns say why not") {
+TEST_CASE("tile plan: stencils are recognized with their halo, and near-patterns say why not") {
     auto x = ir::input(DType::Float32, {64, 80}, "x");
     auto s5 = add(add(add(shift(x, {{0, -2}, {1, -1}}), shift(x, {{2, kEnd}, {1, -1}})), shift(x, {{1, -1}, {0, -2}})),
                   shift(x, {{1, -1}, {2, kEnd}}));
