@@ -250,11 +250,23 @@ Outcome run_compile_only(const Program& p) {
     });
 }
 
+/// Where the time of --llvm goes (seconds, summed over the graphs; printed at the end of the run).
+struct LlvmPhases {
+    double generate = 0, inputs = 0, reference = 0, fused = 0, unfused = 0, compare = 0;
+    double fused_compile_ms = 0, unfused_compile_ms = 0;
+};
+LlvmPhases g_llvm_phases;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 /// The LLVM back end on host tensors: fused into poisoned outputs (misaligned for one graph in eight) against
 /// the reference bit for bit, then unfused (every op its own kernel) against the fused results bit for bit.
 Outcome run_llvm(const Program& p) {
     std::optional<Built> b;
+    LlvmPhases& ph = g_llvm_phases;
+    auto t = Clock::now();
     if (auto failed = build_on_host(p, b)) return *failed;
+    ph.inputs += seconds_since(t);
     return guarded([&]() -> Outcome {
         const bool misaligned = p.data_seed % 8 == 0;
         auto make_outputs = [&] {
@@ -267,26 +279,40 @@ Outcome run_llvm(const Program& p) {
             }
             return outs;
         };
+        t = Clock::now();
         const std::vector<Tensor> expected = reference::evaluate(b->roots);
+        ph.reference += seconds_since(t);
         const std::vector<Tensor> fused = make_outputs();
+        t = Clock::now();
+        double compiled_ms = host_kernel_cache_stats().compile_ms;
         evaluate_into(b->roots, fused);
+        ph.fused += seconds_since(t);
+        ph.fused_compile_ms += host_kernel_cache_stats().compile_ms - compiled_ms;
+        t = Clock::now();
         for (std::size_t k = 0; k < fused.size(); ++k) {
             const testing::Comparison c = testing::compare(fused[k], expected[k], testing::Tolerance::exact(),
                                                            fmt::format("output {} (LLVM, fused{})", k, misaligned ? ", misaligned" : ""));
             if (!c.ok) return {Kind::LlvmMismatch, c.message};
         }
+        ph.compare += seconds_since(t);
         const std::vector<Tensor> unfused = make_outputs();
         {
             Options off = current_options();
             off.fusion = false;
             const OptionsScope scope(off);
+            t = Clock::now();
+            compiled_ms = host_kernel_cache_stats().compile_ms;
             evaluate_into(b->roots, unfused);
+            ph.unfused += seconds_since(t);
+            ph.unfused_compile_ms += host_kernel_cache_stats().compile_ms - compiled_ms;
         }
+        t = Clock::now();
         for (std::size_t k = 0; k < fused.size(); ++k) {
             const testing::Comparison c = testing::compare(unfused[k], fused[k], testing::Tolerance::exact(),
                                                            fmt::format("output {} unfused against fused (LLVM)", k));
             if (!c.ok) return {Kind::FusionMismatch, c.message};
         }
+        ph.compare += seconds_since(t);
         return {Kind::Pass, {}};
     });
 }
@@ -510,6 +536,7 @@ int main(int argc, char** argv) {
         Program p;
         try {
             p = generate(seed, opt.gen);
+            g_llvm_phases.generate += seconds_since(g0);
         } catch (const std::exception& e) {  // a generator bug: reported with its seed, counted as invalid
             std::printf("loom_fuzz: seed %llu: generation failed: %s\n", static_cast<unsigned long long>(seed), e.what());
             ++invalid;
@@ -545,6 +572,11 @@ int main(int argc, char** argv) {
         std::printf("loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu from the disk cache, %llu in-memory hits\n",
                     static_cast<unsigned long long>(hs.compiles), hs.compile_ms, static_cast<unsigned long long>(hs.disk_hits),
                     static_cast<unsigned long long>(hs.hits));
+        const LlvmPhases& ph = g_llvm_phases;
+        std::printf("loom_fuzz: time: generation %.1f s, inputs %.1f s, reference %.1f s, fused %.1f s (LLVM compile %.1f s), unfused %.1f s "
+                    "(LLVM compile %.1f s), comparisons %.1f s\n",
+                    ph.generate, ph.inputs, ph.reference, ph.fused, ph.fused_compile_ms / 1000, ph.unfused, ph.unfused_compile_ms / 1000,
+                    ph.compare);
     }
     const double minutes = std::chrono::duration<double>(Clock::now() - t0).count() / 60.0;
     std::printf("loom_fuzz: %.0f graphs per minute\n", minutes > 0 ? static_cast<double>(graphs) / minutes : 0.0);
