@@ -6,6 +6,12 @@
 // entry's key is one kernel's IR without its comments plus everything else that decides the object file:
 // Loom's version, LLVM's, the target triple, CPU and features, the pipeline. A kernel compiled with others
 // stores their common object file under its own key (its entry points are found in it by name).
+//
+// In front of the disk cache and LLVM sits the code of the kernels already built in this process, by their IR
+// without comments and with the functions the kernel defines renamed from its name to a placeholder: a kernel
+// whose plan key is new but whose IR is another's but for its name shares that kernel's code. Plan keys hold
+// the options, which decide the partition but not every kernel's code: a kernel of an unfused plan (fusion off)
+// is often one a fused plan has too, under another name (`pointwise_3`, `mean_1`: a plan's kernel index).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -87,28 +93,85 @@ std::string save_failed(std::string_view name, std::string_view ir) {
     return dump::write_to(dir, fmt::format("{}.ll", name), ir);
 }
 
+bool identifier_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '$' ||
+           c == '-';
+}
+
+// What decides a kernel's code apart from its name: the IR without comments, every function the module defines
+// (the emitters name them `<name>`, `<name>_rows`, `<name>.chunk.s0`, ...) renamed from `<name>` to `%kernel`
+// (no global identifier contains a '%'), and the entry points by their renamed names. Declared functions (the
+// scalar library, intrinsics) keep their names. Two kernels with the same text compute the same thing with the
+// same instructions: renaming the functions a module defines changes nothing else.
+std::string code_text(const codegen::LlvmKernelSource& src) {
+    const std::string body = codegen::strip_llvm_comments(src.ir);
+    std::set<std::string, std::less<>> defined;
+    for (std::size_t b = 0; b < body.size();) {
+        std::size_t e = body.find('\n', b);
+        if (e == std::string::npos) e = body.size();
+        const std::string_view line(body.data() + b, e - b);
+        if (line.rfind("define ", 0) == 0)
+            if (const std::size_t at = line.find('@'); at != std::string_view::npos) {
+                std::size_t t = at + 1;
+                while (t < line.size() && identifier_char(line[t])) ++t;
+                defined.emplace(line.substr(at + 1, t - at - 1));
+            }
+        b = e + 1;
+    }
+    auto renamed = [&](std::string_view token) {
+        return defined.count(token) && token.substr(0, src.name.size()) == src.name && !src.name.empty()
+                   ? "%kernel" + std::string(token.substr(src.name.size()))
+                   : std::string(token);
+    };
+    std::string out;
+    out.reserve(body.size() + 64);
+    for (std::size_t i = 0; i < body.size();) {
+        if (body[i] != '@') {
+            out += body[i++];
+            continue;
+        }
+        std::size_t t = i + 1;
+        while (t < body.size() && identifier_char(body[t])) ++t;
+        out += '@';
+        out += renamed(std::string_view(body).substr(i + 1, t - i - 1));
+        i = t;
+    }
+    out += fmt::format("\nentries {} {} {}\n", renamed(src.entry), renamed(src.partials_entry), renamed(src.finish_entry));
+    return out;
+}
+
 using Future = std::shared_future<std::shared_ptr<const CompiledKernel>>;
+
+// A kernel's code, for kernels of the same code text (code_text()).
+struct SharedCode {
+    std::weak_ptr<const LoadedObject> object;  // expired once no kernel holds it
+    CompiledKernel::Entry entry = nullptr, partials = nullptr, finish = nullptr;
+};
 
 struct Cache {
     std::mutex mu;
     HostKernelCacheStats stats;
     std::unordered_map<std::uint64_t, Future> map;
+    std::unordered_map<std::string, SharedCode> code;  // by SHA-256 of code_text()
 };
 Cache& cache() {
     static Cache* c = new Cache;  // kernels may be released during static destruction
     return *c;
 }
 
-// Builds the kernels `which` of `plan` (whose keys are new): emission, the disk cache, one LLVM compilation of
-// those that missed it, the JIT.
+// Builds the kernels `which` of `plan` (whose keys are new): emission, the code of kernels already built, the
+// disk cache, one LLVM compilation of those that missed both, the JIT.
 std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan, const std::vector<std::size_t>& which) {
     const Backend& be = backend();
     DiskCache& disk = disk_cache();
+    Cache& c = cache();
     const bool dump_cache = env_list_contains("LOOM_DUMP", "cache");
     std::vector<std::shared_ptr<CompiledKernel>> out;
     std::vector<std::optional<DiskCacheKey>> keys;
     std::vector<std::vector<char>> objects;
+    std::vector<std::string> code_keys;
     std::vector<std::size_t> to_compile;
+    std::vector<std::pair<std::size_t, std::size_t>> twins;  // (j, i): kernel j has kernel i's code (i < j, both built here)
     for (std::size_t j = 0; j < which.size(); ++j) {
         auto k = std::make_shared<CompiledKernel>();
         const auto t0 = Clock::now();
@@ -116,6 +179,30 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan
         k->codegen_ms = ms_since(t0);
         keys.emplace_back();
         objects.emplace_back();
+        code_keys.push_back(sha256_hex(code_text(k->source)));
+        {
+            std::lock_guard lock(c.mu);
+            if (auto it = c.code.find(code_keys.back()); it != c.code.end())
+                if (auto object = it->second.object.lock()) {
+                    k->object = std::move(object);
+                    k->entry = it->second.entry;
+                    k->partials = it->second.partials;
+                    k->finish = it->second.finish;
+                    k->shared = true;
+                }
+        }
+        if (!k->shared)
+            for (std::size_t i = 0; i < j && !k->shared; ++i)
+                if (code_keys[i] == code_keys[j]) {
+                    twins.emplace_back(j, i);
+                    k->shared = true;
+                }
+        if (k->shared) {
+            if (dump_cache)
+                fmt::print(stderr, "loom cache: {} has the code of a kernel built before (host object shared)\n", k->source.name);
+            out.push_back(std::move(k));
+            continue;
+        }
         if (disk.enabled()) {
             keys.back() = host_cache_key(k->source, be);
             const auto t1 = Clock::now();
@@ -175,6 +262,7 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan
     };
     for (std::size_t j = 0; j < out.size(); ++j) {
         CompiledKernel& k = *out[j];
+        if (k.shared) continue;
         const auto t2 = Clock::now();
         if (k.from_disk) {
             k.object = link(objects[j], k.source.name);
@@ -193,6 +281,20 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan
         k.partials = entry(k.source.partials_entry);
         k.finish = entry(k.source.finish_entry);
         k.load_ms = ms_since(t2);
+    }
+    for (const auto& [j, i] : twins) {
+        out[j]->object = out[i]->object;
+        out[j]->entry = out[i]->entry;
+        out[j]->partials = out[i]->partials;
+        out[j]->finish = out[i]->finish;
+    }
+    {
+        std::lock_guard lock(c.mu);
+        for (std::size_t j = 0; j < out.size(); ++j) {
+            const CompiledKernel& k = *out[j];
+            SharedCode& sc = c.code[code_keys[j]];
+            if (sc.object.expired()) sc = {k.object, k.entry, k.partials, k.finish};
+        }
     }
     return out;
 }
@@ -245,7 +347,8 @@ Kernels build_kernels(const codegen::HostPlan& plan) {
             {
                 std::lock_guard lock(c.mu);
                 for (const auto& k : built) {
-                    if (k->from_disk) ++c.stats.disk_hits;
+                    if (k->shared) ++c.stats.shared;
+                    else if (k->from_disk) ++c.stats.disk_hits;
                     else ++c.stats.compiles;
                     c.stats.compile_ms += k->compile_ms;
                     c.stats.load_ms += k->load_ms;
@@ -279,6 +382,7 @@ void clear_host_kernel_cache() {
     auto& c = host::cache();
     std::lock_guard lock(c.mu);
     c.map.clear();
+    c.code.clear();
     c.stats = {};
 }
 

@@ -51,6 +51,7 @@ struct CompiledKernel {
     Entry entry = nullptr, partials = nullptr, finish = nullptr;
     double codegen_ms = 0, compile_ms = 0, load_ms = 0;
     bool from_disk = false;
+    bool shared = false;  // the code of a kernel built before whose IR is this one's but for the name
 };
 using Kernels = std::vector<std::shared_ptr<const CompiledKernel>>;
 

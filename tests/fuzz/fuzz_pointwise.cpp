@@ -569,9 +569,10 @@ int main(int argc, char** argv) {
     std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions\n", graphs - reduction_graphs, reduction_graphs);
     if (opt.mode == Mode::Llvm) {
         const HostKernelCacheStats hs = host_kernel_cache_stats();
-        std::printf("loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu from the disk cache, %llu in-memory hits\n",
-                    static_cast<unsigned long long>(hs.compiles), hs.compile_ms, static_cast<unsigned long long>(hs.disk_hits),
-                    static_cast<unsigned long long>(hs.hits));
+        std::printf("loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu sharing the code of one built before, "
+                    "%llu from the disk cache, %llu in-memory hits\n",
+                    static_cast<unsigned long long>(hs.compiles), hs.compile_ms, static_cast<unsigned long long>(hs.shared),
+                    static_cast<unsigned long long>(hs.disk_hits), static_cast<unsigned long long>(hs.hits));
         const LlvmPhases& ph = g_llvm_phases;
         std::printf("loom_fuzz: time: generation %.1f s, inputs %.1f s, reference %.1f s, fused %.1f s (LLVM compile %.1f s), unfused %.1f s "
                     "(LLVM compile %.1f s), comparisons %.1f s\n",

@@ -340,6 +340,45 @@ TEST_CASE("llvm backend: the disk cache holds host objects, keyed with LLVM and 
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("llvm backend: a kernel whose IR is one already compiled shares its code") {
+    if (!host_backend_info().llvm) return;
+    clear_host_kernel_cache();
+    auto built = [] {  // kernels LLVM compiled or the disk cache gave
+        const HostKernelCacheStats s = host_kernel_cache_stats();
+        return s.compiles + s.disk_hits;
+    };
+    Tensor a = filled({1000}, float32, 71);
+    Options off = current_options();
+    off.fusion = false;
+    {
+        Tensor out = atan(Array(a));
+        require_bits({atan(Array(a))}, {out}, "fused");
+    }
+    CHECK(built() == 1);
+    CHECK(host_kernel_cache_stats().shared == 0);
+    {
+        // Unfused, a plan of other options: a new plan key, but its one kernel has the fused kernel's IR.
+        const OptionsScope scope(off);
+        Tensor out = atan(Array(a));
+        require_bits({atan(Array(a))}, {out}, "unfused");
+        CHECK(built() == 1);
+        CHECK(host_kernel_cache_stats().shared == 1);
+        // Its second kernel (the product) is new IR, compiled.
+        Tensor out2 = atan(Array(a)) * 2.75;
+        require_bits({atan(Array(a)) * 2.75}, {out2}, "unfused, two kernels");
+        CHECK(built() == 2);
+        CHECK(host_kernel_cache_stats().shared == 1);
+    }
+    // Fused again, one new kernel of its own IR: nothing is shared by mistake.
+    {
+        Tensor out = atan(Array(a)) * 2.75;
+        require_bits({atan(Array(a)) * 2.75}, {out}, "fused, one kernel");
+    }
+    CHECK(built() == 3);
+    CHECK(host_kernel_cache_stats().shared == 1);
+    clear_host_kernel_cache();
+}
+
 TEST_CASE("llvm backend: a compile failure is a CompileError carrying the saved IR (module interface)") {
     const HostBackendInfo& info = host_backend_info();
     if (!info.llvm) return;
