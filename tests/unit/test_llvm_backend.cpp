@@ -379,6 +379,36 @@ TEST_CASE("llvm backend: a kernel whose IR is one already compiled shares its co
     clear_host_kernel_cache();
 }
 
+TEST_CASE("llvm backend: testing::build_host_kernels builds several graphs' kernels for their evaluations") {
+    if (!host_backend_info().llvm) return;
+    clear_host_kernel_cache();
+    Tensor a = filled({300, 7}, float32, 81), b = filled({7}, float32, 82), c = filled({513}, int32, 83);
+    const Array y0 = sinh(Array(a) + Array(b)) * 0.375;
+    const Array y1 = sum(Array(a) * 1.5, {1});
+    const Array y2 = Array(c) * 3 - 11;
+    Options off = current_options();
+    off.fusion = false;
+    testing::build_host_kernels({{y0.node()}, {y0.node()}, {y1.node()}, {y2.node()}}, {current_options(), off, current_options(), current_options()});
+    const HostKernelCacheStats built = host_kernel_cache_stats();
+    CHECK(built.compiles + built.disk_hits + built.shared >= 6);  // fused y0; unfused y0: add, sinh, mul; y1; y2
+    {
+        Tensor o0 = y0, o2 = y2;
+        const OptionsScope scope(off);
+        Tensor u0 = y0;
+        require_bits({y0, y0, y2}, {o0, u0, o2}, "prebuilt");
+    }
+    Tensor o1 = Tensor::host({300}, float32);
+    assign(o1, y1);
+    require_bits({y1}, {o1}, "prebuilt reduction");
+    const HostKernelCacheStats after = host_kernel_cache_stats();
+    CHECK(after.compiles == built.compiles);  // every kernel was there
+    CHECK(after.disk_hits == built.disk_hits);
+    CHECK(after.shared == built.shared);
+    CHECK(after.hits >= built.hits + 6);
+    CHECK_THROWS_AS(testing::build_host_kernels({{y0.node()}}, {}), Error);
+    clear_host_kernel_cache();
+}
+
 TEST_CASE("llvm backend: a compile failure is a CompileError carrying the saved IR (module interface)") {
     const HostBackendInfo& info = host_backend_info();
     if (!info.llvm) return;
