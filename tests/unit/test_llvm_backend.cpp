@@ -93,6 +93,14 @@ TEST_CASE("llvm backend: unaligned, strided, transposed, sliced and broadcast vi
     check(Array(m) + Array(v), "row broadcast");
     check(Array(m).slice({{1, -1, 2}, {ir::SliceSpec::kNone, ir::SliceSpec::kNone, -3}}) * 3.0, "slices with steps");
     check(reshape(transpose(Array(m)), {53 * 37}) + 1.0, "reshape of a transpose (derived indices)");
+    // Derived indices divide vectors as doubles (32-bit plans): dividends in the millions by divisors of 3 and
+    // of a million, quotients and remainders, in vector steps and tails.
+    constexpr std::int64_t kM = (1 << 20) + 7;
+    Tensor wide = filled({3, kM}, float32, 31), tall = filled({kM, 3}, float32, 32);
+    check(reshape(transpose(Array(wide)), {3 * kM}) * 0.5, "derived indices: divisor 3");
+    check(reshape(transpose(Array(tall)), {3 * kM}) * 0.5, "derived indices: divisor of a million");
+    Tensor cube = filled({7, 1001, 13}, float32, 33);
+    check(reshape(permute(Array(cube), {2, 0, 1}), {13 * 7, 1001}) - 1.0, "derived indices, div and mod");
     Tensor strided = big.as_strided({64, 32}, {64, 2}, 5);
     check(exp(Array(strided)) + sum(Array(m).slice({{0, 32}, {0, 32}})), "strided input with a reduction");
     // outputs that are misaligned views
