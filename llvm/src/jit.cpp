@@ -36,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "loom/runtime/host_backend_abi.h"
 
@@ -76,6 +77,11 @@ struct State {
     llvm::orc::JITDylib* library = nullptr;  // the runtime's scalar library and the process's C library
     std::atomic<std::uint64_t> next{0};
     std::mutex mu;  // JITDylib creation and removal
+    // Target machines not in use. Making one (and the subtarget it makes for the first function it compiles)
+    // is about a fifth of compiling a one-op kernel, so compile() takes one from here and gives it back; a
+    // target machine compiles one module at a time, so concurrent compilations each have their own.
+    std::mutex machines_mu;
+    std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
 };
 
 State* g_state = nullptr;
@@ -96,6 +102,33 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const State& s) {
     return std::unique_ptr<llvm::TargetMachine>(s.target->createTargetMachine(
         s.triple, s.cpu, s.features, to, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Default));
 }
+
+// A target machine of the pool for the duration of one compilation (null when LLVM cannot make one).
+class PooledMachine {
+public:
+    explicit PooledMachine(State& s) : s_(s) {
+        {
+            std::lock_guard lock(s_.machines_mu);
+            if (!s_.machines.empty()) {
+                tm_ = std::move(s_.machines.back());
+                s_.machines.pop_back();
+            }
+        }
+        if (!tm_) tm_ = make_target_machine(s_);
+    }
+    PooledMachine(const PooledMachine&) = delete;
+    PooledMachine& operator=(const PooledMachine&) = delete;
+    ~PooledMachine() {
+        if (!tm_) return;
+        std::lock_guard lock(s_.machines_mu);
+        s_.machines.push_back(std::move(tm_));
+    }
+    llvm::TargetMachine* get() const { return tm_.get(); }
+
+private:
+    State& s_;
+    std::unique_ptr<llvm::TargetMachine> tm_;
+};
 
 int init(const loom_hb_symbol* symbols, size_t count, loom_hb_buffer* error) {
     if (g_state) return 0;
@@ -184,7 +217,8 @@ int compile(const char* ir, size_t size, const char* name, loom_hb_buffer* objec
         put(error, os.str());
         return 1;
     }
-    auto tm = make_target_machine(*g_state);
+    const PooledMachine pooled(*g_state);
+    llvm::TargetMachine* tm = pooled.get();
     if (!tm) {
         put(error, "cannot create a target machine for " + g_state->cpu);
         return 1;
@@ -209,7 +243,7 @@ int compile(const char* ir, size_t size, const char* name, loom_hb_buffer* objec
         llvm::FunctionAnalysisManager fam;
         llvm::CGSCCAnalysisManager cgam;
         llvm::ModuleAnalysisManager mam;
-        llvm::PassBuilder pb(tm.get());
+        llvm::PassBuilder pb(tm);
         pb.registerModuleAnalyses(mam);
         pb.registerCGSCCAnalyses(cgam);
         pb.registerFunctionAnalyses(fam);

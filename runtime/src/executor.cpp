@@ -18,6 +18,7 @@
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/reference.hpp"
+#include "loom/runtime/testing.hpp"
 #include "host_internal.hpp"
 #include "loom/ir/env.hpp"
 #include <cstdio>
@@ -161,6 +162,23 @@ CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view na
         if (results[i].from_disk) ++rep.disk_hits;
     }
     return rep;
+}
+
+void testing::build_host_kernels(const std::vector<std::vector<ir::NodePtr>>& graphs, const std::vector<Options>& options) {
+    if (graphs.size() != options.size())
+        throw Error(fmt::format("testing::build_host_kernels(): {} graphs and {} options", graphs.size(), options.size()));
+    if (!host::use_llvm()) return;
+    std::vector<codegen::HostPlan> plans;
+    plans.reserve(graphs.size());
+    for (std::size_t i = 0; i < graphs.size(); ++i) {
+        if (graphs[i].empty() || placement(ir::topo_order(graphs[i]), std::source_location::current()).is_cuda()) continue;
+        // A name per graph, so that the kernels of different graphs have functions of different names and make
+        // one module; the in-memory cache's keys do not hold names.
+        plans.push_back(host::plan_bound(lower(graphs[i]), options[i], fmt::format("g{}", i), nullptr));
+    }
+    std::vector<const codegen::HostPlan*> ptrs;
+    for (const auto& p : plans) ptrs.push_back(&p);
+    (void)host::build_kernels(ptrs);
 }
 
 }  // namespace loom

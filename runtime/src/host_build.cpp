@@ -1,11 +1,18 @@
 // Building host kernels (host_internal.hpp): the LLVM IR of each kernel of a plan (LOOM_DUMP=llvm), its
 // object file from the disk cache or from LLVM, linked into the JIT, cached in memory by the plan's key. The
 // kernels of one plan that miss both caches are compiled together, as one LLVM module: the fixed costs of a
-// compilation (a target machine, the pass managers, the object file, one link) are paid once per plan. The
+// compilation (the pass managers, the object file, one link) are paid once per plan; build_kernels() of several
+// plans pays them once for all (a module per set of kernels whose function names differ). The
 // disk cache is the GPU's (runtime/src/disk_cache.cpp, docs/kernel-cache.md) under the same rules; a host
 // entry's key is one kernel's IR without its comments plus everything else that decides the object file:
 // Loom's version, LLVM's, the target triple, CPU and features, the pipeline. A kernel compiled with others
 // stores their common object file under its own key (its entry points are found in it by name).
+//
+// In front of the disk cache and LLVM sits the code of the kernels already built in this process, by their IR
+// without comments and with the functions the kernel defines renamed from its name to a placeholder: a kernel
+// whose plan key is new but whose IR is another's but for its name shares that kernel's code. Plan keys hold
+// the options, which decide the partition but not every kernel's code: a kernel of an unfused plan (fusion off)
+// is often one a fused plan has too, under another name (`pointwise_3`, `mean_1`: a plan's kernel index).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -87,35 +94,126 @@ std::string save_failed(std::string_view name, std::string_view ir) {
     return dump::write_to(dir, fmt::format("{}.ll", name), ir);
 }
 
+bool identifier_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '$' ||
+           c == '-';
+}
+
+// The functions a module's text defines (lines `define ... @<name>(`).
+std::set<std::string, std::less<>> defined_functions(std::string_view text) {
+    std::set<std::string, std::less<>> defined;
+    for (std::size_t b = 0; b < text.size();) {
+        std::size_t e = text.find('\n', b);
+        if (e == std::string_view::npos) e = text.size();
+        const std::string_view line = text.substr(b, e - b);
+        if (line.rfind("define ", 0) == 0)
+            if (const std::size_t at = line.find('@'); at != std::string_view::npos) {
+                std::size_t t = at + 1;
+                while (t < line.size() && identifier_char(line[t])) ++t;
+                defined.emplace(line.substr(at + 1, t - at - 1));
+            }
+        b = e + 1;
+    }
+    return defined;
+}
+
+// What decides a kernel's code apart from its name: the IR without comments, every function the module defines
+// (the emitters name them `<name>`, `<name>_rows`, `<name>.chunk.s0`, ...) renamed from `<name>` to `%kernel`
+// (no global identifier contains a '%'), and the entry points by their renamed names. Declared functions (the
+// scalar library, intrinsics) keep their names. Two kernels with the same text compute the same thing with the
+// same instructions: renaming the functions a module defines changes nothing else.
+std::string code_text(const codegen::LlvmKernelSource& src) {
+    const std::string body = codegen::strip_llvm_comments(src.ir);
+    const std::set<std::string, std::less<>> defined = defined_functions(body);
+    auto renamed = [&](std::string_view token) {
+        return defined.count(token) && token.substr(0, src.name.size()) == src.name && !src.name.empty()
+                   ? "%kernel" + std::string(token.substr(src.name.size()))
+                   : std::string(token);
+    };
+    std::string out;
+    out.reserve(body.size() + 64);
+    for (std::size_t i = 0; i < body.size();) {
+        if (body[i] != '@') {
+            out += body[i++];
+            continue;
+        }
+        std::size_t t = i + 1;
+        while (t < body.size() && identifier_char(body[t])) ++t;
+        out += '@';
+        out += renamed(std::string_view(body).substr(i + 1, t - i - 1));
+        i = t;
+    }
+    out += fmt::format("\nentries {} {} {}\n", renamed(src.entry), renamed(src.partials_entry), renamed(src.finish_entry));
+    return out;
+}
+
 using Future = std::shared_future<std::shared_ptr<const CompiledKernel>>;
+
+// A kernel's code, for kernels of the same code text (code_text()).
+struct SharedCode {
+    std::weak_ptr<const LoadedObject> object;  // expired once no kernel holds it
+    CompiledKernel::Entry entry = nullptr, partials = nullptr, finish = nullptr;
+};
 
 struct Cache {
     std::mutex mu;
     HostKernelCacheStats stats;
     std::unordered_map<std::uint64_t, Future> map;
+    std::unordered_map<std::string, SharedCode> code;  // by SHA-256 of code_text()
 };
 Cache& cache() {
     static Cache* c = new Cache;  // kernels may be released during static destruction
     return *c;
 }
 
-// Builds the kernels `which` of `plan` (whose keys are new): emission, the disk cache, one LLVM compilation of
-// those that missed it, the JIT.
-std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan, const std::vector<std::size_t>& which) {
+// A kernel of a plan: the plan and the kernel's index in it.
+using PlanKernel = std::pair<const codegen::HostPlan*, std::size_t>;
+
+// Builds the kernels `which` (whose keys are new): emission, the code of kernels already built, the disk cache,
+// one LLVM compilation of those that missed both (several when two of them define functions of the same name,
+// as kernels of different plans may), the JIT.
+std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>& which) {
     const Backend& be = backend();
     DiskCache& disk = disk_cache();
+    Cache& c = cache();
     const bool dump_cache = env_list_contains("LOOM_DUMP", "cache");
     std::vector<std::shared_ptr<CompiledKernel>> out;
     std::vector<std::optional<DiskCacheKey>> keys;
     std::vector<std::vector<char>> objects;
+    std::vector<std::string> code_keys;
     std::vector<std::size_t> to_compile;
+    std::vector<std::pair<std::size_t, std::size_t>> twins;  // (j, i): kernel j has kernel i's code (i < j, both built here)
     for (std::size_t j = 0; j < which.size(); ++j) {
         auto k = std::make_shared<CompiledKernel>();
         const auto t0 = Clock::now();
-        k->source = emit_kernel(plan, which[j]);
+        k->source = emit_kernel(*which[j].first, which[j].second);
         k->codegen_ms = ms_since(t0);
         keys.emplace_back();
         objects.emplace_back();
+        code_keys.push_back(sha256_hex(code_text(k->source)));
+        {
+            std::lock_guard lock(c.mu);
+            if (auto it = c.code.find(code_keys.back()); it != c.code.end())
+                if (auto object = it->second.object.lock()) {
+                    k->object = std::move(object);
+                    k->entry = it->second.entry;
+                    k->partials = it->second.partials;
+                    k->finish = it->second.finish;
+                    k->shared = true;
+                }
+        }
+        if (!k->shared)
+            for (std::size_t i = 0; i < j && !k->shared; ++i)
+                if (code_keys[i] == code_keys[j]) {
+                    twins.emplace_back(j, i);
+                    k->shared = true;
+                }
+        if (k->shared) {
+            if (dump_cache)
+                fmt::print(stderr, "loom cache: {} has the code of a kernel built before (host object shared)\n", k->source.name);
+            out.push_back(std::move(k));
+            continue;
+        }
         if (disk.enabled()) {
             keys.back() = host_cache_key(k->source, be);
             const auto t1 = Clock::now();
@@ -131,11 +229,33 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan
         if (!k->from_disk) to_compile.push_back(j);
         out.push_back(std::move(k));
     }
-    // The misses, as one module.
-    std::vector<char> compiled;
-    if (!to_compile.empty()) {
+    // The misses, as few modules as their function names allow (one, for the kernels of one plan), each
+    // compiled and linked once.
+    std::vector<std::vector<std::size_t>> modules;
+    {
+        std::vector<std::set<std::string, std::less<>>> names;
+        for (std::size_t j : to_compile) {
+            const auto mine = defined_functions(out[j]->source.ir);
+            std::size_t m = 0;
+            for (; m < modules.size(); ++m) {
+                bool clash = false;
+                for (const auto& f : mine) clash = clash || names[m].count(f) > 0;
+                if (!clash) break;
+            }
+            if (m == modules.size()) {
+                modules.emplace_back();
+                names.emplace_back();
+            }
+            modules[m].push_back(j);
+            names[m].insert(mine.begin(), mine.end());
+        }
+    }
+    std::vector<std::vector<char>> compiled(modules.size());
+    std::vector<std::size_t> module_of(out.size(), 0);
+    for (std::size_t m = 0; m < modules.size(); ++m) {
+        const std::vector<std::size_t>& group = modules[m];
         std::vector<const codegen::LlvmKernelSource*> srcs;
-        for (std::size_t j : to_compile) srcs.push_back(&out[j]->source);
+        for (std::size_t j : group) srcs.push_back(&out[j]->source);
         const std::string merged = srcs.size() == 1 ? srcs[0]->ir : merge_modules(srcs);
         const std::string name = srcs.size() == 1 ? srcs[0]->name : fmt::format("{}_and_{}_more", srcs[0]->name, srcs.size() - 1);
         loom_hb_buffer obj{}, err{};
@@ -150,22 +270,23 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan
                                log, {be.table->pipeline()}, path);
         }
         const double compile_ms = ms_since(t1);
-        compiled.assign(obj.data, obj.data + obj.size);
+        compiled[m].assign(obj.data, obj.data + obj.size);
         be.table->free_buffer(&obj);
-        for (std::size_t j : to_compile) {
-            out[j]->compile_ms = compile_ms / static_cast<double>(to_compile.size());
+        for (std::size_t j : group) {
+            out[j]->compile_ms = compile_ms / static_cast<double>(group.size());
+            module_of[j] = m;
             if (!keys[j]) continue;
-            disk.store(*keys[j], std::string_view(compiled.data(), compiled.size()), false);
+            disk.store(*keys[j], std::string_view(compiled[m].data(), compiled[m].size()), false);
             if (dump_cache)
                 fmt::print(stderr, "loom cache: miss {} {}: compiled by LLVM{} in {:.1f} ms (optimize {:.1f}, code {:.1f}), stored "
                                    "({} bytes, host object)\n",
                            out[j]->source.name, keys[j]->digest.substr(0, 16),
-                           to_compile.size() > 1 ? fmt::format(" with {} other kernel(s)", to_compile.size() - 1) : "",
-                           compile_ms, ms[0], ms[1], compiled.size());
+                           group.size() > 1 ? fmt::format(" with {} other kernel(s)", group.size() - 1) : "", compile_ms, ms[0],
+                           ms[1], compiled[m].size());
         }
     }
-    // Link: the compiled object once, each disk object once.
-    std::shared_ptr<LoadedObject> compiled_obj;
+    // Link: each compiled object once, each disk object once.
+    std::vector<std::shared_ptr<LoadedObject>> compiled_objs(modules.size());
     auto link = [&](const std::vector<char>& bytes, const std::string& name) {
         auto lo = std::make_shared<LoadedObject>();
         loom_hb_buffer err{};
@@ -175,12 +296,14 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan
     };
     for (std::size_t j = 0; j < out.size(); ++j) {
         CompiledKernel& k = *out[j];
+        if (k.shared) continue;
         const auto t2 = Clock::now();
         if (k.from_disk) {
             k.object = link(objects[j], k.source.name);
         } else {
-            if (!compiled_obj) compiled_obj = link(compiled, k.source.name);
-            k.object = compiled_obj;
+            const std::size_t m = module_of[j];
+            if (!compiled_objs[m]) compiled_objs[m] = link(compiled[m], k.source.name);
+            k.object = compiled_objs[m];
         }
         auto entry = [&](const std::string& sym) -> CompiledKernel::Entry {
             if (sym.empty()) return nullptr;
@@ -193,6 +316,20 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const codegen::HostPlan& plan
         k.partials = entry(k.source.partials_entry);
         k.finish = entry(k.source.finish_entry);
         k.load_ms = ms_since(t2);
+    }
+    for (const auto& [j, i] : twins) {
+        out[j]->object = out[i]->object;
+        out[j]->entry = out[i]->entry;
+        out[j]->partials = out[i]->partials;
+        out[j]->finish = out[i]->finish;
+    }
+    {
+        std::lock_guard lock(c.mu);
+        for (std::size_t j = 0; j < out.size(); ++j) {
+            const CompiledKernel& k = *out[j];
+            SharedCode& sc = c.code[code_keys[j]];
+            if (sc.object.expired()) sc = {k.object, k.entry, k.partials, k.finish};
+        }
     }
     return out;
 }
@@ -213,39 +350,43 @@ codegen::LlvmKernelSource emit_kernel(const codegen::HostPlan& plan, std::size_t
     return src;
 }
 
-Kernels build_kernels(const codegen::HostPlan& plan) {
+std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> plans) {
     Cache& c = cache();
-    Kernels out(plan.kernels.size());
-    std::vector<std::size_t> missing;                  // kernels this call builds (first of each new key)
-    std::vector<Future> waits(plan.kernels.size());    // every kernel's future
+    std::vector<PlanKernel> missing;  // kernels this call builds (first of each new key)
+    std::vector<std::vector<Future>> waits(plans.size());  // every kernel's future
     std::vector<std::promise<std::shared_ptr<const CompiledKernel>>> promises;
     {
         std::lock_guard lock(c.mu);
-        for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
-            const std::uint64_t key = plan.kernels[k].key;
-            if (auto it = c.map.find(key); it != c.map.end()) {
-                const bool ready = it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-                bool ours = false;  // a key this call builds already (the same kernel twice in one plan)
-                for (std::size_t q : missing) ours = ours || plan.kernels[q].key == key;
-                if (ready && !ours) ++c.stats.hits;
-                else ++c.stats.misses;
-                waits[k] = it->second;
-                continue;
+        for (std::size_t p = 0; p < plans.size(); ++p) {
+            const codegen::HostPlan& plan = *plans[p];
+            waits[p].resize(plan.kernels.size());
+            for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+                const std::uint64_t key = plan.kernels[k].key;
+                if (auto it = c.map.find(key); it != c.map.end()) {
+                    const bool ready = it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+                    bool ours = false;  // a key this call builds already (the same kernel twice in one plan, or in two)
+                    for (const auto& [q, i] : missing) ours = ours || q->kernels[i].key == key;
+                    if (ready && !ours) ++c.stats.hits;
+                    else ++c.stats.misses;
+                    waits[p][k] = it->second;
+                    continue;
+                }
+                ++c.stats.misses;
+                promises.emplace_back();
+                waits[p][k] = promises.back().get_future().share();
+                c.map.emplace(key, waits[p][k]);
+                missing.emplace_back(&plan, k);
             }
-            ++c.stats.misses;
-            promises.emplace_back();
-            waits[k] = promises.back().get_future().share();
-            c.map.emplace(key, waits[k]);
-            missing.push_back(k);
         }
     }
     if (!missing.empty()) {
         try {
-            const std::vector<std::shared_ptr<CompiledKernel>> built = build(plan, missing);
+            const std::vector<std::shared_ptr<CompiledKernel>> built = build(missing);
             {
                 std::lock_guard lock(c.mu);
                 for (const auto& k : built) {
-                    if (k->from_disk) ++c.stats.disk_hits;
+                    if (k->shared) ++c.stats.shared;
+                    else if (k->from_disk) ++c.stats.disk_hits;
                     else ++c.stats.compiles;
                     c.stats.compile_ms += k->compile_ms;
                     c.stats.load_ms += k->load_ms;
@@ -255,14 +396,21 @@ Kernels build_kernels(const codegen::HostPlan& plan) {
         } catch (...) {
             {
                 std::lock_guard lock(c.mu);
-                for (std::size_t k : missing) c.map.erase(plan.kernels[k].key);  // not cached: a later call tries again
+                for (const auto& [q, i] : missing) c.map.erase(q->kernels[i].key);  // not cached: a later call tries again
             }
-            for (auto& p : promises) p.set_exception(std::current_exception());
+            for (auto& pr : promises) pr.set_exception(std::current_exception());
             throw;
         }
     }
-    for (std::size_t k = 0; k < plan.kernels.size(); ++k) out[k] = waits[k].get();
+    std::vector<Kernels> out(plans.size());
+    for (std::size_t p = 0; p < plans.size(); ++p)
+        for (const Future& f : waits[p]) out[p].push_back(f.get());
     return out;
+}
+
+Kernels build_kernels(const codegen::HostPlan& plan) {
+    const codegen::HostPlan* const one[] = {&plan};
+    return std::move(build_kernels(one)[0]);
 }
 
 }  // namespace loom::host
@@ -279,6 +427,7 @@ void clear_host_kernel_cache() {
     auto& c = host::cache();
     std::lock_guard lock(c.mu);
     c.map.clear();
+    c.code.clear();
     c.stats = {};
 }
 

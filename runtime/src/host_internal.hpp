@@ -51,6 +51,7 @@ struct CompiledKernel {
     Entry entry = nullptr, partials = nullptr, finish = nullptr;
     double codegen_ms = 0, compile_ms = 0, load_ms = 0;
     bool from_disk = false;
+    bool shared = false;  // the code of a kernel built before whose IR is this one's but for the name
 };
 using Kernels = std::vector<std::shared_ptr<const CompiledKernel>>;
 
@@ -65,6 +66,9 @@ codegen::LlvmKernelSource emit_kernel(const codegen::HostPlan& plan, std::size_t
 /// Every kernel of `plan`, from the in-memory cache, the disk cache or LLVM (concurrently for several).
 /// Throws loom::CompileError (with the saved IR) when LLVM rejects a kernel.
 Kernels build_kernels(const codegen::HostPlan& plan);
+/// The kernels of several plans (for each plan, what build_kernels() of it returns), the new ones compiled
+/// together: one LLVM module, or more when kernels of different plans define functions of the same name.
+std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> plans);
 
 /// The plan of `roots` over the tensors bound to its Input nodes (their order: `sources`); `outs` (null: new
 /// contiguous results) are the outputs of assign(), whose views the plan writes at their strides.

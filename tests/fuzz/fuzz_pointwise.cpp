@@ -28,10 +28,13 @@
 //                   compared bit for bit with the CPU reference (the back end calls the reference's own
 //                   functions for exp, log, ..., so every result has the reference's bits), then unfused and
 //                   compared bit for bit with the fused results. It checks the host plans and the LLVM
-//                   emitters, not the CUDA emitters.
+//                   emitters, not the CUDA emitters. The kernels of --batch graphs (default 16) are built
+//                   together before they run (testing::build_host_kernels: one LLVM module for the fused and
+//                   unfused plans of all of them, the same IR, pipeline and JIT), which each graph's
+//                   evaluations then find in the in-memory cache; `--batch 1` compiles each graph's alone.
 //
 //   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference | --llvm] [--max-numel N]
-//             [--reduce-share F] [--no-shrink] [--verbose]
+//             [--reduce-share F] [--batch N] [--no-shrink] [--verbose]
 //
 // Graph k of a run uses seed S + k, so `--seed S+k --count 1` replays it (with the same mode, --reduce-share
 // and --max-numel). Exit status 0 when every graph passed, 1 on any failure, 2 on bad arguments. The last
@@ -43,6 +46,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -81,6 +85,7 @@ struct FuzzOptions {
     Mode mode = Mode::Gpu;
     bool shrink = true;
     bool verbose = false;
+    long long batch = 16;  // --llvm: graphs whose kernels are compiled together
     GenOptions gen;
 };
 
@@ -250,11 +255,21 @@ Outcome run_compile_only(const Program& p) {
     });
 }
 
+/// Where the time of --llvm goes (seconds, summed over the graphs; printed at the end of the run).
+struct LlvmPhases {
+    double generate = 0, inputs = 0, batch = 0, reference = 0, fused = 0, unfused = 0, compare = 0;
+    double batch_compile_ms = 0, fused_compile_ms = 0, unfused_compile_ms = 0;
+    long long batches = 0, rejected_batches = 0;
+};
+LlvmPhases g_llvm_phases;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 /// The LLVM back end on host tensors: fused into poisoned outputs (misaligned for one graph in eight) against
 /// the reference bit for bit, then unfused (every op its own kernel) against the fused results bit for bit.
-Outcome run_llvm(const Program& p) {
-    std::optional<Built> b;
-    if (auto failed = build_on_host(p, b)) return *failed;
+Outcome check_llvm(const Program& p, const std::optional<Built>& b) {
+    LlvmPhases& ph = g_llvm_phases;
+    auto t = Clock::now();
     return guarded([&]() -> Outcome {
         const bool misaligned = p.data_seed % 8 == 0;
         auto make_outputs = [&] {
@@ -267,28 +282,104 @@ Outcome run_llvm(const Program& p) {
             }
             return outs;
         };
+        t = Clock::now();
         const std::vector<Tensor> expected = reference::evaluate(b->roots);
+        ph.reference += seconds_since(t);
         const std::vector<Tensor> fused = make_outputs();
+        t = Clock::now();
+        double compiled_ms = host_kernel_cache_stats().compile_ms;
         evaluate_into(b->roots, fused);
+        ph.fused += seconds_since(t);
+        ph.fused_compile_ms += host_kernel_cache_stats().compile_ms - compiled_ms;
+        t = Clock::now();
         for (std::size_t k = 0; k < fused.size(); ++k) {
             const testing::Comparison c = testing::compare(fused[k], expected[k], testing::Tolerance::exact(),
                                                            fmt::format("output {} (LLVM, fused{})", k, misaligned ? ", misaligned" : ""));
             if (!c.ok) return {Kind::LlvmMismatch, c.message};
         }
+        ph.compare += seconds_since(t);
         const std::vector<Tensor> unfused = make_outputs();
         {
             Options off = current_options();
             off.fusion = false;
             const OptionsScope scope(off);
+            t = Clock::now();
+            compiled_ms = host_kernel_cache_stats().compile_ms;
             evaluate_into(b->roots, unfused);
+            ph.unfused += seconds_since(t);
+            ph.unfused_compile_ms += host_kernel_cache_stats().compile_ms - compiled_ms;
         }
+        t = Clock::now();
         for (std::size_t k = 0; k < fused.size(); ++k) {
             const testing::Comparison c = testing::compare(unfused[k], fused[k], testing::Tolerance::exact(),
                                                            fmt::format("output {} unfused against fused (LLVM)", k));
             if (!c.ok) return {Kind::FusionMismatch, c.message};
         }
+        ph.compare += seconds_since(t);
         return {Kind::Pass, {}};
     });
+}
+
+/// --llvm for one program: its inputs, then check_llvm.
+Outcome run_llvm(const Program& p) {
+    std::optional<Built> b;
+    const auto t = Clock::now();
+    if (auto failed = build_on_host(p, b)) return *failed;
+    g_llvm_phases.inputs += seconds_since(t);
+    return check_llvm(p, b);
+}
+
+/// A program of a batch of --llvm, ready to be checked.
+struct Prepared {
+    std::optional<Program> program;      // none: generation threw (`error`)
+    std::string error;
+    std::optional<Built> built;          // none: `outcome` says why
+    std::optional<Outcome> outcome;
+};
+
+/// --llvm a batch at a time (--batch): the programs of seeds [seed, seed + n) generated and built on host
+/// tensors, then the kernels of their fused and unfused evaluations built together
+/// (testing::build_host_kernels: one LLVM compilation for the batch instead of up to two per graph, whose
+/// fixed costs were a tenth of the fuzzer's time), so that each graph's check_llvm finds its kernels in the
+/// in-memory cache. When LLVM rejects the batch's module, nothing of it is cached: each graph then compiles
+/// its own kernels in its own evaluations, and the failing one is reported with its seed.
+std::deque<Prepared> prepare_llvm_batch(std::uint64_t seed, long long n, const GenOptions& gen) {
+    LlvmPhases& ph = g_llvm_phases;
+    std::deque<Prepared> out(static_cast<std::size_t>(n));
+    std::vector<std::vector<ir::NodePtr>> graphs;
+    std::vector<Options> options;
+    Options off = current_options();
+    off.fusion = false;
+    for (long long i = 0; i < n; ++i) {
+        Prepared& q = out[static_cast<std::size_t>(i)];
+        auto t = Clock::now();
+        try {
+            q.program = generate(seed + static_cast<std::uint64_t>(i), gen);
+        } catch (const std::exception& e) {
+            q.error = e.what();
+            continue;
+        }
+        ph.generate += seconds_since(t);
+        t = Clock::now();
+        q.outcome = build_on_host(*q.program, q.built);
+        ph.inputs += seconds_since(t);
+        if (q.outcome) continue;
+        graphs.push_back(q.built->roots);
+        options.push_back(current_options());
+        graphs.push_back(q.built->roots);
+        options.push_back(off);
+    }
+    const auto t = Clock::now();
+    const double compiled_ms = host_kernel_cache_stats().compile_ms;
+    ++ph.batches;
+    try {
+        testing::build_host_kernels(graphs, options);
+    } catch (const std::exception&) {
+        ++ph.rejected_batches;
+    }
+    ph.batch += seconds_since(t);
+    ph.batch_compile_ms += host_kernel_cache_stats().compile_ms - compiled_ms;
+    return out;
 }
 
 /// Candidate simplifications of `p`, most aggressive first.
@@ -458,6 +549,10 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
             o.mode = Mode::Reference;
         } else if (a == "--llvm") {
             o.mode = Mode::Llvm;
+        } else if (a == "--batch") {
+            const char* v = value("--batch");
+            if (!v) return false;
+            o.batch = std::max(1LL, std::atoll(v));
         } else if (a == "--no-shrink") {
             o.shrink = false;
         } else if (a == "--verbose") {
@@ -465,7 +560,7 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
         } else {
             std::fprintf(stderr,
                          "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference | --llvm] [--max-numel N] "
-                         "[--reduce-share F] [--no-shrink] [--verbose]\n");
+                         "[--reduce-share F] [--batch N] [--no-shrink] [--verbose]\n");
             return false;
         }
     }
@@ -502,20 +597,42 @@ int main(int argc, char** argv) {
 
     const auto t0 = Clock::now();
     long long graphs = 0, failures = 0, invalid = 0, reduction_graphs = 0;
+    const bool batched = opt.mode == Mode::Llvm && opt.batch > 1;
+    std::deque<Prepared> ready;  // --llvm: the rest of the current batch, from seed opt.seed + k on
     for (std::uint64_t k = 0;; ++k) {
         if (opt.count >= 0 && graphs >= opt.count) break;
         if (opt.seconds >= 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= opt.seconds) break;
         const std::uint64_t seed = opt.seed + k;
+        if (batched && ready.empty())
+            ready = prepare_llvm_batch(seed, opt.count >= 0 ? std::min(opt.batch, opt.count - graphs) : opt.batch, opt.gen);
         const auto g0 = Clock::now();
         Program p;
-        try {
-            p = generate(seed, opt.gen);
-        } catch (const std::exception& e) {  // a generator bug: reported with its seed, counted as invalid
-            std::printf("loom_fuzz: seed %llu: generation failed: %s\n", static_cast<unsigned long long>(seed), e.what());
+        Outcome o;
+        std::string generation_error;
+        if (batched) {
+            Prepared q = std::move(ready.front());
+            ready.pop_front();
+            if (q.program) {
+                p = std::move(*q.program);
+                o = q.outcome ? *q.outcome : check_llvm(p, q.built);
+            } else {
+                generation_error = q.error;
+            }
+        } else {
+            try {
+                p = generate(seed, opt.gen);
+                g_llvm_phases.generate += seconds_since(g0);
+            } catch (const std::exception& e) {
+                generation_error = e.what();
+            }
+            if (generation_error.empty()) o = run(p);
+        }
+        if (!generation_error.empty()) {  // a generator bug: reported with its seed, counted as invalid
+            std::printf("loom_fuzz: seed %llu: generation failed: %s\n", static_cast<unsigned long long>(seed),
+                        generation_error.c_str());
             ++invalid;
             continue;
         }
-        const Outcome o = run(p);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - g0).count();
         if (o.kind == Kind::Invalid) {  // generation only returns valid programs; count it, do not retry
             ++invalid;
@@ -542,9 +659,19 @@ int main(int argc, char** argv) {
     std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions\n", graphs - reduction_graphs, reduction_graphs);
     if (opt.mode == Mode::Llvm) {
         const HostKernelCacheStats hs = host_kernel_cache_stats();
-        std::printf("loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu from the disk cache, %llu in-memory hits\n",
-                    static_cast<unsigned long long>(hs.compiles), hs.compile_ms, static_cast<unsigned long long>(hs.disk_hits),
-                    static_cast<unsigned long long>(hs.hits));
+        std::printf("loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu sharing the code of one built before, "
+                    "%llu from the disk cache, %llu in-memory hits\n",
+                    static_cast<unsigned long long>(hs.compiles), hs.compile_ms, static_cast<unsigned long long>(hs.shared),
+                    static_cast<unsigned long long>(hs.disk_hits), static_cast<unsigned long long>(hs.hits));
+        const LlvmPhases& ph = g_llvm_phases;
+        if (ph.batches > 0)
+            std::printf("loom_fuzz: %lld batches of up to %lld graphs had their kernels built together, %lld of them rejected by LLVM "
+                        "(their graphs compiled alone)\n",
+                        ph.batches, opt.batch, ph.rejected_batches);
+        std::printf("loom_fuzz: time: generation %.1f s, inputs %.1f s, batches' kernels %.1f s (LLVM compile %.1f s), reference %.1f s, "
+                    "fused %.1f s (LLVM compile %.1f s), unfused %.1f s (LLVM compile %.1f s), comparisons %.1f s\n",
+                    ph.generate, ph.inputs, ph.batch, ph.batch_compile_ms / 1000, ph.reference, ph.fused, ph.fused_compile_ms / 1000,
+                    ph.unfused, ph.unfused_compile_ms / 1000, ph.compare);
     }
     const double minutes = std::chrono::duration<double>(Clock::now() - t0).count() / 60.0;
     std::printf("loom_fuzz: %.0f graphs per minute\n", minutes > 0 ? static_cast<double>(graphs) / minutes : 0.0);

@@ -93,6 +93,14 @@ TEST_CASE("llvm backend: unaligned, strided, transposed, sliced and broadcast vi
     check(Array(m) + Array(v), "row broadcast");
     check(Array(m).slice({{1, -1, 2}, {ir::SliceSpec::kNone, ir::SliceSpec::kNone, -3}}) * 3.0, "slices with steps");
     check(reshape(transpose(Array(m)), {53 * 37}) + 1.0, "reshape of a transpose (derived indices)");
+    // Derived indices divide vectors as doubles (32-bit plans): dividends in the millions by divisors of 3 and
+    // of a million, quotients and remainders, in vector steps and tails.
+    constexpr std::int64_t kM = (1 << 20) + 7;
+    Tensor wide = filled({3, kM}, float32, 31), tall = filled({kM, 3}, float32, 32);
+    check(reshape(transpose(Array(wide)), {3 * kM}) * 0.5, "derived indices: divisor 3");
+    check(reshape(transpose(Array(tall)), {3 * kM}) * 0.5, "derived indices: divisor of a million");
+    Tensor cube = filled({7, 1001, 13}, float32, 33);
+    check(reshape(permute(Array(cube), {2, 0, 1}), {13 * 7, 1001}) - 1.0, "derived indices, div and mod");
     Tensor strided = big.as_strided({64, 32}, {64, 2}, 5);
     check(exp(Array(strided)) + sum(Array(m).slice({{0, 32}, {0, 32}})), "strided input with a reduction");
     // outputs that are misaligned views
@@ -338,6 +346,75 @@ TEST_CASE("llvm backend: the disk cache holds host objects, keyed with LLVM and 
     ::unsetenv("LOOM_CACHE_DIR");
     reset_disk_cache();
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("llvm backend: a kernel whose IR is one already compiled shares its code") {
+    if (!host_backend_info().llvm) return;
+    clear_host_kernel_cache();
+    auto built = [] {  // kernels LLVM compiled or the disk cache gave
+        const HostKernelCacheStats s = host_kernel_cache_stats();
+        return s.compiles + s.disk_hits;
+    };
+    Tensor a = filled({1000}, float32, 71);
+    Options off = current_options();
+    off.fusion = false;
+    {
+        Tensor out = atan(Array(a));
+        require_bits({atan(Array(a))}, {out}, "fused");
+    }
+    CHECK(built() == 1);
+    CHECK(host_kernel_cache_stats().shared == 0);
+    {
+        // Unfused, a plan of other options: a new plan key, but its one kernel has the fused kernel's IR.
+        const OptionsScope scope(off);
+        Tensor out = atan(Array(a));
+        require_bits({atan(Array(a))}, {out}, "unfused");
+        CHECK(built() == 1);
+        CHECK(host_kernel_cache_stats().shared == 1);
+        // Its second kernel (the product) is new IR, compiled.
+        Tensor out2 = atan(Array(a)) * 2.75;
+        require_bits({atan(Array(a)) * 2.75}, {out2}, "unfused, two kernels");
+        CHECK(built() == 2);
+        CHECK(host_kernel_cache_stats().shared == 1);
+    }
+    // Fused again, one new kernel of its own IR: nothing is shared by mistake.
+    {
+        Tensor out = atan(Array(a)) * 2.75;
+        require_bits({atan(Array(a)) * 2.75}, {out}, "fused, one kernel");
+    }
+    CHECK(built() == 3);
+    CHECK(host_kernel_cache_stats().shared == 1);
+    clear_host_kernel_cache();
+}
+
+TEST_CASE("llvm backend: testing::build_host_kernels builds several graphs' kernels for their evaluations") {
+    if (!host_backend_info().llvm) return;
+    clear_host_kernel_cache();
+    Tensor a = filled({300, 7}, float32, 81), b = filled({7}, float32, 82), c = filled({513}, int32, 83);
+    const Array y0 = sinh(Array(a) + Array(b)) * 0.375;
+    const Array y1 = sum(Array(a) * 1.5, {1});
+    const Array y2 = Array(c) * 3 - 11;
+    Options off = current_options();
+    off.fusion = false;
+    testing::build_host_kernels({{y0.node()}, {y0.node()}, {y1.node()}, {y2.node()}}, {current_options(), off, current_options(), current_options()});
+    const HostKernelCacheStats built = host_kernel_cache_stats();
+    CHECK(built.compiles + built.disk_hits + built.shared >= 6);  // fused y0; unfused y0: add, sinh, mul; y1; y2
+    {
+        Tensor o0 = y0, o2 = y2;
+        const OptionsScope scope(off);
+        Tensor u0 = y0;
+        require_bits({y0, y0, y2}, {o0, u0, o2}, "prebuilt");
+    }
+    Tensor o1 = Tensor::host({300}, float32);
+    assign(o1, y1);
+    require_bits({y1}, {o1}, "prebuilt reduction");
+    const HostKernelCacheStats after = host_kernel_cache_stats();
+    CHECK(after.compiles == built.compiles);  // every kernel was there
+    CHECK(after.disk_hits == built.disk_hits);
+    CHECK(after.shared == built.shared);
+    CHECK(after.hits >= built.hits + 6);
+    CHECK_THROWS_AS(testing::build_host_kernels({{y0.node()}}, {}), Error);
+    clear_host_kernel_cache();
 }
 
 TEST_CASE("llvm backend: a compile failure is a CompileError carrying the saved IR (module interface)") {

@@ -122,6 +122,21 @@ std::vector<std::string> Space::derived_indices(const Point& pt, int w, std::str
     std::vector<std::string> t;
     const std::string I = vec("i64", w);
     std::vector<std::string> idx(static_cast<std::size_t>(plan_.rank));
+    // x86 has no vector integer division: a udiv of <16 x i64> becomes 16 scalar divisions, with the lanes
+    // moved out and back (slow to run, and a large part of LLVM's time on such kernels). With 32-bit indices
+    // every dividend and divisor is below 2^31, so vectors divide as doubles: a / d rounded to nearest
+    // truncates to the integer quotient exactly whenever a + d <= 2^53 (the quotient q is exact, and
+    // a / d <= q + 1 - 1/d stays below the midpoint between q + 1 and the double before it). The host runs
+    // kernels rounding to nearest (docs/llvm-backend.md, "Threads").
+    const bool fp_divide = w > 1 && plan_.index == IndexWidth::I32;
+    auto quotient = [&](const std::string& name, const std::string& a, const std::string& d) {
+        if (!fp_divide) return b_.let(name, fmt::format("udiv {} {}, {}", I, a, d));
+        const std::string N = vec("i32", w), D = vec("double", w);
+        const std::string af = b_.let(name + ".af", fmt::format("sitofp {} {} to {}", N, b_.let(name + ".a", fmt::format("trunc {} {} to {}", I, a, N)), D));
+        const std::string df = b_.let(name + ".df", fmt::format("sitofp {} {} to {}", N, b_.let(name + ".d", fmt::format("trunc {} {} to {}", I, d, N)), D));
+        const std::string q = b_.let(name + ".qf", fmt::format("fdiv {} {}, {}", D, af, df));
+        return b_.let(name, fmt::format("sext {} {} to {}", N, b_.let(name + ".q32", fmt::format("fptosi {} {} to {}", D, q, N)), I));
+    };
     for (std::size_t m = 0; m < plan_.derived.size(); ++m) {
         const DerivedPlan& dp = plan_.derived[m];
         const int mi = static_cast<int>(m);
@@ -140,11 +155,17 @@ std::vector<std::string> Space::derived_indices(const Point& pt, int w, std::str
         }
         if (dp.has_div) {
             const std::string dv = b_.splat(fmt::format("{}t{}.div", tag, m), "i64", field(K::DerivedDiv, mi), w);
-            acc = b_.let(fmt::format("{}t{}.q", tag, m), fmt::format("udiv {} {}, {}", I, acc, dv));
+            acc = quotient(fmt::format("{}t{}.q", tag, m), acc, dv);
         }
         if (dp.has_mod) {
             const std::string md = b_.splat(fmt::format("{}t{}.mod", tag, m), "i64", field(K::DerivedMod, mi), w);
-            acc = b_.let(fmt::format("{}t{}.r", tag, m), fmt::format("urem {} {}, {}", I, acc, md));
+            if (fp_divide) {
+                const std::string q = quotient(fmt::format("{}t{}.rq", tag, m), acc, md);
+                const std::string qm = b_.let(fmt::format("{}t{}.rm", tag, m), fmt::format("mul {} {}, {}", I, q, md));
+                acc = b_.let(fmt::format("{}t{}.r", tag, m), fmt::format("sub {} {}, {}", I, acc, qm));
+            } else {
+                acc = b_.let(fmt::format("{}t{}.r", tag, m), fmt::format("urem {} {}, {}", I, acc, md));
+            }
         }
         b_.f.note(fmt::format("t{} = reshape: index of the operand's dimension", m));
         t.push_back(acc);

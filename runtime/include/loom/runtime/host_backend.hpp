@@ -36,6 +36,7 @@ struct HostKernelCacheStats {
     std::uint64_t misses = 0;      // kernels built (or waited for)
     std::uint64_t compiles = 0;    // LLVM compilations (misses of the disk cache too)
     std::uint64_t disk_hits = 0;   // object files loaded from the disk cache
+    std::uint64_t shared = 0;      // kernels whose IR but for their name is a kernel's built before: its code reused
     double compile_ms = 0;         // total LLVM time (parse, optimize, code generation)
     double load_ms = 0;            // total time linking objects into the JIT
 };

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/codegen/options.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/reference.hpp"
 #include "loom/runtime/tensor.hpp"
@@ -113,5 +114,14 @@ Tensor random_tensor(const Shape& shape, DType dtype, std::uint64_t seed, const 
 /// always rejected); int8 -101, uint8 165, int32 0xdeadbeef, int64 0xdeadbeefdeadbeef (rejected unless
 /// the expected value happens to be the sentinel). Throws loom::Error for a non-contiguous tensor.
 void poison(Tensor& t);
+
+/// Builds the host kernels that evaluating graph i under options[i] into contiguous results would build, all
+/// that neither cache has compiled by LLVM together (one module, as the kernels of one plan are), so that a
+/// compilation's fixed costs (the pass managers, the object file, the link) are paid once for many graphs;
+/// evaluating the graphs afterwards finds their kernels in the in-memory cache. For the differential fuzzer,
+/// which evaluates thousands of small graphs. Graphs on a GPU, and every graph without the LLVM back end, are
+/// left alone. Throws as an evaluation would (loom::CompileError when LLVM rejects a kernel: then none of the
+/// kernels is cached, and each graph's evaluation compiles its own).
+void build_host_kernels(const std::vector<std::vector<ir::NodePtr>>& graphs, const std::vector<Options>& options);
 
 }  // namespace loom::testing
