@@ -109,20 +109,22 @@ HostTarget HostTarget::avx512() {
 
 std::uint64_t HostTarget::hash() const {
     Hasher h;
-    h.add(std::string_view("loom.host.target.v1"));
+    h.add(std::string_view("loom.host.target.v2"));
     h.add(triple);
     h.add(cpu);
     h.add(features);
     h.add(static_cast<std::uint64_t>(vector_bits));
     h.add(f16c ? 1u : 0u);
+    h.add(static_cast<std::uint64_t>(cache_bytes));
     return h.digest();
 }
 
 std::uint64_t HostSchedule::code_hash() const {
     Hasher h;
-    h.add(std::string_view("loom.host.schedule.v1"));
+    h.add(std::string_view("loom.host.schedule.v2"));
     h.add(static_cast<std::uint64_t>(lanes));
     h.add(split ? 1u : 0u);
+    h.add(stream ? 1u : 0u);
     return h.digest();
 }
 
@@ -140,7 +142,9 @@ std::string HostSchedule::to_string() const {
     if (split)
         return fmt::format("{} lanes per vector; split: {} tasks of {} (row, chunk) pairs, then {} tasks of {} rows", lanes,
                            tasks, task, finish_tasks, finish_task);
-    return fmt::format("{} lanes per vector; {} tasks of {}", lanes, tasks, task);
+    std::string s = fmt::format("{} lanes per vector; {} tasks of {}", lanes, tasks, task);
+    if (stream) s += "; non-temporal stores (the kernel moves more than the last-level cache holds)";
+    return s;
 }
 
 bool HostKernel::operator==(const HostKernel& o) const {
@@ -156,11 +160,19 @@ DeviceInfo host_planning_device() {
     return d;
 }
 
-HostSchedule host_pointwise_schedule(std::int64_t numel, int widest_bytes, const HostTarget& target) {
+bool host_streamed_output(const OperandPlan& out, int lanes) {
+    return out.access == Access::Contiguous && static_cast<std::size_t>(lanes) * itemsize(out.dtype) >= 16;
+}
+
+HostSchedule host_pointwise_schedule(const PointwisePlan& plan, std::int64_t numel, std::int64_t inner, int widest_bytes,
+                                     const HostTarget& target) {
     HostSchedule s;
     s.lanes = lanes_for(widest_bytes, target);
     s.task = kHostPointwiseTask;
     s.tasks = ceil_div(numel, s.task);
+    const bool any = std::any_of(plan.outputs.begin(), plan.outputs.end(), [&](const OperandPlan& o) { return host_streamed_output(o, s.lanes); });
+    const double moved = static_cast<double>(plan.bytes_per_element()) * static_cast<double>(numel);
+    s.stream = any && s.lanes > 1 && inner >= kHostStreamRow && moved > static_cast<double>(target.cache_bytes);
     return s;
 }
 
@@ -266,7 +278,8 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
             int widest = 1;
             for (const ir::Node* n : ir::topo_order(k.outputs))
                 if (!ir::is_view(n->op())) widest = std::max(widest, compute_bytes(n->dtype()));
-            h.schedule = host_pointwise_schedule(h.numel, widest, target);
+            const std::int64_t inner = h.pointwise.binding.extents.empty() ? h.numel : h.pointwise.binding.extents.back();
+            h.schedule = host_pointwise_schedule(h.pointwise.plan, h.numel, inner, widest, target);
             h.key = with(with(kernel_key(k.outputs, h.pointwise.plan), h.schedule.code_hash()), base);
         } else {
             h.reduce = plan_reduce(k.group, layout_of, device);

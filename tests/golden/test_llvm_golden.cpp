@@ -15,6 +15,7 @@
 
 #include "loom/codegen/host_plan.hpp"
 #include "loom/codegen/llvm/emit.hpp"
+#include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/host_backend.hpp"
@@ -83,6 +84,15 @@ TEST_CASE("golden llvm: E1 relu(x * 1.5 + 0.25) over float32") {
     CHECK(!contains(ks[0].ir, "fast"));              // no fast-math flag anywhere
     CHECK(!contains(ks[0].ir, "contract"));
     CHECK(contains(ks[0].ir, "; mul (test_llvm_golden.cpp:"));  // the user's file:line on the instruction
+    compile_with_module(ks[0]);
+}
+
+TEST_CASE("golden llvm: CE1, E1 over 2^26 float32: more than the cache holds, streamed") {
+    const auto ks = llvm_kernels({relu(Array(ir::input(float32, {std::int64_t{1} << 26}, "x")) * 1.5 + 0.25)}, "ce1_relu_scale_bias");
+    REQUIRE(ks.size() == 1);
+    golden::check_text("ce1_relu_scale_bias", ks[0].ir, ".ll");
+    CHECK(contains(ks[0].ir, "non-temporal stores"));  // the schedule in the banner
+    CHECK(contains(ks[0].ir, "store <16 x float> %nt.v5, ptr %out0.p.2, align 64, !nontemporal !{i32 1}"));
     compile_with_module(ks[0]);
 }
 

@@ -18,6 +18,7 @@
 #include <limits>
 #include <thread>
 
+#include "loom/ir/build.hpp"
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/host_backend.hpp"
 #include "loom/runtime/host_backend_abi.h"
@@ -248,6 +249,41 @@ TEST_CASE("llvm backend: softmax, layernorm, rmsnorm, var") {
     check(softmax(Array(h)), "bf16 softmax");
     Tensor one = filled({1, 50000}, float32, 81);  // one long row: partitioned strictly, each reduction split
     check(softmax(Array(one)), "softmax of one long row");
+}
+
+// Pointwise kernels that move more bytes than the last-level cache holds write their contiguous outputs with
+// non-temporal stores, from the first position where every such output is aligned to its vector (width-1 steps
+// before it); outputs that never align store as usual. The bits do not depend on it.
+TEST_CASE("llvm backend: outputs larger than the last-level cache are streamed, at every alignment") {
+    const HostBackendInfo& info = host_backend_info();
+    const ir::NodePtr ph = ir::input(float32, {std::int64_t{1} << 26}, "x");
+    CHECK(llvm_source({(relu(Array(ph) * 1.5 + 0.25)).node()}, "big").find("!nontemporal") != std::string::npos);
+    Tensor small = filled({4096}, float32, 3);
+    CHECK(llvm_source({(Array(small) * 2.0).node()}, "small").find("!nontemporal") == std::string::npos);
+    if (info.cache_bytes <= 0 || info.cache_bytes > (std::int64_t{256} << 20)) {
+        MESSAGE("last-level cache of " << info.cache_bytes << " bytes: streamed results not run");
+        return;
+    }
+    const std::int64_t n = info.cache_bytes / 8 + 4099;  // float32 in and out: more than the cache
+    Tensor big = filled({n + 16}, float32, 7);
+    for (std::int64_t off : {0, 1, 3, 15}) {
+        Tensor in = big.as_strided({n}, {1}, off);
+        Tensor obig = Tensor::host({n + 16}, float32);
+        Tensor o = obig.as_strided({n}, {1}, (off * 5) % 16);
+        Array y = relu(Array(in) * 1.5 + 0.25);
+        assign(o, y);
+        require_bits({y}, {o}, "streamed output");
+        // Two outputs that align at different positions: the second stores as usual.
+        Tensor o2big = Tensor::host({n + 16}, float32);
+        Tensor o2 = o2big.as_strided({n}, {1}, 1 + off);
+        assign({o, o2}, {y, Array(in) - 1.0});
+        require_bits({y, Array(in) - 1.0}, {o, o2}, "streamed outputs of two alignments");
+    }
+    std::vector<char> raw(static_cast<std::size_t>(n) * 4 + 8);  // an output at an odd address: never aligned
+    Tensor odd = Tensor::view(raw.data() + 1, {n}, float32, {}, Device::cpu());
+    Array y = Array(big.as_strided({n}, {1}, 2)) * 3.0;
+    assign(odd, y);
+    require_bits({y}, {odd}, "output at an odd address");
 }
 
 TEST_CASE("llvm backend: fused and unfused give the same bits") {

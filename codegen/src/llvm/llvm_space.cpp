@@ -319,20 +319,31 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
     return out;
 }
 
-void Space::store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment) {
+std::string Space::output_address(int o, const std::string& flat) {
+    const std::string st(storage_type(plan_.outputs.at(static_cast<std::size_t>(o)).dtype));
+    return b_.let(fmt::format("{}out{}.p", tag_, o), fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, field(K::OutputPointer, o), flat));
+}
+
+void Space::store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment, bool nontemporal) {
     const DType dt = plan_.outputs.at(static_cast<std::size_t>(o)).dtype;
     const std::string st(storage_type(dt));
     const std::string sv = b_.to_storage(dt, v, w);
-    const std::string p = b_.let(fmt::format("{}out{}.p", tag_, o),
-                                 fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, field(K::OutputPointer, o), flat));
-    const std::string note = comment.empty() ? fmt::format("store out{} ({})", o, name(dt)) : std::string(comment);
+    const std::string p = output_address(o, flat);
+    std::string note = comment.empty() ? fmt::format("store out{} ({})", o, name(dt)) : std::string(comment);
+    if (nontemporal) {
+        // An aligned non-temporal store (MOVNT on x86): the line goes to memory without being read first or
+        // kept in the caches.
+        b_.f.emit(fmt::format("store {} {}, ptr {}, align {}, !nontemporal !{{i32 1}}", vec(st, w), sv, p, static_cast<std::size_t>(w) * itemsize(dt)),
+                  note + ", bypassing the caches");
+        return;
+    }
     b_.f.emit(fmt::format("store {} {}, ptr {}, align {}", vec(st, w), sv, p, itemsize(dt)), note);
 }
 
-void Space::store_output_at(int o, const std::string& v, const Point& pt, int w) {
+void Space::store_output_at(int o, const std::string& v, const Point& pt, int w, bool nontemporal) {
     const OperandPlan& op = plan_.outputs.at(static_cast<std::size_t>(o));
     if (op.access != Access::Strided) {
-        store_output(o, v, pt.flat, w);
+        store_output(o, v, pt.flat, w, {}, nontemporal);
         return;
     }
     const int R = plan_.rank;

@@ -60,12 +60,17 @@ public:
     /// Emits the values that `outputs` (indices into the graph's outputs) need at `pt`, `w` lanes wide, and
     /// returns the outputs' compute values. `tag` prefixes the names (v<k>) of this emission.
     std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag);
-    /// Stores output `o`'s compute value `v` (w lanes) at flat index `flat` of its contiguous buffer.
-    void store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment = {});
+    /// Stores output `o`'s compute value `v` (w lanes) at flat index `flat` of its contiguous buffer. A
+    /// non-temporal store bypasses the caches; the caller guarantees that the address is aligned to the
+    /// vector's size (w * itemsize bytes), which the store then states.
+    void store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment = {},
+                      bool nontemporal = false);
+    /// The address of output `o`'s element at flat index `flat` of its contiguous buffer.
+    std::string output_address(int o, const std::string& flat);
     /// Stores output `o`'s compute value `v` (w lanes along the innermost dimension) at point `pt`: at the flat
-    /// index of a contiguous output, or at a strided output's own index map (a view the user writes into:
-    /// consecutive lanes for a unit innermost stride, else a scatter).
-    void store_output_at(int o, const std::string& v, const Point& pt, int w);
+    /// index of a contiguous output (non-temporal as store_output says), or at a strided output's own index map
+    /// (a view the user writes into: consecutive lanes for a unit innermost stride, else a scatter).
+    void store_output_at(int o, const std::string& v, const Point& pt, int w, bool nontemporal = false);
 
     const detail::PwGraph& graph() const { return g_; }
     const PointwisePlan& plan() const { return plan_; }

@@ -1,7 +1,7 @@
 ; ---- Loom reduction kernel r1_row_sum (from "r1_row_sum"), LLVM IR for the host ----
 ; host schedule: 16 lanes per vector; 128 tasks of 4
 ; reduction: row (chunks of 8192, 256 lanes of runs of 4, butterfly, pairwise over chunks) order, 1 stage(s), 0 element output(s)
-; reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:91), stage 0
+; reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:101), stage 0
 ; element space:
 ; space: rank 1, 32-bit indices in the parameters
 ; in0: input 0, float32, contiguous
@@ -12,7 +12,7 @@
 ; out0: float32, contiguous
 
 ; row order, stage 0: the partial of chunk k of row o
-;   reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:91)
+;   reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:101)
 define internal void @r1_row_sum.chunk.s0(ptr noalias readonly %p, i64 %o, i64 %k, ptr noalias %rv, ptr noalias %part) #0 {
 entry:
   %lanes0 = alloca [256 x float], align 64
@@ -31,7 +31,7 @@ entry:
   %part0.at = getelementptr inbounds i8, ptr %p, i64 96
   %part0 = load ptr, ptr %part0.at, align 8                                  ; split workspace of reduction 0
   %el.in0.at = getelementptr inbounds i8, ptr %p, i64 0
-  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 float32, contiguous (test_llvm_golden.cpp:91)
+  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 float32, contiguous (test_llvm_golden.cpp:101)
   %el.out0.at = getelementptr inbounds i8, ptr %p, i64 8
   %el.out0 = load ptr, ptr %el.out0.at, align 8                              ; output 0, contiguous
   %el.n.at = getelementptr inbounds i8, ptr %p, i64 16
@@ -109,7 +109,7 @@ run.body:
   %in0.q = mul i64 %q, 16
   %in0.qp = getelementptr inbounds float, ptr %runs0, i64 %in0.q
   %in0.runq = load <16 x float>, ptr %in0.qp, align 4
-  ; reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:91)
+  ; reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:101)
   %lanes0.p = getelementptr inbounds float, ptr %lanes0, i64 %lanes.at
   %acc0 = load <16 x float>, ptr %lanes0.p, align 4
   %acc0.1 = fadd <16 x float> %acc0, %in0.runq
@@ -133,7 +133,7 @@ tail.body:
   %tr = add i64 %first, %ti
   %t.flat = add i64 %rowbase, %tr
   %el.t.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %t.flat
-  %el.t.v0.m = load float, ptr %el.t.v0.p, align 4                           ; load in0: float32 (contiguous, test_llvm_golden.cpp:91)
+  %el.t.v0.m = load float, ptr %el.t.v0.p, align 4                           ; load in0: float32 (contiguous, test_llvm_golden.cpp:101)
   %tl4 = lshr i64 %ti, 2
   %tlane = and i64 %tl4, 255                                                 ; lane (i / 4) mod 256
   %tl0.p = getelementptr inbounds float, ptr %lanes0, i64 %tlane
@@ -223,14 +223,14 @@ entry:
   %part0.at = getelementptr inbounds i8, ptr %p, i64 96
   %part0 = load ptr, ptr %part0.at, align 8                                  ; split workspace of reduction 0
   %el.in0.at = getelementptr inbounds i8, ptr %p, i64 0
-  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 float32, contiguous (test_llvm_golden.cpp:91)
+  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 float32, contiguous (test_llvm_golden.cpp:101)
   %el.out0.at = getelementptr inbounds i8, ptr %p, i64 8
   %el.out0 = load ptr, ptr %el.out0.at, align 8                              ; output 0, contiguous
   %el.n.at = getelementptr inbounds i8, ptr %p, i64 16
   %el.n = load i32, ptr %el.n.at, align 4                                    ; elements of the iteration space
   %el.n.i64 = sext i32 %el.n to i64
   %row.in0.at = getelementptr inbounds i8, ptr %p, i64 24
-  %row.in0 = load ptr, ptr %row.in0.at, align 8                              ; input 0 "row value 0" float32, contiguous (test_llvm_golden.cpp:91)
+  %row.in0 = load ptr, ptr %row.in0.at, align 8                              ; input 0 "row value 0" float32, contiguous (test_llvm_golden.cpp:101)
   %row.out0.at = getelementptr inbounds i8, ptr %p, i64 32
   %row.out0 = load ptr, ptr %row.out0.at, align 8                            ; output 0, contiguous
   %row.n.at = getelementptr inbounds i8, ptr %p, i64 40
@@ -297,7 +297,7 @@ s0.tree.done:
   %s0.value0.empty = icmp eq i64 %len, 0
   %s0.value0.sum = select i1 %s0.value0.empty, float 0x0000000000000000, float %s0.total0 ; the empty sum is +0
   %s0.rv0.p = getelementptr inbounds i8, ptr %rv, i64 0
-  store float %s0.value0.sum, ptr %s0.rv0.p, align 4                         ; row value of reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:91)
+  store float %s0.value0.sum, ptr %s0.rv0.p, align 4                         ; row value of reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:101)
   %rv0.p = getelementptr inbounds i8, ptr %rv, i64 0
   %rv0 = load float, ptr %rv0.p, align 4                                     ; row value of reduction 0
   %row.out0.p = getelementptr inbounds float, ptr %row.out0, i64 %o
