@@ -101,21 +101,6 @@ std::string Space::index_vector(const Point& pt, int d, int w) {
     return b_.let(fmt::format("{}i{}.v", tag_, d), fmt::format("add <{} x i64> {}, {}", w, s, lane_offsets(w, pt.stride)));
 }
 
-bool Space::reads_runs(int s) const {
-    const OperandPlan& o = plan_.loads.at(static_cast<std::size_t>(s));
-    if (o.index) return false;
-    const int R = plan_.rank;
-    return o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
-           (o.access == Access::Strided && o.unit_inner && (o.dim_mask >> (R - 1) & 1u));
-}
-
-std::string Space::run_offset(int s, const Point& pt) {
-    const Point one{pt.outer, pt.inner, pt.flat, 1};
-    const Address a = site_address(s, one, 1, fmt::format("{}run{}", tag_, s));
-    if (a.kind != Address::Run) throw InternalError("llvm Space::run_offset: the site does not read runs");
-    return a.off;
-}
-
 std::vector<std::string> Space::derived_indices(const Point& pt, int w, std::string_view tag) {
     // t_m = ((offset + sum_d coef_d i_d + sum_j coef_j t_j) / div) % mod: a reshape that is not a strided
     // view, decomposed per element (pointwise_plan.hpp).
@@ -207,10 +192,6 @@ std::string Space::site_value(int s, const Point& pt, int w, std::string_view na
     if (external) {
         std::string v = external(o.input, w);
         if (!v.empty()) return v;
-    }
-    if (preloaded) {
-        std::string v = preloaded(s, w);
-        if (!v.empty()) return b_.from_storage(o.dtype, v, w);
     }
     const ir::Node& in = *g_.inputs[static_cast<std::size_t>(o.input)];
     Address a = site_address(s, pt, w, name);

@@ -44,19 +44,6 @@ public:
     /// the width, the compute value; empty string for inputs read from memory.
     std::function<std::string(int input, int w)> external;
 
-    /// Site values supplied by the caller (a reduction's deinterleaved runs): given the site and the width, the
-    /// stored elements (storage type), or an empty string for sites read as usual.
-    std::function<std::string(int site, int w)> preloaded;
-
-    /// Whether site s reads consecutive elements along the innermost dimension from memory (contiguous, a row
-    /// broadcast, or strided with unit innermost stride), and the offset of its element at `pt`.
-    bool reads_runs(int s) const;
-    std::string run_offset(int s, const Point& pt);
-    /// The storage type and element size of site s.
-    std::string site_storage(int s) const { return std::string(storage_type(plan_.loads.at(static_cast<std::size_t>(s)).dtype)); }
-    /// The input pointer of site s.
-    const std::string& site_pointer(int s) const { return field(ParamField::Kind::InputPointer, s); }
-
     /// Emits the values that `outputs` (indices into the graph's outputs) need at `pt`, `w` lanes wide, and
     /// returns the outputs' compute values. `tag` prefixes the names (v<k>) of this emission.
     std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag);
