@@ -48,6 +48,42 @@ std::size_t accumulator_compute_bytes(const ReduceOpPlan& op) {
     return static_cast<std::size_t>(compute_bytes(op.in));
 }
 
+// Whether the graph of `n` computes a transcendental function (a costly value to compute twice).
+bool computes_transcendental(const ir::NodePtr& n) {
+    for (const ir::Node* v : ir::topo_order({n}))
+        if (ir::is_elementwise(v->op()) && ir::info(v->op()).cost == ir::Cost::Transcendental) return true;
+    return false;
+}
+
+// Whether the graph of `root` uses node `v`.
+bool uses(const ir::NodePtr& root, const ir::Node* v) {
+    for (const ir::Node* n : ir::topo_order({root}))
+        if (n == v) return true;
+    return false;
+}
+
+// HostSchedule::keep: an element output holds a reduction's operand between passes when the output's graph
+// uses that operand, the output's dtype stores its compute value exactly (the same dtype, not a half one, whose
+// compute value is float32) and the operand computes a transcendental function (computing it once instead of
+// twice is worth the store and the load). An output holds one operand: of the candidates, the latest
+// stage's.
+std::vector<int> kept_operands(const PlannedReduce& pr) {
+    const std::size_t nred = pr.plan.ops.size();
+    std::vector<int> keep(static_cast<std::size_t>(pr.plan.element_outputs), -1);
+    for (std::size_t e = 0; e < keep.size(); ++e) {
+        const ir::NodePtr& out = pr.element_roots.at(nred + e);
+        for (int stage = pr.plan.stages - 1; stage >= 0 && keep[e] < 0; --stage)
+            for (std::size_t j = 0; j < nred && keep[e] < 0; ++j) {
+                const ir::NodePtr& operand = pr.element_roots.at(j);
+                if (pr.plan.ops[j].stage != stage || operand->dtype() != out->dtype() || is_half(out->dtype())) continue;
+                if (!ir::is_elementwise(operand->op()) || !computes_transcendental(operand) || !uses(out, operand.get())) continue;
+                keep[e] = static_cast<int>(j);
+            }
+    }
+    if (std::all_of(keep.begin(), keep.end(), [](int j) { return j < 0; })) keep.clear();
+    return keep;
+}
+
 std::uint64_t with(std::uint64_t key, std::uint64_t more) {
     Hasher h;
     h.add(key);
@@ -121,10 +157,12 @@ std::uint64_t HostTarget::hash() const {
 
 std::uint64_t HostSchedule::code_hash() const {
     Hasher h;
-    h.add(std::string_view("loom.host.schedule.v2"));
+    h.add(std::string_view("loom.host.schedule.v3"));
     h.add(static_cast<std::uint64_t>(lanes));
     h.add(split ? 1u : 0u);
     h.add(stream ? 1u : 0u);
+    h.add(static_cast<std::uint64_t>(keep.size()));
+    for (int j : keep) h.add(static_cast<std::uint64_t>(static_cast<std::int64_t>(j)));
     return h.digest();
 }
 
@@ -144,6 +182,8 @@ std::string HostSchedule::to_string() const {
                            tasks, task, finish_tasks, finish_task);
     std::string s = fmt::format("{} lanes per vector; {} tasks of {}", lanes, tasks, task);
     if (stream) s += "; non-temporal stores (the kernel moves more than the last-level cache holds)";
+    for (std::size_t e = 0; e < keep.size(); ++e)
+        if (keep[e] >= 0) s += fmt::format("; out{} holds the operand of reduction {} between its pass and the output pass", e, keep[e]);
     return s;
 }
 
@@ -191,6 +231,7 @@ HostSchedule host_reduce_schedule(const PlannedReduce& pr, const HostTarget& tar
     // Units of parallel work without splitting: rows (inner), vectors of output columns (outer).
     const std::int64_t units = outer ? ceil_div(O, s.lanes) : O;
     s.split = single && chunks >= 2 && units < kHostSplitRows;
+    if (!outer && !s.split) s.keep = kept_operands(pr);
     if (O == 0) {
         s.tasks = 0;
         return s;

@@ -251,6 +251,38 @@ TEST_CASE("llvm backend: softmax, layernorm, rmsnorm, var") {
     check(softmax(Array(one)), "softmax of one long row");
 }
 
+// A normalization whose output uses a reduction's costly operand keeps that operand in the output between passes
+// (HostSchedule::keep): softmax computes exp(x - max) once per element, in the sum's pass, and scales it in
+// place in the output pass. The bits are the reference's and the unfused graph's.
+TEST_CASE("llvm backend: softmax keeps exp(x - max) in its output between passes") {
+    Tensor x = filled({37, 1000}, float32, 95);
+    const std::string ir = llvm_source({softmax(Array(x)).node()}, "sm");
+    CHECK(ir.find("out0 holds the operand of reduction 1 between its pass and the output pass") != std::string::npos);
+    CHECK(ir.find("kept in out0") != std::string::npos);
+    Tensor h = filled({37, 1000}, float16, 96);  // a float16 output cannot hold the float32 operand
+    CHECK(llvm_source({softmax(Array(h)).node()}, "sm").find("holds the operand") == std::string::npos);
+    Tensor w = filled({1000}, float32, 97), b = filled({1000}, float32, 98);
+    CHECK(llvm_source({layernorm(Array(x), Array(w), Array(b), 1e-5).node()}, "ln").find("holds the operand") == std::string::npos);
+    for (std::int64_t L : {1, 15, 63, 64, 65, 1000, 8192, 8193, 20000}) {
+        Tensor y = filled({5, L}, float32, 99 + static_cast<std::uint64_t>(L));
+        const Array sm = softmax(Array(y));
+        Tensor fused = sm;
+        Options off = current_options();
+        off.fusion = false;
+        Tensor unfused;
+        {
+            const OptionsScope scope(off);
+            unfused = sm;
+        }
+        CHECK(testing::compare(unfused, fused, testing::Tolerance::exact()).ok);
+        require_bits({sm}, {fused}, "softmax");
+        const Array e = exp(Array(y) - max(Array(y), 1, true));  // the kept operand as an output of its own too
+        Tensor o1 = Tensor::host({5, L}, float32), o2 = Tensor::host({5, L}, float32);
+        assign({o1, o2}, {e / sum(e, 1, true), e * 2.0});
+        require_bits({e / sum(e, 1, true), e * 2.0}, {o1, o2}, "two outputs of one kept operand");
+    }
+}
+
 // Pointwise kernels that move more bytes than the last-level cache holds write their contiguous outputs with
 // non-temporal stores, from the first position where every such output is aligned to its vector (width-1 steps
 // before it); outputs that never align store as usual. The bits do not depend on it.

@@ -10,13 +10,15 @@
 // combines the chunk partials of a row by the pairwise tree, as a binary counter (push a partial; while the
 // count is even, combine the top two; at the end fold from the top: the same tree with the odd partial carried
 // up), finishes the reduced values (mean's division, one rounding to a half dtype), and writes the element and
-// row outputs.
+// row outputs. An element output that holds a reduction's operand between passes (HostSchedule::keep) is
+// written in that reduction's pass and read back, instead of computed again, in the output pass.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "llvm_accumulate.hpp"
@@ -121,6 +123,13 @@ struct ReduceEmitter {
     }
     bool any_arg(const std::vector<int>& members) const {
         return std::any_of(members.begin(), members.end(), [&](int j) { return A(j).arg; });
+    }
+    // The element outputs that hold the operand of reduction j between passes (HostSchedule::keep).
+    std::vector<int> keepers(int j) const {
+        std::vector<int> r;
+        for (std::size_t e = 0; e < sch.keep.size(); ++e)
+            if (sch.keep[e] == j) r.push_back(static_cast<int>(e));
+        return r;
     }
     std::string op_text(std::size_t j) const {
         const ReduceOpPlan& o = pr.plan.ops[j];
@@ -281,6 +290,13 @@ struct ReduceEmitter {
         const std::string r4 = b.let("runs4", fmt::format("lshr i64 {}, 2", runs));
         const std::string active = b.let("active", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 256)", r4), "lanes holding elements");
         const std::string rowbase = b.let("rowbase", fmt::format("mul i64 %o, {}", P.len), "flat index of (o, 0)");
+        // Stores of the kept operands (HostSchedule::keep) into the element outputs that hold them.
+        auto keep = [&](const std::vector<std::string>& vals, const std::string& flat, int w) {
+            for (std::size_t q = 0; q < members.size(); ++q)
+                for (int e : keepers(members[q]))
+                    el->store_output(static_cast<int>(nred) + e, vals[q], flat, w,
+                                     fmt::format("out{} holds the operand of reduction {} until the output pass", e, members[q]));
+        };
 
         f.note("every lane starts at the identity");
         b.for_range("init", "0", "256", W, [&](const std::string& l) {
@@ -303,6 +319,7 @@ struct ReduceEmitter {
             if (w == 1) {  // the tail
                 const Point pt = point_inner(b, "%o", r, rowbase, "t.");
                 const std::vector<std::string> vals = el->evaluate(members, pt, 1, "t.");
+                keep(vals, pt.flat, 1);
                 const std::string l4 = b.let("tl4", fmt::format("lshr i64 {}, 2", i));
                 const std::string lane = b.let("tlane", fmt::format("and i64 {}, 255", l4), "lane (i / 4) mod 256");
                 for (std::size_t q = 0; q < members.size(); ++q)
@@ -315,6 +332,7 @@ struct ReduceEmitter {
                 const std::string rv = v == 0 ? r : b.let(fmt::format("{}r", tag), fmt::format("add i64 {}, {}", r, v * W));
                 const Point pt = point_inner(b, "%o", rv, rowbase, tag);
                 vals[static_cast<std::size_t>(v)] = el->evaluate(members, pt, W, tag);
+                keep(vals[static_cast<std::size_t>(v)], pt.flat, W);
             }
             const std::string l4 = b.let("l4", fmt::format("lshr i64 {}, 2", i));
             const std::string lo = b.let("lanes.at", fmt::format("and i64 {}, 255", l4), "first lane of the block: (i / 4) mod 256");
@@ -516,7 +534,8 @@ struct ReduceEmitter {
         }
     }
 
-    // Element outputs of row o (inner schedule): positions [0, L) in vector steps and a scalar tail.
+    // Element outputs of row o (inner schedule): positions [0, L) in vector steps and a scalar tail. Outputs that
+    // hold a reduction's operand (HostSchedule::keep) read it back from themselves instead of computing it.
     void element_outputs(Builder& b, Space& el, const Params& P, const std::string& o) {
         Function& f = b.f;
         std::vector<int> outs;
@@ -528,7 +547,12 @@ struct ReduceEmitter {
         b.steps("eo", rslot, P.len, {W, 1}, [&](const std::string& r, int w) {
             const std::string tag = w > 1 ? "eo." : "eot.";
             const Point pt = point_inner(b, o, r, rowbase, tag);
-            const std::vector<std::string> vals = el.evaluate(outs, pt, w, tag);
+            std::map<int, std::string> known;
+            for (std::size_t e = 0; e < sch.keep.size(); ++e)
+                if (sch.keep[e] >= 0 && !known.count(sch.keep[e]))
+                    known[sch.keep[e]] = el.load_output(static_cast<int>(nred + e), pt.flat, w,
+                                                        fmt::format("the operand of reduction {}, kept in out{}", sch.keep[e], e));
+            const std::vector<std::string> vals = el.evaluate(outs, pt, w, tag, known);
             for (std::size_t e = 0; e < outs.size(); ++e) el.store_output(outs[e], vals[e], pt.flat, w, fmt::format("store element output {}", e));
         });
     }
@@ -693,6 +717,8 @@ LlvmKernelSource emit_reduce_llvm(std::string_view user_name, const PlannedReduc
     ReduceEmitter em(pr, schedule, target, src.name);
     const ReducePlan& p = pr.plan;
     if (256 % em.W != 0) throw InternalError(fmt::format("emit_reduce_llvm: {} lanes do not tile the 256 lanes", em.W));
+    if (!schedule.keep.empty() && (!em.inner || schedule.split || schedule.keep.size() != static_cast<std::size_t>(p.element_outputs)))
+        throw InternalError("emit_reduce_llvm: kept operands need the inner schedule's element outputs");
     std::vector<std::string> chunk_fns;
     std::vector<std::array<std::string, 2>> column_fns;
     for (int s = 0; s < p.stages; ++s) {

@@ -258,15 +258,17 @@ std::string Space::site_value(int s, const Point& pt, int w, std::string_view na
     return b_.from_storage(dt, raw, w);
 }
 
-std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag) {
+std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag,
+                                         const std::map<int, std::string>& known) {
+    std::vector<std::string> value(g_.values.size());
+    for (const auto& [o, v] : known) value[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = v;
     std::vector<bool> needed(g_.values.size(), false);
     for (int o : outputs) needed[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = true;
     for (std::size_t k = g_.values.size(); k-- > 0;)
-        if (needed[k])
+        if (needed[k] && value[k].empty())
             for (int a : g_.values[k].args) needed[static_cast<std::size_t>(a)] = true;
-    std::vector<std::string> value(g_.values.size());
     for (std::size_t k = 0; k < g_.values.size(); ++k) {
-        if (!needed[k]) continue;
+        if (!needed[k] || !value[k].empty()) continue;
         const detail::PwValue& v = g_.values[k];
         const ir::Node& n = *v.node;
         const std::string nm = fmt::format("{}{}v{}", tag_, tag, k);
@@ -319,6 +321,15 @@ void Space::store_output(int o, const std::string& v, const std::string& flat, i
         return;
     }
     b_.f.emit(fmt::format("store {} {}, ptr {}, align {}", vec(st, w), sv, p, itemsize(dt)), note);
+}
+
+std::string Space::load_output(int o, const std::string& flat, int w, std::string_view comment) {
+    const DType dt = plan_.outputs.at(static_cast<std::size_t>(o)).dtype;
+    const std::string st(storage_type(dt));
+    const std::string p = output_address(o, flat);
+    const std::string raw = b_.let(fmt::format("{}out{}.m", tag_, o), fmt::format("load {}, ptr {}, align {}", vec(st, w), p, itemsize(dt)),
+                                   comment.empty() ? fmt::format("load out{} ({})", o, name(dt)) : std::string(comment));
+    return b_.from_storage(dt, raw, w);
 }
 
 void Space::store_output_at(int o, const std::string& v, const Point& pt, int w, bool nontemporal) {

@@ -45,13 +45,18 @@ public:
     std::function<std::string(int input, int w)> external;
 
     /// Emits the values that `outputs` (indices into the graph's outputs) need at `pt`, `w` lanes wide, and
-    /// returns the outputs' compute values. `tag` prefixes the names (v<k>) of this emission.
-    std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag);
+    /// returns the outputs' compute values. `tag` prefixes the names (v<k>) of this emission. `known` holds
+    /// values the caller already has at this point and width, by graph output (a reduction's operand kept in
+    /// an output between passes): they are used as given, and what only they need is not emitted.
+    std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag,
+                                      const std::map<int, std::string>& known = {});
     /// Stores output `o`'s compute value `v` (w lanes) at flat index `flat` of its contiguous buffer. A
     /// non-temporal store bypasses the caches; the caller guarantees that the address is aligned to the
     /// vector's size (w * itemsize bytes), which the store then states.
     void store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment = {},
                       bool nontemporal = false);
+    /// Output `o`'s stored elements at flat index `flat` of its contiguous buffer (w lanes), as compute values.
+    std::string load_output(int o, const std::string& flat, int w, std::string_view comment = {});
     /// The address of output `o`'s element at flat index `flat` of its contiguous buffer.
     std::string output_address(int o, const std::string& flat);
     /// Stores output `o`'s compute value `v` (w lanes along the innermost dimension) at point `pt`: at the flat

@@ -80,6 +80,11 @@ struct HostSchedule {
     /// then start at the first address where every such output is aligned to its vector; the steps before it
     /// run at width 1 (the same instructions, so the same bits).
     bool stream = false;
+    /// Reductions with element outputs (the inner schedule): per element output, the reduction whose operand
+    /// the output holds between that reduction's pass over the row and the output pass, or -1. The operand
+    /// (softmax's exp(x - max)) is then computed once per element: stored into the output (of its dtype,
+    /// exactly) as the reduction's pass computes it, and read back by the output pass instead of computed again.
+    std::vector<int> keep;
 
     bool operator==(const HostSchedule&) const = default;
     std::uint64_t hash() const;
