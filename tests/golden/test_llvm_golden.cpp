@@ -109,6 +109,17 @@ TEST_CASE("golden llvm: R1 row sum of a 2-D float32") {
     compile_with_module(ks[0]);
 }
 
+TEST_CASE("golden llvm: CF1 softmax over 4096 x 4096 float32") {
+    const auto ks = llvm_kernels({softmax(Array(ir::input(float32, {4096, 4096}, "x")))}, "cf1_softmax");
+    REQUIRE(ks.size() == 1);
+    golden::check_text("cf1_softmax", ks[0].ir, ".ll");
+    CHECK(contains(ks[0].ir, "out0 holds the operand of reduction 1"));  // exp(x - max) computed once
+    CHECK(contains(ks[0].ir, "call <16 x double> @llvm.fma.v16f64"));   // the inline exp
+    CHECK(contains(ks[0].ir, "@loom_exp_f32_v"));                         // and its library lanes
+    CHECK(!contains(ks[0].ir, "fast"));
+    compile_with_module(ks[0]);
+}
+
 TEST_CASE("golden llvm: comments leave the disk cache key") {
     Tensor x = Tensor::host({1000}, float32);
     const auto a = llvm_kernels({relu(Array(x) * 1.5 + 0.25)}, "k");

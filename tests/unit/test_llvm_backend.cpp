@@ -125,6 +125,52 @@ TEST_CASE("llvm backend: transcendental functions equal the reference's bits") {
     }
 }
 
+// exp at float32 compute values is computed inline (codegen/src/llvm/llvm_ops.cpp, exp_float) and must give the
+// reference's bits for every argument: every float16 and bfloat16 bit pattern, float32 patterns in steps of 4093
+// (about a million, with the neighbourhoods of the inline range's ends, of the reduction's switch points and of
+// the special values), and with LOOM_TEST_EXHAUSTIVE=1 all 2^32 float32 patterns (about two minutes of CPU,
+// mostly the reference's scalar exp).
+TEST_CASE("llvm backend: exp equals the reference's bits for every argument") {
+    for (DType t : {float16, bfloat16}) {
+        std::vector<std::uint16_t> all(1 << 16);
+        for (std::size_t u = 0; u < all.size(); ++u) all[u] = static_cast<std::uint16_t>(u);
+        Tensor x = Tensor::host({1 << 16}, t);
+        std::memcpy(x.data(), all.data(), all.size() * 2);
+        check(exp(Array(x)), t == float16 ? "exp of every float16" : "exp of every bfloat16");
+    }
+    const char* ex = std::getenv("LOOM_TEST_EXHAUSTIVE");
+    const bool exhaustive = ex && std::string_view(ex) == "1";
+    std::vector<float> special;
+    for (float c : {-87.0f, 88.0f, 0.0f, -0.0f, 1.0f, -1.0f, 0.34657359f, -0.34657359f, 1.0397208f, 88.72284f, -103.97208f, -87.33655f}) {
+        float a = c, b = c;
+        for (int k = 0; k < 300; ++k) {
+            special.push_back(a);
+            special.push_back(b);
+            a = std::nextafter(a, std::numeric_limits<float>::infinity());
+            b = std::nextafter(b, -std::numeric_limits<float>::infinity());
+        }
+    }
+    for (float c : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
+                    std::numeric_limits<float>::min(), std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()})
+        special.push_back(c);
+    for (int k = -130; k <= 130; ++k) special.push_back(static_cast<float>((k + 0.5) * 0.69314718055994530942));  // switch points of k
+    check(exp(Array(from(special, float32))), "exp near the ends and switch points");
+    const std::uint64_t step = exhaustive ? 1 : 4093;
+    constexpr std::uint64_t kBatch = std::uint64_t{1} << 24;
+    std::vector<std::uint32_t> bits;
+    bits.reserve(kBatch);
+    for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += step) {
+        bits.push_back(static_cast<std::uint32_t>(u));
+        if (bits.size() == kBatch || u + step >= (std::uint64_t{1} << 32)) {
+            Tensor x = Tensor::host({static_cast<std::int64_t>(bits.size())}, float32);
+            std::memcpy(x.data(), bits.data(), bits.size() * 4);
+            check(exp(Array(x)), "exp of float32 bit patterns");
+            bits.clear();
+        }
+    }
+}
+
 TEST_CASE("llvm backend: subnormal inputs and results are kept") {
     std::vector<float> f;
     for (int k = 0; k < 40; ++k) f.push_back(std::ldexp(1.0f, -126 - (k % 24)) * (k % 2 ? -1.0f : 1.0f));

@@ -192,6 +192,80 @@ bool library_op(Op op) {
     return ir::info(op).rule == ir::Rule::FloatMath && op != Op::Sqrt;
 }
 
+// exp of float32 compute values (float32, and float16 / bfloat16, which compute in float32) with the contract
+// value's bits for every argument: `(float)exp((double)x)` of the host's C library (docs/semantics.md,
+// section 5), computed inline, `w` lanes at once:
+//
+//   k = nearest integer to x / ln 2 (in the low bits of x / ln 2 + 1.5 * 2^52), r = x - k ln 2 (two FMAs with
+//   ln 2 split in two doubles), p = exp(r) by its Taylor polynomial of degree 11 (Horner, FMAs), y = p * 2^k
+//   (the exponent bits built from k), then y rounded once to float32.
+//
+// For |r| <= 0.347 the truncation error is below 2^-46.5 of the result and the roundings of the double steps
+// add a few 2^-53, so y is within 2^-46 of exp(x), relative: at most 128 units in the last place of the
+// double (measured over every float32 x in [-87, 88]: 2^-46.7). The rounding of y to float32 is therefore the
+// correct rounding of exp(x), and the C library's (within 1 ulp of a double) is the same, except where a
+// float32 rounding boundary lies within that error of y: y's 29 bits below float32's precision within 1024
+// (8 times the error) of the halfway pattern 2^28. Such lanes (one argument in 2^20 of [-87, 88]), and
+// arguments outside [-87, 88] (subnormal, overflowing, infinite and NaN results are the C library's to
+// give), make the whole vector call the reference's own function instead. tests/unit/test_llvm_backend.cpp
+// checks the bits against the reference, every float32 argument with LOOM_TEST_EXHAUSTIVE=1.
+std::string exp_float(Builder& b, const std::string& x, int w, std::string_view hint, std::string_view comment) {
+    Function& f = b.f;
+    const std::string X = vec("float", w), D = vec("double", w), I = vec("i64", w), B = vec("i1", w);
+    auto let = [&](std::string_view what, const std::string& code, std::string_view c = {}) {
+        return b.let(fmt::format("{}.{}", hint, what), code, c);
+    };
+    auto dc = [&](double v) { return splat_constant("double", float_constant(v, "double"), w); };
+    auto ic = [&](std::int64_t v) { return splat_constant("i64", fmt::format("{}", v), w); };
+    auto fma = [&](std::string_view what, const std::string& a, const std::string& m, const std::string& c) {
+        return b.intrinsic(fmt::format("{}.{}", hint, what), "llvm.fma", "double", w, {fmt::format("{} {}", D, a), fmt::format("{} {}", D, m), fmt::format("{} {}", D, c)});
+    };
+    const std::string fast = f.fresh_label(fmt::format("{}.inline", hint));
+    const std::string slow = f.fresh_label(fmt::format("{}.library", hint));
+    const std::string join = f.fresh_label(fmt::format("{}.done", hint));
+    f.emit(fmt::format("br label %{}", fast));
+    f.label(fast);
+    const std::string xd = let("d", fmt::format("fpext {} {} to {}", X, x, D), fmt::format("{}: in double, rounded once to float32", comment));
+    const double shifter = 6755399441055744.0;  // 1.5 * 2^52: x + shifter keeps the nearest integer of x in its low bits
+    const std::string t = let("t", fmt::format("fmul {} {}, {}", D, xd, dc(1.4426950408889634)), "x / ln 2");
+    const std::string kd = let("kd", fmt::format("fadd {} {}, {}", D, t, dc(shifter)), "k, the nearest integer, in the low bits");
+    const std::string k = let("k", fmt::format("fsub {} {}, {}", D, kd, dc(shifter)));
+    const std::string r1 = fma("r1", k, dc(-0.6931471805599453), xd);       // ln 2, high part (0x3FE62E42FEFA39EF)
+    const std::string r = fma("r", k, dc(-2.3190468138462996e-17), r1);      // ln 2 - high part
+    double fact = 1.0;
+    for (int n = 2; n <= 11; ++n) fact *= n;                                  // 11! = 39916800, exact
+    std::string p = dc(1.0 / fact);
+    for (int n = 10; n >= 0; --n) {
+        fact = 1.0;
+        for (int m = 2; m <= n; ++m) fact *= m;
+        p = fma(fmt::format("p{}", n), p, r, dc(1.0 / fact));  // 1 / n!, correctly rounded
+    }
+    const std::string kb = let("kb", fmt::format("bitcast {} {} to {}", D, kd, I));
+    const std::string eb = let("eb", fmt::format("add {} {}, {}", I, kb, ic(1023)));
+    const std::string sb = let("sb", fmt::format("shl {} {}, {}", I, eb, ic(52)), "the bits of 2^k");
+    const std::string sc = let("s", fmt::format("bitcast {} {} to {}", I, sb, D));
+    const std::string y = let("y", fmt::format("fmul {} {}, {}", D, p, sc), "exp(x) in double (exact scaling)");
+    const std::string fv = let("f", fmt::format("fptrunc {} {} to {}", D, y, X));
+    const std::string yb = let("yb", fmt::format("bitcast {} {} to {}", D, y, I));
+    const std::string low = let("low", fmt::format("and {} {}, {}", I, yb, ic(0x1FFFFFFF)), "the bits below float32's precision");
+    const std::string off = let("off", fmt::format("sub {} {}, {}", I, low, ic(0x10000000 - 1024)));
+    const std::string near = let("near", fmt::format("icmp ult {} {}, {}", I, off, ic(2048)), "within 1024 of halfway: the rounding is not certain");
+    const std::string lo = let("lo", fmt::format("fcmp oge {} {}, {}", X, x, splat_constant("float", float_constant(-87.0, "float"), w)));
+    const std::string hi = let("hi", fmt::format("fcmp ole {} {}, {}", X, x, splat_constant("float", float_constant(88.0, "float"), w)));
+    const std::string in = let("in", fmt::format("and {} {}, {}", B, lo, hi), "x in [-87, 88] (false for NaN)");
+    const std::string outside = let("out", fmt::format("xor {} {}, {}", B, in, splat_constant("i1", "true", w)));
+    const std::string bad = let("bad", fmt::format("or {} {}, {}", B, near, outside));
+    std::string any = bad;
+    if (w > 1) any = b.intrinsic(fmt::format("{}.any", hint), "llvm.vector.reduce.or", "i1", w, {fmt::format("{} {}", B, bad)}, {}, "i1");
+    f.emit(fmt::format("br i1 {}, label %{}, label %{}", any, slow, join));
+    f.label(slow);
+    const std::string lib = b.scalar_call(fmt::format("{}.lib", hint), library_function(Op::Exp, DType::Float32), "float", {"float"}, {x}, w,
+                                          "the reference's function for these lanes");
+    f.emit(fmt::format("br label %{}", join));
+    f.label(join);
+    return b.let(std::string(hint), fmt::format("phi {} [ {}, %{} ], [ {}, %{} ]", X, fv, fast, lib, slow), comment);
+}
+
 }  // namespace
 
 std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::string& x, const std::string& y, int w,
@@ -280,8 +354,10 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
         // rounding to a half dtype.
         std::vector<std::string> tys(args.size(), st);
         const std::string name = library_function(op, at == DType::Float64 ? DType::Float64 : DType::Float32);
-        if (!is_half(rt)) return b.scalar_call(hint, name, st, tys, args, w, comment);
-        const std::string v = b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
+        const bool inline_exp = op == Op::Exp && st == "float";
+        if (!is_half(rt)) return inline_exp ? exp_float(b, x, w, hint, comment) : b.scalar_call(hint, name, st, tys, args, w, comment);
+        const std::string v = inline_exp ? exp_float(b, x, w, fmt::format("{}.f32", hint), comment)
+                                         : b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
         const std::string r = b.round_half(rt, v, w);
         return o.out(fmt::format("bitcast {} {} to {}", A, r, A));
     }
