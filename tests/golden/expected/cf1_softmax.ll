@@ -371,32 +371,32 @@ block.w64.body:
   br label %el.b0.v3.inline
 el.b0.v3.inline:
   %el.b0.v3.d = fpext <16 x float> %el.b0.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:113): in double, rounded once to float32
-  %el.b0.v3.t = fmul <16 x double> %el.b0.v3.d, splat (double 0x3FF71547652B82FE) ; x / ln 2
-  %el.b0.v3.kd = fadd <16 x double> %el.b0.v3.t, splat (double 0x4338000000000000) ; k, the nearest integer, in the low bits
+  %el.b0.v3.kd = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.d, <16 x double> splat (double 0x40371547652B82FE), <16 x double> splat (double 0x4338000000000000)) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.b0.v3.k = fsub <16 x double> %el.b0.v3.kd, splat (double 0x4338000000000000)
-  %el.b0.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.k, <16 x double> splat (double 0xBFE62E42FEFA39EF), <16 x double> %el.b0.v3.d)
-  %el.b0.v3.r = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.k, <16 x double> splat (double 0xBC7ABC9E3B39803F), <16 x double> %el.b0.v3.r1)
-  %el.b0.v3.p10 = call <16 x double> @llvm.fma.v16f64(<16 x double> splat (double 0x3E5AE64567F544E4), <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3E927E4FB7789F5C))
-  %el.b0.v3.p9 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p10, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3EC71DE3A556C734))
-  %el.b0.v3.p8 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p9, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3EFA01A01A01A01A))
-  %el.b0.v3.p7 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p8, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3F2A01A01A01A01A))
-  %el.b0.v3.p6 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p7, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3F56C16C16C16C17))
-  %el.b0.v3.p5 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p6, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3F81111111111111))
-  %el.b0.v3.p4 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p5, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3FA5555555555555))
+  %el.b0.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.k, <16 x double> splat (double 0xBFA62E42FEFA39EF), <16 x double> %el.b0.v3.d)
+  %el.b0.v3.r = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.k, <16 x double> splat (double 0xBC3ABC9E3B39803F), <16 x double> %el.b0.v3.r1) ; r = x - K ln 2 / 16
+  %el.b0.v3.p4 = call <16 x double> @llvm.fma.v16f64(<16 x double> splat (double 0x3F81111111111111), <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3FA5555555555555))
   %el.b0.v3.p3 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p4, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3FC5555555555555))
   %el.b0.v3.p2 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p3, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3FE0000000000000))
   %el.b0.v3.p1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p2, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3FF0000000000000))
   %el.b0.v3.p0 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.p1, <16 x double> %el.b0.v3.r, <16 x double> splat (double 0x3FF0000000000000))
   %el.b0.v3.kb = bitcast <16 x double> %el.b0.v3.kd to <16 x i64>
-  %el.b0.v3.eb = add <16 x i64> %el.b0.v3.kb, splat (i64 1023)
-  %el.b0.v3.sb = shl <16 x i64> %el.b0.v3.eb, splat (i64 52)                 ; the bits of 2^k
+  %el.b0.v3.j0 = shufflevector <16 x i64> %el.b0.v3.kb, <16 x i64> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7>
+  %el.b0.v3.t0 = call <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double> <double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429>, <8 x i64> %el.b0.v3.j0, <8 x double> <double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA>)
+  %el.b0.v3.j1 = shufflevector <16 x i64> %el.b0.v3.kb, <16 x i64> poison, <8 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+  %el.b0.v3.t1 = call <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double> <double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429>, <8 x i64> %el.b0.v3.j1, <8 x double> <double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA>)
+  %el.b0.v3.t = shufflevector <8 x double> %el.b0.v3.t0, <8 x double> %el.b0.v3.t1, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+  %el.b0.v3.e4 = lshr <16 x i64> %el.b0.v3.kb, splat (i64 4)
+  %el.b0.v3.eb = add <16 x i64> %el.b0.v3.e4, splat (i64 1023)
+  %el.b0.v3.sb = shl <16 x i64> %el.b0.v3.eb, splat (i64 52)                 ; the bits of 2^floor(K / 16)
   %el.b0.v3.s = bitcast <16 x i64> %el.b0.v3.sb to <16 x double>
-  %el.b0.v3.y = fmul <16 x double> %el.b0.v3.p0, %el.b0.v3.s                 ; exp(x) in double (exact scaling)
+  %el.b0.v3.ts = fmul <16 x double> %el.b0.v3.t, %el.b0.v3.s                 ; 2^(K / 16), exact
+  %el.b0.v3.y = fmul <16 x double> %el.b0.v3.p0, %el.b0.v3.ts                ; exp(x) in double
   %el.b0.v3.f = fptrunc <16 x double> %el.b0.v3.y to <16 x float>
   %el.b0.v3.yb = bitcast <16 x double> %el.b0.v3.y to <16 x i64>
   %el.b0.v3.low = and <16 x i64> %el.b0.v3.yb, splat (i64 536870911)         ; the bits below float32's precision
-  %el.b0.v3.off = sub <16 x i64> %el.b0.v3.low, splat (i64 268434432)
-  %el.b0.v3.near = icmp ult <16 x i64> %el.b0.v3.off, splat (i64 2048)       ; within 1024 of halfway: the rounding is not certain
+  %el.b0.v3.off = sub <16 x i64> %el.b0.v3.low, splat (i64 268431360)
+  %el.b0.v3.near = icmp ult <16 x i64> %el.b0.v3.off, splat (i64 8192)       ; within 4096 of halfway: the rounding is not certain
   %el.b0.v3.lo = fcmp oge <16 x float> %el.b0.v2, splat (float 0xC055C00000000000)
   %el.b0.v3.hi = fcmp ole <16 x float> %el.b0.v2, splat (float 0x4056000000000000)
   %el.b0.v3.in = and <16 x i1> %el.b0.v3.lo, %el.b0.v3.hi                    ; x in [-87, 88] (false for NaN)
@@ -425,32 +425,32 @@ el.b0.v3.done:
   br label %el.b1.v3.inline
 el.b1.v3.inline:
   %el.b1.v3.d = fpext <16 x float> %el.b1.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:113): in double, rounded once to float32
-  %el.b1.v3.t = fmul <16 x double> %el.b1.v3.d, splat (double 0x3FF71547652B82FE) ; x / ln 2
-  %el.b1.v3.kd = fadd <16 x double> %el.b1.v3.t, splat (double 0x4338000000000000) ; k, the nearest integer, in the low bits
+  %el.b1.v3.kd = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.d, <16 x double> splat (double 0x40371547652B82FE), <16 x double> splat (double 0x4338000000000000)) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.b1.v3.k = fsub <16 x double> %el.b1.v3.kd, splat (double 0x4338000000000000)
-  %el.b1.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.k, <16 x double> splat (double 0xBFE62E42FEFA39EF), <16 x double> %el.b1.v3.d)
-  %el.b1.v3.r = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.k, <16 x double> splat (double 0xBC7ABC9E3B39803F), <16 x double> %el.b1.v3.r1)
-  %el.b1.v3.p10 = call <16 x double> @llvm.fma.v16f64(<16 x double> splat (double 0x3E5AE64567F544E4), <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3E927E4FB7789F5C))
-  %el.b1.v3.p9 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p10, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3EC71DE3A556C734))
-  %el.b1.v3.p8 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p9, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3EFA01A01A01A01A))
-  %el.b1.v3.p7 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p8, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3F2A01A01A01A01A))
-  %el.b1.v3.p6 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p7, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3F56C16C16C16C17))
-  %el.b1.v3.p5 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p6, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3F81111111111111))
-  %el.b1.v3.p4 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p5, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3FA5555555555555))
+  %el.b1.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.k, <16 x double> splat (double 0xBFA62E42FEFA39EF), <16 x double> %el.b1.v3.d)
+  %el.b1.v3.r = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.k, <16 x double> splat (double 0xBC3ABC9E3B39803F), <16 x double> %el.b1.v3.r1) ; r = x - K ln 2 / 16
+  %el.b1.v3.p4 = call <16 x double> @llvm.fma.v16f64(<16 x double> splat (double 0x3F81111111111111), <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3FA5555555555555))
   %el.b1.v3.p3 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p4, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3FC5555555555555))
   %el.b1.v3.p2 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p3, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3FE0000000000000))
   %el.b1.v3.p1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p2, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3FF0000000000000))
   %el.b1.v3.p0 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.p1, <16 x double> %el.b1.v3.r, <16 x double> splat (double 0x3FF0000000000000))
   %el.b1.v3.kb = bitcast <16 x double> %el.b1.v3.kd to <16 x i64>
-  %el.b1.v3.eb = add <16 x i64> %el.b1.v3.kb, splat (i64 1023)
-  %el.b1.v3.sb = shl <16 x i64> %el.b1.v3.eb, splat (i64 52)                 ; the bits of 2^k
+  %el.b1.v3.j0 = shufflevector <16 x i64> %el.b1.v3.kb, <16 x i64> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7>
+  %el.b1.v3.t0 = call <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double> <double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429>, <8 x i64> %el.b1.v3.j0, <8 x double> <double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA>)
+  %el.b1.v3.j1 = shufflevector <16 x i64> %el.b1.v3.kb, <16 x i64> poison, <8 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+  %el.b1.v3.t1 = call <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double> <double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429>, <8 x i64> %el.b1.v3.j1, <8 x double> <double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA>)
+  %el.b1.v3.t = shufflevector <8 x double> %el.b1.v3.t0, <8 x double> %el.b1.v3.t1, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+  %el.b1.v3.e4 = lshr <16 x i64> %el.b1.v3.kb, splat (i64 4)
+  %el.b1.v3.eb = add <16 x i64> %el.b1.v3.e4, splat (i64 1023)
+  %el.b1.v3.sb = shl <16 x i64> %el.b1.v3.eb, splat (i64 52)                 ; the bits of 2^floor(K / 16)
   %el.b1.v3.s = bitcast <16 x i64> %el.b1.v3.sb to <16 x double>
-  %el.b1.v3.y = fmul <16 x double> %el.b1.v3.p0, %el.b1.v3.s                 ; exp(x) in double (exact scaling)
+  %el.b1.v3.ts = fmul <16 x double> %el.b1.v3.t, %el.b1.v3.s                 ; 2^(K / 16), exact
+  %el.b1.v3.y = fmul <16 x double> %el.b1.v3.p0, %el.b1.v3.ts                ; exp(x) in double
   %el.b1.v3.f = fptrunc <16 x double> %el.b1.v3.y to <16 x float>
   %el.b1.v3.yb = bitcast <16 x double> %el.b1.v3.y to <16 x i64>
   %el.b1.v3.low = and <16 x i64> %el.b1.v3.yb, splat (i64 536870911)         ; the bits below float32's precision
-  %el.b1.v3.off = sub <16 x i64> %el.b1.v3.low, splat (i64 268434432)
-  %el.b1.v3.near = icmp ult <16 x i64> %el.b1.v3.off, splat (i64 2048)       ; within 1024 of halfway: the rounding is not certain
+  %el.b1.v3.off = sub <16 x i64> %el.b1.v3.low, splat (i64 268431360)
+  %el.b1.v3.near = icmp ult <16 x i64> %el.b1.v3.off, splat (i64 8192)       ; within 4096 of halfway: the rounding is not certain
   %el.b1.v3.lo = fcmp oge <16 x float> %el.b1.v2, splat (float 0xC055C00000000000)
   %el.b1.v3.hi = fcmp ole <16 x float> %el.b1.v2, splat (float 0x4056000000000000)
   %el.b1.v3.in = and <16 x i1> %el.b1.v3.lo, %el.b1.v3.hi                    ; x in [-87, 88] (false for NaN)
@@ -479,32 +479,32 @@ el.b1.v3.done:
   br label %el.b2.v3.inline
 el.b2.v3.inline:
   %el.b2.v3.d = fpext <16 x float> %el.b2.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:113): in double, rounded once to float32
-  %el.b2.v3.t = fmul <16 x double> %el.b2.v3.d, splat (double 0x3FF71547652B82FE) ; x / ln 2
-  %el.b2.v3.kd = fadd <16 x double> %el.b2.v3.t, splat (double 0x4338000000000000) ; k, the nearest integer, in the low bits
+  %el.b2.v3.kd = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.d, <16 x double> splat (double 0x40371547652B82FE), <16 x double> splat (double 0x4338000000000000)) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.b2.v3.k = fsub <16 x double> %el.b2.v3.kd, splat (double 0x4338000000000000)
-  %el.b2.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.k, <16 x double> splat (double 0xBFE62E42FEFA39EF), <16 x double> %el.b2.v3.d)
-  %el.b2.v3.r = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.k, <16 x double> splat (double 0xBC7ABC9E3B39803F), <16 x double> %el.b2.v3.r1)
-  %el.b2.v3.p10 = call <16 x double> @llvm.fma.v16f64(<16 x double> splat (double 0x3E5AE64567F544E4), <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3E927E4FB7789F5C))
-  %el.b2.v3.p9 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p10, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3EC71DE3A556C734))
-  %el.b2.v3.p8 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p9, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3EFA01A01A01A01A))
-  %el.b2.v3.p7 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p8, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3F2A01A01A01A01A))
-  %el.b2.v3.p6 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p7, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3F56C16C16C16C17))
-  %el.b2.v3.p5 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p6, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3F81111111111111))
-  %el.b2.v3.p4 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p5, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3FA5555555555555))
+  %el.b2.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.k, <16 x double> splat (double 0xBFA62E42FEFA39EF), <16 x double> %el.b2.v3.d)
+  %el.b2.v3.r = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.k, <16 x double> splat (double 0xBC3ABC9E3B39803F), <16 x double> %el.b2.v3.r1) ; r = x - K ln 2 / 16
+  %el.b2.v3.p4 = call <16 x double> @llvm.fma.v16f64(<16 x double> splat (double 0x3F81111111111111), <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3FA5555555555555))
   %el.b2.v3.p3 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p4, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3FC5555555555555))
   %el.b2.v3.p2 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p3, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3FE0000000000000))
   %el.b2.v3.p1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p2, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3FF0000000000000))
   %el.b2.v3.p0 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.p1, <16 x double> %el.b2.v3.r, <16 x double> splat (double 0x3FF0000000000000))
   %el.b2.v3.kb = bitcast <16 x double> %el.b2.v3.kd to <16 x i64>
-  %el.b2.v3.eb = add <16 x i64> %el.b2.v3.kb, splat (i64 1023)
-  %el.b2.v3.sb = shl <16 x i64> %el.b2.v3.eb, splat (i64 52)                 ; the bits of 2^k
+  %el.b2.v3.j0 = shufflevector <16 x i64> %el.b2.v3.kb, <16 x i64> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7>
+  %el.b2.v3.t0 = call <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double> <double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429>, <8 x i64> %el.b2.v3.j0, <8 x double> <double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA>)
+  %el.b2.v3.j1 = shufflevector <16 x i64> %el.b2.v3.kb, <16 x i64> poison, <8 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+  %el.b2.v3.t1 = call <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double> <double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429>, <8 x i64> %el.b2.v3.j1, <8 x double> <double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA>)
+  %el.b2.v3.t = shufflevector <8 x double> %el.b2.v3.t0, <8 x double> %el.b2.v3.t1, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+  %el.b2.v3.e4 = lshr <16 x i64> %el.b2.v3.kb, splat (i64 4)
+  %el.b2.v3.eb = add <16 x i64> %el.b2.v3.e4, splat (i64 1023)
+  %el.b2.v3.sb = shl <16 x i64> %el.b2.v3.eb, splat (i64 52)                 ; the bits of 2^floor(K / 16)
   %el.b2.v3.s = bitcast <16 x i64> %el.b2.v3.sb to <16 x double>
-  %el.b2.v3.y = fmul <16 x double> %el.b2.v3.p0, %el.b2.v3.s                 ; exp(x) in double (exact scaling)
+  %el.b2.v3.ts = fmul <16 x double> %el.b2.v3.t, %el.b2.v3.s                 ; 2^(K / 16), exact
+  %el.b2.v3.y = fmul <16 x double> %el.b2.v3.p0, %el.b2.v3.ts                ; exp(x) in double
   %el.b2.v3.f = fptrunc <16 x double> %el.b2.v3.y to <16 x float>
   %el.b2.v3.yb = bitcast <16 x double> %el.b2.v3.y to <16 x i64>
   %el.b2.v3.low = and <16 x i64> %el.b2.v3.yb, splat (i64 536870911)         ; the bits below float32's precision
-  %el.b2.v3.off = sub <16 x i64> %el.b2.v3.low, splat (i64 268434432)
-  %el.b2.v3.near = icmp ult <16 x i64> %el.b2.v3.off, splat (i64 2048)       ; within 1024 of halfway: the rounding is not certain
+  %el.b2.v3.off = sub <16 x i64> %el.b2.v3.low, splat (i64 268431360)
+  %el.b2.v3.near = icmp ult <16 x i64> %el.b2.v3.off, splat (i64 8192)       ; within 4096 of halfway: the rounding is not certain
   %el.b2.v3.lo = fcmp oge <16 x float> %el.b2.v2, splat (float 0xC055C00000000000)
   %el.b2.v3.hi = fcmp ole <16 x float> %el.b2.v2, splat (float 0x4056000000000000)
   %el.b2.v3.in = and <16 x i1> %el.b2.v3.lo, %el.b2.v3.hi                    ; x in [-87, 88] (false for NaN)
@@ -533,32 +533,32 @@ el.b2.v3.done:
   br label %el.b3.v3.inline
 el.b3.v3.inline:
   %el.b3.v3.d = fpext <16 x float> %el.b3.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:113): in double, rounded once to float32
-  %el.b3.v3.t = fmul <16 x double> %el.b3.v3.d, splat (double 0x3FF71547652B82FE) ; x / ln 2
-  %el.b3.v3.kd = fadd <16 x double> %el.b3.v3.t, splat (double 0x4338000000000000) ; k, the nearest integer, in the low bits
+  %el.b3.v3.kd = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.d, <16 x double> splat (double 0x40371547652B82FE), <16 x double> splat (double 0x4338000000000000)) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.b3.v3.k = fsub <16 x double> %el.b3.v3.kd, splat (double 0x4338000000000000)
-  %el.b3.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.k, <16 x double> splat (double 0xBFE62E42FEFA39EF), <16 x double> %el.b3.v3.d)
-  %el.b3.v3.r = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.k, <16 x double> splat (double 0xBC7ABC9E3B39803F), <16 x double> %el.b3.v3.r1)
-  %el.b3.v3.p10 = call <16 x double> @llvm.fma.v16f64(<16 x double> splat (double 0x3E5AE64567F544E4), <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3E927E4FB7789F5C))
-  %el.b3.v3.p9 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p10, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3EC71DE3A556C734))
-  %el.b3.v3.p8 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p9, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3EFA01A01A01A01A))
-  %el.b3.v3.p7 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p8, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3F2A01A01A01A01A))
-  %el.b3.v3.p6 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p7, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3F56C16C16C16C17))
-  %el.b3.v3.p5 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p6, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3F81111111111111))
-  %el.b3.v3.p4 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p5, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3FA5555555555555))
+  %el.b3.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.k, <16 x double> splat (double 0xBFA62E42FEFA39EF), <16 x double> %el.b3.v3.d)
+  %el.b3.v3.r = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.k, <16 x double> splat (double 0xBC3ABC9E3B39803F), <16 x double> %el.b3.v3.r1) ; r = x - K ln 2 / 16
+  %el.b3.v3.p4 = call <16 x double> @llvm.fma.v16f64(<16 x double> splat (double 0x3F81111111111111), <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3FA5555555555555))
   %el.b3.v3.p3 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p4, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3FC5555555555555))
   %el.b3.v3.p2 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p3, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3FE0000000000000))
   %el.b3.v3.p1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p2, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3FF0000000000000))
   %el.b3.v3.p0 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.p1, <16 x double> %el.b3.v3.r, <16 x double> splat (double 0x3FF0000000000000))
   %el.b3.v3.kb = bitcast <16 x double> %el.b3.v3.kd to <16 x i64>
-  %el.b3.v3.eb = add <16 x i64> %el.b3.v3.kb, splat (i64 1023)
-  %el.b3.v3.sb = shl <16 x i64> %el.b3.v3.eb, splat (i64 52)                 ; the bits of 2^k
+  %el.b3.v3.j0 = shufflevector <16 x i64> %el.b3.v3.kb, <16 x i64> poison, <8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7>
+  %el.b3.v3.t0 = call <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double> <double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429>, <8 x i64> %el.b3.v3.j0, <8 x double> <double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA>)
+  %el.b3.v3.j1 = shufflevector <16 x i64> %el.b3.v3.kb, <16 x i64> poison, <8 x i32> <i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+  %el.b3.v3.t1 = call <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double> <double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429>, <8 x i64> %el.b3.v3.j1, <8 x double> <double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA>)
+  %el.b3.v3.t = shufflevector <8 x double> %el.b3.v3.t0, <8 x double> %el.b3.v3.t1, <16 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7, i32 8, i32 9, i32 10, i32 11, i32 12, i32 13, i32 14, i32 15>
+  %el.b3.v3.e4 = lshr <16 x i64> %el.b3.v3.kb, splat (i64 4)
+  %el.b3.v3.eb = add <16 x i64> %el.b3.v3.e4, splat (i64 1023)
+  %el.b3.v3.sb = shl <16 x i64> %el.b3.v3.eb, splat (i64 52)                 ; the bits of 2^floor(K / 16)
   %el.b3.v3.s = bitcast <16 x i64> %el.b3.v3.sb to <16 x double>
-  %el.b3.v3.y = fmul <16 x double> %el.b3.v3.p0, %el.b3.v3.s                 ; exp(x) in double (exact scaling)
+  %el.b3.v3.ts = fmul <16 x double> %el.b3.v3.t, %el.b3.v3.s                 ; 2^(K / 16), exact
+  %el.b3.v3.y = fmul <16 x double> %el.b3.v3.p0, %el.b3.v3.ts                ; exp(x) in double
   %el.b3.v3.f = fptrunc <16 x double> %el.b3.v3.y to <16 x float>
   %el.b3.v3.yb = bitcast <16 x double> %el.b3.v3.y to <16 x i64>
   %el.b3.v3.low = and <16 x i64> %el.b3.v3.yb, splat (i64 536870911)         ; the bits below float32's precision
-  %el.b3.v3.off = sub <16 x i64> %el.b3.v3.low, splat (i64 268434432)
-  %el.b3.v3.near = icmp ult <16 x i64> %el.b3.v3.off, splat (i64 2048)       ; within 1024 of halfway: the rounding is not certain
+  %el.b3.v3.off = sub <16 x i64> %el.b3.v3.low, splat (i64 268431360)
+  %el.b3.v3.near = icmp ult <16 x i64> %el.b3.v3.off, splat (i64 8192)       ; within 4096 of halfway: the rounding is not certain
   %el.b3.v3.lo = fcmp oge <16 x float> %el.b3.v2, splat (float 0xC055C00000000000)
   %el.b3.v3.hi = fcmp ole <16 x float> %el.b3.v2, splat (float 0x4056000000000000)
   %el.b3.v3.in = and <16 x i1> %el.b3.v3.lo, %el.b3.v3.hi                    ; x in [-87, 88] (false for NaN)
@@ -613,32 +613,30 @@ block.tail.body:
   br label %el.t.v3.inline
 el.t.v3.inline:
   %el.t.v3.d = fpext float %el.t.v2 to double                                ; exp (test_llvm_golden.cpp:113): in double, rounded once to float32
-  %el.t.v3.t = fmul double %el.t.v3.d, 0x3FF71547652B82FE                    ; x / ln 2
-  %el.t.v3.kd = fadd double %el.t.v3.t, 0x4338000000000000                   ; k, the nearest integer, in the low bits
+  %el.t.v3.kd = call double @llvm.fma.f64(double %el.t.v3.d, double 0x40371547652B82FE, double 0x4338000000000000) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.t.v3.k = fsub double %el.t.v3.kd, 0x4338000000000000
-  %el.t.v3.r1 = call double @llvm.fma.f64(double %el.t.v3.k, double 0xBFE62E42FEFA39EF, double %el.t.v3.d)
-  %el.t.v3.r = call double @llvm.fma.f64(double %el.t.v3.k, double 0xBC7ABC9E3B39803F, double %el.t.v3.r1)
-  %el.t.v3.p10 = call double @llvm.fma.f64(double 0x3E5AE64567F544E4, double %el.t.v3.r, double 0x3E927E4FB7789F5C)
-  %el.t.v3.p9 = call double @llvm.fma.f64(double %el.t.v3.p10, double %el.t.v3.r, double 0x3EC71DE3A556C734)
-  %el.t.v3.p8 = call double @llvm.fma.f64(double %el.t.v3.p9, double %el.t.v3.r, double 0x3EFA01A01A01A01A)
-  %el.t.v3.p7 = call double @llvm.fma.f64(double %el.t.v3.p8, double %el.t.v3.r, double 0x3F2A01A01A01A01A)
-  %el.t.v3.p6 = call double @llvm.fma.f64(double %el.t.v3.p7, double %el.t.v3.r, double 0x3F56C16C16C16C17)
-  %el.t.v3.p5 = call double @llvm.fma.f64(double %el.t.v3.p6, double %el.t.v3.r, double 0x3F81111111111111)
-  %el.t.v3.p4 = call double @llvm.fma.f64(double %el.t.v3.p5, double %el.t.v3.r, double 0x3FA5555555555555)
+  %el.t.v3.r1 = call double @llvm.fma.f64(double %el.t.v3.k, double 0xBFA62E42FEFA39EF, double %el.t.v3.d)
+  %el.t.v3.r = call double @llvm.fma.f64(double %el.t.v3.k, double 0xBC3ABC9E3B39803F, double %el.t.v3.r1) ; r = x - K ln 2 / 16
+  %el.t.v3.p4 = call double @llvm.fma.f64(double 0x3F81111111111111, double %el.t.v3.r, double 0x3FA5555555555555)
   %el.t.v3.p3 = call double @llvm.fma.f64(double %el.t.v3.p4, double %el.t.v3.r, double 0x3FC5555555555555)
   %el.t.v3.p2 = call double @llvm.fma.f64(double %el.t.v3.p3, double %el.t.v3.r, double 0x3FE0000000000000)
   %el.t.v3.p1 = call double @llvm.fma.f64(double %el.t.v3.p2, double %el.t.v3.r, double 0x3FF0000000000000)
   %el.t.v3.p0 = call double @llvm.fma.f64(double %el.t.v3.p1, double %el.t.v3.r, double 0x3FF0000000000000)
   %el.t.v3.kb = bitcast double %el.t.v3.kd to i64
-  %el.t.v3.eb = add i64 %el.t.v3.kb, 1023
-  %el.t.v3.sb = shl i64 %el.t.v3.eb, 52                                      ; the bits of 2^k
+  %el.t.v3.j = and i64 %el.t.v3.kb, 15
+  %el.t.v3.tp = getelementptr inbounds double, ptr @loom.exp2.sixteenths, i64 %el.t.v3.j
+  %el.t.v3.t = load double, ptr %el.t.v3.tp, align 8
+  %el.t.v3.e4 = lshr i64 %el.t.v3.kb, 4
+  %el.t.v3.eb = add i64 %el.t.v3.e4, 1023
+  %el.t.v3.sb = shl i64 %el.t.v3.eb, 52                                      ; the bits of 2^floor(K / 16)
   %el.t.v3.s = bitcast i64 %el.t.v3.sb to double
-  %el.t.v3.y = fmul double %el.t.v3.p0, %el.t.v3.s                           ; exp(x) in double (exact scaling)
+  %el.t.v3.ts = fmul double %el.t.v3.t, %el.t.v3.s                           ; 2^(K / 16), exact
+  %el.t.v3.y = fmul double %el.t.v3.p0, %el.t.v3.ts                          ; exp(x) in double
   %el.t.v3.f = fptrunc double %el.t.v3.y to float
   %el.t.v3.yb = bitcast double %el.t.v3.y to i64
   %el.t.v3.low = and i64 %el.t.v3.yb, 536870911                              ; the bits below float32's precision
-  %el.t.v3.off = sub i64 %el.t.v3.low, 268434432
-  %el.t.v3.near = icmp ult i64 %el.t.v3.off, 2048                            ; within 1024 of halfway: the rounding is not certain
+  %el.t.v3.off = sub i64 %el.t.v3.low, 268431360
+  %el.t.v3.near = icmp ult i64 %el.t.v3.off, 8192                            ; within 4096 of halfway: the rounding is not certain
   %el.t.v3.lo = fcmp oge float %el.t.v2, 0xC055C00000000000
   %el.t.v3.hi = fcmp ole float %el.t.v2, 0x4056000000000000
   %el.t.v3.in = and i1 %el.t.v3.lo, %el.t.v3.hi                              ; x in [-87, 88] (false for NaN)
@@ -949,6 +947,8 @@ declare i64 @llvm.smax.i64(i64, i64)
 declare i64 @llvm.smin.i64(i64, i64)
 declare i64 @llvm.umin.i64(i64, i64)
 declare i1 @llvm.vector.reduce.or.v16i1(<16 x i1>)
+declare <8 x double> @llvm.x86.avx512.vpermi2var.pd.512(<8 x double>, <8 x i64>, <8 x double>)
+@loom.exp2.sixteenths = internal constant [16 x double] [double 0x3FF0000000000000, double 0x3FF0B5586CF9890F, double 0x3FF172B83C7D517B, double 0x3FF2387A6E756238, double 0x3FF306FE0A31B715, double 0x3FF3DEA64C123422, double 0x3FF4BFDAD5362A27, double 0x3FF5AB07DD485429, double 0x3FF6A09E667F3BCD, double 0x3FF7A11473EB0187, double 0x3FF8ACE5422AA0DB, double 0x3FF9C49182A3F090, double 0x3FFAE89F995AD3AD, double 0x3FFC199BDD85529C, double 0x3FFD5818DCFBA487, double 0x3FFEA4AFA2A490DA]
 declare float @loom_exp_f32(float) nounwind willreturn memory(none)
 declare void @loom_exp_f32_v(ptr, ptr, i64) nounwind
 
