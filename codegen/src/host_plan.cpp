@@ -48,6 +48,42 @@ std::size_t accumulator_compute_bytes(const ReduceOpPlan& op) {
     return static_cast<std::size_t>(compute_bytes(op.in));
 }
 
+// Whether the graph of `n` computes a transcendental function (a costly value to compute twice).
+bool computes_transcendental(const ir::NodePtr& n) {
+    for (const ir::Node* v : ir::topo_order({n}))
+        if (ir::is_elementwise(v->op()) && ir::info(v->op()).cost == ir::Cost::Transcendental) return true;
+    return false;
+}
+
+// Whether the graph of `root` uses node `v`.
+bool uses(const ir::NodePtr& root, const ir::Node* v) {
+    for (const ir::Node* n : ir::topo_order({root}))
+        if (n == v) return true;
+    return false;
+}
+
+// HostSchedule::keep: an element output holds a reduction's operand between passes when the output's graph
+// uses that operand, the output's dtype stores its compute value exactly (the same dtype, not a half one, whose
+// compute value is float32) and the operand computes a transcendental function (computing it once instead of
+// twice is worth the store and the load). An output holds one operand: of the candidates, the latest
+// stage's.
+std::vector<int> kept_operands(const PlannedReduce& pr) {
+    const std::size_t nred = pr.plan.ops.size();
+    std::vector<int> keep(static_cast<std::size_t>(pr.plan.element_outputs), -1);
+    for (std::size_t e = 0; e < keep.size(); ++e) {
+        const ir::NodePtr& out = pr.element_roots.at(nred + e);
+        for (int stage = pr.plan.stages - 1; stage >= 0 && keep[e] < 0; --stage)
+            for (std::size_t j = 0; j < nred && keep[e] < 0; ++j) {
+                const ir::NodePtr& operand = pr.element_roots.at(j);
+                if (pr.plan.ops[j].stage != stage || operand->dtype() != out->dtype() || is_half(out->dtype())) continue;
+                if (!ir::is_elementwise(operand->op()) || !computes_transcendental(operand) || !uses(out, operand.get())) continue;
+                keep[e] = static_cast<int>(j);
+            }
+    }
+    if (std::all_of(keep.begin(), keep.end(), [](int j) { return j < 0; })) keep.clear();
+    return keep;
+}
+
 std::uint64_t with(std::uint64_t key, std::uint64_t more) {
     Hasher h;
     h.add(key);
@@ -109,20 +145,24 @@ HostTarget HostTarget::avx512() {
 
 std::uint64_t HostTarget::hash() const {
     Hasher h;
-    h.add(std::string_view("loom.host.target.v1"));
+    h.add(std::string_view("loom.host.target.v2"));
     h.add(triple);
     h.add(cpu);
     h.add(features);
     h.add(static_cast<std::uint64_t>(vector_bits));
     h.add(f16c ? 1u : 0u);
+    h.add(static_cast<std::uint64_t>(cache_bytes));
     return h.digest();
 }
 
 std::uint64_t HostSchedule::code_hash() const {
     Hasher h;
-    h.add(std::string_view("loom.host.schedule.v1"));
+    h.add(std::string_view("loom.host.schedule.v3"));
     h.add(static_cast<std::uint64_t>(lanes));
     h.add(split ? 1u : 0u);
+    h.add(stream ? 1u : 0u);
+    h.add(static_cast<std::uint64_t>(keep.size()));
+    for (int j : keep) h.add(static_cast<std::uint64_t>(static_cast<std::int64_t>(j)));
     return h.digest();
 }
 
@@ -140,7 +180,11 @@ std::string HostSchedule::to_string() const {
     if (split)
         return fmt::format("{} lanes per vector; split: {} tasks of {} (row, chunk) pairs, then {} tasks of {} rows", lanes,
                            tasks, task, finish_tasks, finish_task);
-    return fmt::format("{} lanes per vector; {} tasks of {}", lanes, tasks, task);
+    std::string s = fmt::format("{} lanes per vector; {} tasks of {}", lanes, tasks, task);
+    if (stream) s += "; non-temporal stores (the kernel moves more than the last-level cache holds)";
+    for (std::size_t e = 0; e < keep.size(); ++e)
+        if (keep[e] >= 0) s += fmt::format("; out{} holds the operand of reduction {} between its pass and the output pass", e, keep[e]);
+    return s;
 }
 
 bool HostKernel::operator==(const HostKernel& o) const {
@@ -156,11 +200,19 @@ DeviceInfo host_planning_device() {
     return d;
 }
 
-HostSchedule host_pointwise_schedule(std::int64_t numel, int widest_bytes, const HostTarget& target) {
+bool host_streamed_output(const OperandPlan& out, int lanes) {
+    return out.access == Access::Contiguous && static_cast<std::size_t>(lanes) * itemsize(out.dtype) >= 16;
+}
+
+HostSchedule host_pointwise_schedule(const PointwisePlan& plan, std::int64_t numel, std::int64_t inner, int widest_bytes,
+                                     const HostTarget& target) {
     HostSchedule s;
     s.lanes = lanes_for(widest_bytes, target);
     s.task = kHostPointwiseTask;
     s.tasks = ceil_div(numel, s.task);
+    const bool any = std::any_of(plan.outputs.begin(), plan.outputs.end(), [&](const OperandPlan& o) { return host_streamed_output(o, s.lanes); });
+    const double moved = static_cast<double>(plan.bytes_per_element()) * static_cast<double>(numel);
+    s.stream = any && s.lanes > 1 && inner >= kHostStreamRow && moved > static_cast<double>(target.cache_bytes);
     return s;
 }
 
@@ -179,6 +231,7 @@ HostSchedule host_reduce_schedule(const PlannedReduce& pr, const HostTarget& tar
     // Units of parallel work without splitting: rows (inner), vectors of output columns (outer).
     const std::int64_t units = outer ? ceil_div(O, s.lanes) : O;
     s.split = single && chunks >= 2 && units < kHostSplitRows;
+    if (!outer && !s.split) s.keep = kept_operands(pr);
     if (O == 0) {
         s.tasks = 0;
         return s;
@@ -266,7 +319,8 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
             int widest = 1;
             for (const ir::Node* n : ir::topo_order(k.outputs))
                 if (!ir::is_view(n->op())) widest = std::max(widest, compute_bytes(n->dtype()));
-            h.schedule = host_pointwise_schedule(h.numel, widest, target);
+            const std::int64_t inner = h.pointwise.binding.extents.empty() ? h.numel : h.pointwise.binding.extents.back();
+            h.schedule = host_pointwise_schedule(h.pointwise.plan, h.numel, inner, widest, target);
             h.key = with(with(kernel_key(k.outputs, h.pointwise.plan), h.schedule.code_hash()), base);
         } else {
             h.reduce = plan_reduce(k.group, layout_of, device);

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "host_internal.hpp"
@@ -50,6 +51,31 @@ const loom_host_backend_v1* try_load(const std::string& path, std::string& why, 
     if (::dladdr(reinterpret_cast<const void*>(fn), &info) != 0 && info.dli_fname) loaded_from = info.dli_fname;
     else loaded_from = path;
     return t;
+}
+
+// The size of the host's last-level cache: the cache of the highest level that sysfs lists for cpu0 (Linux:
+// /sys/devices/system/cpu/cpu0/cache/index*/{level,size}, sizes as "32768K"), else sysconf's level-3 size,
+// else 32 MiB. (sysfs first: glibc's sysconf decodes CPUID, which virtual machines report loosely.)
+std::int64_t last_level_cache_bytes() {
+    std::int64_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 16; ++i) {
+        const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+        std::ifstream level(dir + "level"), size(dir + "size");
+        int lv = 0;
+        std::int64_t n = 0;
+        std::string unit;
+        if (!(level >> lv) || !(size >> n)) continue;
+        size >> unit;
+        if (unit == "K") n <<= 10;
+        else if (unit == "M") n <<= 20;
+        if (lv > best_level || (lv == best_level && n > best)) best_level = lv, best = n;
+    }
+    if (best > 0) return best;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    if (const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE); l3 > 0) return l3;
+#endif
+    return std::int64_t{32} << 20;
 }
 
 std::string executable_dir() {
@@ -95,6 +121,7 @@ Backend load() {
             b.target.features = t->features();
             b.target.vector_bits = t->vector_bits();
             b.target.f16c = t->has_f16c() != 0;
+            b.target.cache_bytes = last_level_cache_bytes();
             b.info.llvm = true;
             b.info.module = from;
             b.info.llvm_version = t->llvm_version();
@@ -102,6 +129,7 @@ Backend load() {
             b.info.cpu = b.target.cpu;
             b.info.features = b.target.features;
             b.info.vector_bits = b.target.vector_bits;
+            b.info.cache_bytes = b.target.cache_bytes;
         } else {
             b.info.reason = fmt::format("the LLVM back end module could not be loaded ({})", why);
         }

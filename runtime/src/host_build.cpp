@@ -63,7 +63,8 @@ std::string take(const Backend& be, loom_hb_buffer& b) {
     return s;
 }
 
-// One module from several: the functions of each, every declaration once, one set of attribute groups (the
+// One module from several: the functions of each, every declaration and every global constant (a line of its
+// own, `@name = ...`: the same text in every module that has it) once, one set of attribute groups (the
 // emitters write the same groups into every module).
 std::string merge_modules(const std::vector<const codegen::LlvmKernelSource*>& sources) {
     std::string out, tail;
@@ -75,7 +76,7 @@ std::string merge_modules(const std::vector<const codegen::LlvmKernelSource*>& s
             if (e == std::string::npos) e = t.size();
             const std::string line = t.substr(b, e - b);
             b = e + 1;
-            if (line.rfind("declare ", 0) == 0 || line.rfind("attributes #", 0) == 0) {
+            if (line.rfind("declare ", 0) == 0 || line.rfind("attributes #", 0) == 0 || line.rfind("@", 0) == 0) {
                 if (seen.insert(line).second) tail += line + '\n';
                 continue;
             }

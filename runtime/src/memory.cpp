@@ -1,9 +1,11 @@
-// Memory: 64-byte aligned host allocation, stream-ordered pool allocation on CUDA devices (trim and retry
-// once before OutOfMemory), release, synchronous copies between any two devices, and pool statistics.
+// Memory: 64-byte aligned host allocation (transparent huge pages asked for large ones), stream-ordered pool
+// allocation on CUDA devices (trim and retry once before OutOfMemory), release, synchronous copies between any
+// two devices, and pool statistics.
 #include "loom/runtime/memory.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <cstdint>
@@ -28,6 +30,23 @@ namespace loom {
 namespace {
 
 constexpr std::size_t kHostAlignment = 64;  // bytes: a cache line, and a multiple of every vector width
+
+// Host allocations of at least this many bytes ask the kernel for transparent huge pages, as NumPy does for
+// its arrays (from 4 MiB). Where THP is "madvise" (Debian's default) large host tensors would otherwise be
+// backed by 4 KiB pages: a TLB miss every 4 KiB of a stream, and the hardware prefetchers stop at each page.
+constexpr std::size_t kHugePageAdviceBytes = std::size_t{4} << 20;
+
+void advise_huge_pages(void* p, std::size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    if (bytes < kHugePageAdviceBytes) return;
+    const std::uintptr_t page = 4096, begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+    if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only: errors ignored
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
 
 /// Per-device pool set-up, done once: the device's default pool keeps freed memory cached (release
 /// threshold = max), so steady-state allocation never returns memory to the OS or asks the driver again.
@@ -242,6 +261,7 @@ void* allocate(Device device, std::size_t bytes) {
             throw OutOfMemory(bytes, fmt::format("out of memory: allocating {} bytes ({}) of host memory failed{}",
                                                  bytes, human(bytes),
                                                  injected ? " (a fault injected by loom::testing::inject_fault)" : ""));
+        advise_huge_pages(p, rounded);
         detail::note_host_allocation(1);
         return p;
     }

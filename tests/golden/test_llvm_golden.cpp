@@ -15,6 +15,7 @@
 
 #include "loom/codegen/host_plan.hpp"
 #include "loom/codegen/llvm/emit.hpp"
+#include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/host_backend.hpp"
@@ -86,6 +87,15 @@ TEST_CASE("golden llvm: E1 relu(x * 1.5 + 0.25) over float32") {
     compile_with_module(ks[0]);
 }
 
+TEST_CASE("golden llvm: CE1, E1 over 2^26 float32: more than the cache holds, streamed") {
+    const auto ks = llvm_kernels({relu(Array(ir::input(float32, {std::int64_t{1} << 26}, "x")) * 1.5 + 0.25)}, "ce1_relu_scale_bias");
+    REQUIRE(ks.size() == 1);
+    golden::check_text("ce1_relu_scale_bias", ks[0].ir, ".ll");
+    CHECK(contains(ks[0].ir, "non-temporal stores"));  // the schedule in the banner
+    CHECK(contains(ks[0].ir, "store <16 x float> %nt.v5, ptr %out0.p.2, align 64, !nontemporal !{i32 1}"));
+    compile_with_module(ks[0]);
+}
+
 TEST_CASE("golden llvm: R1 row sum of a 2-D float32") {
     Tensor x = Tensor::host({512, 16384}, float32);
     const auto ks = llvm_kernels({sum(Array(x), 1)}, "r1_row_sum");
@@ -96,6 +106,18 @@ TEST_CASE("golden llvm: R1 row sum of a 2-D float32") {
     CHECK(contains(ks[0].ir, "butterfly"));
     CHECK(contains(ks[0].ir, "fadd <16 x float>"));  // 16 of the 256 lanes at a time
     CHECK(!contains(ks[0].ir, "reassoc"));
+    compile_with_module(ks[0]);
+}
+
+TEST_CASE("golden llvm: CF1 softmax over 4096 x 4096 float32") {
+    const auto ks = llvm_kernels({softmax(Array(ir::input(float32, {4096, 4096}, "x")))}, "cf1_softmax");
+    REQUIRE(ks.size() == 1);
+    golden::check_text("cf1_softmax", ks[0].ir, ".ll");
+    CHECK(contains(ks[0].ir, "out0 holds the operand of reduction 1"));  // exp(x - max) computed once
+    CHECK(contains(ks[0].ir, "call <16 x double> @llvm.fma.v16f64"));   // the inline exp
+    CHECK(contains(ks[0].ir, "@llvm.x86.avx512.vpermi2var.pd.512"));     // its table of 2^(j/16) in registers
+    CHECK(contains(ks[0].ir, "@loom_exp_f32_v"));                         // and its library lanes
+    CHECK(!contains(ks[0].ir, "fast"));
     compile_with_module(ks[0]);
 }
 

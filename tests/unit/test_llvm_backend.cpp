@@ -18,6 +18,7 @@
 #include <limits>
 #include <thread>
 
+#include "loom/ir/build.hpp"
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/host_backend.hpp"
 #include "loom/runtime/host_backend_abi.h"
@@ -129,6 +130,52 @@ TEST_CASE("llvm backend: transcendental functions equal the reference's bits") {
         check(exp(a) + log(abs(a) + 1.0) + sin(a) * tanh(a), "exp log sin tanh");
         check(sigmoid(a) + silu(a) + gelu(a) + gelu_tanh(a), "composite activations");
         check(pow(abs(a) + 0.5, a) + atan2(a, a + 1.0) + erf(a), "pow atan2 erf");
+    }
+}
+
+// exp at float32 compute values is computed inline (codegen/src/llvm/llvm_ops.cpp, exp_float) and must give the
+// reference's bits for every argument: every float16 and bfloat16 bit pattern, float32 patterns in steps of 4093
+// (about a million, with the neighbourhoods of the inline range's ends, of the reduction's switch points and of
+// the special values), and with LOOM_TEST_EXHAUSTIVE=1 all 2^32 float32 patterns (about two minutes of CPU,
+// mostly the reference's scalar exp).
+TEST_CASE("llvm backend: exp equals the reference's bits for every argument") {
+    for (DType t : {float16, bfloat16}) {
+        std::vector<std::uint16_t> all(1 << 16);
+        for (std::size_t u = 0; u < all.size(); ++u) all[u] = static_cast<std::uint16_t>(u);
+        Tensor x = Tensor::host({1 << 16}, t);
+        std::memcpy(x.data(), all.data(), all.size() * 2);
+        check(exp(Array(x)), t == float16 ? "exp of every float16" : "exp of every bfloat16");
+    }
+    const char* ex = std::getenv("LOOM_TEST_EXHAUSTIVE");
+    const bool exhaustive = ex && std::string_view(ex) == "1";
+    std::vector<float> special;
+    for (float c : {-87.0f, 88.0f, 0.0f, -0.0f, 1.0f, -1.0f, 0.34657359f, -0.34657359f, 1.0397208f, 88.72284f, -103.97208f, -87.33655f}) {
+        float a = c, b = c;
+        for (int k = 0; k < 300; ++k) {
+            special.push_back(a);
+            special.push_back(b);
+            a = std::nextafter(a, std::numeric_limits<float>::infinity());
+            b = std::nextafter(b, -std::numeric_limits<float>::infinity());
+        }
+    }
+    for (float c : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
+                    std::numeric_limits<float>::min(), std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()})
+        special.push_back(c);
+    for (int k = -130; k <= 130; ++k) special.push_back(static_cast<float>((k + 0.5) * 0.69314718055994530942));  // switch points of k
+    check(exp(Array(from(special, float32))), "exp near the ends and switch points");
+    const std::uint64_t step = exhaustive ? 1 : 4093;
+    constexpr std::uint64_t kBatch = std::uint64_t{1} << 24;
+    std::vector<std::uint32_t> bits;
+    bits.reserve(kBatch);
+    for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += step) {
+        bits.push_back(static_cast<std::uint32_t>(u));
+        if (bits.size() == kBatch || u + step >= (std::uint64_t{1} << 32)) {
+            Tensor x = Tensor::host({static_cast<std::int64_t>(bits.size())}, float32);
+            std::memcpy(x.data(), bits.data(), bits.size() * 4);
+            check(exp(Array(x)), "exp of float32 bit patterns");
+            bits.clear();
+        }
     }
 }
 
@@ -256,6 +303,73 @@ TEST_CASE("llvm backend: softmax, layernorm, rmsnorm, var") {
     check(softmax(Array(h)), "bf16 softmax");
     Tensor one = filled({1, 50000}, float32, 81);  // one long row: partitioned strictly, each reduction split
     check(softmax(Array(one)), "softmax of one long row");
+}
+
+// A normalization whose output uses a reduction's costly operand keeps that operand in the output between passes
+// (HostSchedule::keep): softmax computes exp(x - max) once per element, in the sum's pass, and scales it in
+// place in the output pass. The bits are the reference's and the unfused graph's.
+TEST_CASE("llvm backend: softmax keeps exp(x - max) in its output between passes") {
+    Tensor x = filled({37, 1000}, float32, 95);
+    const std::string ir = llvm_source({softmax(Array(x)).node()}, "sm");
+    CHECK(ir.find("out0 holds the operand of reduction 1 between its pass and the output pass") != std::string::npos);
+    CHECK(ir.find("kept in out0") != std::string::npos);
+    Tensor h = filled({37, 1000}, float16, 96);  // a float16 output cannot hold the float32 operand
+    CHECK(llvm_source({softmax(Array(h)).node()}, "sm").find("holds the operand") == std::string::npos);
+    Tensor w = filled({1000}, float32, 97), b = filled({1000}, float32, 98);
+    CHECK(llvm_source({layernorm(Array(x), Array(w), Array(b), 1e-5).node()}, "ln").find("holds the operand") == std::string::npos);
+    for (std::int64_t L : {1, 15, 63, 64, 65, 1000, 8192, 8193, 20000}) {
+        Tensor y = filled({5, L}, float32, 99 + static_cast<std::uint64_t>(L));
+        const Array sm = softmax(Array(y));
+        Tensor fused = sm;
+        Options off = current_options();
+        off.fusion = false;
+        Tensor unfused;
+        {
+            const OptionsScope scope(off);
+            unfused = sm;
+        }
+        CHECK(testing::compare(unfused, fused, testing::Tolerance::exact()).ok);
+        require_bits({sm}, {fused}, "softmax");
+        const Array e = exp(Array(y) - max(Array(y), 1, true));  // the kept operand as an output of its own too
+        Tensor o1 = Tensor::host({5, L}, float32), o2 = Tensor::host({5, L}, float32);
+        assign({o1, o2}, {e / sum(e, 1, true), e * 2.0});
+        require_bits({e / sum(e, 1, true), e * 2.0}, {o1, o2}, "two outputs of one kept operand");
+    }
+}
+
+// Pointwise kernels that move more bytes than the last-level cache holds write their contiguous outputs with
+// non-temporal stores, from the first position where every such output is aligned to its vector (width-1 steps
+// before it); outputs that never align store as usual. The bits do not depend on it.
+TEST_CASE("llvm backend: outputs larger than the last-level cache are streamed, at every alignment") {
+    const HostBackendInfo& info = host_backend_info();
+    const ir::NodePtr ph = ir::input(float32, {std::int64_t{1} << 26}, "x");
+    CHECK(llvm_source({(relu(Array(ph) * 1.5 + 0.25)).node()}, "big").find("!nontemporal") != std::string::npos);
+    Tensor small = filled({4096}, float32, 3);
+    CHECK(llvm_source({(Array(small) * 2.0).node()}, "small").find("!nontemporal") == std::string::npos);
+    if (info.cache_bytes <= 0 || info.cache_bytes > (std::int64_t{256} << 20)) {
+        MESSAGE("last-level cache of " << info.cache_bytes << " bytes: streamed results not run");
+        return;
+    }
+    const std::int64_t n = info.cache_bytes / 8 + 4099;  // float32 in and out: more than the cache
+    Tensor big = filled({n + 16}, float32, 7);
+    for (std::int64_t off : {0, 1, 3, 15}) {
+        Tensor in = big.as_strided({n}, {1}, off);
+        Tensor obig = Tensor::host({n + 16}, float32);
+        Tensor o = obig.as_strided({n}, {1}, (off * 5) % 16);
+        Array y = relu(Array(in) * 1.5 + 0.25);
+        assign(o, y);
+        require_bits({y}, {o}, "streamed output");
+        // Two outputs that align at different positions: the second stores as usual.
+        Tensor o2big = Tensor::host({n + 16}, float32);
+        Tensor o2 = o2big.as_strided({n}, {1}, 1 + off);
+        assign({o, o2}, {y, Array(in) - 1.0});
+        require_bits({y, Array(in) - 1.0}, {o, o2}, "streamed outputs of two alignments");
+    }
+    std::vector<char> raw(static_cast<std::size_t>(n) * 4 + 8);  // an output at an odd address: never aligned
+    Tensor odd = Tensor::view(raw.data() + 1, {n}, float32, {}, Device::cpu());
+    Array y = Array(big.as_strided({n}, {1}, 2)) * 3.0;
+    assign(odd, y);
+    require_bits({y}, {odd}, "output at an odd address");
 }
 
 TEST_CASE("llvm backend: fused and unfused give the same bits") {

@@ -136,35 +136,81 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
     }
     const std::string jend = b.let("jend", fmt::format("add i64 {}, {}", j0, cnt));
     f.emit(fmt::format("store i64 {}, ptr {}", j0, k_slot));
-    f.emit("br label %vector.cond");
 
-    auto step = [&](int w, std::string_view tag, std::string_view cond, std::string_view body, std::string_view next) {
-        f.label(cond);
-        const std::string k = b.let(fmt::format("{}k", tag), fmt::format("load i64, ptr {}", k_slot));
-        const std::string kn = b.let(fmt::format("{}k.next", tag), fmt::format("add i64 {}, {}", k, w));
-        const std::string ok = b.let(fmt::format("{}more", tag), fmt::format("icmp ule i64 {}, {}", kn, jend),
-                                     w > 1 ? fmt::format("a whole vector of {} elements left in the row", w) : "an element left");
-        f.emit(fmt::format("br i1 {}, label %{}, label %{}", ok, body, next));
-        f.label(body);
-        std::string flat = k;
-        if (R > 1) flat = b.let(fmt::format("{}flat", tag), fmt::format("add i64 {}, {}", e, b.let(fmt::format("{}dk", tag), fmt::format("sub i64 {}, {}", k, j0))));
-        const Point pt{outer, k, flat};
-        std::vector<int> all;
-        for (std::size_t o = 0; o < g.outputs.size(); ++o) all.push_back(static_cast<int>(o));
-        const std::vector<std::string> vals = sp.evaluate(all, pt, w, tag);
-        for (std::size_t o = 0; o < vals.size(); ++o) sp.store_output_at(static_cast<int>(o), vals[o], pt, w);
-        f.emit(fmt::format("store i64 {}, ptr {}", kn, k_slot));
-        f.emit(fmt::format("br label %{}", cond));
+    std::vector<int> all;
+    for (std::size_t o = 0; o < g.outputs.size(); ++o) all.push_back(static_cast<int>(o));
+    std::vector<bool> streamed(g.outputs.size(), false);
+    for (std::size_t o = 0; o < g.outputs.size(); ++o)
+        streamed[o] = schedule.stream && host_streamed_output(plan.outputs[o], W);
+    // The flat index of innermost index k of this row.
+    auto flat_at = [&](const std::string& k, std::string_view tag) {
+        if (R == 1) return k;
+        const std::string dk = b.let(fmt::format("{}dk", tag), fmt::format("sub i64 {}, {}", k, j0));
+        return b.let(fmt::format("{}flat", tag), fmt::format("add i64 {}, {}", e, dk));
     };
+    // Steps of width w from the position in k.slot while a whole step fits before `end`.
+    auto run = [&](std::string_view loop, std::string_view tag, int w, const std::string& end, bool nontemporal) {
+        std::string next;
+        b.loop(
+            loop, k_slot,
+            [&](const std::string& k) {
+                next = b.let(fmt::format("{}k.next", tag), fmt::format("add i64 {}, {}", k, w));
+                return b.let(fmt::format("{}more", tag), fmt::format("icmp ule i64 {}, {}", next, end),
+                             w > 1 ? fmt::format("a whole vector of {} elements left", w) : "an element left");
+            },
+            [&](const std::string& k) {
+                const Point pt{outer, k, flat_at(k, tag)};
+                const std::vector<std::string> vals = sp.evaluate(all, pt, w, tag);
+                for (std::size_t o = 0; o < vals.size(); ++o) sp.store_output_at(static_cast<int>(o), vals[o], pt, w, nontemporal && streamed[o]);
+            },
+            [&](const std::string&) { return next; });
+    };
+    if (schedule.stream) {
+        // Non-temporal stores need addresses aligned to the vector: width-1 steps up to the first position where
+        // the first streamed output is aligned, then vector steps that stream, when every streamed output is
+        // aligned there (outputs of other alignments, or not aligned to their elements, store as usual).
+        f.note("streaming: width-1 steps up to the first position where every streamed output is aligned to its vector, "
+               "then vector steps with non-temporal stores");
+        std::size_t s0 = 0;
+        while (!streamed[s0]) ++s0;
+        const std::size_t esz0 = itemsize(plan.outputs[s0].dtype);
+        const std::string a0 = b.let("st.a0", fmt::format("ptrtoint ptr {} to i64", sp.output_address(static_cast<int>(s0), flat_at(j0, "st0."))),
+                                     fmt::format("out{} at the row's first element", s0));
+        const std::string mis = b.let("st.mis", fmt::format("and i64 {}, {}", a0, W * esz0 - 1));
+        const std::string gap0 = b.let("st.gap0", fmt::format("sub i64 {}, {}", W * esz0, mis));
+        const std::string gap = b.let("st.gap", fmt::format("and i64 {}, {}", gap0, W * esz0 - 1), "bytes to the next aligned vector");
+        const std::string peel = b.let("st.peel", fmt::format("udiv i64 {}, {}", gap, esz0), "elements before it");
+        const std::string kstart = b.let("st.k", fmt::format("add i64 {}, {}", j0, peel));
+        const std::string kfit = b.let("st.kw", fmt::format("add i64 {}, {}", kstart, W));
+        std::string ok = b.let("st.room", fmt::format("icmp ule i64 {}, {}", kfit, jend), "a whole vector after it");
+        if (esz0 > 1) {
+            const std::string el = b.let("st.el", fmt::format("and i64 {}, {}", a0, esz0 - 1));
+            const std::string el0 = b.let("st.el0", fmt::format("icmp eq i64 {}, 0", el), fmt::format("out{} aligned to its elements", s0));
+            ok = b.let("st.ok", fmt::format("and i1 {}, {}", ok, el0));
+        }
+        const std::string fstart = flat_at(kstart, "st.");
+        for (std::size_t o = s0 + 1; o < streamed.size(); ++o) {
+            if (!streamed[o]) continue;
+            const std::size_t v = static_cast<std::size_t>(W) * itemsize(plan.outputs[o].dtype);
+            const std::string ao = b.let(fmt::format("st.a{}", o), fmt::format("ptrtoint ptr {} to i64", sp.output_address(static_cast<int>(o), fstart)));
+            const std::string mo = b.let(fmt::format("st.m{}", o), fmt::format("and i64 {}, {}", ao, v - 1));
+            const std::string zo = b.let(fmt::format("st.z{}", o), fmt::format("icmp eq i64 {}, 0", mo), fmt::format("out{} aligned there too", o));
+            ok = b.let("st.ok", fmt::format("and i1 {}, {}", ok, zo));
+        }
+        f.emit(fmt::format("br i1 {}, label %stream, label %stream.done", ok));
+        f.label("stream");
+        run("stream.peel", "p.", 1, kstart, false);
+        run(fmt::format("stream.w{}", W), "nt.", W, jend, true);
+        f.emit("br label %stream.done");
+        f.label("stream.done");
+    }
     if (W > 1) {
         f.note(fmt::format("vector steps: {} elements per operand at once", W));
-        step(W, "", "vector.cond", "vector.body", "tail.cond");
-    } else {
-        f.label("vector.cond");
-        f.emit("br label %tail.cond");
+        run("vector", "", W, jend, false);
     }
     f.note("the row's tail: one element at a time, the same instructions at width 1");
-    step(1, "t.", "tail.cond", "tail.body", "row.end");
+    run("tail", "t.", 1, jend, false);
+    f.emit("br label %row.end");
 
     f.label("row.end");
     const std::string en = b.let("e.next", fmt::format("add i64 {}, {}", e, cnt));

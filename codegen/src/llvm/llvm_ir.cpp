@@ -142,6 +142,52 @@ std::string Builder::let(std::string_view hint, const std::string& code, std::st
     return n;
 }
 
+void Builder::loop(std::string_view tag, const std::string& slot, const std::function<std::string(const std::string&)>& more,
+                   const std::function<void(const std::string&)>& body, const std::function<std::string(const std::string&)>& next) {
+    const std::string cond = f.fresh_label(fmt::format("{}.cond", tag));
+    const std::string lbody = f.fresh_label(fmt::format("{}.body", tag));
+    const std::string done = f.fresh_label(fmt::format("{}.done", tag));
+    f.emit(fmt::format("br label %{}", cond));
+    f.label(cond);
+    const std::string i = let(tag, fmt::format("load i64, ptr {}", slot));
+    f.emit(fmt::format("br i1 {}, label %{}, label %{}", more(i), lbody, done));
+    f.label(lbody);
+    body(i);
+    f.emit(fmt::format("store i64 {}, ptr {}", next(i), slot));
+    f.emit(fmt::format("br label %{}", cond));
+    f.label(done);
+}
+
+void Builder::loop_from(std::string_view tag, const std::string& from, const std::function<std::string(const std::string&)>& more,
+                        const std::function<void(const std::string&)>& body, const std::function<std::string(const std::string&)>& next) {
+    const std::string slot = f.alloca_(fmt::format("{}.slot", tag), "i64");
+    f.emit(fmt::format("store i64 {}, ptr {}", from, slot));
+    loop(tag, slot, more, body, next);
+}
+
+void Builder::for_range(std::string_view tag, const std::string& from, const std::string& end, int step,
+                        const std::function<void(const std::string&)>& body) {
+    loop_from(
+        tag, from, [&](const std::string& i) { return let(fmt::format("{}.more", tag), fmt::format("icmp ult i64 {}, {}", i, end)); },
+        body, [&](const std::string& i) { return let(fmt::format("{}.next", tag), fmt::format("add i64 {}, {}", i, step)); });
+}
+
+void Builder::steps(std::string_view tag, const std::string& slot, const std::string& end, std::initializer_list<int> widths,
+                    const std::function<void(const std::string&, int)>& body) {
+    for (const int w : widths) {
+        const std::string t = w > 1 ? fmt::format("{}.w{}", tag, w) : fmt::format("{}.tail", tag);
+        std::string next;  // i + w, computed once by the condition
+        loop(
+            t, slot,
+            [&](const std::string& i) {
+                next = let(fmt::format("{}.next", t), fmt::format("add i64 {}, {}", i, w));
+                return let(fmt::format("{}.more", t), fmt::format("icmp ule i64 {}, {}", next, end),
+                           w > 1 ? fmt::format("a whole step of {} left", w) : "an element left");
+            },
+            [&](const std::string& i) { body(i, w); }, [&](const std::string&) { return next; });
+    }
+}
+
 std::string Builder::intrinsic(std::string_view hint, std::string_view base, std::string_view ty, int w,
                                const std::vector<std::string>& args, std::string_view comment, std::string_view ret_ty) {
     const std::string vt = vec(ty, w);

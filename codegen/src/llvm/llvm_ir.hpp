@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -113,6 +115,22 @@ struct Builder {
     static std::string iota(int w);
     /// Emits `<name> = <code>` and returns the name.
     std::string let(std::string_view hint, const std::string& code, std::string_view comment = {});
+
+    /// A loop over the i64 held in `slot` (a stack slot, which SROA promotes to a register; the caller has
+    /// stored the first value): `while (more(i)) { body(i); i = next(i); }`. Fresh labels <tag>.cond,
+    /// <tag>.body and <tag>.done; the code emitted after it continues in <tag>.done.
+    void loop(std::string_view tag, const std::string& slot, const std::function<std::string(const std::string& i)>& more,
+              const std::function<void(const std::string& i)>& body, const std::function<std::string(const std::string& i)>& next);
+    /// The same over a slot of its own starting at `from`.
+    void loop_from(std::string_view tag, const std::string& from, const std::function<std::string(const std::string& i)>& more,
+                   const std::function<void(const std::string& i)>& body, const std::function<std::string(const std::string& i)>& next);
+    /// `for (i = from; i < end; i += step) body(i)`.
+    void for_range(std::string_view tag, const std::string& from, const std::string& end, int step,
+                   const std::function<void(const std::string& i)>& body);
+    /// Steps over [i, end) with i in `slot`, for each width w of `widths` in turn: `while (i + w <= end) {
+    /// body(i, w); i += w; }`. `{W, 1}` gives whole vectors of W, then a scalar tail.
+    void steps(std::string_view tag, const std::string& slot, const std::string& end, std::initializer_list<int> widths,
+               const std::function<void(const std::string& i, int w)>& body);
 
     /// float16 and bfloat16: the float32 value `v` rounded to the dtype (round to nearest even), kept in
     /// float; NaN stays NaN. Other dtypes: v.

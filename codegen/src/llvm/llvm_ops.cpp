@@ -5,7 +5,9 @@
 #include "llvm_ops.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <cstdint>
 #include <limits>
 
 #include "loom/ir/error.hpp"
@@ -192,6 +194,140 @@ bool library_op(Op op) {
     return ir::info(op).rule == ir::Rule::FloatMath && op != Op::Sqrt;
 }
 
+// 2^(j/16) for j = 0 .. 15, rounded to the nearest double (the bits, so that no library computes them).
+constexpr std::uint64_t kExp2Sixteenths[16] = {
+    0x3FF0000000000000, 0x3FF0B5586CF9890F, 0x3FF172B83C7D517B, 0x3FF2387A6E756238, 0x3FF306FE0A31B715, 0x3FF3DEA64C123422,
+    0x3FF4BFDAD5362A27, 0x3FF5AB07DD485429, 0x3FF6A09E667F3BCD, 0x3FF7A11473EB0187, 0x3FF8ACE5422AA0DB, 0x3FF9C49182A3F090,
+    0x3FFAE89F995AD3AD, 0x3FFC199BDD85529C, 0x3FFD5818DCFBA487, 0x3FFEA4AFA2A490DA};
+
+std::string exp2_table_vector(int from, int count) {
+    std::vector<std::string> e;
+    for (int j = from; j < from + count; ++j) e.push_back(fmt::format("double 0x{:016X}", kExp2Sixteenths[j]));
+    return fmt::format("<{}>", fmt::join(e, ", "));
+}
+
+// Entry (kb mod 16) of the table, w lanes of i64 kb. AVX-512: the 16 entries are two registers and vpermi2pd
+// picks one by the index's low 4 bits, 8 lanes at a time; elsewhere a load (a gather for vectors) from the
+// table in the module. Either reads the same constants.
+std::string exp2_table(Builder& b, const std::string& kb, int w, std::string_view hint) {
+    const std::string D = vec("double", w);
+    if (b.target.vector_bits >= 512 && w % 8 == 0) {
+        const std::string fn = "llvm.x86.avx512.vpermi2var.pd.512";
+        b.module().declare(fn, fmt::format("declare <8 x double> @{}(<8 x double>, <8 x i64>, <8 x double>)", fn));
+        std::vector<std::string> parts;
+        for (int h = 0; h < w / 8; ++h) {
+            std::string idx = kb;
+            if (w > 8) {
+                std::vector<std::string> m;
+                for (int l = 0; l < 8; ++l) m.push_back(fmt::format("i32 {}", 8 * h + l));
+                idx = b.let(fmt::format("{}.j{}", hint, h), fmt::format("shufflevector {} {}, {} poison, <8 x i32> <{}>", vec("i64", w), kb,
+                                                                      vec("i64", w), fmt::join(m, ", ")));
+            }
+            parts.push_back(b.let(fmt::format("{}.t{}", hint, h), fmt::format("call <8 x double> @{}(<8 x double> {}, <8 x i64> {}, <8 x double> {})", fn,
+                                                                            exp2_table_vector(0, 8), idx, exp2_table_vector(8, 8))));
+        }
+        for (int n = 8; n < w; n *= 2) {  // concatenate pairs of parts of n lanes
+            std::vector<std::string> next;
+            for (std::size_t q = 0; q < parts.size(); q += 2) {
+                std::vector<std::string> m;
+                for (int l = 0; l < 2 * n; ++l) m.push_back(fmt::format("i32 {}", l));
+                next.push_back(b.let(fmt::format("{}.t", hint), fmt::format("shufflevector {} {}, {} {}, <{} x i32> <{}>", vec("double", n), parts[q],
+                                                                          vec("double", n), parts[q + 1], 2 * n, fmt::join(m, ", "))));
+            }
+            parts = next;
+        }
+        return parts[0];
+    }
+    if (b.module().define_once("loom.exp2.sixteenths")) {
+        std::vector<std::string> e;
+        for (std::uint64_t v : kExp2Sixteenths) e.push_back(fmt::format("double 0x{:016X}", v));
+        b.module().declare("loom.exp2.sixteenths", fmt::format("@loom.exp2.sixteenths = internal constant [16 x double] [{}]", fmt::join(e, ", ")));
+    }
+    const std::string j = b.let(fmt::format("{}.j", hint), fmt::format("and {} {}, {}", vec("i64", w), kb, splat_constant("i64", "15", w)));
+    const std::string ptr = b.let(fmt::format("{}.tp", hint), fmt::format("getelementptr inbounds double, ptr @loom.exp2.sixteenths, {} {}", vec("i64", w), j));
+    if (w == 1) return b.let(fmt::format("{}.t", hint), fmt::format("load double, ptr {}, align 8", ptr));
+    const std::string nm = fmt::format("llvm.masked.gather.{}.v{}p0", mangle("double", w), w);
+    b.module().declare(nm, fmt::format("declare {} @{}(<{} x ptr>, i32 immarg, <{} x i1>, {})", D, nm, w, w, D));
+    return b.let(fmt::format("{}.t", hint), fmt::format("call {} @{}(<{} x ptr> {}, i32 8, <{} x i1> splat (i1 true), {} poison)", D, nm, w, ptr, w, D));
+}
+
+// exp of float32 compute values (float32, and float16 / bfloat16, which compute in float32) with the contract
+// value's bits for every argument: `(float)exp((double)x)` of the host's C library (docs/semantics.md,
+// section 5), computed inline, `w` lanes at once:
+//
+//   K = the nearest integer to 16 x / ln 2 (in the low bits of 16 x / ln 2 + 1.5 * 2^52, one FMA), r = x - K
+//   ln 2 / 16 (two FMAs with ln 2 split in two doubles; |r| <= ln 2 / 32), p = exp(r) by its Taylor polynomial
+//   of degree 5 (Horner, FMAs), y = p * (2^(j/16) * 2^floor(K / 16)) with j = K mod 16 (a table of 16 doubles;
+//   the exponent bits built from K), then y rounded once to float32.
+//
+// The truncation error is below 2^-42.6 of the result and the roundings of the double steps add a few 2^-53,
+// so y is within 2^-42.5 of exp(x), relative: at most 1450 units in the last place of the double (measured over
+// every float32 x in [-87, 88]: 2^-42.6). The rounding of y to float32 is therefore the correct rounding of
+// exp(x), and the C library's (within 1 ulp of a double) is the same, except where a float32 rounding boundary
+// lies within that error of y: y's 29 bits below float32's precision within 4096 (about 3 times the error) of
+// the halfway pattern 2^28. Such lanes (one argument in 2^18 of [-87, 88]), and arguments outside [-87, 88]
+// (subnormal, overflowing, infinite and NaN results are the C library's to give), make the whole vector call the
+// reference's own function instead. tests/unit/test_llvm_backend.cpp checks the bits against the reference,
+// every float32 argument with LOOM_TEST_EXHAUSTIVE=1.
+std::string exp_float(Builder& b, const std::string& x, int w, std::string_view hint, std::string_view comment) {
+    Function& f = b.f;
+    const std::string X = vec("float", w), D = vec("double", w), I = vec("i64", w), B = vec("i1", w);
+    auto let = [&](std::string_view what, const std::string& code, std::string_view c = {}) {
+        return b.let(fmt::format("{}.{}", hint, what), code, c);
+    };
+    auto dc = [&](double v) { return splat_constant("double", float_constant(v, "double"), w); };
+    auto ic = [&](std::int64_t v) { return splat_constant("i64", fmt::format("{}", v), w); };
+    auto fma = [&](std::string_view what, const std::string& a, const std::string& m, const std::string& c, std::string_view note = {}) {
+        return b.intrinsic(fmt::format("{}.{}", hint, what), "llvm.fma", "double", w,
+                           {fmt::format("{} {}", D, a), fmt::format("{} {}", D, m), fmt::format("{} {}", D, c)}, note);
+    };
+    const std::string fast = f.fresh_label(fmt::format("{}.inline", hint));
+    const std::string slow = f.fresh_label(fmt::format("{}.library", hint));
+    const std::string join = f.fresh_label(fmt::format("{}.done", hint));
+    f.emit(fmt::format("br label %{}", fast));
+    f.label(fast);
+    const std::string xd = let("d", fmt::format("fpext {} {} to {}", X, x, D), fmt::format("{}: in double, rounded once to float32", comment));
+    const double shifter = 6755399441055744.0;  // 1.5 * 2^52: adding it leaves the nearest integer in the low bits
+    const std::string kd = fma("kd", xd, dc(16 * 1.4426950408889634), dc(shifter), "K = nearest integer to 16 x / ln 2, in the low bits");
+    const std::string k = let("k", fmt::format("fsub {} {}, {}", D, kd, dc(shifter)));
+    const std::string r1 = fma("r1", k, dc(-0.6931471805599453 / 16), xd);   // ln 2 / 16, high part (ln 2: 0x3FE62E42FEFA39EF)
+    const std::string r = fma("r", k, dc(-2.3190468138462996e-17 / 16), r1, "r = x - K ln 2 / 16");  // the rest of ln 2 / 16
+    double fact = 120.0;                                                        // 5!
+    std::string p = dc(1.0 / fact);
+    for (int n = 4; n >= 0; --n) {
+        fact = 1.0;
+        for (int m = 2; m <= n; ++m) fact *= m;
+        p = fma(fmt::format("p{}", n), p, r, dc(1.0 / fact));  // 1 / n!, correctly rounded
+    }
+    const std::string kb = let("kb", fmt::format("bitcast {} {} to {}", D, kd, I));
+    const std::string t = exp2_table(b, kb, w, hint);
+    const std::string e4 = let("e4", fmt::format("lshr {} {}, {}", I, kb, ic(4)));
+    const std::string eb = let("eb", fmt::format("add {} {}, {}", I, e4, ic(1023)));
+    const std::string sb = let("sb", fmt::format("shl {} {}, {}", I, eb, ic(52)), "the bits of 2^floor(K / 16)");
+    const std::string sc = let("s", fmt::format("bitcast {} {} to {}", I, sb, D));
+    const std::string ts = let("ts", fmt::format("fmul {} {}, {}", D, t, sc), "2^(K / 16), exact");
+    const std::string y = let("y", fmt::format("fmul {} {}, {}", D, p, ts), "exp(x) in double");
+    const std::string fv = let("f", fmt::format("fptrunc {} {} to {}", D, y, X));
+    const std::string yb = let("yb", fmt::format("bitcast {} {} to {}", D, y, I));
+    const std::string low = let("low", fmt::format("and {} {}, {}", I, yb, ic(0x1FFFFFFF)), "the bits below float32's precision");
+    const std::string off = let("off", fmt::format("sub {} {}, {}", I, low, ic(0x10000000 - 4096)));
+    const std::string near = let("near", fmt::format("icmp ult {} {}, {}", I, off, ic(8192)), "within 4096 of halfway: the rounding is not certain");
+    const std::string lo = let("lo", fmt::format("fcmp oge {} {}, {}", X, x, splat_constant("float", float_constant(-87.0, "float"), w)));
+    const std::string hi = let("hi", fmt::format("fcmp ole {} {}, {}", X, x, splat_constant("float", float_constant(88.0, "float"), w)));
+    const std::string in = let("in", fmt::format("and {} {}, {}", B, lo, hi), "x in [-87, 88] (false for NaN)");
+    const std::string outside = let("out", fmt::format("xor {} {}, {}", B, in, splat_constant("i1", "true", w)));
+    const std::string bad = let("bad", fmt::format("or {} {}, {}", B, near, outside));
+    std::string any = bad;
+    if (w > 1) any = b.intrinsic(fmt::format("{}.any", hint), "llvm.vector.reduce.or", "i1", w, {fmt::format("{} {}", B, bad)}, {}, "i1");
+    f.emit(fmt::format("br i1 {}, label %{}, label %{}", any, slow, join));
+    f.label(slow);
+    const std::string lib = b.scalar_call(fmt::format("{}.lib", hint), library_function(Op::Exp, DType::Float32), "float", {"float"}, {x}, w,
+                                          "the reference's function for these lanes");
+    f.emit(fmt::format("br label %{}", join));
+    f.label(join);
+    return b.let(std::string(hint), fmt::format("phi {} [ {}, %{} ], [ {}, %{} ]", X, fv, fast, lib, slow), comment);
+}
+
 }  // namespace
 
 std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::string& x, const std::string& y, int w,
@@ -280,8 +416,10 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
         // rounding to a half dtype.
         std::vector<std::string> tys(args.size(), st);
         const std::string name = library_function(op, at == DType::Float64 ? DType::Float64 : DType::Float32);
-        if (!is_half(rt)) return b.scalar_call(hint, name, st, tys, args, w, comment);
-        const std::string v = b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
+        const bool inline_exp = op == Op::Exp && st == "float";
+        if (!is_half(rt)) return inline_exp ? exp_float(b, x, w, hint, comment) : b.scalar_call(hint, name, st, tys, args, w, comment);
+        const std::string v = inline_exp ? exp_float(b, x, w, fmt::format("{}.f32", hint), comment)
+                                         : b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
         const std::string r = b.round_half(rt, v, w);
         return o.out(fmt::format("bitcast {} {} to {}", A, r, A));
     }

@@ -101,21 +101,6 @@ std::string Space::index_vector(const Point& pt, int d, int w) {
     return b_.let(fmt::format("{}i{}.v", tag_, d), fmt::format("add <{} x i64> {}, {}", w, s, lane_offsets(w, pt.stride)));
 }
 
-bool Space::reads_runs(int s) const {
-    const OperandPlan& o = plan_.loads.at(static_cast<std::size_t>(s));
-    if (o.index) return false;
-    const int R = plan_.rank;
-    return o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
-           (o.access == Access::Strided && o.unit_inner && (o.dim_mask >> (R - 1) & 1u));
-}
-
-std::string Space::run_offset(int s, const Point& pt) {
-    const Point one{pt.outer, pt.inner, pt.flat, 1};
-    const Address a = site_address(s, one, 1, fmt::format("{}run{}", tag_, s));
-    if (a.kind != Address::Run) throw InternalError("llvm Space::run_offset: the site does not read runs");
-    return a.off;
-}
-
 std::vector<std::string> Space::derived_indices(const Point& pt, int w, std::string_view tag) {
     // t_m = ((offset + sum_d coef_d i_d + sum_j coef_j t_j) / div) % mod: a reshape that is not a strided
     // view, decomposed per element (pointwise_plan.hpp).
@@ -229,10 +214,6 @@ std::string Space::site_value(int s, const Point& pt, int w, std::string_view na
         std::string v = external(o.input, w);
         if (!v.empty()) return v;
     }
-    if (preloaded) {
-        std::string v = preloaded(s, w);
-        if (!v.empty()) return b_.from_storage(o.dtype, v, w);
-    }
     const ir::Node& in = *g_.inputs[static_cast<std::size_t>(o.input)];
     Address a = site_address(s, pt, w, name);
     const std::string I = vec("i64", w);
@@ -298,15 +279,17 @@ std::string Space::site_value(int s, const Point& pt, int w, std::string_view na
     return b_.from_storage(dt, raw, w);
 }
 
-std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag) {
+std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag,
+                                         const std::map<int, std::string>& known) {
+    std::vector<std::string> value(g_.values.size());
+    for (const auto& [o, v] : known) value[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = v;
     std::vector<bool> needed(g_.values.size(), false);
     for (int o : outputs) needed[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = true;
     for (std::size_t k = g_.values.size(); k-- > 0;)
-        if (needed[k])
+        if (needed[k] && value[k].empty())
             for (int a : g_.values[k].args) needed[static_cast<std::size_t>(a)] = true;
-    std::vector<std::string> value(g_.values.size());
     for (std::size_t k = 0; k < g_.values.size(); ++k) {
-        if (!needed[k]) continue;
+        if (!needed[k] || !value[k].empty()) continue;
         const detail::PwValue& v = g_.values[k];
         const ir::Node& n = *v.node;
         const std::string nm = fmt::format("{}{}v{}", tag_, tag, k);
@@ -340,20 +323,40 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
     return out;
 }
 
-void Space::store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment) {
+std::string Space::output_address(int o, const std::string& flat) {
+    const std::string st(storage_type(plan_.outputs.at(static_cast<std::size_t>(o)).dtype));
+    return b_.let(fmt::format("{}out{}.p", tag_, o), fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, field(K::OutputPointer, o), flat));
+}
+
+void Space::store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment, bool nontemporal) {
     const DType dt = plan_.outputs.at(static_cast<std::size_t>(o)).dtype;
     const std::string st(storage_type(dt));
     const std::string sv = b_.to_storage(dt, v, w);
-    const std::string p = b_.let(fmt::format("{}out{}.p", tag_, o),
-                                 fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, field(K::OutputPointer, o), flat));
-    const std::string note = comment.empty() ? fmt::format("store out{} ({})", o, name(dt)) : std::string(comment);
+    const std::string p = output_address(o, flat);
+    std::string note = comment.empty() ? fmt::format("store out{} ({})", o, name(dt)) : std::string(comment);
+    if (nontemporal) {
+        // An aligned non-temporal store (MOVNT on x86): the line goes to memory without being read first or
+        // kept in the caches.
+        b_.f.emit(fmt::format("store {} {}, ptr {}, align {}, !nontemporal !{{i32 1}}", vec(st, w), sv, p, static_cast<std::size_t>(w) * itemsize(dt)),
+                  note + ", bypassing the caches");
+        return;
+    }
     b_.f.emit(fmt::format("store {} {}, ptr {}, align {}", vec(st, w), sv, p, itemsize(dt)), note);
 }
 
-void Space::store_output_at(int o, const std::string& v, const Point& pt, int w) {
+std::string Space::load_output(int o, const std::string& flat, int w, std::string_view comment) {
+    const DType dt = plan_.outputs.at(static_cast<std::size_t>(o)).dtype;
+    const std::string st(storage_type(dt));
+    const std::string p = output_address(o, flat);
+    const std::string raw = b_.let(fmt::format("{}out{}.m", tag_, o), fmt::format("load {}, ptr {}, align {}", vec(st, w), p, itemsize(dt)),
+                                   comment.empty() ? fmt::format("load out{} ({})", o, name(dt)) : std::string(comment));
+    return b_.from_storage(dt, raw, w);
+}
+
+void Space::store_output_at(int o, const std::string& v, const Point& pt, int w, bool nontemporal) {
     const OperandPlan& op = plan_.outputs.at(static_cast<std::size_t>(o));
     if (op.access != Access::Strided) {
-        store_output(o, v, pt.flat, w);
+        store_output(o, v, pt.flat, w, {}, nontemporal);
         return;
     }
     const int R = plan_.rank;

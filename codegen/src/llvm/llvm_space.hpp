@@ -44,28 +44,25 @@ public:
     /// the width, the compute value; empty string for inputs read from memory.
     std::function<std::string(int input, int w)> external;
 
-    /// Site values supplied by the caller (a reduction's deinterleaved runs): given the site and the width, the
-    /// stored elements (storage type), or an empty string for sites read as usual.
-    std::function<std::string(int site, int w)> preloaded;
-
-    /// Whether site s reads consecutive elements along the innermost dimension from memory (contiguous, a row
-    /// broadcast, or strided with unit innermost stride), and the offset of its element at `pt`.
-    bool reads_runs(int s) const;
-    std::string run_offset(int s, const Point& pt);
-    /// The storage type and element size of site s.
-    std::string site_storage(int s) const { return std::string(storage_type(plan_.loads.at(static_cast<std::size_t>(s)).dtype)); }
-    /// The input pointer of site s.
-    const std::string& site_pointer(int s) const { return field(ParamField::Kind::InputPointer, s); }
-
     /// Emits the values that `outputs` (indices into the graph's outputs) need at `pt`, `w` lanes wide, and
-    /// returns the outputs' compute values. `tag` prefixes the names (v<k>) of this emission.
-    std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag);
-    /// Stores output `o`'s compute value `v` (w lanes) at flat index `flat` of its contiguous buffer.
-    void store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment = {});
+    /// returns the outputs' compute values. `tag` prefixes the names (v<k>) of this emission. `known` holds
+    /// values the caller already has at this point and width, by graph output (a reduction's operand kept in
+    /// an output between passes): they are used as given, and what only they need is not emitted.
+    std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag,
+                                      const std::map<int, std::string>& known = {});
+    /// Stores output `o`'s compute value `v` (w lanes) at flat index `flat` of its contiguous buffer. A
+    /// non-temporal store bypasses the caches; the caller guarantees that the address is aligned to the
+    /// vector's size (w * itemsize bytes), which the store then states.
+    void store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment = {},
+                      bool nontemporal = false);
+    /// Output `o`'s stored elements at flat index `flat` of its contiguous buffer (w lanes), as compute values.
+    std::string load_output(int o, const std::string& flat, int w, std::string_view comment = {});
+    /// The address of output `o`'s element at flat index `flat` of its contiguous buffer.
+    std::string output_address(int o, const std::string& flat);
     /// Stores output `o`'s compute value `v` (w lanes along the innermost dimension) at point `pt`: at the flat
-    /// index of a contiguous output, or at a strided output's own index map (a view the user writes into:
-    /// consecutive lanes for a unit innermost stride, else a scatter).
-    void store_output_at(int o, const std::string& v, const Point& pt, int w);
+    /// index of a contiguous output (non-temporal as store_output says), or at a strided output's own index map
+    /// (a view the user writes into: consecutive lanes for a unit innermost stride, else a scatter).
+    void store_output_at(int o, const std::string& v, const Point& pt, int w, bool nontemporal = false);
 
     const detail::PwGraph& graph() const { return g_; }
     const PointwisePlan& plan() const { return plan_; }

@@ -36,6 +36,9 @@ struct HostTarget {
     std::string features;
     int vector_bits = 512;  // the widest vector registers the JIT uses (512 AVX-512, 256 AVX2, 128 SSE)
     bool f16c = true;       // hardware float16 <-> float32 conversions (vcvtph2ps / vcvtps2ph)
+    /// Bytes of the last-level cache (the runtime reads the host's; avx512(): 32 MiB). A pointwise kernel that
+    /// moves more than this streams its outputs past the caches (HostSchedule::stream).
+    std::int64_t cache_bytes = std::int64_t{32} << 20;
     /// A fixed AVX-512 target (the golden tests' and an H200 host's class of machine).
     static HostTarget avx512();
     bool operator==(const HostTarget&) const = default;
@@ -51,6 +54,9 @@ inline constexpr std::int64_t kHostReduceTask = 65536;
 /// Rows below which a reduction whose rows span several chunks shares each row's chunks among tasks
 /// (HostSchedule::split): with fewer rows than this, rows alone would leave cores idle.
 inline constexpr std::int64_t kHostSplitRows = 64;
+/// Innermost extent below which a pointwise kernel never streams its stores: each row of the iteration space
+/// starts with scalar steps up to the first vector-aligned output address, which short rows cannot repay.
+inline constexpr std::int64_t kHostStreamRow = 4096;
 
 /// How the LLVM back end runs one kernel on the host.
 struct HostSchedule {
@@ -68,6 +74,17 @@ struct HostSchedule {
     /// Split reductions: rows per task of the second pass, and its tasks.
     std::int64_t finish_task = 1;
     std::int64_t finish_tasks = 0;
+    /// Pointwise: the contiguous outputs are written with non-temporal stores (the kernel moves more bytes than
+    /// the last-level cache holds, so its output would leave the cache before anything reads it; a
+    /// non-temporal store also saves reading each output line before writing it). Each row's vector steps
+    /// then start at the first address where every such output is aligned to its vector; the steps before it
+    /// run at width 1 (the same instructions, so the same bits).
+    bool stream = false;
+    /// Reductions with element outputs (the inner schedule): per element output, the reduction whose operand
+    /// the output holds between that reduction's pass over the row and the output pass, or -1. The operand
+    /// (softmax's exp(x - max)) is then computed once per element: stored into the output (of its dtype,
+    /// exactly) as the reduction's pass computes it, and read back by the output pass instead of computed again.
+    std::vector<int> keep;
 
     bool operator==(const HostSchedule&) const = default;
     std::uint64_t hash() const;
@@ -123,8 +140,13 @@ HostPlan plan_host(const std::vector<ir::NodePtr>& roots, std::span<const ir::No
                    std::string_view name = {}, const FusionCostModel* cost = nullptr,
                    std::span<const Strides> root_strides = {});
 
-/// The host schedule of a pointwise kernel of `numel` elements whose widest compute type is `widest` bytes.
-HostSchedule host_pointwise_schedule(std::int64_t numel, int widest_bytes, const HostTarget& target);
+/// The host schedule of a pointwise kernel of plan `plan` over `numel` elements whose widest compute type is
+/// `widest` bytes and whose innermost (coalesced) extent is `inner`.
+HostSchedule host_pointwise_schedule(const PointwisePlan& plan, std::int64_t numel, std::int64_t inner, int widest_bytes,
+                                     const HostTarget& target);
+/// Whether a pointwise kernel whose schedule streams (HostSchedule::stream) writes output `out` with
+/// non-temporal stores: a contiguous output whose vector of `lanes` elements is at least 16 bytes.
+bool host_streamed_output(const OperandPlan& out, int lanes);
 /// The host schedule of a reduction kernel.
 HostSchedule host_reduce_schedule(const PlannedReduce& pr, const HostTarget& target);
 

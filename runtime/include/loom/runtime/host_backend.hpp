@@ -20,6 +20,7 @@ struct HostBackendInfo {
     std::string llvm_version; // "19.1.7"
     std::string triple, cpu, features;  // the JIT's target (the host's features, bfloat16 conversions removed)
     int vector_bits = 0;      // widest vector registers the generated code uses
+    std::int64_t cache_bytes = 0;  // the last-level cache the host schedule plans for (streamed stores beyond it)
     int threads = 1;          // threads of the host thread pool (LOOM_CPU_THREADS)
 };
 

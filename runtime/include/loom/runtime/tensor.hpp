@@ -53,7 +53,8 @@ public:
     /// memory comes from the stream-ordered pool of the current stream. Throws loom::Error for a negative
     /// extent or rank above 8, loom::CudaError / loom::OutOfMemory from the device.
     static Tensor empty(const Shape& shape, DType dtype, Device device);
-    /// Host tensor (device CPU), 64-byte aligned.
+    /// Host tensor (device CPU), 64-byte aligned; from 4 MiB on, its pages are advised to be transparent huge
+    /// pages (madvise MADV_HUGEPAGE, as NumPy does for its arrays).
     static Tensor host(const Shape& shape, DType dtype) { return empty(shape, dtype, Device::cpu()); }
     /// Non-owning view of memory the caller owns (from their own CUDA code or another library): no copy,
     /// never freed by Loom. `strides` in elements; empty means contiguous row-major.
