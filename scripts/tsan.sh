@@ -19,7 +19,7 @@ mkdir -p "$build"
 # --as-needed: the sanitizer's link options turn it off, and the test must not need libcuda (no driver here).
 cmake -S . -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread -Wl,--as-needed" \
     -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" >"$build/configure.log" 2>&1 ||
