@@ -3,7 +3,8 @@
 //     workload  method  median_ms  GB/s (minimum bytes moved)
 // Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check]
 // The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them alone,
-// through the LLVM back end with the CPU reference interpreter's figures beside; CC1 (with the LLVM back end)
+// through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a hand-written
+// read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the LLVM back end)
 // measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
 // T1, T2, S1 and S2 (transposes and stencils) run as tiled kernels (docs/performance.md).
 // Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
@@ -27,6 +28,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace loom;
@@ -297,6 +299,34 @@ void bench_host(const BenchOptions& opt) {
     };
     const std::int64_t N = std::int64_t{1} << 26;
     const Device cpu = Device::cpu();
+    if (opt.wants("READ_cpu") || opt.wants("CR1") || opt.wants("CR3")) {
+        // The host's read-only ceiling, beside COPY_cpu (cpu_peers.py): CR1 and CR3 only read, and a read stream's
+        // bytes per second need not equal a copy's. A hand-written unordered sum of 2^26 float32 (8 independent
+        // accumulators per thread, no fixed order) on the back end's thread count, one std::thread each.
+        Tensor x = random_normal({N}, float32, 5, cpu);
+        const auto* data = static_cast<const float*>(x.data());
+        const int threads = std::max(1, hb.threads);
+        volatile float sink = 0;
+        auto read_all = [&] {
+            std::vector<float> part(static_cast<std::size_t>(threads));
+            std::vector<std::thread> pool;
+            const std::int64_t per = N / threads;
+            for (int t = 0; t < threads; ++t)
+                pool.emplace_back([&, t] {
+                    const float* p = data + per * t;
+                    const std::int64_t n = t + 1 == threads ? N - per * t : per;
+                    float acc[8] = {};
+                    std::int64_t i = 0;
+                    for (; i + 8 <= n; i += 8)
+                        for (int l = 0; l < 8; ++l) acc[l] += p[i + l];
+                    for (; i < n; ++i) acc[0] += p[i];
+                    part[static_cast<std::size_t>(t)] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+                });
+            for (auto& th : pool) th.join();
+            sink = sink + part[0];
+        };
+        report("READ_cpu", "hand_written", host_median_ms(read_all, std::max(reps, 15)), 4.0 * static_cast<double>(N));
+    }
     if (opt.wants("CE1")) {
         Tensor x = random_normal({N}, float32, 1, cpu);
         both("CE1", relu(Array(x) * 1.5 + 0.25), Tensor::host({N}, float32), 8.0 * static_cast<double>(N));
