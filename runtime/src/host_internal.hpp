@@ -52,6 +52,7 @@ struct CompiledKernel {
     double codegen_ms = 0, compile_ms = 0, load_ms = 0;
     bool from_disk = false;
 };
+/// One entry per kernel of a plan; null for matmul kernels, which run on the CPU reference.
 using Kernels = std::vector<std::shared_ptr<const CompiledKernel>>;
 
 /// A plan with its kernels built: what a traced function keeps per specialization.
