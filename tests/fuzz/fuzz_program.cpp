@@ -435,7 +435,8 @@ struct State {
                         case ir::OpKind::Unary: n = ir::unary(ins.op, args[0]); break;
                         case ir::OpKind::Binary: n = ir::binary(ins.op, args[0], args[1]); break;
                         case ir::OpKind::Ternary: n = ir::ternary(ins.op, args[0], args[1], args[2]); break;
-                        case ir::OpKind::Leaf: case ir::OpKind::View: case ir::OpKind::Reduce: return false;
+                        case ir::OpKind::Leaf: case ir::OpKind::View: case ir::OpKind::Reduce:
+                        case ir::OpKind::Product: return false;
                     }
                     break;
                 }
