@@ -141,6 +141,11 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
             g.tile = plan_tile(k.outputs, g.pointwise, device, options.tile);
             g.key = with_options(kernel_key(k.outputs, g.pointwise.plan), options);
             if (g.tile.plan.active()) g.key = with_tile(g.key, g.tile.plan);
+        } else if (k.family == Family::MatMul) {
+            const ir::Node& m = *k.outputs.at(0);
+            throw Error(fmt::format("matmul(): operands {} and {}: matrix products have no GPU kernel yet; evaluate them "
+                                    "on host tensors ({})",
+                                    ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), short_location(m.loc())));
         } else {
             g.reduce = plan_reduce(k.group, layout_of, device);
             for (const ir::Node* in : g.reduce.inputs) g.reads.push_back(slot_of(in));

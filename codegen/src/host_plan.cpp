@@ -200,6 +200,13 @@ DeviceInfo host_planning_device() {
     return d;
 }
 
+std::vector<const ir::Node*> product_inputs(const FusedKernel& k) {
+    std::vector<const ir::Node*> out;
+    for (const ir::Node* n : ir::topo_order(k.outputs))
+        if (n->op() == ir::Op::Input) out.push_back(n);
+    return out;
+}
+
 bool host_streamed_output(const OperandPlan& out, int lanes) {
     return out.access == Access::Contiguous && static_cast<std::size_t>(lanes) * itemsize(out.dtype) >= 16;
 }
@@ -322,6 +329,10 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
             const std::int64_t inner = h.pointwise.binding.extents.empty() ? h.numel : h.pointwise.binding.extents.back();
             h.schedule = host_pointwise_schedule(h.pointwise.plan, h.numel, inner, widest, target);
             h.key = with(with(kernel_key(k.outputs, h.pointwise.plan), h.schedule.code_hash()), base);
+        } else if (k.family == Family::MatMul) {
+            // No LLVM emitter yet: the runtime evaluates the product on the CPU reference, which reads the
+            // operands in place through their views (product_inputs order); nothing is built, so no key.
+            for (const ir::Node* in : product_inputs(k)) h.reads.push_back(slot_of(in));
         } else {
             h.reduce = plan_reduce(k.group, layout_of, device);
             const ReducePlan& rp = h.reduce.plan;
@@ -360,6 +371,23 @@ std::string reduction_text(const HostPlan& plan, std::size_t i) {
                        rp.schedule == ReduceSchedule::Inner ? "row (256 lanes of runs of 4 per chunk of 8192)"
                                                             : "column (chunks of 256 in sequence)",
                        rp.element_outputs, k.group.row_outputs.size(), h.schedule.to_string());
+}
+
+std::string product_text(const HostPlan& plan, std::size_t i) {
+    const FusedKernel& k = plan.partition.kernels[i];
+    const HostKernel& h = plan.kernels[i];
+    const ir::Node& m = *k.outputs.at(0);
+    std::string reads;
+    const auto ins = product_inputs(k);
+    for (std::size_t j = 0; j < ins.size(); ++j)
+        reads += fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
+                             ir::describe(*ins[j]), to_string(h.reads[j]));
+    std::vector<std::string> writes;
+    for (const Slot& w : k.writes) writes.push_back(to_string(w));
+    return fmt::format("kernel {}  {}   matmul {} x {} -> {}: {}\n          runs on the CPU reference (the matmul family "
+                       "has no LLVM emitter); reads {}; writes {}\n",
+                       i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m), reads,
+                       fmt::join(writes, ", "));
 }
 
 std::string pointwise_text(const HostPlan& plan, std::size_t i) {
@@ -401,7 +429,11 @@ std::string HostPlan::to_string() const {
     if (!partition.note.empty()) text += fmt::format("plan     {}\n", partition.note);
     for (std::size_t i = 0; i < partition.kernels.size(); ++i) {
         const FusedKernel& k = partition.kernels[i];
-        text += k.family == Family::Reduction ? reduction_text(*this, i) : pointwise_text(*this, i);
+        switch (k.family) {
+            case Family::Pointwise: text += pointwise_text(*this, i); break;
+            case Family::Reduction: text += reduction_text(*this, i); break;
+            case Family::MatMul: text += product_text(*this, i); break;
+        }
         if (!k.why.empty()) text += fmt::format("boundary  kernel {}: {}\n", i, k.why);
     }
     for (std::size_t t = 0; t < partition.temps.size(); ++t)

@@ -33,6 +33,7 @@ std::uint64_t structural_key(const std::vector<ir::NodePtr>& outputs) {
             case ir::OpKind::Ternary:
             case ir::OpKind::View:
             case ir::OpKind::Reduce:
+            case ir::OpKind::Product:
                 h.add(n->operands().size());
                 for (const auto& o : n->operands()) h.add(pos.at(o.get()));
                 if (ir::info(n->op()).kind == ir::OpKind::Reduce) {

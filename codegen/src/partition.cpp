@@ -16,6 +16,8 @@
 // Unfused (PartitionOptions::fusion false, for debugging and the differential fuzzer): every elementwise op
 // and every reduction is a kernel of its own, every value between kernels a temporary in its dtype; views
 // stay index maps of the kernel that reads them, and a root that is a view or an input gets a copy kernel.
+// Matrix products (partition_products.cpp): each is a kernel of its own, and the graph between them is
+// partitioned as above, in stages.
 // All three give the same bits: every kernel follows the one reduction order, and an elementwise op
 // computes the same value wherever it runs (docs/semantics.md, section 1).
 #include <fmt/format.h>
@@ -31,6 +33,7 @@
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/hash.hpp"
+#include "partition_internal.hpp"
 
 namespace loom::codegen {
 
@@ -395,6 +398,7 @@ std::string_view family_name(Family f) {
     switch (f) {
         case Family::Pointwise: return "pointwise";
         case Family::Reduction: return "reduction";
+        case Family::MatMul: return "matmul";
     }
     return "?";
 }
@@ -403,7 +407,7 @@ bool FusionCostModel::join_reduction(const std::vector<ir::NodePtr>&, const ir::
 bool FusionCostModel::fuse_output(const std::vector<ir::NodePtr>&, const ir::Node&) const { return true; }
 
 std::vector<ir::NodePtr> FusedKernel::graph() const {
-    if (family == Family::Pointwise) return outputs;
+    if (family != Family::Reduction) return outputs;
     std::vector<ir::NodePtr> all = group.reductions;
     all.insert(all.end(), group.element_outputs.begin(), group.element_outputs.end());
     all.insert(all.end(), group.row_outputs.begin(), group.row_outputs.end());
@@ -451,7 +455,7 @@ std::string Partition::to_string() const {
             for (const auto& m : k.members) nodes.push_back(where_of(*m));
         else
             for (const ir::Node* n : ir::topo_order(k.outputs))
-                if (ir::is_elementwise(n->op())) nodes.push_back(where_of(*n));
+                if (ir::is_elementwise(n->op()) || ir::is_product(n->op())) nodes.push_back(where_of(*n));
         for (const Slot& w : k.writes) writes.push_back(codegen::to_string(w));
         s += fmt::format("kernel {}  {} {}: {}; writes {}\n", i, family_name(k.family), k.name,
                          nodes.empty() ? std::string("(copy)") : fmt::format("{}", fmt::join(nodes, " ")),
@@ -466,7 +470,11 @@ std::string Partition::to_string() const {
 
 Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options) {
     if (roots.empty()) return {};
-    return options.fusion ? partition_fused(roots, options) : partition_unfused(roots, options);
+    const auto plain = [](const std::vector<ir::NodePtr>& r, const PartitionOptions& o) {
+        return o.fusion ? partition_fused(r, o) : partition_unfused(r, o);
+    };
+    if (detail::has_product(roots)) return detail::partition_products(roots, options, plain);
+    return plain(roots, options);
 }
 
 std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources) {

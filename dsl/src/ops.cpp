@@ -151,6 +151,10 @@ LOOM_DSL_REDUCE(any, Any)
 LOOM_DSL_REDUCE(all, All)
 #undef LOOM_DSL_REDUCE
 
+Array matmul(const Operand& a, const Operand& b, Loc loc) {
+    return Array(ir::matmul(a.resolve(b, "matmul"), b.resolve(a, "matmul"), loc));
+}
+
 // Operators take the source location of their left operand's conversion (the expression's call site).
 Array operator+(const Operand& a, const Operand& b) { return binary_op(Op::Add, a, b, a.loc()); }
 Array operator-(const Operand& a, const Operand& b) { return binary_op(Op::Sub, a, b, a.loc()); }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 #include "loom/ir/elementwise.hpp"
@@ -508,6 +509,57 @@ NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, 
     d.ints = std::move(norm);
     d.keepdims = keepdims;
     return intern(std::move(d));
+}
+
+namespace {
+
+bool product_dtype(DType d) {
+    return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64 || d == DType::Int8;
+}
+
+Shape concat(Shape head, std::initializer_list<std::int64_t> tail) {
+    head.insert(head.end(), tail);
+    return head;
+}
+
+}  // namespace
+
+NodePtr matmul(NodePtr a, NodePtr b, Loc loc) {
+    const auto operands = [&] { return fmt::format("operands {} and {}", describe(*a), describe(*b)); };
+    if (a->rank() == 0 || b->rank() == 0)
+        fail("matmul", loc, fmt::format("{}: a matrix product takes operands of rank 1 or more, not scalars", operands()));
+    const DType p = promote(a->dtype(), b->dtype());
+    if (!product_dtype(p))
+        fail("matmul", loc, fmt::format("{}: products take float16, bfloat16, float32, float64 or int8 operands, and "
+                                        "these promote to {}",
+                                        operands(), name(p)));
+    // NumPy: a vector is a matrix of one row (left) or one column (right) whose extent-1 axis is dropped.
+    const bool a_vector = a->rank() == 1, b_vector = b->rank() == 1;
+    const Shape as = a_vector ? Shape{1, a->shape()[0]} : a->shape();
+    const Shape bs = b_vector ? Shape{b->shape()[0], 1} : b->shape();
+    const std::int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+    if (bs[bs.size() - 2] != K)
+        fail("matmul", loc, fmt::format("{}: the contraction extents differ ({} and {})", operands(), K, bs[bs.size() - 2]));
+    const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+    Shape batch;
+    if (!broadcast_shapes(a_batch, b_batch, batch))
+        fail("matmul", loc, fmt::format("{}: the batch axes {} and {} do not broadcast", operands(), to_string(a_batch),
+                                        to_string(b_batch)));
+    const Shape out = concat(batch, {M, N});
+    check_numel("matmul", out, loc);
+    // Views only: [K] -> [1, K] is a broadcast, [K] -> [K, 1] a broadcast to [1, K] transposed; the batch axes
+    // broadcast with stride 0. The casts of promotion come first, on the operands as given.
+    NodePtr x = cast_to(a, p, loc), y = cast_to(b, p, loc);
+    if (a_vector) x = broadcast_to(std::move(x), {1, K}, loc);
+    if (b_vector) y = permute(broadcast_to(std::move(y), {1, K}, loc), {1, 0}, loc);
+    x = broadcast_to(std::move(x), concat(batch, {M, K}), loc);
+    y = broadcast_to(std::move(y), concat(batch, {K, N}), loc);
+    NodePtr product = intern(desc_of(Op::MatMul, p == DType::Int8 ? DType::Int32 : p, out, {std::move(x), std::move(y)}, loc));
+    if (!a_vector && !b_vector) return product;
+    Shape squeezed = batch;
+    if (!a_vector) squeezed.push_back(M);
+    if (!b_vector) squeezed.push_back(N);
+    return reshape(std::move(product), std::move(squeezed), loc);
 }
 
 }  // namespace loom::ir

@@ -76,6 +76,8 @@ std::string attr_text(const Node& n) {
             }
         case OpKind::Reduce:
             return fmt::format("axes=[{}]{}", fmt::join(n.ints(), ", "), n.keepdims() ? " keepdims" : "");
+        case OpKind::Product:
+            return fmt::format("k={}", n.operand(0)->shape().back());  // the contraction's length
         default:
             return "";
     }
@@ -152,6 +154,24 @@ void verify(const std::vector<NodePtr>& roots) {
                 for (auto ax : n->ints())
                     if (ax < 0 || ax >= n->operand(0)->rank()) bad("reduction axis out of range");
                 break;
+            case OpKind::Product: {
+                // [B..., M, K] x [B..., K, N] -> [B..., M, N]: the constructor made every broadcast explicit.
+                const Node& x = *n->operand(0);
+                const Node& y = *n->operand(1);
+                const auto r = static_cast<std::size_t>(n->rank());
+                if (r < 2 || x.shape().size() != r || y.shape().size() != r) bad("operands and result of unequal rank, or below 2");
+                const Shape& s = n->shape();
+                for (std::size_t k = 0; k + 2 < r; ++k)
+                    if (x.shape()[k] != s[k] || y.shape()[k] != s[k]) bad("batch axes differ from the result's");
+                if (x.shape()[r - 2] != s[r - 2] || y.shape()[r - 1] != s[r - 1] || x.shape()[r - 1] != y.shape()[r - 2])
+                    bad(fmt::format("operands {} and {} do not multiply to the result", describe(x), describe(y)));
+                if (x.dtype() != y.dtype()) bad("operands of different dtypes");
+                const bool floats = x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16 ||
+                                    x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
+                if (!(floats && n->dtype() == x.dtype()) && !(x.dtype() == DType::Int8 && n->dtype() == DType::Int32))
+                    bad(fmt::format("a product of {} operands cannot give {}", name(x.dtype()), name(n->dtype())));
+                break;
+            }
         }
     }
 }
@@ -195,6 +215,8 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
             break;
         case OpKind::Reduce:
             return reduce(n.op(), ops[0], n.ints(), n.keepdims(), n.loc());
+        case OpKind::Product:
+            return matmul(ops[0], ops[1], n.loc());
     }
     throw InternalError(fmt::format("rebuild: unhandled op {}", oi.name));
 }

@@ -19,6 +19,7 @@ constexpr OpInfo kRows[] = {
 #define LOOM_TERNARY_ROW(Id, name, R, cuda, C, X, U) {name, 3, OpKind::Ternary, Rule::R, cuda, Cost::C, Exactness::X, U},
 #define LOOM_VIEW(Id, name) {name, 1, OpKind::View, Rule::None, "", Cost::None, Exactness::Exact, Ulp(0, 0)},
 #define LOOM_REDUCE_ROW(Id, name, R, X, U) {name, 1, OpKind::Reduce, Rule::R, "", Cost::None, Exactness::X, U},
+#define LOOM_PRODUCT_ROW(Id, name, R, X, U) {name, 2, OpKind::Product, Rule::R, "", Cost::None, Exactness::X, U},
 #include "loom/ir/ops.def"
 };
 constexpr std::size_t kCount = std::size(kRows);

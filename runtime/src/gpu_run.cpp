@@ -61,6 +61,8 @@ codegen::KernelSource emit_kernel(const FusionPlan& plan, std::size_t i) {
             src = codegen::emit_reduce(k.name, g.reduce);
             plan_text = g.reduce.plan.to_string();
             break;
+        case Family::MatMul:  // plan_fusion refuses products until their CUDA kernel exists
+            throw InternalError(fmt::format("emit_kernel(): kernel {} is a matrix product, which has no CUDA emitter", k.name));
     }
     if (env_list_contains("LOOM_DUMP", "plans")) dump::write(src.name + ".plan.txt", plan_text);
     return src;
@@ -114,6 +116,7 @@ bool needs_prep(const FusionPlan& plan, std::size_t k) {
     switch (plan.partition.kernels[k].family) {
         case Family::Pointwise: return g.pointwise.plan.params_in_memory && g.numel > 0;
         case Family::Reduction: return g.reduce.plan.split;
+        case Family::MatMul: return false;
     }
     return false;
 }
@@ -410,6 +413,7 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
                 launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el), o.span(el, fk.writes.size() - el), prep, where);
                 break;
             }
+            case Family::MatMul: break;  // never planned for the GPU (plan_fusion throws)
         }
     }
     for (auto& [tmp, user] : copy_back) copy_back_into(*user, tmp, device);

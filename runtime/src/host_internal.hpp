@@ -53,6 +53,7 @@ struct CompiledKernel {
     bool from_disk = false;
     bool shared = false;  // the code of a kernel built before whose IR is this one's but for the name
 };
+/// One entry per kernel of a plan; null for matmul kernels, which run on the CPU reference.
 using Kernels = std::vector<std::shared_ptr<const CompiledKernel>>;
 
 /// A plan with its kernels built: what a traced function keeps per specialization.

@@ -2,7 +2,9 @@
 // each task a range of elements, rows or (row, chunk) pairs fixed by the plan, the temporaries in host
 // memory between them. Everything that can fail (building the kernels, allocating results, temporaries and
 // workspaces) happens before the first kernel runs, and generated code cannot fail, so an error leaves every
-// output untouched (docs/semantics.md, section 11).
+// output untouched (docs/semantics.md, section 11). Matrix products have no LLVM emitter yet: their kernels
+// run on the CPU reference, which allocates as it runs: running out of host memory inside a product is the
+// one error that can come after earlier kernels of the plan have written outputs.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/memory.hpp"
+#include "loom/runtime/reference.hpp"
 
 namespace loom::host {
 
@@ -51,6 +54,23 @@ void run_reduction(const CompiledKernel& k, const codegen::HostKernel& h, const 
     const std::int64_t pairs = units * pr.binding.chunks, task = s.task, ftask = s.finish_task;
     run(s.tasks, [&](std::int64_t t) { k.partials(p, t * task, std::min(pairs, (t + 1) * task)); });
     run(s.finish_tasks, [&](std::int64_t t) { k.finish(p, t * ftask, std::min(O, (t + 1) * ftask)); });
+}
+
+// A matmul kernel on the CPU reference: its inputs bound to the memory of their slots as tensors (views, no
+// copy), the result copied into every place the kernel writes (contiguous: a temporary, a result, or the
+// temporary of an output that is a view).
+void run_product(const codegen::FusedKernel& fk, const std::vector<Tensor>& ins, const std::vector<void*>& outs) {
+    const std::vector<const ir::Node*> inputs = codegen::product_inputs(fk);
+    reference::Overrides bind;
+    for (std::size_t j = 0; j < inputs.size(); ++j) bind.emplace(inputs[j]->input_id(), ins[j]);
+    const Tensor value = reference::evaluate(fk.outputs.at(0), bind);
+    for (void* o : outs)
+        if (value.nbytes() > 0) std::memcpy(o, value.data(), value.nbytes());
+}
+
+// A tensor handle over a source's memory (the source's storage stays shared; nothing is copied).
+Tensor tensor_of(const Tensor::Impl& t) {
+    return Tensor(std::make_shared<Tensor::Impl>(Tensor::Impl{t.storage, t.dtype, t.shape, t.strides, t.offset, {}}));
 }
 
 }  // namespace
@@ -159,7 +179,7 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<c
         std::size_t size = 0;
         if (plan.partition.kernels[k].family == Family::Pointwise) {
             size = h.numel == 0 ? 0 : h.pointwise.plan.params.size;
-        } else if (h.reduce.binding.outputs > 0) {
+        } else if (plan.partition.kernels[k].family == Family::Reduction && h.reduce.binding.outputs > 0) {
             size = codegen::reduce_params_size(h.reduce.plan);
             parts[k].push_back(nullptr);  // [0]: the GPU's counters, unused on the host
             if (h.schedule.split)
@@ -190,14 +210,28 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<c
                 codegen::pack_reduce_params(h.reduce, ins, os.subspan(0, el), os.subspan(el), parts[k], block);
                 break;
             }
+            case Family::MatMul: break;  // no parameters: run on the reference below
         }
     }
-    // Generated code cannot fail: from here on nothing throws.
+    // Generated code cannot fail: from here on nothing throws but the reference's allocations for products.
     for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+        const codegen::FusedKernel& fk = plan.partition.kernels[k];
+        if (fk.family == Family::MatMul) {
+            const codegen::HostKernel& h = plan.kernels[k];
+            std::vector<Tensor> ins;
+            for (const Slot& s : h.reads)
+                ins.push_back(s.kind == Slot::Kind::Source ? tensor_of(*sources[static_cast<std::size_t>(s.index)])
+                                                           : temps.at(static_cast<std::size_t>(s.index)));
+            std::vector<void*> o;
+            for (const Slot& w : fk.writes) o.push_back(address(w));
+            run_product(fk, ins, o);
+            continue;
+        }
         if (at[k + 1] == at[k]) continue;
-        switch (plan.partition.kernels[k].family) {
+        switch (fk.family) {
             case Family::Pointwise: run_pointwise(*kernels[k], plan.kernels[k], params + at[k]); break;
             case Family::Reduction: run_reduction(*kernels[k], plan.kernels[k], params + at[k]); break;
+            case Family::MatMul: break;
         }
     }
     for (auto& [tmp, user] : copy_back) copy_into(*user, tmp);
@@ -245,7 +279,8 @@ std::string llvm_source(const std::vector<ir::NodePtr>& roots, std::string_view 
     }
     const codegen::HostPlan plan = codegen::plan_host(graph, sources, layouts, host::planning_target(), current_options(), name);
     std::string out;
-    for (std::size_t i = 0; i < plan.kernels.size(); ++i) out += host::emit_kernel(plan, i).ir;
+    for (std::size_t i = 0; i < plan.kernels.size(); ++i)
+        if (plan.partition.kernels[i].family != codegen::Family::MatMul) out += host::emit_kernel(plan, i).ir;
     return out;
 }
 

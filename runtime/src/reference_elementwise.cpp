@@ -59,7 +59,7 @@ template <Op op, DType D> constexpr bool defined_on() {
         case Rule::Bitwise: return !is_float(D);
         case Rule::Shift: return is_integer(D);
         case Rule::None: case Rule::SumProd: case Rule::MinMax: case Rule::Mean: case Rule::ArgMinMax:
-        case Rule::AnyAll: return false;
+        case Rule::AnyAll: case Rule::MatMul: return false;
     }
     return false;
 }
@@ -88,6 +88,7 @@ Kernel select(Op op, DType in, DType out) {
 #define LOOM_LEAF(Id, name) case Op::Id:
 #define LOOM_VIEW(Id, name) case Op::Id:
 #define LOOM_REDUCE(Id, name, Rule) case Op::Id:
+#define LOOM_PRODUCT(Id, name, Rule) case Op::Id:
 #include "loom/ir/ops.def"
             return nullptr;
 #define LOOM_UNARY(Id, name, Rule, cuda) case Op::Id: return select_op<Op::Id>(in, out);

@@ -47,4 +47,9 @@ Tensor cast_tensor(const Tensor& t, DType to);
 /// reduction order of docs/semantics.md; the result is a new contiguous tensor of dtype `out`.
 Tensor eval_reduction_node(const ir::Node& n, const Tensor& x, DType out);
 
+/// Evaluates a matrix product node on the values `a` [B..., M, K] and `b` [B..., K, N] of its operands (one
+/// effective dtype, any strides: transposed, sliced and broadcast views are read in place) in the order of
+/// docs/semantics.md, section 12; the result is a new contiguous tensor of dtype `out`.
+Tensor eval_product_node(const ir::Node& n, const Tensor& a, const Tensor& b, DType out);
+
 }  // namespace loom::reference::detail

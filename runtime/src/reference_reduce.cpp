@@ -183,15 +183,9 @@ void run_reduction(const Tensor& v, std::int64_t outputs, std::int64_t L, bool c
                                [&](std::int64_t b, std::int64_t e) {
         std::vector<A> level;
         for (std::int64_t o = b; o < e; ++o) {
-            // Pairwise tree over chunk index: (0,1), (2,3), ...; an odd last partial is carried up.
             level.assign(partials.begin() + o * chunks, partials.begin() + (o + 1) * chunks);
-            while (level.size() > 1) {
-                std::size_t k = 0;
-                for (; k + 1 < level.size(); k += 2) level[k / 2] = R::combine(level[k], level[k + 1]);
-                if (k < level.size()) level[k / 2] = level[k];
-                level.resize((level.size() + 1) / 2);
-            }
-            dst[o] = R::finish(level.empty() ? R::identity() : level[0], L);
+            const A acc = level.empty() ? R::identity() : pairwise_tree(std::span<A>(level), R::combine);
+            dst[o] = R::finish(acc, L);
         }
     });
 }

@@ -96,7 +96,7 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
             case ir::OpKind::Leaf: e = 0.0; break;
             case ir::OpKind::View: e = in_max; break;
             case ir::OpKind::Unary: case ir::OpKind::Binary: case ir::OpKind::Ternary:
-            case ir::OpKind::Reduce: {
+            case ir::OpKind::Reduce: case ir::OpKind::Product: {
                 const ir::Rule rule = ir::info(op).rule;
                 if (!is_float(dt)) {
                     // A discrete result (compare, floor of an int, cast to int, argmax...) of approximate

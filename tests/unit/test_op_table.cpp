@@ -36,7 +36,7 @@ NodePtr apply(Op op, DType t, const Shape& shape = {33}) {
             case OpKind::Unary: return op == Op::Cast ? nullptr : unary(op, a);
             case OpKind::Binary: return binary(op, a, b);
             case OpKind::Ternary: return ternary(op, a, b, c);
-            case OpKind::Leaf: case OpKind::View: case OpKind::Reduce: return nullptr;
+            case OpKind::Leaf: case OpKind::View: case OpKind::Reduce: case OpKind::Product: return nullptr;
         }
     } catch (const Error&) {
     }
@@ -211,7 +211,7 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
                     case OpKind::Unary: v = unary(op, v); break;
                     case OpKind::Binary: v = binary(op, v, y); break;
                     case OpKind::Ternary: v = ternary(op, v, y, z); break;
-                    case OpKind::Leaf: case OpKind::View: case OpKind::Reduce: return nullptr;
+                    case OpKind::Leaf: case OpKind::View: case OpKind::Reduce: case OpKind::Product: return nullptr;
                 }
                 if (v->op() != op || v->dtype() != t) return nullptr;  // simplified away, or a bool result
             }

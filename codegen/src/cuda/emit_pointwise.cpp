@@ -125,7 +125,8 @@ struct Emitter {
                     break;
                 }
                 case ir::OpKind::View:
-                case ir::OpKind::Reduce: throw InternalError("emit_pointwise: view or reduction as a value");
+                case ir::OpKind::Reduce:
+                case ir::OpKind::Product: throw InternalError("emit_pointwise: view, reduction or product as a value");
             }
         }
         for (std::size_t o = 0; o < g.outputs.size(); ++o)

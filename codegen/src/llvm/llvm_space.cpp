@@ -315,7 +315,8 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
                 break;
             }
             case ir::OpKind::View:
-            case ir::OpKind::Reduce: throw InternalError("llvm Space: a view or reduction as a value");
+            case ir::OpKind::Reduce:
+            case ir::OpKind::Product: throw InternalError("llvm Space: a view, reduction or product as a value");
         }
     }
     std::vector<std::string> out;

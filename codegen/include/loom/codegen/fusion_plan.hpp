@@ -42,8 +42,10 @@ struct Slot {
 std::string to_string(const Slot& s);  // "in2", "t0", "out1"
 
 /// The kernel families. Each is one plan type, one case of partition(), one emitter per back end and one
-/// launch arm of the runtime (docs/internals.md).
-enum class Family : std::uint8_t { Pointwise, Reduction };
+/// launch arm of the runtime (docs/internals.md). MatMul: one matrix product (ir::Op::MatMul) reading its
+/// operands from memory; no back end emits it yet: the host runs it on the CPU reference, the GPU planner
+/// refuses it (plan_fusion throws loom::Error naming matmul).
+enum class Family : std::uint8_t { Pointwise, Reduction, MatMul };
 std::string_view family_name(Family f);
 
 /// One kernel of a partition. Its graph has the values of other kernels replaced by placeholder inputs
@@ -51,7 +53,8 @@ std::string_view family_name(Family f);
 struct FusedKernel {
     Family family = Family::Pointwise;
     std::string name;
-    /// Pointwise: the outputs, sharing one iteration space. Reduction: empty (see `group`).
+    /// Pointwise: the outputs, sharing one iteration space. Reduction: empty (see `group`). MatMul: the product,
+    /// once per write (its operands are sources, temporaries or views of them).
     std::vector<ir::NodePtr> outputs;
     /// Reduction: the reductions (stage order), element outputs and row outputs.
     ReduceGroupSpec group;
@@ -62,8 +65,8 @@ struct FusedKernel {
     /// Why this kernel starts here: the boundary to what came before, with the user's source lines.
     std::string why;
 
-    /// The graph's outputs in emission order (pointwise: outputs; reduction: reductions, element outputs,
-    /// row outputs).
+    /// The graph's outputs in emission order (pointwise and matmul: outputs; reduction: reductions, element
+    /// outputs, row outputs).
     std::vector<ir::NodePtr> graph() const;
     bool operator==(const FusedKernel& o) const;
 };

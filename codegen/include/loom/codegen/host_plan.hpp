@@ -95,11 +95,13 @@ struct HostSchedule {
 
 /// One kernel of a host plan: the family's target-neutral plan (a pointwise plan, or a reduction plan whose
 /// element and row spaces are pointwise plans; their GPU fields are ignored), where it reads, its schedule.
+/// A matmul kernel has no plan and no code: the runtime evaluates it on the CPU reference (there is no LLVM
+/// emitter for products yet), reading product_inputs(kernel) from `reads`; its key is 0.
 struct HostKernel {
     PlannedPointwise pointwise;  // Family::Pointwise
     PlannedReduce reduce;        // Family::Reduction
-    /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs, or
-    /// PlannedReduce::inputs).
+    /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs,
+    /// PlannedReduce::inputs, or product_inputs).
     std::vector<Slot> reads;
     std::int64_t numel = 0;  // pointwise: elements of the iteration space
     HostSchedule schedule;
@@ -139,6 +141,9 @@ HostPlan plan_host(const std::vector<ir::NodePtr>& roots, std::span<const ir::No
                    std::span<const InputLayout> layouts, const HostTarget& target, const Options& options,
                    std::string_view name = {}, const FusionCostModel* cost = nullptr,
                    std::span<const Strides> root_strides = {});
+
+/// The Input nodes (sources and temporaries' placeholders) of a matmul kernel's graph, in topological order.
+std::vector<const ir::Node*> product_inputs(const FusedKernel& k);
 
 /// The host schedule of a pointwise kernel of plan `plan` over `numel` elements whose widest compute type is
 /// `widest` bytes and whose innermost (coalesced) extent is `inner`.

@@ -75,6 +75,17 @@ NodePtr slice(NodePtr a, const std::vector<SliceSpec>& spec, Loc loc = Loc::curr
 /// Reduction over `axes` (empty = all axes; negative axes count from the end; repeats are an error).
 NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, Loc loc = Loc::current());
 
+/// The matrix product of `a` and `b` with NumPy's matmul rules (docs/semantics.md, section 12): operands of
+/// rank 2 or more are stacks of [M, K] and [K, N] matrices whose leading (batch) axes broadcast; a 1-D `a`
+/// [K] is taken as [1, K] and a 1-D `b` [K] as [K, 1], and that axis is dropped from the result. The dtypes
+/// promote as for binary ops (loom::promote); the promoted dtype must be float16, bfloat16, float32,
+/// float64 (the result keeps it) or int8 (the result is int32). The node made is an Op::MatMul of operands
+/// [B..., M, K] and [B..., K, N] (explicit broadcast_to, permute and cast nodes where the operands differ)
+/// giving [B..., M, N], under a reshape when a vector's axis is dropped.
+/// Throws loom::Error naming matmul, both operands' shapes and dtypes and `loc` for a rank-0 operand, contraction
+/// extents that differ, batch axes that do not broadcast, and a dtype products do not take.
+NodePtr matmul(NodePtr a, NodePtr b, Loc loc = Loc::current());
+
 /// "add(): " prefix helpers for error messages: "[4096, 512] float32".
 std::string describe(const Node& n);
 

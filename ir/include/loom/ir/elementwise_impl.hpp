@@ -74,6 +74,7 @@ constexpr Rule rule_of(Op op) {
 #define LOOM_TERNARY(Id, name, R, cuda) case Op::Id: return Rule::R;
 #define LOOM_VIEW(Id, name) case Op::Id: return Rule::None;
 #define LOOM_REDUCE(Id, name, R) case Op::Id: return Rule::R;
+#define LOOM_PRODUCT(Id, name, R) case Op::Id: return Rule::R;
 #include "loom/ir/ops.def"
     }
     return Rule::None;
@@ -88,6 +89,7 @@ constexpr OpKind kind_of(Op op) {
 #define LOOM_TERNARY(Id, name, R, cuda) case Op::Id: return OpKind::Ternary;
 #define LOOM_VIEW(Id, name) case Op::Id: return OpKind::View;
 #define LOOM_REDUCE(Id, name, R) case Op::Id: return OpKind::Reduce;
+#define LOOM_PRODUCT(Id, name, R) case Op::Id: return OpKind::Product;
 #include "loom/ir/ops.def"
     }
     return OpKind::Leaf;

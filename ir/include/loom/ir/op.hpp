@@ -14,10 +14,11 @@ enum class Op : std::uint8_t {
 #define LOOM_TERNARY_ROW(Id, name, Rule, cuda, Cost, Exactness, Ulp) Id,
 #define LOOM_VIEW(Id, name) Id,
 #define LOOM_REDUCE_ROW(Id, name, Rule, Exactness, Ulp) Id,
+#define LOOM_PRODUCT_ROW(Id, name, Rule, Exactness, Ulp) Id,
 #include "loom/ir/ops.def"
 };
 
-enum class OpKind : std::uint8_t { Leaf, Unary, Binary, Ternary, View, Reduce };
+enum class OpKind : std::uint8_t { Leaf, Unary, Binary, Ternary, View, Reduce, Product };
 
 /// Typing rules (docs/semantics.md, "Op typing").
 enum class Rule : std::uint8_t {
@@ -40,11 +41,12 @@ enum class Rule : std::uint8_t {
     Mean,        // integers and bool -> float32, floats keep dtype
     ArgMinMax,   // int64 index
     AnyAll,      // bool
+    MatMul,      // float16, bfloat16, float32, float64 keep their dtype; int8 x int8 -> int32 (after promotion)
 };
 
 /// Cost class of an elementwise op (column Cost of ops.def).
 enum class Cost : std::uint8_t {
-    None,            // leaves, views and reductions: not an elementwise computation
+    None,            // leaves, views, reductions and products: not an elementwise computation
     Cheap,           // one or a few ALU instructions (add, compare, select, casts, ...)
     Division,        // a correctly rounded division or square root, or fmod: an iterative sequence
     Transcendental,  // a CUDA Math API function that is not correctly rounded, or a composite built on one
@@ -74,7 +76,7 @@ struct OpInfo {
     OpKind kind;
     Rule rule;
     std::string_view cuda;  // prelude function that computes an elementwise op; empty otherwise
-    Cost cost;              // Cost::None for leaves, views and reductions
+    Cost cost;              // Cost::None for leaves, views, reductions and products
     Exactness exactness;    // leaves and views: Exact (they move values)
     UlpBound gpu_ulp;       // leaves and views: 0 (they compute nothing)
 };
@@ -88,6 +90,8 @@ inline bool is_elementwise(Op op) {
 inline bool is_view(Op op) { return info(op).kind == OpKind::View; }
 inline bool is_reduction(Op op) { return info(op).kind == OpKind::Reduce; }
 inline bool is_leaf(Op op) { return info(op).kind == OpKind::Leaf; }
+/// A contraction of two operands (matmul): a kernel family of its own, never fused into an elementwise kernel.
+inline bool is_product(Op op) { return info(op).kind == OpKind::Product; }
 /// Whether operands of the op's dtype give a result that needs no rounding (column Exactness of ops.def).
 inline bool is_exact(Op op) { return info(op).exactness == Exactness::Exact; }
 

@@ -1,0 +1,24 @@
+// Internals of partition(): the partition of graphs with matrix products (partition_products.cpp), which
+// cuts the graph at its products and partitions the pieces between them with the ordinary partitioner.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "loom/codegen/fusion_plan.hpp"
+
+namespace loom::codegen::detail {
+
+/// The ordinary partition of a graph without products: fused, strict or unfused as the options say.
+using PlainPartition = std::function<Partition(const std::vector<ir::NodePtr>&, const PartitionOptions&)>;
+
+/// Whether the graph of `roots` has a matrix product.
+bool has_product(const std::vector<ir::NodePtr>& roots);
+
+/// The partition of a graph with products: each product a Family::MatMul kernel reading its operands from
+/// memory (inputs, products' results and views of either in place; anything else materialized first), the
+/// rest partitioned by `plain` in stages between the products.
+Partition partition_products(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options,
+                             const PlainPartition& plain);
+
+}  // namespace loom::codegen::detail

@@ -1,0 +1,301 @@
+// matmul in the IR, the DSL and the planners (docs/semantics.md, section 12): NumPy's shape rules for every
+// 1-D, 2-D and batched combination, broadcast batches, dtypes and promotion, errors with the caller's
+// file:line, the printer and the verifier, the partition around products, host tensors against the
+// reference (LLVM back end or reference, and the explain log), and the GPU planner's error.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <loom/loom.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "disk_cache_test_util.hpp"
+#include "error_message.hpp"
+#include "loom/codegen/host_plan.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/ir/pass.hpp"
+#include "loom/runtime/reference_plan.hpp"
+#include "loom/runtime/testing.hpp"
+
+using namespace loom;
+
+namespace {
+
+ir::NodePtr placeholder(const Shape& s, DType t, const char* label = "x") { return ir::input(t, s, label); }
+
+/// The matmul node of a graph (the root, or the product under the reshape that drops a vector's axis).
+const ir::Node* product_of(const ir::NodePtr& root) {
+    for (const ir::Node* n : ir::topo_order({root}))
+        if (n->op() == ir::Op::MatMul) return n;
+    return nullptr;
+}
+
+Tensor filled(const Shape& s, DType t, std::uint64_t seed) {
+    return testing::random_tensor(s, t, seed, is_float(t) ? testing::Random::normal() : testing::Random::uniform(-128, 127));
+}
+
+/// `got` equals the reference's value of `root` bit for bit.
+void check_bits(const ir::NodePtr& root, const Tensor& got, const std::string& what) {
+    const testing::Comparison c = testing::compare(got, reference::evaluate(root), testing::Tolerance::exact(), what);
+    CHECK_MESSAGE(c.ok, what << ": " << c.message);
+}
+
+bool reference_requested() {
+    const char* b = std::getenv("LOOM_CPU_BACKEND");
+    return b && std::string_view(b) == "reference";
+}
+
+}  // namespace
+
+TEST_CASE("matmul shapes follow NumPy: vectors promoted and squeezed, batch axes broadcast") {
+    struct Case {
+        Shape a, b, out;
+        Shape a_op, b_op;  // the matmul node's operands: [B..., M, K] and [B..., K, N]
+    };
+    const Case cases[] = {
+        {{3}, {3}, {}, {1, 3}, {3, 1}},
+        {{3}, {3, 4}, {4}, {1, 3}, {3, 4}},
+        {{2, 3}, {3}, {2}, {2, 3}, {3, 1}},
+        {{2, 3}, {3, 4}, {2, 4}, {2, 3}, {3, 4}},
+        {{5, 2, 3}, {3, 4}, {5, 2, 4}, {5, 2, 3}, {5, 3, 4}},
+        {{2, 3}, {5, 3, 4}, {5, 2, 4}, {5, 2, 3}, {5, 3, 4}},
+        {{5, 2, 3}, {5, 3, 4}, {5, 2, 4}, {5, 2, 3}, {5, 3, 4}},
+        {{3}, {5, 3, 4}, {5, 4}, {5, 1, 3}, {5, 3, 4}},
+        {{5, 2, 3}, {3}, {5, 2}, {5, 2, 3}, {5, 3, 1}},
+        {{2, 1, 2, 3}, {4, 3, 5}, {2, 4, 2, 5}, {2, 4, 2, 3}, {2, 4, 3, 5}},
+        {{1, 2, 3}, {6, 3, 4}, {6, 2, 4}, {6, 2, 3}, {6, 3, 4}},
+        {{6, 1, 2, 3}, {1, 7, 3, 1}, {6, 7, 2, 1}, {6, 7, 2, 3}, {6, 7, 3, 1}},
+        {{0, 3}, {3, 4}, {0, 4}, {0, 3}, {3, 4}},
+        {{2, 0}, {0, 4}, {2, 4}, {2, 0}, {0, 4}},
+        {{0}, {0}, {}, {1, 0}, {0, 1}},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(to_string(c.a));
+        CAPTURE(to_string(c.b));
+        const ir::NodePtr y = ir::matmul(placeholder(c.a, DType::Float32), placeholder(c.b, DType::Float32, "y"));
+        CHECK(y->shape() == c.out);
+        CHECK(y->dtype() == DType::Float32);
+        const ir::Node* m = product_of(y);
+        REQUIRE(m != nullptr);
+        CHECK(m->operand(0)->shape() == c.a_op);
+        CHECK(m->operand(1)->shape() == c.b_op);
+        CHECK(numel(m->shape()) == numel(c.out));
+        ir::verify({y});
+        // The same shapes evaluate on host tensors, against the reference.
+        const Tensor a = filled(c.a, DType::Float32, 1), b = filled(c.b, DType::Float32, 2);
+        const Array r = matmul(a, b);
+        const Tensor got = r;
+        CHECK(got.shape() == c.out);
+        check_bits(r.node(), got, "matmul");
+    }
+}
+
+TEST_CASE("matmul dtypes: floats keep theirs, int8 gives int32, mixed operands promote as binary ops do") {
+    struct Case {
+        DType a, b, out, operands;
+    };
+    const Case cases[] = {
+        {DType::Float32, DType::Float32, DType::Float32, DType::Float32},
+        {DType::Float64, DType::Float64, DType::Float64, DType::Float64},
+        {DType::Float16, DType::Float16, DType::Float16, DType::Float16},
+        {DType::BFloat16, DType::BFloat16, DType::BFloat16, DType::BFloat16},
+        {DType::Int8, DType::Int8, DType::Int32, DType::Int8},
+        {DType::Float16, DType::Float32, DType::Float32, DType::Float32},
+        {DType::BFloat16, DType::Float16, DType::Float32, DType::Float32},
+        {DType::Float32, DType::Float64, DType::Float64, DType::Float64},
+        {DType::Int8, DType::Float32, DType::Float32, DType::Float32},
+        {DType::Bool, DType::Int8, DType::Int32, DType::Int8},
+        {DType::Int32, DType::Float16, DType::Float16, DType::Float16},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(name(c.a));
+        CAPTURE(name(c.b));
+        const ir::NodePtr y = ir::matmul(placeholder({2, 3}, c.a), placeholder({3, 4}, c.b, "y"));
+        CHECK(y->dtype() == c.out);
+        CHECK((y->dtype() == promote(c.a, c.b) || (c.operands == DType::Int8 && y->dtype() == DType::Int32)));
+        CHECK(y->operand(0)->dtype() == c.operands);
+        CHECK(y->operand(1)->dtype() == c.operands);
+        ir::verify({y});
+    }
+    for (auto [a, b] : {std::pair{DType::Int32, DType::Int32}, {DType::Int8, DType::UInt8}, {DType::Bool, DType::Bool},
+                        {DType::Int64, DType::Int8}, {DType::UInt8, DType::UInt8}}) {
+        CAPTURE(name(a));
+        CAPTURE(name(b));
+        CHECK_THROWS_AS(ir::matmul(placeholder({2, 3}, a), placeholder({3, 4}, b, "y")), Error);
+    }
+}
+
+TEST_CASE("matmul errors name the API, both shapes and dtypes, and the caller's file:line") {
+    const Tensor a = Tensor::host({2, 3}, float32), b = Tensor::host({4, 5}, float32), v = Tensor::host({3}, float32);
+    const Tensor batch_a = Tensor::host({2, 2, 3}, float32), batch_b = Tensor::host({3, 3, 4}, float32);
+    const Tensor i32 = Tensor::host({3, 4}, int32), u8 = Tensor::host({3, 4}, uint8), i8 = Tensor::host({2, 3}, int8);
+    int line = 0;
+    std::string msg;
+    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(a, b); });
+    CHECK(msg == fmt::format("matmul(): operands [2, 3] float32 and [4, 5] float32: the contraction extents differ (3 "
+                             "and 4) (test_matmul.cpp:{})", line));
+    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(v, b); });
+    CHECK(msg == fmt::format("matmul(): operands [3] float32 and [4, 5] float32: the contraction extents differ (3 and 4) "
+                             "(test_matmul.cpp:{})", line));
+    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(batch_a, batch_b); });
+    CHECK(msg == fmt::format("matmul(): operands [2, 2, 3] float32 and [3, 3, 4] float32: the batch axes [2] and [3] do "
+                             "not broadcast (test_matmul.cpp:{})", line));
+    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(a, 2.0); });
+    CHECK(msg == fmt::format("matmul(): operands [2, 3] float32 and [] float32: a matrix product takes operands of rank 1 "
+                             "or more, not scalars (test_matmul.cpp:{})", line));
+    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(Array(a).astype(int32), i32); });
+    CHECK(msg == fmt::format("matmul(): operands [2, 3] int32 and [3, 4] int32: products take float16, bfloat16, float32, "
+                             "float64 or int8 operands, and these promote to int32 (test_matmul.cpp:{})", line));
+    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(i8, u8); });
+    CHECK(msg == fmt::format("matmul(): operands [2, 3] int8 and [3, 4] uint8: products take float16, bfloat16, float32, "
+                             "float64 or int8 operands, and these promote to int32 (test_matmul.cpp:{})", line));
+    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(Array(), a); });
+    CHECK(msg.starts_with("matmul(): "));
+    CHECK(msg.ends_with(fmt::format("(test_matmul.cpp:{})", line)));
+    // The result never has more axes than the wider operand: rank 8 stays rank 8.
+    const ir::NodePtr r8 = placeholder({1, 1, 1, 1, 1, 1, 2, 3}, DType::Float32);
+    const ir::NodePtr b8 = placeholder({2, 1, 1, 1, 1, 1, 3, 4}, DType::Float32);
+    CHECK(ir::matmul(r8, b8)->shape() == Shape{2, 1, 1, 1, 1, 1, 2, 4});
+}
+
+TEST_CASE("matmul in the printer and the verifier") {
+    const ir::NodePtr x = placeholder({2, 3}, DType::Float32, "x"), y = placeholder({3, 4}, DType::Float32, "y");
+    const int line = __LINE__; const ir::NodePtr p = ir::matmul(x, y);
+    const std::string text = ir::print({p});
+    CHECK(text.find(fmt::format("= matmul %0, %1, k=3 : [2, 4] float32   # test_matmul.cpp:{}", line)) != std::string::npos);
+    ir::verify({p});
+    // Nodes the constructor never makes are rejected as broken invariants.
+    auto bad = [&](Shape a, Shape b, Shape out, DType da, DType db, DType dout) {
+        ir::NodeDesc d;
+        d.op = ir::Op::MatMul;
+        d.dtype = dout;
+        d.shape = std::move(out);
+        d.operands = {placeholder(a, da), placeholder(b, db)};
+        return ir::intern(std::move(d));
+    };
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {4, 5}, {2, 5}, DType::Float32, DType::Float32, DType::Float32)}), InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 4}, DType::Float32, DType::Float32, DType::Float32)}), InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({3}, {3, 5}, {5}, DType::Float32, DType::Float32, DType::Float32)}), InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 2, 3}, {3, 3, 5}, {2, 2, 5}, DType::Float32, DType::Float32, DType::Float32)}),
+                    InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Float32, DType::Float16, DType::Float32)}), InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Int8, DType::Int8, DType::Int8)}), InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Int32, DType::Int32, DType::Int32)}), InternalError);
+    CHECK_NOTHROW(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Int8, DType::Int8, DType::Int32)}));
+    // The standard passes rebuild products through the constructor.
+    const ir::NodePtr z = ir::matmul(ir::cast(ir::broadcast_to(placeholder({}, DType::Float16), {2, 3}), DType::Float32), y);
+    const auto lowered = ir::run_pipeline({z}, ir::standard_passes());
+    CHECK(lowered[0]->shape() == Shape{2, 4});
+    ir::verify(lowered);
+}
+
+TEST_CASE("partition: a product is a kernel of its own; operands other than inputs and views are materialized") {
+    const Tensor xt = filled({6, 5}, float32, 3), wt = filled({7, 5}, float32, 4), ct = filled({7, 3}, float32, 5);
+    const Tensor bias = filled({7}, float32, 6);
+    const Array x(xt), w(wt), c(ct);
+    const Array h = matmul(x * 2, w.transposed());           // [6, 7]: x * 2 is computed first; w is read transposed
+    const Array y = relu(h + bias);                           // the epilogue reads the product's temporary
+    const Array z = matmul(h, c) + sum(x, 1, true);           // a product of a product, and a reduction beside it
+    const std::vector<ir::NodePtr> roots = ir::run_pipeline({y.node(), z.node(), h.node()}, ir::standard_passes());
+    for (bool fusion : {true, false}) {
+        CAPTURE(fusion);
+        codegen::PartitionOptions po;
+        po.fusion = fusion;
+        const codegen::Partition P = codegen::partition(roots, po);
+        int products = 0;
+        for (const codegen::FusedKernel& k : P.kernels) {
+            if (k.family != codegen::Family::MatMul) continue;
+            ++products;
+            for (const ir::Node* n : ir::topo_order(k.outputs))
+                CHECK((n->op() == ir::Op::Input || ir::is_view(n->op()) || n->op() == ir::Op::MatMul));
+        }
+        CHECK(products == 2);
+        const std::string text = P.to_string();
+        CHECK(text.find("matmul matmul_") != std::string::npos);
+        CHECK(text.find("a matrix product (test_matmul.cpp:") != std::string::npos);
+        // Followed kernel by kernel on the reference, the partition gives the graph's bits.
+        const std::vector<Tensor> parts = reference::evaluate_partition(P, roots);
+        const std::vector<Tensor> whole = reference::evaluate(roots);
+        for (std::size_t i = 0; i < roots.size(); ++i) {
+            const testing::Comparison cmp = testing::compare(parts[i], whole[i], testing::Tolerance::exact(), "root");
+            CHECK_MESSAGE(cmp.ok, cmp.message);
+        }
+    }
+}
+
+TEST_CASE("matmul eval on host tensors equals the reference, with prologues, epilogues and views") {
+    const Tensor xt = filled({33, 40}, float32, 11), wt = filled({17, 40}, float32, 12), bias = filled({17}, float32, 13);
+    const Tensor at = filled({3, 1, 9, 31}, float16, 14), bt = filled({4, 31, 7}, float16, 15);
+    const Tensor it = filled({9, 300}, int8, 16), jt = filled({300, 5}, int8, 17);
+    const Array x(xt), w(wt);
+    const Array y1 = gelu(matmul(x * 0.5, w.transposed()) + bias);
+    const Array y2 = matmul(Array(at), Array(bt));  // broadcast batch [3, 4]
+    const Array y3 = matmul(Array(it), Array(jt)) * 3;
+    const Array y4 = matmul(x.slice({{1, ir::SliceSpec::kNone, 2}}), w.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -1}}).transposed());
+    const Array y5 = matmul(x, w.transposed()).transposed();  // a view of a product
+    for (const Array& y : {y1, y2, y3, y4, y5}) {
+        const Tensor got = y;
+        check_bits(y.node(), got, "matmul graph");
+    }
+    // Several outputs of one evaluation, and assign() into a transposed view.
+    auto [p, q] = eval(matmul(x, w.transposed()), relu(matmul(x, w.transposed())));
+    check_bits(matmul(x, w.transposed()).node(), p, "eval output 0");
+    check_bits(relu(matmul(x, w.transposed())).node(), q, "eval output 1");
+    Tensor out = Tensor::host({17, 33}, float32);
+    assign(out.transposed(), matmul(x, w.transposed()));
+    check_bits(matmul(x, w.transposed()).node(), out.transposed(), "assign into a transposed view");
+    // A traced function.
+    auto f = loom::function("mm_bias", [](Array a, Array b, Array c) { return matmul(a, b) + c; });
+    const Tensor bt2 = filled({40, 17}, float32, 18);
+    Tensor r = Tensor::host({33, 17}, float32);
+    f(xt, bt2, bias, r);
+    f(xt, bt2, bias, r);  // the cached specialization
+    check_bits((matmul(x, Array(bt2)) + Array(bias)).node(), r, "traced function");
+}
+
+TEST_CASE("matmul eval on host tensors: the explain log says the product runs on the reference") {
+    const Tensor xt = filled({8, 16}, float32, 21), wt = filled({16, 4}, float32, 22);
+    const int line = __LINE__; const Array y = relu(matmul(Array(xt) + 1, Array(wt)));
+    ::setenv("LOOM_EXPLAIN", "fusion", 1);
+    std::string text;
+    {
+        test::StderrCapture cap;
+        const Tensor got = y;
+        text = cap.text();
+        check_bits(y.node(), got, "explained evaluation");
+    }
+    ::unsetenv("LOOM_EXPLAIN");
+    if (reference_requested()) {
+        CHECK(text.find("every kernel runs on the CPU reference") != std::string::npos);
+    } else {
+        CHECK(text.find(fmt::format("matmul [8, 16] float32 x [16, 4] float32 -> [8, 4] float32: matmul (test_matmul.cpp:{})",
+                                    line)) != std::string::npos);
+        CHECK(text.find("runs on the CPU reference (the matmul family has no LLVM emitter)") != std::string::npos);
+    }
+    // The host plan itself, whichever back end runs it.
+    const std::vector<ir::NodePtr> roots = ir::run_pipeline({y.node()}, ir::standard_passes());
+    std::vector<const ir::Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    for (const ir::Node* n : ir::topo_order(roots))
+        if (n->op() == ir::Op::Input) {
+            sources.push_back(n);
+            layouts.push_back({n->dtype(), contiguous_strides(n->shape()), false});
+        }
+    const codegen::HostPlan plan =
+        codegen::plan_host(roots, sources, layouts, codegen::HostTarget::avx512(), current_options());
+    REQUIRE(plan.kernels.size() == 3);  // x + 1, the product, relu
+    CHECK(plan.partition.kernels[1].family == codegen::Family::MatMul);
+    CHECK(plan.kernels[1].reads == std::vector<codegen::Slot>{{codegen::Slot::Kind::Temp, 0}, {codegen::Slot::Kind::Source, 1}});
+    CHECK(plan.to_string().find("kernel 1  matmul_1   matmul [8, 16] float32 x [16, 4] float32") != std::string::npos);
+}
+
+TEST_CASE("matmul on the GPU planner: a loom::Error naming matmul until its kernel exists") {
+    const Tensor x = Tensor::host({64, 32}, float32), w = Tensor::host({32, 16}, float32);  // planned, never run
+    const int line = __LINE__; const Array y = matmul(x, w);
+    const ir::NodePtr z = relu(y).node();
+    const std::string msg = loom_test::error_message([&] { (void)loom::cuda_source({z}); });
+    CHECK(msg == fmt::format("matmul(): operands [64, 32] float32 and [32, 16] float32: matrix products have no GPU kernel "
+                             "yet; evaluate them on host tensors (test_matmul.cpp:{})", line));
+    CHECK(loom_test::error_message([&] { (void)loom::explain({z}); }) == msg);
+}
