@@ -1,14 +1,17 @@
 // Matrix products of the CPU reference evaluator, in the order of docs/semantics.md, section 12: the
-// contraction axis cut into chunks of kProductChunk, each output accumulating a chunk as
-// acc = fma(a[i, k], b[k, j], acc) in ascending k from +0, the chunk partials combined by the pairwise tree.
+// contraction axis cut into chunks of kProductChunk (8192, so one chunk for K <= 8192), each output
+// accumulating a chunk as acc = fma(a[i, k], b[k, j], acc) in ascending k from +0, the chunk partials combined
+// by the pairwise tree.
 //
 // Blocked and vectorized over j without changing any output's order: a task owns a block of rows and columns
-// of one batch entry; per chunk it packs the operands' block (converted to the compute type) into contiguous
-// panels, computes the chunk's partials of every output of the block in micro tiles whose j lanes are
-// independent accumulators (each lane one std::fma per k, no reassociation, -ffp-contract=off), and pushes
-// them onto the pairwise tree. Operands are read in place through their strides (transposed, sliced and
-// broadcast views need no copy). On x86-64 CPUs with AVX2 and FMA the micro tiles run in a variant compiled
-// for them; both variants compute the same correctly rounded fma, so the bits do not depend on the CPU.
+// of one batch entry and walks each chunk in K blocks of kKBlock. Per K block it packs the operands' block
+// (converted to the compute type) into contiguous panels and runs micro tiles whose j lanes are independent
+// accumulators (each lane one std::fma per k, no reassociation, -ffp-contract=off); a micro tile starts from
+// +0 in the chunk's first K block and from the accumulator the previous K block left otherwise, so each
+// output still accumulates its chunk as one ascending fma chain. The chunk partials go onto the pairwise
+// tree. Operands are read in place through their strides (transposed, sliced and broadcast views need no
+// copy). On x86-64 CPUs with AVX2 and FMA the micro tiles run in a variant compiled for them; both variants
+// compute the same correctly rounded fma, so the bits do not depend on the CPU.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,10 +31,12 @@ namespace {
 
 namespace ew = ir::ew;
 
-/// Rows and columns of outputs per task (one batch entry): a column block of the packed B panel is
-/// kProductChunk x 256 values, 256 KiB of float32, about an L2's share.
+/// Rows and columns of outputs per task (one batch entry), and the values of k packed at a time: the packed
+/// B panel is kKBlock x kColBlock values, 256 KiB of float32, about an L2's share (a whole chunk, up to
+/// kProductChunk = 8192 values of k, would be 8 MiB).
 constexpr std::int64_t kRowBlock = 64;
 constexpr std::int64_t kColBlock = 256;
+constexpr std::int64_t kKBlock = 256;
 
 /// The accumulation type of a product of operands of dtype In: float for float16, bfloat16 and float32,
 /// double for float64, and for int8 the int32 sum computed in uint32 (two's-complement wrapping, no
@@ -44,14 +49,16 @@ template <class C> inline C mul_add(C a, C b, C acc) {
     else return acc + a * b;  // uint32: wraps
 }
 
-/// One micro tile: R rows x J columns of outputs, each accumulating kn products in ascending k from +0. The
-/// J lanes of a row are independent, so the compiler vectorizes over them without reordering any sum.
+/// One micro tile: R rows x J columns of outputs, each accumulating kn products in ascending k, from +0 if
+/// `start` (the first K block of a chunk) and otherwise from the accumulator `out` holds (carried from the
+/// previous K block). The J lanes of a row are independent, so the compiler vectorizes over them without
+/// reordering any sum.
 template <class C, int R, int J>
 [[gnu::always_inline]] inline void micro_tile(const C* a, std::int64_t lda, const C* b, std::int64_t ldb, std::int64_t kn,
-                                              C* out, std::int64_t ldo) {
+                                              bool start, C* out, std::int64_t ldo) {
     C acc[R][J];
     for (int r = 0; r < R; ++r)
-        for (int j = 0; j < J; ++j) acc[r][j] = C(0);
+        for (int j = 0; j < J; ++j) acc[r][j] = start ? C(0) : out[r * ldo + j];
     for (std::int64_t k = 0; k < kn; ++k) {
         const C* bk = b + k * ldb;
         for (int r = 0; r < R; ++r) {
@@ -63,30 +70,31 @@ template <class C, int R, int J>
         for (int j = 0; j < J; ++j) out[r * ldo + j] = acc[r][j];
 }
 
-/// The packed operands of one chunk of a block: `a` rows x kn (row stride lda), `b` kn x cols (row stride
-/// ldb), rows a multiple of R and cols of J (padded with zeros, whose outputs are discarded).
+/// The packed operands of one K block of a block: `a` rows x kn (row stride lda), `b` kn x cols (row stride
+/// ldb), rows a multiple of R and cols of J (padded with zeros, whose outputs are discarded); `start` if the
+/// K block is its chunk's first.
 template <class C> struct Panels {
     const C* a;
     std::int64_t lda;
     const C* b;
     std::int64_t ldb;
     std::int64_t kn, rows, cols;
+    bool start;
 };
 
-/// The chunk partials of every output of a block into `out` (rows x cols, row stride cols).
-template <class C, int R, int J> [[gnu::always_inline]] inline void chunk_partials_body(const Panels<C>& p, C* out) {
+/// One K block accumulated into the chunk partials of every output of a block, `out` (rows x cols, row stride
+/// cols).
+template <class C, int R, int J> [[gnu::always_inline]] inline void k_block_body(const Panels<C>& p, C* out) {
     for (std::int64_t r = 0; r < p.rows; r += R)
         for (std::int64_t j = 0; j < p.cols; j += J)
-            micro_tile<C, R, J>(p.a + r * p.lda, p.lda, p.b + j, p.ldb, p.kn, out + r * p.cols + j, p.cols);
+            micro_tile<C, R, J>(p.a + r * p.lda, p.lda, p.b + j, p.ldb, p.kn, p.start, out + r * p.cols + j, p.cols);
 }
 
-template <class C, int R, int J> void chunk_partials_generic(const Panels<C>& p, C* out) {
-    chunk_partials_body<C, R, J>(p, out);
-}
+template <class C, int R, int J> void k_block_generic(const Panels<C>& p, C* out) { k_block_body<C, R, J>(p, out); }
 
 #if defined(__x86_64__)
-template <class C, int R, int J> [[gnu::target("avx2,fma")]] void chunk_partials_avx2(const Panels<C>& p, C* out) {
-    chunk_partials_body<C, R, J>(p, out);
+template <class C, int R, int J> [[gnu::target("avx2,fma")]] void k_block_avx2(const Panels<C>& p, C* out) {
+    k_block_body<C, R, J>(p, out);
 }
 bool has_avx2_fma() {
     static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -94,13 +102,13 @@ bool has_avx2_fma() {
 }
 #endif
 
-template <class C> using ChunkFn = void (*)(const Panels<C>&, C*);
+template <class C> using KBlockFn = void (*)(const Panels<C>&, C*);
 
-template <class C, int R, int J> ChunkFn<C> chunk_fn() {
+template <class C, int R, int J> KBlockFn<C> k_block_fn() {
 #if defined(__x86_64__)
-    if (has_avx2_fma()) return &chunk_partials_avx2<C, R, J>;
+    if (has_avx2_fma()) return &k_block_avx2<C, R, J>;
 #endif
-    return &chunk_partials_generic<C, R, J>;
+    return &k_block_generic<C, R, J>;
 }
 
 /// The pairwise tree over the chunk partials of a block, combined as they arrive. Partial c enters as a
@@ -109,7 +117,7 @@ template <class C, int R, int J> ChunkFn<C> chunk_fn() {
 /// tree of loom::pairwise_tree combines the same way; at the end the stack holds the aligned runs of the binary
 /// expansion of the chunk count, largest first, and the tree combines them right to left (an odd last
 /// partial is carried up until it meets the run before it): finish() does the same. tests/unit/
-/// test_matmul.cpp checks the two against each other bit for bit.
+/// test_matmul_reference.cpp checks the two against each other bit for bit.
 template <class C> class TileTree {
 public:
     explicit TileTree(std::size_t elements) : elements_(elements) {}
@@ -169,8 +177,8 @@ template <DType In, DType Out> void run_product(const View& a, const View& b, co
     // Micro tiles of 4 x 16 outputs; a single row (a vector times a matrix) or column (a matrix times a vector)
     // gets tiles of one row or column instead of padding.
     const int R = M == 1 ? 1 : 4, J = N == 1 ? 1 : 16;
-    const ChunkFn<C> chunk = R == 1 ? (J == 1 ? chunk_fn<C, 1, 1>() : chunk_fn<C, 1, 16>())
-                                    : (J == 1 ? chunk_fn<C, 4, 1>() : chunk_fn<C, 4, 16>());
+    const KBlockFn<C> k_block = R == 1 ? (J == 1 ? k_block_fn<C, 1, 1>() : k_block_fn<C, 1, 16>())
+                                       : (J == 1 ? k_block_fn<C, 4, 1>() : k_block_fn<C, 4, 16>());
     const std::int64_t chunks = product_chunks(K);
     loom::detail::parallel_for(batches * row_blocks * col_blocks, 1, [&](std::int64_t begin, std::int64_t end) {
         std::vector<C> ap, bp;
@@ -196,16 +204,24 @@ template <DType In, DType Out> void run_product(const View& a, const View& b, co
             }
             TileTree<C> tree(static_cast<std::size_t>(rows * cols));
             for (std::int64_t c = 0; c < chunks; ++c) {
-                const std::int64_t k0 = c * kProductChunk, kn = std::min(kProductChunk, K - k0);
-                ap.assign(static_cast<std::size_t>(rows * kn), C(0));
-                bp.assign(static_cast<std::size_t>(kn * cols), C(0));
-                for (std::int64_t i = 0; i < mb; ++i)
-                    for (std::int64_t k = 0; k < kn; ++k)
-                        ap[static_cast<std::size_t>(i * kn + k)] = static_cast<C>(ew::load<In>(A[(i0 + i) * sam + (k0 + k) * sak]));
-                for (std::int64_t k = 0; k < kn; ++k)
-                    for (std::int64_t j = 0; j < nb; ++j)
-                        bp[static_cast<std::size_t>(k * cols + j)] = static_cast<C>(ew::load<In>(B[(k0 + k) * sbk + (j0 + j) * sbn]));
-                chunk(Panels<C>{ap.data(), kn, bp.data(), cols, kn, rows, cols}, tree.next());
+                const std::int64_t c0 = c * kProductChunk, c1 = std::min(K, c0 + kProductChunk);
+                C* partial = tree.next();
+                for (std::int64_t k0 = c0; k0 < c1; k0 += kKBlock) {  // the chunk's K blocks, in ascending k
+                    const std::int64_t kn = std::min(kKBlock, c1 - k0);
+                    ap.assign(static_cast<std::size_t>(rows * kn), C(0));
+                    bp.assign(static_cast<std::size_t>(kn * cols), C(0));
+                    for (std::int64_t i = 0; i < mb; ++i) {
+                        const S* ai = A + (i0 + i) * sam + k0 * sak;
+                        C* pi = ap.data() + i * kn;
+                        for (std::int64_t k = 0; k < kn; ++k) pi[k] = static_cast<C>(ew::load<In>(ai[k * sak]));
+                    }
+                    for (std::int64_t k = 0; k < kn; ++k) {
+                        const S* bk = B + (k0 + k) * sbk + j0 * sbn;
+                        C* pk = bp.data() + k * cols;
+                        for (std::int64_t j = 0; j < nb; ++j) pk[j] = static_cast<C>(ew::load<In>(bk[j * sbn]));
+                    }
+                    k_block(Panels<C>{ap.data(), kn, bp.data(), cols, kn, rows, cols, k0 == c0}, partial);
+                }
                 tree.push();
             }
             const C* sum = tree.finish();

@@ -1,7 +1,8 @@
 // The CPU reference's matrix products against the order of docs/semantics.md, section 12, written out below
-// as plain loops (naive_dot): bit for bit for odd sizes, K across chunk boundaries and K = 1, transposed,
-// sliced and broadcast operands, batches, int8 wrapping, float16 and bfloat16 rounded once, NaN, Inf and
-// signed zeros, K = 0, the Oracle mode, and the speed the tests at real sizes need.
+// as plain loops (naive_dot): bit for bit for odd sizes, K across the reference's K blocks (256) and across
+// chunk boundaries (8192) up to six chunks, K = 1, one chunk as a single fma chain, transposed, sliced and
+// broadcast operands, batches, int8 wrapping, float16 and bfloat16 rounded once, NaN, Inf and signed zeros,
+// K = 0, the Oracle mode, and the speed the tests at real sizes need.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -26,15 +27,17 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// The contract's order for one output at accumulation type C: K in chunks of 256, each accumulated with fma
-/// in ascending k from +0, the chunk partials combined level by level by the pairwise tree ((0, 1), (2, 3),
-/// ..., an odd last partial carried up).
+/// The contract's order for one output at accumulation type C: K in chunks of 8192, each accumulated with
+/// fma in ascending k from +0, the chunk partials combined level by level by the pairwise tree ((0, 1),
+/// (2, 3), ..., an odd last partial carried up). 8192 is written out rather than read from kProductChunk,
+/// so that a change of the constant fails here instead of moving the oracle with it.
 template <class C> C naive_dot(const std::vector<C>& a, const std::vector<C>& b) {
+    constexpr std::size_t kChunk = 8192;
     const std::size_t K = a.size();
     std::vector<C> partials;
-    for (std::size_t k0 = 0; k0 < K; k0 += 256) {
+    for (std::size_t k0 = 0; k0 < K; k0 += kChunk) {
         C acc = C(0);
-        for (std::size_t k = k0; k < std::min(K, k0 + 256); ++k) acc = std::fma(a[k], b[k], acc);
+        for (std::size_t k = k0; k < std::min(K, k0 + kChunk); ++k) acc = std::fma(a[k], b[k], acc);
         partials.push_back(acc);
     }
     if (partials.empty()) return C(0);
@@ -47,9 +50,17 @@ template <class C> C naive_dot(const std::vector<C>& a, const std::vector<C>& b)
     return partials[0];
 }
 
-/// The contract's value of `a` [M, K] times `b` [K, N] (host tensors, any strides) as float64 values of the
-/// result dtype, row-major.
-std::vector<double> naive_matmul(const Tensor& a, const Tensor& b) {
+/// One chunk, the contract for K <= 8192 in its simplest form: a single fma chain in ascending k from +0.
+template <class C> C single_chain(const std::vector<C>& a, const std::vector<C>& b) {
+    C acc = C(0);
+    for (std::size_t k = 0; k < a.size(); ++k) acc = std::fma(a[k], b[k], acc);
+    return acc;
+}
+
+/// The value of `a` [M, K] times `b` [K, N] (host tensors, any strides) as float64 values of the result
+/// dtype, row-major, each float output `dot(x, y)` of its row and column at the accumulation type
+/// (naive_dot: the contract's value).
+template <class Dot> std::vector<double> matmul_by(const Tensor& a, const Tensor& b, Dot&& dot) {
     const std::int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
     const DType dt = a.dtype();
     std::vector<double> out;
@@ -65,18 +76,22 @@ std::vector<double> naive_matmul(const Tensor& a, const Tensor& b) {
                     x.push_back(a.get_double(i * K + k));
                     y.push_back(b.get_double(k * N + j));
                 }
-                out.push_back(naive_dot(x, y));
+                out.push_back(dot(x, y));
             } else {  // float32, and float16 / bfloat16 widened exactly, then rounded once
                 std::vector<float> x, y;
                 for (std::int64_t k = 0; k < K; ++k) {
                     x.push_back(static_cast<float>(a.get_double(i * K + k)));
                     y.push_back(static_cast<float>(b.get_double(k * N + j)));
                 }
-                const float s = naive_dot(x, y);
+                const float s = dot(x, y);
                 out.push_back(dt == DType::Float16 ? round_to_half(s) : dt == DType::BFloat16 ? round_to_bf16(s) : s);
             }
         }
     return out;
+}
+
+std::vector<double> naive_matmul(const Tensor& a, const Tensor& b) {
+    return matmul_by(a, b, [](const auto& x, const auto& y) { return naive_dot(x, y); });
 }
 
 bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
@@ -127,9 +142,49 @@ TEST_CASE("reference matmul follows the contract's order bit for bit: odd sizes,
                 check_equal(product(a, b), naive_matmul(a, b), fmt::format("{} [{}, {}] x [{}, {}]", name(dt), M, K, K, N));
             }
     }
-    // Blocks of the reference (64 rows, 256 columns) and its micro tiles (4 x 16) with remainders.
-    const Tensor a = random({67, 300}, DType::Float32, 7), b = random({300, 263}, DType::Float32, 8);
-    check_equal(product(a, b), naive_matmul(a, b), "float32 [67, 300] x [300, 263]");
+    // Blocks of the reference (64 rows, 256 columns, K blocks of 256) and its micro tiles (4 x 16) with
+    // remainders.
+    const Tensor a = random({67, 600}, DType::Float32, 7), b = random({600, 263}, DType::Float32, 8);
+    check_equal(product(a, b), naive_matmul(a, b), "float32 [67, 600] x [600, 263]");
+}
+
+TEST_CASE("reference matmul across chunks of 8192: one chunk up to K = 8192, the pairwise tree above") {
+    // 8191 and 8192 are one chunk, 8193 two (the second of one element), 16385 three, 5 * 8192 + 3 six and
+    // 6 * 8192 + 1 seven (odd partials carried up at two levels); small M x N keep the oracle fast.
+    const std::int64_t Ks[] = {8191, 8192, 8193, 16384, 16385, 5 * 8192 + 3, 6 * 8192 + 1};
+    const std::pair<std::int64_t, std::int64_t> MNs[] = {{3, 5}, {1, 2}, {2, 1}, {1, 1}};
+    std::uint64_t seed = 200;
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16})
+        for (std::int64_t K : Ks)
+            for (auto [M, N] : MNs) {
+                const Tensor a = random({M, K}, dt, seed++), b = random({K, N}, dt, seed++);
+                check_equal(product(a, b), naive_matmul(a, b), fmt::format("{} [{}, {}] x [{}, {}]", name(dt), M, K, K, N));
+            }
+    // A chunk boundary that shows: 1 * 1 first, then (1 + 2^-23) (1 + 2^-20) = 1 + 2^-20 + 2^-23 + 2^-43 as the
+    // last term. In one chain the fma rounds 2 + 2^-20 + 2^-23 + 2^-43 once, up to 2 + 2^-20 + 2^-22; as a
+    // chunk of its own the term is first rounded to 1 + 2^-20 + 2^-23, and 1 plus it is a tie that rounds to
+    // even, 2 + 2^-20.
+    for (std::int64_t K : {std::int64_t{8192}, std::int64_t{8193}}) {
+        CAPTURE(K);
+        std::vector<double> x(static_cast<std::size_t>(K), 0.0), y(static_cast<std::size_t>(K), 0.0);
+        x[0] = y[0] = 1.0;
+        x.back() = 1 + 0x1p-23;
+        y.back() = 1 + 0x1p-20;
+        const Tensor a = host_values(x, {1, K}, DType::Float32), b = host_values(y, {K, 1}, DType::Float32);
+        CHECK(product(a, b).get_double(0) == (K == 8192 ? 2 + 0x1p-20 + 0x1p-22 : 2 + 0x1p-20));
+    }
+}
+
+TEST_CASE("reference matmul for K <= 8192 is a single fma chain per output from +0") {
+    const std::int64_t Ks[] = {1, 7, 255, 256, 257, 513, 1000, 4096, 8191, 8192};
+    std::uint64_t seed = 300;
+    for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16})
+        for (std::int64_t K : Ks) {
+            const Tensor a = random({5, K}, dt, seed++), b = random({K, 19}, dt, seed++);
+            const std::vector<double> chain =
+                matmul_by(a, b, [](const auto& x, const auto& y) { return single_chain(x, y); });
+            check_equal(product(a, b), chain, fmt::format("{} [5, {}] x [{}, 19]", name(dt), K, K));
+        }
 }
 
 TEST_CASE("reference matmul reads transposed, sliced, reversed and broadcast operands as they are") {

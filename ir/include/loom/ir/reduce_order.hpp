@@ -23,10 +23,12 @@ inline constexpr std::int64_t kColumnChunk = 256;
 
 /// Matrix products (docs/semantics.md, section 12): the contraction axis of length K is cut into chunks of
 /// kProductChunk, chunk c holding k in [c * kProductChunk, min(K, (c + 1) * kProductChunk)); Kc is K itself
-/// for K <= 256. Each output accumulates a chunk with fma in ascending k from +0, and the chunk partials are
-/// combined by the pairwise tree below. A power of two, so that every K tile a kernel uses (8 to 256) and
-/// every split of K into groups of chunks lands on chunk boundaries.
-inline constexpr std::int64_t kProductChunk = 256;
+/// for K <= 8192. Each output accumulates a chunk with fma in ascending k from +0, and the chunk partials are
+/// combined by the pairwise tree below. Long enough that every common shape (K up to 8192) is one chunk, one
+/// fma chain per output, as a register-tiled GEMM kernel accumulates it, with no partials to keep; a power of
+/// two, so that every K tile a kernel uses and every split of a longer K into groups of chunks lands on chunk
+/// boundaries.
+inline constexpr std::int64_t kProductChunk = 8192;
 /// The number of chunks of a contraction of length K (0 for K = 0).
 constexpr std::int64_t product_chunks(std::int64_t K) { return K <= 0 ? 0 : (K + kProductChunk - 1) / kProductChunk; }
 
