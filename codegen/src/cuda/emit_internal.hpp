@@ -14,6 +14,10 @@ namespace loom::codegen::detail {
 /// as a `// ` comment aligned at column `column` (60 in pointwise kernels, 72 in the wider reduction kernels).
 void write_line(std::string& s, int indent, std::string_view code, std::string_view comment = {}, int column = 60);
 
+/// The value stored for a register `r` of compute type into an output of dtype `t`: float16 and bfloat16 are
+/// converted to their storage (`lm::to_f16(r)`, `lm::to_bf16(r)`), every other dtype is stored as it is.
+std::string store_expr(DType t, const std::string& r);
+
 /// The banner that opens every kernel: `// ---- Loom <kind> kernel <name> (from "<user name>") ----` (the
 /// user's name with control characters shown as spaces), then `plan_text` line by line as comments.
 std::string banner(std::string_view kind, std::string_view name, std::string_view user_name, std::string_view plan_text);

@@ -15,6 +15,7 @@ namespace loom::codegen {
 namespace {
 
 using detail::PwGraph;
+using detail::store_expr;
 
 // A statement with its comment aligned at column 60.
 void line(std::string& s, int indent, std::string_view code, std::string_view comment = {}) {
@@ -29,11 +30,6 @@ struct Emitter {
     bool body_needs_params = false;
 
     std::string vname(int v) const { return fmt::format("v{}", v); }
-    std::string store_expr(DType t, const std::string& r) const {
-        if (t == DType::Float16) return fmt::format("lm::to_f16({})", r);
-        if (t == DType::BFloat16) return fmt::format("lm::to_bf16({})", r);
-        return r;
-    }
 
     std::string params_struct() const {
         std::string s = fmt::format("struct {}_params {{\n", name);

@@ -22,6 +22,8 @@ static_assert(kReduceChunk == 8192 && kReduceLanes == 256 && kReduceRun == 4 && 
 
 namespace {
 
+using detail::store_expr;
+
 using ir::Op;
 
 // A statement with its comment aligned at column 72.
@@ -131,12 +133,6 @@ std::string finish(const ReduceOpPlan& r, const std::string& a) {
         case Op::All: return fmt::format("({} != 0)", a);
         default: throw InternalError("finish: not a reduction");
     }
-}
-
-std::string store_expr(DType t, const std::string& r) {
-    if (t == DType::Float16) return fmt::format("lm::to_f16({})", r);
-    if (t == DType::BFloat16) return fmt::format("lm::to_bf16({})", r);
-    return r;
 }
 
 struct ReduceEmitter {

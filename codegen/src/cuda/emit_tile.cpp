@@ -73,6 +73,40 @@ struct TileEmitter {
         return part.site_offset[site];
     }
 
+    // The loads read into registers before any store: direct loads and values staged through shared memory.
+    std::vector<std::size_t> gathered_loads() const {
+        std::vector<std::size_t> out;
+        for (std::size_t k = 0; k < pw.loads.size(); ++k)
+            if (direct(k) || staged_number(k) >= 0) out.push_back(k);
+        return out;
+    }
+    // The register arrays of the gathered loads, of extents `dims` ("[2][4]").
+    void declare_gathered(std::string& s, const std::vector<std::size_t>& gathered, const std::string& dims) const {
+        for (std::size_t k : gathered)
+            line(s, 4, fmt::format("{} x{}{};", register_type(pw.loads[k].dtype), k, dims),
+                 staged_number(k) >= 0 ? fmt::format("in{} from tile{} at each of this thread's elements", k, staged_number(k))
+                                       : fmt::format("in{} ({}) at each of this thread's elements", k, access_name(pw.loads[k].access)));
+    }
+    // Reads gathered load k into its register at `at` ("[k][c]").
+    void gather(std::string& s, int indent, std::size_t k, const std::string& at) const {
+        const int st = staged_number(k);
+        if (st >= 0)
+            line(s, indent, fmt::format("x{}{} = lm::to_reg(tile{}[i{} - b0][i{} - a0]);", k, at, st, b, a),
+                 fmt::format("in{} from shared memory (a column of tile{})", k, st));
+        else
+            line(s, indent, fmt::format("x{}{} = lm::to_reg(p.in{}[{}]);", k, at, k, offset(k)),
+                 fmt::format("load in{} ({})", k, access_name(pw.loads[k].access)));
+    }
+    // Scalar operands, loaded (or their index taken) once per thread.
+    void load_scalars(std::string& s) const {
+        for (std::size_t k = 0; k < pw.loads.size(); ++k) {
+            const OperandPlan& o = pw.loads[k];
+            if (o.access != Access::Scalar) continue;
+            if (o.index) line(s, 4, fmt::format("const long long x{} = p.in{}_base;", k, k), fmt::format("index in{} (scalar)", k));
+            else line(s, 4, fmt::format("const {} x{} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), k, k), fmt::format("load in{} once (scalar)", k));
+        }
+    }
+
     // The tile of this block and the indices of the dimensions outside it.
     void tile_position(std::string& s) const {
         std::string ext_a;
@@ -174,33 +208,15 @@ struct TileEmitter {
             close_loops(s);
             line(s, 4, "__syncthreads();", "the tile is staged");
         }
-        std::vector<std::size_t> gathered;  // direct loads and staged values, read into registers before any store
-        for (std::size_t k = 0; k < pw.loads.size(); ++k)
-            if (direct(k) || staged_number(k) >= 0) gathered.push_back(k);
-        for (std::size_t k : gathered)
-            line(s, 4, fmt::format("{} x{}[{}][{}];", register_type(pw.loads[k].dtype), k, row_steps, col_steps),
-                 staged_number(k) >= 0 ? fmt::format("in{} from tile{} at each of this thread's elements", k, staged_number(k))
-                                       : fmt::format("in{} ({}) at each of this thread's elements", k, access_name(pw.loads[k].access)));
+        const std::vector<std::size_t> gathered = gathered_loads();
+        declare_gathered(s, gathered, fmt::format("[{}][{}]", row_steps, col_steps));
         if (!gathered.empty()) {
             open_loops(s, false, "load: this thread's elements, rows warp + 8k, columns lane + 32c");
             if (needs_flat(true)) line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index");
-            for (std::size_t k : gathered) {
-                const int st = staged_number(k);
-                if (st >= 0)
-                    line(s, 12, fmt::format("x{}[k][c] = lm::to_reg(tile{}[i{} - b0][i{} - a0]);", k, st, b, a),
-                         fmt::format("in{} from shared memory (a column of tile{})", k, st));
-                else
-                    line(s, 12, fmt::format("x{}[k][c] = lm::to_reg(p.in{}[{}]);", k, k, offset(k)),
-                         fmt::format("load in{} ({})", k, access_name(pw.loads[k].access)));
-            }
+            for (std::size_t k : gathered) gather(s, 12, k, "[k][c]");
             close_loops(s);
         }
-        for (std::size_t k = 0; k < pw.loads.size(); ++k) {
-            const OperandPlan& o = pw.loads[k];
-            if (o.access != Access::Scalar) continue;
-            if (o.index) line(s, 4, fmt::format("const long long x{} = p.in{}_base;", k, k), fmt::format("index in{} (scalar)", k));
-            else line(s, 4, fmt::format("const {} x{} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), k, k), fmt::format("load in{} once (scalar)", k));
-        }
+        load_scalars(s);
         open_loops(s, false, "compute and store: columns along the lanes (coalesced)");
         if (needs_flat(false)) line(s, 12, fmt::format("const {} e = {};", idx, flat()), "flat index");
         std::vector<std::string> args;
@@ -219,11 +235,7 @@ struct TileEmitter {
         }
         line(s, 12, fmt::format("{}_body({});", name, fmt::join(args, ", ")));
         for (std::size_t o = 0; o < pw.outputs.size(); ++o) {
-            const DType t = pw.outputs[o].dtype;
-            const std::string r = fmt::format("r{}", o);
-            const std::string v = t == DType::Float16 ? fmt::format("lm::to_f16({})", r)
-                                  : t == DType::BFloat16 ? fmt::format("lm::to_bf16({})", r) : r;
-            line(s, 12, fmt::format("p.out{}[{}] = {};", o, output_offset(o), v),
+            line(s, 12, fmt::format("p.out{}[{}] = {};", o, output_offset(o), detail::store_expr(pw.outputs[o].dtype, fmt::format("r{}", o))),
                  pw.outputs[o].access == Access::Contiguous ? fmt::format("store out{}", o)
                                                              : fmt::format("store out{} (strided: a view)", o));
         }
@@ -278,35 +290,17 @@ struct TileEmitter {
         close_loops(s);
         line(s, 4, "__syncthreads();", "the tile is staged");
         const int grows = tp.tile_rows / 32, gcols = tp.tile_cols / (8 * V);
-        std::vector<std::size_t> gathered;
-        for (std::size_t k = 0; k < pw.loads.size(); ++k)
-            if (direct(k) || staged_number(k) >= 0) gathered.push_back(k);
-        for (std::size_t k : gathered)
-            line(s, 4, fmt::format("{} x{}[{}][{}][{}];", register_type(pw.loads[k].dtype), k, grows, gcols, V),
-                 staged_number(k) >= 0 ? fmt::format("in{} from tile{} at each of this thread's elements", k, staged_number(k))
-                                       : fmt::format("in{} ({}) at each of this thread's elements", k, access_name(pw.loads[k].access)));
+        const std::vector<std::size_t> gathered = gathered_loads();
+        declare_gathered(s, gathered, fmt::format("[{}][{}][{}]", grows, gcols, V));
         open_vector_loops(s, false, "load: this thread's vectors, rows along the warps, vectors along the lanes");
         line(s, 12, "#pragma unroll");
         line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) {{", V));
         line(s, 16, fmt::format("const {} i{} = v0 + j;", idx, b));
         if (needs_flat(true)) line(s, 16, fmt::format("const {} e = {};", idx, flat()), "flat index");
-        for (std::size_t k : gathered) {
-            const int st = staged_number(k);
-            if (st >= 0)
-                line(s, 16, fmt::format("x{}[k][c][j] = lm::to_reg(tile{}[i{} - b0][i{} - a0]);", k, st, b, a),
-                     fmt::format("in{} from shared memory (a column of tile{})", k, st));
-            else
-                line(s, 16, fmt::format("x{}[k][c][j] = lm::to_reg(p.in{}[{}]);", k, k, offset(k)),
-                     fmt::format("load in{} ({})", k, access_name(pw.loads[k].access)));
-        }
+        for (std::size_t k : gathered) gather(s, 16, k, "[k][c][j]");
         line(s, 12, "}");
         close_loops(s);
-        for (std::size_t k = 0; k < pw.loads.size(); ++k) {
-            const OperandPlan& o = pw.loads[k];
-            if (o.access != Access::Scalar) continue;
-            if (o.index) line(s, 4, fmt::format("const long long x{} = p.in{}_base;", k, k), fmt::format("index in{} (scalar)", k));
-            else line(s, 4, fmt::format("const {} x{} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), k, k), fmt::format("load in{} once (scalar)", k));
-        }
+        load_scalars(s);
         open_vector_loops(s, false, "compute and store: 16-byte vectors along the last dimension");
         for (std::size_t o = 0; o < pw.outputs.size(); ++o)
             line(s, 12, fmt::format("lm::vec<{}, {}> o{};", storage_type(pw.outputs[o].dtype), V, o));
@@ -333,11 +327,7 @@ struct TileEmitter {
         }
         line(s, 16, fmt::format("{}_body({});", name, fmt::join(args, ", ")));
         for (std::size_t o = 0; o < pw.outputs.size(); ++o) {
-            const DType t = pw.outputs[o].dtype;
-            const std::string r = fmt::format("r{}", o);
-            line(s, 16, fmt::format("o{}.v[j] = {};", o,
-                                    t == DType::Float16 ? fmt::format("lm::to_f16({})", r)
-                                    : t == DType::BFloat16 ? fmt::format("lm::to_bf16({})", r) : r));
+            line(s, 16, fmt::format("o{}.v[j] = {};", o, detail::store_expr(pw.outputs[o].dtype, fmt::format("r{}", o))));
         }
         line(s, 12, "}");
         line(s, 12, fmt::format("const {} i{} = v0;", idx, b));

@@ -91,6 +91,12 @@ void write_line(std::string& s, int indent, std::string_view code, std::string_v
     s += '\n';
 }
 
+std::string store_expr(DType t, const std::string& r) {
+    if (t == DType::Float16) return fmt::format("lm::to_f16({})", r);
+    if (t == DType::BFloat16) return fmt::format("lm::to_bf16({})", r);
+    return r;
+}
+
 std::string banner(std::string_view kind, std::string_view name, std::string_view user_name, std::string_view plan_text) {
     std::string shown(user_name);  // the user's name in a comment: no line breaks or other control characters
     for (char& c : shown)
