@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <source_location>
+#include <vector>
 
 #include "loom/ir/error.hpp"
 
@@ -32,6 +35,22 @@ bool is_contiguous(const Shape& shape, const Strides& strides) {
         if (shape[k] == 1) continue;
         if (strides[k] != expect) return false;
         expect *= shape[k];
+    }
+    return true;
+}
+
+bool is_non_overlapping(const Shape& shape, const Strides& strides) {
+    std::vector<std::size_t> dims;
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (shape[k] == 0) return true;  // no elements
+        if (shape[k] > 1) dims.push_back(k);
+    }
+    std::sort(dims.begin(), dims.end(), [&](std::size_t a, std::size_t b) { return std::abs(strides[a]) < std::abs(strides[b]); });
+    std::int64_t reach = 0;  // the largest element distance the smaller dimensions span
+    for (std::size_t k : dims) {
+        const std::int64_t s = std::abs(strides[k]);
+        if (s <= reach) return false;
+        reach += s * (shape[k] - 1);
     }
     return true;
 }

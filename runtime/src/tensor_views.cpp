@@ -182,22 +182,7 @@ Tensor Tensor::view(DType to) const {
     return Tensor(std::move(impl));
 }
 
-bool Tensor::is_non_overlapping() const {
-    // Dimensions sorted by |stride|: each must step past everything the smaller ones reach.
-    std::vector<std::size_t> dims;
-    for (std::size_t k = 0; k < shape().size(); ++k) {
-        if (shape()[k] == 0) return true;  // no elements
-        if (shape()[k] > 1) dims.push_back(k);
-    }
-    std::sort(dims.begin(), dims.end(), [&](std::size_t a, std::size_t b) { return std::abs(strides()[a]) < std::abs(strides()[b]); });
-    std::int64_t reach = 0;  // the largest element distance the smaller dimensions span
-    for (std::size_t k : dims) {
-        const std::int64_t s = std::abs(strides()[k]);
-        if (s <= reach) return false;
-        reach += s * (shape()[k] - 1);
-    }
-    return true;
-}
+bool Tensor::is_non_overlapping() const { return loom::is_non_overlapping(shape(), strides()); }
 
 void Tensor::copy_converted(void* dst, DType to) const {
     const Tensor h = reference::cast(*this, to);  // a contiguous host copy, converted as a cast converts

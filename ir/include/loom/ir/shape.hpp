@@ -22,6 +22,9 @@ Strides contiguous_strides(const Shape& s);
 std::string to_string(const Shape& s);
 /// Whether `strides` (elements) lay `shape` out row-major without gaps; extent-1 axes may have any stride.
 bool is_contiguous(const Shape& shape, const Strides& strides);
+/// Whether no two elements of a view of `shape` and `strides` (elements) share an address: the dimensions
+/// sorted by |stride| each step past everything the smaller ones reach. True when there are no elements.
+bool is_non_overlapping(const Shape& shape, const Strides& strides);
 /// NumPy broadcast of two shapes; returns false when they do not broadcast.
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 /// Normalizes a possibly negative axis against a rank; returns -1 when out of range.

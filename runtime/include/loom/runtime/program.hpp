@@ -91,6 +91,7 @@ private:
     std::vector<ir::NodePtr> params_;
     std::vector<ArgSpec> specs_;
     std::vector<Strides> out_strides_;  // per output; empty: contiguous
+    std::vector<std::size_t> overlapping_;  // outputs whose view strides overlap themselves (run() refuses them)
     codegen::FusionPlan plan_;  // device programs: planned and built once
     gpu::Kernels kernels_;
     std::shared_ptr<const host::Compiled> host_;  // host programs on the LLVM back end: planned and built once
