@@ -19,7 +19,6 @@ void line(std::string& s, int indent, std::string_view code, std::string_view co
 }
 
 struct TileEmitter {
-    const detail::PwGraph& g;
     const PointwisePlan& pw;
     const TilePlan& tp;
     const detail::PointwisePart& part;
@@ -346,7 +345,6 @@ struct TileEmitter {
 KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan,
                        const TilePlan& tile) {
     if (!tile.active()) throw InternalError("emit_tile: the plan has no tile");
-    const detail::PwGraph g = detail::build_pw_graph(outputs);
     KernelSource ks;
     ks.user_name = std::string(user_name);
     ks.name = kernel_name(user_name);
@@ -356,7 +354,7 @@ KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr
     ks.param_bytes = plan.params_in_memory ? sizeof(void*) : plan.params.size;
     const detail::PointwisePart part = detail::pointwise_part(ks.name, outputs, plan);
     if (!part.derived.empty()) throw InternalError("emit_tile: a tiled plan with derived (reshape) indices");
-    TileEmitter em{g, plan, tile, part, ks.name, part.idx};
+    TileEmitter em{plan, tile, part, ks.name, part.idx};
     em.R = plan.rank;
     em.a = tile.dim_a;
     em.b = plan.rank - 1;
