@@ -181,10 +181,11 @@ void run_reduction(const Tensor& v, std::int64_t outputs, std::int64_t L, bool c
     auto* dst = static_cast<ew::storage_t<Out>*>(out.data());
     loom::detail::parallel_for(outputs, std::max<std::int64_t>(1, kBlock / std::max<std::int64_t>(chunks, 1)),
                                [&](std::int64_t b, std::int64_t e) {
-        std::vector<A> level;
-        for (std::int64_t o = b; o < e; ++o) {
-            level.assign(partials.begin() + o * chunks, partials.begin() + (o + 1) * chunks);
-            const A acc = level.empty() ? R::identity() : pairwise_tree(std::span<A>(level), R::combine);
+        for (std::int64_t o = b; o < e; ++o) {  // each output's partials, combined in place (read once)
+            const A acc = chunks == 0 ? R::identity()
+                                      : pairwise_tree(std::span<A>(partials).subspan(static_cast<std::size_t>(o * chunks),
+                                                                                     static_cast<std::size_t>(chunks)),
+                                                      R::combine);
             dst[o] = R::finish(acc, L);
         }
     });
