@@ -166,9 +166,7 @@ void verify(const std::vector<NodePtr>& roots) {
                 if (x.shape()[r - 2] != s[r - 2] || y.shape()[r - 1] != s[r - 1] || x.shape()[r - 1] != y.shape()[r - 2])
                     bad(fmt::format("operands {} and {} do not multiply to the result", describe(x), describe(y)));
                 if (x.dtype() != y.dtype()) bad("operands of different dtypes");
-                const bool floats = x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16 ||
-                                    x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
-                if (!(floats && n->dtype() == x.dtype()) && !(x.dtype() == DType::Int8 && n->dtype() == DType::Int32))
+                if (!(is_float(x.dtype()) && n->dtype() == x.dtype()) && !(x.dtype() == DType::Int8 && n->dtype() == DType::Int32))
                     bad(fmt::format("a product of {} operands cannot give {}", name(x.dtype()), name(n->dtype())));
                 break;
             }

@@ -137,8 +137,8 @@ LOOM_DSL_REDUCE(all)
 /// `b` [K] a column [K, 1], whose axis the result drops ([K] x [K] is rank 0). Transposed, sliced and broadcast
 /// operands are read as views, with no copy. dtypes promote as for binary ops (loom::promote); float16,
 /// bfloat16, float32 and float64 keep the promoted dtype (halves accumulate in float32 and round once), int8 x
-/// int8 gives int32, wrapping and exact. The order of the sums is fixed by the shapes alone (chunks of 256
-/// along K, fma in ascending k, the chunk partials in the reductions' pairwise tree).
+/// int8 gives int32, wrapping and exact. The order of the sums is fixed by the shapes alone (chunks of 8192
+/// along K, kProductChunk; fma in ascending k, the chunk partials in the reductions' pairwise tree).
 /// Throws loom::Error naming matmul, both shapes and dtypes and the call's file:line for a scalar operand,
 /// contraction extents that differ, batch axes that do not broadcast, or dtypes that promote to anything else.
 Array matmul(const Operand& a, const Operand& b, Loc loc = Loc::current());
