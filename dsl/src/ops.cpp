@@ -155,6 +155,10 @@ Array matmul(const Operand& a, const Operand& b, Loc loc) {
     return Array(ir::matmul(a.resolve(b, "matmul"), b.resolve(a, "matmul"), loc));
 }
 
+Array matmul(const Operand& a, const Operand& b, const TileHint& hint, Loc loc) {
+    return Array(ir::matmul(a.resolve(b, "matmul"), b.resolve(a, "matmul"), loc, {hint.rows, hint.cols, hint.depth}));
+}
+
 // Operators take the source location of their left operand's conversion (the expression's call site).
 Array operator+(const Operand& a, const Operand& b) { return binary_op(Op::Add, a, b, a.loc()); }
 Array operator-(const Operand& a, const Operand& b) { return binary_op(Op::Sub, a, b, a.loc()); }

@@ -524,7 +524,7 @@ Shape concat(Shape head, std::initializer_list<std::int64_t> tail) {
 
 }  // namespace
 
-NodePtr matmul(NodePtr a, NodePtr b, Loc loc) {
+NodePtr matmul(NodePtr a, NodePtr b, Loc loc, ProductTile tile) {
     const auto operands = [&] { return fmt::format("operands {} and {}", describe(*a), describe(*b)); };
     if (a->rank() == 0 || b->rank() == 0)
         fail("matmul", loc, fmt::format("{}: a matrix product takes operands of rank 1 or more, not scalars", operands()));
@@ -554,7 +554,12 @@ NodePtr matmul(NodePtr a, NodePtr b, Loc loc) {
     if (b_vector) y = permute(broadcast_to(std::move(y), {1, K}, loc), {1, 0}, loc);
     x = broadcast_to(std::move(x), concat(batch, {M, K}), loc);
     y = broadcast_to(std::move(y), concat(batch, {K, N}), loc);
-    NodePtr product = intern(desc_of(Op::MatMul, p == DType::Int8 ? DType::Int32 : p, out, {std::move(x), std::move(y)}, loc));
+    if (tile.rows < 0 || tile.cols < 0 || tile.depth < 0)
+        fail("matmul", loc, fmt::format("{}: tile({}, {}, {}) has a negative extent (0: the planner chooses)", operands(), tile.rows,
+                                        tile.cols, tile.depth));
+    NodeDesc d = desc_of(Op::MatMul, p == DType::Int8 ? DType::Int32 : p, out, {std::move(x), std::move(y)}, loc);
+    if (!tile.empty()) d.ints = {tile.rows, tile.cols, tile.depth};  // the per-op hint, part of the node's identity
+    NodePtr product = intern(std::move(d));
     if (!a_vector && !b_vector) return product;
     Shape squeezed = batch;
     if (!a_vector) squeezed.push_back(M);

@@ -77,7 +77,8 @@ std::string attr_text(const Node& n) {
         case OpKind::Reduce:
             return fmt::format("axes=[{}]{}", fmt::join(n.ints(), ", "), n.keepdims() ? " keepdims" : "");
         case OpKind::Product:
-            return fmt::format("k={}", n.operand(0)->shape().back());  // the contraction's length
+            return n.ints().empty() ? fmt::format("k={}", n.operand(0)->shape().back())  // the contraction's length
+                                    : fmt::format("k={} tile={}x{}x{}", n.operand(0)->shape().back(), n.ints()[0], n.ints()[1], n.ints()[2]);
         default:
             return "";
     }
@@ -166,6 +167,8 @@ void verify(const std::vector<NodePtr>& roots) {
                 if (x.shape()[r - 2] != s[r - 2] || y.shape()[r - 1] != s[r - 1] || x.shape()[r - 1] != y.shape()[r - 2])
                     bad(fmt::format("operands {} and {} do not multiply to the result", describe(x), describe(y)));
                 if (x.dtype() != y.dtype()) bad("operands of different dtypes");
+                if (!n->ints().empty() && (n->ints().size() != 3 || n->ints()[0] < 0 || n->ints()[1] < 0 || n->ints()[2] < 0))
+                    bad("a tile hint that is not three extents of 0 or more");
                 if (!(is_float(x.dtype()) && n->dtype() == x.dtype()) && !(x.dtype() == DType::Int8 && n->dtype() == DType::Int32))
                     bad(fmt::format("a product of {} operands cannot give {}", name(x.dtype()), name(n->dtype())));
                 break;
@@ -214,7 +217,7 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
         case OpKind::Reduce:
             return reduce(n.op(), ops[0], n.ints(), n.keepdims(), n.loc());
         case OpKind::Product:
-            return matmul(ops[0], ops[1], n.loc());
+            return matmul(ops[0], ops[1], n.loc(), product_tile(n));
     }
     throw InternalError(fmt::format("rebuild: unhandled op {}", oi.name));
 }

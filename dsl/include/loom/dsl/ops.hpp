@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "loom/codegen/options.hpp"
 #include "loom/dsl/array.hpp"
 
 namespace loom {
@@ -142,6 +143,12 @@ LOOM_DSL_REDUCE(all)
 /// Throws loom::Error naming matmul, both shapes and dtypes and the call's file:line for a scalar operand,
 /// contraction extents that differ, batch axes that do not broadcast, or dtypes that promote to anything else.
 Array matmul(const Operand& a, const Operand& b, Loc loc = Loc::current());
+/// The same product with a tile hint for its GPU kernel: `matmul(a, b, tile(128, 128, 32))` asks for blocks of
+/// 128 x 128 outputs stepping 32 along K (0 in a field: Loom chooses). The hint changes the schedule, never
+/// the bits (the order is the shapes' alone). A hint the kernel cannot honour raises loom::Error when the
+/// product is planned, naming the limit it breaks (shared memory per block, registers per thread, or a
+/// divisibility the kernel needs); a negative extent raises it here.
+Array matmul(const Operand& a, const Operand& b, const TileHint& hint, Loc loc = Loc::current());
 
 // ---- operators ----
 Array operator+(const Operand& a, const Operand& b);

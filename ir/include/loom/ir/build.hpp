@@ -84,7 +84,18 @@ NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, 
 /// giving [B..., M, N], under a reshape when a vector's axis is dropped.
 /// Throws loom::Error naming matmul, both operands' shapes and dtypes and `loc` for a rank-0 operand, contraction
 /// extents that differ, batch axes that do not broadcast, and a dtype products do not take.
-NodePtr matmul(NodePtr a, NodePtr b, Loc loc = Loc::current());
+/// `tile`: the user's tile hint for this product (rows, columns and depth of a block's tile; 0: the planner
+/// chooses), kept as the node's ints {rows, cols, depth} (none without a hint); a negative extent is an error.
+/// Whether a GPU kernel can honour it is decided when planning (codegen/matmul_plan.hpp).
+struct ProductTile {
+    std::int64_t rows = 0, cols = 0, depth = 0;
+    bool empty() const { return rows == 0 && cols == 0 && depth == 0; }
+};
+NodePtr matmul(NodePtr a, NodePtr b, Loc loc = Loc::current(), ProductTile tile = {});
+/// The tile hint of a product node (empty without one).
+inline ProductTile product_tile(const Node& n) {
+    return n.ints().size() == 3 ? ProductTile{n.ints()[0], n.ints()[1], n.ints()[2]} : ProductTile{};
+}
 
 /// "add(): " prefix helpers for error messages: "[4096, 512] float32".
 std::string describe(const Node& n);
