@@ -142,10 +142,21 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
             g.key = with_options(kernel_key(k.outputs, g.pointwise.plan), options);
             if (g.tile.plan.active()) g.key = with_tile(g.key, g.tile.plan);
         } else if (k.family == Family::MatMul) {
-            const ir::Node& m = *k.outputs.at(0);
-            throw Error(fmt::format("matmul(): operands {} and {}: matrix products have no GPU kernel yet; evaluate them "
-                                    "on host tensors ({})",
-                                    ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), short_location(m.loc())));
+            std::vector<Strides> out_strides;
+            for (const Slot& w : k.writes) {
+                const bool given = w.kind == Slot::Kind::Root && !root_strides.empty() &&
+                                   !root_strides[static_cast<std::size_t>(w.index)].empty();
+                out_strides.push_back(given ? root_strides[static_cast<std::size_t>(w.index)] : Strides{});
+            }
+            g.matmul = plan_matmul(k.outputs, layout_of, device, out_strides);
+            for (const ir::Node* in : g.matmul.inputs)
+                g.reads.push_back(in == g.matmul.accumulators.get() ? Slot{Slot::Kind::Index, 0} : slot_of(in));
+            g.numel = g.matmul.product->numel();
+            Hasher h;
+            h.add(0x6d61746d756c0001ull);
+            h.add(g.matmul.plan.hash());
+            h.add(structural_key(k.outputs));
+            g.key = with_options(h.digest(), options);
         } else {
             g.reduce = plan_reduce(k.group, layout_of, device);
             for (const ir::Node* in : g.reduce.inputs) g.reads.push_back(slot_of(in));
@@ -220,10 +231,39 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i) {
                        tiled);
 }
 
+std::string matmul_text(const FusionPlan& plan, std::size_t i) {
+    const FusedKernel& k = plan.partition.kernels[i];
+    const PlannedMatmul& pm = plan.gpu[i].matmul;
+    const MatmulPlan& p = pm.plan;
+    const ir::Node& m = *pm.product;
+    std::string epilogue;
+    for (const ir::Node* n : ir::topo_order(k.outputs))
+        if (ir::is_elementwise(n->op())) epilogue += fmt::format(" {}", where_of(*n));
+    std::string reads;
+    for (std::size_t j = 0; j < pm.inputs.size(); ++j) {
+        if (pm.inputs[j] == pm.accumulators.get()) continue;
+        reads += fmt::format("{}{} {} [{}]", reads.empty() ? "" : ", ", pm.inputs[j]->label().empty() ? "input" : pm.inputs[j]->label(),
+                             ir::describe(*pm.inputs[j]), to_string(plan.gpu[i].reads[j]));
+    }
+    std::vector<std::string> writes;
+    for (const Slot& w : k.writes) writes.push_back(to_string(w));
+    return fmt::format("kernel {}  {}   matmul {} x {} -> {}: {}\n"
+                       "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}x{} accumulators per thread), {} bytes of shared "
+                       "memory, CUDA cores; {}; K {} in {} chunk(s){}\n"
+                       "          epilogue:{}\n"
+                       "          reads {}; writes {}; 1 launch\n",
+                       i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m), p.tile_m,
+                       p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m, p.warps_n, p.thread_m,
+                       p.thread_n, p.shared_bytes(), p.vector ? "cp.async 16-byte pieces where the pointers allow, element loads else" : "element loads",
+                       pm.binding.K, pm.binding.chunks, p.chunked ? " (pairwise tree through a workspace)" : "",
+                       epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue, reads, fmt::join(writes, ", "));
+}
+
 }  // namespace
 
 bool GpuKernel::operator==(const GpuKernel& o) const {
-    return pointwise.plan == o.pointwise.plan && tile.plan == o.tile.plan && reduce.plan == o.reduce.plan && reads == o.reads && numel == o.numel &&
+    return pointwise.plan == o.pointwise.plan && tile.plan == o.tile.plan && reduce.plan == o.reduce.plan &&
+           matmul.plan == o.matmul.plan && reads == o.reads && numel == o.numel &&
            has_views == o.has_views && key == o.key;
 }
 
@@ -253,7 +293,9 @@ std::string FusionPlan::to_string() const {
     for (std::size_t i = 0; i < partition.kernels.size(); ++i) {
         const FusedKernel& k = partition.kernels[i];
         if (k.family == Family::Pointwise && partition.note.rfind("fusion off", 0) != 0) print_temps();
-        text += k.family == Family::Reduction ? reduction_text(*this, i) : pointwise_text(*this, i);
+        text += k.family == Family::Reduction ? reduction_text(*this, i)
+                : k.family == Family::MatMul  ? matmul_text(*this, i)
+                                              : pointwise_text(*this, i);
         if (!k.why.empty()) text += fmt::format("boundary  kernel {}: {}\n", i, k.why);
     }
     print_temps();

@@ -376,7 +376,7 @@ std::string reduction_text(const HostPlan& plan, std::size_t i) {
 std::string product_text(const HostPlan& plan, std::size_t i) {
     const FusedKernel& k = plan.partition.kernels[i];
     const HostKernel& h = plan.kernels[i];
-    const ir::Node& m = *k.outputs.at(0);
+    const ir::Node& m = *product_of(k.outputs);
     std::string reads;
     const auto ins = product_inputs(k);
     for (std::size_t j = 0; j < ins.size(); ++j)

@@ -1,12 +1,15 @@
 // partition_products: the partition of a graph with matrix products (partition_internal.hpp).
 //
 // Why: a product is a kernel family of its own (Family::MatMul), which reads its two operands from memory
-// and writes its result to memory; no other family computes it, and nothing fuses into it yet (prologues and
-// epilogues come with its GPU kernel). So the graph is cut at the products:
+// and writes its result, or the elementwise work after it, to memory; no other family computes it. So the
+// graph is cut at the products:
 //   * each operand of a product is read in place when it is an input, a product's result or a view of one
 //     (a transposed, sliced or broadcast operand stays a view of the kernel's graph, read without a copy);
-//     any other operand is materialized as computed, below its views (a broadcast batch is not expanded);
+//     any other operand is materialized as computed, below its views (a broadcast batch is not expanded),
+//     and so is a reshape among the views;
 //   * a product's result is a temporary when another node reads it, and is written to the roots it is;
+//   * then (with fusion on) a product whose result one pointwise kernel alone reads, element by element over
+//     the product's shape, takes that kernel as its epilogue (fuse_epilogues);
 //   * the rest of the graph is partitioned by the ordinary partitioner, in stages: stage s computes the
 //     operands that the products of depth s + 1 read (depth: the most products on a path to a source,
 //     the product included), then those products run; the last stage computes the roots. Each stage reads
@@ -31,10 +34,12 @@ namespace {
 
 std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
 
-// The node below a chain of views.
+// The node below a product operand's chain of broadcasts, permutes and slices, which the kernel reads
+// through strides: an input, a product, or a value to materialize (a reshape among the views is one: its
+// strides need not exist for every layout of what is below it).
 const ir::NodePtr& view_base(const ir::NodePtr& n) {
     const ir::NodePtr* p = &n;
-    while (ir::is_view((*p)->op())) p = &(*p)->operand_ptr(0);
+    while (ir::is_view((*p)->op()) && (*p)->op() != ir::Op::Reshape) p = &(*p)->operand_ptr(0);
     return *p;
 }
 
@@ -88,6 +93,92 @@ public:
 private:
     std::unordered_map<const ir::Node*, int> temp_;
 };
+
+/// Inputs an epilogue may read besides the product: its parameters then stay a small part of the kernel's.
+constexpr std::size_t kEpilogueInputs = 32;
+
+bool reads_node(const FusedKernel& k, const ir::Node* n) {
+    for (const ir::Node* x : ir::topo_order(k.graph()))
+        if (x == n) return true;
+    return false;
+}
+
+// Why the pointwise kernel `q` cannot be the epilogue of a product whose placeholder is `ph`, or empty.
+std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, const ir::Node* ph) {
+    if (q.family != Family::Pointwise)
+        return fmt::format("a {} kernel ({}) reads it: a reduction over a product's result reads it from memory",
+                           family_name(q.family), q.name);
+    // Element e of the kernel's iteration space must be element e of the product: the same shape, or (a
+    // vector's squeezed axis) only reshapes of the product to the kernel's shape, which keep the row-major order.
+    const Shape& space = q.outputs[0]->shape();
+    if (numel(space) != product.numel())
+        return fmt::format("kernel {} computes over {}, not the product's {}", q.name, loom::to_string(space), loom::to_string(product.shape()));
+    for (const auto& o : q.outputs)
+        if (o.get() == ph && space != product.shape())
+            return fmt::format("kernel {} writes it as {}", q.name, loom::to_string(space));
+    for (const ir::Node* x : ir::topo_order(q.outputs))
+        for (const auto& o : x->operands()) {
+            if (o.get() != ph) continue;
+            const bool flat_view = x->op() == ir::Op::Reshape && x->shape() == space;
+            if (ir::is_view(x->op()) && !flat_view)
+                return fmt::format("kernel {} reads it through a view ({}), not element by element", q.name, where_of(*x));
+            if (!ir::is_view(x->op()) && space != product.shape())
+                return fmt::format("kernel {} computes over {}, not the product's {}", q.name, loom::to_string(space),
+                                   loom::to_string(product.shape()));
+        }
+    if (pointwise_inputs(q.outputs).size() > kEpilogueInputs)
+        return fmt::format("kernel {} reads more than {} inputs", q.name, kEpilogueInputs);
+    return {};
+}
+
+// Epilogues: a product whose result one pointwise kernel alone reads, element by element and over the
+// product's shape, takes that kernel's work onto its accumulators (one kernel, the result never stored
+// unless it is a root). The merged kernel sits where the pointwise kernel was (its other inputs are ready
+// there; nothing between reads the product). Otherwise the temporary's reason says what kept them apart.
+void fuse_epilogues(Partition& P) {
+    for (std::size_t p = 0; p < P.kernels.size(); ++p) {
+        if (P.kernels[p].family != Family::MatMul) continue;
+        int t = -1;
+        for (const Slot& w : P.kernels[p].writes)
+            if (w.kind == Slot::Kind::Temp) t = w.index;
+        if (t < 0) continue;
+        const ir::Node* ph = P.temps[static_cast<std::size_t>(t)].placeholder.get();
+        const ir::NodePtr product = P.kernels[p].outputs.at(0);
+        std::vector<std::size_t> readers;
+        for (std::size_t q = p + 1; q < P.kernels.size(); ++q)
+            if (reads_node(P.kernels[q], ph)) readers.push_back(q);
+        std::string refusal = readers.size() == 1 ? epilogue_refusal(P.kernels[readers[0]], *product, ph)
+                                                  : fmt::format("{} kernels read it", readers.size());
+        if (!refusal.empty()) {
+            P.temps[static_cast<std::size_t>(t)].why += fmt::format(" (not an epilogue: {})", refusal);
+            continue;
+        }
+        FusedKernel& q = P.kernels[readers[0]];
+        FusedKernel f;
+        f.family = Family::MatMul;
+        f.name = P.kernels[p].name;
+        f.outputs = ir::rewrite(q.outputs, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+            return &n == ph ? product : nullptr;
+        });
+        f.writes = q.writes;
+        for (const Slot& w : P.kernels[p].writes)
+            if (w.kind == Slot::Kind::Root) {
+                f.outputs.push_back(product);
+                f.writes.push_back(w);
+            }
+        std::string nodes;
+        for (const ir::Node* n : ir::topo_order(q.outputs))
+            if (ir::is_elementwise(n->op())) nodes += fmt::format(" {}", where_of(*n));
+        f.why = fmt::format("{}; its epilogue runs on the accumulators:{}", P.kernels[p].why, nodes.empty() ? " a store" : nodes);
+        q = std::move(f);
+        P.kernels.erase(P.kernels.begin() + static_cast<std::ptrdiff_t>(p));
+        P.temps.erase(P.temps.begin() + t);
+        for (FusedKernel& k : P.kernels)
+            for (Slot& w : k.writes)
+                if (w.kind == Slot::Kind::Temp && w.index > t) --w.index;
+        --p;  // the kernel now at p is the next one
+    }
+}
 
 }  // namespace
 
@@ -174,6 +265,7 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
         rest_slots.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
     }
     if (!rest.empty()) A.append(plain(A.substitute(rest, {}), stage_options), rest_slots);
+    if (options.fusion) fuse_epilogues(A.P);
     // Names: the user's, else each kernel's own; a position suffix when there are several.
     const std::size_t nk = A.P.kernels.size();
     for (std::size_t k = 0; k < nk; ++k) {

@@ -207,7 +207,7 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span
             case K::Scalar: put_scalar(out, f, plan.scalar_dtypes[a], b.scalars[a]); break;
             case K::OutputCoef: put_index(out, f, b.outputs[a][c]); break;
             case K::ElementSpace: case K::RowSpace: case K::Rows: case K::Length: case K::Chunks:
-            case K::ChunksPerBlock: case K::BlocksPerRow: case K::Counters: case K::Partials:
+            case K::ChunksPerBlock: case K::BlocksPerRow: case K::Counters: case K::Partials: case K::Product: case K::Epilogue:
                 throw InternalError(fmt::format("pack_params: reduction parameter {} in a pointwise plan", f.name));
         }
     }

@@ -459,7 +459,7 @@ void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> in
             }
             case K::InputPointer: case K::OutputPointer: case K::NumElements: case K::Extent: case K::SiteCoef:
             case K::SiteDerived: case K::DerivedOffset: case K::DerivedCoef: case K::DerivedDerived: case K::DerivedDiv:
-            case K::DerivedMod: case K::Scalar: case K::OutputCoef:
+            case K::DerivedMod: case K::Scalar: case K::OutputCoef: case K::Product: case K::Epilogue:
                 throw InternalError(fmt::format("pack_reduce_params: pointwise parameter {} in a reduction plan", f.name));
         }
     }

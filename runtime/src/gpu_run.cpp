@@ -61,8 +61,10 @@ codegen::KernelSource emit_kernel(const FusionPlan& plan, std::size_t i) {
             src = codegen::emit_reduce(k.name, g.reduce);
             plan_text = g.reduce.plan.to_string();
             break;
-        case Family::MatMul:  // plan_fusion refuses products until their CUDA kernel exists
-            throw InternalError(fmt::format("emit_kernel(): kernel {} is a matrix product, which has no CUDA emitter", k.name));
+        case Family::MatMul:
+            src = codegen::emit_matmul(k.name, g.matmul);
+            plan_text = g.matmul.plan.to_string() + "\nepilogue: " + g.matmul.plan.epilogue.describe(false);
+            break;
     }
     if (env_list_contains("LOOM_DUMP", "plans")) dump::write(src.name + ".plan.txt", plan_text);
     return src;
@@ -109,6 +111,7 @@ struct LaunchPrep {
     std::vector<Tensor> partials;  // stream-ordered pool memory, freed after the call's kernels
     std::vector<void*> part_ptrs;  // the counters, then one workspace per reduction
     Tensor params;                 // parameters in device memory
+    Tensor workspace;              // a matmul's chunk tree (K longer than one chunk)
 };
 
 bool needs_prep(const FusionPlan& plan, std::size_t k) {
@@ -116,7 +119,7 @@ bool needs_prep(const FusionPlan& plan, std::size_t k) {
     switch (plan.partition.kernels[k].family) {
         case Family::Pointwise: return g.pointwise.plan.params_in_memory && g.numel > 0;
         case Family::Reduction: return g.reduce.plan.split;
-        case Family::MatMul: return false;
+        case Family::MatMul: return g.matmul.plan.chunked && g.numel > 0;
     }
     return false;
 }
@@ -193,6 +196,24 @@ void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce
     cfg.grid = {rl.grid_x, rl.grid_y, 1};
     cfg.block = {rl.block_x, 1, 1};
     (rl.vector ? kernel.vector_kernel : kernel.scalar_kernel).launch(cfg, params.span().data(), params.span().size(), where);
+}
+
+// The matmul arm: `ins` are A's input, B's input, then the epilogue's inputs (PlannedMatmul::inputs order;
+// the accumulators' entry is null); `prep` holds the chunk tree's workspace when K is longer than a chunk.
+void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& pm, std::span<const void* const> ins,
+                   std::span<void* const> outs, const LaunchPrep* prep, std::string_view where) {
+    const codegen::LaunchConfig lc = codegen::matmul_launch(pm);
+    if (lc.grid_x == 0) return;
+    if (pm.plan.chunked && !prep) throw InternalError("launch_matmul(): a chunked product without its workspace");
+    const codegen::Variant v = codegen::select_matmul_variant(pm, ins[0], ins[1]);
+    ParamBytes params(pm.plan.params.size);
+    codegen::pack_matmul_params(pm, ins[0], ins[1], ins.subspan(2), outs, pm.plan.chunked ? prep->workspace.data() : nullptr,
+                                params.span());
+    LaunchConfig cfg;
+    cfg.grid = {lc.grid_x, lc.grid_y, 1};
+    cfg.block = {lc.block_x, 1, 1};
+    cfg.shared_bytes = pm.plan.shared_bytes();
+    (v == codegen::Variant::Vector ? kernel.vector_kernel : kernel.scalar_kernel).launch(cfg, params.span().data(), params.span().size(), where);
 }
 
 // Whether root `r`, written into `out`, must go through a temporary: a source the plan reads shares its
@@ -392,6 +413,10 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
             preps[k].params = reserve_param_buffer(g.pointwise.plan.params.size, where);
             continue;
         }
+        if (fk.family == Family::MatMul) {  // written before it is read: no zeroing
+            preps[k].workspace = Tensor::empty({static_cast<std::int64_t>(codegen::matmul_workspace_bytes(g.matmul))}, DType::UInt8, device);
+            continue;
+        }
         SmallArray<const void*, 64> ins(g.reads.size());
         for (std::size_t j = 0; j < g.reads.size(); ++j) ins[j] = address(g.reads[j]);
         SmallArray<void*, 16> o(fk.writes.size());
@@ -413,7 +438,7 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
                 launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el), o.span(el, fk.writes.size() - el), prep, where);
                 break;
             }
-            case Family::MatMul: break;  // never planned for the GPU (plan_fusion throws)
+            case Family::MatMul: launch_matmul(*kernels[k], g.matmul, ins.span(), o.span(), prep, where); break;
         }
     }
     for (auto& [tmp, user] : copy_back) copy_back_into(*user, tmp, device);

@@ -56,16 +56,16 @@ void run_reduction(const CompiledKernel& k, const codegen::HostKernel& h, const 
     run(s.finish_tasks, [&](std::int64_t t) { k.finish(p, t * ftask, std::min(O, (t + 1) * ftask)); });
 }
 
-// A matmul kernel on the CPU reference: its inputs bound to the memory of their slots as tensors (views, no
-// copy), the result copied into every place the kernel writes (contiguous: a temporary, a result, or the
+// A matmul kernel (the product and its epilogue) on the CPU reference: its inputs bound to the memory of their
+// slots as tensors (views, no copy), each output copied into the place the kernel writes it (contiguous: a temporary, a result, or the
 // temporary of an output that is a view).
 void run_product(const codegen::FusedKernel& fk, const std::vector<Tensor>& ins, const std::vector<void*>& outs) {
     const std::vector<const ir::Node*> inputs = codegen::product_inputs(fk);
     reference::Overrides bind;
     for (std::size_t j = 0; j < inputs.size(); ++j) bind.emplace(inputs[j]->input_id(), ins[j]);
-    const Tensor value = reference::evaluate(fk.outputs.at(0), bind);
-    for (void* o : outs)
-        if (value.nbytes() > 0) std::memcpy(o, value.data(), value.nbytes());
+    const std::vector<Tensor> values = reference::evaluate(fk.outputs, bind);
+    for (std::size_t j = 0; j < outs.size(); ++j)
+        if (values[j].nbytes() > 0) std::memcpy(outs[j], values[j].data(), values[j].nbytes());
 }
 
 // A tensor handle over a source's memory (the source's storage stays shared; nothing is copied).

@@ -207,8 +207,9 @@ TEST_CASE("partition: a product is a kernel of its own; operands other than inpu
         for (const codegen::FusedKernel& k : P.kernels) {
             if (k.family != codegen::Family::MatMul) continue;
             ++products;
-            for (const ir::Node* n : ir::topo_order(k.outputs))
-                CHECK((n->op() == ir::Op::Input || ir::is_view(n->op()) || n->op() == ir::Op::MatMul));
+            for (const ir::Node* n : ir::topo_order(k.outputs))  // operands as views; an epilogue only elementwise
+                CHECK((n->op() == ir::Op::Input || ir::is_view(n->op()) || n->op() == ir::Op::MatMul || ir::is_elementwise(n->op())));
+            CHECK(codegen::product_of(k.outputs)->op() == ir::Op::MatMul);
         }
         CHECK(products == 2);
         const std::string text = P.to_string();
@@ -284,18 +285,45 @@ TEST_CASE("matmul eval on host tensors: the explain log says the product runs on
         }
     const codegen::HostPlan plan =
         codegen::plan_host(roots, sources, layouts, codegen::HostTarget::avx512(), current_options());
-    REQUIRE(plan.kernels.size() == 3);  // x + 1, the product, relu
+    REQUIRE(plan.kernels.size() == 2);  // x + 1, the product with relu as its epilogue
     CHECK(plan.partition.kernels[1].family == codegen::Family::MatMul);
     CHECK(plan.kernels[1].reads == std::vector<codegen::Slot>{{codegen::Slot::Kind::Temp, 0}, {codegen::Slot::Kind::Source, 1}});
     CHECK(plan.to_string().find("kernel 1  matmul_1   matmul [8, 16] float32 x [16, 4] float32") != std::string::npos);
 }
 
-TEST_CASE("matmul on the GPU planner: a loom::Error naming matmul until its kernel exists") {
+TEST_CASE("matmul on the GPU planner: one kernel with its epilogue; boundaries named; impossible hints refused") {
     const Tensor x = Tensor::host({64, 32}, float32), w = Tensor::host({32, 16}, float32);  // planned, never run
+    const Tensor bias = Tensor::host({16}, float32);
     const int line = __LINE__; const Array y = matmul(x, w);
-    const ir::NodePtr z = relu(y).node();
-    const std::string msg = loom_test::error_message([&] { (void)loom::cuda_source({z}); });
-    CHECK(msg == fmt::format("matmul(): operands [64, 32] float32 and [32, 16] float32: matrix products have no GPU kernel "
-                             "yet; evaluate them on host tensors (test_matmul.cpp:{})", line));
-    CHECK(loom_test::error_message([&] { (void)loom::explain({z}); }) == msg);
+    {
+        const std::string text = loom::explain({relu(y + Array(bias)).node()});
+        CHECK(text.find(fmt::format("matmul [64, 32] float32 x [32, 16] float32 -> [64, 16] float32: matmul (test_matmul.cpp:{})", line)) !=
+              std::string::npos);
+        CHECK(text.find("epilogue: add (test_matmul.cpp:") != std::string::npos);
+        CHECK(text.find("relu (test_matmul.cpp:") != std::string::npos);
+        CHECK(text.find("kernel 1") == std::string::npos);  // one kernel
+        const std::string cuda = loom::cuda_source({relu(y + Array(bias)).node()});
+        CHECK(cuda.find("tile 64x16x16: 256 threads") != std::string::npos);  // the default tile fits the 64 x 16 outputs
+    }
+    {  // a reduction over the product is a boundary the log names, and so is a read through a transposing view
+        const std::string text = loom::explain({sum(y, 1).node()});
+        CHECK(text.find("not an epilogue: a reduction kernel") != std::string::npos);
+        const std::string t2 = loom::explain({(y.transposed() + 1).node()});
+        CHECK(t2.find("reads it through a view (permute") != std::string::npos);
+    }
+    {  // hints: honoured, or refused with the limit they break
+        const Tensor a = Tensor::host({256, 256}, float32), b = Tensor::host({256, 256}, float32);
+        CHECK(loom::explain({matmul(a, b, tile(64, 32, 32)).node()}).find("tile 64x32x32 (hinted)") != std::string::npos);
+        const int l2 = __LINE__; const ir::NodePtr big = matmul(a, b, tile(512, 512, 64)).node();
+        CHECK(loom_test::error_message([&] { (void)loom::explain({big}); }) ==
+              fmt::format("matmul(): operands [256, 256] float32 and [256, 256] float32: tile(512, 512, 64) needs 1024 accumulators "
+                          "per thread (1024 registers), more than the 64 registers per thread the kernel allows for accumulators "
+                          "(test_matmul.cpp:{})",
+                          l2));
+        const std::string smem = loom_test::error_message([&] { (void)loom::explain({matmul(a, b, tile(128, 128, 512)).node()}); });
+        CHECK(smem.find("bytes of shared memory in 2 stages, more than the 232448 bytes per block") != std::string::npos);
+        const std::string odd = loom_test::error_message([&] { (void)loom::explain({matmul(a, b, tile(96, 128, 16)).node()}); });
+        CHECK(odd.find("tile(96, 128, 16) is not divisible as the kernel needs: every extent must be a power of two") != std::string::npos);
+        CHECK(loom_test::error_message([&] { (void)matmul(a, b, tile(-1, 0, 0)); }).find("has a negative extent") != std::string::npos);
+    }
 }

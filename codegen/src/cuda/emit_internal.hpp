@@ -41,6 +41,17 @@ struct PointwisePart {
 };
 PointwisePart pointwise_part(std::string_view name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan);
 
+/// A pointwise graph as the epilogue of a matmul kernel: its parameter struct `<name>_params`, its body, and
+/// `<name>_element(const <name>_params& p, const <idx> e, const <type> acc)`, which computes and stores the
+/// outputs of element `e` (row-major over the outputs' shape) with load site `acc_site` taken from `acc`.
+struct EpiloguePart {
+    std::string params_struct;
+    std::string body;
+    std::string element;
+    std::string idx;
+};
+EpiloguePart epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan, int acc_site);
+
 /// The CUDA type of a parameter field: `int` / `long long` (ParamType::Index per `index`), `const lm::bf16*`,
 /// `void*`, `float`, `<struct_prefix>_el_params` (a nested struct), ...
 std::string param_ctype(const ParamField& f, IndexWidth index, std::string_view struct_prefix = {});

@@ -28,6 +28,8 @@ struct Emitter {
     std::string name;
     std::string idx;  // index type
     bool body_needs_params = false;
+    /// A matmul epilogue: the load site whose value is the product's accumulator, passed in as `acc` (-1: none).
+    int acc_site = -1;
 
     std::string vname(int v) const { return fmt::format("v{}", v); }
 
@@ -65,6 +67,7 @@ struct Emitter {
                 case ParamField::Kind::ElementSpace: case ParamField::Kind::RowSpace: case ParamField::Kind::Rows:
                 case ParamField::Kind::Length: case ParamField::Kind::Chunks: case ParamField::Kind::ChunksPerBlock:
                 case ParamField::Kind::BlocksPerRow: case ParamField::Kind::Counters: case ParamField::Kind::Partials:
+                case ParamField::Kind::Product: case ParamField::Kind::Epilogue:
                     throw InternalError(fmt::format("emit_pointwise: reduction parameter {} in a pointwise plan", f.name));
             }
             line(s, 4, detail::param_declaration(f, plan.index), comment);
@@ -213,8 +216,11 @@ struct Emitter {
     }
 
     std::string element() const {
-        std::string s = fmt::format("__device__ __forceinline__ void {}_element(const {}_params& p, const {} e) {{\n",
-                                    name, name, idx);
+        const std::string acc =
+            acc_site < 0 ? std::string()
+                         : fmt::format(", const {} acc", register_type(plan.loads[static_cast<std::size_t>(acc_site)].dtype));
+        std::string s = fmt::format("__device__ __forceinline__ void {}_element(const {}_params& p, const {} e{}) {{\n",
+                                    name, name, idx, acc);
         decompose(s, element_dims(), "e");
         derived_indices(s);
         std::vector<std::string> args;
@@ -229,7 +235,10 @@ struct Emitter {
                 case Access::Gathered: off = site_terms(k, false); break;
             }
             const int v = g.sites[k].value;
-            if (o.index)
+            if (static_cast<int>(k) == acc_site)
+                line(s, 4, fmt::format("const {} {} = acc;", register_type(o.dtype), vname(v)),
+                     fmt::format("in{}: the product, from the accumulators", k));
+            else if (o.index)
                 line(s, 4, fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
                      fmt::format("index in{} ({}): computed", k, access_name(o.access)));
             else
@@ -487,6 +496,16 @@ detail::PointwisePart detail::pointwise_part(std::string_view name, const std::v
         }
     }
     return part;
+}
+
+detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
+                                           const PointwisePlan& plan, int acc_site) {
+    const PwGraph g = detail::build_pw_graph(outputs);
+    if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size() || acc_site < 0 ||
+        static_cast<std::size_t>(acc_site) >= g.sites.size())
+        throw InternalError("epilogue_part: the plan does not belong to this graph");
+    Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(), acc_site};
+    return {em.params_struct(), em.body(), em.element(), em.idx};
 }
 
 KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,

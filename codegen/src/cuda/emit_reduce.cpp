@@ -290,7 +290,7 @@ struct ReduceEmitter {
                 case K::Partials: note = fmt::format("split: partials of reduction {}", f.a); break;
                 case K::InputPointer: case K::OutputPointer: case K::NumElements: case K::Extent: case K::SiteCoef:
                 case K::SiteDerived: case K::DerivedOffset: case K::DerivedCoef: case K::DerivedDerived:
-                case K::DerivedDiv: case K::DerivedMod: case K::Scalar: case K::OutputCoef:
+                case K::DerivedDiv: case K::DerivedMod: case K::Scalar: case K::OutputCoef: case K::Product: case K::Epilogue:
                     throw InternalError(fmt::format("emit_reduce: pointwise parameter {} in a reduction plan", f.name));
             }
             line(s, 4, detail::param_declaration(f, IndexWidth::I64, name), note);

@@ -490,4 +490,26 @@ template <class T> __device__ __forceinline__ argacc<T> shfl0(argacc<T> x) {
 
 #undef LM_INT_TYPES
 
+// ---- asynchronous copies into shared memory (matmul kernels; sm_80 and newer) ---------------------------
+/// Copies 16 bytes from global `src` to shared `dst`, or writes 16 zero bytes when `bytes` is 0 (then
+/// nothing is read). Both addresses 16-byte aligned.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int bytes) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+#endif
+}
+/// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/// Waits until at most N committed groups of this thread are still in flight.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
 }  // namespace lm

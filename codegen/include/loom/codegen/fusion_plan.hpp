@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "loom/codegen/device_info.hpp"
+#include "loom/codegen/matmul_plan.hpp"
 #include "loom/codegen/options.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/codegen/reduce_plan.hpp"
@@ -43,8 +44,9 @@ std::string to_string(const Slot& s);  // "in2", "t0", "out1"
 
 /// The kernel families. Each is one plan type, one case of partition(), one emitter per back end and one
 /// launch arm of the runtime (docs/internals.md). MatMul: one matrix product (ir::Op::MatMul) reading its
-/// operands from memory; no back end emits it yet: the host runs it on the CPU reference, the GPU planner
-/// refuses it (plan_fusion throws loom::Error naming matmul).
+/// operands from memory, with the elementwise work over its shape after it (its epilogue) in the same
+/// kernel: a CUDA-core kernel on the GPU (matmul_plan.hpp); the host runs the kernel's graph on the CPU
+/// reference.
 enum class Family : std::uint8_t { Pointwise, Reduction, MatMul };
 std::string_view family_name(Family f);
 
@@ -53,8 +55,9 @@ std::string_view family_name(Family f);
 struct FusedKernel {
     Family family = Family::Pointwise;
     std::string name;
-    /// Pointwise: the outputs, sharing one iteration space. Reduction: empty (see `group`). MatMul: the product,
-    /// once per write (its operands are sources, temporaries or views of them).
+    /// Pointwise: the outputs, sharing one iteration space. Reduction: empty (see `group`). MatMul: the outputs
+    /// of the epilogue over the product's shape (the product itself where it is written as it is), with one
+    /// product in their graph (product_of) whose operands are sources, temporaries or views of them.
     std::vector<ir::NodePtr> outputs;
     /// Reduction: the reductions (stage order), element outputs and row outputs.
     ReduceGroupSpec group;
@@ -156,6 +159,7 @@ struct GpuKernel {
     /// partition does not know, so the GPU schedule decides.
     PlannedTile tile;
     PlannedReduce reduce;        // Family::Reduction
+    PlannedMatmul matmul;        // Family::MatMul
     /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs, or
     /// PlannedReduce::inputs).
     std::vector<Slot> reads;

@@ -123,6 +123,9 @@ struct ParamField {
         BlocksPerRow,   // split: blocks per row
         Counters,       // split: integer counters
         Partials,       // split: a = reduction, its partial accumulators
+        // Matmul kernels (matmul_plan.hpp).
+        Product,        // a = MatmulField, b = axis (strides, batch extents)
+        Epilogue,       // the epilogue's pointwise parameters (Struct, a = 2)
     };
     Kind kind{};
     int a = 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loom/codegen/device_info.hpp"
+#include "loom/codegen/matmul_plan.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/codegen/tile_plan.hpp"
 #include "loom/ir/node.hpp"
@@ -43,6 +44,12 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
 /// is TilePlan::select_variant's choice.
 KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan,
                        const TilePlan& tile);
+
+/// Emits the matmul kernel of `pm` (plan_matmul): the epilogue's pointwise struct, body and element function,
+/// the kernel's parameter struct, the tile loaders, the tile loop and the entry points `<name>_v` (cp.async
+/// pieces; KernelSource::vector_entry, only when the plan has the vector variant) and `<name>_s` (element
+/// loads), launched with matmul_launch and PlannedMatmul::plan.shared_bytes() of dynamic shared memory.
+KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm);
 
 /// plan_pointwise + emit_pointwise. `binding` (optional) receives the numbers of this call.
 KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,

@@ -1,0 +1,125 @@
+// The matmul plan: one matrix product (ir::Op::MatMul) on CUDA cores, with the elementwise work after it
+// (its epilogue) applied to the accumulators before the store.
+//
+// A block computes a tile of tile_m x tile_n outputs of one batch entry, stepping tile_k along K. Its warps
+// form a warps_m x warps_n grid, each owning a warp tile; a warp's lanes form a lanes_m x lanes_n grid and
+// each lane holds a thread_m x thread_n register tile of accumulators, at rows lane_m + lanes_m * i and
+// columns lane_n + lanes_n * j of its warp tile (so the lanes of a warp read consecutive words of a shared
+// row). The operands' tiles pass through shared memory in `stages` buffers: A as tile_m rows of tile_k
+// (k fastest), B as tile_k rows of tile_n (n fastest), each row padded by 16 bytes, which keeps every row
+// 16-byte aligned for cp.async and puts the rows a warp reads at once into distinct banks.
+//
+// The order is the contract's (docs/semantics.md, section 12) whatever the tile: each output accumulates
+// each chunk of kProductChunk values of k with one fma per k in ascending k from +0 (a tile's last, partial
+// K step runs only over the k that exist, so no padding term enters a sum), and the chunk partials of a K
+// longer than a chunk combine in the pairwise tree, kept per output in a workspace (one slot per level of
+// the tree). So the bits are the CPU reference's for every tile, variant and epilogue.
+//
+// Variants: Vector copies 16-byte pieces of both operands with cp.async (every operand's fastest axis has
+// unit stride, its rows and batch entries start 16-byte aligned and K and N divide into pieces); Scalar
+// loads element by element through any strides (transposed, sliced, reversed and broadcast views). The
+// runtime picks one from the pointers (select_variant).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "loom/codegen/device_info.hpp"
+#include "loom/codegen/options.hpp"
+#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/ir/node.hpp"
+
+namespace loom::codegen {
+
+/// The layout of an input of a kernel's graph (the same alias as reduce_plan.hpp's).
+using LayoutOf = std::function<InputLayout(const ir::Node&)>;
+
+struct MatmulPlan {
+    DType in = DType::Float32;   // the operands' dtype
+    DType out = DType::Float32;  // the product's dtype (int32 for int8 operands)
+    int rank = 2;                // the product's rank (batch axes + 2)
+    int tile_m = 128, tile_n = 128, tile_k = 16;
+    int warps_m = 4, warps_n = 2;
+    int lanes_m = 4, lanes_n = 8;
+    int thread_m = 8, thread_n = 8;
+    int stages = 3;
+    int pitch_a = 0, pitch_b = 0;  // elements per shared row of A (tile_k + pad) and of B (tile_n + pad)
+    bool hinted = false;           // the tile came from the product's hint (matmul(a, b, tile(...)))
+    /// The layouts allow the Vector variant (both operands' fastest axes of unit stride, the device has
+    /// cp.async); the runtime still checks alignment and divisibility per call.
+    bool vector = false;
+    /// The scalar variant's loads walk A along m (A's unit stride runs along m: a transposed view) and B along
+    /// k (likewise), so that a warp's loads stay coalesced; else along k and n.
+    bool a_m_fastest = false, b_k_fastest = false;
+    /// K is longer than one chunk: the chunk partials go through the workspace tree.
+    bool chunked = false;
+    /// The epilogue: a pointwise plan over the product's shape whose load site `acc_site` is the product
+    /// itself (its value comes from the accumulators, not memory).
+    PointwisePlan epilogue;
+    int acc_site = 0;
+    ParamLayout params;
+
+    int threads() const { return warps_m * warps_n * 32; }
+    /// Elements per 16-byte piece of an operand.
+    int piece() const { return 16 / static_cast<int>(itemsize(in)); }
+    std::size_t shared_bytes() const;
+    bool operator==(const MatmulPlan&) const = default;
+    std::uint64_t hash() const;
+    /// The schedule in words, for the kernel banner and LOOM_EXPLAIN=fusion.
+    std::string to_string() const;
+};
+
+/// The run-time numbers of one call.
+struct MatmulBinding {
+    std::int64_t M = 0, N = 0, K = 0;
+    std::int64_t batches = 1;
+    Shape batch;                  // the batch extents (rank - 2)
+    Strides a_strides, b_strides;  // per axis of [B..., M, K] and [B..., K, N], elements
+    std::int64_t a_offset = 0, b_offset = 0;  // element offsets of the views' element 0 in their inputs
+    std::int64_t chunks = 0;                  // product_chunks(K)
+    int levels = 0;                           // workspace slots of the chunk tree (0: one chunk)
+    PointwiseBinding epilogue;
+};
+
+struct PlannedMatmul {
+    MatmulPlan plan;
+    MatmulBinding binding;
+    /// The kernel's inputs: the Input under A's views, the Input under B's, then the epilogue's inputs in
+    /// pointwise_inputs order with the accumulator placeholder among them (it reads no memory).
+    std::vector<const ir::Node*> inputs;
+    ir::NodePtr product;                        // the product node of the kernel's graph
+    ir::NodePtr accumulators;                   // the placeholder that stands for it in the epilogue
+    std::vector<ir::NodePtr> epilogue_outputs;  // the kernel's outputs over the placeholder
+};
+
+/// The product node of a matmul kernel's graph `outputs` (InternalError unless there is exactly one).
+const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs);
+
+/// Plans the matmul kernel of `outputs` (a graph with one product whose operands are views of inputs, and
+/// elementwise work over the product's shape after it). `layout_of` gives each input's layout;
+/// `output_strides` (empty: contiguous) the outputs' strides. The tile is the product's hint
+/// (ir::product_tile) when it has one, else the planner's choice for the shapes, dtypes and device (never
+/// the epilogue). Throws loom::Error naming matmul, the tile and the limit a hint breaks: a power-of-two
+/// extent the kernel needs, a tile_k whose rows are not whole 16-byte pieces, too few outputs for a warp,
+/// registers (more than 64 accumulator words per thread) or shared memory per block.
+PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of, const DeviceInfo& device,
+                          std::span<const Strides> output_strides = {});
+
+/// Grid (x: tiles of one batch entry, y: batch entries, at most 65,535; the kernel loops over the rest)
+/// and block. grid_x == 0: nothing to do.
+LaunchConfig matmul_launch(const PlannedMatmul& pm);
+/// Vector when the plan has it and the operands (`a`, `b`: element 0 of the inputs under the views; the
+/// views' offsets are added here), their strides, K and N allow 16-byte pieces; else Scalar.
+Variant select_matmul_variant(const PlannedMatmul& pm, const void* a, const void* b);
+/// Bytes of the chunk tree's workspace (0 for one chunk).
+std::size_t matmul_workspace_bytes(const PlannedMatmul& pm);
+/// Packs the parameters: `a`, `b` element 0 of the operand views' inputs (the offsets are added here),
+/// `epilogue_inputs` in the epilogue's pointwise_inputs order (the accumulator's entry is ignored),
+/// `outputs`, `workspace` (null for one chunk).
+void pack_matmul_params(const PlannedMatmul& pm, const void* a, const void* b, std::span<const void* const> epilogue_inputs,
+                        std::span<void* const> outputs, void* workspace, std::span<std::byte> out);
+
+}  // namespace loom::codegen

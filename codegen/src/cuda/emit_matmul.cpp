@@ -1,0 +1,343 @@
+// The CUDA emitter of matmul kernels (matmul_plan.hpp): the epilogue's pointwise pieces, the parameter
+// struct, the two tile loaders (cp.async pieces, element loads), the block's tile loop and the entry points.
+#include <fmt/format.h>
+
+#include "emit_internal.hpp"
+#include "loom/codegen/cuda/emit.hpp"
+#include "loom/codegen/cuda/prelude.hpp"
+#include "loom/codegen/names.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/reduce_order.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+void line(std::string& s, int indent, std::string_view code, std::string_view comment = {}) {
+    detail::write_line(s, indent, code, comment, 72);
+}
+
+struct MatmulEmitter {
+    const PlannedMatmul& pm;
+    const MatmulPlan& p;
+    std::string name;
+    std::string st;  // the operands' storage type
+    std::string acc;  // the accumulator type
+
+    int rank() const { return p.rank; }
+
+    std::string operand_comment(int which) const {
+        const ir::Node& in = *pm.inputs[static_cast<std::size_t>(which)];
+        const ir::Node& op = *pm.product->operand(which);
+        return fmt::format("{}: {}, a view of input \"{}\" {} ({})", which == 0 ? "A" : "B", ir::describe(op), in.label(),
+                           name_of(in.dtype()), short_location(in.loc()));
+    }
+    static std::string name_of(DType t) { return std::string(loom::name(t)); }
+
+    std::string params_struct() const {
+        std::string s = fmt::format("struct {}_params {{\n", name);
+        for (const ParamField& f : p.params.fields) {
+            std::string comment;
+            if (f.kind == ParamField::Kind::Epilogue) {
+                comment = "the epilogue's parameters";
+            } else if (f.name == "a") {
+                comment = operand_comment(0);
+            } else if (f.name == "b") {
+                comment = operand_comment(1);
+            } else if (f.name == "M" || f.name == "N" || f.name == "K") {
+                comment = f.name == "K" ? "K: the contraction's length" : fmt::format("{}: the product's {}", f.name, f.name == "M" ? "rows" : "columns");
+            } else if (f.name == "chunks") {
+                comment = fmt::format("ceil(K / {}): chunks of the contraction", kProductChunk);
+            } else if (f.name == "batches") {
+                comment = "batch entries (the product of the batch extents)";
+            } else if (f.name == "ws") {
+                comment = "the chunk tree's partials: levels x batches x M x N accumulators";
+            } else if (f.name.starts_with("batch")) {
+                comment = fmt::format("extent of batch axis {}", f.b);
+            } else {
+                const bool is_a = f.name[0] == 'a';
+                const int d = f.b;
+                const char* axis = d == rank() - 2 ? (is_a ? "m" : "k") : d == rank() - 1 ? (is_a ? "k" : "n") : "batch";
+                comment = fmt::format("{} stride along axis {} ({}), elements", is_a ? "A" : "B", d, axis);
+            }
+            line(s, 4, detail::param_declaration(f, IndexWidth::I64, name), comment);
+        }
+        s += "};\n";
+        s += fmt::format("static_assert(sizeof({}_params) == {}, \"kernel parameter layout differs from the host's\");\n", name,
+                         p.params.size);
+        return s;
+    }
+
+    // The operand pointers of batch entry `batch` (A and B of this block).
+    void batch_offsets(std::string& s, int ind) const {
+        if (rank() == 2) {
+            line(s, ind, fmt::format("const {}* A = p.a;", st), "one matrix: no batch axes");
+            line(s, ind, fmt::format("const {}* B = p.b;", st));
+            return;
+        }
+        line(s, ind, "long long a_off = 0, b_off = 0, q = batch;", "batch entry -> offsets of A and B (row-major batch axes)");
+        for (int d = rank() - 3; d >= 0; --d) {
+            line(s, ind, fmt::format("{{ const long long i = q % p.batch{}; q /= p.batch{}; a_off += i * p.a_s{}; b_off += i * p.b_s{}; }}", d, d, d, d));
+        }
+        line(s, ind, fmt::format("const {}* A = p.a + a_off;", st));
+        line(s, ind, fmt::format("const {}* B = p.b + b_off;", st));
+    }
+
+    std::string loaders() const {
+        const int r = rank();
+        const std::string am = fmt::format("p.a_s{}", r - 2), ak = fmt::format("p.a_s{}", r - 1);
+        const std::string bk = fmt::format("p.b_s{}", r - 2), bn = fmt::format("p.b_s{}", r - 1);
+        const int piece = p.piece();
+        std::string s;
+        // Vector: 16-byte pieces, zero-filled past the edges (K and N divide into pieces).
+        s += fmt::format("// Stage buffers `as` (A: {} rows of {}, k fastest, pitch {}) and `bs` (B: {} rows of {}, n fastest, pitch {}) of\n"
+                         "// the K step at k0: 16-byte cp.async pieces, zero-filled outside the matrices (K and N divide into pieces).\n",
+                         p.tile_m, p.tile_k, p.pitch_a, p.tile_k, p.tile_n, p.pitch_b);
+        s += fmt::format("__device__ __forceinline__ void {}_load_vector(const {}_params& p, const {}* A, const {}* B, {}* as, {}* bs,\n"
+                         "                                              long long m0, long long n0, long long k0) {{\n",
+                         name, name, st, st, st, st);
+        const int a_pieces = p.tile_m * p.tile_k / piece, a_row = p.tile_k / piece;
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_pieces, p.threads()),
+             fmt::format("A: {} pieces of {} elements", a_pieces, piece));
+        line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", a_row, a_row, piece));
+        line(s, 8, "const long long m = m0 + row, k = k0 + col;");
+        line(s, 8, "const bool in = m < p.M && k < p.K;");
+        line(s, 8, fmt::format("lm::cp_async16(as + row * {} + col, in ? A + m * {} + k : A, in ? 16 : 0);", p.pitch_a, am));
+        line(s, 4, "}");
+        const int b_pieces = p.tile_k * p.tile_n / piece, b_row = p.tile_n / piece;
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_pieces, p.threads()),
+             fmt::format("B: {} pieces of {} elements", b_pieces, piece));
+        line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", b_row, b_row, piece));
+        line(s, 8, "const long long k = k0 + row, n = n0 + col;");
+        line(s, 8, "const bool in = k < p.K && n < p.N;");
+        line(s, 8, fmt::format("lm::cp_async16(bs + row * {} + col, in ? B + k * {} + n : B, in ? 16 : 0);", p.pitch_b, bk));
+        line(s, 4, "}");
+        s += "}\n\n";
+        // Scalar: element loads through any strides, walking the operand's unit-stride axis across the lanes.
+        s += "// The same stage buffers filled element by element through any strides (transposed, sliced, broadcast views),\n"
+             "// consecutive threads walking each operand's unit-stride axis; zeros outside the matrices.\n";
+        s += fmt::format("__device__ __forceinline__ void {}_load_scalar(const {}_params& p, const {}* A, const {}* B, {}* as, {}* bs,\n"
+                         "                                              long long m0, long long n0, long long k0) {{\n",
+                         name, name, st, st, st, st);
+        const std::string zero = p.in == DType::Float16 || p.in == DType::BFloat16 ? fmt::format("{}{{0}}", st) : fmt::format("({})0", st);
+        const int a_elems = p.tile_m * p.tile_k, b_elems = p.tile_k * p.tile_n;
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_elems, p.threads()),
+             p.a_m_fastest ? "A along m (its unit stride)" : "A along k");
+        if (p.a_m_fastest) line(s, 8, fmt::format("const int row = q % {}, col = q / {};", p.tile_m, p.tile_m));
+        else line(s, 8, fmt::format("const int row = q / {}, col = q % {};", p.tile_k, p.tile_k));
+        line(s, 8, "const long long m = m0 + row, k = k0 + col;");
+        line(s, 8, fmt::format("as[row * {} + col] = m < p.M && k < p.K ? A[m * {} + k * {}] : {};", p.pitch_a, am, ak, zero));
+        line(s, 4, "}");
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_elems, p.threads()),
+             p.b_k_fastest ? "B along k (its unit stride)" : "B along n");
+        if (p.b_k_fastest) line(s, 8, fmt::format("const int row = q % {}, col = q / {};", p.tile_k, p.tile_k));
+        else line(s, 8, fmt::format("const int row = q / {}, col = q % {};", p.tile_n, p.tile_n));
+        line(s, 8, "const long long k = k0 + row, n = n0 + col;");
+        line(s, 8, fmt::format("bs[row * {} + col] = k < p.K && n < p.N ? B[k * {} + n * {}] : {};", p.pitch_b, bk, bn, zero));
+        line(s, 4, "}");
+        s += "}\n\n";
+        s += fmt::format("template <bool kVector>\n__device__ __forceinline__ void {0}_load(const {0}_params& p, const {1}* A, const {1}* B, {1}* as, {1}* bs,\n"
+                         "                                       long long m0, long long n0, long long k0) {{\n"
+                         "    if (kVector) {0}_load_vector(p, A, B, as, bs, m0, n0, k0);\n"
+                         "    else {0}_load_scalar(p, A, B, as, bs, m0, n0, k0);\n}}\n",
+                         name, st);
+        return s;
+    }
+
+    // One k of the thread's register tile: the A column and B row fragments from shared memory, one fma each.
+    void k_step(std::string& s, int ind, const std::string& kk) const {
+        line(s, ind, fmt::format("{} fa[{}], fb[{}];", acc, p.thread_m, p.thread_n));
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i) fa[i] = ({})lm::to_reg(as[(row0 + {} * i) * {} + {}]);", p.thread_m, acc,
+                                 p.lanes_m, p.pitch_a, kk),
+             "rows of a warp in distinct banks");
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int j = 0; j < {}; ++j) fb[j] = ({})lm::to_reg(bs[{} * {} + col0 + {} * j]);", p.thread_n, acc, kk,
+                                 p.pitch_b, p.lanes_n),
+             "consecutive words across the lanes");
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+        line(s, ind + 4, "#pragma unroll");
+        const std::string step = p.in == DType::Int8    ? "c[i][j] += fa[i] * fb[j];"
+                                 : p.in == DType::Float64 ? "c[i][j] = __fma_rn(fa[i], fb[j], c[i][j]);"
+                                                          : "c[i][j] = __fmaf_rn(fa[i], fb[j], c[i][j]);";
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j) {}", p.thread_n, step),
+             p.in == DType::Int8 ? "int32 products and sums, wrapping (unsigned)" : "acc = fma(a[i, k], b[k, j], acc): one rounding");
+    }
+
+    std::string add(const std::string& x, const std::string& y) const {
+        if (p.in == DType::Int8) return fmt::format("{} + {}", x, y);
+        return fmt::format("{}({}, {})", p.in == DType::Float64 ? "__dadd_rn" : "__fadd_rn", x, y);
+    }
+
+    std::string value_of(const std::string& c) const {
+        switch (p.out) {
+            case DType::Float16: return fmt::format("lm::round_f16({})", c);
+            case DType::BFloat16: return fmt::format("lm::round_bf16({})", c);
+            case DType::Int32: return fmt::format("(int){}", c);
+            default: return c;
+        }
+    }
+
+    std::string tile_function(const std::string& ep_idx) const {
+        std::string s = fmt::format("template <bool kVector>\n__device__ __forceinline__ void {}_tile(const {}_params& p) {{\n", name, name);
+        line(s, 4, fmt::format("{}* as_all = reinterpret_cast<{}*>({}_smem);", st, st, name),
+             fmt::format("{} stages of A, then {} of B", p.stages, p.stages));
+        line(s, 4, fmt::format("{}* bs_all = as_all + {};", st, p.stages * p.tile_m * p.pitch_a));
+        line(s, 4, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+        line(s, 4, fmt::format("const int row0 = warp / {} * {} + lane / {};", p.warps_n, p.lanes_m * p.thread_m, p.lanes_n),
+             fmt::format("this thread's first row in the tile (then every {})", p.lanes_m));
+        line(s, 4, fmt::format("const int col0 = warp % {} * {} + lane % {};", p.warps_n, p.lanes_n * p.thread_n, p.lanes_n),
+             fmt::format("this thread's first column (then every {})", p.lanes_n));
+        line(s, 4, fmt::format("const long long tiles_n = (p.N + {}) / {};", p.tile_n - 1, p.tile_n));
+        line(s, 4, fmt::format("const long long m0 = (long long)(blockIdx.x / tiles_n) * {};", p.tile_m), "the block's tile");
+        line(s, 4, fmt::format("const long long n0 = (long long)(blockIdx.x % tiles_n) * {};", p.tile_n));
+        line(s, 4, "for (long long batch = blockIdx.y; batch < p.batches; batch += gridDim.y) {");
+        batch_offsets(s, 8);
+        line(s, 8, fmt::format("{} c[{}][{}];", acc, p.thread_m, p.thread_n), "the accumulators");
+        line(s, 8, "#pragma unroll");
+        line(s, 8, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+        line(s, 12, "#pragma unroll");
+        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "K = 0: the empty sum, +0");
+        line(s, 8, "for (long long chunk = 0; chunk < p.chunks; ++chunk) {",
+             fmt::format("chunks of {} along K (docs/semantics.md, section 12)", kProductChunk));
+        line(s, 12, fmt::format("const long long k0 = chunk * {}, kend = min(p.K, k0 + {});", kProductChunk, kProductChunk));
+        line(s, 12, fmt::format("const int steps = (int)((kend - k0 + {}) / {});", p.tile_k - 1, p.tile_k),
+             fmt::format("K steps of {} in this chunk", p.tile_k));
+        line(s, 12, "#pragma unroll");
+        line(s, 12, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+        line(s, 16, "#pragma unroll");
+        line(s, 16, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "each chunk from +0");
+        auto load_of = [&](const std::string& stage, const std::string& step) {
+            return fmt::format("{}_load<kVector>(p, A, B, as_all + {} * {}, bs_all + {} * {}, m0, n0, k0 + (long long)({}) * {});", name, stage,
+                               p.tile_m * p.pitch_a, stage, p.tile_k * p.pitch_b, step, p.tile_k);
+        };
+        line(s, 12, fmt::format("for (int s = 0; s < {}; ++s) {{", p.stages - 1),
+             fmt::format("the pipeline's first {} K steps in flight", p.stages - 1));
+        line(s, 16, fmt::format("if (s < steps) {}", load_of("s", "s")));
+        line(s, 16, "lm::cp_async_commit();", "a group per step, empty or not, so the waits count steps");
+        line(s, 12, "}");
+        line(s, 12, "for (int t = 0; t < steps; ++t) {");
+        line(s, 16, fmt::format("lm::cp_async_wait<{}>();", p.stages - 2), "step t's copies have landed");
+        line(s, 16, "__syncthreads();", "... for every thread, and step t - 1's buffers are free");
+        line(s, 16, fmt::format("if (t + {} < steps) {{", p.stages - 1), fmt::format("refill the buffers of step t - 1 with step t + {}", p.stages - 1));
+        line(s, 20, load_of(fmt::format("((t + {}) % {})", p.stages - 1, p.stages), fmt::format("t + {}", p.stages - 1)));
+        line(s, 16, "}");
+        line(s, 16, "lm::cp_async_commit();");
+        line(s, 16, fmt::format("const {}* as = as_all + (t % {}) * {};", st, p.stages, p.tile_m * p.pitch_a));
+        line(s, 16, fmt::format("const {}* bs = bs_all + (t % {}) * {};", st, p.stages, p.tile_k * p.pitch_b));
+        line(s, 16, fmt::format("const long long kn = min((long long){}, kend - (k0 + (long long)t * {}));", p.tile_k, p.tile_k),
+             "the k of this step that exist");
+        line(s, 16, fmt::format("if (kn == {}) {{", p.tile_k));
+        line(s, 20, "#pragma unroll");
+        line(s, 20, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", p.tile_k), "ascending k");
+        k_step(s, 24, "kk");
+        line(s, 20, "}");
+        line(s, 16, "} else {");
+        line(s, 20, "for (int kk = 0; kk < (int)kn; ++kk) {", "the last, partial step: no padding term enters a sum");
+        k_step(s, 24, "kk");
+        line(s, 20, "}");
+        line(s, 16, "}");
+        line(s, 12, "}");
+        line(s, 12, "lm::cp_async_wait<0>();");
+        line(s, 12, "__syncthreads();", "every buffer read before the next chunk's copies");
+        const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = fmt::format("n0 + col0 + {} * j", p.lanes_n);
+        if (p.chunked) {
+            line(s, 12, "// The chunk's partial onto the pairwise tree of each output (section 12, step 3): the stack holds the");
+            line(s, 12, "// binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.");
+            line(s, 12, "const bool last = chunk + 1 == p.chunks;");
+            line(s, 12, "const int merges = last ? __popcll(chunk) : __ffsll(~chunk) - 1;",
+                 "the last partial closes the whole stack");
+            line(s, 12, "const int depth = __popcll(chunk);", "partials on the stack before this one");
+            line(s, 12, "const long long plane = p.batches * p.M * p.N;");
+            line(s, 12, fmt::format("{}* ws = static_cast<{}*>(p.ws);", acc, acc));
+            line(s, 12, "#pragma unroll");
+            line(s, 12, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+            line(s, 16, "#pragma unroll");
+            line(s, 16, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
+            line(s, 20, fmt::format("const long long m = {}, n = {};", row, col));
+            line(s, 20, "if (m >= p.M || n >= p.N) continue;");
+            line(s, 20, "const long long e = (batch * p.M + m) * p.N + n;");
+            line(s, 20, fmt::format("{} v = c[i][j];", acc));
+            line(s, 20, "int top = depth;");
+            line(s, 20, fmt::format("for (int k = 0; k < merges; ++k) {{ --top; v = {}; }}", add("ws[top * plane + e]", "v")));
+            line(s, 20, "if (!last) ws[top * plane + e] = v;", "pushed: a subtree of the tree");
+            line(s, 20, "c[i][j] = v;");
+            line(s, 16, "}");
+        }
+        line(s, 8, "}");
+        line(s, 8, "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.");
+        line(s, 8, "#pragma unroll");
+        line(s, 8, fmt::format("for (int i = 0; i < {}; ++i) {{", p.thread_m));
+        line(s, 12, fmt::format("const long long m = {};", row));
+        line(s, 12, "if (m >= p.M) continue;");
+        line(s, 12, "#pragma unroll");
+        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
+        line(s, 16, fmt::format("const long long n = {};", col));
+        line(s, 16, "if (n >= p.N) continue;");
+        line(s, 16, fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx, value_of("c[i][j]")),
+             "element (batch, m, n) of the product's shape");
+        line(s, 12, "}");
+        line(s, 8, "}");
+        line(s, 4, "}");
+        s += "}\n";
+        return s;
+    }
+
+    std::string entry(bool vector) const {
+        return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}_{}(const __grid_constant__ {}_params p) {{\n"
+                           "    {}_tile<{}>(p);\n}}\n",
+                           p.threads(), name, vector ? "v" : "s", name, name, vector ? "true" : "false");
+    }
+};
+
+std::string acc_type(DType in) {
+    switch (in) {
+        case DType::Float64: return "double";
+        case DType::Int8: return "unsigned";
+        default: return "float";
+    }
+}
+
+}  // namespace
+
+KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
+    KernelSource ks;
+    ks.user_name = std::string(user_name);
+    ks.name = kernel_name(user_name);
+    ks.scalar_entry = ks.name + "_s";
+    if (pm.plan.vector) ks.vector_entry = ks.name + "_v";
+    ks.plan = pm.plan.epilogue;
+    ks.param_bytes = pm.plan.params.size;
+    MatmulEmitter em{pm, pm.plan, ks.name, std::string(storage_type(pm.plan.in)), acc_type(pm.plan.in)};
+    const detail::EpiloguePart ep = detail::epilogue_part(ks.name + "_ep", pm.epilogue_outputs, pm.plan.epilogue, pm.plan.acc_site);
+    std::string& s = ks.kernel;
+    s += detail::banner("matmul", ks.name, user_name,
+                        pm.plan.to_string() + "\nepilogue: " + pm.plan.epilogue.describe(false));
+    s += fmt::format("// entry points: {}{}\n\n", ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
+                     ks.scalar_entry + " (scalar)");
+    s += ep.params_struct;
+    s += '\n';
+    s += em.params_struct();
+    s += '\n';
+    s += ep.body;
+    s += '\n';
+    s += ep.element;
+    s += '\n';
+    s += fmt::format("extern __shared__ __align__(16) unsigned char {}_smem[];  // {} bytes: the stage buffers\n\n", ks.name,
+                     pm.plan.shared_bytes());
+    s += em.loaders();
+    s += '\n';
+    s += em.tile_function(ep.idx);
+    s += '\n';
+    if (pm.plan.vector) {
+        s += em.entry(true);
+        s += '\n';
+    }
+    s += em.entry(false);
+    ks.source = fmt::format("{}\n{}", prelude_source(), ks.kernel);
+    return ks;
+}
+
+}  // namespace loom::codegen

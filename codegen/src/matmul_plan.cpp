@@ -1,0 +1,372 @@
+// plan_matmul: the CUDA-core schedule of one matrix product and its epilogue (matmul_plan.hpp), the
+// parameter layout and packing, the launch shape and the variant choice.
+#include "loom/codegen/matmul_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/ir/hash.hpp"
+#include "loom/ir/reduce_order.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+/// Accumulator words (32-bit registers) a thread may hold: 64 keeps a 256-thread block within 128 registers
+/// per thread with the operand fragments and addresses beside them.
+constexpr int kAccumulatorWords = 64;
+
+/// What field `a` of a Product parameter is.
+enum MatmulField : int { FieldA, FieldB, FieldM, FieldN, FieldK, FieldChunks, FieldBatches, FieldBatchExtent,
+                         FieldAStride, FieldBStride, FieldWorkspace };
+
+/// An operand of the product as a strided view of one input: the input, its element offset and strides.
+struct OperandView {
+    const ir::Node* input = nullptr;
+    std::int64_t offset = 0;
+    Strides strides;
+};
+
+// Composes the chain of views from the product's operand down to its Input into one strided view.
+OperandView operand_view(const ir::Node& x, const LayoutOf& layout_of) {
+    std::vector<const ir::Node*> chain;
+    const ir::Node* n = &x;
+    while (ir::is_view(n->op())) {
+        chain.push_back(n);
+        n = n->operand(0);
+    }
+    if (n->op() != ir::Op::Input)
+        throw InternalError(fmt::format("plan_matmul(): operand {} is not a view of an input", ir::describe(x)));
+    OperandView v;
+    v.input = n;
+    v.strides = layout_of(*n).strides;
+    Shape shape = n->shape();
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        const ir::Node& view = **it;
+        const Shape& to = view.shape();
+        switch (view.op()) {
+            case ir::Op::BroadcastTo: {
+                Strides st(to.size(), 0);
+                const std::size_t lead = to.size() - shape.size();
+                for (std::size_t d = 0; d < shape.size(); ++d)
+                    st[lead + d] = shape[d] == to[lead + d] ? v.strides[d] : 0;
+                v.strides = std::move(st);
+                break;
+            }
+            case ir::Op::Permute: {
+                Strides st(to.size());
+                for (std::size_t d = 0; d < to.size(); ++d) st[d] = v.strides[static_cast<std::size_t>(view.ints()[d])];
+                v.strides = std::move(st);
+                break;
+            }
+            case ir::Op::Slice:
+                for (std::size_t d = 0; d < to.size(); ++d) {
+                    v.offset += view.ints()[2 * d] * v.strides[d];
+                    v.strides[d] *= view.ints()[2 * d + 1];
+                }
+                break;
+            default:
+                throw InternalError(fmt::format("plan_matmul(): operand view {} is not a broadcast, permute or slice (the partition "
+                                                "materializes reshaped operands)",
+                                                ir::describe(view)));
+        }
+        shape = to;
+    }
+    return v;
+}
+
+bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+/// The default tile for the shapes and dtype: 128 x 128 outputs (64 x 64 for float64), smaller along an axis
+/// that is short (a matrix-vector product wastes no block on padding), stepping 16 along K (32 for int8:
+/// two 16-byte pieces per row).
+TileHint default_tile(std::int64_t M, std::int64_t N, DType in) {
+    const int big = in == DType::Float64 ? 64 : 128;
+    auto fit = [&](std::int64_t extent) { return extent <= 16 ? 16 : extent <= 32 ? 32 : extent <= 64 ? 64 : big; };
+    return {std::min(fit(M), big), std::min(fit(N), big), in == DType::Int8 ? 32 : 16};
+}
+
+[[noreturn]] void bad_tile(const ir::Node& m, const TileHint& t, const std::string& why) {
+    throw Error(fmt::format("matmul(): operands {} and {}: tile({}, {}, {}) {} ({})", ir::describe(*m.operand(0)),
+                            ir::describe(*m.operand(1)), t.rows, t.cols, t.depth, why, short_location(m.loc())));
+}
+
+// Threads, warp grid, lane grid and register tile for a block tile: 256 threads (fewer for tiles of fewer
+// than 256 outputs... down to one warp), thread tiles as square as the outputs per thread allow (columns
+// first), 8 lanes along n where the warp tile allows it.
+void shape_threads(MatmulPlan& p, const ir::Node& m, const TileHint& t) {
+    const int outputs = p.tile_m * p.tile_n;
+    if (outputs < 32) bad_tile(m, t, fmt::format("has {} outputs, fewer than the 32 lanes of a warp", outputs));
+    const int threads = std::min(256, outputs);
+    const int per_thread = outputs / threads;
+    const int words = per_thread * register_words(p.out == DType::Int32 ? DType::Int32 : p.in == DType::Float64 ? DType::Float64 : DType::Float32);
+    if (words > kAccumulatorWords)
+        bad_tile(m, t, fmt::format("needs {} accumulators per thread ({} registers), more than the {} registers per thread the "
+                                   "kernel allows for accumulators",
+                                   per_thread, words, kAccumulatorWords));
+    const int tm = 1 << (std::countr_zero(static_cast<unsigned>(per_thread)) / 2);
+    const int tn = per_thread / tm;
+    for (int ln : {8, 4, 16, 2, 32, 1}) {
+        const int lm = 32 / ln;
+        const int wm = lm * tm, wn = ln * tn;
+        if (wm > p.tile_m || wn > p.tile_n || p.tile_m % wm || p.tile_n % wn) continue;
+        if ((p.tile_m / wm) * (p.tile_n / wn) * 32 != threads) continue;
+        p.thread_m = tm;
+        p.thread_n = tn;
+        p.lanes_m = lm;
+        p.lanes_n = ln;
+        p.warps_m = p.tile_m / wm;
+        p.warps_n = p.tile_n / wn;
+        return;
+    }
+    bad_tile(m, t, "has no arrangement of warps and lanes over its outputs (the extents must be powers of two)");
+}
+
+std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
+
+}  // namespace
+
+const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs) {
+    const ir::NodePtr* found = nullptr;
+    auto consider = [&](const ir::NodePtr& n) {
+        if (!ir::is_product(n->op())) return;
+        if (found && found->get() != n.get()) throw InternalError("product_of(): a matmul kernel with two products");
+        found = &n;
+    };
+    for (const ir::NodePtr& o : outputs) consider(o);
+    for (const ir::Node* n : ir::topo_order(outputs))
+        for (const ir::NodePtr& o : n->operands()) consider(o);
+    if (!found) throw InternalError("product_of(): a matmul kernel without a product");
+    return *found;
+}
+
+std::size_t MatmulPlan::shared_bytes() const {
+    const std::size_t per_stage = static_cast<std::size_t>(tile_m) * pitch_a + static_cast<std::size_t>(tile_k) * pitch_b;
+    return per_stage * itemsize(in) * static_cast<std::size_t>(stages);
+}
+
+std::uint64_t MatmulPlan::hash() const {
+    Hasher h;
+    h.add(std::string_view("matmul"));
+    for (int v : {static_cast<int>(in), static_cast<int>(out), rank, tile_m, tile_n, tile_k, warps_m, warps_n, lanes_m, lanes_n,
+                  thread_m, thread_n, stages, pitch_a, pitch_b, static_cast<int>(hinted), static_cast<int>(vector),
+                  static_cast<int>(chunked), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site})
+        h.add(static_cast<std::uint64_t>(v));
+    h.add(epilogue.hash());
+    return h.digest();
+}
+
+std::string MatmulPlan::to_string() const {
+    return fmt::format(
+        "matmul plan: {} x {} -> {}, rank {}, CUDA cores (one fma per k in the contract's order)\n"
+        "tile {}x{}x{}{}: {} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread\n"
+        "shared memory: {} stages of A {} x {} and B {} x {} (rows padded by 16 bytes), {} bytes\n"
+        "variants: {}; K in chunks of {}{}",
+        name(in), name(in), name(out), rank, tile_m, tile_n, tile_k, hinted ? " (hinted)" : "", threads(), warps_m, warps_n,
+        lanes_m, lanes_n, thread_m, thread_n, stages, tile_m, pitch_a, tile_k, pitch_b, shared_bytes(),
+        vector ? "vector (cp.async 16-byte pieces of both operands) and scalar (element loads through the strides)"
+               : "scalar (element loads through the strides)",
+        kProductChunk, chunked ? ", partials combined in the pairwise tree through a workspace" : " (one chunk: no partials)");
+}
+
+PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of, const DeviceInfo& device,
+                          std::span<const Strides> output_strides) {
+    PlannedMatmul pm;
+    pm.product = product_of(outputs);
+    const ir::Node& m = *pm.product;
+    MatmulPlan& p = pm.plan;
+    MatmulBinding& b = pm.binding;
+    p.in = m.operand(0)->dtype();
+    p.out = m.dtype();
+    p.rank = m.rank();
+    const std::size_t r = static_cast<std::size_t>(p.rank);
+    b.M = m.shape()[r - 2];
+    b.N = m.shape()[r - 1];
+    b.K = m.operand(0)->shape()[r - 1];
+    b.batch.assign(m.shape().begin(), m.shape().end() - 2);
+    for (std::int64_t e : b.batch) b.batches *= e;
+    b.chunks = product_chunks(b.K);
+    p.chunked = b.chunks > 1;
+    b.levels = p.chunked ? std::bit_width(static_cast<std::uint64_t>(b.chunks)) : 0;
+    const OperandView va = operand_view(*m.operand(0), layout_of), vb = operand_view(*m.operand(1), layout_of);
+    b.a_strides = va.strides;
+    b.b_strides = vb.strides;
+    b.a_offset = va.offset;
+    b.b_offset = vb.offset;
+
+    // The tile: the hint, else the default; then threads, shared memory and its limits.
+    const ir::ProductTile hint = ir::product_tile(m);
+    const TileHint given{static_cast<int>(hint.rows), static_cast<int>(hint.cols), static_cast<int>(hint.depth)};
+    const TileHint chosen = default_tile(b.M, b.N, p.in);
+    p.hinted = !hint.empty();
+    p.tile_m = given.rows ? given.rows : chosen.rows;
+    p.tile_n = given.cols ? given.cols : chosen.cols;
+    p.tile_k = given.depth ? given.depth : chosen.depth;
+    const TileHint shown{p.tile_m, p.tile_n, p.tile_k};
+    if (!pow2(p.tile_m) || !pow2(p.tile_n) || !pow2(p.tile_k))
+        bad_tile(m, shown, "is not divisible as the kernel needs: every extent must be a power of two");
+    if (p.tile_k > kProductChunk) bad_tile(m, shown, fmt::format("steps past a chunk: tile_k must divide the chunk of {}", kProductChunk));
+    const int piece = p.piece();
+    if (p.tile_k % piece != 0 || p.tile_n % piece != 0)
+        bad_tile(m, shown, fmt::format("is not divisible as the kernel needs: tile_k and tile_n must be multiples of {} {} elements "
+                                       "(16 bytes)",
+                                       piece, name(p.in)));
+    shape_threads(p, m, shown);
+    p.pitch_a = p.tile_k + piece;
+    p.pitch_b = p.tile_n + piece;
+    p.stages = 3;
+    const std::size_t limit = device.shared_mem_per_block_optin;
+    if (p.shared_bytes() > limit) p.stages = 2;
+    if (p.shared_bytes() > limit)
+        bad_tile(m, shown, fmt::format("needs {} bytes of shared memory in 2 stages, more than the {} bytes per block of {}",
+                                       p.shared_bytes(), limit, device.name));
+    p.a_m_fastest = b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
+    p.b_k_fastest = b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
+    const InputLayout la = layout_of(*va.input), lb = layout_of(*vb.input);
+    p.vector = device.cc_major >= 8 && b.a_strides[r - 1] == 1 && b.b_strides[r - 1] == 1 && la.aligned16 && lb.aligned16;
+
+    // The epilogue: the kernel's outputs over a placeholder for the product.
+    pm.accumulators = ir::input(m.dtype(), m.shape(), "accumulators", {}, m.loc());
+    pm.epilogue_outputs = ir::rewrite(outputs, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+        return &n == &m ? pm.accumulators : nullptr;
+    });
+    std::vector<InputLayout> layouts;
+    pm.inputs = {va.input, vb.input};
+    const std::vector<const ir::Node*> ep_inputs = pointwise_inputs(pm.epilogue_outputs);
+    for (const ir::Node* in : ep_inputs) {
+        pm.inputs.push_back(in);
+        layouts.push_back(in == pm.accumulators.get() ? InputLayout{m.dtype(), contiguous_strides(m.shape()), true} : layout_of(*in));
+    }
+    std::vector<Strides> out_strides;
+    bool strided = false;
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+        const bool given_strides = j < output_strides.size() && !output_strides[j].empty();
+        out_strides.push_back(given_strides ? output_strides[j] : contiguous_strides(outputs[j]->shape()));
+        strided = strided || given_strides;
+    }
+    PlannedPointwise ep = strided ? plan_pointwise(pm.epilogue_outputs, layouts, device, PointwiseUse::Kernel, out_strides)
+                                  : plan_pointwise(pm.epilogue_outputs, layouts, device);
+    if (ep.plan.params_in_memory)
+        throw InternalError(fmt::format("plan_matmul(): the epilogue of {} has more parameters than a launch takes", where_of(m)));
+    p.epilogue = std::move(ep.plan);
+    b.epilogue = std::move(ep.binding);
+    p.acc_site = -1;
+    for (std::size_t s = 0; s < p.epilogue.loads.size(); ++s)
+        if (ep_inputs[static_cast<std::size_t>(p.epilogue.loads[s].input)] == pm.accumulators.get()) p.acc_site = static_cast<int>(s);
+    if (p.acc_site < 0 || p.epilogue.loads[static_cast<std::size_t>(p.acc_site)].access != Access::Contiguous)
+        throw InternalError(fmt::format("plan_matmul(): the epilogue of {} does not read the product elementwise", where_of(m)));
+
+    // Parameters: operands, sizes, batch extents, strides, workspace, then the epilogue's struct.
+    ParamLayout& L = p.params;
+    auto add = [&](int field, int axis, std::string fname, ParamType type, std::size_t size, std::size_t align) {
+        ParamField f;
+        f.kind = ParamField::Kind::Product;
+        f.a = field;
+        f.b = axis;
+        f.name = std::move(fname);
+        f.type = type;
+        f.dtype = p.in;
+        f.size = size;
+        f.align = align;
+        L.add(std::move(f));
+    };
+    add(FieldA, 0, "a", ParamType::ConstPointer, 8, 8);
+    add(FieldB, 0, "b", ParamType::ConstPointer, 8, 8);
+    add(FieldM, 0, "M", ParamType::Int64, 8, 8);
+    add(FieldN, 0, "N", ParamType::Int64, 8, 8);
+    add(FieldK, 0, "K", ParamType::Int64, 8, 8);
+    add(FieldChunks, 0, "chunks", ParamType::Int64, 8, 8);
+    add(FieldBatches, 0, "batches", ParamType::Int64, 8, 8);
+    for (int d = 0; d + 2 < p.rank; ++d) add(FieldBatchExtent, d, fmt::format("batch{}", d), ParamType::Int64, 8, 8);
+    for (int d = 0; d < p.rank; ++d) add(FieldAStride, d, fmt::format("a_s{}", d), ParamType::Int64, 8, 8);
+    for (int d = 0; d < p.rank; ++d) add(FieldBStride, d, fmt::format("b_s{}", d), ParamType::Int64, 8, 8);
+    if (p.chunked) add(FieldWorkspace, 0, "ws", ParamType::RawPointer, 8, 8);
+    ParamField ef;
+    ef.kind = ParamField::Kind::Epilogue;
+    ef.a = 2;
+    ef.name = "ep";
+    ef.type = ParamType::Struct;
+    ef.size = p.epilogue.params.size;
+    ef.align = std::max<std::size_t>(p.epilogue.params.align, 1);
+    L.add(std::move(ef));
+    L.finish();
+    if (L.size > device.param_limit_bytes)
+        throw InternalError(fmt::format("plan_matmul(): {} bytes of parameters for {}", L.size, where_of(m)));
+    return pm;
+}
+
+LaunchConfig matmul_launch(const PlannedMatmul& pm) {
+    const MatmulPlan& p = pm.plan;
+    const MatmulBinding& b = pm.binding;
+    LaunchConfig lc;
+    if (b.M == 0 || b.N == 0 || b.batches == 0) return lc;
+    const std::int64_t tiles = ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n);
+    if (tiles > 0x7fffffff) throw Error(fmt::format("matmul(): {} x {} outputs need {} tiles, more than a launch holds", b.M, b.N, tiles));
+    lc.grid_x = static_cast<std::uint32_t>(tiles);
+    lc.grid_y = static_cast<std::uint32_t>(std::min<std::int64_t>(b.batches, 65535));
+    lc.block_x = static_cast<std::uint32_t>(p.threads());
+    return lc;
+}
+
+Variant select_matmul_variant(const PlannedMatmul& pm, const void* a, const void* b) {
+    const MatmulPlan& p = pm.plan;
+    const MatmulBinding& bd = pm.binding;
+    if (!p.vector) return Variant::Scalar;
+    const auto piece = static_cast<std::int64_t>(p.piece());
+    auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
+    auto rows_aligned = [&](const Strides& s) {
+        for (std::size_t d = 0; d + 1 < s.size(); ++d)
+            if (s[d] % piece != 0) return false;
+        return s.back() == 1;
+    };
+    const std::int64_t isz = static_cast<std::int64_t>(itemsize(p.in));
+    a = static_cast<const char*>(a) + bd.a_offset * isz;
+    b = static_cast<const char*>(b) + bd.b_offset * isz;
+    if (!aligned(a) || !aligned(b) || bd.K % piece != 0 || bd.N % piece != 0) return Variant::Scalar;
+    return rows_aligned(bd.a_strides) && rows_aligned(bd.b_strides) ? Variant::Vector : Variant::Scalar;
+}
+
+std::size_t matmul_workspace_bytes(const PlannedMatmul& pm) {
+    if (!pm.plan.chunked) return 0;
+    const std::size_t acc = pm.plan.in == DType::Float64 ? 8 : 4;
+    return static_cast<std::size_t>(pm.binding.levels) * static_cast<std::size_t>(pm.binding.batches * pm.binding.M * pm.binding.N) * acc;
+}
+
+void pack_matmul_params(const PlannedMatmul& pm, const void* a, const void* b, std::span<const void* const> epilogue_inputs,
+                        std::span<void* const> outputs, void* workspace, std::span<std::byte> out) {
+    const MatmulPlan& p = pm.plan;
+    const MatmulBinding& bd = pm.binding;
+    if (out.size() < p.params.size) throw InternalError("pack_matmul_params(): buffer smaller than the parameters");
+    std::memset(out.data(), 0, p.params.size);
+    const std::size_t isz = itemsize(p.in);
+    for (const ParamField& f : p.params.fields) {
+        auto put = [&](auto v) { std::memcpy(out.data() + f.offset, &v, sizeof v); };
+        if (f.kind == ParamField::Kind::Epilogue) {
+            pack_params(p.epilogue, bd.epilogue, epilogue_inputs, outputs, out.subspan(f.offset, f.size));
+            continue;
+        }
+        const auto axis = static_cast<std::size_t>(f.b);
+        switch (f.a) {
+            case FieldA: put(static_cast<const void*>(static_cast<const char*>(a) + bd.a_offset * static_cast<std::int64_t>(isz))); break;
+            case FieldB: put(static_cast<const void*>(static_cast<const char*>(b) + bd.b_offset * static_cast<std::int64_t>(isz))); break;
+            case FieldM: put(bd.M); break;
+            case FieldN: put(bd.N); break;
+            case FieldK: put(bd.K); break;
+            case FieldChunks: put(bd.chunks); break;
+            case FieldBatches: put(bd.batches); break;
+            case FieldBatchExtent: put(bd.batch[axis]); break;
+            case FieldAStride: put(bd.a_strides[axis]); break;
+            case FieldBStride: put(bd.b_strides[axis]); break;
+            case FieldWorkspace: put(workspace); break;
+            default: throw InternalError(fmt::format("pack_matmul_params(): parameter {}", f.name));
+        }
+    }
+}
+
+}  // namespace loom::codegen

@@ -1,0 +1,189 @@
+// ---- Loom matmul kernel matmul_bias_gelu_f32 (from "matmul_bias_gelu_f32") ----
+// matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
+// tile 128x128x16: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread
+// shared memory: 3 stages of A 128 x 20 and B 16 x 132 (rows padded by 16 bytes), 56064 bytes
+// variants: vector (cp.async 16-byte pieces of both operands) and scalar (element loads through the strides); K in chunks of 8192 (one chunk: no partials)
+// epilogue: pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
+// parameters: 32 bytes
+// in0: input 0, float32, contiguous, 4 B/element
+// in1: input 1, float32, row broadcast, 0 B/element
+// out0: float32
+// entry points: matmul_bias_gelu_f32_v (vector), matmul_bias_gelu_f32_s (scalar)
+
+struct matmul_bias_gelu_f32_ep_params {
+    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:46)
+    const float* in1;                                        // input 1 "bias", row broadcast (test_matmul_golden.cpp:45)
+    float* out0;                                             // output 0, contiguous
+    int n;                                                   // elements in the iteration space
+    int ext1;                                                // extent of dimension 1
+};
+static_assert(sizeof(matmul_bias_gelu_f32_ep_params) == 32, "kernel parameter layout differs from the host's");
+
+struct matmul_bias_gelu_f32_params {
+    const float* a;                                                      // A: [512, 256] float32, a view of input "x" float32 (test_matmul_golden.cpp:45)
+    const float* b;                                                      // B: [256, 384] float32, a view of input "w" float32 (test_matmul_golden.cpp:45)
+    long long M;                                                         // M: the product's rows
+    long long N;                                                         // N: the product's columns
+    long long K;                                                         // K: the contraction's length
+    long long chunks;                                                    // ceil(K / 8192): chunks of the contraction
+    long long batches;                                                   // batch entries (the product of the batch extents)
+    long long a_s0;                                                      // A stride along axis 0 (m), elements
+    long long a_s1;                                                      // A stride along axis 1 (k), elements
+    long long b_s0;                                                      // B stride along axis 0 (k), elements
+    long long b_s1;                                                      // B stride along axis 1 (n), elements
+    matmul_bias_gelu_f32_ep_params ep;                                   // the epilogue's parameters
+};
+static_assert(sizeof(matmul_bias_gelu_f32_params) == 120, "kernel parameter layout differs from the host's");
+
+__device__ __forceinline__ void matmul_bias_gelu_f32_ep_body(const float v0, const float v1, float& r0) {
+    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:46
+    // v1 = in1: input 1 "bias" float32                      // test_matmul_golden.cpp:45
+    const float v2 = lm::add(v0, v1);                        // add (test_matmul_golden.cpp:46)
+    const float v3 = lm::gelu_erf(v2);                       // gelu (test_matmul_golden.cpp:46)
+    r0 = v3;                                                 // output 0
+}
+
+__device__ __forceinline__ void matmul_bias_gelu_f32_ep_element(const matmul_bias_gelu_f32_ep_params& p, const int e, const float acc) {
+    int q = e;                                               // flat index -> multi-index (row-major)
+    const int i1 = q % p.ext1;
+    const float v0 = acc;                                    // in0: the product, from the accumulators
+    const float v1 = lm::to_reg(p.in1[i1]);                  // load in1 (row broadcast)
+    float r0;
+    matmul_bias_gelu_f32_ep_body(v0, v1, r0);
+    p.out0[e] = r0;
+}
+
+extern __shared__ __align__(16) unsigned char matmul_bias_gelu_f32_smem[];  // 56064 bytes: the stage buffers
+
+// Stage buffers `as` (A: 128 rows of 16, k fastest, pitch 20) and `bs` (B: 16 rows of 128, n fastest, pitch 132) of
+// the K step at k0: 16-byte cp.async pieces, zero-filled outside the matrices (K and N divide into pieces).
+__device__ __forceinline__ void matmul_bias_gelu_f32_load_vector(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
+                                              long long m0, long long n0, long long k0) {
+    for (int q = threadIdx.x; q < 512; q += 256) {                       // A: 512 pieces of 4 elements
+        const int row = q / 4, col = q % 4 * 4;
+        const long long m = m0 + row, k = k0 + col;
+        const bool in = m < p.M && k < p.K;
+        lm::cp_async16(as + row * 20 + col, in ? A + m * p.a_s0 + k : A, in ? 16 : 0);
+    }
+    for (int q = threadIdx.x; q < 512; q += 256) {                       // B: 512 pieces of 4 elements
+        const int row = q / 32, col = q % 32 * 4;
+        const long long k = k0 + row, n = n0 + col;
+        const bool in = k < p.K && n < p.N;
+        lm::cp_async16(bs + row * 132 + col, in ? B + k * p.b_s0 + n : B, in ? 16 : 0);
+    }
+}
+
+// The same stage buffers filled element by element through any strides (transposed, sliced, broadcast views),
+// consecutive threads walking each operand's unit-stride axis; zeros outside the matrices.
+__device__ __forceinline__ void matmul_bias_gelu_f32_load_scalar(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
+                                              long long m0, long long n0, long long k0) {
+    for (int q = threadIdx.x; q < 2048; q += 256) {                      // A along k
+        const int row = q / 16, col = q % 16;
+        const long long m = m0 + row, k = k0 + col;
+        as[row * 20 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : (float)0;
+    }
+    for (int q = threadIdx.x; q < 2048; q += 256) {                      // B along n
+        const int row = q / 128, col = q % 128;
+        const long long k = k0 + row, n = n0 + col;
+        bs[row * 132 + col] = k < p.K && n < p.N ? B[k * p.b_s0 + n * p.b_s1] : (float)0;
+    }
+}
+
+template <bool kVector>
+__device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
+                                       long long m0, long long n0, long long k0) {
+    if (kVector) matmul_bias_gelu_f32_load_vector(p, A, B, as, bs, m0, n0, k0);
+    else matmul_bias_gelu_f32_load_scalar(p, A, B, as, bs, m0, n0, k0);
+}
+
+template <bool kVector>
+__device__ __forceinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu_f32_params& p) {
+    float* as_all = reinterpret_cast<float*>(matmul_bias_gelu_f32_smem); // 3 stages of A, then 3 of B
+    float* bs_all = as_all + 7680;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int row0 = warp / 2 * 32 + lane / 8;                           // this thread's first row in the tile (then every 4)
+    const int col0 = warp % 2 * 64 + lane % 8;                           // this thread's first column (then every 8)
+    const long long tiles_n = (p.N + 127) / 128;
+    const long long m0 = (long long)(blockIdx.x / tiles_n) * 128;        // the block's tile
+    const long long n0 = (long long)(blockIdx.x % tiles_n) * 128;
+    for (long long batch = blockIdx.y; batch < p.batches; batch += gridDim.y) {
+        const float* A = p.a;                                            // one matrix: no batch axes
+        const float* B = p.b;
+        float c[8][8];                                                   // the accumulators
+        #pragma unroll
+        for (int i = 0; i < 8; ++i)
+            #pragma unroll
+            for (int j = 0; j < 8; ++j) c[i][j] = 0;                     // K = 0: the empty sum, +0
+        for (long long chunk = 0; chunk < p.chunks; ++chunk) {           // chunks of 8192 along K (docs/semantics.md, section 12)
+            const long long k0 = chunk * 8192, kend = min(p.K, k0 + 8192);
+            const int steps = (int)((kend - k0 + 15) / 16);              // K steps of 16 in this chunk
+            #pragma unroll
+            for (int i = 0; i < 8; ++i)
+                #pragma unroll
+                for (int j = 0; j < 8; ++j) c[i][j] = 0;                 // each chunk from +0
+            for (int s = 0; s < 2; ++s) {                                // the pipeline's first 2 K steps in flight
+                if (s < steps) matmul_bias_gelu_f32_load<kVector>(p, A, B, as_all + s * 2560, bs_all + s * 2112, m0, n0, k0 + (long long)(s) * 16);
+                lm::cp_async_commit();                                   // a group per step, empty or not, so the waits count steps
+            }
+            for (int t = 0; t < steps; ++t) {
+                lm::cp_async_wait<1>();                                  // step t's copies have landed
+                __syncthreads();                                         // ... for every thread, and step t - 1's buffers are free
+                if (t + 2 < steps) {                                     // refill the buffers of step t - 1 with step t + 2
+                    matmul_bias_gelu_f32_load<kVector>(p, A, B, as_all + ((t + 2) % 3) * 2560, bs_all + ((t + 2) % 3) * 2112, m0, n0, k0 + (long long)(t + 2) * 16);
+                }
+                lm::cp_async_commit();
+                const float* as = as_all + (t % 3) * 2560;
+                const float* bs = bs_all + (t % 3) * 2112;
+                const long long kn = min((long long)16, kend - (k0 + (long long)t * 16)); // the k of this step that exist
+                if (kn == 16) {
+                    #pragma unroll
+                    for (int kk = 0; kk < 16; ++kk) {                    // ascending k
+                        float fa[8], fb[8];
+                        #pragma unroll
+                        for (int i = 0; i < 8; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 4 * i) * 20 + kk]); // rows of a warp in distinct banks
+                        #pragma unroll
+                        for (int j = 0; j < 8; ++j) fb[j] = (float)lm::to_reg(bs[kk * 132 + col0 + 8 * j]); // consecutive words across the lanes
+                        #pragma unroll
+                        for (int i = 0; i < 8; ++i)
+                            #pragma unroll
+                            for (int j = 0; j < 8; ++j) c[i][j] = __fmaf_rn(fa[i], fb[j], c[i][j]); // acc = fma(a[i, k], b[k, j], acc): one rounding
+                    }
+                } else {
+                    for (int kk = 0; kk < (int)kn; ++kk) {               // the last, partial step: no padding term enters a sum
+                        float fa[8], fb[8];
+                        #pragma unroll
+                        for (int i = 0; i < 8; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 4 * i) * 20 + kk]); // rows of a warp in distinct banks
+                        #pragma unroll
+                        for (int j = 0; j < 8; ++j) fb[j] = (float)lm::to_reg(bs[kk * 132 + col0 + 8 * j]); // consecutive words across the lanes
+                        #pragma unroll
+                        for (int i = 0; i < 8; ++i)
+                            #pragma unroll
+                            for (int j = 0; j < 8; ++j) c[i][j] = __fmaf_rn(fa[i], fb[j], c[i][j]); // acc = fma(a[i, k], b[k, j], acc): one rounding
+                    }
+                }
+            }
+            lm::cp_async_wait<0>();
+            __syncthreads();                                             // every buffer read before the next chunk's copies
+        }
+        // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
+        #pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const long long m = m0 + row0 + 4 * i;
+            if (m >= p.M) continue;
+            #pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const long long n = n0 + col0 + 8 * j;
+                if (n >= p.N) continue;
+                matmul_bias_gelu_f32_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), c[i][j]); // element (batch, m, n) of the product's shape
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32_v(const __grid_constant__ matmul_bias_gelu_f32_params p) {
+    matmul_bias_gelu_f32_tile<true>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32_s(const __grid_constant__ matmul_bias_gelu_f32_params p) {
+    matmul_bias_gelu_f32_tile<false>(p);
+}

@@ -1,0 +1,119 @@
+// Golden tests of the matmul emitter (matmul_plan.hpp): a float32 product with a bias-GELU epilogue
+// compared as text, and every dtype, layout and schedule the planner produces compiled with NVRTC for sm_90.
+#include "golden_util.hpp"
+#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/matmul_plan.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/ir/pass.hpp"
+
+using namespace loom;
+using namespace loom::ir;
+
+namespace {
+
+// The GPU plan of `roots` on the H200 with contiguous, aligned inputs.
+codegen::FusionPlan plan_of(const std::vector<NodePtr>& graph_roots, const Options& options = {}) {
+    const std::vector<NodePtr> roots = run_pipeline(graph_roots, standard_passes());
+    std::vector<const Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    for (const Node* n : topo_order(roots))
+        if (n->op() == Op::Input) {
+            sources.push_back(n);
+            layouts.push_back({n->dtype(), contiguous_strides(n->shape()), true});
+        }
+    return codegen::plan_fusion(roots, sources, layouts, codegen::DeviceInfo::h200(), options, "");
+}
+
+// The one matmul kernel of a plan of one kernel, emitted and compiled.
+codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots, std::size_t kernels = 1) {
+    const codegen::FusionPlan plan = plan_of(roots);
+    REQUIRE(plan.gpu.size() == kernels);
+    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
+        if (plan.partition.kernels[k].family == codegen::Family::MatMul) {
+            const codegen::KernelSource ks = codegen::emit_matmul(name, plan.gpu[k].matmul);
+            golden::compile_sm90(ks);
+            return ks;
+        }
+    FAIL("no matmul kernel in the plan");
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kernel") {
+    auto x = input(float32, {512, 256}, "x"), w = input(float32, {256, 384}, "w"), bias = input(float32, {384}, "bias");
+    auto y = unary(Op::GeluErf, binary(Op::Add, matmul(x, w), bias));
+    const codegen::FusionPlan plan = plan_of({y});
+    REQUIRE(plan.gpu.size() == 1);
+    REQUIRE(plan.partition.kernels[0].family == codegen::Family::MatMul);
+    const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+    CHECK(p.tile_m == 128);
+    CHECK(p.tile_n == 128);
+    CHECK(p.tile_k == 16);
+    CHECK(p.threads() == 256);
+    CHECK(p.pitch_a == 20);   // 16 + 4: rows 16-byte aligned, 4 rows of a warp in distinct banks
+    CHECK(p.pitch_b == 132);
+    CHECK(p.vector);
+    CHECK(!p.chunked);
+    const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32", plan.gpu[0].matmul);
+    golden::check_text("matmul_bias_gelu_f32", ks.kernel);
+    golden::compile_sm90(ks);
+    CHECK(ks.vector_entry == "matmul_bias_gelu_f32_v");
+    CHECK(ks.scalar_entry == "matmul_bias_gelu_f32_s");
+    CHECK(plan.to_string().find("tile 128x128x16, 3 stages, 256 threads") != std::string::npos);
+}
+
+TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC") {
+    auto f16 = [](Shape s, const char* l) { return input(float16, std::move(s), l); };
+    SUBCASE("float64, a column bias and a residual") {
+        auto a = input(float64, {100, 70}, "a"), b = input(float64, {70, 90}, "b");
+        auto c = input(float64, {100, 1}, "c"), r = input(float64, {100, 90}, "r");
+        const auto ks = compile_product("mm_f64", {binary(Op::Add, binary(Op::Mul, matmul(a, b), c), r)});
+        CHECK(ks.kernel.find("__fma_rn(") != std::string::npos);
+    }
+    SUBCASE("float16 batched, broadcast batch, result cast to float32") {
+        auto a = f16({3, 1, 33, 40}, "a"), b = f16({4, 40, 17}, "b");
+        compile_product("mm_f16", {cast(matmul(a, b), float32)});
+    }
+    SUBCASE("bfloat16 with a transposed operand: the scalar variant only") {
+        auto a = input(bfloat16, {64, 48}, "a"), w = input(bfloat16, {80, 48}, "w");
+        const auto ks = compile_product("mm_bf16_t", {matmul(a, transpose(w))});
+        CHECK(ks.vector_entry.empty());
+    }
+    SUBCASE("int8 x int8 -> int32 times a scalar") {
+        auto a = input(int8, {31, 300}, "a"), b = input(int8, {300, 5}, "b");
+        compile_product("mm_i8", {binary(Op::Mul, matmul(a, b), scalar(make_scalar_value(3.0, int32, "test", Loc::current()), int32))});
+    }
+    SUBCASE("K longer than a chunk: the pairwise tree through a workspace") {
+        auto a = input(float32, {8, 20000}, "a"), b = input(float32, {20000, 8}, "b");
+        const auto plan = plan_of({matmul(a, b)});
+        REQUIRE(plan.gpu.size() == 1);
+        CHECK(plan.gpu[0].matmul.plan.chunked);
+        CHECK(plan.gpu[0].matmul.binding.chunks == 3);
+        CHECK(plan.gpu[0].matmul.binding.levels == 2);
+        CHECK(plan.gpu[0].matmul.plan.tile_m == 16);  // a short M gets a short tile
+        golden::compile_sm90(codegen::emit_matmul("mm_chunked", plan.gpu[0].matmul));
+    }
+    SUBCASE("a vector times a matrix, and two outputs of one product") {
+        auto v = input(float32, {64}, "v"), m = input(float32, {64, 200}, "m");
+        auto p = matmul(v, m);  // [200]: a reshape of the [1, 200] product
+        compile_product("mm_vec", {p});
+        auto x = input(float32, {40, 64}, "x");
+        auto q = matmul(x, m);
+        compile_product("mm_two", {q, unary(Op::Relu, q)});
+    }
+    SUBCASE("a hinted tile") {
+        auto a = input(float32, {256, 256}, "a"), b = input(float32, {256, 256}, "b");
+        auto y = matmul(a, b, Loc::current(), ProductTile{64, 32, 32});
+        const auto plan = plan_of({y});
+        const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+        CHECK(p.hinted);
+        CHECK(p.tile_m == 64);
+        CHECK(p.tile_n == 32);
+        CHECK(p.tile_k == 32);
+        const auto ks = codegen::emit_matmul("mm_hinted", plan.gpu[0].matmul);
+        CHECK(ks.kernel.find("tile 64x32x32 (hinted)") != std::string::npos);
+        golden::compile_sm90(ks);
+    }
+}
