@@ -6,7 +6,8 @@
 // through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a hand-written
 // read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the LLVM back end)
 // measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
-// T1, T2, S1 and S2 (transposes and stencils) run as tiled kernels (docs/performance.md).
+// T1, T2, S1 and S2 (transposes and stencils) run as tiled kernels (docs/performance.md). M1, M3, M5 and M6
+// (float32 matrix products) run on the CUDA-core matmul kernel and print TFLOP/s (M5: GB/s of the matrix).
 // Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
 // Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it: cold
 // codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and F1-F2
@@ -40,6 +41,7 @@ struct Row {
     double ms = 0, gbs = 0;
     double us = -1;  // O1 rows: host microseconds per call
     std::vector<std::pair<std::string, double>> extra;  // further JSON fields (C1: cold_ms, first_ms, warm_ms)
+    double tflops = 0;  // M rows: the product's FLOP per second, 1e12
 };
 
 struct BenchOptions {
@@ -56,6 +58,15 @@ void report(const std::string& workload, const std::string& method, double ms, d
     const double gbs = bytes / ms / 1e6;
     g_rows.push_back({workload, method, ms, gbs});
     fmt::print("{:16s} {:14s} {:9.4f} ms {:9.1f} GB/s\n", workload, method, ms, gbs);
+    std::fflush(stdout);
+}
+
+// A matrix product's row: GB/s of `bytes` (0: not shown) and TFLOP/s of `flops`.
+void report_flops(const std::string& workload, const std::string& method, double ms, double bytes, double flops) {
+    const double gbs = bytes > 0 ? bytes / ms / 1e6 : 0, tf = flops / ms / 1e9;
+    g_rows.push_back({workload, method, ms, gbs, -1, {}, tf});
+    fmt::print("{:16s} {:14s} {:9.4f} ms {}{:9.1f} TFLOP/s\n", workload, method, ms, bytes > 0 ? fmt::format("{:9.1f} GB/s", gbs) : std::string(),
+               tf);
     std::fflush(stdout);
 }
 
@@ -95,6 +106,7 @@ void write_json(const std::string& path) {
         else {
             std::string extra;  // e.g. C1's cold_ms, first_ms, warm_ms
             for (const auto& [field, v] : r.extra) extra += fmt::format(", \"{}\": {:.6f}", field, v);
+            if (r.tflops > 0) extra += fmt::format(", \"tflops\": {:.3f}", r.tflops);
             fmt::print(f, " {{\"workload\": \"{}\", \"method\": \"{}\", \"ms\": {:.6f}, \"gbs\": {:.3f}{}}}{}\n", r.workload,
                        r.method, r.ms, r.gbs, extra, k + 1 < g_rows.size() ? "," : "");
         }
@@ -558,6 +570,49 @@ int main(int argc, char** argv) {
         assign(out, s2);
         check({s2}, {out}, "S2");
         report("S2_stencil7_3d", "loom", median_ms([&] { assign(out, s2); }, opt.reps), 8.0 * static_cast<double>(x3.numel()));
+    });
+
+    // Matrix products on CUDA cores (float32; the bf16 workloads M2 and M4 wait for the tensor-core path).
+    if (opt.wants("M1_gemm_f32")) guarded("M1_gemm_f32", [&] {
+        const std::int64_t n = 4096;
+        Tensor a = random_normal({n, n}, float32, 21, dev), b = random_normal({n, n}, float32, 22, dev);
+        Tensor out = Tensor::empty({n, n}, float32, dev);
+        Array m1 = matmul(a, b);
+        testing::poison(out);
+        assign(out, m1);
+        check({m1}, {out}, "M1");
+        report_flops("M1_gemm_f32", "loom", median_ms([&] { assign(out, m1); }, opt.reps), 0, 2.0 * n * n * n);
+    });
+    if (opt.wants("M3_gemm_bias_gelu_f32")) guarded("M3_gemm_bias_gelu_f32", [&] {
+        const std::int64_t m = 4096, k = 256, n = 4096;
+        Tensor a = random_normal({m, k}, float32, 23, dev), b = random_normal({k, n}, float32, 24, dev);
+        Tensor bias = random_normal({n}, float32, 25, dev), out = Tensor::empty({m, n}, float32, dev);
+        Array m3 = gelu(matmul(a, b) + bias);
+        testing::poison(out);
+        assign(out, m3);
+        check({m3}, {out}, "M3");
+        report_flops("M3_gemm_bias_gelu_f32", "loom", median_ms([&] { assign(out, m3); }, opt.reps), 0, 2.0 * m * n * k);
+        report_flops("M3_gemm_bias_gelu_f32", "loom_product", median_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
+                     2.0 * m * n * k);
+    });
+    if (opt.wants("M5_gemv_f32")) guarded("M5_gemv_f32", [&] {
+        const std::int64_t n = 16384;
+        Tensor a = random_normal({n, n}, float32, 26, dev), x = random_normal({n}, float32, 27, dev);
+        Tensor out = Tensor::empty({n}, float32, dev);
+        Array m5 = matmul(a, x);
+        testing::poison(out);
+        assign(out, m5);
+        check({m5}, {out}, "M5");
+        report("M5_gemv_f32", "loom", median_ms([&] { assign(out, m5); }, opt.reps), 4.0 * n * n);
+    });
+    if (opt.wants("M6_bmm_small_f32")) guarded("M6_bmm_small_f32", [&] {
+        Tensor a = random_normal({4096, 64, 64}, float32, 28, dev), b = random_normal({4096, 64, 64}, float32, 29, dev);
+        Tensor out = Tensor::empty({4096, 64, 64}, float32, dev);
+        Array m6 = matmul(a, b);
+        testing::poison(out);
+        assign(out, m6);
+        check({m6}, {out}, "M6");
+        report_flops("M6_bmm_small_f32", "loom", median_ms([&] { assign(out, m6); }, opt.reps), 0, 2.0 * 4096 * 64 * 64 * 64);
     });
 
     if (opt.wants("O1_overhead")) {
