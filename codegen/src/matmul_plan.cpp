@@ -217,7 +217,6 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
         bad_tile(m, shown, fmt::format("is not divisible as the kernel needs: tile_k and tile_n must be multiples of {} {} elements "
                                        "(16 bytes)",
                                        piece, name(p.in)));
-    shape_threads(p, m, shown);
     p.pitch_a = p.tile_k + piece;
     p.pitch_b = p.tile_n + piece;
     p.stages = 3;
@@ -226,6 +225,7 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     if (p.shared_bytes() > limit)
         bad_tile(m, shown, fmt::format("needs {} bytes of shared memory in 2 stages, more than the {} bytes per block of {}",
                                        p.shared_bytes(), limit, device.name));
+    shape_threads(p, m, shown);
     p.a_m_fastest = b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
     p.b_k_fastest = b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
     const InputLayout la = layout_of(*va.input), lb = layout_of(*vb.input);
@@ -259,8 +259,10 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     p.acc_site = -1;
     for (std::size_t s = 0; s < p.epilogue.loads.size(); ++s)
         if (ep_inputs[static_cast<std::size_t>(p.epilogue.loads[s].input)] == pm.accumulators.get()) p.acc_site = static_cast<int>(s);
-    if (p.acc_site < 0 || p.epilogue.loads[static_cast<std::size_t>(p.acc_site)].access != Access::Contiguous)
-        throw InternalError(fmt::format("plan_matmul(): the epilogue of {} does not read the product elementwise", where_of(m)));
+    // Whatever access the pointwise plan gave the placeholder (an extent of 1 may make it a broadcast), element
+    // e of the epilogue's space is element e of the product (the partition fused it so): its value is passed in.
+    if (p.acc_site < 0)
+        throw InternalError(fmt::format("plan_matmul(): the epilogue of {} does not read the product", where_of(m)));
 
     // Parameters: operands, sizes, batch extents, strides, workspace, then the epilogue's struct.
     ParamLayout& L = p.params;
