@@ -33,6 +33,13 @@ struct OperandView {
     Strides strides;
 };
 
+// Whether the product's operand is broadcasts, permutes and slices of an Input (else a prologue computes it).
+bool is_view_of_input(const ir::Node& x) {
+    const ir::Node* n = &x;
+    while (ir::is_view(n->op()) && n->op() != ir::Op::Reshape) n = n->operand(0);
+    return n->op() == ir::Op::Input;
+}
+
 // Composes the chain of views from the product's operand down to its Input into one strided view.
 OperandView operand_view(const ir::Node& x, const LayoutOf& layout_of) {
     std::vector<const ir::Node*> chain;
@@ -159,6 +166,9 @@ std::uint64_t MatmulPlan::hash() const {
                   static_cast<int>(chunked), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site})
         h.add(static_cast<std::uint64_t>(v));
     h.add(epilogue.hash());
+    h.add(static_cast<std::uint64_t>(a_prologue) | static_cast<std::uint64_t>(b_prologue) << 1);
+    if (a_prologue) h.add(prologue_a.hash());
+    if (b_prologue) h.add(prologue_b.hash());
     return h.digest();
 }
 
@@ -167,12 +177,15 @@ std::string MatmulPlan::to_string() const {
         "matmul plan: {} x {} -> {}, rank {}, CUDA cores (one fma per k in the contract's order)\n"
         "tile {}x{}x{}{}: {} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread\n"
         "shared memory: {} stages of A {} x {} and B {} x {} (rows padded by 16 bytes), {} bytes\n"
-        "variants: {}; K in chunks of {}{}",
+        "variants: {}; K in chunks of {}{}{}",
         name(in), name(in), name(out), rank, tile_m, tile_n, tile_k, hinted ? " (hinted)" : "", threads(), warps_m, warps_n,
         lanes_m, lanes_n, thread_m, thread_n, stages, tile_m, pitch_a, tile_k, pitch_b, shared_bytes(),
         vector ? "vector (cp.async 16-byte pieces of both operands) and scalar (element loads through the strides)"
                : "scalar (element loads through the strides)",
-        kProductChunk, chunked ? ", partials combined in the pairwise tree through a workspace" : " (one chunk: no partials)");
+        kProductChunk, chunked ? ", partials combined in the pairwise tree through a workspace" : " (one chunk: no partials)",
+        a_prologue || b_prologue ? fmt::format("\nprologue: {} computed element by element as its tiles load",
+                                               a_prologue && b_prologue ? "A and B" : a_prologue ? "A" : "B")
+                                 : std::string());
 }
 
 PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of, const DeviceInfo& device,
@@ -194,11 +207,32 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     b.chunks = product_chunks(b.K);
     p.chunked = b.chunks > 1;
     b.levels = p.chunked ? std::bit_width(static_cast<std::uint64_t>(b.chunks)) : 0;
-    const OperandView va = operand_view(*m.operand(0), layout_of), vb = operand_view(*m.operand(1), layout_of);
-    b.a_strides = va.strides;
-    b.b_strides = vb.strides;
-    b.a_offset = va.offset;
-    b.b_offset = vb.offset;
+    // Each operand: a strided view of an input, or a prologue over the operand's shape.
+    p.a_prologue = !is_view_of_input(*m.operand(0));
+    p.b_prologue = !is_view_of_input(*m.operand(1));
+    std::vector<const ir::Node*> a_inputs, b_inputs;
+    auto operand = [&](int which, bool prologue, PointwisePlan& plan, PointwiseBinding& binding, Strides& strides,
+                       std::int64_t& offset, std::vector<const ir::Node*>& inputs) {
+        const ir::NodePtr& x = m.operand_ptr(which);
+        if (!prologue) {
+            const OperandView v = operand_view(*x, layout_of);
+            strides = v.strides;
+            offset = v.offset;
+            inputs = {v.input};
+            return;
+        }
+        strides.assign(r, 0);
+        inputs = pointwise_inputs({x});
+        std::vector<InputLayout> ls;
+        for (const ir::Node* in : inputs) ls.push_back(layout_of(*in));
+        PlannedPointwise pp = plan_pointwise({x}, ls, device);
+        if (pp.plan.params_in_memory)
+            throw InternalError(fmt::format("plan_matmul(): the prologue of {} has more parameters than a launch takes", where_of(m)));
+        plan = std::move(pp.plan);
+        binding = std::move(pp.binding);
+    };
+    operand(0, p.a_prologue, p.prologue_a, b.prologue_a, b.a_strides, b.a_offset, a_inputs);
+    operand(1, p.b_prologue, p.prologue_b, b.prologue_b, b.b_strides, b.b_offset, b_inputs);
 
     // The tile: the hint, else the default; then threads, shared memory and its limits.
     const ir::ProductTile hint = ir::product_tile(m);
@@ -226,10 +260,10 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
         bad_tile(m, shown, fmt::format("needs {} bytes of shared memory in 2 stages, more than the {} bytes per block of {}",
                                        p.shared_bytes(), limit, device.name));
     shape_threads(p, m, shown);
-    p.a_m_fastest = b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
-    p.b_k_fastest = b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
-    const InputLayout la = layout_of(*va.input), lb = layout_of(*vb.input);
-    p.vector = device.cc_major >= 8 && b.a_strides[r - 1] == 1 && b.b_strides[r - 1] == 1 && la.aligned16 && lb.aligned16;
+    p.a_m_fastest = !p.a_prologue && b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
+    p.b_k_fastest = !p.b_prologue && b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
+    p.vector = device.cc_major >= 8 && !p.a_prologue && !p.b_prologue && b.a_strides[r - 1] == 1 && b.b_strides[r - 1] == 1 &&
+               layout_of(*a_inputs[0]).aligned16 && layout_of(*b_inputs[0]).aligned16;
 
     // The epilogue: the kernel's outputs over a placeholder for the product.
     pm.accumulators = ir::input(m.dtype(), m.shape(), "accumulators", {}, m.loc());
@@ -237,7 +271,10 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
         return &n == &m ? pm.accumulators : nullptr;
     });
     std::vector<InputLayout> layouts;
-    pm.inputs = {va.input, vb.input};
+    pm.inputs = a_inputs;
+    pm.inputs.insert(pm.inputs.end(), b_inputs.begin(), b_inputs.end());
+    pm.a_inputs = a_inputs.size();
+    pm.b_inputs = b_inputs.size();
     const std::vector<const ir::Node*> ep_inputs = pointwise_inputs(pm.epilogue_outputs);
     for (const ir::Node* in : ep_inputs) {
         pm.inputs.push_back(in);
@@ -278,8 +315,8 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
         f.align = align;
         L.add(std::move(f));
     };
-    add(FieldA, 0, "a", ParamType::ConstPointer, 8, 8);
-    add(FieldB, 0, "b", ParamType::ConstPointer, 8, 8);
+    if (!p.a_prologue) add(FieldA, 0, "a", ParamType::ConstPointer, 8, 8);
+    if (!p.b_prologue) add(FieldB, 0, "b", ParamType::ConstPointer, 8, 8);
     add(FieldM, 0, "M", ParamType::Int64, 8, 8);
     add(FieldN, 0, "N", ParamType::Int64, 8, 8);
     add(FieldK, 0, "K", ParamType::Int64, 8, 8);
@@ -289,14 +326,19 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     for (int d = 0; d < p.rank; ++d) add(FieldAStride, d, fmt::format("a_s{}", d), ParamType::Int64, 8, 8);
     for (int d = 0; d < p.rank; ++d) add(FieldBStride, d, fmt::format("b_s{}", d), ParamType::Int64, 8, 8);
     if (p.chunked) add(FieldWorkspace, 0, "ws", ParamType::RawPointer, 8, 8);
-    ParamField ef;
-    ef.kind = ParamField::Kind::Epilogue;
-    ef.a = 2;
-    ef.name = "ep";
-    ef.type = ParamType::Struct;
-    ef.size = p.epilogue.params.size;
-    ef.align = std::max<std::size_t>(p.epilogue.params.align, 1);
-    L.add(std::move(ef));
+    auto add_part = [&](int which, const char* fname, const PointwisePlan& part) {
+        ParamField f;
+        f.kind = ParamField::Kind::Epilogue;
+        f.a = which;
+        f.name = fname;
+        f.type = ParamType::Struct;
+        f.size = part.params.size;
+        f.align = std::max<std::size_t>(part.params.align, 1);
+        L.add(std::move(f));
+    };
+    if (p.a_prologue) add_part(3, "pa", p.prologue_a);
+    if (p.b_prologue) add_part(4, "pb", p.prologue_b);
+    add_part(2, "ep", p.epilogue);
     L.finish();
     if (L.size > device.param_limit_bytes)
         throw InternalError(fmt::format("plan_matmul(): {} bytes of parameters for {}", L.size, where_of(m)));
@@ -316,7 +358,9 @@ LaunchConfig matmul_launch(const PlannedMatmul& pm) {
     return lc;
 }
 
-Variant select_matmul_variant(const PlannedMatmul& pm, const void* a, const void* b) {
+Variant select_matmul_variant(const PlannedMatmul& pm, std::span<const void* const> inputs) {
+    const void* a = inputs[0];
+    const void* b = inputs[pm.a_inputs];
     const MatmulPlan& p = pm.plan;
     const MatmulBinding& bd = pm.binding;
     if (!p.vector) return Variant::Scalar;
@@ -340,8 +384,14 @@ std::size_t matmul_workspace_bytes(const PlannedMatmul& pm) {
     return static_cast<std::size_t>(pm.binding.levels) * static_cast<std::size_t>(pm.binding.batches * pm.binding.M * pm.binding.N) * acc;
 }
 
-void pack_matmul_params(const PlannedMatmul& pm, const void* a, const void* b, std::span<const void* const> epilogue_inputs,
-                        std::span<void* const> outputs, void* workspace, std::span<std::byte> out) {
+void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
+                        void* workspace, std::span<std::byte> out) {
+    if (inputs.size() != pm.inputs.size()) throw InternalError("pack_matmul_params(): input count does not match the plan");
+    const void* a = inputs[0];
+    const void* b = inputs[pm.a_inputs];
+    const std::span<const void* const> a_in = inputs.subspan(0, pm.a_inputs), b_in = inputs.subspan(pm.a_inputs, pm.b_inputs);
+    const std::span<const void* const> epilogue_inputs = inputs.subspan(pm.a_inputs + pm.b_inputs);
+    static void* const no_output[1] = {nullptr};
     const MatmulPlan& p = pm.plan;
     const MatmulBinding& bd = pm.binding;
     if (out.size() < p.params.size) throw InternalError("pack_matmul_params(): buffer smaller than the parameters");
@@ -350,7 +400,9 @@ void pack_matmul_params(const PlannedMatmul& pm, const void* a, const void* b, s
     for (const ParamField& f : p.params.fields) {
         auto put = [&](auto v) { std::memcpy(out.data() + f.offset, &v, sizeof v); };
         if (f.kind == ParamField::Kind::Epilogue) {
-            pack_params(p.epilogue, bd.epilogue, epilogue_inputs, outputs, out.subspan(f.offset, f.size));
+            if (f.a == 2) pack_params(p.epilogue, bd.epilogue, epilogue_inputs, outputs, out.subspan(f.offset, f.size));
+            else if (f.a == 3) pack_params(p.prologue_a, bd.prologue_a, a_in, no_output, out.subspan(f.offset, f.size));
+            else pack_params(p.prologue_b, bd.prologue_b, b_in, no_output, out.subspan(f.offset, f.size));
             continue;
         }
         const auto axis = static_cast<std::size_t>(f.b);

@@ -94,6 +94,30 @@ private:
     std::unordered_map<const ir::Node*, int> temp_;
 };
 
+// Why operand `x` of a product cannot be its prologue (computed in the product's kernel element by element
+// as its tiles load), or empty. A prologue is recomputed once per block column of the product, so it takes
+// cheap elementwise ops and views only, over inputs, products' results and materialized values.
+std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
+    std::vector<const ir::Node*> stack{x.get()};
+    std::unordered_set<const ir::Node*> seen;
+    std::unordered_set<const ir::Node*> inputs;
+    while (!stack.empty()) {
+        const ir::Node* n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        if (n->op() == ir::Op::Input || ir::is_product(n->op()) || A.temp_of(n) >= 0) {
+            inputs.insert(n);
+            continue;
+        }
+        if (ir::is_reduction(n->op())) return fmt::format("it holds a reduction ({})", where_of(*n));
+        if (ir::is_elementwise(n->op()) && ir::info(n->op()).cost != ir::Cost::Cheap)
+            return fmt::format("{} is not cheap enough to recompute for every block column", where_of(*n));
+        for (const auto& o : n->operands()) stack.push_back(o.get());
+    }
+    if (inputs.size() > 32) return fmt::format("it reads {} inputs, more than a prologue's 32", inputs.size());
+    return {};
+}
+
 /// Inputs an epilogue may read besides the product: its parameters then stay a small part of the kernel's.
 constexpr std::size_t kEpilogueInputs = 32;
 
@@ -229,7 +253,9 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             for (const ir::NodePtr& x : m->operands()) {
                 const ir::NodePtr& base = view_base(x);
                 if (base->op() == ir::Op::Input || ir::is_product(base->op()) || A.temp_of(base.get()) >= 0) continue;
-                const int t = A.materialize(base, fmt::format("an operand of {}, which reads its operands from memory", where_of(*m)));
+                std::string why = options.fusion ? prologue_refusal(x, A) : std::string("fusion is off");
+                if (why.empty()) continue;  // a prologue: computed in the product's kernel as its tiles load
+                const int t = A.materialize(base, fmt::format("an operand of {}, computed first: {}", where_of(*m), why));
                 operands.push_back(base);
                 slots.push_back(Slot{Slot::Kind::Temp, t});
             }
@@ -251,8 +277,12 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             k.outputs.assign(writes.size(), sub);
             k.writes = std::move(writes);
             k.name = "matmul";
-            k.why = fmt::format("a matrix product ({}) is a kernel of its own: its operands come from memory",
-                                short_location(m->loc()));
+            std::string prologue;
+            for (const ir::NodePtr& x : sub->operands())
+                for (const ir::Node* n : ir::topo_order({x}))
+                    if (ir::is_elementwise(n->op())) prologue += fmt::format(" {}", where_of(*n));
+            k.why = fmt::format("a matrix product ({}) is a kernel of its own: its operands come from memory{}", short_location(m->loc()),
+                                prologue.empty() ? std::string() : fmt::format("; its prologue runs as the tiles load:{}", prologue));
             A.P.kernels.push_back(std::move(k));
         }
     }

@@ -198,17 +198,16 @@ void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce
     (rl.vector ? kernel.vector_kernel : kernel.scalar_kernel).launch(cfg, params.span().data(), params.span().size(), where);
 }
 
-// The matmul arm: `ins` are A's input, B's input, then the epilogue's inputs (PlannedMatmul::inputs order;
-// the accumulators' entry is null); `prep` holds the chunk tree's workspace when K is longer than a chunk.
+// The matmul arm: `ins` in PlannedMatmul::inputs order (A's, B's, then the epilogue's; the accumulators' entry
+// is null); `prep` holds the chunk tree's workspace when K is longer than a chunk.
 void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& pm, std::span<const void* const> ins,
                    std::span<void* const> outs, const LaunchPrep* prep, std::string_view where) {
     const codegen::LaunchConfig lc = codegen::matmul_launch(pm);
     if (lc.grid_x == 0) return;
     if (pm.plan.chunked && !prep) throw InternalError("launch_matmul(): a chunked product without its workspace");
-    const codegen::Variant v = codegen::select_matmul_variant(pm, ins[0], ins[1]);
+    const codegen::Variant v = codegen::select_matmul_variant(pm, ins);
     ParamBytes params(pm.plan.params.size);
-    codegen::pack_matmul_params(pm, ins[0], ins[1], ins.subspan(2), outs, pm.plan.chunked ? prep->workspace.data() : nullptr,
-                                params.span());
+    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace.data() : nullptr, params.span());
     LaunchConfig cfg;
     cfg.grid = {lc.grid_x, lc.grid_y, 1};
     cfg.block = {lc.block_x, 1, 1};

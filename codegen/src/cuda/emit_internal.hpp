@@ -51,6 +51,10 @@ struct EpiloguePart {
     std::string idx;
 };
 EpiloguePart epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan, int acc_site);
+/// A matmul operand computed as its tiles load (a prologue): the pieces of the pointwise graph of `operand`,
+/// whose `<name>_element(const <name>_params& p, const <idx> e)` returns element `e` (row-major over the
+/// operand's shape) in its register type; the plan's output pointer is unused.
+EpiloguePart prologue_part(std::string_view name, const ir::NodePtr& operand, const PointwisePlan& plan);
 
 /// The CUDA type of a parameter field: `int` / `long long` (ParamType::Index per `index`), `const lm::bf16*`,
 /// `void*`, `float`, `<struct_prefix>_el_params` (a nested struct), ...

@@ -24,11 +24,12 @@ struct MatmulEmitter {
     std::string name;
     std::string st;  // the operands' storage type
     std::string acc;  // the accumulator type
+    std::string pa_idx, pb_idx;  // the prologues' index types
 
     int rank() const { return p.rank; }
 
     std::string operand_comment(int which) const {
-        const ir::Node& in = *pm.inputs[static_cast<std::size_t>(which)];
+        const ir::Node& in = *pm.inputs[which == 0 ? 0 : pm.a_inputs];
         const ir::Node& op = *pm.product->operand(which);
         return fmt::format("{}: {}, a view of input \"{}\" {} ({})", which == 0 ? "A" : "B", ir::describe(op), in.label(),
                            name_of(in.dtype()), short_location(in.loc()));
@@ -40,7 +41,7 @@ struct MatmulEmitter {
         for (const ParamField& f : p.params.fields) {
             std::string comment;
             if (f.kind == ParamField::Kind::Epilogue) {
-                comment = "the epilogue's parameters";
+                comment = f.a == 2 ? "the epilogue's parameters" : fmt::format("the prologue of {}: its parameters", f.a == 3 ? "A" : "B");
             } else if (f.name == "a") {
                 comment = operand_comment(0);
             } else if (f.name == "b") {
@@ -70,18 +71,25 @@ struct MatmulEmitter {
     }
 
     // The operand pointers of batch entry `batch` (A and B of this block).
+    std::string pointer(bool prologue, const char* field) const {
+        return prologue ? std::string("nullptr") : fmt::format("p.{}", field);
+    }
     void batch_offsets(std::string& s, int ind) const {
         if (rank() == 2) {
-            line(s, ind, fmt::format("const {}* A = p.a;", st), "one matrix: no batch axes");
-            line(s, ind, fmt::format("const {}* B = p.b;", st));
+            line(s, ind, fmt::format("const {}* A = {};", st, pointer(p.a_prologue, "a")),
+                 p.a_prologue ? "A: computed by its prologue" : "one matrix: no batch axes");
+            line(s, ind, fmt::format("const {}* B = {};", st, pointer(p.b_prologue, "b")), p.b_prologue ? "B: computed by its prologue" : "");
             return;
         }
         line(s, ind, "long long a_off = 0, b_off = 0, q = batch;", "batch entry -> offsets of A and B (row-major batch axes)");
         for (int d = rank() - 3; d >= 0; --d) {
             line(s, ind, fmt::format("{{ const long long i = q % p.batch{}; q /= p.batch{}; a_off += i * p.a_s{}; b_off += i * p.b_s{}; }}", d, d, d, d));
         }
-        line(s, ind, fmt::format("const {}* A = p.a + a_off;", st));
-        line(s, ind, fmt::format("const {}* B = p.b + b_off;", st));
+        line(s, ind, fmt::format("const {}* A = {};", st, p.a_prologue ? std::string("nullptr") : std::string("p.a + a_off")),
+             p.a_prologue ? "A: computed by its prologue" : "");
+        line(s, ind, fmt::format("const {}* B = {};", st, p.b_prologue ? std::string("nullptr") : std::string("p.b + b_off")),
+             p.b_prologue ? "B: computed by its prologue" : "");
+        if (p.a_prologue || p.b_prologue) line(s, ind, "(void)a_off; (void)b_off;");
     }
 
     std::string loaders() const {
@@ -95,8 +103,9 @@ struct MatmulEmitter {
                          "// the K step at k0: 16-byte cp.async pieces, zero-filled outside the matrices (K and N divide into pieces).\n",
                          p.tile_m, p.tile_k, p.pitch_a, p.tile_k, p.tile_n, p.pitch_b);
         s += fmt::format("__device__ __forceinline__ void {}_load_vector(const {}_params& p, const {}* A, const {}* B, {}* as, {}* bs,\n"
-                         "                                              long long m0, long long n0, long long k0) {{\n",
+                         "                                              long long batch, long long m0, long long n0, long long k0) {{\n",
                          name, name, st, st, st, st);
+        line(s, 4, "(void)batch;");
         const int a_pieces = p.tile_m * p.tile_k / piece, a_row = p.tile_k / piece;
         line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_pieces, p.threads()),
              fmt::format("A: {} pieces of {} elements", a_pieces, piece));
@@ -118,8 +127,9 @@ struct MatmulEmitter {
         s += "// The same stage buffers filled element by element through any strides (transposed, sliced, broadcast views),\n"
              "// consecutive threads walking each operand's unit-stride axis; zeros outside the matrices.\n";
         s += fmt::format("__device__ __forceinline__ void {}_load_scalar(const {}_params& p, const {}* A, const {}* B, {}* as, {}* bs,\n"
-                         "                                              long long m0, long long n0, long long k0) {{\n",
+                         "                                              long long batch, long long m0, long long n0, long long k0) {{\n",
                          name, name, st, st, st, st);
+        line(s, 4, "(void)batch;");
         const std::string zero = p.in == DType::Float16 || p.in == DType::BFloat16 ? fmt::format("{}{{0}}", st) : fmt::format("({})0", st);
         const int a_elems = p.tile_m * p.tile_k, b_elems = p.tile_k * p.tile_n;
         line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_elems, p.threads()),
@@ -127,20 +137,30 @@ struct MatmulEmitter {
         if (p.a_m_fastest) line(s, 8, fmt::format("const int row = q % {}, col = q / {};", p.tile_m, p.tile_m));
         else line(s, 8, fmt::format("const int row = q / {}, col = q % {};", p.tile_k, p.tile_k));
         line(s, 8, "const long long m = m0 + row, k = k0 + col;");
-        line(s, 8, fmt::format("as[row * {} + col] = m < p.M && k < p.K ? A[m * {} + k * {}] : {};", p.pitch_a, am, ak, zero));
+        if (p.a_prologue)
+            line(s, 8, fmt::format("as[row * {} + col] = m < p.M && k < p.K ? {} : {};", p.pitch_a,
+                                   detail::store_expr(p.in, fmt::format("{}_pa_element(p.pa, ({})((batch * p.M + m) * p.K + k))", name, pa_idx)), zero),
+                 "the prologue's value of A[batch, m, k]");
+        else
+            line(s, 8, fmt::format("as[row * {} + col] = m < p.M && k < p.K ? A[m * {} + k * {}] : {};", p.pitch_a, am, ak, zero));
         line(s, 4, "}");
         line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_elems, p.threads()),
              p.b_k_fastest ? "B along k (its unit stride)" : "B along n");
         if (p.b_k_fastest) line(s, 8, fmt::format("const int row = q % {}, col = q / {};", p.tile_k, p.tile_k));
         else line(s, 8, fmt::format("const int row = q / {}, col = q % {};", p.tile_n, p.tile_n));
         line(s, 8, "const long long k = k0 + row, n = n0 + col;");
-        line(s, 8, fmt::format("bs[row * {} + col] = k < p.K && n < p.N ? B[k * {} + n * {}] : {};", p.pitch_b, bk, bn, zero));
+        if (p.b_prologue)
+            line(s, 8, fmt::format("bs[row * {} + col] = k < p.K && n < p.N ? {} : {};", p.pitch_b,
+                                   detail::store_expr(p.in, fmt::format("{}_pb_element(p.pb, ({})((batch * p.K + k) * p.N + n))", name, pb_idx)), zero),
+                 "the prologue's value of B[batch, k, n]");
+        else
+            line(s, 8, fmt::format("bs[row * {} + col] = k < p.K && n < p.N ? B[k * {} + n * {}] : {};", p.pitch_b, bk, bn, zero));
         line(s, 4, "}");
         s += "}\n\n";
         s += fmt::format("template <bool kVector>\n__device__ __forceinline__ void {0}_load(const {0}_params& p, const {1}* A, const {1}* B, {1}* as, {1}* bs,\n"
-                         "                                       long long m0, long long n0, long long k0) {{\n"
-                         "    if (kVector) {0}_load_vector(p, A, B, as, bs, m0, n0, k0);\n"
-                         "    else {0}_load_scalar(p, A, B, as, bs, m0, n0, k0);\n}}\n",
+                         "                                       long long batch, long long m0, long long n0, long long k0) {{\n"
+                         "    if (kVector) {0}_load_vector(p, A, B, as, bs, batch, m0, n0, k0);\n"
+                         "    else {0}_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);\n}}\n",
                          name, st);
         return s;
     }
@@ -210,7 +230,7 @@ struct MatmulEmitter {
         line(s, 16, "#pragma unroll");
         line(s, 16, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "each chunk from +0");
         auto load_of = [&](const std::string& stage, const std::string& step) {
-            return fmt::format("{}_load<kVector>(p, A, B, as_all + {} * {}, bs_all + {} * {}, m0, n0, k0 + (long long)({}) * {});", name, stage,
+            return fmt::format("{}_load<kVector>(p, A, B, as_all + {} * {}, bs_all + {} * {}, batch, m0, n0, k0 + (long long)({}) * {});", name, stage,
                                p.tile_m * p.pitch_a, stage, p.tile_k * p.pitch_b, step, p.tile_k);
         };
         line(s, 12, fmt::format("for (int s = 0; s < {}; ++s) {{", p.stages - 1),
@@ -310,13 +330,23 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
     if (pm.plan.vector) ks.vector_entry = ks.name + "_v";
     ks.plan = pm.plan.epilogue;
     ks.param_bytes = pm.plan.params.size;
-    MatmulEmitter em{pm, pm.plan, ks.name, std::string(storage_type(pm.plan.in)), acc_type(pm.plan.in)};
+    std::string parts;  // the prologues' pieces
+    std::string pa_idx = "int", pb_idx = "int";
+    for (int which : {0, 1}) {
+        if (!(which == 0 ? pm.plan.a_prologue : pm.plan.b_prologue)) continue;
+        const detail::EpiloguePart pro = detail::prologue_part(ks.name + (which == 0 ? "_pa" : "_pb"), pm.product->operand_ptr(which),
+                                                               which == 0 ? pm.plan.prologue_a : pm.plan.prologue_b);
+        (which == 0 ? pa_idx : pb_idx) = pro.idx;
+        parts += pro.params_struct + '\n' + pro.body + '\n' + pro.element + '\n';
+    }
+    MatmulEmitter em{pm, pm.plan, ks.name, std::string(storage_type(pm.plan.in)), acc_type(pm.plan.in), pa_idx, pb_idx};
     const detail::EpiloguePart ep = detail::epilogue_part(ks.name + "_ep", pm.epilogue_outputs, pm.plan.epilogue, pm.plan.acc_site);
     std::string& s = ks.kernel;
     s += detail::banner("matmul", ks.name, user_name,
                         pm.plan.to_string() + "\nepilogue: " + pm.plan.epilogue.describe(false));
     s += fmt::format("// entry points: {}{}\n\n", ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
                      ks.scalar_entry + " (scalar)");
+    s += parts;
     s += ep.params_struct;
     s += '\n';
     s += em.params_struct();

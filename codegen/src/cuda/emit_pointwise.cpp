@@ -30,6 +30,8 @@ struct Emitter {
     bool body_needs_params = false;
     /// A matmul epilogue: the load site whose value is the product's accumulator, passed in as `acc` (-1: none).
     int acc_site = -1;
+    /// A matmul prologue: the element function returns its one output's value instead of storing it.
+    bool returns_value = false;
 
     std::string vname(int v) const { return fmt::format("v{}", v); }
 
@@ -219,7 +221,8 @@ struct Emitter {
         const std::string acc =
             acc_site < 0 ? std::string()
                          : fmt::format(", const {} acc", register_type(plan.loads[static_cast<std::size_t>(acc_site)].dtype));
-        std::string s = fmt::format("__device__ __forceinline__ void {}_element(const {}_params& p, const {} e{}) {{\n",
+        const std::string result = returns_value ? std::string(register_type(plan.outputs.at(0).dtype)) : std::string("void");
+        std::string s = fmt::format("__device__ __forceinline__ {} {}_element(const {}_params& p, const {} e{}) {{\n", result,
                                     name, name, idx, acc);
         decompose(s, element_dims(), "e");
         derived_indices(s);
@@ -252,6 +255,11 @@ struct Emitter {
             outs.push_back(fmt::format("r{}", o));
         }
         line(s, 4, body_call(args, outs));
+        if (returns_value) {
+            line(s, 4, "return r0;", "the operand's element: stored by the caller");
+            s += "}\n";
+            return s;
+        }
         for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
             const bool strided = plan.outputs[o].access == Access::Strided;
             line(s, 4, fmt::format("p.out{}[{}] = {};", o, strided ? output_terms(o) : std::string("e"),
@@ -505,6 +513,14 @@ detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vec
         static_cast<std::size_t>(acc_site) >= g.sites.size())
         throw InternalError("epilogue_part: the plan does not belong to this graph");
     Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(), acc_site};
+    return {em.params_struct(), em.body(), em.element(), em.idx};
+}
+
+detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::NodePtr& operand, const PointwisePlan& plan) {
+    const PwGraph g = detail::build_pw_graph({operand});
+    if (g.sites.size() != plan.loads.size() || g.outputs.size() != 1 || plan.outputs.size() != 1)
+        throw InternalError("prologue_part: the plan does not belong to this graph");
+    Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(), -1, true};
     return {em.params_struct(), em.body(), em.element(), em.idx};
 }
 

@@ -118,7 +118,7 @@ std::string param_ctype(const ParamField& f, IndexWidth index, std::string_view 
         case ParamType::Pointer: return fmt::format("{}*", storage_type(f.dtype));
         case ParamType::RawPointer: return "void*";
         case ParamType::Scalar: return std::string(register_type(f.dtype));
-        case ParamType::Struct: return fmt::format("{}_{}_params", struct_prefix, f.a == 0 ? "el" : f.a == 1 ? "row" : "ep");
+        case ParamType::Struct: return fmt::format("{}_{}_params", struct_prefix, f.a == 0 ? "el" : f.a == 1 ? "row" : f.a == 2 ? "ep" : f.a == 3 ? "pa" : "pb");
         case ParamType::Opaque: return "unsigned char";
     }
     throw InternalError("param_ctype: bad parameter type");

@@ -15,6 +15,12 @@
 // longer than a chunk combine in the pairwise tree, kept per output in a workspace (one slot per level of
 // the tree). So the bits are the CPU reference's for every tile, variant and epilogue.
 //
+// Prologues: an operand that is cheap elementwise work over views of inputs (a cast, a scale, a sum of two
+// matrices) is computed element by element as its tiles load (prologue_a / prologue_b, pointwise plans over
+// the operand's shape whose element function returns the value), rounded to the operand's dtype as a
+// materialized operand would be, so the bits do not change. The partition materializes operands with
+// transcendentals or divisions instead: a block column would recompute them.
+//
 // Variants: Vector copies 16-byte pieces of both operands with cp.async (every operand's fastest axis has
 // unit stride, its rows and batch entries start 16-byte aligned and K and N divide into pieces); Scalar
 // loads element by element through any strides (transposed, sliced, reversed and broadcast views). The
@@ -54,6 +60,9 @@ struct MatmulPlan {
     /// The scalar variant's loads walk A along m (A's unit stride runs along m: a transposed view) and B along
     /// k (likewise), so that a warp's loads stay coalesced; else along k and n.
     bool a_m_fastest = false, b_k_fastest = false;
+    /// The operand is computed by a prologue (then only the Scalar variant reads it).
+    bool a_prologue = false, b_prologue = false;
+    PointwisePlan prologue_a, prologue_b;
     /// K is longer than one chunk: the chunk partials go through the workspace tree.
     bool chunked = false;
     /// The epilogue: a pointwise plan over the product's shape whose load site `acc_site` is the product
@@ -82,14 +91,17 @@ struct MatmulBinding {
     std::int64_t chunks = 0;                  // product_chunks(K)
     int levels = 0;                           // workspace slots of the chunk tree (0: one chunk)
     PointwiseBinding epilogue;
+    PointwiseBinding prologue_a, prologue_b;
 };
 
 struct PlannedMatmul {
     MatmulPlan plan;
     MatmulBinding binding;
-    /// The kernel's inputs: the Input under A's views, the Input under B's, then the epilogue's inputs in
-    /// pointwise_inputs order with the accumulator placeholder among them (it reads no memory).
+    /// The kernel's inputs: A's (the Input under its views, or its prologue's pointwise_inputs), B's, then the
+    /// epilogue's inputs in pointwise_inputs order with the accumulator placeholder among them (it reads no
+    /// memory).
     std::vector<const ir::Node*> inputs;
+    std::size_t a_inputs = 1, b_inputs = 1;     // how many of `inputs` are A's and B's
     ir::NodePtr product;                        // the product node of the kernel's graph
     ir::NodePtr accumulators;                   // the placeholder that stands for it in the epilogue
     std::vector<ir::NodePtr> epilogue_outputs;  // the kernel's outputs over the placeholder
@@ -111,15 +123,14 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
 /// Grid (x: tiles of one batch entry, y: batch entries, at most 65,535; the kernel loops over the rest)
 /// and block. grid_x == 0: nothing to do.
 LaunchConfig matmul_launch(const PlannedMatmul& pm);
-/// Vector when the plan has it and the operands (`a`, `b`: element 0 of the inputs under the views; the
+/// Vector when the plan has it and the operands (`inputs`: element 0 of each of PlannedMatmul::inputs; the
 /// views' offsets are added here), their strides, K and N allow 16-byte pieces; else Scalar.
-Variant select_matmul_variant(const PlannedMatmul& pm, const void* a, const void* b);
+Variant select_matmul_variant(const PlannedMatmul& pm, std::span<const void* const> inputs);
 /// Bytes of the chunk tree's workspace (0 for one chunk).
 std::size_t matmul_workspace_bytes(const PlannedMatmul& pm);
-/// Packs the parameters: `a`, `b` element 0 of the operand views' inputs (the offsets are added here),
-/// `epilogue_inputs` in the epilogue's pointwise_inputs order (the accumulator's entry is ignored),
-/// `outputs`, `workspace` (null for one chunk).
-void pack_matmul_params(const PlannedMatmul& pm, const void* a, const void* b, std::span<const void* const> epilogue_inputs,
-                        std::span<void* const> outputs, void* workspace, std::span<std::byte> out);
+/// Packs the parameters: `inputs` element 0 of each of PlannedMatmul::inputs (the views' offsets are added
+/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk).
+void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
+                        void* workspace, std::span<std::byte> out);
 
 }  // namespace loom::codegen

@@ -125,7 +125,7 @@ struct ParamField {
         Partials,       // split: a = reduction, its partial accumulators
         // Matmul kernels (matmul_plan.hpp).
         Product,        // a = MatmulField, b = axis (strides, batch extents)
-        Epilogue,       // the epilogue's pointwise parameters (Struct, a = 2)
+        Epilogue,       // a pointwise part's parameters (Struct): a = 2 the epilogue, 3 / 4 the prologue of A / B
     };
     Kind kind{};
     int a = 0;
