@@ -103,6 +103,23 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         auto q = matmul(x, m);
         compile_product("mm_two", {q, unary(Op::Relu, q)});
     }
+    SUBCASE("prologues: a float16 operand cast to float32 and a scaled, transposed one, computed as the tiles load") {
+        auto h = f16({96, 64}, "h"), w = input(float32, {80, 64}, "w");
+        const auto plan = plan_of({matmul(cast(h, float32), binary(Op::Mul, transpose(w), scalar(make_scalar_value(0.5, float32, "test", Loc::current()), float32)))});
+        REQUIRE(plan.gpu.size() == 1);
+        const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+        CHECK(p.a_prologue);
+        CHECK(p.b_prologue);
+        CHECK(!p.vector);
+        CHECK(plan.partition.kernels[0].why.find("its prologue runs as the tiles load: cast") != std::string::npos);
+        const auto ks = codegen::emit_matmul("mm_prologue", plan.gpu[0].matmul);
+        CHECK(ks.kernel.find("mm_prologue_pa_element(p.pa,") != std::string::npos);
+        golden::compile_sm90(ks);
+        // A transcendental operand is materialized instead, the reason in the plan.
+        const auto plan2 = plan_of({matmul(unary(Op::Exp, input(float32, {32, 32}, "e")), input(float32, {32, 32}, "f"))});
+        CHECK(plan2.gpu.size() == 2);
+        CHECK(plan2.to_string().find("computed first: exp") != std::string::npos);
+    }
     SUBCASE("a hinted tile") {
         auto a = input(float32, {256, 256}, "a"), b = input(float32, {256, 256}, "b");
         auto y = matmul(a, b, Loc::current(), ProductTile{64, 32, 32});

@@ -58,7 +58,8 @@ extern __shared__ __align__(16) unsigned char matmul_bias_gelu_f32_smem[];  // 5
 // Stage buffers `as` (A: 128 rows of 16, k fastest, pitch 20) and `bs` (B: 16 rows of 128, n fastest, pitch 132) of
 // the K step at k0: 16-byte cp.async pieces, zero-filled outside the matrices (K and N divide into pieces).
 __device__ __forceinline__ void matmul_bias_gelu_f32_load_vector(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
-                                              long long m0, long long n0, long long k0) {
+                                              long long batch, long long m0, long long n0, long long k0) {
+    (void)batch;
     for (int q = threadIdx.x; q < 512; q += 256) {                       // A: 512 pieces of 4 elements
         const int row = q / 4, col = q % 4 * 4;
         const long long m = m0 + row, k = k0 + col;
@@ -76,7 +77,8 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load_vector(const matmul_bi
 // The same stage buffers filled element by element through any strides (transposed, sliced, broadcast views),
 // consecutive threads walking each operand's unit-stride axis; zeros outside the matrices.
 __device__ __forceinline__ void matmul_bias_gelu_f32_load_scalar(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
-                                              long long m0, long long n0, long long k0) {
+                                              long long batch, long long m0, long long n0, long long k0) {
+    (void)batch;
     for (int q = threadIdx.x; q < 2048; q += 256) {                      // A along k
         const int row = q / 16, col = q % 16;
         const long long m = m0 + row, k = k0 + col;
@@ -91,9 +93,9 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load_scalar(const matmul_bi
 
 template <bool kVector>
 __device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
-                                       long long m0, long long n0, long long k0) {
-    if (kVector) matmul_bias_gelu_f32_load_vector(p, A, B, as, bs, m0, n0, k0);
-    else matmul_bias_gelu_f32_load_scalar(p, A, B, as, bs, m0, n0, k0);
+                                       long long batch, long long m0, long long n0, long long k0) {
+    if (kVector) matmul_bias_gelu_f32_load_vector(p, A, B, as, bs, batch, m0, n0, k0);
+    else matmul_bias_gelu_f32_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);
 }
 
 template <bool kVector>
@@ -122,14 +124,14 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu
                 #pragma unroll
                 for (int j = 0; j < 8; ++j) c[i][j] = 0;                 // each chunk from +0
             for (int s = 0; s < 2; ++s) {                                // the pipeline's first 2 K steps in flight
-                if (s < steps) matmul_bias_gelu_f32_load<kVector>(p, A, B, as_all + s * 2560, bs_all + s * 2112, m0, n0, k0 + (long long)(s) * 16);
+                if (s < steps) matmul_bias_gelu_f32_load<kVector>(p, A, B, as_all + s * 2560, bs_all + s * 2112, batch, m0, n0, k0 + (long long)(s) * 16);
                 lm::cp_async_commit();                                   // a group per step, empty or not, so the waits count steps
             }
             for (int t = 0; t < steps; ++t) {
                 lm::cp_async_wait<1>();                                  // step t's copies have landed
                 __syncthreads();                                         // ... for every thread, and step t - 1's buffers are free
                 if (t + 2 < steps) {                                     // refill the buffers of step t - 1 with step t + 2
-                    matmul_bias_gelu_f32_load<kVector>(p, A, B, as_all + ((t + 2) % 3) * 2560, bs_all + ((t + 2) % 3) * 2112, m0, n0, k0 + (long long)(t + 2) * 16);
+                    matmul_bias_gelu_f32_load<kVector>(p, A, B, as_all + ((t + 2) % 3) * 2560, bs_all + ((t + 2) % 3) * 2112, batch, m0, n0, k0 + (long long)(t + 2) * 16);
                 }
                 lm::cp_async_commit();
                 const float* as = as_all + (t % 3) * 2560;
