@@ -1,6 +1,7 @@
 // Random programs for the differential fuzzer: building into IR over filled tensors (the incremental State
 // that the generators share), approximation levels that keep every comparison sound, dead-code collection
-// and descriptions. The generators are in fuzz_program_generate.cpp (pointwise) and fuzz_program_reduce.cpp.
+// and descriptions. The generators are in fuzz_program_generate.cpp (pointwise), fuzz_program_reduce.cpp
+// and fuzz_program_matmul.cpp.
 #include "fuzz_program.hpp"
 
 #include <fmt/format.h>
@@ -37,7 +38,9 @@ std::vector<std::int64_t> permutation(std::uint64_t key, int rank) {
 /// `1 + erf` is only bounded absolutely: they pass only through views that keep every element (no
 /// slices), neg, abs and float casts. Everything else (arithmetic that adds errors or cancels, functions
 /// of approximate values, discrete results such as compares, rounding and integer casts) takes level-0
-/// operands only, so no comparison depends on the first-order ulp model being tight.
+/// operands only, so no comparison depends on the first-order ulp model being tight. A matrix product is
+/// level 0 of level-0 operands (the GPU and the reference sum in one order, docs/semantics.md section 12)
+/// and takes nothing else: one approximate element would reach a whole row of the result.
 ///
 /// Reduction programs (tame data) add rules for approximate values, within the tolerance that
 /// testing::tolerance_for derives (docs/semantics.md, section 9):
@@ -67,6 +70,7 @@ int level_of(const Instr& ins, const std::vector<int>& lv, const std::vector<DTy
         case Instr::Kind::View: return ins.view == ViewKind::Slice && mx > 1 ? -1 : mx;
         case Instr::Kind::Cast: return is_float(to) && is_float(arg_dtypes[0]) ? mx : (mx == 0 ? 0 : -1);
         case Instr::Kind::Reduce: return mx == 0 ? 0 : -1;  // reduction programs: see State::wide_level
+        case Instr::Kind::MatMul: return mx == 0 ? 0 : -1;
         case Instr::Kind::Elementwise: break;
     }
     const Op op = ins.op;
@@ -195,16 +199,22 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
         switch (ins.kind) {
             case Instr::Kind::Input: {
                 Shape t;
-                for (std::size_t d = static_cast<std::size_t>(std::max(ins.drop, 0)); d < p.base.size(); ++d)
-                    t.push_back(ins.ones >> d & 1u ? 1 : p.base[d]);
+                if (ins.pick != 0) {
+                    for (std::size_t d = 0; d < p.base.size() && d < 32; ++d)
+                        if (ins.pick >> d & 1u) t.push_back(ins.ones >> d & 1u ? 1 : p.base[d]);
+                    if (ins.swap && t.size() >= 2) std::swap(t[t.size() - 2], t[t.size() - 1]);
+                } else {
+                    for (std::size_t d = static_cast<std::size_t>(std::max(ins.drop, 0)); d < p.base.size(); ++d)
+                        t.push_back(ins.ones >> d & 1u ? 1 : p.base[d]);
+                }
                 const PreImage pi = pre_image(ins, t);
                 const std::string label = fmt::format("in{}", inputs++);
                 std::shared_ptr<const void> payload;
                 if (bind) {
                     Layout used = Layout::Contiguous;
                     const std::uint64_t seed = p.data_seed + 7919 * static_cast<std::uint64_t>(i);
-                    const Tensor tensor =
-                        make_tensor(pi.shape, ins.dtype, ins.layout, ins.key, seed, p.reductions, device, &used);
+                    const Tensor tensor = make_tensor(pi.shape, ins.dtype, ins.layout, ins.key, seed,
+                                                      p.reductions || p.products, device, &used);
                     input_lines.push_back(fmt::format("{}: {} {} strides [{}] offset {} ({}{})", label,
                                                       name(ins.dtype), to_string(pi.shape), fmt::join(tensor.strides(), ", "),
                                                       tensor.offset(), layout_name(used),
@@ -248,6 +258,10 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                 n = ir::reduce(ins.op, args[0], std::move(axes), ins.keepdims);
                 break;
             }
+            case Instr::Kind::MatMul:
+                if (args.size() != 2) return false;
+                n = ir::matmul(args[0], args[1]);
+                break;
         }
     } catch (const Error&) {
         return false;  // the constructors reject this combination: not a valid graph
@@ -328,7 +342,7 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
     Facts r;
     auto arg = [&](std::size_t k) -> const Facts& { return f(ins.args[k]); };
     switch (ins.kind) {
-        case Instr::Kind::Input: return r;
+        case Instr::Kind::Input: case Instr::Kind::MatMul: return r;
         case Instr::Kind::Scalar: case Instr::Kind::Constant: {
             const double v = ins.value.as_double();
             r.nonneg = v >= 0.0 || std::isnan(v);
@@ -506,6 +520,7 @@ Program collect(const Program& p) {
     q.base = p.base;
     q.data_seed = p.data_seed;
     q.reductions = p.reductions;
+    q.products = p.products;
     for (std::size_t i = 0; i < p.code.size(); ++i) {
         if (!live[i]) continue;
         index[i] = static_cast<int>(q.code.size());
@@ -529,6 +544,7 @@ std::string describe(const Program& p) {
             case Instr::Kind::Input:
                 what = fmt::format("input {} ones {:#x} drop {} pre-view {} layout {}", name(ins.dtype), ins.ones, ins.drop,
                                    static_cast<int>(ins.pre), layout_name(ins.layout));
+                if (ins.pick != 0) what += fmt::format(" pick {:#x}{}", ins.pick, ins.swap ? " swapped" : "");
                 break;
             case Instr::Kind::Scalar: what = fmt::format("scalar {} {}", name(ins.dtype), ins.value.as_double()); break;
             case Instr::Kind::Constant: what = fmt::format("constant {} {}", name(ins.dtype), ins.value.as_double()); break;
@@ -539,6 +555,7 @@ std::string describe(const Program& p) {
                 what = fmt::format("{} axes mask {:#x}{}{}", ir::op_name(ins.op), ins.axes, ins.negative ? " (negative)" : "",
                                    ins.keepdims ? " keepdims" : "");
                 break;
+            case Instr::Kind::MatMul: what = "matmul"; break;
         }
         s += fmt::format("  #{} = {} ({})\n", i, what, fmt::join(ins.args, ", "));
     }

@@ -1,9 +1,10 @@
 // Random programs for the differential fuzzer: a program is a list of instructions whose shapes all derive
 // from one base shape, so that it can be rebuilt after shrinking (fewer nodes, smaller shapes, simpler
-// layouts). Building turns a program into IR roots over freshly filled tensors. Two generators: pointwise
-// programs (elementwise ops, casts and views) and reduction programs (reductions over random axis sets with
+// layouts). Building turns a program into IR roots over freshly filled tensors. Three generators: pointwise
+// programs (elementwise ops, casts and views), reduction programs (reductions over random axis sets with
 // prologues and epilogues, several reductions of one operand, normalizations such as softmax, layernorm and
-// rmsnorm that broadcast reduced values back, reductions of reductions).
+// rmsnorm that broadcast reduced values back, reductions of reductions) and product programs (small matrix
+// products of inputs or computed values with elementwise epilogues and the consumers that end them).
 #pragma once
 
 #include <cstdint>
@@ -37,15 +38,20 @@ enum class ViewKind : std::uint8_t { Permute, Transpose, Slice, Flatten, MergeLa
 std::string_view view_name(ViewKind v);
 
 struct Instr {
-    enum class Kind : std::uint8_t { Input, Scalar, Constant, Elementwise, Cast, View, Reduce };
+    enum class Kind : std::uint8_t { Input, Scalar, Constant, Elementwise, Cast, View, Reduce, MatMul };
     Kind kind = Kind::Input;
     DType dtype = DType::Float32;  // leaves: their dtype; Cast: the target dtype
     ir::Op op = ir::Op::Add;       // Elementwise and Reduce
-    std::vector<int> args;         // operand instructions (earlier ones)
+    std::vector<int> args;         // operand instructions (earlier ones); MatMul: the two operands
     // Input: shape = base shape with the dims of `ones` (bit d = base dim d) set to 1 and the first `drop`
     // dims removed; `pre` is the IR view from the pre-image; `layout` the tensor's memory layout.
+    // With `pick` (product programs, whose operands take some of the base dims: [M, K] and [K, N] of a base
+    // [M, K, N]): the shape is the base dims whose bits are set, in order, those of `ones` set to 1, and
+    // `drop` unused; `swap` exchanges the last two (an operand stored transposed, for a Transpose view).
     std::uint32_t ones = 0;
     int drop = 0;
+    std::uint32_t pick = 0;
+    bool swap = false;
     PreView pre = PreView::None;
     Layout layout = Layout::Contiguous;
     // Scalar and Constant: the value (a value of `dtype`).
@@ -74,6 +80,9 @@ struct Program {
     // special values, and the wider rules for approximate values of fuzz_program.cpp ("approximation
     // levels"), which rely on that data.
     bool reductions = false;
+    // Made by the product generator: the reduction programs' input data (products of rows that nearly all
+    // held a special value would be NaN almost everywhere), the pointwise programs' approximation levels.
+    bool products = false;
 };
 
 struct GenOptions {
@@ -81,13 +90,19 @@ struct GenOptions {
     std::int64_t max_numel = 1 << 14;
     int max_ops = 16;
     double reduce_share = 0.5;  // the share of seeds that make reduction programs
+    // The share of seeds that make product programs, taken first (the others split by reduce_share). Small
+    // products are cheap to check, but each is a kernel of its own to compile.
+    double product_share = 0.125;
 };
 
 /// Whether `seed` makes a reduction program (a hash of the seed against options.reduce_share).
 bool is_reduction_seed(std::uint64_t seed, const GenOptions& options);
+/// Whether `seed` makes a product program (another hash of the seed, against options.product_share).
+bool is_product_seed(std::uint64_t seed, const GenOptions& options);
 
-/// A random program from `seed` (deterministic): a reduction program when is_reduction_seed(), else a
-/// pointwise one. Every program it returns builds (see build()).
+/// A random program from `seed` (deterministic): a product program when is_product_seed(), else a
+/// reduction program when is_reduction_seed(), else a pointwise one. Every program it returns builds (see
+/// build()).
 Program generate(std::uint64_t seed, const GenOptions& options);
 
 /// A built program: IR roots over bound tensors (on `device`), kept alive with the nodes.

@@ -1,6 +1,7 @@
-// Generation of the fuzzer's random programs: the random values, ops and operands both generators draw,
+// Generation of the fuzzer's random programs: the random values, ops and operands the generators draw,
 // the pointwise generator (elementwise ops, casts, views, stencils over inputs of every dtype and layout),
-// and generate(), which picks it or the reduction generator (fuzz_program_reduce.cpp) by the seed.
+// and generate(), which picks it, the reduction generator (fuzz_program_reduce.cpp) or the product
+// generator (fuzz_program_matmul.cpp) by the seed.
 #include <algorithm>
 #include <limits>
 
@@ -78,7 +79,18 @@ bool is_reduction_seed(std::uint64_t seed, const GenOptions& opt) {
     return static_cast<double>(z >> 11) * 0x1.0p-53 < opt.reduce_share;
 }
 
+bool is_product_seed(std::uint64_t seed, const GenOptions& opt) {
+    // Another splitmix64 stream, so that which seeds make products is independent of reduce_share. Its
+    // constant keeps the seeds that CTest replays (15777, 777642) the programs they were chosen for.
+    std::uint64_t z = seed * 0xD1B54A32D192ED03ULL + 0x6A09E667F3BCC909ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53 < opt.product_share;
+}
+
 Program generate(std::uint64_t seed, const GenOptions& opt) {
+    if (is_product_seed(seed, opt)) return generate_products(seed, opt);
     if (is_reduction_seed(seed, opt)) return generate_reductions(seed, opt);
     Rng g(seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL);
     Program p;

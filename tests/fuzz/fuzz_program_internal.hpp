@@ -1,7 +1,7 @@
 // Internals of the fuzzer's random programs, shared by fuzz_program.cpp (building, approximation levels),
-// fuzz_program_inputs.cpp (input tensors), fuzz_program_generate.cpp (the draws both generators make, the
-// pointwise generator) and fuzz_program_reduce.cpp (the reduction generator). Not for the fuzzers' drivers,
-// which use fuzz_program.hpp.
+// fuzz_program_inputs.cpp (input tensors), fuzz_program_generate.cpp (the draws the generators share, the
+// pointwise generator), fuzz_program_reduce.cpp (the reduction generator) and fuzz_program_matmul.cpp (the
+// product generator). Not for the fuzzers' drivers, which use fuzz_program.hpp.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,7 @@ const T& pick(Rng& g, const std::vector<T>& v) {
     return v[static_cast<std::size_t>(g() % v.size())];
 }
 
-// fuzz_program_generate.cpp: draws of both generators.
+// fuzz_program_generate.cpp: draws the generators share.
 
 /// A random value of `t`; `tame` (reduction programs): floats rarely special and never near the overflow
 /// threshold.
@@ -48,6 +48,11 @@ Tensor make_tensor(const Shape& shape, DType d, Layout layout, std::uint64_t key
 
 /// A random reduction program from `seed` (generate() for the seeds of is_reduction_seed()).
 Program generate_reductions(std::uint64_t seed, const GenOptions& opt);
+
+// fuzz_program_matmul.cpp.
+
+/// A random product program from `seed` (generate() for the seeds of is_product_seed()).
+Program generate_products(std::uint64_t seed, const GenOptions& opt);
 
 // fuzz_program.cpp: the build state, and the facts the approximation levels of reduction programs rely on.
 
