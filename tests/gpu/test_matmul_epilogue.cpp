@@ -79,6 +79,7 @@ std::vector<Tensor> run_fused(const std::vector<Array>& arrays, const std::strin
         CHECK(tile_of(explain(arrays)) != "");
         const std::string src = cuda_source(arrays, "mm_epilogue");
         CHECK(count_of(src, "---- Loom ") == 1);  // one kernel (its vector and scalar entry points)
+        CHECK(count_of(src, "---- Loom matmul kernel") == 1);
         CHECK(tile_of(src) != "");
     }
     return run_both(arrays, what);
@@ -286,6 +287,7 @@ TEST_CASE("matmul: traced functions run a product and its epilogue as one kernel
     if (on_gpu()) {
         const std::string src = linear.cuda_source(x, w, b);
         CHECK(count_of(src, "---- Loom ") == 1);  // one kernel (its vector and scalar entry points)
+        CHECK(count_of(src, "---- Loom matmul kernel") == 1);
         CHECK(tile_of(src) != "");
     }
     // New data of the same layout: the same specialization.
