@@ -287,7 +287,7 @@ if want fuzz && [[ -x $bin/loom_fuzz_views ]]; then
 fi
 if want samples; then
     : >"$OUT/samples.log"
-    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm pipeline transpose jacobi; do
+    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm pipeline transpose jacobi matmul_bias_gelu; do
         [[ -x $bin/$s ]] && run_step "sample_$s" "$OUT/samples.log" append "$bin/$s"
     done
 fi

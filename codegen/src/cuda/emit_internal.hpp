@@ -43,7 +43,8 @@ PointwisePart pointwise_part(std::string_view name, const std::vector<ir::NodePt
 
 /// A pointwise graph as the epilogue of a matmul kernel: its parameter struct `<name>_params`, its body, and
 /// `<name>_element(const <name>_params& p, const <idx> e, const <type> acc)`, which computes and stores the
-/// outputs of element `e` (row-major over the outputs' shape) with load site `acc_site` taken from `acc`.
+/// outputs of element `e` (row-major over the outputs' shape) with load site `acc_site` taken from `acc`;
+/// `__noinline__` when the graph has a transcendental or a division (one copy instead of one per accumulator).
 struct EpiloguePart {
     std::string params_struct;
     std::string body;

@@ -157,9 +157,9 @@ struct MatmulEmitter {
             line(s, 8, fmt::format("bs[row * {} + col] = k < p.K && n < p.N ? B[k * {} + n * {}] : {};", p.pitch_b, bk, bn, zero));
         line(s, 4, "}");
         s += "}\n\n";
-        s += fmt::format("template <bool kVector>\n__device__ __forceinline__ void {0}_load(const {0}_params& p, const {1}* A, const {1}* B, {1}* as, {1}* bs,\n"
-                         "                                       long long batch, long long m0, long long n0, long long k0) {{\n"
-                         "    if (kVector) {0}_load_vector(p, A, B, as, bs, batch, m0, n0, k0);\n"
+        s += fmt::format("__device__ __forceinline__ void {0}_load(const {0}_params& p, const bool vector, const {1}* A, const {1}* B, {1}* as,\n"
+                         "                                       {1}* bs, long long batch, long long m0, long long n0, long long k0) {{\n"
+                         "    if (vector) {0}_load_vector(p, A, B, as, bs, batch, m0, n0, k0);\n"
                          "    else {0}_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);\n}}\n",
                          name, st);
         return s;
@@ -201,7 +201,10 @@ struct MatmulEmitter {
     }
 
     std::string tile_function(const std::string& ep_idx) const {
-        std::string s = fmt::format("template <bool kVector>\n__device__ __forceinline__ void {}_tile(const {}_params& p) {{\n", name, name);
+        // One body for both variants (the variant only picks the loader), compiled once: __noinline__.
+        std::string s = fmt::format("// The block's tile; `vector`: the operands' K steps arrive as cp.async pieces (else element loads).\n"
+                                    "__device__ __noinline__ void {}_tile(const {}_params& p, const bool vector) {{\n",
+                                    name, name);
         line(s, 4, fmt::format("{}* as_all = reinterpret_cast<{}*>({}_smem);", st, st, name),
              fmt::format("{} stages of A, then {} of B", p.stages, p.stages));
         line(s, 4, fmt::format("{}* bs_all = as_all + {};", st, p.stages * p.tile_m * p.pitch_a));
@@ -230,7 +233,7 @@ struct MatmulEmitter {
         line(s, 16, "#pragma unroll");
         line(s, 16, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "each chunk from +0");
         auto load_of = [&](const std::string& stage, const std::string& step) {
-            return fmt::format("{}_load<kVector>(p, A, B, as_all + {} * {}, bs_all + {} * {}, batch, m0, n0, k0 + (long long)({}) * {});", name, stage,
+            return fmt::format("{}_load(p, vector, A, B, as_all + {} * {}, bs_all + {} * {}, batch, m0, n0, k0 + (long long)({}) * {});", name, stage,
                                p.tile_m * p.pitch_a, stage, p.tile_k * p.pitch_b, step, p.tile_k);
         };
         line(s, 12, fmt::format("for (int s = 0; s < {}; ++s) {{", p.stages - 1),
@@ -307,7 +310,7 @@ struct MatmulEmitter {
 
     std::string entry(bool vector) const {
         return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}_{}(const __grid_constant__ {}_params p) {{\n"
-                           "    {}_tile<{}>(p);\n}}\n",
+                           "    {}_tile(p, {});\n}}\n",
                            p.threads(), name, vector ? "v" : "s", name, name, vector ? "true" : "false");
     }
 };

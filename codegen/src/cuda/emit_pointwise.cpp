@@ -32,6 +32,9 @@ struct Emitter {
     int acc_site = -1;
     /// A matmul prologue: the element function returns its one output's value instead of storing it.
     bool returns_value = false;
+    /// A matmul epilogue with costly ops: its element function is called, not inlined into each of the
+    /// thread's accumulators (64 inlined copies of, say, an erf would take NVRTC seconds).
+    bool out_of_line = false;
 
     std::string vname(int v) const { return fmt::format("v{}", v); }
 
@@ -222,8 +225,8 @@ struct Emitter {
             acc_site < 0 ? std::string()
                          : fmt::format(", const {} acc", register_type(plan.loads[static_cast<std::size_t>(acc_site)].dtype));
         const std::string result = returns_value ? std::string(register_type(plan.outputs.at(0).dtype)) : std::string("void");
-        std::string s = fmt::format("__device__ __forceinline__ {} {}_element(const {}_params& p, const {} e{}) {{\n", result,
-                                    name, name, idx, acc);
+        std::string s = fmt::format("__device__ {} {} {}_element(const {}_params& p, const {} e{}) {{\n",
+                                    out_of_line ? "__noinline__" : "__forceinline__", result, name, name, idx, acc);
         decompose(s, element_dims(), "e");
         derived_indices(s);
         std::vector<std::string> args;
@@ -513,6 +516,8 @@ detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vec
         static_cast<std::size_t>(acc_site) >= g.sites.size())
         throw InternalError("epilogue_part: the plan does not belong to this graph");
     Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(), acc_site};
+    for (const auto& v : g.values)
+        if (ir::is_elementwise(v.node->op()) && ir::info(v.node->op()).cost != ir::Cost::Cheap) em.out_of_line = true;
     return {em.params_struct(), em.body(), em.element(), em.idx};
 }
 

@@ -43,7 +43,7 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_ep_body(const float v0, con
     r0 = v3;                                                 // output 0
 }
 
-__device__ __forceinline__ void matmul_bias_gelu_f32_ep_element(const matmul_bias_gelu_f32_ep_params& p, const int e, const float acc) {
+__device__ __noinline__ void matmul_bias_gelu_f32_ep_element(const matmul_bias_gelu_f32_ep_params& p, const int e, const float acc) {
     int q = e;                                               // flat index -> multi-index (row-major)
     const int i1 = q % p.ext1;
     const float v0 = acc;                                    // in0: the product, from the accumulators
@@ -91,15 +91,14 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load_scalar(const matmul_bi
     }
 }
 
-template <bool kVector>
-__device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
-                                       long long batch, long long m0, long long n0, long long k0) {
-    if (kVector) matmul_bias_gelu_f32_load_vector(p, A, B, as, bs, batch, m0, n0, k0);
+__device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu_f32_params& p, const bool vector, const float* A, const float* B, float* as,
+                                       float* bs, long long batch, long long m0, long long n0, long long k0) {
+    if (vector) matmul_bias_gelu_f32_load_vector(p, A, B, as, bs, batch, m0, n0, k0);
     else matmul_bias_gelu_f32_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);
 }
 
-template <bool kVector>
-__device__ __forceinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu_f32_params& p) {
+// The block's tile; `vector`: the operands' K steps arrive as cp.async pieces (else element loads).
+__device__ __noinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu_f32_params& p, const bool vector) {
     float* as_all = reinterpret_cast<float*>(matmul_bias_gelu_f32_smem); // 3 stages of A, then 3 of B
     float* bs_all = as_all + 7680;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -124,14 +123,14 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu
                 #pragma unroll
                 for (int j = 0; j < 8; ++j) c[i][j] = 0;                 // each chunk from +0
             for (int s = 0; s < 2; ++s) {                                // the pipeline's first 2 K steps in flight
-                if (s < steps) matmul_bias_gelu_f32_load<kVector>(p, A, B, as_all + s * 2560, bs_all + s * 2112, batch, m0, n0, k0 + (long long)(s) * 16);
+                if (s < steps) matmul_bias_gelu_f32_load(p, vector, A, B, as_all + s * 2560, bs_all + s * 2112, batch, m0, n0, k0 + (long long)(s) * 16);
                 lm::cp_async_commit();                                   // a group per step, empty or not, so the waits count steps
             }
             for (int t = 0; t < steps; ++t) {
                 lm::cp_async_wait<1>();                                  // step t's copies have landed
                 __syncthreads();                                         // ... for every thread, and step t - 1's buffers are free
                 if (t + 2 < steps) {                                     // refill the buffers of step t - 1 with step t + 2
-                    matmul_bias_gelu_f32_load<kVector>(p, A, B, as_all + ((t + 2) % 3) * 2560, bs_all + ((t + 2) % 3) * 2112, batch, m0, n0, k0 + (long long)(t + 2) * 16);
+                    matmul_bias_gelu_f32_load(p, vector, A, B, as_all + ((t + 2) % 3) * 2560, bs_all + ((t + 2) % 3) * 2112, batch, m0, n0, k0 + (long long)(t + 2) * 16);
                 }
                 lm::cp_async_commit();
                 const float* as = as_all + (t % 3) * 2560;
@@ -183,9 +182,9 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu
 }
 
 extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32_v(const __grid_constant__ matmul_bias_gelu_f32_params p) {
-    matmul_bias_gelu_f32_tile<true>(p);
+    matmul_bias_gelu_f32_tile(p, true);
 }
 
 extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32_s(const __grid_constant__ matmul_bias_gelu_f32_params p) {
-    matmul_bias_gelu_f32_tile<false>(p);
+    matmul_bias_gelu_f32_tile(p, false);
 }
