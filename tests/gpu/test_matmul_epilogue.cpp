@@ -255,9 +255,11 @@ TEST_CASE("matmul: operands computed by elementwise prologues, and products of p
     std::uint64_t seed = 700;
     const Tensor x = pwtest::rand({65, 40}, float32, seed++), w = pwtest::rand({33, 40}, float32, seed++);
     const Tensor bias = pwtest::rand({33}, float32, seed++), h = pwtest::rand({65, 40}, float16, seed++);
-    // Computed operands are materialized for the product; the results stay the reference's.
+    // Computed operands: cheap ones computed as the tiles load, others (a division) materialized first; the
+    // results stay the reference's either way.
     for (const Array& y : {matmul(Array(x) * 2.0, transpose(w)) + bias, matmul(relu(x), transpose(w)),
-                           relu(matmul(Array(h).astype(float32), transpose(w)) + bias), matmul(x + 1.0, transpose(w * 0.5))}) {
+                           relu(matmul(Array(h).astype(float32), transpose(w)) + bias), matmul(x + 1.0, transpose(w * 0.5)),
+                           matmul(Array(x) / 3.0, transpose(w)) + bias, matmul(abs(x) - h, transpose(w) / 7.0)}) {
         if (on_gpu()) CHECK(kernels_of({y}).products == 1);
         run_both(y, "a product of computed operands");
     }
