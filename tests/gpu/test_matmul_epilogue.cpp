@@ -10,8 +10,10 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "test_pointwise_util.hpp"
@@ -20,6 +22,13 @@ using namespace loom;
 using pwtest::kNone;
 
 namespace {
+
+// LOOM_TEST_SMALL=1 (the compute-sanitizer step of scripts/device_run.sh, whose time boxes the kernel cases
+// share): the largest products (several million multiply-adds) are smaller or left out.
+bool small_shapes() {
+    const char* v = std::getenv("LOOM_TEST_SMALL");
+    return v && *v && std::string_view(v) != "0";
+}
 
 // Plans and kernel texts need the GPU: under LOOM_POINTWISE_TESTS_ON_HOST (pwtest::dev(), a debugging aid
 // that runs the graphs on host tensors) only the values are checked.
@@ -106,6 +115,7 @@ TEST_CASE("matmul: gelu(a @ b + bias) with a row bias [N] or a column bias [M, 1
     std::uint64_t seed = 1;
     for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{257, 129, 193}, {33, 520, 31}, {1, 64, 64},
                                                                           {128, 128, 128}, {31, 1, 33}}) {
+        if (small_shapes() && m * n * k > (std::int64_t{1} << 22)) continue;
         const Tensor a = pwtest::rand({m, k}, float32, seed++), b = pwtest::rand({k, n}, float32, seed++);
         const Tensor row = pwtest::rand({n}, float32, seed++), col = pwtest::rand({m, 1}, float32, seed++);
         const std::string mnk = fmt::format("[{}, {}] x [{}, {}]", m, k, k, n);
@@ -144,8 +154,9 @@ TEST_CASE("matmul: a residual add, scalars and a cast to a narrower dtype run in
 
 TEST_CASE("matmul: several outputs of one product come out of its kernel") {
     std::uint64_t seed = 200;
-    const Tensor a = pwtest::rand({200, 150}, float32, seed++), b = pwtest::rand({150, 300}, float32, seed++);
-    const Tensor bias = pwtest::rand({300}, float32, seed++);
+    const std::int64_t m = small_shapes() ? 100 : 200, k = small_shapes() ? 75 : 150, n = small_shapes() ? 150 : 300;
+    const Tensor a = pwtest::rand({m, k}, float32, seed++), b = pwtest::rand({k, n}, float32, seed++);
+    const Tensor bias = pwtest::rand({n}, float32, seed++);
     const Array p = matmul(a, b) + bias;
     const std::vector<Tensor> both = run_fused({p, gelu(p)}, "eval(p, gelu(p)) with p = a @ b + bias");
     // eval() with two results: the same bits as the checked run.
@@ -255,9 +266,11 @@ TEST_CASE("matmul: operands computed by elementwise prologues, and products of p
     std::uint64_t seed = 700;
     const Tensor x = pwtest::rand({65, 40}, float32, seed++), w = pwtest::rand({33, 40}, float32, seed++);
     const Tensor bias = pwtest::rand({33}, float32, seed++), h = pwtest::rand({65, 40}, float16, seed++);
-    // Computed operands are materialized for the product; the results stay the reference's.
+    // Computed operands: cheap ones computed as the tiles load, others (a division) materialized first; the
+    // results stay the reference's either way.
     for (const Array& y : {matmul(Array(x) * 2.0, transpose(w)) + bias, matmul(relu(x), transpose(w)),
-                           relu(matmul(Array(h).astype(float32), transpose(w)) + bias), matmul(x + 1.0, transpose(w * 0.5))}) {
+                           relu(matmul(Array(h).astype(float32), transpose(w)) + bias), matmul(x + 1.0, transpose(w * 0.5)),
+                           matmul(Array(x) / 3.0, transpose(w)) + bias, matmul(abs(x) - h, transpose(w) / 7.0)}) {
         if (on_gpu()) CHECK(kernels_of({y}).products == 1);
         run_both(y, "a product of computed operands");
     }
