@@ -148,7 +148,7 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
                                    !root_strides[static_cast<std::size_t>(w.index)].empty();
                 out_strides.push_back(given ? root_strides[static_cast<std::size_t>(w.index)] : Strides{});
             }
-            g.matmul = plan_matmul(k.outputs, layout_of, device, out_strides);
+            g.matmul = plan_matmul(k.outputs, layout_of, device, out_strides, options.tile);
             for (const ir::Node* in : g.matmul.inputs)
                 g.reads.push_back(in == g.matmul.accumulators.get() ? Slot{Slot::Kind::Index, 0} : slot_of(in));
             g.numel = g.matmul.product->numel();

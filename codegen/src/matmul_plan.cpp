@@ -189,7 +189,7 @@ std::string MatmulPlan::to_string() const {
 }
 
 PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of, const DeviceInfo& device,
-                          std::span<const Strides> output_strides) {
+                          std::span<const Strides> output_strides, const TileHint& options_tile) {
     PlannedMatmul pm;
     pm.product = product_of(outputs);
     const ir::Node& m = *pm.product;
@@ -236,9 +236,10 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
 
     // The tile: the hint, else the default; then threads, shared memory and its limits.
     const ir::ProductTile hint = ir::product_tile(m);
-    const TileHint given{static_cast<int>(hint.rows), static_cast<int>(hint.cols), static_cast<int>(hint.depth)};
+    const TileHint given = hint.empty() ? options_tile
+                                        : TileHint{static_cast<int>(hint.rows), static_cast<int>(hint.cols), static_cast<int>(hint.depth)};
     const TileHint chosen = default_tile(b.M, b.N, p.in);
-    p.hinted = !hint.empty();
+    p.hinted = !given.empty();
     p.tile_m = given.rows ? given.rows : chosen.rows;
     p.tile_n = given.cols ? given.cols : chosen.cols;
     p.tile_k = given.depth ? given.depth : chosen.depth;

@@ -316,6 +316,11 @@ TEST_CASE("matmul on the GPU planner: one kernel with its epilogue; boundaries n
     {  // hints: honoured, or refused with the limit they break
         const Tensor a = Tensor::host({256, 256}, float32), b = Tensor::host({256, 256}, float32);
         CHECK(loom::explain({matmul(a, b, tile(64, 32, 32)).node()}).find("tile 64x32x32 (hinted)") != std::string::npos);
+        {  // the options value's tile, for products without a hint of their own; 0: the planner's choice
+            OptionsScope scope({.tile = tile(64, 32)});
+            CHECK(loom::explain({matmul(a, b).node()}).find("tile 64x32x16 (hinted)") != std::string::npos);
+            CHECK(loom::explain({matmul(a, b, tile(32, 32, 32)).node()}).find("tile 32x32x32 (hinted)") != std::string::npos);
+        }
         const int l2 = __LINE__; const ir::NodePtr big = matmul(a, b, tile(256, 256, 16)).node();
         CHECK(loom_test::error_message([&] { (void)loom::explain({big}); }) ==
               fmt::format("matmul(): operands [256, 256] float32 and [256, 256] float32: tile(256, 256, 16) needs 256 accumulators "

@@ -113,12 +113,13 @@ const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs);
 /// Plans the matmul kernel of `outputs` (a graph with one product whose operands are views of inputs, and
 /// elementwise work over the product's shape after it). `layout_of` gives each input's layout;
 /// `output_strides` (empty: contiguous) the outputs' strides. The tile is the product's hint
-/// (ir::product_tile) when it has one, else the planner's choice for the shapes, dtypes and device (never
-/// the epilogue). Throws loom::Error naming matmul, the tile and the limit a hint breaks: a power-of-two
+/// (ir::product_tile) when it has one, else `options_tile` (Options::tile) when it is not empty, else the
+/// planner's choice for the shapes, dtypes and device (never the epilogue); a 0 in a hint's field takes the
+/// planner's choice for that field. Throws loom::Error naming matmul, the tile and the limit a hint breaks: a power-of-two
 /// extent the kernel needs, a tile_k whose rows are not whole 16-byte pieces, too few outputs for a warp,
 /// registers (more than 64 accumulator words per thread) or shared memory per block.
 PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of, const DeviceInfo& device,
-                          std::span<const Strides> output_strides = {});
+                          std::span<const Strides> output_strides = {}, const TileHint& options_tile = {});
 
 /// Grid (x: tiles of one batch entry, y: batch entries, at most 65,535; the kernel loops over the rest)
 /// and block. grid_x == 0: nothing to do.

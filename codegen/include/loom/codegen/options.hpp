@@ -42,7 +42,9 @@ struct Options {
     bool fusion = true;
     CapturePolicy capture = CapturePolicy::Never;
     /// The tile shape for families that tile: the tiled transposes and stencils (tile_plan.hpp) take rows and
-    /// columns; an impossible hint raises loom::Error naming the limit it breaks.
+    /// columns; matrix products (matmul_plan.hpp) rows, columns and depth of a block's tile, unless the product
+    /// has a hint of its own (matmul(a, b, tile(...))); an impossible hint raises loom::Error naming the limit
+    /// it breaks.
     TileHint tile;
 
     bool operator==(const Options&) const = default;
