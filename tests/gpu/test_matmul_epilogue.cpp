@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "test_pointwise_util.hpp"
+#include "test_matmul_util.hpp"
 
 using namespace loom;
 using pwtest::kNone;
@@ -30,46 +30,11 @@ bool small_shapes() {
     return v && *v && std::string_view(v) != "0";
 }
 
-// Plans and kernel texts need the GPU: under LOOM_POINTWISE_TESTS_ON_HOST (pwtest::dev(), a debugging aid
-// that runs the graphs on host tensors) only the values are checked.
-bool on_gpu() { return pwtest::dev().is_cuda(); }
-
-// run_checked (the reference, into poisoned and then random-filled outputs), then the same arrays unfused
-// (every op its own kernel, every value materialized in its dtype): the same bits. Returns the fused results.
-std::vector<Tensor> run_both(const std::vector<Array>& arrays, const std::string& what) {
-    INFO(what);
-    const std::vector<Tensor> fused = pwtest::run_checked(arrays);
-    OptionsScope unfused({.fusion = false});
-    const std::vector<Tensor> plain = pwtest::run_checked(arrays, false);
-    for (std::size_t k = 0; k < fused.size(); ++k)
-        pwtest::require_same_bits(fused[k], plain[k], fmt::format("{}: output {} fused against unfused", what, k));
-    return fused;
-}
-Tensor run_both(const Array& a, const std::string& what) { return run_both(std::vector<Array>{a}, what).at(0); }
-
-// The kernels that `arrays` plan into on this GPU, and how many of them are products.
-struct Kernels {
-    std::size_t total = 0;
-    std::size_t products = 0;
-};
-Kernels kernels_of(const std::vector<Array>& arrays) {
-    const auto graph = ir::run_pipeline(pwtest::roots_of(arrays), ir::standard_passes());
-    std::vector<const ir::Node*> sources;
-    const codegen::FusionPlan plan = gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
-    Kernels k;
-    for (const codegen::FusedKernel& f : plan.partition.kernels) {
-        ++k.total;
-        if (f.family == codegen::Family::MatMul) ++k.products;
-    }
-    return k;
-}
-
-// The first "tile RxCxD" of a product kernel in an explain text or a kernel banner, as "RxCxD" (empty: none).
-std::string tile_of(const std::string& text) {
-    static const std::regex re(R"(tile (\d+x\d+x\d+))");
-    std::smatch m;
-    return std::regex_search(text, m, re) ? m[1].str() : std::string();
-}
+using mmtest::Kernels;
+using mmtest::kernels_of;
+using mmtest::on_gpu;
+using mmtest::run_both;
+using mmtest::tile_of;
 
 std::size_t count_of(const std::string& text, const std::string& what) {
     std::size_t n = 0;
