@@ -210,13 +210,14 @@ private:
         return x;
     }
 
-    /// An exact elementwise op of operand `x` (whose shape is the base dims `dims` with `ones` set to 1).
+    /// An exact elementwise op of operand `x` (whose shape is the base dims `dims` with `ones` set to 1): cheap
+    /// ones the product's kernel computes as its tiles load, a division it reads from a temporary.
     int prologue(int x, std::uint32_t dims, std::uint32_t ones) {
         const DType d = node(x).dtype();
         switch (g_() % 5) {
             case 0: return ew(Op::Neg, {x});
             case 1: return ew(Op::Abs, {x});
-            case 2: return ew(Op::Mul, {x, scalar(d)});
+            case 2: return ew(chance(g_, 0.6) ? Op::Mul : Op::Div, {x, scalar(d)});  // a division is not cheap: materialized
             case 3: {
                 static const std::vector<Op> ops{Op::Add, Op::Sub, Op::Mul, Op::Maximum};
                 return ew(pick(g_, ops), {x, input(dims, ones, false, d)});

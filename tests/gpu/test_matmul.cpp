@@ -31,7 +31,8 @@ namespace {
 const DType kProductDTypes[] = {float16, bfloat16, float32, float64, int8};
 
 // LOOM_TEST_SMALL=1 (the compute-sanitizer step of scripts/device_run.sh, whose time boxes the kernel cases
-// share): products of more than 2^22 multiply-adds are left out, the rest runs as always.
+// share): products of more than 2^22 multiply-adds are left out, and K stays short (a sanitizer follows every
+// K step of a block through shared memory): two or three chunks, and the int8 extremes without the wrap.
 bool small_shapes() {
     const char* v = std::getenv("LOOM_TEST_SMALL");
     return v && *v && std::string_view(v) != "0";
@@ -152,7 +153,7 @@ TEST_CASE("matmul: results of one element or none: dot products, [1, K] x [K, 1]
     for (DType d : kProductDTypes) {
         INFO(name(d));
         auto input = [&](const Shape& shape) { return pwtest::rand(shape, d, seed++); };
-        for (std::int64_t k : {1, 33, 520, 8193, 20000}) {
+        for (std::int64_t k : small_shapes() ? std::vector<std::int64_t>{1, 33, 8193} : std::vector<std::int64_t>{1, 33, 520, 8193, 20000}) {
             const std::string dk = fmt::format("{} K {}", name(d), k);
             const Tensor v = input({k}), w = input({k}), a = input({1, k}), b = input({k, 1});
             CHECK(run_product(matmul(v, w), "[K] x [K]: " + dk).shape() == Shape{});  // rank 0
@@ -285,7 +286,9 @@ TEST_CASE("matmul: K past one chunk of 8192: the chunk partials combine in the p
     std::uint64_t seed = 600;
     // 8192 is one chunk; 8193 two (the second of one element); 16384 two full ones; 20000 three; 3 * 8192 + 5
     // four (an odd partial carried up the tree); 5 * 8192 + 1 six.
-    for (std::int64_t k : {8192, 8193, 16384, 20000, 3 * 8192 + 5, 5 * 8192 + 1}) {
+    const std::vector<std::int64_t> long_k = small_shapes() ? std::vector<std::int64_t>{8193, 2 * 8192 + 1}
+                                                            : std::vector<std::int64_t>{8192, 8193, 16384, 20000, 3 * 8192 + 5, 5 * 8192 + 1};
+    for (std::int64_t k : long_k) {
         const Tensor a = pwtest::rand({3, k}, float32, seed++), b = pwtest::rand({k, 5}, float32, seed++);
         run_product(matmul(a, b), fmt::format("[3, K] x [K, 5] float32 K {}", k));
         const Tensor v = pwtest::rand({k}, float32, seed++);
@@ -297,7 +300,7 @@ TEST_CASE("matmul: K past one chunk of 8192: the chunk partials combine in the p
         const Tensor bt = pwtest::rand({17, k}, float32, seed++);
         run_product(matmul(am.slice({{0, 17}}), bt.transposed()), fmt::format("[17, K] x [17, K].T float32 K {}", k));
     }
-    for (std::int64_t k : {8193, 20000, 3 * 8192 + 5}) {
+    for (std::int64_t k : small_shapes() ? std::vector<std::int64_t>{8193} : std::vector<std::int64_t>{8193, 20000, 3 * 8192 + 5}) {
         for (DType d : {float64, float16, bfloat16, int8}) {
             const std::string dk = fmt::format("{} K {}", name(d), k);
             const Tensor a = pwtest::rand({3, k}, d, seed++), b = pwtest::rand({k, 5}, d, seed++);
@@ -307,6 +310,7 @@ TEST_CASE("matmul: K past one chunk of 8192: the chunk partials combine in the p
         }
     }
     // Batched with a long K.
+    if (small_shapes()) return;
     const Tensor a = pwtest::rand({3, 2, 20000}, float32, seed++), b = pwtest::rand({3, 20000, 3}, float32, seed++);
     run_product(matmul(a, b), "[3, 2, 20000] x [3, 20000, 3]");
 }
@@ -369,8 +373,9 @@ TEST_CASE("matmul: NaN, Inf, -0 and overflow follow IEEE in the fixed order") {
 }
 
 TEST_CASE("matmul: int8 extremes: -128 x -128 sums that wrap modulo 2^32, exactly") {
-    // Each product -128 * -128 = 2^14; K of them sum to 2^14 K, which passes 2^31 for K >= 131072 and wraps.
-    for (std::int64_t k : {131075, 262147}) {
+    // Each product -128 * -128 = 2^14; K of them sum to 2^14 K, which passes 2^31 for K >= 131072 and wraps
+    // (LOOM_TEST_SMALL: K = 4097, the same extremes without the wrap).
+    for (std::int64_t k : small_shapes() ? std::vector<std::int64_t>{4097} : std::vector<std::int64_t>{131075, 262147}) {
         std::vector<double> av(static_cast<std::size_t>(2 * k), -128.0), bv(static_cast<std::size_t>(k * 3), -128.0);
         for (std::int64_t i = 0; i < k; ++i) bv[static_cast<std::size_t>(i * 3 + 1)] = 127.0;  // column 1: -128 * 127
         for (std::int64_t i = 0; i < k; ++i) bv[static_cast<std::size_t>(i * 3 + 2)] = i % 2 == 0 ? 127.0 : -128.0;
@@ -390,8 +395,9 @@ TEST_CASE("matmul: int8 extremes: -128 x -128 sums that wrap modulo 2^32, exactl
                                   c.to(pwtest::dev()), "int8 extremes through a transposed operand");
     }
     // Random int8 over the whole range, and the extremes among them.
-    const Tensor x = pwtest::with_specials(33 * 4097, int8, 700).reshape({33, 4097});
-    const Tensor y = pwtest::rand({4097, 65}, int8, 701);
+    const std::int64_t kx = small_shapes() ? 1025 : 4097;
+    const Tensor x = pwtest::with_specials(33 * kx, int8, 700).reshape({33, kx});
+    const Tensor y = pwtest::rand({kx, 65}, int8, 701);
     run_product(matmul(x, y), "int8 with extremes at every other element");
 }
 
@@ -428,9 +434,10 @@ TEST_CASE("matmul: a valid tile hint gives the bits of the planner's choice, and
     const Tensor ab = pwtest::rand({3, 70, 50}, float32, seed++), bb = pwtest::rand({3, 50, 90}, float32, seed++);
     pwtest::require_same_bits(run_both(matmul(ab, bb, tile(32, 64, 16)), "batched with a hint"),
                               run_both(matmul(ab, bb), "batched"), "batched: hint against none");
-    const Tensor al = pwtest::rand({5, 20000}, float32, seed++), bl = pwtest::rand({20000, 7}, float32, seed++);
-    pwtest::require_same_bits(run_both(matmul(al, bl, tile(32, 32, 32)), "K 20000 with a hint"),
-                              run_both(matmul(al, bl), "K 20000"), "K 20000: hint against none");
+    const std::int64_t kl = small_shapes() ? 8193 : 20000;
+    const Tensor al = pwtest::rand({5, kl}, float32, seed++), bl = pwtest::rand({kl, 7}, float32, seed++);
+    pwtest::require_same_bits(run_both(matmul(al, bl, tile(32, 32, 32)), "long K with a hint"), run_both(matmul(al, bl), "long K"),
+                              "long K: hint against none");
     // A negative extent is refused where the product is written.
     CHECK_THROWS_AS((void)matmul(ab, bb, tile(-1, 0, 0)), Error);
 }
