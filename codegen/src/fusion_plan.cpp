@@ -148,7 +148,7 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
                                    !root_strides[static_cast<std::size_t>(w.index)].empty();
                 out_strides.push_back(given ? root_strides[static_cast<std::size_t>(w.index)] : Strides{});
             }
-            g.matmul = plan_matmul(k.outputs, layout_of, device, out_strides, options.tile);
+            g.matmul = plan_matmul(k.outputs, layout_of, device, out_strides, options);
             for (const ir::Node* in : g.matmul.inputs)
                 g.reads.push_back(in == g.matmul.accumulators.get() ? Slot{Slot::Kind::Index, 0} : slot_of(in));
             g.numel = g.matmul.product->numel();
@@ -247,15 +247,25 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
     }
     std::vector<std::string> writes;
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
+    std::string path;
+    if (p.tensor_cores)
+        path = fmt::format("{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync m16n8k{}{})", p.frags_m,
+                           p.frags_n, p.shared_bytes(), p.mma_k(), p.in == DType::Int8 ? ", exact" : ", within the bound of semantics.md section 12");
+    else
+        path = fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}", p.thread_m, p.thread_n, p.shared_bytes(),
+                           p.requested != ProductPath::TensorCores ? ""
+                           : p.in == DType::Float16 || p.in == DType::BFloat16 || p.in == DType::Int8
+                               ? " (tensor cores asked for; this device has no mma.sync)"
+                               : fmt::format(" (tensor cores asked for; {} has no tensor-core path)", name(p.in)));
     return fmt::format("kernel {}  {}   matmul {} x {} -> {}: {}\n"
-                       "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}x{} accumulators per thread), {} bytes of shared "
-                       "memory, CUDA cores; {}; K {} in {} chunk(s){}\n"
+                       "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}; {}; K {} in {}{}\n"
                        "          epilogue:{}\n"
                        "          reads {}; writes {}; 1 launch\n",
                        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m), p.tile_m,
-                       p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m, p.warps_n, p.thread_m,
-                       p.thread_n, p.shared_bytes(), p.vector ? "cp.async 16-byte pieces where the pointers allow, element loads else" : "element loads",
-                       pm.binding.K, pm.binding.chunks, p.chunked ? " (pairwise tree through a workspace)" : "",
+                       p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m, p.warps_n, path,
+                       p.vector ? "cp.async 16-byte pieces where the pointers allow, element loads else" : "element loads", pm.binding.K,
+                       p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),
+                       p.chunked ? " (pairwise tree through a workspace)" : "",
                        epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue, reads, fmt::join(writes, ", "));
 }
 

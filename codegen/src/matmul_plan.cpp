@@ -1,4 +1,4 @@
-// plan_matmul: the CUDA-core schedule of one matrix product and its epilogue (matmul_plan.hpp), the
+// plan_matmul: the CUDA-core or tensor-core schedule of one matrix product and its epilogue (matmul_plan.hpp), the
 // parameter layout and packing, the launch shape and the variant choice.
 #include "loom/codegen/matmul_plan.hpp"
 
@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 
 #include "loom/ir/build.hpp"
@@ -24,7 +25,7 @@ constexpr int kAccumulatorWords = 64;
 
 /// What field `a` of a Product parameter is.
 enum MatmulField : int { FieldA, FieldB, FieldM, FieldN, FieldK, FieldChunks, FieldBatches, FieldBatchExtent,
-                         FieldAStride, FieldBStride, FieldWorkspace };
+                         FieldAStride, FieldBStride, FieldWorkspace, FieldVector };
 
 /// An operand of the product as a strided view of one input: the input, its element offset and strides.
 struct OperandView {
@@ -90,13 +91,27 @@ OperandView operand_view(const ir::Node& x, const LayoutOf& layout_of) {
 
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
-/// The default tile for the shapes and dtype: 128 x 128 outputs (64 x 64 for float64), smaller along an axis
-/// that is short (a matrix-vector product wastes no block on padding), stepping 16 along K (32 for int8:
-/// two 16-byte pieces per row).
-TileHint default_tile(std::int64_t M, std::int64_t N, DType in) {
+/// The default tile for the shapes, dtype and path: 128 x 128 outputs (64 x 64 for float64), smaller along an
+/// axis that is short (a matrix-vector product wastes no block on padding), stepping 16 along K on CUDA cores
+/// (32 for int8: two 16-byte pieces per row) and two MMA steps on tensor cores (32; 64 for int8).
+TileHint default_tile(std::int64_t M, std::int64_t N, DType in, bool tensor_cores) {
     const int big = in == DType::Float64 ? 64 : 128;
     auto fit = [&](std::int64_t extent) { return extent <= 16 ? 16 : extent <= 32 ? 32 : extent <= 64 ? 64 : big; };
-    return {std::min(fit(M), big), std::min(fit(N), big), in == DType::Int8 ? 32 : 16};
+    const int depth = tensor_cores ? (in == DType::Int8 ? 64 : 32) : (in == DType::Int8 ? 32 : 16);
+    return {std::min(fit(M), big), std::min(fit(N), big), depth};
+}
+
+/// Whether the product runs on tensor cores: the dtype has an mma.sync path (float16, bfloat16, int8), the
+/// device has it (compute capability 8.0), and the options ask for it (int8 by default: exact either way).
+bool use_tensor_cores(DType in, ProductPath path, const DeviceInfo& device) {
+    const bool has_path = in == DType::Float16 || in == DType::BFloat16 || in == DType::Int8;
+    if (!has_path || device.cc_major < 8) return false;
+    switch (path) {
+        case ProductPath::Auto: return in == DType::Int8;
+        case ProductPath::CudaCores: return false;
+        case ProductPath::TensorCores: return true;
+    }
+    return false;
 }
 
 [[noreturn]] void bad_tile(const ir::Node& m, const TileHint& t, const std::string& why) {
@@ -135,6 +150,38 @@ void shape_threads(MatmulPlan& p, const ir::Node& m, const TileHint& t) {
     bad_tile(m, t, "has no arrangement of warps and lanes over its outputs (the extents must be powers of two)");
 }
 
+// Tensor cores: the warp grid over the block tile in MMA tiles of 16 x 8 outputs: the most warps (up to 8)
+// whose warp tiles are whole MMA tiles within the accumulator budget, the warp tile as near twice as tall as
+// wide as the grid allows (a warp's A fragments are reused across more B fragments).
+void shape_warps_mma(MatmulPlan& p, const ir::Node& m, const TileHint& t) {
+    if (p.tile_m % 16 != 0 || p.tile_n % 8 != 0 || p.tile_k % p.mma_k() != 0)
+        bad_tile(m, t, fmt::format("is not whole MMA tiles as tensor cores need: tile_m a multiple of 16, tile_n of 8 and tile_k of {} "
+                                   "(the k of one mma.sync for {})",
+                                   p.mma_k(), name(p.in)));
+    for (int warps : {8, 4, 2, 1}) {
+        int best = -1, best_cost = 1 << 30;
+        for (int wm = 1; wm <= warps; wm *= 2) {
+            const int wn = warps / wm;
+            if (p.tile_m % (16 * wm) != 0 || p.tile_n % (8 * wn) != 0) continue;
+            const int fm = p.tile_m / wm / 16, fn = p.tile_n / wn / 8;
+            if (fm * fn * 4 > kAccumulatorWords) continue;
+            const int tall = static_cast<int>(std::bit_width(static_cast<unsigned>(p.tile_m / wm))) - static_cast<int>(std::bit_width(static_cast<unsigned>(p.tile_n / wn)));
+            const int cost = std::abs(tall - 1);  // warp tiles twice as tall as wide cost 0
+            if (cost < best_cost) best = wm, best_cost = cost;
+        }
+        if (best < 0) continue;
+        p.warps_m = best;
+        p.warps_n = warps / best;
+        p.frags_m = p.tile_m / p.warps_m / 16;
+        p.frags_n = p.tile_n / p.warps_n / 8;
+        p.lanes_m = p.lanes_n = p.thread_m = p.thread_n = 0;
+        return;
+    }
+    bad_tile(m, t, fmt::format("needs {} accumulators per thread on tensor cores with 8 warps ({} registers), more than the {} registers "
+                               "per thread the kernel allows for accumulators",
+                               p.tile_m * p.tile_n / 256, p.tile_m * p.tile_n / 256, kAccumulatorWords));
+}
+
 std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
 
 }  // namespace
@@ -163,7 +210,8 @@ std::uint64_t MatmulPlan::hash() const {
     h.add(std::string_view("matmul"));
     for (int v : {static_cast<int>(in), static_cast<int>(out), rank, tile_m, tile_n, tile_k, warps_m, warps_n, lanes_m, lanes_n,
                   thread_m, thread_n, stages, pitch_a, pitch_b, static_cast<int>(hinted), static_cast<int>(vector),
-                  static_cast<int>(chunked), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site})
+                  static_cast<int>(chunked), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
+                  static_cast<int>(tensor_cores), frags_m, frags_n, static_cast<int>(requested)})
         h.add(static_cast<std::uint64_t>(v));
     h.add(epilogue.hash());
     h.add(static_cast<std::uint64_t>(a_prologue) | static_cast<std::uint64_t>(b_prologue) << 1);
@@ -173,23 +221,41 @@ std::uint64_t MatmulPlan::hash() const {
 }
 
 std::string MatmulPlan::to_string() const {
+    std::string path, threads_text, order;
+    if (tensor_cores) {
+        path = fmt::format("tensor cores (mma.sync m16n8k{} into {}{})", mma_k(), in == DType::Int8 ? "int32" : "float32",
+                           in == DType::Int8 ? ": exact, the reference's bits" : ": within the bound of docs/semantics.md, section 12");
+        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} MMA tiles of 16 x 8", threads(), warps_m, warps_n, frags_m, frags_n);
+        order = fmt::format("K in steps of {} over all of K (zero-filled past K){}", mma_k(),
+                            requested == ProductPath::Auto ? " (int8 runs on tensor cores by default)" : "");
+    } else {
+        const bool could = in == DType::Float16 || in == DType::BFloat16 || in == DType::Int8;
+        path = "CUDA cores (one fma per k in the contract's order)";
+        if (requested == ProductPath::TensorCores)
+            path += could ? " (tensor cores asked for; this device has no mma.sync)"
+                          : fmt::format(" (tensor cores asked for; {} has no tensor-core path)", name(in));
+        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread", threads(), warps_m,
+                                   warps_n, lanes_m, lanes_n, thread_m, thread_n);
+        order = fmt::format("K in chunks of {}{}", kProductChunk,
+                            chunked ? ", partials combined in the pairwise tree through a workspace" : " (one chunk: no partials)");
+    }
     return fmt::format(
-        "matmul plan: {} x {} -> {}, rank {}, CUDA cores (one fma per k in the contract's order)\n"
-        "tile {}x{}x{}{}: {} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread\n"
+        "matmul plan: {} x {} -> {}, rank {}, {}\n"
+        "tile {}x{}x{}{}: {}\n"
         "shared memory: {} stages of A {} x {} and B {} x {} (rows padded by 16 bytes), {} bytes\n"
-        "variants: {}; K in chunks of {}{}{}",
-        name(in), name(in), name(out), rank, tile_m, tile_n, tile_k, hinted ? " (hinted)" : "", threads(), warps_m, warps_n,
-        lanes_m, lanes_n, thread_m, thread_n, stages, tile_m, pitch_a, tile_k, pitch_b, shared_bytes(),
+        "variants: {}; {}{}",
+        name(in), name(in), name(out), rank, path, tile_m, tile_n, tile_k, hinted ? " (hinted)" : "", threads_text, stages, tile_m,
+        pitch_a, tile_k, pitch_b, shared_bytes(),
         vector ? "vector (cp.async 16-byte pieces of both operands) and scalar (element loads through the strides)"
                : "scalar (element loads through the strides)",
-        kProductChunk, chunked ? ", partials combined in the pairwise tree through a workspace" : " (one chunk: no partials)",
+        order,
         a_prologue || b_prologue ? fmt::format("\nprologue: {} computed element by element as its tiles load",
                                                a_prologue && b_prologue ? "A and B" : a_prologue ? "A" : "B")
                                  : std::string());
 }
 
 PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of, const DeviceInfo& device,
-                          std::span<const Strides> output_strides, const TileHint& options_tile) {
+                          std::span<const Strides> output_strides, const Options& options) {
     PlannedMatmul pm;
     pm.product = product_of(outputs);
     const ir::Node& m = *pm.product;
@@ -205,7 +271,9 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     b.batch.assign(m.shape().begin(), m.shape().end() - 2);
     for (std::int64_t e : b.batch) b.batches *= e;
     b.chunks = product_chunks(b.K);
-    p.chunked = b.chunks > 1;
+    p.requested = options.product_path;
+    p.tensor_cores = use_tensor_cores(p.in, options.product_path, device);
+    p.chunked = b.chunks > 1 && !p.tensor_cores;
     b.levels = p.chunked ? std::bit_width(static_cast<std::uint64_t>(b.chunks)) : 0;
     // Each operand: a strided view of an input, or a prologue over the operand's shape.
     p.a_prologue = !is_view_of_input(*m.operand(0));
@@ -236,9 +304,9 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
 
     // The tile: the hint, else the default; then threads, shared memory and its limits.
     const ir::ProductTile hint = ir::product_tile(m);
-    const TileHint given = hint.empty() ? options_tile
+    const TileHint given = hint.empty() ? options.tile
                                         : TileHint{static_cast<int>(hint.rows), static_cast<int>(hint.cols), static_cast<int>(hint.depth)};
-    const TileHint chosen = default_tile(b.M, b.N, p.in);
+    const TileHint chosen = default_tile(b.M, b.N, p.in, p.tensor_cores);
     p.hinted = !given.empty();
     p.tile_m = given.rows ? given.rows : chosen.rows;
     p.tile_n = given.cols ? given.cols : chosen.cols;
@@ -260,7 +328,8 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     if (p.shared_bytes() > limit)
         bad_tile(m, shown, fmt::format("needs {} bytes of shared memory in 2 stages, more than the {} bytes per block of {}",
                                        p.shared_bytes(), limit, device.name));
-    shape_threads(p, m, shown);
+    if (p.tensor_cores) shape_warps_mma(p, m, shown);
+    else shape_threads(p, m, shown);
     p.a_m_fastest = !p.a_prologue && b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
     p.b_k_fastest = !p.b_prologue && b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
     p.vector = device.cc_major >= 8 && !p.a_prologue && !p.b_prologue && b.a_strides[r - 1] == 1 && b.b_strides[r - 1] == 1 &&
@@ -327,6 +396,7 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     for (int d = 0; d < p.rank; ++d) add(FieldAStride, d, fmt::format("a_s{}", d), ParamType::Int64, 8, 8);
     for (int d = 0; d < p.rank; ++d) add(FieldBStride, d, fmt::format("b_s{}", d), ParamType::Int64, 8, 8);
     if (p.chunked) add(FieldWorkspace, 0, "ws", ParamType::RawPointer, 8, 8);
+    add(FieldVector, 0, "vector", ParamType::Int64, 8, 8);
     auto add_part = [&](int which, const char* fname, const PointwisePlan& part) {
         ParamField f;
         f.kind = ParamField::Kind::Epilogue;
@@ -386,7 +456,7 @@ std::size_t matmul_workspace_bytes(const PlannedMatmul& pm) {
 }
 
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
-                        void* workspace, std::span<std::byte> out) {
+                        void* workspace, Variant variant, std::span<std::byte> out) {
     if (inputs.size() != pm.inputs.size()) throw InternalError("pack_matmul_params(): input count does not match the plan");
     const void* a = inputs[0];
     const void* b = inputs[pm.a_inputs];
@@ -419,6 +489,7 @@ void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> in
             case FieldAStride: put(bd.a_strides[axis]); break;
             case FieldBStride: put(bd.b_strides[axis]); break;
             case FieldWorkspace: put(workspace); break;
+            case FieldVector: put(static_cast<std::int64_t>(variant == Variant::Vector)); break;
             default: throw InternalError(fmt::format("pack_matmul_params(): parameter {}", f.name));
         }
     }

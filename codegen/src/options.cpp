@@ -54,6 +54,15 @@ std::string_view capture_name(CapturePolicy c) {
 
 }  // namespace
 
+const char* product_path_name(ProductPath p) {
+    switch (p) {
+        case ProductPath::Auto: return "auto";
+        case ProductPath::CudaCores: return "cuda_cores";
+        case ProductPath::TensorCores: return "tensor_cores";
+    }
+    return "?";
+}
+
 std::uint64_t Options::hash() const {
     Hasher h;
     h.add(std::string_view("loom.options.v1"));
@@ -64,13 +73,15 @@ std::uint64_t Options::hash() const {
     h.add(static_cast<std::uint64_t>(tile.rows));
     h.add(static_cast<std::uint64_t>(tile.cols));
     h.add(static_cast<std::uint64_t>(tile.depth));
+    h.add(static_cast<std::uint64_t>(product_path));
     return h.digest();
 }
 
 std::string Options::to_string() const {
-    return fmt::format("fast_math={} line_info={} fusion={} capture={} tile={}", fast_math ? "on" : "off",
+    return fmt::format("fast_math={} line_info={} fusion={} capture={} tile={} product_path={}", fast_math ? "on" : "off",
                        line_info ? "on" : "off", fusion ? "on" : "off", capture_name(capture),
-                       tile.empty() ? std::string("auto") : fmt::format("{}x{}x{}", tile.rows, tile.cols, tile.depth));
+                       tile.empty() ? std::string("auto") : fmt::format("{}x{}x{}", tile.rows, tile.cols, tile.depth),
+                       product_path_name(product_path));
 }
 
 Options environment_options() {
@@ -81,6 +92,13 @@ Options environment_options() {
     if (const char* t = std::getenv("LOOM_TILE"); t && *t) {
         if (!parse_tile(t, o.tile))
             std::fprintf(stderr, "loom warning: LOOM_TILE=%s is not ROWSxCOLS or ROWSxCOLSxDEPTH (positive numbers); no tile hint\n", t);
+    }
+    if (const char* t = std::getenv("LOOM_PRODUCT_PATH"); t && *t) {
+        const std::string_view v(t);
+        if (v == "auto") o.product_path = ProductPath::Auto;
+        else if (v == "cuda_cores") o.product_path = ProductPath::CudaCores;
+        else if (v == "tensor_cores") o.product_path = ProductPath::TensorCores;
+        else std::fprintf(stderr, "loom warning: LOOM_PRODUCT_PATH=%s is not auto, cuda_cores or tensor_cores; auto\n", t);
     }
     return o;
 }

@@ -207,12 +207,12 @@ void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& p
     if (pm.plan.chunked && !prep) throw InternalError("launch_matmul(): a chunked product without its workspace");
     const codegen::Variant v = codegen::select_matmul_variant(pm, ins);
     ParamBytes params(pm.plan.params.size);
-    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace.data() : nullptr, params.span());
+    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace.data() : nullptr, v, params.span());
     LaunchConfig cfg;
     cfg.grid = {lc.grid_x, lc.grid_y, 1};
     cfg.block = {lc.block_x, 1, 1};
     cfg.shared_bytes = pm.plan.shared_bytes();
-    (v == codegen::Variant::Vector ? kernel.vector_kernel : kernel.scalar_kernel).launch(cfg, params.span().data(), params.span().size(), where);
+    kernel.scalar_kernel.launch(cfg, params.span().data(), params.span().size(), where);  // one entry: the variant is a parameter
 }
 
 // Whether root `r`, written into `out`, must go through a temporary: a source the plan reads shares its

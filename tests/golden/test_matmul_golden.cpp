@@ -1,5 +1,6 @@
 // Golden tests of the matmul emitter (matmul_plan.hpp): a float32 product with a bias-GELU epilogue
-// compared as text, and every dtype, layout and schedule the planner produces compiled with NVRTC for sm_90.
+// compared as text, a float16 product on tensor cores (mma.sync) likewise, and every dtype, layout, path and
+// schedule the planner produces compiled with NVRTC for sm_90.
 #include "golden_util.hpp"
 #include "loom/codegen/fusion_plan.hpp"
 #include "loom/codegen/matmul_plan.hpp"
@@ -26,8 +27,9 @@ codegen::FusionPlan plan_of(const std::vector<NodePtr>& graph_roots, const Optio
 }
 
 // The one matmul kernel of a plan of one kernel, emitted and compiled.
-codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots, std::size_t kernels = 1) {
-    const codegen::FusionPlan plan = plan_of(roots);
+codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots, std::size_t kernels = 1,
+                                      const Options& options = {}) {
+    const codegen::FusionPlan plan = plan_of(roots, options);
     REQUIRE(plan.gpu.size() == kernels);
     for (std::size_t k = 0; k < plan.gpu.size(); ++k)
         if (plan.partition.kernels[k].family == codegen::Family::MatMul) {
@@ -59,9 +61,75 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32", plan.gpu[0].matmul);
     golden::check_text("matmul_bias_gelu_f32", ks.kernel);
     golden::compile_sm90(ks);
-    CHECK(ks.vector_entry == "matmul_bias_gelu_f32_v");
-    CHECK(ks.scalar_entry == "matmul_bias_gelu_f32_s");
+    CHECK(ks.vector_entry.empty());  // one entry point: the variant is a parameter
+    CHECK(ks.scalar_entry == "matmul_bias_gelu_f32");
+    CHECK(!p.tensor_cores);
     CHECK(plan.to_string().find("tile 128x128x16, 3 stages, 256 threads") != std::string::npos);
+}
+
+TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n8k16) with a bias and ReLU") {
+    auto a = input(float16, {256, 160}, "a"), b = input(float16, {160, 192}, "b"), bias = input(float16, {192}, "bias");
+    const Options tc{.product_path = ProductPath::TensorCores};
+    const auto plan = plan_of({unary(Op::Relu, binary(Op::Add, matmul(a, b), bias))}, tc);
+    REQUIRE(plan.gpu.size() == 1);
+    const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+    CHECK(p.tensor_cores);
+    CHECK(p.tile_m == 128);
+    CHECK(p.tile_n == 128);
+    CHECK(p.tile_k == 32);  // two m16n8k16 steps per stage
+    CHECK(p.warps_m == 2);
+    CHECK(p.warps_n == 4);
+    CHECK(p.frags_m == 4);  // a warp tile of 64 x 32 outputs: 4 x 4 MMA tiles, 64 float32 accumulators
+    CHECK(p.frags_n == 4);
+    CHECK(p.pitch_a == 40);  // 32 + 8: 32-bit fragment loads of the 8 rows of an MMA tile in distinct banks
+    CHECK(!p.chunked);
+    const codegen::KernelSource ks = codegen::emit_matmul("matmul_relu_f16_mma", plan.gpu[0].matmul);
+    golden::check_text("matmul_relu_f16_mma", ks.kernel);
+    golden::compile_sm90(ks);
+    CHECK(ks.kernel.find("lm::mma_m16n8k16_f16(c[i][j], fa[i], fb[j])") != std::string::npos);
+    CHECK(plan.to_string().find("tensor cores (mma.sync m16n8k16, within the bound") != std::string::npos);
+    CHECK(ks.kernel.find("tensor cores (mma.sync m16n8k16 into float32") != std::string::npos);
+    // The default keeps float16 on CUDA cores (the reference's bits) and puts int8 on tensor cores (exact).
+    CHECK(!plan_of({matmul(a, b)}).gpu.at(0).matmul.plan.tensor_cores);
+    auto i8a = input(int8, {64, 96}, "i"), i8b = input(int8, {96, 64}, "j");
+    CHECK(plan_of({matmul(i8a, i8b)}).gpu.at(0).matmul.plan.tensor_cores);
+    CHECK(!plan_of({matmul(i8a, i8b)}, Options{.product_path = ProductPath::CudaCores}).gpu.at(0).matmul.plan.tensor_cores);
+    // float32 has no tensor-core path: asked for, it stays on CUDA cores and the plan says why.
+    const auto f32 = plan_of({matmul(input(float32, {64, 64}, "x"), input(float32, {64, 64}, "y"))}, tc);
+    CHECK(!f32.gpu.at(0).matmul.plan.tensor_cores);
+    CHECK(f32.to_string().find("tensor cores asked for; float32 has no tensor-core path") != std::string::npos);
+}
+
+TEST_CASE("matmul kernels on tensor cores: every dtype, layout and schedule compile with NVRTC") {
+    const Options tc{.product_path = ProductPath::TensorCores};
+    SUBCASE("bfloat16 batched with a broadcast batch and a transposed operand, result cast to float32") {
+        auto a = input(bfloat16, {3, 1, 33, 40}, "a"), w = input(bfloat16, {4, 17, 40}, "w");
+        const auto ks = compile_product("mma_bf16", {cast(matmul(a, permute(w, {0, 2, 1})), float32)}, 1, tc);
+        CHECK(ks.kernel.find("lm::mma_m16n8k16_bf16(") != std::string::npos);
+    }
+    SUBCASE("int8 into int32 (the default path), odd sizes, a vector") {
+        auto a = input(int8, {31, 300}, "a"), b = input(int8, {300, 5}, "b");
+        const auto ks = compile_product("mma_i8", {matmul(a, b)});
+        CHECK(ks.kernel.find("lm::mma_m16n8k32_s8(") != std::string::npos);
+        compile_product("mma_i8_vec", {matmul(input(int8, {64}, "v"), input(int8, {64, 100}, "m"))});
+    }
+    SUBCASE("float16 with K past a chunk (one pass: no workspace), a prologue and a hinted tile") {
+        auto a = input(float16, {8, 20000}, "a"), b = input(float16, {20000, 8}, "b");
+        const auto plan = plan_of({matmul(a, b)}, tc);
+        CHECK(plan.gpu.at(0).matmul.plan.tensor_cores);
+        CHECK(!plan.gpu.at(0).matmul.plan.chunked);
+        golden::compile_sm90(codegen::emit_matmul("mma_long_k", plan.gpu[0].matmul));
+        auto h = input(float16, {96, 64}, "h"), s = input(float16, {96, 64}, "s"), w = input(float16, {64, 80}, "w");
+        compile_product("mma_prologue", {matmul(binary(Op::Add, h, s), w)}, 1, tc);
+        auto y = matmul(input(float16, {256, 256}, "x"), input(float16, {256, 256}, "z"), Loc::current(), ProductTile{64, 64, 64});
+        const auto hinted = plan_of({y}, tc);
+        CHECK(hinted.gpu.at(0).matmul.plan.warps_m * hinted.gpu.at(0).matmul.plan.warps_n == 8);
+        golden::compile_sm90(codegen::emit_matmul("mma_hinted", hinted.gpu[0].matmul));
+    }
+    SUBCASE("a tile that is not whole MMA tiles is an error naming the limit") {
+        auto y = matmul(input(int8, {64, 64}, "x"), input(int8, {64, 64}, "z"), Loc::current(), ProductTile{64, 64, 16});
+        CHECK_THROWS_WITH_AS(plan_of({y}), doctest::Contains("tile_k of 32 (the k of one mma.sync for int8)"), Error);
+    }
 }
 
 TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC") {
@@ -78,8 +146,9 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
     }
     SUBCASE("bfloat16 with a transposed operand: the scalar variant only") {
         auto a = input(bfloat16, {64, 48}, "a"), w = input(bfloat16, {80, 48}, "w");
-        const auto ks = compile_product("mm_bf16_t", {matmul(a, transpose(w))});
-        CHECK(ks.vector_entry.empty());
+        const auto plan = plan_of({matmul(a, transpose(w))});
+        CHECK(!plan.gpu.at(0).matmul.plan.vector);
+        compile_product("mm_bf16_t", {matmul(a, transpose(w))});
     }
     SUBCASE("int8 x int8 -> int32 times a scalar") {
         auto a = input(int8, {31, 300}, "a"), b = input(int8, {300, 5}, "b");

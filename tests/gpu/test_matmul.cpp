@@ -33,10 +33,7 @@ const DType kProductDTypes[] = {float16, bfloat16, float32, float64, int8};
 // LOOM_TEST_SMALL=1 (the compute-sanitizer step of scripts/device_run.sh, whose time boxes the kernel cases
 // share): products of more than 2^22 multiply-adds are left out, and K stays short (a sanitizer follows every
 // K step of a block through shared memory): two or three chunks, and the int8 extremes without the wrap.
-bool small_shapes() {
-    const char* v = std::getenv("LOOM_TEST_SMALL");
-    return v && *v && std::string_view(v) != "0";
-}
+using mmtest::small_shapes;
 bool heavy(std::int64_t multiply_adds) { return small_shapes() && multiply_adds > (std::int64_t{1} << 22); }
 
 using mmtest::Kernels;
@@ -411,7 +408,7 @@ TEST_CASE("matmul: a valid tile hint gives the bits of the planner's choice, and
         // Hints every dtype's kernel can take: powers of two, K steps of at least 16 bytes.
         const std::vector<TileHint> hints =
             d == float64 ? std::vector<TileHint>{tile(64, 64, 16), tile(32, 32, 8), tile(64, 32, 16)}
-            : d == int8  ? std::vector<TileHint>{tile(64, 64, 32), tile(128, 128, 32), tile(32, 32, 16)}
+            : d == int8  ? std::vector<TileHint>{tile(64, 64, 32), tile(128, 128, 32), tile(32, 32, 64)}  // tensor cores: k in 32s
             : d == float16 ? std::vector<TileHint>{tile(64, 64, 16), tile(128, 128, 32), tile(32, 32, 16)}
                            : std::vector<TileHint>{tile(64, 64, 16), tile(128, 128, 16), tile(32, 32, 8), tile(128, 64, 32),
                                                    tile(64, 128, 8)};

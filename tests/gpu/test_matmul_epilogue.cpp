@@ -26,10 +26,7 @@ namespace {
 // LOOM_TEST_SMALL=1 (the compute-sanitizer step of scripts/device_run.sh, whose time boxes the kernel cases
 // share): the largest products (several million multiply-adds) are smaller or left out, and K past a chunk is
 // 8193 rather than 20000 (a sanitizer follows every K step of a block through shared memory).
-bool small_shapes() {
-    const char* v = std::getenv("LOOM_TEST_SMALL");
-    return v && *v && std::string_view(v) != "0";
-}
+using mmtest::small_shapes;
 
 using mmtest::Kernels;
 using mmtest::kernels_of;

@@ -2,7 +2,9 @@
 // check, the kernels a graph plans into, and the tile a plan or banner names.
 #pragma once
 
+#include <cstdlib>
 #include <regex>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -16,12 +18,23 @@ using namespace loom;
 // that runs the graphs on host tensors) only the values are checked.
 inline bool on_gpu() { return pwtest::dev().is_cuda(); }
 
+// LOOM_TEST_SMALL=1 (the compute-sanitizer step of scripts/device_run.sh, whose time boxes the kernel cases
+// share): the largest products are smaller or left out, and K stays short (a sanitizer follows every K step
+// of a block through shared memory).
+inline bool small_shapes() {
+    const char* v = std::getenv("LOOM_TEST_SMALL");
+    return v && *v && std::string_view(v) != "0";
+}
+
 // run_checked (the reference, into poisoned and then random-filled outputs), then the same arrays unfused
-// (every op its own kernel, every value materialized in its dtype): the same bits. Returns the fused results.
+// (every op its own kernel, every value materialized in its dtype; the other options, the product path among
+// them, as they are): the same bits. Returns the fused results.
 inline std::vector<Tensor> run_both(const std::vector<Array>& arrays, const std::string& what) {
     INFO(what);
     const std::vector<Tensor> fused = pwtest::run_checked(arrays);
-    OptionsScope unfused({.fusion = false});
+    Options options = current_options();
+    options.fusion = false;
+    const OptionsScope unfused(options);
     const std::vector<Tensor> plain = pwtest::run_checked(arrays, false);
     for (std::size_t k = 0; k < fused.size(); ++k)
         pwtest::require_same_bits(fused[k], plain[k], fmt::format("{}: output {} fused against unfused", what, k));

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <loom/loom.hpp>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -333,4 +335,44 @@ TEST_CASE("matmul on the GPU planner: one kernel with its epilogue; boundaries n
         CHECK(odd.find("tile(96, 128, 16) is not divisible as the kernel needs: every extent must be a power of two") != std::string::npos);
         CHECK(loom_test::error_message([&] { (void)matmul(a, b, tile(-1, 0, 0)); }).find("has a negative extent") != std::string::npos);
     }
+}
+
+TEST_CASE("reference::product_bound and testing::compare_product_bound: the tensor-core bound of section 12") {
+    // [[1, -2, 3]] x [[4], [5], [-6]]: C = 4 - 10 - 18 = -24, |A||B| = 4 + 10 + 18 = 32.
+    const Tensor a = from_host(std::vector<double>{1, -2, 3}, {1, 3}, float16, Device::cpu());
+    const Tensor b = from_host(std::vector<double>{4, 5, -6}, {3, 1}, float16, Device::cpu());
+    const reference::ProductBound pb = reference::product_bound(a, b);
+    REQUIRE(pb.value.shape() == Shape{1, 1});
+    CHECK(pb.value.get_double(0) == -24.0);
+    const double gamma = 3 * reference::kMmaUnit / (1 - 3 * reference::kMmaUnit);
+    CHECK(pb.bound.get_double(0) >= gamma * 32);
+    CHECK(pb.bound.get_double(0) <= gamma * 32 * (1 + 1e-9));
+    CHECK(reference::product_gamma(std::int64_t{1} << 22, reference::kMmaUnit) == std::numeric_limits<double>::infinity());
+    // Vectors are promoted and squeezed; batch axes broadcast.
+    const Tensor v = testing::random_tensor({40}, bfloat16, 1), m = testing::random_tensor({3, 40, 7}, bfloat16, 2);
+    CHECK(reference::product_bound(v, m).value.shape() == Shape{3, 7});
+    CHECK(reference::product_bound(testing::random_tensor({2, 1, 5, 40}, bfloat16, 3), m).value.shape() == Shape{2, 3, 5, 7});
+    CHECK_THROWS_WITH_AS(reference::product_bound(v, testing::random_tensor({41, 2}, bfloat16, 4)), doctest::Contains("reference::product_bound()"),
+                         Error);
+
+    // The reference's own product lies within the bound; a result pushed past it, a NaN, or a wrong shape does not.
+    const Tensor x = testing::random_tensor({33, 300}, float16, 5), w = testing::random_tensor({300, 17}, float16, 6);
+    const Tensor y = reference::evaluate(matmul(x, w).node());
+    const testing::Comparison ok = testing::compare_product_bound(y, x, w);
+    INFO(ok.message);
+    CHECK(ok.ok);
+    CHECK(ok.count == 33 * 17);
+    const reference::ProductBound exact = reference::product_bound(x, w);
+    std::vector<double> o(33 * 17);
+    for (std::size_t i = 0; i < o.size(); ++i) o[i] = y.get_double(static_cast<std::int64_t>(i));
+    const std::int64_t e = 5 * 17 + 3;
+    o[e] = exact.value.get_double(e) + 3 * exact.bound.get_double(e) + 0.01 * std::fabs(exact.value.get_double(e)) + 1e-3;
+    const testing::Comparison bad = testing::compare_product_bound(from_host(o, {33, 17}, float16, Device::cpu()), x, w, "pushed");
+    CHECK(!bad.ok);
+    CHECK(bad.mismatches == 1);
+    CHECK(bad.worst_multi_index == std::vector<std::int64_t>{5, 3});
+    CHECK(bad.message.find("pushed: 1 of 561 elements outside the tensor-core bound") != std::string::npos);
+    o[e] = std::numeric_limits<double>::quiet_NaN();
+    CHECK(!testing::compare_product_bound(from_host(o, {33, 17}, float16, Device::cpu()), x, w).ok);
+    CHECK(!testing::compare_product_bound(testing::random_tensor({17, 33}, float16, 7), x, w).ok);
 }

@@ -1,5 +1,6 @@
 // The CUDA emitter of matmul kernels (matmul_plan.hpp): the epilogue's pointwise pieces, the parameter
-// struct, the two tile loaders (cp.async pieces, element loads), the block's tile loop and the entry points.
+// struct, the two tile loaders (cp.async pieces, element loads), the stage pipeline, the CUDA-core and the
+// tensor-core (mma.sync) loops over K, the epilogue and the entry point.
 #include <fmt/format.h>
 
 #include "emit_internal.hpp"
@@ -52,6 +53,8 @@ struct MatmulEmitter {
                 comment = fmt::format("ceil(K / {}): chunks of the contraction", kProductChunk);
             } else if (f.name == "batches") {
                 comment = "batch entries (the product of the batch extents)";
+            } else if (f.name == "vector") {
+                comment = "1: the operands' K steps arrive as 16-byte cp.async pieces; 0: element loads through the strides";
             } else if (f.name == "ws") {
                 comment = "the chunk tree's partials: levels x batches x M x N accumulators";
             } else if (f.name.starts_with("batch")) {
@@ -157,9 +160,10 @@ struct MatmulEmitter {
             line(s, 8, fmt::format("bs[row * {} + col] = k < p.K && n < p.N ? B[k * {} + n * {}] : {};", p.pitch_b, bk, bn, zero));
         line(s, 4, "}");
         s += "}\n\n";
-        s += fmt::format("__device__ __forceinline__ void {0}_load(const {0}_params& p, const bool vector, const {1}* A, const {1}* B, {1}* as,\n"
-                         "                                       {1}* bs, long long batch, long long m0, long long n0, long long k0) {{\n"
-                         "    if (vector) {0}_load_vector(p, A, B, as, bs, batch, m0, n0, k0);\n"
+        s += fmt::format("// The variant the runtime chose for this call's operands (p.vector: the same for every block).\n"
+                         "__device__ __forceinline__ void {0}_load(const {0}_params& p, const {1}* A, const {1}* B, {1}* as, {1}* bs,\n"
+                         "                                       long long batch, long long m0, long long n0, long long k0) {{\n"
+                         "    if (p.vector) {0}_load_vector(p, A, B, as, bs, batch, m0, n0, k0);\n"
                          "    else {0}_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);\n}}\n",
                          name, st);
         return s;
@@ -186,6 +190,39 @@ struct MatmulEmitter {
              p.in == DType::Int8 ? "int32 products and sums, wrapping (unsigned)" : "acc = fma(a[i, k], b[k, j], acc): one rounding");
     }
 
+    // Tensor cores: the warp's MMA tiles over one stage (tile_k in steps of mma_k; zeros past K add nothing
+    // to an int8 sum and +0 products to a float one). The fragments follow the PTX ISA's layouts for
+    // m16n8k16 (two values per register) and m16n8k32 (four): lane = 4 grp + tig (the ISA's groupID and
+    // threadID_in_group); A register r holds row grp + 8 (r % 2) at k = (r / 2) mk / 2 + tig per, B register
+    // r column grp at k = r mk / 2 + tig per.
+    void mma_step(std::string& s, int ind) const {
+        const int mk = p.mma_k(), per = p.in == DType::Int8 ? 4 : 2, half = mk / 2;
+        const char* mma = p.in == DType::Int8 ? "lm::mma_m16n8k32_s8" : p.in == DType::BFloat16 ? "lm::mma_m16n8k16_bf16" : "lm::mma_m16n8k16_f16";
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int kk = 0; kk < {}; kk += {}) {{", p.tile_k, mk), fmt::format("one mma.sync step of k = {}", mk));
+        line(s, ind + 4, fmt::format("unsigned fa[{}][4], fb[{}][2];", p.frags_m, p.frags_n), "A and B fragments of the warp tile");
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m));
+        line(s, ind + 8, "#pragma unroll");
+        line(s, ind + 8, "for (int r = 0; r < 4; ++r)");
+        line(s, ind + 12, fmt::format("fa[i][r] = lm::load_u32(as + (wm0 + 16 * i + grp + 8 * (r % 2)) * {} + kk + {} * (r / 2) + {} * tig);", p.pitch_a,
+                                      half, per),
+             fmt::format("{} consecutive k of one row", per));
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n));
+        line(s, ind + 8, "#pragma unroll");
+        line(s, ind + 8, "for (int r = 0; r < 2; ++r)");
+        line(s, ind + 12, fmt::format("fb[j][r] = lm::pack_column(bs + (kk + {} * r + {} * tig) * {} + wn0 + 8 * j + grp, {});", half, per, p.pitch_b,
+                                      p.pitch_b),
+             fmt::format("{} consecutive k of one column", per));
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m));
+        line(s, ind + 8, "#pragma unroll");
+        line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {}(c[i][j], fa[i], fb[j]);", p.frags_n, mma),
+             p.in == DType::Int8 ? "exact int32 sums, wrapping" : "float32 accumulators");
+        line(s, ind, "}");
+    }
+
     std::string add(const std::string& x, const std::string& y) const {
         if (p.in == DType::Int8) return fmt::format("{} + {}", x, y);
         return fmt::format("{}({}, {})", p.in == DType::Float64 ? "__dadd_rn" : "__fadd_rn", x, y);
@@ -200,118 +237,164 @@ struct MatmulEmitter {
         }
     }
 
-    std::string tile_function(const std::string& ep_idx) const {
-        // One body for both variants (the variant only picks the loader), compiled once: __noinline__.
-        std::string s = fmt::format("// The block's tile; `vector`: the operands' K steps arrive as cp.async pieces (else element loads).\n"
-                                    "__device__ __noinline__ void {}_tile(const {}_params& p, const bool vector) {{\n",
+    // The stage pipeline over the K steps from k0 to kend: the first stages - 1 steps in flight, then per step
+    // a wait, a barrier, the refill of the buffers the previous step read, and `body` on this step's buffers.
+    template <class Body> void pipeline(std::string& s, int ind, const Body& body) const {
+        line(s, ind, fmt::format("const int steps = (int)((kend - k0 + {}) / {});", p.tile_k - 1, p.tile_k),
+             fmt::format("K steps of {}", p.tile_k));
+        auto load_of = [&](const std::string& stage, const std::string& step) {
+            return fmt::format("{}_load(p, A, B, as_all + {} * {}, bs_all + {} * {}, batch, m0, n0, k0 + (long long)({}) * {});", name, stage,
+                               p.tile_m * p.pitch_a, stage, p.tile_k * p.pitch_b, step, p.tile_k);
+        };
+        line(s, ind, fmt::format("for (int s = 0; s < {}; ++s) {{", p.stages - 1),
+             fmt::format("the pipeline's first {} K steps in flight", p.stages - 1));
+        line(s, ind + 4, fmt::format("if (s < steps) {}", load_of("s", "s")));
+        line(s, ind + 4, "lm::cp_async_commit();", "a group per step, empty or not, so the waits count steps");
+        line(s, ind, "}");
+        line(s, ind, "for (int t = 0; t < steps; ++t) {");
+        line(s, ind + 4, fmt::format("lm::cp_async_wait<{}>();", p.stages - 2), "step t's copies have landed");
+        line(s, ind + 4, "__syncthreads();", "... for every thread, and step t - 1's buffers are free");
+        line(s, ind + 4, fmt::format("if (t + {} < steps) {{", p.stages - 1), fmt::format("refill the buffers of step t - 1 with step t + {}", p.stages - 1));
+        line(s, ind + 8, load_of(fmt::format("((t + {}) % {})", p.stages - 1, p.stages), fmt::format("t + {}", p.stages - 1)));
+        line(s, ind + 4, "}");
+        line(s, ind + 4, "lm::cp_async_commit();");
+        line(s, ind + 4, fmt::format("const {}* as = as_all + (t % {}) * {};", st, p.stages, p.tile_m * p.pitch_a));
+        line(s, ind + 4, fmt::format("const {}* bs = bs_all + (t % {}) * {};", st, p.stages, p.tile_k * p.pitch_b));
+        body(s, ind + 4);
+        line(s, ind, "}");
+        line(s, ind, "lm::cp_async_wait<0>();");
+        line(s, ind, "__syncthreads();", "every buffer read before the next copies");
+    }
+
+    // CUDA cores: the chunks of K, each through the pipeline from +0 with one fma per k, then onto the tree.
+    void cuda_core_loop(std::string& s, int ind) const {
+        line(s, ind, fmt::format("{} c[{}][{}];", acc, p.thread_m, p.thread_n), "the accumulators");
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "K = 0: the empty sum, +0");
+        line(s, ind, "for (long long chunk = 0; chunk < p.chunks; ++chunk) {",
+             fmt::format("chunks of {} along K (docs/semantics.md, section 12)", kProductChunk));
+        line(s, ind + 4, fmt::format("const long long k0 = chunk * {}, kend = min(p.K, k0 + {});", kProductChunk, kProductChunk));
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+        line(s, ind + 8, "#pragma unroll");
+        line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "each chunk from +0");
+        pipeline(s, ind + 4, [&](std::string& b, int in) {
+            line(b, in, fmt::format("const long long kn = min((long long){}, kend - (k0 + (long long)t * {}));", p.tile_k, p.tile_k),
+                 "the k of this step that exist");
+            line(b, in, fmt::format("if (kn == {}) {{", p.tile_k));
+            line(b, in + 4, "#pragma unroll");
+            line(b, in + 4, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", p.tile_k), "ascending k");
+            k_step(b, in + 8, "kk");
+            line(b, in + 4, "}");
+            line(b, in, "} else {");
+            line(b, in + 4, "for (int kk = 0; kk < (int)kn; ++kk) {", "the last, partial step: no padding term enters a sum");
+            k_step(b, in + 8, "kk");
+            line(b, in + 4, "}");
+            line(b, in, "}");
+        });
+        if (p.chunked) {
+            const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = fmt::format("n0 + col0 + {} * j", p.lanes_n);
+            line(s, ind + 4, "// The chunk's partial onto the pairwise tree of each output (section 12, step 3): the stack holds the");
+            line(s, ind + 4, "// binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.");
+            line(s, ind + 4, "const bool last = chunk + 1 == p.chunks;");
+            line(s, ind + 4, "const int merges = last ? __popcll(chunk) : __ffsll(~chunk) - 1;", "the last partial closes the whole stack");
+            line(s, ind + 4, "const int depth = __popcll(chunk);", "partials on the stack before this one");
+            line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
+            line(s, ind + 4, fmt::format("{}* ws = static_cast<{}*>(p.ws);", acc, acc));
+            line(s, ind + 4, "#pragma unroll");
+            line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+            line(s, ind + 8, "#pragma unroll");
+            line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
+            line(s, ind + 12, fmt::format("const long long m = {}, n = {};", row, col));
+            line(s, ind + 12, "if (m >= p.M || n >= p.N) continue;");
+            line(s, ind + 12, "const long long e = (batch * p.M + m) * p.N + n;");
+            line(s, ind + 12, fmt::format("{} v = c[i][j];", acc));
+            line(s, ind + 12, "int top = depth;");
+            line(s, ind + 12, fmt::format("for (int k = 0; k < merges; ++k) {{ --top; v = {}; }}", add("ws[top * plane + e]", "v")));
+            line(s, ind + 12, "if (!last) ws[top * plane + e] = v;", "pushed: a subtree of the tree");
+            line(s, ind + 12, "c[i][j] = v;");
+            line(s, ind + 8, "}");
+        }
+        line(s, ind, "}");
+    }
+
+    // Tensor cores: all of K through the pipeline, one mma.sync per MMA tile and step.
+    void tensor_core_loop(std::string& s, int ind) const {
+        line(s, ind, fmt::format("{} c[{}][{}][4];", acc, p.frags_m, p.frags_n),
+             "the accumulators: per MMA tile, rows grp and grp + 8, columns 2 tig and 2 tig + 1");
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m));
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n));
+        line(s, ind + 8, "#pragma unroll");
+        line(s, ind + 8, "for (int r = 0; r < 4; ++r) c[i][j][r] = 0;", "K = 0: +0");
+        line(s, ind, "{");
+        line(s, ind + 4, "const long long k0 = 0, kend = p.K;", "one pass over K: the bound of section 12 holds for any order");
+        pipeline(s, ind + 4, [&](std::string& b, int in) { mma_step(b, in); });
+        line(s, ind, "}");
+    }
+
+    // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
+    void epilogue(std::string& s, int ind, const std::string& ep_idx) const {
+        line(s, ind, "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.");
+        const std::string element = fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx,
+                                                value_of(p.tensor_cores ? "c[i][j][r]" : "c[i][j]"));
+        line(s, ind, "#pragma unroll");
+        if (p.tensor_cores) {
+            line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m));
+            line(s, ind + 4, "#pragma unroll");
+            line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n));
+            line(s, ind + 8, "#pragma unroll");
+            line(s, ind + 8, "for (int r = 0; r < 4; ++r) {");
+            line(s, ind + 12, "const long long m = m0 + wm0 + 16 * i + grp + 8 * (r / 2), n = n0 + wn0 + 8 * j + 2 * tig + r % 2;");
+            line(s, ind + 12, "if (m < p.M && n < p.N)");
+            line(s, ind + 16, element, "element (batch, m, n) of the product's shape");
+            line(s, ind + 8, "}");
+            return;
+        }
+        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i) {{", p.thread_m));
+        line(s, ind + 4, fmt::format("const long long m = m0 + row0 + {} * i;", p.lanes_m));
+        line(s, ind + 4, "if (m >= p.M) continue;");
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
+        line(s, ind + 8, fmt::format("const long long n = n0 + col0 + {} * j;", p.lanes_n));
+        line(s, ind + 8, "if (n >= p.N) continue;");
+        line(s, ind + 8, element, "element (batch, m, n) of the product's shape");
+        line(s, ind + 4, "}");
+        line(s, ind, "}");
+    }
+
+    // The kernel: one entry point for both variants (p.vector picks the loader), its body inlined.
+    std::string kernel(const std::string& ep_idx) const {
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n", p.threads(),
                                     name, name);
         line(s, 4, fmt::format("{}* as_all = reinterpret_cast<{}*>({}_smem);", st, st, name),
              fmt::format("{} stages of A, then {} of B", p.stages, p.stages));
         line(s, 4, fmt::format("{}* bs_all = as_all + {};", st, p.stages * p.tile_m * p.pitch_a));
         line(s, 4, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-        line(s, 4, fmt::format("const int row0 = warp / {} * {} + lane / {};", p.warps_n, p.lanes_m * p.thread_m, p.lanes_n),
-             fmt::format("this thread's first row in the tile (then every {})", p.lanes_m));
-        line(s, 4, fmt::format("const int col0 = warp % {} * {} + lane % {};", p.warps_n, p.lanes_n * p.thread_n, p.lanes_n),
-             fmt::format("this thread's first column (then every {})", p.lanes_n));
+        if (p.tensor_cores) {
+            line(s, 4, fmt::format("const int wm0 = warp / {} * {}, wn0 = warp % {} * {};", p.warps_n, 16 * p.frags_m, p.warps_n, 8 * p.frags_n),
+                 "the warp's tile in the block's");
+            line(s, 4, "const int grp = lane / 4, tig = lane % 4;", "the lane's group and thread in the MMA fragments");
+        } else {
+            line(s, 4, fmt::format("const int row0 = warp / {} * {} + lane / {};", p.warps_n, p.lanes_m * p.thread_m, p.lanes_n),
+                 fmt::format("this thread's first row in the tile (then every {})", p.lanes_m));
+            line(s, 4, fmt::format("const int col0 = warp % {} * {} + lane % {};", p.warps_n, p.lanes_n * p.thread_n, p.lanes_n),
+                 fmt::format("this thread's first column (then every {})", p.lanes_n));
+        }
         line(s, 4, fmt::format("const long long tiles_n = (p.N + {}) / {};", p.tile_n - 1, p.tile_n));
         line(s, 4, fmt::format("const long long m0 = (long long)(blockIdx.x / tiles_n) * {};", p.tile_m), "the block's tile");
         line(s, 4, fmt::format("const long long n0 = (long long)(blockIdx.x % tiles_n) * {};", p.tile_n));
         line(s, 4, "for (long long batch = blockIdx.y; batch < p.batches; batch += gridDim.y) {");
         batch_offsets(s, 8);
-        line(s, 8, fmt::format("{} c[{}][{}];", acc, p.thread_m, p.thread_n), "the accumulators");
-        line(s, 8, "#pragma unroll");
-        line(s, 8, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
-        line(s, 12, "#pragma unroll");
-        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "K = 0: the empty sum, +0");
-        line(s, 8, "for (long long chunk = 0; chunk < p.chunks; ++chunk) {",
-             fmt::format("chunks of {} along K (docs/semantics.md, section 12)", kProductChunk));
-        line(s, 12, fmt::format("const long long k0 = chunk * {}, kend = min(p.K, k0 + {});", kProductChunk, kProductChunk));
-        line(s, 12, fmt::format("const int steps = (int)((kend - k0 + {}) / {});", p.tile_k - 1, p.tile_k),
-             fmt::format("K steps of {} in this chunk", p.tile_k));
-        line(s, 12, "#pragma unroll");
-        line(s, 12, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
-        line(s, 16, "#pragma unroll");
-        line(s, 16, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "each chunk from +0");
-        auto load_of = [&](const std::string& stage, const std::string& step) {
-            return fmt::format("{}_load(p, vector, A, B, as_all + {} * {}, bs_all + {} * {}, batch, m0, n0, k0 + (long long)({}) * {});", name, stage,
-                               p.tile_m * p.pitch_a, stage, p.tile_k * p.pitch_b, step, p.tile_k);
-        };
-        line(s, 12, fmt::format("for (int s = 0; s < {}; ++s) {{", p.stages - 1),
-             fmt::format("the pipeline's first {} K steps in flight", p.stages - 1));
-        line(s, 16, fmt::format("if (s < steps) {}", load_of("s", "s")));
-        line(s, 16, "lm::cp_async_commit();", "a group per step, empty or not, so the waits count steps");
-        line(s, 12, "}");
-        line(s, 12, "for (int t = 0; t < steps; ++t) {");
-        line(s, 16, fmt::format("lm::cp_async_wait<{}>();", p.stages - 2), "step t's copies have landed");
-        line(s, 16, "__syncthreads();", "... for every thread, and step t - 1's buffers are free");
-        line(s, 16, fmt::format("if (t + {} < steps) {{", p.stages - 1), fmt::format("refill the buffers of step t - 1 with step t + {}", p.stages - 1));
-        line(s, 20, load_of(fmt::format("((t + {}) % {})", p.stages - 1, p.stages), fmt::format("t + {}", p.stages - 1)));
-        line(s, 16, "}");
-        line(s, 16, "lm::cp_async_commit();");
-        line(s, 16, fmt::format("const {}* as = as_all + (t % {}) * {};", st, p.stages, p.tile_m * p.pitch_a));
-        line(s, 16, fmt::format("const {}* bs = bs_all + (t % {}) * {};", st, p.stages, p.tile_k * p.pitch_b));
-        line(s, 16, fmt::format("const long long kn = min((long long){}, kend - (k0 + (long long)t * {}));", p.tile_k, p.tile_k),
-             "the k of this step that exist");
-        line(s, 16, fmt::format("if (kn == {}) {{", p.tile_k));
-        line(s, 20, "#pragma unroll");
-        line(s, 20, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", p.tile_k), "ascending k");
-        k_step(s, 24, "kk");
-        line(s, 20, "}");
-        line(s, 16, "} else {");
-        line(s, 20, "for (int kk = 0; kk < (int)kn; ++kk) {", "the last, partial step: no padding term enters a sum");
-        k_step(s, 24, "kk");
-        line(s, 20, "}");
-        line(s, 16, "}");
-        line(s, 12, "}");
-        line(s, 12, "lm::cp_async_wait<0>();");
-        line(s, 12, "__syncthreads();", "every buffer read before the next chunk's copies");
-        const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = fmt::format("n0 + col0 + {} * j", p.lanes_n);
-        if (p.chunked) {
-            line(s, 12, "// The chunk's partial onto the pairwise tree of each output (section 12, step 3): the stack holds the");
-            line(s, 12, "// binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.");
-            line(s, 12, "const bool last = chunk + 1 == p.chunks;");
-            line(s, 12, "const int merges = last ? __popcll(chunk) : __ffsll(~chunk) - 1;",
-                 "the last partial closes the whole stack");
-            line(s, 12, "const int depth = __popcll(chunk);", "partials on the stack before this one");
-            line(s, 12, "const long long plane = p.batches * p.M * p.N;");
-            line(s, 12, fmt::format("{}* ws = static_cast<{}*>(p.ws);", acc, acc));
-            line(s, 12, "#pragma unroll");
-            line(s, 12, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
-            line(s, 16, "#pragma unroll");
-            line(s, 16, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
-            line(s, 20, fmt::format("const long long m = {}, n = {};", row, col));
-            line(s, 20, "if (m >= p.M || n >= p.N) continue;");
-            line(s, 20, "const long long e = (batch * p.M + m) * p.N + n;");
-            line(s, 20, fmt::format("{} v = c[i][j];", acc));
-            line(s, 20, "int top = depth;");
-            line(s, 20, fmt::format("for (int k = 0; k < merges; ++k) {{ --top; v = {}; }}", add("ws[top * plane + e]", "v")));
-            line(s, 20, "if (!last) ws[top * plane + e] = v;", "pushed: a subtree of the tree");
-            line(s, 20, "c[i][j] = v;");
-            line(s, 16, "}");
-        }
-        line(s, 8, "}");
-        line(s, 8, "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.");
-        line(s, 8, "#pragma unroll");
-        line(s, 8, fmt::format("for (int i = 0; i < {}; ++i) {{", p.thread_m));
-        line(s, 12, fmt::format("const long long m = {};", row));
-        line(s, 12, "if (m >= p.M) continue;");
-        line(s, 12, "#pragma unroll");
-        line(s, 12, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
-        line(s, 16, fmt::format("const long long n = {};", col));
-        line(s, 16, "if (n >= p.N) continue;");
-        line(s, 16, fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx, value_of("c[i][j]")),
-             "element (batch, m, n) of the product's shape");
-        line(s, 12, "}");
-        line(s, 8, "}");
+        if (p.tensor_cores) tensor_core_loop(s, 8);
+        else cuda_core_loop(s, 8);
+        epilogue(s, 8, ep_idx);
         line(s, 4, "}");
         s += "}\n";
         return s;
-    }
-
-    std::string entry(bool vector) const {
-        return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}_{}(const __grid_constant__ {}_params p) {{\n"
-                           "    {}_tile(p, {});\n}}\n",
-                           p.threads(), name, vector ? "v" : "s", name, name, vector ? "true" : "false");
     }
 };
 
@@ -329,8 +412,7 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
     KernelSource ks;
     ks.user_name = std::string(user_name);
     ks.name = kernel_name(user_name);
-    ks.scalar_entry = ks.name + "_s";
-    if (pm.plan.vector) ks.vector_entry = ks.name + "_v";
+    ks.scalar_entry = ks.name;  // one entry point: the variant is the parameter `vector`
     ks.plan = pm.plan.epilogue;
     ks.param_bytes = pm.plan.params.size;
     std::string parts;  // the prologues' pieces
@@ -347,8 +429,7 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
     std::string& s = ks.kernel;
     s += detail::banner("matmul", ks.name, user_name,
                         pm.plan.to_string() + "\nepilogue: " + pm.plan.epilogue.describe(false));
-    s += fmt::format("// entry points: {}{}\n\n", ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
-                     ks.scalar_entry + " (scalar)");
+    s += fmt::format("// entry point: {} (the variant, vector or scalar, is the parameter `vector`)\n\n", ks.scalar_entry);
     s += parts;
     s += ep.params_struct;
     s += '\n';
@@ -362,13 +443,7 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
                      pm.plan.shared_bytes());
     s += em.loaders();
     s += '\n';
-    s += em.tile_function(ep.idx);
-    s += '\n';
-    if (pm.plan.vector) {
-        s += em.entry(true);
-        s += '\n';
-    }
-    s += em.entry(false);
+    s += em.kernel(ep.idx);
     ks.source = fmt::format("{}\n{}", prelude_source(), ks.kernel);
     return ks;
 }

@@ -512,4 +512,42 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// ---- tensor cores: warp-wide matrix multiply-accumulate (matmul kernels; sm_80 and newer) ---------------
+// Fragments as the PTX ISA lays them out for mma.sync .row.col: A 16 x k in 4 registers, B k x 8 in 2,
+// C 16 x 8 in 4 accumulators per lane.
+/// The 32 bits at `p` (2 float16 or bfloat16 values, or 4 int8 values, consecutive along k in shared memory).
+__device__ __forceinline__ unsigned load_u32(const void* p) { return *static_cast<const unsigned*>(p); }
+/// Consecutive values of k down a column of a shared B tile of row pitch `pitch`, packed low element first.
+__device__ __forceinline__ unsigned pack_column(const f16* p, int pitch) { return (unsigned)p[0].bits | (unsigned)p[pitch].bits << 16; }
+__device__ __forceinline__ unsigned pack_column(const bf16* p, int pitch) { return (unsigned)p[0].bits | (unsigned)p[pitch].bits << 16; }
+__device__ __forceinline__ unsigned pack_column(const signed char* p, int pitch) {
+    return (unsigned)(unsigned char)p[0] | (unsigned)(unsigned char)p[pitch] << 8 | (unsigned)(unsigned char)p[2 * pitch] << 16 |
+           (unsigned)(unsigned char)p[3 * pitch] << 24;
+}
+/// c += a b: one m16n8k16 MMA of float16 operands into float32 accumulators.
+__device__ __forceinline__ void mma_m16n8k16_f16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+/// c += a b: one m16n8k16 MMA of bfloat16 operands into float32 accumulators.
+__device__ __forceinline__ void mma_m16n8k16_bf16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+/// c += a b: one m16n8k32 MMA of int8 operands into int32 accumulators (exact; without .satfinite the sums
+/// wrap modulo 2^32, as the contract's int32 sums do).
+__device__ __forceinline__ void mma_m16n8k32_s8(unsigned (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
 }  // namespace lm

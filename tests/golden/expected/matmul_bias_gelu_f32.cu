@@ -8,11 +8,11 @@
 // in0: input 0, float32, contiguous, 4 B/element
 // in1: input 1, float32, row broadcast, 0 B/element
 // out0: float32
-// entry points: matmul_bias_gelu_f32_v (vector), matmul_bias_gelu_f32_s (scalar)
+// entry point: matmul_bias_gelu_f32 (the variant, vector or scalar, is the parameter `vector`)
 
 struct matmul_bias_gelu_f32_ep_params {
-    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:46)
-    const float* in1;                                        // input 1 "bias", row broadcast (test_matmul_golden.cpp:45)
+    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:48)
+    const float* in1;                                        // input 1 "bias", row broadcast (test_matmul_golden.cpp:47)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -20,8 +20,8 @@ struct matmul_bias_gelu_f32_ep_params {
 static_assert(sizeof(matmul_bias_gelu_f32_ep_params) == 32, "kernel parameter layout differs from the host's");
 
 struct matmul_bias_gelu_f32_params {
-    const float* a;                                                      // A: [512, 256] float32, a view of input "x" float32 (test_matmul_golden.cpp:45)
-    const float* b;                                                      // B: [256, 384] float32, a view of input "w" float32 (test_matmul_golden.cpp:45)
+    const float* a;                                                      // A: [512, 256] float32, a view of input "x" float32 (test_matmul_golden.cpp:47)
+    const float* b;                                                      // B: [256, 384] float32, a view of input "w" float32 (test_matmul_golden.cpp:47)
     long long M;                                                         // M: the product's rows
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
@@ -31,15 +31,16 @@ struct matmul_bias_gelu_f32_params {
     long long a_s1;                                                      // A stride along axis 1 (k), elements
     long long b_s0;                                                      // B stride along axis 0 (k), elements
     long long b_s1;                                                      // B stride along axis 1 (n), elements
+    long long vector;                                                    // 1: the operands' K steps arrive as 16-byte cp.async pieces; 0: element loads through the strides
     matmul_bias_gelu_f32_ep_params ep;                                   // the epilogue's parameters
 };
-static_assert(sizeof(matmul_bias_gelu_f32_params) == 120, "kernel parameter layout differs from the host's");
+static_assert(sizeof(matmul_bias_gelu_f32_params) == 128, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void matmul_bias_gelu_f32_ep_body(const float v0, const float v1, float& r0) {
-    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:46
-    // v1 = in1: input 1 "bias" float32                      // test_matmul_golden.cpp:45
-    const float v2 = lm::add(v0, v1);                        // add (test_matmul_golden.cpp:46)
-    const float v3 = lm::gelu_erf(v2);                       // gelu (test_matmul_golden.cpp:46)
+    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:48
+    // v1 = in1: input 1 "bias" float32                      // test_matmul_golden.cpp:47
+    const float v2 = lm::add(v0, v1);                        // add (test_matmul_golden.cpp:48)
+    const float v3 = lm::gelu_erf(v2);                       // gelu (test_matmul_golden.cpp:48)
     r0 = v3;                                                 // output 0
 }
 
@@ -91,14 +92,14 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load_scalar(const matmul_bi
     }
 }
 
-__device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu_f32_params& p, const bool vector, const float* A, const float* B, float* as,
-                                       float* bs, long long batch, long long m0, long long n0, long long k0) {
-    if (vector) matmul_bias_gelu_f32_load_vector(p, A, B, as, bs, batch, m0, n0, k0);
+// The variant the runtime chose for this call's operands (p.vector: the same for every block).
+__device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
+                                       long long batch, long long m0, long long n0, long long k0) {
+    if (p.vector) matmul_bias_gelu_f32_load_vector(p, A, B, as, bs, batch, m0, n0, k0);
     else matmul_bias_gelu_f32_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);
 }
 
-// The block's tile; `vector`: the operands' K steps arrive as cp.async pieces (else element loads).
-__device__ __noinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu_f32_params& p, const bool vector) {
+extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __grid_constant__ matmul_bias_gelu_f32_params p) {
     float* as_all = reinterpret_cast<float*>(matmul_bias_gelu_f32_smem); // 3 stages of A, then 3 of B
     float* bs_all = as_all + 7680;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -117,20 +118,20 @@ __device__ __noinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu_f3
             for (int j = 0; j < 8; ++j) c[i][j] = 0;                     // K = 0: the empty sum, +0
         for (long long chunk = 0; chunk < p.chunks; ++chunk) {           // chunks of 8192 along K (docs/semantics.md, section 12)
             const long long k0 = chunk * 8192, kend = min(p.K, k0 + 8192);
-            const int steps = (int)((kend - k0 + 15) / 16);              // K steps of 16 in this chunk
             #pragma unroll
             for (int i = 0; i < 8; ++i)
                 #pragma unroll
                 for (int j = 0; j < 8; ++j) c[i][j] = 0;                 // each chunk from +0
+            const int steps = (int)((kend - k0 + 15) / 16);              // K steps of 16
             for (int s = 0; s < 2; ++s) {                                // the pipeline's first 2 K steps in flight
-                if (s < steps) matmul_bias_gelu_f32_load(p, vector, A, B, as_all + s * 2560, bs_all + s * 2112, batch, m0, n0, k0 + (long long)(s) * 16);
+                if (s < steps) matmul_bias_gelu_f32_load(p, A, B, as_all + s * 2560, bs_all + s * 2112, batch, m0, n0, k0 + (long long)(s) * 16);
                 lm::cp_async_commit();                                   // a group per step, empty or not, so the waits count steps
             }
             for (int t = 0; t < steps; ++t) {
                 lm::cp_async_wait<1>();                                  // step t's copies have landed
                 __syncthreads();                                         // ... for every thread, and step t - 1's buffers are free
                 if (t + 2 < steps) {                                     // refill the buffers of step t - 1 with step t + 2
-                    matmul_bias_gelu_f32_load(p, vector, A, B, as_all + ((t + 2) % 3) * 2560, bs_all + ((t + 2) % 3) * 2112, batch, m0, n0, k0 + (long long)(t + 2) * 16);
+                    matmul_bias_gelu_f32_load(p, A, B, as_all + ((t + 2) % 3) * 2560, bs_all + ((t + 2) % 3) * 2112, batch, m0, n0, k0 + (long long)(t + 2) * 16);
                 }
                 lm::cp_async_commit();
                 const float* as = as_all + (t % 3) * 2560;
@@ -164,7 +165,7 @@ __device__ __noinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu_f3
                 }
             }
             lm::cp_async_wait<0>();
-            __syncthreads();                                             // every buffer read before the next chunk's copies
+            __syncthreads();                                             // every buffer read before the next copies
         }
         // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
         #pragma unroll
@@ -179,12 +180,4 @@ __device__ __noinline__ void matmul_bias_gelu_f32_tile(const matmul_bias_gelu_f3
             }
         }
     }
-}
-
-extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32_v(const __grid_constant__ matmul_bias_gelu_f32_params p) {
-    matmul_bias_gelu_f32_tile(p, true);
-}
-
-extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32_s(const __grid_constant__ matmul_bias_gelu_f32_params p) {
-    matmul_bias_gelu_f32_tile(p, false);
 }

@@ -1,19 +1,27 @@
-// The matmul plan: one matrix product (ir::Op::MatMul) on CUDA cores, with the elementwise work after it
-// (its epilogue) applied to the accumulators before the store.
+// The matmul plan: one matrix product (ir::Op::MatMul) on CUDA cores or tensor cores, with the elementwise
+// work after it (its epilogue) applied to the accumulators before the store.
 //
 // A block computes a tile of tile_m x tile_n outputs of one batch entry, stepping tile_k along K. Its warps
-// form a warps_m x warps_n grid, each owning a warp tile; a warp's lanes form a lanes_m x lanes_n grid and
-// each lane holds a thread_m x thread_n register tile of accumulators, at rows lane_m + lanes_m * i and
-// columns lane_n + lanes_n * j of its warp tile (so the lanes of a warp read consecutive words of a shared
-// row). The operands' tiles pass through shared memory in `stages` buffers: A as tile_m rows of tile_k
-// (k fastest), B as tile_k rows of tile_n (n fastest), each row padded by 16 bytes, which keeps every row
-// 16-byte aligned for cp.async and puts the rows a warp reads at once into distinct banks.
+// form a warps_m x warps_n grid, each owning a warp tile. The operands' tiles pass through shared memory in
+// `stages` buffers: A as tile_m rows of tile_k (k fastest), B as tile_k rows of tile_n (n fastest), each row
+// padded by 16 bytes, which keeps every row 16-byte aligned for cp.async and puts the rows a warp reads at
+// once into distinct banks.
 //
-// The order is the contract's (docs/semantics.md, section 12) whatever the tile: each output accumulates
-// each chunk of kProductChunk values of k with one fma per k in ascending k from +0 (a tile's last, partial
-// K step runs only over the k that exist, so no padding term enters a sum), and the chunk partials of a K
-// longer than a chunk combine in the pairwise tree, kept per output in a workspace (one slot per level of
-// the tree). So the bits are the CPU reference's for every tile, variant and epilogue.
+// CUDA cores: a warp's lanes form a lanes_m x lanes_n grid and each lane holds a thread_m x thread_n
+// register tile of accumulators, at rows lane_m + lanes_m * i and columns lane_n + lanes_n * j of its warp
+// tile (so the lanes of a warp read consecutive words of a shared row). The order is the contract's
+// (docs/semantics.md, section 12) whatever the tile: each output accumulates each chunk of kProductChunk
+// values of k with one fma per k in ascending k from +0 (a tile's last, partial K step runs only over the k
+// that exist, so no padding term enters a sum), and the chunk partials of a K longer than a chunk combine in
+// the pairwise tree, kept per output in a workspace (one slot per level of the tree). So the bits are the
+// CPU reference's for every tile, variant and epilogue.
+//
+// Tensor cores (float16, bfloat16, int8; ProductPath): each warp owns frags_m x frags_n MMA tiles of 16 x 8
+// outputs and issues one mma.sync per tile and step of mma_k() (m16n8k16 for float16 and bfloat16 into
+// float32, m16n8k32 for int8 into int32) over all of K, the steps past K zero-filled. int8 sums are exact
+// (wrapping), so their bits are the reference's; half-precision results lie within the componentwise bound
+// of section 12 (the hardware's accumulation inside an MMA is not the contract's fma chain), and for a given
+// plan and device their bits are fixed.
 //
 // Prologues: an operand that is cheap elementwise work over views of inputs (a cast, a scale, a sum of two
 // matrices) is computed element by element as its tiles load (prologue_a / prologue_b, pointwise plans over
@@ -23,8 +31,9 @@
 //
 // Variants: Vector copies 16-byte pieces of both operands with cp.async (every operand's fastest axis has
 // unit stride, its rows and batch entries start 16-byte aligned and K and N divide into pieces); Scalar
-// loads element by element through any strides (transposed, sliced, reversed and broadcast views). The
-// runtime picks one from the pointers (select_variant).
+// loads element by element through any strides (transposed, sliced, reversed and broadcast views). One
+// entry point takes the variant as a parameter (`vector`), which the runtime picks from the pointers
+// (select_matmul_variant).
 #pragma once
 
 #include <cstdint>
@@ -49,8 +58,14 @@ struct MatmulPlan {
     int rank = 2;                // the product's rank (batch axes + 2)
     int tile_m = 128, tile_n = 128, tile_k = 16;
     int warps_m = 4, warps_n = 2;
-    int lanes_m = 4, lanes_n = 8;
-    int thread_m = 8, thread_n = 8;
+    int lanes_m = 4, lanes_n = 8;    // CUDA cores: the lanes of a warp over its tile
+    int thread_m = 8, thread_n = 8;  // CUDA cores: a lane's register tile
+    /// Tensor cores (mma.sync): the plan's path, and each warp's MMA tiles of 16 x 8 outputs.
+    bool tensor_cores = false;
+    int frags_m = 0, frags_n = 0;
+    /// The path the options asked for (Options::product_path): with `tensor_cores`, it says why the path is
+    /// what it is in the explain log.
+    ProductPath requested = ProductPath::Auto;
     int stages = 3;
     int pitch_a = 0, pitch_b = 0;  // elements per shared row of A (tile_k + pad) and of B (tile_n + pad)
     bool hinted = false;           // the tile came from the product's hint (matmul(a, b, tile(...)))
@@ -72,6 +87,8 @@ struct MatmulPlan {
     ParamLayout params;
 
     int threads() const { return warps_m * warps_n * 32; }
+    /// The k extent of one mma.sync (16 for float16 and bfloat16, 32 for int8).
+    int mma_k() const { return in == DType::Int8 ? 32 : 16; }
     /// Elements per 16-byte piece of an operand.
     int piece() const { return 16 / static_cast<int>(itemsize(in)); }
     std::size_t shared_bytes() const;
@@ -113,13 +130,16 @@ const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs);
 /// Plans the matmul kernel of `outputs` (a graph with one product whose operands are views of inputs, and
 /// elementwise work over the product's shape after it). `layout_of` gives each input's layout;
 /// `output_strides` (empty: contiguous) the outputs' strides. The tile is the product's hint
-/// (ir::product_tile) when it has one, else `options_tile` (Options::tile) when it is not empty, else the
+/// (ir::product_tile) when it has one, else `options.tile` (Options::tile) when it is not empty, else the
 /// planner's choice for the shapes, dtypes and device (never the epilogue); a 0 in a hint's field takes the
-/// planner's choice for that field. Throws loom::Error naming matmul, the tile and the limit a hint breaks: a power-of-two
-/// extent the kernel needs, a tile_k whose rows are not whole 16-byte pieces, too few outputs for a warp,
-/// registers (more than 64 accumulator words per thread) or shared memory per block.
+/// planner's choice for that field. `options.product_path` picks CUDA cores or tensor cores (ProductPath; tensor
+/// cores for float16, bfloat16 and int8 on devices of compute capability 8.0 and newer). Throws loom::Error
+/// naming matmul, the tile and the limit a hint breaks: a power-of-two extent the kernel needs, a tile_k whose
+/// rows are not whole 16-byte pieces, extents that are not whole MMA tiles (tensor cores: tile_m a multiple of 16,
+/// tile_n of 8, tile_k of mma_k()), too few outputs for a warp, registers (more than 64 accumulator words per
+/// thread) or shared memory per block.
 PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of, const DeviceInfo& device,
-                          std::span<const Strides> output_strides = {}, const TileHint& options_tile = {});
+                          std::span<const Strides> output_strides = {}, const Options& options = {});
 
 /// Grid (x: tiles of one batch entry, y: batch entries, at most 65,535; the kernel loops over the rest)
 /// and block. grid_x == 0: nothing to do.
@@ -130,8 +150,9 @@ Variant select_matmul_variant(const PlannedMatmul& pm, std::span<const void* con
 /// Bytes of the chunk tree's workspace (0 for one chunk).
 std::size_t matmul_workspace_bytes(const PlannedMatmul& pm);
 /// Packs the parameters: `inputs` element 0 of each of PlannedMatmul::inputs (the views' offsets are added
-/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk).
+/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), and the variant the
+/// kernel runs (select_matmul_variant).
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
-                        void* workspace, std::span<std::byte> out);
+                        void* workspace, Variant variant, std::span<std::byte> out);
 
 }  // namespace loom::codegen

@@ -29,6 +29,21 @@ enum class CapturePolicy : std::uint8_t {
     Never,
 };
 
+/// The units a matrix product runs on (docs/semantics.md, section 12; matmul_plan.hpp).
+enum class ProductPath : std::uint8_t {
+    /// int8 products on tensor cores (exact: the same bits as CUDA cores), float products on CUDA cores
+    /// (the reference's bits).
+    Auto,
+    /// Every product on CUDA cores: one fma per k in the contract's order, the reference's bits.
+    CudaCores,
+    /// float16, bfloat16 and int8 products on tensor cores (mma.sync, compute capability 8.0 and newer):
+    /// half precision within the stated componentwise bound, int8 exact; float32 and float64 products,
+    /// which have no tensor-core path, stay on CUDA cores (the explain log says so).
+    TensorCores,
+};
+/// "auto", "cuda_cores", "tensor_cores".
+const char* product_path_name(ProductPath p);
+
 struct Options {
     /// Fast math (opt-in): NVRTC's --use_fast_math for the kernel: the float functions become the hardware
     /// intrinsics (__expf, __logf, __sinf, ... with their own ulp bounds), division and square root are
@@ -46,15 +61,18 @@ struct Options {
     /// has a hint of its own (matmul(a, b, tile(...))); an impossible hint raises loom::Error naming the limit
     /// it breaks.
     TileHint tile;
+    /// CUDA cores or tensor cores for matrix products (ProductPath).
+    ProductPath product_path = ProductPath::Auto;
 
     bool operator==(const Options&) const = default;
     std::uint64_t hash() const;
-    /// "fast_math=off line_info=off fusion=on capture=never tile=auto".
+    /// "fast_math=off line_info=off fusion=on capture=never tile=auto product_path=auto".
     std::string to_string() const;
 };
 
 /// The options of code compiled now: the innermost OptionsScope of this thread, else the defaults read
-/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_TILE=64x64).
+/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_TILE=64x64,
+/// LOOM_PRODUCT_PATH=cuda_cores or tensor_cores).
 const Options& current_options();
 
 /// Options for the code compiled while it lives, on this thread: `OptionsScope s({.fusion = false});`.

@@ -50,6 +50,27 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const Overri
 /// One root.
 Tensor evaluate(const ir::NodePtr& root, const Overrides& overrides = {}, Mode mode = Mode::Contract);
 
+/// The unit roundoff taken for the accumulation inside a tensor-core MMA (docs/semantics.md, section 12,
+/// "Tensor cores"): 2^-22, four times float32's 2^-24. The hardware's float32 accumulation inside an MMA aligns
+/// the addends to the largest and truncates (round toward zero: at most 2^-23 relative per addition), and
+/// its order within an MMA is not the fma chain's; twice that covers both.
+inline constexpr double kMmaUnit = 0x1p-22;
+
+/// gamma(K, u) = K u / (1 - K u) (infinity once K u >= 1): the componentwise factor of a sum of K products.
+double product_gamma(std::int64_t K, double u);
+
+/// The exact product and the tensor-core bound of docs/semantics.md, section 12, for `a` and `b` with matmul's
+/// shapes (1-D operands promoted and squeezed, batch axes broadcast; any dtype, any device, any strides): `value`
+/// the product computed in float64 (the operands' values exactly, products of float16, bfloat16 and int8 values
+/// exact, sums far closer than the bound), and `bound` = gamma(K, kMmaUnit) * (|A| |B|) per output, both
+/// contiguous float64 host tensors of the product's shape. Throws loom::Error naming reference::product_bound()
+/// when the shapes do not contract.
+struct ProductBound {
+    Tensor value;
+    Tensor bound;
+};
+ProductBound product_bound(const Tensor& a, const Tensor& b);
+
 /// A contiguous host copy of `t` converted element by element to `to` with the semantics of a Cast node
 /// (docs/semantics.md, "Casts"). Tensors on a CUDA device are copied to the host first.
 Tensor cast(const Tensor& t, DType to);

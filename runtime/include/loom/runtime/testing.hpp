@@ -77,6 +77,13 @@ struct Comparison {
 Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& tolerance,
                    const std::string& what = "result");
 
+/// Compares `got`, a product of `a` and `b` on tensor cores (docs/semantics.md, section 12), with the stated
+/// componentwise bound: |got - C| <= gamma(K, 2^-22) (|A||B|) (1 + u) + u |C| + s per element, where C and
+/// |A||B| are reference::product_bound()'s, u is the unit roundoff of got's dtype (its one rounding of the
+/// float32 accumulator) and s its smallest subnormal (results in the subnormal range). NaN or Inf where C is
+/// finite, or a wrong shape, fails. `what` names the result in the message.
+Comparison compare_product_bound(const Tensor& got, const Tensor& a, const Tensor& b, const std::string& what = "product");
+
 /// Evaluates `roots` on the CPU reference (inputs from their payloads, or `overrides`) and compares each
 /// of `results` (one tensor per root, any device) with the derived tolerance tolerance_for(root, scale),
 /// widened for fast math when the current options (loom::current_options()) have it on.
