@@ -7,7 +7,8 @@
 // read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the LLVM back end)
 // measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
 // T1, T2, S1 and S2 (transposes and stencils) run as tiled kernels (docs/performance.md). M1, M3, M5 and M6
-// (float32 matrix products) run on the CUDA-core matmul kernel and print TFLOP/s (M5: GB/s of the matrix).
+// (float32 matrix products) run on the CUDA-core matmul kernel and print TFLOP/s (M5: GB/s of the matrix); M2 and
+// M4 (bfloat16) on the tensor-core path (mma.sync), checked against the bound of docs/semantics.md, section 12.
 // Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
 // Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it: cold
 // codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and F1-F2
@@ -124,6 +125,19 @@ void check(const std::vector<Array>& arrays, const std::vector<Tensor>& outs, co
     for (const auto& a : arrays) roots.push_back(a.node());
     const auto c = testing::check_against_reference(roots, outs);
     fmt::print("# {} checked against the CPU reference: {}\n", what, c.ok ? "PASS" : "FAIL");
+    if (!c.ok) {
+        fmt::print(stderr, "{}: RESULT MISMATCH: {}\n", what, c.message);
+        g_failed = true;
+    }
+}
+
+// A tensor-core product against the bound of docs/semantics.md, section 12, over its first `rows` rows
+// (the bound's float64 product of a whole 8192^3 GEMM would take the host minutes).
+void check_bound(const Tensor& out, const Tensor& a, const Tensor& b, std::int64_t rows, const char* what) {
+    if (!g_check) return;
+    const std::vector<ir::SliceSpec> first{{0, rows, 1}};
+    const auto c = testing::compare_product_bound(out.slice(first), a.slice(first), b, what);
+    fmt::print("# {} (first {} rows) checked against the tensor-core bound: {}\n", what, rows, c.ok ? "PASS" : "FAIL");
     if (!c.ok) {
         fmt::print(stderr, "{}: RESULT MISMATCH: {}\n", what, c.message);
         g_failed = true;
@@ -572,7 +586,8 @@ int main(int argc, char** argv) {
         report("S2_stencil7_3d", "loom", median_ms([&] { assign(out, s2); }, opt.reps), 8.0 * static_cast<double>(x3.numel()));
     });
 
-    // Matrix products on CUDA cores (float32; the bf16 workloads M2 and M4 wait for the tensor-core path).
+    // Matrix products on CUDA cores (float32), and the bfloat16 workloads M2 and M4 on the plain mma.sync path
+    // (Options::product_path = TensorCores; docs/performance.md).
     if (opt.wants("M1_gemm_f32")) guarded("M1_gemm_f32", [&] {
         const std::int64_t n = 4096;
         Tensor a = random_normal({n, n}, float32, 21, dev), b = random_normal({n, n}, float32, 22, dev);
@@ -593,6 +608,30 @@ int main(int argc, char** argv) {
         check({m3}, {out}, "M3");
         report_flops("M3_gemm_bias_gelu_f32", "loom", median_ms([&] { assign(out, m3); }, opt.reps), 0, 2.0 * m * n * k);
         report_flops("M3_gemm_bias_gelu_f32", "loom_product", median_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
+                     2.0 * m * n * k);
+    });
+    if (opt.wants("M2_gemm_bf16")) guarded("M2_gemm_bf16", [&] {
+        const OptionsScope tc({.product_path = ProductPath::TensorCores});
+        const std::int64_t n = 8192;
+        Tensor a = random_normal({n, n}, bfloat16, 30, dev), b = random_normal({n, n}, bfloat16, 31, dev);
+        Tensor out = Tensor::empty({n, n}, bfloat16, dev);
+        Array m2 = matmul(a, b);
+        testing::poison(out);
+        assign(out, m2);
+        check_bound(out, a, b, 32, "M2");
+        report_flops("M2_gemm_bf16", "loom_mma_sync", median_ms([&] { assign(out, m2); }, opt.reps), 0, 2.0 * n * n * n);
+    });
+    if (opt.wants("M4_gemm_bias_gelu_bf16")) guarded("M4_gemm_bias_gelu_bf16", [&] {
+        const OptionsScope tc({.product_path = ProductPath::TensorCores});
+        const std::int64_t m = 8192, k = 1024, n = 8192;
+        Tensor a = random_normal({m, k}, bfloat16, 32, dev), b = random_normal({k, n}, bfloat16, 33, dev);
+        Tensor bias = random_normal({n}, bfloat16, 34, dev), out = Tensor::empty({m, n}, bfloat16, dev);
+        Array m4 = gelu(matmul(a, b) + bias);
+        testing::poison(out);
+        assign(out, matmul(a, b));
+        check_bound(out, a, b, 64, "M4 (its product)");
+        report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync", median_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
+        report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync_product", median_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
                      2.0 * m * n * k);
     });
     if (opt.wants("M5_gemv_f32")) guarded("M5_gemv_f32", [&] {

@@ -15,7 +15,8 @@
 // operands, smaller shapes, simpler layouts and axis sets) and printed with ir::print.
 //
 // Modes:
-//   (default)       on the GPU: fused against the reference, unfused against fused bit for bit;
+//   (default)       on the GPU: fused against the reference, unfused against fused bit for bit; graphs with a
+//                   float16 or bfloat16 product again on tensor cores, unfused against fused bit for bit;
 //   --compile-only  each graph's kernels generated and compiled with NVRTC (the GPU path's planner and
 //                   emitters), plus the partition checks of --reference; the default without a GPU;
 //   --reference     no NVRTC, no GPU: each graph's fused, strict and unfused partitions are followed kernel by
@@ -125,11 +126,19 @@ Outcome guarded(F&& body) {
     }
 }
 
+/// Whether the graph has a matrix product of float16 or bfloat16 operands (which has a tensor-core path).
+bool has_half_product(const std::vector<ir::NodePtr>& roots) {
+    for (const ir::Node* n : ir::topo_order(roots))
+        if (n->op() == ir::Op::MatMul && is_half(n->operand(0)->dtype())) return true;
+    return false;
+}
+
 /// Runs a program on the GPU (twice: into poisoned outputs, then into outputs holding random values, so
 /// that an unwritten element fails against any expected value, NaN included) and compares with the
 /// reference (testing::check_against_reference: the tolerance derived from each root's graph); then runs it
 /// unfused (every op its own kernel, every value materialized in its dtype) into poisoned outputs and
-/// compares with the fused results bit for bit.
+/// compares with the fused results bit for bit; a graph with a half-precision product runs again on tensor
+/// cores, fused against unfused bit for bit.
 Outcome run_gpu(const Program& p) {
     const Device dev = Device::cuda(current_device());
     std::optional<Built> b;
@@ -182,6 +191,27 @@ Outcome run_gpu(const Program& p) {
             const testing::Comparison c = testing::compare(unfused[k].to_host(), outs[k].to_host(), testing::Tolerance::exact(),
                                                            fmt::format("output {} unfused against fused", k));
             if (!c.ok) return {Kind::FusionMismatch, c.message};
+        }
+        // A float16 or bfloat16 product on tensor cores too: its bits are not the reference's (the bound of
+        // docs/semantics.md, section 12), but the plan does not depend on what is fused, so fused and unfused
+        // still agree bit for bit.
+        if (has_half_product(b->roots)) {
+            Options tc = current_options();
+            tc.product_path = ProductPath::TensorCores;
+            std::vector<Tensor> runs[2] = {make_outputs(), make_outputs()};
+            for (int fused = 0; fused < 2; ++fused) {
+                for (Tensor t : runs[fused])
+                    if (t.numel() > 0) testing::poison(t);
+                tc.fusion = fused == 1;
+                const OptionsScope scope(tc);
+                evaluate_into(b->roots, runs[fused]);
+            }
+            synchronize();
+            for (std::size_t k = 0; k < outs.size(); ++k) {
+                const testing::Comparison c = testing::compare(runs[0][k].to_host(), runs[1][k].to_host(), testing::Tolerance::exact(),
+                                                               fmt::format("output {} on tensor cores, unfused against fused", k));
+                if (!c.ok) return {Kind::FusionMismatch, c.message};
+            }
         }
         return {Kind::Pass, {}};
     });
