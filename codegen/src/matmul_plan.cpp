@@ -364,8 +364,14 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     p.epilogue = std::move(ep.plan);
     b.epilogue = std::move(ep.binding);
     p.acc_site = -1;
-    for (std::size_t s = 0; s < p.epilogue.loads.size(); ++s)
-        if (ep_inputs[static_cast<std::size_t>(p.epilogue.loads[s].input)] == pm.accumulators.get()) p.acc_site = static_cast<int>(s);
+    for (std::size_t s = 0; s < p.epilogue.loads.size(); ++s) {
+        if (ep_inputs[static_cast<std::size_t>(p.epilogue.loads[s].input)] != pm.accumulators.get()) continue;
+        // One read of the product, element by element: a second site (a view of it) would read memory that
+        // holds no product (the partition refuses such kernels as epilogues).
+        if (p.acc_site >= 0)
+            throw InternalError(fmt::format("plan_matmul(): the epilogue of {} reads the product at two sites", where_of(m)));
+        p.acc_site = static_cast<int>(s);
+    }
     // Whatever access the pointwise plan gave the placeholder (an extent of 1 may make it a broadcast), element
     // e of the epilogue's space is element e of the product (the partition fused it so): its value is passed in.
     if (p.acc_site < 0)

@@ -140,16 +140,21 @@ std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, cons
     for (const auto& o : q.outputs)
         if (o.get() == ph && space != product.shape())
             return fmt::format("kernel {} writes it as {}", q.name, loom::to_string(space));
-    for (const ir::Node* x : ir::topo_order(q.outputs))
-        for (const auto& o : x->operands()) {
-            if (o.get() != ph) continue;
-            const bool flat_view = x->op() == ir::Op::Reshape && x->shape() == space;
-            if (ir::is_view(x->op()) && !flat_view)
-                return fmt::format("kernel {} reads it through a view ({}), not element by element", q.name, where_of(*x));
-            if (!ir::is_view(x->op()) && space != product.shape())
-                return fmt::format("kernel {} computes over {}, not the product's {}", q.name, loom::to_string(space),
-                                   loom::to_string(product.shape()));
-        }
+    // Every node computed from the product, not only its direct readers: a view of relu(product) (a transpose
+    // of a square product) reads the product out of order just as a view of the product does.
+    std::unordered_set<const ir::Node*> from_product{ph};
+    for (const ir::Node* x : ir::topo_order(q.outputs)) {
+        bool reads = false;
+        for (const auto& o : x->operands()) reads = reads || from_product.count(o.get()) > 0;
+        if (!reads) continue;
+        from_product.insert(x);
+        const bool flat_view = x->op() == ir::Op::Reshape && x->shape() == space;
+        if (ir::is_view(x->op()) && !flat_view)
+            return fmt::format("kernel {} reads it through a view ({}), not element by element", q.name, where_of(*x));
+        if (!ir::is_view(x->op()) && space != product.shape())
+            return fmt::format("kernel {} computes over {}, not the product's {}", q.name, loom::to_string(space),
+                               loom::to_string(product.shape()));
+    }
     if (pointwise_inputs(q.outputs).size() > kEpilogueInputs)
         return fmt::format("kernel {} reads more than {} inputs", q.name, kEpilogueInputs);
     return {};

@@ -203,3 +203,26 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         golden::compile_sm90(ks);
     }
 }
+
+TEST_CASE("matmul: a kernel that reads the product twice, once through a transposing view, is not its epilogue") {
+    // Found by the fuzzer (seed 1799177366): relu(mm) and relu(mm).T + c over a square product; the
+    // transposed read must come from memory, never from the accumulators' placeholder.
+    for (const std::int64_t k : {0, 40}) {
+        auto a = input(int8, {9, k}, "a"), b = input(int8, {k, 9}, "b"), c = input(int32, {9, 9}, "c");
+        auto mm = matmul(a, unary(Op::Neg, b));
+        auto r = unary(Op::Relu, mm);
+        const auto plan = plan_of({binary(Op::Add, transpose(r), c), r});
+        INFO(plan.to_string());
+        CHECK(plan.to_string().find("not an epilogue: kernel") != std::string::npos);
+        CHECK(plan.to_string().find("through a view (permute") != std::string::npos);
+        for (std::size_t i = 0; i < plan.gpu.size(); ++i) {
+            if (plan.partition.kernels[i].family != codegen::Family::MatMul) continue;
+            const codegen::PlannedMatmul& pm = plan.gpu[i].matmul;
+            // Every load of the placeholder in the epilogue is the accumulator site.
+            for (std::size_t s = 0; s < pm.plan.epilogue.loads.size(); ++s)
+                if (pm.inputs.at(pm.a_inputs + pm.b_inputs + static_cast<std::size_t>(pm.plan.epilogue.loads[s].input)) == pm.accumulators.get())
+                    CHECK(static_cast<int>(s) == pm.plan.acc_site);
+            golden::compile_sm90(codegen::emit_matmul("mm_twice", pm));
+        }
+    }
+}

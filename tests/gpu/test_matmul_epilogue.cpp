@@ -148,6 +148,14 @@ TEST_CASE("matmul: a transposed view, a reduction or another product of the resu
     run_split(matmul(matmul(a, b), transpose(matmul(a, b))), 2, "p @ p.T");
     // The product and its transpose as two outputs.
     run_split({matmul(a, b), transpose(matmul(a, b))}, 1, "p and p.T");
+    // A square product read twice in one kernel, once through a transpose of an activation of it (the fuzzer's
+    // seed 1799177366: the transposed read once came from the accumulators' placeholder, an illegal address).
+    for (const DType d : {float32, int8}) {
+        const Tensor s = pwtest::rand({48, 40}, d, seed++), t = pwtest::rand({40, 48}, d, seed++);
+        const Array r = relu(matmul(s, t));
+        const Tensor cc = pwtest::rand({48, 48}, r.dtype(), seed++);
+        run_split({transpose(r) + cc, r}, 1, fmt::format("relu(p).T + c and relu(p), {}", name(d)));
+    }
 }
 
 TEST_CASE("matmul: epilogues in every dtype round the product to its dtype first") {
