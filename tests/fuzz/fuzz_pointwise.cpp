@@ -626,7 +626,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     const auto t0 = Clock::now();
-    long long graphs = 0, failures = 0, invalid = 0, reduction_graphs = 0;
+    long long graphs = 0, failures = 0, invalid = 0, reduction_graphs = 0, product_graphs = 0;
     const bool batched = opt.mode == Mode::Llvm && opt.batch > 1;
     std::deque<Prepared> ready;  // --llvm: the rest of the current batch, from seed opt.seed + k on
     for (std::uint64_t k = 0;; ++k) {
@@ -669,10 +669,11 @@ int main(int argc, char** argv) {
             continue;
         }
         ++graphs;
-        reduction_graphs += p.reductions;
+        product_graphs += p.products;
+        reduction_graphs += p.reductions && !p.products;
         if (opt.verbose) {
             std::printf("graph seed %llu: %s, %zu instructions, %s (%.0f ms)\n", static_cast<unsigned long long>(seed),
-                        p.reductions ? "reductions" : "pointwise", p.code.size(), std::string(kind_name(o.kind)).c_str(), ms);
+                        p.products ? "products" : p.reductions ? "reductions" : "pointwise", p.code.size(), std::string(kind_name(o.kind)).c_str(), ms);
             if (auto b = build(p, Device::cpu())) std::printf("%s\n", ir::print(b->roots).c_str());
         }
         if (o.kind != Kind::Pass) {
@@ -686,7 +687,8 @@ int main(int argc, char** argv) {
         if (opt.mode == Mode::Gpu && graphs % 500 == 0) clear_kernel_cache();  // bound the loaded modules
     }
     if (invalid > 0) std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
-    std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions\n", graphs - reduction_graphs, reduction_graphs);
+    std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions, %lld graphs with products\n",
+                graphs - reduction_graphs - product_graphs, reduction_graphs, product_graphs);
     if (opt.mode == Mode::Llvm) {
         const HostKernelCacheStats hs = host_kernel_cache_stats();
         std::printf("loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu sharing the code of one built before, "
