@@ -44,8 +44,20 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
         return c;
     }
     const Tensor got = reference::cast(got_in, DType::Float64);
-    const double u = is_float(got_in.dtype()) ? unit_roundoff(got_in.dtype()) : 0.0;
-    const double s = is_float(got_in.dtype()) ? smallest_subnormal(got_in.dtype()) : 0.0;
+    // The product's dtype rounds the accumulator once (a result cast to a wider dtype keeps that rounding);
+    // int8 products are exact: their int32 sums must equal the exact sum modulo 2^32.
+    const DType product_dtype = a.dtype();
+    const bool exact = !is_float(product_dtype);
+    const double u = exact ? 0.0 : unit_roundoff(product_dtype);
+    const double s = exact ? 0.0 : smallest_subnormal(product_dtype);
+    // Past the largest finite value of the product's dtype (and half an ulp), a result rounds to Inf.
+    const double overflow = product_dtype == DType::Float16 ? 65520.0 : product_dtype == DType::BFloat16 ? 0x1.ffp127 : 0x1.ffffffp127;
+    const std::int64_t K = a.shape().back();
+    if (!exact && static_cast<double>(K) * reference::kMmaUnit >= 1.0) {
+        c.ok = false;
+        c.message = fmt::format("{}: K = {} makes the tensor-core bound vacuous (K 2^-22 >= 1): nothing can be checked against it", what, K);
+        return c;
+    }
     const auto* g = static_cast<const double*>(got.data());
     const auto* v = static_cast<const double*>(pb.value.data());
     const auto* bd = static_cast<const double*>(pb.bound.data());
@@ -57,12 +69,30 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
         std::int64_t bad = 0, wi = -1;
         double wr = -1.0;
         for (std::int64_t i = begin; i < end; ++i) {
-            const double limit = bd[i] * (1.0 + u) + u * std::fabs(v[i]) + s;
-            const double err = std::fabs(g[i] - v[i]);
-            // NaN in either, or an Inf that the exact value does not have, is a mismatch whatever the bound.
-            const bool special = std::isnan(g[i]) || std::isnan(v[i]) || (std::isinf(g[i]) && g[i] != v[i]);
-            const double ratio = special ? std::numeric_limits<double>::infinity() : limit > 0 ? err / limit : err > 0 ? INFINITY : 0.0;
-            if (special || err > limit) ++bad;
+            bool ok;
+            double ratio;
+            if (exact) {
+                // The exact sum (|C| < 2^53 for any int8 product a tensor holds) modulo 2^32, as int32.
+                const auto wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v[i])));
+                ok = g[i] == static_cast<double>(wrapped);
+                ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
+            } else if (!std::isfinite(v[i])) {
+                // An Inf or NaN operand: IEEE's result (Inf of C's sign, or NaN), whatever the bound says.
+                ok = std::isnan(v[i]) ? std::isnan(g[i]) : g[i] == v[i];
+                ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
+            } else {
+                const double limit = bd[i] * (1.0 + u) + u * std::fabs(v[i]) + s;
+                if (std::isinf(g[i])) {
+                    // Overflow is allowed only where the bound reaches the dtype's overflow threshold, with C's sign.
+                    ok = std::fabs(v[i]) + limit >= overflow && std::signbit(g[i]) == std::signbit(v[i]);
+                    ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
+                } else {
+                    const double err = std::fabs(g[i] - v[i]);  // NaN for a NaN result: a mismatch
+                    ok = err <= limit;
+                    ratio = std::isnan(err) ? std::numeric_limits<double>::infinity() : limit > 0 ? err / limit : err > 0 ? INFINITY : 0.0;
+                }
+            }
+            if (!ok) ++bad;
             if (ratio > wr) wr = ratio, wi = i;
         }
         const std::lock_guard<std::mutex> lock(m);
@@ -81,11 +111,10 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
             rem /= got.shape()[k];
         }
     }
-    const std::int64_t K = a.shape().back();
     c.message = fmt::format(
-        "{}: {} of {} elements outside the tensor-core bound gamma(K = {}, 2^-22) |A||B| (1 + u) + u |C| + {} (u = {}, {}); "
+        "{}: {} of {} elements outside the tensor-core bound gamma(K = {}, 2^-22) |A||B| (1 + u) + u |C| + {} (u = {}, {} product{}); "
         "worst at [{}]: got {}, exact {}, bound {} (error {:.3g} of the bound)",
-        what, c.mismatches, n, K, s, u, name(got_in.dtype()), fmt::join(c.worst_multi_index, ", "), c.worst_got, c.worst_expected,
+        what, c.mismatches, n, K, s, u, name(product_dtype), exact ? ": exact, modulo 2^32" : "", fmt::join(c.worst_multi_index, ", "), c.worst_got, c.worst_expected,
         c.worst_index >= 0 ? bd[c.worst_index] * (1.0 + u) + u * std::fabs(v[c.worst_index]) + s : 0.0, worst_ratio);
     return c;
 }

@@ -375,4 +375,29 @@ TEST_CASE("reference::product_bound and testing::compare_product_bound: the tens
     o[e] = std::numeric_limits<double>::quiet_NaN();
     CHECK(!testing::compare_product_bound(from_host(o, {33, 17}, float16, Device::cpu()), x, w).ok);
     CHECK(!testing::compare_product_bound(testing::random_tensor({17, 33}, float16, 7), x, w).ok);
+
+    // Specials: an Inf operand gives IEEE's Inf or NaN, which got must match; overflow only where the bound allows.
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    const Tensor ai = from_host(std::vector<double>{inf, 1, 0, 1}, {2, 2}, float16, Device::cpu());  // rows [inf, 1], [0, 1]
+    const Tensor bi = from_host(std::vector<double>{1, 0, 1, 1}, {2, 2}, float16, Device::cpu());    // C = [[inf, nan], [1, 1]]
+    auto got_of = [](std::vector<double> v) { return from_host(v, {2, 2}, float16, Device::cpu()); };
+    CHECK(testing::compare_product_bound(got_of({inf, nan, 1, 1}), ai, bi).ok);
+    CHECK(!testing::compare_product_bound(got_of({1, nan, 1, 1}), ai, bi).ok);
+    CHECK(!testing::compare_product_bound(got_of({inf, 0, 1, 1}), ai, bi).ok);
+    CHECK(!testing::compare_product_bound(got_of({inf, nan, nan, 1}), ai, bi).ok);
+    const Tensor big = from_host(std::vector<double>{60000, 60000}, {1, 2}, float16, Device::cpu());
+    const Tensor one = from_host(std::vector<double>{1, 1}, {2, 1}, float16, Device::cpu());  // C = 120000: float16 overflows
+    CHECK(testing::compare_product_bound(from_host(std::vector<double>{inf}, {1, 1}, float16, Device::cpu()), big, one).ok);
+    CHECK(!testing::compare_product_bound(from_host(std::vector<double>{-inf}, {1, 1}, float16, Device::cpu()), big, one).ok);
+    // A float32 cast of a float16 product keeps float16's rounding of the accumulator.
+    CHECK(testing::compare_product_bound(reference::cast(y, float32), x, w).ok);
+    // int8: the exact sum modulo 2^32, nothing within the bound.
+    const Tensor i8a = testing::random_tensor({9, 70}, int8, 8, testing::Random::uniform(-128, 127));
+    const Tensor i8b = testing::random_tensor({70, 5}, int8, 9, testing::Random::uniform(-128, 127));
+    const Tensor iy = reference::evaluate(matmul(i8a, i8b).node());
+    CHECK(testing::compare_product_bound(iy, i8a, i8b).ok);
+    std::vector<double> iv(45);
+    for (std::size_t i = 0; i < iv.size(); ++i) iv[i] = iy.get_double(static_cast<std::int64_t>(i));
+    iv[7] += 1;
+    CHECK(!testing::compare_product_bound(from_host(iv, {9, 5}, int32, Device::cpu()), i8a, i8b).ok);
 }

@@ -62,7 +62,8 @@ double product_gamma(std::int64_t K, double u);
 /// The exact product and the tensor-core bound of docs/semantics.md, section 12, for `a` and `b` with matmul's
 /// shapes (1-D operands promoted and squeezed, batch axes broadcast; any dtype, any device, any strides): `value`
 /// the product computed in float64 (the operands' values exactly, products of float16, bfloat16 and int8 values
-/// exact, sums far closer than the bound), and `bound` = gamma(K, kMmaUnit) * (|A| |B|) per output, both
+/// exact, sums far closer than the bound), and `bound` = gamma(K, kMmaUnit) * (|A| |B|) per output (plus
+/// gamma(K + 1, 2^-53) * (|A| |B|), the float64 sums' own error), both
 /// contiguous float64 host tensors of the product's shape. Throws loom::Error naming reference::product_bound()
 /// when the shapes do not contract.
 struct ProductBound {

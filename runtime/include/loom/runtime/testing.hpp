@@ -79,9 +79,12 @@ Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& t
 
 /// Compares `got`, a product of `a` and `b` on tensor cores (docs/semantics.md, section 12), with the stated
 /// componentwise bound: |got - C| <= gamma(K, 2^-22) (|A||B|) (1 + u) + u |C| + s per element, where C and
-/// |A||B| are reference::product_bound()'s, u is the unit roundoff of got's dtype (its one rounding of the
-/// float32 accumulator) and s its smallest subnormal (results in the subnormal range). NaN or Inf where C is
-/// finite, or a wrong shape, fails. `what` names the result in the message.
+/// |A||B| are reference::product_bound()'s, u is the unit roundoff of the product's dtype (the operands'; its
+/// one rounding of the float32 accumulator, also when `got` is a wider cast of it) and s its smallest
+/// subnormal. Where C is Inf or NaN (an Inf or NaN operand), got must be the same (NaN for NaN); got may be
+/// ±Inf of C's sign only where |C| plus the bound reaches the dtype's overflow threshold; any other NaN or
+/// Inf fails. int8 products must equal the exact sum modulo 2^32. A K whose gamma is infinite (K >= 2^22)
+/// fails with a message saying the bound is vacuous; a wrong shape fails. `what` names the result.
 Comparison compare_product_bound(const Tensor& got, const Tensor& a, const Tensor& b, const std::string& what = "product");
 
 /// Evaluates `roots` on the CPU reference (inputs from their payloads, or `overrides`) and compares each
