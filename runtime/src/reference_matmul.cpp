@@ -272,80 +272,24 @@ double product_gamma(std::int64_t K, double u) {
     return ku >= 1.0 ? std::numeric_limits<double>::infinity() : ku / (1.0 - ku);
 }
 
-ProductBound product_bound(const Tensor& a_in, const Tensor& b_in) {
-    // NumPy's rules: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; the promoted axes are squeezed after.
-    if (a_in.rank() == 0 || b_in.rank() == 0)
-        throw Error(fmt::format("reference::product_bound(): operands {} and {} must have at least one axis", to_string(a_in.shape()),
-                                to_string(b_in.shape())));
-    Shape sa = a_in.shape(), sb = b_in.shape();
-    const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-    if (a_vec) sa.insert(sa.begin(), 1);
-    if (b_vec) sb.push_back(1);
-    const std::int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
-    if (sb[sb.size() - 2] != K)
-        throw Error(fmt::format("reference::product_bound(): operands {} and {} do not contract (K {} against {})", to_string(a_in.shape()),
-                                to_string(b_in.shape()), K, sb[sb.size() - 2]));
-    const std::size_t batch_rank = std::max(sa.size(), sb.size()) - 2;
-    Shape batch(batch_rank, 1);
-    for (std::size_t d = 0; d < batch_rank; ++d) {
-        auto extent = [&](const Shape& s) { return d + s.size() >= batch_rank + 2 ? s[d + s.size() - 2 - batch_rank] : 1; };
-        const std::int64_t ea = extent(sa), eb = extent(sb);
-        if (ea != eb && ea != 1 && eb != 1)
-            throw Error(fmt::format("reference::product_bound(): batch axes of {} and {} do not broadcast", to_string(a_in.shape()),
-                                    to_string(b_in.shape())));
-        batch[d] = std::max(ea, eb);
+ProductBound product_bound(const Tensor& a, const Tensor& b) {
+    // The reference's own product over float64 operands (their values exactly; NumPy's shapes, vectors and
+    // batch broadcasting from ir::matmul): C, and |A||B| as the product of the magnitudes. Each sum is the
+    // contract's fma chain in float64, within gamma(K + 1, 2^-53) (|A||B|) of the exact value.
+    const ir::NodePtr x = ir::input(DType::Float64, a.shape(), "a"), y = ir::input(DType::Float64, b.shape(), "b");
+    ir::NodePtr c, magnitudes;
+    try {
+        c = ir::matmul(x, y);
+        magnitudes = ir::matmul(ir::unary(ir::Op::Abs, x), ir::unary(ir::Op::Abs, y));
+    } catch (const Error& e) {
+        throw Error(fmt::format("reference::product_bound(): {}", e.what()));
     }
-    const Tensor a = cast(a_in, DType::Float64), b = cast(b_in, DType::Float64);  // contiguous host copies, values exact
-    const auto* A = static_cast<const double*>(a.data());
-    const auto* B = static_cast<const double*>(b.data());
-    std::int64_t batches = 1;
-    for (std::int64_t e : batch) batches *= e;
-    // Element offset of batch entry `t` in an operand of shape `s` (contiguous; broadcast axes repeat).
-    auto batch_offset = [&](std::int64_t t, const Shape& s) {
-        std::int64_t off = 0, stride = s[s.size() - 2] * s.back();
-        for (std::size_t d = batch_rank; d-- > 0;) {
-            const std::int64_t i = t % batch[d];
-            t /= batch[d];
-            if (d + s.size() >= batch_rank + 2) {
-                const std::int64_t e = s[d + s.size() - 2 - batch_rank];
-                off += (e == 1 ? 0 : i) * stride;
-                stride *= e;
-            }
-        }
-        return off;
-    };
-    Shape out = batch;
-    if (!a_vec) out.push_back(M);
-    if (!b_vec) out.push_back(N);
-    ProductBound r{Tensor::host(out, DType::Float64), Tensor::host(out, DType::Float64)};
-    auto* value = static_cast<double*>(r.value.data());
-    auto* bound = static_cast<double*>(r.bound.data());
-    const double gamma = product_gamma(K, kMmaUnit);
-    loom::detail::parallel_for(batches * M, 1, [&](std::int64_t begin, std::int64_t end) {
-        std::vector<double> sum(static_cast<std::size_t>(N)), mag(static_cast<std::size_t>(N));
-        for (std::int64_t row = begin; row < end; ++row) {
-            const std::int64_t t = row / M, i = row % M;
-            const double* ai = A + batch_offset(t, sa) + i * K;
-            const double* bt = B + batch_offset(t, sb);
-            std::fill(sum.begin(), sum.end(), 0.0);
-            std::fill(mag.begin(), mag.end(), 0.0);
-            for (std::int64_t k = 0; k < K; ++k) {
-                const double x = ai[k];
-                const double* bk = bt + k * N;
-                for (std::int64_t j = 0; j < N; ++j) {
-                    sum[static_cast<std::size_t>(j)] += x * bk[j];
-                    mag[static_cast<std::size_t>(j)] += std::fabs(x) * std::fabs(bk[j]);
-                }
-            }
-            for (std::int64_t j = 0; j < N; ++j) {
-                value[row * N + j] = sum[static_cast<std::size_t>(j)];
-                // The float64 sums' own error (K 2^-53 of |A||B|) is added, so the bound is never too tight.
-                const double m = mag[static_cast<std::size_t>(j)];
-                bound[row * N + j] = gamma * m + product_gamma(K + 1, 0x1p-53) * m;
-            }
-        }
-    });
-    return r;
+    std::vector<Tensor> r = evaluate({c, magnitudes}, {{x->input_id(), cast(a, DType::Float64)}, {y->input_id(), cast(b, DType::Float64)}});
+    const std::int64_t K = a.shape().back();
+    const double gamma = product_gamma(K, kMmaUnit) + product_gamma(K + 1, 0x1p-53);
+    auto* m = static_cast<double*>(r[1].data());
+    for (std::int64_t i = 0; i < r[1].numel(); ++i) m[i] *= gamma;  // the bound, in place of |A||B|
+    return {std::move(r[0]), std::move(r[1])};
 }
 
 }  // namespace loom::reference

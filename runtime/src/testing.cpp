@@ -207,6 +207,20 @@ struct Worst {
     }
 };
 
+// The worst element's index, multi-index (row-major over `shape`) and values into `c`.
+void set_worst(Comparison& c, const Worst& worst, const Shape& shape) {
+    if (worst.index < 0) return;
+    c.worst_index = worst.index;
+    c.worst_multi_index.assign(shape.size(), 0);
+    std::int64_t rem = worst.index;
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        c.worst_multi_index[k] = rem % shape[k];
+        rem /= shape[k];
+    }
+    c.worst_got = worst.got;
+    c.worst_expected = worst.expected;
+}
+
 std::string value_text(double v, bool is_int) {
     if (is_int) return fmt::format("{}", static_cast<std::int64_t>(v));
     return fmt::format("{}", v);
@@ -281,18 +295,8 @@ Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolera
     c.ok = mismatches == 0;
     const std::string tol_text =
         tol.is_exact() ? std::string("exact") : fmt::format("{} ulp or {:g} absolute: {}", tol.ulps, tol.abs, tol.derivation);
-    if (worst.index >= 0) {
-        c.worst_index = worst.index;
-        c.worst_multi_index.assign(got.shape().size(), 0);
-        std::int64_t rem = worst.index;
-        for (std::size_t k = got.shape().size(); k-- > 0;) {
-            c.worst_multi_index[k] = rem % got.shape()[k];
-            rem /= got.shape()[k];
-        }
-        c.worst_got = worst.got;
-        c.worst_expected = worst.expected;
-        c.worst_ulps = fl ? worst.badness : 0.0;
-    }
+    set_worst(c, worst, got.shape());
+    c.worst_ulps = fl && worst.index >= 0 ? worst.badness : 0.0;
     if (c.ok) {
         c.message = fmt::format("{}: all {} elements match (tolerance {}; largest error {:g} ulp)", what, n, tol_text,
                                 c.worst_ulps > 0 ? c.worst_ulps : 0.0);
@@ -303,6 +307,80 @@ Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolera
             value_text(c.worst_got, !fl), value_text(c.worst_expected, !fl),
             fl ? fmt::format(" ({:g} ulp of {})", c.worst_ulps, name(gd)) : std::string());
     }
+    return c;
+}
+
+Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Tensor& b, const std::string& what) {
+    const reference::ProductBound pb = reference::product_bound(a, b);
+    Comparison c;
+    if (got_in.shape() != pb.value.shape()) {
+        c.ok = false;
+        c.message = fmt::format("{}: shape {} differs from the product's {}", what, to_string(got_in.shape()), to_string(pb.value.shape()));
+        return c;
+    }
+    // The product's dtype rounds the accumulator once (a result cast to a wider dtype keeps that rounding);
+    // int8 products are exact: their int32 sums must equal the exact sum modulo 2^32.
+    const DType pd = a.dtype();
+    const bool exact = !is_float(pd);
+    const int p = precision(pd), emax = 1 - min_exponent(pd);
+    const double u = exact ? 0.0 : std::ldexp(1.0, -p);                           // unit roundoff
+    const double s = exact ? 0.0 : std::ldexp(1.0, min_exponent(pd) - (p - 1));  // smallest subnormal
+    const double overflow = std::ldexp(1.0, emax + 1) - std::ldexp(1.0, emax - p);  // the largest value + half an ulp
+    const std::int64_t K = a.shape().back();
+    if (!exact && static_cast<double>(K) * reference::kMmaUnit >= 1.0) {
+        c.ok = false;
+        c.message = fmt::format("{}: K = {} makes the tensor-core bound vacuous (K 2^-22 >= 1): nothing can be checked against it", what, K);
+        return c;
+    }
+    const Tensor got = reference::cast(got_in, DType::Float64);
+    const auto* g = static_cast<const double*>(got.data());
+    const auto* v = static_cast<const double*>(pb.value.data());
+    const auto* bd = static_cast<const double*>(pb.bound.data());
+    auto limit_of = [&](std::int64_t i) { return bd[i] * (1.0 + u) + u * std::fabs(v[i]) + s; };
+    const std::int64_t n = got.numel();
+    c.count = n;
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    std::mutex m;
+    Worst worst;  // badness: the error as a fraction of the element's bound
+    loom::detail::parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+        Worst w;
+        std::int64_t bad = 0;
+        for (std::int64_t i = begin; i < end; ++i) {
+            Worst x;
+            x.index = i;
+            x.got = g[i];
+            x.expected = v[i];
+            if (exact) {
+                // The exact sum (|C| < 2^53 for any int8 product a tensor holds) modulo 2^32, as int32.
+                x.mismatch = g[i] != static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v[i]))));
+            } else if (!std::isfinite(v[i])) {
+                // An Inf or NaN operand: IEEE's result (Inf of C's sign, or NaN), whatever the bound says.
+                x.mismatch = std::isnan(v[i]) ? !std::isnan(g[i]) : g[i] != v[i];
+            } else if (std::isinf(g[i])) {
+                // Overflow only where the bound reaches the dtype's overflow threshold, with C's sign.
+                x.mismatch = std::fabs(v[i]) + limit_of(i) < overflow || std::signbit(g[i]) != std::signbit(v[i]);
+            } else {
+                const double err = std::fabs(g[i] - v[i]), limit = limit_of(i);  // err is NaN for a NaN result
+                x.mismatch = !(err <= limit);
+                x.badness = x.mismatch ? (std::isnan(err) ? kInf : err / limit) : limit > 0 ? err / limit : 0.0;
+            }
+            if (x.mismatch && x.badness < 0) x.badness = kInf;
+            if (x.mismatch) ++bad;
+            if (x.worse_than(w)) w = x;
+        }
+        const std::lock_guard<std::mutex> lock(m);
+        c.mismatches += bad;
+        if (w.worse_than(worst)) worst = w;
+    });
+    c.ok = c.mismatches == 0;
+    set_worst(c, worst, got.shape());
+    if (c.worst_index >= 0 && std::isfinite(c.worst_got) && std::isfinite(c.worst_expected))
+        c.worst_ulps = std::fabs(c.worst_got - c.worst_expected) / ulp_of(c.worst_expected, exact ? DType::Float64 : pd);
+    c.message = fmt::format(
+        "{}: {} of {} elements outside the tensor-core bound gamma(K = {}, 2^-22) |A||B| (1 + u) + u |C| + {} (u = {}, {} product{}); "
+        "worst at [{}]: got {}, exact {}, bound {} (error {:.3g} of the bound)",
+        what, c.mismatches, n, K, s, u, name(pd), exact ? ": exact, modulo 2^32" : "", fmt::join(c.worst_multi_index, ", "), c.worst_got,
+        c.worst_expected, c.worst_index >= 0 ? limit_of(c.worst_index) : 0.0, worst.badness);
     return c;
 }
 
