@@ -253,10 +253,7 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
                            p.frags_n, p.shared_bytes(), p.mma_k(), p.in == DType::Int8 ? ", exact" : ", within the bound of semantics.md section 12");
     else
         path = fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}", p.thread_m, p.thread_n, p.shared_bytes(),
-                           p.requested != ProductPath::TensorCores ? ""
-                           : p.in == DType::Float16 || p.in == DType::BFloat16 || p.in == DType::Int8
-                               ? " (tensor cores asked for; this device has no mma.sync)"
-                               : fmt::format(" (tensor cores asked for; {} has no tensor-core path)", name(p.in)));
+                           p.path_note());
     return fmt::format("kernel {}  {}   matmul {} x {} -> {}: {}\n"
                        "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}; {}; K {} in {}{}\n"
                        "          epilogue:{}\n"

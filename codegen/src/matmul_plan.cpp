@@ -104,8 +104,7 @@ TileHint default_tile(std::int64_t M, std::int64_t N, DType in, bool tensor_core
 /// Whether the product runs on tensor cores: the dtype has an mma.sync path (float16, bfloat16, int8), the
 /// device has it (compute capability 8.0), and the options ask for it (int8 by default: exact either way).
 bool use_tensor_cores(DType in, ProductPath path, const DeviceInfo& device) {
-    const bool has_path = in == DType::Float16 || in == DType::BFloat16 || in == DType::Int8;
-    if (!has_path || device.cc_major < 8) return false;
+    if (!has_tensor_core_path(in) || device.cc_major < 8) return false;
     switch (path) {
         case ProductPath::Auto: return in == DType::Int8;
         case ProductPath::CudaCores: return false;
@@ -205,6 +204,14 @@ std::size_t MatmulPlan::shared_bytes() const {
     return per_stage * itemsize(in) * static_cast<std::size_t>(stages);
 }
 
+bool has_tensor_core_path(DType in) { return in == DType::Float16 || in == DType::BFloat16 || in == DType::Int8; }
+
+std::string MatmulPlan::path_note() const {
+    if (tensor_cores || requested != ProductPath::TensorCores) return {};
+    return has_tensor_core_path(in) ? " (tensor cores asked for; this device has no mma.sync)"
+                                    : fmt::format(" (tensor cores asked for; {} has no tensor-core path)", name(in));
+}
+
 std::uint64_t MatmulPlan::hash() const {
     Hasher h;
     h.add(std::string_view("matmul"));
@@ -229,11 +236,7 @@ std::string MatmulPlan::to_string() const {
         order = fmt::format("K in steps of {} over all of K (zero-filled past K){}", mma_k(),
                             requested == ProductPath::Auto ? " (int8 runs on tensor cores by default)" : "");
     } else {
-        const bool could = in == DType::Float16 || in == DType::BFloat16 || in == DType::Int8;
-        path = "CUDA cores (one fma per k in the contract's order)";
-        if (requested == ProductPath::TensorCores)
-            path += could ? " (tensor cores asked for; this device has no mma.sync)"
-                          : fmt::format(" (tensor cores asked for; {} has no tensor-core path)", name(in));
+        path = "CUDA cores (one fma per k in the contract's order)" + path_note();
         threads_text = fmt::format("{} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread", threads(), warps_m,
                                    warps_n, lanes_m, lanes_n, thread_m, thread_n);
         order = fmt::format("K in chunks of {}{}", kProductChunk,

@@ -49,6 +49,9 @@
 
 namespace loom::codegen {
 
+/// Whether products of operands of dtype `in` have a tensor-core path (float16, bfloat16, int8).
+bool has_tensor_core_path(DType in);
+
 /// The layout of an input of a kernel's graph (the same alias as reduce_plan.hpp's).
 using LayoutOf = std::function<InputLayout(const ir::Node&)>;
 
@@ -94,6 +97,9 @@ struct MatmulPlan {
     std::size_t shared_bytes() const;
     bool operator==(const MatmulPlan&) const = default;
     std::uint64_t hash() const;
+    /// Why a product that tensor cores were asked for runs on CUDA cores (" (tensor cores asked for; float32 has
+    /// no tensor-core path)"), or empty.
+    std::string path_note() const;
     /// The schedule in words, for the kernel banner and LOOM_EXPLAIN=fusion.
     std::string to_string() const;
 };
