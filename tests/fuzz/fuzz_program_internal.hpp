@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -96,6 +97,42 @@ private:
     bool normalized(const Program& p, std::size_t i) const;
     Facts facts_of(const Program& p, std::size_t i) const;
     int wide_level(const Program& p, std::size_t i, const std::vector<int>& lv, const std::vector<DType>& dts) const;
+};
+
+/// What the reduction and product generators share: the program under generation and its build state.
+/// Instructions are kept only when they build and make no node larger than `cap_`; a move that fails backs
+/// out to the length it started at.
+class GenBase {
+protected:
+    Program p_;
+    State st_;
+    std::int64_t cap_ = std::numeric_limits<std::int64_t>::max();  // the largest node a move may make
+
+    int size() const { return static_cast<int>(p_.code.size()); }
+    const ir::Node& node(int i) const { return *st_.nodes[static_cast<std::size_t>(i)]; }
+    /// Appends `ins`: its index, or -1 (nothing appended) when it does not build or is larger than the cap.
+    int emit(Instr ins) {
+        p_.code.push_back(std::move(ins));
+        const std::size_t i = p_.code.size() - 1;
+        if (st_.add(p_, i, false, Device::cpu()) && st_.nodes.back()->numel() <= cap_) return static_cast<int>(i);
+        st_.truncate(p_, i);
+        p_.code.pop_back();
+        return -1;
+    }
+    void back_to(int n) {
+        p_.code.resize(static_cast<std::size_t>(n));
+        st_.truncate(p_, static_cast<std::size_t>(n));
+    }
+    /// An elementwise instruction over `args` (-1 when any of them is -1: a failed move's value).
+    int ew(ir::Op op, std::vector<int> args) {
+        for (int a : args)
+            if (a < 0) return -1;
+        Instr x;
+        x.kind = Instr::Kind::Elementwise;
+        x.op = op;
+        x.args = std::move(args);
+        return emit(x);
+    }
 };
 
 }  // namespace loom::fuzz

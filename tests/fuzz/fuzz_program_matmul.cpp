@@ -28,7 +28,7 @@ bool is_product_dtype(DType d) {
 /// The generator: the base shape and the product dtype first, the two operands, the product, then epilogue
 /// moves, each backed out whole when a constructor or the approximation rules reject one of its
 /// instructions.
-class ProductGen {
+class ProductGen : GenBase {
 public:
     explicit ProductGen(std::uint64_t seed) : g_(seed * 0x9E3779B97F4A7C15ULL + 0x3C6EF372FE94F82BULL) {}
 
@@ -76,13 +76,9 @@ public:
 
 private:
     Rng g_;
-    Program p_;
-    State st_;
     bool batched_ = false;
     DType pd_ = DType::Float32;
 
-    int size() const { return static_cast<int>(p_.code.size()); }
-    const ir::Node& node(int i) const { return *st_.nodes[static_cast<std::size_t>(i)]; }
     // Base dims: [B,] M, K, N.
     int md() const { return batched_ ? 1 : 0; }
     int kd() const { return md() + 1; }
@@ -90,28 +86,6 @@ private:
     static std::uint32_t bit(int d) { return 1u << d; }
     double unit() { return static_cast<double>(g_() >> 11) * 0x1.0p-53; }
 
-    /// Appends `ins`: its index, or -1 (nothing appended) when it does not build.
-    int emit(Instr ins) {
-        p_.code.push_back(std::move(ins));
-        const std::size_t i = p_.code.size() - 1;
-        if (st_.add(p_, i, false, Device::cpu())) return static_cast<int>(i);
-        st_.truncate(p_, i);
-        p_.code.pop_back();
-        return -1;
-    }
-    void back_to(int n) {
-        p_.code.resize(static_cast<std::size_t>(n));
-        st_.truncate(p_, static_cast<std::size_t>(n));
-    }
-    int ew(Op op, std::vector<int> args) {
-        for (int a : args)
-            if (a < 0) return -1;
-        Instr x;
-        x.kind = Instr::Kind::Elementwise;
-        x.op = op;
-        x.args = std::move(args);
-        return emit(x);
-    }
     int cast(int a, DType d) {
         if (a < 0) return -1;
         Instr c;

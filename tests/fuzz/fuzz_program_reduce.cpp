@@ -30,7 +30,7 @@ DType random_reduce_dtype(Rng& g) {
 /// epilogue on reduced values, several reductions of one operand and axis set, a reduced value broadcast
 /// back over its operand, normalizations), each backed out whole when a constructor, the approximation
 /// rules or the size cap rejects one of its instructions.
-class ReduceGen {
+class ReduceGen : GenBase {
 public:
     ReduceGen(std::uint64_t seed, const GenOptions& opt)
         : g_(seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL), opt_(opt) {}
@@ -69,40 +69,13 @@ public:
 private:
     Rng g_;
     const GenOptions& opt_;
-    Program p_;
-    State st_;
-    std::int64_t cap_ = 0;  // the largest node a move may make
 
-    int size() const { return static_cast<int>(p_.code.size()); }
-    const ir::Node& node(int i) const { return *st_.nodes[static_cast<std::size_t>(i)]; }
     int rank(int i) const { return node(i).rank(); }
     DType float_dtype(int i) const { return is_float(node(i).dtype()) ? node(i).dtype() : DType::Float32; }
     bool any_reduction() const {
         return std::find(st_.has_reduce.begin(), st_.has_reduce.end(), true) != st_.has_reduce.end();
     }
 
-    /// Appends `ins`: its index, or -1 (nothing appended) when it does not build or is larger than the cap.
-    int emit(Instr ins) {
-        p_.code.push_back(std::move(ins));
-        const std::size_t i = p_.code.size() - 1;
-        if (st_.add(p_, i, false, Device::cpu()) && st_.nodes.back()->numel() <= cap_) return static_cast<int>(i);
-        st_.truncate(p_, i);
-        p_.code.pop_back();
-        return -1;
-    }
-    void back_to(int n) {
-        p_.code.resize(static_cast<std::size_t>(n));
-        st_.truncate(p_, static_cast<std::size_t>(n));
-    }
-    int ew(Op op, std::vector<int> args) {
-        for (int a : args)
-            if (a < 0) return -1;
-        Instr x;
-        x.kind = Instr::Kind::Elementwise;
-        x.op = op;
-        x.args = std::move(args);
-        return emit(x);
-    }
     int red(Op op, int a, std::uint32_t axes, bool keepdims) {
         if (a < 0) return -1;
         Instr x;
