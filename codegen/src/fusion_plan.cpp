@@ -249,8 +249,8 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
     std::string path;
     if (p.tensor_cores)
-        path = fmt::format("{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync m16n8k{}{})", p.frags_m,
-                           p.frags_n, p.shared_bytes(), p.mma_k(), p.in == DType::Int8 ? ", exact" : ", within the bound of semantics.md section 12");
+        path = fmt::format("{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync m16n8k{}{})", p.frags_m(),
+                           p.frags_n(), p.shared_bytes(), p.mma_k(), p.in == DType::Int8 ? ", exact" : ", within the bound of semantics.md section 12");
     else
         path = fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}", p.thread_m, p.thread_n, p.shared_bytes(),
                            p.path_note());

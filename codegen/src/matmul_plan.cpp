@@ -171,8 +171,6 @@ void shape_warps_mma(MatmulPlan& p, const ir::Node& m, const TileHint& t) {
         if (best < 0) continue;
         p.warps_m = best;
         p.warps_n = warps / best;
-        p.frags_m = p.tile_m / p.warps_m / 16;
-        p.frags_n = p.tile_n / p.warps_n / 8;
         p.lanes_m = p.lanes_n = p.thread_m = p.thread_n = 0;
         return;
     }
@@ -218,7 +216,7 @@ std::uint64_t MatmulPlan::hash() const {
     for (int v : {static_cast<int>(in), static_cast<int>(out), rank, tile_m, tile_n, tile_k, warps_m, warps_n, lanes_m, lanes_n,
                   thread_m, thread_n, stages, pitch_a, pitch_b, static_cast<int>(hinted), static_cast<int>(vector),
                   static_cast<int>(chunked), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
-                  static_cast<int>(tensor_cores), frags_m, frags_n, static_cast<int>(requested)})
+                  static_cast<int>(tensor_cores), static_cast<int>(requested)})
         h.add(static_cast<std::uint64_t>(v));
     h.add(epilogue.hash());
     h.add(static_cast<std::uint64_t>(a_prologue) | static_cast<std::uint64_t>(b_prologue) << 1);
@@ -232,7 +230,7 @@ std::string MatmulPlan::to_string() const {
     if (tensor_cores) {
         path = fmt::format("tensor cores (mma.sync m16n8k{} into {}{})", mma_k(), in == DType::Int8 ? "int32" : "float32",
                            in == DType::Int8 ? ": exact, the reference's bits" : ": within the bound of docs/semantics.md, section 12");
-        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} MMA tiles of 16 x 8", threads(), warps_m, warps_n, frags_m, frags_n);
+        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} MMA tiles of 16 x 8", threads(), warps_m, warps_n, frags_m(), frags_n());
         order = fmt::format("K in steps of {} over all of K (zero-filled past K){}", mma_k(),
                             requested == ProductPath::Auto ? " (int8 runs on tensor cores by default)" : "");
     } else {

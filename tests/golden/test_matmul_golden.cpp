@@ -79,8 +79,8 @@ TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n
     CHECK(p.tile_k == 32);  // two m16n8k16 steps per stage
     CHECK(p.warps_m == 2);
     CHECK(p.warps_n == 4);
-    CHECK(p.frags_m == 4);  // a warp tile of 64 x 32 outputs: 4 x 4 MMA tiles, 64 float32 accumulators
-    CHECK(p.frags_n == 4);
+    CHECK(p.frags_m() == 4);  // a warp tile of 64 x 32 outputs: 4 x 4 MMA tiles, 64 float32 accumulators
+    CHECK(p.frags_n() == 4);
     CHECK(p.pitch_a == 40);  // 32 + 8: 32-bit fragment loads of the 8 rows of an MMA tile in distinct banks
     CHECK(!p.chunked);
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_relu_f16_mma", plan.gpu[0].matmul);

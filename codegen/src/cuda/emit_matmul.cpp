@@ -200,25 +200,25 @@ struct MatmulEmitter {
         const char* mma = p.in == DType::Int8 ? "lm::mma_m16n8k32_s8" : p.in == DType::BFloat16 ? "lm::mma_m16n8k16_bf16" : "lm::mma_m16n8k16_f16";
         line(s, ind, "#pragma unroll");
         line(s, ind, fmt::format("for (int kk = 0; kk < {}; kk += {}) {{", p.tile_k, mk), fmt::format("one mma.sync step of k = {}", mk));
-        line(s, ind + 4, fmt::format("unsigned fa[{}][4], fb[{}][2];", p.frags_m, p.frags_n), "A and B fragments of the warp tile");
+        line(s, ind + 4, fmt::format("unsigned fa[{}][4], fb[{}][2];", p.frags_m(), p.frags_n()), "A and B fragments of the warp tile");
         line(s, ind + 4, "#pragma unroll");
-        line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m));
+        line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m()));
         line(s, ind + 8, "#pragma unroll");
         line(s, ind + 8, "for (int r = 0; r < 4; ++r)");
         line(s, ind + 12, fmt::format("fa[i][r] = lm::load_u32(as + (wm0 + 16 * i + grp + 8 * (r % 2)) * {} + kk + {} * (r / 2) + {} * tig);", p.pitch_a,
                                       half, per),
              fmt::format("{} consecutive k of one row", per));
         line(s, ind + 4, "#pragma unroll");
-        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n));
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n()));
         line(s, ind + 8, "#pragma unroll");
         line(s, ind + 8, "for (int r = 0; r < 2; ++r)");
         line(s, ind + 12, fmt::format("fb[j][r] = lm::pack_column(bs + (kk + {} * r + {} * tig) * {} + wn0 + 8 * j + grp, {});", half, per, p.pitch_b,
                                       p.pitch_b),
              fmt::format("{} consecutive k of one column", per));
         line(s, ind + 4, "#pragma unroll");
-        line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m));
+        line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m()));
         line(s, ind + 8, "#pragma unroll");
-        line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {}(c[i][j], fa[i], fb[j]);", p.frags_n, mma),
+        line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {}(c[i][j], fa[i], fb[j]);", p.frags_n(), mma),
              p.in == DType::Int8 ? "exact int32 sums, wrapping" : "float32 accumulators");
         line(s, ind, "}");
     }
@@ -322,12 +322,12 @@ struct MatmulEmitter {
 
     // Tensor cores: all of K through the pipeline, one mma.sync per MMA tile and step.
     void tensor_core_loop(std::string& s, int ind) const {
-        line(s, ind, fmt::format("{} c[{}][{}][4];", acc, p.frags_m, p.frags_n),
+        line(s, ind, fmt::format("{} c[{}][{}][4];", acc, p.frags_m(), p.frags_n()),
              "the accumulators: per MMA tile, rows grp and grp + 8, columns 2 tig and 2 tig + 1");
         line(s, ind, "#pragma unroll");
-        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m));
+        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m()));
         line(s, ind + 4, "#pragma unroll");
-        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n));
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n()));
         line(s, ind + 8, "#pragma unroll");
         line(s, ind + 8, "for (int r = 0; r < 4; ++r) c[i][j][r] = 0;", "K = 0: +0");
         line(s, ind, "{");
@@ -343,9 +343,9 @@ struct MatmulEmitter {
                                                 value_of(p.tensor_cores ? "c[i][j][r]" : "c[i][j]"));
         line(s, ind, "#pragma unroll");
         if (p.tensor_cores) {
-            line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m));
+            line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.frags_m()));
             line(s, ind + 4, "#pragma unroll");
-            line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n));
+            line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n()));
             line(s, ind + 8, "#pragma unroll");
             line(s, ind + 8, "for (int r = 0; r < 4; ++r) {");
             line(s, ind + 12, "const long long m = m0 + wm0 + 16 * i + grp + 8 * (r / 2), n = n0 + wn0 + 8 * j + 2 * tig + r % 2;");
@@ -375,7 +375,7 @@ struct MatmulEmitter {
         line(s, 4, fmt::format("{}* bs_all = as_all + {};", st, p.stages * p.tile_m * p.pitch_a));
         line(s, 4, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
         if (p.tensor_cores) {
-            line(s, 4, fmt::format("const int wm0 = warp / {} * {}, wn0 = warp % {} * {};", p.warps_n, 16 * p.frags_m, p.warps_n, 8 * p.frags_n),
+            line(s, 4, fmt::format("const int wm0 = warp / {} * {}, wn0 = warp % {} * {};", p.warps_n, 16 * p.frags_m(), p.warps_n, 8 * p.frags_n()),
                  "the warp's tile in the block's");
             line(s, 4, "const int grp = lane / 4, tig = lane % 4;", "the lane's group and thread in the MMA fragments");
         } else {

@@ -16,7 +16,7 @@
 // the pairwise tree, kept per output in a workspace (one slot per level of the tree). So the bits are the
 // CPU reference's for every tile, variant and epilogue.
 //
-// Tensor cores (float16, bfloat16, int8; ProductPath): each warp owns frags_m x frags_n MMA tiles of 16 x 8
+// Tensor cores (float16, bfloat16, int8; ProductPath): each warp owns frags_m() x frags_n() MMA tiles of 16 x 8
 // outputs and issues one mma.sync per tile and step of mma_k() (m16n8k16 for float16 and bfloat16 into
 // float32, m16n8k32 for int8 into int32) over all of K, the steps past K zero-filled. int8 sums are exact
 // (wrapping), so their bits are the reference's; half-precision results lie within the componentwise bound
@@ -63,9 +63,8 @@ struct MatmulPlan {
     int warps_m = 4, warps_n = 2;
     int lanes_m = 4, lanes_n = 8;    // CUDA cores: the lanes of a warp over its tile
     int thread_m = 8, thread_n = 8;  // CUDA cores: a lane's register tile
-    /// Tensor cores (mma.sync): the plan's path, and each warp's MMA tiles of 16 x 8 outputs.
+    /// Tensor cores (mma.sync): the plan's path; each warp then owns frags_m() x frags_n() MMA tiles.
     bool tensor_cores = false;
-    int frags_m = 0, frags_n = 0;
     /// The path the options asked for (Options::product_path): with `tensor_cores`, it says why the path is
     /// what it is in the explain log.
     ProductPath requested = ProductPath::Auto;
@@ -90,6 +89,9 @@ struct MatmulPlan {
     ParamLayout params;
 
     int threads() const { return warps_m * warps_n * 32; }
+    /// Tensor cores: each warp's MMA tiles of 16 x 8 outputs along m and n.
+    int frags_m() const { return tile_m / warps_m / 16; }
+    int frags_n() const { return tile_n / warps_n / 8; }
     /// The k extent of one mma.sync (16 for float16 and bfloat16, 32 for int8).
     int mma_k() const { return in == DType::Int8 ? 32 : 16; }
     /// Elements per 16-byte piece of an operand.
