@@ -260,7 +260,11 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
                        "          reads {}; writes {}; 1 launch\n",
                        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m), p.tile_m,
                        p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m, p.warps_n, path,
-                       p.vector ? "cp.async 16-byte pieces where the pointers allow, element loads else" : "element loads", pm.binding.K,
+                       p.vector_a && p.vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
+                       : p.vector_a             ? "A in cp.async 16-byte pieces where the pointers allow, B by element loads"
+                       : p.vector_b             ? "A by element loads, B in cp.async 16-byte pieces where the pointers allow"
+                                                : "element loads",
+                       pm.binding.K,
                        p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),
                        p.chunked ? " (pairwise tree through a workspace)" : "",
                        epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue, reads, fmt::join(writes, ", "));

@@ -23,9 +23,12 @@ namespace {
 /// per thread with the operand fragments and addresses beside them.
 constexpr int kAccumulatorWords = 64;
 
+/// The K step of a matrix-vector product's default tile.
+constexpr int kMatrixVectorDepth = 64;
+
 /// What field `a` of a Product parameter is.
 enum MatmulField : int { FieldA, FieldB, FieldM, FieldN, FieldK, FieldChunks, FieldBatches, FieldBatchExtent,
-                         FieldAStride, FieldBStride, FieldWorkspace, FieldVector };
+                         FieldAStride, FieldBStride, FieldWorkspace, FieldPieces };
 
 /// An operand of the product as a strided view of one input: the input, its element offset and strides.
 struct OperandView {
@@ -92,12 +95,19 @@ OperandView operand_view(const ir::Node& x, const LayoutOf& layout_of) {
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 /// The default tile for the shapes, dtype and path: 128 x 128 outputs (64 x 64 for float64), smaller along an
-/// axis that is short (a matrix-vector product wastes no block on padding), stepping 16 along K on CUDA cores
-/// (32 for int8: two 16-byte pieces per row) and two MMA steps on tensor cores (32; 64 for int8).
-TileHint default_tile(std::int64_t M, std::int64_t N, DType in, bool tensor_cores) {
+/// axis that is short, stepping 16 along K on CUDA cores (32 for int8: two 16-byte pieces per row) and two MMA
+/// steps on tensor cores (32; 64 for int8). On CUDA cores a K of at most 64 is one step (no pipeline to fill:
+/// a batch of small products), and a matrix-vector product (N = 1, or M = 1, with at least 32 outputs along
+/// the other axis) takes a tile one output wide, a thread per output, stepping 64 along K: the product reads
+/// the matrix once, and deep steps keep many of its bytes in flight.
+TileHint default_tile(std::int64_t M, std::int64_t N, std::int64_t K, DType in, bool tensor_cores) {
     const int big = in == DType::Float64 ? 64 : 128;
     auto fit = [&](std::int64_t extent) { return extent <= 16 ? 16 : extent <= 32 ? 32 : extent <= 64 ? 64 : big; };
-    const int depth = tensor_cores ? (in == DType::Int8 ? 64 : 32) : (in == DType::Int8 ? 32 : 16);
+    if (tensor_cores) return {std::min(fit(M), big), std::min(fit(N), big), in == DType::Int8 ? 64 : 32};
+    if (N == 1 && M > 16) return {fit(M), 1, kMatrixVectorDepth};
+    if (M == 1 && N > 16) return {1, fit(N), kMatrixVectorDepth};
+    int depth = in == DType::Int8 ? 32 : 16;
+    if (K > depth && K <= 64) depth = static_cast<int>(std::bit_ceil(static_cast<std::uint64_t>(K)));
     return {std::min(fit(M), big), std::min(fit(N), big), depth};
 }
 
@@ -214,7 +224,8 @@ std::uint64_t MatmulPlan::hash() const {
     Hasher h;
     h.add(std::string_view("matmul"));
     for (int v : {static_cast<int>(in), static_cast<int>(out), rank, tile_m, tile_n, tile_k, warps_m, warps_n, lanes_m, lanes_n,
-                  thread_m, thread_n, stages, pitch_a, pitch_b, static_cast<int>(hinted), static_cast<int>(vector),
+                  thread_m, thread_n, stages, pitch_a, pitch_b, static_cast<int>(hinted), static_cast<int>(vector_a),
+                  static_cast<int>(vector_b), a_read,
                   static_cast<int>(chunked), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
                   static_cast<int>(tensor_cores), static_cast<int>(requested)})
         h.add(static_cast<std::uint64_t>(v));
@@ -224,6 +235,15 @@ std::uint64_t MatmulPlan::hash() const {
     if (b_prologue) h.add(prologue_b.hash());
     return h.digest();
 }
+
+namespace {
+std::string loads_text(bool a_pieces, bool b_pieces) {
+    if (a_pieces && b_pieces) return "A and B in 16-byte cp.async pieces where the pointers allow, else element loads";
+    if (a_pieces) return "A in 16-byte cp.async pieces where the pointers allow, else element loads; B by element loads";
+    if (b_pieces) return "A by element loads; B in 16-byte cp.async pieces where the pointers allow, else element loads";
+    return "A and B by element loads through the strides";
+}
+}  // namespace
 
 std::string MatmulPlan::to_string() const {
     std::string path, threads_text, order;
@@ -235,21 +255,20 @@ std::string MatmulPlan::to_string() const {
                             requested == ProductPath::Auto ? " (int8 runs on tensor cores by default)" : "");
     } else {
         path = "CUDA cores (one fma per k in the contract's order)" + path_note();
-        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread", threads(), warps_m,
-                                   warps_n, lanes_m, lanes_n, thread_m, thread_n);
+        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread{}", threads(), warps_m,
+                                   warps_n, lanes_m, lanes_n, thread_m, thread_n,
+                                   a_read > 1 ? fmt::format(", A's rows read {} elements (16 bytes) at once", a_read) : "");
         order = fmt::format("K in chunks of {}{}", kProductChunk,
                             chunked ? ", partials combined in the pairwise tree through a workspace" : " (one chunk: no partials)");
     }
     return fmt::format(
         "matmul plan: {} x {} -> {}, rank {}, {}\n"
         "tile {}x{}x{}{}: {}\n"
-        "shared memory: {} stages of A {} x {} and B {} x {} (rows padded by 16 bytes), {} bytes\n"
-        "variants: {}; {}{}",
+        "shared memory: {} stages of A {} x {} and B {} x {} ({}), {} bytes\n"
+        "loads: {}; {}{}",
         name(in), name(in), name(out), rank, path, tile_m, tile_n, tile_k, hinted ? " (hinted)" : "", threads_text, stages, tile_m,
-        pitch_a, tile_k, pitch_b, shared_bytes(),
-        vector ? "vector (cp.async 16-byte pieces of both operands) and scalar (element loads through the strides)"
-               : "scalar (element loads through the strides)",
-        order,
+        pitch_a, tile_k, pitch_b, pitch_b == tile_n ? "A's rows padded by 16 bytes, B's narrower than a piece" : "rows padded by 16 bytes",
+        shared_bytes(), loads_text(vector_a, vector_b), order,
         a_prologue || b_prologue ? fmt::format("\nprologue: {} computed element by element as its tiles load",
                                                a_prologue && b_prologue ? "A and B" : a_prologue ? "A" : "B")
                                  : std::string());
@@ -307,7 +326,7 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     const ir::ProductTile hint = ir::product_tile(m);
     const TileHint given = hint.empty() ? options.tile
                                         : TileHint{static_cast<int>(hint.rows), static_cast<int>(hint.cols), static_cast<int>(hint.depth)};
-    const TileHint chosen = default_tile(b.M, b.N, p.in, p.tensor_cores);
+    const TileHint chosen = default_tile(b.M, b.N, b.K, p.in, p.tensor_cores);
     p.hinted = !given.empty();
     p.tile_m = given.rows ? given.rows : chosen.rows;
     p.tile_n = given.cols ? given.cols : chosen.cols;
@@ -317,13 +336,20 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
         bad_tile(m, shown, "is not divisible as the kernel needs: every extent must be a power of two");
     if (p.tile_k > kProductChunk) bad_tile(m, shown, fmt::format("steps past a chunk: tile_k must divide the chunk of {}", kProductChunk));
     const int piece = p.piece();
-    if (p.tile_k % piece != 0 || p.tile_n % piece != 0)
-        bad_tile(m, shown, fmt::format("is not divisible as the kernel needs: tile_k and tile_n must be multiples of {} {} elements "
+    if (p.tile_k % piece != 0)
+        bad_tile(m, shown, fmt::format("is not divisible as the kernel needs: tile_k must be a multiple of {} {} elements (16 bytes)",
+                                       piece, name(p.in)));
+    // Rows of the stage buffers: 16-byte aligned and padded by a piece; a B tile narrower than a piece (a
+    // matrix-vector product's) is loaded element by element, unpadded.
+    const bool b_whole_pieces = p.tile_n % piece == 0;
+    if (p.tensor_cores && !b_whole_pieces)
+        bad_tile(m, shown, fmt::format("is not divisible as the kernel needs: on tensor cores tile_n must be a multiple of {} {} elements "
                                        "(16 bytes)",
                                        piece, name(p.in)));
     p.pitch_a = p.tile_k + piece;
-    p.pitch_b = p.tile_n + piece;
-    p.stages = 3;
+    p.pitch_b = b_whole_pieces ? p.tile_n + piece : p.tile_n;
+    // Three stages (two K steps in flight), two when K is one step (no pipeline to fill).
+    p.stages = (b.K + p.tile_k - 1) / p.tile_k <= 1 ? 2 : 3;
     const std::size_t limit = device.shared_mem_per_block_optin;
     if (p.shared_bytes() > limit) p.stages = 2;
     if (p.shared_bytes() > limit)
@@ -333,8 +359,9 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     else shape_threads(p, m, shown);
     p.a_m_fastest = !p.a_prologue && b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
     p.b_k_fastest = !p.b_prologue && b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
-    p.vector = device.cc_major >= 8 && !p.a_prologue && !p.b_prologue && b.a_strides[r - 1] == 1 && b.b_strides[r - 1] == 1 &&
-               layout_of(*a_inputs[0]).aligned16 && layout_of(*b_inputs[0]).aligned16;
+    p.vector_a = device.cc_major >= 8 && !p.a_prologue && b.a_strides[r - 1] == 1 && layout_of(*a_inputs[0]).aligned16;
+    p.vector_b = device.cc_major >= 8 && !p.b_prologue && b_whole_pieces && b.b_strides[r - 1] == 1 && layout_of(*b_inputs[0]).aligned16;
+    p.a_read = !p.tensor_cores && p.in == DType::Float32 && p.lanes_m > 8 ? 4 : 1;
 
     // The epilogue: the kernel's outputs over a placeholder for the product.
     pm.accumulators = ir::input(m.dtype(), m.shape(), "accumulators", {}, m.loc());
@@ -403,7 +430,7 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     for (int d = 0; d < p.rank; ++d) add(FieldAStride, d, fmt::format("a_s{}", d), ParamType::Int64, 8, 8);
     for (int d = 0; d < p.rank; ++d) add(FieldBStride, d, fmt::format("b_s{}", d), ParamType::Int64, 8, 8);
     if (p.chunked) add(FieldWorkspace, 0, "ws", ParamType::RawPointer, 8, 8);
-    add(FieldVector, 0, "vector", ParamType::Int64, 8, 8);
+    add(FieldPieces, 0, "pieces", ParamType::Int64, 8, 8);
     auto add_part = [&](int which, const char* fname, const PointwisePlan& part) {
         ParamField f;
         f.kind = ParamField::Kind::Epilogue;
@@ -436,12 +463,11 @@ LaunchConfig matmul_launch(const PlannedMatmul& pm) {
     return lc;
 }
 
-Variant select_matmul_variant(const PlannedMatmul& pm, std::span<const void* const> inputs) {
+MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* const> inputs) {
     const void* a = inputs[0];
     const void* b = inputs[pm.a_inputs];
     const MatmulPlan& p = pm.plan;
     const MatmulBinding& bd = pm.binding;
-    if (!p.vector) return Variant::Scalar;
     const auto piece = static_cast<std::int64_t>(p.piece());
     auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
     auto rows_aligned = [&](const Strides& s) {
@@ -452,8 +478,10 @@ Variant select_matmul_variant(const PlannedMatmul& pm, std::span<const void* con
     const std::int64_t isz = static_cast<std::int64_t>(itemsize(p.in));
     a = static_cast<const char*>(a) + bd.a_offset * isz;
     b = static_cast<const char*>(b) + bd.b_offset * isz;
-    if (!aligned(a) || !aligned(b) || bd.K % piece != 0 || bd.N % piece != 0) return Variant::Scalar;
-    return rows_aligned(bd.a_strides) && rows_aligned(bd.b_strides) ? Variant::Vector : Variant::Scalar;
+    MatmulLoads loads;
+    loads.a_pieces = p.vector_a && aligned(a) && bd.K % piece == 0 && rows_aligned(bd.a_strides);
+    loads.b_pieces = p.vector_b && aligned(b) && bd.N % piece == 0 && rows_aligned(bd.b_strides);
+    return loads;
 }
 
 std::size_t matmul_workspace_bytes(const PlannedMatmul& pm) {
@@ -463,7 +491,7 @@ std::size_t matmul_workspace_bytes(const PlannedMatmul& pm) {
 }
 
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
-                        void* workspace, Variant variant, std::span<std::byte> out) {
+                        void* workspace, MatmulLoads loads, std::span<std::byte> out) {
     if (inputs.size() != pm.inputs.size()) throw InternalError("pack_matmul_params(): input count does not match the plan");
     const void* a = inputs[0];
     const void* b = inputs[pm.a_inputs];
@@ -496,7 +524,7 @@ void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> in
             case FieldAStride: put(bd.a_strides[axis]); break;
             case FieldBStride: put(bd.b_strides[axis]); break;
             case FieldWorkspace: put(workspace); break;
-            case FieldVector: put(static_cast<std::int64_t>(variant == Variant::Vector)); break;
+            case FieldPieces: put(static_cast<std::int64_t>(loads.a_pieces) | static_cast<std::int64_t>(loads.b_pieces) << 1); break;
             default: throw InternalError(fmt::format("pack_matmul_params(): parameter {}", f.name));
         }
     }

@@ -205,14 +205,14 @@ void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& p
     const codegen::LaunchConfig lc = codegen::matmul_launch(pm);
     if (lc.grid_x == 0) return;
     if (pm.plan.chunked && !prep) throw InternalError("launch_matmul(): a chunked product without its workspace");
-    const codegen::Variant v = codegen::select_matmul_variant(pm, ins);
+    const codegen::MatmulLoads loads = codegen::select_matmul_loads(pm, ins);
     ParamBytes params(pm.plan.params.size);
-    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace.data() : nullptr, v, params.span());
+    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace.data() : nullptr, loads, params.span());
     LaunchConfig cfg;
     cfg.grid = {lc.grid_x, lc.grid_y, 1};
     cfg.block = {lc.block_x, 1, 1};
     cfg.shared_bytes = pm.plan.shared_bytes();
-    kernel.scalar_kernel.launch(cfg, params.span().data(), params.span().size(), where);  // one entry: the variant is a parameter
+    kernel.scalar_kernel.launch(cfg, params.span().data(), params.span().size(), where);  // one entry: the loads are a parameter
 }
 
 // Whether root `r`, written into `out`, must go through a temporary: a source the plan reads shares its

@@ -56,7 +56,9 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
     CHECK(p.threads() == 256);
     CHECK(p.pitch_a == 20);   // 16 + 4: rows 16-byte aligned, 4 rows of a warp in distinct banks
     CHECK(p.pitch_b == 132);
-    CHECK(p.vector);
+    CHECK(p.vector_a);
+    CHECK(p.vector_b);
+    CHECK(p.a_read == 1);  // 4 rows per warp: 4-byte reads meet in no bank
     CHECK(!p.chunked);
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32", plan.gpu[0].matmul);
     golden::check_text("matmul_bias_gelu_f32", ks.kernel);
@@ -147,7 +149,8 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
     SUBCASE("bfloat16 with a transposed operand: the scalar variant only") {
         auto a = input(bfloat16, {64, 48}, "a"), w = input(bfloat16, {80, 48}, "w");
         const auto plan = plan_of({matmul(a, transpose(w))});
-        CHECK(!plan.gpu.at(0).matmul.plan.vector);
+        CHECK(plan.gpu.at(0).matmul.plan.vector_a);   // A's rows are contiguous: 16-byte pieces
+        CHECK(!plan.gpu.at(0).matmul.plan.vector_b);  // B = w.T runs along k: element loads
         compile_product("mm_bf16_t", {matmul(a, transpose(w))});
     }
     SUBCASE("int8 x int8 -> int32 times a scalar") {
@@ -164,6 +167,46 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         CHECK(plan.gpu[0].matmul.plan.tile_m == 16);  // a short M gets a short tile
         golden::compile_sm90(codegen::emit_matmul("mm_chunked", plan.gpu[0].matmul));
     }
+    SUBCASE("matrix-vector products: one-wide tiles, a thread per output, the matrix in pieces and the vector by elements") {
+        auto a = input(float32, {4096, 16384}, "a"), x = input(float32, {16384}, "x");
+        const auto plan = plan_of({matmul(a, x)});
+        REQUIRE(plan.gpu.size() == 1);
+        const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+        CHECK(p.tile_m == 128);
+        CHECK(p.tile_n == 1);
+        CHECK(p.tile_k == 64);
+        CHECK(p.threads() == 128);
+        CHECK(p.lanes_m == 32);
+        CHECK(p.a_read == 4);  // 32 rows per warp, 68 words apart: 16-byte reads meet in no bank
+        CHECK(p.vector_a);
+        CHECK(!p.vector_b);
+        CHECK(p.pitch_b == 1);
+        CHECK(p.chunked);
+        const auto ks = codegen::emit_matmul("mm_gemv", plan.gpu[0].matmul);
+        CHECK(ks.kernel.find("lm::load_vec<float, 4>(as + (row0 + 32 * i) * 68 + k4)") != std::string::npos);
+        CHECK(ks.kernel.find("mm_gemv_load_b_pieces") == std::string::npos);
+        golden::check_text("matmul_gemv_f32", ks.kernel);
+        golden::compile_sm90(ks);
+        // A vector times a matrix: a one-high tile, a thread per column.
+        const auto vt = plan_of({matmul(x, input(float32, {16384, 4096}, "w"))});
+        const codegen::MatmulPlan& q = vt.gpu.at(0).matmul.plan;
+        CHECK(q.tile_m == 1);
+        CHECK(q.tile_n == 128);
+        CHECK(q.vector_a);
+        CHECK(q.vector_b);
+        CHECK(q.a_read == 1);
+        golden::compile_sm90(codegen::emit_matmul("mm_gevm", vt.gpu[0].matmul));
+    }
+    SUBCASE("a batch of 64 x 64 x 64 products: K in one step, two stages") {
+        auto a = input(float32, {256, 64, 64}, "a"), b = input(float32, {256, 64, 64}, "b");
+        const auto plan = plan_of({matmul(a, b)});
+        const codegen::MatmulPlan& p = plan.gpu.at(0).matmul.plan;
+        CHECK(p.tile_m == 64);
+        CHECK(p.tile_n == 64);
+        CHECK(p.tile_k == 64);
+        CHECK(p.stages == 2);
+        golden::compile_sm90(codegen::emit_matmul("mm_bmm64", plan.gpu[0].matmul));
+    }
     SUBCASE("a vector times a matrix, and two outputs of one product") {
         auto v = input(float32, {64}, "v"), m = input(float32, {64, 200}, "m");
         auto p = matmul(v, m);  // [200]: a reshape of the [1, 200] product
@@ -179,7 +222,8 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
         CHECK(p.a_prologue);
         CHECK(p.b_prologue);
-        CHECK(!p.vector);
+        CHECK(!p.vector_a);
+        CHECK(!p.vector_b);
         CHECK(plan.partition.kernels[0].why.find("its prologue runs as the tiles load: cast") != std::string::npos);
         const auto ks = codegen::emit_matmul("mm_prologue", plan.gpu[0].matmul);
         CHECK(ks.kernel.find("mm_prologue_pa_element(p.pa,") != std::string::npos);

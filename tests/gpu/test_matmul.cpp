@@ -194,6 +194,42 @@ TEST_CASE("matmul: K = 1 and vectors (NumPy's 1-D rules)") {
     }
 }
 
+TEST_CASE("matmul: matrix-vector products on one-wide tiles: a thread per output, the matrix in pieces, the bits of any tile") {
+    std::uint64_t seed = 350;
+    const std::int64_t m = small_shapes() ? 300 : 4100, k = small_shapes() ? 700 : 8192 + 260;  // past a chunk when not small
+    for (DType d : {float32, float64, float16}) {
+        INFO(name(d));
+        const Tensor a = pwtest::rand({m, k}, d, seed++), x = pwtest::rand({k}, d, seed++), at = pwtest::rand({k, m}, d, seed++);
+        const Array y = matmul(a, x);
+        if (on_gpu()) {
+            const std::string text = explain({y});
+            INFO(text);
+            CHECK(tile_of(text) == (d == float64 ? "64x1x64" : "128x1x64"));
+            CHECK(text.find("B by element loads") != std::string::npos);  // the vector is narrower than a piece
+            const std::string src = cuda_source({y}, "mm_gemv");
+            CHECK((d != float32 || src.find("A's rows read 4 elements (16 bytes) at once") != std::string::npos));
+        }
+        const Tensor c = run_product(y, "[M, K] x [K]");
+        // The bits of a square tile (the planner's choice before one-wide tiles) and of other one-wide tiles.
+        for (const TileHint& h : {tile(128, 16, 16), tile(32, 1, 128), tile(256, 1, 32)})
+            pwtest::require_same_bits(run_both(matmul(a, x, h), fmt::format("hint {}x{}x{}", h.rows, h.cols, h.depth)), c,
+                                      "a matrix-vector product's tiles");
+        // A one element off (no 16-byte pieces: element loads), a transposed matrix, a batch, a vector times a matrix.
+        const Tensor wide = pwtest::rand({m, k + 1}, d, seed++);
+        const Tensor off = wide.slice({{kNone, kNone}, {1, k + 1}});
+        pwtest::require_same_bits(run_product(matmul(off, x), "[M, K] sliced one element off x [K]"),
+                                  run_product(matmul(contiguous_copy(off), x), "its contiguous copy"), "pieces against element loads");
+        pwtest::require_same_bits(run_product(matmul(at.transposed(), x), "[K, M].T x [K]"),
+                                  run_product(matmul(contiguous_copy(at.transposed()), x), "its contiguous copy"), "a transposed matrix");
+        run_product(matmul(x, at), "[K] x [K, M]: M = 1");
+        const Tensor ab = pwtest::rand({3, 40, small_shapes() ? 65 : 1000}, d, seed++), xb = pwtest::rand({small_shapes() ? 65 : 1000}, d, seed++);
+        run_product(matmul(ab, xb), "[3, 40, K] x [K]");
+        // With an epilogue: the bias and activation of one output per thread.
+        const Tensor bias = pwtest::rand({m}, d, seed++);
+        run_both(relu(y + bias), "relu(A x + bias)");
+    }
+}
+
 TEST_CASE("matmul: batched, broadcast batches, and many small products") {
     std::uint64_t seed = 400;
     struct Case {

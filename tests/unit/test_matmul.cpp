@@ -307,7 +307,7 @@ TEST_CASE("matmul on the GPU planner: one kernel with its epilogue; boundaries n
         CHECK(text.find("relu (test_matmul.cpp:") != std::string::npos);
         CHECK(text.find("kernel 1") == std::string::npos);  // one kernel
         const std::string cuda = loom::cuda_source({relu(y + Array(bias)).node()});
-        CHECK(cuda.find("tile 64x16x16: 256 threads") != std::string::npos);  // the default tile fits the 64 x 16 outputs
+        CHECK(cuda.find("tile 64x16x32: 256 threads") != std::string::npos);  // the default tile fits the 64 x 16 outputs, K = 32 in one step
     }
     {  // a reduction over the product is a boundary the log names, and so is a read through a transposing view
         const std::string text = loom::explain({sum(y, 1).node()});

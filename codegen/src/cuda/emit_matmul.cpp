@@ -53,8 +53,8 @@ struct MatmulEmitter {
                 comment = fmt::format("ceil(K / {}): chunks of the contraction", kProductChunk);
             } else if (f.name == "batches") {
                 comment = "batch entries (the product of the batch extents)";
-            } else if (f.name == "vector") {
-                comment = "1: the operands' K steps arrive as 16-byte cp.async pieces; 0: element loads through the strides";
+            } else if (f.name == "pieces") {
+                comment = "bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads";
             } else if (f.name == "ws") {
                 comment = "the chunk tree's partials: levels x batches x M x N accumulators";
             } else if (f.name.starts_with("batch")) {
@@ -95,48 +95,42 @@ struct MatmulEmitter {
         if (p.a_prologue || p.b_prologue) line(s, ind, "(void)a_off; (void)b_off;");
     }
 
+    // The loaders of one operand's stage buffer: 16-byte cp.async pieces (when the plan allows them) and element
+    // loads through any strides, walking the operand's unit-stride axis across the threads.
     std::string loaders() const {
         const int r = rank();
         const std::string am = fmt::format("p.a_s{}", r - 2), ak = fmt::format("p.a_s{}", r - 1);
         const std::string bk = fmt::format("p.b_s{}", r - 2), bn = fmt::format("p.b_s{}", r - 1);
         const int piece = p.piece();
-        std::string s;
-        // Vector: 16-byte pieces, zero-filled past the edges (K and N divide into pieces).
-        s += fmt::format("// Stage buffers `as` (A: {} rows of {}, k fastest, pitch {}) and `bs` (B: {} rows of {}, n fastest, pitch {}) of\n"
-                         "// the K step at k0: 16-byte cp.async pieces, zero-filled outside the matrices (K and N divide into pieces).\n",
-                         p.tile_m, p.tile_k, p.pitch_a, p.tile_k, p.tile_n, p.pitch_b);
-        s += fmt::format("__device__ __forceinline__ void {}_load_vector(const {}_params& p, const {}* A, const {}* B, {}* as, {}* bs,\n"
-                         "                                              long long batch, long long m0, long long n0, long long k0) {{\n",
-                         name, name, st, st, st, st);
-        line(s, 4, "(void)batch;");
-        const int a_pieces = p.tile_m * p.tile_k / piece, a_row = p.tile_k / piece;
-        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_pieces, p.threads()),
-             fmt::format("A: {} pieces of {} elements", a_pieces, piece));
-        line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", a_row, a_row, piece));
-        line(s, 8, "const long long m = m0 + row, k = k0 + col;");
-        line(s, 8, "const bool in = m < p.M && k < p.K;");
-        line(s, 8, fmt::format("lm::cp_async16(as + row * {} + col, in ? A + m * {} + k : A, in ? 16 : 0);", p.pitch_a, am));
-        line(s, 4, "}");
-        const int b_pieces = p.tile_k * p.tile_n / piece, b_row = p.tile_n / piece;
-        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_pieces, p.threads()),
-             fmt::format("B: {} pieces of {} elements", b_pieces, piece));
-        line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", b_row, b_row, piece));
-        line(s, 8, "const long long k = k0 + row, n = n0 + col;");
-        line(s, 8, "const bool in = k < p.K && n < p.N;");
-        line(s, 8, fmt::format("lm::cp_async16(bs + row * {} + col, in ? B + k * {} + n : B, in ? 16 : 0);", p.pitch_b, bk));
-        line(s, 4, "}");
-        s += "}\n\n";
-        // Scalar: element loads through any strides, walking the operand's unit-stride axis across the lanes.
-        s += "// The same stage buffers filled element by element through any strides (transposed, sliced, broadcast views),\n"
-             "// consecutive threads walking each operand's unit-stride axis; zeros outside the matrices.\n";
-        s += fmt::format("__device__ __forceinline__ void {}_load_scalar(const {}_params& p, const {}* A, const {}* B, {}* as, {}* bs,\n"
-                         "                                              long long batch, long long m0, long long n0, long long k0) {{\n",
-                         name, name, st, st, st, st);
-        line(s, 4, "(void)batch;");
         const std::string zero = p.in == DType::Float16 || p.in == DType::BFloat16 ? fmt::format("{}{{0}}", st) : fmt::format("({})0", st);
-        const int a_elems = p.tile_m * p.tile_k, b_elems = p.tile_k * p.tile_n;
-        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_elems, p.threads()),
-             p.a_m_fastest ? "A along m (its unit stride)" : "A along k");
+        auto header = [&](const char* what, const char* operand, const char* buffer) {
+            return fmt::format("__device__ __forceinline__ void {}_load_{}_{}(const {}_params& p, const {}* {}, {}* {},\n"
+                               "        long long batch, long long m0, long long n0, long long k0) {{\n",
+                               name, operand, what, name, st, operand[0] == 'a' ? "A" : "B", st, buffer);
+        };
+        std::string s;
+        s += fmt::format("// Stage buffers `as` (A: {} rows of {}, k fastest, pitch {}) and `bs` (B: {} rows of {}, n fastest, pitch {}) of\n"
+                         "// the K step at k0, zeros outside the matrices: per operand, 16-byte cp.async pieces (its row length divides\n"
+                         "// into pieces) or element loads through any strides (transposed, sliced, broadcast views), consecutive\n"
+                         "// threads walking its unit-stride axis.\n",
+                         p.tile_m, p.tile_k, p.pitch_a, p.tile_k, p.tile_n, p.pitch_b);
+        if (p.vector_a) {
+            const int a_pieces = p.tile_m * p.tile_k / piece, a_row = p.tile_k / piece;
+            s += header("pieces", "a", "as");
+            line(s, 4, "(void)batch; (void)n0;");
+            line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_pieces, p.threads()),
+                 fmt::format("{} pieces of {} elements", a_pieces, piece));
+            line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", a_row, a_row, piece));
+            line(s, 8, "const long long m = m0 + row, k = k0 + col;");
+            line(s, 8, "const bool in = m < p.M && k < p.K;");
+            line(s, 8, fmt::format("lm::cp_async16(as + row * {} + col, in ? A + m * {} + k : A, in ? 16 : 0);", p.pitch_a, am));
+            line(s, 4, "}");
+            s += "}\n\n";
+        }
+        s += header("elements", "a", "as");
+        line(s, 4, "(void)batch; (void)n0;");
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", p.tile_m * p.tile_k, p.threads()),
+             p.a_m_fastest ? "along m (A's unit stride)" : "along k");
         if (p.a_m_fastest) line(s, 8, fmt::format("const int row = q % {}, col = q / {};", p.tile_m, p.tile_m));
         else line(s, 8, fmt::format("const int row = q / {}, col = q % {};", p.tile_k, p.tile_k));
         line(s, 8, "const long long m = m0 + row, k = k0 + col;");
@@ -147,8 +141,24 @@ struct MatmulEmitter {
         else
             line(s, 8, fmt::format("as[row * {} + col] = m < p.M && k < p.K ? A[m * {} + k * {}] : {};", p.pitch_a, am, ak, zero));
         line(s, 4, "}");
-        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_elems, p.threads()),
-             p.b_k_fastest ? "B along k (its unit stride)" : "B along n");
+        s += "}\n\n";
+        if (p.vector_b) {
+            const int b_pieces = p.tile_k * p.tile_n / piece, b_row = p.tile_n / piece;
+            s += header("pieces", "b", "bs");
+            line(s, 4, "(void)batch; (void)m0;");
+            line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_pieces, p.threads()),
+                 fmt::format("{} pieces of {} elements", b_pieces, piece));
+            line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", b_row, b_row, piece));
+            line(s, 8, "const long long k = k0 + row, n = n0 + col;");
+            line(s, 8, "const bool in = k < p.K && n < p.N;");
+            line(s, 8, fmt::format("lm::cp_async16(bs + row * {} + col, in ? B + k * {} + n : B, in ? 16 : 0);", p.pitch_b, bk));
+            line(s, 4, "}");
+            s += "}\n\n";
+        }
+        s += header("elements", "b", "bs");
+        line(s, 4, "(void)batch; (void)m0;");
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", p.tile_k * p.tile_n, p.threads()),
+             p.b_k_fastest ? "along k (B's unit stride)" : "along n");
         if (p.b_k_fastest) line(s, 8, fmt::format("const int row = q % {}, col = q / {};", p.tile_k, p.tile_k));
         else line(s, 8, fmt::format("const int row = q / {}, col = q % {};", p.tile_n, p.tile_n));
         line(s, 8, "const long long k = k0 + row, n = n0 + col;");
@@ -160,22 +170,33 @@ struct MatmulEmitter {
             line(s, 8, fmt::format("bs[row * {} + col] = k < p.K && n < p.N ? B[k * {} + n * {}] : {};", p.pitch_b, bk, bn, zero));
         line(s, 4, "}");
         s += "}\n\n";
-        s += fmt::format("// The variant the runtime chose for this call's operands (p.vector: the same for every block).\n"
+        auto pick = [&](bool pieces, const char* operand, int bit) {
+            const std::string call = fmt::format("{}_load_{}_{{}}(p, {}, {}s, batch, m0, n0, k0);", name, operand, operand[0] == 'a' ? "A" : "B", operand);
+            if (!pieces) return fmt::format("    {}\n", fmt::format(fmt::runtime(call), "elements"));
+            return fmt::format("    if (p.pieces & {}) {}\n    else {}\n", bit, fmt::format(fmt::runtime(call), "pieces"),
+                               fmt::format(fmt::runtime(call), "elements"));
+        };
+        s += fmt::format("// The loads the runtime chose for this call's operands (p.pieces, the same for every block).\n"
                          "__device__ __forceinline__ void {0}_load(const {0}_params& p, const {1}* A, const {1}* B, {1}* as, {1}* bs,\n"
-                         "                                       long long batch, long long m0, long long n0, long long k0) {{\n"
-                         "    if (p.vector) {0}_load_vector(p, A, B, as, bs, batch, m0, n0, k0);\n"
-                         "    else {0}_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);\n}}\n",
+                         "                                       long long batch, long long m0, long long n0, long long k0) {{\n",
                          name, st);
+        s += pick(p.vector_a, "a", 1);
+        s += pick(p.vector_b, "b", 2);
+        s += "}\n";
         return s;
     }
 
     // One k of the thread's register tile: the A column and B row fragments from shared memory, one fma each.
-    void k_step(std::string& s, int ind, const std::string& kk) const {
+    // `a4`: the A values come from the 16-byte reads a4[i] (a_read), element q of them; else from shared memory.
+    void k_step(std::string& s, int ind, const std::string& kk, const std::string& q = {}) const {
         line(s, ind, fmt::format("{} fa[{}], fb[{}];", acc, p.thread_m, p.thread_n));
         line(s, ind, "#pragma unroll");
-        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i) fa[i] = ({})lm::to_reg(as[(row0 + {} * i) * {} + {}]);", p.thread_m, acc,
-                                 p.lanes_m, p.pitch_a, kk),
-             "rows of a warp in distinct banks");
+        if (q.empty())
+            line(s, ind, fmt::format("for (int i = 0; i < {}; ++i) fa[i] = ({})lm::to_reg(as[(row0 + {} * i) * {} + {}]);", p.thread_m, acc,
+                                     p.lanes_m, p.pitch_a, kk),
+                 p.a_read > 1 ? "4-byte reads (the last, partial step only)" : "rows of a warp in distinct banks");
+        else
+            line(s, ind, fmt::format("for (int i = 0; i < {}; ++i) fa[i] = a4[i].v[{}];", p.thread_m, q), "k + q of the row's 16-byte read");
         line(s, ind, "#pragma unroll");
         line(s, ind, fmt::format("for (int j = 0; j < {}; ++j) fb[j] = ({})lm::to_reg(bs[{} * {} + col0 + {} * j]);", p.thread_n, acc, kk,
                                  p.pitch_b, p.lanes_n),
@@ -285,8 +306,22 @@ struct MatmulEmitter {
                  "the k of this step that exist");
             line(b, in, fmt::format("if (kn == {}) {{", p.tile_k));
             line(b, in + 4, "#pragma unroll");
-            line(b, in + 4, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", p.tile_k), "ascending k");
-            k_step(b, in + 8, "kk");
+            if (p.a_read > 1) {
+                line(b, in + 4, fmt::format("for (int k4 = 0; k4 < {}; k4 += {}) {{", p.tile_k, p.a_read), "ascending k");
+                line(b, in + 8, fmt::format("lm::vec<{}, {}> a4[{}];", acc, p.a_read, p.thread_m));
+                line(b, in + 8, "#pragma unroll");
+                line(b, in + 8, fmt::format("for (int i = 0; i < {}; ++i) a4[i] = lm::load_vec<{}, {}>(as + (row0 + {} * i) * {} + k4);", p.thread_m,
+                                            acc, p.a_read, p.lanes_m, p.pitch_a),
+                     fmt::format("{} k of a row in one 16-byte read: a warp's {} rows meet in no bank", p.a_read, p.lanes_m));
+                line(b, in + 8, "#pragma unroll");
+                line(b, in + 8, fmt::format("for (int q = 0; q < {}; ++q) {{", p.a_read));
+                line(b, in + 12, "const int kk = k4 + q;");
+                k_step(b, in + 12, "kk", "q");
+                line(b, in + 8, "}");
+            } else {
+                line(b, in + 4, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", p.tile_k), "ascending k");
+                k_step(b, in + 8, "kk");
+            }
             line(b, in + 4, "}");
             line(b, in, "} else {");
             line(b, in + 4, "for (int kk = 0; kk < (int)kn; ++kk) {", "the last, partial step: no padding term enters a sum");
@@ -366,7 +401,7 @@ struct MatmulEmitter {
         line(s, ind, "}");
     }
 
-    // The kernel: one entry point for both variants (p.vector picks the loader), its body inlined.
+    // The kernel: one entry point for every choice of loads (p.pieces picks the loaders), its body inlined.
     std::string kernel(const std::string& ep_idx) const {
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n", p.threads(),
                                     name, name);
@@ -412,7 +447,7 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
     KernelSource ks;
     ks.user_name = std::string(user_name);
     ks.name = kernel_name(user_name);
-    ks.scalar_entry = ks.name;  // one entry point: the variant is the parameter `vector`
+    ks.scalar_entry = ks.name;  // one entry point: the loads are the parameter `pieces`
     ks.plan = pm.plan.epilogue;
     ks.param_bytes = pm.plan.params.size;
     std::string parts;  // the prologues' pieces
@@ -429,7 +464,7 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
     std::string& s = ks.kernel;
     s += detail::banner("matmul", ks.name, user_name,
                         pm.plan.to_string() + "\nepilogue: " + pm.plan.epilogue.describe(false));
-    s += fmt::format("// entry point: {} (the variant, vector or scalar, is the parameter `vector`)\n\n", ks.scalar_entry);
+    s += fmt::format("// entry point: {} (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)\n\n", ks.scalar_entry);
     s += parts;
     s += ep.params_struct;
     s += '\n';

@@ -2,13 +2,13 @@
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
 // tile 128x128x16: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread
 // shared memory: 3 stages of A 128 x 20 and B 16 x 132 (rows padded by 16 bytes), 56064 bytes
-// variants: vector (cp.async 16-byte pieces of both operands) and scalar (element loads through the strides); K in chunks of 8192 (one chunk: no partials)
+// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192 (one chunk: no partials)
 // epilogue: pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 32 bytes
 // in0: input 0, float32, contiguous, 4 B/element
 // in1: input 1, float32, row broadcast, 0 B/element
 // out0: float32
-// entry point: matmul_bias_gelu_f32 (the variant, vector or scalar, is the parameter `vector`)
+// entry point: matmul_bias_gelu_f32 (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
 
 struct matmul_bias_gelu_f32_ep_params {
     const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:48)
@@ -31,7 +31,7 @@ struct matmul_bias_gelu_f32_params {
     long long a_s1;                                                      // A stride along axis 1 (k), elements
     long long b_s0;                                                      // B stride along axis 0 (k), elements
     long long b_s1;                                                      // B stride along axis 1 (n), elements
-    long long vector;                                                    // 1: the operands' K steps arrive as 16-byte cp.async pieces; 0: element loads through the strides
+    long long pieces;                                                    // bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads
     matmul_bias_gelu_f32_ep_params ep;                                   // the epilogue's parameters
 };
 static_assert(sizeof(matmul_bias_gelu_f32_params) == 128, "kernel parameter layout differs from the host's");
@@ -57,17 +57,34 @@ __device__ __noinline__ void matmul_bias_gelu_f32_ep_element(const matmul_bias_g
 extern __shared__ __align__(16) unsigned char matmul_bias_gelu_f32_smem[];  // 56064 bytes: the stage buffers
 
 // Stage buffers `as` (A: 128 rows of 16, k fastest, pitch 20) and `bs` (B: 16 rows of 128, n fastest, pitch 132) of
-// the K step at k0: 16-byte cp.async pieces, zero-filled outside the matrices (K and N divide into pieces).
-__device__ __forceinline__ void matmul_bias_gelu_f32_load_vector(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
-                                              long long batch, long long m0, long long n0, long long k0) {
-    (void)batch;
-    for (int q = threadIdx.x; q < 512; q += 256) {                       // A: 512 pieces of 4 elements
+// the K step at k0, zeros outside the matrices: per operand, 16-byte cp.async pieces (its row length divides
+// into pieces) or element loads through any strides (transposed, sliced, broadcast views), consecutive
+// threads walking its unit-stride axis.
+__device__ __forceinline__ void matmul_bias_gelu_f32_load_a_pieces(const matmul_bias_gelu_f32_params& p, const float* A, float* as,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)n0;
+    for (int q = threadIdx.x; q < 512; q += 256) {                       // 512 pieces of 4 elements
         const int row = q / 4, col = q % 4 * 4;
         const long long m = m0 + row, k = k0 + col;
         const bool in = m < p.M && k < p.K;
         lm::cp_async16(as + row * 20 + col, in ? A + m * p.a_s0 + k : A, in ? 16 : 0);
     }
-    for (int q = threadIdx.x; q < 512; q += 256) {                       // B: 512 pieces of 4 elements
+}
+
+__device__ __forceinline__ void matmul_bias_gelu_f32_load_a_elements(const matmul_bias_gelu_f32_params& p, const float* A, float* as,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)n0;
+    for (int q = threadIdx.x; q < 2048; q += 256) {                      // along k
+        const int row = q / 16, col = q % 16;
+        const long long m = m0 + row, k = k0 + col;
+        as[row * 20 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : (float)0;
+    }
+}
+
+__device__ __forceinline__ void matmul_bias_gelu_f32_load_b_pieces(const matmul_bias_gelu_f32_params& p, const float* B, float* bs,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)m0;
+    for (int q = threadIdx.x; q < 512; q += 256) {                       // 512 pieces of 4 elements
         const int row = q / 32, col = q % 32 * 4;
         const long long k = k0 + row, n = n0 + col;
         const bool in = k < p.K && n < p.N;
@@ -75,28 +92,23 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load_vector(const matmul_bi
     }
 }
 
-// The same stage buffers filled element by element through any strides (transposed, sliced, broadcast views),
-// consecutive threads walking each operand's unit-stride axis; zeros outside the matrices.
-__device__ __forceinline__ void matmul_bias_gelu_f32_load_scalar(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
-                                              long long batch, long long m0, long long n0, long long k0) {
-    (void)batch;
-    for (int q = threadIdx.x; q < 2048; q += 256) {                      // A along k
-        const int row = q / 16, col = q % 16;
-        const long long m = m0 + row, k = k0 + col;
-        as[row * 20 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : (float)0;
-    }
-    for (int q = threadIdx.x; q < 2048; q += 256) {                      // B along n
+__device__ __forceinline__ void matmul_bias_gelu_f32_load_b_elements(const matmul_bias_gelu_f32_params& p, const float* B, float* bs,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)m0;
+    for (int q = threadIdx.x; q < 2048; q += 256) {                      // along n
         const int row = q / 128, col = q % 128;
         const long long k = k0 + row, n = n0 + col;
         bs[row * 132 + col] = k < p.K && n < p.N ? B[k * p.b_s0 + n * p.b_s1] : (float)0;
     }
 }
 
-// The variant the runtime chose for this call's operands (p.vector: the same for every block).
+// The loads the runtime chose for this call's operands (p.pieces, the same for every block).
 __device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu_f32_params& p, const float* A, const float* B, float* as, float* bs,
                                        long long batch, long long m0, long long n0, long long k0) {
-    if (p.vector) matmul_bias_gelu_f32_load_vector(p, A, B, as, bs, batch, m0, n0, k0);
-    else matmul_bias_gelu_f32_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);
+    if (p.pieces & 1) matmul_bias_gelu_f32_load_a_pieces(p, A, as, batch, m0, n0, k0);
+    else matmul_bias_gelu_f32_load_a_elements(p, A, as, batch, m0, n0, k0);
+    if (p.pieces & 2) matmul_bias_gelu_f32_load_b_pieces(p, B, bs, batch, m0, n0, k0);
+    else matmul_bias_gelu_f32_load_b_elements(p, B, bs, batch, m0, n0, k0);
 }
 
 extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __grid_constant__ matmul_bias_gelu_f32_params p) {

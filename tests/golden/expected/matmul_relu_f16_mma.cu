@@ -2,17 +2,17 @@
 // matmul plan: float16 x float16 -> float16, rank 2, tensor cores (mma.sync m16n8k16 into float32: within the bound of docs/semantics.md, section 12)
 // tile 128x128x32: 256 threads as 2 x 4 warps of 4 x 4 MMA tiles of 16 x 8
 // shared memory: 3 stages of A 128 x 40 and B 32 x 136 (rows padded by 16 bytes), 56832 bytes
-// variants: vector (cp.async 16-byte pieces of both operands) and scalar (element loads through the strides); K in steps of 16 over all of K (zero-filled past K)
+// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in steps of 16 over all of K (zero-filled past K)
 // epilogue: pointwise plan: rank 2, block 256, vector width 8 (16-byte vectors), 32-bit indexing
 // parameters: 32 bytes
 // in0: input 0, float16, contiguous, 2 B/element
 // in1: input 1, float16, row broadcast, 0 B/element
 // out0: float16
-// entry point: matmul_relu_f16_mma (the variant, vector or scalar, is the parameter `vector`)
+// entry point: matmul_relu_f16_mma (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
 
 struct matmul_relu_f16_mma_ep_params {
-    const lm::f16* in0;                                      // input 0 "accumulators", contiguous (test_matmul_golden.cpp:73)
-    const lm::f16* in1;                                      // input 1 "bias", row broadcast (test_matmul_golden.cpp:71)
+    const lm::f16* in0;                                      // input 0 "accumulators", contiguous (test_matmul_golden.cpp:75)
+    const lm::f16* in1;                                      // input 1 "bias", row broadcast (test_matmul_golden.cpp:73)
     lm::f16* out0;                                           // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -20,8 +20,8 @@ struct matmul_relu_f16_mma_ep_params {
 static_assert(sizeof(matmul_relu_f16_mma_ep_params) == 32, "kernel parameter layout differs from the host's");
 
 struct matmul_relu_f16_mma_params {
-    const lm::f16* a;                                                    // A: [256, 160] float16, a view of input "a" float16 (test_matmul_golden.cpp:71)
-    const lm::f16* b;                                                    // B: [160, 192] float16, a view of input "b" float16 (test_matmul_golden.cpp:71)
+    const lm::f16* a;                                                    // A: [256, 160] float16, a view of input "a" float16 (test_matmul_golden.cpp:73)
+    const lm::f16* b;                                                    // B: [160, 192] float16, a view of input "b" float16 (test_matmul_golden.cpp:73)
     long long M;                                                         // M: the product's rows
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
@@ -31,16 +31,16 @@ struct matmul_relu_f16_mma_params {
     long long a_s1;                                                      // A stride along axis 1 (k), elements
     long long b_s0;                                                      // B stride along axis 0 (k), elements
     long long b_s1;                                                      // B stride along axis 1 (n), elements
-    long long vector;                                                    // 1: the operands' K steps arrive as 16-byte cp.async pieces; 0: element loads through the strides
+    long long pieces;                                                    // bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads
     matmul_relu_f16_mma_ep_params ep;                                    // the epilogue's parameters
 };
 static_assert(sizeof(matmul_relu_f16_mma_params) == 128, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void matmul_relu_f16_mma_ep_body(const float v0, const float v1, float& r0) {
-    // v0 = in0: input 0 "accumulators" float16              // test_matmul_golden.cpp:73
-    // v1 = in1: input 1 "bias" float16                      // test_matmul_golden.cpp:71
-    const float v2 = lm::round_f16(lm::add(v0, v1));         // add (test_matmul_golden.cpp:73)
-    const float v3 = lm::relu(v2);                           // relu (test_matmul_golden.cpp:73)
+    // v0 = in0: input 0 "accumulators" float16              // test_matmul_golden.cpp:75
+    // v1 = in1: input 1 "bias" float16                      // test_matmul_golden.cpp:73
+    const float v2 = lm::round_f16(lm::add(v0, v1));         // add (test_matmul_golden.cpp:75)
+    const float v3 = lm::relu(v2);                           // relu (test_matmul_golden.cpp:75)
     r0 = v3;                                                 // output 0
 }
 
@@ -57,17 +57,34 @@ __device__ __forceinline__ void matmul_relu_f16_mma_ep_element(const matmul_relu
 extern __shared__ __align__(16) unsigned char matmul_relu_f16_mma_smem[];  // 56832 bytes: the stage buffers
 
 // Stage buffers `as` (A: 128 rows of 32, k fastest, pitch 40) and `bs` (B: 32 rows of 128, n fastest, pitch 136) of
-// the K step at k0: 16-byte cp.async pieces, zero-filled outside the matrices (K and N divide into pieces).
-__device__ __forceinline__ void matmul_relu_f16_mma_load_vector(const matmul_relu_f16_mma_params& p, const lm::f16* A, const lm::f16* B, lm::f16* as, lm::f16* bs,
-                                              long long batch, long long m0, long long n0, long long k0) {
-    (void)batch;
-    for (int q = threadIdx.x; q < 512; q += 256) {                       // A: 512 pieces of 8 elements
+// the K step at k0, zeros outside the matrices: per operand, 16-byte cp.async pieces (its row length divides
+// into pieces) or element loads through any strides (transposed, sliced, broadcast views), consecutive
+// threads walking its unit-stride axis.
+__device__ __forceinline__ void matmul_relu_f16_mma_load_a_pieces(const matmul_relu_f16_mma_params& p, const lm::f16* A, lm::f16* as,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)n0;
+    for (int q = threadIdx.x; q < 512; q += 256) {                       // 512 pieces of 8 elements
         const int row = q / 4, col = q % 4 * 8;
         const long long m = m0 + row, k = k0 + col;
         const bool in = m < p.M && k < p.K;
         lm::cp_async16(as + row * 40 + col, in ? A + m * p.a_s0 + k : A, in ? 16 : 0);
     }
-    for (int q = threadIdx.x; q < 512; q += 256) {                       // B: 512 pieces of 8 elements
+}
+
+__device__ __forceinline__ void matmul_relu_f16_mma_load_a_elements(const matmul_relu_f16_mma_params& p, const lm::f16* A, lm::f16* as,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)n0;
+    for (int q = threadIdx.x; q < 4096; q += 256) {                      // along k
+        const int row = q / 32, col = q % 32;
+        const long long m = m0 + row, k = k0 + col;
+        as[row * 40 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : lm::f16{0};
+    }
+}
+
+__device__ __forceinline__ void matmul_relu_f16_mma_load_b_pieces(const matmul_relu_f16_mma_params& p, const lm::f16* B, lm::f16* bs,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)m0;
+    for (int q = threadIdx.x; q < 512; q += 256) {                       // 512 pieces of 8 elements
         const int row = q / 16, col = q % 16 * 8;
         const long long k = k0 + row, n = n0 + col;
         const bool in = k < p.K && n < p.N;
@@ -75,28 +92,23 @@ __device__ __forceinline__ void matmul_relu_f16_mma_load_vector(const matmul_rel
     }
 }
 
-// The same stage buffers filled element by element through any strides (transposed, sliced, broadcast views),
-// consecutive threads walking each operand's unit-stride axis; zeros outside the matrices.
-__device__ __forceinline__ void matmul_relu_f16_mma_load_scalar(const matmul_relu_f16_mma_params& p, const lm::f16* A, const lm::f16* B, lm::f16* as, lm::f16* bs,
-                                              long long batch, long long m0, long long n0, long long k0) {
-    (void)batch;
-    for (int q = threadIdx.x; q < 4096; q += 256) {                      // A along k
-        const int row = q / 32, col = q % 32;
-        const long long m = m0 + row, k = k0 + col;
-        as[row * 40 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : lm::f16{0};
-    }
-    for (int q = threadIdx.x; q < 4096; q += 256) {                      // B along n
+__device__ __forceinline__ void matmul_relu_f16_mma_load_b_elements(const matmul_relu_f16_mma_params& p, const lm::f16* B, lm::f16* bs,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)m0;
+    for (int q = threadIdx.x; q < 4096; q += 256) {                      // along n
         const int row = q / 128, col = q % 128;
         const long long k = k0 + row, n = n0 + col;
         bs[row * 136 + col] = k < p.K && n < p.N ? B[k * p.b_s0 + n * p.b_s1] : lm::f16{0};
     }
 }
 
-// The variant the runtime chose for this call's operands (p.vector: the same for every block).
+// The loads the runtime chose for this call's operands (p.pieces, the same for every block).
 __device__ __forceinline__ void matmul_relu_f16_mma_load(const matmul_relu_f16_mma_params& p, const lm::f16* A, const lm::f16* B, lm::f16* as, lm::f16* bs,
                                        long long batch, long long m0, long long n0, long long k0) {
-    if (p.vector) matmul_relu_f16_mma_load_vector(p, A, B, as, bs, batch, m0, n0, k0);
-    else matmul_relu_f16_mma_load_scalar(p, A, B, as, bs, batch, m0, n0, k0);
+    if (p.pieces & 1) matmul_relu_f16_mma_load_a_pieces(p, A, as, batch, m0, n0, k0);
+    else matmul_relu_f16_mma_load_a_elements(p, A, as, batch, m0, n0, k0);
+    if (p.pieces & 2) matmul_relu_f16_mma_load_b_pieces(p, B, bs, batch, m0, n0, k0);
+    else matmul_relu_f16_mma_load_b_elements(p, B, bs, batch, m0, n0, k0);
 }
 
 extern "C" __global__ void __launch_bounds__(256) matmul_relu_f16_mma(const __grid_constant__ matmul_relu_f16_mma_params p) {

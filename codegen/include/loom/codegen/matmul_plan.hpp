@@ -29,11 +29,16 @@
 // materialized operand would be, so the bits do not change. The partition materializes operands with
 // transcendentals or divisions instead: a block column would recompute them.
 //
-// Variants: Vector copies 16-byte pieces of both operands with cp.async (every operand's fastest axis has
-// unit stride, its rows and batch entries start 16-byte aligned and K and N divide into pieces); Scalar
-// loads element by element through any strides (transposed, sliced, reversed and broadcast views). One
-// entry point takes the variant as a parameter (`vector`), which the runtime picks from the pointers
-// (select_matmul_variant).
+// Loads, per operand: 16-byte pieces copied with cp.async (the operand's fastest axis has unit stride, its
+// rows and batch entries start 16-byte aligned and its row length, K for A and N for B, divides into pieces),
+// or element loads through any strides (transposed, sliced, reversed and broadcast views). One entry point
+// takes the choice as a parameter (`pieces`: bit 0 for A, bit 1 for B), which the runtime makes from the
+// pointers (select_matmul_loads), so a matrix-vector product copies its matrix in pieces and loads its vector
+// element by element.
+//
+// Matrix-vector products (N = 1, or M = 1) run the same kernel with a block tile one output wide: a thread
+// per row (column) of outputs, each walking its row of the A tile (column of the B tile) in ascending k; the
+// contract's order is the same, only the tile differs.
 #pragma once
 
 #include <cstdint>
@@ -71,9 +76,14 @@ struct MatmulPlan {
     int stages = 3;
     int pitch_a = 0, pitch_b = 0;  // elements per shared row of A (tile_k + pad) and of B (tile_n + pad)
     bool hinted = false;           // the tile came from the product's hint (matmul(a, b, tile(...)))
-    /// The layouts allow the Vector variant (both operands' fastest axes of unit stride, the device has
-    /// cp.async); the runtime still checks alignment and divisibility per call.
-    bool vector = false;
+    /// The layouts allow 16-byte cp.async pieces of A (of B): the operand's fastest axis has unit stride, its
+    /// input is 16-byte aligned, the device has cp.async, and (for B) tile_n is whole pieces; the runtime still
+    /// checks alignment and divisibility per call (select_matmul_loads).
+    bool vector_a = false, vector_b = false;
+    /// CUDA cores: elements of a shared row of A that a thread reads at once: 4 (one 16-byte read of float32)
+    /// when a warp's lanes span more than 8 rows, whose 4-byte reads would meet in a bank (rows tile_k + 4
+    /// words apart), else 1.
+    int a_read = 1;
     /// The scalar variant's loads walk A along m (A's unit stride runs along m: a transposed view) and B along
     /// k (likewise), so that a warp's loads stay coalesced; else along k and n.
     bool a_m_fastest = false, b_k_fastest = false;
@@ -152,15 +162,21 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
 /// Grid (x: tiles of one batch entry, y: batch entries, at most 65,535; the kernel loops over the rest)
 /// and block. grid_x == 0: nothing to do.
 LaunchConfig matmul_launch(const PlannedMatmul& pm);
-/// Vector when the plan has it and the operands (`inputs`: element 0 of each of PlannedMatmul::inputs; the
-/// views' offsets are added here), their strides, K and N allow 16-byte pieces; else Scalar.
-Variant select_matmul_variant(const PlannedMatmul& pm, std::span<const void* const> inputs);
+/// How one call's operands reach shared memory: 16-byte cp.async pieces or element loads, per operand.
+struct MatmulLoads {
+    bool a_pieces = false, b_pieces = false;
+    bool operator==(const MatmulLoads&) const = default;
+};
+/// Pieces for each operand whose plan allows them (vector_a, vector_b) and whose pointer (`inputs`: element 0
+/// of each of PlannedMatmul::inputs; the views' offsets are added here), strides and row length (K for A, N
+/// for B) allow 16-byte pieces; else element loads.
+MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* const> inputs);
 /// Bytes of the chunk tree's workspace (0 for one chunk).
 std::size_t matmul_workspace_bytes(const PlannedMatmul& pm);
 /// Packs the parameters: `inputs` element 0 of each of PlannedMatmul::inputs (the views' offsets are added
-/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), and the variant the
-/// kernel runs (select_matmul_variant).
+/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), and the loads the
+/// kernel runs (select_matmul_loads).
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
-                        void* workspace, Variant variant, std::span<std::byte> out);
+                        void* workspace, MatmulLoads loads, std::span<std::byte> out);
 
 }  // namespace loom::codegen

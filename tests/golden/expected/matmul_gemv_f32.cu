@@ -1,0 +1,202 @@
+// ---- Loom matmul kernel mm_gemv (from "mm_gemv") ----
+// matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
+// tile 128x1x64: 128 threads as 4 x 1 warps of 32 x 1 lanes, 1 x 1 accumulators per thread, A's rows read 4 elements (16 bytes) at once
+// shared memory: 3 stages of A 128 x 68 and B 64 x 1 (A's rows padded by 16 bytes, B's narrower than a piece), 105216 bytes
+// loads: A in 16-byte cp.async pieces where the pointers allow, else element loads; B by element loads; K in chunks of 8192, partials combined in the pairwise tree through a workspace
+// epilogue: pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
+// parameters: 24 bytes
+// in0: input 0, float32, contiguous, 4 B/element
+// out0: float32
+// entry point: mm_gemv (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
+
+struct mm_gemv_ep_params {
+    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:172)
+    float* out0;                                             // output 0, contiguous
+    int n;                                                   // elements in the iteration space
+};
+static_assert(sizeof(mm_gemv_ep_params) == 24, "kernel parameter layout differs from the host's");
+
+struct mm_gemv_params {
+    const float* a;                                                      // A: [4096, 16384] float32, a view of input "a" float32 (test_matmul_golden.cpp:171)
+    const float* b;                                                      // B: [16384, 1] float32, a view of input "x" float32 (test_matmul_golden.cpp:171)
+    long long M;                                                         // M: the product's rows
+    long long N;                                                         // N: the product's columns
+    long long K;                                                         // K: the contraction's length
+    long long chunks;                                                    // ceil(K / 8192): chunks of the contraction
+    long long batches;                                                   // batch entries (the product of the batch extents)
+    long long a_s0;                                                      // A stride along axis 0 (m), elements
+    long long a_s1;                                                      // A stride along axis 1 (k), elements
+    long long b_s0;                                                      // B stride along axis 0 (k), elements
+    long long b_s1;                                                      // B stride along axis 1 (n), elements
+    void* ws;                                                            // the chunk tree's partials: levels x batches x M x N accumulators
+    long long pieces;                                                    // bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads
+    mm_gemv_ep_params ep;                                                // the epilogue's parameters
+};
+static_assert(sizeof(mm_gemv_params) == 128, "kernel parameter layout differs from the host's");
+
+__device__ __forceinline__ void mm_gemv_ep_body(const float v0, float& r0) {
+    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:172
+    r0 = v0;                                                 // output 0
+}
+
+__device__ __forceinline__ void mm_gemv_ep_element(const mm_gemv_ep_params& p, const int e, const float acc) {
+    const float v0 = acc;                                    // in0: the product, from the accumulators
+    float r0;
+    mm_gemv_ep_body(v0, r0);
+    p.out0[e] = r0;
+}
+
+extern __shared__ __align__(16) unsigned char mm_gemv_smem[];  // 105216 bytes: the stage buffers
+
+// Stage buffers `as` (A: 128 rows of 64, k fastest, pitch 68) and `bs` (B: 64 rows of 1, n fastest, pitch 1) of
+// the K step at k0, zeros outside the matrices: per operand, 16-byte cp.async pieces (its row length divides
+// into pieces) or element loads through any strides (transposed, sliced, broadcast views), consecutive
+// threads walking its unit-stride axis.
+__device__ __forceinline__ void mm_gemv_load_a_pieces(const mm_gemv_params& p, const float* A, float* as,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)n0;
+    for (int q = threadIdx.x; q < 2048; q += 128) {                      // 2048 pieces of 4 elements
+        const int row = q / 16, col = q % 16 * 4;
+        const long long m = m0 + row, k = k0 + col;
+        const bool in = m < p.M && k < p.K;
+        lm::cp_async16(as + row * 68 + col, in ? A + m * p.a_s0 + k : A, in ? 16 : 0);
+    }
+}
+
+__device__ __forceinline__ void mm_gemv_load_a_elements(const mm_gemv_params& p, const float* A, float* as,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)n0;
+    for (int q = threadIdx.x; q < 8192; q += 128) {                      // along k
+        const int row = q / 64, col = q % 64;
+        const long long m = m0 + row, k = k0 + col;
+        as[row * 68 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : (float)0;
+    }
+}
+
+__device__ __forceinline__ void mm_gemv_load_b_elements(const mm_gemv_params& p, const float* B, float* bs,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)m0;
+    for (int q = threadIdx.x; q < 64; q += 128) {                        // along k (B's unit stride)
+        const int row = q % 64, col = q / 64;
+        const long long k = k0 + row, n = n0 + col;
+        bs[row * 1 + col] = k < p.K && n < p.N ? B[k * p.b_s0 + n * p.b_s1] : (float)0;
+    }
+}
+
+// The loads the runtime chose for this call's operands (p.pieces, the same for every block).
+__device__ __forceinline__ void mm_gemv_load(const mm_gemv_params& p, const float* A, const float* B, float* as, float* bs,
+                                       long long batch, long long m0, long long n0, long long k0) {
+    if (p.pieces & 1) mm_gemv_load_a_pieces(p, A, as, batch, m0, n0, k0);
+    else mm_gemv_load_a_elements(p, A, as, batch, m0, n0, k0);
+    mm_gemv_load_b_elements(p, B, bs, batch, m0, n0, k0);
+}
+
+extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant__ mm_gemv_params p) {
+    float* as_all = reinterpret_cast<float*>(mm_gemv_smem);              // 3 stages of A, then 3 of B
+    float* bs_all = as_all + 26112;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int row0 = warp / 1 * 32 + lane / 1;                           // this thread's first row in the tile (then every 32)
+    const int col0 = warp % 1 * 1 + lane % 1;                            // this thread's first column (then every 1)
+    const long long tiles_n = (p.N + 0) / 1;
+    const long long m0 = (long long)(blockIdx.x / tiles_n) * 128;        // the block's tile
+    const long long n0 = (long long)(blockIdx.x % tiles_n) * 1;
+    for (long long batch = blockIdx.y; batch < p.batches; batch += gridDim.y) {
+        const float* A = p.a;                                            // one matrix: no batch axes
+        const float* B = p.b;
+        float c[1][1];                                                   // the accumulators
+        #pragma unroll
+        for (int i = 0; i < 1; ++i)
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) c[i][j] = 0;                     // K = 0: the empty sum, +0
+        for (long long chunk = 0; chunk < p.chunks; ++chunk) {           // chunks of 8192 along K (docs/semantics.md, section 12)
+            const long long k0 = chunk * 8192, kend = min(p.K, k0 + 8192);
+            #pragma unroll
+            for (int i = 0; i < 1; ++i)
+                #pragma unroll
+                for (int j = 0; j < 1; ++j) c[i][j] = 0;                 // each chunk from +0
+            const int steps = (int)((kend - k0 + 63) / 64);              // K steps of 64
+            for (int s = 0; s < 2; ++s) {                                // the pipeline's first 2 K steps in flight
+                if (s < steps) mm_gemv_load(p, A, B, as_all + s * 8704, bs_all + s * 64, batch, m0, n0, k0 + (long long)(s) * 64);
+                lm::cp_async_commit();                                   // a group per step, empty or not, so the waits count steps
+            }
+            for (int t = 0; t < steps; ++t) {
+                lm::cp_async_wait<1>();                                  // step t's copies have landed
+                __syncthreads();                                         // ... for every thread, and step t - 1's buffers are free
+                if (t + 2 < steps) {                                     // refill the buffers of step t - 1 with step t + 2
+                    mm_gemv_load(p, A, B, as_all + ((t + 2) % 3) * 8704, bs_all + ((t + 2) % 3) * 64, batch, m0, n0, k0 + (long long)(t + 2) * 64);
+                }
+                lm::cp_async_commit();
+                const float* as = as_all + (t % 3) * 8704;
+                const float* bs = bs_all + (t % 3) * 64;
+                const long long kn = min((long long)64, kend - (k0 + (long long)t * 64)); // the k of this step that exist
+                if (kn == 64) {
+                    #pragma unroll
+                    for (int k4 = 0; k4 < 64; k4 += 4) {                 // ascending k
+                        lm::vec<float, 4> a4[1];
+                        #pragma unroll
+                        for (int i = 0; i < 1; ++i) a4[i] = lm::load_vec<float, 4>(as + (row0 + 32 * i) * 68 + k4); // 4 k of a row in one 16-byte read: a warp's 32 rows meet in no bank
+                        #pragma unroll
+                        for (int q = 0; q < 4; ++q) {
+                            const int kk = k4 + q;
+                            float fa[1], fb[1];
+                            #pragma unroll
+                            for (int i = 0; i < 1; ++i) fa[i] = a4[i].v[q]; // k + q of the row's 16-byte read
+                            #pragma unroll
+                            for (int j = 0; j < 1; ++j) fb[j] = (float)lm::to_reg(bs[kk * 1 + col0 + 1 * j]); // consecutive words across the lanes
+                            #pragma unroll
+                            for (int i = 0; i < 1; ++i)
+                                #pragma unroll
+                                for (int j = 0; j < 1; ++j) c[i][j] = __fmaf_rn(fa[i], fb[j], c[i][j]); // acc = fma(a[i, k], b[k, j], acc): one rounding
+                        }
+                    }
+                } else {
+                    for (int kk = 0; kk < (int)kn; ++kk) {               // the last, partial step: no padding term enters a sum
+                        float fa[1], fb[1];
+                        #pragma unroll
+                        for (int i = 0; i < 1; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 32 * i) * 68 + kk]); // 4-byte reads (the last, partial step only)
+                        #pragma unroll
+                        for (int j = 0; j < 1; ++j) fb[j] = (float)lm::to_reg(bs[kk * 1 + col0 + 1 * j]); // consecutive words across the lanes
+                        #pragma unroll
+                        for (int i = 0; i < 1; ++i)
+                            #pragma unroll
+                            for (int j = 0; j < 1; ++j) c[i][j] = __fmaf_rn(fa[i], fb[j], c[i][j]); // acc = fma(a[i, k], b[k, j], acc): one rounding
+                    }
+                }
+            }
+            lm::cp_async_wait<0>();
+            __syncthreads();                                             // every buffer read before the next copies
+            // The chunk's partial onto the pairwise tree of each output (section 12, step 3): the stack holds the
+            // binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.
+            const bool last = chunk + 1 == p.chunks;
+            const int merges = last ? __popcll(chunk) : __ffsll(~chunk) - 1; // the last partial closes the whole stack
+            const int depth = __popcll(chunk);                           // partials on the stack before this one
+            const long long plane = p.batches * p.M * p.N;
+            float* ws = static_cast<float*>(p.ws);
+            #pragma unroll
+            for (int i = 0; i < 1; ++i)
+                #pragma unroll
+                for (int j = 0; j < 1; ++j) {
+                    const long long m = m0 + row0 + 32 * i, n = n0 + col0 + 1 * j;
+                    if (m >= p.M || n >= p.N) continue;
+                    const long long e = (batch * p.M + m) * p.N + n;
+                    float v = c[i][j];
+                    int top = depth;
+                    for (int k = 0; k < merges; ++k) { --top; v = __fadd_rn(ws[top * plane + e], v); }
+                    if (!last) ws[top * plane + e] = v;                  // pushed: a subtree of the tree
+                    c[i][j] = v;
+                }
+        }
+        // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
+        #pragma unroll
+        for (int i = 0; i < 1; ++i) {
+            const long long m = m0 + row0 + 32 * i;
+            if (m >= p.M) continue;
+            #pragma unroll
+            for (int j = 0; j < 1; ++j) {
+                const long long n = n0 + col0 + 1 * j;
+                if (n >= p.N) continue;
+                mm_gemv_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), c[i][j]); // element (batch, m, n) of the product's shape
+            }
+        }
+    }
+}
