@@ -144,16 +144,25 @@ template <class T> __device__ __forceinline__ T round_even(T a) { return a; }
 // Float math. Double: the CUDA double functions. Float: the CUDA float functions, or with
 // LOOM_PRECISE_MATH the double function rounded once (the reference's ew::libm1).
 //
-// Every argument passes through opaque(): an empty asm the compiler cannot see through, so it never evaluates
-// a function at compile time. Where it knows the argument (a constant, or a bool cast to float: 0 or 1) it
-// would fold the function's steps, and its folding of the approximate hardware instructions inside them
-// (ex2.approx, lg2.approx, rcp.approx) differs from the hardware by an ulp: tanhf(1.0f) folded is
-// 0.76159412 where the GPU computes 0.76159418. The same value then had other bits in a fused kernel, where
-// the compiler sees the cast, than in a kernel that reads it from memory. With the barrier a function gives
-// the hardware's bits for every argument, in every kernel.
+// Every argument passes through opaque(), so that no compiler evaluates a function at compile time. Where a
+// compiler knows the argument (a constant, or a bool cast to float: 0 or 1) it would fold the function's
+// steps, and its folding of the approximate hardware instructions inside them (ex2.approx, lg2.approx,
+// rcp.approx) differs from the hardware by an ulp: tanhf(1.0f) folded is 0.76159412 where the GPU computes
+// 0.76159418. The same value then had other bits in a fused kernel, where the compiler sees the cast, than in
+// a kernel that reads it from memory. An empty asm hides the value from NVVM but not from ptxas, which sees
+// the constant move before it and folds as well; so the argument's bits are ORed with a zero no compiler can
+// know: the SM's index shifted right by 31 (SM indices are small). One S2R per thread, one LOP3 per call;
+// with it a function gives the hardware's bits for every argument, in every kernel.
 
-__device__ __forceinline__ float opaque(float x) { asm("" : "+f"(x)); return x; }
-__device__ __forceinline__ double opaque(double x) { asm("" : "+d"(x)); return x; }
+__device__ __forceinline__ unsigned runtime_zero() {
+    unsigned sm;
+    asm("mov.u32 %0, %%smid;" : "=r"(sm));
+    return sm >> 31;
+}
+__device__ __forceinline__ float opaque(float x) { return __uint_as_float(__float_as_uint(x) | runtime_zero()); }
+__device__ __forceinline__ double opaque(double x) {
+    return __longlong_as_double(__double_as_longlong(x) | (long long)runtime_zero());
+}
 
 #ifdef LOOM_PRECISE_MATH
 #define LM_F1(name, ff, df) \
