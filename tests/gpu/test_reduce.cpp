@@ -88,6 +88,27 @@ TEST_CASE("reduce: transposed, sliced, broadcast and misaligned inputs") {
     run_checked({sum(b, 0), sum(b, 1), max(b, 0)});
 }
 
+TEST_CASE("reduce: rows ending inside a run of 4 over stride-0 operands, with element outputs, every float dtype") {
+    // A stride-0 operand is read once per position and the value is the same at every position: NVVM once
+    // dropped position 1's value of such a run when the row ended at position 2 (a bfloat16 row of 2 reduced
+    // max(x, 0), and (x - min) / (max - min) gave 0 where the reference has 0 / 0 = NaN). Every tail length
+    // (1 to 3 past a run), constant rows (NaN expected) and rows broadcast from one vector.
+    for (DType d : {float32, float64, float16, bfloat16}) {
+        CAPTURE(name(d));
+        for (std::int64_t L : {1, 2, 3, 5, 6, 7, 9, 1001}) {
+            CAPTURE(L);
+            const Array c = broadcast_to(Array(rand({1}, d, 90 + L)), {3, L});              // every stride 0
+            const Array v = broadcast_to(Array(rand({L}, d, 91 + L)), {5, L});              // rows stride 0
+            const Array t = Array(rand({1}, d, 92 + L).as_strided({4, L}, {0, 0}, 0));       // a stride-0 tensor
+            for (const Array& x : {c, v, t}) {
+                const Array lo = min(x, 1, true), hi = max(x, -1, true);
+                run_checked({(x - lo) / (hi - lo), max(x, 1), min(x, 1), sum(x, 1)});
+                run_checked({softmax(x), x * 2.0});
+            }
+        }
+    }
+}
+
 TEST_CASE("reduce: the vector and scalar variants and every schedule give the same bits") {
     // The same row sums through a contiguous (vector) and a misaligned (scalar) view of the same values.
     Tensor big = rand({65, 8193 * 4 + 4}, float32, 21);

@@ -31,6 +31,15 @@ void line(std::string& s, int indent, std::string_view code, std::string_view co
     detail::write_line(s, indent, code, comment, 72);
 }
 
+// The guard of a run's position j past the row's end (a run of 4 that the row ends inside). It skips the
+// position with `continue`, not `break`: the two mean the same here (the positions past the end are the
+// last ones), but with `break` NVVM (CUDA 13.0, -O3) merged the exits of the unrolled load loop wrongly when
+// the loaded value was the same for every position (a stride-0 operand read once, hoisted): position 1's
+// value was set only on the path where position 2 was in the row too, so a row of 2 reduced an undefined
+// register (max(x, 0) of a bfloat16 row of 2 where each element was x). Each `continue` keeps its position's
+// value under its own test.
+std::string row_end_guard(const std::string& r0) { return fmt::format("if ({} + j >= p.len) continue;", r0); }
+
 bool sumlike(Op op) { return op == Op::Sum || op == Op::Prod || op == Op::Mean; }
 bool is_arg(Op op) { return op == Op::ArgMin || op == Op::ArgMax; }
 
@@ -485,7 +494,7 @@ struct ReduceEmitter {
             auto accumulate = [&](std::string& t, int ind, const std::string& r0, const std::function<std::string(std::size_t)>& val, bool guard) {
                 line(t, ind, "#pragma unroll");
                 line(t, ind, "for (int j = 0; j < 4; ++j) {");
-                if (guard) line(t, ind + 4, fmt::format("if ({} + j >= p.len) break;", r0));
+                if (guard) line(t, ind + 4, row_end_guard(r0));
                 body_call(t, ind + 4, val);
                 for (std::size_t jj : ops)
                     line(t, ind + 4, fmt::format("acc{}[K] = {};", jj,
@@ -626,7 +635,7 @@ struct ReduceEmitter {
                 } else {
                     line(t, ind, "#pragma unroll");
                     line(t, ind, "for (int j = 0; j < 4; ++j) {");
-                    line(t, ind + 4, fmt::format("if ({} + j >= p.len) break;", r0));
+                    line(t, ind + 4, row_end_guard(r0));
                     body_call(t, ind + 4, val);
                     for (int e = 0; e < plan.element_outputs; ++e) {
                         const std::size_t oi = nred + static_cast<std::size_t>(e);
@@ -706,7 +715,7 @@ struct ReduceEmitter {
         } else {
             line(s, ind, "#pragma unroll");
             line(s, ind, "for (int j = 0; j < 4; ++j) {");
-            line(s, ind + 4, fmt::format("if ({} + j >= p.len) break;", r0));
+            line(s, ind + 4, row_end_guard(r0));
             std::vector<std::string> a{"pe", index_args("o", fmt::format("({} + j)", r0))};
             for (std::size_t k : sites) {
                 const std::string t = target(k, false);

@@ -204,7 +204,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-            if (r0 + j >= p.len) break;
+            if (r0 + j >= p.len) continue;
             f1_softmax_el_load(pe, (int)o, (int)(r0 + j), c0[q][j]);
         }
     }
@@ -219,7 +219,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
                 if (r0 < p.len) {
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
-                        if (r0 + j >= p.len) break;
+                        if (r0 + j >= p.len) continue;
                         float y0; float y1; float y2; 
                         f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
                         acc0[K] = lm::maximum(acc0[K], y0);
@@ -260,7 +260,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
                 if (r0 < p.len) {
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
-                        if (r0 + j >= p.len) break;
+                        if (r0 + j >= p.len) continue;
                         float y0; float y1; float y2; 
                         f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
                         acc1[K] = lm::add(acc1[K], y1);
@@ -297,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_cons
         if (r0 < p.len) {
             #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                if (r0 + j >= p.len) break;
+                if (r0 + j >= p.len) continue;
                 float y0; float y1; float y2; 
                 f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
                 pe.out2[o * p.len + r0 + j] = y2;

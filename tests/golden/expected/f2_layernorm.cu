@@ -225,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
         const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-            if (r0 + j >= p.len) break;
+            if (r0 + j >= p.len) continue;
             f2_layernorm_el_load(pe, (int)o, (int)(r0 + j), c0[q][j], c3[q][j], c4[q][j]);
         }
     }
@@ -240,7 +240,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
                 if (r0 < p.len) {
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
-                        if (r0 + j >= p.len) break;
+                        if (r0 + j >= p.len) continue;
                         float y0; float y1; float y2; 
                         f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                         acc0[K] = lm::add(acc0[K], y0);
@@ -281,7 +281,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
                 if (r0 < p.len) {
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
-                        if (r0 + j >= p.len) break;
+                        if (r0 + j >= p.len) continue;
                         float y0; float y1; float y2; 
                         f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                         acc1[K] = lm::add(acc1[K], y1);
@@ -318,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_co
         if (r0 < p.len) {
             #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                if (r0 + j >= p.len) break;
+                if (r0 + j >= p.len) continue;
                 float y0; float y1; float y2; 
                 f2_layernorm_el_body(pe, c0[q][j], rv0, rv1, c3[q][j], c4[q][j], y0, y1, y2);
                 pe.out2[o * p.len + r0 + j] = y2;

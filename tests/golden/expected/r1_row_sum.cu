@@ -171,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_s(const __grid_cons
                 const long long r0 = (c_begin) * 8192 + m * 1024 + 4 * w;
                 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
-                    if (r0 + j >= p.len) break;
+                    if (r0 + j >= p.len) continue;
                     r1_row_sum_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, nx0[m][j]);
                 }
             }
@@ -186,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_s(const __grid_cons
                     const long long r0 = (c + 1) * 8192 + m * 1024 + 4 * w;
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
-                        if (r0 + j >= p.len) break;
+                        if (r0 + j >= p.len) continue;
                         r1_row_sum_el_load(pe, (int)(o * p.len + (r0 + j)), (int)0, nx0[m][j]);
                     }
                 }
@@ -198,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_s(const __grid_cons
                 if (r0 < p.len) {
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
-                        if (r0 + j >= p.len) break;
+                        if (r0 + j >= p.len) continue;
                         float y0; 
                         r1_row_sum_el_body(cu0[m][j], y0);
                         acc0[K] = lm::add(acc0[K], y0);
