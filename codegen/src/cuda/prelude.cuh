@@ -149,19 +149,20 @@ template <class T> __device__ __forceinline__ T round_even(T a) { return a; }
 // steps, and its folding of the approximate hardware instructions inside them (ex2.approx, lg2.approx,
 // rcp.approx) differs from the hardware by an ulp: tanhf(1.0f) folded is 0.76159412 where the GPU computes
 // 0.76159418. The same value then had other bits in a fused kernel, where the compiler sees the cast, than in
-// a kernel that reads it from memory. An empty asm hides the value from NVVM but not from ptxas, which sees
-// the constant move before it and folds as well; so the argument's bits are ORed with a zero no compiler can
-// know: the SM's index shifted right by 31 (SM indices are small). One S2R per thread, one LOP3 per call;
-// with it a function gives the hardware's bits for every argument, in every kernel.
+// a kernel that reads it from memory. The barrier is one asm statement, a black box to NVVM, whose PTX ORs
+// the argument's bits with a zero ptxas cannot know either: the SM's index shifted right by 31 (SM indices
+// are small). An empty asm hid the value from NVVM only: ptxas saw the constant move before it and folded.
+// The OR is inside the asm because, written in C++, it let NVVM see the argument's bits again (a bool cast
+// to float gave wrong values of expm1 in a fused kernel).
 
-__device__ __forceinline__ unsigned runtime_zero() {
-    unsigned sm;
-    asm("mov.u32 %0, %%smid;" : "=r"(sm));
-    return sm >> 31;
+__device__ __forceinline__ float opaque(float x) {
+    asm("{\n\t.reg .u32 sm;\n\tmov.u32 sm, %%smid;\n\tshr.u32 sm, sm, 31;\n\tor.b32 %0, %0, sm;\n\t}" : "+f"(x));
+    return x;
 }
-__device__ __forceinline__ float opaque(float x) { return __uint_as_float(__float_as_uint(x) | runtime_zero()); }
 __device__ __forceinline__ double opaque(double x) {
-    return __longlong_as_double(__double_as_longlong(x) | (long long)runtime_zero());
+    asm("{\n\t.reg .u32 sm;\n\t.reg .u64 z;\n\tmov.u32 sm, %%smid;\n\tshr.u32 sm, sm, 31;\n\tcvt.u64.u32 z, sm;\n\t"
+        "or.b64 %0, %0, z;\n\t}" : "+d"(x));
+    return x;
 }
 
 #ifdef LOOM_PRECISE_MATH
