@@ -144,26 +144,20 @@ template <class T> __device__ __forceinline__ T round_even(T a) { return a; }
 // Float math. Double: the CUDA double functions. Float: the CUDA float functions, or with
 // LOOM_PRECISE_MATH the double function rounded once (the reference's ew::libm1).
 //
-// Every argument passes through opaque(), so that no compiler evaluates a function at compile time. Where a
-// compiler knows the argument (a constant, or a bool cast to float: 0 or 1) it would fold the function's
-// steps, and its folding of the approximate hardware instructions inside them (ex2.approx, lg2.approx,
-// rcp.approx) differs from the hardware by an ulp: tanhf(1.0f) folded is 0.76159412 where the GPU computes
-// 0.76159418. The same value then had other bits in a fused kernel, where the compiler sees the cast, than in
-// a kernel that reads it from memory. The barrier is one asm statement, a black box to NVVM, whose PTX ORs
-// the argument's bits with a zero ptxas cannot know either: the SM's index shifted right by 31 (SM indices
-// are small). An empty asm hid the value from NVVM only: ptxas saw the constant move before it and folded.
-// The OR is inside the asm because, written in C++, it let NVVM see the argument's bits again (a bool cast
-// to float gave wrong values of expm1 in a fused kernel).
+// Every argument passes through opaque(): an empty asm the compiler cannot see through, so it never evaluates
+// a function at compile time. Where it knows the argument (a constant, or a bool cast to float: 0 or 1) it
+// would fold the function's steps, and its folding of the approximate hardware instructions inside them
+// (ex2.approx, lg2.approx, rcp.approx) differs from the hardware by an ulp: tanhf(1.0f) folded is
+// 0.76159412 where the GPU computes 0.76159418. The same value then had other bits in a fused kernel, where
+// the compiler sees the cast, than in a kernel that reads it from memory. The barrier hides the value from
+// NVVM, not from ptxas: where the argument is a constant outright (x <= x of an integer, cast to float),
+// ptxas sees the constant move before the empty asm and folds tanhf(1.0f) all the same (an open find,
+// docs/gpu-status.md). A barrier with a real instruction (OR with %smid >> 31) fixed that in a kernel of its
+// own, but in Loom's fused kernels gave wrong values of expm1 for a bool cast to float, unexplained; so it is
+// not used.
 
-__device__ __forceinline__ float opaque(float x) {
-    asm("{\n\t.reg .u32 sm;\n\tmov.u32 sm, %%smid;\n\tshr.u32 sm, sm, 31;\n\tor.b32 %0, %0, sm;\n\t}" : "+f"(x));
-    return x;
-}
-__device__ __forceinline__ double opaque(double x) {
-    asm("{\n\t.reg .u32 sm;\n\t.reg .u64 z;\n\tmov.u32 sm, %%smid;\n\tshr.u32 sm, sm, 31;\n\tcvt.u64.u32 z, sm;\n\t"
-        "or.b64 %0, %0, z;\n\t}" : "+d"(x));
-    return x;
-}
+__device__ __forceinline__ float opaque(float x) { asm("" : "+f"(x)); return x; }
+__device__ __forceinline__ double opaque(double x) { asm("" : "+d"(x)); return x; }
 
 #ifdef LOOM_PRECISE_MATH
 #define LM_F1(name, ff, df) \
