@@ -58,7 +58,7 @@ for f in "$bundle"/bin/*; do
     fi
 done
 
-cp scripts/device_run.sh "$bundle/"
+cp scripts/device_run.sh scripts/plot_performance.py "$bundle/"
 peers="$root/../shared/bench/peer_baselines.py"
 if [[ -f $peers ]]; then cp "$peers" "$bundle/"; else echo "device_bundle: $peers not found" >&2; fi
 if [[ -d tests/golden/expected ]]; then

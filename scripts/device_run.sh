@@ -305,11 +305,36 @@ if want bench && [[ -n $bench ]]; then
     : >"$OUT/peers.log"
     for i in $(seq 1 "${LOOM_BENCH_ROUNDS:-3}"); do
         check=(); [[ $i -gt 1 ]] && check=(--no-check)   # results are checked against the reference once
-        run_step "bench_$i" "$OUT/bench.log" append "$bench" "${check[@]}" --json "$OUT/bench.json" "${args[@]}"
+        run_step "bench_$i" "$OUT/bench.log" append "$bench" "${check[@]}" --json "$OUT/.bench_$i.json" "${args[@]}"
         if [[ -f $bundle/peer_baselines.py ]]; then
-            run_step "peers_$i" "$OUT/peers.log" append python3 "$bundle/peer_baselines.py" "${args[@]}"
+            run_step "peers_$i" "$OUT/peers.log" append python3 "$bundle/peer_baselines.py" --json "$OUT/.peers_$i.json" "${args[@]}"
         fi
     done
+    # Every round's records in one file (a "round" and a "source" field added; few files come back), and the
+    # picture of docs/performance.md drawn from them where matplotlib is installed.
+    python3 - "$OUT" <<'PY' || echo "device_run: could not merge the benchmark JSON"
+import glob, json, os, re, sys
+out = sys.argv[1]
+rows = []
+for path in sorted(glob.glob(os.path.join(out, ".bench_*.json")) + glob.glob(os.path.join(out, ".peers_*.json"))):
+    source, rnd = re.match(r"\.(bench|peers)_(\d+)\.json", os.path.basename(path)).groups()
+    try:
+        with open(path) as f:
+            recs = json.load(f)
+    except ValueError:
+        continue
+    for r in recs:
+        r.update(round=int(rnd), source="loom_bench" if source == "bench" else "peer_baselines.py")
+        rows.append(r)
+    os.remove(path)
+with open(os.path.join(out, "bench.json"), "w") as f:
+    json.dump(rows, f, indent=1)
+PY
+    plot=$bundle/plot_performance.py
+    [[ -f $plot ]] || plot=$root/scripts/plot_performance.py
+    if [[ -f $plot ]] && python3 -c 'import matplotlib' 2>/dev/null; then
+        python3 "$plot" --out "$OUT/performance.png" "$OUT/bench.json" || echo "device_run: plot_performance.py failed"
+    fi
 elif want bench; then
     echo "no benchmark binary in $bin: benchmark skipped"
 fi
