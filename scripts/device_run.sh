@@ -310,29 +310,17 @@ if want bench && [[ -n $bench ]]; then
             run_step "peers_$i" "$OUT/peers.log" append python3 "$bundle/peer_baselines.py" --json "$OUT/.peers_$i.json" "${args[@]}"
         fi
     done
-    # Every round's records in one file (a "round" and a "source" field added; few files come back), and the
-    # picture of docs/performance.md drawn from them where matplotlib is installed.
-    python3 - "$OUT" <<'PY' || echo "device_run: could not merge the benchmark JSON"
-import glob, json, os, re, sys
-out = sys.argv[1]
-rows = []
-for path in sorted(glob.glob(os.path.join(out, ".bench_*.json")) + glob.glob(os.path.join(out, ".peers_*.json"))):
-    source, rnd = re.match(r"\.(bench|peers)_(\d+)\.json", os.path.basename(path)).groups()
-    try:
-        with open(path) as f:
-            recs = json.load(f)
-    except ValueError:
-        continue
-    for r in recs:
-        r.update(round=int(rnd), source="loom_bench" if source == "bench" else "peer_baselines.py")
-        rows.append(r)
-    os.remove(path)
-with open(os.path.join(out, "bench.json"), "w") as f:
-    json.dump(rows, f, indent=1)
-PY
+    # Every round's records in one bench.json (few files come back), and the picture of docs/performance.md
+    # drawn from it where matplotlib is installed.
     plot=$bundle/plot_performance.py
     [[ -f $plot ]] || plot=$root/scripts/plot_performance.py
-    if [[ -f $plot ]] && python3 -c 'import matplotlib' 2>/dev/null; then
+    shopt -s nullglob
+    rounds=("$OUT"/.bench_*.json "$OUT"/.peers_*.json)
+    shopt -u nullglob
+    if [[ ! -f $plot ]]; then
+        echo "device_run: no plot_performance.py: the rounds' JSON stay apart"
+    elif ((${#rounds[@]})) && python3 "$plot" --merge "$OUT/bench.json" "${rounds[@]}" &&
+        python3 -c 'import matplotlib' 2>/dev/null; then
         python3 "$plot" --out "$OUT/performance.png" "$OUT/bench.json" || echo "device_run: plot_performance.py failed"
     fi
 elif want bench; then

@@ -3,18 +3,23 @@
 memory-bound workload, as a fraction of the job's COPY ceiling (device-to-device copy, GB/s).
 
 Usage: python3 scripts/plot_performance.py [--out docs/performance.png] [--title TEXT] FILE.json ...
+       python3 scripts/plot_performance.py --merge OUT.json ROUND.json ...
 
-The files are the JSON of `loom_bench --json` and `peer_baselines.py --json`, any number of rounds of each
-(scripts/device_run.sh writes bench_N.json and peers_N.json). Every record has "workload", "method" and
-either "gbs" (with "ms") or "us"; records with a "tflops" value (compute-bound products), without "gbs", or of
-P1 (host-device copies) are left out, because a fraction of COPY means nothing for them. Several rounds of one (workload, method) give their
-median. COPY is the median of the "COPY_ceiling" records of the peers' `copy_` (else any COPY_ceiling
-method). Loom's bar of a workload is its best Loom method ("loom", "loom_*"); each peer's bar is its best
-method of a family (torch.compile, jax.jit, eager, cupy, ...), as the method names say. Needs matplotlib
-(the GPU machine has it; on Debian: python3-matplotlib). Exit status 2 for bad input.
+The files are the JSON of `loom_bench --json` and `peer_baselines.py --json`, any number of rounds of each.
+--merge writes the records of round files named .bench_N.json and .peers_N.json (scripts/device_run.sh's)
+into one list, each record with its "round" and "source", removes the round files and draws nothing.
+Every record has "workload", "method" and either "gbs" (with "ms") or "us"; records with a "tflops" value
+(compute-bound products), without "gbs", or of P1 (host-device copies) are left out, because a fraction of
+COPY means nothing for them. Several rounds of one (workload, method) give their median. COPY is the median
+of the "COPY_ceiling" records of the peers' `copy_` (else any COPY_ceiling method). Loom's bar of a workload
+is its best Loom method ("loom", "loom_*"); each peer's bar is its best method of a family (torch.compile,
+jax.jit, eager, cupy, cuBLAS), as the method names say. Drawing needs matplotlib (the GPU machine has it; on
+Debian: python3-matplotlib). Exit status 2 for bad input.
 """
 import argparse
 import json
+import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -25,9 +30,8 @@ def family(method):
     m = method.lower()
     if m == "loom" or m.startswith("loom_"):
         return "Loom"
-    for prefix, name in (("torch_compile", "torch.compile"), ("torch.compile", "torch.compile"),
-                         ("jax", "jax.jit"), ("cupy", "CuPy"), ("triton", "Triton"), ("cublas", "cuBLAS"),
-                         ("eager", "PyTorch eager"), ("torch", "PyTorch eager")):
+    for prefix, name in (("torch.compile", "torch.compile"), ("jax", "jax.jit"), ("cupy", "CuPy"),
+                         ("cublas", "cuBLAS"), ("eager", "PyTorch eager"), ("torch", "PyTorch eager")):
         if m.startswith(prefix):
             return name
     return None  # baselines such as copy_ceiling or pipeline_copies_only are not bars
@@ -47,12 +51,34 @@ def load(paths):
     return rows
 
 
+def merge(out, paths):
+    """The round files' records in one file `out`, each with its round and source; the round files removed."""
+    rows = []
+    for p in sorted(paths):
+        m = re.fullmatch(r"\.(bench|peers)_(\d+)\.json", os.path.basename(p))
+        if not m:
+            sys.exit(f"plot_performance: {p} is not named .bench_N.json or .peers_N.json")
+        source = "loom_bench" if m.group(1) == "bench" else "peer_baselines.py"
+        for r in load([p]):
+            r.update(round=int(m.group(2)), source=source)
+            rows.append(r)
+    with open(out, "w") as f:
+        json.dump(rows, f, indent=1)
+    for p in paths:
+        os.remove(p)
+    print(f"plot_performance: {out}: {len(rows)} records of {len(paths)} round files")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--out", default="docs/performance.png")
     ap.add_argument("--title", default="Loom and its peers on one H200, fraction of COPY (higher is better)")
+    ap.add_argument("--merge", metavar="OUT.json", help="merge round files into OUT.json and draw nothing")
     args = ap.parse_args()
+    if args.merge:
+        return merge(args.merge, args.files)
     rows = load(args.files)
 
     samples = defaultdict(list)
