@@ -34,6 +34,21 @@ int padded_pitch(int rows, std::size_t bytes) {
     }
 }
 
+// The element size shared by a transpose's staged loads and its outputs (every output contiguous), or 0
+// when they differ (a cast on the way) or an output is a view: the vector variant needs one size.
+std::size_t uniform_element_size(const TilePlan& tp, const PointwisePlan& pw) {
+    std::size_t size = 0;
+    auto same = [&](std::size_t s) {
+        if (size == 0) size = s;
+        return size == s;
+    };
+    for (const StagedLoad& st : tp.staged)
+        if (!same(itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype))) return 0;
+    for (const OperandPlan& o : pw.outputs)
+        if (o.access != Access::Contiguous || !same(itemsize(o.dtype))) return 0;
+    return size;
+}
+
 // The shift of each dimension that makes `delta` elements under strides `coef` (largest stride first,
 // rounded to the nearest whole shift); false when the offset is not a sum of whole shifts.
 bool shifts_of(std::int64_t delta, const std::vector<std::int64_t>& coef, std::vector<std::int64_t>& shift) {
@@ -290,7 +305,10 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
                                     tp.shared_bytes(pw), device.shared_mem_per_block));
         tp.hinted = true;
     } else if (tp.kind == TileKind::Transpose) {
-        set_shape(64, 64);
+        // 1-byte elements: 128 rows, so that the vector variant's 16-element vectors fill a warp's staging
+        // reads (8 vectors of 16 along dim_a).
+        set_shape(uniform_element_size(tp, pw) == 1 ? 128 : 64, 64);
+        if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(64, 64);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 64);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 32);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) {
@@ -319,11 +337,13 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
         while (tp.tile_rows > min_rows && tp.tile_rows * tp.tile_cols / kTileBlock * words > kVectorRegisterBudget)
             set_shape(tp.tile_rows / 2, tp.tile_cols);
     }
-    if (tp.kind == TileKind::Transpose && tp.tile_rows % 32 == 0 && tp.tile_cols % 32 == 0) {
-        bool four = true;
-        for (const StagedLoad& st : tp.staged) four = four && itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype) == 4;
-        for (const OperandPlan& o : pw.outputs) four = four && o.access == Access::Contiguous && itemsize(o.dtype) == 4;
-        if (four) tp.vector_width = 4;
+    if (tp.kind == TileKind::Transpose) {
+        // The vector variant moves 16-byte vectors of V = 16 / size elements, so the staged loads and the
+        // outputs must share one element size of 4, 2 or 1 bytes, and the tile must hold whole warps of
+        // vectors in both phases: 8 vectors along dim_a per warp row when staging, 32 columns when storing.
+        const std::size_t size = uniform_element_size(tp, pw);
+        const int V = size == 4 || size == 2 || size == 1 ? static_cast<int>(16 / size) : 1;
+        if (V > 1 && tp.tile_rows % (8 * V) == 0 && tp.tile_cols % 32 == 0) tp.vector_width = V;
     }
     result.note = near;
     result.plan = std::move(tp);

@@ -21,6 +21,16 @@ codegen::TileKind tile_kind_of(const std::vector<Array>& arrays) {
     return codegen::TileKind::None;
 }
 
+// The tiled plan of the first tiled kernel of `arrays` on this device (kind None when none tiles).
+codegen::TilePlan tile_plan_of(const std::vector<Array>& arrays) {
+    const auto graph = ir::run_pipeline(pwtest::roots_of(arrays), ir::standard_passes());
+    std::vector<const ir::Node*> sources;
+    const codegen::FusionPlan plan = gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
+    for (const codegen::GpuKernel& g : plan.gpu)
+        if (g.tile.plan.active()) return g.tile.plan;
+    return {};
+}
+
 // run_checked, then the same arrays unfused: the same bits.
 Tensor run_both(const Array& a, const std::string& what) {
     INFO(what);
@@ -65,6 +75,48 @@ TEST_CASE("tiled transpose: every dtype, 1-byte and 2-byte elements packed in sh
         CHECK(tile_kind_of({t}) == codegen::TileKind::Transpose);
         run_both(t, fmt::format("transpose of [67, 45] {}", name(d)));
     }
+}
+
+TEST_CASE("tiled transpose: 16-byte vectors of 2-byte and 1-byte elements, and the scalar variant where they do not fit") {
+    // Extents that divide by the vector width (8 for 2-byte, 16 for 1-byte elements) run the vector variant;
+    // one column more, or a view one element in, runs the scalar one. Every dtype of 1 and 2 bytes, sizes
+    // around the tile (64 rows for 2-byte, 128 for 1-byte elements) and odd tiles at the edges.
+    std::uint64_t seed = 60;
+    for (DType d : kAllDTypes) {
+        const std::size_t size = itemsize(d);
+        if (size > 2) continue;
+        const std::int64_t V = static_cast<std::int64_t>(16 / size);
+        CAPTURE(name(d));
+        for (const auto& [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+                 {V, V}, {128, 64}, {256, 320}, {V * 3, V * 5}, {4096 + V, 2 * V}, {V * 7, 4096 + V}, {130, 66}, {V, V + 1}}) {
+            const Tensor x = pwtest::rand({m, n}, d, seed++);
+            const Array t = transpose(x);
+            const codegen::TilePlan tp = tile_plan_of({t});
+            CHECK(tp.kind == codegen::TileKind::Transpose);
+            CHECK(tp.vector_width == V);
+            run_both(t, fmt::format("transpose of [{}, {}] {}", m, n, name(d)));
+        }
+        const Tensor big = pwtest::rand({8 * V, 16 * V}, d, seed++);
+        run_both(transpose(big.slice({{0, kNone}, {1, 16 * V - V + 1}})), fmt::format("transpose of a view one element in, {}", name(d)));
+        run_both(permute(pwtest::rand({3, 2 * V, 4, 3 * V}, d, seed++), {0, 3, 2, 1}), fmt::format("permute (0, 3, 2, 1) {}", name(d)));
+    }
+    // Fused work on both sides of a 2-byte transpose: (x * s).T + b[j], and a 1-byte one with an integer bias.
+    const Tensor h = pwtest::rand({512, 192}, bfloat16, 70);
+    const Tensor hs = pwtest::rand({}, bfloat16, 71);
+    const Tensor hb = pwtest::rand({512}, bfloat16, 72);
+    const Array y = transpose(Array(h) * hs) + hb;
+    CHECK(tile_plan_of({y}).vector_width == 8);
+    run_both(y, "(x * s).T + b[j], bfloat16");
+    const Tensor q = pwtest::rand({384, 256}, int8, 73);
+    const Tensor qb = pwtest::rand({384}, int8, 74);
+    const Array z = transpose(Array(q)) + qb;
+    CHECK(tile_plan_of({z}).vector_width == 16);
+    run_both(z, "x.T + b[j], int8");
+    // A transpose of two inputs at once (two staged loads), float16.
+    const Tensor f1 = pwtest::rand({256, 128}, float16, 75), f2 = pwtest::rand({256, 128}, float16, 76);
+    const Array w = transpose(Array(f1)) - transpose(Array(f2));
+    CHECK(tile_plan_of({w}).staged.size() == 2);
+    run_both(w, "x.T - y.T, float16");
 }
 
 TEST_CASE("tiled permutes: any rank and permutation, and those that keep the last axis need no tile") {

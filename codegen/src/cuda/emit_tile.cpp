@@ -243,20 +243,25 @@ struct TileEmitter {
         return s;
     }
 
-    // The vector variant's loops: a warp covers 4 rows of 8 vectors of V elements. Staging (`staging`): rows
-    // along the last dimension, vectors along dim_a; else rows along dim_a, vectors along the last dimension.
+    // The vector variant's loops. Staging (`staging`): rows along the last dimension, vectors along dim_a, a
+    // warp covering 4 rows of 8 vectors (each row 8 V elements, 128 contiguous bytes). Else rows along dim_a,
+    // vectors along the last dimension, a warp covering V rows of 32 / V vectors (32 columns): its reads of a
+    // staged tile's columns then fall into distinct words of distinct banks for V = 4, 8 and 16 (4-, 2- and
+    // 1-byte elements) with rows of an odd number of words, and its stores are whole 32-byte sectors.
     void open_vector_loops(std::string& s, bool staging, std::string_view comment) const {
         const int V = tp.vector_width;
+        const int wr = staging ? 4 : V, wc = 32 / wr;  // a warp's rows and vectors per row
         const int rows = staging ? tp.tile_cols : tp.tile_rows, cols = staging ? tp.tile_rows : tp.tile_cols;
         const int row_dim = staging ? b : a;
         const char* row_base = staging ? "b0" : "a0";
         const char* col_base = staging ? "a0" : "b0";
+        const int block_rows = wr * (kTileBlock / 32);
         line(s, 4, "#pragma unroll");
-        line(s, 4, fmt::format("for (int k = 0; k < {}; ++k) {{", rows / 32), comment);
-        line(s, 8, fmt::format("const {} i{} = {} + warp * 4 + lane / 8 + 32 * k;", idx, row_dim, row_base));
+        line(s, 4, fmt::format("for (int k = 0; k < {}; ++k) {{", rows / block_rows), comment);
+        line(s, 8, fmt::format("const {} i{} = {} + warp * {} + lane / {} + {} * k;", idx, row_dim, row_base, wr, wc, block_rows));
         line(s, 8, "#pragma unroll");
-        line(s, 8, fmt::format("for (int c = 0; c < {}; ++c) {{", cols / (8 * V)));
-        line(s, 12, fmt::format("const {} v0 = {} + {} * (lane % 8 + 8 * c);", idx, col_base, V), "the vector's first element");
+        line(s, 8, fmt::format("for (int c = 0; c < {}; ++c) {{", cols / (wc * V)));
+        line(s, 12, fmt::format("const {} v0 = {} + {} * (lane % {} + {} * c);", idx, col_base, V, wc, wc), "the vector's first element");
         line(s, 12, fmt::format("if (i{} >= {} || v0 >= {}) continue;", row_dim, staging ? "ext_b" : "ext_a",
                                 staging ? "ext_a" : "ext_b"),
              "outside the space (the extents divide by the vector width)");
@@ -288,7 +293,7 @@ struct TileEmitter {
         line(s, 12, "}");
         close_loops(s);
         line(s, 4, "__syncthreads();", "the tile is staged");
-        const int grows = tp.tile_rows / 32, gcols = tp.tile_cols / (8 * V);
+        const int grows = tp.tile_rows / (V * (kTileBlock / 32)), gcols = tp.tile_cols / 32;
         const std::vector<std::size_t> gathered = gathered_loads();
         declare_gathered(s, gathered, fmt::format("[{}][{}][{}]", grows, gcols, V));
         open_vector_loops(s, false, "load: this thread's vectors, rows along the warps, vectors along the lanes");

@@ -7,7 +7,8 @@
 // tiled plan: transpose, tile 64 x 64 (rows along dimension 1, columns along dimension 2), 256 threads, 16 elements per thread, one block per tile
 // staged: in0 (bfloat16) read along dimension 1 into shared memory, 64 x 66 elements (rows padded to 132 bytes: no bank conflicts)
 // shared memory: 8448 bytes per block
-// entry points: tiled_permute_bf16_tile (scalar) (one block of 256 threads per tile)
+// vector variant: 16-byte vectors of 8 elements for the staged loads and the stores, when the tile's extents divide by 8 and the pointers are aligned
+// entry points: tiled_permute_bf16_tile_v8 (vector), tiled_permute_bf16_tile (scalar) (one block of 256 threads per tile)
 
 struct tiled_permute_bf16_params {
     const lm::bf16* in0;                                     // input 0 "x", strided (test_tile_golden.cpp:50)
@@ -27,6 +28,83 @@ __device__ __forceinline__ void tiled_permute_bf16_body(const float v0, const fl
     // v1 = in1: input 1 "bias" bfloat16                     // test_tile_golden.cpp:51
     const float v2 = lm::round_bf16(lm::add(v0, v1));        // add (test_tile_golden.cpp:52)
     r0 = v2;                                                 // output 0
+}
+
+extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile_v8(const __grid_constant__ tiled_permute_bf16_params p) {
+    __shared__ lm::bf16 tile0[64][66];                       // in0 staged: a row per column of the tile, padded
+    const int ext_a = p.ext1;                                // extent of dimension 1 (tile rows)
+    const int ext_b = p.ext2;                                // extent of dimension 2 (tile columns)
+    int q = (int)blockIdx.x;                                 // this block's tile
+    const int tiles_b = (ext_b + 63) / 64;
+    const int b0 = q % tiles_b * 64;                         // first column of the tile
+    q /= tiles_b;
+    const int tiles_a = (ext_a + 63) / 64;
+    const int a0 = q % tiles_a * 64;                         // first row of the tile
+    q /= tiles_a;
+    const int i0 = q;                                        // index of dimension 0 (outside the tile)
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    lm::vec<lm::bf16, 8> y0[2][1];                           // in0 as read, on its way to tile0
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) {                            // stage, 1/2: 16-byte vectors along dimension 1
+        const int i2 = b0 + warp * 4 + lane / 8 + 32 * k;
+        #pragma unroll
+        for (int c = 0; c < 1; ++c) {
+            const int v0 = a0 + 8 * (lane % 8 + 8 * c);      // the vector's first element
+            if (i2 >= ext_b || v0 >= ext_a) continue;        // outside the space (the extents divide by the vector width)
+            const int i1 = v0;
+            y0[k][c] = lm::load_vec<lm::bf16, 8>(p.in0 + (i0 * p.in0_s0 + i1 * p.in0_s1 + i2 * p.in0_s2)); // load in0 (16 bytes)
+        }
+    }
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) {                            // stage, 2/2: into shared memory
+        const int i2 = b0 + warp * 4 + lane / 8 + 32 * k;
+        #pragma unroll
+        for (int c = 0; c < 1; ++c) {
+            const int v0 = a0 + 8 * (lane % 8 + 8 * c);      // the vector's first element
+            if (i2 >= ext_b || v0 >= ext_a) continue;        // outside the space (the extents divide by the vector width)
+            #pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                tile0[i2 - b0][v0 - a0 + j] = y0[k][c].v[j];
+            }
+        }
+    }
+    __syncthreads();                                         // the tile is staged
+    float x0[1][2][8];                                       // in0 from tile0 at each of this thread's elements
+    float x1[1][2][8];                                       // in1 (row broadcast) at each of this thread's elements
+    #pragma unroll
+    for (int k = 0; k < 1; ++k) {                            // load: this thread's vectors, rows along the warps, vectors along the lanes
+        const int i1 = a0 + warp * 8 + lane / 4 + 64 * k;
+        #pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const int v0 = b0 + 8 * (lane % 4 + 4 * c);      // the vector's first element
+            if (i1 >= ext_a || v0 >= ext_b) continue;        // outside the space (the extents divide by the vector width)
+            #pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const int i2 = v0 + j;
+                x0[k][c][j] = lm::to_reg(tile0[i2 - b0][i1 - a0]); // in0 from shared memory (a column of tile0)
+                x1[k][c][j] = lm::to_reg(p.in1[i2]);         // load in1 (row broadcast)
+            }
+        }
+    }
+    #pragma unroll
+    for (int k = 0; k < 1; ++k) {                            // compute and store: 16-byte vectors along the last dimension
+        const int i1 = a0 + warp * 8 + lane / 4 + 64 * k;
+        #pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const int v0 = b0 + 8 * (lane % 4 + 4 * c);      // the vector's first element
+            if (i1 >= ext_a || v0 >= ext_b) continue;        // outside the space (the extents divide by the vector width)
+            lm::vec<lm::bf16, 8> o0;
+            #pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                float r0;
+                tiled_permute_bf16_body(x0[k][c][j], x1[k][c][j], r0);
+                o0.v[j] = lm::to_bf16(r0);
+            }
+            const int i2 = v0;
+            const int e = (i0 * p.ext1 + i1) * p.ext2 + i2;  // flat index of the vector's first element
+            lm::store_vec<lm::bf16, 8>(p.out0 + e, o0);      // store out0 (16 bytes)
+        }
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile(const __grid_constant__ tiled_permute_bf16_params p) {

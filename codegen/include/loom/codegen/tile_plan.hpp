@@ -63,9 +63,10 @@ struct TilePlan {
     std::vector<StagedLoad> staged;   // Transpose: the sites read through shared memory
     std::vector<StencilTaps> stencils;
     bool hinted = false;  // the tile shape came from Options::tile
-    /// Transposes of 4-byte elements: the vector variant reads the staged operand and writes the outputs in
-    /// 16-byte vectors of this many elements (a warp covers 4 rows of 8 vectors in both phases, which with
-    /// rows of an odd number of words keeps shared memory free of bank conflicts). 1: no vector variant.
+    /// Transposes whose staged loads and outputs share one element size of 4, 2 or 1 bytes: the vector
+    /// variant reads the staged operands and writes the outputs in 16-byte vectors of this many elements
+    /// (4, 8 or 16). A warp stages 4 rows of 8 vectors and computes V rows of 32 / V vectors, which with rows
+    /// of an odd number of words keeps shared memory free of bank conflicts. 1: no vector variant.
     int vector_width = 1;
 
     bool active() const { return kind != TileKind::None; }
