@@ -144,20 +144,26 @@ template <class T> __device__ __forceinline__ T round_even(T a) { return a; }
 // Float math. Double: the CUDA double functions. Float: the CUDA float functions, or with
 // LOOM_PRECISE_MATH the double function rounded once (the reference's ew::libm1).
 //
-// Every argument passes through opaque(): an empty asm the compiler cannot see through, so it never evaluates
-// a function at compile time. Where it knows the argument (a constant, or a bool cast to float: 0 or 1) it
-// would fold the function's steps, and its folding of the approximate hardware instructions inside them
+// Every argument passes through opaque(), a barrier no compiler sees through, so none evaluates a function at
+// compile time. Where a compiler knows the argument (a constant, or a bool cast to float: 0 or 1) it would
+// fold the function's steps, and its folding of the approximate hardware instructions inside them
 // (ex2.approx, lg2.approx, rcp.approx) differs from the hardware by an ulp: tanhf(1.0f) folded is
 // 0.76159412 where the GPU computes 0.76159418. The same value then had other bits in a fused kernel, where
-// the compiler sees the cast, than in a kernel that reads it from memory. The barrier hides the value from
-// NVVM, not from ptxas: where the argument is a constant outright (x <= x of an integer, cast to float),
-// ptxas sees the constant move before the empty asm and folds tanhf(1.0f) all the same (an open find,
-// docs/gpu-status.md). A barrier with a real instruction (OR with %smid >> 31) fixed that in a kernel of its
-// own, but in Loom's fused kernels gave wrong values of expm1 for a bool cast to float, unexplained; so it is
-// not used.
+// the compiler sees the cast, than in a kernel that reads it from memory. The barrier is one asm statement,
+// a black box to NVVM, whose PTX ORs the argument's bits with a zero ptxas cannot know either: the SM's
+// index shifted right by 31 (SM indices are small). An empty asm hid the value from NVVM only: where the
+// argument is a constant outright (x <= x of an integer, cast to float), ptxas saw the constant move before
+// it and folded tanhf(1.0f) all the same. One S2R per thread and one LOP3 per call.
 
-__device__ __forceinline__ float opaque(float x) { asm("" : "+f"(x)); return x; }
-__device__ __forceinline__ double opaque(double x) { asm("" : "+d"(x)); return x; }
+__device__ __forceinline__ float opaque(float x) {
+    asm("{\n\t.reg .u32 sm;\n\tmov.u32 sm, %%smid;\n\tshr.u32 sm, sm, 31;\n\tor.b32 %0, %0, sm;\n\t}" : "+f"(x));
+    return x;
+}
+__device__ __forceinline__ double opaque(double x) {
+    asm("{\n\t.reg .u32 sm;\n\t.reg .u64 z;\n\tmov.u32 sm, %%smid;\n\tshr.u32 sm, sm, 31;\n\tcvt.u64.u32 z, sm;\n\t"
+        "or.b64 %0, %0, z;\n\t}" : "+d"(x));
+    return x;
+}
 
 #ifdef LOOM_PRECISE_MATH
 #define LM_F1(name, ff, df) \
@@ -377,6 +383,13 @@ __device__ __forceinline__ double exact_double(long long x) { return int64_to_do
 // (int8 -> float16 -> bool; found by the differential fuzzer).
 __device__ __forceinline__ double exact_double(signed char x) { int v = x; asm("" : "+r"(v)); return (double)v; }
 __device__ __forceinline__ double exact_double(unsigned char x) { unsigned v = x; asm("" : "+r"(v)); return (double)v; }
+// A bool widens the same way and converts as an integer. Left to itself the compiler makes (double)b a select
+// of two double constants, and ptxas (CUDA 13.0, sm_90) merged those selects of different lanes: in a vector
+// of four bool lanes cast to float32, lane 3 took lane 0's value (its FSEL pair's F2F.F32.F64 was dropped for
+// lane 0's). Found by the GPU test of known arguments once the math barrier read %smid; reproduced in a kernel
+// of its own, 130,937 of 2^20 elements wrong.
+__device__ __forceinline__ int widened(bool x) { int v = x; asm("" : "+r"(v)); return v; }
+__device__ __forceinline__ double exact_double(bool x) { return (double)widened(x); }
 
 /// cast<To>(x): To is the target's storage tag (bool, signed char, unsigned char, int, long long, f16, bf16,
 /// float, double); the result is the target's register value.
@@ -393,12 +406,14 @@ LM_INT_TYPES(LM_DEF)
 #undef LM_DEF
 template <> struct caster<double> {
     template <class S> __device__ __forceinline__ static double run(S x) { return (double)x; }
+    __device__ __forceinline__ static double run(bool x) { return exact_double(x); }
     __device__ __forceinline__ static double run(signed char x) { return exact_double(x); }
     __device__ __forceinline__ static double run(unsigned char x) { return exact_double(x); }
     __device__ __forceinline__ static double run(long long x) { return __ll2double_rn(x); }
 };
 template <> struct caster<float> {
     template <class S> __device__ __forceinline__ static float run(S x) { return __double2float_rn(exact_double(x)); }
+    __device__ __forceinline__ static float run(bool x) { return (float)widened(x); }  // 0 or 1: exact
     __device__ __forceinline__ static float run(float x) { return x; }
 };
 template <> struct caster<f16> {
