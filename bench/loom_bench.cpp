@@ -560,6 +560,23 @@ int main(int argc, char** argv) {
             report("S1_stencil5", "loom", median_ms([&] { assign(out, s1); }, opt.reps), 8.0 * M * M);
         });
     }
+    // T1 at 2-byte and 1-byte elements (Loom only; no peer row in WORKLOADS.md): the vector variant's 16-byte
+    // accesses of 8 bfloat16 or 16 int8 elements.
+    for (const auto& [id, dt] : {std::pair<const char*, DType>{"T1H_transpose_bf16", bfloat16}, {"T1B_transpose_int8", int8}}) {
+        if (!opt.wants(id)) continue;
+        guarded(id, [&, id = std::string(id), dt = dt] {
+            const std::int64_t M = 16384;
+            Tensor x = random_normal({M, M}, dt == int8 ? float32 : dt, 19, dev);
+            if (dt == int8) x = (x * 40.0).astype(int8);  // spread over the int8 range
+            Tensor out = Tensor::empty({M, M}, dt, dev);
+            Array t = transpose(x);
+            testing::poison(out);
+            assign(out, t);
+            const std::string short_id = id.substr(0, id.find('_'));
+            check({t}, {out}, short_id.c_str());
+            report(id, "loom", median_ms([&] { assign(out, t); }, opt.reps), 2.0 * static_cast<double>(itemsize(dt)) * M * M);
+        });
+    }
     if (opt.wants("T2_permute_bf16")) guarded("T2_permute_bf16", [&] {
         Tensor xt = random_normal({32, 2048, 16, 128}, bfloat16, 17, dev);
         Tensor out = Tensor::empty({32, 16, 2048, 128}, bfloat16, dev);

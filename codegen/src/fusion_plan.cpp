@@ -138,7 +138,7 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
                                   : plan_pointwise(k.outputs, ls, device);
             g.numel = k.outputs[0]->numel();
             g.has_views = has_view(k.outputs);
-            g.tile = plan_tile(k.outputs, g.pointwise, device, options.tile);
+            g.tile = plan_tile(k.outputs, g.pointwise, device, options.tile, options.stencil_reuse);
             g.key = with_options(kernel_key(k.outputs, g.pointwise.plan), options);
             if (g.tile.plan.active()) g.key = with_tile(g.key, g.tile.plan);
         } else if (k.family == Family::MatMul) {

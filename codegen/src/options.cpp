@@ -63,6 +63,15 @@ const char* product_path_name(ProductPath p) {
     return "?";
 }
 
+const char* stencil_reuse_name(StencilReuse r) {
+    switch (r) {
+        case StencilReuse::Auto: return "auto";
+        case StencilReuse::L1: return "l1";
+        case StencilReuse::SharedHalo: return "shared_halo";
+    }
+    return "?";
+}
+
 std::uint64_t Options::hash() const {
     Hasher h;
     h.add(std::string_view("loom.options.v1"));
@@ -74,14 +83,15 @@ std::uint64_t Options::hash() const {
     h.add(static_cast<std::uint64_t>(tile.cols));
     h.add(static_cast<std::uint64_t>(tile.depth));
     h.add(static_cast<std::uint64_t>(product_path));
+    h.add(static_cast<std::uint64_t>(stencil_reuse));
     return h.digest();
 }
 
 std::string Options::to_string() const {
-    return fmt::format("fast_math={} line_info={} fusion={} capture={} tile={} product_path={}", fast_math ? "on" : "off",
+    return fmt::format("fast_math={} line_info={} fusion={} capture={} tile={} product_path={} stencil_reuse={}", fast_math ? "on" : "off",
                        line_info ? "on" : "off", fusion ? "on" : "off", capture_name(capture),
                        tile.empty() ? std::string("auto") : fmt::format("{}x{}x{}", tile.rows, tile.cols, tile.depth),
-                       product_path_name(product_path));
+                       product_path_name(product_path), stencil_reuse_name(stencil_reuse));
 }
 
 Options environment_options() {
@@ -99,6 +109,13 @@ Options environment_options() {
         else if (v == "cuda_cores") o.product_path = ProductPath::CudaCores;
         else if (v == "tensor_cores") o.product_path = ProductPath::TensorCores;
         else std::fprintf(stderr, "loom warning: LOOM_PRODUCT_PATH=%s is not auto, cuda_cores or tensor_cores; auto\n", t);
+    }
+    if (const char* t = std::getenv("LOOM_STENCIL_REUSE"); t && *t) {
+        const std::string_view v(t);
+        if (v == "auto") o.stencil_reuse = StencilReuse::Auto;
+        else if (v == "l1") o.stencil_reuse = StencilReuse::L1;
+        else if (v == "shared_halo") o.stencil_reuse = StencilReuse::SharedHalo;
+        else std::fprintf(stderr, "loom warning: LOOM_STENCIL_REUSE=%s is not auto, l1 or shared_halo; auto\n", t);
     }
     return o;
 }

@@ -67,6 +67,53 @@ bool shifts_of(std::int64_t delta, const std::vector<std::int64_t>& coef, std::v
     return delta == 0;
 }
 
+// The shared halo tiles of a stencil plan (StagedHalo): per stencil, the largest group of taps with the same
+// shifts along every dimension outside the tile's two, staged from the group's first tap. False when no group
+// has two taps.
+bool plan_halos(TilePlan& tp, const PointwisePlan& pw, const PointwiseBinding& b) {
+    const std::size_t R = static_cast<std::size_t>(pw.rank);
+    const std::size_t da = static_cast<std::size_t>(tp.dim_a), db = R - 1;
+    for (const StencilTaps& sc : tp.stencils) {
+        const auto& c0 = b.sites[static_cast<std::size_t>(sc.sites[0])].coefs;
+        std::vector<std::vector<std::int64_t>> shifts;
+        for (int site : sc.sites) {
+            std::vector<std::int64_t> sh;
+            shifts_of(b.sites[static_cast<std::size_t>(site)].offset - b.sites[static_cast<std::size_t>(sc.sites[0])].offset, c0, sh);
+            shifts.push_back(std::move(sh));
+        }
+        // Group the taps by their shifts outside the tile's dimensions; keep the largest group (the first on a tie).
+        std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
+        std::vector<std::vector<std::int64_t>> order;
+        for (std::size_t k = 0; k < sc.sites.size(); ++k) {
+            std::vector<std::int64_t> outer;
+            for (std::size_t d = 0; d < R; ++d)
+                if (d != da && d != db) outer.push_back(shifts[k][d]);
+            if (!groups.count(outer)) order.push_back(outer);
+            groups[outer].push_back(k);
+        }
+        const std::vector<std::size_t>* best = nullptr;
+        for (const auto& key : order)
+            if (!best || groups[key].size() > best->size()) best = &groups[key];
+        if (best->size() < 2) continue;
+        StagedHalo h;
+        const std::size_t r0 = (*best)[0];
+        h.ref = sc.sites[r0];
+        for (std::size_t k : *best) {
+            h.sites.push_back(sc.sites[k]);
+            h.shift_a.push_back(shifts[k][da] - shifts[r0][da]);
+            h.shift_b.push_back(shifts[k][db] - shifts[r0][db]);
+        }
+        h.lo_a = *std::min_element(h.shift_a.begin(), h.shift_a.end());
+        h.hi_a = *std::max_element(h.shift_a.begin(), h.shift_a.end());
+        h.lo_b = *std::min_element(h.shift_b.begin(), h.shift_b.end());
+        h.hi_b = *std::max_element(h.shift_b.begin(), h.shift_b.end());
+        h.rows = tp.tile_rows + static_cast<int>(h.hi_a - h.lo_a);
+        h.pitch = tp.tile_cols + static_cast<int>(h.hi_b - h.lo_b);  // lanes read along a row: no padding needed
+        tp.halos.push_back(std::move(h));
+    }
+    return !tp.halos.empty();
+}
+
 std::string input_name(const ir::Node& in, int number) {
     return in.label().empty() ? fmt::format("input {}", number) : fmt::format("input {} \"{}\"", number, in.label());
 }
@@ -87,6 +134,8 @@ std::size_t TilePlan::shared_bytes(const PointwisePlan& pw) const {
     for (const StagedLoad& s : staged)
         b += static_cast<std::size_t>(tile_cols) * static_cast<std::size_t>(s.pitch) *
              itemsize(pw.loads[static_cast<std::size_t>(s.site)].dtype);
+    for (const StagedHalo& h : halos)
+        b += static_cast<std::size_t>(h.rows) * static_cast<std::size_t>(h.pitch) * itemsize(pw.loads[static_cast<std::size_t>(h.ref)].dtype);
     return b;
 }
 
@@ -136,7 +185,27 @@ std::uint64_t TilePlan::hash() const {
         h.add(static_cast<std::uint64_t>(s.pitch));
     }
     h.add(static_cast<std::uint64_t>(vector_width));
+    for (const StagedHalo& sh : halos) {
+        h.add(static_cast<std::uint64_t>(sh.ref));
+        for (std::size_t k = 0; k < sh.sites.size(); ++k) {
+            h.add(static_cast<std::uint64_t>(sh.sites[k]));
+            h.add(static_cast<std::uint64_t>(sh.shift_a[k]));
+            h.add(static_cast<std::uint64_t>(sh.shift_b[k]));
+        }
+        h.add(static_cast<std::uint64_t>(sh.rows));
+        h.add(static_cast<std::uint64_t>(sh.pitch));
+    }
     return h.digest();
+}
+
+std::string TilePlan::reuse_text(const StencilTaps& sc) const {
+    std::size_t in_halo = 0;
+    for (const StagedHalo& h : halos)
+        for (int site : h.sites) in_halo += static_cast<std::size_t>(std::count(sc.sites.begin(), sc.sites.end(), site));
+    if (in_halo == 0) return "neighbours re-read from L1 within the tile";
+    if (in_halo == sc.sites.size()) return "every tap read from the shared halo tile below";
+    return fmt::format("{} taps read from the shared halo tile below, {} (shifted along an outer dimension) from L1", in_halo,
+                       sc.sites.size() - in_halo);
 }
 
 std::string TilePlan::to_string(const PointwisePlan& pw) const {
@@ -162,11 +231,18 @@ std::string TilePlan::to_string(const PointwisePlan& pw) const {
                                            sc.halo_hi[static_cast<std::size_t>(d)]));
         std::vector<std::string> sites;
         for (int k : sc.sites) sites.push_back(fmt::format("in{}", k));
-        fmt::format_to(out, "stencil: {} taps of input {} ({}); halo from the first tap: {}; neighbours re-read from L1 "
-                            "within the tile\n",
-                       sc.sites.size(), sc.input, fmt::join(sites, ", "), halo.empty() ? std::string("none") : fmt::format("{}", fmt::join(halo, ", ")));
+        fmt::format_to(out, "stencil: {} taps of input {} ({}); halo from the first tap: {}; {}\n", sc.sites.size(), sc.input,
+                       fmt::join(sites, ", "), halo.empty() ? std::string("none") : fmt::format("{}", fmt::join(halo, ", ")),
+                       reuse_text(sc));
     }
-    if (!staged.empty()) fmt::format_to(out, "shared memory: {} bytes per block\n", shared_bytes(pw));
+    for (const StagedHalo& h : halos) {
+        std::vector<std::string> sites;
+        for (int k : h.sites) sites.push_back(fmt::format("in{}", k));
+        fmt::format_to(out, "halo: {} taps ({}) read from shared memory, a tile of {} x {} elements staged from in{} (the tile "
+                            "plus shifts {}..{} along dimension {} and {}..{} along dimension {})\n",
+                       h.sites.size(), fmt::join(sites, ", "), h.rows, h.pitch, h.ref, h.lo_a, h.hi_a, dim_a, h.lo_b, h.hi_b, R - 1);
+    }
+    if (!staged.empty() || !halos.empty()) fmt::format_to(out, "shared memory: {} bytes per block\n", shared_bytes(pw));
     if (vector_width > 1)
         fmt::format_to(out, "vector variant: {}-byte vectors of {} elements for the staged loads and the stores, when the "
                             "tile's extents divide by {} and the pointers are aligned\n",
@@ -175,7 +251,11 @@ std::string TilePlan::to_string(const PointwisePlan& pw) const {
 }
 
 PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& planned, const DeviceInfo& device,
-                      const TileHint& hint) {
+                      const TileHint& hint, StencilReuse reuse) {
+    // Measured on the H200 (docs/performance.md, 2026-12-02): taps from L1 beat a shared halo tile at every
+    // tile tried, 3601 against 2991 GB/s at best on S1 and 2956 against 2048 on S2 (the halo's staging pass
+    // and barrier cost more than the L1 hits it saves), so L1 is the choice; the halo stays as an option.
+    if (reuse == StencilReuse::Auto) reuse = StencilReuse::L1;
     PlannedTile result;
     const PointwisePlan& pw = planned.plan;
     const PointwiseBinding& b = planned.binding;
@@ -305,9 +385,13 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
                                     tp.shared_bytes(pw), device.shared_mem_per_block));
         tp.hinted = true;
     } else if (tp.kind == TileKind::Transpose) {
-        // 1-byte elements: 128 rows, so that the vector variant's 16-element vectors fill a warp's staging
-        // reads (8 vectors of 16 along dim_a).
-        set_shape(uniform_element_size(tp, pw) == 1 ? 128 : 64, 64);
+        // 1- and 2-byte elements: 128 rows, so that the vector variant's 16-element vectors fill a warp's
+        // staging reads (8 vectors of 16 along dim_a). Measured on the H200 (16384^2, GB/s): int8 3100 in
+        // 128 x 32 tiles, 2883 in 128 x 64, 1377 in 64 x 64 (scalar); bfloat16 4031 in 128 x 64, 3929 in 64 x 64.
+        const std::size_t size = uniform_element_size(tp, pw);
+        if (size == 1) set_shape(128, 32);
+        else if (size == 2) set_shape(128, 64);
+        else set_shape(64, 64);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(64, 64);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 64);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 32);
@@ -337,6 +421,19 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
         while (tp.tile_rows > min_rows && tp.tile_rows * tp.tile_cols / kTileBlock * words > kVectorRegisterBudget)
             set_shape(tp.tile_rows / 2, tp.tile_cols);
     }
+    if (tp.kind == TileKind::Stencil && reuse == StencilReuse::SharedHalo) {
+        if (!plan_halos(tp, pw, b)) {
+            result.note = "no shared halo: no stencil has two taps shifted within the tile's dimensions; taps from L1";
+        } else if (tp.shared_bytes(pw) > device.shared_mem_per_block) {
+            if (tp.hinted)
+                throw Error(fmt::format("tile({}, {}) for the tiled stencil at {}: its halo tiles take {} bytes of shared memory, "
+                                        "above the {} bytes per block",
+                                        hint.rows, hint.cols, short_location(outputs[0]->loc()), tp.shared_bytes(pw),
+                                        device.shared_mem_per_block));
+            tp.halos.clear();
+            result.note = "no shared halo: it would not fit in shared memory; taps from L1";
+        }
+    }
     if (tp.kind == TileKind::Transpose) {
         // The vector variant moves 16-byte vectors of V = 16 / size elements, so the staged loads and the
         // outputs must share one element size of 4, 2 or 1 bytes, and the tile must hold whole warps of
@@ -345,7 +442,8 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
         const int V = size == 4 || size == 2 || size == 1 ? static_cast<int>(16 / size) : 1;
         if (V > 1 && tp.tile_rows % (8 * V) == 0 && tp.tile_cols % 32 == 0) tp.vector_width = V;
     }
-    result.note = near;
+    if (result.note.empty()) result.note = near;
+    else if (!near.empty()) result.note += "; " + near;
     result.plan = std::move(tp);
     return result;
 }

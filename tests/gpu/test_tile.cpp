@@ -162,11 +162,19 @@ TEST_CASE("tiled transpose: strided inputs, broadcast operands and fused element
     run_both(centred, "transpose(x - mean(x, axis 1))");
 }
 
-TEST_CASE("stencils: 5-point and 7-point Laplacians, finite differences and convolutions, bit for bit") {
+namespace {
+
+// Every stencil pattern of the tests, run fused (tiled) and unfused: the same bits, and the reference's.
+// `halo`: the options ask for shared halo tiles, and the tiled plans must have them.
+void stencil_cases(bool halo) {
+    auto expect_halo = [&](const Array& a) {
+        if (halo) CHECK(!tile_plan_of({a}).halos.empty());
+    };
     for (auto [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{3, 3}, {33, 33}, {34, 4097}, {4097, 31}, {257, 130}}) {
         const Tensor x = pwtest::rand({m, n}, float32, static_cast<std::uint64_t>(m * 7 + n));
         const Array s = five_point(Array(x));
         if (m > 3 && n > 3) CHECK(tile_kind_of({s}) == codegen::TileKind::Stencil);  // [1, 1] is one element
+        if (m > 3 && n > 3) expect_halo(s);
         run_both(s, fmt::format("5-point stencil of [{}, {}]", m, n));
     }
     const Tensor x3 = pwtest::rand({34, 33, 70}, float32, 21);
@@ -178,6 +186,7 @@ TEST_CASE("stencils: 5-point and 7-point Laplacians, finite differences and conv
         sum = sum + shift(x3, r);
     const Array s7 = sum * (1.0 / 7.0);
     CHECK(tile_kind_of({s7}) == codegen::TileKind::Stencil);
+    expect_halo(s7);
     run_both(s7, "7-point stencil of [34, 33, 70]");
     // x[1:] - x[:-1] along rows of a matrix, and a 1-D difference (rank 1: the flat walk).
     const Tensor m = pwtest::rand({40, 4097}, float32, 22);
@@ -188,6 +197,7 @@ TEST_CASE("stencils: 5-point and 7-point Laplacians, finite differences and conv
     const Tensor w0 = pwtest::rand({}, float32, 24), w1 = pwtest::rand({}, float32, 25), w2 = pwtest::rand({}, float32, 26);
     const Array conv = shift(m, {{0, kNone}, {0, -2}}) * w0 + shift(m, {{0, kNone}, {1, -1}}) * w1 + shift(m, {{0, kNone}, {2, kNone}}) * w2;
     CHECK(tile_kind_of({conv}) == codegen::TileKind::Stencil);
+    expect_halo(conv);
     run_both(conv, "3-tap convolution with run-time weights");
     Array conv2 = shift(m, {{0, -2}, {0, -2}}) * 0.0625;
     for (int di = 0; di < 3; ++di)
@@ -202,6 +212,40 @@ TEST_CASE("stencils: 5-point and 7-point Laplacians, finite differences and conv
     const Array steps = Array(m.slice({{0, kNone, 1}, {0, 2048, 1}})) + m.slice({{0, kNone, 1}, {0, 4096, 2}});
     CHECK(tile_kind_of({steps}) == codegen::TileKind::None);
     run_both(steps, "slices with different steps");
+    // Stencils over a view (every other row, from row 1), over bfloat16 and int32, and over the corner of
+    // a larger input, so that the halo's box ends inside the input.
+    const Tensor big = pwtest::rand({301, 260}, float32, 28);
+    run_both(five_point(Array(big.slice({{1, kNone, 2}}))), "5-point stencil of a view x[1::2]");
+    run_both(five_point(Array(big.slice({{5, 100}, {7, 77}}))), "5-point stencil of x[5:100, 7:77]");
+    const Tensor hb = pwtest::rand({130, 200}, bfloat16, 29);
+    run_both(five_point(Array(hb)), "5-point stencil, bfloat16");
+    const Tensor iv = pwtest::rand({70, 129}, int32, 30);
+    run_both(shift(iv, {{0, -2}, {1, -1}}) + shift(iv, {{2, kNone}, {1, -1}}) - shift(iv, {{1, -1}, {0, -2}}) * 3,
+             "integer stencil");
+}
+
+}  // namespace
+
+TEST_CASE("stencils: 5-point and 7-point Laplacians, finite differences and convolutions, bit for bit") {
+    stencil_cases(current_options().stencil_reuse == StencilReuse::SharedHalo);
+}
+
+TEST_CASE("stencils: the same patterns with their taps staged in shared halo tiles, the same bits") {
+    Options o = current_options();
+    o.stencil_reuse = StencilReuse::SharedHalo;
+    const OptionsScope scope(o);
+    stencil_cases(true);
+    // A halo tile that does not fit in shared memory is refused for a hinted tile, with the limit named.
+    // (tile 32 x 512 of float64 with a halo of 2 rows and 2 columns: 34 x 514 x 8 bytes, above 48 KiB.)
+    const Tensor d = pwtest::rand({200, 600}, float64, 31);
+    o.tile = tile(32, 512);
+    const OptionsScope hinted(o);
+    try {
+        Tensor t = five_point(Array(d));
+        FAIL("expected a loom::Error for a halo tile above the shared memory per block");
+    } catch (const loom::Error& e) {
+        CHECK(std::string(e.what()).find("shared memory") != std::string::npos);
+    }
 }
 
 TEST_CASE("stencils: a Jacobi iteration in a traced function runs one kernel per sweep, into the interior") {

@@ -32,9 +32,16 @@ struct TileEmitter {
             if (tp.staged[k].site == static_cast<int>(site)) return static_cast<int>(k);
         return -1;
     }
+    // The halo tile (index into tp.halos) and the tap number within it of a site read from one, or {-1, -1}.
+    std::pair<int, int> halo_of(std::size_t site) const {
+        for (std::size_t h = 0; h < tp.halos.size(); ++h)
+            for (std::size_t k = 0; k < tp.halos[h].sites.size(); ++k)
+                if (tp.halos[h].sites[k] == static_cast<int>(site)) return {static_cast<int>(h), static_cast<int>(k)};
+        return {-1, -1};
+    }
     bool direct(std::size_t site) const {
         const OperandPlan& o = pw.loads[site];
-        return staged_number(site) < 0 && !o.index && o.access != Access::Scalar;
+        return staged_number(site) < 0 && halo_of(site).first < 0 && !o.index && o.access != Access::Scalar;
     }
     // The flat (row-major) index of the element at i0 .. i<R-1>.
     std::string flat() const {
@@ -76,26 +83,71 @@ struct TileEmitter {
     std::vector<std::size_t> gathered_loads() const {
         std::vector<std::size_t> out;
         for (std::size_t k = 0; k < pw.loads.size(); ++k)
-            if (direct(k) || staged_number(k) >= 0) out.push_back(k);
+            if (direct(k) || staged_number(k) >= 0 || halo_of(k).first >= 0) out.push_back(k);
         return out;
     }
     // The register arrays of the gathered loads, of extents `dims` ("[2][4]").
     void declare_gathered(std::string& s, const std::vector<std::size_t>& gathered, const std::string& dims) const {
-        for (std::size_t k : gathered)
+        for (std::size_t k : gathered) {
+            std::string what;
+            if (staged_number(k) >= 0) what = fmt::format("tile{}", staged_number(k));
+            else if (halo_of(k).first >= 0) what = fmt::format("halo{}", halo_of(k).first);
+            else what = fmt::format("({})", access_name(pw.loads[k].access));
             line(s, 4, fmt::format("{} x{}{};", register_type(pw.loads[k].dtype), k, dims),
-                 staged_number(k) >= 0 ? fmt::format("in{} from tile{} at each of this thread's elements", k, staged_number(k))
-                                       : fmt::format("in{} ({}) at each of this thread's elements", k, access_name(pw.loads[k].access)));
+                 fmt::format("in{} {}{} at each of this thread's elements", k, what[0] == '(' ? "" : "from ", what));
+        }
     }
     // Reads gathered load k into its register at `at` ("[k][c]").
     void gather(std::string& s, int indent, std::size_t k, const std::string& at) const {
         const int st = staged_number(k);
-        if (st >= 0)
+        if (const auto [h, t] = halo_of(k); h >= 0) {
+            const StagedHalo& sh = tp.halos[static_cast<std::size_t>(h)];
+            const auto ti = static_cast<std::size_t>(t);
+            line(s, indent, fmt::format("x{}{} = lm::to_reg(halo{}[i{} - a0{}][i{} - b0{}]);", k, at, h, a, plus(sh.shift_a[ti] - sh.lo_a),
+                                        b, plus(sh.shift_b[ti] - sh.lo_b)),
+                 fmt::format("in{} from shared memory (tap shifted {}, {} from in{})", k, sh.shift_a[ti], sh.shift_b[ti], sh.ref));
+        } else if (st >= 0)
             line(s, indent, fmt::format("x{}{} = lm::to_reg(tile{}[i{} - b0][i{} - a0]);", k, at, st, b, a),
                  fmt::format("in{} from shared memory (a column of tile{})", k, st));
         else
             line(s, indent, fmt::format("x{}{} = lm::to_reg(p.in{}[{}]);", k, at, k, offset(k)),
                  fmt::format("load in{} ({})", k, access_name(pw.loads[k].access)));
     }
+    static std::string plus(std::int64_t v) {
+        if (v == 0) return {};
+        return v > 0 ? fmt::format(" + {}", v) : fmt::format(" - {}", -v);
+    }
+    // Stages halo tile h: the block's tile of the reference tap's elements plus the halo, read along rows
+    // (coalesced) by all threads, each element once. Every staged element lies within the input: each tap
+    // reads within it for every output of the space, so the box of their shifts does too.
+    void stage_halo(std::string& s, std::size_t h) const {
+        const StagedHalo& sh = tp.halos[h];
+        const std::size_t ref = static_cast<std::size_t>(sh.ref);
+        const int total = sh.rows * sh.pitch, steps = (total + kTileBlock - 1) / kTileBlock;
+        const std::string tail = total % kTileBlock != 0 ? fmt::format("t >= {} || ", total) : std::string();
+        // As in the transposes' staging, every load is issued before any store, so that they are in flight
+        // together. Elements past the taps' reach are not read (their shared slots are never read either).
+        line(s, 4, fmt::format("{} w{}[{}] = {{}};", storage_type(pw.loads[ref].dtype), h, steps),
+             fmt::format("in{} as read, on its way to halo{}", ref, h));
+        line(s, 4, "#pragma unroll");
+        line(s, 4, fmt::format("for (int u = 0; u < {}; ++u) {{", steps),
+             fmt::format("stage halo{}, 1/2: {} x {} elements of in{} in row order", h, sh.rows, sh.pitch, ref));
+        line(s, 8, fmt::format("const int t = threadIdx.x + {} * u;", kTileBlock), "an element of the halo tile");
+        line(s, 8, fmt::format("const {} i{} = a0 + t / {}{};", idx, a, sh.pitch, plus(sh.lo_a)));
+        line(s, 8, fmt::format("const {} i{} = b0 + t % {}{};", idx, b, sh.pitch, plus(sh.lo_b)));
+        line(s, 8, fmt::format("if ({}i{} >= ext_a{} || i{} >= ext_b{}) continue;", tail, a, plus(sh.hi_a), b, plus(sh.hi_b)),
+             "past the last tap's reach");
+        if (pw.loads[ref].access == Access::Contiguous) line(s, 8, fmt::format("const {} e = {};", idx, flat()), "flat index");
+        line(s, 8, fmt::format("w{}[u] = p.in{}[{}];", h, ref, offset(ref)), fmt::format("load in{} ({})", ref, access_name(pw.loads[ref].access)));
+        line(s, 4, "}");
+        line(s, 4, "#pragma unroll");
+        line(s, 4, fmt::format("for (int u = 0; u < {}; ++u) {{", steps), fmt::format("stage halo{}, 2/2: into shared memory", h));
+        line(s, 8, fmt::format("const int t = threadIdx.x + {} * u;", kTileBlock));
+        if (!tail.empty()) line(s, 8, fmt::format("if (t >= {}) continue;", total));
+        line(s, 8, fmt::format("halo{}[t / {}][t % {}] = w{}[u];", h, sh.pitch, sh.pitch, h));
+        line(s, 4, "}");
+    }
+
     // Scalar operands, loaded (or their index taken) once per thread.
     void load_scalars(std::string& s) const {
         for (std::size_t k = 0; k < pw.loads.size(); ++k) {
@@ -179,6 +231,12 @@ struct TileEmitter {
                                    tp.tile_cols, st.pitch),
                  fmt::format("in{} staged: a row per column of the tile, padded", st.site));
         }
+        for (std::size_t h = 0; h < tp.halos.size(); ++h) {
+            const StagedHalo& sh = tp.halos[h];
+            line(s, 4, fmt::format("__shared__ {} halo{}[{}][{}];", storage_type(pw.loads[static_cast<std::size_t>(sh.ref)].dtype), h,
+                                   sh.rows, sh.pitch),
+                 fmt::format("in{}'s tile and its halo", sh.ref));
+        }
         tile_position(s);
         return s;
     }
@@ -207,6 +265,8 @@ struct TileEmitter {
             close_loops(s);
             line(s, 4, "__syncthreads();", "the tile is staged");
         }
+        for (std::size_t h = 0; h < tp.halos.size(); ++h) stage_halo(s, h);
+        if (!tp.halos.empty()) line(s, 4, "__syncthreads();", "the halo tiles are staged");
         const std::vector<std::size_t> gathered = gathered_loads();
         declare_gathered(s, gathered, fmt::format("[{}][{}]", row_steps, col_steps));
         if (!gathered.empty()) {

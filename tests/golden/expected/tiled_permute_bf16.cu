@@ -4,9 +4,9 @@
 // in0: input 0, bfloat16, strided dims {0,1,2}, 2 B/element
 // in1: input 1, bfloat16, row broadcast, 0 B/element
 // out0: bfloat16
-// tiled plan: transpose, tile 64 x 64 (rows along dimension 1, columns along dimension 2), 256 threads, 16 elements per thread, one block per tile
-// staged: in0 (bfloat16) read along dimension 1 into shared memory, 64 x 66 elements (rows padded to 132 bytes: no bank conflicts)
-// shared memory: 8448 bytes per block
+// tiled plan: transpose, tile 128 x 64 (rows along dimension 1, columns along dimension 2), 256 threads, 32 elements per thread, one block per tile
+// staged: in0 (bfloat16) read along dimension 1 into shared memory, 64 x 130 elements (rows padded to 260 bytes: no bank conflicts)
+// shared memory: 16640 bytes per block
 // vector variant: 16-byte vectors of 8 elements for the staged loads and the stores, when the tile's extents divide by 8 and the pointers are aligned
 // entry points: tiled_permute_bf16_tile_v8 (vector), tiled_permute_bf16_tile (scalar) (one block of 256 threads per tile)
 
@@ -31,24 +31,24 @@ __device__ __forceinline__ void tiled_permute_bf16_body(const float v0, const fl
 }
 
 extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile_v8(const __grid_constant__ tiled_permute_bf16_params p) {
-    __shared__ lm::bf16 tile0[64][66];                       // in0 staged: a row per column of the tile, padded
+    __shared__ lm::bf16 tile0[64][130];                      // in0 staged: a row per column of the tile, padded
     const int ext_a = p.ext1;                                // extent of dimension 1 (tile rows)
     const int ext_b = p.ext2;                                // extent of dimension 2 (tile columns)
     int q = (int)blockIdx.x;                                 // this block's tile
     const int tiles_b = (ext_b + 63) / 64;
     const int b0 = q % tiles_b * 64;                         // first column of the tile
     q /= tiles_b;
-    const int tiles_a = (ext_a + 63) / 64;
-    const int a0 = q % tiles_a * 64;                         // first row of the tile
+    const int tiles_a = (ext_a + 127) / 128;
+    const int a0 = q % tiles_a * 128;                        // first row of the tile
     q /= tiles_a;
     const int i0 = q;                                        // index of dimension 0 (outside the tile)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    lm::vec<lm::bf16, 8> y0[2][1];                           // in0 as read, on its way to tile0
+    lm::vec<lm::bf16, 8> y0[2][2];                           // in0 as read, on its way to tile0
     #pragma unroll
     for (int k = 0; k < 2; ++k) {                            // stage, 1/2: 16-byte vectors along dimension 1
         const int i2 = b0 + warp * 4 + lane / 8 + 32 * k;
         #pragma unroll
-        for (int c = 0; c < 1; ++c) {
+        for (int c = 0; c < 2; ++c) {
             const int v0 = a0 + 8 * (lane % 8 + 8 * c);      // the vector's first element
             if (i2 >= ext_b || v0 >= ext_a) continue;        // outside the space (the extents divide by the vector width)
             const int i1 = v0;
@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile_v8(con
     for (int k = 0; k < 2; ++k) {                            // stage, 2/2: into shared memory
         const int i2 = b0 + warp * 4 + lane / 8 + 32 * k;
         #pragma unroll
-        for (int c = 0; c < 1; ++c) {
+        for (int c = 0; c < 2; ++c) {
             const int v0 = a0 + 8 * (lane % 8 + 8 * c);      // the vector's first element
             if (i2 >= ext_b || v0 >= ext_a) continue;        // outside the space (the extents divide by the vector width)
             #pragma unroll
@@ -69,10 +69,10 @@ extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile_v8(con
         }
     }
     __syncthreads();                                         // the tile is staged
-    float x0[1][2][8];                                       // in0 from tile0 at each of this thread's elements
-    float x1[1][2][8];                                       // in1 (row broadcast) at each of this thread's elements
+    float x0[2][2][8];                                       // in0 from tile0 at each of this thread's elements
+    float x1[2][2][8];                                       // in1 (row broadcast) at each of this thread's elements
     #pragma unroll
-    for (int k = 0; k < 1; ++k) {                            // load: this thread's vectors, rows along the warps, vectors along the lanes
+    for (int k = 0; k < 2; ++k) {                            // load: this thread's vectors, rows along the warps, vectors along the lanes
         const int i1 = a0 + warp * 8 + lane / 4 + 64 * k;
         #pragma unroll
         for (int c = 0; c < 2; ++c) {
@@ -87,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile_v8(con
         }
     }
     #pragma unroll
-    for (int k = 0; k < 1; ++k) {                            // compute and store: 16-byte vectors along the last dimension
+    for (int k = 0; k < 2; ++k) {                            // compute and store: 16-byte vectors along the last dimension
         const int i1 = a0 + warp * 8 + lane / 4 + 64 * k;
         #pragma unroll
         for (int c = 0; c < 2; ++c) {
@@ -108,24 +108,24 @@ extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile_v8(con
 }
 
 extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile(const __grid_constant__ tiled_permute_bf16_params p) {
-    __shared__ lm::bf16 tile0[64][66];                       // in0 staged: a row per column of the tile, padded
+    __shared__ lm::bf16 tile0[64][130];                      // in0 staged: a row per column of the tile, padded
     const int ext_a = p.ext1;                                // extent of dimension 1 (tile rows)
     const int ext_b = p.ext2;                                // extent of dimension 2 (tile columns)
     int q = (int)blockIdx.x;                                 // this block's tile
     const int tiles_b = (ext_b + 63) / 64;
     const int b0 = q % tiles_b * 64;                         // first column of the tile
     q /= tiles_b;
-    const int tiles_a = (ext_a + 63) / 64;
-    const int a0 = q % tiles_a * 64;                         // first row of the tile
+    const int tiles_a = (ext_a + 127) / 128;
+    const int a0 = q % tiles_a * 128;                        // first row of the tile
     q /= tiles_a;
     const int i0 = q;                                        // index of dimension 0 (outside the tile)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    lm::bf16 y0[8][2];                                       // in0 as read, on its way to tile0
+    lm::bf16 y0[8][4];                                       // in0 as read, on its way to tile0
     #pragma unroll
     for (int k = 0; k < 8; ++k) {                            // stage, 1/2: read along dimension 1 (the operands' unit stride)
         const int i2 = b0 + warp + 8 * k;
         #pragma unroll
-        for (int c = 0; c < 2; ++c) {
+        for (int c = 0; c < 4; ++c) {
             const int i1 = a0 + lane + 32 * c;
             if (i1 >= ext_a || i2 >= ext_b) continue;        // outside the space
             y0[k][c] = p.in0[i0 * p.in0_s0 + i1 * p.in0_s1 + i2 * p.in0_s2]; // load in0 (strided)
@@ -135,17 +135,17 @@ extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile(const 
     for (int k = 0; k < 8; ++k) {                            // stage, 2/2: into shared memory
         const int i2 = b0 + warp + 8 * k;
         #pragma unroll
-        for (int c = 0; c < 2; ++c) {
+        for (int c = 0; c < 4; ++c) {
             const int i1 = a0 + lane + 32 * c;
             if (i1 >= ext_a || i2 >= ext_b) continue;        // outside the space
             tile0[i2 - b0][i1 - a0] = y0[k][c];
         }
     }
     __syncthreads();                                         // the tile is staged
-    float x0[8][2];                                          // in0 from tile0 at each of this thread's elements
-    float x1[8][2];                                          // in1 (row broadcast) at each of this thread's elements
+    float x0[16][2];                                         // in0 from tile0 at each of this thread's elements
+    float x1[16][2];                                         // in1 (row broadcast) at each of this thread's elements
     #pragma unroll
-    for (int k = 0; k < 8; ++k) {                            // load: this thread's elements, rows warp + 8k, columns lane + 32c
+    for (int k = 0; k < 16; ++k) {                           // load: this thread's elements, rows warp + 8k, columns lane + 32c
         const int i1 = a0 + warp + 8 * k;
         #pragma unroll
         for (int c = 0; c < 2; ++c) {
@@ -156,7 +156,7 @@ extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile(const 
         }
     }
     #pragma unroll
-    for (int k = 0; k < 8; ++k) {                            // compute and store: columns along the lanes (coalesced)
+    for (int k = 0; k < 16; ++k) {                           // compute and store: columns along the lanes (coalesced)
         const int i1 = a0 + warp + 8 * k;
         #pragma unroll
         for (int c = 0; c < 2; ++c) {

@@ -44,6 +44,18 @@ enum class ProductPath : std::uint8_t {
 /// "auto", "cuda_cores", "tensor_cores".
 const char* product_path_name(ProductPath p);
 
+/// Where a stencil's taps find their neighbours (tile_plan.hpp): each tap loaded from global memory, the
+/// taps shared between neighbouring outputs served again by L1; or the block's tile of the input plus its
+/// halo staged once in shared memory, every tap read from there.
+enum class StencilReuse : std::uint8_t {
+    /// The planner's choice, measured on the H200 (docs/tiling.md).
+    Auto,
+    L1,
+    SharedHalo,
+};
+/// "auto", "l1", "shared_halo".
+const char* stencil_reuse_name(StencilReuse r);
+
 struct Options {
     /// Fast math (opt-in): NVRTC's --use_fast_math for the kernel: the float functions become the hardware
     /// intrinsics (__expf, __logf, __sinf, ... with their own ulp bounds), division and square root are
@@ -63,16 +75,18 @@ struct Options {
     TileHint tile;
     /// CUDA cores or tensor cores for matrix products (ProductPath).
     ProductPath product_path = ProductPath::Auto;
+    /// How a tiled stencil reuses its taps (StencilReuse). Every choice gives the same bits.
+    StencilReuse stencil_reuse = StencilReuse::Auto;
 
     bool operator==(const Options&) const = default;
     std::uint64_t hash() const;
-    /// "fast_math=off line_info=off fusion=on capture=never tile=auto product_path=auto".
+    /// "fast_math=off line_info=off fusion=on capture=never tile=auto product_path=auto stencil_reuse=auto".
     std::string to_string() const;
 };
 
 /// The options of code compiled now: the innermost OptionsScope of this thread, else the defaults read
 /// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_TILE=64x64,
-/// LOOM_PRODUCT_PATH=cuda_cores or tensor_cores).
+/// LOOM_PRODUCT_PATH=cuda_cores or tensor_cores, LOOM_STENCIL_REUSE=l1 or shared_halo).
 const Options& current_options();
 
 /// Options for the code compiled while it lives, on this thread: `OptionsScope s({.fusion = false});`.

@@ -10,8 +10,9 @@
 //   * stencils: several load sites of one input that differ only by constant offsets (shifted slices,
 //     `x[1:] - x[:-1]`, the 5-point Laplacian). A block computes a tile of outputs with its lanes along the
 //     fastest axis and each thread walking several rows, so the taps of neighbouring outputs are read from
-//     global memory once and served again from L1 (no shared tile with a halo: the tile shapes were chosen
-//     by measurement on the H200, docs/performance.md, and a halo tile has not been built to compare).
+//     global memory once and served again from L1, or (StencilReuse::SharedHalo) from the block's tile of
+//     the input plus its halo, staged once in shared memory. L1 is the default: it was the faster on the
+//     H200 at every tile measured (docs/tiling.md).
 //     Taps are summed in the user's order: the body is the pointwise body.
 // The walk needs no division per element (the tile's position comes from the block index once), which is
 // most of what the one-element-per-thread variant spends on rank-2 and rank-3 index maps.
@@ -55,6 +56,18 @@ struct StencilTaps {
     bool operator==(const StencilTaps&) const = default;
 };
 
+/// Taps of a stencil read from the block's tile of their input plus its halo, staged once in shared memory
+/// (StencilReuse::SharedHalo): the taps whose shifts from the reference tap lie within the tile's two
+/// dimensions (dim_a and the last); taps shifted along an outer dimension stay loads from global memory.
+struct StagedHalo {
+    int ref = 0;                      // the reference tap (a load site); the others' shifts are from it
+    std::vector<int> sites;           // the taps read from shared memory, the reference first
+    std::vector<std::int64_t> shift_a, shift_b;  // per tap of `sites`: its shift along dim_a and the last
+    std::int64_t lo_a = 0, hi_a = 0, lo_b = 0, hi_b = 0;  // the halo: the least and greatest shifts
+    int rows = 0, pitch = 0;          // the shared tile: tile_rows + hi_a - lo_a rows of `pitch` elements
+    bool operator==(const StagedHalo&) const = default;
+};
+
 struct TilePlan {
     TileKind kind = TileKind::None;
     int dim_a = 0;       // the tile's row dimension; its column dimension is the last one (rank - 1)
@@ -62,6 +75,7 @@ struct TilePlan {
     int tile_cols = 0;   // elements along the last dimension
     std::vector<StagedLoad> staged;   // Transpose: the sites read through shared memory
     std::vector<StencilTaps> stencils;
+    std::vector<StagedHalo> halos;     // Stencil, SharedHalo: the taps staged with their halo
     bool hinted = false;  // the tile shape came from Options::tile
     /// Transposes whose staged loads and outputs share one element size of 4, 2 or 1 bytes: the vector
     /// variant reads the staged operands and writes the outputs in 16-byte vectors of this many elements
@@ -84,6 +98,8 @@ struct TilePlan {
     std::uint64_t hash() const;
     /// Lines for the kernel banner and LOOM_EXPLAIN=fusion (tile, halo, staged loads).
     std::string to_string(const PointwisePlan& pw) const;
+    /// How stencil `sc`'s taps are reused: from L1, from a halo tile, or both.
+    std::string reuse_text(const StencilTaps& sc) const;
 };
 
 /// Why no tile was taken, for the explain log (empty when `plan.active()`).
@@ -98,7 +114,8 @@ struct PlannedTile {
 /// dimension); an impossible hint raises loom::Error naming the limit it breaks: threads per block (a tile
 /// smaller than a block), the divisibility the kernel needs (columns a multiple of 32 lanes, rows of 8
 /// warps), registers (more than 64 elements per thread) or shared memory per block.
+/// `reuse` (Options::stencil_reuse) decides how a stencil's taps are reused (L1 or a shared halo tile).
 PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& pw, const DeviceInfo& device,
-                      const TileHint& hint);
+                      const TileHint& hint, StencilReuse reuse = StencilReuse::Auto);
 
 }  // namespace loom::codegen
