@@ -198,7 +198,8 @@ if want sanitizer; then
         timeout --kill-after=20 "$secs" "$cs" --tool "$tool" --error-exitcode 1 "$@" >"$out" 2>&1
         local rc=$?
         local errors hazards cut=no
-        errors=$(awk '/ERROR SUMMARY: [0-9]+ error/ { s += $4 } END { print s + 0 }' "$out")
+        # "ERROR SUMMARY: N errors" only: its companion "ERROR SUMMARY: M errors were not printed" counts some of them again.
+        errors=$(awk '/ERROR SUMMARY: [0-9]+ errors?$/ { s += $4 } END { print s + 0 }' "$out")
         hazards=$(awk '/RACECHECK SUMMARY: [0-9]+ hazard/ { s += $4 } END { print s + 0 }' "$out")
         [[ $rc -eq 124 || $rc -eq 137 ]] && cut="reached (${secs} s)"
         { echo "=== sanitizer $name: $tool: $*"; cat "$out"; echo "=== sanitizer $name: exit $rc, $errors errors, $hazards hazards, time box $cut"; } >>"$slog"
