@@ -17,12 +17,12 @@ namespace {
 constexpr std::int64_t kEnd = ir::SliceSpec::kNone;
 
 codegen::PlannedTile tile_of(const ir::NodePtr& out, const TileHint& hint = {},
-                             std::vector<codegen::InputLayout> layouts = {}) {
+                             std::vector<codegen::InputLayout> layouts = {}, StencilReuse reuse = StencilReuse::Auto) {
     const std::vector<ir::NodePtr> outs{out};
     if (layouts.empty())
         for (const auto* in : codegen::pointwise_inputs(outs)) layouts.push_back({in->dtype(), contiguous_strides(in->shape()), true});
     const auto dev = codegen::DeviceInfo::h200();
-    return codegen::plan_tile(outs, codegen::plan_pointwise(outs, layouts, dev), dev, hint);
+    return codegen::plan_tile(outs, codegen::plan_pointwise(outs, layouts, dev), dev, hint, reuse);
 }
 
 ir::NodePtr shift(const ir::NodePtr& x, std::vector<std::pair<std::int64_t, std::int64_t>> r) {
@@ -203,4 +203,49 @@ TEST_CASE("tile plan: the vector variant of a float32 transpose, and when the sc
     // A hint whose rows do not hold whole warps of 16-element vectors keeps the scalar variant only.
     const auto tq32 = tile_of(ir::transpose(q), tile(64, 64)).plan;
     CHECK(tq32.vector_width == 1);
+}
+
+TEST_CASE("tile plan: a stencil's taps from L1 by default, from a shared halo tile on request") {
+    auto x = ir::input(DType::Float32, {64, 80}, "x");
+    auto s5 = add(add(add(shift(x, {{0, -2}, {1, -1}}), shift(x, {{2, kEnd}, {1, -1}})), shift(x, {{1, -1}, {0, -2}})),
+                  shift(x, {{1, -1}, {2, kEnd}}));
+    CHECK(tile_of(s5).plan.halos.empty());  // Auto: L1, the faster on the H200
+    CHECK(tile_of(s5, {}, {}, StencilReuse::L1).plan.halos.empty());
+    const auto h = tile_of(s5, {}, {}, StencilReuse::SharedHalo).plan;
+    REQUIRE(h.halos.size() == 1);
+    const codegen::StagedHalo& sh = h.halos[0];
+    CHECK(sh.ref == h.stencils[0].sites[0]);
+    CHECK(sh.sites == h.stencils[0].sites);
+    CHECK(sh.shift_a == std::vector<std::int64_t>{0, 2, 1, 1});  // up, down, left, right from up
+    CHECK(sh.shift_b == std::vector<std::int64_t>{0, 0, -1, 1});
+    CHECK(sh.rows == h.tile_rows + 2);
+    CHECK(sh.pitch == h.tile_cols + 2);
+    CHECK(h.shared_bytes(codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}}, codegen::DeviceInfo::h200()).plan) ==
+          static_cast<std::size_t>(sh.rows * sh.pitch) * 4);
+    CHECK(h.hash() != tile_of(s5).plan.hash());  // a kernel of its own
+    // 3-D: the taps of the tile's plane share the halo tile; those shifted along dimension 0 stay L1 loads.
+    auto c = ir::input(DType::Float32, {20, 30, 40}, "c");
+    ir::NodePtr s7 = shift(c, {{1, -1}, {1, -1}, {1, -1}});
+    for (auto r : std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>{
+             {{0, -2}, {1, -1}, {1, -1}}, {{2, kEnd}, {1, -1}, {1, -1}}, {{1, -1}, {0, -2}, {1, -1}},
+             {{1, -1}, {2, kEnd}, {1, -1}}, {{1, -1}, {1, -1}, {0, -2}}, {{1, -1}, {1, -1}, {2, kEnd}}})
+        s7 = add(s7, shift(c, r));
+    const auto h7 = tile_of(s7, {}, {}, StencilReuse::SharedHalo).plan;
+    REQUIRE(h7.halos.size() == 1);
+    CHECK(h7.halos[0].sites.size() == 5);
+    // Taps shifted only along an outer dimension: no two share a plane, so no halo tile, and the note says so.
+    // (Dimensions 1 and 2 sliced too, so that no two dimensions coalesce and the shift stays outside the plane.)
+    auto d = add(shift(c, {{0, -1}, {1, kEnd}, {1, kEnd}}), shift(c, {{1, kEnd}, {1, kEnd}, {1, kEnd}}));
+    const auto nd = tile_of(d, {}, {}, StencilReuse::SharedHalo);
+    REQUIRE(nd.plan.kind == TileKind::Stencil);
+    CHECK(nd.plan.halos.empty());
+    CHECK(nd.note.find("no shared halo") != std::string::npos);
+    // A hinted tile whose halo tile passes the shared memory per block is refused, naming the limit.
+    auto big = ir::input(DType::Float64, {200, 600}, "big");
+    auto b5 = add(add(add(shift(big, {{0, -2}, {1, -1}}), shift(big, {{2, kEnd}, {1, -1}})), shift(big, {{1, -1}, {0, -2}})),
+                  shift(big, {{1, -1}, {2, kEnd}}));
+    const std::string msg = loom_test::error_message([&] { tile_of(b5, tile(32, 512), {}, StencilReuse::SharedHalo); });
+    CHECK(msg.find("shared memory") != std::string::npos);
+    CHECK(msg.find("tile(32, 512)") != std::string::npos);
+    CHECK(tile_of(b5, tile(32, 512), {}, StencilReuse::L1).plan.kind == TileKind::Stencil);  // from L1 it fits
 }
