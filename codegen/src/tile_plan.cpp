@@ -70,17 +70,11 @@ bool shifts_of(std::int64_t delta, const std::vector<std::int64_t>& coef, std::v
 // The shared halo tiles of a stencil plan (StagedHalo): per stencil, the largest group of taps with the same
 // shifts along every dimension outside the tile's two, staged from the group's first tap. False when no group
 // has two taps.
-bool plan_halos(TilePlan& tp, const PointwisePlan& pw, const PointwiseBinding& b) {
+bool plan_halos(TilePlan& tp, const PointwisePlan& pw) {
     const std::size_t R = static_cast<std::size_t>(pw.rank);
     const std::size_t da = static_cast<std::size_t>(tp.dim_a), db = R - 1;
     for (const StencilTaps& sc : tp.stencils) {
-        const auto& c0 = b.sites[static_cast<std::size_t>(sc.sites[0])].coefs;
-        std::vector<std::vector<std::int64_t>> shifts;
-        for (int site : sc.sites) {
-            std::vector<std::int64_t> sh;
-            shifts_of(b.sites[static_cast<std::size_t>(site)].offset - b.sites[static_cast<std::size_t>(sc.sites[0])].offset, c0, sh);
-            shifts.push_back(std::move(sh));
-        }
+        const std::vector<std::vector<std::int64_t>>& shifts = sc.shifts;
         // Group the taps by their shifts outside the tile's dimensions; keep the largest group (the first on a tie).
         std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
         std::vector<std::vector<std::int64_t>> order;
@@ -333,6 +327,7 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
                 taps.halo_lo[static_cast<std::size_t>(d)] = std::min(taps.halo_lo[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
                 taps.halo_hi[static_cast<std::size_t>(d)] = std::max(taps.halo_hi[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
             }
+            taps.shifts.push_back(std::move(sh));
         }
         bool distinct = false;
         for (int s : sites) distinct = distinct || b.sites[static_cast<std::size_t>(s)].offset != b.sites[static_cast<std::size_t>(sites[0])].offset;
@@ -361,11 +356,14 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
         tp.tile_cols = cols;
         for (StagedLoad& st : tp.staged) st.pitch = padded_pitch(rows, itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype));
     };
+    // The hinted tile, as its errors name it (only formatted for an error).
+    auto hinted_tile = [&] {
+        return fmt::format("tile({}, {}{}) for the tiled {} at {}", hint.rows, hint.cols,
+                           hint.depth ? fmt::format(", {}", hint.depth) : std::string(), tile_kind_name(tp.kind),
+                           short_location(outputs[0]->loc()));
+    };
     if (!hint.empty()) {
-        const std::string where = short_location(outputs[0]->loc());
-        const std::string what = fmt::format("tile({}, {}{}) for the tiled {} at {}", hint.rows, hint.cols,
-                                             hint.depth ? fmt::format(", {}", hint.depth) : std::string(),
-                                             tile_kind_name(tp.kind), where);
+        const std::string what = hinted_tile();
         if (hint.depth != 0) throw Error(fmt::format("{}: a tiled {} takes rows and columns, not a depth", what, tile_kind_name(tp.kind)));
         if (hint.rows <= 0 || hint.cols <= 0)
             throw Error(fmt::format("{}: rows and columns must both be given and positive", what));
@@ -422,14 +420,12 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
             set_shape(tp.tile_rows / 2, tp.tile_cols);
     }
     if (tp.kind == TileKind::Stencil && reuse == StencilReuse::SharedHalo) {
-        if (!plan_halos(tp, pw, b)) {
+        if (!plan_halos(tp, pw)) {
             result.note = "no shared halo: no stencil has two taps shifted within the tile's dimensions; taps from L1";
         } else if (tp.shared_bytes(pw) > device.shared_mem_per_block) {
             if (tp.hinted)
-                throw Error(fmt::format("tile({}, {}) for the tiled stencil at {}: its halo tiles take {} bytes of shared memory, "
-                                        "above the {} bytes per block",
-                                        hint.rows, hint.cols, short_location(outputs[0]->loc()), tp.shared_bytes(pw),
-                                        device.shared_mem_per_block));
+                throw Error(fmt::format("{}: its halo tiles take {} bytes of shared memory, above the {} bytes per block",
+                                        hinted_tile(), tp.shared_bytes(pw), device.shared_mem_per_block));
             tp.halos.clear();
             result.note = "no shared halo: it would not fit in shared memory; taps from L1";
         }

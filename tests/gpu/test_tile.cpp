@@ -11,16 +11,6 @@ using pwtest::kNone;
 
 namespace {
 
-// The kernels that `arrays` plan into on this device: whether the first is tiled, and of which kind.
-codegen::TileKind tile_kind_of(const std::vector<Array>& arrays) {
-    const auto graph = ir::run_pipeline(pwtest::roots_of(arrays), ir::standard_passes());
-    std::vector<const ir::Node*> sources;
-    const codegen::FusionPlan plan = gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
-    for (const codegen::GpuKernel& g : plan.gpu)
-        if (g.tile.plan.active()) return g.tile.plan.kind;
-    return codegen::TileKind::None;
-}
-
 // The tiled plan of the first tiled kernel of `arrays` on this device (kind None when none tiles).
 codegen::TilePlan tile_plan_of(const std::vector<Array>& arrays) {
     const auto graph = ir::run_pipeline(pwtest::roots_of(arrays), ir::standard_passes());
@@ -30,6 +20,9 @@ codegen::TilePlan tile_plan_of(const std::vector<Array>& arrays) {
         if (g.tile.plan.active()) return g.tile.plan;
     return {};
 }
+
+// Whether the first kernel of `arrays` that tiles does, and of which kind.
+codegen::TileKind tile_kind_of(const std::vector<Array>& arrays) { return tile_plan_of(arrays).kind; }
 
 // run_checked, then the same arrays unfused: the same bits.
 Tensor run_both(const Array& a, const std::string& what) {

@@ -89,12 +89,12 @@ struct TileEmitter {
     // The register arrays of the gathered loads, of extents `dims` ("[2][4]").
     void declare_gathered(std::string& s, const std::vector<std::size_t>& gathered, const std::string& dims) const {
         for (std::size_t k : gathered) {
-            std::string what;
-            if (staged_number(k) >= 0) what = fmt::format("tile{}", staged_number(k));
-            else if (halo_of(k).first >= 0) what = fmt::format("halo{}", halo_of(k).first);
-            else what = fmt::format("({})", access_name(pw.loads[k].access));
+            std::string source;  // where the values come from
+            if (staged_number(k) >= 0) source = fmt::format("from tile{}", staged_number(k));
+            else if (halo_of(k).first >= 0) source = fmt::format("from halo{}", halo_of(k).first);
+            else source = fmt::format("({})", access_name(pw.loads[k].access));
             line(s, 4, fmt::format("{} x{}{};", register_type(pw.loads[k].dtype), k, dims),
-                 fmt::format("in{} {}{} at each of this thread's elements", k, what[0] == '(' ? "" : "from ", what));
+                 fmt::format("in{} {} at each of this thread's elements", k, source));
         }
     }
     // Reads gathered load k into its register at `at` ("[k][c]").

@@ -53,6 +53,8 @@ struct StencilTaps {
     std::vector<int> sites;      // its load sites, in the body's order
     /// Per iteration dimension: the largest shift below and above the first tap (the halo), in elements.
     std::vector<std::int64_t> halo_lo, halo_hi;
+    /// Per tap of `sites`: its shift along each iteration dimension from the first tap.
+    std::vector<std::vector<std::int64_t>> shifts;
     bool operator==(const StencilTaps&) const = default;
 };
 
