@@ -49,6 +49,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -127,6 +128,14 @@ Outcome guarded(F&& body) {
 }
 
 /// Whether the graph has a matrix product of float16 or bfloat16 operands (which has a tensor-core path).
+// Whether a graph slices one input twice or more (a stencil, or what looks like one).
+bool has_shifted_slices(const std::vector<ir::NodePtr>& roots) {
+    std::map<const ir::Node*, int> slices;
+    for (const ir::Node* n : ir::topo_order(roots))
+        if (n->op() == ir::Op::Slice && ++slices[n->operand(0)] == 2) return true;
+    return false;
+}
+
 bool has_half_product(const std::vector<ir::NodePtr>& roots) {
     for (const ir::Node* n : ir::topo_order(roots))
         if (n->op() == ir::Op::MatMul && is_half(n->operand(0)->dtype())) return true;
@@ -137,8 +146,9 @@ bool has_half_product(const std::vector<ir::NodePtr>& roots) {
 /// that an unwritten element fails against any expected value, NaN included) and compares with the
 /// reference (testing::check_against_reference: the tolerance derived from each root's graph); then runs it
 /// unfused (every op its own kernel, every value materialized in its dtype) into poisoned outputs and
-/// compares with the fused results bit for bit; a graph with a half-precision product runs again on tensor
-/// cores, fused against unfused bit for bit.
+/// compares with the fused results bit for bit; a graph with shifted slices runs fused again with shared
+/// halo tiles, and one with a half-precision product again on tensor cores, each fused against unfused bit
+/// for bit.
 Outcome run_gpu(const Program& p) {
     const Device dev = Device::cuda(current_device());
     std::optional<Built> b;
@@ -191,6 +201,25 @@ Outcome run_gpu(const Program& p) {
             const testing::Comparison c = testing::compare(unfused[k].to_host(), outs[k].to_host(), testing::Tolerance::exact(),
                                                            fmt::format("output {} unfused against fused", k));
             if (!c.ok) return {Kind::FusionMismatch, c.message};
+        }
+        // A graph with shifted slices runs fused again with its stencils' taps from shared halo tiles
+        // (Options::stencil_reuse): the same bits as unfused.
+        if (has_shifted_slices(b->roots)) {
+            Options halo = current_options();
+            halo.stencil_reuse = StencilReuse::SharedHalo;
+            const std::vector<Tensor> staged = make_outputs();
+            for (Tensor t : staged)
+                if (t.numel() > 0) testing::poison(t);
+            {
+                const OptionsScope scope(halo);
+                evaluate_into(b->roots, staged);
+            }
+            synchronize();
+            for (std::size_t k = 0; k < outs.size(); ++k) {
+                const testing::Comparison c = testing::compare(unfused[k].to_host(), staged[k].to_host(), testing::Tolerance::exact(),
+                                                               fmt::format("output {} with shared halo tiles, unfused against fused", k));
+                if (!c.ok) return {Kind::FusionMismatch, c.message};
+            }
         }
         // A float16 or bfloat16 product on tensor cores too: its bits are not the reference's (the bound of
         // docs/semantics.md, section 12), but the plan does not depend on what is fused, so fused and unfused
