@@ -536,6 +536,17 @@ int main(int argc, char** argv) {
         });
     }
 
+    if (opt.wants("X1_logsumexp")) guarded("X1_logsumexp", [&] {
+        const std::int64_t Ms = 16384, Ns = 8192;
+        Tensor xl = random_normal({Ms, Ns}, float32, 17, dev);
+        Tensor out = Tensor::empty({Ms}, float32, dev);
+        Array x1 = logsumexp(xl, 1);
+        testing::poison(out);  // unwritten elements fail the check
+        assign(out, x1);
+        check({x1}, {out}, "X1");
+        report("X1_logsumexp", "loom", median_ms([&] { assign(out, x1); }, opt.reps), 4.0 * Ms * Ns);
+    });
+
     // Tiled kernels: transposes and stencils, written with the public API as a user writes them.
     if (opt.wants("T1_transpose") || opt.wants("S1_stencil5")) {
         const std::int64_t M = 16384;

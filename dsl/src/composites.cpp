@@ -139,6 +139,19 @@ Array softmax(const Operand& x_in, std::int64_t axis, Loc loc) {
     return rounded_to(div(e, sum(e, axis, true, loc), loc), result_dtype(x.dtype()), loc);
 }
 
+Array logsumexp(const Operand& x_in, std::int64_t axis, bool keepdims, Loc loc) {
+    const Array x(x_in.resolve_alone("logsumexp"));
+    (void)reduced_count("logsumexp", x, {axis}, loc);
+    const Array xa = at_accumulation(x, loc);
+    // A row whose maximum is not finite (all -Inf, or holding +Inf) is shifted by 0 instead: -Inf rows give
+    // log(0) = -Inf, +Inf rows +Inf, NaN rows NaN, as NumPy/SciPy, PyTorch and JAX define it.
+    const Array m = max(xa, axis, true, loc);
+    const Array shift = where(isfinite(m, loc), m, Operand(0.0, loc), loc);
+    const Array s = sum(exp(sub(xa, shift, loc), loc), axis, keepdims, loc);
+    const Array shift_out = keepdims ? shift : shift.reshape(s.shape(), loc);
+    return rounded_to(add(log(s, loc), shift_out, loc), result_dtype(x.dtype()), loc);
+}
+
 Array layernorm(const Operand& x_in, const Operand& weight, const Operand& bias, double eps,
                 std::int64_t axis, Loc loc) {
     const Array x(x_in.resolve_alone("layernorm"));

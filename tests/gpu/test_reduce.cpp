@@ -219,14 +219,14 @@ TEST_CASE("reduce: fusion gives one kernel and the same bits as one kernel per r
     }
 }
 
-TEST_CASE("reduce: var, std, softmax, layernorm, rmsnorm in float32, float16 and bfloat16 against the reference") {
+TEST_CASE("reduce: var, std, softmax, logsumexp, layernorm, rmsnorm in float32, float16 and bfloat16 against the reference") {
     for (DType dt : {float32, float16, bfloat16}) {
         const std::string dtype_name(name(dt));
         CAPTURE(dtype_name);
         for (std::int64_t L : {1000, 4096, 20000}) {  // held in registers, and two chunks and more
             CAPTURE(L);
             Tensor x = rand({96, L}, dt, 81), w = rand({L}, dt, 82), b = rand({L}, dt, 83);
-            const std::vector<Array> norms{softmax(x), layernorm(x, w, b, 1e-5), rmsnorm(x, w, 1e-6)};
+            const std::vector<Array> norms{softmax(x), layernorm(x, w, b, 1e-5), rmsnorm(x, w, 1e-6), logsumexp(x)};
             for (const Array& y : norms) {
                 const std::string plan = gpu::explain(ir::run_pipeline({y.node()}, ir::standard_passes()), "");
                 if (L <= 4096) CHECK(plan.find("kernel 1") == std::string::npos);  // one kernel per row block

@@ -1,4 +1,4 @@
-// var, std, softmax, layernorm and rmsnorm (docs/semantics.md, section 7) on host tensors: each is the
+// var, std, softmax, logsumexp, layernorm and rmsnorm (docs/semantics.md, section 7) on host tensors: each is the
 // documented graph node for node, and its values are within the documented error bound of the exact
 // result, computed here in long double over fresh random inputs (the seed is printed on failure;
 // LOOM_TEST_SEED fixes it).
@@ -398,6 +398,57 @@ TEST_CASE("softmax is the documented graph, and rows sum to 1 and match an exact
         for (std::int64_t r = 0; r < R; ++r) col += yc[static_cast<std::size_t>(r * C + c)];
         CHECK(std::fabs(static_cast<double>(col) - 1.0) <= 1e-5);
     }
+}
+
+TEST_CASE("logsumexp is the documented graph and matches an exact log-sum-exp; non-finite rows as NumPy") {
+    const std::uint64_t seed = fresh_seed();
+    CAPTURE(seed);
+    const std::int64_t R = 64, C = 1000;
+    const Tensor x = random_host({R, C}, float32, seed, testing::Random::normal(0.0, 3.0));
+    const Array m = max(x, -1, true), c = where(isfinite(m), m, 0.0);
+    CHECK(logsumexp(x).node() == (log(sum(exp(Array(x) - c), -1)) + c.reshape({R})).node());
+    CHECK(logsumexp(x, 1, true).node() == (log(sum(exp(Array(x) - c), 1, true)) + c).node());
+    const Tensor y = logsumexp(x).eval();
+    CHECK(y.shape() == Shape{R});
+    CHECK(y.dtype() == float32);
+    const auto xv = values(x), yv = values(y);
+    const double u = 0x1p-24, g = gamma_order(C, u);
+    for (std::int64_t r = 0; r < R; ++r) {
+        CAPTURE(r);
+        long double mx = -INFINITY, s = 0, spread = 0;
+        for (std::int64_t k = 0; k < C; ++k) mx = std::max(mx, xv[static_cast<std::size_t>(r * C + k)]);
+        for (std::int64_t k = 0; k < C; ++k) {
+            s += std::exp(xv[static_cast<std::size_t>(r * C + k)] - mx);
+            spread = std::max(spread, mx - xv[static_cast<std::size_t>(r * C + k)]);
+        }
+        const long double want = std::log(s) + mx;
+        // The sum's relative error (each term's x - m rounding, exp's 2u, the order's γ_k) becomes an absolute
+        // error of log; log itself and the final addition round once each.
+        const double rel_sum = static_cast<double>(spread) * u + 2 * u + g;
+        const double bound = rel_sum / (1 - rel_sum) + 2 * u * static_cast<double>(std::fabs(want)) + u;
+        CHECK(std::fabs(static_cast<double>(yv[static_cast<std::size_t>(r)] - want)) <= bound);
+    }
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const Tensor z = host_of({5, 3}, float32,
+                             {-kInf, -kInf, -kInf,  //
+                              1, kInf, 2,           //
+                              1, nan, kInf,         //
+                              -kInf, 0, -kInf,      //
+                              1000, 1000, -kInf});
+    const Tensor w = logsumexp(z).eval();
+    CHECK(w.get_double(0) == -kInf);
+    CHECK(w.get_double(1) == kInf);
+    CHECK(std::isnan(w.get_double(2)));
+    CHECK(w.get_double(3) == 0.0);
+    CHECK(w.get_double(4) == doctest::Approx(1000 + std::log(2.0)).epsilon(1e-7));  // no overflow of exp(1000)
+    // Integers give float32; halves compute in float32 and round once.
+    CHECK(logsumexp(host_of({2}, int32, {0, 0})).eval().get_double(0) == doctest::Approx(std::log(2.0)).epsilon(1e-7));
+    const Tensor h = random_host({4, 100}, bfloat16, seed + 1);
+    const Array ha = astype(h, float32), hm = max(ha, -1, true), hc = where(isfinite(hm), hm, 0.0);
+    CHECK(logsumexp(h).node() == astype(log(sum(exp(ha - hc), -1)) + hc.reshape({4}), bfloat16).node());
+    const std::string e = loom_test::error_message([&] { (void)logsumexp(x, 2); });
+    CHECK(e.find("logsumexp(): axis 2 out of range for operand [64, 1000] float32") == 0);
+    CHECK(e.find("test_composites.cpp:") != std::string::npos);
 }
 
 TEST_CASE("softmax: -Inf entries give 0, rows of -Inf only or with +Inf or NaN give NaN, ints give float32") {

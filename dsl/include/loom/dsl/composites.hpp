@@ -1,5 +1,5 @@
-// Statistics and normalizations composed of the DSL's ops: var, std, softmax, layernorm, rmsnorm. Each
-// records ordinary IR nodes (mean, sum, max, exp, rsqrt, + - * /), so it fuses, evaluates on the CPU
+// Statistics and normalizations composed of the DSL's ops: var, std, softmax, logsumexp, layernorm,
+// rmsnorm. Each records ordinary IR nodes (mean, sum, max, exp, log, rsqrt, + - * /), so it fuses, evaluates on the CPU
 // reference for host tensors and on the GPU wherever its reductions do. The algorithms, their dtypes and
 // every rounding step are those of docs/semantics.md, section 7 ("Variance and standard deviation",
 // "Softmax and normalizations"); the results are exactly those of the written-out formulas.
@@ -83,6 +83,15 @@ Array stddev(const Operand& x, I axis, B correction, bool keepdims = false, Loc 
 /// in float32 and rounded once at the end. -Inf entries give 0; a row of only -Inf, or one holding +Inf
 /// or NaN, gives NaN for the whole row.
 Array softmax(const Operand& x, std::int64_t axis = -1, Loc loc = Loc::current());
+
+/// Log of the sum of exponentials along `axis` (default the last), with the maximum shifted out for range:
+///     m = max(x, axis, keepdims = true);  c = where(isfinite(m), m, 0)
+///     y = log(sum(exp(x - c), axis, keepdims)) + c
+/// The result has x's shape without `axis` (keepdims: with it, of extent 1). Integer and bool x are
+/// converted to float32 first; float dtypes are kept, float16 and bfloat16 computed in float32 and rounded
+/// once at the end. A row of only -Inf gives -Inf, a row holding +Inf (and no NaN) +Inf, a row holding NaN
+/// NaN. Errors: an axis out of range, or a zero-length axis (as softmax).
+Array logsumexp(const Operand& x, std::int64_t axis = -1, bool keepdims = false, Loc loc = Loc::current());
 
 /// Layer normalization along `axis` (default the last):
 ///     m = mean(x, axis, keepdims = true);  v = var(x, axis, 0, keepdims = true)
