@@ -31,6 +31,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 using namespace loom;
@@ -545,6 +546,30 @@ int main(int argc, char** argv) {
         assign(out, x1);
         check({x1}, {out}, "X1");
         report("X1_logsumexp", "loom", median_ms([&] { assign(out, x1); }, opt.reps), 4.0 * Ms * Ns);
+    });
+
+    if (opt.wants("A1_adam_step")) guarded("A1_adam_step", [&] {
+        // One traced function updates p, m, v and the step counter t (a 0-d tensor on the device) in place: the
+        // bias corrections change every step without a recompile (samples/adam.cpp).
+        const std::int64_t n = std::int64_t{1} << 26;
+        const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+        auto adam = [=](Array p, Array g, Array m, Array v, Array t) {
+            const Array t1 = t + 1.0;
+            const Array m1 = b1 * m + (1.0 - b1) * g, v1 = b2 * v + (1.0 - b2) * g * g;
+            return std::tuple{p - lr * (m1 / (1.0 - pow(b1, t1))) / (sqrt(v1 / (1.0 - pow(b2, t1))) + eps), m1, v1, t1};
+        };
+        auto step = loom::function("adam_step", adam);
+        Tensor p = random_normal({n}, float32, 35, dev), g = random_normal({n}, float32, 36, dev);
+        Tensor m = (Array(random_normal({n}, float32, 37, dev)) * 0.1).eval();
+        Tensor v = random_uniform({n}, float32, 0.0, 0.01, 38, dev);
+        Tensor t = full({}, 9.0, float32, dev).eval();  // this is step 10, as the peers' step
+        Tensor p1 = Tensor::empty({n}, float32, dev), m1 = Tensor::empty({n}, float32, dev);
+        Tensor v1 = Tensor::empty({n}, float32, dev), t1 = Tensor::empty({}, float32, dev);
+        for (Tensor* o : {&p1, &m1, &v1, &t1}) testing::poison(*o);
+        step(p, g, m, v, t, p1, m1, v1, t1);
+        const auto [pr, mr, vr, tr] = adam(p, g, m, v, t);
+        check({pr, mr, vr, tr}, {p1, m1, v1, t1}, "A1");
+        report("A1_adam_step", "loom", median_ms([&] { step(p, g, m, v, t, p, m, v, t); }, opt.reps), 28.0 * n);
     });
 
     // Tiled kernels: transposes and stencils, written with the public API as a user writes them.

@@ -234,7 +234,7 @@ if want sanitizer; then
             ( sanitizer_rows=(); san_failed=0; slog=$OUT/.sanitizer.part.samples
               [[ -x $bin/loom_fuzz_api ]] && sanitize memcheck_fuzz_api "$box" memcheck "$bin/loom_fuzz_api" --gpu --count 1500 --seed 7
               for s in "scale_bias_activation 256 256" "print_cuda" "black_scholes 4096" "softmax 64 1024" \
-                       "layernorm 64 1024" "rmsnorm 64 1024" "pipeline 4 65536" "transpose 300 257" "jacobi 258 4"; do
+                       "layernorm 64 1024" "rmsnorm 64 1024" "pipeline 4 65536" "transpose 300 257" "jacobi 258 4" "adam 100000 5"; do
                   set -- $s
                   [[ -x $bin/$1 ]] && sanitize "memcheck_sample_$1" 90 memcheck "$bin/$@"
               done
@@ -288,7 +288,7 @@ if want fuzz && [[ -x $bin/loom_fuzz_views ]]; then
 fi
 if want samples; then
     : >"$OUT/samples.log"
-    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm pipeline transpose jacobi matmul_bias_gelu; do
+    for s in scale_bias_activation print_cuda black_scholes softmax layernorm rmsnorm pipeline transpose jacobi matmul_bias_gelu adam; do
         [[ -x $bin/$s ]] && run_step "sample_$s" "$OUT/samples.log" append "$bin/$s"
     done
 fi
