@@ -707,6 +707,55 @@ int main(int argc, char** argv) {
         report_flops("M6_bmm_small_f32", "loom", median_ms([&] { assign(out, m6); }, opt.reps), 0, 2.0 * 4096 * 64 * 64 * 64);
     });
 
+    if (opt.wants("P1_pipeline")) guarded("P1_pipeline", [&] {
+        // 16 batches of 64 MiB in pinned memory through E1 with loom::Pipeline (three streams, two buffers per
+        // side); wall time on the host clock from the first enqueue to the last download, median of 5, as
+        // peer_baselines.py times its pipelines. Beside it the same two-stream copies with no kernel (the
+        // peers' pipeline_copies_only), measured by this process.
+        const std::int64_t nb = 16, per = std::int64_t{1} << 24;
+        const double total = 2.0 * static_cast<double>(nb * per) * 4.0;
+        Tensor hin = pinned_empty({nb, per}, float32), hout = pinned_empty({nb, per}, float32);
+        copy_async(hin, random_normal({nb, per}, float32, 39, dev));
+        synchronize();
+        auto e1f = loom::function("p1_e1", [](Array v) { return relu(v * 1.5 + 0.25); });
+        auto batch = [&](const Tensor& all, std::int64_t i) { return all.as_strided({per}, {1}, i * per); };
+        auto wall_ms = [](const std::function<void()>& fn) {
+            std::vector<double> ts;
+            for (int r = 0; r < 5; ++r) {
+                const auto t0 = std::chrono::steady_clock::now();
+                fn();
+                ts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+            }
+            std::sort(ts.begin(), ts.end());
+            return ts[2];
+        };
+        {
+            Pipeline pipe({hin}, {hout});
+            auto run = [&] {
+                pipe.run([&](std::int64_t, std::span<const Tensor> x, std::span<const Tensor> y) { e1f(x[0], y[0]); });
+                pipe.synchronize();
+            };
+            std::memset(hout.data(), 0xff, hout.nbytes());  // NaN: a batch not written fails the check
+            run();                                            // compiles the kernel, warms the copy engines
+            for (std::int64_t i : {std::int64_t{0}, nb / 2, nb - 1})
+                check({relu(Array(batch(hin, i)) * 1.5 + 0.25)}, {batch(hout, i)}, fmt::format("P1 batch {}", i).c_str());
+            report("P1_pipeline", "loom_pipeline", wall_ms(run), total);
+        }
+        Stream s[2];
+        Tensor d[2] = {Tensor::empty({per}, float32, dev), Tensor::empty({per}, float32, dev)};
+        synchronize();
+        auto copies = [&] {
+            for (std::int64_t i = 0; i < nb; ++i) {
+                copy_async(d[i % 2], batch(hin, i), s[i % 2]);
+                copy_async(batch(hout, i), d[i % 2], s[i % 2]);
+            }
+            s[0].synchronize();
+            s[1].synchronize();
+        };
+        copies();
+        report("P1_pipeline", "loom_copies_only", wall_ms(copies), total);
+    });
+
     if (opt.wants("O1_overhead")) {
         // A bare cudaLaunchKernel of an empty kernel, and Loom's paths for E1 on 1024 elements.
         const std::string src = "extern \"C\" __global__ void empty_kernel() {}\n";

@@ -17,6 +17,7 @@
 #include "loom/runtime/executor.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/pinned.hpp"
+#include "loom/runtime/pipeline.hpp"
 #include "loom/runtime/random.hpp"
 #include "loom/runtime/stream.hpp"
 #include "loom/runtime/tensor.hpp"
