@@ -1,5 +1,5 @@
 // Golden tests of the pointwise emitter: E1, E2, E4, a Black-Scholes chain, casts and integer ops with edge
-// constants, strided and reshaped views; each compared as text and compiled with NVRTC for sm_90.
+// constants, strided and reshaped views, an Adam step; each compared as text and compiled with NVRTC for sm_90.
 #include <cmath>
 #include <limits>
 
@@ -135,4 +135,25 @@ TEST_CASE("a broken source throws CompileError with the log and the options") {
         CHECK(!e.source_path().empty());
         CHECK(msg.find(e.source_path()) != std::string::npos);
     }
+}
+
+TEST_CASE("golden: an Adam step, its bias corrections of a rank-0 step counter computed once per thread") {
+    const std::int64_t n = 1 << 26;
+    auto p = input(float32, {n}, "p"), g = input(float32, {n}, "g"), m = input(float32, {n}, "m"), v = input(float32, {n}, "v");
+    auto t1 = binary(Op::Add, input(float32, {}, "t"), sc(1.0));
+    auto m1 = binary(Op::Add, binary(Op::Mul, sc(0.9), m), binary(Op::Mul, sc(0.1), g));
+    auto v1 = binary(Op::Add, binary(Op::Mul, sc(0.999), v), binary(Op::Mul, binary(Op::Mul, sc(0.001), g), g));
+    auto bc1 = broadcast_to(binary(Op::Sub, sc(1.0), binary(Op::Pow, sc(0.9), t1)), {n});
+    auto bc2 = broadcast_to(binary(Op::Sub, sc(1.0), binary(Op::Pow, sc(0.999), t1)), {n});
+    auto step = binary(Op::Div, binary(Op::Mul, sc(1e-3), binary(Op::Div, m1, bc1)),
+                       binary(Op::Add, unary(Op::Sqrt, binary(Op::Div, v1, bc2)), sc(1e-8)));
+    auto ks = golden::run("adam_step", {binary(Op::Sub, p, step), m1, v1});
+    CHECK(ks.plan.vector_width == 4);
+    CHECK(ks.kernel.find("__device__ __forceinline__ void adam_step_uniforms(") != std::string::npos);
+    // Computed before the grid-stride loop, not in it.
+    const auto loop = ks.kernel.find("for (;;)");
+    const auto call = ks.kernel.rfind("adam_step_uniforms(p, ");
+    REQUIRE(loop != std::string::npos);
+    CHECK(call < loop);
+    CHECK(ks.kernel.find("lm::pow_", ks.kernel.find("_body(")) == std::string::npos);
 }

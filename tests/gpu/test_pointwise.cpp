@@ -308,3 +308,32 @@ TEST_CASE("pointwise: a new scalar value hits the kernel cache and gives the new
     run_checked({x * constant(-0.75) + 1.0f}, false);
     CHECK(kernel_cache_stats().compiles == c0.compiles + 2);
 }
+
+TEST_CASE("pointwise: costly values that are the same for every element are computed once per thread, with the same bits") {
+    // The bias corrections of an optimizer step: pow, exp, a division and a square root of a rank-0 tensor
+    // and scalars, used by every element. The kernel computes them in {name}_uniforms before its element
+    // loop; unfused (every op its own kernel) computes each once in a kernel of its own. Same bits.
+    for (DType dt : {float32, float16, bfloat16, float64}) {
+        const std::string dtype_name(name(dt));
+        CAPTURE(dtype_name);
+        for (std::int64_t n : {std::int64_t{1}, std::int64_t{1001}, std::int64_t{1} << 22}) {  // tail only, vectors, grid stride
+            CAPTURE(n);
+            Tensor x = rand({n}, dt, 91), t = rand({}, dt, 92, testing::Random::uniform(1.0, 20.0));
+            const Array tt(t);
+            const Array c1 = 1.0 - pow(0.9, tt), c2 = sqrt(exp(tt * 0.01) / (tt + 3.0));
+            const std::vector<Array> ys{Array(x) / c1 + c2, Array(x) * c1};
+            const std::string src = cuda_source(ys, "uniform_bias");
+            CHECK(src.find("_uniforms(") != std::string::npos);
+            const std::vector<Tensor> fused = run_checked(ys);
+            std::vector<Tensor> unfused;
+            {
+                const OptionsScope off({.fusion = false});
+                for (const Array& y : ys) unfused.push_back(y.eval());
+            }
+            for (std::size_t k = 0; k < ys.size(); ++k) require_same_bits(fused[k], unfused[k], fmt::format("output {}", k));
+        }
+    }
+    // Only cheap uniform ops: nothing is hoisted, the kernel is as before.
+    Tensor x = rand({1000}, float32, 93), t = rand({}, float32, 94);
+    CHECK(cuda_source({Array(x) * (Array(t) + 1.0)}, "uniform_cheap").find("_uniforms(") == std::string::npos);
+}

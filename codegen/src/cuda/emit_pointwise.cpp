@@ -35,8 +35,89 @@ struct Emitter {
     /// A matmul epilogue with costly ops: its element function is called, not inlined into each of the
     /// thread's accumulators (64 inlined copies of, say, an erf would take NVRTC seconds).
     bool out_of_line = false;
+    /// Values that are the same for every element (`uniform`: rank-0 values, scalars, constants, loads of
+    /// scalar operands and what is computed from them alone) with a costly op among them are computed once
+    /// per thread by {name}_uniforms, before the element loop, and passed to the body (`frontier`: those the
+    /// rest of the body uses). Same ops in the same order: the same bits. Empty: the body computes all.
+    std::vector<bool> uniform;
+    std::vector<int> frontier;
+    std::vector<bool> used_per_element;  // by a value computed per element, or an output
 
     std::string vname(int v) const { return fmt::format("v{}", v); }
+
+    // Finds the uniform values; hoists them when one of their ops is costly (a division, a square root or
+    // a transcendental function: for example the bias corrections 1 - b^t of an optimizer step).
+    void plan_uniforms() {
+        uniform.assign(g.values.size(), false);
+        bool costly = false;
+        for (std::size_t k = 0; k < g.values.size(); ++k) {
+            const detail::PwValue& v = g.values[k];
+            const ir::Node& n = *v.node;
+            if (ir::info(n.op()).kind == ir::OpKind::Leaf) {
+                uniform[k] = n.op() == ir::Op::Scalar || n.op() == ir::Op::Constant ||
+                             (n.op() == ir::Op::Input && plan.loads[static_cast<std::size_t>(v.site)].access == Access::Scalar &&
+                              !plan.loads[static_cast<std::size_t>(v.site)].index);
+                continue;
+            }
+            bool all = true;
+            for (int a : v.args) all = all && uniform[static_cast<std::size_t>(a)];
+            uniform[k] = all;
+            costly = costly || (all && ir::info(n.op()).cost != ir::Cost::Cheap);
+        }
+        if (!costly) return;
+        std::vector<bool>& used = used_per_element;
+        used.assign(g.values.size(), false);
+        for (std::size_t k = 0; k < g.values.size(); ++k)
+            if (!uniform[k])
+                for (int a : g.values[k].args) used[static_cast<std::size_t>(a)] = true;
+        for (int o : g.outputs) used[static_cast<std::size_t>(o)] = true;
+        for (std::size_t k = 0; k < g.values.size(); ++k)
+            if (uniform[k] && used[k] && ir::info(g.values[k].node->op()).kind != ir::OpKind::Leaf)
+                frontier.push_back(static_cast<int>(k));
+    }
+
+    // The values of the uniform sites, in site order (the arguments of {name}_uniforms).
+    std::vector<std::size_t> uniform_sites() const {
+        std::vector<std::size_t> out;
+        for (std::size_t k = 0; k < g.sites.size(); ++k)
+            if (uniform[static_cast<std::size_t>(g.sites[k].value)]) out.push_back(k);
+        return out;
+    }
+
+    // The function computing the hoisted values once per thread.
+    std::string uniforms() const {
+        std::vector<std::string> sig{fmt::format("const {}_params& p", name)};
+        for (std::size_t k : uniform_sites()) {
+            const int v = g.sites[k].value;
+            sig.push_back(fmt::format("const {} {}", register_type(g.values[static_cast<std::size_t>(v)].node->dtype()), vname(v)));
+        }
+        for (int f : frontier)
+            sig.push_back(fmt::format("{}& u{}", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), f));
+        std::string s = fmt::format("// The values that are the same for every element, computed once per thread.\n"
+                                    "__device__ __forceinline__ void {}_uniforms({}) {{\n", name, fmt::join(sig, ", "));
+        std::vector<bool> needed(g.values.size(), false);  // the hoisted values and their operands
+        for (int f : frontier) needed[static_cast<std::size_t>(f)] = true;
+        for (std::size_t k = g.values.size(); k-- > 0;)
+            if (needed[k])
+                for (int a : g.values[k].args) needed[static_cast<std::size_t>(a)] = true;
+        for (std::size_t k = 0; k < g.values.size(); ++k)
+            if (needed[k] && g.values[k].node->op() != ir::Op::Input) value_line(s, k);
+        for (int f : frontier) line(s, 4, fmt::format("u{} = {};", f, vname(f)));
+        s += "}\n";
+        return s;
+    }
+
+    // Declares the hoisted values at indentation `ind` and computes them from the uniform sites' values.
+    void call_uniforms(std::string& s, int ind) const {
+        if (frontier.empty()) return;
+        std::vector<std::string> args{"p"};
+        for (int f : frontier) {
+            line(s, ind, fmt::format("{} {};", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), vname(f)));
+        }
+        for (std::size_t k : uniform_sites()) args.push_back(vname(g.sites[k].value));
+        for (int f : frontier) args.push_back(vname(f));
+        line(s, ind, fmt::format("{}_uniforms({});", name, fmt::join(args, ", ")), "the same for every element");
+    }
 
     std::string params_struct() const {
         std::string s = fmt::format("struct {}_params {{\n", name);
@@ -84,54 +165,68 @@ struct Emitter {
     }
     static std::string name_of(DType t) { return std::string(loom::name(t)); }
 
+    // The statement computing value `k` (a comment for a load site, whose value is a parameter).
+    void value_line(std::string& s, std::size_t k) const {
+        const auto& v = g.values[k];
+        const ir::Node& n = *v.node;
+        const std::string where = short_location(n.loc());
+        const std::string_view rt = register_type(n.dtype());
+        const int vi = static_cast<int>(k);
+        switch (ir::info(n.op()).kind) {
+            case ir::OpKind::Leaf:
+                if (n.op() == ir::Op::Input) {
+                    line(s, 4, fmt::format("// {} = in{}: input {} \"{}\" {}", vname(vi), v.site,
+                                           g.sites[static_cast<std::size_t>(v.site)].input, n.label(), name_of(n.dtype())),
+                         where);
+                } else if (n.op() == ir::Op::Iota) {  // a parameter of the body, computed by the caller
+                    line(s, 4, fmt::format("// {} = in{}: the index along axis {}, {}", vname(vi), v.site, n.ints().at(0), name_of(n.dtype())),
+                         where);
+                } else if (n.op() == ir::Op::Scalar) {
+                    line(s, 4, fmt::format("const {} {} = p.s{};", rt, vname(vi), g.scalar_number.at(&n)),
+                         fmt::format("scalar {} ({})", name_of(n.dtype()), where));
+                } else {
+                    line(s, 4, fmt::format("const {} {} = {};", rt, vname(vi), cuda_literal(n.value(), n.dtype())),
+                         fmt::format("constant {} ({})", name_of(n.dtype()), where));
+                }
+                return;
+            case ir::OpKind::Unary:
+            case ir::OpKind::Binary:
+            case ir::OpKind::Ternary: {
+                std::vector<std::string> args;
+                for (int a : v.args) args.push_back(vname(a));
+                const std::string op = n.op() == ir::Op::Cast ? fmt::format("cast to {}", name_of(n.dtype()))
+                                                              : std::string(ir::op_name(n.op()));
+                line(s, 4, fmt::format("const {} {} = {};", rt, vname(vi), detail::op_expression(n, args)),
+                     fmt::format("{} ({})", op, where));
+                return;
+            }
+            case ir::OpKind::View:
+            case ir::OpKind::Reduce:
+            case ir::OpKind::Product: throw InternalError("emit_pointwise: view, reduction or product as a value");
+        }
+    }
+
     std::string body() const {
         std::vector<std::string> sig;
         if (body_needs_params) sig.push_back(fmt::format("const {}_params& p", name));
         for (const auto& site : g.sites)
             sig.push_back(fmt::format("const {} {}", register_type(g.values[static_cast<std::size_t>(site.value)].node->dtype()),
                                       vname(site.value)));
+        for (int f : frontier)
+            sig.push_back(fmt::format("const {} {}", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), vname(f)));
         for (std::size_t o = 0; o < g.outputs.size(); ++o)
             sig.push_back(fmt::format("{}& r{}", register_type(plan.outputs[o].dtype), o));
         std::string s = fmt::format("__device__ __forceinline__ void {}_body({}) {{\n", name, fmt::join(sig, ", "));
         for (std::size_t k = 0; k < g.values.size(); ++k) {
-            const auto& v = g.values[k];
-            const ir::Node& n = *v.node;
-            const std::string where = short_location(n.loc());
-            const std::string_view rt = register_type(n.dtype());
-            const int vi = static_cast<int>(k);
-            switch (ir::info(n.op()).kind) {
-                case ir::OpKind::Leaf:
-                    if (n.op() == ir::Op::Input) {
-                        line(s, 4, fmt::format("// {} = in{}: input {} \"{}\" {}", vname(vi), v.site,
-                                               g.sites[static_cast<std::size_t>(v.site)].input, n.label(), name_of(n.dtype())),
-                             where);
-                    } else if (n.op() == ir::Op::Iota) {  // a parameter of the body, computed by the caller
-                        line(s, 4, fmt::format("// {} = in{}: the index along axis {}, {}", vname(vi), v.site, n.ints().at(0), name_of(n.dtype())),
-                             where);
-                    } else if (n.op() == ir::Op::Scalar) {
-                        line(s, 4, fmt::format("const {} {} = p.s{};", rt, vname(vi), g.scalar_number.at(&n)),
-                             fmt::format("scalar {} ({})", name_of(n.dtype()), where));
-                    } else {
-                        line(s, 4, fmt::format("const {} {} = {};", rt, vname(vi), cuda_literal(n.value(), n.dtype())),
-                             fmt::format("constant {} ({})", name_of(n.dtype()), where));
-                    }
-                    break;
-                case ir::OpKind::Unary:
-                case ir::OpKind::Binary:
-                case ir::OpKind::Ternary: {
-                    std::vector<std::string> args;
-                    for (int a : v.args) args.push_back(vname(a));
-                    const std::string op = n.op() == ir::Op::Cast
-                                               ? fmt::format("cast to {}", name_of(n.dtype()))
-                                               : std::string(ir::op_name(n.op()));
-                    line(s, 4, fmt::format("const {} {} = {};", rt, vname(vi), detail::op_expression(n, args)),
-                         fmt::format("{} ({})", op, where));
-                    break;
+            if (!frontier.empty() && uniform[k]) {  // computed once per thread, or used only by what is
+                if (!used_per_element[k]) continue;
+                if (ir::info(g.values[k].node->op()).kind != ir::OpKind::Leaf) {
+                    line(s, 4, fmt::format("// {}: computed once per thread ({}_uniforms)", vname(static_cast<int>(k)), name),
+                         short_location(g.values[k].node->loc()));
+                    continue;
                 }
-                case ir::OpKind::View:
-                case ir::OpKind::Reduce:
-                case ir::OpKind::Product: throw InternalError("emit_pointwise: view, reduction or product as a value");
             }
+            value_line(s, k);
         }
         for (std::size_t o = 0; o < g.outputs.size(); ++o)
             line(s, 4, fmt::format("r{} = {};", o, vname(g.outputs[o])), fmt::format("output {}", o));
@@ -216,6 +311,7 @@ struct Emitter {
         std::vector<std::string> all;
         if (body_needs_params) all.push_back("p");
         all.insert(all.end(), args.begin(), args.end());
+        for (int f : frontier) all.push_back(vname(f));
         all.insert(all.end(), outs.begin(), outs.end());
         return fmt::format("{}_body({});", name, fmt::join(all, ", "));
     }
@@ -252,6 +348,7 @@ struct Emitter {
                      fmt::format("load in{} ({})", k, access_name(o.access)));
             args.push_back(vname(v));
         }
+        call_uniforms(s, 4);
         std::vector<std::string> outs;
         for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
             line(s, 4, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
@@ -349,6 +446,7 @@ struct Emitter {
             streamed.push_back(k);
             args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));
         }
+        call_uniforms(s, 4);
         line(s, 4, "for (;;) {");
         line(s, 8, "const bool more = i < nv - step;", "this thread has another vector");
         for (std::size_t k : streamed) line(s, 8, fmt::format("lm::vec<{}, {}> b{};", storage_type(plan.loads[k].dtype), W, k));
@@ -424,6 +522,7 @@ struct Emitter {
                  fmt::format("load in{} ({}, {} bytes)", k, access_name(o.access), W * static_cast<int>(itemsize(o.dtype))));
             args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));
         }
+        call_uniforms(s, 4);
         compute_and_store_vector(s, 4, args);
         s += "}\n";
         return s;
@@ -465,12 +564,17 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     ks.param_bytes = plan.params_in_memory ? sizeof(void*) : plan.params.size;  // a pointer to the uploaded struct
 
     Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
+    em.plan_uniforms();
     std::string& s = ks.kernel;
     s += detail::banner("pointwise", ks.name, user_name, plan.to_string());
     s += fmt::format("// entry points: {}{}\n\n", ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
                      ks.scalar_entry + " (scalar)");
     s += em.params_struct();
     s += '\n';
+    if (!em.frontier.empty()) {
+        s += em.uniforms();
+        s += '\n';
+    }
     s += em.body();
     s += '\n';
     s += em.element();
