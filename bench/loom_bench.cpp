@@ -779,6 +779,58 @@ int main(int argc, char** argv) {
         check({relu(small * 1.5 + 0.25)}, {out}, "O1");
     }
 
+    if (opt.wants("O2_graphs")) guarded("O2_graphs", [&] {
+        // Host microseconds per call of a traced function of three kernels (two reductions of different shapes
+        // and an elementwise result) on a small input: as one automatic CUDA graph (capture = Auto, the
+        // default), kernel by kernel (capture = Never), against one cudaGraphLaunch of the same three kernels
+        // captured by hand and three bare launches of an empty kernel.
+        auto three = [](Array v) { return std::tuple{sum(v, 0), max(v, 1), exp(v * 0.5) - v}; };
+        auto f = loom::function("o2_auto", three);
+        auto g = loom::function("o2_never", three, Options{.capture = CapturePolicy::Never});
+        Tensor small = random_normal({64, 256}, float32, 40, dev);
+        Tensor o1 = Tensor::empty({256}, float32, dev), o2 = Tensor::empty({64}, float32, dev);
+        Tensor o3 = Tensor::empty({64, 256}, float32, dev);
+        f(small, o1, o2, o3);
+        g(small, o1, o2, o3);
+        synchronize();
+        const auto [r1, r2, r3] = three(Array(small));
+        check({r1, r2, r3}, {o1, o2, o3}, "O2");
+        const std::string src = "extern \"C\" __global__ void empty_kernel() {}\n";
+        nvrtc::Options nopt;
+        nopt.cc_major = device_info(0).cc_major;
+        nopt.cc_minor = device_info(0).cc_minor;
+        const nvrtc::Result img = nvrtc::compile("empty_kernel", src, nopt);
+        const Module m = Module::load(std::string_view(img.binary.data(), img.binary.size()), "empty_kernel");
+        const Kernel empty = m.kernel("empty_kernel");
+        const cudaStream_t stream = current_stream();
+        report_us("O2_graphs", "bare_3_launches", host_us_per_call([&] {
+                      for (int k = 0; k < 3; ++k)
+                          if (cudaLaunchKernel(reinterpret_cast<const void*>(empty.handle()), dim3(1), dim3(32), nullptr, 0,
+                                               stream) != cudaSuccess)
+                              throw Error("cudaLaunchKernel failed");
+                  }));
+        // The same three kernels captured by hand on a stream of its own: one cudaGraphLaunch per call.
+        Stream cs;
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        with_stream(cs, [&] {
+            if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) != cudaSuccess) throw Error("cudaStreamBeginCapture failed");
+            g(small, o1, o2, o3);
+            if (cudaStreamEndCapture(cs, &graph) != cudaSuccess) throw Error("cudaStreamEndCapture failed");
+        });
+        if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) throw Error("cudaGraphInstantiate failed");
+        report_us("O2_graphs", "one_graph_launch", host_us_per_call([&] {
+                      if (cudaGraphLaunch(exec, stream) != cudaSuccess) throw Error("cudaGraphLaunch failed");
+                  }));
+        report_us("O2_graphs", "loom_auto_graph", host_us_per_call([&] { f(small, o1, o2, o3); }));
+        report_us("O2_graphs", "loom_kernel_by_kernel", host_us_per_call([&] { g(small, o1, o2, o3); }));
+        synchronize();
+        (void)cudaGraphExecDestroy(exec);
+        (void)cudaGraphDestroy(graph);
+        check({r1, r2, r3}, {o1, o2, o3}, "O2 after the replays");
+        fmt::print("# O2: {} graph replays, {} captures of the automatic graph\n", f.stats().graph_replays, f.stats().graph_captures);
+    });
+
     if (!opt.json.empty()) write_json(opt.json);
     return g_failed ? 1 : 0;
 }

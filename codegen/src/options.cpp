@@ -48,6 +48,7 @@ bool parse_tile(const char* text, TileHint& hint) {
 std::string_view capture_name(CapturePolicy c) {
     switch (c) {
         case CapturePolicy::Never: return "never";
+        case CapturePolicy::Auto: return "auto";
     }
     return "?";
 }
@@ -99,6 +100,11 @@ Options environment_options() {
     o.fast_math = env_is("LOOM_FAST_MATH", {"1", "on"});
     o.line_info = env_is("LOOM_LINEINFO", {"1", "on"});
     o.fusion = !env_is("LOOM_FUSION", {"0", "off"});
+    if (const char* t = std::getenv("LOOM_CAPTURE"); t && *t) {
+        const std::string_view v(t);
+        if (v == "never" || v == "off" || v == "0") o.capture = CapturePolicy::Never;
+        else if (v != "auto") std::fprintf(stderr, "loom warning: LOOM_CAPTURE=%s is not auto or never; auto\n", t);
+    }
     if (const char* t = std::getenv("LOOM_TILE"); t && *t) {
         if (!parse_tile(t, o.tile))
             std::fprintf(stderr, "loom warning: LOOM_TILE=%s is not ROWSxCOLS or ROWSxCOLSxDEPTH (positive numbers); no tile hint\n", t);

@@ -107,6 +107,16 @@ FunctionStats FunctionCore::stats() const {
     s.calls = calls_.load(std::memory_order_relaxed);
     s.specializations = count_.load(std::memory_order_relaxed) + overflow_.size();
     s.traces = traces_;
+    const std::size_t n = count_.load(std::memory_order_relaxed);
+    auto add = [&](const Program& p) {
+        const GraphStats g = p.graph_stats();
+        s.graph_captures += g.captures;
+        s.graph_replays += g.replays;
+        s.graph_patched += g.patched;
+        s.graph_fallbacks += g.fallbacks;
+    };
+    for (std::size_t i = 0; i < n; ++i) add(*programs_[i]);
+    for (const auto& p : overflow_) add(*p);
     return s;
 }
 

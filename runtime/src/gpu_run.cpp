@@ -111,7 +111,8 @@ struct LaunchPrep {
     std::vector<Tensor> partials;  // stream-ordered pool memory, freed after the call's kernels
     std::vector<void*> part_ptrs;  // the counters, then one workspace per reduction
     Tensor params;                 // parameters in device memory
-    Tensor workspace;              // a matmul's chunk tree (K longer than one chunk)
+    Tensor workspace;              // a matmul's chunk tree (K longer than one chunk), from the pool
+    void* workspace_ptr = nullptr; // its address (or a RunMemory block's)
 };
 
 bool needs_prep(const FusionPlan& plan, std::size_t k) {
@@ -126,10 +127,21 @@ bool needs_prep(const FusionPlan& plan, std::size_t k) {
 
 // The split workspaces of a reduction launch: `ins` in PlannedReduce::inputs order, the element outputs.
 void prepare_split(const codegen::PlannedReduce& pr, std::span<const void* const> ins, std::span<void* const> el_outs,
-                   Device device, LaunchPrep& prep) {
+                   Device device, LaunchPrep& prep, RunMemory* mem) {
     prep.reduce = codegen::reduce_launch(pr, ins, el_outs);
     if (prep.reduce.grid_x == 0) return;
     const std::int64_t counters = codegen::split_counter_count(pr, prep.reduce);
+    if (mem) {  // a graph's run: the per-stream counters (left zero by every launch) and blocks of its own
+        void* c = mem->counter(device.index, counters);
+        if (!c) {
+            mem->unsupported = true;
+            return;
+        }
+        prep.part_ptrs.push_back(c);
+        for (const auto& op : pr.plan.ops)
+            prep.part_ptrs.push_back(mem->block(codegen::accumulator_bytes(op) * static_cast<std::size_t>(codegen::split_partial_count(pr)), device));
+        return;
+    }
     if (unsigned int* c = split_counters(device.index, current_stream(), counters)) {
         prep.part_ptrs.push_back(c);
     } else {  // zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown)
@@ -159,9 +171,22 @@ private:
     std::size_t size_;
 };
 
+// Launches `k`, or records the launch in `mem` (and launches it unless mem->launch is false).
+void issue(const Kernel& k, const LaunchConfig& cfg, std::span<const std::byte> params, std::string_view where, RunMemory* mem) {
+    if (mem) {
+        mem->record(k, cfg, params);
+        if (!mem->launch) {
+            // What the launch would set first, set now: a graph's capture then only records the launch.
+            if (cfg.shared_bytes > 48 * 1024) k.set_max_dynamic_shared(cfg.shared_bytes, current_device());
+            return;
+        }
+    }
+    k.launch(cfg, params.data(), params.size(), where);
+}
+
 // The pointwise arm (tiled or not): `ins` in pointwise_inputs order; `prep` made by run_plan when needs_prep().
 void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g, std::span<const void* const> ins,
-                      std::span<void* const> outs, const LaunchPrep* prep, std::string_view where) {
+                      std::span<void* const> outs, const LaunchPrep* prep, std::string_view where, RunMemory* mem) {
     const codegen::PlannedPointwise& planned = g.pointwise;
     const bool tiled = g.tile.plan.active();  // the tiled kernel: its one entry point, one block per tile
     const codegen::Variant v = tiled ? g.tile.plan.select_variant(planned.plan, planned.binding, ins, outs)
@@ -178,14 +203,14 @@ void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g,
         if (!prep) throw InternalError("launch_pointwise(): parameters in memory without a reserved buffer");
         return launch_with_params_in_memory(k, cfg, params.span(), prep->params, where);
     }
-    k.launch(cfg, params.span().data(), params.span().size(), where);
+    issue(k, cfg, params.span(), where, mem);
 }
 
 // The reduction arm: `ins` in PlannedReduce::inputs order; the element outputs, then the row outputs; `prep`
 // (split plans: the launch shape and workspaces) made by run_plan.
 void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce& pr, std::span<const void* const> ins,
                       std::span<void* const> el_outs, std::span<void* const> row_outs, const LaunchPrep* prep,
-                      std::string_view where) {
+                      std::string_view where, RunMemory* mem) {
     if (pr.plan.split && !prep) throw InternalError("launch_reduction(): a split plan without its workspaces");
     const codegen::LaunchConfig rl = prep ? prep->reduce : codegen::reduce_launch(pr, ins, el_outs);
     if (rl.grid_x == 0) return;
@@ -195,24 +220,24 @@ void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce
     LaunchConfig cfg;
     cfg.grid = {rl.grid_x, rl.grid_y, 1};
     cfg.block = {rl.block_x, 1, 1};
-    (rl.vector ? kernel.vector_kernel : kernel.scalar_kernel).launch(cfg, params.span().data(), params.span().size(), where);
+    issue(rl.vector ? kernel.vector_kernel : kernel.scalar_kernel, cfg, params.span(), where, mem);
 }
 
 // The matmul arm: `ins` in PlannedMatmul::inputs order (A's, B's, then the epilogue's; the accumulators' entry
 // is null); `prep` holds the chunk tree's workspace when K is longer than a chunk.
 void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& pm, std::span<const void* const> ins,
-                   std::span<void* const> outs, const LaunchPrep* prep, std::string_view where) {
+                   std::span<void* const> outs, const LaunchPrep* prep, std::string_view where, RunMemory* mem) {
     const codegen::LaunchConfig lc = codegen::matmul_launch(pm);
     if (lc.grid_x == 0) return;
     if (pm.plan.chunked && !prep) throw InternalError("launch_matmul(): a chunked product without its workspace");
     const codegen::MatmulLoads loads = codegen::select_matmul_loads(pm, ins);
     ParamBytes params(pm.plan.params.size);
-    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace.data() : nullptr, loads, params.span());
+    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace_ptr : nullptr, loads, params.span());
     LaunchConfig cfg;
     cfg.grid = {lc.grid_x, lc.grid_y, 1};
     cfg.block = {lc.block_x, 1, 1};
     cfg.shared_bytes = pm.plan.shared_bytes();
-    kernel.scalar_kernel.launch(cfg, params.span().data(), params.span().size(), where);  // one entry: the loads are a parameter
+    issue(kernel.scalar_kernel, cfg, params.span(), where, mem);  // one entry: the loads are a parameter
 }
 
 // Whether root `r`, written into `out`, must go through a temporary: a source the plan reads shares its
@@ -366,6 +391,42 @@ std::vector<CachedCompile> compile_kernels(const FusionPlan& plan, const codegen
 
 void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
               std::span<const Tensor* const> outs, Device device, std::string_view where) {
+    run_plan(plan, kernels, sources, outs, device, where, nullptr);
+}
+
+void RunMemory::record(const Kernel& k, const LaunchConfig& cfg, std::span<const std::byte> params) {
+    if (!records) return;
+    if (next_record == records->size()) records->emplace_back();
+    LaunchRecord& r = (*records)[next_record++];
+    r.kernel = k.handle();
+    r.grid = cfg.grid;
+    r.block = cfg.block;
+    r.shared_bytes = cfg.shared_bytes;
+    r.params.assign(params.begin(), params.end());
+}
+
+void* RunMemory::block(std::size_t bytes, Device device) {
+    if (next_block == blocks.size()) {
+        if (is_capturing(current_stream()))
+            throw InternalError("RunMemory::block(): a graph's run allocates a block that its first run did not");
+        blocks.push_back(Tensor::empty({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 16))}, DType::UInt8, device));
+    }
+    Tensor& b = blocks[next_block++];
+    if (b.nbytes() < bytes) throw InternalError("RunMemory::block(): a graph's run asks for a larger block than its first run");
+    return b.data();
+}
+
+void* RunMemory::counter(int device, std::int64_t needed) {
+    if (next_counter == counters.size()) {
+        if (is_capturing(current_stream()))
+            throw InternalError("RunMemory::counter(): a graph's run takes counters that its first run did not");
+        counters.push_back(split_counters(device, current_stream(), needed));
+    }
+    return counters[next_counter++];
+}
+
+void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
+              std::span<const Tensor* const> outs, Device device, std::string_view where, RunMemory* mem) {
     if (sources.size() != plan.sources || kernels.size() != plan.gpu.size())
         throw InternalError(fmt::format("run_plan(): {} sources and {} kernels for a plan of {} and {}", sources.size(),
                                         kernels.size(), plan.sources, plan.gpu.size()));
@@ -375,6 +436,10 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
     for (std::size_t i = 0; i < outs.size(); ++i) {
         const Tensor& user = *outs[i];
         if (needs_temporary(plan, sources, user, i)) {
+            if (mem) {  // a graph replays fixed outputs: this call runs without it
+                mem->unsupported = true;
+                return;
+            }
             Tensor tmp = temporary_like(user, device);  // the plan writes the output's index map: keep its strides
             targets[i] = tmp.data();
             copy_back.emplace_back(std::move(tmp), &user);
@@ -386,8 +451,12 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
     Tensor temps;
     char* temp_base = nullptr;
     if (plan.temp_bytes > 0) {
-        temps = Tensor::empty({static_cast<std::int64_t>(plan.temp_bytes)}, DType::UInt8, device);
-        temp_base = static_cast<char*>(temps.data());
+        if (mem) {
+            temp_base = static_cast<char*>(mem->block(plan.temp_bytes, device));
+        } else {
+            temps = Tensor::empty({static_cast<std::int64_t>(plan.temp_bytes)}, DType::UInt8, device);
+            temp_base = static_cast<char*>(temps.data());
+        }
         if (reinterpret_cast<std::uintptr_t>(temp_base) % 16 != 0)
             throw InternalError("run_plan(): pool memory is not 16-byte aligned, as the plans assume");
     }
@@ -409,18 +478,29 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
         const codegen::GpuKernel& g = plan.gpu[k];
         const codegen::FusedKernel& fk = plan.partition.kernels[k];
         if (fk.family == Family::Pointwise) {
+            if (mem) {  // the upload kernel's parameters are per call: not replayed by a graph
+                mem->unsupported = true;
+                return;
+            }
             preps[k].params = reserve_param_buffer(g.pointwise.plan.params.size, where);
             continue;
         }
         if (fk.family == Family::MatMul) {  // written before it is read: no zeroing
-            preps[k].workspace = Tensor::empty({static_cast<std::int64_t>(codegen::matmul_workspace_bytes(g.matmul))}, DType::UInt8, device);
+            const std::size_t bytes = codegen::matmul_workspace_bytes(g.matmul);
+            if (mem) {
+                preps[k].workspace_ptr = mem->block(bytes, device);
+            } else {
+                preps[k].workspace = Tensor::empty({static_cast<std::int64_t>(bytes)}, DType::UInt8, device);
+                preps[k].workspace_ptr = preps[k].workspace.data();
+            }
             continue;
         }
         SmallArray<const void*, 64> ins(g.reads.size());
         for (std::size_t j = 0; j < g.reads.size(); ++j) ins[j] = address(g.reads[j]);
         SmallArray<void*, 16> o(fk.writes.size());
         for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
-        prepare_split(g.reduce, ins.span(), o.span(0, fk.group.element_outputs.size()), device, preps[k]);
+        prepare_split(g.reduce, ins.span(), o.span(0, fk.group.element_outputs.size()), device, preps[k], mem);
+        if (mem && mem->unsupported) return;
     }
     for (std::size_t k = 0; k < plan.gpu.size(); ++k) {
         const codegen::GpuKernel& g = plan.gpu[k];
@@ -431,13 +511,13 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
         for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
         const LaunchPrep* prep = preps.empty() || !needs_prep(plan, k) ? nullptr : &preps[k];
         switch (fk.family) {
-            case Family::Pointwise: launch_pointwise(*kernels[k], g, ins.span(), o.span(), prep, where); break;
+            case Family::Pointwise: launch_pointwise(*kernels[k], g, ins.span(), o.span(), prep, where, mem); break;
             case Family::Reduction: {
                 const std::size_t el = fk.group.element_outputs.size();
-                launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el), o.span(el, fk.writes.size() - el), prep, where);
+                launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el), o.span(el, fk.writes.size() - el), prep, where, mem);
                 break;
             }
-            case Family::MatMul: launch_matmul(*kernels[k], g.matmul, ins.span(), o.span(), prep, where); break;
+            case Family::MatMul: launch_matmul(*kernels[k], g.matmul, ins.span(), o.span(), prep, where, mem); break;
         }
     }
     for (auto& [tmp, user] : copy_back) copy_back_into(*user, tmp, device);

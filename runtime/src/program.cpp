@@ -8,6 +8,7 @@
 
 #include "gpu_internal.hpp"
 #include "host_internal.hpp"
+#include "program_graph.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -89,7 +90,10 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
     plan_ = plan_for(device_info(device_.index));  // partition, plan and build once: run() only binds and launches
     if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(plan_.to_string().c_str(), stderr);
     kernels_ = gpu::build_kernels(plan_, device_, where_);
+    if (options_.capture == CapturePolicy::Auto && gpu::ProgramGraphs::wanted(plan_)) graphs_ = std::make_shared<gpu::ProgramGraphs>();
 }
+
+GraphStats Program::graph_stats() const { return graphs_ ? graphs_->stats() : GraphStats{}; }
 
 std::size_t Program::kernels() const { return plan_.gpu.size(); }
 
@@ -167,6 +171,7 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
     // The planned kernels, in order: the same launch path as an evaluation (gpu_run.cpp).
     gpu::SmallArray<const Tensor::Impl*, 64> sources(args.size());
     for (std::size_t k = 0; k < args.size(); ++k) sources[k] = args[k]->impl().get();
+    if (graphs_ && graphs_->run(plan_, kernels_, sources.span(), outs, device_, name_, where_)) return;
     gpu::run_plan(plan_, kernels_, sources.span(), outs, device_, where_);
 }
 

@@ -215,3 +215,119 @@ TEST_CASE("graph capture: reductions (split full sum, softmax, column sums, a re
         require_reference(ys, outs, "replay " + std::to_string(rep));
     }
 }
+
+// ---- Automatic graphs of traced functions (Options::capture = Auto, the default) ----
+
+TEST_CASE("automatic graphs: a traced function of three kernels runs as one graph, replayed with new data and new pointers") {
+    // Two reductions of different shapes and an elementwise result: three kernels.
+    auto three = [](Array x) { return std::tuple{sum(x, 0), max(x, 1), exp(x * 0.5) - x}; };
+    auto f = loom::function("graph_three", three);
+    auto never = loom::function("graph_three_never", three, Options{.capture = CapturePolicy::Never});
+    Stream s;
+    StreamGuard on(s);
+    Tensor x = rand({300, 700}, float32, 0x0201);
+    Tensor o1 = Tensor::empty({700}, float32, dev()), o2 = Tensor::empty({300}, float32, dev());
+    Tensor o3 = Tensor::empty({300, 700}, float32, dev());
+    for (Tensor* o : {&o1, &o2, &o3}) testing::poison(*o);
+    f(x, o1, o2, o3);  // traced, compiled, captured, launched
+    s.synchronize();
+    const auto [r1, r2, r3] = three(Array(x));
+    require_reference({r1, r2, r3}, {o1, o2, o3}, "first call");
+    loom::detail::FunctionStats st = f.stats();
+    CHECK(st.graph_captures == 1);
+    CHECK(st.graph_replays == 1);
+    // New data in the same tensors: the same graph, nothing patched.
+    for (int k = 0; k < 3; ++k) {
+        testing::fill_random(x, 0x0300 + k);
+        for (Tensor* o : {&o1, &o2, &o3}) testing::poison(*o);
+        f(x, o1, o2, o3);
+        s.synchronize();
+        require_reference({r1, r2, r3}, {o1, o2, o3}, "same tensors, new data");
+    }
+    st = f.stats();
+    CHECK(st.graph_captures == 1);
+    CHECK(st.graph_replays == 4);
+    CHECK(st.graph_patched == 0);
+    // New tensors every call, and results the function allocates: the pointers are patched into the nodes.
+    for (int k = 0; k < 3; ++k) {
+        Tensor y = rand({300, 700}, float32, 0x0400 + k);
+        const auto got = f(y);
+        s.synchronize();
+        const auto [q1, q2, q3] = three(Array(y));
+        require_reference({q1, q2, q3}, {got[0], got[1], got[2]}, "new tensors");
+        // The same bits as launching the kernels one by one.
+        const auto plain = never(y);
+        s.synchronize();
+        for (int i = 0; i < 3; ++i) require_same_bits(got[i], plain[i], fmt::format("output {} against capture=never", i));
+    }
+    st = f.stats();
+    CHECK(st.graph_captures == 1);
+    CHECK(st.graph_replays == 7);
+    CHECK(st.graph_patched >= 3);
+    CHECK(never.stats().graph_replays == 0);
+    CHECK(never.stats().graph_captures == 0);
+}
+
+TEST_CASE("automatic graphs: one graph per stream, split reductions, an output aliasing an argument, a user's capture") {
+    // A split reduction (two long rows: several blocks per row, counters in the stream's buffer) and a row
+    // epilogue: two kernels or more.
+    auto norm = loom::function("graph_split", [](Array x) { return std::tuple{x / sum(abs(x), 1, true), sum(x * x)}; });
+    Tensor x = rand({2, 1 << 20}, float32, 0x0501);
+    const Array ref_a = Array(x) / sum(abs(x), 1, true), ref_b = sum(Array(x) * x);
+    Stream a, b;
+    for (int round = 0; round < 3; ++round)
+        for (Stream* st : {&a, &b}) {
+            StreamGuard on(*st);
+            Tensor y = Tensor::empty({2, 1 << 20}, float32, dev()), z = Tensor::empty({}, float32, dev());
+            testing::poison(y);
+            testing::poison(z);
+            norm(x, y, z);
+            st->synchronize();
+            require_reference({ref_a, ref_b}, {y, z}, fmt::format("round {}", round));
+        }
+    loom::detail::FunctionStats st = norm.stats();
+    CHECK(st.graph_captures == 2);  // one per stream
+    CHECK(st.graph_replays == 6);
+
+    // Outputs that are also arguments: in place element by element (replayed as a graph), or, where a later
+    // kernel reads what an earlier one overwrote, through a temporary (that call launches kernel by kernel).
+    // Right either way.
+    auto scale = loom::function("graph_alias", [](Array v, Array w) { return std::tuple{v * 2.0, w + sum(v), sum(w)}; });
+    Tensor v = rand({4096}, float32, 0x0502), w = rand({4096}, float32, 0x0503), t = Tensor::empty({}, float32, dev());
+    Tensor v0 = Tensor::empty({4096}, float32, dev()), w0 = Tensor::empty({4096}, float32, dev());
+    copy_async(v0, v);
+    copy_async(w0, w);
+    scale(v, w, w, v, t);  // w <- v * 2 (w is read by a later kernel), v <- w + sum(v)
+    synchronize();
+    require_reference({Array(v0) * 2.0, Array(w0) + sum(Array(v0)), sum(Array(w0))}, {w, v, t}, "aliased outputs");
+    const loom::detail::FunctionStats sa = scale.stats();
+    CHECK(sa.graph_fallbacks + sa.graph_replays == 1);
+
+    // Inside the user's own capture the function's kernels are recorded into the user's graph.
+    Stream c;
+    StreamGuard on(c);
+    Tensor in = rand({300, 700}, float32, 0x0503), out1 = Tensor::empty({700}, float32, dev());
+    Tensor out2 = Tensor::empty({300}, float32, dev());
+    auto two = loom::function("graph_user_capture", [](Array q) { return std::tuple{sum(q, 0), sum(q, 1)}; });
+    two(in, out1, out2);  // compiled, and run as its own graph once
+    c.synchronize();
+    const std::uint64_t before = two.stats().graph_replays;
+    Graph g;
+    capture(c, g, [&] { two(in, out1, out2); });
+    CHECK(two.stats().graph_replays == before);  // not replayed inside the capture: recorded
+    testing::poison(out1);
+    testing::poison(out2);
+    CUDA_OK(cudaGraphLaunch(g.exec, c));
+    c.synchronize();
+    require_reference({sum(Array(in), 0), sum(Array(in), 1)}, {out1, out2}, "the user's graph");
+}
+
+TEST_CASE("automatic graphs: LOOM_CAPTURE's policy, and a function of one kernel never uses a graph") {
+    auto one = loom::function("graph_one", [](Array x) { return exp(x) + 1.0; });
+    Tensor x = rand({1000}, float32, 0x0601);
+    Tensor y = one(x);
+    synchronize();
+    CHECK(one.stats().graph_captures == 0);
+    CHECK(one.stats().graph_replays == 0);
+    CHECK(Options{}.capture == CapturePolicy::Auto);
+}

@@ -22,11 +22,16 @@ struct TileHint {
 /// `tile(128, 128, 32)`: a tile hint for `Options::tile` (and the products' per-op hint).
 inline TileHint tile(int rows, int cols, int depth = 0) { return {rows, cols, depth}; }
 
-/// When Loom itself captures an evaluation of several kernels into a CUDA graph and replays it. One policy
-/// exists today: Never, every call launches its kernels one by one (graphs a user captures around Loom's
-/// calls: docs/graph-capture.md). Automatic graphs of multi-kernel traced functions will add a policy here.
+/// When Loom itself captures a traced function's kernels into a CUDA graph and replays it (docs/graph-capture.md,
+/// "Automatic graphs"; graphs a user captures around Loom's calls are described there too).
 enum class CapturePolicy : std::uint8_t {
+    /// Every call launches its kernels one by one.
     Never,
+    /// A traced function whose plan has several kernels runs as one CUDA graph per stream once its kernels are
+    /// compiled: the first call captures it, later calls patch the pointers that changed into its kernel nodes
+    /// and launch it (one cudaGraphLaunch instead of a launch per kernel). Calls that a graph cannot replay
+    /// (an output sharing memory with an argument, parameters in device memory) launch kernel by kernel.
+    Auto,
 };
 
 /// The units a matrix product runs on (docs/semantics.md, section 12; matmul_plan.hpp).
@@ -67,7 +72,7 @@ struct Options {
     /// Fusion (the default) or, for debugging, none: every op runs as its own kernel, every value is
     /// materialized in its dtype. Results are the same bits either way (docs/semantics.md, section 1).
     bool fusion = true;
-    CapturePolicy capture = CapturePolicy::Never;
+    CapturePolicy capture = CapturePolicy::Auto;
     /// The tile shape for families that tile: the tiled transposes and stencils (tile_plan.hpp) take rows and
     /// columns; matrix products (matmul_plan.hpp) rows, columns and depth of a block's tile, unless the product
     /// has a hint of its own (matmul(a, b, tile(...))); an impossible hint raises loom::Error naming the limit
@@ -80,12 +85,12 @@ struct Options {
 
     bool operator==(const Options&) const = default;
     std::uint64_t hash() const;
-    /// "fast_math=off line_info=off fusion=on capture=never tile=auto product_path=auto stencil_reuse=auto".
+    /// "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto stencil_reuse=auto".
     std::string to_string() const;
 };
 
 /// The options of code compiled now: the innermost OptionsScope of this thread, else the defaults read
-/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_TILE=64x64,
+/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_CAPTURE=never, LOOM_TILE=64x64,
 /// LOOM_PRODUCT_PATH=cuda_cores or tensor_cores, LOOM_STENCIL_REUSE=l1 or shared_halo).
 const Options& current_options();
 

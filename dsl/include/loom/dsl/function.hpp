@@ -70,6 +70,11 @@ struct FunctionStats {
     std::uint64_t calls = 0;            // calls that ran (fast or slow path)
     std::uint64_t specializations = 0;  // Programs built (distinct argument specializations)
     std::uint64_t traces = 0;           // times the callable ran on placeholders
+    // Automatic CUDA graphs (Options::capture = Auto, specializations of several kernels; docs/graph-capture.md):
+    std::uint64_t graph_captures = 0;   // graphs built (one per specialization and stream, again when a launch shape changes)
+    std::uint64_t graph_replays = 0;    // calls that ran as one graph launch
+    std::uint64_t graph_patched = 0;    // kernel nodes whose pointers a replay changed
+    std::uint64_t graph_fallbacks = 0;  // calls launched kernel by kernel (an output sharing memory with an argument)
 };
 
 /// The engine of loom::function, independent of the callable's type: specializations (lock-free to read,

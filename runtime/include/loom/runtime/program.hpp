@@ -21,6 +21,17 @@ namespace loom {
 namespace host {
 struct Compiled;  // a host plan with its kernels (runtime/src/host_internal.hpp)
 }
+namespace gpu {
+class ProgramGraphs;  // the CUDA graphs of a multi-kernel program (runtime/src/program_graph.hpp)
+}
+
+/// Counters of a program's automatic CUDA graphs (Options::capture = Auto; docs/graph-capture.md).
+struct GraphStats {
+    std::uint64_t captures = 0;   // graphs built: a stream capture of one run, and its instantiation
+    std::uint64_t replays = 0;    // calls that ran as one graph launch
+    std::uint64_t patched = 0;    // kernel nodes whose parameters (pointers) a replay changed
+    std::uint64_t fallbacks = 0;  // calls that launched kernel by kernel (an output sharing memory with an argument)
+};
 
 
 /// What a program was specialized on, per argument: dtype, shape, strides (elements), 16-byte alignment of
@@ -62,6 +73,8 @@ public:
     /// allocate per run from the stream-ordered pool: one block for the values materialized between
     /// kernels (when there are any) and the workspaces of split reductions (whose counters come from a
     /// per-stream buffer found under a lock; inside stream capture they are pool memory zeroed by a memset).
+    /// Under Options::capture = Auto they run as one CUDA graph per stream instead (captured by the first
+    /// call on that stream, replayed with the new pointers after; its blocks are kept with the graph).
     /// Outputs that do not fit (count, shape, dtype, device, layout) throw loom::Error naming the function,
     /// `call` (the caller's file:line) and where the function was defined.
     void run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
@@ -78,6 +91,10 @@ public:
     /// Kernels launched per run (0 on the host).
     std::size_t kernels() const;
     bool has_reductions() const { return reductions_; }
+    /// Whether calls run as one CUDA graph (a device program of several kernels under Options::capture =
+    /// Auto), and the counters of those graphs (all zero otherwise).
+    bool uses_graphs() const { return graphs_ != nullptr; }
+    GraphStats graph_stats() const;
 
     /// The fusion plan of the specialization (device programs; empty on the host).
     const codegen::FusionPlan& plan() const { return plan_; }
@@ -94,6 +111,7 @@ private:
     std::vector<std::size_t> overlapping_;  // outputs whose view strides overlap themselves (run() refuses them)
     codegen::FusionPlan plan_;  // device programs: planned and built once
     gpu::Kernels kernels_;
+    std::shared_ptr<gpu::ProgramGraphs> graphs_;  // Options::capture = Auto and several kernels: one graph per stream
     std::shared_ptr<const host::Compiled> host_;  // host programs on the LLVM back end: planned and built once
     Options options_;
     Device device_;

@@ -1,0 +1,171 @@
+// The CUDA graphs of traced programs: capture a run once, replay it with new pointers.
+#include "program_graph.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "loom/ir/error.hpp"
+#include "loom/runtime/capture.hpp"
+#include "loom/runtime/errors.hpp"
+
+namespace loom::gpu {
+
+namespace {
+
+constexpr std::size_t kMaxStreams = 16;  // graphs kept per program (one per stream and thread)
+
+// The kernel nodes of a graph captured from one stream: a chain, walked from its root in launch order.
+std::vector<cudaGraphNode_t> kernel_nodes_in_order(cudaGraph_t graph) {
+    std::size_t roots = 0;
+    LOOM_CUDA_CHECK(cudaGraphGetRootNodes(graph, nullptr, &roots));
+    std::vector<cudaGraphNode_t> out;
+    if (roots != 1) return out;  // not a chain: the caller gives up on the graph
+    cudaGraphNode_t node = nullptr;
+    LOOM_CUDA_CHECK(cudaGraphGetRootNodes(graph, &node, &roots));
+    for (;;) {
+        cudaGraphNodeType type{};
+        LOOM_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+        if (type == cudaGraphNodeTypeKernel) out.push_back(node);
+        std::size_t next = 0;
+        LOOM_CUDA_CHECK(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &next));
+        if (next == 0) break;
+        if (next != 1) return {};
+        LOOM_CUDA_CHECK(cudaGraphNodeGetDependentNodes(node, &node, nullptr, &next));
+    }
+    return out;
+}
+
+}  // namespace
+
+StreamGraph::~StreamGraph() {
+    // The blocks in mem_ are freed stream-ordered on the current stream: after the last replay.
+    if (last_) (void)cudaStreamWaitEvent(current_stream(), last_->get(), 0);
+    release();
+}
+
+void StreamGraph::release() noexcept {
+    if (exec_) (void)cudaGraphExecDestroy(exec_);
+    if (graph_) (void)cudaGraphDestroy(graph_);
+    exec_ = nullptr;
+    graph_ = nullptr;
+    nodes_.clear();
+    captured_.clear();
+}
+
+void StreamGraph::build(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
+                        std::span<const Tensor* const> outs, Device device, std::string_view where, cudaStream_t stream) {
+    release();
+    // The run captured on the caller's stream (thread-local mode: other threads' CUDA calls are unaffected);
+    // its temporaries are mem_'s blocks, made by the dry run before.
+    LOOM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    mem_.start(&captured_, true);
+    try {
+        run_plan(plan, kernels, sources, outs, device, where, &mem_);
+    } catch (...) {
+        cudaGraph_t partial = nullptr;
+        (void)cudaStreamEndCapture(stream, &partial);
+        if (partial) (void)cudaGraphDestroy(partial);
+        throw;
+    }
+    LOOM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    captured_.resize(mem_.next_record);
+    nodes_ = kernel_nodes_in_order(graph_);
+    if (nodes_.size() != captured_.size()) {  // not the chain of kernels it should be: launch kernel by kernel
+        release();
+        disabled_ = true;
+        return;
+    }
+    LOOM_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+}
+
+bool StreamGraph::run(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
+                      std::span<const Tensor* const> outs, Device device, std::string_view name, std::string_view where,
+                      loom::GraphStats& stats) {
+    std::lock_guard lock(mu_);
+    if (disabled_) return false;
+    const cudaStream_t stream = current_stream();
+    // The launches this call would make (no launch): its parameters with today's pointers. The first run
+    // also allocates the blocks and takes the split counters, outside any capture.
+    mem_.start(&now_, false);
+    run_plan(plan, kernels, sources, outs, device, where, &mem_);
+    if (mem_.unsupported) {
+        ++stats.fallbacks;
+        return false;
+    }
+    now_.resize(mem_.next_record);
+    bool same = exec_ && now_.size() == captured_.size();
+    for (std::size_t i = 0; same && i < now_.size(); ++i) same = now_[i].same_launch(captured_[i]);
+    if (!same) {  // first call, or other grids or variants (other alignments): capture again
+        build(plan, kernels, sources, outs, device, where, stream);
+        if (disabled_) return false;
+        ++stats.captures;
+    } else {
+        for (std::size_t i = 0; i < now_.size(); ++i) {
+            if (now_[i].params == captured_[i].params) continue;
+            cudaKernelNodeParams kp{};
+            LOOM_CUDA_CHECK(cudaGraphKernelNodeGetParams(nodes_[i], &kp));
+            void* args[1] = {now_[i].params.data()};
+            kp.kernelParams = args;
+            kp.extra = nullptr;
+            LOOM_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(exec_, nodes_[i], &kp));
+            captured_[i].params.swap(now_[i].params);
+            ++stats.patched;
+        }
+    }
+    if (detail::poisoned_flag()) detail::throw_poisoned();
+    note_launch(name, where);
+    cudaError_t e = cudaGraphLaunch(exec_, stream);
+    if (e != cudaSuccess) detail::throw_cuda_error(e, fmt::format("cudaGraphLaunch of {} ({} kernels) at {}", name, nodes_.size(), where).c_str(), __FILE__, __LINE__);
+    if (!last_) last_ = std::make_unique<Event>(false);
+    last_->record(stream);
+    if (sync_after_launch()) {
+        e = cudaStreamSynchronize(stream);
+        if (e != cudaSuccess)
+            detail::throw_cuda_error(e, fmt::format("cudaStreamSynchronize after the graph of {} at {} (LOOM_SYNC=1)", name, where).c_str(),
+                                     __FILE__, __LINE__);
+    }
+    ++stats.replays;
+    return true;
+}
+
+bool ProgramGraphs::wanted(const codegen::FusionPlan& plan) {
+    if (plan.gpu.size() < 2) return false;
+    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
+        if (plan.partition.kernels[k].family == codegen::Family::Pointwise && plan.gpu[k].pointwise.plan.params_in_memory) return false;
+    return true;
+}
+
+bool ProgramGraphs::run(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
+                        std::span<const Tensor* const> outs, Device device, std::string_view name, std::string_view where) {
+    const cudaStream_t stream = current_stream();
+    if (is_capturing(stream)) return false;  // the caller's own capture records the kernels
+    unsigned long long id = 0;
+    LOOM_CUDA_CHECK(cudaStreamGetId(stream, &id));
+    const std::thread::id owner = stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
+    StreamGraph* g = nullptr;
+    {
+        std::lock_guard lock(mu_);
+        for (const auto& p : graphs_)
+            if (p->is(id, owner)) g = p.get();
+        if (!g) {
+            if (graphs_.size() == kMaxStreams) graphs_.erase(graphs_.begin());  // the oldest stream's graph goes
+            g = graphs_.emplace_back(std::make_unique<StreamGraph>(id, owner)).get();
+        }
+    }
+    loom::GraphStats delta;
+    const bool ran = g->run(plan, kernels, sources, outs, device, name, where, delta);
+    std::lock_guard lock(mu_);
+    stats_.captures += delta.captures;
+    stats_.replays += delta.replays;
+    stats_.patched += delta.patched;
+    stats_.fallbacks += delta.fallbacks;
+    return ran;
+}
+
+loom::GraphStats ProgramGraphs::stats() const {
+    std::lock_guard lock(mu_);
+    return stats_;
+}
+
+}  // namespace loom::gpu
