@@ -54,10 +54,14 @@ void StreamGraph::release() noexcept {
 }
 
 void StreamGraph::build(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-                        std::span<const Tensor* const> outs, Device device, std::string_view where, cudaStream_t stream) {
+                        std::span<const Tensor* const> outs, Device device, std::string_view where) {
     release();
-    // The run captured on the caller's stream (thread-local mode: other threads' CUDA calls are unaffected);
-    // its temporaries are mem_'s blocks, made by the dry run before.
+    // The run captured on a stream of the graph's own, never the caller's: other threads may be launching on
+    // the caller's stream meanwhile, and their work must not land in this graph (thread-local mode: other
+    // threads' CUDA calls are unaffected). Its temporaries are mem_'s blocks, made by the dry run before.
+    if (!capture_) capture_ = std::make_unique<Stream>();
+    const cudaStream_t stream = capture_->get();
+    StreamGuard on(stream);
     LOOM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     mem_.start(&captured_, true);
     try {
@@ -97,16 +101,22 @@ bool StreamGraph::run(const codegen::FusionPlan& plan, const Kernels& kernels, s
     bool same = exec_ && now_.size() == captured_.size();
     for (std::size_t i = 0; same && i < now_.size(); ++i) same = now_[i].same_launch(captured_[i]);
     if (!same) {  // first call, or other grids or variants (other alignments): capture again
-        build(plan, kernels, sources, outs, device, where, stream);
+        build(plan, kernels, sources, outs, device, where);
         if (disabled_) return false;
         ++stats.captures;
     } else {
         for (std::size_t i = 0; i < now_.size(); ++i) {
             if (now_[i].params == captured_[i].params) continue;
-            cudaKernelNodeParams kp{};
-            LOOM_CUDA_CHECK(cudaGraphKernelNodeGetParams(nodes_[i], &kp));
+            // The node's launch as captured, with the new parameter bytes (the kernel handle cast to void*,
+            // as the runtime takes a cudaKernel_t).
+            const LaunchRecord& r = now_[i];
             void* args[1] = {now_[i].params.data()};
-            kp.kernelParams = args;
+            cudaKernelNodeParams kp{};
+            kp.func = reinterpret_cast<void*>(r.kernel);
+            kp.gridDim = dim3(r.grid.x, r.grid.y, r.grid.z);
+            kp.blockDim = dim3(r.block.x, r.block.y, r.block.z);
+            kp.sharedMemBytes = static_cast<unsigned int>(r.shared_bytes);
+            kp.kernelParams = r.params.empty() ? nullptr : args;
             kp.extra = nullptr;
             LOOM_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(exec_, nodes_[i], &kp));
             captured_[i].params.swap(now_[i].params);
@@ -143,14 +153,14 @@ bool ProgramGraphs::run(const codegen::FusionPlan& plan, const Kernels& kernels,
     unsigned long long id = 0;
     LOOM_CUDA_CHECK(cudaStreamGetId(stream, &id));
     const std::thread::id owner = stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
-    StreamGraph* g = nullptr;
+    std::shared_ptr<StreamGraph> g;  // held through the run: another thread may drop it from the list meanwhile
     {
         std::lock_guard lock(mu_);
         for (const auto& p : graphs_)
-            if (p->is(id, owner)) g = p.get();
+            if (p->is(id, owner)) g = p;
         if (!g) {
             if (graphs_.size() == kMaxStreams) graphs_.erase(graphs_.begin());  // the oldest stream's graph goes
-            g = graphs_.emplace_back(std::make_unique<StreamGraph>(id, owner)).get();
+            g = graphs_.emplace_back(std::make_shared<StreamGraph>(id, owner));
         }
     }
     loom::GraphStats delta;

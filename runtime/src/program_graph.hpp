@@ -38,7 +38,7 @@ public:
 
 private:
     void build(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-               std::span<const Tensor* const> outs, Device device, std::string_view where, cudaStream_t stream);
+               std::span<const Tensor* const> outs, Device device, std::string_view where);
     void release() noexcept;
 
     std::mutex mu_;  // one run at a time (two threads may share a stream)
@@ -49,7 +49,8 @@ private:
     std::vector<cudaGraphNode_t> nodes_;  // the kernel nodes, in launch order
     cudaGraph_t graph_ = nullptr;
     cudaGraphExec_t exec_ = nullptr;
-    std::unique_ptr<Event> last_;  // recorded after each launch: the blocks are freed after it
+    std::unique_ptr<Event> last_;
+    std::unique_ptr<Stream> capture_;  // where the graph is captured  // recorded after each launch: the blocks are freed after it
     bool disabled_ = false;
 };
 
@@ -64,7 +65,7 @@ public:
 
 private:
     mutable std::mutex mu_;
-    std::vector<std::unique_ptr<StreamGraph>> graphs_;
+    std::vector<std::shared_ptr<StreamGraph>> graphs_;
     loom::GraphStats stats_;  // under mu_ (updated by the stream graphs under their own lock, then here)
 };
 
