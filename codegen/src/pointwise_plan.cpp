@@ -362,6 +362,7 @@ int costly_ops(const detail::PwGraph& g) {
     int n = 0;
     for (const detail::PwValue& v : g.values) {
         if (!v.node || !ir::is_elementwise(v.node->op())) continue;
+        if (v.ctx == detail::kUniformContext) continue;  // rank 0: computed once per thread, not per element
         const ir::Cost cost = ir::info(v.node->op()).cost;
         if ((cost == ir::Cost::Division || cost == ir::Cost::Transcendental) && is_float(v.node->dtype())) ++n;
     }
@@ -536,7 +537,10 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
     }
     p.vector_width = vector_ok && vw > 1 ? vw : 1;
     p.vector_flat = p.vector_width > 1 && all_flat;
-    if (own_kernel && p.vector_flat && costly_ops(g) >= kGridStrideCostlyOps) p.grid_stride_blocks = kGridStrideBlocksPerSM * device.sm_count;
+    int streams = static_cast<int>(p.outputs.size());  // arrays read or written element by element
+    for (const auto& o : p.loads) streams += o.bytes_per_element > 0 ? 1 : 0;
+    if (const int costly = costly_ops(g); own_kernel && p.vector_flat && costly >= kGridStrideCostlyOps && costly >= streams)
+        p.grid_stride_blocks = kGridStrideBlocksPerSM * device.sm_count;
 
     // Index width: 32-bit when the element count, every extent and every byte offset stays below 2^31.
     auto bound = [&](const Form& f, const std::vector<double>& tmax) {

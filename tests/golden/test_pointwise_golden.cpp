@@ -150,10 +150,12 @@ TEST_CASE("golden: an Adam step, its bias corrections of a rank-0 step counter c
     auto ks = golden::run("adam_step", {binary(Op::Sub, p, step), m1, v1});
     CHECK(ks.plan.vector_width == 4);
     CHECK(ks.kernel.find("__device__ __forceinline__ void adam_step_uniforms(") != std::string::npos);
-    // Computed before the grid-stride loop, not in it.
-    const auto loop = ks.kernel.find("for (;;)");
+    // Seven arrays and four costly ops per element: one vector per thread, not a grid-stride loop; the uniform
+    // values computed before the vector's lanes, not in them.
+    CHECK(ks.plan.grid_stride_blocks == 0);
+    const auto lanes = ks.kernel.rfind("#pragma unroll");
     const auto call = ks.kernel.rfind("adam_step_uniforms(p, ");
-    REQUIRE(loop != std::string::npos);
-    CHECK(call < loop);
+    REQUIRE(lanes != std::string::npos);
+    CHECK(call < lanes);
     CHECK(ks.kernel.find("lm::pow_", ks.kernel.find("_body(")) == std::string::npos);
 }

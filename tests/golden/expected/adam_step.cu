@@ -1,6 +1,6 @@
 // ---- Loom pointwise kernel adam_step (from "adam_step") ----
 // pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
-// grid: min(ceil(n / 1024), 2112) blocks of 256 (vector variant, grid-stride over vectors of 4, the next vector's loads issued before this one's arithmetic), ceil(n / 256) blocks of 256 (scalar variant)
+// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
 // bytes per element: 28; parameters: 96 bytes
 // in0: input 0, float32, contiguous, 4 B/element
 // in1: input 1, float32, contiguous, 4 B/element
@@ -96,55 +96,37 @@ __device__ __forceinline__ void adam_step_element(const adam_step_params& p, con
 }
 
 extern "C" __global__ void __launch_bounds__(256) adam_step_v4(const __grid_constant__ adam_step_params p) {
-    const int step = (int)gridDim.x * (int)blockDim.x * 4;   // elements per pass of the grid
-    int i = ((int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x) * 4; // first element of this thread's first vector
-    const int nv = p.n - p.n % 4;                            // elements in whole vectors
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        for (int e = nv; e < p.n; ++e) adam_step_element(p, e); // tail: fewer elements left than a vector
-    if (i >= nv) return;
-    lm::vec<float, 4> a0 = lm::load_vec<float, 4>(p.in0 + i); // load in0 (contiguous, 16 bytes)
-    lm::vec<float, 4> a1 = lm::load_vec<float, 4>(p.in1 + i); // load in1 (contiguous, 16 bytes)
-    lm::vec<float, 4> a2 = lm::load_vec<float, 4>(p.in2 + i); // load in2 (contiguous, 16 bytes)
+    const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; // first element of this thread's vector
+    if (g >= (unsigned)p.n) return;
+    const int i = (int)g;
+    if (p.n - i < 4) {                                       // tail: fewer elements left than a vector
+        for (int e = i; e < p.n; ++e) adam_step_element(p, e);
+        return;
+    }
+    const lm::vec<float, 4> a0 = lm::load_vec<float, 4>(p.in0 + i); // load in0 (contiguous, 16 bytes)
+    const lm::vec<float, 4> a1 = lm::load_vec<float, 4>(p.in1 + i); // load in1 (contiguous, 16 bytes)
+    const lm::vec<float, 4> a2 = lm::load_vec<float, 4>(p.in2 + i); // load in2 (contiguous, 16 bytes)
     const float v10 = lm::to_reg(p.in3[0]);                  // load in3 once (scalar)
-    lm::vec<float, 4> a4 = lm::load_vec<float, 4>(p.in4 + i); // load in4 (contiguous, 16 bytes)
+    const lm::vec<float, 4> a4 = lm::load_vec<float, 4>(p.in4 + i); // load in4 (contiguous, 16 bytes)
     float v13;
     float v23;
     adam_step_uniforms(p, v10, v13, v23);                    // the same for every element
-    for (;;) {
-        const bool more = i < nv - step;                     // this thread has another vector
-        lm::vec<float, 4> b0;
-        lm::vec<float, 4> b1;
-        lm::vec<float, 4> b2;
-        lm::vec<float, 4> b4;
-        if (more) {                                          // the next vector's loads, in flight during this one's arithmetic
-            b0 = lm::load_vec<float, 4>(p.in0 + (i + step));
-            b1 = lm::load_vec<float, 4>(p.in1 + (i + step));
-            b2 = lm::load_vec<float, 4>(p.in2 + (i + step));
-            b4 = lm::load_vec<float, 4>(p.in4 + (i + step));
-        }
-        lm::vec<float, 4> o0;
-        lm::vec<float, 4> o1;
-        lm::vec<float, 4> o2;
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            float r0;
-            float r1;
-            float r2;
-            adam_step_body(p, lm::to_reg(a0.v[j]), lm::to_reg(a1.v[j]), lm::to_reg(a2.v[j]), v10, lm::to_reg(a4.v[j]), v13, v23, r0, r1, r2);
-            o0.v[j] = r0;
-            o1.v[j] = r1;
-            o2.v[j] = r2;
-        }
-        lm::store_vec<float, 4>(p.out0 + i, o0);             // store out0 (16 bytes)
-        lm::store_vec<float, 4>(p.out1 + i, o1);             // store out1 (16 bytes)
-        lm::store_vec<float, 4>(p.out2 + i, o2);             // store out2 (16 bytes)
-        if (!more) break;
-        i += step;
-        a0 = b0;
-        a1 = b1;
-        a2 = b2;
-        a4 = b4;
+    lm::vec<float, 4> o0;
+    lm::vec<float, 4> o1;
+    lm::vec<float, 4> o2;
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float r0;
+        float r1;
+        float r2;
+        adam_step_body(p, lm::to_reg(a0.v[j]), lm::to_reg(a1.v[j]), lm::to_reg(a2.v[j]), v10, lm::to_reg(a4.v[j]), v13, v23, r0, r1, r2);
+        o0.v[j] = r0;
+        o1.v[j] = r1;
+        o2.v[j] = r2;
     }
+    lm::store_vec<float, 4>(p.out0 + i, o0);                 // store out0 (16 bytes)
+    lm::store_vec<float, 4>(p.out1 + i, o1);                 // store out1 (16 bytes)
+    lm::store_vec<float, 4>(p.out2 + i, o2);                 // store out2 (16 bytes)
 }
 
 extern "C" __global__ void __launch_bounds__(256) adam_step_s(const __grid_constant__ adam_step_params p) {
