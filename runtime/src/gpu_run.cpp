@@ -240,6 +240,27 @@ void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& p
     issue(kernel.scalar_kernel, cfg, params.span(), where, mem);  // one entry: the loads are a parameter
 }
 
+// Whether pointwise kernel `k` reads source `s` only at the element it writes root `r` to: a graph without
+// views, or (a graph with views elsewhere, such as a rank-0 step counter broadcast to every element) a flat
+// kernel whose every read of `s` and whose write of `r` is contiguous (element index = flat index).
+bool reads_in_place(const FusionPlan& plan, std::size_t k, int s, std::size_t r) {
+    const codegen::GpuKernel& g = plan.gpu[k];
+    if (!g.has_views) return true;
+    if (g.tile.plan.active()) return false;
+    const codegen::PointwisePlan& pp = g.pointwise.plan;
+    for (const codegen::OperandPlan& o : pp.loads) {
+        if (o.input < 0 || static_cast<std::size_t>(o.input) >= g.reads.size()) return false;
+        const Slot& in = g.reads[static_cast<std::size_t>(o.input)];
+        if (in.kind == Slot::Kind::Source && in.index == s && o.access != codegen::Access::Contiguous) return false;
+    }
+    const auto& writes = plan.partition.kernels[k].writes;
+    for (std::size_t o = 0; o < writes.size() && o < pp.outputs.size(); ++o)
+        if (writes[o].kind == Slot::Kind::Root && static_cast<std::size_t>(writes[o].index) == r &&
+            pp.outputs[o].access != codegen::Access::Contiguous)
+            return false;
+    return true;
+}
+
 // Whether root `r`, written into `out`, must go through a temporary: a source the plan reads shares its
 // memory, and a kernel from its writer on reads that source, other than the writer itself reading it in
 // place (a pointwise kernel without views, the source with the output's exact layout: each element is
@@ -257,7 +278,7 @@ bool needs_temporary(const FusionPlan& plan, std::span<const Tensor::Impl* const
             for (const Slot& in : plan.gpu[k].reads) reads = reads || (in.kind == Slot::Kind::Source && in.index == s);
             if (!reads) continue;
             const bool in_place = k == writer && plan.partition.kernels[k].family == Family::Pointwise &&
-                                  !plan.gpu[k].has_views && src.offset == out.offset() && src.strides == out.strides() &&
+                                  reads_in_place(plan, k, s, r) && src.offset == out.offset() && src.strides == out.strides() &&
                                   src.shape == out.shape();
             if (!in_place) return true;
         }
