@@ -12,7 +12,11 @@
 // Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
 // Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it: cold
 // codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and F1-F2
-// (sums, softmax, layernorm) are written with the public reductions and loom::softmax / loom::layernorm.
+// (sums, softmax, layernorm) are written with the public reductions and loom::softmax / loom::layernorm; X1 with
+// loom::logsumexp. A1 is one Adam step in place (a traced function, samples/adam.cpp); P1 the pinned pipeline
+// through loom::Pipeline, wall time on the host clock beside the same copies with no kernel; O2 the host
+// microseconds per call of a traced function of three kernels as an automatic CUDA graph, kernel by kernel, and
+// against one launch of the same graph captured by hand.
 #include <loom/loom.hpp>
 #include <loom/runtime/disk_cache.hpp>
 #include <loom/runtime/host_backend.hpp>
