@@ -100,6 +100,25 @@ double host_us_per_call(const std::function<void()>& fn, int n = 10000) {
     return us[us.size() / 2];
 }
 
+// Host microseconds per call of `count` bare cudaLaunchKernel calls of an empty kernel (compiled here with
+// NVRTC) on the current stream: the floor of O1 and O2.
+double bare_launches_us(int count) {
+    const std::string src = "extern \"C\" __global__ void empty_kernel() {}\n";
+    nvrtc::Options nopt;
+    nopt.cc_major = device_info(0).cc_major;
+    nopt.cc_minor = device_info(0).cc_minor;
+    const nvrtc::Result img = nvrtc::compile("empty_kernel", src, nopt);
+    const Module m = Module::load(std::string_view(img.binary.data(), img.binary.size()), "empty_kernel");
+    const Kernel empty = m.kernel("empty_kernel");
+    const cudaStream_t stream = current_stream();
+    return host_us_per_call([&] {
+        for (int k = 0; k < count; ++k)
+            if (cudaLaunchKernel(reinterpret_cast<const void*>(empty.handle()), dim3(1), dim3(32), nullptr, 0, stream) !=
+                cudaSuccess)
+                throw Error("cudaLaunchKernel failed");
+    });
+}
+
 void write_json(const std::string& path) {
     std::FILE* f = std::fopen(path.c_str(), "w");
     if (!f) throw Error(fmt::format("loom_bench: cannot write {}", path));
@@ -762,19 +781,7 @@ int main(int argc, char** argv) {
 
     if (opt.wants("O1_overhead")) {
         // A bare cudaLaunchKernel of an empty kernel, and Loom's paths for E1 on 1024 elements.
-        const std::string src = "extern \"C\" __global__ void empty_kernel() {}\n";
-        nvrtc::Options nopt;
-        nopt.cc_major = device_info(0).cc_major;
-        nopt.cc_minor = device_info(0).cc_minor;
-        const nvrtc::Result img = nvrtc::compile("empty_kernel", src, nopt);
-        const Module m = Module::load(std::string_view(img.binary.data(), img.binary.size()), "empty_kernel");
-        const Kernel empty = m.kernel("empty_kernel");
-        const cudaStream_t stream = current_stream();
-        report_us("O1_overhead", "bare_launch", host_us_per_call([&] {
-                      if (cudaLaunchKernel(reinterpret_cast<const void*>(empty.handle()), dim3(1), dim3(32), nullptr, 0,
-                                           stream) != cudaSuccess)
-                          throw Error("cudaLaunchKernel failed");
-                  }));
+        report_us("O1_overhead", "bare_launch", bare_launches_us(1));
         Tensor small = random_normal({1024}, float32, 11, dev), out = Tensor::empty({1024}, float32, dev);
         auto e1f = loom::function("e1", [](Array v) { return relu(v * 1.5 + 0.25); });
         report_us("O1_overhead", "loom", host_us_per_call([&] { e1f(small, out); }));
@@ -799,20 +806,8 @@ int main(int argc, char** argv) {
         synchronize();
         const auto [r1, r2, r3] = three(Array(small));
         check({r1, r2, r3}, {o1, o2, o3}, "O2");
-        const std::string src = "extern \"C\" __global__ void empty_kernel() {}\n";
-        nvrtc::Options nopt;
-        nopt.cc_major = device_info(0).cc_major;
-        nopt.cc_minor = device_info(0).cc_minor;
-        const nvrtc::Result img = nvrtc::compile("empty_kernel", src, nopt);
-        const Module m = Module::load(std::string_view(img.binary.data(), img.binary.size()), "empty_kernel");
-        const Kernel empty = m.kernel("empty_kernel");
+        report_us("O2_graphs", "bare_3_launches", bare_launches_us(3));
         const cudaStream_t stream = current_stream();
-        report_us("O2_graphs", "bare_3_launches", host_us_per_call([&] {
-                      for (int k = 0; k < 3; ++k)
-                          if (cudaLaunchKernel(reinterpret_cast<const void*>(empty.handle()), dim3(1), dim3(32), nullptr, 0,
-                                               stream) != cudaSuccess)
-                              throw Error("cudaLaunchKernel failed");
-                  }));
         // The same three kernels captured by hand on a stream of its own: one cudaGraphLaunch per call.
         Stream cs;
         cudaGraph_t graph = nullptr;

@@ -177,7 +177,7 @@ void issue(const Kernel& k, const LaunchConfig& cfg, std::span<const std::byte> 
         mem->record(k, cfg, params);
         if (!mem->launch) {
             // What the launch would set first, set now: a graph's capture then only records the launch.
-            if (cfg.shared_bytes > 48 * 1024) k.set_max_dynamic_shared(cfg.shared_bytes, current_device());
+            if (cfg.shared_bytes > kDefaultDynamicSharedBytes) k.set_max_dynamic_shared(cfg.shared_bytes, current_device());
             return;
         }
     }

@@ -42,7 +42,6 @@ struct KernelState {
 
 namespace {
 
-constexpr std::size_t kDefaultDynamicSharedLimit = 48 * 1024;  // bytes without opting in (all archs >= 7.0)
 
 std::string dims(const Dim3& d) { return fmt::format("({}, {}, {})", d.x, d.y, d.z); }
 
@@ -76,7 +75,7 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
         throw Error(fmt::format("Kernel::launch(): kernel {} takes a {}-byte parameter, given {} bytes{}", s.name,
                                 s.param_bytes, args_bytes, where.empty() ? "" : fmt::format(" ({})", where)));
     if (detail::poisoned_flag()) detail::throw_poisoned();
-    if (cfg.shared_bytes > kDefaultDynamicSharedLimit) {
+    if (cfg.shared_bytes > kDefaultDynamicSharedBytes) {
         int device = 0;
         LOOM_CUDA_CHECK(cudaGetDevice(&device));
         // Checked here, not by a CUDA call that would fail: beyond the opt-in limit no attribute helps.

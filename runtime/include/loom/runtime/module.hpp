@@ -20,6 +20,10 @@ struct Dim3 {
 
 /// How to launch: grid and block extents, dynamic shared memory in bytes, and the stream (the calling
 /// thread's current stream at the time the config is made, unless set).
+/// Dynamic shared memory a kernel may use without opting in (every architecture from 7.0 on); beyond it
+/// Kernel::launch() raises the kernel's limit first.
+inline constexpr std::size_t kDefaultDynamicSharedBytes = 48 * 1024;
+
 struct LaunchConfig {
     Dim3 grid;
     Dim3 block;
