@@ -225,8 +225,8 @@ std::uint64_t MatmulPlan::hash() const {
     h.add(std::string_view("matmul"));
     for (int v : {static_cast<int>(in), static_cast<int>(out), rank, tile_m, tile_n, tile_k, warps_m, warps_n, lanes_m, lanes_n,
                   thread_m, thread_n, stages, pitch_a, pitch_b, static_cast<int>(hinted), static_cast<int>(vector_a),
-                  static_cast<int>(vector_b), a_read,
-                  static_cast<int>(chunked), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
+                  static_cast<int>(vector_b), a_read, b_read,
+                  static_cast<int>(chunked), static_cast<int>(batch_pipelined), blocks_per_sm, static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
                   static_cast<int>(tensor_cores), static_cast<int>(requested)})
         h.add(static_cast<std::uint64_t>(v));
     h.add(epilogue.hash());
@@ -257,9 +257,15 @@ std::string MatmulPlan::to_string() const {
         path = "CUDA cores (one fma per k in the contract's order)" + path_note();
         threads_text = fmt::format("{} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread{}", threads(), warps_m,
                                    warps_n, lanes_m, lanes_n, thread_m, thread_n,
-                                   a_read > 1 ? fmt::format(", A's rows read {} elements (16 bytes) at once", a_read) : "");
+                                   a_read > 1 || b_read > 1
+                                       ? fmt::format(", fragments read {} elements of A's rows and {} of B's at once", a_read, b_read)
+                                       : "");
         order = fmt::format("K in chunks of {}{}", kProductChunk,
-                            chunked ? ", partials combined in the pairwise tree through a workspace" : " (one chunk: no partials)");
+                            chunked          ? ", partials combined in the pairwise tree through a workspace"
+                            : batch_pipelined ? fmt::format(" (one chunk: no partials); K in one step, each block walking batch entries with "
+                                                            "the next one's tiles copying ({} blocks per multiprocessor)",
+                                                            blocks_per_sm)
+                                              : std::string(" (one chunk: no partials)"));
     }
     return fmt::format(
         "matmul plan: {} x {} -> {}, rank {}, {}\n"
@@ -357,11 +363,27 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
                                        p.shared_bytes(), limit, device.name));
     if (p.tensor_cores) shape_warps_mma(p, m, shown);
     else shape_threads(p, m, shown);
+    // A batch of products whose K is one step: blocks walk the batch entries, copying the next while
+    // multiplying this one, two blocks per multiprocessor where shared memory holds them and the register
+    // tile is at most 32 accumulators (two blocks of 256 threads leave 128 registers per thread).
+    const std::int64_t tiles = ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n);
+    b.batch_blocks = std::min<std::int64_t>(b.batches, 65535);
+    if (!p.tensor_cores && b.K <= p.tile_k && p.stages == 2 && b.batches > 1) {
+        const std::size_t per_block = p.shared_bytes() + 1024;  // the runtime reserves 1 KiB per block
+        const bool two = 2 * per_block <= device.shared_mem_per_sm && p.thread_m * p.thread_n <= 32 &&
+                         2 * p.threads() <= device.max_threads_per_sm;
+        p.blocks_per_sm = two ? 2 : 1;
+        const std::int64_t resident = static_cast<std::int64_t>(device.sm_count) * p.blocks_per_sm;
+        p.batch_pipelined = true;
+        b.batch_blocks = std::clamp<std::int64_t>(resident / std::max<std::int64_t>(tiles, 1), 1, b.batch_blocks);
+    }
     p.a_m_fastest = !p.a_prologue && b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
     p.b_k_fastest = !p.b_prologue && b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
     p.vector_a = device.cc_major >= 8 && !p.a_prologue && b.a_strides[r - 1] == 1 && layout_of(*a_inputs[0]).aligned16;
     p.vector_b = device.cc_major >= 8 && !p.b_prologue && b_whole_pieces && b.b_strides[r - 1] == 1 && layout_of(*b_inputs[0]).aligned16;
-    p.a_read = !p.tensor_cores && p.in == DType::Float32 && p.lanes_m > 8 ? 4 : 1;
+    // Fragments in 16-byte shared reads: 4 LDS.128 per k of an 8 x 8 register tile instead of 16 LDS.32.
+    p.a_read = !p.tensor_cores && p.in == DType::Float32 ? 4 : 1;
+    p.b_read = !p.tensor_cores && p.in == DType::Float32 && p.thread_n % 4 == 0 && p.pitch_b % 4 == 0 ? 4 : 1;
 
     // The epilogue: the kernel's outputs over a placeholder for the product.
     pm.accumulators = ir::input(m.dtype(), m.shape(), "accumulators", {}, m.loc());
@@ -458,7 +480,7 @@ LaunchConfig matmul_launch(const PlannedMatmul& pm) {
     const std::int64_t tiles = ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n);
     if (tiles > 0x7fffffff) throw Error(fmt::format("matmul(): {} x {} outputs need {} tiles, more than a launch holds", b.M, b.N, tiles));
     lc.grid_x = static_cast<std::uint32_t>(tiles);
-    lc.grid_y = static_cast<std::uint32_t>(std::min<std::int64_t>(b.batches, 65535));
+    lc.grid_y = static_cast<std::uint32_t>(b.batch_blocks);
     lc.block_x = static_cast<std::uint32_t>(p.threads());
     return lc;
 }

@@ -58,7 +58,8 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
     CHECK(p.pitch_b == 132);
     CHECK(p.vector_a);
     CHECK(p.vector_b);
-    CHECK(p.a_read == 1);  // 4 rows per warp: 4-byte reads meet in no bank
+    CHECK(p.a_read == 4);  // 4 k of a row per 16-byte read; a warp's 4 rows, 20 words apart, meet in no bank
+    CHECK(p.b_read == 4);  // 4 consecutive columns per 16-byte read: a lane's columns in two groups of 4, 32 apart
     CHECK(!p.chunked);
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32", plan.gpu[0].matmul);
     golden::check_text("matmul_bias_gelu_f32", ks.kernel);
@@ -185,6 +186,7 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         const auto ks = codegen::emit_matmul("mm_gemv", plan.gpu[0].matmul);
         CHECK(ks.kernel.find("lm::load_vec<float, 4>(as + (row0 + 32 * i) * 68 + k4)") != std::string::npos);
         CHECK(ks.kernel.find("mm_gemv_load_b_pieces") == std::string::npos);
+        CHECK(ks.kernel.find("lm::load_vec<float, 4>(bs + k4)") != std::string::npos);  // the vector, 4 k per broadcast read
         golden::check_text("matmul_gemv_f32", ks.kernel);
         golden::compile_sm90(ks);
         // A vector times a matrix: a one-high tile, a thread per column.
@@ -194,7 +196,8 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         CHECK(q.tile_n == 128);
         CHECK(q.vector_a);
         CHECK(q.vector_b);
-        CHECK(q.a_read == 1);
+        CHECK(q.a_read == 4);  // the vector's 16-byte reads, one broadcast per warp
+        CHECK(q.b_read == 1);  // one column per thread
         golden::compile_sm90(codegen::emit_matmul("mm_gevm", vt.gpu[0].matmul));
     }
     SUBCASE("a batch of 64 x 64 x 64 products: K in one step, two stages") {

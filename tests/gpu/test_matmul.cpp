@@ -261,6 +261,33 @@ TEST_CASE("matmul: batched, broadcast batches, and many small products") {
     run_product(matmul(many.slice({{1, kNone, 2}}), b4), "every other matrix of a batch, from 1");
 }
 
+TEST_CASE("matmul: batches whose K is one step walk their entries, the next entry's tiles copying, bit for bit") {
+    // The batch-pipelined schedule (MatmulPlan::batch_pipelined): a block per resident slot walks entries
+    // blockIdx.y, + gridDim.y, ...; more entries than slots, several tiles per entry, a partial K step, an
+    // epilogue and a broadcast operand.
+    std::uint64_t seed = 450;
+    struct Case {
+        Shape a, b;
+    };
+    const std::vector<Case> cases = {
+        {{600, 64, 64}, {600, 64, 64}},    // M6's shape, fewer entries: each block takes two or three
+        {{300, 130, 20}, {20, 70}},        // two tiles per entry, K = 20 of a step of 32: the partial step
+        {{997, 16, 12}, {997, 12, 40}},    // a prime count of entries
+        {{3, 1, 33, 8}, {2, 8, 17}},       // broadcast batch axes, fewer entries than slots
+    };
+    for (DType d : {float32, float64, float16}) {
+        for (const Case& c : cases) {
+            const Tensor a = pwtest::rand(c.a, d, seed++), b = pwtest::rand(c.b, d, seed++);
+            const Array y = matmul(a, b);
+            if (on_gpu()) CHECK(explain({y}).find("each block walking batch entries") != std::string::npos);
+            run_product(y, fmt::format("{} x {} {}", to_string(c.a), to_string(c.b), name(d)));
+        }
+    }
+    const Tensor a = pwtest::rand({500, 48, 32}, float32, seed++), b = pwtest::rand({500, 32, 40}, float32, seed++);
+    const Tensor bias = pwtest::rand({40}, float32, seed++);
+    run_both(relu(matmul(a, b) + bias), "relu(a @ b + bias) over 500 entries");
+}
+
 TEST_CASE("matmul: transposed, sliced, reversed and broadcast operands give the bits of contiguous copies") {
     // Contiguous operands whose rows are 16-byte aligned for every dtype (the vector loads), and views of
     // the same values that are not (the scalar loads): both give the reference's bits, so the same bits.

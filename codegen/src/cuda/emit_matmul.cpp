@@ -77,22 +77,25 @@ struct MatmulEmitter {
     std::string pointer(bool prologue, const char* field) const {
         return prologue ? std::string("nullptr") : fmt::format("p.{}", field);
     }
-    void batch_offsets(std::string& s, int ind) const {
+    // `const T* A<sfx>` and `B<sfx>`: the operands of batch entry `batch` (row-major batch axes).
+    void batch_offsets(std::string& s, int ind, const std::string& batch = "batch", const std::string& sfx = {}) const {
         if (rank() == 2) {
-            line(s, ind, fmt::format("const {}* A = {};", st, pointer(p.a_prologue, "a")),
+            line(s, ind, fmt::format("const {}* A{} = {};", st, sfx, pointer(p.a_prologue, "a")),
                  p.a_prologue ? "A: computed by its prologue" : "one matrix: no batch axes");
-            line(s, ind, fmt::format("const {}* B = {};", st, pointer(p.b_prologue, "b")), p.b_prologue ? "B: computed by its prologue" : "");
+            line(s, ind, fmt::format("const {}* B{} = {};", st, sfx, pointer(p.b_prologue, "b")), p.b_prologue ? "B: computed by its prologue" : "");
             return;
         }
-        line(s, ind, "long long a_off = 0, b_off = 0, q = batch;", "batch entry -> offsets of A and B (row-major batch axes)");
+        line(s, ind, fmt::format("long long a_off{0} = 0, b_off{0} = 0, q{0} = {1};", sfx, batch),
+             fmt::format("batch entry {} -> offsets of A and B (row-major batch axes)", batch));
         for (int d = rank() - 3; d >= 0; --d) {
-            line(s, ind, fmt::format("{{ const long long i = q % p.batch{}; q /= p.batch{}; a_off += i * p.a_s{}; b_off += i * p.b_s{}; }}", d, d, d, d));
+            line(s, ind, fmt::format("{{ const long long i = q{0} % p.batch{1}; q{0} /= p.batch{1}; a_off{0} += i * p.a_s{1}; b_off{0} += i * p.b_s{1}; }}",
+                                     sfx, d));
         }
-        line(s, ind, fmt::format("const {}* A = {};", st, p.a_prologue ? std::string("nullptr") : std::string("p.a + a_off")),
+        line(s, ind, fmt::format("const {}* A{} = {};", st, sfx, p.a_prologue ? std::string("nullptr") : "p.a + a_off" + sfx),
              p.a_prologue ? "A: computed by its prologue" : "");
-        line(s, ind, fmt::format("const {}* B = {};", st, p.b_prologue ? std::string("nullptr") : std::string("p.b + b_off")),
+        line(s, ind, fmt::format("const {}* B{} = {};", st, sfx, p.b_prologue ? std::string("nullptr") : "p.b + b_off" + sfx),
              p.b_prologue ? "B: computed by its prologue" : "");
-        if (p.a_prologue || p.b_prologue) line(s, ind, "(void)a_off; (void)b_off;");
+        if (p.a_prologue || p.b_prologue) line(s, ind, fmt::format("(void)a_off{0}; (void)b_off{0};", sfx));
     }
 
     // The loaders of one operand's stage buffer: 16-byte cp.async pieces (when the plan allows them) and element
@@ -197,10 +200,24 @@ struct MatmulEmitter {
                  p.a_read > 1 ? "4-byte reads (the last, partial step only)" : "rows of a warp in distinct banks");
         else
             line(s, ind, fmt::format("for (int i = 0; i < {}; ++i) fa[i] = a4[i].v[{}];", p.thread_m, q), "k + q of the row's 16-byte read");
-        line(s, ind, "#pragma unroll");
-        line(s, ind, fmt::format("for (int j = 0; j < {}; ++j) fb[j] = ({})lm::to_reg(bs[{} * {} + col0 + {} * j]);", p.thread_n, acc, kk,
-                                 p.pitch_b, p.lanes_n),
-             "consecutive words across the lanes");
+        if (!q.empty() && p.b_column_read()) {
+            line(s, ind, fmt::format("fb[0] = b4k.v[{}];", q), "k + q of the vector's 16-byte read");
+        } else if (p.b_read > 1) {
+            line(s, ind, "#pragma unroll");
+            line(s, ind, fmt::format("for (int j = 0; j < {}; j += {}) {{", p.thread_n, p.b_read),
+                 fmt::format("{} consecutive columns in one 16-byte read", p.b_read));
+            line(s, ind + 4, fmt::format("const lm::vec<{}, {}> b4 = lm::load_vec<{}, {}>(bs + {} * {} + col0 + {} * (j / {}));", acc, p.b_read, acc,
+                                         p.b_read, kk, p.pitch_b, p.col_step(), p.b_read),
+                 "a quarter warp: 128 consecutive bytes");
+            line(s, ind + 4, "#pragma unroll");
+            line(s, ind + 4, fmt::format("for (int q4 = 0; q4 < {}; ++q4) fb[j + q4] = b4.v[q4];", p.b_read));
+            line(s, ind, "}");
+        } else {
+            line(s, ind, "#pragma unroll");
+            line(s, ind, fmt::format("for (int j = 0; j < {}; ++j) fb[j] = ({})lm::to_reg(bs[{} * {} + col0 + {} * j]);", p.thread_n, acc, kk,
+                                     p.pitch_b, p.lanes_n),
+                 "consecutive words across the lanes");
+        }
         line(s, ind, "#pragma unroll");
         line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
         line(s, ind + 4, "#pragma unroll");
@@ -242,6 +259,12 @@ struct MatmulEmitter {
         line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {}(c[i][j], fa[i], fb[j]);", p.frags_n(), mma),
              p.in == DType::Int8 ? "exact int32 sums, wrapping" : "float32 accumulators");
         line(s, ind, "}");
+    }
+
+    // CUDA cores: the block-tile column of a thread's register column `j`.
+    std::string column(const std::string& j) const {
+        if (p.b_read == 1) return fmt::format("col0 + {} * {}", p.lanes_n, j);
+        return fmt::format("col0 + {} * ({} / {}) + {} % {}", p.col_step(), j, p.b_read, j, p.b_read);
     }
 
     std::string add(const std::string& x, const std::string& y) const {
@@ -287,6 +310,40 @@ struct MatmulEmitter {
         line(s, ind, "__syncthreads();", "every buffer read before the next copies");
     }
 
+    // CUDA cores: one K step on the stage buffers `as` and `bs` (step t of the K range from k0 to kend): every
+    // k of the step that exists, ascending, one fma each.
+    void cuda_core_step(std::string& b, int in) const {
+        line(b, in, fmt::format("const long long kn = min((long long){}, kend - (k0 + (long long)t * {}));", p.tile_k, p.tile_k),
+             "the k of this step that exist");
+        line(b, in, fmt::format("if (kn == {}) {{", p.tile_k));
+        line(b, in + 4, "#pragma unroll");
+        if (p.a_read > 1) {
+            line(b, in + 4, fmt::format("for (int k4 = 0; k4 < {}; k4 += {}) {{", p.tile_k, p.a_read), "ascending k");
+            line(b, in + 8, fmt::format("lm::vec<{}, {}> a4[{}];", acc, p.a_read, p.thread_m));
+            line(b, in + 8, "#pragma unroll");
+            line(b, in + 8, fmt::format("for (int i = 0; i < {}; ++i) a4[i] = lm::load_vec<{}, {}>(as + (row0 + {} * i) * {} + k4);", p.thread_m,
+                                        acc, p.a_read, p.lanes_m, p.pitch_a),
+                 fmt::format("{} k of a row in one 16-byte read: a warp's {} rows meet in no bank", p.a_read, p.lanes_m));
+            if (p.b_column_read())
+                line(b, in + 8, fmt::format("const lm::vec<{}, {}> b4k = lm::load_vec<{}, {}>(bs + k4);", acc, p.a_read, acc, p.a_read),
+                     "the same 4 k of the vector, one broadcast read");
+            line(b, in + 8, "#pragma unroll");
+            line(b, in + 8, fmt::format("for (int q = 0; q < {}; ++q) {{", p.a_read));
+            line(b, in + 12, "const int kk = k4 + q;");
+            k_step(b, in + 12, "kk", "q");
+            line(b, in + 8, "}");
+        } else {
+            line(b, in + 4, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", p.tile_k), "ascending k");
+            k_step(b, in + 8, "kk");
+        }
+        line(b, in + 4, "}");
+        line(b, in, "} else {");
+        line(b, in + 4, "for (int kk = 0; kk < (int)kn; ++kk) {", "the last, partial step: no padding term enters a sum");
+        k_step(b, in + 8, "kk");
+        line(b, in + 4, "}");
+        line(b, in, "}");
+    }
+
     // CUDA cores: the chunks of K, each through the pipeline from +0 with one fma per k, then onto the tree.
     void cuda_core_loop(std::string& s, int ind) const {
         line(s, ind, fmt::format("{} c[{}][{}];", acc, p.thread_m, p.thread_n), "the accumulators");
@@ -301,36 +358,9 @@ struct MatmulEmitter {
         line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
         line(s, ind + 8, "#pragma unroll");
         line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "each chunk from +0");
-        pipeline(s, ind + 4, [&](std::string& b, int in) {
-            line(b, in, fmt::format("const long long kn = min((long long){}, kend - (k0 + (long long)t * {}));", p.tile_k, p.tile_k),
-                 "the k of this step that exist");
-            line(b, in, fmt::format("if (kn == {}) {{", p.tile_k));
-            line(b, in + 4, "#pragma unroll");
-            if (p.a_read > 1) {
-                line(b, in + 4, fmt::format("for (int k4 = 0; k4 < {}; k4 += {}) {{", p.tile_k, p.a_read), "ascending k");
-                line(b, in + 8, fmt::format("lm::vec<{}, {}> a4[{}];", acc, p.a_read, p.thread_m));
-                line(b, in + 8, "#pragma unroll");
-                line(b, in + 8, fmt::format("for (int i = 0; i < {}; ++i) a4[i] = lm::load_vec<{}, {}>(as + (row0 + {} * i) * {} + k4);", p.thread_m,
-                                            acc, p.a_read, p.lanes_m, p.pitch_a),
-                     fmt::format("{} k of a row in one 16-byte read: a warp's {} rows meet in no bank", p.a_read, p.lanes_m));
-                line(b, in + 8, "#pragma unroll");
-                line(b, in + 8, fmt::format("for (int q = 0; q < {}; ++q) {{", p.a_read));
-                line(b, in + 12, "const int kk = k4 + q;");
-                k_step(b, in + 12, "kk", "q");
-                line(b, in + 8, "}");
-            } else {
-                line(b, in + 4, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", p.tile_k), "ascending k");
-                k_step(b, in + 8, "kk");
-            }
-            line(b, in + 4, "}");
-            line(b, in, "} else {");
-            line(b, in + 4, "for (int kk = 0; kk < (int)kn; ++kk) {", "the last, partial step: no padding term enters a sum");
-            k_step(b, in + 8, "kk");
-            line(b, in + 4, "}");
-            line(b, in, "}");
-        });
+        pipeline(s, ind + 4, [&](std::string& b, int in) { cuda_core_step(b, in); });
         if (p.chunked) {
-            const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = fmt::format("n0 + col0 + {} * j", p.lanes_n);
+            const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = "n0 + " + column("j");
             line(s, ind + 4, "// The chunk's partial onto the pairwise tree of each output (section 12, step 3): the stack holds the");
             line(s, ind + 4, "// binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.");
             line(s, ind + 4, "const bool last = chunk + 1 == p.chunks;");
@@ -394,7 +424,7 @@ struct MatmulEmitter {
         line(s, ind + 4, "if (m >= p.M) continue;");
         line(s, ind + 4, "#pragma unroll");
         line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
-        line(s, ind + 8, fmt::format("const long long n = n0 + col0 + {} * j;", p.lanes_n));
+        line(s, ind + 8, fmt::format("const long long n = n0 + {};", column("j")));
         line(s, ind + 8, "if (n >= p.N) continue;");
         line(s, ind + 8, element, "element (batch, m, n) of the product's shape");
         line(s, ind + 4, "}");
@@ -403,7 +433,8 @@ struct MatmulEmitter {
 
     // The kernel: one entry point for every choice of loads (p.pieces picks the loaders), its body inlined.
     std::string kernel(const std::string& ep_idx) const {
-        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n", p.threads(),
+        const std::string bounds = p.batch_pipelined ? fmt::format("{}, {}", p.threads(), p.blocks_per_sm) : std::to_string(p.threads());
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n", bounds,
                                     name, name);
         line(s, 4, fmt::format("{}* as_all = reinterpret_cast<{}*>({}_smem);", st, st, name),
              fmt::format("{} stages of A, then {} of B", p.stages, p.stages));
@@ -416,12 +447,21 @@ struct MatmulEmitter {
         } else {
             line(s, 4, fmt::format("const int row0 = warp / {} * {} + lane / {};", p.warps_n, p.lanes_m * p.thread_m, p.lanes_n),
                  fmt::format("this thread's first row in the tile (then every {})", p.lanes_m));
-            line(s, 4, fmt::format("const int col0 = warp % {} * {} + lane % {};", p.warps_n, p.lanes_n * p.thread_n, p.lanes_n),
-                 fmt::format("this thread's first column (then every {})", p.lanes_n));
+            if (p.b_read > 1)
+                line(s, 4, fmt::format("const int col0 = warp % {} * {} + lane % {} * {};", p.warps_n, p.lanes_n * p.thread_n, p.lanes_n, p.b_read),
+                     fmt::format("this thread's first column (then groups of {} every {})", p.b_read, p.col_step()));
+            else
+                line(s, 4, fmt::format("const int col0 = warp % {} * {} + lane % {};", p.warps_n, p.lanes_n * p.thread_n, p.lanes_n),
+                     fmt::format("this thread's first column (then every {})", p.lanes_n));
         }
         line(s, 4, fmt::format("const long long tiles_n = (p.N + {}) / {};", p.tile_n - 1, p.tile_n));
         line(s, 4, fmt::format("const long long m0 = (long long)(blockIdx.x / tiles_n) * {};", p.tile_m), "the block's tile");
         line(s, 4, fmt::format("const long long n0 = (long long)(blockIdx.x % tiles_n) * {};", p.tile_n));
+        if (p.batch_pipelined) {
+            batch_pipeline(s, 4, ep_idx);
+            s += "}\n";
+            return s;
+        }
         line(s, 4, "for (long long batch = blockIdx.y; batch < p.batches; batch += gridDim.y) {");
         batch_offsets(s, 8);
         if (p.tensor_cores) tensor_core_loop(s, 8);
@@ -430,6 +470,49 @@ struct MatmulEmitter {
         line(s, 4, "}");
         s += "}\n";
         return s;
+    }
+
+    // CUDA cores, K in one step (batch_pipelined): the block walks its batch entries, the next entry's tiles
+    // copying into the other stage while this one's are multiplied and stored. K is at most tile_k, so one
+    // chunk and one step per entry; the order per output is the same fma chain.
+    void batch_pipeline(std::string& s, int ind, const std::string& ep_idx) const {
+        auto load_of = [&](const std::string& stage, const std::string& batch, const std::string& sfx) {
+            return fmt::format("{}_load(p, A{}, B{}, as_all + {} * {}, bs_all + {} * {}, {}, m0, n0, 0);", name, sfx, sfx, stage,
+                               p.tile_m * p.pitch_a, stage, p.tile_k * p.pitch_b, batch);
+        };
+        line(s, ind, "// The batch entries blockIdx.y, + gridDim.y, ...: entry it + 1 copies into stage (it + 1) % 2 while entry it");
+        line(s, ind, "// is multiplied from stage it % 2 (K is one step, so a stage holds all of an entry's K).");
+        line(s, ind, "long long batch = blockIdx.y;");
+        line(s, ind, "if (batch < p.batches) {");
+        batch_offsets(s, ind + 4, "batch", "0");
+        line(s, ind + 4, load_of("0", "batch", "0"));
+        line(s, ind, "}");
+        line(s, ind, "lm::cp_async_commit();");
+        line(s, ind, "for (int it = 0; batch < p.batches; batch += gridDim.y, ++it) {");
+        line(s, ind + 4, "const long long next = batch + gridDim.y;");
+        line(s, ind + 4, "if (next < p.batches) {", "the next entry's tiles, in flight during this one's products");
+        batch_offsets(s, ind + 8, "next", "1");
+        line(s, ind + 8, load_of("((it + 1) % 2)", "next", "1"));
+        line(s, ind + 4, "}");
+        line(s, ind + 4, "lm::cp_async_commit();", "a group per entry, empty or not, so the wait counts entries");
+        line(s, ind + 4, "lm::cp_async_wait<1>();", "this entry's copies have landed");
+        line(s, ind + 4, "__syncthreads();", "... for every thread");
+        line(s, ind + 4, fmt::format("const {}* as = as_all + (it % 2) * {};", st, p.tile_m * p.pitch_a));
+        line(s, ind + 4, fmt::format("const {}* bs = bs_all + (it % 2) * {};", st, p.tile_k * p.pitch_b));
+        line(s, ind + 4, fmt::format("{} c[{}][{}];", acc, p.thread_m, p.thread_n), "the accumulators");
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+        line(s, ind + 8, "#pragma unroll");
+        line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "one chunk from +0 (K = 0: the empty sum)");
+        line(s, ind + 4, "{");
+        line(s, ind + 8, "const long long k0 = 0, kend = p.K;", "all of K: one step");
+        line(s, ind + 8, "const int t = 0;");
+        cuda_core_step(s, ind + 8);
+        line(s, ind + 4, "}");
+        epilogue(s, ind + 4, ep_idx);
+        line(s, ind + 4, "__syncthreads();", "this stage read by every thread before entry it + 2 refills it");
+        line(s, ind, "}");
+        line(s, ind, "lm::cp_async_wait<0>();", "no copy outstanding at exit");
     }
 };
 

@@ -1,6 +1,6 @@
 // ---- Loom matmul kernel matmul_bias_gelu_f32 (from "matmul_bias_gelu_f32") ----
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
-// tile 128x128x16: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread
+// tile 128x128x16: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread, fragments read 4 elements of A's rows and 4 of B's at once
 // shared memory: 3 stages of A 128 x 20 and B 16 x 132 (rows padded by 16 bytes), 56064 bytes
 // loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192 (one chunk: no partials)
 // epilogue: pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __g
     float* bs_all = as_all + 7680;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = warp / 2 * 32 + lane / 8;                           // this thread's first row in the tile (then every 4)
-    const int col0 = warp % 2 * 64 + lane % 8;                           // this thread's first column (then every 8)
+    const int col0 = warp % 2 * 64 + lane % 8 * 4;                       // this thread's first column (then groups of 4 every 32)
     const long long tiles_n = (p.N + 127) / 128;
     const long long m0 = (long long)(blockIdx.x / tiles_n) * 128;        // the block's tile
     const long long n0 = (long long)(blockIdx.x % tiles_n) * 128;
@@ -151,24 +151,39 @@ extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __g
                 const long long kn = min((long long)16, kend - (k0 + (long long)t * 16)); // the k of this step that exist
                 if (kn == 16) {
                     #pragma unroll
-                    for (int kk = 0; kk < 16; ++kk) {                    // ascending k
-                        float fa[8], fb[8];
+                    for (int k4 = 0; k4 < 16; k4 += 4) {                 // ascending k
+                        lm::vec<float, 4> a4[8];
                         #pragma unroll
-                        for (int i = 0; i < 8; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 4 * i) * 20 + kk]); // rows of a warp in distinct banks
+                        for (int i = 0; i < 8; ++i) a4[i] = lm::load_vec<float, 4>(as + (row0 + 4 * i) * 20 + k4); // 4 k of a row in one 16-byte read: a warp's 4 rows meet in no bank
                         #pragma unroll
-                        for (int j = 0; j < 8; ++j) fb[j] = (float)lm::to_reg(bs[kk * 132 + col0 + 8 * j]); // consecutive words across the lanes
-                        #pragma unroll
-                        for (int i = 0; i < 8; ++i)
+                        for (int q = 0; q < 4; ++q) {
+                            const int kk = k4 + q;
+                            float fa[8], fb[8];
                             #pragma unroll
-                            for (int j = 0; j < 8; ++j) c[i][j] = __fmaf_rn(fa[i], fb[j], c[i][j]); // acc = fma(a[i, k], b[k, j], acc): one rounding
+                            for (int i = 0; i < 8; ++i) fa[i] = a4[i].v[q]; // k + q of the row's 16-byte read
+                            #pragma unroll
+                            for (int j = 0; j < 8; j += 4) {             // 4 consecutive columns in one 16-byte read
+                                const lm::vec<float, 4> b4 = lm::load_vec<float, 4>(bs + kk * 132 + col0 + 32 * (j / 4)); // a quarter warp: 128 consecutive bytes
+                                #pragma unroll
+                                for (int q4 = 0; q4 < 4; ++q4) fb[j + q4] = b4.v[q4];
+                            }
+                            #pragma unroll
+                            for (int i = 0; i < 8; ++i)
+                                #pragma unroll
+                                for (int j = 0; j < 8; ++j) c[i][j] = __fmaf_rn(fa[i], fb[j], c[i][j]); // acc = fma(a[i, k], b[k, j], acc): one rounding
+                        }
                     }
                 } else {
                     for (int kk = 0; kk < (int)kn; ++kk) {               // the last, partial step: no padding term enters a sum
                         float fa[8], fb[8];
                         #pragma unroll
-                        for (int i = 0; i < 8; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 4 * i) * 20 + kk]); // rows of a warp in distinct banks
+                        for (int i = 0; i < 8; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 4 * i) * 20 + kk]); // 4-byte reads (the last, partial step only)
                         #pragma unroll
-                        for (int j = 0; j < 8; ++j) fb[j] = (float)lm::to_reg(bs[kk * 132 + col0 + 8 * j]); // consecutive words across the lanes
+                        for (int j = 0; j < 8; j += 4) {                 // 4 consecutive columns in one 16-byte read
+                            const lm::vec<float, 4> b4 = lm::load_vec<float, 4>(bs + kk * 132 + col0 + 32 * (j / 4)); // a quarter warp: 128 consecutive bytes
+                            #pragma unroll
+                            for (int q4 = 0; q4 < 4; ++q4) fb[j + q4] = b4.v[q4];
+                        }
                         #pragma unroll
                         for (int i = 0; i < 8; ++i)
                             #pragma unroll
@@ -186,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __g
             if (m >= p.M) continue;
             #pragma unroll
             for (int j = 0; j < 8; ++j) {
-                const long long n = n0 + col0 + 8 * j;
+                const long long n = n0 + col0 + 32 * (j / 4) + j % 4;
                 if (n >= p.N) continue;
                 matmul_bias_gelu_f32_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), c[i][j]); // element (batch, m, n) of the product's shape
             }

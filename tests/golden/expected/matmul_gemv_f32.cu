@@ -1,6 +1,6 @@
 // ---- Loom matmul kernel mm_gemv (from "mm_gemv") ----
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
-// tile 128x1x64: 128 threads as 4 x 1 warps of 32 x 1 lanes, 1 x 1 accumulators per thread, A's rows read 4 elements (16 bytes) at once
+// tile 128x1x64: 128 threads as 4 x 1 warps of 32 x 1 lanes, 1 x 1 accumulators per thread, fragments read 4 elements of A's rows and 1 of B's at once
 // shared memory: 3 stages of A 128 x 68 and B 64 x 1 (A's rows padded by 16 bytes, B's narrower than a piece), 105216 bytes
 // loads: A in 16-byte cp.async pieces where the pointers allow, else element loads; B by element loads; K in chunks of 8192, partials combined in the pairwise tree through a workspace
 // epilogue: pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
@@ -10,15 +10,15 @@
 // entry point: mm_gemv (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
 
 struct mm_gemv_ep_params {
-    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:172)
+    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:173)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
 static_assert(sizeof(mm_gemv_ep_params) == 24, "kernel parameter layout differs from the host's");
 
 struct mm_gemv_params {
-    const float* a;                                                      // A: [4096, 16384] float32, a view of input "a" float32 (test_matmul_golden.cpp:171)
-    const float* b;                                                      // B: [16384, 1] float32, a view of input "x" float32 (test_matmul_golden.cpp:171)
+    const float* a;                                                      // A: [4096, 16384] float32, a view of input "a" float32 (test_matmul_golden.cpp:172)
+    const float* b;                                                      // B: [16384, 1] float32, a view of input "x" float32 (test_matmul_golden.cpp:172)
     long long M;                                                         // M: the product's rows
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
@@ -35,7 +35,7 @@ struct mm_gemv_params {
 static_assert(sizeof(mm_gemv_params) == 128, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void mm_gemv_ep_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:172
+    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:173
     r0 = v0;                                                 // output 0
 }
 
@@ -135,14 +135,14 @@ extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant_
                         lm::vec<float, 4> a4[1];
                         #pragma unroll
                         for (int i = 0; i < 1; ++i) a4[i] = lm::load_vec<float, 4>(as + (row0 + 32 * i) * 68 + k4); // 4 k of a row in one 16-byte read: a warp's 32 rows meet in no bank
+                        const lm::vec<float, 4> b4k = lm::load_vec<float, 4>(bs + k4); // the same 4 k of the vector, one broadcast read
                         #pragma unroll
                         for (int q = 0; q < 4; ++q) {
                             const int kk = k4 + q;
                             float fa[1], fb[1];
                             #pragma unroll
                             for (int i = 0; i < 1; ++i) fa[i] = a4[i].v[q]; // k + q of the row's 16-byte read
-                            #pragma unroll
-                            for (int j = 0; j < 1; ++j) fb[j] = (float)lm::to_reg(bs[kk * 1 + col0 + 1 * j]); // consecutive words across the lanes
+                            fb[0] = b4k.v[q];                            // k + q of the vector's 16-byte read
                             #pragma unroll
                             for (int i = 0; i < 1; ++i)
                                 #pragma unroll

@@ -80,16 +80,31 @@ struct MatmulPlan {
     /// input is 16-byte aligned, the device has cp.async, and (for B) tile_n is whole pieces; the runtime still
     /// checks alignment and divisibility per call (select_matmul_loads).
     bool vector_a = false, vector_b = false;
-    /// CUDA cores: elements of a shared row of A that a thread reads at once: 4 (one 16-byte read of float32)
-    /// when a warp's lanes span more than 8 rows, whose 4-byte reads would meet in a bank (rows tile_k + 4
-    /// words apart), else 1.
+    /// CUDA cores, float32: elements of a shared row of A that a thread reads at once, 4 (one 16-byte read:
+    /// k to k + 3 of one of its rows), else 1. A warp's rows are tile_k + 4 words apart, so its 16-byte reads
+    /// meet in no bank.
     int a_read = 1;
+    /// CUDA cores, float32: elements of a shared row of B that a thread reads at once, 4 when its register
+    /// tile is whole groups of 4 columns (then a lane's columns are groups of 4 consecutive ones, lanes_n * 4
+    /// apart, and a quarter warp's 16-byte reads cover 128 consecutive bytes), else 1 (columns lanes_n apart).
+    int b_read = 1;
+    /// The distance between a lane's groups of b_read columns.
+    int col_step() const { return lanes_n * b_read; }
+    /// A tile one column wide (a matrix times a vector) with A read 4 k at once: the vector's stage buffer is
+    /// read 4 k at once too (one broadcast 16-byte read instead of four).
+    bool b_column_read() const { return tile_n == 1 && a_read > 1; }
     /// The scalar variant's loads walk A along m (A's unit stride runs along m: a transposed view) and B along
     /// k (likewise), so that a warp's loads stay coalesced; else along k and n.
     bool a_m_fastest = false, b_k_fastest = false;
     /// The operand is computed by a prologue (then only the Scalar variant reads it).
     bool a_prologue = false, b_prologue = false;
     PointwisePlan prologue_a, prologue_b;
+    /// CUDA cores, K in one step (at most tile_k) and several batch entries: each block walks batch entries
+    /// blockIdx.y, + gridDim.y, ..., copying the next entry's tiles into the other stage while it multiplies
+    /// this one's (a batch of small products is as much copying as arithmetic). The grid holds
+    /// blocks_per_sm blocks per multiprocessor, which __launch_bounds__ asks of the compiler.
+    bool batch_pipelined = false;
+    int blocks_per_sm = 0;
     /// K is longer than one chunk: the chunk partials go through the workspace tree.
     bool chunked = false;
     /// The epilogue: a pointwise plan over the product's shape whose load site `acc_site` is the product
@@ -124,6 +139,7 @@ struct MatmulBinding {
     Strides a_strides, b_strides;  // per axis of [B..., M, K] and [B..., K, N], elements
     std::int64_t a_offset = 0, b_offset = 0;  // element offsets of the views' element 0 in their inputs
     std::int64_t chunks = 0;                  // product_chunks(K)
+    std::int64_t batch_blocks = 0;            // blocks along the grid's y (batch entries; batch_pipelined: resident ones)
     int levels = 0;                           // workspace slots of the chunk tree (0: one chunk)
     PointwiseBinding epilogue;
     PointwiseBinding prologue_a, prologue_b;
