@@ -266,7 +266,11 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
                                                 : "element loads",
                        pm.binding.K,
                        p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),
-                       p.chunked ? " (pairwise tree through a workspace)" : "",
+                       p.chunked           ? std::string(" (pairwise tree through a workspace)")
+                       : p.batch_pipelined ? fmt::format(", one step; each block walking batch entries, the next one's tiles copying, "
+                                                         "{} blocks per multiprocessor",
+                                                         p.blocks_per_sm)
+                                           : std::string(),
                        epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue, reads, fmt::join(writes, ", "));
 }
 

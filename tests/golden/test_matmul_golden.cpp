@@ -52,22 +52,23 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
     const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
     CHECK(p.tile_m == 128);
     CHECK(p.tile_n == 128);
-    CHECK(p.tile_k == 16);
+    CHECK(p.tile_k == 32);
     CHECK(p.threads() == 256);
-    CHECK(p.pitch_a == 20);   // 16 + 4: rows 16-byte aligned, 4 rows of a warp in distinct banks
+    CHECK(p.pitch_a == 36);   // 32 + 4: rows 16-byte aligned, 4 rows of a warp in distinct banks
     CHECK(p.pitch_b == 132);
     CHECK(p.vector_a);
     CHECK(p.vector_b);
-    CHECK(p.a_read == 4);  // 4 k of a row per 16-byte read; a warp's 4 rows, 20 words apart, meet in no bank
+    CHECK(p.a_read == 4);  // 4 k of a row per 16-byte read; a warp's 4 rows, 36 words apart, meet in no bank
     CHECK(p.b_read == 4);  // 4 consecutive columns per 16-byte read: a lane's columns in two groups of 4, 32 apart
     CHECK(!p.chunked);
+    CHECK(p.staged_epilogue);  // the outputs through a shared-memory tile: whole lines per warp
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32", plan.gpu[0].matmul);
     golden::check_text("matmul_bias_gelu_f32", ks.kernel);
     golden::compile_sm90(ks);
     CHECK(ks.vector_entry.empty());  // one entry point: the variant is a parameter
     CHECK(ks.scalar_entry == "matmul_bias_gelu_f32");
     CHECK(!p.tensor_cores);
-    CHECK(plan.to_string().find("tile 128x128x16, 3 stages, 256 threads") != std::string::npos);
+    CHECK(plan.to_string().find("tile 128x128x32, 3 stages, 256 threads") != std::string::npos);
 }
 
 TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n8k16) with a bias and ReLU") {
@@ -175,7 +176,7 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
         CHECK(p.tile_m == 128);
         CHECK(p.tile_n == 1);
-        CHECK(p.tile_k == 64);
+        CHECK(p.tile_k == 128);
         CHECK(p.threads() == 128);
         CHECK(p.lanes_m == 32);
         CHECK(p.a_read == 4);  // 32 rows per warp, 68 words apart: 16-byte reads meet in no bank
@@ -184,7 +185,7 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         CHECK(p.pitch_b == 1);
         CHECK(p.chunked);
         const auto ks = codegen::emit_matmul("mm_gemv", plan.gpu[0].matmul);
-        CHECK(ks.kernel.find("lm::load_vec<float, 4>(as + (row0 + 32 * i) * 68 + k4)") != std::string::npos);
+        CHECK(ks.kernel.find("lm::load_vec<float, 4>(as + (row0 + 32 * i) * 132 + k4)") != std::string::npos);
         CHECK(ks.kernel.find("mm_gemv_load_b_pieces") == std::string::npos);
         CHECK(ks.kernel.find("lm::load_vec<float, 4>(bs + k4)") != std::string::npos);  // the vector, 4 k per broadcast read
         golden::check_text("matmul_gemv_f32", ks.kernel);

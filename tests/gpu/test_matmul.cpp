@@ -204,10 +204,10 @@ TEST_CASE("matmul: matrix-vector products on one-wide tiles: a thread per output
         if (on_gpu()) {
             const std::string text = explain({y});
             INFO(text);
-            CHECK(tile_of(text) == (d == float64 ? "64x1x64" : "128x1x64"));
+            CHECK(tile_of(text) == (d == float64 ? "64x1x128" : "128x1x128"));
             CHECK(text.find("B by element loads") != std::string::npos);  // the vector is narrower than a piece
             const std::string src = cuda_source({y}, "mm_gemv");
-            CHECK((d != float32 || src.find("A's rows read 4 elements (16 bytes) at once") != std::string::npos));
+            CHECK((d != float32 || src.find("fragments read 4 elements of A's rows and 1 of B's at once") != std::string::npos));
         }
         const Tensor c = run_product(y, "[M, K] x [K]");
         // The bits of a square tile (the planner's choice before one-wide tiles) and of other one-wide tiles.

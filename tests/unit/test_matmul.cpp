@@ -320,7 +320,7 @@ TEST_CASE("matmul on the GPU planner: one kernel with its epilogue; boundaries n
         CHECK(loom::explain({matmul(a, b, tile(64, 32, 32)).node()}).find("tile 64x32x32 (hinted)") != std::string::npos);
         {  // the options value's tile, for products without a hint of their own; 0: the planner's choice
             OptionsScope scope({.tile = tile(64, 32)});
-            CHECK(loom::explain({matmul(a, b).node()}).find("tile 64x32x16 (hinted)") != std::string::npos);
+            CHECK(loom::explain({matmul(a, b).node()}).find("tile 64x32x32 (hinted)") != std::string::npos);
             CHECK(loom::explain({matmul(a, b, tile(32, 32, 32)).node()}).find("tile 32x32x32 (hinted)") != std::string::npos);
         }
         const int l2 = __LINE__; const ir::NodePtr big = matmul(a, b, tile(256, 256, 16)).node();

@@ -402,7 +402,11 @@ struct MatmulEmitter {
     }
 
     // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
-    void epilogue(std::string& s, int ind, const std::string& ep_idx) const {
+    void epilogue(std::string& s, int ind, const std::string& ep_idx, const std::string& tile_buffer = "as_all") const {
+        if (p.staged_epilogue) {
+            staged_epilogue(s, ind, ep_idx, tile_buffer);
+            return;
+        }
         line(s, ind, "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.");
         const std::string element = fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx,
                                                 value_of(p.tensor_cores ? "c[i][j][r]" : "c[i][j]"));
@@ -429,6 +433,38 @@ struct MatmulEmitter {
         line(s, ind + 8, element, "element (batch, m, n) of the product's shape");
         line(s, ind + 4, "}");
         line(s, ind, "}");
+    }
+
+    // The epilogue through shared memory (staged_epilogue): the accumulators go to a tile of tile_m rows of
+    // tile_n + 4 in `buffer` (the stage buffers, read by every thread already), then the threads walk the tile
+    // in row-major order, consecutive threads taking consecutive columns, so the epilogue's loads and stores
+    // are whole 128-byte lines per warp. The values pass through shared memory unchanged: the same bits.
+    void staged_epilogue(std::string& s, int ind, const std::string& ep_idx, const std::string& buffer) const {
+        const int pitch = p.tile_n + 4, per_thread = p.tile_m * p.tile_n / p.threads();
+        line(s, ind, "// The epilogue on the accumulators, through shared memory: the product's value in its dtype, then the fused");
+        line(s, ind, "// elementwise work, consecutive threads on consecutive columns.");
+        line(s, ind, "__syncthreads();", "every thread's last reads of the stage buffers are done");
+        line(s, ind, fmt::format("{}* ct = reinterpret_cast<{}*>({});", acc, acc, buffer),
+             fmt::format("the block's outputs: {} rows of {}", p.tile_m, pitch));
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; j += {})", p.thread_n, p.b_read));
+        line(s, ind + 8,
+             fmt::format("lm::store_vec<{}, {}>(ct + (row0 + {} * i) * {} + {}, lm::vec<{}, {}>{{{{c[i][j], c[i][j + 1], c[i][j + 2], c[i][j + 3]}}}});",
+                         acc, p.b_read, p.lanes_m, pitch, column("j"), acc, p.b_read),
+             "a quarter warp: 128 consecutive bytes");
+        line(s, ind, "__syncthreads();");
+        line(s, ind, "#pragma unroll 4");
+        line(s, ind, fmt::format("for (int r = 0; r < {}; ++r) {{", per_thread));
+        line(s, ind + 4, fmt::format("const int e = threadIdx.x + {} * r, row = e / {}, col = e % {};", p.threads(), p.tile_n, p.tile_n));
+        line(s, ind + 4, "const long long m = m0 + row, n = n0 + col;");
+        line(s, ind + 4, "if (m < p.M && n < p.N)");
+        line(s, ind + 8,
+             fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx, value_of(fmt::format("ct[row * {} + col]", pitch))),
+             "element (batch, m, n) of the product's shape");
+        line(s, ind, "}");
+        line(s, ind, "__syncthreads();", "the tile read by every thread before the stage buffers fill again");
     }
 
     // The kernel: one entry point for every choice of loads (p.pieces picks the loaders), its body inlined.
@@ -509,8 +545,8 @@ struct MatmulEmitter {
         line(s, ind + 8, "const int t = 0;");
         cuda_core_step(s, ind + 8);
         line(s, ind + 4, "}");
-        epilogue(s, ind + 4, ep_idx);
-        line(s, ind + 4, "__syncthreads();", "this stage read by every thread before entry it + 2 refills it");
+        epilogue(s, ind + 4, ep_idx, fmt::format("as_all + (it % 2) * {}", p.tile_m * p.pitch_a));
+        if (!p.staged_epilogue) line(s, ind + 4, "__syncthreads();", "this stage read by every thread before entry it + 2 refills it");
         line(s, ind, "}");
         line(s, ind, "lm::cp_async_wait<0>();", "no copy outstanding at exit");
     }

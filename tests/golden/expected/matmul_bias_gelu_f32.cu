@@ -1,8 +1,8 @@
 // ---- Loom matmul kernel matmul_bias_gelu_f32 (from "matmul_bias_gelu_f32") ----
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
-// tile 128x128x16: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread, fragments read 4 elements of A's rows and 4 of B's at once
-// shared memory: 3 stages of A 128 x 20 and B 16 x 132 (rows padded by 16 bytes), 56064 bytes
-// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192 (one chunk: no partials)
+// tile 128x128x32: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread, fragments read 4 elements of A's rows and 4 of B's at once
+// shared memory: 3 stages of A 128 x 36 and B 32 x 132 (rows padded by 16 bytes), 105984 bytes
+// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192 (one chunk: no partials); the epilogue through a shared-memory tile of the outputs, whole lines per warp
 // epilogue: pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 32 bytes
 // in0: input 0, float32, contiguous, 4 B/element
@@ -54,37 +54,37 @@ __device__ __noinline__ void matmul_bias_gelu_f32_ep_element(const matmul_bias_g
     p.out0[e] = r0;
 }
 
-extern __shared__ __align__(16) unsigned char matmul_bias_gelu_f32_smem[];  // 56064 bytes: the stage buffers
+extern __shared__ __align__(16) unsigned char matmul_bias_gelu_f32_smem[];  // 105984 bytes: the stage buffers
 
-// Stage buffers `as` (A: 128 rows of 16, k fastest, pitch 20) and `bs` (B: 16 rows of 128, n fastest, pitch 132) of
+// Stage buffers `as` (A: 128 rows of 32, k fastest, pitch 36) and `bs` (B: 32 rows of 128, n fastest, pitch 132) of
 // the K step at k0, zeros outside the matrices: per operand, 16-byte cp.async pieces (its row length divides
 // into pieces) or element loads through any strides (transposed, sliced, broadcast views), consecutive
 // threads walking its unit-stride axis.
 __device__ __forceinline__ void matmul_bias_gelu_f32_load_a_pieces(const matmul_bias_gelu_f32_params& p, const float* A, float* as,
         long long batch, long long m0, long long n0, long long k0) {
     (void)batch; (void)n0;
-    for (int q = threadIdx.x; q < 512; q += 256) {                       // 512 pieces of 4 elements
-        const int row = q / 4, col = q % 4 * 4;
+    for (int q = threadIdx.x; q < 1024; q += 256) {                      // 1024 pieces of 4 elements
+        const int row = q / 8, col = q % 8 * 4;
         const long long m = m0 + row, k = k0 + col;
         const bool in = m < p.M && k < p.K;
-        lm::cp_async16(as + row * 20 + col, in ? A + m * p.a_s0 + k : A, in ? 16 : 0);
+        lm::cp_async16(as + row * 36 + col, in ? A + m * p.a_s0 + k : A, in ? 16 : 0);
     }
 }
 
 __device__ __forceinline__ void matmul_bias_gelu_f32_load_a_elements(const matmul_bias_gelu_f32_params& p, const float* A, float* as,
         long long batch, long long m0, long long n0, long long k0) {
     (void)batch; (void)n0;
-    for (int q = threadIdx.x; q < 2048; q += 256) {                      // along k
-        const int row = q / 16, col = q % 16;
+    for (int q = threadIdx.x; q < 4096; q += 256) {                      // along k
+        const int row = q / 32, col = q % 32;
         const long long m = m0 + row, k = k0 + col;
-        as[row * 20 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : (float)0;
+        as[row * 36 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : (float)0;
     }
 }
 
 __device__ __forceinline__ void matmul_bias_gelu_f32_load_b_pieces(const matmul_bias_gelu_f32_params& p, const float* B, float* bs,
         long long batch, long long m0, long long n0, long long k0) {
     (void)batch; (void)m0;
-    for (int q = threadIdx.x; q < 512; q += 256) {                       // 512 pieces of 4 elements
+    for (int q = threadIdx.x; q < 1024; q += 256) {                      // 1024 pieces of 4 elements
         const int row = q / 32, col = q % 32 * 4;
         const long long k = k0 + row, n = n0 + col;
         const bool in = k < p.K && n < p.N;
@@ -95,7 +95,7 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load_b_pieces(const matmul_
 __device__ __forceinline__ void matmul_bias_gelu_f32_load_b_elements(const matmul_bias_gelu_f32_params& p, const float* B, float* bs,
         long long batch, long long m0, long long n0, long long k0) {
     (void)batch; (void)m0;
-    for (int q = threadIdx.x; q < 2048; q += 256) {                      // along n
+    for (int q = threadIdx.x; q < 4096; q += 256) {                      // along n
         const int row = q / 128, col = q % 128;
         const long long k = k0 + row, n = n0 + col;
         bs[row * 132 + col] = k < p.K && n < p.N ? B[k * p.b_s0 + n * p.b_s1] : (float)0;
@@ -113,7 +113,7 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu
 
 extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __grid_constant__ matmul_bias_gelu_f32_params p) {
     float* as_all = reinterpret_cast<float*>(matmul_bias_gelu_f32_smem); // 3 stages of A, then 3 of B
-    float* bs_all = as_all + 7680;
+    float* bs_all = as_all + 13824;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = warp / 2 * 32 + lane / 8;                           // this thread's first row in the tile (then every 4)
     const int col0 = warp % 2 * 64 + lane % 8 * 4;                       // this thread's first column (then groups of 4 every 32)
@@ -134,27 +134,27 @@ extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __g
             for (int i = 0; i < 8; ++i)
                 #pragma unroll
                 for (int j = 0; j < 8; ++j) c[i][j] = 0;                 // each chunk from +0
-            const int steps = (int)((kend - k0 + 15) / 16);              // K steps of 16
+            const int steps = (int)((kend - k0 + 31) / 32);              // K steps of 32
             for (int s = 0; s < 2; ++s) {                                // the pipeline's first 2 K steps in flight
-                if (s < steps) matmul_bias_gelu_f32_load(p, A, B, as_all + s * 2560, bs_all + s * 2112, batch, m0, n0, k0 + (long long)(s) * 16);
+                if (s < steps) matmul_bias_gelu_f32_load(p, A, B, as_all + s * 4608, bs_all + s * 4224, batch, m0, n0, k0 + (long long)(s) * 32);
                 lm::cp_async_commit();                                   // a group per step, empty or not, so the waits count steps
             }
             for (int t = 0; t < steps; ++t) {
                 lm::cp_async_wait<1>();                                  // step t's copies have landed
                 __syncthreads();                                         // ... for every thread, and step t - 1's buffers are free
                 if (t + 2 < steps) {                                     // refill the buffers of step t - 1 with step t + 2
-                    matmul_bias_gelu_f32_load(p, A, B, as_all + ((t + 2) % 3) * 2560, bs_all + ((t + 2) % 3) * 2112, batch, m0, n0, k0 + (long long)(t + 2) * 16);
+                    matmul_bias_gelu_f32_load(p, A, B, as_all + ((t + 2) % 3) * 4608, bs_all + ((t + 2) % 3) * 4224, batch, m0, n0, k0 + (long long)(t + 2) * 32);
                 }
                 lm::cp_async_commit();
-                const float* as = as_all + (t % 3) * 2560;
-                const float* bs = bs_all + (t % 3) * 2112;
-                const long long kn = min((long long)16, kend - (k0 + (long long)t * 16)); // the k of this step that exist
-                if (kn == 16) {
+                const float* as = as_all + (t % 3) * 4608;
+                const float* bs = bs_all + (t % 3) * 4224;
+                const long long kn = min((long long)32, kend - (k0 + (long long)t * 32)); // the k of this step that exist
+                if (kn == 32) {
                     #pragma unroll
-                    for (int k4 = 0; k4 < 16; k4 += 4) {                 // ascending k
+                    for (int k4 = 0; k4 < 32; k4 += 4) {                 // ascending k
                         lm::vec<float, 4> a4[8];
                         #pragma unroll
-                        for (int i = 0; i < 8; ++i) a4[i] = lm::load_vec<float, 4>(as + (row0 + 4 * i) * 20 + k4); // 4 k of a row in one 16-byte read: a warp's 4 rows meet in no bank
+                        for (int i = 0; i < 8; ++i) a4[i] = lm::load_vec<float, 4>(as + (row0 + 4 * i) * 36 + k4); // 4 k of a row in one 16-byte read: a warp's 4 rows meet in no bank
                         #pragma unroll
                         for (int q = 0; q < 4; ++q) {
                             const int kk = k4 + q;
@@ -177,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __g
                     for (int kk = 0; kk < (int)kn; ++kk) {               // the last, partial step: no padding term enters a sum
                         float fa[8], fb[8];
                         #pragma unroll
-                        for (int i = 0; i < 8; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 4 * i) * 20 + kk]); // 4-byte reads (the last, partial step only)
+                        for (int i = 0; i < 8; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 4 * i) * 36 + kk]); // 4-byte reads (the last, partial step only)
                         #pragma unroll
                         for (int j = 0; j < 8; j += 4) {                 // 4 consecutive columns in one 16-byte read
                             const lm::vec<float, 4> b4 = lm::load_vec<float, 4>(bs + kk * 132 + col0 + 32 * (j / 4)); // a quarter warp: 128 consecutive bytes
@@ -194,17 +194,23 @@ extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __g
             lm::cp_async_wait<0>();
             __syncthreads();                                             // every buffer read before the next copies
         }
-        // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
+        // The epilogue on the accumulators, through shared memory: the product's value in its dtype, then the fused
+        // elementwise work, consecutive threads on consecutive columns.
+        __syncthreads();                                                 // every thread's last reads of the stage buffers are done
+        float* ct = reinterpret_cast<float*>(as_all);                    // the block's outputs: 128 rows of 132
         #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const long long m = m0 + row0 + 4 * i;
-            if (m >= p.M) continue;
+        for (int i = 0; i < 8; ++i)
             #pragma unroll
-            for (int j = 0; j < 8; ++j) {
-                const long long n = n0 + col0 + 32 * (j / 4) + j % 4;
-                if (n >= p.N) continue;
-                matmul_bias_gelu_f32_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), c[i][j]); // element (batch, m, n) of the product's shape
-            }
+            for (int j = 0; j < 8; j += 4)
+                lm::store_vec<float, 4>(ct + (row0 + 4 * i) * 132 + col0 + 32 * (j / 4) + j % 4, lm::vec<float, 4>{{c[i][j], c[i][j + 1], c[i][j + 2], c[i][j + 3]}}); // a quarter warp: 128 consecutive bytes
+        __syncthreads();
+        #pragma unroll 4
+        for (int r = 0; r < 64; ++r) {
+            const int e = threadIdx.x + 256 * r, row = e / 128, col = e % 128;
+            const long long m = m0 + row, n = n0 + col;
+            if (m < p.M && n < p.N)
+                matmul_bias_gelu_f32_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), ct[row * 132 + col]); // element (batch, m, n) of the product's shape
         }
+        __syncthreads();                                                 // the tile read by every thread before the stage buffers fill again
     }
 }

@@ -1,7 +1,7 @@
 // ---- Loom matmul kernel mm_gemv (from "mm_gemv") ----
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
-// tile 128x1x64: 128 threads as 4 x 1 warps of 32 x 1 lanes, 1 x 1 accumulators per thread, fragments read 4 elements of A's rows and 1 of B's at once
-// shared memory: 3 stages of A 128 x 68 and B 64 x 1 (A's rows padded by 16 bytes, B's narrower than a piece), 105216 bytes
+// tile 128x1x128: 128 threads as 4 x 1 warps of 32 x 1 lanes, 1 x 1 accumulators per thread, fragments read 4 elements of A's rows and 1 of B's at once
+// shared memory: 3 stages of A 128 x 132 and B 128 x 1 (A's rows padded by 16 bytes, B's narrower than a piece), 204288 bytes
 // loads: A in 16-byte cp.async pieces where the pointers allow, else element loads; B by element loads; K in chunks of 8192, partials combined in the pairwise tree through a workspace
 // epilogue: pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 24 bytes
@@ -10,15 +10,15 @@
 // entry point: mm_gemv (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
 
 struct mm_gemv_ep_params {
-    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:173)
+    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:174)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
 static_assert(sizeof(mm_gemv_ep_params) == 24, "kernel parameter layout differs from the host's");
 
 struct mm_gemv_params {
-    const float* a;                                                      // A: [4096, 16384] float32, a view of input "a" float32 (test_matmul_golden.cpp:172)
-    const float* b;                                                      // B: [16384, 1] float32, a view of input "x" float32 (test_matmul_golden.cpp:172)
+    const float* a;                                                      // A: [4096, 16384] float32, a view of input "a" float32 (test_matmul_golden.cpp:173)
+    const float* b;                                                      // B: [16384, 1] float32, a view of input "x" float32 (test_matmul_golden.cpp:173)
     long long M;                                                         // M: the product's rows
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
@@ -35,7 +35,7 @@ struct mm_gemv_params {
 static_assert(sizeof(mm_gemv_params) == 128, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void mm_gemv_ep_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:173
+    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:174
     r0 = v0;                                                 // output 0
 }
 
@@ -46,38 +46,38 @@ __device__ __forceinline__ void mm_gemv_ep_element(const mm_gemv_ep_params& p, c
     p.out0[e] = r0;
 }
 
-extern __shared__ __align__(16) unsigned char mm_gemv_smem[];  // 105216 bytes: the stage buffers
+extern __shared__ __align__(16) unsigned char mm_gemv_smem[];  // 204288 bytes: the stage buffers
 
-// Stage buffers `as` (A: 128 rows of 64, k fastest, pitch 68) and `bs` (B: 64 rows of 1, n fastest, pitch 1) of
+// Stage buffers `as` (A: 128 rows of 128, k fastest, pitch 132) and `bs` (B: 128 rows of 1, n fastest, pitch 1) of
 // the K step at k0, zeros outside the matrices: per operand, 16-byte cp.async pieces (its row length divides
 // into pieces) or element loads through any strides (transposed, sliced, broadcast views), consecutive
 // threads walking its unit-stride axis.
 __device__ __forceinline__ void mm_gemv_load_a_pieces(const mm_gemv_params& p, const float* A, float* as,
         long long batch, long long m0, long long n0, long long k0) {
     (void)batch; (void)n0;
-    for (int q = threadIdx.x; q < 2048; q += 128) {                      // 2048 pieces of 4 elements
-        const int row = q / 16, col = q % 16 * 4;
+    for (int q = threadIdx.x; q < 4096; q += 128) {                      // 4096 pieces of 4 elements
+        const int row = q / 32, col = q % 32 * 4;
         const long long m = m0 + row, k = k0 + col;
         const bool in = m < p.M && k < p.K;
-        lm::cp_async16(as + row * 68 + col, in ? A + m * p.a_s0 + k : A, in ? 16 : 0);
+        lm::cp_async16(as + row * 132 + col, in ? A + m * p.a_s0 + k : A, in ? 16 : 0);
     }
 }
 
 __device__ __forceinline__ void mm_gemv_load_a_elements(const mm_gemv_params& p, const float* A, float* as,
         long long batch, long long m0, long long n0, long long k0) {
     (void)batch; (void)n0;
-    for (int q = threadIdx.x; q < 8192; q += 128) {                      // along k
-        const int row = q / 64, col = q % 64;
+    for (int q = threadIdx.x; q < 16384; q += 128) {                     // along k
+        const int row = q / 128, col = q % 128;
         const long long m = m0 + row, k = k0 + col;
-        as[row * 68 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : (float)0;
+        as[row * 132 + col] = m < p.M && k < p.K ? A[m * p.a_s0 + k * p.a_s1] : (float)0;
     }
 }
 
 __device__ __forceinline__ void mm_gemv_load_b_elements(const mm_gemv_params& p, const float* B, float* bs,
         long long batch, long long m0, long long n0, long long k0) {
     (void)batch; (void)m0;
-    for (int q = threadIdx.x; q < 64; q += 128) {                        // along k (B's unit stride)
-        const int row = q % 64, col = q / 64;
+    for (int q = threadIdx.x; q < 128; q += 128) {                       // along k (B's unit stride)
+        const int row = q % 128, col = q / 128;
         const long long k = k0 + row, n = n0 + col;
         bs[row * 1 + col] = k < p.K && n < p.N ? B[k * p.b_s0 + n * p.b_s1] : (float)0;
     }
@@ -93,7 +93,7 @@ __device__ __forceinline__ void mm_gemv_load(const mm_gemv_params& p, const floa
 
 extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant__ mm_gemv_params p) {
     float* as_all = reinterpret_cast<float*>(mm_gemv_smem);              // 3 stages of A, then 3 of B
-    float* bs_all = as_all + 26112;
+    float* bs_all = as_all + 50688;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = warp / 1 * 32 + lane / 1;                           // this thread's first row in the tile (then every 32)
     const int col0 = warp % 1 * 1 + lane % 1;                            // this thread's first column (then every 1)
@@ -114,27 +114,27 @@ extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant_
             for (int i = 0; i < 1; ++i)
                 #pragma unroll
                 for (int j = 0; j < 1; ++j) c[i][j] = 0;                 // each chunk from +0
-            const int steps = (int)((kend - k0 + 63) / 64);              // K steps of 64
+            const int steps = (int)((kend - k0 + 127) / 128);            // K steps of 128
             for (int s = 0; s < 2; ++s) {                                // the pipeline's first 2 K steps in flight
-                if (s < steps) mm_gemv_load(p, A, B, as_all + s * 8704, bs_all + s * 64, batch, m0, n0, k0 + (long long)(s) * 64);
+                if (s < steps) mm_gemv_load(p, A, B, as_all + s * 16896, bs_all + s * 128, batch, m0, n0, k0 + (long long)(s) * 128);
                 lm::cp_async_commit();                                   // a group per step, empty or not, so the waits count steps
             }
             for (int t = 0; t < steps; ++t) {
                 lm::cp_async_wait<1>();                                  // step t's copies have landed
                 __syncthreads();                                         // ... for every thread, and step t - 1's buffers are free
                 if (t + 2 < steps) {                                     // refill the buffers of step t - 1 with step t + 2
-                    mm_gemv_load(p, A, B, as_all + ((t + 2) % 3) * 8704, bs_all + ((t + 2) % 3) * 64, batch, m0, n0, k0 + (long long)(t + 2) * 64);
+                    mm_gemv_load(p, A, B, as_all + ((t + 2) % 3) * 16896, bs_all + ((t + 2) % 3) * 128, batch, m0, n0, k0 + (long long)(t + 2) * 128);
                 }
                 lm::cp_async_commit();
-                const float* as = as_all + (t % 3) * 8704;
-                const float* bs = bs_all + (t % 3) * 64;
-                const long long kn = min((long long)64, kend - (k0 + (long long)t * 64)); // the k of this step that exist
-                if (kn == 64) {
+                const float* as = as_all + (t % 3) * 16896;
+                const float* bs = bs_all + (t % 3) * 128;
+                const long long kn = min((long long)128, kend - (k0 + (long long)t * 128)); // the k of this step that exist
+                if (kn == 128) {
                     #pragma unroll
-                    for (int k4 = 0; k4 < 64; k4 += 4) {                 // ascending k
+                    for (int k4 = 0; k4 < 128; k4 += 4) {                // ascending k
                         lm::vec<float, 4> a4[1];
                         #pragma unroll
-                        for (int i = 0; i < 1; ++i) a4[i] = lm::load_vec<float, 4>(as + (row0 + 32 * i) * 68 + k4); // 4 k of a row in one 16-byte read: a warp's 32 rows meet in no bank
+                        for (int i = 0; i < 1; ++i) a4[i] = lm::load_vec<float, 4>(as + (row0 + 32 * i) * 132 + k4); // 4 k of a row in one 16-byte read: a warp's 32 rows meet in no bank
                         const lm::vec<float, 4> b4k = lm::load_vec<float, 4>(bs + k4); // the same 4 k of the vector, one broadcast read
                         #pragma unroll
                         for (int q = 0; q < 4; ++q) {
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant_
                     for (int kk = 0; kk < (int)kn; ++kk) {               // the last, partial step: no padding term enters a sum
                         float fa[1], fb[1];
                         #pragma unroll
-                        for (int i = 0; i < 1; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 32 * i) * 68 + kk]); // 4-byte reads (the last, partial step only)
+                        for (int i = 0; i < 1; ++i) fa[i] = (float)lm::to_reg(as[(row0 + 32 * i) * 132 + kk]); // 4-byte reads (the last, partial step only)
                         #pragma unroll
                         for (int j = 0; j < 1; ++j) fb[j] = (float)lm::to_reg(bs[kk * 1 + col0 + 1 * j]); // consecutive words across the lanes
                         #pragma unroll

@@ -105,6 +105,11 @@ struct MatmulPlan {
     /// blocks_per_sm blocks per multiprocessor, which __launch_bounds__ asks of the compiler.
     bool batch_pipelined = false;
     int blocks_per_sm = 0;
+    /// CUDA cores, float32 with 16-byte B reads: the epilogue goes through shared memory, the accumulators
+    /// stored as a tile of tile_m rows of tile_n + 4 (in the stage buffers, which shared_bytes() makes large
+    /// enough; batch_pipelined: in this entry's A stage, so tile_n <= tile_k), then read back with consecutive
+    /// threads on consecutive columns, so that the epilogue's loads and stores are whole lines per warp.
+    bool staged_epilogue = false;
     /// K is longer than one chunk: the chunk partials go through the workspace tree.
     bool chunked = false;
     /// The epilogue: a pointwise plan over the product's shape whose load site `acc_site` is the product
@@ -122,6 +127,8 @@ struct MatmulPlan {
     /// Elements per 16-byte piece of an operand.
     int piece() const { return 16 / static_cast<int>(itemsize(in)); }
     std::size_t shared_bytes() const;
+    /// The bytes of the staged epilogue's tile of accumulators (tile_m rows of tile_n + 4).
+    std::size_t epilogue_tile_bytes() const { return static_cast<std::size_t>(tile_m) * static_cast<std::size_t>(tile_n + 4) * 4; }
     bool operator==(const MatmulPlan&) const = default;
     std::uint64_t hash() const;
     /// Why a product that tensor cores were asked for runs on CUDA cores (" (tensor cores asked for; float32 has
