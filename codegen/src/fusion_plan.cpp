@@ -247,6 +247,7 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
     }
     std::vector<std::string> writes;
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
+    const bool vector_b = p.vector_b || p.vector_b_column;
     std::string path;
     if (p.tensor_cores)
         path = fmt::format("{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync m16n8k{}{})", p.frags_m(),
@@ -260,9 +261,9 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
                        "          reads {}; writes {}; 1 launch\n",
                        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m), p.tile_m,
                        p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m, p.warps_n, path,
-                       p.vector_a && p.vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
-                       : p.vector_a             ? "A in cp.async 16-byte pieces where the pointers allow, B by element loads"
-                       : p.vector_b             ? "A by element loads, B in cp.async 16-byte pieces where the pointers allow"
+                       p.vector_a && vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
+                       : p.vector_a           ? "A in cp.async 16-byte pieces where the pointers allow, B by element loads"
+                       : vector_b             ? "A by element loads, B in cp.async 16-byte pieces where the pointers allow"
                                                 : "element loads",
                        pm.binding.K,
                        p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),

@@ -169,7 +169,7 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         CHECK(plan.gpu[0].matmul.plan.tile_m == 16);  // a short M gets a short tile
         golden::compile_sm90(codegen::emit_matmul("mm_chunked", plan.gpu[0].matmul));
     }
-    SUBCASE("matrix-vector products: one-wide tiles, a thread per output, the matrix in pieces and the vector by elements") {
+    SUBCASE("matrix-vector products: one-wide tiles, a thread per output, the matrix and the vector in pieces") {
         auto a = input(float32, {4096, 16384}, "a"), x = input(float32, {16384}, "x");
         const auto plan = plan_of({matmul(a, x)});
         REQUIRE(plan.gpu.size() == 1);
@@ -182,11 +182,12 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         CHECK(p.a_read == 4);  // 32 rows per warp, 68 words apart: 16-byte reads meet in no bank
         CHECK(p.vector_a);
         CHECK(!p.vector_b);
+        CHECK(p.vector_b_column);  // the vector: unit stride along k
         CHECK(p.pitch_b == 1);
         CHECK(p.chunked);
         const auto ks = codegen::emit_matmul("mm_gemv", plan.gpu[0].matmul);
         CHECK(ks.kernel.find("lm::load_vec<float, 4>(as + (row0 + 32 * i) * 132 + k4)") != std::string::npos);
-        CHECK(ks.kernel.find("mm_gemv_load_b_pieces") == std::string::npos);
+        CHECK(ks.kernel.find("mm_gemv_load_b_pieces") != std::string::npos);  // the vector along k in cp.async pieces
         CHECK(ks.kernel.find("lm::load_vec<float, 4>(bs + k4)") != std::string::npos);  // the vector, 4 k per broadcast read
         golden::check_text("matmul_gemv_f32", ks.kernel);
         golden::compile_sm90(ks);

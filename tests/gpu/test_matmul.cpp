@@ -194,7 +194,7 @@ TEST_CASE("matmul: K = 1 and vectors (NumPy's 1-D rules)") {
     }
 }
 
-TEST_CASE("matmul: matrix-vector products on one-wide tiles: a thread per output, the matrix in pieces, the bits of any tile") {
+TEST_CASE("matmul: matrix-vector products on one-wide tiles: a thread per output, matrix and vector in pieces, the bits of any tile") {
     std::uint64_t seed = 350;
     const std::int64_t m = small_shapes() ? 300 : 4100, k = small_shapes() ? 700 : 8192 + 260;  // past a chunk when not small
     for (DType d : {float32, float64, float16}) {
@@ -205,7 +205,7 @@ TEST_CASE("matmul: matrix-vector products on one-wide tiles: a thread per output
             const std::string text = explain({y});
             INFO(text);
             CHECK(tile_of(text) == (d == float64 ? "64x1x128" : "128x1x128"));
-            CHECK(text.find("B by element loads") != std::string::npos);  // the vector is narrower than a piece
+            CHECK(text.find("cp.async 16-byte pieces where the pointers allow, element loads else") != std::string::npos);  // both operands
             const std::string src = cuda_source({y}, "mm_gemv");
             CHECK((d != float32 || src.find("fragments read 4 elements of A's rows and 1 of B's at once") != std::string::npos));
         }
@@ -222,6 +222,14 @@ TEST_CASE("matmul: matrix-vector products on one-wide tiles: a thread per output
         pwtest::require_same_bits(run_product(matmul(at.transposed(), x), "[K, M].T x [K]"),
                                   run_product(matmul(contiguous_copy(at.transposed()), x), "its contiguous copy"), "a transposed matrix");
         run_product(matmul(x, at), "[K] x [K, M]: M = 1");
+        // The vector one element off its alignment, and every other element (a k-stride of 2): element loads
+        // of the vector, the bits of its pieces.
+        const Tensor xw = pwtest::rand({2 * k + 2}, d, seed++);
+        const Tensor x_off = xw.slice({{1, k + 1}}), x_step = xw.slice({{0, 2 * k, 2}});
+        pwtest::require_same_bits(run_product(matmul(a, x_off), "[M, K] x [K] one element off"),
+                                  run_product(matmul(a, contiguous_copy(x_off)), "its contiguous copy"), "the vector by elements");
+        pwtest::require_same_bits(run_product(matmul(a, x_step), "[M, K] x every other element"),
+                                  run_product(matmul(a, contiguous_copy(x_step)), "its contiguous copy"), "a strided vector");
         const Tensor ab = pwtest::rand({3, 40, small_shapes() ? 65 : 1000}, d, seed++), xb = pwtest::rand({small_shapes() ? 65 : 1000}, d, seed++);
         run_product(matmul(ab, xb), "[3, 40, K] x [K]");
         // With an epilogue: the bias and activation of one output per thread.

@@ -51,7 +51,10 @@ struct EpiloguePart {
     std::string element;
     std::string idx;
 };
-EpiloguePart epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan, int acc_site);
+/// A costly element function (a transcendental, a division) is `__noinline__` unless `one_call_site` (the
+/// caller calls it from one loop, not once per unrolled register of a tile), so that NVRTC compiles it once.
+EpiloguePart epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan, int acc_site,
+                           bool one_call_site = false);
 /// A matmul operand computed as its tiles load (a prologue): the pieces of the pointwise graph of `operand`,
 /// whose `<name>_element(const <name>_params& p, const <idx> e)` returns element `e` (row-major over the
 /// operand's shape) in its register type; the plan's output pointer is unused.

@@ -158,6 +158,20 @@ struct MatmulEmitter {
             line(s, 4, "}");
             s += "}\n\n";
         }
+        if (p.vector_b_column) {
+            // A one-column B tile whose column is contiguous along k (a matrix times a vector): pieces along k.
+            const int b_pieces = p.tile_k / piece;
+            s += header("pieces", "b", "bs");
+            line(s, 4, "(void)batch; (void)m0;");
+            line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_pieces, p.threads()),
+                 fmt::format("{} pieces of {} consecutive k of the column", b_pieces, piece));
+            line(s, 8, fmt::format("const int row = q * {};", piece));
+            line(s, 8, "const long long k = k0 + row, n = n0;");
+            line(s, 8, "const bool in = k < p.K && n < p.N;");
+            line(s, 8, fmt::format("lm::cp_async16(bs + row, in ? B + k + n * {} : B, in ? 16 : 0);", bn), "B's stride along k is 1");
+            line(s, 4, "}");
+            s += "}\n\n";
+        }
         s += header("elements", "b", "bs");
         line(s, 4, "(void)batch; (void)m0;");
         line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", p.tile_k * p.tile_n, p.threads()),
@@ -184,7 +198,7 @@ struct MatmulEmitter {
                          "                                       long long batch, long long m0, long long n0, long long k0) {{\n",
                          name, st);
         s += pick(p.vector_a, "a", 1);
-        s += pick(p.vector_b, "b", 2);
+        s += pick(p.vector_b || p.vector_b_column, "b", 2);
         s += "}\n";
         return s;
     }
@@ -579,7 +593,8 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
         parts += pro.params_struct + '\n' + pro.body + '\n' + pro.element + '\n';
     }
     MatmulEmitter em{pm, pm.plan, ks.name, std::string(storage_type(pm.plan.in)), acc_type(pm.plan.in), pa_idx, pb_idx};
-    const detail::EpiloguePart ep = detail::epilogue_part(ks.name + "_ep", pm.epilogue_outputs, pm.plan.epilogue, pm.plan.acc_site);
+    const detail::EpiloguePart ep = detail::epilogue_part(ks.name + "_ep", pm.epilogue_outputs, pm.plan.epilogue, pm.plan.acc_site,
+                                                            pm.plan.staged_epilogue);
     std::string& s = ks.kernel;
     s += detail::banner("matmul", ks.name, user_name,
                         pm.plan.to_string() + "\nepilogue: " + pm.plan.epilogue.describe(false));

@@ -614,14 +614,14 @@ detail::PointwisePart detail::pointwise_part(std::string_view name, const std::v
 }
 
 detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
-                                           const PointwisePlan& plan, int acc_site) {
+                                           const PointwisePlan& plan, int acc_site, bool one_call_site) {
     const PwGraph g = detail::build_pw_graph(outputs);
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size() || acc_site < 0 ||
         static_cast<std::size_t>(acc_site) >= g.sites.size())
         throw InternalError("epilogue_part: the plan does not belong to this graph");
     Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(), acc_site};
     for (const auto& v : g.values)
-        if (ir::is_elementwise(v.node->op()) && ir::info(v.node->op()).cost != ir::Cost::Cheap) em.out_of_line = true;
+        if (!one_call_site && ir::is_elementwise(v.node->op()) && ir::info(v.node->op()).cost != ir::Cost::Cheap) em.out_of_line = true;
     return {em.params_struct(), em.body(), em.element(), em.idx};
 }
 

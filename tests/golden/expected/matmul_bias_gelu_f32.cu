@@ -44,7 +44,7 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_ep_body(const float v0, con
     r0 = v3;                                                 // output 0
 }
 
-__device__ __noinline__ void matmul_bias_gelu_f32_ep_element(const matmul_bias_gelu_f32_ep_params& p, const int e, const float acc) {
+__device__ __forceinline__ void matmul_bias_gelu_f32_ep_element(const matmul_bias_gelu_f32_ep_params& p, const int e, const float acc) {
     int q = e;                                               // flat index -> multi-index (row-major)
     const int i1 = q % p.ext1;
     const float v0 = acc;                                    // in0: the product, from the accumulators

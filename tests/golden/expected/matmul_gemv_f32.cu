@@ -2,7 +2,7 @@
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
 // tile 128x1x128: 128 threads as 4 x 1 warps of 32 x 1 lanes, 1 x 1 accumulators per thread, fragments read 4 elements of A's rows and 1 of B's at once
 // shared memory: 3 stages of A 128 x 132 and B 128 x 1 (A's rows padded by 16 bytes, B's narrower than a piece), 204288 bytes
-// loads: A in 16-byte cp.async pieces where the pointers allow, else element loads; B by element loads; K in chunks of 8192, partials combined in the pairwise tree through a workspace
+// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192, partials combined in the pairwise tree through a workspace
 // epilogue: pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 24 bytes
 // in0: input 0, float32, contiguous, 4 B/element
@@ -73,6 +73,17 @@ __device__ __forceinline__ void mm_gemv_load_a_elements(const mm_gemv_params& p,
     }
 }
 
+__device__ __forceinline__ void mm_gemv_load_b_pieces(const mm_gemv_params& p, const float* B, float* bs,
+        long long batch, long long m0, long long n0, long long k0) {
+    (void)batch; (void)m0;
+    for (int q = threadIdx.x; q < 32; q += 128) {                        // 32 pieces of 4 consecutive k of the column
+        const int row = q * 4;
+        const long long k = k0 + row, n = n0;
+        const bool in = k < p.K && n < p.N;
+        lm::cp_async16(bs + row, in ? B + k + n * p.b_s1 : B, in ? 16 : 0); // B's stride along k is 1
+    }
+}
+
 __device__ __forceinline__ void mm_gemv_load_b_elements(const mm_gemv_params& p, const float* B, float* bs,
         long long batch, long long m0, long long n0, long long k0) {
     (void)batch; (void)m0;
@@ -88,7 +99,8 @@ __device__ __forceinline__ void mm_gemv_load(const mm_gemv_params& p, const floa
                                        long long batch, long long m0, long long n0, long long k0) {
     if (p.pieces & 1) mm_gemv_load_a_pieces(p, A, as, batch, m0, n0, k0);
     else mm_gemv_load_a_elements(p, A, as, batch, m0, n0, k0);
-    mm_gemv_load_b_elements(p, B, bs, batch, m0, n0, k0);
+    if (p.pieces & 2) mm_gemv_load_b_pieces(p, B, bs, batch, m0, n0, k0);
+    else mm_gemv_load_b_elements(p, B, bs, batch, m0, n0, k0);
 }
 
 extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant__ mm_gemv_params p) {

@@ -80,6 +80,9 @@ struct MatmulPlan {
     /// input is 16-byte aligned, the device has cp.async, and (for B) tile_n is whole pieces; the runtime still
     /// checks alignment and divisibility per call (select_matmul_loads).
     bool vector_a = false, vector_b = false;
+    /// A one-column B tile (tile_n = 1: a matrix times a vector) whose stride along k is 1: 16-byte cp.async
+    /// pieces along k (the runtime checks K, the pointer and the other strides per call).
+    bool vector_b_column = false;
     /// CUDA cores, float32: elements of a shared row of A that a thread reads at once, 4 (one 16-byte read:
     /// k to k + 3 of one of its rows), else 1. A warp's rows are tile_k + 4 words apart, so its 16-byte reads
     /// meet in no bank.
@@ -107,8 +110,8 @@ struct MatmulPlan {
     int blocks_per_sm = 0;
     /// CUDA cores, float32 with 16-byte B reads: the epilogue goes through shared memory, the accumulators
     /// stored as a tile of tile_m rows of tile_n + 4 (in the stage buffers, which shared_bytes() makes large
-    /// enough; batch_pipelined: in this entry's A stage, so tile_n <= tile_k), then read back with consecutive
-    /// threads on consecutive columns, so that the epilogue's loads and stores are whole lines per warp.
+    /// enough), then read back with consecutive threads on consecutive columns, so that the epilogue's loads
+    /// and stores are whole lines per warp, from one call site (so the element function is inlined).
     bool staged_epilogue = false;
     /// K is longer than one chunk: the chunk partials go through the workspace tree.
     bool chunked = false;
