@@ -8,8 +8,9 @@
 // once into distinct banks.
 //
 // CUDA cores: a warp's lanes form a lanes_m x lanes_n grid and each lane holds a thread_m x thread_n
-// register tile of accumulators, at rows lane_m + lanes_m * i and columns lane_n + lanes_n * j of its warp
-// tile (so the lanes of a warp read consecutive words of a shared row). The order is the contract's
+// register tile of accumulators, at rows lane_m + lanes_m * i of its warp tile and columns lane_n + lanes_n * j
+// (b_read = 1) or, for float32 (b_read = 4), in groups of 4 consecutive columns lanes_n * 4 apart, so that
+// the lanes of a warp read consecutive words or 16-byte pieces of a shared row. The order is the contract's
 // (docs/semantics.md, section 12) whatever the tile: each output accumulates each chunk of kProductChunk
 // values of k with one fma per k in ascending k from +0 (a tile's last, partial K step runs only over the k
 // that exist, so no padding term enters a sum), and the chunk partials of a K longer than a chunk combine in
