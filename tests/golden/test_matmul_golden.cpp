@@ -275,3 +275,64 @@ TEST_CASE("matmul: a kernel that reads the product twice, once through a transpo
         }
     }
 }
+
+TEST_CASE("matmul plan: batch pipelining, the staged epilogue, the vector in pieces along k, and each call's loads") {
+    using codegen::select_matmul_loads;
+    SUBCASE("M6's shape: two blocks per SM walk 4096 entries, storing from registers") {
+        auto a = input(float32, {4096, 64, 64}, "a"), b = input(float32, {4096, 64, 64}, "b");
+        const auto plan = plan_of({matmul(a, b)});
+        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        CHECK(pm.plan.batch_pipelined);
+        CHECK(pm.plan.blocks_per_sm == 2);  // 4 x 4 accumulators: two blocks of 256 threads fit 128 registers each
+        CHECK(!pm.plan.staged_epilogue);   // a third barrier per entry cost 13% on the H200
+        CHECK(pm.binding.batch_blocks == 2 * 132);
+        CHECK(codegen::matmul_launch(pm).grid_y == 2 * 132);
+        CHECK(pm.plan.to_string().find("each block walking batch entries") != std::string::npos);
+        const auto ks = codegen::emit_matmul("mm_bp", pm);
+        CHECK(ks.kernel.find("__launch_bounds__(256, 2)") != std::string::npos);
+        CHECK(ks.kernel.find("lm::cp_async_wait<1>();") != std::string::npos);
+    }
+    SUBCASE("fewer entries than resident blocks, several tiles per entry, and K past one step") {
+        auto few = plan_of({matmul(input(float32, {3, 33, 31}, "a"), input(float32, {3, 31, 17}, "b"))});
+        CHECK(few.gpu.at(0).matmul.plan.batch_pipelined);
+        CHECK(few.gpu.at(0).matmul.binding.batch_blocks == 3);
+        auto tiles = plan_of({matmul(input(float32, {300, 130, 20}, "a"), input(float32, {20, 70}, "b"))});
+        const codegen::PlannedMatmul& t = tiles.gpu.at(0).matmul;
+        CHECK(t.plan.batch_pipelined);
+        CHECK(t.plan.blocks_per_sm == 1);      // 8 x 8 accumulators: one block per SM
+        CHECK(t.binding.batch_blocks == 66);   // 132 resident blocks over 2 tiles per entry
+        auto deep = plan_of({matmul(input(float32, {2, 512, 256}, "a"), input(float32, {256, 512}, "b"))});
+        const codegen::PlannedMatmul& d = deep.gpu.at(0).matmul;
+        CHECK(!d.plan.batch_pipelined);
+        CHECK(d.binding.batch_blocks == 2);
+        CHECK(d.plan.staged_epilogue);
+        CHECK(d.plan.shared_bytes() >= d.plan.epilogue_tile_bytes());  // the tile of outputs fits the stage buffers
+        auto tc = plan_of({matmul(input(float16, {64, 64, 64}, "a"), input(float16, {64, 64, 64}, "b"))},
+                          Options{.product_path = ProductPath::TensorCores});
+        CHECK(!tc.gpu.at(0).matmul.plan.batch_pipelined);  // tensor cores keep the plain batch loop
+    }
+    SUBCASE("a matrix times a vector: the vector's pieces along k where the pointer, K and the strides allow") {
+        auto a = input(float32, {4096, 4096}, "a"), x = input(float32, {4096}, "x");
+        const auto plan = plan_of({matmul(a, x)});
+        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        REQUIRE(pm.plan.vector_b_column);
+        alignas(16) static float storage[16];
+        const void* aligned = storage;
+        const void* off = storage + 1;  // 4 bytes past a 16-byte boundary
+        const void* both[] = {aligned, aligned};
+        CHECK(select_matmul_loads(pm, both).b_pieces);
+        CHECK(select_matmul_loads(pm, both).a_pieces);
+        const void* vector_off[] = {aligned, off};
+        CHECK(!select_matmul_loads(pm, vector_off).b_pieces);
+        CHECK(select_matmul_loads(pm, vector_off).a_pieces);
+        // K not whole pieces: element loads for both.
+        const auto odd = plan_of({matmul(input(float32, {4096, 4097}, "a"), input(float32, {4097}, "x"))});
+        const codegen::PlannedMatmul& po = odd.gpu.at(0).matmul;
+        CHECK(po.plan.vector_b_column);
+        CHECK(!select_matmul_loads(po, both).b_pieces);
+        CHECK(!select_matmul_loads(po, both).a_pieces);
+        // A row-major B of one column read through a k-stride of N is not a column in pieces.
+        const auto wide = plan_of({matmul(a, input(float32, {4096, 64}, "w"))}, Options{.tile = TileHint{128, 1, 128}});
+        CHECK(!wide.gpu.at(0).matmul.plan.vector_b_column);
+    }
+}
