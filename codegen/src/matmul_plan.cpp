@@ -94,6 +94,11 @@ OperandView operand_view(const ir::Node& x, const LayoutOf& layout_of) {
 
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/// Block tiles per batch entry (the grid's x).
+std::int64_t output_tiles(const MatmulPlan& p, const MatmulBinding& b) {
+    return ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n);
+}
+
 /// The default tile for the shapes, dtype and path: 128 x 128 outputs (64 x 64 for float64), smaller along an
 /// axis that is short, stepping 32 along K on CUDA cores for float32 and int8 (16 otherwise) and two MMA
 /// steps on tensor cores (32; 64 for int8). On CUDA cores a K of at most 64 is one step (no pipeline to fill:
@@ -368,16 +373,15 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     // A batch of products whose K is one step: blocks walk the batch entries, copying the next while
     // multiplying this one, two blocks per multiprocessor where shared memory holds them and the register
     // tile is at most 32 accumulators (two blocks of 256 threads leave 128 registers per thread).
-    const std::int64_t tiles = ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n);
     b.batch_blocks = std::min<std::int64_t>(b.batches, 65535);
-    if (!p.tensor_cores && b.K <= p.tile_k && p.stages == 2 && b.batches > 1) {
+    if (!p.tensor_cores && b.K <= p.tile_k && b.batches > 1) {  // one K step: two stages, one per entry
         const std::size_t per_block = p.shared_bytes() + 1024;  // the runtime reserves 1 KiB per block
         const bool two = 2 * per_block <= device.shared_mem_per_sm && p.thread_m * p.thread_n <= 32 &&
                          2 * p.threads() <= device.max_threads_per_sm;
         p.blocks_per_sm = two ? 2 : 1;
         const std::int64_t resident = static_cast<std::int64_t>(device.sm_count) * p.blocks_per_sm;
         p.batch_pipelined = true;
-        b.batch_blocks = std::clamp<std::int64_t>(resident / std::max<std::int64_t>(tiles, 1), 1, b.batch_blocks);
+        b.batch_blocks = std::clamp<std::int64_t>(resident / std::max<std::int64_t>(output_tiles(p, b), 1), 1, b.batch_blocks);
     }
     p.a_m_fastest = !p.a_prologue && b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
     p.b_k_fastest = !p.b_prologue && b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
@@ -484,7 +488,7 @@ LaunchConfig matmul_launch(const PlannedMatmul& pm) {
     const MatmulBinding& b = pm.binding;
     LaunchConfig lc;
     if (b.M == 0 || b.N == 0 || b.batches == 0) return lc;
-    const std::int64_t tiles = ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n);
+    const std::int64_t tiles = output_tiles(p, b);
     if (tiles > 0x7fffffff) throw Error(fmt::format("matmul(): {} x {} outputs need {} tiles, more than a launch holds", b.M, b.N, tiles));
     lc.grid_x = static_cast<std::uint32_t>(tiles);
     lc.grid_y = static_cast<std::uint32_t>(b.batch_blocks);

@@ -416,9 +416,9 @@ struct MatmulEmitter {
     }
 
     // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
-    void epilogue(std::string& s, int ind, const std::string& ep_idx, const std::string& tile_buffer = "as_all") const {
+    void epilogue(std::string& s, int ind, const std::string& ep_idx) const {
         if (p.staged_epilogue) {
-            staged_epilogue(s, ind, ep_idx, tile_buffer);
+            staged_epilogue(s, ind, ep_idx);
             return;
         }
         line(s, ind, "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.");
@@ -450,15 +450,15 @@ struct MatmulEmitter {
     }
 
     // The epilogue through shared memory (staged_epilogue): the accumulators go to a tile of tile_m rows of
-    // tile_n + 4 in `buffer` (the stage buffers, read by every thread already), then the threads walk the tile
+    // epilogue_pitch() in the stage buffers (read by every thread already), then the threads walk the tile
     // in row-major order, consecutive threads taking consecutive columns, so the epilogue's loads and stores
     // are whole 128-byte lines per warp. The values pass through shared memory unchanged: the same bits.
-    void staged_epilogue(std::string& s, int ind, const std::string& ep_idx, const std::string& buffer) const {
-        const int pitch = p.tile_n + 4, per_thread = p.tile_m * p.tile_n / p.threads();
+    void staged_epilogue(std::string& s, int ind, const std::string& ep_idx) const {
+        const int pitch = p.epilogue_pitch(), per_thread = p.tile_m * p.tile_n / p.threads();
         line(s, ind, "// The epilogue on the accumulators, through shared memory: the product's value in its dtype, then the fused");
         line(s, ind, "// elementwise work, consecutive threads on consecutive columns.");
         line(s, ind, "__syncthreads();", "every thread's last reads of the stage buffers are done");
-        line(s, ind, fmt::format("{}* ct = reinterpret_cast<{}*>({});", acc, acc, buffer),
+        line(s, ind, fmt::format("{}* ct = reinterpret_cast<{}*>(as_all);", acc, acc),
              fmt::format("the block's outputs: {} rows of {}", p.tile_m, pitch));
         line(s, ind, "#pragma unroll");
         line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
@@ -559,8 +559,8 @@ struct MatmulEmitter {
         line(s, ind + 8, "const int t = 0;");
         cuda_core_step(s, ind + 8);
         line(s, ind + 4, "}");
-        epilogue(s, ind + 4, ep_idx, fmt::format("as_all + (it % 2) * {}", p.tile_m * p.pitch_a));
-        if (!p.staged_epilogue) line(s, ind + 4, "__syncthreads();", "this stage read by every thread before entry it + 2 refills it");
+        epilogue(s, ind + 4, ep_idx);  // from the registers: batch-pipelined kernels do not stage their epilogue
+        line(s, ind + 4, "__syncthreads();", "this stage read by every thread before entry it + 2 refills it");
         line(s, ind, "}");
         line(s, ind, "lm::cp_async_wait<0>();", "no copy outstanding at exit");
     }

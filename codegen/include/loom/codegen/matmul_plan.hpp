@@ -110,7 +110,7 @@ struct MatmulPlan {
     bool batch_pipelined = false;
     int blocks_per_sm = 0;
     /// CUDA cores, float32 with 16-byte B reads: the epilogue goes through shared memory, the accumulators
-    /// stored as a tile of tile_m rows of tile_n + 4 (in the stage buffers, which shared_bytes() makes large
+    /// stored as a tile of tile_m rows of epilogue_pitch() (in the stage buffers, which shared_bytes() makes large
     /// enough), then read back with consecutive threads on consecutive columns, so that the epilogue's loads
     /// and stores are whole lines per warp, from one call site (so the element function is inlined).
     bool staged_epilogue = false;
@@ -131,8 +131,9 @@ struct MatmulPlan {
     /// Elements per 16-byte piece of an operand.
     int piece() const { return 16 / static_cast<int>(itemsize(in)); }
     std::size_t shared_bytes() const;
-    /// The bytes of the staged epilogue's tile of accumulators (tile_m rows of tile_n + 4).
-    std::size_t epilogue_tile_bytes() const { return static_cast<std::size_t>(tile_m) * static_cast<std::size_t>(tile_n + 4) * 4; }
+    /// The staged epilogue's tile of accumulators (float32): tile_m rows of epilogue_pitch() words, 16-byte aligned.
+    int epilogue_pitch() const { return tile_n + 4; }
+    std::size_t epilogue_tile_bytes() const { return static_cast<std::size_t>(tile_m) * static_cast<std::size_t>(epilogue_pitch()) * 4; }
     bool operator==(const MatmulPlan&) const = default;
     std::uint64_t hash() const;
     /// Why a product that tensor cores were asked for runs on CUDA cores (" (tensor cores asked for; float32 has
