@@ -1,5 +1,6 @@
 // The product generator of the fuzzer's random programs: small matrix products (M, N and K up to 40, K
-// sometimes 64 to 100, of a base shape [M, K, N], or [B, M, K, N] with batches that broadcast, vectors now
+// sometimes 64 to 260, of a base shape [M, K, N], or [B, M, K, N] with batches that broadcast (now and then
+// 300 entries), vectors now
 // and then, K = 0 and empty results rarely) of inputs in every layout, of inputs stored transposed under a Transpose view, or of
 // computed values (exact elementwise prologues), each cast to the product's dtype (float16, bfloat16,
 // float32, float64 or int8, docs/semantics.md section 12) when its own differs; then elementwise epilogues
@@ -121,11 +122,13 @@ private:
         static const std::vector<std::int64_t> extents{1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 24, 31, 32, 33, 40};
         static const std::vector<std::int64_t> batches{1, 2, 3, 5};
         batched_ = chance(g_, 0.35);
-        if (batched_) p_.base.push_back(pick(g_, batches));
+        // Now and then more batch entries than a GPU holds blocks at once, so that a block walks several
+        // (a batch whose K is one step copies the next entry's tiles while it multiplies this one's).
+        if (batched_) p_.base.push_back(chance(g_, 1.0 / 8) ? 300 : pick(g_, batches));
         for (int d = 0; d < 3; ++d) p_.base.push_back(pick(g_, extents));
-        // Now and then a K of a full step and more (the matrix-vector tile steps 64 along K, reading A's rows 16
-        // bytes at a time only in whole steps; K = 64 is one step of a small product).
-        static const std::vector<std::int64_t> long_k{64, 65, 72, 100};
+        // Now and then a K of a full step and more (the matrix-vector tile steps 128 along K, reading A's rows
+        // and the vector 16 bytes at a time only in whole steps; K = 64 is one step of a small product).
+        static const std::vector<std::int64_t> long_k{64, 65, 72, 100, 132, 260};
         if (chance(g_, 1.0 / 6)) p_.base[static_cast<std::size_t>(kd())] = pick(g_, long_k);
         if (chance(g_, 1.0 / 24)) p_.base[static_cast<std::size_t>(kd())] = 0;  // K = 0: every element +0
         else if (chance(g_, 1.0 / 48)) p_.base[static_cast<std::size_t>(chance(g_, 0.5) ? md() : nd())] = 0;  // empty
