@@ -249,9 +249,16 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
     const bool vector_b = p.vector_b || p.vector_b_column;
     std::string path;
-    if (p.tensor_cores)
-        path = fmt::format("{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync m16n8k{}{})", p.frags_m(),
-                           p.frags_n(), p.shared_bytes(), p.mma_k(), p.in == DType::Int8 ? ", exact" : ", within the bound of semantics.md section 12");
+    if (p.wgmma)
+        path = fmt::format("{} and a producer warpgroup), {} bytes of shared memory, tensor cores (Hopper wgmma.mma_async m64n{}k16, "
+                           "within the bound of semantics.md section 12; a persistent grid of {} blocks)",
+                           p.pingpong ? std::string("2 consumer warpgroups taking whole tiles in turn")
+                                      : fmt::format("{} consumer warpgroup{} of 64 rows", p.consumers, p.consumers > 1 ? "s" : ""),
+                           p.shared_bytes(), p.tile_n, pm.binding.persistent_blocks);
+    else if (p.tensor_cores)
+        path = fmt::format("{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync m16n8k{}{}{})", p.frags_m(),
+                           p.frags_n(), p.shared_bytes(), p.mma_k(), p.in == DType::Int8 ? ", exact" : ", within the bound of semantics.md section 12",
+                           p.wgmma_note.empty() ? std::string() : "; not wgmma: " + p.wgmma_note);
     else
         path = fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}", p.thread_m, p.thread_n, p.shared_bytes(),
                            p.path_note());
@@ -261,7 +268,9 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
                        "          reads {}; writes {}; 1 launch\n",
                        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m), p.tile_m,
                        p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m, p.warps_n, path,
-                       p.vector_a && vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
+                       p.wgmma ? fmt::format("bulk tensor copies of A ({}) and B ({}) into a ring, 128-byte swizzled",
+                                             p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major")
+                       : p.vector_a && vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
                        : p.vector_a           ? "A in cp.async 16-byte pieces where the pointers allow, B by element loads"
                        : vector_b             ? "A by element loads, B in cp.async 16-byte pieces where the pointers allow"
                                                 : "element loads",

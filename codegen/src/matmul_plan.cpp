@@ -14,6 +14,7 @@
 #include "loom/ir/graph.hpp"
 #include "loom/ir/hash.hpp"
 #include "loom/ir/reduce_order.hpp"
+#include "matmul_internal.hpp"
 
 namespace loom::codegen {
 
@@ -28,7 +29,7 @@ constexpr int kMatrixVectorDepth = 128;
 
 /// What field `a` of a Product parameter is.
 enum MatmulField : int { FieldA, FieldB, FieldM, FieldN, FieldK, FieldChunks, FieldBatches, FieldBatchExtent,
-                         FieldAStride, FieldBStride, FieldWorkspace, FieldPieces };
+                         FieldAStride, FieldBStride, FieldWorkspace, FieldPieces, FieldMapA, FieldMapB };
 
 /// An operand of the product as a strided view of one input: the input, its element offset and strides.
 struct OperandView {
@@ -123,7 +124,8 @@ bool use_tensor_cores(DType in, ProductPath path, const DeviceInfo& device) {
     switch (path) {
         case ProductPath::Auto: return in == DType::Int8;
         case ProductPath::CudaCores: return false;
-        case ProductPath::TensorCores: return true;
+        case ProductPath::TensorCores:
+        case ProductPath::MmaSync: return true;
     }
     return false;
 }
@@ -196,6 +198,10 @@ void shape_warps_mma(MatmulPlan& p, const ir::Node& m, const TileHint& t) {
 
 std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
 
+void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs, const std::vector<const ir::Node*>& a_inputs,
+                   const std::vector<const ir::Node*>& b_inputs, const LayoutOf& layout_of, const DeviceInfo& device,
+                   std::span<const Strides> output_strides);
+
 }  // namespace
 
 const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs) {
@@ -213,6 +219,9 @@ const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs) {
 }
 
 std::size_t MatmulPlan::shared_bytes() const {
+    // wgmma: the ring, 1 KiB of slack to align it to the 128-byte swizzle's 1024-byte pattern, and a full and
+    // an empty mbarrier per stage.
+    if (wgmma) return 1024 + static_cast<std::size_t>(stages) * (wgmma_stage_bytes() + 16);
     const std::size_t per_stage = static_cast<std::size_t>(tile_m) * pitch_a + static_cast<std::size_t>(tile_k) * pitch_b;
     const std::size_t stage_bytes = per_stage * itemsize(in) * static_cast<std::size_t>(stages);
     return staged_epilogue ? std::max(stage_bytes, epilogue_tile_bytes()) : stage_bytes;
@@ -221,7 +230,7 @@ std::size_t MatmulPlan::shared_bytes() const {
 bool has_tensor_core_path(DType in) { return in == DType::Float16 || in == DType::BFloat16 || in == DType::Int8; }
 
 std::string MatmulPlan::path_note() const {
-    if (tensor_cores || requested != ProductPath::TensorCores) return {};
+    if (tensor_cores || (requested != ProductPath::TensorCores && requested != ProductPath::MmaSync)) return {};
     return has_tensor_core_path(in) ? " (tensor cores asked for; this device has no mma.sync)"
                                     : fmt::format(" (tensor cores asked for; {} has no tensor-core path)", name(in));
 }
@@ -233,8 +242,10 @@ std::uint64_t MatmulPlan::hash() const {
                   thread_m, thread_n, stages, pitch_a, pitch_b, static_cast<int>(hinted), static_cast<int>(vector_a),
                   static_cast<int>(vector_b), static_cast<int>(vector_b_column), a_read, b_read,
                   static_cast<int>(chunked), static_cast<int>(batch_pipelined), blocks_per_sm, static_cast<int>(staged_epilogue), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
-                  static_cast<int>(tensor_cores), static_cast<int>(requested)})
+                  static_cast<int>(tensor_cores), static_cast<int>(requested), static_cast<int>(wgmma), consumers, static_cast<int>(pingpong),
+                  static_cast<int>(a_mn_major), static_cast<int>(b_mn_major), a_map_rank, b_map_rank})
         h.add(static_cast<std::uint64_t>(v));
+    h.add(std::string_view(wgmma_note));
     h.add(epilogue.hash());
     h.add(static_cast<std::uint64_t>(a_prologue) | static_cast<std::uint64_t>(b_prologue) << 1);
     if (a_prologue) h.add(prologue_a.hash());
@@ -253,9 +264,28 @@ std::string loads_text(bool a_pieces, bool b_pieces) {
 
 std::string MatmulPlan::to_string() const {
     std::string path, threads_text, order;
+    if (wgmma) {
+        const auto major = [](bool mn, const char* axis) { return mn ? fmt::format("{}-major", axis) : std::string("K-major"); };
+        return fmt::format(
+            "matmul plan: {} x {} -> {}, rank {}, tensor cores (Hopper wgmma.mma_async m64n{}k16 into float32: within the bound of "
+            "docs/semantics.md, section 12{})\n"
+            "tile {}x{}x{}{}: {} threads as a producer warpgroup (tensor memory accelerator copies) and {}; a persistent grid "
+            "walking the tiles in groups of {} tile rows\n"
+            "shared memory: a ring of {} stages of A {} x {} ({}) and B {} x {} ({}), 128-byte swizzled, full and empty mbarriers, {} "
+            "bytes\n"
+            "loads: bulk tensor copies of A (tensor map of rank {}) and B (rank {}), zeros past M, N and K; K in steps of 16 over all "
+            "of K",
+            name(in), name(in), name(out), rank, tile_n, requested == ProductPath::TensorCores ? "" : "; tensor cores asked for", tile_m,
+            tile_n, tile_k, hinted ? " (hinted)" : "", threads(),
+            pingpong ? std::string("2 consumer warpgroups taking whole tiles in turn (ping-pong: one's epilogue beside the other's MMAs)")
+                     : fmt::format("{} consumer warpgroup{} of 64 rows", consumers, consumers > 1 ? "s" : ""),
+            kWgmmaGroupRows, stages, tile_m,
+            tile_k, major(a_mn_major, "M"), tile_k, tile_n, major(b_mn_major, "N"), shared_bytes(), a_map_rank, b_map_rank);
+    }
     if (tensor_cores) {
-        path = fmt::format("tensor cores (mma.sync m16n8k{} into {}{})", mma_k(), in == DType::Int8 ? "int32" : "float32",
-                           in == DType::Int8 ? ": exact, the reference's bits" : ": within the bound of docs/semantics.md, section 12");
+        path = fmt::format("tensor cores (mma.sync m16n8k{} into {}{}{})", mma_k(), in == DType::Int8 ? "int32" : "float32",
+                           in == DType::Int8 ? ": exact, the reference's bits" : ": within the bound of docs/semantics.md, section 12",
+                           wgmma_note.empty() ? std::string() : "; not wgmma: " + wgmma_note);
         threads_text = fmt::format("{} threads as {} x {} warps of {} x {} MMA tiles of 16 x 8", threads(), warps_m, warps_n, frags_m(), frags_n());
         order = fmt::format("K in steps of {} over all of K (zero-filled past K){}", mma_k(),
                             requested == ProductPath::Auto ? " (int8 runs on tensor cores by default)" : "");
@@ -341,6 +371,9 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
                                         : TileHint{static_cast<int>(hint.rows), static_cast<int>(hint.cols), static_cast<int>(hint.depth)};
     const TileHint chosen = default_tile(b.M, b.N, b.K, p.in, p.tensor_cores);
     p.hinted = !given.empty();
+    if (detail::plan_wgmma(pm, given, !p.a_prologue && layout_of(*a_inputs[0]).aligned16, !p.b_prologue && layout_of(*b_inputs[0]).aligned16,
+                           device))
+        return finish_matmul(pm, outputs, a_inputs, b_inputs, layout_of, device, output_strides), pm;
     p.tile_m = given.rows ? given.rows : chosen.rows;
     p.tile_n = given.cols ? given.cols : chosen.cols;
     p.tile_k = given.depth ? given.depth : chosen.depth;
@@ -395,7 +428,19 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     // pieces); its tile must fit the shared memory the block may have. Not for batch_pipelined kernels: M6
     // ran at 19.8 TFLOP/s staged and 22.7 storing from the registers (H200), its epilogue a large share.
     p.staged_epilogue = p.b_read == 4 && !p.batch_pipelined && p.epilogue_tile_bytes() <= limit;
+    finish_matmul(pm, outputs, a_inputs, b_inputs, layout_of, device, output_strides);
+    return pm;
+}
 
+namespace {
+
+// The epilogue's plan and the parameters, for every path.
+void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs, const std::vector<const ir::Node*>& a_inputs,
+                            const std::vector<const ir::Node*>& b_inputs, const LayoutOf& layout_of, const DeviceInfo& device,
+                            std::span<const Strides> output_strides) {
+    const ir::Node& m = *pm.product;
+    MatmulPlan& p = pm.plan;
+    MatmulBinding& b = pm.binding;
     // The epilogue: the kernel's outputs over a placeholder for the product.
     pm.accumulators = ir::input(m.dtype(), m.shape(), "accumulators", {}, m.loc());
     pm.epilogue_outputs = ir::rewrite(outputs, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
@@ -452,6 +497,29 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
         f.align = align;
         L.add(std::move(f));
     };
+    auto add_part = [&](int which, const char* fname, const PointwisePlan& part) {
+        ParamField f;
+        f.kind = ParamField::Kind::Epilogue;
+        f.a = which;
+        f.name = fname;
+        f.type = ParamType::Struct;
+        f.size = part.params.size;
+        f.align = std::max<std::size_t>(part.params.align, 1);
+        L.add(std::move(f));
+    };
+    if (p.wgmma) {  // the tensor maps first: 64-byte aligned, passed by value (the kernel's parameter is __grid_constant__)
+        add(FieldMapA, 0, "tmap_a", ParamType::Opaque, kTensorMapBytes, 64);
+        add(FieldMapB, 0, "tmap_b", ParamType::Opaque, kTensorMapBytes, 64);
+        add(FieldM, 0, "M", ParamType::Int64, 8, 8);
+        add(FieldN, 0, "N", ParamType::Int64, 8, 8);
+        add(FieldK, 0, "K", ParamType::Int64, 8, 8);
+        add(FieldBatches, 0, "batches", ParamType::Int64, 8, 8);
+        add_part(2, "ep", p.epilogue);
+        L.finish();
+        if (L.size > device.param_limit_bytes)
+            throw InternalError(fmt::format("plan_matmul(): {} bytes of parameters for {}", L.size, where_of(m)));
+        return;
+    }
     if (!p.a_prologue) add(FieldA, 0, "a", ParamType::ConstPointer, 8, 8);
     if (!p.b_prologue) add(FieldB, 0, "b", ParamType::ConstPointer, 8, 8);
     add(FieldM, 0, "M", ParamType::Int64, 8, 8);
@@ -464,30 +532,27 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     for (int d = 0; d < p.rank; ++d) add(FieldBStride, d, fmt::format("b_s{}", d), ParamType::Int64, 8, 8);
     if (p.chunked) add(FieldWorkspace, 0, "ws", ParamType::RawPointer, 8, 8);
     add(FieldPieces, 0, "pieces", ParamType::Int64, 8, 8);
-    auto add_part = [&](int which, const char* fname, const PointwisePlan& part) {
-        ParamField f;
-        f.kind = ParamField::Kind::Epilogue;
-        f.a = which;
-        f.name = fname;
-        f.type = ParamType::Struct;
-        f.size = part.params.size;
-        f.align = std::max<std::size_t>(part.params.align, 1);
-        L.add(std::move(f));
-    };
     if (p.a_prologue) add_part(3, "pa", p.prologue_a);
     if (p.b_prologue) add_part(4, "pb", p.prologue_b);
     add_part(2, "ep", p.epilogue);
     L.finish();
     if (L.size > device.param_limit_bytes)
         throw InternalError(fmt::format("plan_matmul(): {} bytes of parameters for {}", L.size, where_of(m)));
-    return pm;
 }
+
+}  // namespace
 
 LaunchConfig matmul_launch(const PlannedMatmul& pm) {
     const MatmulPlan& p = pm.plan;
     const MatmulBinding& b = pm.binding;
     LaunchConfig lc;
     if (b.M == 0 || b.N == 0 || b.batches == 0) return lc;
+    if (p.wgmma) {  // the persistent grid: each block walks tiles blockIdx.x, + gridDim.x, ...
+        lc.grid_x = static_cast<std::uint32_t>(b.persistent_blocks);
+        lc.grid_y = 1;
+        lc.block_x = static_cast<std::uint32_t>(p.threads());
+        return lc;
+    }
     const std::int64_t tiles = output_tiles(p, b);
     if (tiles > 0x7fffffff) throw Error(fmt::format("matmul(): {} x {} outputs need {} tiles, more than a launch holds", b.M, b.N, tiles));
     lc.grid_x = static_cast<std::uint32_t>(tiles);
@@ -534,7 +599,9 @@ std::size_t matmul_workspace_bytes(const PlannedMatmul& pm) {
 }
 
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
-                        void* workspace, MatmulLoads loads, std::span<std::byte> out) {
+                        void* workspace, MatmulLoads loads, std::span<std::byte> out, std::span<const std::byte> tensor_maps) {
+    if (pm.plan.wgmma && tensor_maps.size() != 2 * kTensorMapBytes)
+        throw InternalError("pack_matmul_params(): a wgmma plan without its two tensor maps");
     if (inputs.size() != pm.inputs.size()) throw InternalError("pack_matmul_params(): input count does not match the plan");
     const void* a = inputs[0];
     const void* b = inputs[pm.a_inputs];
@@ -568,6 +635,8 @@ void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> in
             case FieldBStride: put(bd.b_strides[axis]); break;
             case FieldWorkspace: put(workspace); break;
             case FieldPieces: put(static_cast<std::int64_t>(loads.a_pieces) | static_cast<std::int64_t>(loads.b_pieces) << 1); break;
+            case FieldMapA: std::memcpy(out.data() + f.offset, tensor_maps.data(), kTensorMapBytes); break;
+            case FieldMapB: std::memcpy(out.data() + f.offset, tensor_maps.data() + kTensorMapBytes, kTensorMapBytes); break;
             default: throw InternalError(fmt::format("pack_matmul_params(): parameter {}", f.name));
         }
     }

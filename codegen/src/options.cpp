@@ -60,6 +60,7 @@ const char* product_path_name(ProductPath p) {
         case ProductPath::Auto: return "auto";
         case ProductPath::CudaCores: return "cuda_cores";
         case ProductPath::TensorCores: return "tensor_cores";
+        case ProductPath::MmaSync: return "mma_sync";
     }
     return "?";
 }
@@ -114,7 +115,8 @@ Options environment_options() {
         if (v == "auto") o.product_path = ProductPath::Auto;
         else if (v == "cuda_cores") o.product_path = ProductPath::CudaCores;
         else if (v == "tensor_cores") o.product_path = ProductPath::TensorCores;
-        else std::fprintf(stderr, "loom warning: LOOM_PRODUCT_PATH=%s is not auto, cuda_cores or tensor_cores; auto\n", t);
+        else if (v == "mma_sync") o.product_path = ProductPath::MmaSync;
+        else std::fprintf(stderr, "loom warning: LOOM_PRODUCT_PATH=%s is not auto, cuda_cores, tensor_cores or mma_sync; auto\n", t);
     }
     if (const char* t = std::getenv("LOOM_STENCIL_REUSE"); t && *t) {
         const std::string_view v(t);

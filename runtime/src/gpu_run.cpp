@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "gpu_internal.hpp"
+#include "tensor_map.hpp"
 #include "loom/codegen/kernel_key.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/env.hpp"
@@ -232,7 +233,15 @@ void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& p
     if (pm.plan.chunked && !prep) throw InternalError("launch_matmul(): a chunked product without its workspace");
     const codegen::MatmulLoads loads = codegen::select_matmul_loads(pm, ins);
     ParamBytes params(pm.plan.params.size);
-    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace_ptr : nullptr, loads, params.span());
+    alignas(64) std::array<std::byte, 2 * codegen::kTensorMapBytes> maps{};
+    if (pm.plan.wgmma) {  // Hopper: the operands' tensor maps (cached by buffer and shape)
+        const std::array<codegen::TensorMapSpec, 2> specs = codegen::matmul_tensor_maps(pm, ins);
+        detail::encode_tensor_map(specs[0], std::span<std::byte, codegen::kTensorMapBytes>(maps.data(), codegen::kTensorMapBytes));
+        detail::encode_tensor_map(specs[1], std::span<std::byte, codegen::kTensorMapBytes>(maps.data() + codegen::kTensorMapBytes,
+                                                                                           codegen::kTensorMapBytes));
+    }
+    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace_ptr : nullptr, loads, params.span(),
+                                pm.plan.wgmma ? std::span<const std::byte>(maps) : std::span<const std::byte>());
     LaunchConfig cfg;
     cfg.grid = {lc.grid_x, lc.grid_y, 1};
     cfg.block = {lc.block_x, 1, 1};
@@ -333,6 +342,7 @@ CompiledKernel load_kernel(codegen::KernelSource source, double codegen_ms, cons
     nvrtc::Options opt;
     opt.cc_major = info.cc_major;
     opt.cc_minor = info.cc_minor;
+    if (ck.source.arch_specific) opt.arch = fmt::format("sm_{}{}a", info.cc_major, info.cc_minor);
     opt.line_info = options.line_info;
     opt.fast_math = options.fast_math;
     // Disk cache first (the same source, options, arch and versions compiled by any earlier process), NVRTC
@@ -405,7 +415,11 @@ std::vector<CachedCompile> compile_kernels(const FusionPlan& plan, const codegen
     opt.line_info = plan.options.line_info;
     opt.fast_math = plan.options.fast_math;
     std::vector<CachedCompile> out(srcs.size());
-    detail::run_concurrently(srcs.size(), [&](std::size_t k) { out[k] = compile_cached(srcs[k].name, srcs[k].source, opt); });
+    detail::run_concurrently(srcs.size(), [&](std::size_t k) {
+        nvrtc::Options o = opt;
+        if (srcs[k].arch_specific) o.arch = fmt::format("sm_{}{}a", info.cc_major, info.cc_minor);
+        out[k] = compile_cached(srcs[k].name, srcs[k].source, o);
+    });
     if (sources) *sources = std::move(srcs);
     return out;
 }

@@ -1,10 +1,12 @@
 // Internal helpers of the CUDA emitter: the expression of one elementwise node.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "loom/codegen/matmul_plan.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 
@@ -66,5 +68,13 @@ std::string param_ctype(const ParamField& f, IndexWidth index, std::string_view 
 
 /// The declaration of a parameter field, `long long n_out;` or `alignas(64) unsigned char map[128];`.
 std::string param_declaration(const ParamField& f, IndexWidth index, std::string_view struct_prefix = {});
+
+/// Hopper (a wgmma plan, matmul_plan.hpp): `<name>_mma`, one warpgroup MMA of the plan's tile width and operand
+/// majorness with its accumulators as asm operands.
+std::string wgmma_mma_function(const MatmulPlan& p, const std::string& name);
+/// Hopper: the tile order `<name>_tile` and the kernel `<name>` (producer and consumer warpgroups, the epilogue
+/// calling `<name>_ep_element` with `value_of(accumulator)`, the product's value in its dtype).
+std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const std::string& ep_idx,
+                         const std::function<std::string(const std::string&)>& value_of);
 
 }  // namespace loom::codegen::detail

@@ -53,6 +53,8 @@ struct MatmulEmitter {
                 comment = fmt::format("ceil(K / {}): chunks of the contraction", kProductChunk);
             } else if (f.name == "batches") {
                 comment = "batch entries (the product of the batch extents)";
+            } else if (f.name == "tmap_a" || f.name == "tmap_b") {
+                comment = fmt::format("the tensor map of {} (CUtensorMap, encoded by the runtime)", f.name == "tmap_a" ? "A" : "B");
             } else if (f.name == "pieces") {
                 comment = "bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads";
             } else if (f.name == "ws") {
@@ -594,11 +596,12 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
     }
     MatmulEmitter em{pm, pm.plan, ks.name, std::string(storage_type(pm.plan.in)), acc_type(pm.plan.in), pa_idx, pb_idx};
     const detail::EpiloguePart ep = detail::epilogue_part(ks.name + "_ep", pm.epilogue_outputs, pm.plan.epilogue, pm.plan.acc_site,
-                                                            pm.plan.staged_epilogue);
+                                                            pm.plan.staged_epilogue || pm.plan.wgmma);
     std::string& s = ks.kernel;
     s += detail::banner("matmul", ks.name, user_name,
                         pm.plan.to_string() + "\nepilogue: " + pm.plan.epilogue.describe(false));
-    s += fmt::format("// entry point: {} (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)\n\n", ks.scalar_entry);
+    if (pm.plan.wgmma) s += fmt::format("// entry point: {} (compiled for sm_90a: wgmma and setmaxnreg)\n\n", ks.scalar_entry);
+    else s += fmt::format("// entry point: {} (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)\n\n", ks.scalar_entry);
     s += parts;
     s += ep.params_struct;
     s += '\n';
@@ -608,6 +611,16 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
     s += '\n';
     s += ep.element;
     s += '\n';
+    if (pm.plan.wgmma) {
+        ks.arch_specific = true;  // wgmma and setmaxnreg: sm_90a
+        s += fmt::format("extern __shared__ __align__(1024) unsigned char {}_smem[];  // {} bytes: the stage ring and its mbarriers\n\n",
+                         ks.name, pm.plan.shared_bytes());
+        s += detail::wgmma_mma_function(pm.plan, ks.name);
+        s += '\n';
+        s += detail::wgmma_kernel(pm, ks.name, ep.idx, [&](const std::string& c) { return em.value_of(c); });
+        ks.source = fmt::format("{}\n{}", prelude_source(), ks.kernel);
+        return ks;
+    }
     s += fmt::format("extern __shared__ __align__(16) unsigned char {}_smem[];  // {} bytes: the stage buffers\n\n", ks.name,
                      pm.plan.shared_bytes());
     s += em.loaders();

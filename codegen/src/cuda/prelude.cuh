@@ -569,4 +569,70 @@ __device__ __forceinline__ void mma_m16n8k32_s8(unsigned (&c)[4], const unsigned
 #endif
 }
 
+// ---- Hopper (compute capability 9.0): mbarriers, the tensor memory accelerator, warpgroup MMAs ----
+// Shared-memory operands are 32-bit shared-window addresses (smem_addr). The copies and barriers are plain
+// sm_90; wgmma and setmaxnreg need the arch-specific target sm_90a, which Loom compiles wgmma kernels for.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+/// Initializes the mbarrier at `bar` to expect `count` arrivals per phase.
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/// Makes the initialized mbarriers visible to the tensor memory accelerator (before the block's barrier).
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+/// One arrival that also announces `bytes` of copies completing on the barrier's current phase.
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+/// One arrival.
+__device__ __forceinline__ void mbar_arrive(unsigned bar) { asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory"); }
+/// Waits until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as complete).
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done = 0;
+    do {
+        asm volatile(
+            "{\n"
+            "    .reg .pred p;\n"
+            "    mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "    selp.u32 %0, 1, 0, p;\n"
+            "}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+/// Bulk tensor copies of the box at coordinates (c0, c1[, c2]) (innermost first, elements) of `map` (an
+/// encoded CUtensorMap, 128 bytes, 64-byte aligned, in the kernel's __grid_constant__ parameter) into
+/// shared memory at `dst`, completing on the mbarrier `bar`; elements outside the tensor arrive as zeros.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, unsigned bar, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+                 "l"(map), "r"(bar), "r"(c0), "r"(c1)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const void* map, unsigned bar, int c0, int c1, int c2) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+                 "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+/// The matrix descriptor of a 128-byte swizzled operand tile at shared address `addr` (its 1024-byte pattern
+/// aligned): the leading and stride byte offsets of the PTX ISA's canonical layouts, swizzle mode 1 (128 B).
+__device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned leading_bytes, unsigned stride_bytes) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)((leading_bytes & 0x3FFFF) >> 4) << 16 |
+           (unsigned long long)((stride_bytes & 0x3FFFF) >> 4) << 32 | 1ull << 62;
+}
+#endif
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/// Orders this warpgroup's register accesses before the warpgroup MMAs that follow.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+/// Closes the warpgroup MMAs issued since the last commit into one group.
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+/// Waits until at most N groups of this warpgroup's MMAs are pending.
+template <int N> __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+/// Keeps the compiler from moving accesses of an accumulator across a warpgroup MMA in flight.
+__device__ __forceinline__ void wgmma_hold(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+/// Gives this warpgroup's registers back (the producer) or takes them (the consumers): setmaxnreg.
+template <int R> __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
+template <int R> __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }
+#endif
+
 }  // namespace lm

@@ -37,11 +37,25 @@
 // pointers (select_matmul_loads), so a matrix-vector product copies its matrix in pieces and loads its vector
 // element by element.
 //
+// Hopper (wgmma: float16 and bfloat16 on compute capability 9.0, ProductPath::TensorCores): a persistent grid of
+// one block per multiprocessor walks the output tiles (batch entries, then groups of kWgmmaGroupRows tile rows,
+// down a group's rows before across its columns, so the tiles in flight share their operands' rows and columns
+// in L2). A producer warpgroup issues the tensor memory accelerator's bulk tensor copies of each K step of 64
+// into a ring of `stages` shared-memory buffers, 128-byte swizzled, each completing on its stage's full
+// mbarrier; `consumers` warpgroups (64 rows of the tile each) wait on it, issue one wgmma.mma_async
+// m64nNk16 per 16 k (N = tile_n, float32 accumulators in registers), and release the stage on its empty
+// mbarrier once their MMAs have read it. The epilogue runs on the accumulators in registers. Both operands come
+// from shared memory, K-major or MN-major as their unit strides run (the MMAs' transpose bits), so row-major
+// and transposed views alike take the copies; the copies zero-fill past M, N and K. The accumulation inside
+// the tensor cores is the hardware's: the results lie within the componentwise bound of section 12, and for a
+// given plan and device their bits are fixed (one pass over K, no split, no atomics).
+//
 // Matrix-vector products (N = 1, or M = 1) run the same kernel with a block tile one output wide: a thread
 // per row (column) of outputs, each walking its row of the A tile (column of the B tile) in ascending k; the
 // contract's order is the same, only the tile differs.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -57,6 +71,28 @@ namespace loom::codegen {
 
 /// Whether products of operands of dtype `in` have a tensor-core path (float16, bfloat16, int8).
 bool has_tensor_core_path(DType in);
+
+/// Hopper: the K step of a wgmma plan (64 16-bit elements: one 128-byte swizzled row), and the tile rows of
+/// one group of the persistent grid's order.
+inline constexpr int kWgmmaDepth = 64;
+inline constexpr int kWgmmaGroupRows = 8;
+
+/// What the runtime encodes into a tensor map (cuTensorMapEncodeTiled) for one operand of a wgmma plan: a
+/// tiled map of 16-bit elements, the box copied 128-byte swizzled, zeros outside the tensor. Dimensions go
+/// innermost first; dimension 0 has unit stride.
+struct TensorMapSpec {
+    DType dtype = DType::BFloat16;
+    int rank = 2;                              // 2, or 3 with a batch axis
+    std::uint64_t dims[3] = {0, 0, 0};         // elements
+    std::uint64_t strides[2] = {0, 0};         // bytes between consecutive entries of dimensions 1 and 2
+    std::uint32_t box[3] = {0, 0, 0};          // elements per copy
+    const void* address = nullptr;             // element 0 (16-byte aligned)
+    bool operator==(const TensorMapSpec&) const = default;
+    /// "bfloat16 [8192, 8192] strides [16384] bytes, box [64, 128], at 0x..."
+    std::string to_string() const;
+};
+/// Bytes of one encoded tensor map (CUtensorMap), and its alignment in the parameters.
+inline constexpr std::size_t kTensorMapBytes = 128;
 
 /// The layout of an input of a kernel's graph (the same alias as reduce_plan.hpp's).
 using LayoutOf = std::function<InputLayout(const ir::Node&)>;
@@ -108,12 +144,29 @@ struct MatmulPlan {
     /// this one's (a batch of small products is as much copying as arithmetic). The grid holds
     /// blocks_per_sm blocks per multiprocessor, which __launch_bounds__ asks of the compiler.
     bool batch_pipelined = false;
+    /// batch_pipelined, wgmma: the blocks each multiprocessor holds (__launch_bounds__'s second argument).
     int blocks_per_sm = 0;
     /// CUDA cores, float32 with 16-byte B reads: the epilogue goes through shared memory, the accumulators
     /// stored as a tile of tile_m rows of epilogue_pitch() (in the stage buffers, which shared_bytes() makes large
     /// enough), then read back with consecutive threads on consecutive columns, so that the epilogue's loads
     /// and stores are whole lines per warp, from one call site (so the element function is inlined).
     bool staged_epilogue = false;
+    /// Hopper: warpgroup MMAs on tiles the tensor memory accelerator copies (see above). tile_k is
+    /// kWgmmaDepth; threads() is 128 x (1 + consumers).
+    bool wgmma = false;
+    int consumers = 0;            // consumer warpgroups: 64 tile rows each (tile_m = 64 x consumers), or 2 ping-pong
+    /// wgmma, tiles at most 128 wide: each consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two taking
+    /// the block's tiles in turn, so that one's epilogue overlaps the other's MMAs.
+    bool pingpong = false;
+    /// wgmma: the tile rows one consumer computes, and its MMAs per 16 k.
+    int consumer_rows() const { return pingpong ? tile_m : 64; }
+    int consumer_mmas() const { return consumer_rows() / 64; }
+    bool a_mn_major = false;      // A's unit stride runs along m (a transposed view): M-major tiles
+    bool b_mn_major = false;      // B's unit stride runs along n (a row-major B): N-major tiles
+    int a_map_rank = 2, b_map_rank = 2;  // the operand's tensor map: 3 with a batch axis, 2 when its batches broadcast
+    /// Why a product that tensor cores were asked for runs on mma.sync on a device with wgmma (empty when it
+    /// runs on wgmma or the device has none).
+    std::string wgmma_note;
     /// K is longer than one chunk: the chunk partials go through the workspace tree.
     bool chunked = false;
     /// The epilogue: a pointwise plan over the product's shape whose load site `acc_site` is the product
@@ -122,7 +175,9 @@ struct MatmulPlan {
     int acc_site = 0;
     ParamLayout params;
 
-    int threads() const { return warps_m * warps_n * 32; }
+    int threads() const { return wgmma ? 128 * (1 + consumers) : warps_m * warps_n * 32; }
+    /// wgmma: bytes of one stage of the ring (A's tile_m rows and B's tile_n columns, 128 bytes per 64 k each).
+    std::size_t wgmma_stage_bytes() const { return static_cast<std::size_t>(tile_m + tile_n) * kWgmmaDepth * itemsize(in); }
     /// Tensor cores: each warp's MMA tiles of 16 x 8 outputs along m and n.
     int frags_m() const { return tile_m / warps_m / 16; }
     int frags_n() const { return tile_n / warps_n / 8; }
@@ -152,6 +207,8 @@ struct MatmulBinding {
     std::int64_t a_offset = 0, b_offset = 0;  // element offsets of the views' element 0 in their inputs
     std::int64_t chunks = 0;                  // product_chunks(K)
     std::int64_t batch_blocks = 0;            // blocks along the grid's y (batch entries; batch_pipelined: resident ones)
+    std::int64_t persistent_blocks = 0;       // wgmma: the persistent grid (at most one block per multiprocessor)
+    std::int64_t a_batch_stride = 0, b_batch_stride = 0;  // wgmma: elements between batch entries of a 3-dimensional map
     int levels = 0;                           // workspace slots of the chunk tree (0: one chunk)
     PointwiseBinding epilogue;
     PointwiseBinding prologue_a, prologue_b;
@@ -199,12 +256,17 @@ struct MatmulLoads {
 /// of each of PlannedMatmul::inputs; the views' offsets are added here), strides and row length (K for A, N
 /// for B) allow 16-byte pieces; else element loads.
 MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* const> inputs);
+/// wgmma plans: the tensor maps of A and B for one call (`inputs` as for select_matmul_loads). Throws
+/// InternalError when a pointer breaks the 16-byte alignment that planning assumed.
+std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm, std::span<const void* const> inputs);
 /// Bytes of the chunk tree's workspace (0 for one chunk).
 std::size_t matmul_workspace_bytes(const PlannedMatmul& pm);
 /// Packs the parameters: `inputs` element 0 of each of PlannedMatmul::inputs (the views' offsets are added
-/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), and the loads the
-/// kernel runs (select_matmul_loads).
+/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), the loads the
+/// kernel runs (select_matmul_loads), and for wgmma plans the two encoded tensor maps (A's, then B's:
+/// 2 x kTensorMapBytes, from matmul_tensor_maps).
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
-                        void* workspace, MatmulLoads loads, std::span<std::byte> out);
+                        void* workspace, MatmulLoads loads, std::span<std::byte> out,
+                        std::span<const std::byte> tensor_maps = {});
 
 }  // namespace loom::codegen

@@ -41,12 +41,16 @@ enum class ProductPath : std::uint8_t {
     Auto,
     /// Every product on CUDA cores: one fma per k in the contract's order, the reference's bits.
     CudaCores,
-    /// float16, bfloat16 and int8 products on tensor cores (mma.sync, compute capability 8.0 and newer):
-    /// half precision within the stated componentwise bound, int8 exact; float32 and float64 products,
-    /// which have no tensor-core path, stay on CUDA cores (the explain log says so).
+    /// float16, bfloat16 and int8 products on tensor cores (compute capability 8.0 and newer): half precision
+    /// within the stated componentwise bound, int8 exact; float32 and float64 products, which have no
+    /// tensor-core path, stay on CUDA cores (the explain log says so). On Hopper (compute capability 9.0)
+    /// float16 and bfloat16 products whose operands the tensor memory accelerator can copy run as warpgroup
+    /// MMAs (wgmma, matmul_plan.hpp); the rest, and int8, run on mma.sync.
     TensorCores,
+    /// Tensor cores through mma.sync only (the Ampere path), on Hopper too: the fallback, forceable.
+    MmaSync,
 };
-/// "auto", "cuda_cores", "tensor_cores".
+/// "auto", "cuda_cores", "tensor_cores", "mma_sync".
 const char* product_path_name(ProductPath p);
 
 /// Where a stencil's taps find their neighbours (tile_plan.hpp): each tap loaded from global memory, the
@@ -91,7 +95,7 @@ struct Options {
 
 /// The options of code compiled now: the innermost OptionsScope of this thread, else the defaults read
 /// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_CAPTURE=never, LOOM_TILE=64x64,
-/// LOOM_PRODUCT_PATH=cuda_cores or tensor_cores, LOOM_STENCIL_REUSE=l1 or shared_halo).
+/// LOOM_PRODUCT_PATH=cuda_cores, tensor_cores or mma_sync, LOOM_STENCIL_REUSE=l1 or shared_halo).
 const Options& current_options();
 
 /// Options for the code compiled while it lives, on this thread: `OptionsScope s({.fusion = false});`.

@@ -28,6 +28,9 @@ struct KernelSource {
     std::string kernel;         // the generated code alone (what golden tests compare)
     std::string source;         // the complete translation unit: prelude + kernel
     std::size_t param_bytes = 0;  // the entry points' one parameter (the plan's struct, or a pointer to it)
+    /// The kernel uses the device's arch-specific features (Hopper's wgmma and setmaxnreg): compiled for
+    /// sm_XYa rather than sm_XY.
+    bool arch_specific = false;
     PointwisePlan plan;
     /// Entry point of a variant.
     const std::string& entry(Variant v) const { return v == Variant::Vector ? vector_entry : scalar_entry; }

@@ -1,0 +1,221 @@
+// The CUDA emitter of Hopper matmul kernels (matmul_plan.hpp, "Hopper"): the warpgroup MMA of the plan's tile
+// width, the persistent grid's tile order, the producer warpgroup's bulk tensor copies into the stage ring,
+// the consumer warpgroups' MMAs, and the epilogue on the accumulators in registers.
+#include <fmt/format.h>
+
+#include "emit_internal.hpp"
+#include "loom/codegen/matmul_plan.hpp"
+
+namespace loom::codegen::detail {
+
+namespace {
+
+void line(std::string& s, int indent, std::string_view code, std::string_view comment = {}) { write_line(s, indent, code, comment, 72); }
+
+// The shared-memory layout of one operand's stage tile and its matrix descriptors (PTX ISA, "Shared Memory
+// Matrix Layout", 128-byte swizzling): a K-major tile is rows of 64 k (128 bytes) along m or n, 16 k further
+// is 32 bytes on within the swizzle's row, 8 rows are 1024 bytes apart; an MN-major tile is copies of 64 k
+// rows of 64 m or n (8 KiB each, one per 64 of m or n), 16 k further is 16 rows (2048 bytes) on, 8 k rows are
+// 1024 bytes apart and the copies 8 KiB apart.
+struct OperandTile {
+    bool mn_major = false;
+    int k_step_bytes() const { return mn_major ? 2048 : 32; }
+    int leading_bytes() const { return mn_major ? 8192 : 16; }  // K-major: unused by the swizzled layout (1 by the ISA)
+    static constexpr int stride_bytes = 1024;
+};
+
+const char* operand_type(DType in) { return in == DType::BFloat16 ? "bf16" : "f16"; }
+
+}  // namespace
+
+std::string wgmma_mma_function(const MatmulPlan& p, const std::string& name) {
+    const int n = p.tile_n, regs = n / 2;
+    std::string s = fmt::format(
+        "// One warpgroup MMA, d (64 x {0}, float32) += A (64 x 16) B (16 x {0}), both operands from shared memory through\n"
+        "// their descriptors; A {1}, B {2} (the transpose bits). Thread t of the warpgroup holds rows 16 (t / 32) + (t % 32) / 4\n"
+        "// and + 8 of columns 8 j + 2 (t % 4) and + 1: d[4 j + 2 h + c] is row + 8 h, column + c.\n",
+        n, p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major");
+    s += fmt::format("__device__ __forceinline__ void {}_mma(float (&d)[{}], unsigned long long desc_a, unsigned long long desc_b) {{\n", name,
+                     regs);
+    line(s, 4, "asm volatile(");
+    line(s, 8, "\"{\\n\"");
+    line(s, 8, "\".reg .pred scale_d;\\n\"");
+    line(s, 8, fmt::format("\"setp.ne.b32 scale_d, %{}, 0;\\n\"", regs + 2), "d += A B (scale-d 1)");
+    line(s, 8, fmt::format("\"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{}\\n\"", n, operand_type(p.in), operand_type(p.in)));
+    for (int r = 0; r < regs; r += 8) {
+        std::string regs_text;
+        for (int i = r; i < r + 8 && i < regs; ++i) regs_text += fmt::format("%{}{}", i, i + 1 == regs ? "" : i + 1 == r + 8 ? "," : ", ");
+        line(s, 8, fmt::format("\"{}{}{}\\n\"", r == 0 ? "{" : "", regs_text, r + 8 >= regs ? "}," : ""));
+    }
+    line(s, 8, fmt::format("\"%{}, %{}, scale_d, 1, 1, {}, {};\\n\"", regs, regs + 1, p.a_mn_major ? 1 : 0, p.b_mn_major ? 1 : 0),
+         "descriptors, scale-d, scale A and B by 1, transpose A, B");
+    line(s, 8, "\"}\\n\"");
+    for (int r = 0; r < regs; r += 8) {
+        std::string ops;
+        for (int i = r; i < r + 8 && i < regs; ++i) ops += fmt::format("\"+f\"(d[{}]){}", i, i + 1 == regs ? "" : i + 1 == r + 8 ? "," : ", ");
+        line(s, 8, fmt::format("{}{}", r == 0 ? ": " : "  ", ops));
+    }
+    line(s, 8, ": \"l\"(desc_a), \"l\"(desc_b), \"n\"(1));");
+    s += "}\n";
+    return s;
+}
+
+std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const std::string& ep_idx,
+                         const std::function<std::string(const std::string&)>& value_of) {
+    const MatmulPlan& p = pm.plan;
+    const int tm = p.tile_m, tn = p.tile_n, stages = p.stages, regs = tn / 2;
+    const std::size_t a_bytes = static_cast<std::size_t>(tm) * 128, b_bytes = static_cast<std::size_t>(tn) * 128;
+    const std::size_t stage_bytes = p.wgmma_stage_bytes();
+    const OperandTile ta{p.a_mn_major}, tb{p.b_mn_major};
+    std::string s;
+    // The tile order.
+    s += fmt::format(
+        "// Tile t of the persistent grid's order: batch entries one after another; within one, groups of {0} tile rows,\n"
+        "// walked down a group's rows before across its columns, so the tiles in flight at once share rows of A and\n"
+        "// columns of B in L2.\n",
+        kWgmmaGroupRows);
+    s += fmt::format("__device__ __forceinline__ void {}_tile(long long t, long long tiles_m, long long tiles_n, long long& batch, long long& m0,\n"
+                     "                                        long long& n0) {{\n",
+                     name);
+    line(s, 4, "const long long per_batch = tiles_m * tiles_n;");
+    line(s, 4, "batch = t / per_batch;");
+    line(s, 4, "t %= per_batch;");
+    line(s, 4, fmt::format("const long long first = t / ({} * tiles_n) * {};", kWgmmaGroupRows, kWgmmaGroupRows), "the group's first tile row");
+    line(s, 4, fmt::format("const long long rows = tiles_m - first < {0} ? tiles_m - first : {0};", kWgmmaGroupRows), "tile rows in this group");
+    line(s, 4, fmt::format("const long long r = t % ({} * tiles_n);", kWgmmaGroupRows));
+    line(s, 4, fmt::format("m0 = (first + r % rows) * {};", tm));
+    line(s, 4, fmt::format("n0 = r / rows * {};", tn));
+    s += "}\n\n";
+
+    // The kernel.
+    s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const __grid_constant__ {}_params p) {{\n", p.threads(), name, name);
+    line(s, 4, fmt::format("// Shared memory: {} stages of A ({} bytes) then B ({} bytes), 1024-byte aligned for the 128-byte swizzle,", stages,
+                           a_bytes, b_bytes));
+    line(s, 4, "// then a full and an empty mbarrier per stage.");
+    line(s, 4, fmt::format("const unsigned ring = (lm::smem_addr({}_smem) + 1023u) & ~1023u;", name));
+    line(s, 4, fmt::format("const unsigned full0 = ring + {}u, empty0 = full0 + {}u;", stages * stage_bytes, 8 * stages),
+         "stage s: full0 + 8 s, empty0 + 8 s");
+    line(s, 4, "const int warpgroup = threadIdx.x / 128;");
+    line(s, 4, "if (threadIdx.x == 0) {");
+    line(s, 8, fmt::format("for (int s = 0; s < {}; ++s) {{", stages));
+    line(s, 12, "lm::mbar_init(full0 + 8 * s, 1);", "the producer's arrival, with the copies' bytes");
+    line(s, 12, fmt::format("lm::mbar_init(empty0 + 8 * s, {});", p.pingpong ? 4 : 4 * p.consumers),
+         p.pingpong ? "the release by each warp of the consumer of its tile" : "each consumer warp's release");
+    line(s, 8, "}");
+    line(s, 8, "lm::mbar_init_fence();");
+    line(s, 4, "}");
+    line(s, 4, "__syncthreads();");
+    line(s, 4, fmt::format("const long long tiles_m = (p.M + {}) / {}, tiles_n = (p.N + {}) / {};", tm - 1, tm, tn - 1, tn));
+    line(s, 4, "const long long tiles = tiles_m * tiles_n * p.batches;");
+    line(s, 4, fmt::format("const int k_steps = (int)((p.K + {}) / {});", kWgmmaDepth - 1, kWgmmaDepth), "one pass over all of K");
+    line(s, 4, "if (warpgroup == 0) {");
+    line(s, 8, "// The producer warpgroup: one thread issues every copy; the stage of K step `it` (counted over the block's tiles)");
+    line(s, 8, "// is it % stages, in its (it / stages)-th use.");
+    if (p.consumers > 1) line(s, 8, "lm::setmaxnreg_dec<40>();", "its registers to the consumers");
+    line(s, 8, "if (threadIdx.x == 0) {");
+    line(s, 12, "int it = 0;");
+    line(s, 12, "for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {");
+    line(s, 16, "long long batch, m0, n0;");
+    line(s, 16, fmt::format("{}_tile(t, tiles_m, tiles_n, batch, m0, n0);", name));
+    line(s, 16, "for (int ks = 0; ks < k_steps; ++ks, ++it) {");
+    line(s, 20, fmt::format("const int s = it % {};", stages));
+    line(s, 20, fmt::format("lm::mbar_wait(empty0 + 8 * s, ((it / {}) & 1) ^ 1);", stages), "the consumers have released it");
+    line(s, 20, fmt::format("lm::mbar_expect_tx(full0 + 8 * s, {}u);", stage_bytes), "whole boxes: zeros past M, N and K count too");
+    line(s, 20, fmt::format("const unsigned as = ring + s * {}u, bs = as + {}u;", stage_bytes, a_bytes));
+    line(s, 20, fmt::format("const int k0 = ks * {};", kWgmmaDepth));
+    auto copy = [&](int rank, const char* map, const std::string& dst, const std::string& c0, const std::string& c1) {
+        if (rank == 3) return fmt::format("lm::tma_load_3d({}, &p.{}, full0 + 8 * s, {}, {}, (int)batch);", dst, map, c0, c1);
+        return fmt::format("lm::tma_load_2d({}, &p.{}, full0 + 8 * s, {}, {});", dst, map, c0, c1);
+    };
+    if (p.a_mn_major) {
+        for (int i = 0; i < tm / 64; ++i)
+            line(s, 20, copy(p.a_map_rank, "tmap_a", i ? fmt::format("as + {}u", 8192 * i) : "as", fmt::format("(int)m0 + {}", 64 * i), "k0"),
+                 i == 0 ? "A: 64 k rows of 64 m per copy" : "");
+    } else {
+        line(s, 20, copy(p.a_map_rank, "tmap_a", "as", "k0", "(int)m0"), fmt::format("A: {} rows of 64 k", tm));
+    }
+    if (p.b_mn_major) {
+        for (int j = 0; j < tn / 64; ++j)
+            line(s, 20, copy(p.b_map_rank, "tmap_b", j ? fmt::format("bs + {}u", 8192 * j) : "bs", fmt::format("(int)n0 + {}", 64 * j), "k0"),
+                 j == 0 ? "B: 64 k rows of 64 n per copy" : "");
+    } else {
+        line(s, 20, copy(p.b_map_rank, "tmap_b", "bs", "k0", "(int)n0"), fmt::format("B: {} columns of 64 k", tn));
+    }
+    line(s, 16, "}");
+    line(s, 12, "}");
+    line(s, 8, "}");
+    line(s, 4, "} else {");
+    const int mmas = p.consumer_mmas(), rows = p.consumer_rows();
+    if (p.pingpong) {
+        line(s, 8, "// A consumer warpgroup: whole tiles, the two consumers taking the block's tiles in turn (tile j of the block's");
+        line(s, 8, "// list is consumer j % 2's); the ring hands out its stages in tile order, so one consumer's MMAs run while the");
+        line(s, 8, "// other's epilogue does.");
+    } else {
+        line(s, 8, "// A consumer warpgroup: rows 64 c to 64 c + 63 of each tile.");
+    }
+    if (p.consumers > 1) line(s, 8, "lm::setmaxnreg_inc<232>();", "the accumulators' registers");
+    line(s, 8, "const int c = warpgroup - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;");
+    if (p.pingpong) {
+        line(s, 8, "for (long long t = blockIdx.x + c * gridDim.x, j = c; t < tiles; t += 2 * gridDim.x, j += 2) {");
+        line(s, 12, "int it = (int)j * k_steps;", "the K steps of the block's tiles before this one");
+    } else {
+        line(s, 8, "int it = 0;");
+        line(s, 8, "for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {");
+    }
+    line(s, 12, "long long batch, m0, n0;");
+    line(s, 12, fmt::format("{}_tile(t, tiles_m, tiles_n, batch, m0, n0);", name));
+    line(s, 12, fmt::format("float d[{}][{}];", mmas, regs), mmas > 1 ? fmt::format("the accumulators: {} blocks of 64 rows", mmas) : "the accumulators");
+    line(s, 12, "#pragma unroll");
+    line(s, 12, fmt::format("for (int r = 0; r < {}; ++r)", mmas));
+    line(s, 16, "#pragma unroll");
+    line(s, 16, fmt::format("for (int i = 0; i < {}; ++i) d[r][i] = 0.0f;", regs), "K = 0: +0");
+    line(s, 12, "int held = -1;", "the stage whose MMAs may still read it");
+    line(s, 12, "for (int ks = 0; ks < k_steps; ++ks, ++it) {");
+    line(s, 16, fmt::format("const int s = it % {};", stages));
+    line(s, 16, fmt::format("lm::mbar_wait(full0 + 8 * s, (it / {}) & 1);", stages), "its copies have landed");
+    if (p.pingpong)
+        line(s, 16, fmt::format("const unsigned as = ring + s * {}u, bs = as + {}u;", stage_bytes, a_bytes));
+    else
+        line(s, 16, fmt::format("const unsigned as = ring + s * {}u + c * 8192u, bs = ring + s * {}u + {}u;", stage_bytes, stage_bytes, a_bytes),
+             "this consumer's 64 rows of A");
+    line(s, 16, "lm::wgmma_fence();");
+    line(s, 16, "#pragma unroll");
+    line(s, 16, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", kWgmmaDepth / 16), "16 k per MMA");
+    line(s, 20, fmt::format("const unsigned long long desc_b = lm::wgmma_desc(bs + kk * {}u, {}u, {}u);", tb.k_step_bytes(), tb.leading_bytes(),
+                            OperandTile::stride_bytes));
+    line(s, 20, "#pragma unroll");
+    line(s, 20, fmt::format("for (int r = 0; r < {}; ++r)", mmas), mmas > 1 ? "64 rows of A per MMA (8 KiB apart)" : "");
+    line(s, 24, fmt::format("{}_mma(d[r], lm::wgmma_desc(as + r * 8192u + kk * {}u, {}u, {}u), desc_b);", name, ta.k_step_bytes(),
+                            ta.leading_bytes(), OperandTile::stride_bytes));
+    line(s, 16, "}");
+    line(s, 16, "lm::wgmma_commit();");
+    line(s, 16, "lm::wgmma_wait<1>();", "the previous step's MMAs are done ...");
+    line(s, 16, "if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);", "... so its stage goes back to the producer");
+    line(s, 16, "held = s;");
+    line(s, 12, "}");
+    line(s, 12, "lm::wgmma_wait<0>();");
+    line(s, 12, "if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);");
+    line(s, 12, "#pragma unroll");
+    line(s, 12, fmt::format("for (int r = 0; r < {}; ++r)", mmas));
+    line(s, 16, "#pragma unroll");
+    line(s, 16, fmt::format("for (int i = 0; i < {}; ++i) lm::wgmma_hold(d[r][i]);", regs), "the MMAs' results, read only from here");
+    line(s, 12, "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.");
+    line(s, 12, fmt::format("const long long row = m0 + {}16 * warp + lane / 4, col = n0 + 2 * (lane % 4);", p.pingpong ? "" : "64 * c + "));
+    line(s, 12, "#pragma unroll");
+    line(s, 12, fmt::format("for (int r = 0; r < {}; ++r)", mmas));
+    line(s, 16, "#pragma unroll");
+    line(s, 16, fmt::format("for (int j = 0; j < {}; ++j)", tn / 8));
+    line(s, 20, "#pragma unroll");
+    line(s, 20, "for (int v = 0; v < 4; ++v) {");
+    line(s, 24, "const long long m = row + 64 * r + 8 * (v / 2), n = col + 8 * j + v % 2;");
+    line(s, 24, "if (m < p.M && n < p.N)");
+    line(s, 28, fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx, value_of("d[r][4 * j + v]")),
+         "element (batch, m, n) of the product's shape");
+    line(s, 20, "}");
+    line(s, 8, "}");
+    line(s, 4, "}");
+    s += "}\n";
+    return s;
+}
+
+}  // namespace loom::codegen::detail
