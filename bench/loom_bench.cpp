@@ -662,8 +662,8 @@ int main(int argc, char** argv) {
         report("S2_stencil7_3d", "loom", median_ms([&] { assign(out, s2); }, opt.reps), 8.0 * static_cast<double>(x3.numel()));
     });
 
-    // Matrix products on CUDA cores (float32), and the bfloat16 workloads M2 and M4 on the plain mma.sync path
-    // (Options::product_path = TensorCores; docs/performance.md).
+    // Matrix products on CUDA cores (float32), and the bfloat16 workloads M2 and M4 on tensor cores
+    // (Options::product_path = TensorCores: Hopper's wgmma; and mma.sync forced, the fallback; docs/performance.md).
     if (opt.wants("M1_gemm_f32")) guarded("M1_gemm_f32", [&] {
         const std::int64_t n = 4096;
         Tensor a = random_normal({n, n}, float32, 21, dev), b = random_normal({n, n}, float32, 22, dev);
@@ -695,6 +695,11 @@ int main(int argc, char** argv) {
         testing::poison(out);
         assign(out, m2);
         check_bound(out, a, b, 32, "M2");
+        report_flops("M2_gemm_bf16", "loom", median_ms([&] { assign(out, m2); }, opt.reps), 0, 2.0 * n * n * n);
+        const OptionsScope mma({.product_path = ProductPath::MmaSync});
+        testing::poison(out);
+        assign(out, m2);
+        check_bound(out, a, b, 32, "M2 (mma.sync)");
         report_flops("M2_gemm_bf16", "loom_mma_sync", median_ms([&] { assign(out, m2); }, opt.reps), 0, 2.0 * n * n * n);
     });
     if (opt.wants("M4_gemm_bias_gelu_bf16")) guarded("M4_gemm_bias_gelu_bf16", [&] {
@@ -706,6 +711,10 @@ int main(int argc, char** argv) {
         testing::poison(out);
         assign(out, matmul(a, b));
         check_bound(out, a, b, 64, "M4 (its product)");
+        report_flops("M4_gemm_bias_gelu_bf16", "loom", median_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
+        report_flops("M4_gemm_bias_gelu_bf16", "loom_product", median_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
+                     2.0 * m * n * k);
+        const OptionsScope mma({.product_path = ProductPath::MmaSync});
         report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync", median_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
         report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync_product", median_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
                      2.0 * m * n * k);

@@ -224,22 +224,26 @@ Outcome run_gpu(const Program& p) {
         // A float16 or bfloat16 product on tensor cores too: its bits are not the reference's (the bound of
         // docs/semantics.md, section 12), but the plan does not depend on what is fused, so fused and unfused
         // still agree bit for bit.
+        // Both tensor-core paths: TensorCores (wgmma on Hopper where the copies allow) and mma.sync forced.
         if (has_half_product(b->roots)) {
-            Options tc = current_options();
-            tc.product_path = ProductPath::TensorCores;
-            std::vector<Tensor> runs[2] = {make_outputs(), make_outputs()};
-            for (int fused = 0; fused < 2; ++fused) {
-                for (Tensor t : runs[fused])
-                    if (t.numel() > 0) testing::poison(t);
-                tc.fusion = fused == 1;
-                const OptionsScope scope(tc);
-                evaluate_into(b->roots, runs[fused]);
-            }
-            synchronize();
-            for (std::size_t k = 0; k < outs.size(); ++k) {
-                const testing::Comparison c = testing::compare(runs[0][k].to_host(), runs[1][k].to_host(), testing::Tolerance::exact(),
-                                                               fmt::format("output {} on tensor cores, unfused against fused", k));
-                if (!c.ok) return {Kind::FusionMismatch, c.message};
+            for (ProductPath path : {ProductPath::TensorCores, ProductPath::MmaSync}) {
+                Options tc = current_options();
+                tc.product_path = path;
+                std::vector<Tensor> runs[2] = {make_outputs(), make_outputs()};
+                for (int fused = 0; fused < 2; ++fused) {
+                    for (Tensor t : runs[fused])
+                        if (t.numel() > 0) testing::poison(t);
+                    tc.fusion = fused == 1;
+                    const OptionsScope scope(tc);
+                    evaluate_into(b->roots, runs[fused]);
+                }
+                synchronize();
+                for (std::size_t k = 0; k < outs.size(); ++k) {
+                    const testing::Comparison c =
+                        testing::compare(runs[0][k].to_host(), runs[1][k].to_host(), testing::Tolerance::exact(),
+                                         fmt::format("output {} on tensor cores ({}), unfused against fused", k, product_path_name(path)));
+                    if (!c.ok) return {Kind::FusionMismatch, c.message};
+                }
             }
         }
         return {Kind::Pass, {}};

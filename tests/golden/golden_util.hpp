@@ -46,7 +46,7 @@ inline void check_text(const std::string& name, const std::string& text, const s
 /// Compiles a complete source with NVRTC for sm_90 and checks that a cubin came back.
 inline loom::nvrtc::Result compile_sm90(const loom::codegen::KernelSource& ks) {
     loom::nvrtc::Options o;
-    o.arch = "sm_90";
+    o.arch = ks.arch_specific ? "sm_90a" : "sm_90";  // Hopper wgmma kernels use the arch-specific target
     loom::nvrtc::Result r;
     try {
         r = loom::nvrtc::compile(ks.name, ks.source, o);

@@ -73,7 +73,7 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
 
 TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n8k16) with a bias and ReLU") {
     auto a = input(float16, {256, 160}, "a"), b = input(float16, {160, 192}, "b"), bias = input(float16, {192}, "bias");
-    const Options tc{.product_path = ProductPath::TensorCores};
+    const Options tc{.product_path = ProductPath::MmaSync};  // the Ampere path, forced (Hopper's is wgmma)
     const auto plan = plan_of({unary(Op::Relu, binary(Op::Add, matmul(a, b), bias))}, tc);
     REQUIRE(plan.gpu.size() == 1);
     const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
@@ -105,7 +105,7 @@ TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n
 }
 
 TEST_CASE("matmul kernels on tensor cores: every dtype, layout and schedule compile with NVRTC") {
-    const Options tc{.product_path = ProductPath::TensorCores};
+    const Options tc{.product_path = ProductPath::MmaSync};
     SUBCASE("bfloat16 batched with a broadcast batch and a transposed operand, result cast to float32") {
         auto a = input(bfloat16, {3, 1, 33, 40}, "a"), w = input(bfloat16, {4, 17, 40}, "w");
         const auto ks = compile_product("mma_bf16", {cast(matmul(a, permute(w, {0, 2, 1})), float32)}, 1, tc);

@@ -1,5 +1,6 @@
-// Matrix products on tensor cores (mma.sync; docs/semantics.md, section 12, "Tensor cores"), forced with
-// Options::product_path = ProductPath::TensorCores (int8 runs there by default). float16 and bfloat16 results
+// Matrix products on tensor cores through mma.sync (docs/semantics.md, section 12, "Tensor cores"), forced with
+// Options::product_path = ProductPath::MmaSync (int8 runs there by default; on Hopper, TensorCores takes
+// half-precision products to wgmma where it can: test_matmul_wgmma.cpp). float16 and bfloat16 results
 // lie within the stated componentwise bound of the exact product (testing::compare_product_bound), and their
 // bits are fixed: the same into poisoned and random-filled outputs, fused and unfused, through transposed
 // views and contiguous copies (the two loaders), and for every tile. Integer-valued half operands, whose sums
@@ -24,7 +25,7 @@ using mmtest::on_gpu;
 using mmtest::run_both;
 using mmtest::small_shapes;
 
-const Options kTensorCores{.product_path = ProductPath::TensorCores};
+const Options kTensorCores{.product_path = ProductPath::MmaSync};
 
 // Whether `y`'s product kernel runs on tensor cores, from the explain log.
 bool on_tensor_cores(const Array& y) { return explain({y}).find("tensor cores (mma.sync") != std::string::npos; }

@@ -1,5 +1,5 @@
 // ---- Loom matmul kernel matmul_relu_f16_mma (from "matmul_relu_f16_mma") ----
-// matmul plan: float16 x float16 -> float16, rank 2, tensor cores (mma.sync m16n8k16 into float32: within the bound of docs/semantics.md, section 12)
+// matmul plan: float16 x float16 -> float16, rank 2, tensor cores (mma.sync m16n8k16 into float32: within the bound of docs/semantics.md, section 12; not wgmma: mma_sync asked for)
 // tile 128x128x32: 256 threads as 2 x 4 warps of 4 x 4 MMA tiles of 16 x 8
 // shared memory: 3 stages of A 128 x 40 and B 32 x 136 (rows padded by 16 bytes), 56832 bytes
 // loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in steps of 16 over all of K (zero-filled past K)

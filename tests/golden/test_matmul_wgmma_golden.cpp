@@ -1,0 +1,198 @@
+// Golden tests of the Hopper matmul path (matmul_plan.hpp, "Hopper"): a bfloat16 product with a bias-GELU-cast
+// epilogue compared as text and compiled with NVRTC for sm_90a; the plan's tile, ring, majorness and tensor
+// maps; every operand layout the copies take compiled; and each reason a product falls back to mma.sync,
+// named in the plan.
+#include "golden_util.hpp"
+#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/matmul_plan.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/ir/pass.hpp"
+
+using namespace loom;
+using namespace loom::ir;
+
+namespace {
+
+const Options kTensorCores{.product_path = ProductPath::TensorCores};
+
+// The GPU plan of `roots` on the H200 with contiguous inputs, 16-byte aligned unless `aligned` is false.
+codegen::FusionPlan plan_of(const std::vector<NodePtr>& graph_roots, const Options& options = kTensorCores, bool aligned = true) {
+    const std::vector<NodePtr> roots = run_pipeline(graph_roots, standard_passes());
+    std::vector<const Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    for (const Node* n : topo_order(roots))
+        if (n->op() == Op::Input) {
+            sources.push_back(n);
+            layouts.push_back({n->dtype(), contiguous_strides(n->shape()), aligned});
+        }
+    return codegen::plan_fusion(roots, sources, layouts, codegen::DeviceInfo::h200(), options, "");
+}
+
+const codegen::PlannedMatmul& product_of_plan(const codegen::FusionPlan& plan) {
+    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
+        if (plan.partition.kernels[k].family == codegen::Family::MatMul) return plan.gpu[k].matmul;
+    FAIL("no matmul kernel in the plan");
+    return plan.gpu.at(0).matmul;
+}
+
+// Plans, emits and compiles (sm_90a for wgmma kernels) the product of `roots`; returns its plan.
+codegen::MatmulPlan compile_product(const std::string& name, const std::vector<NodePtr>& roots, const Options& options = kTensorCores) {
+    const codegen::FusionPlan plan = plan_of(roots, options);
+    const codegen::PlannedMatmul& pm = product_of_plan(plan);
+    const codegen::KernelSource ks = codegen::emit_matmul(name, pm);
+    CHECK(ks.arch_specific == pm.plan.wgmma);
+    golden::compile_sm90(ks);
+    return pm.plan;
+}
+
+}  // namespace
+
+TEST_CASE("golden: matmul bfloat16 512 x 256 x 384 on Hopper's wgmma with a bias, GELU and a cast to float32") {
+    auto x = input(bfloat16, {512, 256}, "x"), w = input(bfloat16, {256, 384}, "w"), bias = input(bfloat16, {384}, "bias");
+    auto y = cast(unary(Op::GeluErf, binary(Op::Add, matmul(x, w), bias)), float32);
+    const codegen::FusionPlan plan = plan_of({y});
+    REQUIRE(plan.gpu.size() == 1);
+    const codegen::PlannedMatmul& pm = plan.gpu[0].matmul;
+    const codegen::MatmulPlan& p = pm.plan;
+    CHECK(p.wgmma);
+    CHECK(p.tensor_cores);
+    CHECK(p.tile_m == 128);
+    CHECK(p.tile_n == 256);
+    CHECK(p.tile_k == codegen::kWgmmaDepth);
+    CHECK(p.consumers == 2);
+    CHECK(p.threads() == 384);  // a producer warpgroup and two consumers
+    CHECK(p.stages == 4);       // 4 x 48 KiB of the 227 KiB a block may have
+    CHECK(!p.a_mn_major);       // row-major A: K-major tiles
+    CHECK(p.b_mn_major);        // row-major B: N-major tiles (the MMA's transpose bit)
+    CHECK(p.a_map_rank == 2);
+    CHECK(p.params.fields.at(0).name == "tmap_a");
+    CHECK(p.params.fields.at(0).offset == 0);
+    CHECK(p.params.fields.at(1).offset == codegen::kTensorMapBytes);
+    CHECK(p.params.align == 64);
+    CHECK(pm.binding.persistent_blocks == 8);  // 4 x 2 tiles: fewer than the 132 multiprocessors
+    CHECK(codegen::matmul_launch(pm).grid_x == 8);
+    CHECK(codegen::matmul_launch(pm).block_x == 384);
+    const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_cast_bf16_wgmma", pm);
+    golden::check_text("matmul_bias_gelu_cast_bf16_wgmma", ks.kernel);
+    CHECK(ks.arch_specific);
+    const nvrtc::Result r = golden::compile_sm90(ks);
+    CHECK(r.arch == "sm_90a");
+    CHECK(ks.kernel.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") != std::string::npos);
+    CHECK(ks.kernel.find("lm::tma_load_2d(") != std::string::npos);
+    CHECK(ks.kernel.find("lm::setmaxnreg_inc<232>()") != std::string::npos);
+    CHECK(plan.to_string().find("tensor cores (Hopper wgmma.mma_async m64n256k16, within the bound") != std::string::npos);
+    CHECK(plan.to_string().find("bulk tensor copies of A (K-major) and B (N-major)") != std::string::npos);
+}
+
+TEST_CASE("wgmma plan: the tensor maps of a call, and a pointer off the planned alignment") {
+    auto x = input(bfloat16, {2, 300, 200}, "x"), w = input(bfloat16, {200, 136}, "w");
+    const codegen::FusionPlan plan = plan_of({matmul(x, broadcast_to(w, {2, 200, 136}))});
+    const codegen::PlannedMatmul& pm = product_of_plan(plan);
+    REQUIRE(pm.plan.wgmma);
+    CHECK(pm.plan.tile_n == 256);
+    CHECK(pm.plan.a_map_rank == 3);  // A's two batch entries: a third dimension
+    CHECK(pm.plan.b_map_rank == 2);  // B broadcasts over the batch: one matrix
+    alignas(16) static unsigned char storage[64];
+    const void* ins[] = {storage, storage + 32};
+    const auto maps = codegen::matmul_tensor_maps(pm, ins);
+    const codegen::TensorMapSpec& a = maps[0];
+    CHECK(a.rank == 3);
+    CHECK(a.dims[0] == 200);  // k, innermost
+    CHECK(a.dims[1] == 300);
+    CHECK(a.dims[2] == 2);
+    CHECK(a.strides[0] == 400);          // bytes between rows
+    CHECK(a.strides[1] == 300 * 400);    // bytes between batch entries
+    CHECK(a.box[0] == 64);
+    CHECK(a.box[1] == 128);              // the tile's rows in one copy
+    const codegen::TensorMapSpec& b = maps[1];
+    CHECK(b.rank == 2);
+    CHECK(b.dims[0] == 136);  // n, innermost: N-major
+    CHECK(b.dims[1] == 200);
+    CHECK(b.strides[0] == 272);
+    CHECK(b.box[0] == 64);
+    CHECK(b.box[1] == 64);  // 64 k rows of 64 n per copy
+    CHECK(b.address == storage + 32);
+    CHECK(a.to_string().find("bfloat16 [200, 300, 2] strides [400, 120000] bytes, box [64, 128, 1]") != std::string::npos);
+    const void* off[] = {storage + 2, storage};
+    CHECK_THROWS_AS(codegen::matmul_tensor_maps(pm, off), InternalError);
+}
+
+TEST_CASE("wgmma kernels of every operand layout compile for sm_90a") {
+    SUBCASE("transposed views: an M-major A and a K-major B, float16") {
+        auto at = input(float16, {136, 200}, "at"), bt = input(float16, {72, 136}, "bt");  // A = at^T [200, 136], B = bt^T [136, 72]
+        const codegen::MatmulPlan p = compile_product("wgmma_views", {matmul(permute(at, {1, 0}), permute(bt, {1, 0}))});
+        CHECK(p.wgmma);
+        CHECK(p.a_mn_major);
+        CHECK(!p.b_mn_major);
+        CHECK(p.tile_n == 128);  // N = 72
+    }
+    SUBCASE("a batch of small products, a short tile, two outputs, K = 8") {
+        const codegen::MatmulPlan p = compile_product("wgmma_batched", {matmul(input(bfloat16, {300, 64, 8}, "a"), input(bfloat16, {300, 8, 64}, "b"))});
+        CHECK(p.wgmma);
+        CHECK(p.tile_m == 64);  // M = 64 and N = 64: a 64 x 64 tile, the two consumers taking tiles in turn
+        CHECK(p.tile_n == 64);
+        CHECK(p.pingpong);
+        CHECK(p.consumers == 2);
+        CHECK(p.threads() == 384);
+        CHECK(p.a_map_rank == 3);
+        CHECK(p.b_map_rank == 3);
+        auto a = input(bfloat16, {100, 64}, "a"), b = input(bfloat16, {64, 48}, "b");
+        auto mm = matmul(a, b);
+        const codegen::MatmulPlan two = compile_product("wgmma_two_outputs", {mm, unary(Op::Relu, mm)});
+        CHECK(two.wgmma);
+        CHECK(two.tile_n == 64);
+    }
+    SUBCASE("hinted tiles") {
+        for (const ProductTile t : {ProductTile{64, 64, 64}, ProductTile{128, 128, 0}, ProductTile{64, 256, 64}}) {
+            auto y = matmul(input(bfloat16, {256, 256}, "x"), input(bfloat16, {256, 256}, "z"), Loc::current(), t);
+            const codegen::MatmulPlan p = compile_product(fmt::format("wgmma_hint_{}x{}", t.rows, t.cols), {y});
+            CHECK(p.wgmma);
+            CHECK(p.hinted);
+            CHECK(p.tile_m == t.rows);
+            CHECK(p.tile_n == t.cols);
+        }
+    }
+}
+
+TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync, and the plan says why") {
+    auto note = [](const codegen::FusionPlan& plan) {
+        const codegen::MatmulPlan& p = product_of_plan(plan).plan;
+        CHECK(!p.wgmma);
+        return p.wgmma_note;
+    };
+    auto a = input(bfloat16, {128, 128}, "a"), b = input(bfloat16, {128, 128}, "b");
+    CHECK(note(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})) == "mma_sync asked for");
+    CHECK(product_of_plan(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})).plan.tensor_cores);
+    CHECK(note(plan_of({matmul(input(bfloat16, {64, 15}, "a"), input(bfloat16, {15, 64}, "b"))})).find("A's rows are 15 elements apart") == 0);
+    CHECK(note(plan_of({matmul(a, b)}, kTensorCores, false)) == "A does not start 16-byte aligned");
+    CHECK(note(plan_of({matmul(binary(Op::Add, a, b), b)})).find("prologue") != std::string::npos);
+    auto hinted = matmul(a, b, Loc::current(), ProductTile{32, 32, 32});
+    CHECK(note(plan_of({hinted})).find("the tile 32x32x32 is not a wgmma tile") == 0);
+    auto mixed = matmul(input(bfloat16, {3, 1, 64, 64}, "a"), input(bfloat16, {4, 64, 64}, "b"));
+    CHECK(note(plan_of({mixed})).find("A's batch axes do not form one axis of the tensor map") == 0);
+    const auto fallback = plan_of({matmul(input(bfloat16, {64, 15}, "a"), input(bfloat16, {15, 64}, "b"))});
+    CHECK(fallback.to_string().find("; not wgmma: A's rows are 15 elements apart") != std::string::npos);
+    // int8 keeps mma.sync (exact either way) without a note; the default keeps half precision on CUDA cores.
+    auto i = input(int8, {64, 64}, "i"), j = input(int8, {64, 64}, "j");
+    CHECK(note(plan_of({matmul(i, j)})).empty());
+    CHECK(!product_of_plan(plan_of({matmul(a, b)}, Options{})).plan.tensor_cores);
+    // A device without wgmma (compute capability 8.0) plans mma.sync, with no note.
+    codegen::DeviceInfo a100 = codegen::DeviceInfo::h200();
+    a100.cc_major = 8;
+    const std::vector<NodePtr> roots = run_pipeline({matmul(a, b)}, standard_passes());
+    std::vector<const Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    for (const Node* n : topo_order(roots))
+        if (n->op() == Op::Input) sources.push_back(n), layouts.push_back({n->dtype(), contiguous_strides(n->shape()), true});
+    const auto on_a100 = codegen::plan_fusion(roots, sources, layouts, a100, kTensorCores, "");
+    CHECK(!product_of_plan(on_a100).plan.wgmma);
+    CHECK(product_of_plan(on_a100).plan.wgmma_note.empty());
+    // The plan never depends on the epilogue.
+    auto bias = input(bfloat16, {128}, "bias");
+    const codegen::MatmulPlan bare = product_of_plan(plan_of({matmul(a, b)})).plan;
+    const codegen::MatmulPlan fused = product_of_plan(plan_of({unary(Op::GeluErf, binary(Op::Add, matmul(a, b), bias))})).plan;
+    CHECK(bare.tile_m == fused.tile_m);
+    CHECK(bare.tile_n == fused.tile_n);
+    CHECK(bare.stages == fused.stages);
+}

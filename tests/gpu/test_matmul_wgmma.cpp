@@ -1,0 +1,264 @@
+// Matrix products on Hopper's warpgroup MMAs (matmul_plan.hpp, "Hopper"; docs/semantics.md, section 12, "Tensor
+// cores"): Options::product_path = ProductPath::TensorCores takes float16 and bfloat16 products whose operands
+// the tensor memory accelerator can copy to wgmma. Results lie within the componentwise bound of the exact
+// product, their bits are fixed (into poisoned and random-filled outputs, fused and unfused, for every tile),
+// and integer-valued operands, whose sums are exact in any order, give the reference's bits. Shapes: odd sizes
+// around the tiles, K = 8, tall and skinny, more tiles than multiprocessors (each block walks several), batches,
+// broadcast batches, transposed views; every epilogue; the fallbacks (mma.sync, CUDA cores) forced and chosen;
+// hints and their errors; traced functions. The cases are named "wgmma: ..." (the sanitizer step runs them).
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "test_matmul_util.hpp"
+
+using namespace loom;
+
+namespace {
+
+using mmtest::on_gpu;
+using mmtest::run_both;
+
+const Options kTensorCores{.product_path = ProductPath::TensorCores};
+
+// The product's path on this GPU, from the explain log: "wgmma", "mma.sync" or "CUDA cores".
+std::string path_of(const Array& y) {
+    const std::string e = explain({y});
+    if (e.find("Hopper wgmma.mma_async") != std::string::npos) return "wgmma";
+    if (e.find("tensor cores (mma.sync") != std::string::npos) return "mma.sync";
+    return "CUDA cores";
+}
+
+// Hopper runs wgmma; other GPUs have no such path.
+bool hopper() { return on_gpu() && device_info().cc_major == 9; }
+
+// Evaluates `y` (whose value is a @ b) under the current options into outputs poisoned, then holding random
+// values: within the bound of the exact product, the same bits both times and unfused. Returns the result.
+Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what, const char* path = "wgmma") {
+    INFO(what);
+    if (hopper() && y.numel() > 0) CHECK(path_of(y) == path);
+    Tensor out = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
+    if (out.numel() > 0) testing::poison(out);
+    assign(out, y);
+    pwtest::wait_device();
+    const testing::Comparison c = testing::compare_product_bound(out, a, b, what);
+    if (!c.ok) FAIL_CHECK(c.message);
+    CHECK(c.ok);
+    Tensor again = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
+    if (again.numel() > 0) testing::fill_random(again, 0x7d, pwtest::default_dist(again.dtype()));
+    assign(again, y);
+    pwtest::wait_device();
+    pwtest::require_same_bits(again, out, what + ": a second run into outputs holding random values");
+    Options unfused = current_options();
+    unfused.fusion = false;
+    const OptionsScope scope(unfused);
+    pwtest::require_same_bits(y.eval(), out, what + ": unfused");
+    return out;
+}
+
+// Half-precision operands with small integer values: sums of K <= 2048 products are exact in float32 in any
+// order, so the tensor cores give the reference's bits.
+Tensor integer_valued(const Shape& shape, DType d, std::uint64_t seed) {
+    const Tensor i = testing::random_tensor(shape, int8, seed, testing::Random::uniform(-8, 8));
+    return reference::cast(i, d).to(pwtest::dev());
+}
+
+// `y` fused and unfused (every op its own kernel, the same product plan: the plan never depends on the
+// epilogue), each into poisoned outputs: the same bits.
+void fused_equals_unfused(const Array& y, const std::string& what) {
+    INFO(what);
+    Tensor fused = Tensor::empty(y.shape(), y.dtype(), pwtest::dev()), plain = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
+    testing::poison(fused);
+    testing::poison(plain);
+    assign(fused, y);
+    {
+        Options unfused = current_options();
+        unfused.fusion = false;
+        const OptionsScope scope(unfused);
+        assign(plain, y);
+    }
+    pwtest::wait_device();
+    pwtest::require_same_bits(plain, fused, what + ": fused against unfused");
+}
+
+// A contiguous copy of a view.
+Tensor copy_of(const Tensor& v) {
+    Tensor c = Tensor::empty(v.shape(), v.dtype(), pwtest::dev());
+    assign(c, Array(v));
+    pwtest::wait_device();
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("wgmma: float16 and bfloat16 around the tiles, K = 8, tall and skinny, within the bound, the bits fixed") {
+    const OptionsScope tc(kTensorCores);
+    // M any; K and N multiples of 8 (16-byte rows for the copies).
+    const std::vector<std::array<std::int64_t, 3>> shapes = {{64, 64, 64},   {1, 64, 8},     {33, 40, 8},    {129, 136, 72},
+                                                             {200, 264, 304}, {257, 520, 1000}, {3000, 8, 64}, {8, 3000, 64},
+                                                             {65, 256, 520},  {128, 512, 24}};
+    std::uint64_t seed = 5000;
+    for (DType d : {float16, bfloat16})
+        for (const auto& [m, n, k] : shapes) {
+            const Tensor a = pwtest::rand({m, k}, d, seed++), b = pwtest::rand({k, n}, d, seed++);
+            run_within_bound(matmul(a, b), a, b, fmt::format("[{}, {}] x [{}, {}] {}", m, k, k, n, name(d)));
+        }
+}
+
+TEST_CASE("wgmma: integer-valued operands give the reference's bits, with more tiles than multiprocessors") {
+    const OptionsScope tc(kTensorCores);
+    std::uint64_t seed = 5100;
+    // 3000 x 2000 with tiles of 128 x 256: 24 x 8 = 192 tiles on 132 blocks, 3 K steps each, so the ring's
+    // phases run on across a block's tiles.
+    for (DType d : {float16, bfloat16})
+        for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{33, 40, 16}, {129, 64, 200}, {3000, 2000, 136}, {1, 48, 1000}}) {
+            const Tensor a = integer_valued({m, k}, d, seed++), b = integer_valued({k, n}, d, seed++);
+            const Array y = matmul(a, b);
+            if (hopper()) CHECK(path_of(y) == "wgmma");
+            run_both(y, fmt::format("integer-valued [{}, {}] x [{}, {}] {}", m, k, k, n, name(d)));
+        }
+}
+
+TEST_CASE("wgmma: batches, broadcast batches and transposed views; views take the copies too") {
+    const OptionsScope tc(kTensorCores);
+    std::uint64_t seed = 5200;
+    for (DType d : {float16, bfloat16}) {
+        INFO(name(d));
+        const Tensor a = pwtest::rand({3, 100, 72}, d, seed++), b = pwtest::rand({3, 72, 40}, d, seed++);
+        run_within_bound(matmul(a, b), a, b, "batched");
+        const Tensor w = pwtest::rand({72, 40}, d, seed++);
+        run_within_bound(matmul(a, w), a, w, "B broadcast over the batch");
+        const Tensor a4 = pwtest::rand({2, 3, 64, 48}, d, seed++), b4 = pwtest::rand({2, 3, 48, 64}, d, seed++);
+        run_within_bound(matmul(a4, b4), a4, b4, "two batch axes, one axis of the map");
+        const Tensor many_a = pwtest::rand({300, 64, 64}, d, seed++), many_b = pwtest::rand({300, 64, 64}, d, seed++);
+        run_within_bound(matmul(many_a, many_b), many_a, many_b, "300 products of 64 x 64 x 64");
+        // Broadcast batch axes that do not collapse: mma.sync, still within the bound.
+        const Tensor ab = pwtest::rand({3, 1, 64, 40}, d, seed++), bb = pwtest::rand({4, 40, 24}, d, seed++);
+        run_within_bound(matmul(ab, bb), ab, bb, "mixed broadcast batch axes (mma.sync)", "mma.sync");
+        // Transposed views: an M-major A and a K-major B, exact for integer values and within the bound else.
+        const Tensor at = pwtest::rand({136, 200}, d, seed++), bt = pwtest::rand({72, 136}, d, seed++);
+        run_within_bound(matmul(at.transposed(), bt.transposed()), at.transposed(), bt.transposed(), "A and B transposed views");
+        run_within_bound(matmul(at.transposed(), copy_of(bt.transposed())), at.transposed(), copy_of(bt.transposed()), "A transposed");
+        const Tensor ia = integer_valued({136, 200}, d, seed++), ib = integer_valued({72, 136}, d, seed++);
+        const Array yv = matmul(ia.transposed(), ib.transposed());
+        if (hopper()) CHECK(path_of(yv) == "wgmma");
+        const Tensor viewed = run_both(yv, "integer-valued transposed views");
+        pwtest::require_same_bits(viewed, run_both(matmul(copy_of(ia.transposed()), copy_of(ib.transposed())), "contiguous copies"),
+                                  "integer-valued views against contiguous copies");
+        // Rows that are not whole 16-byte pieces: mma.sync.
+        const Tensor odd_a = pwtest::rand({50, 30}, d, seed++), odd_b = pwtest::rand({30, 21}, d, seed++);
+        run_within_bound(matmul(odd_a, odd_b), odd_a, odd_b, "K = 30, N = 21 (mma.sync)", "mma.sync");
+    }
+}
+
+TEST_CASE("wgmma: K past one chunk runs in one pass, within the bound") {
+    const OptionsScope tc(kTensorCores);
+    const std::int64_t k = mmtest::small_shapes() ? 8200 : 20000;
+    const Tensor a = pwtest::rand({5, k}, float16, 5300, testing::Random::uniform(-1, 1)), b = pwtest::rand({k, 8}, float16, 5301, testing::Random::uniform(-1, 1));
+    run_within_bound(matmul(a, b), a, b, "float16 K past a chunk");
+    const Tensor c = pwtest::rand({130, k}, bfloat16, 5302), e = pwtest::rand({k, 16}, bfloat16, 5303);
+    run_within_bound(matmul(c, e), c, e, "bfloat16 K past a chunk");
+}
+
+TEST_CASE("wgmma: every epilogue fused equals unfused bit for bit, in one kernel, the product within the bound") {
+    const OptionsScope tc(kTensorCores);
+    std::uint64_t seed = 5400;
+    for (DType d : {float16, bfloat16}) {
+        INFO(name(d));
+        const Tensor a = pwtest::rand({300, 72}, d, seed++), b = pwtest::rand({72, 136}, d, seed++);
+        const Tensor bias = pwtest::rand({136}, d, seed++), col = pwtest::rand({300, 1}, d, seed++), res = pwtest::rand({300, 136}, d, seed++);
+        const Tensor product = run_within_bound(matmul(a, b), a, b, "the product alone");
+        const Array p = matmul(a, b);
+        for (const auto& [label, y] : std::vector<std::pair<std::string, Array>>{{"gelu(a @ b + bias)", gelu(p + bias)},
+                                                                                 {"relu(a @ b * col) + residual", relu(p * col) + res},
+                                                                                 {"silu, cast to float32", silu(p).astype(float32)},
+                                                                                 {"cast to float32", p.astype(float32)},
+                                                                                 {"gelu(a @ b + bias), cast to the other half type",
+                                                                                  gelu(p + bias).astype(d == float16 ? bfloat16 : float16)}}) {
+            INFO(label);
+            if (hopper()) {
+                CHECK(mmtest::kernels_of({y}).total == 1);
+                CHECK(path_of(y) == "wgmma");
+            }
+            fused_equals_unfused(y, label);
+        }
+        // Two outputs of one product: the pre-activation is the product's bits.
+        std::vector<Tensor> two = {Tensor::empty({300, 136}, d, pwtest::dev()), Tensor::empty({300, 136}, d, pwtest::dev())};
+        for (Tensor& t : two) testing::poison(t);
+        assign(two, {p, relu(p)});
+        pwtest::wait_device();
+        pwtest::require_same_bits(two[0], product, "pre-activation output against the product alone");
+        if (hopper()) CHECK(mmtest::kernels_of({p, relu(p)}).total == 1);
+        // A prologue (a + s) @ b cannot take the copies: mma.sync computes it as its tiles load, and the plan says so.
+        const Tensor s = pwtest::rand({300, 72}, d, seed++);
+        const Array pro = matmul(Array(a) + s, b);
+        if (hopper()) {
+            CHECK(path_of(pro) == "mma.sync");
+            CHECK(explain({pro}).find("not wgmma: an operand is computed by a prologue") != std::string::npos);
+        }
+        fused_equals_unfused(pro, "prologue (a + s) @ b on mma.sync");
+        const Tensor sum = (Array(a) + s).eval();
+        run_within_bound(matmul(sum, b), sum, b, "the materialized a + s, on wgmma");
+    }
+}
+
+TEST_CASE("wgmma: each path forced; every wgmma tile gives the same bits; hints that are not wgmma tiles") {
+    const Tensor a = pwtest::rand({257, 136}, bfloat16, 5500), b = pwtest::rand({136, 264}, bfloat16, 5501);
+    Tensor by_wgmma;
+    {
+        const OptionsScope tc(kTensorCores);
+        by_wgmma = run_within_bound(matmul(a, b), a, b, "no hint");
+        for (const TileHint& h : {tile(64, 64, 64), tile(128, 128, 64), tile(64, 256, 64), tile(128, 64, 0)}) {
+            const Array y = matmul(a, b, h);
+            const std::string hinted = fmt::format("{}x{}x64", h.rows, h.cols);
+            if (hopper()) CHECK(mmtest::tile_of(explain({y})) == hinted);
+            pwtest::require_same_bits(run_within_bound(y, a, b, "hint " + hinted), by_wgmma, "hint " + hinted + " against no hint");
+        }
+        // A hint that fits mma.sync but not wgmma: mma.sync with that tile, and the plan says why.
+        const Array small = matmul(a, b, tile(32, 32, 32));
+        if (hopper()) CHECK(explain({small}).find("not wgmma: the tile 32x32x32 is not a wgmma tile") != std::string::npos);
+        run_within_bound(small, a, b, "hint 32x32x32", "mma.sync");
+        // An impossible hint is an error naming the API, the tile and the user's line.
+        try {
+            (void)matmul(a, b, tile(64, 96, 64)).eval();
+            FAIL("tile(64, 96, 64) was accepted");
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            INFO(what);
+            CHECK(what.find("matmul") != std::string::npos);
+            CHECK(what.find("power of two") != std::string::npos);
+            CHECK(what.find("test_matmul_wgmma.cpp") != std::string::npos);
+        }
+    }
+    {
+        const OptionsScope mma({.product_path = ProductPath::MmaSync});
+        run_within_bound(matmul(a, b), a, b, "mma.sync forced", "mma.sync");
+    }
+    {
+        const OptionsScope cores({.product_path = ProductPath::CudaCores});
+        if (hopper()) CHECK(path_of(matmul(a, b)) == "CUDA cores");
+        run_both(matmul(a, b), "CUDA cores forced: the reference's bits");
+    }
+}
+
+TEST_CASE("wgmma: a traced function with the option runs its product there, the scope's bits, called again and again") {
+    const Tensor a = pwtest::rand({300, 80}, bfloat16, 5600), b = pwtest::rand({80, 192}, bfloat16, 5601), bias = pwtest::rand({192}, bfloat16, 5602);
+    auto f = loom::function("wgmma_fn", [](Array x, Array w, Array c) { return gelu(matmul(x, w) + c); }, kTensorCores);
+    const Tensor first = f(a, b, bias);
+    pwtest::wait_device();
+    const OptionsScope tc(kTensorCores);
+    const Array y = gelu(matmul(a, b) + bias);
+    if (hopper()) CHECK(path_of(y) == "wgmma");
+    const Tensor scoped = y.eval();
+    pwtest::require_same_bits(first, scoped, "traced function against the scope");
+    // New buffers of the same shapes: new tensor maps, the same bits for the same values.
+    const Tensor a2 = copy_of(a), b2 = copy_of(b);
+    for (int call = 0; call < 3; ++call) {
+        const Tensor again = call % 2 ? f(a2, b2, bias) : f(a, b, bias);
+        pwtest::wait_device();
+        pwtest::require_same_bits(again, scoped, fmt::format("call {} of the traced function", call + 2));
+    }
+}
