@@ -168,6 +168,15 @@ void check_bound(const Tensor& out, const Tensor& a, const Tensor& b, std::int64
     }
 }
 
+// The current options (LOOM_TILE and the others from the environment) with the product path set; `no_tile`
+// drops the tile hint (the mma.sync rows keep their own default tile when LOOM_TILE sweeps the wgmma tiles).
+Options with_path(ProductPath path, bool no_tile = false) {
+    Options o = current_options();
+    o.product_path = path;
+    if (no_tile) o.tile = {};
+    return o;
+}
+
 // Runs one workload; a loom::Error (e.g. a graph the GPU path cannot run yet) is reported, fails the
 // benchmark and lets the next workload run.
 void guarded(const char* workload, const std::function<void()>& fn) {
@@ -687,7 +696,7 @@ int main(int argc, char** argv) {
                      2.0 * m * n * k);
     });
     if (opt.wants("M2_gemm_bf16")) guarded("M2_gemm_bf16", [&] {
-        const OptionsScope tc({.product_path = ProductPath::TensorCores});
+        const OptionsScope tc(with_path(ProductPath::TensorCores));
         const std::int64_t n = 8192;
         Tensor a = random_normal({n, n}, bfloat16, 30, dev), b = random_normal({n, n}, bfloat16, 31, dev);
         Tensor out = Tensor::empty({n, n}, bfloat16, dev);
@@ -696,14 +705,14 @@ int main(int argc, char** argv) {
         assign(out, m2);
         check_bound(out, a, b, 32, "M2");
         report_flops("M2_gemm_bf16", "loom", median_ms([&] { assign(out, m2); }, opt.reps), 0, 2.0 * n * n * n);
-        const OptionsScope mma({.product_path = ProductPath::MmaSync});
+        const OptionsScope mma(with_path(ProductPath::MmaSync, true));
         testing::poison(out);
         assign(out, m2);
         check_bound(out, a, b, 32, "M2 (mma.sync)");
         report_flops("M2_gemm_bf16", "loom_mma_sync", median_ms([&] { assign(out, m2); }, opt.reps), 0, 2.0 * n * n * n);
     });
     if (opt.wants("M4_gemm_bias_gelu_bf16")) guarded("M4_gemm_bias_gelu_bf16", [&] {
-        const OptionsScope tc({.product_path = ProductPath::TensorCores});
+        const OptionsScope tc(with_path(ProductPath::TensorCores));
         const std::int64_t m = 8192, k = 1024, n = 8192;
         Tensor a = random_normal({m, k}, bfloat16, 32, dev), b = random_normal({k, n}, bfloat16, 33, dev);
         Tensor bias = random_normal({n}, bfloat16, 34, dev), out = Tensor::empty({m, n}, bfloat16, dev);
@@ -714,7 +723,7 @@ int main(int argc, char** argv) {
         report_flops("M4_gemm_bias_gelu_bf16", "loom", median_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
         report_flops("M4_gemm_bias_gelu_bf16", "loom_product", median_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
                      2.0 * m * n * k);
-        const OptionsScope mma({.product_path = ProductPath::MmaSync});
+        const OptionsScope mma(with_path(ProductPath::MmaSync, true));
         report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync", median_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
         report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync_product", median_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
                      2.0 * m * n * k);
@@ -797,6 +806,12 @@ int main(int argc, char** argv) {
         report_us("O1_overhead", "loom_alloc", host_us_per_call([&] { (void)e1f(small); }));
         report_us("O1_overhead", "loom_lazy", host_us_per_call([&] { assign(out, relu(small * 1.5 + 0.25)); }));
         check({relu(small * 1.5 + 0.25)}, {out}, "O1");
+        // A traced bfloat16 product on tensor cores (on Hopper, wgmma with its two tensor maps, cached by buffer
+        // and shape: a call encodes none).
+        Tensor x = random_normal({128, 64}, bfloat16, 12, dev), w = random_normal({64, 128}, bfloat16, 13, dev);
+        Tensor y = Tensor::empty({128, 128}, bfloat16, dev);
+        auto mmf = loom::function("o1_product", [](Array p, Array q) { return matmul(p, q); }, Options{.product_path = ProductPath::TensorCores});
+        report_us("O1_overhead", "loom_product", host_us_per_call([&] { mmf(x, w, y); }));
     }
 
     if (opt.wants("O2_graphs")) guarded("O2_graphs", [&] {

@@ -334,9 +334,11 @@ FusionPlan plan_fusion(const std::vector<ir::NodePtr>& roots, std::span<const ir
         throw InternalError(fmt::format("plan_fusion(): {} root layouts for {} roots", root_strides.size(), roots.size()));
     if (sources.size() != layouts.size())
         throw InternalError(fmt::format("plan_fusion(): {} sources with {} layouts", sources.size(), layouts.size()));
-    FusionPlan plan = schedule_partition(roots, options, name, cost, "plan_fusion", [&](Partition p) {
-        return schedule(std::move(p), sources, layouts, device, options, root_strides);
-    });
+    // On Hopper, tensor cores asked for: half-precision products take wgmma, whose operands come from memory.
+    const bool from_memory = device.cc_major == 9 && options.product_path == ProductPath::TensorCores;
+    FusionPlan plan = schedule_partition(
+        roots, options, name, cost, "plan_fusion",
+        [&](Partition p) { return schedule(std::move(p), sources, layouts, device, options, root_strides); }, from_memory);
     plan.reads = sources_read(roots, sources);
     return plan;
 }

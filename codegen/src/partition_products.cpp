@@ -258,7 +258,11 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             for (const ir::NodePtr& x : m->operands()) {
                 const ir::NodePtr& base = view_base(x);
                 if (base->op() == ir::Op::Input || ir::is_product(base->op()) || A.temp_of(base.get()) >= 0) continue;
-                std::string why = options.fusion ? prologue_refusal(x, A) : std::string("fusion is off");
+                const bool half = m->operand(0)->dtype() == DType::Float16 || m->operand(0)->dtype() == DType::BFloat16;
+                std::string why = !options.fusion ? std::string("fusion is off")
+                                  : options.half_operands_from_memory && half
+                                      ? std::string("the product runs on Hopper's wgmma, whose operands the tensor memory accelerator copies from memory")
+                                      : prologue_refusal(x, A);
                 if (why.empty()) continue;  // a prologue: computed in the product's kernel as its tiles load
                 const int t = A.materialize(base, fmt::format("an operand of {}, computed first: {}", where_of(*m), why));
                 operands.push_back(base);

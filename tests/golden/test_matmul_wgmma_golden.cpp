@@ -58,11 +58,12 @@ TEST_CASE("golden: matmul bfloat16 512 x 256 x 384 on Hopper's wgmma with a bias
     CHECK(p.wgmma);
     CHECK(p.tensor_cores);
     CHECK(p.tile_m == 128);
-    CHECK(p.tile_n == 256);
+    CHECK(p.tile_n == 128);     // K = 256 is short: ping-pong 128 x 128 tiles
     CHECK(p.tile_k == codegen::kWgmmaDepth);
+    CHECK(p.pingpong);
     CHECK(p.consumers == 2);
     CHECK(p.threads() == 384);  // a producer warpgroup and two consumers
-    CHECK(p.stages == 4);       // 4 x 48 KiB of the 227 KiB a block may have
+    CHECK(p.stages == 6);       // 6 x 32 KiB of the 227 KiB a block may have
     CHECK(!p.a_mn_major);       // row-major A: K-major tiles
     CHECK(p.b_mn_major);        // row-major B: N-major tiles (the MMA's transpose bit)
     CHECK(p.a_map_rank == 2);
@@ -70,18 +71,19 @@ TEST_CASE("golden: matmul bfloat16 512 x 256 x 384 on Hopper's wgmma with a bias
     CHECK(p.params.fields.at(0).offset == 0);
     CHECK(p.params.fields.at(1).offset == codegen::kTensorMapBytes);
     CHECK(p.params.align == 64);
-    CHECK(pm.binding.persistent_blocks == 8);  // 4 x 2 tiles: fewer than the 132 multiprocessors
-    CHECK(codegen::matmul_launch(pm).grid_x == 8);
+    CHECK(pm.binding.persistent_blocks == 12);  // 4 x 3 tiles: fewer than the 132 multiprocessors
+    CHECK(codegen::matmul_launch(pm).grid_x == 12);
     CHECK(codegen::matmul_launch(pm).block_x == 384);
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_cast_bf16_wgmma", pm);
     golden::check_text("matmul_bias_gelu_cast_bf16_wgmma", ks.kernel);
     CHECK(ks.arch_specific);
     const nvrtc::Result r = golden::compile_sm90(ks);
     CHECK(r.arch == "sm_90a");
-    CHECK(ks.kernel.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") != std::string::npos);
+    CHECK(ks.kernel.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != std::string::npos);
     CHECK(ks.kernel.find("lm::tma_load_2d(") != std::string::npos);
     CHECK(ks.kernel.find("lm::setmaxnreg_inc<232>()") != std::string::npos);
-    CHECK(plan.to_string().find("tensor cores (Hopper wgmma.mma_async m64n256k16, within the bound") != std::string::npos);
+    CHECK(plan.to_string().find("tensor cores (Hopper wgmma.mma_async m64n128k16, within the bound") != std::string::npos);
+    CHECK(plan.to_string().find("2 consumer warpgroups taking whole tiles in turn") != std::string::npos);
     CHECK(plan.to_string().find("bulk tensor copies of A (K-major) and B (N-major)") != std::string::npos);
 }
 
@@ -90,7 +92,7 @@ TEST_CASE("wgmma plan: the tensor maps of a call, and a pointer off the planned 
     const codegen::FusionPlan plan = plan_of({matmul(x, broadcast_to(w, {2, 200, 136}))});
     const codegen::PlannedMatmul& pm = product_of_plan(plan);
     REQUIRE(pm.plan.wgmma);
-    CHECK(pm.plan.tile_n == 256);
+    CHECK(pm.plan.tile_n == 128);
     CHECK(pm.plan.a_map_rank == 3);  // A's two batch entries: a third dimension
     CHECK(pm.plan.b_map_rank == 2);  // B broadcasts over the batch: one matrix
     alignas(16) static unsigned char storage[64];
@@ -143,6 +145,14 @@ TEST_CASE("wgmma kernels of every operand layout compile for sm_90a") {
         CHECK(two.wgmma);
         CHECK(two.tile_n == 64);
     }
+    SUBCASE("a long K: the consumers side by side on 128 x 256 tiles") {
+        const codegen::MatmulPlan p = compile_product("wgmma_long_k", {matmul(input(bfloat16, {256, 4096}, "a"), input(bfloat16, {4096, 512}, "b"))});
+        CHECK(p.wgmma);
+        CHECK(!p.pingpong);
+        CHECK(p.tile_n == 256);
+        CHECK(p.consumers == 2);
+        CHECK(p.stages == 4);  // 4 x 48 KiB
+    }
     SUBCASE("hinted tiles") {
         for (const ProductTile t : {ProductTile{64, 64, 64}, ProductTile{128, 128, 0}, ProductTile{64, 256, 64}}) {
             auto y = matmul(input(bfloat16, {256, 256}, "x"), input(bfloat16, {256, 256}, "z"), Loc::current(), t);
@@ -166,7 +176,12 @@ TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync
     CHECK(product_of_plan(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})).plan.tensor_cores);
     CHECK(note(plan_of({matmul(input(bfloat16, {64, 15}, "a"), input(bfloat16, {15, 64}, "b"))})).find("A's rows are 15 elements apart") == 0);
     CHECK(note(plan_of({matmul(a, b)}, kTensorCores, false)) == "A does not start 16-byte aligned");
-    CHECK(note(plan_of({matmul(binary(Op::Add, a, b), b)})).find("prologue") != std::string::npos);
+    // An operand that would be a prologue is computed first on Hopper (the copies read memory), the log says so.
+    const auto sum = plan_of({matmul(binary(Op::Add, a, b), b)});
+    CHECK(sum.gpu.size() == 2);
+    CHECK(product_of_plan(sum).plan.wgmma);
+    CHECK(sum.to_string().find("computed first: the product runs on Hopper's wgmma") != std::string::npos);
+    CHECK(product_of_plan(plan_of({matmul(binary(Op::Add, a, b), b)}, Options{.product_path = ProductPath::MmaSync})).plan.a_prologue);
     auto hinted = matmul(a, b, Loc::current(), ProductTile{32, 32, 32});
     CHECK(note(plan_of({hinted})).find("the tile 32x32x32 is not a wgmma tile") == 0);
     auto mixed = matmul(input(bfloat16, {3, 1, 64, 64}, "a"), input(bfloat16, {4, 64, 64}, "b"));

@@ -99,7 +99,8 @@ TEST_CASE("wgmma: float16 and bfloat16 around the tiles, K = 8, tall and skinny,
     // M any; K and N multiples of 8 (16-byte rows for the copies).
     const std::vector<std::array<std::int64_t, 3>> shapes = {{64, 64, 64},   {1, 64, 8},     {33, 40, 8},    {129, 136, 72},
                                                              {200, 264, 304}, {257, 520, 1000}, {3000, 8, 64}, {8, 3000, 64},
-                                                             {65, 256, 520},  {128, 512, 24}};
+                                                             {65, 256, 520},  {128, 512, 24},
+                                                             {200, 264, 4104}};  // a long K: 128 x 256 tiles, the consumers side by side
     std::uint64_t seed = 5000;
     for (DType d : {float16, bfloat16})
         for (const auto& [m, n, k] : shapes) {
@@ -192,16 +193,21 @@ TEST_CASE("wgmma: every epilogue fused equals unfused bit for bit, in one kernel
         pwtest::wait_device();
         pwtest::require_same_bits(two[0], product, "pre-activation output against the product alone");
         if (hopper()) CHECK(mmtest::kernels_of({p, relu(p)}).total == 1);
-        // A prologue (a + s) @ b cannot take the copies: mma.sync computes it as its tiles load, and the plan says so.
+        // (a + s) @ b: the copies read memory, so the sum is computed first (a kernel the log names), the same bits
+        // as a materialized sum; forced onto mma.sync, it is a prologue computed as the tiles load.
         const Tensor s = pwtest::rand({300, 72}, d, seed++);
         const Array pro = matmul(Array(a) + s, b);
         if (hopper()) {
-            CHECK(path_of(pro) == "mma.sync");
-            CHECK(explain({pro}).find("not wgmma: an operand is computed by a prologue") != std::string::npos);
+            CHECK(path_of(pro) == "wgmma");
+            CHECK(mmtest::kernels_of({pro}).total == 2);
+            CHECK(explain({pro}).find("computed first: the product runs on Hopper's wgmma") != std::string::npos);
         }
-        fused_equals_unfused(pro, "prologue (a + s) @ b on mma.sync");
+        fused_equals_unfused(pro, "(a + s) @ b");
         const Tensor sum = (Array(a) + s).eval();
-        run_within_bound(matmul(sum, b), sum, b, "the materialized a + s, on wgmma");
+        pwtest::require_same_bits(pro.eval(), run_within_bound(matmul(sum, b), sum, b, "the materialized a + s"), "(a + s) @ b against a + s materialized");
+        const OptionsScope mma({.product_path = ProductPath::MmaSync});
+        if (hopper()) CHECK(mmtest::kernels_of({pro}).total == 1);
+        fused_equals_unfused(pro, "the prologue (a + s) @ b on mma.sync");
     }
 }
 
@@ -211,7 +217,7 @@ TEST_CASE("wgmma: each path forced; every wgmma tile gives the same bits; hints 
     {
         const OptionsScope tc(kTensorCores);
         by_wgmma = run_within_bound(matmul(a, b), a, b, "no hint");
-        for (const TileHint& h : {tile(64, 64, 64), tile(128, 128, 64), tile(64, 256, 64), tile(128, 64, 0)}) {
+        for (const TileHint& h : {tile(64, 64, 64), tile(128, 128, 64), tile(64, 256, 64), tile(128, 256, 64), tile(128, 64, 0)}) {
             const Array y = matmul(a, b, h);
             const std::string hinted = fmt::format("{}x{}x64", h.rows, h.cols);
             if (hopper()) CHECK(mmtest::tile_of(explain({y})) == hinted);

@@ -1,7 +1,7 @@
 // ---- Loom matmul kernel matmul_bias_gelu_cast_bf16_wgmma (from "matmul_bias_gelu_cast_bf16_wgmma") ----
-// matmul plan: bfloat16 x bfloat16 -> bfloat16, rank 2, tensor cores (Hopper wgmma.mma_async m64n256k16 into float32: within the bound of docs/semantics.md, section 12)
-// tile 128x256x64: 384 threads as a producer warpgroup (tensor memory accelerator copies) and 2 consumer warpgroups of 64 rows; a persistent grid walking the tiles in groups of 8 tile rows
-// shared memory: a ring of 4 stages of A 128 x 64 (K-major) and B 64 x 256 (N-major), 128-byte swizzled, full and empty mbarriers, 197696 bytes
+// matmul plan: bfloat16 x bfloat16 -> bfloat16, rank 2, tensor cores (Hopper wgmma.mma_async m64n128k16 into float32: within the bound of docs/semantics.md, section 12)
+// tile 128x128x64: 384 threads as a producer warpgroup (tensor memory accelerator copies) and 2 consumer warpgroups taking whole tiles in turn (ping-pong: one's epilogue beside the other's MMAs); a persistent grid walking the tiles in groups of 8 tile rows
+// shared memory: a ring of 6 stages of A 128 x 64 (K-major) and B 64 x 128 (N-major), 128-byte swizzled, full and empty mbarriers, 197728 bytes
 // loads: bulk tensor copies of A (tensor map of rank 2) and B (rank 2), zeros past M, N and K; K in steps of 16 over all of K
 // epilogue: pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 32 bytes
@@ -49,17 +49,17 @@ __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_ep_element(cons
     p.out0[e] = r0;
 }
 
-extern __shared__ __align__(1024) unsigned char matmul_bias_gelu_cast_bf16_wgmma_smem[];  // 197696 bytes: the stage ring and its mbarriers
+extern __shared__ __align__(1024) unsigned char matmul_bias_gelu_cast_bf16_wgmma_smem[];  // 197728 bytes: the stage ring and its mbarriers
 
-// One warpgroup MMA, d (64 x 256, float32) += A (64 x 16) B (16 x 256), both operands from shared memory through
+// One warpgroup MMA, d (64 x 128, float32) += A (64 x 16) B (16 x 128), both operands from shared memory through
 // their descriptors; A K-major, B N-major (the transpose bits). Thread t of the warpgroup holds rows 16 (t / 32) + (t % 32) / 4
 // and + 8 of columns 8 j + 2 (t % 4) and + 1: d[4 j + 2 h + c] is row + 8 h, column + c.
-__device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_mma(float (&d)[128], unsigned long long desc_a, unsigned long long desc_b) {
+__device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_mma(float (&d)[64], unsigned long long desc_a, unsigned long long desc_b) {
     asm volatile(
         "{\n"
         ".reg .pred scale_d;\n"
-        "setp.ne.b32 scale_d, %130, 0;\n"                                // d += A B (scale-d 1)
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16\n"
+        "setp.ne.b32 scale_d, %66, 0;\n"                                 // d += A B (scale-d 1)
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16\n"
         "{%0, %1, %2, %3, %4, %5, %6, %7,\n"
         "%8, %9, %10, %11, %12, %13, %14, %15,\n"
         "%16, %17, %18, %19, %20, %21, %22, %23,\n"
@@ -67,16 +67,8 @@ __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_mma(float (&d)[
         "%32, %33, %34, %35, %36, %37, %38, %39,\n"
         "%40, %41, %42, %43, %44, %45, %46, %47,\n"
         "%48, %49, %50, %51, %52, %53, %54, %55,\n"
-        "%56, %57, %58, %59, %60, %61, %62, %63,\n"
-        "%64, %65, %66, %67, %68, %69, %70, %71,\n"
-        "%72, %73, %74, %75, %76, %77, %78, %79,\n"
-        "%80, %81, %82, %83, %84, %85, %86, %87,\n"
-        "%88, %89, %90, %91, %92, %93, %94, %95,\n"
-        "%96, %97, %98, %99, %100, %101, %102, %103,\n"
-        "%104, %105, %106, %107, %108, %109, %110, %111,\n"
-        "%112, %113, %114, %115, %116, %117, %118, %119,\n"
-        "%120, %121, %122, %123, %124, %125, %126, %127},\n"
-        "%128, %129, scale_d, 1, 1, 0, 1;\n"                             // descriptors, scale-d, scale A and B by 1, transpose A, B
+        "%56, %57, %58, %59, %60, %61, %62, %63},\n"
+        "%64, %65, scale_d, 1, 1, 0, 1;\n"                               // descriptors, scale-d, scale A and B by 1, transpose A, B
         "}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -85,15 +77,7 @@ __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_mma(float (&d)[
           "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
         : "l"(desc_a), "l"(desc_b), "n"(1));
 }
 
@@ -109,24 +93,24 @@ __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_tile(long long 
     const long long rows = tiles_m - first < 8 ? tiles_m - first : 8;    // tile rows in this group
     const long long r = t % (8 * tiles_n);
     m0 = (first + r % rows) * 128;
-    n0 = r / rows * 256;
+    n0 = r / rows * 128;
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_wgmma(const __grid_constant__ matmul_bias_gelu_cast_bf16_wgmma_params p) {
-    // Shared memory: 4 stages of A (16384 bytes) then B (32768 bytes), 1024-byte aligned for the 128-byte swizzle,
+    // Shared memory: 6 stages of A (16384 bytes) then B (16384 bytes), 1024-byte aligned for the 128-byte swizzle,
     // then a full and an empty mbarrier per stage.
     const unsigned ring = (lm::smem_addr(matmul_bias_gelu_cast_bf16_wgmma_smem) + 1023u) & ~1023u;
-    const unsigned full0 = ring + 196608u, empty0 = full0 + 32u;         // stage s: full0 + 8 s, empty0 + 8 s
+    const unsigned full0 = ring + 196608u, empty0 = full0 + 48u;         // stage s: full0 + 8 s, empty0 + 8 s
     const int warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < 4; ++s) {
+        for (int s = 0; s < 6; ++s) {
             lm::mbar_init(full0 + 8 * s, 1);                             // the producer's arrival, with the copies' bytes
-            lm::mbar_init(empty0 + 8 * s, 8);                            // each consumer warp's release
+            lm::mbar_init(empty0 + 8 * s, 4);                            // the release by each warp of the consumer of its tile
         }
         lm::mbar_init_fence();
     }
     __syncthreads();
-    const long long tiles_m = (p.M + 127) / 128, tiles_n = (p.N + 255) / 256;
+    const long long tiles_m = (p.M + 127) / 128, tiles_n = (p.N + 127) / 128;
     const long long tiles = tiles_m * tiles_n * p.batches;
     const int k_steps = (int)((p.K + 63) / 64);                          // one pass over all of K
     if (warpgroup == 0) {
@@ -139,43 +123,43 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_
                 long long batch, m0, n0;
                 matmul_bias_gelu_cast_bf16_wgmma_tile(t, tiles_m, tiles_n, batch, m0, n0);
                 for (int ks = 0; ks < k_steps; ++ks, ++it) {
-                    const int s = it % 4;
-                    lm::mbar_wait(empty0 + 8 * s, ((it / 4) & 1) ^ 1);   // the consumers have released it
-                    lm::mbar_expect_tx(full0 + 8 * s, 49152u);           // whole boxes: zeros past M, N and K count too
-                    const unsigned as = ring + s * 49152u, bs = as + 16384u;
+                    const int s = it % 6;
+                    lm::mbar_wait(empty0 + 8 * s, ((it / 6) & 1) ^ 1);   // the consumers have released it
+                    lm::mbar_expect_tx(full0 + 8 * s, 32768u);           // whole boxes: zeros past M, N and K count too
+                    const unsigned as = ring + s * 32768u, bs = as + 16384u;
                     const int k0 = ks * 64;
                     lm::tma_load_2d(as, &p.tmap_a, full0 + 8 * s, k0, (int)m0); // A: 128 rows of 64 k
                     lm::tma_load_2d(bs, &p.tmap_b, full0 + 8 * s, (int)n0 + 0, k0); // B: 64 k rows of 64 n per copy
                     lm::tma_load_2d(bs + 8192u, &p.tmap_b, full0 + 8 * s, (int)n0 + 64, k0);
-                    lm::tma_load_2d(bs + 16384u, &p.tmap_b, full0 + 8 * s, (int)n0 + 128, k0);
-                    lm::tma_load_2d(bs + 24576u, &p.tmap_b, full0 + 8 * s, (int)n0 + 192, k0);
                 }
             }
         }
     } else {
-        // A consumer warpgroup: rows 64 c to 64 c + 63 of each tile.
+        // A consumer warpgroup: whole tiles, the two consumers taking the block's tiles in turn (tile j of the block's
+        // list is consumer j % 2's); the ring hands out its stages in tile order, so one consumer's MMAs run while the
+        // other's epilogue does.
         lm::setmaxnreg_inc<232>();                                       // the accumulators' registers
         const int c = warpgroup - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-        int it = 0;
-        for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        for (long long t = blockIdx.x + c * gridDim.x, j = c; t < tiles; t += 2 * gridDim.x, j += 2) {
+            int it = (int)j * k_steps;                                   // the K steps of the block's tiles before this one
             long long batch, m0, n0;
             matmul_bias_gelu_cast_bf16_wgmma_tile(t, tiles_m, tiles_n, batch, m0, n0);
-            float d[1][128];                                             // the accumulators
+            float d[2][64];                                              // the accumulators: 2 blocks of 64 rows
             #pragma unroll
-            for (int r = 0; r < 1; ++r)
+            for (int r = 0; r < 2; ++r)
                 #pragma unroll
-                for (int i = 0; i < 128; ++i) d[r][i] = 0.0f;            // K = 0: +0
+                for (int i = 0; i < 64; ++i) d[r][i] = 0.0f;             // K = 0: +0
             int held = -1;                                               // the stage whose MMAs may still read it
             for (int ks = 0; ks < k_steps; ++ks, ++it) {
-                const int s = it % 4;
-                lm::mbar_wait(full0 + 8 * s, (it / 4) & 1);              // its copies have landed
-                const unsigned as = ring + s * 49152u + c * 8192u, bs = ring + s * 49152u + 16384u; // this consumer's 64 rows of A
+                const int s = it % 6;
+                lm::mbar_wait(full0 + 8 * s, (it / 6) & 1);              // its copies have landed
+                const unsigned as = ring + s * 32768u, bs = as + 16384u;
                 lm::wgmma_fence();
                 #pragma unroll
                 for (int kk = 0; kk < 4; ++kk) {                         // 16 k per MMA
                     const unsigned long long desc_b = lm::wgmma_desc(bs + kk * 2048u, 8192u, 1024u);
                     #pragma unroll
-                    for (int r = 0; r < 1; ++r)
+                    for (int r = 0; r < 2; ++r)                          // 64 rows of A per MMA (8 KiB apart)
                         matmul_bias_gelu_cast_bf16_wgmma_mma(d[r], lm::wgmma_desc(as + r * 8192u + kk * 32u, 16u, 1024u), desc_b);
                 }
                 lm::wgmma_commit();
@@ -186,15 +170,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_
             lm::wgmma_wait<0>();
             if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);
             #pragma unroll
-            for (int r = 0; r < 1; ++r)
+            for (int r = 0; r < 2; ++r)
                 #pragma unroll
-                for (int i = 0; i < 128; ++i) lm::wgmma_hold(d[r][i]);   // the MMAs' results, read only from here
+                for (int i = 0; i < 64; ++i) lm::wgmma_hold(d[r][i]);    // the MMAs' results, read only from here
             // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
-            const long long row = m0 + 64 * c + 16 * warp + lane / 4, col = n0 + 2 * (lane % 4);
+            const long long row = m0 + 16 * warp + lane / 4, col = n0 + 2 * (lane % 4);
             #pragma unroll
-            for (int r = 0; r < 1; ++r)
+            for (int r = 0; r < 2; ++r)
                 #pragma unroll
-                for (int j = 0; j < 32; ++j)
+                for (int j = 0; j < 16; ++j)
                     #pragma unroll
                     for (int v = 0; v < 4; ++v) {
                         const long long m = row + 64 * r + 8 * (v / 2), n = col + 8 * j + v % 2;

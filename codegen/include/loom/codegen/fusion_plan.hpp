@@ -120,6 +120,10 @@ struct PartitionOptions {
     /// Kernel names: the user's name, else named after their ops.
     std::string name;
     const FusionCostModel* cost = nullptr;  // null: fuse everything that can be
+    /// float16 and bfloat16 products read their operands from memory (Hopper's wgmma path, whose operands the
+    /// tensor memory accelerator copies): an operand that would be a prologue is computed first, as a stage
+    /// of its own, and the explain log says so.
+    bool half_operands_from_memory = false;
 };
 
 /// Partitions the graph of `roots` (after the standard passes) into kernels. Pure: prints nothing, needs no
@@ -132,9 +136,10 @@ Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOption
 /// `api`. Every back end's planner (plan_fusion, plan_host) goes through here.
 template <class Schedule>
 auto schedule_partition(const std::vector<ir::NodePtr>& roots, const Options& options, std::string_view name,
-                        const FusionCostModel* cost, std::string_view api, Schedule&& schedule) {
+                        const FusionCostModel* cost, std::string_view api, Schedule&& schedule, bool half_operands_from_memory = false) {
     PartitionOptions po;
     po.fusion = options.fusion;
+    po.half_operands_from_memory = half_operands_from_memory;
     po.name = std::string(name);
     po.cost = cost;
     try {
