@@ -112,10 +112,13 @@ TEST_CASE("wgmma: float16 and bfloat16 around the tiles, K = 8, tall and skinny,
 TEST_CASE("wgmma: integer-valued operands give the reference's bits, with more tiles than multiprocessors") {
     const OptionsScope tc(kTensorCores);
     std::uint64_t seed = 5100;
-    // 3000 x 2000 with tiles of 128 x 256: 24 x 8 = 192 tiles on 132 blocks, 3 K steps each, so the ring's
-    // phases run on across a block's tiles.
+    // 3000 x 2000 in ping-pong tiles of 128 x 128: 24 x 16 = 384 tiles on 132 blocks, so each block's two
+    // consumers take turns over several tiles; with K = 1000 (16 K steps, more than the ring's 6 stages) a
+    // consumer's first stage is uses ahead of the producer's; with K = 136 the ring's phases run on across
+    // tiles; K = 4104 takes 128 x 256 tiles with the consumers side by side.
     for (DType d : {float16, bfloat16})
-        for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{33, 40, 16}, {129, 64, 200}, {3000, 2000, 136}, {1, 48, 1000}}) {
+        for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+                 {33, 40, 16}, {129, 64, 200}, {3000, 2000, 136}, {3000, 2000, 1000}, {1, 48, 1000}, {300, 1000, 4104}}) {
             const Tensor a = integer_valued({m, k}, d, seed++), b = integer_valued({k, n}, d, seed++);
             const Array y = matmul(a, b);
             if (hopper()) CHECK(path_of(y) == "wgmma");

@@ -145,7 +145,7 @@ std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const
     line(s, 12, "}");
     line(s, 8, "}");
     line(s, 4, "} else {");
-    const int mmas = p.consumer_mmas(), rows = p.consumer_rows();
+    const int mmas = p.consumer_mmas();
     if (p.pingpong) {
         line(s, 8, "// A consumer warpgroup: whole tiles, the two consumers taking the block's tiles in turn (tile j of the block's");
         line(s, 8, "// list is consumer j % 2's); the ring hands out its stages in tile order, so one consumer's MMAs run while the");
@@ -170,6 +170,11 @@ std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const
     line(s, 16, "#pragma unroll");
     line(s, 16, fmt::format("for (int i = 0; i < {}; ++i) d[r][i] = 0.0f;", regs), "K = 0: +0");
     line(s, 12, "int held = -1;", "the stage whose MMAs may still read it");
+    if (p.pingpong) {
+        line(s, 12, "// The consumers' turns at the ring, in tile order: this one waits until the other has taken every stage of");
+        line(s, 12, "// the tile before (so that no consumer waits on a stage more than one use ahead of the producer).");
+        line(s, 12, "if (j >= 2 || c == 1) lm::named_barrier_sync(1 + c, 256);");
+    }
     line(s, 12, "for (int ks = 0; ks < k_steps; ++ks, ++it) {");
     line(s, 16, fmt::format("const int s = it % {};", stages));
     line(s, 16, fmt::format("lm::mbar_wait(full0 + 8 * s, (it / {}) & 1);", stages), "its copies have landed");
@@ -193,6 +198,7 @@ std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const
     line(s, 16, "if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);", "... so its stage goes back to the producer");
     line(s, 16, "held = s;");
     line(s, 12, "}");
+    if (p.pingpong) line(s, 12, "if (t + gridDim.x < tiles) lm::named_barrier_arrive(2 - c, 256);", "the next tile's consumer may start");
     line(s, 12, "lm::wgmma_wait<0>();");
     line(s, 12, "if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);");
     line(s, 12, "#pragma unroll");

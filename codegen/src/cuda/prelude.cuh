@@ -614,6 +614,14 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const void* map, unsig
                  "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
                  : "memory");
 }
+/// Named barrier `id` (1 to 15; 0 is __syncthreads') over `threads` threads: wait for the others, or arrive
+/// without waiting.
+__device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 /// The matrix descriptor of a 128-byte swizzled operand tile at shared address `addr` (its 1024-byte pattern
 /// aligned): the leading and stride byte offsets of the PTX ISA's canonical layouts, swizzle mode 1 (128 B).
 __device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned leading_bytes, unsigned stride_bytes) {

@@ -150,6 +150,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_
                 #pragma unroll
                 for (int i = 0; i < 64; ++i) d[r][i] = 0.0f;             // K = 0: +0
             int held = -1;                                               // the stage whose MMAs may still read it
+            // The consumers' turns at the ring, in tile order: this one waits until the other has taken every stage of
+            // the tile before (so that no consumer waits on a stage more than one use ahead of the producer).
+            if (j >= 2 || c == 1) lm::named_barrier_sync(1 + c, 256);
             for (int ks = 0; ks < k_steps; ++ks, ++it) {
                 const int s = it % 6;
                 lm::mbar_wait(full0 + 8 * s, (it / 6) & 1);              // its copies have landed
@@ -167,6 +170,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_
                 if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held); // ... so its stage goes back to the producer
                 held = s;
             }
+            if (t + gridDim.x < tiles) lm::named_barrier_arrive(2 - c, 256); // the next tile's consumer may start
             lm::wgmma_wait<0>();
             if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);
             #pragma unroll
