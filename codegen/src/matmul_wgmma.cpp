@@ -60,7 +60,7 @@ MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std:
     l.outer_stride = outer_stride;
     // Batch axes: all broadcast (one matrix for every entry), or one axis in effect (each axis of more than
     // one entry a whole number of the next such axis apart).
-    std::int64_t stride = 0, extent = 0;
+    std::int64_t stride = 0;
     bool any = false, broadcast = true, collapses = true;
     for (std::size_t d = 0; d < batch.size(); ++d) {
         if (batch[d] == 1) continue;
@@ -68,9 +68,7 @@ MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std:
         if (any && stride != strides[d] * batch[d]) collapses = false;
         any = true;
         stride = strides[d];
-        extent = batch[d];
     }
-    (void)extent;
     if (!any || broadcast) {
         l.rank = 2;
     } else if (!collapses || stride <= 0) {

@@ -167,6 +167,8 @@ TEST_CASE("fusion plan: options come from the scope, the environment or the trac
     CHECK(current_options() == defaults);
     CHECK(Options{}.to_string() == "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto stencil_reuse=auto");
     CHECK(Options{.product_path = ProductPath::TensorCores}.to_string().find("product_path=tensor_cores") != std::string::npos);
+    CHECK(Options{.product_path = ProductPath::MmaSync}.to_string().find("product_path=mma_sync") != std::string::npos);
+    CHECK(Options{.product_path = ProductPath::MmaSync}.hash() != Options{.product_path = ProductPath::TensorCores}.hash());
     CHECK(Options{}.hash() != Options{.product_path = ProductPath::CudaCores}.hash());
     CHECK(Options{.tile = tile(128, 128, 32)}.to_string().find("tile=128x128x32") != std::string::npos);
     CHECK(Options{}.hash() != Options{.fast_math = true}.hash());
