@@ -145,8 +145,6 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     p.warps_m = p.consumers;
     p.warps_n = 1;
     p.lanes_m = p.lanes_n = p.thread_m = p.thread_n = 0;
-    p.pitch_a = p.pitch_b = kWgmmaDepth;
-    p.blocks_per_sm = 1;  // the ring takes most of the shared memory, the accumulators most of the registers
     // As many stages as shared memory holds, up to 6 (1 KiB for the 128-byte swizzle's alignment and the
     // barriers).
     const std::size_t room = device.shared_mem_per_block_optin - 2048;

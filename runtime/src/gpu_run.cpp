@@ -233,7 +233,7 @@ void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& p
     if (pm.plan.chunked && !prep) throw InternalError("launch_matmul(): a chunked product without its workspace");
     const codegen::MatmulLoads loads = codegen::select_matmul_loads(pm, ins);
     ParamBytes params(pm.plan.params.size);
-    alignas(64) std::array<std::byte, 2 * codegen::kTensorMapBytes> maps{};
+    alignas(64) std::array<std::byte, 2 * codegen::kTensorMapBytes> maps;  // written only for wgmma plans
     if (pm.plan.wgmma) {  // Hopper: the operands' tensor maps (cached by buffer and shape)
         const std::array<codegen::TensorMapSpec, 2> specs = codegen::matmul_tensor_maps(pm, ins);
         detail::encode_tensor_map(specs[0], std::span<std::byte, codegen::kTensorMapBytes>(maps.data(), codegen::kTensorMapBytes));
@@ -334,17 +334,25 @@ const void* address_of(const ir::Node& input) { return address_of(bound_tensor(i
 
 codegen::DeviceInfo planning_device() { return cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200(); }
 
+namespace {
+// What NVRTC compiles `source` with for the device `info` under `options`.
+nvrtc::Options compile_options(const codegen::KernelSource& source, const codegen::DeviceInfo& info, const Options& options) {
+    nvrtc::Options opt;
+    opt.cc_major = info.cc_major;
+    opt.cc_minor = info.cc_minor;
+    opt.arch_specific = source.arch_specific;
+    opt.line_info = options.line_info;
+    opt.fast_math = options.fast_math;
+    return opt;
+}
+}  // namespace
+
 CompiledKernel load_kernel(codegen::KernelSource source, double codegen_ms, const codegen::DeviceInfo& info,
                            const Options& options, std::size_t param_bytes) {
     CompiledKernel ck;
     ck.source = std::move(source);
     ck.codegen_ms = codegen_ms;
-    nvrtc::Options opt;
-    opt.cc_major = info.cc_major;
-    opt.cc_minor = info.cc_minor;
-    if (ck.source.arch_specific) opt.arch = fmt::format("sm_{}{}a", info.cc_major, info.cc_minor);
-    opt.line_info = options.line_info;
-    opt.fast_math = options.fast_math;
+    const nvrtc::Options opt = compile_options(ck.source, info, options);
     // Disk cache first (the same source, options, arch and versions compiled by any earlier process), NVRTC
     // on a miss.
     const CachedCompile cc = compile_cached(ck.source.name, ck.source.source, opt);
@@ -409,17 +417,9 @@ Kernels build_kernels(const FusionPlan& plan, Device device, std::string_view wh
 std::vector<CachedCompile> compile_kernels(const FusionPlan& plan, const codegen::DeviceInfo& info,
                                            std::vector<codegen::KernelSource>* sources) {
     std::vector<codegen::KernelSource> srcs = emit_kernels(plan);
-    nvrtc::Options opt;
-    opt.cc_major = info.cc_major;
-    opt.cc_minor = info.cc_minor;
-    opt.line_info = plan.options.line_info;
-    opt.fast_math = plan.options.fast_math;
     std::vector<CachedCompile> out(srcs.size());
-    detail::run_concurrently(srcs.size(), [&](std::size_t k) {
-        nvrtc::Options o = opt;
-        if (srcs[k].arch_specific) o.arch = fmt::format("sm_{}{}a", info.cc_major, info.cc_minor);
-        out[k] = compile_cached(srcs[k].name, srcs[k].source, o);
-    });
+    detail::run_concurrently(srcs.size(),
+                             [&](std::size_t k) { out[k] = compile_cached(srcs[k].name, srcs[k].source, compile_options(srcs[k], info, plan.options)); });
     if (sources) *sources = std::move(srcs);
     return out;
 }

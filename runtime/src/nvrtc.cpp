@@ -103,7 +103,14 @@ std::string resolve_arch(int cc_major, int cc_minor) {
 }
 
 std::vector<std::string> option_list(const Options& o) {
-    const std::string arch = o.arch.empty() ? resolve_arch(o.cc_major, o.cc_minor) : o.arch;
+    std::string arch = o.arch.empty() ? resolve_arch(o.cc_major, o.cc_minor) : o.arch;
+    if (o.arch_specific) {
+        if (!arch.starts_with("sm_"))
+            throw Error(fmt::format("nvrtc: a kernel using arch-specific features needs a cubin target, and NVRTC {} compiles "
+                                    "compute capability {}.{} only to PTX ({})",
+                                    version(), o.cc_major, o.cc_minor, arch));
+        if (!arch.ends_with('a')) arch += 'a';
+    }
     std::vector<std::string> opts{fmt::format("--gpu-architecture={}", arch), "-std=c++17", "--fmad=true"};
     if (o.fast_math) opts.emplace_back("--use_fast_math");
     if (o.line_info) opts.emplace_back("-lineinfo");

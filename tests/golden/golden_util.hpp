@@ -11,8 +11,11 @@
 #include <vector>
 
 #include "loom/codegen/cuda/emit.hpp"
+#include "loom/codegen/fusion_plan.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/build.hpp"
+#include "loom/ir/graph.hpp"
+#include "loom/ir/pass.hpp"
 #include "loom/runtime/nvrtc.hpp"
 
 namespace golden {
@@ -22,6 +25,21 @@ inline std::vector<loom::codegen::InputLayout> contiguous_layouts(const std::vec
     for (const auto* in : loom::codegen::pointwise_inputs(outs))
         l.push_back({in->dtype(), loom::contiguous_strides(in->shape()), true});
     return l;
+}
+
+/// The GPU plan of `graph_roots` (after the standard passes) on `device` (the H200), every input contiguous
+/// and, unless `aligned` is false, 16-byte aligned.
+inline loom::codegen::FusionPlan plan_gpu(const std::vector<loom::ir::NodePtr>& graph_roots, const loom::Options& options = {},
+                                          bool aligned = true, const loom::codegen::DeviceInfo& device = loom::codegen::DeviceInfo::h200()) {
+    const std::vector<loom::ir::NodePtr> roots = loom::ir::run_pipeline(graph_roots, loom::ir::standard_passes());
+    std::vector<const loom::ir::Node*> sources;
+    std::vector<loom::codegen::InputLayout> layouts;
+    for (const loom::ir::Node* n : loom::ir::topo_order(roots))
+        if (n->op() == loom::ir::Op::Input) {
+            sources.push_back(n);
+            layouts.push_back({n->dtype(), loom::contiguous_strides(n->shape()), aligned});
+        }
+    return loom::codegen::plan_fusion(roots, sources, layouts, device, options, "");
 }
 
 /// Compares `text` with expected/<name><extension> (`.cu`: CUDA, `.ll`: LLVM IR); LOOM_UPDATE_GOLDEN=1
@@ -46,7 +64,8 @@ inline void check_text(const std::string& name, const std::string& text, const s
 /// Compiles a complete source with NVRTC for sm_90 and checks that a cubin came back.
 inline loom::nvrtc::Result compile_sm90(const loom::codegen::KernelSource& ks) {
     loom::nvrtc::Options o;
-    o.arch = ks.arch_specific ? "sm_90a" : "sm_90";  // Hopper wgmma kernels use the arch-specific target
+    o.arch = "sm_90";
+    o.arch_specific = ks.arch_specific;  // Hopper wgmma kernels: sm_90a
     loom::nvrtc::Result r;
     try {
         r = loom::nvrtc::compile(ks.name, ks.source, o);

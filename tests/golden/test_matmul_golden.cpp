@@ -14,17 +14,7 @@ using namespace loom::ir;
 namespace {
 
 // The GPU plan of `roots` on the H200 with contiguous, aligned inputs.
-codegen::FusionPlan plan_of(const std::vector<NodePtr>& graph_roots, const Options& options = {}) {
-    const std::vector<NodePtr> roots = run_pipeline(graph_roots, standard_passes());
-    std::vector<const Node*> sources;
-    std::vector<codegen::InputLayout> layouts;
-    for (const Node* n : topo_order(roots))
-        if (n->op() == Op::Input) {
-            sources.push_back(n);
-            layouts.push_back({n->dtype(), contiguous_strides(n->shape()), true});
-        }
-    return codegen::plan_fusion(roots, sources, layouts, codegen::DeviceInfo::h200(), options, "");
-}
+codegen::FusionPlan plan_of(const std::vector<NodePtr>& roots, const Options& options = {}) { return golden::plan_gpu(roots, options); }
 
 // The one matmul kernel of a plan of one kernel, emitted and compiled.
 codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots, std::size_t kernels = 1,

@@ -17,16 +17,8 @@ namespace {
 const Options kTensorCores{.product_path = ProductPath::TensorCores};
 
 // The GPU plan of `roots` on the H200 with contiguous inputs, 16-byte aligned unless `aligned` is false.
-codegen::FusionPlan plan_of(const std::vector<NodePtr>& graph_roots, const Options& options = kTensorCores, bool aligned = true) {
-    const std::vector<NodePtr> roots = run_pipeline(graph_roots, standard_passes());
-    std::vector<const Node*> sources;
-    std::vector<codegen::InputLayout> layouts;
-    for (const Node* n : topo_order(roots))
-        if (n->op() == Op::Input) {
-            sources.push_back(n);
-            layouts.push_back({n->dtype(), contiguous_strides(n->shape()), aligned});
-        }
-    return codegen::plan_fusion(roots, sources, layouts, codegen::DeviceInfo::h200(), options, "");
+codegen::FusionPlan plan_of(const std::vector<NodePtr>& roots, const Options& options = kTensorCores, bool aligned = true) {
+    return golden::plan_gpu(roots, options, aligned);
 }
 
 const codegen::PlannedMatmul& product_of_plan(const codegen::FusionPlan& plan) {
@@ -195,12 +187,7 @@ TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync
     // A device without wgmma (compute capability 8.0) plans mma.sync, with no note.
     codegen::DeviceInfo a100 = codegen::DeviceInfo::h200();
     a100.cc_major = 8;
-    const std::vector<NodePtr> roots = run_pipeline({matmul(a, b)}, standard_passes());
-    std::vector<const Node*> sources;
-    std::vector<codegen::InputLayout> layouts;
-    for (const Node* n : topo_order(roots))
-        if (n->op() == Op::Input) sources.push_back(n), layouts.push_back({n->dtype(), contiguous_strides(n->shape()), true});
-    const auto on_a100 = codegen::plan_fusion(roots, sources, layouts, a100, kTensorCores, "");
+    const auto on_a100 = golden::plan_gpu({matmul(a, b)}, kTensorCores, true, a100);
     CHECK(!product_of_plan(on_a100).plan.wgmma);
     CHECK(product_of_plan(on_a100).plan.wgmma_note.empty());
     // The plan never depends on the epilogue.

@@ -27,39 +27,15 @@ using mmtest::small_shapes;
 
 const Options kTensorCores{.product_path = ProductPath::MmaSync};
 
-// Whether `y`'s product kernel runs on tensor cores, from the explain log.
-bool on_tensor_cores(const Array& y) { return explain({y}).find("tensor cores (mma.sync") != std::string::npos; }
+using mmtest::integer_valued;
 
-// Evaluates `y` (whose value is a @ b, or `expected` when given) under the current options into outputs
-// poisoned, then holding random values: within the bound of the exact product, the same bits both times and
-// unfused. Returns the result.
+// Whether `y`'s product kernel runs on tensor cores through mma.sync, from the explain log.
+bool on_tensor_cores(const Array& y) { return mmtest::product_path_of(y) == "mma.sync"; }
+
+// mmtest::run_within_bound on mma.sync.
 Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what) {
-    INFO(what);
-    if (on_gpu() && y.numel() > 0) CHECK(on_tensor_cores(y));
-    Tensor out = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
-    if (out.numel() > 0) testing::poison(out);
-    assign(out, y);
-    pwtest::wait_device();
-    const testing::Comparison c = testing::compare_product_bound(out, a, b, what);
-    if (!c.ok) FAIL_CHECK(c.message);
-    CHECK(c.ok);
-    Tensor again = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
-    if (again.numel() > 0) testing::fill_random(again, 0x7c, pwtest::default_dist(again.dtype()));
-    assign(again, y);
-    pwtest::wait_device();
-    pwtest::require_same_bits(again, out, what + ": a second run into outputs holding random values");
-    Options unfused = current_options();
-    unfused.fusion = false;
-    const OptionsScope scope(unfused);
-    pwtest::require_same_bits(y.eval(), out, what + ": unfused");
-    return out;
-}
-
-// Random half-precision operands with small integer values: every sum of K <= 2048 products is exact in
-// float32 whatever the order, so tensor cores give the reference's bits.
-Tensor integer_valued(const Shape& shape, DType d, std::uint64_t seed) {
-    const Tensor i = testing::random_tensor(shape, int8, seed, testing::Random::uniform(-8, 8));
-    return reference::cast(i, d).to(pwtest::dev());
+    if (on_gpu() && y.numel() > 0) CHECK_MESSAGE(on_tensor_cores(y), what);
+    return mmtest::run_within_bound(y, a, b, what);
 }
 
 }  // namespace

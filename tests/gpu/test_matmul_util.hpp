@@ -59,6 +59,45 @@ inline Kernels kernels_of(const std::vector<Array>& arrays) {
     return k;
 }
 
+// The product's path on this GPU, from the explain log: "wgmma", "mma.sync" or "CUDA cores".
+inline std::string product_path_of(const Array& y) {
+    const std::string e = explain({y});
+    if (e.find("Hopper wgmma.mma_async") != std::string::npos) return "wgmma";
+    if (e.find("tensor cores (mma.sync") != std::string::npos) return "mma.sync";
+    return "CUDA cores";
+}
+
+// A tensor-core product `y` (whose value is a @ b) under the current options, into outputs poisoned, then
+// holding random values: within the bound of the exact product, the same bits both times and unfused.
+// Returns the result.
+inline Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what) {
+    INFO(what);
+    Tensor out = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
+    if (out.numel() > 0) testing::poison(out);
+    assign(out, y);
+    pwtest::wait_device();
+    const testing::Comparison c = testing::compare_product_bound(out, a, b, what);
+    if (!c.ok) FAIL_CHECK(c.message);
+    CHECK(c.ok);
+    Tensor again = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
+    if (again.numel() > 0) testing::fill_random(again, 0x7c, pwtest::default_dist(again.dtype()));
+    assign(again, y);
+    pwtest::wait_device();
+    pwtest::require_same_bits(again, out, what + ": a second run into outputs holding random values");
+    Options unfused = current_options();
+    unfused.fusion = false;
+    const OptionsScope scope(unfused);
+    pwtest::require_same_bits(y.eval(), out, what + ": unfused");
+    return out;
+}
+
+// Half-precision operands with small integer values: every sum of up to 2^18 products (|a b| <= 64) is exact
+// in float32 whatever the order, so tensor cores give the reference's bits.
+inline Tensor integer_valued(const Shape& shape, DType d, std::uint64_t seed) {
+    const Tensor i = testing::random_tensor(shape, int8, seed, testing::Random::uniform(-8, 8));
+    return reference::cast(i, d).to(pwtest::dev());
+}
+
 // The first "tile RxCxD" of a product kernel in an explain text or a kernel banner, as "RxCxD" (empty: none).
 inline std::string tile_of(const std::string& text) {
     static const std::regex re(R"(tile (\d+x\d+x\d+))");

@@ -24,46 +24,15 @@ using mmtest::run_both;
 
 const Options kTensorCores{.product_path = ProductPath::TensorCores};
 
-// The product's path on this GPU, from the explain log: "wgmma", "mma.sync" or "CUDA cores".
-std::string path_of(const Array& y) {
-    const std::string e = explain({y});
-    if (e.find("Hopper wgmma.mma_async") != std::string::npos) return "wgmma";
-    if (e.find("tensor cores (mma.sync") != std::string::npos) return "mma.sync";
-    return "CUDA cores";
-}
+using mmtest::integer_valued;
 
 // Hopper runs wgmma; other GPUs have no such path.
 bool hopper() { return on_gpu() && device_info().cc_major == 9; }
 
-// Evaluates `y` (whose value is a @ b) under the current options into outputs poisoned, then holding random
-// values: within the bound of the exact product, the same bits both times and unfused. Returns the result.
+// mmtest::run_within_bound on the `path` the product must take on Hopper.
 Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what, const char* path = "wgmma") {
-    INFO(what);
-    if (hopper() && y.numel() > 0) CHECK(path_of(y) == path);
-    Tensor out = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
-    if (out.numel() > 0) testing::poison(out);
-    assign(out, y);
-    pwtest::wait_device();
-    const testing::Comparison c = testing::compare_product_bound(out, a, b, what);
-    if (!c.ok) FAIL_CHECK(c.message);
-    CHECK(c.ok);
-    Tensor again = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
-    if (again.numel() > 0) testing::fill_random(again, 0x7d, pwtest::default_dist(again.dtype()));
-    assign(again, y);
-    pwtest::wait_device();
-    pwtest::require_same_bits(again, out, what + ": a second run into outputs holding random values");
-    Options unfused = current_options();
-    unfused.fusion = false;
-    const OptionsScope scope(unfused);
-    pwtest::require_same_bits(y.eval(), out, what + ": unfused");
-    return out;
-}
-
-// Half-precision operands with small integer values: sums of K <= 2048 products are exact in float32 in any
-// order, so the tensor cores give the reference's bits.
-Tensor integer_valued(const Shape& shape, DType d, std::uint64_t seed) {
-    const Tensor i = testing::random_tensor(shape, int8, seed, testing::Random::uniform(-8, 8));
-    return reference::cast(i, d).to(pwtest::dev());
+    if (hopper() && y.numel() > 0) CHECK_MESSAGE(mmtest::product_path_of(y) == path, what);
+    return mmtest::run_within_bound(y, a, b, what);
 }
 
 // `y` fused and unfused (every op its own kernel, the same product plan: the plan never depends on the
@@ -121,7 +90,7 @@ TEST_CASE("wgmma: integer-valued operands give the reference's bits, with more t
                  {33, 40, 16}, {129, 64, 200}, {3000, 2000, 136}, {3000, 2000, 1000}, {1, 48, 1000}, {300, 1000, 4104}}) {
             const Tensor a = integer_valued({m, k}, d, seed++), b = integer_valued({k, n}, d, seed++);
             const Array y = matmul(a, b);
-            if (hopper()) CHECK(path_of(y) == "wgmma");
+            if (hopper()) CHECK(mmtest::product_path_of(y) == "wgmma");
             run_both(y, fmt::format("integer-valued [{}, {}] x [{}, {}] {}", m, k, k, n, name(d)));
         }
 }
@@ -148,7 +117,7 @@ TEST_CASE("wgmma: batches, broadcast batches and transposed views; views take th
         run_within_bound(matmul(at.transposed(), copy_of(bt.transposed())), at.transposed(), copy_of(bt.transposed()), "A transposed");
         const Tensor ia = integer_valued({136, 200}, d, seed++), ib = integer_valued({72, 136}, d, seed++);
         const Array yv = matmul(ia.transposed(), ib.transposed());
-        if (hopper()) CHECK(path_of(yv) == "wgmma");
+        if (hopper()) CHECK(mmtest::product_path_of(yv) == "wgmma");
         const Tensor viewed = run_both(yv, "integer-valued transposed views");
         pwtest::require_same_bits(viewed, run_both(matmul(copy_of(ia.transposed()), copy_of(ib.transposed())), "contiguous copies"),
                                   "integer-valued views against contiguous copies");
@@ -185,7 +154,7 @@ TEST_CASE("wgmma: every epilogue fused equals unfused bit for bit, in one kernel
             INFO(label);
             if (hopper()) {
                 CHECK(mmtest::kernels_of({y}).total == 1);
-                CHECK(path_of(y) == "wgmma");
+                CHECK(mmtest::product_path_of(y) == "wgmma");
             }
             fused_equals_unfused(y, label);
         }
@@ -201,7 +170,7 @@ TEST_CASE("wgmma: every epilogue fused equals unfused bit for bit, in one kernel
         const Tensor s = pwtest::rand({300, 72}, d, seed++);
         const Array pro = matmul(Array(a) + s, b);
         if (hopper()) {
-            CHECK(path_of(pro) == "wgmma");
+            CHECK(mmtest::product_path_of(pro) == "wgmma");
             CHECK(mmtest::kernels_of({pro}).total == 2);
             CHECK(explain({pro}).find("computed first: the product runs on Hopper's wgmma") != std::string::npos);
         }
@@ -248,7 +217,7 @@ TEST_CASE("wgmma: each path forced; every wgmma tile gives the same bits; hints 
     }
     {
         const OptionsScope cores({.product_path = ProductPath::CudaCores});
-        if (hopper()) CHECK(path_of(matmul(a, b)) == "CUDA cores");
+        if (hopper()) CHECK(mmtest::product_path_of(matmul(a, b)) == "CUDA cores");
         run_both(matmul(a, b), "CUDA cores forced: the reference's bits");
     }
 }
@@ -260,7 +229,7 @@ TEST_CASE("wgmma: a traced function with the option runs its product there, the 
     pwtest::wait_device();
     const OptionsScope tc(kTensorCores);
     const Array y = gelu(matmul(a, b) + bias);
-    if (hopper()) CHECK(path_of(y) == "wgmma");
+    if (hopper()) CHECK(mmtest::product_path_of(y) == "wgmma");
     const Tensor scoped = y.eval();
     pwtest::require_same_bits(first, scoped, "traced function against the scope");
     // New buffers of the same shapes: new tensor maps, the same bits for the same values.

@@ -127,20 +127,21 @@ std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const
         if (rank == 3) return fmt::format("lm::tma_load_3d({}, &p.{}, full0 + 8 * s, {}, {}, (int)batch);", dst, map, c0, c1);
         return fmt::format("lm::tma_load_2d({}, &p.{}, full0 + 8 * s, {}, {});", dst, map, c0, c1);
     };
-    if (p.a_mn_major) {
-        for (int i = 0; i < tm / 64; ++i)
-            line(s, 20, copy(p.a_map_rank, "tmap_a", i ? fmt::format("as + {}u", 8192 * i) : "as", fmt::format("(int)m0 + {}", 64 * i), "k0"),
-                 i == 0 ? "A: 64 k rows of 64 m per copy" : "");
-    } else {
-        line(s, 20, copy(p.a_map_rank, "tmap_a", "as", "k0", "(int)m0"), fmt::format("A: {} rows of 64 k", tm));
-    }
-    if (p.b_mn_major) {
-        for (int j = 0; j < tn / 64; ++j)
-            line(s, 20, copy(p.b_map_rank, "tmap_b", j ? fmt::format("bs + {}u", 8192 * j) : "bs", fmt::format("(int)n0 + {}", 64 * j), "k0"),
-                 j == 0 ? "B: 64 k rows of 64 n per copy" : "");
-    } else {
-        line(s, 20, copy(p.b_map_rank, "tmap_b", "bs", "k0", "(int)n0"), fmt::format("B: {} columns of 64 k", tn));
-    }
+    // One operand's copies of the K step: a box of `extent` rows (columns) of 64 k when K-major, else one box of
+    // 64 k rows of 64 m (n) per 64 of the extent, 8 KiB apart.
+    auto operand_copies = [&](char op, bool mn_major, int rank, int extent, const char* lines, char axis) {
+        const std::string map = fmt::format("tmap_{}", op == 'A' ? 'a' : 'b'), dst = fmt::format("{}s", map.back());
+        const std::string origin = fmt::format("(int){}0", axis);
+        if (!mn_major) {
+            line(s, 20, copy(rank, map.c_str(), dst, "k0", origin), fmt::format("{}: {} {} of 64 k", op, extent, lines));
+            return;
+        }
+        for (int i = 0; i < extent / 64; ++i)
+            line(s, 20, copy(rank, map.c_str(), i ? fmt::format("{} + {}u", dst, 8192 * i) : dst, fmt::format("{} + {}", origin, 64 * i), "k0"),
+                 i == 0 ? fmt::format("{}: 64 k rows of 64 {} per copy", op, axis) : "");
+    };
+    operand_copies('A', p.a_mn_major, p.a_map_rank, tm, "rows", 'm');
+    operand_copies('B', p.b_mn_major, p.b_map_rank, tn, "columns", 'n');
     line(s, 16, "}");
     line(s, 12, "}");
     line(s, 8, "}");

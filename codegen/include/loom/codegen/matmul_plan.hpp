@@ -144,7 +144,6 @@ struct MatmulPlan {
     /// this one's (a batch of small products is as much copying as arithmetic). The grid holds
     /// blocks_per_sm blocks per multiprocessor, which __launch_bounds__ asks of the compiler.
     bool batch_pipelined = false;
-    /// batch_pipelined, wgmma: the blocks each multiprocessor holds (__launch_bounds__'s second argument).
     int blocks_per_sm = 0;
     /// CUDA cores, float32 with 16-byte B reads: the epilogue goes through shared memory, the accumulators
     /// stored as a tile of tile_m rows of epilogue_pitch() (in the stage buffers, which shared_bytes() makes large

@@ -41,6 +41,9 @@ struct Options {
     bool line_info = false;    // -lineinfo
     bool debug = false;        // -G
     int max_registers = 0;     // --maxrregcount when > 0
+    /// The kernel uses the arch's own features (Hopper's wgmma, setmaxnreg): sm_XY becomes sm_XYa. A device
+    /// newer than NVRTC (PTX for an older arch) cannot run them: an Error.
+    bool arch_specific = false;
     std::vector<std::string> extra;  // appended as given
 };
 
