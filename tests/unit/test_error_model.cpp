@@ -279,6 +279,18 @@ TEST_CASE("error model: NVRTC rejecting a kernel is a CompileError raised at the
     }
 }
 
+TEST_CASE("nvrtc: arch-specific kernels compile for sm_XYa, and a PTX-only target for them is an Error") {
+    nvrtc::Options options;  // compute capability 9.0 (an H200)
+    options.arch_specific = true;
+    CHECK(nvrtc::option_list(options).front() == "--gpu-architecture=sm_90a");
+    options.arch = "sm_90";
+    CHECK(nvrtc::option_list(options).front() == "--gpu-architecture=sm_90a");
+    options.arch = "compute_90";
+    CHECK_THROWS_AS((void)nvrtc::option_list(options), Error);
+    options.arch_specific = false;
+    CHECK(nvrtc::option_list(options).front() == "--gpu-architecture=compute_90");
+}
+
 TEST_CASE("error model: a device evaluation without a GPU is a NoDeviceError at the call, outputs untouched") {
     if (cuda_available()) {
         MESSAGE("a CUDA device is present: the no-GPU behaviour is not tested here");
