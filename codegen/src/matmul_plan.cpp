@@ -221,7 +221,8 @@ const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs) {
 std::size_t MatmulPlan::shared_bytes() const {
     // wgmma: the ring, 1 KiB of slack to align it to the 128-byte swizzle's 1024-byte pattern, and a full and
     // an empty mbarrier per stage.
-    if (wgmma) return 1024 + static_cast<std::size_t>(stages) * (wgmma_stage_bytes() + 16);
+    // Then the consumers' epilogue buffers (staged_epilogue).
+    if (wgmma) return 1024 + static_cast<std::size_t>(stages) * (wgmma_stage_bytes() + 16) + wgmma_epilogue_bytes();
     const std::size_t per_stage = static_cast<std::size_t>(tile_m) * pitch_a + static_cast<std::size_t>(tile_k) * pitch_b;
     const std::size_t stage_bytes = per_stage * itemsize(in) * static_cast<std::size_t>(stages);
     return staged_epilogue ? std::max(stage_bytes, epilogue_tile_bytes()) : stage_bytes;
@@ -274,13 +275,17 @@ std::string MatmulPlan::to_string() const {
             "shared memory: a ring of {} stages of A {} x {} ({}) and B {} x {} ({}), 128-byte swizzled, full and empty mbarriers, {} "
             "bytes\n"
             "loads: bulk tensor copies of A (tensor map of rank {}) and B (rank {}), zeros past M, N and K; K in steps of 16 over all "
-            "of K",
+            "of K; {}",
             name(in), name(in), name(out), rank, tile_n, requested == ProductPath::TensorCores ? "" : "; tensor cores asked for", tile_m,
             tile_n, tile_k, hinted ? " (hinted)" : "", threads(),
             pingpong ? std::string("2 consumer warpgroups taking whole tiles in turn (ping-pong: one's epilogue beside the other's MMAs)")
                      : fmt::format("{} consumer warpgroup{} of 64 rows", consumers, consumers > 1 ? "s" : ""),
-            kWgmmaGroupRows, stages, tile_m,
-            tile_k, major(a_mn_major, "M"), tile_k, tile_n, major(b_mn_major, "N"), shared_bytes(), a_map_rank, b_map_rank);
+            kWgmmaGroupRows, stages, tile_m, tile_k, major(a_mn_major, "M"), tile_k, tile_n, major(b_mn_major, "N"),
+            staged_epilogue ? fmt::format("{} bytes, then {} bytes of epilogue buffers", shared_bytes() - wgmma_epilogue_bytes(), wgmma_epilogue_bytes())
+                            : std::to_string(shared_bytes()),
+            a_map_rank, b_map_rank,
+            staged_epilogue ? fmt::format("the epilogue through shared memory, 64 rows of {} at a time per consumer, whole lines per warp", name(out))
+                            : std::string("the epilogue from the accumulators in registers"));
     }
     if (tensor_cores) {
         path = fmt::format("tensor cores (mma.sync m16n8k{} into {}{}{})", mma_k(), in == DType::Int8 ? "int32" : "float32",

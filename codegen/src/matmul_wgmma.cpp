@@ -142,12 +142,17 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     p.tile_k = kWgmmaDepth;
     p.pingpong = p.tile_n <= 128;
     p.consumers = p.pingpong ? 2 : p.tile_m / 64;
+    // Ping-pong: the epilogue through shared memory, 64 rows at a time per consumer, so that its stores are whole
+    // lines per warp (from the registers each warp's store touches 8 rows: 8 partial sectors per instruction).
+    // Side by side (a long K) it stays in registers: its buffers would cost the ring a stage, and the epilogue is
+    // a small part of a long K's tile.
+    p.staged_epilogue = p.pingpong;
     p.warps_m = p.consumers;
     p.warps_n = 1;
     p.lanes_m = p.lanes_n = p.thread_m = p.thread_n = 0;
     // As many stages as shared memory holds, up to 6 (1 KiB for the 128-byte swizzle's alignment and the
     // barriers).
-    const std::size_t room = device.shared_mem_per_block_optin - 2048;
+    const std::size_t room = device.shared_mem_per_block_optin - 2048 - p.wgmma_epilogue_bytes();
     p.stages = static_cast<int>(std::min<std::size_t>(6, room / p.wgmma_stage_bytes()));
     if (p.stages < 2) return no("two stages of the tile do not fit in shared memory");
     const std::int64_t tiles = ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n) * b.batches;

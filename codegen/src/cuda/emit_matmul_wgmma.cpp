@@ -1,6 +1,6 @@
 // The CUDA emitter of Hopper matmul kernels (matmul_plan.hpp, "Hopper"): the warpgroup MMA of the plan's tile
 // width, the persistent grid's tile order, the producer warpgroup's bulk tensor copies into the stage ring,
-// the consumer warpgroups' MMAs, and the epilogue on the accumulators in registers.
+// the consumer warpgroups' MMAs, and the epilogue on the accumulators, from registers or through shared memory.
 #include <fmt/format.h>
 
 #include "emit_internal.hpp"
@@ -25,6 +25,49 @@ struct OperandTile {
 };
 
 const char* operand_type(DType in) { return in == DType::BFloat16 ? "bf16" : "f16"; }
+
+// The epilogue through shared memory (MatmulPlan::staged_epilogue, ping-pong plans): per 64 rows of the
+// consumer's tile, its threads store the accumulators rounded to the product's dtype (pairs of columns as 32
+// bits) into the consumer's buffer, then walk it in row-major order, consecutive threads on consecutive
+// columns, and run the epilogue on each value. The buffer's rows are tile_n values whose 16-byte pieces are
+// swizzled by the row (piece ^ row % 8): a warp's stores (8 rows, 4 pairs each) and its reads (32 values of one
+// row) each meet in no bank. The rounding is the product's own and the bits pass unchanged: the same values as
+// the epilogue from registers. Named barrier 3 + c (the consumer's 128 threads) orders the buffer's uses.
+void staged_epilogue(std::string& s, const MatmulPlan& p, const std::string& name, const std::string& ep_idx) {
+    const int tn = p.tile_n, per_thread = 64 * tn / 128;
+    const char* to_bits = p.out == DType::BFloat16 ? "lm::float_to_bf16" : "lm::float_to_f16";
+    const char* from_bits = p.out == DType::BFloat16 ? "lm::bf16_to_float" : "lm::f16_to_float";
+    line(s, 12, "// The epilogue on the accumulators, through shared memory: the product's value in its dtype, then the fused");
+    line(s, 12, "// elementwise work, consecutive threads on consecutive columns.");
+    line(s, 12, fmt::format("unsigned char* const ct = {}_smem + (epilogue0 - lm::smem_addr({}_smem)) + c * {};", name, name, 64 * tn * 2),
+         fmt::format("this consumer's buffer: 64 rows of {} values", tn));
+    line(s, 12, "const int tid = threadIdx.x % 128;");
+    line(s, 12, "#pragma unroll");
+    line(s, 12, fmt::format("for (int r = 0; r < {}; ++r) {{", p.consumer_mmas()), "64 rows at a time (unrolled: d[r] stays in registers)");
+    line(s, 16, "lm::named_barrier_sync(3 + c, 128);", "the buffer's last reads are done");
+    line(s, 16, "#pragma unroll");
+    line(s, 16, fmt::format("for (int j = 0; j < {}; ++j)", tn / 8));
+    line(s, 20, "#pragma unroll");
+    line(s, 20, "for (int h = 0; h < 2; ++h) {");
+    line(s, 24, "const int row = 16 * warp + lane / 4 + 8 * h;", "row % 8 is lane / 4");
+    line(s, 24, fmt::format("const unsigned pair = (unsigned){}(d[r][4 * j + 2 * h]) | (unsigned){}(d[r][4 * j + 2 * h + 1]) << 16;", to_bits, to_bits),
+         "columns 8 j + 2 (lane % 4) and + 1");
+    line(s, 24, fmt::format("*reinterpret_cast<unsigned*>(ct + row * {} + ((j ^ (lane / 4)) << 4) + 4 * (lane % 4)) = pair;", 2 * tn));
+    line(s, 20, "}");
+    line(s, 16, "lm::named_barrier_sync(3 + c, 128);", "the 64 rows are in the buffer");
+    line(s, 16, "#pragma unroll 4");
+    line(s, 16, fmt::format("for (int q = 0; q < {}; ++q) {{", per_thread));
+    line(s, 20, fmt::format("const int e = tid + 128 * q, row = e / {}, col = e % {};", tn, tn));
+    line(s, 20, "const long long m = m0 + 64 * r + row, n = n0 + col;");
+    line(s, 20, "if (m < p.M && n < p.N) {");
+    line(s, 24, fmt::format("const unsigned short bits = *reinterpret_cast<const unsigned short*>(ct + row * {} + (((col >> 3) ^ (row & 7)) << 4) + 2 * (col & 7));",
+                            2 * tn));
+    line(s, 24, fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {}(bits));", name, ep_idx, from_bits),
+         "element (batch, m, n) of the product's shape");
+    line(s, 20, "}");
+    line(s, 16, "}");
+    line(s, 12, "}");
+}
 
 }  // namespace
 
@@ -91,10 +134,13 @@ std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const
     s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const __grid_constant__ {}_params p) {{\n", p.threads(), name, name);
     line(s, 4, fmt::format("// Shared memory: {} stages of A ({} bytes) then B ({} bytes), 1024-byte aligned for the 128-byte swizzle,", stages,
                            a_bytes, b_bytes));
-    line(s, 4, "// then a full and an empty mbarrier per stage.");
+    line(s, 4, p.staged_epilogue ? "// then a full and an empty mbarrier per stage, then the consumers' epilogue buffers."
+                                 : "// then a full and an empty mbarrier per stage.");
     line(s, 4, fmt::format("const unsigned ring = (lm::smem_addr({}_smem) + 1023u) & ~1023u;", name));
     line(s, 4, fmt::format("const unsigned full0 = ring + {}u, empty0 = full0 + {}u;", stages * stage_bytes, 8 * stages),
          "stage s: full0 + 8 s, empty0 + 8 s");
+    if (p.staged_epilogue)
+        line(s, 4, fmt::format("const unsigned epilogue0 = empty0 + {}u;", 8 * stages), "then the consumers' epilogue buffers");
     line(s, 4, "const int warpgroup = threadIdx.x / 128;");
     line(s, 4, "if (threadIdx.x == 0) {");
     line(s, 8, fmt::format("for (int s = 0; s < {}; ++s) {{", stages));
@@ -206,6 +252,13 @@ std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const
     line(s, 12, fmt::format("for (int r = 0; r < {}; ++r)", mmas));
     line(s, 16, "#pragma unroll");
     line(s, 16, fmt::format("for (int i = 0; i < {}; ++i) lm::wgmma_hold(d[r][i]);", regs), "the MMAs' results, read only from here");
+    if (p.staged_epilogue) {
+        staged_epilogue(s, p, name, ep_idx);
+        line(s, 8, "}");
+        line(s, 4, "}");
+        s += "}\n";
+        return s;
+    }
     line(s, 12, "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.");
     line(s, 12, fmt::format("const long long row = m0 + {}16 * warp + lane / 4, col = n0 + 2 * (lane % 4);", p.pingpong ? "" : "64 * c + "));
     line(s, 12, "#pragma unroll");

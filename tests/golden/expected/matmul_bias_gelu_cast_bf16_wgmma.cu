@@ -1,8 +1,8 @@
 // ---- Loom matmul kernel matmul_bias_gelu_cast_bf16_wgmma (from "matmul_bias_gelu_cast_bf16_wgmma") ----
 // matmul plan: bfloat16 x bfloat16 -> bfloat16, rank 2, tensor cores (Hopper wgmma.mma_async m64n128k16 into float32: within the bound of docs/semantics.md, section 12)
 // tile 128x128x64: 384 threads as a producer warpgroup (tensor memory accelerator copies) and 2 consumer warpgroups taking whole tiles in turn (ping-pong: one's epilogue beside the other's MMAs); a persistent grid walking the tiles in groups of 8 tile rows
-// shared memory: a ring of 6 stages of A 128 x 64 (K-major) and B 64 x 128 (N-major), 128-byte swizzled, full and empty mbarriers, 197728 bytes
-// loads: bulk tensor copies of A (tensor map of rank 2) and B (rank 2), zeros past M, N and K; K in steps of 16 over all of K
+// shared memory: a ring of 6 stages of A 128 x 64 (K-major) and B 64 x 128 (N-major), 128-byte swizzled, full and empty mbarriers, 197728 bytes, then 32768 bytes of epilogue buffers bytes
+// loads: bulk tensor copies of A (tensor map of rank 2) and B (rank 2), zeros past M, N and K; K in steps of 16 over all of K; the epilogue through shared memory, 64 rows of bfloat16 at a time per consumer, whole lines per warp
 // epilogue: pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 32 bytes
 // in0: input 0, bfloat16, contiguous, 2 B/element
@@ -49,7 +49,7 @@ __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_ep_element(cons
     p.out0[e] = r0;
 }
 
-extern __shared__ __align__(1024) unsigned char matmul_bias_gelu_cast_bf16_wgmma_smem[];  // 197728 bytes: the stage ring and its mbarriers
+extern __shared__ __align__(1024) unsigned char matmul_bias_gelu_cast_bf16_wgmma_smem[];  // 230496 bytes: the stage ring and its mbarriers
 
 // One warpgroup MMA, d (64 x 128, float32) += A (64 x 16) B (16 x 128), both operands from shared memory through
 // their descriptors; A K-major, B N-major (the transpose bits). Thread t of the warpgroup holds rows 16 (t / 32) + (t % 32) / 4
@@ -98,9 +98,10 @@ __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_tile(long long 
 
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_wgmma(const __grid_constant__ matmul_bias_gelu_cast_bf16_wgmma_params p) {
     // Shared memory: 6 stages of A (16384 bytes) then B (16384 bytes), 1024-byte aligned for the 128-byte swizzle,
-    // then a full and an empty mbarrier per stage.
+    // then a full and an empty mbarrier per stage, then the consumers' epilogue buffers.
     const unsigned ring = (lm::smem_addr(matmul_bias_gelu_cast_bf16_wgmma_smem) + 1023u) & ~1023u;
     const unsigned full0 = ring + 196608u, empty0 = full0 + 48u;         // stage s: full0 + 8 s, empty0 + 8 s
+    const unsigned epilogue0 = empty0 + 48u;                             // then the consumers' epilogue buffers
     const int warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < 6; ++s) {
@@ -177,18 +178,32 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_
             for (int r = 0; r < 2; ++r)
                 #pragma unroll
                 for (int i = 0; i < 64; ++i) lm::wgmma_hold(d[r][i]);    // the MMAs' results, read only from here
-            // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.
-            const long long row = m0 + 16 * warp + lane / 4, col = n0 + 2 * (lane % 4);
+            // The epilogue on the accumulators, through shared memory: the product's value in its dtype, then the fused
+            // elementwise work, consecutive threads on consecutive columns.
+            unsigned char* const ct = matmul_bias_gelu_cast_bf16_wgmma_smem + (epilogue0 - lm::smem_addr(matmul_bias_gelu_cast_bf16_wgmma_smem)) + c * 16384; // this consumer's buffer: 64 rows of 128 values
+            const int tid = threadIdx.x % 128;
             #pragma unroll
-            for (int r = 0; r < 2; ++r)
+            for (int r = 0; r < 2; ++r) {                                // 64 rows at a time (unrolled: d[r] stays in registers)
+                lm::named_barrier_sync(3 + c, 128);                      // the buffer's last reads are done
                 #pragma unroll
                 for (int j = 0; j < 16; ++j)
                     #pragma unroll
-                    for (int v = 0; v < 4; ++v) {
-                        const long long m = row + 64 * r + 8 * (v / 2), n = col + 8 * j + v % 2;
-                        if (m < p.M && n < p.N)
-                            matmul_bias_gelu_cast_bf16_wgmma_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), lm::round_bf16(d[r][4 * j + v])); // element (batch, m, n) of the product's shape
+                    for (int h = 0; h < 2; ++h) {
+                        const int row = 16 * warp + lane / 4 + 8 * h;    // row % 8 is lane / 4
+                        const unsigned pair = (unsigned)lm::float_to_bf16(d[r][4 * j + 2 * h]) | (unsigned)lm::float_to_bf16(d[r][4 * j + 2 * h + 1]) << 16; // columns 8 j + 2 (lane % 4) and + 1
+                        *reinterpret_cast<unsigned*>(ct + row * 256 + ((j ^ (lane / 4)) << 4) + 4 * (lane % 4)) = pair;
                     }
+                lm::named_barrier_sync(3 + c, 128);                      // the 64 rows are in the buffer
+                #pragma unroll 4
+                for (int q = 0; q < 64; ++q) {
+                    const int e = tid + 128 * q, row = e / 128, col = e % 128;
+                    const long long m = m0 + 64 * r + row, n = n0 + col;
+                    if (m < p.M && n < p.N) {
+                        const unsigned short bits = *reinterpret_cast<const unsigned short*>(ct + row * 256 + (((col >> 3) ^ (row & 7)) << 4) + 2 * (col & 7));
+                        matmul_bias_gelu_cast_bf16_wgmma_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), lm::bf16_to_float(bits)); // element (batch, m, n) of the product's shape
+                    }
+                }
+            }
         }
     }
 }

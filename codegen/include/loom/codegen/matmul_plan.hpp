@@ -145,10 +145,15 @@ struct MatmulPlan {
     /// blocks_per_sm blocks per multiprocessor, which __launch_bounds__ asks of the compiler.
     bool batch_pipelined = false;
     int blocks_per_sm = 0;
-    /// CUDA cores, float32 with 16-byte B reads: the epilogue goes through shared memory, the accumulators
-    /// stored as a tile of tile_m rows of epilogue_pitch() (in the stage buffers, which shared_bytes() makes large
-    /// enough), then read back with consecutive threads on consecutive columns, so that the epilogue's loads
-    /// and stores are whole lines per warp, from one call site (so the element function is inlined).
+    /// The epilogue goes through shared memory: the accumulators are stored as a tile, then read back with
+    /// consecutive threads on consecutive columns, so that the epilogue's loads and stores are whole lines per
+    /// warp, from one call site (so the element function is inlined).
+    /// - CUDA cores, float32 with 16-byte B reads: a tile of tile_m rows of epilogue_pitch() words in the stage
+    ///   buffers, which shared_bytes() makes large enough.
+    /// - wgmma ping-pong plans: each consumer stages 64 rows of its tile at a time, the product rounded to its
+    ///   dtype (2 bytes), in a buffer of its own after the ring (wgmma_epilogue_bytes()), rows of tile_n values
+    ///   whose 16-byte pieces are swizzled by the row (piece ^ row % 8), so that neither the accumulators' stores
+    ///   nor the row-wise reads meet in a bank.
     bool staged_epilogue = false;
     /// Hopper: warpgroup MMAs on tiles the tensor memory accelerator copies (see above). tile_k is
     /// kWgmmaDepth; threads() is 128 x (1 + consumers).
@@ -177,6 +182,10 @@ struct MatmulPlan {
     int threads() const { return wgmma ? 128 * (1 + consumers) : warps_m * warps_n * 32; }
     /// wgmma: bytes of one stage of the ring (A's tile_m rows and B's tile_n columns, 128 bytes per 64 k each).
     std::size_t wgmma_stage_bytes() const { return static_cast<std::size_t>(tile_m + tile_n) * kWgmmaDepth * itemsize(in); }
+    /// wgmma with staged_epilogue: bytes of the consumers' epilogue buffers (64 rows of tile_n product values each).
+    std::size_t wgmma_epilogue_bytes() const {
+        return staged_epilogue ? static_cast<std::size_t>(consumers) * 64 * static_cast<std::size_t>(tile_n) * itemsize(out) : 0;
+    }
     /// Tensor cores: each warp's MMA tiles of 16 x 8 outputs along m and n.
     int frags_m() const { return tile_m / warps_m / 16; }
     int frags_n() const { return tile_n / warps_n / 8; }
