@@ -184,7 +184,7 @@ if want sanitizer; then
     done
     [[ -z $cs ]] && cs=$(find /usr/local /opt -name compute-sanitizer -type f -perm -u+x 2>/dev/null | head -1)
     box=${LOOM_SANITIZER_SECONDS:-150}
-    kernel_cases=${LOOM_SANITIZER_KERNEL_CASES:-reduce:*,traced reductions:*,tiled*,stencils:*,tile hints:*,matmul:*,tensor cores:*,wgmma:*}
+    kernel_cases=${LOOM_SANITIZER_KERNEL_CASES:-reduce:*,traced reductions:*,tiled*,stencils:*,tile hints:*,matmul:*,tensor cores:*,wgmma:*,tf32:*}
     # Fault on purpose, fail CUDA calls on purpose (out of memory, bad launches, missing kernels), or move
     # gigabytes: not for memcheck's error count.
     exclude='*sticky*,*asynchronous fault*,*LOOM_SYNC*,error model child*,*out of memory*,*not sticky*,module errors*,pointwise large*,*more than 256 groups*,*10,000*'

@@ -117,10 +117,12 @@ TileHint default_tile(std::int64_t M, std::int64_t N, std::int64_t K, DType in, 
     return {std::min(fit(M), big), std::min(fit(N), big), depth};
 }
 
-/// Whether the product runs on tensor cores: the dtype has an mma.sync path (float16, bfloat16, int8), the
-/// device has it (compute capability 8.0), and the options ask for it (int8 by default: exact either way).
-bool use_tensor_cores(DType in, ProductPath path, const DeviceInfo& device) {
-    if (!has_tensor_core_path(in) || device.cc_major < 8) return false;
+/// Whether the product runs on tensor cores: the dtype has an mma.sync path (float16, bfloat16, int8; float32
+/// under TF32 or 3xTF32), the device has it (compute capability 8.0), and the options ask for it (int8 by
+/// default: exact either way; float32 whenever its precision is TF32 or 3xTF32).
+bool use_tensor_cores(DType in, ProductPath path, ProductPrecision precision, const DeviceInfo& device) {
+    if (!has_tensor_core_path(in, precision) || device.cc_major < 8) return false;
+    if (in == DType::Float32) return true;  // TF32 or 3xTF32 asked for (a conflicting CudaCores is refused before)
     switch (path) {
         case ProductPath::Auto: return in == DType::Int8;
         case ProductPath::CudaCores: return false;
@@ -228,12 +230,15 @@ std::size_t MatmulPlan::shared_bytes() const {
     return staged_epilogue ? std::max(stage_bytes, epilogue_tile_bytes()) : stage_bytes;
 }
 
-bool has_tensor_core_path(DType in) { return in == DType::Float16 || in == DType::BFloat16 || in == DType::Int8; }
+bool has_tensor_core_path(DType in, ProductPrecision precision) {
+    return in == DType::Float16 || in == DType::BFloat16 || in == DType::Int8 || (in == DType::Float32 && precision != ProductPrecision::Float32);
+}
 
 std::string MatmulPlan::path_note() const {
     if (tensor_cores || (requested != ProductPath::TensorCores && requested != ProductPath::MmaSync)) return {};
-    return has_tensor_core_path(in) ? " (tensor cores asked for; this device has no mma.sync)"
-                                    : fmt::format(" (tensor cores asked for; {} has no tensor-core path)", name(in));
+    if (has_tensor_core_path(in)) return " (tensor cores asked for; this device has no mma.sync)";
+    if (in == DType::Float32) return " (tensor cores asked for; float32 takes them only under product_precision tf32 or 3xtf32)";
+    return fmt::format(" (tensor cores asked for; {} has no tensor-core path)", name(in));
 }
 
 std::uint64_t MatmulPlan::hash() const {
@@ -244,7 +249,7 @@ std::uint64_t MatmulPlan::hash() const {
                   static_cast<int>(vector_b), static_cast<int>(vector_b_column), a_read, b_read,
                   static_cast<int>(chunked), static_cast<int>(batch_pipelined), blocks_per_sm, static_cast<int>(staged_epilogue), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
                   static_cast<int>(tensor_cores), static_cast<int>(requested), static_cast<int>(wgmma), consumers, static_cast<int>(pingpong),
-                  static_cast<int>(a_mn_major), static_cast<int>(b_mn_major), a_map_rank, b_map_rank})
+                  static_cast<int>(a_mn_major), static_cast<int>(b_mn_major), a_map_rank, b_map_rank, static_cast<int>(precision)})
         h.add(static_cast<std::uint64_t>(v));
     h.add(std::string_view(wgmma_note));
     h.add(epilogue.hash());
@@ -287,7 +292,15 @@ std::string MatmulPlan::to_string() const {
             staged_epilogue ? fmt::format("the epilogue through shared memory, 64 rows of {} at a time per consumer, whole lines per warp", name(out))
                             : std::string("the epilogue from the accumulators in registers"));
     }
-    if (tensor_cores) {
+    if (tensor_cores && precision != ProductPrecision::Float32) {
+        path = precision == ProductPrecision::TF32
+                   ? std::string("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=tf32: the operands rounded to TF32 "
+                                 "as the fragments are read; within the TF32 bound of docs/semantics.md, section 12)")
+                   : std::string("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=3xtf32: each operand split into "
+                                 "big and small TF32 parts, three MMAs per step; within the 3xTF32 bound of docs/semantics.md, section 12)");
+        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} MMA tiles of 16 x 8", threads(), warps_m, warps_n, frags_m(), frags_n());
+        order = "K in steps of 8 over all of K (zero-filled past K)";
+    } else if (tensor_cores) {
         path = fmt::format("tensor cores (mma.sync m16n8k{} into {}{}{})", mma_k(), in == DType::Int8 ? "int32" : "float32",
                            in == DType::Int8 ? ": exact, the reference's bits" : ": within the bound of docs/semantics.md, section 12",
                            wgmma_note.empty() ? std::string() : "; not wgmma: " + wgmma_note);
@@ -314,7 +327,10 @@ std::string MatmulPlan::to_string() const {
         "shared memory: {} stages of A {} x {} and B {} x {} ({}), {} bytes\n"
         "loads: {}; {}{}",
         name(in), name(in), name(out), rank, path, tile_m, tile_n, tile_k, hinted ? " (hinted)" : "", threads_text, stages, tile_m,
-        pitch_a, tile_k, pitch_b, pitch_b == tile_n ? "A's rows padded by 16 bytes, B's narrower than a piece" : "rows padded by 16 bytes",
+        pitch_a, tile_k, pitch_b,
+        pitch_b == tile_n                        ? std::string("A's rows padded by 16 bytes, B's narrower than a piece")
+        : pitch_b - tile_n == pitch_a - tile_k ? fmt::format("rows padded by 16 bytes")
+                                                 : fmt::format("A's rows padded by 16 bytes, B's by {}", (pitch_b - tile_n) * itemsize(in)),
         shared_bytes(), loads_text(vector_a, vector_b || vector_b_column),
         staged_epilogue ? order + "; the epilogue through a shared-memory tile of the outputs, whole lines per warp" : order,
         a_prologue || b_prologue ? fmt::format("\nprologue: {} computed element by element as its tiles load",
@@ -340,7 +356,13 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     for (std::int64_t e : b.batch) b.batches *= e;
     b.chunks = product_chunks(b.K);
     p.requested = options.product_path;
-    p.tensor_cores = use_tensor_cores(p.in, options.product_path, device);
+    if (p.in == DType::Float32 && options.product_precision != ProductPrecision::Float32 && options.product_path == ProductPath::CudaCores)
+        throw Error(fmt::format("matmul(): operands {} and {}: product_precision={} runs float32 products on tensor cores, which "
+                                "product_path=cuda_cores forbids; ask for one of them ({})",
+                                ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), product_precision_name(options.product_precision),
+                                short_location(m.loc())));
+    p.tensor_cores = use_tensor_cores(p.in, options.product_path, options.product_precision, device);
+    if (p.tensor_cores && p.in == DType::Float32) p.precision = options.product_precision;
     p.chunked = b.chunks > 1 && !p.tensor_cores;
     b.levels = p.chunked ? std::bit_width(static_cast<std::uint64_t>(b.chunks)) : 0;
     // Each operand: a strided view of an input, or a prologue over the operand's shape.
@@ -399,6 +421,9 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
                                        piece, name(p.in)));
     p.pitch_a = p.tile_k + piece;
     p.pitch_b = b_whole_pieces ? p.tile_n + piece : p.tile_n;
+    // TF32 fragments read B one word per lane, k = tig down column grp: rows 8 words apart mod 32 keep the
+    // warp's 32 reads in distinct banks (4 words apart would pair them).
+    if (p.tensor_cores && p.in == DType::Float32) p.pitch_b = p.tile_n + 2 * piece;
     // Three stages (two K steps in flight), two when K is one step (no pipeline to fill).
     p.stages = (b.K + p.tile_k - 1) / p.tile_k <= 1 ? 2 : 3;
     const std::size_t limit = device.shared_mem_per_block_optin;

@@ -65,6 +65,15 @@ const char* product_path_name(ProductPath p) {
     return "?";
 }
 
+const char* product_precision_name(ProductPrecision p) {
+    switch (p) {
+        case ProductPrecision::Float32: return "float32";
+        case ProductPrecision::TF32: return "tf32";
+        case ProductPrecision::TF32x3: return "3xtf32";
+    }
+    return "?";
+}
+
 const char* stencil_reuse_name(StencilReuse r) {
     switch (r) {
         case StencilReuse::Auto: return "auto";
@@ -86,14 +95,15 @@ std::uint64_t Options::hash() const {
     h.add(static_cast<std::uint64_t>(tile.depth));
     h.add(static_cast<std::uint64_t>(product_path));
     h.add(static_cast<std::uint64_t>(stencil_reuse));
+    h.add(static_cast<std::uint64_t>(product_precision));
     return h.digest();
 }
 
 std::string Options::to_string() const {
-    return fmt::format("fast_math={} line_info={} fusion={} capture={} tile={} product_path={} stencil_reuse={}", fast_math ? "on" : "off",
-                       line_info ? "on" : "off", fusion ? "on" : "off", capture_name(capture),
+    return fmt::format("fast_math={} line_info={} fusion={} capture={} tile={} product_path={} product_precision={} stencil_reuse={}",
+                       fast_math ? "on" : "off", line_info ? "on" : "off", fusion ? "on" : "off", capture_name(capture),
                        tile.empty() ? std::string("auto") : fmt::format("{}x{}x{}", tile.rows, tile.cols, tile.depth),
-                       product_path_name(product_path), stencil_reuse_name(stencil_reuse));
+                       product_path_name(product_path), product_precision_name(product_precision), stencil_reuse_name(stencil_reuse));
 }
 
 Options environment_options() {
@@ -117,6 +127,13 @@ Options environment_options() {
         else if (v == "tensor_cores") o.product_path = ProductPath::TensorCores;
         else if (v == "mma_sync") o.product_path = ProductPath::MmaSync;
         else std::fprintf(stderr, "loom warning: LOOM_PRODUCT_PATH=%s is not auto, cuda_cores, tensor_cores or mma_sync; auto\n", t);
+    }
+    if (const char* t = std::getenv("LOOM_PRODUCT_PRECISION"); t && *t) {
+        const std::string_view v(t);
+        if (v == "float32") o.product_precision = ProductPrecision::Float32;
+        else if (v == "tf32") o.product_precision = ProductPrecision::TF32;
+        else if (v == "3xtf32") o.product_precision = ProductPrecision::TF32x3;
+        else std::fprintf(stderr, "loom warning: LOOM_PRODUCT_PRECISION=%s is not float32, tf32 or 3xtf32; float32\n", t);
     }
     if (const char* t = std::getenv("LOOM_STENCIL_REUSE"); t && *t) {
         const std::string_view v(t);

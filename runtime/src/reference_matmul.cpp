@@ -272,7 +272,16 @@ double product_gamma(std::int64_t K, double u) {
     return ku >= 1.0 ? std::numeric_limits<double>::infinity() : ku / (1.0 - ku);
 }
 
-ProductBound product_bound(const Tensor& a, const Tensor& b) {
+double product_bound_factor(std::int64_t K, ProductPrecision precision) {
+    switch (precision) {
+        case ProductPrecision::Float32: return product_gamma(K, kMmaUnit);
+        case ProductPrecision::TF32: return 0x1p-10 + 0x1p-22 + product_gamma(K, kMmaUnit) * (1.0 + 0x1p-10 + 0x1p-22);
+        case ProductPrecision::TF32x3: return (3.0 * 0x1p-22 + product_gamma(3 * K, kMmaUnit)) * (1.0 + 0x1p-9);
+    }
+    return product_gamma(K, kMmaUnit);
+}
+
+ProductBound product_bound(const Tensor& a, const Tensor& b, ProductPrecision precision) {
     // The reference's own product over float64 operands (their values exactly; NumPy's shapes, vectors and
     // batch broadcasting from ir::matmul): C, and |A||B| as the product of the magnitudes. Each sum is the
     // contract's fma chain in float64, within gamma(K + 1, 2^-53) (|A||B|) of the exact value.
@@ -286,7 +295,7 @@ ProductBound product_bound(const Tensor& a, const Tensor& b) {
     }
     std::vector<Tensor> r = evaluate({c, magnitudes}, {{x->input_id(), cast(a, DType::Float64)}, {y->input_id(), cast(b, DType::Float64)}});
     const std::int64_t K = a.shape().back();
-    const double gamma = product_gamma(K, kMmaUnit) + product_gamma(K + 1, 0x1p-53);
+    const double gamma = product_bound_factor(K, precision) + product_gamma(K + 1, 0x1p-53);
     auto* m = static_cast<double*>(r[1].data());
     for (std::int64_t i = 0; i < r[1].numel(); ++i) m[i] *= gamma;  // the bound, in place of |A||B|
     return {std::move(r[0]), std::move(r[1])};

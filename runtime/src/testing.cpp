@@ -310,8 +310,9 @@ Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolera
     return c;
 }
 
-Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Tensor& b, const std::string& what) {
-    const reference::ProductBound pb = reference::product_bound(a, b);
+Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Tensor& b, const std::string& what,
+                                 ProductPrecision product_precision) {
+    const reference::ProductBound pb = reference::product_bound(a, b, product_precision);
     Comparison c;
     if (got_in.shape() != pb.value.shape()) {
         c.ok = false;
@@ -327,11 +328,14 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
     const double s = exact ? 0.0 : std::ldexp(1.0, min_exponent(pd) - (p - 1));  // smallest subnormal
     const double overflow = std::ldexp(1.0, emax + 1) - std::ldexp(1.0, emax - p);  // the largest value + half an ulp
     const std::int64_t K = a.shape().back();
-    if (!exact && static_cast<double>(K) * reference::kMmaUnit >= 1.0) {
+    if (!exact && !std::isfinite(reference::product_bound_factor(K, product_precision))) {
         c.ok = false;
         c.message = fmt::format("{}: K = {} makes the tensor-core bound vacuous (K 2^-22 >= 1): nothing can be checked against it", what, K);
         return c;
     }
+    const std::string factor = product_precision == ProductPrecision::TF32 ? fmt::format("(2^-10 + 2^-22 + gamma(K = {}, 2^-22) (1 + 2^-10 + 2^-22))", K)
+                               : product_precision == ProductPrecision::TF32x3 ? fmt::format("(3 2^-22 + gamma(3K = {}, 2^-22)) (1 + 2^-9)", 3 * K)
+                                                                       : fmt::format("gamma(K = {}, 2^-22)", K);
     const Tensor got = reference::cast(got_in, DType::Float64);
     const auto* g = static_cast<const double*>(got.data());
     const auto* v = static_cast<const double*>(pb.value.data());
@@ -377,9 +381,9 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
     if (c.worst_index >= 0 && std::isfinite(c.worst_got) && std::isfinite(c.worst_expected))
         c.worst_ulps = std::fabs(c.worst_got - c.worst_expected) / ulp_of(c.worst_expected, exact ? DType::Float64 : pd);
     c.message = fmt::format(
-        "{}: {} of {} elements outside the tensor-core bound gamma(K = {}, 2^-22) |A||B| (1 + u) + u |C| + {} (u = {}, {} product{}); "
+        "{}: {} of {} elements outside the tensor-core bound {} |A||B| (1 + u) + u |C| + {} (u = {}, {} product{}); "
         "worst at [{}]: got {}, exact {}, bound {} (error {:.3g} of the bound)",
-        what, c.mismatches, n, K, s, u, name(pd), exact ? ": exact, modulo 2^32" : "", fmt::join(c.worst_multi_index, ", "), c.worst_got,
+        what, c.mismatches, n, factor, s, u, name(pd), exact ? ": exact, modulo 2^32" : "", fmt::join(c.worst_multi_index, ", "), c.worst_got,
         c.worst_expected, c.worst_index >= 0 ? limit_of(c.worst_index) : 0.0, worst.badness);
     return c;
 }

@@ -136,10 +136,32 @@ bool has_shifted_slices(const std::vector<ir::NodePtr>& roots) {
     return false;
 }
 
-bool has_half_product(const std::vector<ir::NodePtr>& roots) {
+/// Whether a product of `roots` multiplies operands for which `pick` holds (a half dtype, float32).
+template <class Pick> bool has_product(const std::vector<ir::NodePtr>& roots, Pick pick) {
     for (const ir::Node* n : ir::topo_order(roots))
-        if (n->op() == ir::Op::MatMul && is_half(n->operand(0)->dtype())) return true;
+        if (n->op() == ir::Op::MatMul && pick(n->operand(0)->dtype())) return true;
     return false;
+}
+
+/// The tensor-core runs of a graph's products, each checked fused against unfused: float16 and bfloat16 on
+/// both tensor-core paths (TensorCores: wgmma on Hopper where the copies allow; mma.sync forced), float32 in
+/// TF32 and in 3xTF32 (Options::product_precision).
+std::vector<Options> tensor_core_runs(const std::vector<ir::NodePtr>& roots) {
+    std::vector<Options> runs;
+    if (has_product(roots, [](DType d) { return is_half(d); }))
+        for (ProductPath path : {ProductPath::TensorCores, ProductPath::MmaSync}) {
+            Options o = current_options();
+            o.product_path = path;
+            runs.push_back(o);
+        }
+    if (has_product(roots, [](DType d) { return d == DType::Float32; }))
+        for (ProductPrecision precision : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
+            Options o = current_options();
+            if (o.product_path == ProductPath::CudaCores) o.product_path = ProductPath::Auto;  // CUDA cores forced conflicts with TF32
+            o.product_precision = precision;
+            runs.push_back(o);
+        }
+    return runs;
 }
 
 /// Runs a program on the GPU (twice: into poisoned outputs, then into outputs holding random values, so
@@ -147,8 +169,8 @@ bool has_half_product(const std::vector<ir::NodePtr>& roots) {
 /// reference (testing::check_against_reference: the tolerance derived from each root's graph); then runs it
 /// unfused (every op its own kernel, every value materialized in its dtype) into poisoned outputs and
 /// compares with the fused results bit for bit; a graph with shifted slices runs fused again with shared
-/// halo tiles, and one with a half-precision product again on tensor cores, each fused against unfused bit
-/// for bit.
+/// halo tiles, and one with a float16, bfloat16 or float32 product again on tensor cores (tensor_core_runs),
+/// each fused against unfused bit for bit.
 Outcome run_gpu(const Program& p) {
     const Device dev = Device::cuda(current_device());
     std::optional<Built> b;
@@ -221,14 +243,11 @@ Outcome run_gpu(const Program& p) {
                 if (!c.ok) return {Kind::FusionMismatch, c.message};
             }
         }
-        // A float16 or bfloat16 product on tensor cores too: its bits are not the reference's (the bound of
+        // Products on tensor cores too (tensor_core_runs): their bits are not the reference's (the bounds of
         // docs/semantics.md, section 12), but the plan does not depend on what is fused, so fused and unfused
         // still agree bit for bit.
-        // Both tensor-core paths: TensorCores (wgmma on Hopper where the copies allow) and mma.sync forced.
-        if (has_half_product(b->roots)) {
-            for (ProductPath path : {ProductPath::TensorCores, ProductPath::MmaSync}) {
-                Options tc = current_options();
-                tc.product_path = path;
+        {
+            for (Options tc : tensor_core_runs(b->roots)) {
                 std::vector<Tensor> runs[2] = {make_outputs(), make_outputs()};
                 for (int fused = 0; fused < 2; ++fused) {
                     for (Tensor t : runs[fused])
@@ -241,7 +260,8 @@ Outcome run_gpu(const Program& p) {
                 for (std::size_t k = 0; k < outs.size(); ++k) {
                     const testing::Comparison c =
                         testing::compare(runs[0][k].to_host(), runs[1][k].to_host(), testing::Tolerance::exact(),
-                                         fmt::format("output {} on tensor cores ({}), unfused against fused", k, product_path_name(path)));
+                                         fmt::format("output {} on tensor cores ({}, {}), unfused against fused", k, product_path_name(tc.product_path),
+                                                     product_precision_name(tc.product_precision)));
                     if (!c.ok) return {Kind::FusionMismatch, c.message};
                 }
             }

@@ -88,10 +88,11 @@ TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n
     auto i8a = input(int8, {64, 96}, "i"), i8b = input(int8, {96, 64}, "j");
     CHECK(plan_of({matmul(i8a, i8b)}).gpu.at(0).matmul.plan.tensor_cores);
     CHECK(!plan_of({matmul(i8a, i8b)}, Options{.product_path = ProductPath::CudaCores}).gpu.at(0).matmul.plan.tensor_cores);
-    // float32 has no tensor-core path: asked for, it stays on CUDA cores and the plan says why.
+    // float32 takes tensor cores only under product_precision tf32 or 3xtf32: asked for without it, it stays on
+    // CUDA cores and the plan says why.
     const auto f32 = plan_of({matmul(input(float32, {64, 64}, "x"), input(float32, {64, 64}, "y"))}, tc);
     CHECK(!f32.gpu.at(0).matmul.plan.tensor_cores);
-    CHECK(f32.to_string().find("tensor cores asked for; float32 has no tensor-core path") != std::string::npos);
+    CHECK(f32.to_string().find("tensor cores asked for; float32 takes them only under product_precision tf32 or 3xtf32") != std::string::npos);
 }
 
 TEST_CASE("matmul kernels on tensor cores: every dtype, layout and schedule compile with NVRTC") {

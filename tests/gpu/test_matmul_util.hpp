@@ -59,10 +59,12 @@ inline Kernels kernels_of(const std::vector<Array>& arrays) {
     return k;
 }
 
-// The product's path on this GPU, from the explain log: "wgmma", "mma.sync" or "CUDA cores".
+// The product's path on this GPU, from the explain log: "wgmma", "mma.sync", "TF32" (mma.sync m16n8k8) or
+// "CUDA cores".
 inline std::string product_path_of(const Array& y) {
     const std::string e = explain({y});
     if (e.find("Hopper wgmma.mma_async") != std::string::npos) return "wgmma";
+    if (e.find("tensor cores (mma.sync m16n8k8 TF32") != std::string::npos) return "TF32";
     if (e.find("tensor cores (mma.sync") != std::string::npos) return "mma.sync";
     return "CUDA cores";
 }
@@ -70,13 +72,15 @@ inline std::string product_path_of(const Array& y) {
 // A tensor-core product `y` (whose value is a @ b) under the current options, into outputs poisoned, then
 // holding random values: within the bound of the exact product, the same bits both times and unfused.
 // Returns the result.
-inline Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what) {
+// `precision`: the bound of a float32 product in TF32 or 3xTF32 (Options::product_precision).
+inline Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what,
+                               ProductPrecision precision = ProductPrecision::Float32) {
     INFO(what);
     Tensor out = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
     if (out.numel() > 0) testing::poison(out);
     assign(out, y);
     pwtest::wait_device();
-    const testing::Comparison c = testing::compare_product_bound(out, a, b, what);
+    const testing::Comparison c = testing::compare_product_bound(out, a, b, what, precision);
     if (!c.ok) FAIL_CHECK(c.message);
     CHECK(c.ok);
     Tensor again = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
@@ -89,6 +93,32 @@ inline Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b,
     const OptionsScope scope(unfused);
     pwtest::require_same_bits(y.eval(), out, what + ": unfused");
     return out;
+}
+
+// `y` fused and unfused (every op its own kernel, the same product plan: the plan never depends on the
+// epilogue), each into poisoned outputs: the same bits.
+inline void fused_equals_unfused(const Array& y, const std::string& what) {
+    INFO(what);
+    Tensor fused = Tensor::empty(y.shape(), y.dtype(), pwtest::dev()), plain = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
+    testing::poison(fused);
+    testing::poison(plain);
+    assign(fused, y);
+    {
+        Options unfused = current_options();
+        unfused.fusion = false;
+        const OptionsScope scope(unfused);
+        assign(plain, y);
+    }
+    pwtest::wait_device();
+    pwtest::require_same_bits(plain, fused, what + ": fused against unfused");
+}
+
+// A contiguous copy of a view.
+inline Tensor copy_of(const Tensor& v) {
+    Tensor c = Tensor::empty(v.shape(), v.dtype(), pwtest::dev());
+    assign(c, Array(v));
+    pwtest::wait_device();
+    return c;
 }
 
 // Half-precision operands with small integer values: every sum of up to 2^18 products (|a b| <= 64) is exact

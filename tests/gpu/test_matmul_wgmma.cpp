@@ -19,6 +19,8 @@ using namespace loom;
 
 namespace {
 
+using mmtest::copy_of;
+using mmtest::fused_equals_unfused;
 using mmtest::on_gpu;
 using mmtest::run_both;
 
@@ -33,32 +35,6 @@ bool hopper() { return on_gpu() && device_info().cc_major == 9; }
 Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what, const char* path = "wgmma") {
     if (hopper() && y.numel() > 0) CHECK_MESSAGE(mmtest::product_path_of(y) == path, what);
     return mmtest::run_within_bound(y, a, b, what);
-}
-
-// `y` fused and unfused (every op its own kernel, the same product plan: the plan never depends on the
-// epilogue), each into poisoned outputs: the same bits.
-void fused_equals_unfused(const Array& y, const std::string& what) {
-    INFO(what);
-    Tensor fused = Tensor::empty(y.shape(), y.dtype(), pwtest::dev()), plain = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
-    testing::poison(fused);
-    testing::poison(plain);
-    assign(fused, y);
-    {
-        Options unfused = current_options();
-        unfused.fusion = false;
-        const OptionsScope scope(unfused);
-        assign(plain, y);
-    }
-    pwtest::wait_device();
-    pwtest::require_same_bits(plain, fused, what + ": fused against unfused");
-}
-
-// A contiguous copy of a view.
-Tensor copy_of(const Tensor& v) {
-    Tensor c = Tensor::empty(v.shape(), v.dtype(), pwtest::dev());
-    assign(c, Array(v));
-    pwtest::wait_device();
-    return c;
 }
 
 }  // namespace

@@ -165,11 +165,15 @@ TEST_CASE("fusion plan: options come from the scope, the environment or the trac
         CHECK(!current_options().fusion);
     }
     CHECK(current_options() == defaults);
-    CHECK(Options{}.to_string() == "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto stencil_reuse=auto");
+    CHECK(Options{}.to_string() == "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto product_precision=float32 stencil_reuse=auto");
     CHECK(Options{.product_path = ProductPath::TensorCores}.to_string().find("product_path=tensor_cores") != std::string::npos);
     CHECK(Options{.product_path = ProductPath::MmaSync}.to_string().find("product_path=mma_sync") != std::string::npos);
     CHECK(Options{.product_path = ProductPath::MmaSync}.hash() != Options{.product_path = ProductPath::TensorCores}.hash());
     CHECK(Options{}.hash() != Options{.product_path = ProductPath::CudaCores}.hash());
+    CHECK(Options{.product_precision = ProductPrecision::TF32}.to_string().find("product_precision=tf32") != std::string::npos);
+    CHECK(Options{.product_precision = ProductPrecision::TF32x3}.to_string().find("product_precision=3xtf32") != std::string::npos);
+    CHECK(Options{}.hash() != Options{.product_precision = ProductPrecision::TF32}.hash());
+    CHECK(Options{.product_precision = ProductPrecision::TF32x3}.hash() != Options{.product_precision = ProductPrecision::TF32}.hash());
     CHECK(Options{.tile = tile(128, 128, 32)}.to_string().find("tile=128x128x32") != std::string::npos);
     CHECK(Options{}.hash() != Options{.fast_math = true}.hash());
     // A traced function on host tensors keeps its options; its CUDA is planned with them.

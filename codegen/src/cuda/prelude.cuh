@@ -569,6 +569,36 @@ __device__ __forceinline__ void mma_m16n8k32_s8(unsigned (&c)[4], const unsigned
 #endif
 }
 
+/// x rounded to TF32 (10 explicit mantissa bits, float32's exponent range; to nearest, ties away from zero:
+/// cvt.rna), as the 32-bit register an m16n8k8 TF32 MMA takes (the low 13 bits zero). A finite x that would
+/// round to Inf (within 2^-11 of float32's largest value) takes TF32's largest finite value of its sign
+/// instead, so the relative error stays at most 2^-11 for every finite x.
+__device__ __forceinline__ unsigned tf32_round(float x) {
+    unsigned r = 0;
+#if __CUDA_ARCH__ >= 800
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+#endif
+    if ((r & 0x7fffffffu) == 0x7f800000u && isfinite_(x)) r = (r & 0x80000000u) | 0x7f7fe000u;
+    return r;
+}
+/// 3xTF32: x = big + small + (at most 2^-22 |x|), big = tf32(x), small = tf32(x - big) (the difference is
+/// exact in float32: big is within 2^-11 |x| of x). For Inf and NaN, small is 0 (big carries them; x - big
+/// would be NaN).
+__device__ __forceinline__ void tf32_split(float x, unsigned& big, unsigned& small) {
+    big = tf32_round(x);
+    const float rest = x - __uint_as_float(big);
+    small = tf32_round(isfinite_(x) ? rest : 0.0f);
+}
+/// c += a b: one m16n8k8 MMA of TF32 operands into float32 accumulators (A 16 x 8 in 4 registers, B 8 x 8 in
+/// 2, one value per register).
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
 // ---- Hopper (compute capability 9.0): mbarriers, the tensor memory accelerator, warpgroup MMAs ----
 // Shared-memory operands are 32-bit shared-window addresses (smem_addr). The copies and barriers are plain
 // sm_90; wgmma and setmaxnreg need the arch-specific target sm_90a, which Loom compiles wgmma kernels for.

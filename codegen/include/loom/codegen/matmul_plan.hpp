@@ -22,7 +22,9 @@
 // float32, m16n8k32 for int8 into int32) over all of K, the steps past K zero-filled. int8 sums are exact
 // (wrapping), so their bits are the reference's; half-precision results lie within the componentwise bound
 // of section 12 (the hardware's accumulation inside an MMA is not the contract's fma chain), and for a given
-// plan and device their bits are fixed.
+// plan and device their bits are fixed. float32 operands take the same kernel under Options::product_precision
+// (TF32: m16n8k8 on the operands rounded to TF32 as the fragments are read; 3xTF32: three such MMAs per step on
+// each operand's big and small TF32 parts), each within its bound of section 12, "TF32".
 //
 // Prologues: an operand that is cheap elementwise work over views of inputs (a cast, a scale, a sum of two
 // matrices) is computed element by element as its tiles load (prologue_a / prologue_b, pointwise plans over
@@ -69,8 +71,9 @@
 
 namespace loom::codegen {
 
-/// Whether products of operands of dtype `in` have a tensor-core path (float16, bfloat16, int8).
-bool has_tensor_core_path(DType in);
+/// Whether products of operands of dtype `in` have a tensor-core path (float16, bfloat16, int8; float32 too under
+/// a `precision` of TF32 or 3xTF32).
+bool has_tensor_core_path(DType in, ProductPrecision precision = ProductPrecision::Float32);
 
 /// Hopper: the K step of a wgmma plan (64 16-bit elements: one 128-byte swizzled row), and the tile rows of
 /// one group of the persistent grid's order.
@@ -110,6 +113,9 @@ struct MatmulPlan {
     /// The path the options asked for (Options::product_path): with `tensor_cores`, it says why the path is
     /// what it is in the explain log.
     ProductPath requested = ProductPath::Auto;
+    /// float32 operands on tensor cores (Options::product_precision): TF32 or 3xTF32 mma.sync m16n8k8; Float32
+    /// for every other plan.
+    ProductPrecision precision = ProductPrecision::Float32;
     int stages = 3;
     int pitch_a = 0, pitch_b = 0;  // elements per shared row of A (tile_k + pad) and of B (tile_n + pad)
     bool hinted = false;           // the tile came from the product's hint (matmul(a, b, tile(...)))
@@ -189,8 +195,8 @@ struct MatmulPlan {
     /// Tensor cores: each warp's MMA tiles of 16 x 8 outputs along m and n.
     int frags_m() const { return tile_m / warps_m / 16; }
     int frags_n() const { return tile_n / warps_n / 8; }
-    /// The k extent of one mma.sync (16 for float16 and bfloat16, 32 for int8).
-    int mma_k() const { return in == DType::Int8 ? 32 : 16; }
+    /// The k extent of one mma.sync (16 for float16 and bfloat16, 32 for int8, 8 for TF32).
+    int mma_k() const { return in == DType::Int8 ? 32 : in == DType::Float32 ? 8 : 16; }
     /// Elements per 16-byte piece of an operand.
     int piece() const { return 16 / static_cast<int>(itemsize(in)); }
     std::size_t shared_bytes() const;

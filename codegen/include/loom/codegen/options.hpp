@@ -53,6 +53,23 @@ enum class ProductPath : std::uint8_t {
 /// "auto", "cuda_cores", "tensor_cores", "mma_sync".
 const char* product_path_name(ProductPath p);
 
+/// How float32 matrix products may use tensor cores (docs/semantics.md, section 12, "TF32"): an opt-in that
+/// trades the contract's bits for speed, each choice with a stated componentwise bound. Other dtypes ignore it.
+enum class ProductPrecision : std::uint8_t {
+    /// float32 products in float32 on CUDA cores, in the contract's order: the reference's bits (the default).
+    Float32,
+    /// Single-pass TF32: each operand rounded to TF32 (10 explicit mantissa bits, float32's exponent range;
+    /// `cvt.rna`), one `mma.sync.m16n8k8` TF32 MMA per 8 k, float32 accumulators.
+    /// Bound: (2^-10 + 2^-22 + gamma(K, 2^-22) (1 + 2^-10 + 2^-22)) |A||B|.
+    TF32,
+    /// 3xTF32: each operand split as big = tf32(x) plus small = tf32(x - big), and a b taken as
+    /// a_small b_big + a_big b_small + a_big b_big (three MMAs per step), which recovers float32's order of
+    /// accuracy at a third of TF32's rate. Bound: (3 2^-22 + gamma(3K, 2^-22)) (1 + 2^-9) |A||B|.
+    TF32x3,
+};
+/// "float32", "tf32", "3xtf32".
+const char* product_precision_name(ProductPrecision p);
+
 /// Where a stencil's taps find their neighbours (tile_plan.hpp): each tap loaded from global memory, the
 /// taps shared between neighbouring outputs served again by L1; or the block's tile of the input plus its
 /// halo staged once in shared memory, every tap read from there.
@@ -84,18 +101,24 @@ struct Options {
     TileHint tile;
     /// CUDA cores or tensor cores for matrix products (ProductPath).
     ProductPath product_path = ProductPath::Auto;
+    /// float32 products on tensor cores in TF32 or 3xTF32 (ProductPrecision; off by default). With TF32 or
+    /// 3xTF32 a float32 product runs on mma.sync whatever product_path says, except CudaCores, which conflicts
+    /// (loom::Error naming both options).
+    ProductPrecision product_precision = ProductPrecision::Float32;
     /// How a tiled stencil reuses its taps (StencilReuse). Every choice gives the same bits.
     StencilReuse stencil_reuse = StencilReuse::Auto;
 
     bool operator==(const Options&) const = default;
     std::uint64_t hash() const;
-    /// "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto stencil_reuse=auto".
+    /// "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto product_precision=float32
+    /// stencil_reuse=auto".
     std::string to_string() const;
 };
 
 /// The options of code compiled now: the innermost OptionsScope of this thread, else the defaults read
 /// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_CAPTURE=never, LOOM_TILE=64x64,
-/// LOOM_PRODUCT_PATH=cuda_cores, tensor_cores or mma_sync, LOOM_STENCIL_REUSE=l1 or shared_halo).
+/// LOOM_PRODUCT_PATH=cuda_cores, tensor_cores or mma_sync, LOOM_PRODUCT_PRECISION=float32, tf32 or 3xtf32,
+/// LOOM_STENCIL_REUSE=l1 or shared_halo).
 const Options& current_options();
 
 /// Options for the code compiled while it lives, on this thread: `OptionsScope s({.fusion = false});`.

@@ -85,7 +85,10 @@ Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& t
 /// ±Inf of C's sign only where |C| plus the bound reaches the dtype's overflow threshold; any other NaN or
 /// Inf fails. int8 products must equal the exact sum modulo 2^32. A K whose gamma is infinite (K >= 2^22)
 /// fails with a message saying the bound is vacuous; a wrong shape fails. `what` names the result.
-Comparison compare_product_bound(const Tensor& got, const Tensor& a, const Tensor& b, const std::string& what = "product");
+/// `precision` TF32 or TF32x3: a float32 product under Options::product_precision, whose bound's factor is
+/// reference::product_bound_factor(K, precision) instead of gamma(K, 2^-22).
+Comparison compare_product_bound(const Tensor& got, const Tensor& a, const Tensor& b, const std::string& what = "product",
+                                 ProductPrecision precision = ProductPrecision::Float32);
 
 /// Evaluates `roots` on the CPU reference (inputs from their payloads, or `overrides`) and compares each
 /// of `results` (one tensor per root, any device) with the derived tolerance tolerance_for(root, scale),
