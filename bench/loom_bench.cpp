@@ -157,10 +157,11 @@ void check(const std::vector<Array>& arrays, const std::vector<Tensor>& outs, co
 
 // A tensor-core product against the bound of docs/semantics.md, section 12, over its first `rows` rows
 // (the bound's float64 product of a whole 8192^3 GEMM would take the host minutes).
-void check_bound(const Tensor& out, const Tensor& a, const Tensor& b, std::int64_t rows, const char* what) {
+void check_bound(const Tensor& out, const Tensor& a, const Tensor& b, std::int64_t rows, const char* what,
+                 ProductPrecision precision = ProductPrecision::Float32) {
     if (!g_check) return;
     const std::vector<ir::SliceSpec> first{{0, rows, 1}};
-    const auto c = testing::compare_product_bound(out.slice(first), a.slice(first), b, what);
+    const auto c = testing::compare_product_bound(out.slice(first), a.slice(first), b, what, precision);
     fmt::print("# {} (first {} rows) checked against the tensor-core bound: {}\n", what, rows, c.ok ? "PASS" : "FAIL");
     if (!c.ok) {
         fmt::print(stderr, "{}: RESULT MISMATCH: {}\n", what, c.message);
@@ -682,6 +683,19 @@ int main(int argc, char** argv) {
         assign(out, m1);
         check({m1}, {out}, "M1");
         report_flops("M1_gemm_f32", "loom", median_ms([&] { assign(out, m1); }, opt.reps), 0, 2.0 * n * n * n);
+        // The opt-in precisions on tensor cores (Options::product_precision), each checked against its bound.
+        for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
+            Options o = current_options();
+            o.product_precision = p;
+            const OptionsScope scope(o);
+            const Array mp = matmul(a, b);
+            testing::poison(out);
+            assign(out, mp);
+            synchronize();
+            check_bound(out, a, b, 64, p == ProductPrecision::TF32 ? "M1 TF32" : "M1 3xTF32", p);
+            report_flops("M1_gemm_f32", p == ProductPrecision::TF32 ? "loom_tf32" : "loom_3xtf32", median_ms([&] { assign(out, mp); }, opt.reps),
+                         0, 2.0 * n * n * n);
+        }
     });
     if (opt.wants("M3_gemm_bias_gelu_f32")) guarded("M3_gemm_bias_gelu_f32", [&] {
         const std::int64_t m = 4096, k = 256, n = 4096;
