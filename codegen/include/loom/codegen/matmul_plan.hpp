@@ -46,7 +46,8 @@
 // into a ring of `stages` shared-memory buffers, 128-byte swizzled, each completing on its stage's full
 // mbarrier; `consumers` warpgroups (64 rows of the tile each) wait on it, issue one wgmma.mma_async
 // m64nNk16 per 16 k (N = tile_n, float32 accumulators in registers), and release the stage on its empty
-// mbarrier once their MMAs have read it. The epilogue runs on the accumulators in registers. Both operands come
+// mbarrier once their MMAs have read it. The epilogue runs on the accumulators, from the registers or (ping-pong
+// plans: staged_epilogue) through a shared-memory buffer per consumer. Both operands come
 // from shared memory, K-major or MN-major as their unit strides run (the MMAs' transpose bits), so row-major
 // and transposed views alike take the copies; the copies zero-fill past M, N and K. The accumulation inside
 // the tensor cores is the hardware's: the results lie within the componentwise bound of section 12, and for a
@@ -205,7 +206,7 @@ struct MatmulPlan {
     std::size_t epilogue_tile_bytes() const { return static_cast<std::size_t>(tile_m) * static_cast<std::size_t>(epilogue_pitch()) * 4; }
     bool operator==(const MatmulPlan&) const = default;
     std::uint64_t hash() const;
-    /// Why a product that tensor cores were asked for runs on CUDA cores (" (tensor cores asked for; float32 has
+    /// Why a product that tensor cores were asked for runs on CUDA cores (" (tensor cores asked for; float64 has
     /// no tensor-core path)"), or empty.
     std::string path_note() const;
     /// The schedule in words, for the kernel banner and LOOM_EXPLAIN=fusion.
