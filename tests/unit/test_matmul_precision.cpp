@@ -4,6 +4,7 @@
 // split into big and small parts and a_small b_small dropped), the products and sums in float64, and
 // shown to tell the precisions apart. The environment variable and the options text name the choice.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <loom/loom.hpp>
 
 #include <bit>
@@ -96,4 +97,18 @@ TEST_CASE("LOOM_PRODUCT_PRECISION sets the default precision; an unknown value w
     CHECK(environment_options().product_precision == ProductPrecision::Float32);
     if (before) setenv("LOOM_PRODUCT_PRECISION", saved.c_str(), 1);
     else unsetenv("LOOM_PRODUCT_PRECISION");
+}
+
+TEST_CASE("TF32 and 3xTF32 in the explain log: the path and the precision on the GPU planner") {
+    const Tensor x = Tensor::host({64, 32}, float32), w = Tensor::host({32, 16}, float32);  // planned, never run
+    for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
+        const OptionsScope scope({.product_precision = p});
+        const std::string text = loom::cuda_source({matmul(x, w).node()});
+        INFO(text.substr(0, 600));
+        CHECK(text.find("tensor cores (mma.sync m16n8k8 TF32 into float32") != std::string::npos);
+        CHECK(text.find(fmt::format("product_precision={}", product_precision_name(p))) != std::string::npos);
+        const std::string log = loom::explain({matmul(x, w).node()});
+        INFO(log);
+        CHECK(log.find("tensor cores (mma.sync m16n8k8 TF32 into float32") != std::string::npos);
+    }
 }

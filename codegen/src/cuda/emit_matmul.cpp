@@ -283,8 +283,9 @@ struct MatmulEmitter {
 
     // TF32 and 3xTF32 (float32 operands, MatmulPlan::precision): m16n8k8 MMAs, one value per register (A register
     // r holds row grp + 8 (r % 2) at k = 4 (r / 2) + tig, B register r column grp at k = 4 r + tig), each operand
-    // rounded to TF32 as its fragment is read. 3xTF32 also keeps the small part tf32(x - big) (0 for Inf and NaN,
-    // whose big part carries them) and takes a_small b_big + a_big b_small + a_big b_big, the small terms first.
+    // rounded to TF32 as its fragment is read. 3xTF32 also keeps the small part tf32(x - big) and takes
+    // a_small b_big + a_big b_small + a_big b_big, the small terms first; the cross terms take the big parts of
+    // Inf and NaN as 0 (lm::tf32_split), so only a_big b_big carries them.
     void tf32_step(std::string& s, int ind) const {
         const bool split = p.precision == ProductPrecision::TF32x3;
         const std::string a_at = fmt::format("as[(wm0 + 16 * i + grp + 8 * (r % 2)) * {} + kk + 4 * (r / 2) + tig]", p.pitch_a);
@@ -292,26 +293,26 @@ struct MatmulEmitter {
         // 3xTF32: the steps one at a time (unrolled, the compiler hoists the next steps' splits and spills).
         line(s, ind, split ? "#pragma unroll 1" : "#pragma unroll");
         line(s, ind, fmt::format("for (int kk = 0; kk < {}; kk += 8) {{", p.tile_k), "one mma.sync step of k = 8");
-        line(s, ind + 4, split ? fmt::format("unsigned fb[{0}][2], sb[{0}][2];", p.frags_n()) : fmt::format("unsigned fb[{}][2];", p.frags_n()),
-             split ? "big and small TF32 parts of the warp tile's B fragments" : "TF32 B fragments of the warp tile");
+        line(s, ind + 4, split ? fmt::format("unsigned fb[{0}][2], xb[{0}][2], sb[{0}][2];", p.frags_n()) : fmt::format("unsigned fb[{}][2];", p.frags_n()),
+             split ? "big (and for the cross terms) and small TF32 parts of the warp tile's B fragments" : "TF32 B fragments of the warp tile");
         line(s, ind + 4, "#pragma unroll");
         line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n()));
         line(s, ind + 8, "#pragma unroll");
         line(s, ind + 8, "for (int r = 0; r < 2; ++r)");
-        line(s, ind + 12, split ? fmt::format("lm::tf32_split({}, fb[j][r], sb[j][r]);", b_at) : fmt::format("fb[j][r] = lm::tf32_round({});", b_at),
+        line(s, ind + 12, split ? fmt::format("lm::tf32_split({}, fb[j][r], xb[j][r], sb[j][r]);", b_at) : fmt::format("fb[j][r] = lm::tf32_round({});", b_at),
              "k rows 8 words apart mod 32: distinct banks");
         line(s, ind + 4, "#pragma unroll");
         line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i) {{", p.frags_m()), "one A fragment at a time: fewer registers");
-        line(s, ind + 8, split ? "unsigned fa[4], sa[4];" : "unsigned fa[4];");
+        line(s, ind + 8, split ? "unsigned fa[4], xa[4], sa[4];" : "unsigned fa[4];");
         line(s, ind + 8, "#pragma unroll");
         line(s, ind + 8, "for (int r = 0; r < 4; ++r)");
-        line(s, ind + 12, split ? fmt::format("lm::tf32_split({}, fa[r], sa[r]);", a_at) : fmt::format("fa[r] = lm::tf32_round({});", a_at),
+        line(s, ind + 12, split ? fmt::format("lm::tf32_split({}, fa[r], xa[r], sa[r]);", a_at) : fmt::format("fa[r] = lm::tf32_round({});", a_at),
              "rows of a warp in distinct banks");
         line(s, ind + 8, "#pragma unroll");
         if (split) {
             line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {{", p.frags_n()));
-            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], sa, fb[j]);", "a_small b_big");
-            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], fa, sb[j]);", "a_big b_small");
+            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], sa, xb[j]);", "a_small b_big");
+            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], xa, sb[j]);", "a_big b_small");
             line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], fa, fb[j]);", "a_big b_big");
             line(s, ind + 8, "}");
         } else {

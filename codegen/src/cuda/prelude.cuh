@@ -582,12 +582,15 @@ __device__ __forceinline__ unsigned tf32_round(float x) {
     return r;
 }
 /// 3xTF32: x = big + small + (at most 2^-22 |x|), big = tf32(x), small = tf32(x - big) (the difference is
-/// exact in float32: big is within 2^-11 |x| of x). For Inf and NaN, small is 0 (big carries them; x - big
-/// would be NaN).
-__device__ __forceinline__ void tf32_split(float x, unsigned& big, unsigned& small) {
+/// exact in float32: big is within 2^-11 |x| of x), and `cross`, the big part the cross terms a_small b_big and
+/// a_big b_small take: big itself, or 0 for Inf and NaN, whose small part is 0 too. So the cross terms stay
+/// finite (an Inf times a zero small part would be NaN), and big times big alone carries Inf and NaN, as IEEE
+/// says.
+__device__ __forceinline__ void tf32_split(float x, unsigned& big, unsigned& cross, unsigned& small) {
     big = tf32_round(x);
-    const float rest = x - __uint_as_float(big);
-    small = tf32_round(isfinite_(x) ? rest : 0.0f);
+    const bool finite = isfinite_(x);
+    cross = finite ? big : 0u;
+    small = finite ? tf32_round(x - __uint_as_float(big)) : 0u;
 }
 /// c += a b: one m16n8k8 MMA of TF32 operands into float32 accumulators (A 16 x 8 in 4 registers, B 8 x 8 in
 /// 2, one value per register).

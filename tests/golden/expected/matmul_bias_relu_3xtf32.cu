@@ -148,22 +148,22 @@ extern "C" __global__ void __launch_bounds__(256) matmul_bias_relu_3xtf32(const 
                 const float* bs = bs_all + (t % 3) * 4352;
                 #pragma unroll 1
                 for (int kk = 0; kk < 32; kk += 8) {                     // one mma.sync step of k = 8
-                    unsigned fb[4][2], sb[4][2];                         // big and small TF32 parts of the warp tile's B fragments
+                    unsigned fb[4][2], xb[4][2], sb[4][2];               // big (and for the cross terms) and small TF32 parts of the warp tile's B fragments
                     #pragma unroll
                     for (int j = 0; j < 4; ++j)
                         #pragma unroll
                         for (int r = 0; r < 2; ++r)
-                            lm::tf32_split(bs[(kk + 4 * r + tig) * 136 + wn0 + 8 * j + grp], fb[j][r], sb[j][r]); // k rows 8 words apart mod 32: distinct banks
+                            lm::tf32_split(bs[(kk + 4 * r + tig) * 136 + wn0 + 8 * j + grp], fb[j][r], xb[j][r], sb[j][r]); // k rows 8 words apart mod 32: distinct banks
                     #pragma unroll
                     for (int i = 0; i < 4; ++i) {                        // one A fragment at a time: fewer registers
-                        unsigned fa[4], sa[4];
+                        unsigned fa[4], xa[4], sa[4];
                         #pragma unroll
                         for (int r = 0; r < 4; ++r)
-                            lm::tf32_split(as[(wm0 + 16 * i + grp + 8 * (r % 2)) * 36 + kk + 4 * (r / 2) + tig], fa[r], sa[r]); // rows of a warp in distinct banks
+                            lm::tf32_split(as[(wm0 + 16 * i + grp + 8 * (r % 2)) * 36 + kk + 4 * (r / 2) + tig], fa[r], xa[r], sa[r]); // rows of a warp in distinct banks
                         #pragma unroll
                         for (int j = 0; j < 4; ++j) {
-                            lm::mma_m16n8k8_tf32(c[i][j], sa, fb[j]);    // a_small b_big
-                            lm::mma_m16n8k8_tf32(c[i][j], fa, sb[j]);    // a_big b_small
+                            lm::mma_m16n8k8_tf32(c[i][j], sa, xb[j]);    // a_small b_big
+                            lm::mma_m16n8k8_tf32(c[i][j], xa, sb[j]);    // a_big b_small
                             lm::mma_m16n8k8_tf32(c[i][j], fa, fb[j]);    // a_big b_big
                         }
                     }
