@@ -235,6 +235,8 @@ bool has_tensor_core_path(DType in, ProductPrecision precision) {
 }
 
 std::string MatmulPlan::path_note() const {
+    if (!tensor_cores && in == DType::Float32 && requested_precision != ProductPrecision::Float32)
+        return fmt::format(" (product_precision={} asked for; this device has no mma.sync)", product_precision_name(requested_precision));
     if (tensor_cores || (requested != ProductPath::TensorCores && requested != ProductPath::MmaSync)) return {};
     if (has_tensor_core_path(in)) return " (tensor cores asked for; this device has no mma.sync)";
     if (in == DType::Float32) return " (tensor cores asked for; float32 takes them only under product_precision tf32 or 3xtf32)";
@@ -249,7 +251,8 @@ std::uint64_t MatmulPlan::hash() const {
                   static_cast<int>(vector_b), static_cast<int>(vector_b_column), a_read, b_read,
                   static_cast<int>(chunked), static_cast<int>(batch_pipelined), blocks_per_sm, static_cast<int>(staged_epilogue), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
                   static_cast<int>(tensor_cores), static_cast<int>(requested), static_cast<int>(wgmma), consumers, static_cast<int>(pingpong),
-                  static_cast<int>(a_mn_major), static_cast<int>(b_mn_major), a_map_rank, b_map_rank, static_cast<int>(precision)})
+                  static_cast<int>(a_mn_major), static_cast<int>(b_mn_major), a_map_rank, b_map_rank, static_cast<int>(precision),
+                  static_cast<int>(requested_precision)})
         h.add(static_cast<std::uint64_t>(v));
     h.add(std::string_view(wgmma_note));
     h.add(epilogue.hash());
@@ -358,10 +361,12 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     p.requested = options.product_path;
     if (p.in == DType::Float32 && options.product_precision != ProductPrecision::Float32 && options.product_path == ProductPath::CudaCores)
         throw Error(fmt::format("matmul(): operands {} and {}: product_precision={} runs float32 products on tensor cores, which "
-                                "product_path=cuda_cores forbids; ask for one of them ({})",
+                                "product_path=cuda_cores forbids: set product_path to auto, tensor_cores or mma_sync, or "
+                                "product_precision to float32 (LOOM_PRODUCT_PATH and LOOM_PRODUCT_PRECISION set the defaults) ({})",
                                 ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), product_precision_name(options.product_precision),
                                 short_location(m.loc())));
     p.tensor_cores = use_tensor_cores(p.in, options.product_path, options.product_precision, device);
+    if (p.in == DType::Float32) p.requested_precision = options.product_precision;
     if (p.tensor_cores && p.in == DType::Float32) p.precision = options.product_precision;
     p.chunked = b.chunks > 1 && !p.tensor_cores;
     b.levels = p.chunked ? std::bit_width(static_cast<std::uint64_t>(b.chunks)) : 0;

@@ -330,7 +330,8 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
     const std::int64_t K = a.shape().back();
     if (!exact && !std::isfinite(reference::product_bound_factor(K, product_precision))) {
         c.ok = false;
-        c.message = fmt::format("{}: K = {} makes the tensor-core bound vacuous (K 2^-22 >= 1): nothing can be checked against it", what, K);
+        c.message = fmt::format("{}: K = {} makes the tensor-core bound vacuous ({} 2^-22 >= 1): nothing can be checked against it", what, K,
+                                product_precision == ProductPrecision::TF32x3 ? "3K" : "K");
         return c;
     }
     const std::string factor = product_precision == ProductPrecision::TF32 ? fmt::format("(2^-10 + 2^-22 + gamma(K = {}, 2^-22) (1 + 2^-10 + 2^-22))", K)

@@ -49,7 +49,7 @@ TEST_CASE("golden: matmul float32 256 x 192 x 160 in 3xTF32 on tensor cores (mma
     golden::check_text("matmul_bias_relu_3xtf32", ks.kernel);
     golden::compile_sm90(ks);
     CHECK(ks.kernel.find("lm::tf32_split(") != std::string::npos);
-    CHECK(ks.kernel.find("lm::mma_m16n8k8_tf32(c[i][j], sa, xb[j]);") != std::string::npos);  // the cross terms: Inf and NaN as 0
+    CHECK(ks.kernel.find("lm::mma_m16n8k8_tf32(c[i][j], a_small, b_cross[j]);") != std::string::npos);  // the cross terms: Inf and NaN as 0
     CHECK(p.to_string().find("product_precision=3xtf32") != std::string::npos);
 }
 
@@ -73,21 +73,28 @@ TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync; a conflicting pro
         const codegen::MatmulPlan hp = product_of(golden::plan_gpu({matmul(h, h)}, o)).plan;
         CHECK(!hp.tensor_cores);
         CHECK(hp.precision == ProductPrecision::Float32);
-        // An older device without mma.sync keeps float32 on CUDA cores.
+        // An older device without mma.sync keeps float32 on CUDA cores, and the plan says why.
         codegen::DeviceInfo old = codegen::DeviceInfo::h200();
         old.cc_major = 7;
-        CHECK(!product_of(golden::plan_gpu({matmul(x, w)}, o, true, old)).plan.tensor_cores);
+        const codegen::FusionPlan on_old = golden::plan_gpu({matmul(x, w)}, o, true, old);
+        CHECK(!product_of(on_old).plan.tensor_cores);
+        CHECK(on_old.to_string().find(fmt::format("CUDA cores (product_precision={} asked for; this device has no mma.sync)",
+                                                  product_precision_name(o.product_precision))) != std::string::npos);
         // CUDA cores forced conflicts with TF32: an error naming both options and the product.
         Options bad = o;
         bad.product_path = ProductPath::CudaCores;
+        auto x2 = input(float32, {64, 96}, "x2"), w2 = input(float32, {96, 48}, "w2");  // a product of its own (no common subexpression)
+        const int line = __LINE__; const NodePtr conflicting = matmul(x2, w2);
         try {
-            (void)golden::plan_gpu({matmul(x, w)}, bad);
+            (void)golden::plan_gpu({conflicting}, bad);
             FAIL("no error");
         } catch (const Error& e) {
-            const std::string m = e.what();
-            CHECK(m.find("matmul(): operands [64, 96] float32") != std::string::npos);
-            CHECK(m.find(fmt::format("product_precision={} runs float32 products on tensor cores, which product_path=cuda_cores forbids",
-                                     product_precision_name(o.product_precision))) != std::string::npos);
+            CHECK(std::string(e.what()) ==
+                  fmt::format("matmul(): operands [64, 96] float32 and [96, 48] float32: product_precision={} runs float32 products on "
+                              "tensor cores, which product_path=cuda_cores forbids: set product_path to auto, tensor_cores or mma_sync, "
+                              "or product_precision to float32 (LOOM_PRODUCT_PATH and LOOM_PRODUCT_PRECISION set the defaults) "
+                              "(test_matmul_tf32_golden.cpp:{})",
+                              product_precision_name(o.product_precision), line));
         }
     }
     // The two precisions are different kernels (the plan's hash and text).

@@ -29,7 +29,8 @@ Options with_precision(ProductPrecision p) { return Options{.product_precision =
 // mmtest::run_within_bound with the precision's bound; on a GPU with mma.sync the product must run in TF32.
 Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what) {
     const ProductPrecision p = current_options().product_precision;
-    if (on_gpu() && device_info().cc_major >= 8 && y.numel() > 0) CHECK_MESSAGE(mmtest::product_path_of(y) == "TF32", what);
+    if (on_gpu() && device_info().cc_major >= 8 && y.numel() > 0)
+        CHECK_MESSAGE(mmtest::product_path_of(y) == (p == ProductPrecision::TF32 ? "TF32" : "3xTF32"), what);
     return mmtest::run_within_bound(y, a, b, fmt::format("{} ({})", what, product_precision_name(p)), p);
 }
 

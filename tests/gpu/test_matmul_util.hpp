@@ -59,12 +59,13 @@ inline Kernels kernels_of(const std::vector<Array>& arrays) {
     return k;
 }
 
-// The product's path on this GPU, from the explain log: "wgmma", "mma.sync", "TF32" (mma.sync m16n8k8) or
-// "CUDA cores".
+// The product's path on this GPU, from the explain log: "wgmma", "mma.sync", "TF32" or "3xTF32" (mma.sync
+// m16n8k8) or "CUDA cores".
 inline std::string product_path_of(const Array& y) {
     const std::string e = explain({y});
     if (e.find("Hopper wgmma.mma_async") != std::string::npos) return "wgmma";
-    if (e.find("tensor cores (mma.sync m16n8k8 TF32") != std::string::npos) return "TF32";
+    if (e.find("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=3xtf32") != std::string::npos) return "3xTF32";
+    if (e.find("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=tf32") != std::string::npos) return "TF32";
     if (e.find("tensor cores (mma.sync") != std::string::npos) return "mma.sync";
     return "CUDA cores";
 }

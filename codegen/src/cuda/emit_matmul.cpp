@@ -290,30 +290,39 @@ struct MatmulEmitter {
         const bool split = p.precision == ProductPrecision::TF32x3;
         const std::string a_at = fmt::format("as[(wm0 + 16 * i + grp + 8 * (r % 2)) * {} + kk + 4 * (r / 2) + tig]", p.pitch_a);
         const std::string b_at = fmt::format("bs[(kk + 4 * r + tig) * {} + wn0 + 8 * j + grp]", p.pitch_b);
-        // 3xTF32: the steps one at a time (unrolled, the compiler hoists the next steps' splits and spills).
-        line(s, ind, split ? "#pragma unroll 1" : "#pragma unroll");
-        line(s, ind, fmt::format("for (int kk = 0; kk < {}; kk += 8) {{", p.tile_k), "one mma.sync step of k = 8");
-        line(s, ind + 4, split ? fmt::format("unsigned fb[{0}][2], xb[{0}][2], sb[{0}][2];", p.frags_n()) : fmt::format("unsigned fb[{}][2];", p.frags_n()),
-             split ? "big (and for the cross terms) and small TF32 parts of the warp tile's B fragments" : "TF32 B fragments of the warp tile");
+        if (split) {
+            // Unrolled, the compiler hoisted the next steps' splits and spilled (255 registers); one step at a
+            // time it keeps 170 and no spills.
+            line(s, ind, "// One step at a time: unrolled, the next steps' splits are hoisted and spill.");
+            line(s, ind, "#pragma unroll 1");
+            line(s, ind, fmt::format("for (int kk = 0; kk < {}; kk += 8) {{", p.tile_k), "one step of k = 8: three mma.sync per MMA tile");
+            line(s, ind + 4, fmt::format("unsigned b_big[{0}][2], b_cross[{0}][2], b_small[{0}][2];", p.frags_n()),
+                 "the warp tile's B fragments split (lm::tf32_split)");
+        } else {
+            line(s, ind, "#pragma unroll");
+            line(s, ind, fmt::format("for (int kk = 0; kk < {}; kk += 8) {{", p.tile_k), "one mma.sync step of k = 8");
+            line(s, ind + 4, fmt::format("unsigned fb[{}][2];", p.frags_n()), "TF32 B fragments of the warp tile");
+        }
         line(s, ind + 4, "#pragma unroll");
         line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j)", p.frags_n()));
         line(s, ind + 8, "#pragma unroll");
         line(s, ind + 8, "for (int r = 0; r < 2; ++r)");
-        line(s, ind + 12, split ? fmt::format("lm::tf32_split({}, fb[j][r], xb[j][r], sb[j][r]);", b_at) : fmt::format("fb[j][r] = lm::tf32_round({});", b_at),
+        line(s, ind + 12,
+             split ? fmt::format("lm::tf32_split({}, b_big[j][r], b_cross[j][r], b_small[j][r]);", b_at) : fmt::format("fb[j][r] = lm::tf32_round({});", b_at),
              "k rows 8 words apart mod 32: distinct banks");
         line(s, ind + 4, "#pragma unroll");
         line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i) {{", p.frags_m()), "one A fragment at a time: fewer registers");
-        line(s, ind + 8, split ? "unsigned fa[4], xa[4], sa[4];" : "unsigned fa[4];");
+        line(s, ind + 8, split ? "unsigned a_big[4], a_cross[4], a_small[4];" : "unsigned fa[4];");
         line(s, ind + 8, "#pragma unroll");
         line(s, ind + 8, "for (int r = 0; r < 4; ++r)");
-        line(s, ind + 12, split ? fmt::format("lm::tf32_split({}, fa[r], xa[r], sa[r]);", a_at) : fmt::format("fa[r] = lm::tf32_round({});", a_at),
+        line(s, ind + 12, split ? fmt::format("lm::tf32_split({}, a_big[r], a_cross[r], a_small[r]);", a_at) : fmt::format("fa[r] = lm::tf32_round({});", a_at),
              "rows of a warp in distinct banks");
         line(s, ind + 8, "#pragma unroll");
         if (split) {
-            line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {{", p.frags_n()));
-            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], sa, xb[j]);", "a_small b_big");
-            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], xa, sb[j]);", "a_big b_small");
-            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], fa, fb[j]);", "a_big b_big");
+            line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {{", p.frags_n()), "the small terms first");
+            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], a_small, b_cross[j]);", "a_small b_big (Inf and NaN as 0)");
+            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], a_cross, b_small[j]);", "a_big b_small (Inf and NaN as 0)");
+            line(s, ind + 12, "lm::mma_m16n8k8_tf32(c[i][j], a_big, b_big[j]);", "a_big b_big: carries Inf and NaN");
             line(s, ind + 8, "}");
         } else {
             line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) lm::mma_m16n8k8_tf32(c[i][j], fa, fb[j]);", p.frags_n()),

@@ -146,25 +146,26 @@ extern "C" __global__ void __launch_bounds__(256) matmul_bias_relu_3xtf32(const 
                 lm::cp_async_commit();
                 const float* as = as_all + (t % 3) * 4608;
                 const float* bs = bs_all + (t % 3) * 4352;
+                // One step at a time: unrolled, the next steps' splits are hoisted and spill.
                 #pragma unroll 1
-                for (int kk = 0; kk < 32; kk += 8) {                     // one mma.sync step of k = 8
-                    unsigned fb[4][2], xb[4][2], sb[4][2];               // big (and for the cross terms) and small TF32 parts of the warp tile's B fragments
+                for (int kk = 0; kk < 32; kk += 8) {                     // one step of k = 8: three mma.sync per MMA tile
+                    unsigned b_big[4][2], b_cross[4][2], b_small[4][2];  // the warp tile's B fragments split (lm::tf32_split)
                     #pragma unroll
                     for (int j = 0; j < 4; ++j)
                         #pragma unroll
                         for (int r = 0; r < 2; ++r)
-                            lm::tf32_split(bs[(kk + 4 * r + tig) * 136 + wn0 + 8 * j + grp], fb[j][r], xb[j][r], sb[j][r]); // k rows 8 words apart mod 32: distinct banks
+                            lm::tf32_split(bs[(kk + 4 * r + tig) * 136 + wn0 + 8 * j + grp], b_big[j][r], b_cross[j][r], b_small[j][r]); // k rows 8 words apart mod 32: distinct banks
                     #pragma unroll
                     for (int i = 0; i < 4; ++i) {                        // one A fragment at a time: fewer registers
-                        unsigned fa[4], xa[4], sa[4];
+                        unsigned a_big[4], a_cross[4], a_small[4];
                         #pragma unroll
                         for (int r = 0; r < 4; ++r)
-                            lm::tf32_split(as[(wm0 + 16 * i + grp + 8 * (r % 2)) * 36 + kk + 4 * (r / 2) + tig], fa[r], xa[r], sa[r]); // rows of a warp in distinct banks
+                            lm::tf32_split(as[(wm0 + 16 * i + grp + 8 * (r % 2)) * 36 + kk + 4 * (r / 2) + tig], a_big[r], a_cross[r], a_small[r]); // rows of a warp in distinct banks
                         #pragma unroll
-                        for (int j = 0; j < 4; ++j) {
-                            lm::mma_m16n8k8_tf32(c[i][j], sa, xb[j]);    // a_small b_big
-                            lm::mma_m16n8k8_tf32(c[i][j], xa, sb[j]);    // a_big b_small
-                            lm::mma_m16n8k8_tf32(c[i][j], fa, fb[j]);    // a_big b_big
+                        for (int j = 0; j < 4; ++j) {                    // the small terms first
+                            lm::mma_m16n8k8_tf32(c[i][j], a_small, b_cross[j]); // a_small b_big (Inf and NaN as 0)
+                            lm::mma_m16n8k8_tf32(c[i][j], a_cross, b_small[j]); // a_big b_small (Inf and NaN as 0)
+                            lm::mma_m16n8k8_tf32(c[i][j], a_big, b_big[j]); // a_big b_big: carries Inf and NaN
                         }
                     }
                 }

@@ -117,6 +117,9 @@ struct MatmulPlan {
     /// float32 operands on tensor cores (Options::product_precision): TF32 or 3xTF32 mma.sync m16n8k8; Float32
     /// for every other plan.
     ProductPrecision precision = ProductPrecision::Float32;
+    /// The precision the options asked for (Options::product_precision), for float32 operands: with `precision`
+    /// it says in the explain log why a float32 product asked to run in TF32 runs on CUDA cores.
+    ProductPrecision requested_precision = ProductPrecision::Float32;
     int stages = 3;
     int pitch_a = 0, pitch_b = 0;  // elements per shared row of A (tile_k + pad) and of B (tile_n + pad)
     bool hinted = false;           // the tile came from the product's hint (matmul(a, b, tile(...)))
@@ -206,8 +209,8 @@ struct MatmulPlan {
     std::size_t epilogue_tile_bytes() const { return static_cast<std::size_t>(tile_m) * static_cast<std::size_t>(epilogue_pitch()) * 4; }
     bool operator==(const MatmulPlan&) const = default;
     std::uint64_t hash() const;
-    /// Why a product that tensor cores were asked for runs on CUDA cores (" (tensor cores asked for; float64 has
-    /// no tensor-core path)"), or empty.
+    /// Why a product that tensor cores (or, for float32, TF32) were asked for runs on CUDA cores (" (tensor cores
+    /// asked for; float64 has no tensor-core path)"), or empty.
     std::string path_note() const;
     /// The schedule in words, for the kernel banner and LOOM_EXPLAIN=fusion.
     std::string to_string() const;

@@ -37,13 +37,13 @@ enum class CapturePolicy : std::uint8_t {
 /// The units a matrix product runs on (docs/semantics.md, section 12; matmul_plan.hpp).
 enum class ProductPath : std::uint8_t {
     /// int8 products on tensor cores (exact: the same bits as CUDA cores), float products on CUDA cores
-    /// (the reference's bits).
+    /// (the reference's bits), except float32 under a product_precision of TF32 or 3xTF32 (tensor cores).
     Auto,
     /// Every product on CUDA cores: one fma per k in the contract's order, the reference's bits.
     CudaCores,
     /// float16, bfloat16 and int8 products on tensor cores (compute capability 8.0 and newer): half precision
-    /// within the stated componentwise bound, int8 exact; float32 and float64 products, which have no
-    /// tensor-core path, stay on CUDA cores (the explain log says so). On Hopper (compute capability 9.0)
+    /// within the stated componentwise bound, int8 exact; float32 products stay on CUDA cores unless
+    /// product_precision asks for TF32 or 3xTF32, float64 products always (the explain log says so). On Hopper (compute capability 9.0)
     /// float16 and bfloat16 products whose operands the tensor memory accelerator can copy run as warpgroup
     /// MMAs (wgmma, matmul_plan.hpp); the rest, and int8, run on mma.sync.
     TensorCores,
@@ -102,8 +102,10 @@ struct Options {
     /// CUDA cores or tensor cores for matrix products (ProductPath).
     ProductPath product_path = ProductPath::Auto;
     /// float32 products on tensor cores in TF32 or 3xTF32 (ProductPrecision; off by default). With TF32 or
-    /// 3xTF32 a float32 product runs on mma.sync whatever product_path says, except CudaCores, which conflicts
-    /// (loom::Error naming both options).
+    /// 3xTF32 a float32 product of GPU tensors runs on mma.sync whatever product_path says (on devices of
+    /// compute capability 8.0 and newer; older ones keep CUDA cores), except CudaCores, which conflicts
+    /// (loom::Error naming matmul, both operands and both options). Host tensors compute float32 products in
+    /// float32 on the CPU reference whatever this says.
     ProductPrecision product_precision = ProductPrecision::Float32;
     /// How a tiled stencil reuses its taps (StencilReuse). Every choice gives the same bits.
     StencilReuse stencil_reuse = StencilReuse::Auto;
