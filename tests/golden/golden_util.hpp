@@ -42,6 +42,14 @@ inline loom::codegen::FusionPlan plan_gpu(const std::vector<loom::ir::NodePtr>& 
     return loom::codegen::plan_fusion(roots, sources, layouts, device, options, "");
 }
 
+/// The matmul kernel of `plan` (its first; FAIL when it has none). The reference lives as long as `plan`.
+inline const loom::codegen::PlannedMatmul& matmul_of(const loom::codegen::FusionPlan& plan) {
+    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
+        if (plan.partition.kernels[k].family == loom::codegen::Family::MatMul) return plan.gpu[k].matmul;
+    FAIL("no matmul kernel in the plan");
+    return plan.gpu.at(0).matmul;
+}
+
 /// Compares `text` with expected/<name><extension> (`.cu`: CUDA, `.ll`: LLVM IR); LOOM_UPDATE_GOLDEN=1
 /// rewrites the file instead.
 inline void check_text(const std::string& name, const std::string& text, const std::string& extension = ".cu") {

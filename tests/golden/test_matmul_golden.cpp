@@ -21,14 +21,9 @@ codegen::KernelSource compile_product(const std::string& name, const std::vector
                                       const Options& options = {}) {
     const codegen::FusionPlan plan = plan_of(roots, options);
     REQUIRE(plan.gpu.size() == kernels);
-    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
-        if (plan.partition.kernels[k].family == codegen::Family::MatMul) {
-            const codegen::KernelSource ks = codegen::emit_matmul(name, plan.gpu[k].matmul);
-            golden::compile_sm90(ks);
-            return ks;
-        }
-    FAIL("no matmul kernel in the plan");
-    return {};
+    const codegen::KernelSource ks = codegen::emit_matmul(name, golden::matmul_of(plan));
+    golden::compile_sm90(ks);
+    return ks;
 }
 
 }  // namespace

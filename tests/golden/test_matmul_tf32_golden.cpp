@@ -14,17 +14,15 @@ namespace {
 const Options kTF32{.product_precision = ProductPrecision::TF32};
 const Options k3xTF32{.product_precision = ProductPrecision::TF32x3};
 
-// The matmul kernel of a plan (a copy: callers pass temporaries).
-codegen::PlannedMatmul product_of(const codegen::FusionPlan& plan) {
-    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
-        if (plan.partition.kernels[k].family == codegen::Family::MatMul) return plan.gpu[k].matmul;
-    FAIL("no matmul kernel in the plan");
-    throw InternalError("unreachable");
+// The plan of the product of `roots` (a copy: the fusion plan it comes from is a temporary).
+codegen::MatmulPlan plan_of(const std::vector<NodePtr>& roots, const Options& options = {},
+                            const codegen::DeviceInfo& device = codegen::DeviceInfo::h200()) {
+    return golden::matmul_of(golden::plan_gpu(roots, options, true, device)).plan;
 }
 
 codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots, const Options& options) {
     const codegen::FusionPlan plan = golden::plan_gpu(roots, options);
-    const codegen::KernelSource ks = codegen::emit_matmul(name, product_of(plan));
+    const codegen::KernelSource ks = codegen::emit_matmul(name, golden::matmul_of(plan));
     golden::compile_sm90(ks);
     return ks;
 }
@@ -36,7 +34,7 @@ TEST_CASE("golden: matmul float32 256 x 192 x 160 in 3xTF32 on tensor cores (mma
     auto y = unary(Op::Relu, binary(Op::Add, matmul(a, b), bias));
     const codegen::FusionPlan plan = golden::plan_gpu({y}, k3xTF32);
     REQUIRE(plan.gpu.size() == 1);
-    const codegen::MatmulPlan p = product_of(plan).plan;
+    const codegen::MatmulPlan& p = golden::matmul_of(plan).plan;
     CHECK(p.tensor_cores);
     CHECK(!p.wgmma);  // TF32 runs on mma.sync on every device
     CHECK(p.precision == ProductPrecision::TF32x3);
@@ -45,7 +43,7 @@ TEST_CASE("golden: matmul float32 256 x 192 x 160 in 3xTF32 on tensor cores (mma
     CHECK(p.pitch_a == 36);   // 32 + 4: A's fragment rows 4 words apart mod 32, distinct banks
     CHECK(p.pitch_b == 136);  // 128 + 8: B's fragment k rows 8 words apart mod 32, distinct banks
     CHECK(!p.chunked);        // one pass over K
-    const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_relu_3xtf32", product_of(plan));
+    const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_relu_3xtf32", golden::matmul_of(plan));
     golden::check_text("matmul_bias_relu_3xtf32", ks.kernel);
     golden::compile_sm90(ks);
     CHECK(ks.kernel.find("lm::tf32_split(") != std::string::npos);
@@ -56,28 +54,28 @@ TEST_CASE("golden: matmul float32 256 x 192 x 160 in 3xTF32 on tensor cores (mma
 TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync; a conflicting product path refused") {
     auto x = input(float32, {64, 96}, "x"), w = input(float32, {96, 48}, "w");
     // The default: float32 products on CUDA cores, the reference's bits.
-    CHECK(!product_of(golden::plan_gpu({matmul(x, w)})).plan.tensor_cores);
-    CHECK(!product_of(golden::plan_gpu({matmul(x, w)}, Options{.product_path = ProductPath::TensorCores})).plan.tensor_cores);
+    CHECK(!plan_of({matmul(x, w)}).tensor_cores);
+    CHECK(!plan_of({matmul(x, w)}, Options{.product_path = ProductPath::TensorCores}).tensor_cores);
     for (const Options& o : {kTF32, k3xTF32}) {
         for (ProductPath path : {ProductPath::Auto, ProductPath::TensorCores, ProductPath::MmaSync}) {
             Options with = o;
             with.product_path = path;
-            const codegen::MatmulPlan p = product_of(golden::plan_gpu({matmul(x, w)}, with)).plan;
+            const codegen::MatmulPlan p = plan_of({matmul(x, w)}, with);
             CHECK(p.tensor_cores);
             CHECK(p.precision == o.product_precision);
         }
         // Other dtypes ignore it: float64 on CUDA cores, float16 as its product path says.
         auto d = input(float64, {32, 32}, "d");
-        CHECK(!product_of(golden::plan_gpu({matmul(d, d)}, o)).plan.tensor_cores);
+        CHECK(!plan_of({matmul(d, d)}, o).tensor_cores);
         auto h = input(float16, {64, 64}, "h");
-        const codegen::MatmulPlan hp = product_of(golden::plan_gpu({matmul(h, h)}, o)).plan;
+        const codegen::MatmulPlan hp = plan_of({matmul(h, h)}, o);
         CHECK(!hp.tensor_cores);
         CHECK(hp.precision == ProductPrecision::Float32);
         // An older device without mma.sync keeps float32 on CUDA cores, and the plan says why.
         codegen::DeviceInfo old = codegen::DeviceInfo::h200();
         old.cc_major = 7;
         const codegen::FusionPlan on_old = golden::plan_gpu({matmul(x, w)}, o, true, old);
-        CHECK(!product_of(on_old).plan.tensor_cores);
+        CHECK(!golden::matmul_of(on_old).plan.tensor_cores);
         CHECK(on_old.to_string().find(fmt::format("CUDA cores (product_precision={} asked for; this device has no mma.sync)",
                                                   product_precision_name(o.product_precision))) != std::string::npos);
         // CUDA cores forced conflicts with TF32: an error naming both options and the product.
@@ -98,8 +96,8 @@ TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync; a conflicting pro
         }
     }
     // The two precisions are different kernels (the plan's hash and text).
-    const codegen::MatmulPlan p1 = product_of(golden::plan_gpu({matmul(x, w)}, kTF32)).plan;
-    const codegen::MatmulPlan p3 = product_of(golden::plan_gpu({matmul(x, w)}, k3xTF32)).plan;
+    const codegen::MatmulPlan p1 = plan_of({matmul(x, w)}, kTF32);
+    const codegen::MatmulPlan p3 = plan_of({matmul(x, w)}, k3xTF32);
     CHECK(p1.hash() != p3.hash());
     CHECK(p1.to_string().find("product_precision=tf32") != std::string::npos);
 }

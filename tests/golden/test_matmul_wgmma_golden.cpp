@@ -21,17 +21,10 @@ codegen::FusionPlan plan_of(const std::vector<NodePtr>& roots, const Options& op
     return golden::plan_gpu(roots, options, aligned);
 }
 
-const codegen::PlannedMatmul& product_of_plan(const codegen::FusionPlan& plan) {
-    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
-        if (plan.partition.kernels[k].family == codegen::Family::MatMul) return plan.gpu[k].matmul;
-    FAIL("no matmul kernel in the plan");
-    return plan.gpu.at(0).matmul;
-}
-
 // Plans, emits and compiles (sm_90a for wgmma kernels) the product of `roots`; returns its plan.
 codegen::MatmulPlan compile_product(const std::string& name, const std::vector<NodePtr>& roots, const Options& options = kTensorCores) {
     const codegen::FusionPlan plan = plan_of(roots, options);
-    const codegen::PlannedMatmul& pm = product_of_plan(plan);
+    const codegen::PlannedMatmul& pm = golden::matmul_of(plan);
     const codegen::KernelSource ks = codegen::emit_matmul(name, pm);
     CHECK(ks.arch_specific == pm.plan.wgmma);
     golden::compile_sm90(ks);
@@ -82,7 +75,7 @@ TEST_CASE("golden: matmul bfloat16 512 x 256 x 384 on Hopper's wgmma with a bias
 TEST_CASE("wgmma plan: the tensor maps of a call, and a pointer off the planned alignment") {
     auto x = input(bfloat16, {2, 300, 200}, "x"), w = input(bfloat16, {200, 136}, "w");
     const codegen::FusionPlan plan = plan_of({matmul(x, broadcast_to(w, {2, 200, 136}))});
-    const codegen::PlannedMatmul& pm = product_of_plan(plan);
+    const codegen::PlannedMatmul& pm = golden::matmul_of(plan);
     REQUIRE(pm.plan.wgmma);
     CHECK(pm.plan.tile_n == 128);
     CHECK(pm.plan.a_map_rank == 3);  // A's two batch entries: a third dimension
@@ -159,21 +152,21 @@ TEST_CASE("wgmma kernels of every operand layout compile for sm_90a") {
 
 TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync, and the plan says why") {
     auto note = [](const codegen::FusionPlan& plan) {
-        const codegen::MatmulPlan& p = product_of_plan(plan).plan;
+        const codegen::MatmulPlan& p = golden::matmul_of(plan).plan;
         CHECK(!p.wgmma);
         return p.wgmma_note;
     };
     auto a = input(bfloat16, {128, 128}, "a"), b = input(bfloat16, {128, 128}, "b");
     CHECK(note(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})) == "mma_sync asked for");
-    CHECK(product_of_plan(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})).plan.tensor_cores);
+    CHECK(golden::matmul_of(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})).plan.tensor_cores);
     CHECK(note(plan_of({matmul(input(bfloat16, {64, 15}, "a"), input(bfloat16, {15, 64}, "b"))})).find("A's rows are 15 elements apart") == 0);
     CHECK(note(plan_of({matmul(a, b)}, kTensorCores, false)) == "A does not start 16-byte aligned");
     // An operand that would be a prologue is computed first on Hopper (the copies read memory), the log says so.
     const auto sum = plan_of({matmul(binary(Op::Add, a, b), b)});
     CHECK(sum.gpu.size() == 2);
-    CHECK(product_of_plan(sum).plan.wgmma);
+    CHECK(golden::matmul_of(sum).plan.wgmma);
     CHECK(sum.to_string().find("computed first: the product runs on Hopper's wgmma") != std::string::npos);
-    CHECK(product_of_plan(plan_of({matmul(binary(Op::Add, a, b), b)}, Options{.product_path = ProductPath::MmaSync})).plan.a_prologue);
+    CHECK(golden::matmul_of(plan_of({matmul(binary(Op::Add, a, b), b)}, Options{.product_path = ProductPath::MmaSync})).plan.a_prologue);
     auto hinted = matmul(a, b, Loc::current(), ProductTile{32, 32, 32});
     CHECK(note(plan_of({hinted})).find("the tile 32x32x32 is not a wgmma tile") == 0);
     auto mixed = matmul(input(bfloat16, {3, 1, 64, 64}, "a"), input(bfloat16, {4, 64, 64}, "b"));
@@ -183,17 +176,17 @@ TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync
     // int8 keeps mma.sync (exact either way) without a note; the default keeps half precision on CUDA cores.
     auto i = input(int8, {64, 64}, "i"), j = input(int8, {64, 64}, "j");
     CHECK(note(plan_of({matmul(i, j)})).empty());
-    CHECK(!product_of_plan(plan_of({matmul(a, b)}, Options{})).plan.tensor_cores);
+    CHECK(!golden::matmul_of(plan_of({matmul(a, b)}, Options{})).plan.tensor_cores);
     // A device without wgmma (compute capability 8.0) plans mma.sync, with no note.
     codegen::DeviceInfo a100 = codegen::DeviceInfo::h200();
     a100.cc_major = 8;
     const auto on_a100 = golden::plan_gpu({matmul(a, b)}, kTensorCores, true, a100);
-    CHECK(!product_of_plan(on_a100).plan.wgmma);
-    CHECK(product_of_plan(on_a100).plan.wgmma_note.empty());
+    CHECK(!golden::matmul_of(on_a100).plan.wgmma);
+    CHECK(golden::matmul_of(on_a100).plan.wgmma_note.empty());
     // The plan never depends on the epilogue.
     auto bias = input(bfloat16, {128}, "bias");
-    const codegen::MatmulPlan bare = product_of_plan(plan_of({matmul(a, b)})).plan;
-    const codegen::MatmulPlan fused = product_of_plan(plan_of({unary(Op::GeluErf, binary(Op::Add, matmul(a, b), bias))})).plan;
+    const codegen::MatmulPlan bare = golden::matmul_of(plan_of({matmul(a, b)})).plan;
+    const codegen::MatmulPlan fused = golden::matmul_of(plan_of({unary(Op::GeluErf, binary(Op::Add, matmul(a, b), bias))})).plan;
     CHECK(bare.tile_m == fused.tile_m);
     CHECK(bare.tile_n == fused.tile_n);
     CHECK(bare.stages == fused.stages);
