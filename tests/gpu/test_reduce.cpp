@@ -4,6 +4,7 @@
 // split, outer and warp schedules; fusion of prologues, epilogues and normalizations, compared bit for bit
 // with the same graph run one kernel per reduction; repeated runs.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -154,6 +155,69 @@ TEST_CASE("reduce: NaN and infinities at chunk boundaries, all-NaN and all-infin
     run_checked({max(X, 1) * 2.0, min(X, 1) + 1.0});
     // Transposed: indices refer to the logical order.
     run_checked({argmax(transpose(X), 0), argmin(transpose(X), 0)});
+}
+
+TEST_CASE("reduce: float max and min keep the exact fold's bits: NaN payloads, signed zeros, every position in a run of 4") {
+    // Runs of 4 values fold with fmaxf / fminf (lm::max_run, lm::min_run) and are folded again exactly where
+    // those could differ: a NaN (the first NaN operand wins, payload and all) or a zero result (-0 < +0).
+    // Rows held in registers (L = 8192) and streamed (L = 20000); each special at each position of a run.
+    const std::uint32_t nan_a = 0x7fc01234u, nan_b = 0xffc04321u;
+    auto bits = [](float f) { std::uint32_t u; std::memcpy(&u, &f, 4); return u; };
+    auto of = [](std::uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; };
+    for (std::int64_t L : {std::int64_t{8192}, std::int64_t{20000}}) {
+        constexpr int kRows = 24;
+        Tensor h = Tensor::host({kRows, L}, float32);
+        auto* p = static_cast<float*>(h.data());
+        std::vector<std::uint32_t> want_max(kRows), want_min(kRows);
+        for (int r = 0; r < kRows; ++r) {
+            float* row = p + r * L;
+            const int kind = r / 4, pos = r % 4;              // pos: the special's position in its run of 4
+            const std::int64_t at = 4 * (37 + 256 * (r % 3)) + pos;
+            switch (kind) {
+                case 0:  // all -0 but one +0: max +0, min -0
+                    for (std::int64_t i = 0; i < L; ++i) row[i] = -0.0f;
+                    row[at] = 0.0f;
+                    want_max[r] = 0u, want_min[r] = 0x80000000u;
+                    break;
+                case 1:  // all +0 but one -0: max +0, min -0
+                    for (std::int64_t i = 0; i < L; ++i) row[i] = 0.0f;
+                    row[at] = -0.0f;
+                    want_max[r] = 0u, want_min[r] = 0x80000000u;
+                    break;
+                case 2:  // negative and positive values and a -0 in the run: max and min are nonzero
+                    for (std::int64_t i = 0; i < L; ++i) row[i] = static_cast<float>((i * 37) % 101) - 50.5f;
+                    row[at] = -0.0f;
+                    want_max[r] = bits(49.5f), want_min[r] = bits(-50.5f);
+                    break;
+                case 3:  // negative values, then -0 at `at` and +0 one run later: max +0 (a zero result), min the least
+                    for (std::int64_t i = 0; i < L; ++i) row[i] = -1.0f - static_cast<float>(i % 7);
+                    row[at] = -0.0f;
+                    row[at + 4] = 0.0f;
+                    want_max[r] = 0u, want_min[r] = bits(-7.0f);
+                    break;
+                case 4:  // two NaN payloads in one run of one lane: the first wins for max and min
+                    for (std::int64_t i = 0; i < L; ++i) row[i] = static_cast<float>(i % 13) - 6.0f;
+                    row[4 * (37 + 256 * (r % 3)) + (pos == 3 ? 2 : pos)] = of(nan_a);
+                    row[4 * (37 + 256 * (r % 3)) + (pos == 3 ? 3 : pos + 1)] = of(nan_b);
+                    want_max[r] = want_min[r] = nan_a;
+                    break;
+                default:  // infinities around one NaN: the NaN
+                    for (std::int64_t i = 0; i < L; ++i) row[i] = (i % 2) ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+                    row[at] = of(nan_b);
+                    want_max[r] = want_min[r] = nan_b;
+                    break;
+            }
+        }
+        const Array X(h.to(dev()));
+        const std::vector<Tensor> outs = run_checked({max(X, 1), min(X, 1)});
+        const Tensor mx = outs[0].to(Device::cpu()), mn = outs[1].to(Device::cpu());
+        for (int r = 0; r < kRows; ++r) {
+            CAPTURE(L);
+            CAPTURE(r);
+            CHECK(bits(static_cast<const float*>(mx.data())[r]) == want_max[r]);
+            CHECK(bits(static_cast<const float*>(mn.data())[r]) == want_min[r]);
+        }
+    }
 }
 
 TEST_CASE("reduce: int8 and int32 sums in int64, mean of integers, any/all") {

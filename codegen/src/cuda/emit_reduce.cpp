@@ -107,6 +107,14 @@ std::string combine(const ReduceOpPlan& r, const std::string& a, const std::stri
     }
 }
 
+// A float32 max or min (float16 and bfloat16 values are floats in registers): its runs of 4 fold with
+// lm::max_run / lm::min_run.
+bool run_foldable(const ReduceOpPlan& r) {
+    if (r.op != Op::Max && r.op != Op::Min) return false;
+    const Accumulator a = accumulator_of(r);
+    return a.kind == Accumulator::Kind::Value && register_type(a.dtype) == std::string_view("float");
+}
+
 // The accumulator contribution of one element value `v` at reduced index `ri`.
 std::string element_of(const ReduceOpPlan& r, const std::string& v, const std::string& ri) {
     if (is_arg(r.op)) return fmt::format("lm::arg_of<{}>({}, {})", in_reg(r), v, ri);
@@ -492,15 +500,29 @@ struct ReduceEmitter {
                              fmt::format("the partial of chunk {}", c));
             }
             auto accumulate = [&](std::string& t, int ind, const std::string& r0, const std::function<std::string(std::size_t)>& val, bool guard) {
+                // A full run of 4 folds a float max or min with lm::max_run / lm::min_run: one FMNMX per
+                // element, the same bits as the exact fold (the run is folded again where they could differ).
+                auto run_fold = [&](std::size_t jj) { return !guard && run_foldable(plan.ops[jj]); };
+                for (std::size_t jj : ops)
+                    if (run_fold(jj)) line(t, ind, fmt::format("float ry{}[4];", jj), fmt::format("reduction {}'s run of 4 values", jj));
                 line(t, ind, "#pragma unroll");
                 line(t, ind, "for (int j = 0; j < 4; ++j) {");
                 if (guard) line(t, ind + 4, row_end_guard(r0));
                 body_call(t, ind + 4, val);
-                for (std::size_t jj : ops)
+                for (std::size_t jj : ops) {
+                    if (run_fold(jj)) {
+                        line(t, ind + 4, fmt::format("ry{}[j] = y{};", jj, jj));
+                        continue;
+                    }
                     line(t, ind + 4, fmt::format("acc{}[K] = {};", jj,
                                                  combine(plan.ops[jj], fmt::format("acc{}[K]", jj),
                                                          element_of(plan.ops[jj], fmt::format("y{}", jj), fmt::format("({} + j)", r0)))));
+                }
                 line(t, ind, "}");
+                for (std::size_t jj : ops)
+                    if (run_fold(jj))
+                        line(t, ind, fmt::format("acc{}[K] = lm::{}_run(acc{}[K], ry{});", jj, plan.ops[jj].op == Op::Max ? "max" : "min", jj, jj),
+                             "ascending j, the exact fold's bits");
             };
             if (cached) {
                 // chunk c covers positions q in [c * 8 A, (c + 1) * 8 A)

@@ -122,6 +122,30 @@ template <class T> __device__ __forceinline__ T maximum(T a, T b) { return a < b
         if (a == b) return signbit_f(a) ? b : a; return a < b ? b : a; }
 LM_DEF(float) LM_DEF(double)
 #undef LM_DEF
+// A reduction's run of N values folded in order, acc = maximum(acc, y[j]) for j ascending, at the cost of one
+// FMNMX per value. fmaxf gives the exact fold's bits except where an operand is NaN (fmaxf passes over it;
+// maximum returns the first NaN) or where the maximum is a zero (fmaxf may give either sign; maximum has
+// -0 < +0): equal nonzero floats have equal bits. A NaN seen, or a zero result, folds the run again exactly.
+template <int N> __device__ __forceinline__ float max_run(float acc, const float (&y)[N]) {
+    float g = acc;
+    bool again = isnan_f(acc);
+    #pragma unroll
+    for (int j = 0; j < N; ++j) { g = fmaxf(g, y[j]); again |= isnan_f(y[j]); }
+    if (!again && g != 0.0f) return g;
+    #pragma unroll
+    for (int j = 0; j < N; ++j) acc = maximum(acc, y[j]);
+    return acc;
+}
+template <int N> __device__ __forceinline__ float min_run(float acc, const float (&y)[N]) {
+    float g = acc;
+    bool again = isnan_f(acc);
+    #pragma unroll
+    for (int j = 0; j < N; ++j) { g = fminf(g, y[j]); again |= isnan_f(y[j]); }
+    if (!again && g != 0.0f) return g;
+    #pragma unroll
+    for (int j = 0; j < N; ++j) acc = minimum(acc, y[j]);
+    return acc;
+}
 template <class T> __device__ __forceinline__ T relu(T a) { return maximum(a, (T)0); }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -97,12 +97,14 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_cons
                 const long long r0 = (long long)(q / 1) * 1024 + 4 * (w + 256 * (q % 1));
                 const int K = q % 1;
                 {                                                        // full rows: inside the row
+                    float ry0[4];                                        // reduction 0's run of 4 values
                     #pragma unroll
                     for (int j = 0; j < 4; ++j) {
                         float y0; float y1; float y2; 
                         f1_softmax_el_body(c0[q][j], rv0, rv1, y0, y1, y2);
-                        acc0[K] = lm::maximum(acc0[K], y0);
+                        ry0[j] = y0;
                     }
+                    acc0[K] = lm::max_run(acc0[K], ry0);                 // ascending j, the exact fold's bits
                 }
             }
             {                                                            // reduction 0: butterfly over the 256 lanes, then the chunk partial
