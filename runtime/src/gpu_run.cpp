@@ -114,6 +114,8 @@ struct LaunchPrep {
     Tensor params;                 // parameters in device memory
     Tensor workspace;              // a matmul's chunk tree (K longer than one chunk), from the pool
     void* workspace_ptr = nullptr; // its address (or a RunMemory block's)
+    Tensor counter_block;          // a split-K matmul's counters when the stream's buffer cannot hold them (zeroed)
+    void* counters = nullptr;      // its counters: the stream's split counters, counter_block's, or a RunMemory's
 };
 
 bool needs_prep(const FusionPlan& plan, std::size_t k) {
@@ -240,10 +242,10 @@ void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& p
         detail::encode_tensor_map(specs[1], std::span<std::byte, codegen::kTensorMapBytes>(maps.data() + codegen::kTensorMapBytes,
                                                                                            codegen::kTensorMapBytes));
     }
-    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace_ptr : nullptr, loads, params.span(),
-                                pm.plan.wgmma ? std::span<const std::byte>(maps) : std::span<const std::byte>());
+    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace_ptr : nullptr, pm.plan.split_k ? prep->counters : nullptr,
+                                loads, params.span(), pm.plan.wgmma ? std::span<const std::byte>(maps) : std::span<const std::byte>());
     LaunchConfig cfg;
-    cfg.grid = {lc.grid_x, lc.grid_y, 1};
+    cfg.grid = {lc.grid_x, lc.grid_y, lc.grid_z};
     cfg.block = {lc.block_x, 1, 1};
     cfg.shared_bytes = pm.plan.shared_bytes();
     issue(kernel.scalar_kernel, cfg, params.span(), where, mem);  // one entry: the loads are a parameter
@@ -527,6 +529,22 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
             } else {
                 preps[k].workspace = Tensor::empty({static_cast<std::int64_t>(bytes)}, DType::UInt8, device);
                 preps[k].workspace_ptr = preps[k].workspace.data();
+            }
+            if (const std::int64_t counters = codegen::matmul_counter_count(g.matmul); counters > 0) {
+                // Split K: counters that are zero at launch (the kernel leaves them zero), as a split reduction's.
+                if (mem) {
+                    preps[k].counters = mem->counter(device.index, counters);
+                    if (!preps[k].counters) {
+                        mem->unsupported = true;
+                        return;
+                    }
+                } else if (unsigned int* c = split_counters(device.index, current_stream(), counters)) {
+                    preps[k].counters = c;
+                } else {
+                    preps[k].counter_block = Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * counters}, DType::UInt8, device);
+                    preps[k].counters = preps[k].counter_block.data();
+                    LOOM_CUDA_CHECK(cudaMemsetAsync(preps[k].counters, 0, preps[k].counter_block.nbytes(), current_stream()));
+                }
             }
             continue;
         }

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -381,6 +382,73 @@ TEST_CASE("matmul: K past one chunk of 8192: the chunk partials combine in the p
     if (small_shapes()) return;
     const Tensor a = pwtest::rand({3, 2, 20000}, float32, seed++), b = pwtest::rand({3, 20000, 3}, float32, seed++);
     run_product(matmul(a, b), "[3, 2, 20000] x [3, 20000, 3]");
+}
+
+namespace {
+// The product's plan and binding on this GPU (the first product kernel of `y`'s plan).
+codegen::PlannedMatmul planned_product(const Array& y) {
+    const auto graph = ir::run_pipeline(pwtest::roots_of({y}), ir::standard_passes());
+    std::vector<const ir::Node*> sources;
+    const codegen::FusionPlan plan = gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
+    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
+        if (plan.partition.kernels[k].family == codegen::Family::MatMul) return plan.gpu[k].matmul;
+    FAIL("no product kernel");
+    return {};
+}
+}  // namespace
+
+TEST_CASE("matmul: split K: blocks share a long K's chunks in aligned groups, the bits of one block walking them all") {
+    // Few output tiles and K past a chunk: the chunks are shared among blocks along the grid's z in aligned
+    // power-of-two groups (subtrees of the pairwise tree), the block that completes a tile's counter combining
+    // the group partials. Group counts that are powers of two and not (an odd group carried up the tree),
+    // groups of one chunk and of several, a last group shorter than the others, an epilogue, batches.
+    std::uint64_t seed = 900;
+    struct Case {
+        Shape a, b;
+        const char* what;
+    };
+    std::vector<Case> cases = {
+        {{300, 4 * 8192 + 3}, {4 * 8192 + 3}, "[300, K] x [K], 5 chunks"},                  // 3 tiles: 5 groups of one chunk
+        {{100, 20 * 8192}, {20 * 8192, 3}, "[100, K] x [K, 3], 20 chunks"},                 // one tile: groups of 2 chunks
+        {{2 * 8192 + 7}, {2 * 8192 + 7, 200}, "[K] x [K, 200], 3 chunks"},                  // a vector times a matrix
+        {{3, 2, 3 * 8192 + 1}, {3, 3 * 8192 + 1, 5}, "[3, 2, K] x [3, K, 5], batches"},
+    };
+    if (!small_shapes()) cases.push_back({{2048, 3 * 8192}, {3 * 8192}, "[2048, K] x [K], 16 tiles, 3 chunks"});
+    for (const Case& c : cases) {
+        INFO(c.what);
+        const Tensor a = pwtest::rand(c.a, float32, seed++), b = pwtest::rand(c.b, float32, seed++);
+        const Array y = matmul(a, b);
+        if (on_gpu()) {
+            const codegen::PlannedMatmul pm = planned_product(y);
+            CHECK(pm.plan.split_k);
+            CHECK(pm.binding.k_groups > 1);
+            CHECK(std::has_single_bit(static_cast<std::uint64_t>(pm.binding.group_chunks)));
+            CHECK(pm.binding.k_groups == (pm.binding.chunks + pm.binding.group_chunks - 1) / pm.binding.group_chunks);
+            CHECK(explain({y}).find("shared among blocks in aligned groups of chunks") != std::string::npos);
+        }
+        run_product(y, c.what);
+        // Fused with an epilogue over the product, and back to back (the counters are left zero).
+        const Tensor bias = pwtest::rand({y.shape().back()}, float32, seed++);
+        for (int r = 0; r < 3; ++r) run_product(relu(y + bias) * 0.5, fmt::format("{}: relu(y + bias) * 0.5, call {}", c.what, r));
+    }
+    // Many tiles: no split; the same order, so the bits of the reference as well.
+    if (!small_shapes() && on_gpu()) {
+        const Tensor a = pwtest::rand({1024, 8192 + 100}, float32, seed++), b = pwtest::rand({8192 + 100, 1024}, float32, seed++);
+        CHECK(!planned_product(matmul(a, b)).plan.split_k);
+        run_product(matmul(a, b), "[1024, K] x [K, 1024]: 64 tiles, no split");
+    }
+    // A traced function whose plan has a split product and a reduction of it: one CUDA graph, replayed with new
+    // data; each call against the reference.
+    auto f = loom::function("split_gemv_sum", [](Array m, Array v) { return sum(matmul(m, v) * 2.0); });
+    const std::int64_t k = 2 * 8192 + 5;
+    for (int call = 0; call < 3; ++call) {
+        const Tensor m = pwtest::rand({500, k}, float32, seed++), v = pwtest::rand({k}, float32, seed++);
+        Tensor out = Tensor::empty({}, float32, pwtest::dev());
+        testing::poison(out);
+        f(m, v, out);
+        pwtest::wait_device();
+        pwtest::require_reference({sum(matmul(m, v) * 2.0)}, {out}, fmt::format("traced split product, call {}", call));
+    }
 }
 
 TEST_CASE("matmul: NaN, Inf, -0 and overflow follow IEEE in the fixed order") {

@@ -58,7 +58,13 @@ struct MatmulEmitter {
             } else if (f.name == "pieces") {
                 comment = "bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads";
             } else if (f.name == "ws") {
-                comment = "the chunk tree's partials: levels x batches x M x N accumulators";
+                comment = p.split_k ? "per group of chunks, its tree's stack (bit_width(group_chunks) slots), then per group its partial; "
+                                      "each slot batches x M x N accumulators"
+                                    : "the chunk tree's partials: levels x batches x M x N accumulators";
+            } else if (f.name == "group_chunks") {
+                comment = "chunks per block along the grid's z (a power of two): block z takes chunks [z g, (z + 1) g)";
+            } else if (f.name == "count") {
+                comment = "unsigned counters, one per output tile and batch entry: zero at launch and left zero";
             } else if (f.name.starts_with("batch")) {
                 comment = fmt::format("extent of batch axis {}", f.b);
             } else {
@@ -422,8 +428,15 @@ struct MatmulEmitter {
         line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
         line(s, ind + 4, "#pragma unroll");
         line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "K = 0: the empty sum, +0");
-        line(s, ind, "for (long long chunk = 0; chunk < p.chunks; ++chunk) {",
-             fmt::format("chunks of {} along K (docs/semantics.md, section 12)", kProductChunk));
+        if (p.split_k) {
+            line(s, ind, "const long long c_begin = (long long)blockIdx.z * p.group_chunks, c_end = min(p.chunks, c_begin + p.group_chunks);",
+                 "this block's group of chunks: an aligned subtree");
+            line(s, ind, "for (long long chunk = c_begin; chunk < c_end; ++chunk) {",
+                 fmt::format("chunks of {} along K (docs/semantics.md, section 12)", kProductChunk));
+        } else {
+            line(s, ind, "for (long long chunk = 0; chunk < p.chunks; ++chunk) {",
+                 fmt::format("chunks of {} along K (docs/semantics.md, section 12)", kProductChunk));
+        }
         line(s, ind + 4, fmt::format("const long long k0 = chunk * {}, kend = min(p.K, k0 + {});", kProductChunk, kProductChunk));
         line(s, ind + 4, "#pragma unroll");
         line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
@@ -433,12 +446,24 @@ struct MatmulEmitter {
         if (p.chunked) {
             const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = "n0 + " + column("j");
             line(s, ind + 4, "// The chunk's partial onto the pairwise tree of each output (section 12, step 3): the stack holds the");
-            line(s, ind + 4, "// binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.");
-            line(s, ind + 4, "const bool last = chunk + 1 == p.chunks;");
-            line(s, ind + 4, "const int merges = last ? __popcll(chunk) : __ffsll(~chunk) - 1;", "the last partial closes the whole stack");
-            line(s, ind + 4, "const int depth = __popcll(chunk);", "partials on the stack before this one");
-            line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
-            line(s, ind + 4, fmt::format("{}* ws = static_cast<{}*>(p.ws);", acc, acc));
+            if (p.split_k) {
+                line(s, ind + 4, "// binary digits of the chunk's place in its group; a partial merges (older on the left) with each");
+                line(s, ind + 4, "// completed subtree below it, so the group's last partial is the group's subtree.");
+                line(s, ind + 4, "const long long g = chunk - c_begin;", "the chunk within its group");
+                line(s, ind + 4, "const bool last = chunk + 1 == c_end;");
+                line(s, ind + 4, "const int merges = last ? __popcll(g) : __ffsll(~g) - 1;", "the last partial closes the whole stack");
+                line(s, ind + 4, "const int depth = __popcll(g);", "partials on the stack before this one");
+                line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
+                line(s, ind + 4, fmt::format("{}* ws = static_cast<{}*>(p.ws) + (long long)blockIdx.z * (64 - __clzll(p.group_chunks)) * plane;", acc, acc),
+                     "the group's stack");
+            } else {
+                line(s, ind + 4, "// binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.");
+                line(s, ind + 4, "const bool last = chunk + 1 == p.chunks;");
+                line(s, ind + 4, "const int merges = last ? __popcll(chunk) : __ffsll(~chunk) - 1;", "the last partial closes the whole stack");
+                line(s, ind + 4, "const int depth = __popcll(chunk);", "partials on the stack before this one");
+                line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
+                line(s, ind + 4, fmt::format("{}* ws = static_cast<{}*>(p.ws);", acc, acc));
+            }
             line(s, ind + 4, "#pragma unroll");
             line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
             line(s, ind + 8, "#pragma unroll");
@@ -453,6 +478,52 @@ struct MatmulEmitter {
             line(s, ind + 12, "c[i][j] = v;");
             line(s, ind + 8, "}");
         }
+        line(s, ind, "}");
+        if (p.split_k) split_k_finish(s, ind);
+    }
+
+    // split_k: the group's partial to the workspace, counted on the tile's counter; the block that completes the
+    // count combines the groups' partials in the pairwise tree over groups (section 12, step 3: each group is an
+    // aligned subtree, an odd last one carried up) and goes on to the epilogue, the others to the next entry.
+    void split_k_finish(std::string& s, int ind) const {
+        const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = "n0 + " + column("j");
+        auto each_output = [&](const std::function<void(int)>& body) {
+            line(s, ind + 4, "#pragma unroll");
+            line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+            line(s, ind + 8, "#pragma unroll");
+            line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
+            line(s, ind + 12, fmt::format("const long long m = {}, n = {};", row, col));
+            line(s, ind + 12, "if (m >= p.M || n >= p.N) continue;");
+            line(s, ind + 12, "const long long e = (batch * p.M + m) * p.N + n;");
+            body(ind + 12);
+            line(s, ind + 8, "}");
+        };
+        line(s, ind, "{", "the groups' partials: the block that completes the tile combines them");
+        line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
+        line(s, ind + 4, fmt::format("{}* gp = static_cast<{}*>(p.ws) + (long long)gridDim.z * (64 - __clzll(p.group_chunks)) * plane;", acc, acc),
+             "after the groups' stacks: one partial per group");
+        each_output([&](int in) { line(s, in, "gp[blockIdx.z * plane + e] = c[i][j];"); });
+        line(s, ind + 4, "__threadfence();", "the partials visible before they are counted");
+        line(s, ind + 4, "__syncthreads();");
+        line(s, ind + 4, "__shared__ bool lm_last;");
+        line(s, ind + 4, "if (threadIdx.x == 0) {");
+        line(s, ind + 8, "unsigned* count = static_cast<unsigned*>(p.count) + (batch * gridDim.x + blockIdx.x);", "the tile's counter");
+        line(s, ind + 8, "lm_last = atomicAdd(count, 1u) + 1 == gridDim.z;");
+        line(s, ind + 8, "if (lm_last) *count = 0;", "every group counted: zero again for the next launch");
+        line(s, ind + 4, "}");
+        line(s, ind + 4, "__syncthreads();");
+        line(s, ind + 4, "if (!lm_last) continue;", "another group's block completes this tile");
+        line(s, ind + 4, "__threadfence();", "the other groups' partials, read through L2");
+        each_output([&](int in) {
+            line(s, in, fmt::format("{} v[16];", acc), "the groups' partials (at most 16 groups)");
+            line(s, in, "int live = (int)gridDim.z;", "values on this level of the tree");
+            line(s, in, "for (int g = 0; g < live; ++g) v[g] = __ldcg(gp + g * plane + e);");
+            line(s, in, "for (; live > 1; live = (live + 1) / 2) {", "the pairwise tree: (0, 1), (2, 3), ..., an odd last carried up");
+            line(s, in + 4, fmt::format("for (int g = 0; g + 1 < live; g += 2) v[g / 2] = {};", add("v[g]", "v[g + 1]")));
+            line(s, in + 4, "if (live % 2) v[live / 2] = v[live - 1];");
+            line(s, in, "}");
+            line(s, in, "c[i][j] = v[0];");
+        });
         line(s, ind, "}");
     }
 

@@ -2,7 +2,7 @@
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
 // tile 128x1x128: 128 threads as 4 x 1 warps of 32 x 1 lanes, 1 x 1 accumulators per thread, fragments read 4 elements of A's rows and 1 of B's at once
 // shared memory: 3 stages of A 128 x 132 and B 128 x 1 (A's rows padded by 16 bytes, B's narrower than a piece), 204288 bytes
-// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192, partials combined in the pairwise tree through a workspace
+// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192, shared among blocks in aligned groups of chunks along the grid's z; each group's partial (a subtree of the pairwise tree) through a workspace, the block that completes a tile's counter combining them in the tree's order
 // epilogue: pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 24 bytes
 // in0: input 0, float32, contiguous, 4 B/element
@@ -28,11 +28,13 @@ struct mm_gemv_params {
     long long a_s1;                                                      // A stride along axis 1 (k), elements
     long long b_s0;                                                      // B stride along axis 0 (k), elements
     long long b_s1;                                                      // B stride along axis 1 (n), elements
-    void* ws;                                                            // the chunk tree's partials: levels x batches x M x N accumulators
+    void* ws;                                                            // per group of chunks, its tree's stack (bit_width(group_chunks) slots), then per group its partial; each slot batches x M x N accumulators
+    long long group_chunks;                                              // chunks per block along the grid's z (a power of two): block z takes chunks [z g, (z + 1) g)
+    void* count;                                                         // unsigned counters, one per output tile and batch entry: zero at launch and left zero
     long long pieces;                                                    // bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads
     mm_gemv_ep_params ep;                                                // the epilogue's parameters
 };
-static_assert(sizeof(mm_gemv_params) == 128, "kernel parameter layout differs from the host's");
+static_assert(sizeof(mm_gemv_params) == 144, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void mm_gemv_ep_body(const float v0, float& r0) {
     // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:160
@@ -120,7 +122,8 @@ extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant_
         for (int i = 0; i < 1; ++i)
             #pragma unroll
             for (int j = 0; j < 1; ++j) c[i][j] = 0;                     // K = 0: the empty sum, +0
-        for (long long chunk = 0; chunk < p.chunks; ++chunk) {           // chunks of 8192 along K (docs/semantics.md, section 12)
+        const long long c_begin = (long long)blockIdx.z * p.group_chunks, c_end = min(p.chunks, c_begin + p.group_chunks); // this block's group of chunks: an aligned subtree
+        for (long long chunk = c_begin; chunk < c_end; ++chunk) {        // chunks of 8192 along K (docs/semantics.md, section 12)
             const long long k0 = chunk * 8192, kend = min(p.K, k0 + 8192);
             #pragma unroll
             for (int i = 0; i < 1; ++i)
@@ -178,12 +181,14 @@ extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant_
             lm::cp_async_wait<0>();
             __syncthreads();                                             // every buffer read before the next copies
             // The chunk's partial onto the pairwise tree of each output (section 12, step 3): the stack holds the
-            // binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.
-            const bool last = chunk + 1 == p.chunks;
-            const int merges = last ? __popcll(chunk) : __ffsll(~chunk) - 1; // the last partial closes the whole stack
-            const int depth = __popcll(chunk);                           // partials on the stack before this one
+            // binary digits of the chunk's place in its group; a partial merges (older on the left) with each
+            // completed subtree below it, so the group's last partial is the group's subtree.
+            const long long g = chunk - c_begin;                         // the chunk within its group
+            const bool last = chunk + 1 == c_end;
+            const int merges = last ? __popcll(g) : __ffsll(~g) - 1;     // the last partial closes the whole stack
+            const int depth = __popcll(g);                               // partials on the stack before this one
             const long long plane = p.batches * p.M * p.N;
-            float* ws = static_cast<float*>(p.ws);
+            float* ws = static_cast<float*>(p.ws) + (long long)blockIdx.z * (64 - __clzll(p.group_chunks)) * plane; // the group's stack
             #pragma unroll
             for (int i = 0; i < 1; ++i)
                 #pragma unroll
@@ -196,6 +201,46 @@ extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant_
                     for (int k = 0; k < merges; ++k) { --top; v = __fadd_rn(ws[top * plane + e], v); }
                     if (!last) ws[top * plane + e] = v;                  // pushed: a subtree of the tree
                     c[i][j] = v;
+                }
+        }
+        {                                                                // the groups' partials: the block that completes the tile combines them
+            const long long plane = p.batches * p.M * p.N;
+            float* gp = static_cast<float*>(p.ws) + (long long)gridDim.z * (64 - __clzll(p.group_chunks)) * plane; // after the groups' stacks: one partial per group
+            #pragma unroll
+            for (int i = 0; i < 1; ++i)
+                #pragma unroll
+                for (int j = 0; j < 1; ++j) {
+                    const long long m = m0 + row0 + 32 * i, n = n0 + col0 + 1 * j;
+                    if (m >= p.M || n >= p.N) continue;
+                    const long long e = (batch * p.M + m) * p.N + n;
+                    gp[blockIdx.z * plane + e] = c[i][j];
+                }
+            __threadfence();                                             // the partials visible before they are counted
+            __syncthreads();
+            __shared__ bool lm_last;
+            if (threadIdx.x == 0) {
+                unsigned* count = static_cast<unsigned*>(p.count) + (batch * gridDim.x + blockIdx.x); // the tile's counter
+                lm_last = atomicAdd(count, 1u) + 1 == gridDim.z;
+                if (lm_last) *count = 0;                                 // every group counted: zero again for the next launch
+            }
+            __syncthreads();
+            if (!lm_last) continue;                                      // another group's block completes this tile
+            __threadfence();                                             // the other groups' partials, read through L2
+            #pragma unroll
+            for (int i = 0; i < 1; ++i)
+                #pragma unroll
+                for (int j = 0; j < 1; ++j) {
+                    const long long m = m0 + row0 + 32 * i, n = n0 + col0 + 1 * j;
+                    if (m >= p.M || n >= p.N) continue;
+                    const long long e = (batch * p.M + m) * p.N + n;
+                    float v[16];                                         // the groups' partials (at most 16 groups)
+                    int live = (int)gridDim.z;                           // values on this level of the tree
+                    for (int g = 0; g < live; ++g) v[g] = __ldcg(gp + g * plane + e);
+                    for (; live > 1; live = (live + 1) / 2) {            // the pairwise tree: (0, 1), (2, 3), ..., an odd last carried up
+                        for (int g = 0; g + 1 < live; g += 2) v[g / 2] = __fadd_rn(v[g], v[g + 1]);
+                        if (live % 2) v[live / 2] = v[live - 1];
+                    }
+                    c[i][j] = v[0];
                 }
         }
         // The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise work.

@@ -183,6 +183,13 @@ struct MatmulPlan {
     std::string wgmma_note;
     /// K is longer than one chunk: the chunk partials go through the workspace tree.
     bool chunked = false;
+    /// CUDA cores, chunked, fewer output tiles than multiprocessors (a matrix times a vector with K past a
+    /// chunk): K's chunks are shared among blocks along the grid's z in aligned groups of a power of two
+    /// (MatmulBinding::group_chunks), each group a subtree of the pairwise tree. Each block pushes its group's
+    /// partial to the workspace and counts it on the tile's counter; the block that completes the count combines
+    /// the group partials in the tree's order above them and runs the epilogue, and sets the counter back to
+    /// zero. The order is the contract's: the same bits as one block walking every chunk.
+    bool split_k = false;
     /// The epilogue: a pointwise plan over the product's shape whose load site `acc_site` is the product
     /// itself (its value comes from the accumulators, not memory).
     PointwisePlan epilogue;
@@ -228,6 +235,8 @@ struct MatmulBinding {
     std::int64_t persistent_blocks = 0;       // wgmma: the persistent grid (at most one block per multiprocessor)
     std::int64_t a_batch_stride = 0, b_batch_stride = 0;  // wgmma: elements between batch entries of a 3-dimensional map
     int levels = 0;                           // workspace slots of the chunk tree (0: one chunk)
+    std::int64_t k_groups = 1;                // split_k: blocks along the grid's z, one per group of chunks
+    std::int64_t group_chunks = 0;            // split_k: chunks per group (a power of two; the last group may be shorter)
     PointwiseBinding epilogue;
     PointwiseBinding prologue_a, prologue_b;
 };
@@ -277,14 +286,19 @@ MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* c
 /// wgmma plans: the tensor maps of A and B for one call (`inputs` as for select_matmul_loads). Throws
 /// InternalError when a pointer breaks the 16-byte alignment that planning assumed.
 std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm, std::span<const void* const> inputs);
-/// Bytes of the chunk tree's workspace (0 for one chunk).
+/// Bytes of the chunk tree's workspace (0 for one chunk): the tree's slots, and for split_k plans each group's
+/// slots and its partial.
 std::size_t matmul_workspace_bytes(const PlannedMatmul& pm);
+/// split_k plans: the counters one call takes (one per output tile and batch entry), zero before the launch and
+/// left zero by it; 0 for other plans.
+std::int64_t matmul_counter_count(const PlannedMatmul& pm);
 /// Packs the parameters: `inputs` element 0 of each of PlannedMatmul::inputs (the views' offsets are added
-/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), the loads the
+/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), `counters` (split_k
+/// plans: matmul_counter_count() zeroed counters; else null), the loads the
 /// kernel runs (select_matmul_loads), and for wgmma plans the two encoded tensor maps (A's, then B's:
 /// 2 x kTensorMapBytes, from matmul_tensor_maps).
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
-                        void* workspace, MatmulLoads loads, std::span<std::byte> out,
+                        void* workspace, void* counters, MatmulLoads loads, std::span<std::byte> out,
                         std::span<const std::byte> tensor_maps = {});
 
 }  // namespace loom::codegen

@@ -79,6 +79,7 @@ enum class Variant : std::uint8_t { Vector, Scalar };
 struct LaunchConfig {
     std::uint32_t grid_x = 0;
     std::uint32_t grid_y = 1;
+    std::uint32_t grid_z = 1;  // matmul split_k plans: groups of chunks
     std::uint32_t block_x = 0;
     bool vector = false;
     bool operator==(const LaunchConfig&) const = default;
