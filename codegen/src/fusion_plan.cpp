@@ -280,7 +280,10 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
                                                 : "element loads",
                        pm.binding.K,
                        p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),
-                       p.chunked           ? std::string(" (pairwise tree through a workspace)")
+                       p.split_k           ? fmt::format(" (shared among {} blocks per tile along the grid's z, {} chunk(s) each: split K; "
+                                                         "the pairwise tree through a workspace)",
+                                                         pm.binding.k_groups, pm.binding.group_chunks)
+                       : p.chunked         ? std::string(" (pairwise tree through a workspace)")
                        : p.batch_pipelined ? fmt::format(", one step; each block walking batch entries, the next one's tiles copying, "
                                                          "{} blocks per multiprocessor",
                                                          p.blocks_per_sm)

@@ -424,18 +424,19 @@ TEST_CASE("matmul: split K: blocks share a long K's chunks in aligned groups, th
             CHECK(pm.binding.k_groups > 1);
             CHECK(std::has_single_bit(static_cast<std::uint64_t>(pm.binding.group_chunks)));
             CHECK(pm.binding.k_groups == (pm.binding.chunks + pm.binding.group_chunks - 1) / pm.binding.group_chunks);
-            CHECK(explain({y}).find("shared among blocks in aligned groups of chunks") != std::string::npos);
+            CHECK(explain({y}).find(fmt::format("shared among {} blocks per tile", pm.binding.k_groups)) != std::string::npos);
         }
         run_product(y, c.what);
         // Fused with an epilogue over the product, and back to back (the counters are left zero).
         const Tensor bias = pwtest::rand({y.shape().back()}, float32, seed++);
         for (int r = 0; r < 3; ++r) run_product(relu(y + bias) * 0.5, fmt::format("{}: relu(y + bias) * 0.5, call {}", c.what, r));
     }
-    // Many tiles: no split; the same order, so the bits of the reference as well.
+    // Tiles for every multiprocessor: no split; the same order, so the bits of the reference as well.
     if (!small_shapes() && on_gpu()) {
-        const Tensor a = pwtest::rand({1024, 8192 + 100}, float32, seed++), b = pwtest::rand({8192 + 100, 1024}, float32, seed++);
-        CHECK(!planned_product(matmul(a, b)).plan.split_k);
-        run_product(matmul(a, b), "[1024, K] x [K, 1024]: 64 tiles, no split");
+        const std::int64_t rows = 128 * (device_info().sm_count + 1);
+        const Tensor a = pwtest::rand({rows, 8192 + 100}, float32, seed++), v = pwtest::rand({8192 + 100}, float32, seed++);
+        CHECK(!planned_product(matmul(a, v)).plan.split_k);
+        run_product(matmul(a, v), "[128 (SMs + 1), K] x [K]: a tile per multiprocessor and more, no split");
     }
     // A traced function whose plan has a split product and a reduction of it: one CUDA graph, replayed with new
     // data; each call against the reference.
