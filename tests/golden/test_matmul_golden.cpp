@@ -322,3 +322,50 @@ TEST_CASE("matmul plan: batch pipelining, the staged epilogue, the vector in pie
         CHECK(!wide.gpu.at(0).matmul.plan.vector_b_column);
     }
 }
+
+TEST_CASE("matmul plan: split K when the tiles leave multiprocessors idle: aligned groups of chunks along the grid's z") {
+    SUBCASE("M5's shape: 128 tiles on 132 SMs, two groups of one chunk") {
+        const auto plan = plan_of({matmul(input(float32, {16384, 16384}, "a"), input(float32, {16384}, "x"))});
+        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        CHECK(pm.plan.chunked);
+        CHECK(pm.plan.split_k);
+        CHECK(pm.binding.k_groups == 2);
+        CHECK(pm.binding.group_chunks == 1);
+        CHECK(codegen::matmul_launch(pm).grid_x == 128);
+        CHECK(codegen::matmul_launch(pm).grid_z == 2);
+        CHECK(codegen::matmul_counter_count(pm) == 128);
+        // Per group: a stack of bit_width(1) = 1 slot and its partial; each slot one float per output.
+        CHECK(codegen::matmul_workspace_bytes(pm) == 2 * (1 + 1) * 16384 * 4);
+        CHECK(pm.plan.to_string().find("shared among blocks in aligned groups of chunks") != std::string::npos);
+        CHECK(plan.to_string().find("shared among 2 blocks per tile along the grid's z, 1 chunk(s) each") != std::string::npos);
+        const auto ks = codegen::emit_matmul("mm_split", pm);
+        CHECK(ks.kernel.find("atomicAdd(count, 1u)") != std::string::npos);
+        CHECK(ks.kernel.find("if (!lm_last) continue;") != std::string::npos);
+        golden::compile_sm90(ks);
+    }
+    SUBCASE("one tile and 20 chunks: 16 groups asked, groups of 2 chunks, 10 of them") {
+        const auto plan = plan_of({matmul(input(float32, {100, 20 * 8192}, "a"), input(float32, {20 * 8192, 3}, "b"))});
+        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        CHECK(pm.plan.split_k);
+        CHECK(pm.binding.group_chunks == 2);
+        CHECK(pm.binding.k_groups == 10);
+        CHECK(codegen::matmul_workspace_bytes(pm) == 10 * (2 + 1) * 100 * 3 * 4);
+    }
+    SUBCASE("five chunks on three tiles: five groups of one (an odd group carried up the tree)") {
+        const auto plan = plan_of({matmul(input(float32, {300, 4 * 8192 + 3}, "a"), input(float32, {4 * 8192 + 3}, "x"))});
+        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        CHECK(pm.plan.split_k);
+        CHECK(pm.binding.group_chunks == 1);
+        CHECK(pm.binding.k_groups == 5);
+    }
+    SUBCASE("no split: one chunk, a tile for every SM, tensor cores") {
+        CHECK(!plan_of({matmul(input(float32, {16384, 8192}, "a"), input(float32, {8192}, "x"))}).gpu.at(0).matmul.plan.split_k);
+        const auto many = plan_of({matmul(input(float32, {128 * 133, 8192 + 1}, "a"), input(float32, {8192 + 1}, "x"))});
+        CHECK(many.gpu.at(0).matmul.plan.chunked);
+        CHECK(!many.gpu.at(0).matmul.plan.split_k);
+        CHECK(codegen::matmul_counter_count(many.gpu.at(0).matmul) == 0);
+        const auto tc = plan_of({matmul(input(bfloat16, {64, 20000}, "a"), input(bfloat16, {20000, 64}, "b"))},
+                                Options{.product_path = ProductPath::TensorCores});
+        CHECK(!tc.gpu.at(0).matmul.plan.split_k);  // one pass over K on tensor cores
+    }
+}
