@@ -412,7 +412,9 @@ TEST_CASE("matmul: split K: blocks share a long K's chunks in aligned groups, th
         {{100, 20 * 8192}, {20 * 8192, 3}, "[100, K] x [K, 3], 20 chunks"},                 // one tile: groups of 2 chunks
         {{2 * 8192 + 7}, {2 * 8192 + 7, 200}, "[K] x [K, 200], 3 chunks"},                  // a vector times a matrix
         {{3, 2, 3 * 8192 + 1}, {3, 3 * 8192 + 1, 5}, "[3, 2, K] x [3, K, 5], batches"},
+        {{64, 20 * 8192 + 5}, {20 * 8192 + 5, 2}, "[64, K] x [K, 2], 21 chunks: groups of 2, the last of 1"},
     };
+    if (!small_shapes()) cases.push_back({{64, 35 * 8192}, {35 * 8192, 2}, "[64, K] x [K, 2], 35 chunks: groups of 4, the last of 3"});
     if (!small_shapes()) cases.push_back({{2048, 3 * 8192}, {3 * 8192}, "[2048, K] x [K], 16 tiles, 3 chunks"});
     for (const Case& c : cases) {
         INFO(c.what);
