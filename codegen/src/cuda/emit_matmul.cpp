@@ -421,6 +421,20 @@ struct MatmulEmitter {
         line(b, in, "}");
     }
 
+    // CUDA cores: a loop at `ind` over this thread's register tile of outputs that exist, `body` at ind + 8 with
+    // i, j, m, n and `e`, the output's flat index over the batches (its workspace slot).
+    void each_output(std::string& s, int ind, const std::function<void(int)>& body) const {
+        line(s, ind, "#pragma unroll");
+        line(s, ind, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
+        line(s, ind + 4, "#pragma unroll");
+        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
+        line(s, ind + 8, fmt::format("const long long m = m0 + row0 + {} * i, n = n0 + {};", p.lanes_m, column("j")));
+        line(s, ind + 8, "if (m >= p.M || n >= p.N) continue;");
+        line(s, ind + 8, "const long long e = (batch * p.M + m) * p.N + n;");
+        body(ind + 8);
+        line(s, ind + 4, "}");
+    }
+
     // CUDA cores: the chunks of K, each through the pipeline from +0 with one fma per k, then onto the tree.
     void cuda_core_loop(std::string& s, int ind) const {
         line(s, ind, fmt::format("{} c[{}][{}];", acc, p.thread_m, p.thread_n), "the accumulators");
@@ -444,39 +458,32 @@ struct MatmulEmitter {
         line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) c[i][j] = 0;", p.thread_n), "each chunk from +0");
         pipeline(s, ind + 4, [&](std::string& b, int in) { cuda_core_step(b, in); });
         if (p.chunked) {
-            const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = "n0 + " + column("j");
+            // The chunk's place in the order: its index, or (split K) its index within the block's group.
+            const std::string place = p.split_k ? "g" : "chunk";
             line(s, ind + 4, "// The chunk's partial onto the pairwise tree of each output (section 12, step 3): the stack holds the");
             if (p.split_k) {
                 line(s, ind + 4, "// binary digits of the chunk's place in its group; a partial merges (older on the left) with each");
                 line(s, ind + 4, "// completed subtree below it, so the group's last partial is the group's subtree.");
                 line(s, ind + 4, "const long long g = chunk - c_begin;", "the chunk within its group");
-                line(s, ind + 4, "const bool last = chunk + 1 == c_end;");
-                line(s, ind + 4, "const int merges = last ? __popcll(g) : __ffsll(~g) - 1;", "the last partial closes the whole stack");
-                line(s, ind + 4, "const int depth = __popcll(g);", "partials on the stack before this one");
-                line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
-                line(s, ind + 4, fmt::format("{}* ws = static_cast<{}*>(p.ws) + (long long)blockIdx.z * (64 - __clzll(p.group_chunks)) * plane;", acc, acc),
-                     "the group's stack");
             } else {
                 line(s, ind + 4, "// binary digits of `chunk`; a partial merges (older on the left) with each completed subtree below it.");
-                line(s, ind + 4, "const bool last = chunk + 1 == p.chunks;");
-                line(s, ind + 4, "const int merges = last ? __popcll(chunk) : __ffsll(~chunk) - 1;", "the last partial closes the whole stack");
-                line(s, ind + 4, "const int depth = __popcll(chunk);", "partials on the stack before this one");
-                line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
-                line(s, ind + 4, fmt::format("{}* ws = static_cast<{}*>(p.ws);", acc, acc));
             }
-            line(s, ind + 4, "#pragma unroll");
-            line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
-            line(s, ind + 8, "#pragma unroll");
-            line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
-            line(s, ind + 12, fmt::format("const long long m = {}, n = {};", row, col));
-            line(s, ind + 12, "if (m >= p.M || n >= p.N) continue;");
-            line(s, ind + 12, "const long long e = (batch * p.M + m) * p.N + n;");
-            line(s, ind + 12, fmt::format("{} v = c[i][j];", acc));
-            line(s, ind + 12, "int top = depth;");
-            line(s, ind + 12, fmt::format("for (int k = 0; k < merges; ++k) {{ --top; v = {}; }}", add("ws[top * plane + e]", "v")));
-            line(s, ind + 12, "if (!last) ws[top * plane + e] = v;", "pushed: a subtree of the tree");
-            line(s, ind + 12, "c[i][j] = v;");
-            line(s, ind + 8, "}");
+            line(s, ind + 4, fmt::format("const bool last = chunk + 1 == {};", p.split_k ? "c_end" : "p.chunks"));
+            line(s, ind + 4, fmt::format("const int merges = last ? __popcll({0}) : __ffsll(~{0}) - 1;", place), "the last partial closes the whole stack");
+            line(s, ind + 4, fmt::format("const int depth = __popcll({});", place), "partials on the stack before this one");
+            line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
+            if (p.split_k)
+                line(s, ind + 4, fmt::format("{}* ws = static_cast<{}*>(p.ws) + (long long)blockIdx.z * (64 - __clzll(p.group_chunks)) * plane;", acc, acc),
+                     "the group's stack");
+            else
+                line(s, ind + 4, fmt::format("{}* ws = static_cast<{}*>(p.ws);", acc, acc));
+            each_output(s, ind + 4, [&](int in) {
+                line(s, in, fmt::format("{} v = c[i][j];", acc));
+                line(s, in, "int top = depth;");
+                line(s, in, fmt::format("for (int k = 0; k < merges; ++k) {{ --top; v = {}; }}", add("ws[top * plane + e]", "v")));
+                line(s, in, "if (!last) ws[top * plane + e] = v;", "pushed: a subtree of the tree");
+                line(s, in, "c[i][j] = v;");
+            });
         }
         line(s, ind, "}");
         if (p.split_k) split_k_finish(s, ind);
@@ -486,23 +493,11 @@ struct MatmulEmitter {
     // count combines the groups' partials in the pairwise tree over groups (section 12, step 3: each group is an
     // aligned subtree, an odd last one carried up) and goes on to the epilogue, the others to the next entry.
     void split_k_finish(std::string& s, int ind) const {
-        const std::string row = fmt::format("m0 + row0 + {} * i", p.lanes_m), col = "n0 + " + column("j");
-        auto each_output = [&](const std::function<void(int)>& body) {
-            line(s, ind + 4, "#pragma unroll");
-            line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i)", p.thread_m));
-            line(s, ind + 8, "#pragma unroll");
-            line(s, ind + 8, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
-            line(s, ind + 12, fmt::format("const long long m = {}, n = {};", row, col));
-            line(s, ind + 12, "if (m >= p.M || n >= p.N) continue;");
-            line(s, ind + 12, "const long long e = (batch * p.M + m) * p.N + n;");
-            body(ind + 12);
-            line(s, ind + 8, "}");
-        };
         line(s, ind, "{", "the groups' partials: the block that completes the tile combines them");
         line(s, ind + 4, "const long long plane = p.batches * p.M * p.N;");
         line(s, ind + 4, fmt::format("{}* gp = static_cast<{}*>(p.ws) + (long long)gridDim.z * (64 - __clzll(p.group_chunks)) * plane;", acc, acc),
              "after the groups' stacks: one partial per group");
-        each_output([&](int in) { line(s, in, "gp[blockIdx.z * plane + e] = c[i][j];"); });
+        each_output(s, ind + 4, [&](int in) { line(s, in, "gp[blockIdx.z * plane + e] = c[i][j];"); });
         line(s, ind + 4, "__threadfence();", "the partials visible before they are counted");
         line(s, ind + 4, "__syncthreads();");
         line(s, ind + 4, "__shared__ bool lm_last;");
@@ -514,7 +509,7 @@ struct MatmulEmitter {
         line(s, ind + 4, "__syncthreads();");
         line(s, ind + 4, "if (!lm_last) continue;", "another group's block completes this tile");
         line(s, ind + 4, "__threadfence();", "the other groups' partials, read through L2");
-        each_output([&](int in) {
+        each_output(s, ind + 4, [&](int in) {
             line(s, in, fmt::format("{} v[16];", acc), "the groups' partials (at most 16 groups)");
             line(s, in, "int live = (int)gridDim.z;", "values on this level of the tree");
             line(s, in, "for (int g = 0; g < live; ++g) v[g] = __ldcg(gp + g * plane + e);");
