@@ -463,16 +463,16 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     // K past a chunk: M5's 128 tiles of 16384 x 16384 on 132) shares its chunks among blocks, the fewest groups
     // (a power of two, at most 16) that give every multiprocessor a block. 16384 x 16384 x 1 in float32 went from
     // 3391 to 3988 GB/s with two groups (H200).
-    if (p.chunked && !p.batch_pipelined) {
-        const std::int64_t tiles = output_tiles(p, b) * b.batch_blocks;
+    if (p.chunked && !p.batch_pipelined && output_tiles(p, b) * b.batches <= kSplitCounterLimit) {
+        const std::int64_t blocks = output_tiles(p, b) * b.batch_blocks;
         std::int64_t groups = 1;
-        while (groups < 16 && groups < b.chunks && tiles * groups < device.sm_count) groups *= 2;
-        if (groups > 1 && output_tiles(p, b) * b.batches <= kSplitCounterLimit) {
+        while (groups < 16 && groups < b.chunks && blocks * groups < device.sm_count) groups *= 2;
+        // chunks >= 2 and groups >= 2: groups of bit_ceil(ceil(chunks / groups)) chunks make at least two groups.
+        if (groups > 1) {
+            p.split_k = true;
             b.group_chunks = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>((b.chunks + groups - 1) / groups)));
             b.k_groups = (b.chunks + b.group_chunks - 1) / b.group_chunks;
-            p.split_k = b.k_groups > 1;
         }
-        if (!p.split_k) b.group_chunks = 0, b.k_groups = 1;
     }
     p.a_m_fastest = !p.a_prologue && b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
     p.b_k_fastest = !p.b_prologue && b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
@@ -619,7 +619,7 @@ LaunchConfig matmul_launch(const PlannedMatmul& pm) {
     if (tiles > 0x7fffffff) throw Error(fmt::format("matmul(): {} x {} outputs need {} tiles, more than a launch holds", b.M, b.N, tiles));
     lc.grid_x = static_cast<std::uint32_t>(tiles);
     lc.grid_y = static_cast<std::uint32_t>(b.batch_blocks);
-    lc.grid_z = static_cast<std::uint32_t>(p.split_k ? b.k_groups : 1);
+    lc.grid_z = static_cast<std::uint32_t>(b.k_groups);  // 1 unless split_k
     lc.block_x = static_cast<std::uint32_t>(p.threads());
     return lc;
 }
