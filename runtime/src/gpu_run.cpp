@@ -114,8 +114,7 @@ struct LaunchPrep {
     Tensor params;                 // parameters in device memory
     Tensor workspace;              // a matmul's chunk tree (K longer than one chunk), from the pool
     void* workspace_ptr = nullptr; // its address (or a RunMemory block's)
-    Tensor counter_block;          // a split-K matmul's counters when the stream's buffer cannot hold them (zeroed)
-    void* counters = nullptr;      // its counters: the stream's split counters, counter_block's, or a RunMemory's
+    void* counters = nullptr;      // a split-K matmul's counters (split_counters_for)
 };
 
 bool needs_prep(const FusionPlan& plan, std::size_t k) {
@@ -128,29 +127,34 @@ bool needs_prep(const FusionPlan& plan, std::size_t k) {
     return false;
 }
 
+// `count` counters that are zero at launch, for a kernel that leaves them zero (split reductions, split-K
+// products): a graph's run takes the per-stream counters through `mem` (null when it cannot: then
+// mem->unsupported is set); else the stream's split counters, or zeroed pool memory kept in prep.partials.
+void* split_counters_for(std::int64_t count, Device device, LaunchPrep& prep, RunMemory* mem) {
+    if (mem) {
+        void* c = mem->counter(device.index, count);
+        if (!c) mem->unsupported = true;
+        return c;
+    }
+    if (unsigned int* c = split_counters(device.index, current_stream(), count)) return c;
+    // Zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown).
+    prep.partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * count}, DType::UInt8, device));
+    LOOM_CUDA_CHECK(cudaMemsetAsync(prep.partials.back().data(), 0, prep.partials.back().nbytes(), current_stream()));
+    return prep.partials.back().data();
+}
+
 // The split workspaces of a reduction launch: `ins` in PlannedReduce::inputs order, the element outputs.
 void prepare_split(const codegen::PlannedReduce& pr, std::span<const void* const> ins, std::span<void* const> el_outs,
                    Device device, LaunchPrep& prep, RunMemory* mem) {
     prep.reduce = codegen::reduce_launch(pr, ins, el_outs);
     if (prep.reduce.grid_x == 0) return;
-    const std::int64_t counters = codegen::split_counter_count(pr, prep.reduce);
-    if (mem) {  // a graph's run: the per-stream counters (left zero by every launch) and blocks of its own
-        void* c = mem->counter(device.index, counters);
-        if (!c) {
-            mem->unsupported = true;
-            return;
-        }
-        prep.part_ptrs.push_back(c);
+    void* c = split_counters_for(codegen::split_counter_count(pr, prep.reduce), device, prep, mem);
+    if (!c) return;
+    prep.part_ptrs.push_back(c);
+    if (mem) {  // a graph's run: blocks of its own
         for (const auto& op : pr.plan.ops)
             prep.part_ptrs.push_back(mem->block(codegen::accumulator_bytes(op) * static_cast<std::size_t>(codegen::split_partial_count(pr)), device));
         return;
-    }
-    if (unsigned int* c = split_counters(device.index, current_stream(), counters)) {
-        prep.part_ptrs.push_back(c);
-    } else {  // zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown)
-        prep.partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * counters}, DType::UInt8, device));
-        prep.part_ptrs.push_back(prep.partials.back().data());
-        LOOM_CUDA_CHECK(cudaMemsetAsync(prep.partials.back().data(), 0, prep.partials.back().nbytes(), current_stream()));
     }
     for (const auto& op : pr.plan.ops) {
         prep.partials.push_back(Tensor::empty({static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * codegen::split_partial_count(pr)},
@@ -530,21 +534,9 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
                 preps[k].workspace = Tensor::empty({static_cast<std::int64_t>(bytes)}, DType::UInt8, device);
                 preps[k].workspace_ptr = preps[k].workspace.data();
             }
-            if (const std::int64_t counters = codegen::matmul_counter_count(g.matmul); counters > 0) {
-                // Split K: counters that are zero at launch (the kernel leaves them zero), as a split reduction's.
-                if (mem) {
-                    preps[k].counters = mem->counter(device.index, counters);
-                    if (!preps[k].counters) {
-                        mem->unsupported = true;
-                        return;
-                    }
-                } else if (unsigned int* c = split_counters(device.index, current_stream(), counters)) {
-                    preps[k].counters = c;
-                } else {
-                    preps[k].counter_block = Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * counters}, DType::UInt8, device);
-                    preps[k].counters = preps[k].counter_block.data();
-                    LOOM_CUDA_CHECK(cudaMemsetAsync(preps[k].counters, 0, preps[k].counter_block.nbytes(), current_stream()));
-                }
+            if (const std::int64_t counters = codegen::matmul_counter_count(g.matmul); counters > 0) {  // split K
+                preps[k].counters = split_counters_for(counters, device, preps[k], mem);
+                if (!preps[k].counters) return;  // a graph cannot take them: mem->unsupported
             }
             continue;
         }
