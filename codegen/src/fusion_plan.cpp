@@ -259,8 +259,8 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
         path = fmt::format("{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync m16n8k{}{}{})", p.frags_m(),
                            p.frags_n(), p.shared_bytes(), p.mma_k(),
                            p.in == DType::Int8                         ? ", exact"
-                           : p.precision == ProductPrecision::TF32     ? " TF32 into float32, product_precision=tf32: within the TF32 bound of semantics.md section 12"
-                           : p.precision == ProductPrecision::TF32x3   ? " TF32 into float32, product_precision=3xtf32: within the 3xTF32 bound of semantics.md section 12"
+                           : p.precision() == ProductPrecision::TF32     ? " TF32 into float32, product_precision=tf32: within the TF32 bound of semantics.md section 12"
+                           : p.precision() == ProductPrecision::TF32x3   ? " TF32 into float32, product_precision=3xtf32: within the 3xTF32 bound of semantics.md section 12"
                                                                        : ", within the bound of semantics.md section 12",
                            p.wgmma_note.empty() ? std::string() : "; not wgmma: " + p.wgmma_note);
     else

@@ -256,7 +256,7 @@ std::uint64_t MatmulPlan::hash() const {
                   static_cast<int>(vector_b), static_cast<int>(vector_b_column), a_read, b_read,
                   static_cast<int>(chunked), static_cast<int>(batch_pipelined), blocks_per_sm, static_cast<int>(staged_epilogue), static_cast<int>(a_m_fastest), static_cast<int>(b_k_fastest), acc_site,
                   static_cast<int>(tensor_cores), static_cast<int>(requested), static_cast<int>(wgmma), consumers, static_cast<int>(pingpong),
-                  static_cast<int>(a_mn_major), static_cast<int>(b_mn_major), a_map_rank, b_map_rank, static_cast<int>(precision),
+                  static_cast<int>(a_mn_major), static_cast<int>(b_mn_major), a_map_rank, b_map_rank,
                   static_cast<int>(requested_precision), static_cast<int>(split_k)})
         h.add(static_cast<std::uint64_t>(v));
     h.add(std::string_view(wgmma_note));
@@ -300,8 +300,8 @@ std::string MatmulPlan::to_string() const {
             staged_epilogue ? fmt::format("the epilogue through shared memory, 64 rows of {} at a time per consumer, whole lines per warp", name(out))
                             : std::string("the epilogue from the accumulators in registers"));
     }
-    if (tensor_cores && precision != ProductPrecision::Float32) {
-        path = precision == ProductPrecision::TF32
+    if (precision() != ProductPrecision::Float32) {
+        path = precision() == ProductPrecision::TF32
                    ? std::string("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=tf32: the operands rounded to TF32 "
                                  "as the fragments are read; within the TF32 bound of docs/semantics.md, section 12)")
                    : std::string("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=3xtf32: each operand split into "
@@ -375,7 +375,6 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
                                 short_location(m.loc())));
     p.tensor_cores = use_tensor_cores(p.in, options.product_path, options.product_precision, device);
     if (p.in == DType::Float32) p.requested_precision = options.product_precision;
-    if (p.tensor_cores && p.in == DType::Float32) p.precision = options.product_precision;
     p.chunked = b.chunks > 1 && !p.tensor_cores;
     b.levels = p.chunked ? std::bit_width(static_cast<std::uint64_t>(b.chunks)) : 0;
     // Each operand: a strided view of an input, or a prologue over the operand's shape.
@@ -433,10 +432,10 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
                                        "(16 bytes)",
                                        piece, name(p.in)));
     p.pitch_a = p.tile_k + piece;
-    p.pitch_b = b_whole_pieces ? p.tile_n + piece : p.tile_n;
     // TF32 fragments read B one word per lane, k = tig down column grp: rows 8 words apart mod 32 keep the
     // warp's 32 reads in distinct banks (4 words apart would pair them).
-    if (p.tensor_cores && p.in == DType::Float32) p.pitch_b = p.tile_n + 2 * piece;
+    const bool tf32 = p.precision() != ProductPrecision::Float32;
+    p.pitch_b = tf32 ? p.tile_n + 2 * piece : b_whole_pieces ? p.tile_n + piece : p.tile_n;
     // Three stages (two K steps in flight), two when K is one step (no pipeline to fill).
     p.stages = (b.K + p.tile_k - 1) / p.tile_k <= 1 ? 2 : 3;
     const std::size_t limit = device.shared_mem_per_block_optin;

@@ -37,7 +37,7 @@ TEST_CASE("golden: matmul float32 256 x 192 x 160 in 3xTF32 on tensor cores (mma
     const codegen::MatmulPlan& p = golden::matmul_of(plan).plan;
     CHECK(p.tensor_cores);
     CHECK(!p.wgmma);  // TF32 runs on mma.sync on every device
-    CHECK(p.precision == ProductPrecision::TF32x3);
+    CHECK(p.precision() == ProductPrecision::TF32x3);
     CHECK(p.mma_k() == 8);
     CHECK(p.tile_k == 32);
     CHECK(p.pitch_a == 36);   // 32 + 4: A's fragment rows 4 words apart mod 32, distinct banks
@@ -62,7 +62,7 @@ TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync; a conflicting pro
             with.product_path = path;
             const codegen::MatmulPlan p = plan_of({matmul(x, w)}, with);
             CHECK(p.tensor_cores);
-            CHECK(p.precision == o.product_precision);
+            CHECK(p.precision() == o.product_precision);
         }
         // Other dtypes ignore it: float64 on CUDA cores, float16 as its product path says.
         auto d = input(float64, {32, 32}, "d");
@@ -70,7 +70,7 @@ TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync; a conflicting pro
         auto h = input(float16, {64, 64}, "h");
         const codegen::MatmulPlan hp = plan_of({matmul(h, h)}, o);
         CHECK(!hp.tensor_cores);
-        CHECK(hp.precision == ProductPrecision::Float32);
+        CHECK(hp.precision() == ProductPrecision::Float32);
         // An older device without mma.sync keeps float32 on CUDA cores, and the plan says why.
         codegen::DeviceInfo old = codegen::DeviceInfo::h200();
         old.cc_major = 7;

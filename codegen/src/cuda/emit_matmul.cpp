@@ -287,13 +287,13 @@ struct MatmulEmitter {
         line(s, ind, "}");
     }
 
-    // TF32 and 3xTF32 (float32 operands, MatmulPlan::precision): m16n8k8 MMAs, one value per register (A register
+    // TF32 and 3xTF32 (float32 operands, MatmulPlan::precision()): m16n8k8 MMAs, one value per register (A register
     // r holds row grp + 8 (r % 2) at k = 4 (r / 2) + tig, B register r column grp at k = 4 r + tig), each operand
     // rounded to TF32 as its fragment is read. 3xTF32 also keeps the small part tf32(x - big) and takes
     // a_small b_big + a_big b_small + a_big b_big, the small terms first; the cross terms take the big parts of
     // Inf and NaN as 0 (lm::tf32_split), so only a_big b_big carries them.
     void tf32_step(std::string& s, int ind) const {
-        const bool split = p.precision == ProductPrecision::TF32x3;
+        const bool split = p.precision() == ProductPrecision::TF32x3;
         const std::string a_at = fmt::format("as[(wm0 + 16 * i + grp + 8 * (r % 2)) * {} + kk + 4 * (r / 2) + tig]", p.pitch_a);
         const std::string b_at = fmt::format("bs[(kk + 4 * r + tig) * {} + wn0 + 8 * j + grp]", p.pitch_b);
         if (split) {

@@ -114,12 +114,13 @@ struct MatmulPlan {
     /// The path the options asked for (Options::product_path): with `tensor_cores`, it says why the path is
     /// what it is in the explain log.
     ProductPath requested = ProductPath::Auto;
+    /// The precision the options asked for (Options::product_precision), for float32 operands (Float32 for
+    /// other dtypes): with precision() it says in the explain log why a float32 product asked to run in TF32
+    /// runs on CUDA cores.
+    ProductPrecision requested_precision = ProductPrecision::Float32;
     /// float32 operands on tensor cores (Options::product_precision): TF32 or 3xTF32 mma.sync m16n8k8; Float32
     /// for every other plan.
-    ProductPrecision precision = ProductPrecision::Float32;
-    /// The precision the options asked for (Options::product_precision), for float32 operands: with `precision`
-    /// it says in the explain log why a float32 product asked to run in TF32 runs on CUDA cores.
-    ProductPrecision requested_precision = ProductPrecision::Float32;
+    ProductPrecision precision() const { return tensor_cores ? requested_precision : ProductPrecision::Float32; }
     int stages = 3;
     int pitch_a = 0, pitch_b = 0;  // elements per shared row of A (tile_k + pad) and of B (tile_n + pad)
     bool hinted = false;           // the tile came from the product's hint (matmul(a, b, tile(...)))
