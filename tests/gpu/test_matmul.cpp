@@ -387,9 +387,7 @@ TEST_CASE("matmul: K past one chunk of 8192: the chunk partials combine in the p
 namespace {
 // The product's plan and binding on this GPU (the first product kernel of `y`'s plan).
 codegen::PlannedMatmul planned_product(const Array& y) {
-    const auto graph = ir::run_pipeline(pwtest::roots_of({y}), ir::standard_passes());
-    std::vector<const ir::Node*> sources;
-    const codegen::FusionPlan plan = gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
+    const codegen::FusionPlan plan = mmtest::gpu_plan_of({y});
     for (std::size_t k = 0; k < plan.gpu.size(); ++k)
         if (plan.partition.kernels[k].family == codegen::Family::MatMul) return plan.gpu[k].matmul;
     FAIL("no product kernel");

@@ -47,10 +47,14 @@ struct Kernels {
     std::size_t total = 0;
     std::size_t products = 0;
 };
-inline Kernels kernels_of(const std::vector<Array>& arrays) {
+// The fusion plan of `arrays` on this GPU under the current options.
+inline codegen::FusionPlan gpu_plan_of(const std::vector<Array>& arrays) {
     const auto graph = ir::run_pipeline(pwtest::roots_of(arrays), ir::standard_passes());
     std::vector<const ir::Node*> sources;
-    const codegen::FusionPlan plan = gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
+    return gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
+}
+inline Kernels kernels_of(const std::vector<Array>& arrays) {
+    const codegen::FusionPlan plan = gpu_plan_of(arrays);
     Kernels k;
     for (const codegen::FusedKernel& f : plan.partition.kernels) {
         ++k.total;
