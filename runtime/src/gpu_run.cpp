@@ -205,6 +205,7 @@ void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g,
     LaunchConfig cfg;
     cfg.grid = {lc.grid_x, lc.grid_y, 1};
     cfg.block = {lc.block_x, 1, 1};
+    cfg.dependent_launch = true;  // every kernel Loom emits waits for the prior grid first
     const Kernel& k = v == codegen::Variant::Vector ? kernel.vector_kernel : kernel.scalar_kernel;
     if (planned.plan.params_in_memory) {
         if (!prep) throw InternalError("launch_pointwise(): parameters in memory without a reserved buffer");
@@ -227,6 +228,7 @@ void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce
     LaunchConfig cfg;
     cfg.grid = {rl.grid_x, rl.grid_y, 1};
     cfg.block = {rl.block_x, 1, 1};
+    cfg.dependent_launch = true;
     issue(rl.vector ? kernel.vector_kernel : kernel.scalar_kernel, cfg, params.span(), where, mem);
 }
 
@@ -252,6 +254,7 @@ void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& p
     cfg.grid = {lc.grid_x, lc.grid_y, lc.grid_z};
     cfg.block = {lc.block_x, 1, 1};
     cfg.shared_bytes = pm.plan.shared_bytes();
+    cfg.dependent_launch = true;
     issue(kernel.scalar_kernel, cfg, params.span(), where, mem);  // one entry: the loads are a parameter
 }
 

@@ -1,10 +1,13 @@
 // Modules through the CUDA runtime's library API (cudaLibraryLoadData, cudaLibraryGetKernel,
-// cudaLibraryUnload) and checked launches of one-struct kernels with cudaLaunchKernel.
+// cudaLibraryUnload) and checked launches of one-struct kernels with cudaLaunchKernelExC, with programmatic
+// dependent launch for kernels that wait for the prior grid (LaunchConfig::dependent_launch).
 #include "loom/runtime/module.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -34,6 +37,7 @@ struct KernelState {
     cudaKernel_t kernel = nullptr;
     std::string name;
     long param_bytes = -1;
+    bool dependent_launch = false;  // the module's device has programmatic dependent launch (sm_90 and newer)
     std::mutex mutex;
     std::vector<std::size_t> max_dynamic_shared;  // per device: the value set, 0 = default
 };
@@ -44,6 +48,15 @@ namespace {
 
 
 std::string dims(const Dim3& d) { return fmt::format("({}, {}, {})", d.x, d.y, d.z); }
+
+// LOOM_DEPENDENT_LAUNCH=0 (or off) launches every kernel in full stream order, as before Hopper (read once).
+bool dependent_launch_allowed() {
+    static const bool on = [] {
+        const char* v = std::getenv("LOOM_DEPENDENT_LAUNCH");
+        return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0));
+    }();
+    return on;
+}
 
 }  // namespace
 
@@ -88,13 +101,25 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
     }
     note_launch(s.name, where);
     void* params[1] = {const_cast<void*>(args)};
-    const dim3 grid(cfg.grid.x, cfg.grid.y, cfg.grid.z), block(cfg.block.x, cfg.block.y, cfg.block.z);
-    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(s.kernel), grid, block,
-                                     args_bytes ? params : nullptr, cfg.shared_bytes, cfg.stream);
+    cudaLaunchConfig_t lc{};
+    lc.gridDim = dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z);
+    lc.blockDim = dim3(cfg.block.x, cfg.block.y, cfg.block.z);
+    lc.dynamicSmemBytes = cfg.shared_bytes;
+    lc.stream = cfg.stream;
+    cudaLaunchAttribute attribute{};
+    const bool dependent = cfg.dependent_launch && s.dependent_launch && dependent_launch_allowed();
+    if (dependent) {
+        attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute.val.programmaticStreamSerializationAllowed = 1;
+        lc.attrs = &attribute;
+        lc.numAttrs = 1;
+    }
+    cudaError_t e = cudaLaunchKernelExC(&lc, reinterpret_cast<const void*>(s.kernel), args_bytes ? params : nullptr);
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) {
-        const std::string call = fmt::format("cudaLaunchKernel({}, grid {}, block {}, {} bytes shared){}", s.name,
+        const std::string call = fmt::format("cudaLaunchKernelExC({}, grid {}, block {}, {} bytes shared{}){}", s.name,
                                              dims(cfg.grid), dims(cfg.block), cfg.shared_bytes,
+                                             dependent ? ", programmatic stream serialization" : "",
                                              where.empty() ? "" : fmt::format(" at {}", where));
         detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
     }
@@ -167,6 +192,7 @@ Kernel Module::kernel(std::string_view kname, long param_bytes) const {
         detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
     }
     ks->param_bytes = param_bytes;
+    ks->dependent_launch = device_info(s.device).cc_major >= 9;
     s.kernels.emplace(ks->name, ks);
     Kernel k;
     k.state_ = std::move(ks);

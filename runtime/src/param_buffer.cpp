@@ -48,6 +48,12 @@ std::string param_upload_source(std::size_t words) {
         "    unsigned long long data[{}];\n"
         "}};\n"
         "extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ loom_param_chunk c) {{\n"
+        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+        "    // Launched like every Loom kernel (programmatic dependent launch): the stream's previous kernel\n"
+        "    // complete before the first store, since the buffer may be memory that kernel freed.\n"
+        "    asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+        "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+        "#endif\n"
         "    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < c.words;\n"
         "         i += (unsigned long long)gridDim.x * blockDim.x)\n"
         "        c.dst[i] = c.data[i];\n"
@@ -123,6 +129,7 @@ void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg,
         ucfg.grid = {static_cast<unsigned>((n + kUploadBlock - 1) / kUploadBlock), 1, 1};
         ucfg.block = {kUploadBlock, 1, 1};
         ucfg.stream = cfg.stream;
+        ucfg.dependent_launch = true;  // its source waits first, as every Loom kernel does
         up.kernel.launch(ucfg, chunk.data(), chunk.size(), where);
     }
     const void* p = buffer.data();

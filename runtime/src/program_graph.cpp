@@ -27,11 +27,16 @@ std::vector<cudaGraphNode_t> kernel_nodes_in_order(cudaGraph_t graph) {
         cudaGraphNodeType type{};
         LOOM_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
         if (type == cudaGraphNodeTypeKernel) out.push_back(node);
-        std::size_t next = 0;
-        LOOM_CUDA_CHECK(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &next));
-        if (next == 0) break;
-        if (next != 1) return {};
-        LOOM_CUDA_CHECK(cudaGraphNodeGetDependentNodes(node, &node, nullptr, &next));
+        // Room for two, so that a count of 2 means "not a chain"; with the edge data, since kernels launched
+        // with programmatic dependent launch are joined by programmatic edges, which a query without it
+        // refuses (cudaErrorLossyQuery).
+        cudaGraphNode_t next[2] = {};
+        cudaGraphEdgeData edges[2] = {};
+        std::size_t count = 2;
+        LOOM_CUDA_CHECK(cudaGraphNodeGetDependentNodes(node, next, edges, &count));
+        if (count == 0) break;
+        if (count != 1) return {};
+        node = next[0];
     }
     return out;
 }

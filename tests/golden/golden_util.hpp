@@ -50,11 +50,25 @@ inline const loom::codegen::PlannedMatmul& matmul_of(const loom::codegen::Fusion
     return plan.gpu.at(0).matmul;
 }
 
+/// Every kernel Loom emits is launched with programmatic dependent launch (LaunchConfig::dependent_launch),
+/// so its first statement must wait for the stream's previous kernel: checked for each `__global__` of `text`.
+inline void check_kernels_wait_first(const std::string& name, const std::string& text) {
+    int kernels = 0;
+    for (std::size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
+        ++kernels;
+        const std::size_t body = text.find('\n', text.find(") {", at));
+        const std::size_t first = text.find_first_not_of(" \n", body);
+        CHECK_MESSAGE(text.compare(first, 24, "lm::await_prior_grids();") == 0,
+                      name << ": kernel " << kernels << " does not begin with lm::await_prior_grids()");
+    }
+}
+
 /// Compares `text` with expected/<name><extension> (`.cu`: CUDA, `.ll`: LLVM IR); LOOM_UPDATE_GOLDEN=1
 /// rewrites the file instead.
 inline void check_text(const std::string& name, const std::string& text, const std::string& extension = ".cu") {
     const std::string path = std::string(LOOM_GOLDEN_DIR) + "/" + name + extension;
     const std::string what = extension == ".ll" ? "LLVM IR" : "CUDA";
+    if (extension == ".cu") check_kernels_wait_first(name, text);
     const char* upd = std::getenv("LOOM_UPDATE_GOLDEN");
     if (upd && std::string(upd) == "1") {
         std::ofstream(path, std::ios::binary) << text;

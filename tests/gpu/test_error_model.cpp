@@ -286,7 +286,7 @@ extern "C" __global__ void error_model_fill(FillArgs a) { a.p[threadIdx.x] = a.v
         const std::string msg = e.what();
         MESSAGE(msg);
         CHECK_FALSE(is_sticky(e.code()));
-        CHECK(contains(msg, "cudaLaunchKernel(error_model_fill, grid (1, 1, 1), block (4096, 1, 1)"));
+        CHECK(contains(msg, "cudaLaunchKernelExC(error_model_fill, grid (1, 1, 1), block (4096, 1, 1)"));
         CHECK(contains(msg, "at user_app.cpp:12"));
         CHECK_FALSE(contains(msg, "sticky"));
     }
@@ -415,7 +415,7 @@ TEST_CASE("error model child: LOOM_SYNC set") {
     const std::string where = fmt::format("test_error_model.cpp:{}", line);
     // The synchronization after the launch, or (if the fault was seen that soon) the launch's own check.
     CHECK((contains(msg, "cudaStreamSynchronize after kernel error_model_sync_fault_") ||
-           contains(msg, "cudaLaunchKernel(error_model_sync_fault_")));
+           contains(msg, "cudaLaunchKernelExC(error_model_sync_fault_")));
     CHECK(contains(msg, " at " + where));
     CHECK(contains(msg, "last launched kernel: error_model_sync_fault_"));
     CHECK(contains(msg, "(" + where + ")"));

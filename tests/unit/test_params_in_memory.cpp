@@ -108,6 +108,9 @@ TEST_CASE("the parameter upload kernel compiles for both parameter limits") {
         const std::string src = gpu::param_upload_source(words);
         CHECK(contains(src, "loom_param_upload"));
         CHECK(contains(src, fmt::format("data[{}]", words)));
+        // Launched with programmatic dependent launch like every Loom kernel: it waits before its first store.
+        REQUIRE(contains(src, "griddepcontrol.wait;"));
+        CHECK(src.find("griddepcontrol.wait;") < src.find("c.dst[i] = c.data[i];"));
         const nvrtc::Result r = compile_sm90("loom_param_upload", src);
         CHECK_FALSE(r.binary.empty());
     }

@@ -16,6 +16,12 @@ namespace loom::codegen::detail {
 /// as a `// ` comment aligned at column `column` (60 in pointwise kernels, 72 in the wider reduction kernels).
 void write_line(std::string& s, int indent, std::string_view code, std::string_view comment = {}, int column = 60);
 
+/// The first statement of every kernel Loom emits (the prelude's lm::await_prior_grids). Loom launches its
+/// kernels with programmatic dependent launch (runtime/src/module.cpp), so a kernel's blocks may be resident
+/// before the stream's previous kernel has finished: nothing may touch global memory before this returns.
+inline constexpr std::string_view kAwaitPriorGrids = "lm::await_prior_grids();";
+inline constexpr std::string_view kAwaitPriorGridsNote = "the stream's previous kernel complete";
+
 /// The value stored for a register `r` of compute type into an output of dtype `t`: float16 and bfloat16 are
 /// converted to their storage (`lm::to_f16(r)`, `lm::to_bf16(r)`), every other dtype is stored as it is.
 std::string store_expr(DType t, const std::string& r);

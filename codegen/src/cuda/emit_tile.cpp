@@ -219,9 +219,11 @@ struct TileEmitter {
         if (!pw.params_in_memory) {
             s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
                             kTileBlock, entry_name, name);
+            line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
         } else {
             s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}_params* __restrict__ pp) {{\n",
                             kTileBlock, entry_name, name);
+            line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
             line(s, 4, fmt::format("const {}_params& p = *pp;", name),
                  fmt::format("{} bytes of parameters in device memory", pw.params.size));
         }

@@ -33,6 +33,20 @@ template <class T, int N> __device__ __forceinline__ void store_vec(T* p, const 
     *reinterpret_cast<vec<T, N>*>(p) = x;
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Programmatic dependent launch (compute capability 9.0 and newer). Loom launches its kernels allowed to
+// begin while the previous kernel in their stream finishes (runtime/src/module.cpp), which takes the launch
+// gap off the critical path. Every kernel calls this first, before any access to global memory: it waits
+// until the previous kernel has completed and its writes are visible, then lets the next kernel's blocks be
+// scheduled as this grid's blocks finish (they wait here in turn). A no-op for a launch without the
+// attribute, and before sm_90.
+__device__ __forceinline__ void await_prior_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float f16_to_float(unsigned short h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));

@@ -70,6 +70,7 @@ __device__ __forceinline__ void f1_softmax_el_load4(const f1_softmax_el_params& 
 }
 
 extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_constant__ f1_softmax_params p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const f1_softmax_el_params& pe = p.el;
@@ -188,6 +189,7 @@ extern "C" __global__ void __launch_bounds__(256) f1_softmax_v(const __grid_cons
 }
 
 extern "C" __global__ void __launch_bounds__(256) f1_softmax_s(const __grid_constant__ f1_softmax_params p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const f1_softmax_el_params& pe = p.el;

@@ -87,6 +87,7 @@ __device__ __forceinline__ void f2_layernorm_el_load4(const f2_layernorm_el_para
 }
 
 extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_constant__ f2_layernorm_params p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const f2_layernorm_el_params& pe = p.el;
@@ -205,6 +206,7 @@ extern "C" __global__ void __launch_bounds__(256) f2_layernorm_v(const __grid_co
 }
 
 extern "C" __global__ void __launch_bounds__(256) f2_layernorm_s(const __grid_constant__ f2_layernorm_params p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const f2_layernorm_el_params& pe = p.el;

@@ -76,6 +76,7 @@ __device__ __forceinline__ void r2_column_sum_row_at(const r2_column_sum_row_par
 }
 
 extern "C" __global__ void __launch_bounds__(256) r2_column_sum_v(const __grid_constant__ r2_column_sum_params p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
     const r2_column_sum_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const long long o0 = ((long long)blockIdx.x * 256 + tid) * 4;        // this thread's first output
@@ -138,6 +139,7 @@ extern "C" __global__ void __launch_bounds__(256) r2_column_sum_v(const __grid_c
 }
 
 extern "C" __global__ void __launch_bounds__(256) r2_column_sum_s(const __grid_constant__ r2_column_sum_params p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
     const r2_column_sum_el_params& pe = p.el;
     const int tid = threadIdx.x;
     const long long o0 = ((long long)blockIdx.x * 256 + tid) * 1;        // this thread's first output

@@ -148,6 +148,7 @@ __device__ __noinline__ void r3_sum_squares_split_finish(const r3_sum_squares_pa
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) r3_sum_squares_v(const __grid_constant__ r3_sum_squares_params p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots); the split finisher's trees
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r3_sum_squares_el_params& pe = p.el;
@@ -222,6 +223,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) r3_sum_squares_v(const __gr
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) r3_sum_squares_s(const __grid_constant__ r3_sum_squares_params p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots); the split finisher's trees
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r3_sum_squares_el_params& pe = p.el;

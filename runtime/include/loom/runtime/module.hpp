@@ -29,6 +29,13 @@ struct LaunchConfig {
     Dim3 block;
     std::size_t shared_bytes = 0;
     cudaStream_t stream = current_stream();
+    /// Programmatic dependent launch: the kernel may begin while the previous kernel in the stream finishes
+    /// (the launch attribute cudaLaunchAttributeProgrammaticStreamSerialization), which takes the launch gap
+    /// off the critical path. Only for kernels whose every thread waits for the prior grid (PTX
+    /// `griddepcontrol.wait`) before its first access to global memory, as every kernel Loom emits does
+    /// (the prelude's lm::await_prior_grids). Used on devices of compute capability 9.0 and newer, unless
+    /// LOOM_DEPENDENT_LAUNCH=0; elsewhere the launch is an ordinary one.
+    bool dependent_launch = false;
 };
 
 namespace detail {

@@ -1,0 +1,156 @@
+// GPU tests of programmatic dependent launch (LaunchConfig::dependent_launch; docs/internals.md, "Launch"):
+// on compute capability 9.0 every Loom kernel may begin while the previous kernel in its stream finishes,
+// and waits (lm::await_prior_grids) before its first access to global memory. The tests chain kernels whose
+// every block reads what the kernel before wrote last (a split reduction's result, written by its last
+// block; a split-K product's columns), back to back with no synchronization, and check each link against
+// the reference of its inputs as they ended up; they check that a captured graph joins the kernels by
+// programmatic edges, and that in-place updates in a loop give the bits of the same loop synchronized
+// after every step.
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_pointwise_util.hpp"
+
+using namespace pwtest;
+
+namespace {
+
+#define CUDA_OK(call) REQUIRE_MESSAGE((call) == cudaSuccess, #call)
+
+// Whether this process launches with the attribute: a device of compute capability 9.0 or newer, and
+// LOOM_DEPENDENT_LAUNCH not 0 or off.
+bool dependent_launch_expected() {
+    const char* v = std::getenv("LOOM_DEPENDENT_LAUNCH");
+    const bool off = v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0);
+    return !off && device_info().cc_major >= 9;
+}
+
+// The chain of test 1: five kernels of four families, each reading the output of the one before.
+struct Chain {
+    Tensor x, m;                   // inputs: [2^24] and [2048, 4096]
+    Tensor o1, o2, o3, o4, o5;     // outputs
+    std::vector<Array> links;      // link k computes o(k+1) from o(k) (and the inputs)
+    Chain() {
+        x = rand({1 << 24}, float32, 0xd1);
+        m = rand({2048, 4096}, float32, 0xd2);
+        o1 = Tensor::empty({}, float32, dev());
+        o2 = Tensor::empty({1 << 24}, float32, dev());
+        o3 = Tensor::empty({4096}, float32, dev());
+        o4 = Tensor::empty({2048}, float32, dev());
+        o5 = Tensor::empty({2048}, float32, dev());
+        links = {
+            sum(Array(x) * Array(x)),                          // split reduction: the last block writes o1
+            Array(x) / sqrt(Array(o1)),                        // every element reads o1
+            max(Array(o2).reshape({4096, 4096}), 1),           // rows of o2, its last elements included
+            matmul(Array(m), Array(o3)),                       // a GEMV of o3 (split K when it pays)
+            Array(o4) * 2.0 + 1.0,                             // reads the product's result
+        };
+    }
+    std::vector<Tensor> outs() const { return {o1, o2, o3, o4, o5}; }
+    void run() const {
+        const std::vector<Tensor> o = outs();
+        for (std::size_t k = 0; k < links.size(); ++k) assign(o[k], links[k]);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("dependent launch: five kernels back to back, each reading what the one before wrote last") {
+    Stream s;
+    StreamGuard on(s);
+    Chain c;
+    c.run();  // warm-up: every kernel compiled
+    s.synchronize();
+    for (int rep = 0; rep < 3; ++rep) {
+        testing::fill_random(c.x, 0xd100 + static_cast<std::uint64_t>(rep), default_dist(float32));
+        for (Tensor o : c.outs()) testing::poison(o);
+        s.synchronize();
+        c.run();  // five launches, no synchronization between them
+        s.synchronize();
+        const std::vector<Tensor> o = c.outs();
+        for (std::size_t k = 0; k < c.links.size(); ++k)
+            require_reference({c.links[k]}, {o[k]}, "round " + std::to_string(rep) + ", link " + std::to_string(k + 1));
+    }
+}
+
+TEST_CASE("dependent launch: in-place updates in a loop give the bits of the loop synchronized after each step") {
+    Stream s;
+    StreamGuard on(s);
+    const Tensor start = rand({(1 << 22) + 3}, float32, 0xd3);  // an odd length: the vector kernel's scalar tail
+    Tensor a = Tensor::empty(start.shape(), float32, dev()), b = Tensor::empty(start.shape(), float32, dev());
+    Tensor scale = Tensor::empty({}, float32, dev());
+    auto steps = [&](Tensor& t, bool sync_each) {
+        assign(t, Array(start));
+        for (int k = 0; k < 40; ++k) {
+            assign(scale, rsqrt(mean(Array(t) * Array(t)) + 1e-3));  // a reduction of t ...
+            assign(t, Array(t) * Array(scale) + 0.25);                // ... read by every element, in place
+            if (sync_each) s.synchronize();
+        }
+    };
+    steps(a, true);  // warm-up and the synchronized loop
+    s.synchronize();
+    steps(b, false);
+    s.synchronize();
+    require_same_bits(b, a, "40 steps back to back against the same steps synchronized after each");
+}
+
+TEST_CASE("dependent launch: a captured graph joins Loom's kernels by programmatic edges, and replays") {
+    Stream s;
+    StreamGuard on(s);
+    Tensor x = rand({(1 << 22) + 5}, float32, 0xd4);
+    Tensor total = Tensor::empty({}, float32, dev()), y = Tensor::empty(x.shape(), float32, dev());
+    const Array t = sum(Array(x) * Array(x)), scaled = Array(x) / sqrt(Array(total));
+    assign(total, t);  // warm-up: both kernels compiled
+    assign(y, scaled);
+    s.synchronize();
+
+    struct Graph {  // destroyed at the end of the scope
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        ~Graph() {
+            if (exec) (void)cudaGraphExecDestroy(exec);
+            if (graph) (void)cudaGraphDestroy(graph);
+        }
+    } g;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    assign(total, t);
+    assign(y, scaled);
+    CUDA_OK(cudaStreamEndCapture(s, &g.graph));
+    REQUIRE(g.graph != nullptr);
+    std::size_t n = 64;
+    std::vector<cudaGraphNode_t> from(n), to(n);
+    std::vector<cudaGraphEdgeData> edges(n);
+    CUDA_OK(cudaGraphGetEdges(g.graph, from.data(), to.data(), edges.data(), &n));
+    REQUIRE(n < 64);
+    int kernel_edges = 0, programmatic = 0;
+    for (std::size_t e = 0; e < n; ++e) {
+        cudaGraphNodeType a{}, b{};
+        CUDA_OK(cudaGraphNodeGetType(from[e], &a));
+        CUDA_OK(cudaGraphNodeGetType(to[e], &b));
+        if (a != cudaGraphNodeTypeKernel || b != cudaGraphNodeTypeKernel) continue;
+        ++kernel_edges;
+        if (edges[e].type == cudaGraphDependencyTypeProgrammatic) ++programmatic;
+    }
+    MESSAGE(kernel_edges << " kernel-to-kernel edges, " << programmatic << " programmatic");
+    CHECK(kernel_edges >= 1);
+    if (dependent_launch_expected()) CHECK(programmatic == kernel_edges);
+    else CHECK(programmatic == 0);
+
+    CUDA_OK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+    for (int rep = 0; rep < 3; ++rep) {
+        testing::fill_random(x, 0xd400 + static_cast<std::uint64_t>(rep), default_dist(float32));
+        testing::poison(total);
+        testing::poison(y);
+        s.synchronize();
+        CUDA_OK(cudaGraphLaunch(g.exec, s));
+        s.synchronize();
+        require_reference({t}, {total}, "replay " + std::to_string(rep) + ", the sum");
+        require_reference({scaled}, {y}, "replay " + std::to_string(rep) + ", x over its norm");
+    }
+}
