@@ -39,6 +39,8 @@ TEST_CASE("golden: row sum (inner schedule, a block per row, 16-byte runs)") {
     CHECK(contains(ks.kernel, "schedule inner"));
     CHECK(ks.vector_entry == "r1_row_sum_v");
     CHECK(contains(ks.kernel, "lm::add("));  // no contraction: the prelude's rounded add
+    // A grid sized by the rows: the next kernel may be scheduled as its blocks retire.
+    CHECK(contains(ks.kernel, "lm::launch_dependent_grids();"));
 }
 
 TEST_CASE("golden: column sum (outer schedule, the column order, 16-byte loads across outputs)") {
@@ -61,6 +63,10 @@ TEST_CASE("golden: sum(x*x) to one scalar (split over blocks in full waves, chun
     CHECK(contains(ks.source, "bool arrive(unsigned int* counter, unsigned int add, unsigned int total)"));
     CHECK(contains(ks.source, "atomicAdd(counter, add)"));
     CHECK_FALSE(contains(ks.source, "atomicAdd(reinterpret_cast<float"));
+    // One wave sized to the machine: it waits for the previous kernel but lets no next kernel's blocks be
+    // scheduled beside its own (measured 25% slower that way).
+    CHECK(contains(ks.kernel, "lm::await_prior_grids();"));
+    CHECK_FALSE(contains(ks.kernel, "lm::launch_dependent_grids();"));
 }
 
 TEST_CASE("golden: softmax from max, exp, sum is one kernel with the row in registers") {

@@ -21,6 +21,10 @@ void write_line(std::string& s, int indent, std::string_view code, std::string_v
 /// before the stream's previous kernel has finished: nothing may touch global memory before this returns.
 inline constexpr std::string_view kAwaitPriorGrids = "lm::await_prior_grids();";
 inline constexpr std::string_view kAwaitPriorGridsNote = "the stream's previous kernel complete";
+/// The second statement of a kernel whose grid is sized by its data (not of a one-wave split grid): the next
+/// kernel's blocks may be scheduled as this grid's retire (lm::launch_dependent_grids).
+inline constexpr std::string_view kLaunchDependents = "lm::launch_dependent_grids();";
+inline constexpr std::string_view kLaunchDependentsNote = "the next kernel may be scheduled";
 
 /// The value stored for a register `r` of compute type into an output of dtype `t`: float16 and bfloat16 are
 /// converted to their storage (`lm::to_f16(r)`, `lm::to_bf16(r)`), every other dtype is stored as it is.

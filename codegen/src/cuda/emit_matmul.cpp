@@ -610,6 +610,7 @@ struct MatmulEmitter {
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n", bounds,
                                     name, name);
         line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
+        line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
         line(s, 4, fmt::format("{}* as_all = reinterpret_cast<{}*>({}_smem);", st, st, name),
              fmt::format("{} stages of A, then {} of B", p.stages, p.stages));
         line(s, 4, fmt::format("{}* bs_all = as_all + {};", st, p.stages * p.tile_m * p.pitch_a));

@@ -220,10 +220,12 @@ struct TileEmitter {
             s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
                             kTileBlock, entry_name, name);
             line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
+            line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
         } else {
             s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}_params* __restrict__ pp) {{\n",
                             kTileBlock, entry_name, name);
             line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
+            line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
             line(s, 4, fmt::format("const {}_params& p = *pp;", name),
                  fmt::format("{} bytes of parameters in device memory", pw.params.size));
         }

@@ -97,6 +97,7 @@ __device__ __forceinline__ void adam_step_element(const adam_step_params& p, con
 
 extern "C" __global__ void __launch_bounds__(256) adam_step_v4(const __grid_constant__ adam_step_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; // first element of this thread's vector
     if (g >= (unsigned)p.n) return;
     const int i = (int)g;
@@ -132,6 +133,7 @@ extern "C" __global__ void __launch_bounds__(256) adam_step_v4(const __grid_cons
 
 extern "C" __global__ void __launch_bounds__(256) adam_step_s(const __grid_constant__ adam_step_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     adam_step_element(p, (int)g);

@@ -72,6 +72,7 @@ __device__ __forceinline__ void black_scholes_call_element(const black_scholes_c
 
 extern "C" __global__ void __launch_bounds__(256) black_scholes_call_v4(const __grid_constant__ black_scholes_call_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const int step = (int)gridDim.x * (int)blockDim.x * 4;   // elements per pass of the grid
     int i = ((int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x) * 4; // first element of this thread's first vector
     const int nv = p.n - p.n % 4;                            // elements in whole vectors
@@ -109,6 +110,7 @@ extern "C" __global__ void __launch_bounds__(256) black_scholes_call_v4(const __
 
 extern "C" __global__ void __launch_bounds__(256) black_scholes_call_s(const __grid_constant__ black_scholes_call_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     black_scholes_call_element(p, (int)g);

@@ -80,6 +80,7 @@ __device__ __forceinline__ void black_scholes_call_put_element(const black_schol
 
 extern "C" __global__ void __launch_bounds__(256) black_scholes_call_put_v4(const __grid_constant__ black_scholes_call_put_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const int step = (int)gridDim.x * (int)blockDim.x * 4;   // elements per pass of the grid
     int i = ((int)blockIdx.x * (int)blockDim.x + (int)threadIdx.x) * 4; // first element of this thread's first vector
     const int nv = p.n - p.n % 4;                            // elements in whole vectors
@@ -121,6 +122,7 @@ extern "C" __global__ void __launch_bounds__(256) black_scholes_call_put_v4(cons
 
 extern "C" __global__ void __launch_bounds__(256) black_scholes_call_put_s(const __grid_constant__ black_scholes_call_put_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     black_scholes_call_put_element(p, (int)g);

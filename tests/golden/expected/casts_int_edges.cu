@@ -61,6 +61,7 @@ __device__ __forceinline__ void casts_int_edges_element(const casts_int_edges_pa
 
 extern "C" __global__ void __launch_bounds__(256) casts_int_edges_v4(const __grid_constant__ casts_int_edges_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; // first element of this thread's vector
     if (g >= (unsigned)p.n) return;
     const int i = (int)g;
@@ -86,6 +87,7 @@ extern "C" __global__ void __launch_bounds__(256) casts_int_edges_v4(const __gri
 
 extern "C" __global__ void __launch_bounds__(256) casts_int_edges_s(const __grid_constant__ casts_int_edges_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     casts_int_edges_element(p, (int)g);

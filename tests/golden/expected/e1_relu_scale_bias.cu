@@ -35,6 +35,7 @@ __device__ __forceinline__ void e1_relu_scale_bias_element(const e1_relu_scale_b
 
 extern "C" __global__ void __launch_bounds__(256) e1_relu_scale_bias_v4(const __grid_constant__ e1_relu_scale_bias_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; // first element of this thread's vector
     if (g >= (unsigned)p.n) return;
     const int i = (int)g;
@@ -55,6 +56,7 @@ extern "C" __global__ void __launch_bounds__(256) e1_relu_scale_bias_v4(const __
 
 extern "C" __global__ void __launch_bounds__(256) e1_relu_scale_bias_s(const __grid_constant__ e1_relu_scale_bias_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     e1_relu_scale_bias_element(p, (int)g);

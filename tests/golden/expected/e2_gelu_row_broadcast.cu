@@ -41,6 +41,7 @@ __device__ __forceinline__ void e2_gelu_row_broadcast_element(const e2_gelu_row_
 
 extern "C" __global__ void __launch_bounds__(256) e2_gelu_row_broadcast_v4(const __grid_constant__ e2_gelu_row_broadcast_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; // first element of this thread's vector
     if (g >= (unsigned)p.n) return;
     const int i = (int)g;
@@ -65,6 +66,7 @@ extern "C" __global__ void __launch_bounds__(256) e2_gelu_row_broadcast_v4(const
 
 extern "C" __global__ void __launch_bounds__(256) e2_gelu_row_broadcast_s(const __grid_constant__ e2_gelu_row_broadcast_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     e2_gelu_row_broadcast_element(p, (int)g);

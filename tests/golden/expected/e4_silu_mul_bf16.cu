@@ -33,6 +33,7 @@ __device__ __forceinline__ void e4_silu_mul_bf16_element(const e4_silu_mul_bf16_
 
 extern "C" __global__ void __launch_bounds__(256) e4_silu_mul_bf16_v8(const __grid_constant__ e4_silu_mul_bf16_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 8u; // first element of this thread's vector
     if (g >= (unsigned)p.n) return;
     const int i = (int)g;
@@ -54,6 +55,7 @@ extern "C" __global__ void __launch_bounds__(256) e4_silu_mul_bf16_v8(const __gr
 
 extern "C" __global__ void __launch_bounds__(256) e4_silu_mul_bf16_s(const __grid_constant__ e4_silu_mul_bf16_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     e4_silu_mul_bf16_element(p, (int)g);

@@ -47,6 +47,7 @@ __device__ __forceinline__ void add_mul_cast_element(const add_mul_cast_params& 
 
 extern "C" __global__ void __launch_bounds__(256) add_mul_cast_v4(const __grid_constant__ add_mul_cast_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; // first element of this thread's vector
     if (g >= (unsigned)p.n) return;
     const int i = (int)g;
@@ -69,6 +70,7 @@ extern "C" __global__ void __launch_bounds__(256) add_mul_cast_v4(const __grid_c
 
 extern "C" __global__ void __launch_bounds__(256) add_mul_cast_s(const __grid_constant__ add_mul_cast_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     add_mul_cast_element(p, (int)g);

@@ -98,6 +98,7 @@ __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_tile(long long 
 
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_wgmma(const __grid_constant__ matmul_bias_gelu_cast_bf16_wgmma_params p) {
     lm::await_prior_grids();                                             // the stream's previous kernel complete
+    lm::launch_dependent_grids();                                        // the next kernel may be scheduled
     // Shared memory: 6 stages of A (16384 bytes) then B (16384 bytes), 1024-byte aligned for the 128-byte swizzle,
     // then a full and an empty mbarrier per stage, then the consumers' epilogue buffers.
     const unsigned ring = (lm::smem_addr(matmul_bias_gelu_cast_bf16_wgmma_smem) + 1023u) & ~1023u;

@@ -113,6 +113,7 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu
 
 extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __grid_constant__ matmul_bias_gelu_f32_params p) {
     lm::await_prior_grids();                                             // the stream's previous kernel complete
+    lm::launch_dependent_grids();                                        // the next kernel may be scheduled
     float* as_all = reinterpret_cast<float*>(matmul_bias_gelu_f32_smem); // 3 stages of A, then 3 of B
     float* bs_all = as_all + 13824;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

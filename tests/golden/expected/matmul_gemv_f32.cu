@@ -107,6 +107,7 @@ __device__ __forceinline__ void mm_gemv_load(const mm_gemv_params& p, const floa
 
 extern "C" __global__ void __launch_bounds__(128) mm_gemv(const __grid_constant__ mm_gemv_params p) {
     lm::await_prior_grids();                                             // the stream's previous kernel complete
+    lm::launch_dependent_grids();                                        // the next kernel may be scheduled
     float* as_all = reinterpret_cast<float*>(mm_gemv_smem);              // 3 stages of A, then 3 of B
     float* bs_all = as_all + 50688;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

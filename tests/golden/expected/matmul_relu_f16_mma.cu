@@ -113,6 +113,7 @@ __device__ __forceinline__ void matmul_relu_f16_mma_load(const matmul_relu_f16_m
 
 extern "C" __global__ void __launch_bounds__(256) matmul_relu_f16_mma(const __grid_constant__ matmul_relu_f16_mma_params p) {
     lm::await_prior_grids();                                             // the stream's previous kernel complete
+    lm::launch_dependent_grids();                                        // the next kernel may be scheduled
     lm::f16* as_all = reinterpret_cast<lm::f16*>(matmul_relu_f16_mma_smem); // 3 stages of A, then 3 of B
     lm::f16* bs_all = as_all + 15360;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

@@ -77,6 +77,7 @@ __device__ __forceinline__ void r1_row_sum_row_at(const r1_row_sum_row_params& p
 
 extern "C" __global__ void __launch_bounds__(256) r1_row_sum_v(const __grid_constant__ r1_row_sum_params p) {
     lm::await_prior_grids();                                             // the stream's previous kernel complete
+    lm::launch_dependent_grids();                                        // the next kernel may be scheduled
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r1_row_sum_el_params& pe = p.el;
@@ -153,6 +154,7 @@ extern "C" __global__ void __launch_bounds__(256) r1_row_sum_v(const __grid_cons
 
 extern "C" __global__ void __launch_bounds__(256) r1_row_sum_s(const __grid_constant__ r1_row_sum_params p) {
     lm::await_prior_grids();                                             // the stream's previous kernel complete
+    lm::launch_dependent_grids();                                        // the next kernel may be scheduled
     __shared__ __align__(16) unsigned char lm_smem[8192];                // butterfly exchange (two slots)
     int lm_par = 0;                                                      // the butterfly slot of the next chunk end
     const r1_row_sum_el_params& pe = p.el;

@@ -45,6 +45,7 @@ __device__ __forceinline__ void reshape_transposed_f16_element(const reshape_tra
 
 extern "C" __global__ void __launch_bounds__(256) reshape_transposed_f16_s(const __grid_constant__ reshape_transposed_f16_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     reshape_transposed_f16_element(p, (int)g);

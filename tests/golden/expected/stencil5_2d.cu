@@ -42,6 +42,7 @@ __device__ __forceinline__ void stencil5_2d_body(const stencil5_2d_params& p, co
 
 extern "C" __global__ void __launch_bounds__(256) stencil5_2d_tile(const __grid_constant__ stencil5_2d_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const int ext_a = p.n / (p.ext1);                        // extent of dimension 0 (tile rows)
     const int ext_b = p.ext1;                                // extent of dimension 1 (tile columns)
     int q = (int)blockIdx.x;                                 // this block's tile

@@ -44,6 +44,7 @@ __device__ __forceinline__ void stencil5_2d_halo_body(const stencil5_2d_halo_par
 
 extern "C" __global__ void __launch_bounds__(256) stencil5_2d_halo_tile(const __grid_constant__ stencil5_2d_halo_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     __shared__ float halo0[34][66];                          // in0's tile and its halo
     const int ext_a = p.n / (p.ext1);                        // extent of dimension 0 (tile rows)
     const int ext_b = p.ext1;                                // extent of dimension 1 (tile columns)

@@ -67,6 +67,7 @@ __device__ __forceinline__ void stencil7_3d_halo_body(const stencil7_3d_halo_par
 
 extern "C" __global__ void __launch_bounds__(256) stencil7_3d_halo_tile(const __grid_constant__ stencil7_3d_halo_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     __shared__ float halo0[10][130];                         // in0's tile and its halo
     const int ext_a = p.ext1;                                // extent of dimension 1 (tile rows)
     const int ext_b = p.ext2;                                // extent of dimension 2 (tile columns)

@@ -40,6 +40,7 @@ __device__ __forceinline__ void mul_element(const mul_params& p, const int e) {
 
 extern "C" __global__ void __launch_bounds__(256) mul_s(const __grid_constant__ mul_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     mul_element(p, (int)g);

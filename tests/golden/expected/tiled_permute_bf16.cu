@@ -32,6 +32,7 @@ __device__ __forceinline__ void tiled_permute_bf16_body(const float v0, const fl
 
 extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile_v8(const __grid_constant__ tiled_permute_bf16_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     __shared__ lm::bf16 tile0[64][130];                      // in0 staged: a row per column of the tile, padded
     const int ext_a = p.ext1;                                // extent of dimension 1 (tile rows)
     const int ext_b = p.ext2;                                // extent of dimension 2 (tile columns)
@@ -110,6 +111,7 @@ extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile_v8(con
 
 extern "C" __global__ void __launch_bounds__(256) tiled_permute_bf16_tile(const __grid_constant__ tiled_permute_bf16_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     __shared__ lm::bf16 tile0[64][130];                      // in0 staged: a row per column of the tile, padded
     const int ext_a = p.ext1;                                // extent of dimension 1 (tile rows)
     const int ext_b = p.ext2;                                // extent of dimension 2 (tile columns)

@@ -30,6 +30,7 @@ __device__ __forceinline__ void tiled_transpose_f32_body(const tiled_transpose_f
 
 extern "C" __global__ void __launch_bounds__(256) tiled_transpose_f32_tile_v4(const __grid_constant__ tiled_transpose_f32_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     __shared__ float tile0[64][65];                          // in0 staged: a row per column of the tile, padded
     const int ext_a = p.n / (p.ext1);                        // extent of dimension 0 (tile rows)
     const int ext_b = p.ext1;                                // extent of dimension 1 (tile columns)
@@ -104,6 +105,7 @@ extern "C" __global__ void __launch_bounds__(256) tiled_transpose_f32_tile_v4(co
 
 extern "C" __global__ void __launch_bounds__(256) tiled_transpose_f32_tile(const __grid_constant__ tiled_transpose_f32_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     __shared__ float tile0[64][65];                          // in0 staged: a row per column of the tile, padded
     const int ext_a = p.n / (p.ext1);                        // extent of dimension 0 (tile rows)
     const int ext_b = p.ext1;                                // extent of dimension 1 (tile columns)

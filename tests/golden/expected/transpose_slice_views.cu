@@ -40,6 +40,7 @@ __device__ __forceinline__ void transpose_slice_views_element(const transpose_sl
 
 extern "C" __global__ void __launch_bounds__(256) transpose_slice_views_s(const __grid_constant__ transpose_slice_views_params p) {
     lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
     if (g >= (unsigned)p.n) return;
     transpose_slice_views_element(p, (int)g);
