@@ -4,8 +4,9 @@
 // every block reads what the kernel before wrote last (a split reduction's result, written by its last
 // block; a split-K product's columns), back to back with no synchronization, and check each link against
 // the reference of its inputs as they ended up; they check that a captured graph joins the kernels by
-// programmatic edges, and that in-place updates in a loop give the bits of the same loop synchronized
-// after every step.
+// programmatic edges, that in-place updates in a loop give the bits of the same loop synchronized after
+// every step, and that each family's kernel launched behind a kernel that releases it at once and writes
+// its input a millisecond later reads what that kernel wrote.
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "nvrtc_util.hpp"
 #include "test_pointwise_util.hpp"
 
 using namespace pwtest;
@@ -156,5 +158,127 @@ TEST_CASE("dependent launch: a captured graph joins Loom's kernels by programmat
         s.synchronize();
         require_reference({first}, {y}, "replay " + std::to_string(rep) + ", the first kernel");
         require_reference({second}, {z}, "replay " + std::to_string(rep) + ", the second, reading the first's result");
+    }
+}
+
+namespace {
+
+// A kernel that lets the next kernel in its stream be scheduled at once (griddepcontrol.launch_dependents),
+// then spins for about a millisecond and only then writes x[i] = pattern(i), in float32 or float16. A Loom
+// kernel launched right after it begins under its run, so one that read x before its wait would read the
+// stale values every time.
+const char* kLateWriterSource = R"(
+struct late_writer_args {
+    void* x;
+    long long n;
+    long long spin_cycles;
+    int half;  // 1: float16 elements, 0: float32
+};
+extern "C" __global__ void late_writer(const late_writer_args a) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    if (threadIdx.x == 0) {
+        const long long t0 = clock64();
+        while (clock64() - t0 < a.spin_cycles) {
+        }
+    }
+    __syncthreads();
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (long long)gridDim.x * blockDim.x) {
+        const float v = (float)((i * 7) % 23) * 0.125f - 1.25f;  // exact in float16
+        if (a.half) {
+            unsigned short h;
+            asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+            static_cast<unsigned short*>(a.x)[i] = h;
+        } else {
+            static_cast<float*>(a.x)[i] = v;
+        }
+    }
+}
+// The same launch without the wait, as no Loom kernel is: how much of x it sees stale shows the window.
+extern "C" __global__ void reader_without_wait(const late_writer_args a, float* out) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (long long)gridDim.x * blockDim.x)
+        out[i] = static_cast<const float*>(a.x)[i];
+}
+)";
+
+struct LateWriterArgs {
+    void* x;
+    long long n;
+    long long spin_cycles;
+    int half;
+};
+
+}  // namespace
+
+TEST_CASE("dependent launch: each family's first kernel waits for a kernel that writes its input a millisecond late") {
+    const codegen::DeviceInfo& info = device_info();
+    const Module module = Module::load(loom_test::nvrtc_compile(kLateWriterSource, info.arch()), "late_writer");
+    const Kernel writer = module.kernel("late_writer", sizeof(LateWriterArgs));
+    Stream s;
+    StreamGuard on(s);
+    const Tensor flat = rand({1 << 22}, float32, 0xd5), square = rand({2048, 2048}, float32, 0xd6);
+    const Tensor lhs = rand({512, 1024}, float32, 0xd7), w = rand({1024, 256}, float32, 0xd8);
+    const Tensor lhs16 = rand({1024, 1024}, float16, 0xd9), w16 = rand({1024, 512}, float16, 0xda);
+    struct Case {
+        const char* family;
+        Tensor input;  // what the late writer writes
+        Array y;
+        Options options;
+    };
+    const std::vector<Case> cases{
+        {"pointwise", flat, Array(flat) * 2.0 + 1.0, {}},
+        {"split reduction", flat, sum(Array(flat) * Array(flat)), {}},
+        {"row reduction", square, sum(Array(square), 1), {}},
+        {"column reduction", square, sum(Array(square), 0), {}},
+        {"tiled transpose", square, Array(square).transposed() + 0.0, {}},
+        {"float32 product (CUDA cores)", lhs, matmul(Array(lhs), Array(w)), {}},
+        {"float16 product (tensor cores)", lhs16, matmul(Array(lhs16), Array(w16)), Options{.product_path = ProductPath::TensorCores}},
+    };
+    {
+        // The window these cases test: a reader launched the same way but without the wait sees stale data
+        // (a message only: under compute-sanitizer, which serializes launches, there is no window).
+        struct ReaderArgs {
+            LateWriterArgs a;
+            float* out;
+        };
+        const Kernel reader = module.kernel("reader_without_wait", sizeof(ReaderArgs));
+        Tensor x = flat, copy = Tensor::empty(flat.shape(), float32, dev());
+        testing::fill_random(x, 0xd5ff, default_dist(float32));
+        s.synchronize();
+        const ReaderArgs r{{x.data(), x.numel(), 2'000'000, 0}, static_cast<float*>(copy.data())};
+        LaunchConfig wcfg;
+        wcfg.grid.x = static_cast<unsigned>(info.sm_count);
+        wcfg.block.x = 256;
+        writer.launch(wcfg, &r.a, sizeof r.a, "test_dependent_launch.cpp:late_writer");
+        LaunchConfig rcfg = wcfg;
+        rcfg.dependent_launch = true;
+        reader.launch(rcfg, &r, sizeof r, "test_dependent_launch.cpp:reader_without_wait");
+        s.synchronize();
+        const std::vector<float> got = copy.to_vector<float>(), now = x.to_vector<float>();
+        std::size_t stale = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) stale += got[i] != now[i];
+        MESSAGE("a reader without the wait saw " << stale << " of " << got.size() << " elements stale"
+                                                 << (dependent_launch_expected() ? "" : " (no dependent launch here)"));
+    }
+    for (const Case& c : cases) {
+        CAPTURE(c.family);
+        const OptionsScope scope(c.options);
+        Tensor out = Tensor::empty(c.y.shape(), c.y.dtype(), dev());
+        assign(out, c.y);  // warm-up: compiled, so the timed launch below follows the writer at once
+        for (int rep = 0; rep < 2; ++rep) {
+            Tensor in = c.input;
+            testing::fill_random(in, 0xd600 + static_cast<std::uint64_t>(rep), default_dist(in.dtype()));  // stale values
+            testing::poison(out);
+            s.synchronize();
+            const LateWriterArgs a{in.data(), in.numel(), 2'000'000, in.dtype() == float16 ? 1 : 0};
+            LaunchConfig cfg;  // an ordinary launch: the writer itself waits for nothing
+            cfg.grid.x = static_cast<unsigned>(info.sm_count);
+            cfg.block.x = 256;
+            writer.launch(cfg, &a, sizeof a, "test_dependent_launch.cpp:late_writer");
+            assign(out, c.y);  // no synchronization: launched while the writer spins
+            s.synchronize();
+            require_reference({c.y}, {out}, fmt::format("{}, round {}: against the values the writer left", c.family, rep));
+        }
     }
 }

@@ -65,6 +65,14 @@ TEST_CASE("a graph reading 3,000 inputs plans its parameters in device memory, t
     const std::string params = ks.name + "_params";
     CHECK(contains(ks.kernel, "(const " + params + "* __restrict__ pp)"));
     CHECK(contains(ks.kernel, "const " + params + "& p = *pp;"));
+    // The parameters were written by the upload kernel just before, which lets this kernel start early
+    // (programmatic dependent launch): every entry point waits before it binds, let alone reads, *pp.
+    for (std::size_t at = ks.kernel.find("* __restrict__ pp)"); at != std::string::npos;
+         at = ks.kernel.find("* __restrict__ pp)", at + 1)) {
+        const std::size_t wait = ks.kernel.find("lm::await_prior_grids();", at);
+        REQUIRE(wait != std::string::npos);
+        CHECK(wait < ks.kernel.find("= *pp;", at));
+    }
     CHECK_FALSE(contains(ks.kernel, "__grid_constant__ " + params));
     CHECK(contains(ks.kernel, "in device memory"));  // the banner says so
     CHECK(contains(ks.kernel, fmt::format("static_assert(sizeof({}) == {}", params, plan.params.size)));
