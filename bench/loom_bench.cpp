@@ -1,7 +1,7 @@
 // loom_bench: times Loom on the standard workloads (WORKLOADS.md ids) with CUDA events after warm-up and
 // prints one row per workload and method, in the format of peer_baselines.py:
 //     workload  method  median_ms  GB/s (minimum bytes moved)
-// Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch] [--batch]
+// Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]
 // The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them alone,
 // through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a hand-written
 // read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the LLVM back end)
