@@ -16,15 +16,13 @@ namespace loom::codegen::detail {
 /// as a `// ` comment aligned at column `column` (60 in pointwise kernels, 72 in the wider reduction kernels).
 void write_line(std::string& s, int indent, std::string_view code, std::string_view comment = {}, int column = 60);
 
-/// The first statement of every kernel Loom emits (the prelude's lm::await_prior_grids). Loom launches its
-/// kernels with programmatic dependent launch (runtime/src/module.cpp), so a kernel's blocks may be resident
-/// before the stream's previous kernel has finished: nothing may touch global memory before this returns.
-inline constexpr std::string_view kAwaitPriorGrids = "lm::await_prior_grids();";
-inline constexpr std::string_view kAwaitPriorGridsNote = "the stream's previous kernel complete";
-/// The second statement of a kernel whose grid is sized by its data (not of a one-wave split grid): the next
-/// kernel's blocks may be scheduled as this grid's retire (lm::launch_dependent_grids).
-inline constexpr std::string_view kLaunchDependents = "lm::launch_dependent_grids();";
-inline constexpr std::string_view kLaunchDependentsNote = "the next kernel may be scheduled";
+/// The first statements of every kernel Loom emits, written right after its signature (comments aligned at
+/// `column`). Loom launches its kernels with programmatic dependent launch (runtime/src/module.cpp), so a
+/// kernel's blocks may be resident before the stream's previous kernel has finished: the kernel first calls
+/// lm::await_prior_grids(), and nothing touches global memory before it returns. Then, when
+/// `release_dependents`, lm::launch_dependent_grids() lets the next kernel's blocks be scheduled as this
+/// grid's retire; a one-wave grid sized to the machine (a split reduction) passes false.
+void write_kernel_prologue(std::string& s, bool release_dependents, int column);
 
 /// The value stored for a register `r` of compute type into an output of dtype `t`: float16 and bfloat16 are
 /// converted to their storage (`lm::to_f16(r)`, `lm::to_bf16(r)`), every other dtype is stored as it is.

@@ -609,8 +609,7 @@ struct MatmulEmitter {
         const std::string bounds = p.batch_pipelined ? fmt::format("{}, {}", p.threads(), p.blocks_per_sm) : std::to_string(p.threads());
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n", bounds,
                                     name, name);
-        line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
-        line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
+        detail::write_kernel_prologue(s, true, 72);
         line(s, 4, fmt::format("{}* as_all = reinterpret_cast<{}*>({}_smem);", st, st, name),
              fmt::format("{} stages of A, then {} of B", p.stages, p.stages));
         line(s, 4, fmt::format("{}* bs_all = as_all + {};", st, p.stages * p.tile_m * p.pitch_a));

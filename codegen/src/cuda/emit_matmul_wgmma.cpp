@@ -132,8 +132,7 @@ std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const
 
     // The kernel.
     s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const __grid_constant__ {}_params p) {{\n", p.threads(), name, name);
-    line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
-    line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
+    detail::write_kernel_prologue(s, true, 72);
     line(s, 4, fmt::format("// Shared memory: {} stages of A ({} bytes) then B ({} bytes), 1024-byte aligned for the 128-byte swizzle,", stages,
                            a_bytes, b_bytes));
     line(s, 4, p.staged_epilogue ? "// then a full and an empty mbarrier per stage, then the consumers' epilogue buffers."

@@ -373,19 +373,13 @@ struct Emitter {
     // The opening of an entry point: the Params struct by value (__grid_constant__), or, when it exceeds the
     // kernel parameter limit, a pointer to it in device memory bound to the same name `p`.
     std::string entry(const std::string& entry_name) const {
-        if (!plan.params_in_memory) {
-            std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
-                                        plan.block, entry_name, name);
-            line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
-            line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
-            return s;
-        }
-        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}_params* __restrict__ pp) {{\n",
-                                    plan.block, entry_name, name);
-        line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
-        line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
-        line(s, 4, fmt::format("const {}_params& p = *pp;", name),
-             fmt::format("{} bytes of parameters in device memory", plan.params.size));
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", plan.block, entry_name,
+                                    plan.params_in_memory ? fmt::format("const {}_params* __restrict__ pp", name)
+                                                        : fmt::format("const __grid_constant__ {}_params p", name));
+        detail::write_kernel_prologue(s, true, 60);
+        if (plan.params_in_memory)
+            line(s, 4, fmt::format("const {}_params& p = *pp;", name),
+                 fmt::format("{} bytes of parameters in device memory", plan.params.size));
         return s;
     }
 

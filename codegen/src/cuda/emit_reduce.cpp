@@ -438,8 +438,7 @@ struct ReduceEmitter {
         const std::string bounds = plan.split ? fmt::format("{}, {}", plan.block, kSplitBlocksPerSM) : fmt::format("{}", plan.block);
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
                                     bounds, entry, name);
-        line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
-        if (!plan.split) line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);  // a split grid is one wave
+        detail::write_kernel_prologue(s, !plan.split, 72);  // a split grid is one wave
         line(s, 4, "__shared__ __align__(16) unsigned char lm_smem[8192];",
              plan.split ? "butterfly exchange (two slots); the split finisher's trees" : "butterfly exchange (two slots)");
         if (G == 256) line(s, 4, "int lm_par = 0;", "the butterfly slot of the next chunk end");
@@ -761,8 +760,7 @@ struct ReduceEmitter {
         const std::string entry = vec ? name + "_v" : name + "_s";
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
                                     plan.block, entry, name);
-        line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
-        if (!plan.split) line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);  // a split grid is one wave
+        detail::write_kernel_prologue(s, !plan.split, 72);  // a split grid is one wave
         line(s, 4, fmt::format("const {}_el_params& pe = p.el;", name));
         line(s, 4, "const int tid = threadIdx.x;");
         line(s, 4, fmt::format("const long long o0 = ((long long)blockIdx.x * 256 + tid) * {};", VO), "this thread's first output");

@@ -215,20 +215,13 @@ struct TileEmitter {
 
     // The entry point's opening: its signature, the shared tiles and the tile's position.
     std::string opening(const std::string& entry_name) const {
-        std::string s;
-        if (!pw.params_in_memory) {
-            s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
-                            kTileBlock, entry_name, name);
-            line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
-            line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
-        } else {
-            s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}_params* __restrict__ pp) {{\n",
-                            kTileBlock, entry_name, name);
-            line(s, 4, detail::kAwaitPriorGrids, detail::kAwaitPriorGridsNote);
-            line(s, 4, detail::kLaunchDependents, detail::kLaunchDependentsNote);
+        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", kTileBlock, entry_name,
+                                    pw.params_in_memory ? fmt::format("const {}_params* __restrict__ pp", name)
+                                                        : fmt::format("const __grid_constant__ {}_params p", name));
+        detail::write_kernel_prologue(s, true, 60);
+        if (pw.params_in_memory)
             line(s, 4, fmt::format("const {}_params& p = *pp;", name),
                  fmt::format("{} bytes of parameters in device memory", pw.params.size));
-        }
         for (std::size_t k = 0; k < tp.staged.size(); ++k) {
             const StagedLoad& st = tp.staged[k];
             line(s, 4, fmt::format("__shared__ {} tile{}[{}][{}];", storage_type(pw.loads[static_cast<std::size_t>(st.site)].dtype), k,

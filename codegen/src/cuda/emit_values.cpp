@@ -91,6 +91,11 @@ void write_line(std::string& s, int indent, std::string_view code, std::string_v
     s += '\n';
 }
 
+void write_kernel_prologue(std::string& s, bool release_dependents, int column) {
+    write_line(s, 4, "lm::await_prior_grids();", "the stream's previous kernel complete", column);
+    if (release_dependents) write_line(s, 4, "lm::launch_dependent_grids();", "the next kernel may be scheduled", column);
+}
+
 std::string store_expr(DType t, const std::string& r) {
     if (t == DType::Float16) return fmt::format("lm::to_f16({})", r);
     if (t == DType::BFloat16) return fmt::format("lm::to_bf16({})", r);
