@@ -37,7 +37,7 @@ struct KernelState {
     cudaKernel_t kernel = nullptr;
     std::string name;
     long param_bytes = -1;
-    bool dependent_launch = false;  // the module's device has programmatic dependent launch (sm_90 and newer)
+    bool dependent_launch = false;  // the module's device has programmatic dependent launch (sm_90 and newer), allowed
     std::mutex mutex;
     std::vector<std::size_t> max_dynamic_shared;  // per device: the value set, 0 = default
 };
@@ -107,7 +107,7 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
     lc.dynamicSmemBytes = cfg.shared_bytes;
     lc.stream = cfg.stream;
     cudaLaunchAttribute attribute{};
-    const bool dependent = cfg.dependent_launch && s.dependent_launch && dependent_launch_allowed();
+    const bool dependent = cfg.dependent_launch && s.dependent_launch;
     if (dependent) {
         attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attribute.val.programmaticStreamSerializationAllowed = 1;
@@ -192,7 +192,7 @@ Kernel Module::kernel(std::string_view kname, long param_bytes) const {
         detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
     }
     ks->param_bytes = param_bytes;
-    ks->dependent_launch = device_info(s.device).cc_major >= 9;
+    ks->dependent_launch = device_info(s.device).cc_major >= 9 && dependent_launch_allowed();
     s.kernels.emplace(ks->name, ks);
     Kernel k;
     k.state_ = std::move(ks);
