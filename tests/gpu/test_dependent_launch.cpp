@@ -17,14 +17,13 @@
 #include <vector>
 
 #include "nvrtc_util.hpp"
+#include "test_graph_util.hpp"
 #include "test_matmul_util.hpp"
 #include "test_pointwise_util.hpp"
 
 using namespace pwtest;
 
 namespace {
-
-#define CUDA_OK(call) REQUIRE_MESSAGE((call) == cudaSuccess, #call)
 
 // Whether this process launches with the attribute: a device of compute capability 9.0 or newer, and
 // LOOM_DEPENDENT_LAUNCH not 0 or off.
@@ -115,19 +114,11 @@ TEST_CASE("dependent launch: a captured graph joins Loom's kernels by programmat
     assign(z, second);
     s.synchronize();
 
-    struct Graph {  // destroyed at the end of the scope
-        cudaGraph_t graph = nullptr;
-        cudaGraphExec_t exec = nullptr;
-        ~Graph() {
-            if (exec) (void)cudaGraphExecDestroy(exec);
-            if (graph) (void)cudaGraphDestroy(graph);
-        }
-    } g;
-    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    assign(y, first);
-    assign(z, second);
-    CUDA_OK(cudaStreamEndCapture(s, &g.graph));
-    REQUIRE(g.graph != nullptr);
+    graphtest::Graph g;
+    graphtest::capture(s, g, [&] {
+        assign(y, first);
+        assign(z, second);
+    });
     std::size_t n = 64;
     std::vector<cudaGraphNode_t> from(n), to(n);
     std::vector<cudaGraphEdgeData> edges(n);
@@ -149,7 +140,6 @@ TEST_CASE("dependent launch: a captured graph joins Loom's kernels by programmat
     if (dependent_launch_expected()) CHECK(programmatic == 1);
     else CHECK(programmatic == 0);
 
-    CUDA_OK(cudaGraphInstantiate(&g.exec, g.graph, 0));
     for (int rep = 0; rep < 3; ++rep) {
         testing::fill_random(x, 0xd400 + static_cast<std::uint64_t>(rep), default_dist(float32));
         testing::poison(y);
@@ -197,9 +187,13 @@ extern "C" __global__ void late_writer(const late_writer_args a) {
     }
 }
 // The same launch without the wait, as no Loom kernel is: how much of x it sees stale shows the window.
-extern "C" __global__ void reader_without_wait(const late_writer_args a, float* out) {
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (long long)gridDim.x * blockDim.x)
-        out[i] = static_cast<const float*>(a.x)[i];
+struct reader_args {
+    late_writer_args a;
+    float* out;
+};
+extern "C" __global__ void reader_without_wait(const reader_args r) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < r.a.n; i += (long long)gridDim.x * blockDim.x)
+        r.out[i] = static_cast<const float*>(r.a.x)[i];
 }
 )";
 
@@ -208,6 +202,10 @@ struct LateWriterArgs {
     long long n;
     long long spin_cycles;
     int half;
+};
+struct ReaderArgs {
+    LateWriterArgs a;
+    float* out;
 };
 
 }  // namespace
@@ -218,6 +216,16 @@ TEST_CASE("dependent launch: each family's first kernel waits for a kernel that 
     const Kernel writer = module.kernel("late_writer", sizeof(LateWriterArgs));
     Stream s;
     StreamGuard on(s);
+    // The writer on every SM at once (an ordinary launch: it waits for nothing), spinning 2e6 cycles (about
+    // a millisecond) before it writes `in`.
+    auto launch_writer = [&](const Tensor& in) {
+        const LateWriterArgs a{const_cast<void*>(in.data()), in.numel(), 2'000'000, in.dtype() == float16 ? 1 : 0};
+        LaunchConfig cfg;
+        cfg.grid.x = static_cast<unsigned>(info.sm_count);
+        cfg.block.x = 256;
+        writer.launch(cfg, &a, sizeof a, "test_dependent_launch.cpp:late_writer");
+        return cfg;
+    };
     const Tensor flat = rand({1 << 22}, float32, 0xd5), square = rand({2048, 2048}, float32, 0xd6);
     const Tensor lhs = rand({512, 1024}, float32, 0xd7), w = rand({1024, 256}, float32, 0xd8);
     // On tensor cores the product is exact (so the reference's bits) with the writer's multiples of 1/8 times
@@ -241,20 +249,12 @@ TEST_CASE("dependent launch: each family's first kernel waits for a kernel that 
     {
         // The window these cases test: a reader launched the same way but without the wait sees stale data
         // (a message only: under compute-sanitizer, which serializes launches, there is no window).
-        struct ReaderArgs {
-            LateWriterArgs a;
-            float* out;
-        };
         const Kernel reader = module.kernel("reader_without_wait", sizeof(ReaderArgs));
         Tensor x = flat, copy = Tensor::empty(flat.shape(), float32, dev());
         testing::fill_random(x, 0xd5ff, default_dist(float32));
         s.synchronize();
         const ReaderArgs r{{x.data(), x.numel(), 2'000'000, 0}, static_cast<float*>(copy.data())};
-        LaunchConfig wcfg;
-        wcfg.grid.x = static_cast<unsigned>(info.sm_count);
-        wcfg.block.x = 256;
-        writer.launch(wcfg, &r.a, sizeof r.a, "test_dependent_launch.cpp:late_writer");
-        LaunchConfig rcfg = wcfg;
+        LaunchConfig rcfg = launch_writer(x);
         rcfg.dependent_launch = true;
         reader.launch(rcfg, &r, sizeof r, "test_dependent_launch.cpp:reader_without_wait");
         s.synchronize();
@@ -274,11 +274,7 @@ TEST_CASE("dependent launch: each family's first kernel waits for a kernel that 
             testing::fill_random(in, 0xd600 + static_cast<std::uint64_t>(rep), default_dist(in.dtype()));  // stale values
             testing::poison(out);
             s.synchronize();
-            const LateWriterArgs a{in.data(), in.numel(), 2'000'000, in.dtype() == float16 ? 1 : 0};
-            LaunchConfig cfg;  // an ordinary launch: the writer itself waits for nothing
-            cfg.grid.x = static_cast<unsigned>(info.sm_count);
-            cfg.block.x = 256;
-            writer.launch(cfg, &a, sizeof a, "test_dependent_launch.cpp:late_writer");
+            launch_writer(in);
             assign(out, c.y);  // no synchronization: launched while the writer spins
             s.synchronize();
             require_reference({c.y}, {out}, fmt::format("{}, round {}: against the values the writer left", c.family, rep));

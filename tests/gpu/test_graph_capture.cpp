@@ -9,41 +9,16 @@
 #include <vector>
 
 #include "loom/runtime/capture.hpp"
+#include "test_graph_util.hpp"
 #include "test_pointwise_util.hpp"
 
 using namespace pwtest;
+using graphtest::capture;
+using graphtest::Graph;
 
 namespace {
 
-#define CUDA_OK(call) REQUIRE_MESSAGE((call) == cudaSuccess, #call)
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-/// An instantiated graph, destroyed at the end of the scope.
-struct Graph {
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    ~Graph() {
-        if (exec) (void)cudaGraphExecDestroy(exec);
-        if (graph) (void)cudaGraphDestroy(graph);
-    }
-    std::size_t nodes() const {
-        std::size_t n = 0;
-        (void)cudaGraphGetNodes(graph, nullptr, &n);
-        return n;
-    }
-};
-
-/// Captures `work` on `s` (the current stream) into `g` and instantiates it.
-template <class F>
-void capture(cudaStream_t s, Graph& g, F&& work) {
-    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    CHECK(is_capturing(s));
-    work();
-    CUDA_OK(cudaStreamEndCapture(s, &g.graph));
-    CHECK_FALSE(is_capturing(s));
-    CUDA_OK(cudaGraphInstantiate(&g.exec, g.graph, 0));
-}
 
 }  // namespace
 
