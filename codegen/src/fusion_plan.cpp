@@ -101,6 +101,9 @@ bool rank0_pointwise(const FusedKernel& k, const GpuKernel& g) {
 template <class SlotOf>
 void merge_once_kernels(Partition& P, std::vector<GpuKernel>& gpu, const LayoutOf& layout_of, const SlotOf& slot_of,
                         const DeviceInfo& device) {
+    std::vector<std::size_t> position(P.kernels.size());  // each kernel's position before the merges
+    for (std::size_t k = 0; k < position.size(); ++k) position[k] = k;
+    const std::size_t before = P.kernels.size();
     for (std::size_t i = 0; i < P.kernels.size(); ++i) {
         if (!rank0_pointwise(P.kernels[i], gpu[i])) continue;
         std::size_t first_free = 0;  // the kernel that writes the last temporary kernel i reads, plus one
@@ -143,7 +146,17 @@ void merge_once_kernels(Partition& P, std::vector<GpuKernel>& gpu, const LayoutO
         g.key = h.digest();
         P.kernels.erase(P.kernels.begin() + static_cast<std::ptrdiff_t>(i));
         gpu.erase(gpu.begin() + static_cast<std::ptrdiff_t>(i));
+        position.erase(position.begin() + static_cast<std::ptrdiff_t>(i));
         --i;
+    }
+    if (P.kernels.size() == before) return;
+    // Kernels named `<base>_<position>` (partition(): several kernels) are numbered again: "adam_step" alone.
+    for (std::size_t k = 0; k < P.kernels.size(); ++k) {
+        std::string& name = P.kernels[k].name;
+        const std::string suffix = fmt::format("_{}", position[k]);
+        if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+        name.resize(name.size() - suffix.size());
+        if (P.kernels.size() > 1) name += fmt::format("_{}", k);
     }
 }
 
