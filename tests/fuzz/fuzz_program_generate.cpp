@@ -212,6 +212,29 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             p.code.pop_back();
         }
     }
+    // Now and then a rank-0 result of a rank-0 input (an optimizer's step counter): fused, it is written once,
+    // by the last block of a data-sized kernel (GpuKernel::once); unfused, by a kernel of its own.
+    int rank0 = -1;
+    if (chance(g, 0.2)) {
+        Instr in;
+        in.kind = Instr::Kind::Input;
+        in.dtype = random_dtype(g);
+        in.drop = rank;
+        in.key = g();
+        p.code.push_back(in);
+        if (st.add(p, p.code.size() - 1, false, Device::cpu())) {
+            static const std::vector<Op> ops = elementwise_ops();
+            Instr ins;
+            ins.kind = Instr::Kind::Elementwise;
+            ins.op = pick(g, ops);
+            for (int a = 0; a < ir::info(ins.op).arity; ++a) ins.args.push_back(static_cast<int>(p.code.size() - 1));
+            p.code.push_back(ins);
+            if (st.add(p, p.code.size() - 1, false, Device::cpu())) rank0 = static_cast<int>(p.code.size() - 1);
+            else p.code.pop_back();
+        } else {
+            p.code.pop_back();
+        }
+    }
     // Outputs: the last instruction that reads an input, then up to two more, preferring results that
     // nothing else uses (so that little of the graph is dead).
     std::vector<bool> used(p.code.size(), false);
@@ -219,7 +242,7 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
         for (int a : ins.args) used[static_cast<std::size_t>(a)] = true;
     std::vector<int> sinks, any;
     for (std::size_t i = 0; i < p.code.size(); ++i) {
-        if (!st.has_input[i]) continue;
+        if (!st.has_input[i] || (rank0 >= 0 && static_cast<int>(i) >= rank0 - 1)) continue;  // the rank-0 pair: added last
         any.push_back(static_cast<int>(i));
         if (!used[i] && p.code[i].kind != Instr::Kind::Input) sinks.push_back(static_cast<int>(i));
     }
@@ -230,6 +253,7 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
         const int o = from[g() % from.size()];
         if (std::find(p.outputs.begin(), p.outputs.end(), o) == p.outputs.end()) p.outputs.push_back(o);
     }
+    if (rank0 >= 0 && std::find(p.outputs.begin(), p.outputs.end(), rank0) == p.outputs.end()) p.outputs.push_back(rank0);
     return collect(p);
 }
 
