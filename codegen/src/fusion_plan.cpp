@@ -83,83 +83,6 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides) {
     }
 }
 
-// Whether kernel `k` is pointwise with rank-0 outputs only (an optimizer's step counter t + 1, a loss scale).
-bool rank0_pointwise(const FusedKernel& k, const GpuKernel& g) {
-    if (k.family != Family::Pointwise || g.tile.plan.active() || !k.once_outputs.empty()) return false;
-    for (const auto& o : k.outputs)
-        if (o->rank() != 0) return false;
-    return true;
-}
-
-// A rank-0 pointwise kernel merges into the last earlier data-sized pointwise kernel, whose last block to
-// finish computes and writes its outputs once (GpuKernel::once): one launch, and no launch gap, fewer. An
-// Adam step is then one kernel, although its step counter t + 1 is written into t, which every element reads:
-// the last block writes it after every block has read it. Not into a tiled kernel or one whose parameters
-// live in device memory, and only where every temporary the rank-0 kernel reads is written before the kernel
-// it joins. Sources keep their values of before the call, wherever the reads move: an output over a source
-// read later goes through a temporary (the runtime's rule in FusionPlan::reads).
-template <class SlotOf>
-void merge_once_kernels(Partition& P, std::vector<GpuKernel>& gpu, const LayoutOf& layout_of, const SlotOf& slot_of,
-                        const DeviceInfo& device) {
-    std::vector<std::size_t> position(P.kernels.size());  // each kernel's position before the merges
-    for (std::size_t k = 0; k < position.size(); ++k) position[k] = k;
-    const std::size_t before = P.kernels.size();
-    for (std::size_t i = 0; i < P.kernels.size(); ++i) {
-        if (!rank0_pointwise(P.kernels[i], gpu[i])) continue;
-        std::size_t first_free = 0;  // the kernel that writes the last temporary kernel i reads, plus one
-        for (const Slot& r : gpu[i].reads)
-            if (r.kind == Slot::Kind::Temp)
-                for (std::size_t w = 0; w < i; ++w)
-                    for (const Slot& ws : P.kernels[w].writes)
-                        if (ws == r) first_free = std::max(first_free, w + 1);
-        std::size_t j = i;
-        for (std::size_t c = i; c-- > first_free;) {
-            const GpuKernel& g = gpu[c];
-            if (P.kernels[c].family == Family::Pointwise && !g.tile.plan.active() && !g.pointwise.plan.params_in_memory &&
-                P.kernels[c].once_outputs.empty() && g.numel > 1 && P.kernels[c].outputs[0]->rank() > 0) {
-                j = c;
-                break;
-            }
-        }
-        if (j == i) continue;
-        FusedKernel& k = P.kernels[j];
-        GpuKernel& g = gpu[j];
-        std::vector<InputLayout> ls;
-        std::vector<Slot> reads;
-        for (const ir::Node* in : pointwise_inputs(P.kernels[i].outputs)) {
-            ls.push_back(layout_of(*in));
-            reads.push_back(slot_of(in));
-        }
-        PlannedPointwise once = plan_pointwise(P.kernels[i].outputs, ls, device, PointwiseUse::ReductionSpace);
-        if (once.plan.params_in_memory ||
-            once_args_layout(g.pointwise.plan, once.plan).size > device.param_limit_bytes)
-            continue;
-        k.once_outputs = P.kernels[i].outputs;
-        k.writes.insert(k.writes.end(), P.kernels[i].writes.begin(), P.kernels[i].writes.end());
-        g.reads.insert(g.reads.end(), reads.begin(), reads.end());
-        g.once_reads = reads.size();
-        g.once = std::move(once);
-        Hasher h;
-        h.add(g.key);
-        h.add(0x6f6e63650001ull);  // "once"
-        h.add(kernel_key(k.once_outputs, g.once.plan));
-        g.key = h.digest();
-        P.kernels.erase(P.kernels.begin() + static_cast<std::ptrdiff_t>(i));
-        gpu.erase(gpu.begin() + static_cast<std::ptrdiff_t>(i));
-        position.erase(position.begin() + static_cast<std::ptrdiff_t>(i));
-        --i;
-    }
-    if (P.kernels.size() == before) return;
-    // Kernels named `<base>_<position>` (partition(): several kernels) are numbered again: "adam_step" alone.
-    for (std::size_t k = 0; k < P.kernels.size(); ++k) {
-        std::string& name = P.kernels[k].name;
-        const std::string suffix = fmt::format("_{}", position[k]);
-        if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-        name.resize(name.size() - suffix.size());
-        if (P.kernels.size() > 1) name += fmt::format("_{}", k);
-    }
-}
-
 // Schedules every kernel of `P` for the GPU. Throws NotFusable from plan_reduce.
 FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::span<const InputLayout> layouts,
                     const DeviceInfo& device, const Options& options, std::span<const Strides> root_strides) {
@@ -241,7 +164,6 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
         }
         plan.gpu.push_back(std::move(g));
     }
-    if (options.fusion) merge_once_kernels(P, plan.gpu, layout_of, slot_of, device);
     for (const TempValue& t : P.temps) {
         plan.temps.push_back({t.value->shape(), t.value->dtype(), plan.temp_bytes});
         const std::size_t bytes = static_cast<std::size_t>(t.value->numel()) * itemsize(t.value->dtype());
@@ -289,24 +211,7 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i) {
         reads += fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
                              ir::describe(*ins[j]), to_string(plan.gpu[i].reads[j]));
     std::vector<std::string> writes;
-    for (std::size_t j = 0; j < k.outputs.size(); ++j) writes.push_back(to_string(k.writes[j]));
-    std::string once;
-    if (!k.once_outputs.empty()) {
-        std::string once_nodes, once_reads, once_writes;
-        for (const ir::Node* n : ir::topo_order(k.once_outputs))
-            if (ir::is_elementwise(n->op()) || ir::is_view(n->op())) once_nodes += fmt::format(" {} ({})", ir::op_name(n->op()), short_location(n->loc()));
-        const auto once_ins = pointwise_inputs(k.once_outputs);
-        const std::size_t base = plan.gpu[i].reads.size() - plan.gpu[i].once_reads;
-        for (std::size_t j = 0; j < once_ins.size(); ++j)
-            once_reads += fmt::format("{}{} {} [{}]", j ? ", " : "", once_ins[j]->label().empty() ? "input" : once_ins[j]->label(),
-                                      ir::describe(*once_ins[j]), to_string(plan.gpu[i].reads[base + j]));
-        for (std::size_t j = k.outputs.size(); j < k.writes.size(); ++j)
-            once_writes += fmt::format("{}{}", once_writes.empty() ? "" : ", ", to_string(k.writes[j]));
-        once = fmt::format("          once, rank 0:{}\n          reads {}; writes {}: by one thread of the last block to finish "
-                           "(a completion counter), after every block's reads\n",
-                           once_nodes.empty() ? std::string(" (copy)") : once_nodes,
-                           once_reads.empty() ? std::string("nothing") : once_reads, once_writes);
-    }
+    for (const Slot& w : k.writes) writes.push_back(to_string(w));
     const PlannedTile& tile = plan.gpu[i].tile;
     std::string tiled;
     const std::string tile_text = tile.plan.to_string(pp);
@@ -323,7 +228,7 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i) {
                            ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
                                          pp.vector_registers, kVectorRegisterBudget)
                            : std::string(),
-                       tiled) + once;
+                       tiled);
 }
 
 std::string matmul_text(const FusionPlan& plan, std::size_t i) {
@@ -390,7 +295,7 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
 
 bool GpuKernel::operator==(const GpuKernel& o) const {
     return pointwise.plan == o.pointwise.plan && tile.plan == o.tile.plan && reduce.plan == o.reduce.plan &&
-           matmul.plan == o.matmul.plan && once.plan == o.once.plan && reads == o.reads && once_reads == o.once_reads && numel == o.numel &&
+           matmul.plan == o.matmul.plan && reads == o.reads && numel == o.numel &&
            has_views == o.has_views && key == o.key;
 }
 

@@ -407,12 +407,7 @@ bool FusionCostModel::join_reduction(const std::vector<ir::NodePtr>&, const ir::
 bool FusionCostModel::fuse_output(const std::vector<ir::NodePtr>&, const ir::Node&) const { return true; }
 
 std::vector<ir::NodePtr> FusedKernel::graph() const {
-    if (family != Family::Reduction) {
-        if (once_outputs.empty()) return outputs;
-        std::vector<ir::NodePtr> all = outputs;
-        all.insert(all.end(), once_outputs.begin(), once_outputs.end());
-        return all;
-    }
+    if (family != Family::Reduction) return outputs;
     std::vector<ir::NodePtr> all = group.reductions;
     all.insert(all.end(), group.element_outputs.begin(), group.element_outputs.end());
     all.insert(all.end(), group.row_outputs.begin(), group.row_outputs.end());
@@ -422,8 +417,7 @@ std::vector<ir::NodePtr> FusedKernel::graph() const {
 bool FusedKernel::operator==(const FusedKernel& o) const {
     return family == o.family && name == o.name && writes == o.writes && why == o.why &&
            group.reductions.size() == o.group.reductions.size() &&
-           group.element_outputs.size() == o.group.element_outputs.size() && once_outputs.size() == o.once_outputs.size() &&
-           graph_key(graph()) == graph_key(o.graph());
+           group.element_outputs.size() == o.group.element_outputs.size() && graph_key(graph()) == graph_key(o.graph());
 }
 
 bool TempValue::operator==(const TempValue& o) const {
@@ -440,7 +434,6 @@ std::uint64_t Partition::hash() const {
         h.add(graph_key(k.graph()));
         h.add(k.group.reductions.size());
         h.add(k.group.element_outputs.size());
-        if (!k.once_outputs.empty()) h.add(k.once_outputs.size());
         for (const Slot& s : k.writes) h.add(slot_word(s));
         h.add(k.why);
     }
@@ -461,7 +454,7 @@ std::string Partition::to_string() const {
         if (k.family == Family::Reduction)
             for (const auto& m : k.members) nodes.push_back(where_of(*m));
         else
-            for (const ir::Node* n : ir::topo_order(k.graph()))
+            for (const ir::Node* n : ir::topo_order(k.outputs))
                 if (ir::is_elementwise(n->op()) || ir::is_product(n->op())) nodes.push_back(where_of(*n));
         for (const Slot& w : k.writes) writes.push_back(codegen::to_string(w));
         s += fmt::format("kernel {}  {} {}: {}; writes {}\n", i, family_name(k.family), k.name,

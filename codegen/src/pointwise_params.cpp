@@ -220,16 +220,6 @@ std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBin
     return bytes;
 }
 
-OnceArgsLayout once_args_layout(const PointwisePlan& kernel, const PointwisePlan& once) {
-    auto up = [](std::size_t v, std::size_t a) { return (v + a - 1) / a * a; };
-    OnceArgsLayout l;
-    l.align = std::max({kernel.params.align, once.params.align, sizeof(void*)});
-    l.once_offset = up(kernel.params.size, std::max<std::size_t>(once.params.align, 1));
-    l.count_offset = up(l.once_offset + once.params.size, sizeof(void*));
-    l.size = up(l.count_offset + sizeof(void*), l.align);
-    return l;
-}
-
 Variant select_variant(const PointwisePlan& plan, const PointwiseBinding& b, std::span<const void* const> inputs,
                        std::span<void* const> outputs) {
     if (!plan.has_vector_variant()) return Variant::Scalar;

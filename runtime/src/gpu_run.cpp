@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -54,9 +53,6 @@ codegen::KernelSource emit_kernel(const FusionPlan& plan, std::size_t i) {
             if (g.tile.plan.active()) {
                 src = codegen::emit_tile(k.name, k.outputs, g.pointwise.plan, g.tile.plan);
                 plan_text = g.pointwise.plan.describe(false) + g.tile.plan.to_string(g.pointwise.plan);
-            } else if (!k.once_outputs.empty()) {
-                src = codegen::emit_pointwise(k.name, k.outputs, g.pointwise.plan, k.once_outputs, &g.once.plan);
-                plan_text = g.pointwise.plan.to_string() + "\nonce outputs: " + g.once.plan.describe(false);
             } else {
                 src = codegen::emit_pointwise(k.name, k.outputs, g.pointwise.plan);
                 plan_text = g.pointwise.plan.to_string();
@@ -118,13 +114,13 @@ struct LaunchPrep {
     Tensor params;                 // parameters in device memory
     Tensor workspace;              // a matmul's chunk tree (K longer than one chunk), from the pool
     void* workspace_ptr = nullptr; // its address (or a RunMemory block's)
-    void* counters = nullptr;      // a split-K matmul's counters, a pointwise kernel's once counter (split_counters_for)
+    void* counters = nullptr;      // a split-K matmul's counters (split_counters_for)
 };
 
 bool needs_prep(const FusionPlan& plan, std::size_t k) {
     const codegen::GpuKernel& g = plan.gpu[k];
     switch (plan.partition.kernels[k].family) {
-        case Family::Pointwise: return (g.pointwise.plan.params_in_memory || !plan.partition.kernels[k].once_outputs.empty()) && g.numel > 0;
+        case Family::Pointwise: return g.pointwise.plan.params_in_memory && g.numel > 0;
         case Family::Reduction: return g.reduce.plan.split;
         case Family::MatMul: return g.matmul.plan.chunked && g.numel > 0;
     }
@@ -204,27 +200,13 @@ void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g,
                                      : codegen::select_variant(planned.plan, planned.binding, ins, outs);
     const codegen::LaunchConfig lc = tiled ? g.tile.plan.launch(planned.binding) : planned.plan.launch(g.numel, v);
     if (lc.grid_x == 0) return;
+    ParamBytes params(planned.plan.params.size);
+    codegen::pack_params(planned.plan, planned.binding, ins, outs, params.span());
     LaunchConfig cfg;
     cfg.grid = {lc.grid_x, lc.grid_y, 1};
     cfg.block = {lc.block_x, 1, 1};
     cfg.dependent_launch = true;  // every kernel Loom emits waits for the prior grid first
     const Kernel& k = v == codegen::Variant::Vector ? kernel.vector_kernel : kernel.scalar_kernel;
-    const std::size_t once_outs = outs.size() - planned.plan.outputs.size();
-    if (once_outs > 0) {  // <name>_args: the kernel's parameters, the once outputs' and the completion counter
-        if (!prep || !prep->counters) throw InternalError("launch_pointwise(): once outputs without their counter");
-        const codegen::OnceArgsLayout l = codegen::once_args_layout(planned.plan, g.once.plan);
-        ParamBytes args(l.size);
-        std::memset(args.span().data(), 0, l.size);
-        const std::size_t main_ins = ins.size() - g.once_reads;
-        codegen::pack_params(planned.plan, planned.binding, ins.first(main_ins), outs.first(planned.plan.outputs.size()),
-                             args.span().first(planned.plan.params.size));
-        codegen::pack_params(g.once.plan, g.once.binding, ins.subspan(main_ins), outs.subspan(planned.plan.outputs.size()),
-                             args.span().subspan(l.once_offset, g.once.plan.params.size));
-        std::memcpy(args.span().data() + l.count_offset, &prep->counters, sizeof(void*));
-        return issue(k, cfg, args.span(), where, mem);
-    }
-    ParamBytes params(planned.plan.params.size);
-    codegen::pack_params(planned.plan, planned.binding, ins, outs, params.span());
     if (planned.plan.params_in_memory) {
         if (!prep) throw InternalError("launch_pointwise(): parameters in memory without a reserved buffer");
         return launch_with_params_in_memory(k, cfg, params.span(), prep->params, where);
@@ -279,17 +261,8 @@ void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& p
 // Whether pointwise kernel `k` reads source `s` only at the element it writes root `r` to: a graph without
 // views, or (a graph with views elsewhere, such as a rank-0 step counter broadcast to every element) a flat
 // kernel whose every read of `s` and whose write of `r` is contiguous (element index = flat index).
-//
-// With once outputs (GpuKernel::once), which one thread of the kernel's last block writes after every block's
-// reads: a once output `r` is written in place over any source the kernel reads; an output of the iteration
-// space is not, over a source that the once outputs read (they read it after the elements are written).
 bool reads_in_place(const FusionPlan& plan, std::size_t k, int s, std::size_t r) {
     const codegen::GpuKernel& g = plan.gpu[k];
-    const auto& fk = plan.partition.kernels[k];
-    for (std::size_t o = fk.outputs.size(); o < fk.writes.size(); ++o)
-        if (fk.writes[o].kind == Slot::Kind::Root && static_cast<std::size_t>(fk.writes[o].index) == r) return true;
-    for (std::size_t j = g.reads.size() - g.once_reads; j < g.reads.size(); ++j)
-        if (g.reads[j].kind == Slot::Kind::Source && g.reads[j].index == s) return false;
     if (!g.has_views) return true;
     if (g.tile.plan.active()) return false;
     const codegen::PointwisePlan& pp = g.pointwise.plan;
@@ -549,11 +522,6 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
         const codegen::GpuKernel& g = plan.gpu[k];
         const codegen::FusedKernel& fk = plan.partition.kernels[k];
         if (fk.family == Family::Pointwise) {
-            if (!fk.once_outputs.empty()) {  // the once outputs' completion counter (zero at launch, left zero)
-                preps[k].counters = split_counters_for(1, device, preps[k], mem);
-                if (!preps[k].counters) return;  // a graph cannot take it: mem->unsupported
-                continue;
-            }
             if (mem) {  // the upload kernel's parameters are per call: not replayed by a graph
                 mem->unsupported = true;
                 return;

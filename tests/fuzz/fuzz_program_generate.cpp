@@ -212,8 +212,8 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             p.code.pop_back();
         }
     }
-    // Now and then a rank-0 result of a rank-0 input (an optimizer's step counter): fused, it is written once,
-    // by the last block of a data-sized kernel (GpuKernel::once); unfused, by a kernel of its own.
+    // Now and then a rank-0 result of a rank-0 input beside the others (an optimizer's step counter, possibly
+    // written over its input): a kernel of its own iteration space, fused and unfused.
     int rank0 = -1;
     if (chance(g, 0.2)) {
         Instr in;

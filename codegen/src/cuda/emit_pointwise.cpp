@@ -35,8 +35,6 @@ struct Emitter {
     /// A matmul epilogue with costly ops: its element function is called, not inlined into each of the
     /// thread's accumulators (64 inlined copies of, say, an erf would take NVRTC seconds).
     bool out_of_line = false;
-    /// The kernel also writes once outputs: each variant is a function `<entry>_elements` that once_entry calls.
-    bool once_elements = false;
     /// Values that are the same for every element (`uniform`: rank-0 values, scalars, constants, loads of
     /// scalar operands and what is computed from them alone) with a costly op among them are computed once
     /// per thread by {name}_uniforms, before the element loop, and passed to the body (`frontier`: those the
@@ -375,10 +373,6 @@ struct Emitter {
     // The opening of an entry point: the Params struct by value (__grid_constant__), or, when it exceeds the
     // kernel parameter limit, a pointer to it in device memory bound to the same name `p`.
     std::string entry(const std::string& entry_name) const {
-        if (once_elements)  // the entry point (once_entry) calls this variant's elements, then the once outputs
-            return fmt::format("// {}'s elements: the iteration space, the work of every thread.\n"
-                               "__device__ __forceinline__ void {}_elements(const {}_params& p) {{\n",
-                               entry_name, entry_name, name);
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", plan.block, entry_name,
                                     plan.params_in_memory ? fmt::format("const {}_params* __restrict__ pp", name)
                                                         : fmt::format("const __grid_constant__ {}_params p", name));
@@ -386,31 +380,6 @@ struct Emitter {
         if (plan.params_in_memory)
             line(s, 4, fmt::format("const {}_params& p = *pp;", name),
                  fmt::format("{} bytes of parameters in device memory", plan.params.size));
-        return s;
-    }
-
-    // With once outputs: the struct of the entry points' one parameter (codegen::once_args_layout).
-    std::string once_args_struct(std::size_t bytes) const {
-        std::string s = fmt::format("struct {}_args {{\n", name);
-        line(s, 4, fmt::format("{}_params p;", name), "the iteration space");
-        line(s, 4, fmt::format("{}_once_params once;", name), "the rank-0 outputs, written once");
-        line(s, 4, "unsigned int* count;", "blocks finished: zero at launch and left zero");
-        s += "};\n";
-        s += fmt::format("static_assert(sizeof({}_args) == {}, \"kernel parameter layout differs from the host's\");\n", name, bytes);
-        return s;
-    }
-
-    // With once outputs: entry point `entry_name`, its elements (`<entry_name>_elements`), then, in one thread of
-    // the last block to finish, the rank-0 outputs. Every block arrives after its threads' last reads, so
-    // the once outputs may overwrite what the elements read (an optimizer's step counter).
-    std::string once_entry(const std::string& entry_name) const {
-        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_args a) {{\n",
-                                    plan.block, entry_name, name);
-        detail::write_kernel_prologue(s, true, 60);
-        line(s, 4, fmt::format("{}_elements(a.p);", entry_name));
-        line(s, 4, "if (lm::last_to_finish(a.count))", "thread 0 of the grid's last block");
-        line(s, 8, fmt::format("{}_once_element(a.once, 0);", name), "the rank-0 outputs, once");
-        s += "}\n";
         return s;
     }
 
@@ -578,10 +547,7 @@ struct Emitter {
 }  // namespace
 
 KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
-                            const PointwisePlan& plan, const std::vector<ir::NodePtr>& once_outputs,
-                            const PointwisePlan* once_plan) {
-    if (once_outputs.empty() != (once_plan == nullptr))
-        throw InternalError("emit_pointwise: once outputs without their plan, or a plan without them");
+                            const PointwisePlan& plan) {
     const PwGraph g = detail::build_pw_graph(outputs);
     if (g.sites.size() != plan.loads.size() || g.scalars.size() != plan.scalar_dtypes.size() ||
         g.outputs.size() != plan.outputs.size())
@@ -596,22 +562,11 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     if (plan.has_vector_variant()) ks.vector_entry = fmt::format("{}_v{}", ks.name, plan.vector_width);
     ks.plan = plan;
     ks.param_bytes = plan.params_in_memory ? sizeof(void*) : plan.params.size;  // a pointer to the uploaded struct
-    if (once_plan && plan.params_in_memory) throw InternalError("emit_pointwise: once outputs with parameters in memory");
-    if (once_plan) ks.param_bytes = once_args_layout(plan, *once_plan).size;
 
     Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
     em.plan_uniforms();
-    em.once_elements = once_plan != nullptr;
     std::string& s = ks.kernel;
-    std::string plan_text = plan.to_string();
-    if (once_plan) {
-        std::string once_text = once_plan->describe(false);
-        for (std::size_t b = 0, e; b < once_text.size(); b = e + 1) {
-            e = once_text.find('\n', b);
-            plan_text += fmt::format("once outputs, rank 0, by thread 0 of the last block to finish: {}\n", once_text.substr(b, e - b));
-        }
-    }
-    s += detail::banner("pointwise", ks.name, user_name, plan_text);
+    s += detail::banner("pointwise", ks.name, user_name, plan.to_string());
     s += fmt::format("// entry points: {}{}\n\n", ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
                      ks.scalar_entry + " (scalar)");
     s += em.params_struct();
@@ -624,38 +579,11 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     s += '\n';
     s += em.element();
     s += '\n';
-    if (once_plan) {  // the once outputs' struct, body and element function, then the entry points' parameter
-        const PwGraph og = detail::build_pw_graph(once_outputs);
-        if (og.sites.size() != once_plan->loads.size() || og.outputs.size() != once_plan->outputs.size())
-            throw InternalError("emit_pointwise: the once plan does not belong to the once outputs");
-        Emitter once{og, *once_plan, ks.name + "_once", once_plan->index == IndexWidth::I32 ? "int" : "long long", !og.scalars.empty()};
-        once.plan_uniforms();
-        s += once.params_struct();
-        s += '\n';
-        if (!once.frontier.empty()) {
-            s += once.uniforms();
-            s += '\n';
-        }
-        s += once.body();
-        s += '\n';
-        s += once.element();
-        s += '\n';
-        s += em.once_args_struct(ks.param_bytes);
-        s += '\n';
-    }
     if (plan.has_vector_variant()) {
         s += em.vector_kernel();
         s += '\n';
-        if (once_plan) {
-            s += em.once_entry(ks.vector_entry);
-            s += '\n';
-        }
     }
     s += em.scalar_kernel();
-    if (once_plan) {
-        s += '\n';
-        s += em.once_entry(ks.scalar_entry);
-    }
     ks.source = fmt::format("{}\n{}", prelude_source(), ks.kernel);
     return ks;
 }

@@ -535,19 +535,6 @@ __device__ __forceinline__ bool arrive(unsigned int* counter, unsigned int add, 
     if (last) *counter = 0u;
     return last;
 }
-/// Whether this is thread 0 of the grid's last block to get here (a pointwise kernel's once outputs). Every
-/// thread of every block calls it once, after its last access to the kernel's inputs and outputs: the
-/// barrier and thread 0's fence order the block's accesses before its arrival on `counter` (zero at launch;
-/// the last arrival resets it), and the last block's fence orders every other block's before what its
-/// thread 0 does next.
-__device__ __forceinline__ bool last_to_finish(unsigned int* counter) {
-    __syncthreads();
-    if (threadIdx.x != 0) return false;
-    __threadfence();
-    const bool last = arrive(counter, 1u, gridDim.x);
-    if (last) __threadfence();
-    return last;
-}
 /// A load through L2 (not L1): values that other blocks wrote during this kernel.
 template <class T> __device__ __forceinline__ T ldcg(const T* p) { return __ldcg(p); }
 __device__ __forceinline__ bool ldcg(const bool* p) { return __ldcg(reinterpret_cast<const unsigned char*>(p)) != 0; }

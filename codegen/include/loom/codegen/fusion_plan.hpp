@@ -59,22 +59,17 @@ struct FusedKernel {
     /// of the epilogue over the product's shape (the product itself where it is written as it is), with one
     /// product in their graph (product_of) whose operands are sources, temporaries or views of them.
     std::vector<ir::NodePtr> outputs;
-    /// Pointwise, in a GPU plan only: rank-0 outputs that the kernel also writes, once, from the last block to
-    /// finish its iteration space (plan_fusion merges a rank-0 pointwise kernel into a data-sized one: an
-    /// optimizer's step counter beside its update). Their writes follow the outputs' in `writes`.
-    std::vector<ir::NodePtr> once_outputs;
     /// Reduction: the reductions (stage order), element outputs and row outputs.
     ReduceGroupSpec group;
-    /// Where each output goes: pointwise, per output then per once output; reduction, the element outputs then
-    /// the row outputs.
+    /// Where each output goes: pointwise, per output; reduction, the element outputs then the row outputs.
     std::vector<Slot> writes;
     /// Reduction: the reductions as the user wrote them (before substitution), for the explain log.
     std::vector<ir::NodePtr> members;
     /// Why this kernel starts here: the boundary to what came before, with the user's source lines.
     std::string why;
 
-    /// The graph's outputs in emission order (pointwise: outputs, then once outputs; matmul: outputs;
-    /// reduction: reductions, element outputs, row outputs).
+    /// The graph's outputs in emission order (pointwise and matmul: outputs; reduction: reductions, element
+    /// outputs, row outputs).
     std::vector<ir::NodePtr> graph() const;
     bool operator==(const FusedKernel& o) const;
 };
@@ -170,15 +165,9 @@ struct GpuKernel {
     PlannedTile tile;
     PlannedReduce reduce;        // Family::Reduction
     PlannedMatmul matmul;        // Family::MatMul
-    /// Family::Pointwise with once outputs (FusedKernel::once_outputs): their plan, a one-element iteration
-    /// space computed by one thread of the last block to finish (a completion counter), after every block's
-    /// reads; its parameters follow the kernel's (once_args_layout).
-    PlannedPointwise once;
     /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs, or
-    /// PlannedReduce::inputs), then, with once outputs, pointwise_inputs of the once outputs (`once_reads` of
-    /// them, the last entries).
+    /// PlannedReduce::inputs).
     std::vector<Slot> reads;
-    std::size_t once_reads = 0;
     std::int64_t numel = 0;  // pointwise: elements of the iteration space
     /// Pointwise: the graph has a view (an output aliasing an input is then never written in place).
     bool has_views = false;

@@ -279,18 +279,6 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& binding, std
 std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBinding& binding,
                                    std::span<const void* const> inputs, std::span<void* const> outputs);
 
-/// The one parameter of a pointwise kernel that also writes rank-0 outputs once (GpuKernel::once): the
-/// struct `<name>_args { <name>_params p; <name>_once_params once; unsigned int* count; }`, the kernel's
-/// parameters, the once outputs' and the completion counter (zero at launch, left zero). Offsets in bytes.
-struct OnceArgsLayout {
-    std::size_t once_offset = 0;
-    std::size_t count_offset = 0;
-    std::size_t size = 0;   // a multiple of `align`
-    std::size_t align = 8;
-    bool operator==(const OnceArgsLayout&) const = default;
-};
-OnceArgsLayout once_args_layout(const PointwisePlan& kernel, const PointwisePlan& once);
-
 /// The address load site `s` reads at the iteration space's element 0: its input's element 0 plus the site's
 /// offset (from slices and views).
 const void* site_pointer(const PointwisePlan& plan, const PointwiseBinding& binding, std::span<const void* const> inputs,

@@ -37,13 +37,9 @@ struct KernelSource {
 };
 
 /// Emits the kernel of `plan` (from plan_pointwise on the same `outputs`, or on a graph of the same
-/// structural_key). Deterministic: the same graph structure and plan give the same text. With
-/// `once_outputs` (rank-0 outputs, GpuKernel::once) and their plan, each entry point runs its elements and
-/// then, in thread 0 of the last block to finish (a completion counter), computes and stores the once
-/// outputs; the entry points then take `<name>_args` (codegen::once_args_layout).
+/// structural_key). Deterministic: the same graph structure and plan give the same text.
 KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
-                            const PointwisePlan& plan, const std::vector<ir::NodePtr>& once_outputs = {},
-                            const PointwisePlan* once_plan = nullptr);
+                            const PointwisePlan& plan);
 
 /// Emits the tiled kernel of `plan` and `tile` (plan_tile of the same graph): the pointwise kernel's
 /// parameter struct and body, and the entry points `<name>_tile` (KernelSource::scalar_entry) and, when the
