@@ -28,6 +28,9 @@ constexpr int kAccumulatorWords = 64;
 /// buffer of split counters).
 constexpr std::int64_t kSplitCounterLimit = 4096;
 
+/// The longest K (float32 on CUDA cores, staged epilogues) whose products run two blocks per multiprocessor.
+constexpr std::int64_t kTwoBlocksDepth = 1024;
+
 /// The K step of a matrix-vector product's default tile.
 constexpr int kMatrixVectorDepth = 128;
 
@@ -322,6 +325,7 @@ std::string MatmulPlan::to_string() const {
                                    a_read > 1 || b_read > 1
                                        ? fmt::format(", fragments read {} elements of A's rows and {} of B's at once", a_read, b_read)
                                        : "");
+        if (blocks_per_sm == 2 && !batch_pipelined) threads_text += "; 2 blocks per multiprocessor (few K steps: at most 128 registers per thread)";
         order = fmt::format("K in chunks of {}{}", kProductChunk,
                             split_k          ? ", shared among blocks in aligned groups of chunks along the grid's z; each group's "
                                                "partial (a subtree of the pairwise tree) through a workspace, the block that completes "
@@ -485,6 +489,15 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     // pieces); its tile must fit the shared memory the block may have. Not for batch_pipelined kernels: M6
     // ran at 19.8 TFLOP/s staged and 22.7 storing from the registers (H200), its epilogue a large share.
     p.staged_epilogue = p.b_read == 4 && !p.batch_pipelined && p.epilogue_tile_bytes() <= limit;
+    // Two blocks per multiprocessor for a product of few K steps (K at most kTwoBlocksDepth): each tile's fixed
+    // costs, the pipeline's fill and the epilogue, are then a large share of its time, and the other block's
+    // K loop runs beside them. __launch_bounds__(256, 2) caps the registers at 128 (from 205: a few words
+    // spill). On the H200, gelu(A·B + bias) of 4096 x 256 x 4096 float32 ran 24.4 TFLOP/s with one block
+    // and 26.9 with two (the bare product 31.1 and 31.6); 4096^3 lost 1% (36.5 and 36.1), so long K stays at one.
+    if (p.staged_epilogue && b.K <= kTwoBlocksDepth) {
+        const std::size_t per_block = p.shared_bytes() + 1024;  // the runtime reserves 1 KiB per block
+        if (2 * per_block <= device.shared_mem_per_sm && 2 * p.threads() <= device.max_threads_per_sm) p.blocks_per_sm = 2;
+    }
     finish_matmul(pm, outputs, a_inputs, b_inputs, layout_of, device, output_strides);
     return pm;
 }

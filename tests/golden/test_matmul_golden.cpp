@@ -47,6 +47,7 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
     CHECK(p.b_read == 4);  // 4 consecutive columns per 16-byte read: a lane's columns in two groups of 4, 32 apart
     CHECK(!p.chunked);
     CHECK(p.staged_epilogue);  // the outputs through a shared-memory tile: whole lines per warp
+    CHECK(p.blocks_per_sm == 2);  // K = 256, 8 steps: the other block's K loop runs beside a tile's fill and epilogue
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32", plan.gpu[0].matmul);
     golden::check_text("matmul_bias_gelu_f32", ks.kernel);
     golden::compile_sm90(ks);
@@ -296,6 +297,21 @@ TEST_CASE("matmul plan: batch pipelining, the staged epilogue, the vector in pie
         auto tc = plan_of({matmul(input(float16, {64, 64, 64}, "a"), input(float16, {64, 64, 64}, "b"))},
                           Options{.product_path = ProductPath::TensorCores});
         CHECK(!tc.gpu.at(0).matmul.plan.batch_pipelined);  // tensor cores keep the plain batch loop
+    }
+    SUBCASE("two blocks per SM for few K steps (M3's shape), one for long K (M1's)") {
+        auto bias = input(float32, {4096}, "bias");
+        const auto m3 = plan_of({unary(Op::GeluErf, binary(Op::Add, matmul(input(float32, {4096, 256}, "a"), input(float32, {256, 4096}, "b")), bias))});
+        const codegen::PlannedMatmul& pm3 = m3.gpu.at(0).matmul;
+        CHECK(pm3.plan.staged_epilogue);
+        CHECK(pm3.plan.blocks_per_sm == 2);
+        CHECK(pm3.plan.to_string().find("2 blocks per multiprocessor") != std::string::npos);
+        const auto ks = codegen::emit_matmul("mm_two", pm3);
+        CHECK(ks.kernel.find("__launch_bounds__(256, 2)") != std::string::npos);
+        golden::compile_sm90(ks);
+        const auto m1 = plan_of({matmul(input(float32, {4096, 4096}, "a"), input(float32, {4096, 4096}, "b"))});
+        const codegen::PlannedMatmul& pm1 = m1.gpu.at(0).matmul;
+        CHECK(pm1.plan.blocks_per_sm < 2);  // K = 4096: 4096^3 lost 1% with two on the H200
+        CHECK(codegen::emit_matmul("mm_one", pm1).kernel.find("__launch_bounds__(256)") != std::string::npos);
     }
     SUBCASE("a matrix times a vector: the vector's pieces along k where the pointer, K and the strides allow") {
         auto a = input(float32, {4096, 4096}, "a"), x = input(float32, {4096}, "x");

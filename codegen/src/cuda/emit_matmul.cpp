@@ -606,7 +606,7 @@ struct MatmulEmitter {
 
     // The kernel: one entry point for every choice of loads (p.pieces picks the loaders), its body inlined.
     std::string kernel(const std::string& ep_idx) const {
-        const std::string bounds = p.batch_pipelined ? fmt::format("{}, {}", p.threads(), p.blocks_per_sm) : std::to_string(p.threads());
+        const std::string bounds = p.blocks_per_sm > 1 ? fmt::format("{}, {}", p.threads(), p.blocks_per_sm) : std::to_string(p.threads());
         std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n", bounds,
                                     name, name);
         detail::write_kernel_prologue(s, true, 72);

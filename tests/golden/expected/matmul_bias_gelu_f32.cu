@@ -1,6 +1,6 @@
 // ---- Loom matmul kernel matmul_bias_gelu_f32 (from "matmul_bias_gelu_f32") ----
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
-// tile 128x128x32: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread, fragments read 4 elements of A's rows and 4 of B's at once
+// tile 128x128x32: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread, fragments read 4 elements of A's rows and 4 of B's at once; 2 blocks per multiprocessor (few K steps: at most 128 registers per thread)
 // shared memory: 3 stages of A 128 x 36 and B 32 x 132 (rows padded by 16 bytes), 105984 bytes
 // loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192 (one chunk: no partials); the epilogue through a shared-memory tile of the outputs, whole lines per warp
 // epilogue: pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
@@ -111,7 +111,7 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_load(const matmul_bias_gelu
     else matmul_bias_gelu_f32_load_b_elements(p, B, bs, batch, m0, n0, k0);
 }
 
-extern "C" __global__ void __launch_bounds__(256) matmul_bias_gelu_f32(const __grid_constant__ matmul_bias_gelu_f32_params p) {
+extern "C" __global__ void __launch_bounds__(256, 2) matmul_bias_gelu_f32(const __grid_constant__ matmul_bias_gelu_f32_params p) {
     lm::await_prior_grids();                                             // the stream's previous kernel complete
     lm::launch_dependent_grids();                                        // the next kernel may be scheduled
     float* as_all = reinterpret_cast<float*>(matmul_bias_gelu_f32_smem); // 3 stages of A, then 3 of B
