@@ -155,6 +155,8 @@ struct MatmulPlan {
     /// this one's (a batch of small products is as much copying as arithmetic). The grid holds
     /// blocks_per_sm blocks per multiprocessor, which __launch_bounds__ asks of the compiler.
     bool batch_pipelined = false;
+    /// Blocks per multiprocessor named in __launch_bounds__ when above 1: a batch_pipelined grid's, and 2
+    /// for a staged-epilogue product of K at most 1024 (its fill and epilogue beside the other block's K loop).
     int blocks_per_sm = 0;
     /// The epilogue goes through shared memory: the accumulators are stored as a tile, then read back with
     /// consecutive threads on consecutive columns, so that the epilogue's loads and stores are whole lines per
