@@ -206,6 +206,13 @@ void shape_warps_mma(MatmulPlan& p, const ir::Node& m, const TileHint& t) {
                                p.tile_m * p.tile_n / 256, p.tile_m * p.tile_n / 256, kAccumulatorWords));
 }
 
+// Whether `blocks` blocks of the plan fit one multiprocessor by shared memory (the runtime reserves 1 KiB per
+// block) and by threads.
+bool fits_blocks(const MatmulPlan& p, const DeviceInfo& device, int blocks) {
+    const std::size_t per_block = p.shared_bytes() + 1024;
+    return blocks * per_block <= device.shared_mem_per_sm && blocks * p.threads() <= device.max_threads_per_sm;
+}
+
 std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
 
 void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs, const std::vector<const ir::Node*>& a_inputs,
@@ -454,9 +461,7 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     // tile is at most 32 accumulators (two blocks of 256 threads leave 128 registers per thread).
     b.batch_blocks = std::min<std::int64_t>(b.batches, 65535);
     if (!p.tensor_cores && b.K <= p.tile_k && b.batches > 1) {  // one K step: two stages, one per entry
-        const std::size_t per_block = p.shared_bytes() + 1024;  // the runtime reserves 1 KiB per block
-        const bool two = 2 * per_block <= device.shared_mem_per_sm && p.thread_m * p.thread_n <= 32 &&
-                         2 * p.threads() <= device.max_threads_per_sm;
+        const bool two = fits_blocks(p, device, 2) && p.thread_m * p.thread_n <= 32;
         p.blocks_per_sm = two ? 2 : 1;
         const std::int64_t resident = static_cast<std::int64_t>(device.sm_count) * p.blocks_per_sm;
         p.batch_pipelined = true;
@@ -494,10 +499,7 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     // K loop runs beside them. __launch_bounds__(256, 2) caps the registers at 128 (from 205: a few words
     // spill). On the H200, gelu(A·B + bias) of 4096 x 256 x 4096 float32 ran 24.4 TFLOP/s with one block
     // and 26.9 with two (the bare product 31.1 and 31.6); 4096^3 lost 1% (36.5 and 36.1), so long K stays at one.
-    if (p.staged_epilogue && b.K <= kTwoBlocksDepth) {
-        const std::size_t per_block = p.shared_bytes() + 1024;  // the runtime reserves 1 KiB per block
-        if (2 * per_block <= device.shared_mem_per_sm && 2 * p.threads() <= device.max_threads_per_sm) p.blocks_per_sm = 2;
-    }
+    if (p.staged_epilogue && b.K <= kTwoBlocksDepth && fits_blocks(p, device, 2)) p.blocks_per_sm = 2;
     finish_matmul(pm, outputs, a_inputs, b_inputs, layout_of, device, output_strides);
     return pm;
 }
