@@ -2,36 +2,35 @@
 // prints one row per workload and method, in the format of peer_baselines.py:
 //     workload  method  median_ms  GB/s (minimum bytes moved)
 // Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]
-// The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them alone,
-// through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a hand-written
-// read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the LLVM back end)
-// measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
+// The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them
+// alone, through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a
+// hand-written read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the
+// LLVM back end) measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
 // T1, T2, S1 and S2 (transposes and stencils) run as tiled kernels (docs/performance.md). M1, M3, M5 and M6
-// (float32 matrix products) run on the CUDA-core matmul kernel and print TFLOP/s (M5: GB/s of the matrix); M2 and
-// M4 (bfloat16) on the tensor-core path (mma.sync), checked against the bound of docs/semantics.md, section 12.
-// Every Loom result is checked against the CPU reference once before it is timed, unless --no-check.
-// Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it: cold
-// codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and F1-F2
-// (sums, softmax, layernorm) are written with the public reductions and loom::softmax / loom::layernorm; X1 with
-// loom::logsumexp. A1 is one Adam step in place (a traced function, samples/adam.cpp); P1 the pinned pipeline
-// through loom::Pipeline, wall time on the host clock beside the same copies with no kernel; O2 the host
-// microseconds per call of a traced function of three kernels as an automatic CUDA graph, kernel by kernel, and
-// against one launch of the same graph captured by hand.
-#include <loom/loom.hpp>
-#include <loom/runtime/disk_cache.hpp>
-#include <loom/runtime/host_backend.hpp>
-#include <loom/runtime/kernel_cache.hpp>
-#include <loom/runtime/reference.hpp>
-
+// (float32 matrix products) run on the CUDA-core matmul kernel and print TFLOP/s (M5: GB/s of the matrix); M2
+// and M4 (bfloat16) on the tensor-core path (mma.sync), checked against the bound of docs/semantics.md,
+// section 12. Every Loom result is checked against the CPU reference once before it is timed, unless
+// --no-check. Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it:
+// cold codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and
+// F1-F2 (sums, softmax, layernorm) are written with the public reductions and loom::softmax /
+// loom::layernorm; X1 with loom::logsumexp. A1 is one Adam step in place (a traced function,
+// samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall time on the host clock beside the
+// same copies with no kernel; O2 the host microseconds per call of a traced function of three kernels as an
+// automatic CUDA graph, kernel by kernel, and against one launch of the same graph captured by hand.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <loom/loom.hpp>
+#include <loom/runtime/disk_cache.hpp>
+#include <loom/runtime/host_backend.hpp>
+#include <loom/runtime/kernel_cache.hpp>
+#include <loom/runtime/reference.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -46,7 +45,8 @@ struct Row {
     std::string workload, method;
     double ms = 0, gbs = 0;
     double us = -1;  // O1 rows: host microseconds per call
-    std::vector<std::pair<std::string, double>> extra;  // further JSON fields (C1: cold_ms, first_ms, warm_ms)
+    std::vector<std::pair<std::string, double>>
+        extra;          // further JSON fields (C1: cold_ms, first_ms, warm_ms)
     double tflops = 0;  // M rows: the product's FLOP per second, 1e12
 };
 
@@ -77,7 +77,9 @@ struct BenchOptions {
     std::string json;
     int reps = 50;
     bool check = true;
-    bool wants(const std::string& id) const { return only.empty() || only.count(id.substr(0, id.find('_'))) > 0; }
+    bool wants(const std::string& id) const {
+        return only.empty() || only.count(id.substr(0, id.find('_'))) > 0;
+    }
 };
 
 std::vector<Row> g_rows;
@@ -90,11 +92,12 @@ void report(const std::string& workload, const std::string& method, double ms, d
 }
 
 // A matrix product's row: GB/s of `bytes` (0: not shown) and TFLOP/s of `flops`.
-void report_flops(const std::string& workload, const std::string& method, double ms, double bytes, double flops) {
+void report_flops(const std::string& workload, const std::string& method, double ms, double bytes,
+                  double flops) {
     const double gbs = bytes > 0 ? bytes / ms / 1e6 : 0, tf = flops / ms / 1e9;
     g_rows.push_back({workload, method, ms, gbs, -1, {}, tf});
-    fmt::print("{:16s} {:14s} {:9.4f} ms {}{:9.1f} TFLOP/s\n", workload, method, ms, bytes > 0 ? fmt::format("{:9.1f} GB/s", gbs) : std::string(),
-               tf);
+    fmt::print("{:16s} {:14s} {:9.4f} ms {}{:9.1f} TFLOP/s\n", workload, method, ms,
+               bytes > 0 ? fmt::format("{:9.1f} GB/s", gbs) : std::string(), tf);
     std::fflush(stdout);
 }
 
@@ -135,8 +138,8 @@ double bare_launches_us(int count) {
     const cudaStream_t stream = current_stream();
     return host_us_per_call([&] {
         for (int k = 0; k < count; ++k)
-            if (cudaLaunchKernel(reinterpret_cast<const void*>(empty.handle()), dim3(1), dim3(32), nullptr, 0, stream) !=
-                cudaSuccess)
+            if (cudaLaunchKernel(reinterpret_cast<const void*>(empty.handle()), dim3(1), dim3(32), nullptr, 0,
+                                 stream) != cudaSuccess)
                 throw Error("cudaLaunchKernel failed");
     });
 }
@@ -148,14 +151,15 @@ void write_json(const std::string& path) {
     for (std::size_t k = 0; k < g_rows.size(); ++k) {
         const Row& r = g_rows[k];
         if (r.us >= 0)
-            fmt::print(f, " {{\"workload\": \"{}\", \"method\": \"{}\", \"us\": {:.3f}}}{}\n", r.workload, r.method, r.us,
-                       k + 1 < g_rows.size() ? "," : "");
+            fmt::print(f, " {{\"workload\": \"{}\", \"method\": \"{}\", \"us\": {:.3f}}}{}\n", r.workload,
+                       r.method, r.us, k + 1 < g_rows.size() ? "," : "");
         else {
             std::string extra;  // e.g. C1's cold_ms, first_ms, warm_ms
             for (const auto& [field, v] : r.extra) extra += fmt::format(", \"{}\": {:.6f}", field, v);
             if (r.tflops > 0) extra += fmt::format(", \"tflops\": {:.3f}", r.tflops);
-            fmt::print(f, " {{\"workload\": \"{}\", \"method\": \"{}\", \"ms\": {:.6f}, \"gbs\": {:.3f}{}}}{}\n", r.workload,
-                       r.method, r.ms, r.gbs, extra, k + 1 < g_rows.size() ? "," : "");
+            fmt::print(f,
+                       " {{\"workload\": \"{}\", \"method\": \"{}\", \"ms\": {:.6f}, \"gbs\": {:.3f}{}}}{}\n",
+                       r.workload, r.method, r.ms, r.gbs, extra, k + 1 < g_rows.size() ? "," : "");
         }
     }
     fmt::print(f, "]\n");
@@ -184,7 +188,8 @@ void check_bound(const Tensor& out, const Tensor& a, const Tensor& b, std::int64
     if (!g_check) return;
     const std::vector<ir::SliceSpec> first{{0, rows, 1}};
     const auto c = testing::compare_product_bound(out.slice(first), a.slice(first), b, what, precision);
-    fmt::print("# {} (first {} rows) checked against the tensor-core bound: {}\n", what, rows, c.ok ? "PASS" : "FAIL");
+    fmt::print("# {} (first {} rows) checked against the tensor-core bound: {}\n", what, rows,
+               c.ok ? "PASS" : "FAIL");
     if (!c.ok) {
         fmt::print(stderr, "{}: RESULT MISMATCH: {}\n", what, c.message);
         g_failed = true;
@@ -224,11 +229,21 @@ Array c1_graph(const Tensor& x, int k) {
     Array y(x);
     for (int j = 0, code = k; j < 3; ++j, code /= 5) {
         switch (code % 5) {
-            case 0: y = sin(y) + 0.5; break;
-            case 1: y = exp(y) * 0.25; break;
-            case 2: y = tanh(y) - 1.0; break;
-            case 3: y = sigmoid(y) * 3.0; break;
-            default: y = erf(y) + 2.0; break;
+            case 0:
+                y = sin(y) + 0.5;
+                break;
+            case 1:
+                y = exp(y) * 0.25;
+                break;
+            case 2:
+                y = tanh(y) - 1.0;
+                break;
+            case 3:
+                y = sigmoid(y) * 3.0;
+                break;
+            default:
+                y = erf(y) + 2.0;
+                break;
         }
     }
     return y;
@@ -250,7 +265,8 @@ void bench_c1(const Device& dev) {
     for (int k = 0; k < kNew + 1; ++k) graphs.push_back(c1_graph(x, k + 7));
     CompileReport rep;
     const double first = wall_ms([&] { rep = compile({graphs[0]}); });
-    fmt::print("# C1 first compile: {:.1f} ms (codegen {:.2f} ms, NVRTC {:.1f} ms)\n", first, rep.codegen_ms, rep.compile_ms);
+    fmt::print("# C1 first compile: {:.1f} ms (codegen {:.2f} ms, NVRTC {:.1f} ms)\n", first, rep.codegen_ms,
+               rep.compile_ms);
     std::vector<double> cold, codegen, nvrtc_ms;
     for (int k = 1; k <= kNew; ++k) {
         cold.push_back(wall_ms([&] { rep = compile({graphs[k]}); }));
@@ -280,11 +296,16 @@ void bench_c1(const Device& dev) {
     r.workload = "C1_compile";
     r.method = "loom";
     r.ms = median(cold);
-    r.extra = {{"cold_ms", median(cold)}, {"first_ms", first}, {"warm_ms", median(warm)},
-               {"codegen_ms", median(codegen)}, {"nvrtc_ms", median(nvrtc_ms)}};
+    r.extra = {{"cold_ms", median(cold)},
+               {"first_ms", first},
+               {"warm_ms", median(warm)},
+               {"codegen_ms", median(codegen)},
+               {"nvrtc_ms", median(nvrtc_ms)}};
     g_rows.push_back(r);
-    fmt::print("{:16s} {:14s} cold {:8.2f} ms (codegen {:.2f} + NVRTC {:.2f}; first of the process {:.1f}); warm {:.3f} ms\n",
-               r.workload, r.method, median(cold), median(codegen), median(nvrtc_ms), first, median(warm));
+    fmt::print(
+        "{:16s} {:14s} cold {:8.2f} ms (codegen {:.2f} + NVRTC {:.2f}; first of the process {:.1f}); warm "
+        "{:.3f} ms\n",
+        r.workload, r.method, median(cold), median(codegen), median(nvrtc_ms), first, median(warm));
     std::fflush(stdout);
     std::error_code ec;
     std::filesystem::remove_all(tmpl, ec);
@@ -301,11 +322,11 @@ double host_median_ms(const std::function<void()>& fn, int reps) {
     return ms[ms.size() / 2];
 }
 
-// CC1: the LLVM back end's compile time for small host kernels (C1's graphs on host tensors of 2^16 elements).
-// first = the first evaluation of the process that builds a kernel (the module's and LLVM's start-up
-// included); cold = median LLVM time (parse, optimize, code generation, link) of a new kernel, from the host
-// cache's counters; warm = median wall time of the first evaluation of a kernel found in the disk cache with
-// an empty in-memory cache: codegen, lookup, load and the run. A fresh private cache directory.
+// CC1: the LLVM back end's compile time for small host kernels (C1's graphs on host tensors of 2^16
+// elements). first = the first evaluation of the process that builds a kernel (the module's and LLVM's
+// start-up included); cold = median LLVM time (parse, optimize, code generation, link) of a new kernel, from
+// the host cache's counters; warm = median wall time of the first evaluation of a kernel found in the disk
+// cache with an empty in-memory cache: codegen, lookup, load and the run. A fresh private cache directory.
 void bench_host_compile() {
     char tmpl[] = "/tmp/loom-bench-host-cache-XXXXXX";
     if (!::mkdtemp(tmpl)) throw Error("loom_bench: mkdtemp failed");
@@ -348,12 +369,14 @@ void bench_host_compile() {
     r.workload = "CC1_host_compile";
     r.method = "loom_llvm";
     r.ms = median(cold);
-    r.extra = {{"cold_ms", median(cold)}, {"cold_wall_ms", median(cold_wall)}, {"first_ms", first}, {"warm_ms", median(warm)},
-               {"warm_load_ms", median(warm_load)}, {"run_ms", run}};
+    r.extra = {{"cold_ms", median(cold)}, {"cold_wall_ms", median(cold_wall)}, {"first_ms", first},
+               {"warm_ms", median(warm)}, {"warm_load_ms", median(warm_load)}, {"run_ms", run}};
     g_rows.push_back(r);
-    fmt::print("{:16s} {:14s} cold {:8.2f} ms (LLVM; the evaluation {:.2f}; first of the process {:.1f}); warm {:.3f} ms "
-               "(linking into the JIT {:.3f}; the run alone, cached in memory, {:.3f})\n",
-               r.workload, r.method, median(cold), median(cold_wall), first, median(warm), median(warm_load), run);
+    fmt::print(
+        "{:16s} {:14s} cold {:8.2f} ms (LLVM; the evaluation {:.2f}; first of the process {:.1f}); warm "
+        "{:.3f} ms "
+        "(linking into the JIT {:.3f}; the run alone, cached in memory, {:.3f})\n",
+        r.workload, r.method, median(cold), median(cold_wall), first, median(warm), median(warm_load), run);
     std::fflush(stdout);
     std::error_code ec;
     std::filesystem::remove_all(tmpl, ec);
@@ -369,7 +392,8 @@ void bench_host_compile() {
 void bench_host(const BenchOptions& opt) {
     const HostBackendInfo& hb = host_backend_info();
     const std::string method = hb.llvm ? "loom_llvm" : "loom_reference";
-    fmt::print("# host: {} ({} threads){}\n", hb.llvm ? fmt::format("LLVM back end, {} {}", hb.cpu, hb.triple) : "the CPU reference",
+    fmt::print("# host: {} ({} threads){}\n",
+               hb.llvm ? fmt::format("LLVM back end, {} {}", hb.cpu, hb.triple) : "the CPU reference",
                hb.threads, hb.llvm ? "" : fmt::format(": {}", hb.reason));
     const int reps = std::max(3, opt.reps / 5), ref_reps = 3;
     auto both = [&](const char* workload, const Array& y, const Tensor& out, double bytes) {
@@ -377,14 +401,16 @@ void bench_host(const BenchOptions& opt) {
         check({y}, {out}, workload);
         report(workload, method, host_median_ms([&] { assign(out, y); }, reps), bytes);
         const std::vector<ir::NodePtr> roots{y.node()};
-        report(workload, "reference", host_median_ms([&] { (void)reference::evaluate(roots); }, ref_reps), bytes);
+        report(workload, "reference", host_median_ms([&] { (void)reference::evaluate(roots); }, ref_reps),
+               bytes);
     };
     const std::int64_t N = std::int64_t{1} << 26;
     const Device cpu = Device::cpu();
     if (opt.wants("READ_cpu") || opt.wants("CR1") || opt.wants("CR3")) {
-        // The host's read-only ceiling, beside COPY_cpu (cpu_peers.py): CR1 and CR3 only read, and a read stream's
-        // bytes per second need not equal a copy's. A hand-written unordered sum of 2^26 float32 (8 independent
-        // accumulators per thread, no fixed order) on the back end's thread count, one std::thread each.
+        // The host's read-only ceiling, beside COPY_cpu (cpu_peers.py): CR1 and CR3 only read, and a read
+        // stream's bytes per second need not equal a copy's. A hand-written unordered sum of 2^26 float32 (8
+        // independent accumulators per thread, no fixed order) on the back end's thread count, one
+        // std::thread each.
         Tensor x = random_normal({N}, float32, 5, cpu);
         const auto* data = static_cast<const float*>(x.data());
         const int threads = std::max(1, hb.threads);
@@ -402,12 +428,14 @@ void bench_host(const BenchOptions& opt) {
                     for (; i + 8 <= n; i += 8)
                         for (int l = 0; l < 8; ++l) acc[l] += p[i + l];
                     for (; i < n; ++i) acc[0] += p[i];
-                    part[static_cast<std::size_t>(t)] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+                    part[static_cast<std::size_t>(t)] =
+                        ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
                 });
             for (auto& th : pool) th.join();
             sink = sink + part[0];
         };
-        report("READ_cpu", "hand_written", host_median_ms(read_all, std::max(reps, 15)), 4.0 * static_cast<double>(N));
+        report("READ_cpu", "hand_written", host_median_ms(read_all, std::max(reps, 15)),
+               4.0 * static_cast<double>(N));
     }
     if (opt.wants("CE1")) {
         Tensor x = random_normal({N}, float32, 1, cpu);
@@ -452,14 +480,17 @@ int main(int argc, char** argv) {
         } else if (a == "--reps" && i + 1 < argc) {
             opt.reps = std::atoi(argv[++i]);
         } else {
-            fmt::print(stderr, "usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]\n");
+            fmt::print(
+                stderr,
+                "usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]\n");
             return 2;
         }
     }
     g_check = opt.check;
     // The host workloads first: they need no GPU (--only CE1,CR1,CR3,CF1 runs them alone).
     bool host_only = !opt.only.empty();
-    for (const std::string& id : opt.only) host_only = host_only && id.size() > 1 && id[0] == 'C' && id != "C1";
+    for (const std::string& id : opt.only)
+        host_only = host_only && id.size() > 1 && id[0] == 'C' && id != "C1";
     guarded("host workloads", [&] { bench_host(opt); });
     if (host_only) {
         if (!opt.json.empty()) write_json(opt.json);
@@ -479,10 +510,13 @@ int main(int argc, char** argv) {
     Tensor x = random_normal({N}, float32, 1, dev);
     {
         Tensor y = Tensor::empty({N}, float32, dev);
-        const double ms = timed_ms([&] {
-            if (cudaMemcpyAsync(y.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice, current_stream()) != cudaSuccess)
-                throw Error("cudaMemcpyAsync failed");
-        }, opt.reps);
+        const double ms = timed_ms(
+            [&] {
+                if (cudaMemcpyAsync(y.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice,
+                                    current_stream()) != cudaSuccess)
+                    throw Error("cudaMemcpyAsync failed");
+            },
+            opt.reps);
         report("COPY_ceiling", "cudaMemcpy", ms, 8.0 * N);
     }
 
@@ -494,11 +528,15 @@ int main(int argc, char** argv) {
         report("E1_scale_bias_relu", "loom", timed_ms([&] { assign(out, e1); }, opt.reps), 8.0 * N);
         // Unfused contrast: one kernel per op, intermediates through memory.
         Tensor t1 = Tensor::empty({N}, float32, dev), t2 = Tensor::empty({N}, float32, dev);
-        report("E1_scale_bias_relu", "loom_unfused", timed_ms([&] {
-                   assign(t1, Array(x) * 1.5);
-                   assign(t2, Array(t1) + 0.25);
-                   assign(out, relu(t2));
-               }, opt.reps), 8.0 * N);
+        report("E1_scale_bias_relu", "loom_unfused",
+               timed_ms(
+                   [&] {
+                       assign(t1, Array(x) * 1.5);
+                       assign(t2, Array(t1) + 0.25);
+                       assign(out, relu(t2));
+                   },
+                   opt.reps),
+               8.0 * N);
     }
 
     if (opt.wants("E2_bias_gelu_scale")) {
@@ -514,7 +552,8 @@ int main(int argc, char** argv) {
 
     if (opt.wants("E3_black_scholes")) {
         const std::int64_t n3 = std::int64_t{1} << 26;
-        Tensor S = random_uniform({n3}, float32, 10, 110, 5, dev), K = random_uniform({n3}, float32, 10, 110, 6, dev);
+        Tensor S = random_uniform({n3}, float32, 10, 110, 5, dev),
+               K = random_uniform({n3}, float32, 10, 110, 6, dev);
         Tensor T = random_uniform({n3}, float32, 0.1, 2.1, 7, dev);
         const double r = 0.02, v = 0.3;
         Array sq = sqrt(T);
@@ -528,7 +567,13 @@ int main(int argc, char** argv) {
         Tensor oc = Tensor::empty({n3}, float32, dev), op = Tensor::empty({n3}, float32, dev);
         assign({oc, op}, {call, put});
         check({call, put}, {oc, op}, "E3");
-        report("E3_black_scholes", "loom", timed_ms([&] { assign({oc, op}, {call, put}); }, opt.reps), 20.0 * n3);
+        report("E3_black_scholes", "loom",
+               timed_ms(
+                   [&] {
+                       assign({oc, op}, {call, put});
+                   },
+                   opt.reps),
+               20.0 * n3);
     }
 
     if (opt.wants("E4_swiglu_bf16")) {
@@ -546,116 +591,128 @@ int main(int argc, char** argv) {
     if (opt.wants("R1_row_sum") || opt.wants("R2_col_sum")) {
         const std::int64_t M = 16384;
         Tensor xr = random_normal({M, M}, float32, 12, dev);
-        if (opt.wants("R1_row_sum")) guarded("R1_row_sum", [&] {
-            Tensor out = Tensor::empty({M}, float32, dev);
-            Array r1 = sum(xr, 1);
-            testing::poison(out);  // unwritten elements fail the check
-            assign(out, r1);
-            check({r1}, {out}, "R1");
-            report("R1_row_sum", "loom", timed_ms([&] { assign(out, r1); }, opt.reps), 4.0 * M * M);
-        });
-        if (opt.wants("R2_col_sum")) guarded("R2_col_sum", [&] {
-            Tensor out = Tensor::empty({M}, float32, dev);
-            Array r2 = sum(xr, 0);
-            testing::poison(out);  // unwritten elements fail the check
-            assign(out, r2);
-            check({r2}, {out}, "R2");
-            report("R2_col_sum", "loom", timed_ms([&] { assign(out, r2); }, opt.reps), 4.0 * M * M);
-        });
+        if (opt.wants("R1_row_sum"))
+            guarded("R1_row_sum", [&] {
+                Tensor out = Tensor::empty({M}, float32, dev);
+                Array r1 = sum(xr, 1);
+                testing::poison(out);  // unwritten elements fail the check
+                assign(out, r1);
+                check({r1}, {out}, "R1");
+                report("R1_row_sum", "loom", timed_ms([&] { assign(out, r1); }, opt.reps), 4.0 * M * M);
+            });
+        if (opt.wants("R2_col_sum"))
+            guarded("R2_col_sum", [&] {
+                Tensor out = Tensor::empty({M}, float32, dev);
+                Array r2 = sum(xr, 0);
+                testing::poison(out);  // unwritten elements fail the check
+                assign(out, r2);
+                check({r2}, {out}, "R2");
+                report("R2_col_sum", "loom", timed_ms([&] { assign(out, r2); }, opt.reps), 4.0 * M * M);
+            });
     }
 
-    if (opt.wants("R3_sum_squares")) guarded("R3_sum_squares", [&] {
-        Tensor out = Tensor::empty({}, float32, dev);
-        Array r3 = sum(x * x);
-        testing::poison(out);  // unwritten elements fail the check
-        assign(out, r3);
-        check({r3}, {out}, "R3");
-        report("R3_sum_squares", "loom", timed_ms([&] { assign(out, r3); }, opt.reps), 4.0 * N);
-    });
+    if (opt.wants("R3_sum_squares"))
+        guarded("R3_sum_squares", [&] {
+            Tensor out = Tensor::empty({}, float32, dev);
+            Array r3 = sum(x * x);
+            testing::poison(out);  // unwritten elements fail the check
+            assign(out, r3);
+            check({r3}, {out}, "R3");
+            report("R3_sum_squares", "loom", timed_ms([&] { assign(out, r3); }, opt.reps), 4.0 * N);
+        });
 
     if (opt.wants("F1_softmax") || opt.wants("F2_layernorm")) {
         const std::int64_t Ms = 16384, Ns = 8192;
         Tensor xs = random_normal({Ms, Ns}, float32, 13, dev);
         Tensor out = Tensor::empty({Ms, Ns}, float32, dev);
-        if (opt.wants("F1_softmax")) guarded("F1_softmax", [&] {
-            Array f1 = softmax(xs, -1);
-            testing::poison(out);  // unwritten elements fail the check
-            assign(out, f1);
-            check({f1}, {out}, "F1");
-            report("F1_softmax", "loom", timed_ms([&] { assign(out, f1); }, opt.reps), 8.0 * Ms * Ns);
-        });
-        if (opt.wants("F2_layernorm")) guarded("F2_layernorm", [&] {
-            Tensor w = random_normal({Ns}, float32, 14, dev), b = random_normal({Ns}, float32, 15, dev);
-            Array f2 = layernorm(xs, w, b, 1e-5, -1);
-            testing::poison(out);  // unwritten elements fail the check
-            assign(out, f2);
-            check({f2}, {out}, "F2");
-            report("F2_layernorm", "loom", timed_ms([&] { assign(out, f2); }, opt.reps), 8.0 * Ms * Ns);
-        });
+        if (opt.wants("F1_softmax"))
+            guarded("F1_softmax", [&] {
+                Array f1 = softmax(xs, -1);
+                testing::poison(out);  // unwritten elements fail the check
+                assign(out, f1);
+                check({f1}, {out}, "F1");
+                report("F1_softmax", "loom", timed_ms([&] { assign(out, f1); }, opt.reps), 8.0 * Ms * Ns);
+            });
+        if (opt.wants("F2_layernorm"))
+            guarded("F2_layernorm", [&] {
+                Tensor w = random_normal({Ns}, float32, 14, dev), b = random_normal({Ns}, float32, 15, dev);
+                Array f2 = layernorm(xs, w, b, 1e-5, -1);
+                testing::poison(out);  // unwritten elements fail the check
+                assign(out, f2);
+                check({f2}, {out}, "F2");
+                report("F2_layernorm", "loom", timed_ms([&] { assign(out, f2); }, opt.reps), 8.0 * Ms * Ns);
+            });
     }
 
-    if (opt.wants("X1_logsumexp")) guarded("X1_logsumexp", [&] {
-        const std::int64_t Ms = 16384, Ns = 8192;
-        Tensor xl = random_normal({Ms, Ns}, float32, 17, dev);
-        Tensor out = Tensor::empty({Ms}, float32, dev);
-        Array x1 = logsumexp(xl, 1);
-        testing::poison(out);  // unwritten elements fail the check
-        assign(out, x1);
-        check({x1}, {out}, "X1");
-        report("X1_logsumexp", "loom", timed_ms([&] { assign(out, x1); }, opt.reps), 4.0 * Ms * Ns);
-    });
+    if (opt.wants("X1_logsumexp"))
+        guarded("X1_logsumexp", [&] {
+            const std::int64_t Ms = 16384, Ns = 8192;
+            Tensor xl = random_normal({Ms, Ns}, float32, 17, dev);
+            Tensor out = Tensor::empty({Ms}, float32, dev);
+            Array x1 = logsumexp(xl, 1);
+            testing::poison(out);  // unwritten elements fail the check
+            assign(out, x1);
+            check({x1}, {out}, "X1");
+            report("X1_logsumexp", "loom", timed_ms([&] { assign(out, x1); }, opt.reps), 4.0 * Ms * Ns);
+        });
 
-    if (opt.wants("A1_adam_step")) guarded("A1_adam_step", [&] {
-        // One traced function updates p, m, v and the step counter t (a 0-d tensor on the device) in place: the
-        // bias corrections change every step without a recompile (samples/adam.cpp).
-        const std::int64_t n = std::int64_t{1} << 26;
-        const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8;
-        auto adam = [=](Array p, Array g, Array m, Array v, Array t) {
-            const Array t1 = t + 1.0;
-            const Array m1 = b1 * m + (1.0 - b1) * g, v1 = b2 * v + (1.0 - b2) * g * g;
-            return std::tuple{p - lr * (m1 / (1.0 - pow(b1, t1))) / (sqrt(v1 / (1.0 - pow(b2, t1))) + eps), m1, v1, t1};
-        };
-        auto step = loom::function("adam_step", adam);
-        Tensor p = random_normal({n}, float32, 35, dev), g = random_normal({n}, float32, 36, dev);
-        Tensor m = (Array(random_normal({n}, float32, 37, dev)) * 0.1).eval();
-        Tensor v = random_uniform({n}, float32, 0.0, 0.01, 38, dev);
-        Tensor t = full({}, 9.0, float32, dev).eval();  // this is step 10, as the peers' step
-        Tensor p1 = Tensor::empty({n}, float32, dev), m1 = Tensor::empty({n}, float32, dev);
-        Tensor v1 = Tensor::empty({n}, float32, dev), t1 = Tensor::empty({}, float32, dev);
-        for (Tensor* o : {&p1, &m1, &v1, &t1}) testing::poison(*o);
-        step(p, g, m, v, t, p1, m1, v1, t1);
-        const auto [pr, mr, vr, tr] = adam(p, g, m, v, t);
-        check({pr, mr, vr, tr}, {p1, m1, v1, t1}, "A1");
-        report("A1_adam_step", "loom", timed_ms([&] { step(p, g, m, v, t, p, m, v, t); }, opt.reps), 28.0 * n);
-    });
+    if (opt.wants("A1_adam_step"))
+        guarded("A1_adam_step", [&] {
+            // One traced function updates p, m, v and the step counter t (a 0-d tensor on the device) in
+            // place: the bias corrections change every step without a recompile (samples/adam.cpp).
+            const std::int64_t n = std::int64_t{1} << 26;
+            const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+            auto adam = [=](Array p, Array g, Array m, Array v, Array t) {
+                const Array t1 = t + 1.0;
+                const Array m1 = b1 * m + (1.0 - b1) * g, v1 = b2 * v + (1.0 - b2) * g * g;
+                return std::tuple{
+                    p - lr * (m1 / (1.0 - pow(b1, t1))) / (sqrt(v1 / (1.0 - pow(b2, t1))) + eps), m1, v1, t1};
+            };
+            auto step = loom::function("adam_step", adam);
+            Tensor p = random_normal({n}, float32, 35, dev), g = random_normal({n}, float32, 36, dev);
+            Tensor m = (Array(random_normal({n}, float32, 37, dev)) * 0.1).eval();
+            Tensor v = random_uniform({n}, float32, 0.0, 0.01, 38, dev);
+            Tensor t = full({}, 9.0, float32, dev).eval();  // this is step 10, as the peers' step
+            Tensor p1 = Tensor::empty({n}, float32, dev), m1 = Tensor::empty({n}, float32, dev);
+            Tensor v1 = Tensor::empty({n}, float32, dev), t1 = Tensor::empty({}, float32, dev);
+            for (Tensor* o : {&p1, &m1, &v1, &t1}) testing::poison(*o);
+            step(p, g, m, v, t, p1, m1, v1, t1);
+            const auto [pr, mr, vr, tr] = adam(p, g, m, v, t);
+            check({pr, mr, vr, tr}, {p1, m1, v1, t1}, "A1");
+            report("A1_adam_step", "loom", timed_ms([&] { step(p, g, m, v, t, p, m, v, t); }, opt.reps),
+                   28.0 * n);
+        });
 
     // Tiled kernels: transposes and stencils, written with the public API as a user writes them.
     if (opt.wants("T1_transpose") || opt.wants("S1_stencil5")) {
         const std::int64_t M = 16384;
         Tensor xr = random_normal({M, M}, float32, 16, dev);
-        if (opt.wants("T1_transpose")) guarded("T1_transpose", [&] {
-            Tensor out = Tensor::empty({M, M}, float32, dev);
-            Array t1 = transpose(xr);
-            testing::poison(out);  // unwritten elements fail the check
-            assign(out, t1);
-            check({t1}, {out}, "T1");
-            report("T1_transpose", "loom", timed_ms([&] { assign(out, t1); }, opt.reps), 8.0 * M * M);
-        });
-        if (opt.wants("S1_stencil5")) guarded("S1_stencil5", [&] {
-            const std::int64_t E = ir::SliceSpec::kNone;
-            Tensor out = Tensor::empty({M - 2, M - 2}, float32, dev);
-            const Array x(xr);
-            Array s1 = 0.25 * (x.slice({{0, -2, 1}, {1, -1, 1}}) + x.slice({{2, E, 1}, {1, -1, 1}}) +
-                               x.slice({{1, -1, 1}, {0, -2, 1}}) + x.slice({{1, -1, 1}, {2, E, 1}}));
-            testing::poison(out);
-            assign(out, s1);
-            check({s1}, {out}, "S1");
-            report("S1_stencil5", "loom", timed_ms([&] { assign(out, s1); }, opt.reps), 8.0 * M * M);
-        });
+        if (opt.wants("T1_transpose"))
+            guarded("T1_transpose", [&] {
+                Tensor out = Tensor::empty({M, M}, float32, dev);
+                Array t1 = transpose(xr);
+                testing::poison(out);  // unwritten elements fail the check
+                assign(out, t1);
+                check({t1}, {out}, "T1");
+                report("T1_transpose", "loom", timed_ms([&] { assign(out, t1); }, opt.reps), 8.0 * M * M);
+            });
+        if (opt.wants("S1_stencil5"))
+            guarded("S1_stencil5", [&] {
+                const std::int64_t E = ir::SliceSpec::kNone;
+                Tensor out = Tensor::empty({M - 2, M - 2}, float32, dev);
+                const Array x(xr);
+                Array s1 = 0.25 * (x.slice({{0, -2, 1}, {1, -1, 1}}) + x.slice({{2, E, 1}, {1, -1, 1}}) +
+                                   x.slice({{1, -1, 1}, {0, -2, 1}}) + x.slice({{1, -1, 1}, {2, E, 1}}));
+                testing::poison(out);
+                assign(out, s1);
+                check({s1}, {out}, "S1");
+                report("S1_stencil5", "loom", timed_ms([&] { assign(out, s1); }, opt.reps), 8.0 * M * M);
+            });
     }
     // T1 at 2-byte and 1-byte elements (Loom only; no peer row in WORKLOADS.md): the vector variant's 16-byte
     // accesses of 8 bfloat16 or 16 int8 elements.
-    for (const auto& [id, dt] : {std::pair<const char*, DType>{"T1H_transpose_bf16", bfloat16}, {"T1B_transpose_int8", int8}}) {
+    for (const auto& [id, dt] :
+         {std::pair<const char*, DType>{"T1H_transpose_bf16", bfloat16}, {"T1B_transpose_int8", int8}}) {
         if (!opt.wants(id)) continue;
         guarded(id, [&, id = std::string(id), dt = dt] {
             const std::int64_t M = 16384;
@@ -667,173 +724,204 @@ int main(int argc, char** argv) {
             assign(out, t);
             const std::string short_id = id.substr(0, id.find('_'));
             check({t}, {out}, short_id.c_str());
-            report(id, "loom", timed_ms([&] { assign(out, t); }, opt.reps), 2.0 * static_cast<double>(itemsize(dt)) * M * M);
+            report(id, "loom", timed_ms([&] { assign(out, t); }, opt.reps),
+                   2.0 * static_cast<double>(itemsize(dt)) * M * M);
         });
     }
-    if (opt.wants("T2_permute_bf16")) guarded("T2_permute_bf16", [&] {
-        Tensor xt = random_normal({32, 2048, 16, 128}, bfloat16, 17, dev);
-        Tensor out = Tensor::empty({32, 16, 2048, 128}, bfloat16, dev);
-        Array t2 = permute(xt, {0, 2, 1, 3});
-        testing::poison(out);
-        assign(out, t2);
-        check({t2}, {out}, "T2");
-        report("T2_permute_bf16", "loom", timed_ms([&] { assign(out, t2); }, opt.reps), 4.0 * static_cast<double>(xt.numel()));
-    });
-    if (opt.wants("S2_stencil7_3d")) guarded("S2_stencil7_3d", [&] {
-        const std::int64_t n = 512, E = ir::SliceSpec::kNone;
-        Tensor x3 = random_normal({n, n, n}, float32, 18, dev);
-        Tensor out = Tensor::empty({n - 2, n - 2, n - 2}, float32, dev);
-        const Array x(x3);
-        auto at = [&](std::int64_t a, std::int64_t b, std::int64_t c) {  // the shift (a, b, c) in -1..1 per axis
-            auto range = [&](std::int64_t d) { return ir::SliceSpec{1 + d, d == 1 ? E : -1 + d, 1}; };
-            return x.slice({range(a), range(b), range(c)});
-        };
-        Array s2 = (at(0, 0, 0) + at(-1, 0, 0) + at(1, 0, 0) + at(0, -1, 0) + at(0, 1, 0) + at(0, 0, -1) + at(0, 0, 1)) *
-                   (1.0 / 7.0);
-        testing::poison(out);
-        assign(out, s2);
-        check({s2}, {out}, "S2");
-        report("S2_stencil7_3d", "loom", timed_ms([&] { assign(out, s2); }, opt.reps), 8.0 * static_cast<double>(x3.numel()));
-    });
+    if (opt.wants("T2_permute_bf16"))
+        guarded("T2_permute_bf16", [&] {
+            Tensor xt = random_normal({32, 2048, 16, 128}, bfloat16, 17, dev);
+            Tensor out = Tensor::empty({32, 16, 2048, 128}, bfloat16, dev);
+            Array t2 = permute(xt, {0, 2, 1, 3});
+            testing::poison(out);
+            assign(out, t2);
+            check({t2}, {out}, "T2");
+            report("T2_permute_bf16", "loom", timed_ms([&] { assign(out, t2); }, opt.reps),
+                   4.0 * static_cast<double>(xt.numel()));
+        });
+    if (opt.wants("S2_stencil7_3d"))
+        guarded("S2_stencil7_3d", [&] {
+            const std::int64_t n = 512, E = ir::SliceSpec::kNone;
+            Tensor x3 = random_normal({n, n, n}, float32, 18, dev);
+            Tensor out = Tensor::empty({n - 2, n - 2, n - 2}, float32, dev);
+            const Array x(x3);
+            auto at = [&](std::int64_t a, std::int64_t b,
+                          std::int64_t c) {  // the shift (a, b, c) in -1..1 per axis
+                auto range = [&](std::int64_t d) { return ir::SliceSpec{1 + d, d == 1 ? E : -1 + d, 1}; };
+                return x.slice({range(a), range(b), range(c)});
+            };
+            Array s2 = (at(0, 0, 0) + at(-1, 0, 0) + at(1, 0, 0) + at(0, -1, 0) + at(0, 1, 0) + at(0, 0, -1) +
+                        at(0, 0, 1)) *
+                       (1.0 / 7.0);
+            testing::poison(out);
+            assign(out, s2);
+            check({s2}, {out}, "S2");
+            report("S2_stencil7_3d", "loom", timed_ms([&] { assign(out, s2); }, opt.reps),
+                   8.0 * static_cast<double>(x3.numel()));
+        });
 
     // Matrix products on CUDA cores (float32), and the bfloat16 workloads M2 and M4 on tensor cores
-    // (Options::product_path = TensorCores: Hopper's wgmma; and mma.sync forced, the fallback; docs/performance.md).
-    if (opt.wants("M1_gemm_f32")) guarded("M1_gemm_f32", [&] {
-        const std::int64_t n = 4096;
-        Tensor a = random_normal({n, n}, float32, 21, dev), b = random_normal({n, n}, float32, 22, dev);
-        Tensor out = Tensor::empty({n, n}, float32, dev);
-        Array m1 = matmul(a, b);
-        testing::poison(out);
-        assign(out, m1);
-        check({m1}, {out}, "M1");
-        report_flops("M1_gemm_f32", "loom", timed_ms([&] { assign(out, m1); }, opt.reps), 0, 2.0 * n * n * n);
-        // The opt-in precisions on tensor cores (Options::product_precision), each checked against its bound.
-        for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
-            Options o = current_options();
-            o.product_precision = p;
-            const OptionsScope scope(o);
-            const Array mp = matmul(a, b);
+    // (Options::product_path = TensorCores: Hopper's wgmma; and mma.sync forced, the fallback;
+    // docs/performance.md).
+    if (opt.wants("M1_gemm_f32"))
+        guarded("M1_gemm_f32", [&] {
+            const std::int64_t n = 4096;
+            Tensor a = random_normal({n, n}, float32, 21, dev), b = random_normal({n, n}, float32, 22, dev);
+            Tensor out = Tensor::empty({n, n}, float32, dev);
+            Array m1 = matmul(a, b);
             testing::poison(out);
-            assign(out, mp);
-            synchronize();
-            check_bound(out, a, b, 64, p == ProductPrecision::TF32 ? "M1 TF32" : "M1 3xTF32", p);
-            report_flops("M1_gemm_f32", p == ProductPrecision::TF32 ? "loom_tf32" : "loom_3xtf32", timed_ms([&] { assign(out, mp); }, opt.reps),
-                         0, 2.0 * n * n * n);
-        }
-    });
-    if (opt.wants("M3_gemm_bias_gelu_f32")) guarded("M3_gemm_bias_gelu_f32", [&] {
-        const std::int64_t m = 4096, k = 256, n = 4096;
-        Tensor a = random_normal({m, k}, float32, 23, dev), b = random_normal({k, n}, float32, 24, dev);
-        Tensor bias = random_normal({n}, float32, 25, dev), out = Tensor::empty({m, n}, float32, dev);
-        Array m3 = gelu(matmul(a, b) + bias);
-        testing::poison(out);
-        assign(out, m3);
-        check({m3}, {out}, "M3");
-        report_flops("M3_gemm_bias_gelu_f32", "loom", timed_ms([&] { assign(out, m3); }, opt.reps), 0, 2.0 * m * n * k);
-        report_flops("M3_gemm_bias_gelu_f32", "loom_product", timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
-                     2.0 * m * n * k);
-    });
-    if (opt.wants("M2_gemm_bf16")) guarded("M2_gemm_bf16", [&] {
-        const OptionsScope tc(with_path(ProductPath::TensorCores));
-        const std::int64_t n = 8192;
-        Tensor a = random_normal({n, n}, bfloat16, 30, dev), b = random_normal({n, n}, bfloat16, 31, dev);
-        Tensor out = Tensor::empty({n, n}, bfloat16, dev);
-        Array m2 = matmul(a, b);
-        testing::poison(out);
-        assign(out, m2);
-        check_bound(out, a, b, 32, "M2");
-        report_flops("M2_gemm_bf16", "loom", timed_ms([&] { assign(out, m2); }, opt.reps), 0, 2.0 * n * n * n);
-        const OptionsScope mma(with_path(ProductPath::MmaSync, true));
-        testing::poison(out);
-        assign(out, m2);
-        check_bound(out, a, b, 32, "M2 (mma.sync)");
-        report_flops("M2_gemm_bf16", "loom_mma_sync", timed_ms([&] { assign(out, m2); }, opt.reps), 0, 2.0 * n * n * n);
-    });
-    if (opt.wants("M4_gemm_bias_gelu_bf16")) guarded("M4_gemm_bias_gelu_bf16", [&] {
-        const OptionsScope tc(with_path(ProductPath::TensorCores));
-        const std::int64_t m = 8192, k = 1024, n = 8192;
-        Tensor a = random_normal({m, k}, bfloat16, 32, dev), b = random_normal({k, n}, bfloat16, 33, dev);
-        Tensor bias = random_normal({n}, bfloat16, 34, dev), out = Tensor::empty({m, n}, bfloat16, dev);
-        Array m4 = gelu(matmul(a, b) + bias);
-        testing::poison(out);
-        assign(out, matmul(a, b));
-        check_bound(out, a, b, 64, "M4 (its product)");
-        report_flops("M4_gemm_bias_gelu_bf16", "loom", timed_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
-        report_flops("M4_gemm_bias_gelu_bf16", "loom_product", timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
-                     2.0 * m * n * k);
-        const OptionsScope mma(with_path(ProductPath::MmaSync, true));
-        report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync", timed_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
-        report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync_product", timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0,
-                     2.0 * m * n * k);
-    });
-    if (opt.wants("M5_gemv_f32")) guarded("M5_gemv_f32", [&] {
-        const std::int64_t n = 16384;
-        Tensor a = random_normal({n, n}, float32, 26, dev), x = random_normal({n}, float32, 27, dev);
-        Tensor out = Tensor::empty({n}, float32, dev);
-        Array m5 = matmul(a, x);
-        testing::poison(out);
-        assign(out, m5);
-        check({m5}, {out}, "M5");
-        report("M5_gemv_f32", "loom", timed_ms([&] { assign(out, m5); }, opt.reps), 4.0 * n * n);
-    });
-    if (opt.wants("M6_bmm_small_f32")) guarded("M6_bmm_small_f32", [&] {
-        Tensor a = random_normal({4096, 64, 64}, float32, 28, dev), b = random_normal({4096, 64, 64}, float32, 29, dev);
-        Tensor out = Tensor::empty({4096, 64, 64}, float32, dev);
-        Array m6 = matmul(a, b);
-        testing::poison(out);
-        assign(out, m6);
-        check({m6}, {out}, "M6");
-        report_flops("M6_bmm_small_f32", "loom", timed_ms([&] { assign(out, m6); }, opt.reps), 0, 2.0 * 4096 * 64 * 64 * 64);
-    });
+            assign(out, m1);
+            check({m1}, {out}, "M1");
+            report_flops("M1_gemm_f32", "loom", timed_ms([&] { assign(out, m1); }, opt.reps), 0,
+                         2.0 * n * n * n);
+            // The opt-in precisions on tensor cores (Options::product_precision), each checked against its
+            // bound.
+            for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
+                Options o = current_options();
+                o.product_precision = p;
+                const OptionsScope scope(o);
+                const Array mp = matmul(a, b);
+                testing::poison(out);
+                assign(out, mp);
+                synchronize();
+                check_bound(out, a, b, 64, p == ProductPrecision::TF32 ? "M1 TF32" : "M1 3xTF32", p);
+                report_flops("M1_gemm_f32", p == ProductPrecision::TF32 ? "loom_tf32" : "loom_3xtf32",
+                             timed_ms([&] { assign(out, mp); }, opt.reps), 0, 2.0 * n * n * n);
+            }
+        });
+    if (opt.wants("M3_gemm_bias_gelu_f32"))
+        guarded("M3_gemm_bias_gelu_f32", [&] {
+            const std::int64_t m = 4096, k = 256, n = 4096;
+            Tensor a = random_normal({m, k}, float32, 23, dev), b = random_normal({k, n}, float32, 24, dev);
+            Tensor bias = random_normal({n}, float32, 25, dev), out = Tensor::empty({m, n}, float32, dev);
+            Array m3 = gelu(matmul(a, b) + bias);
+            testing::poison(out);
+            assign(out, m3);
+            check({m3}, {out}, "M3");
+            report_flops("M3_gemm_bias_gelu_f32", "loom", timed_ms([&] { assign(out, m3); }, opt.reps), 0,
+                         2.0 * m * n * k);
+            report_flops("M3_gemm_bias_gelu_f32", "loom_product",
+                         timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0, 2.0 * m * n * k);
+        });
+    if (opt.wants("M2_gemm_bf16"))
+        guarded("M2_gemm_bf16", [&] {
+            const OptionsScope tc(with_path(ProductPath::TensorCores));
+            const std::int64_t n = 8192;
+            Tensor a = random_normal({n, n}, bfloat16, 30, dev), b = random_normal({n, n}, bfloat16, 31, dev);
+            Tensor out = Tensor::empty({n, n}, bfloat16, dev);
+            Array m2 = matmul(a, b);
+            testing::poison(out);
+            assign(out, m2);
+            check_bound(out, a, b, 32, "M2");
+            report_flops("M2_gemm_bf16", "loom", timed_ms([&] { assign(out, m2); }, opt.reps), 0,
+                         2.0 * n * n * n);
+            const OptionsScope mma(with_path(ProductPath::MmaSync, true));
+            testing::poison(out);
+            assign(out, m2);
+            check_bound(out, a, b, 32, "M2 (mma.sync)");
+            report_flops("M2_gemm_bf16", "loom_mma_sync", timed_ms([&] { assign(out, m2); }, opt.reps), 0,
+                         2.0 * n * n * n);
+        });
+    if (opt.wants("M4_gemm_bias_gelu_bf16"))
+        guarded("M4_gemm_bias_gelu_bf16", [&] {
+            const OptionsScope tc(with_path(ProductPath::TensorCores));
+            const std::int64_t m = 8192, k = 1024, n = 8192;
+            Tensor a = random_normal({m, k}, bfloat16, 32, dev), b = random_normal({k, n}, bfloat16, 33, dev);
+            Tensor bias = random_normal({n}, bfloat16, 34, dev), out = Tensor::empty({m, n}, bfloat16, dev);
+            Array m4 = gelu(matmul(a, b) + bias);
+            testing::poison(out);
+            assign(out, matmul(a, b));
+            check_bound(out, a, b, 64, "M4 (its product)");
+            report_flops("M4_gemm_bias_gelu_bf16", "loom", timed_ms([&] { assign(out, m4); }, opt.reps), 0,
+                         2.0 * m * n * k);
+            report_flops("M4_gemm_bias_gelu_bf16", "loom_product",
+                         timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0, 2.0 * m * n * k);
+            const OptionsScope mma(with_path(ProductPath::MmaSync, true));
+            report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync",
+                         timed_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
+            report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync_product",
+                         timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0, 2.0 * m * n * k);
+        });
+    if (opt.wants("M5_gemv_f32"))
+        guarded("M5_gemv_f32", [&] {
+            const std::int64_t n = 16384;
+            Tensor a = random_normal({n, n}, float32, 26, dev), x = random_normal({n}, float32, 27, dev);
+            Tensor out = Tensor::empty({n}, float32, dev);
+            Array m5 = matmul(a, x);
+            testing::poison(out);
+            assign(out, m5);
+            check({m5}, {out}, "M5");
+            report("M5_gemv_f32", "loom", timed_ms([&] { assign(out, m5); }, opt.reps), 4.0 * n * n);
+        });
+    if (opt.wants("M6_bmm_small_f32"))
+        guarded("M6_bmm_small_f32", [&] {
+            Tensor a = random_normal({4096, 64, 64}, float32, 28, dev),
+                   b = random_normal({4096, 64, 64}, float32, 29, dev);
+            Tensor out = Tensor::empty({4096, 64, 64}, float32, dev);
+            Array m6 = matmul(a, b);
+            testing::poison(out);
+            assign(out, m6);
+            check({m6}, {out}, "M6");
+            report_flops("M6_bmm_small_f32", "loom", timed_ms([&] { assign(out, m6); }, opt.reps), 0,
+                         2.0 * 4096 * 64 * 64 * 64);
+        });
 
-    if (opt.wants("P1_pipeline")) guarded("P1_pipeline", [&] {
-        // 16 batches of 64 MiB in pinned memory through E1 with loom::Pipeline (three streams, two buffers per
-        // side); wall time on the host clock from the first enqueue to the last download, median of 5, as
-        // peer_baselines.py times its pipelines. Beside it the same two-stream copies with no kernel (the
-        // peers' pipeline_copies_only), measured by this process.
-        const std::int64_t nb = 16, per = std::int64_t{1} << 24;
-        const double total = 2.0 * static_cast<double>(nb * per) * 4.0;
-        Tensor hin = pinned_empty({nb, per}, float32), hout = pinned_empty({nb, per}, float32);
-        copy_async(hin, random_normal({nb, per}, float32, 39, dev));
-        synchronize();
-        auto e1f = loom::function("p1_e1", [](Array v) { return relu(v * 1.5 + 0.25); });
-        auto batch = [&](const Tensor& all, std::int64_t i) { return all.as_strided({per}, {1}, i * per); };
-        auto wall_ms = [](const std::function<void()>& fn) {
-            std::vector<double> ts;
-            for (int r = 0; r < 5; ++r) {
-                const auto t0 = std::chrono::steady_clock::now();
-                fn();
-                ts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-            }
-            std::sort(ts.begin(), ts.end());
-            return ts[2];
-        };
-        {
-            Pipeline pipe({hin}, {hout});
-            auto run = [&] {
-                pipe.run([&](std::int64_t, std::span<const Tensor> x, std::span<const Tensor> y) { e1f(x[0], y[0]); });
-                pipe.synchronize();
+    if (opt.wants("P1_pipeline"))
+        guarded("P1_pipeline", [&] {
+            // 16 batches of 64 MiB in pinned memory through E1 with loom::Pipeline (three streams, two
+            // buffers per side); wall time on the host clock from the first enqueue to the last download,
+            // median of 5, as peer_baselines.py times its pipelines. Beside it the same two-stream copies
+            // with no kernel (the peers' pipeline_copies_only), measured by this process.
+            const std::int64_t nb = 16, per = std::int64_t{1} << 24;
+            const double total = 2.0 * static_cast<double>(nb * per) * 4.0;
+            Tensor hin = pinned_empty({nb, per}, float32), hout = pinned_empty({nb, per}, float32);
+            copy_async(hin, random_normal({nb, per}, float32, 39, dev));
+            synchronize();
+            auto e1f = loom::function("p1_e1", [](Array v) { return relu(v * 1.5 + 0.25); });
+            auto batch = [&](const Tensor& all, std::int64_t i) {
+                return all.as_strided({per}, {1}, i * per);
             };
-            std::memset(hout.data(), 0xff, hout.nbytes());  // NaN: a batch not written fails the check
-            run();                                            // compiles the kernel, warms the copy engines
-            for (std::int64_t i : {std::int64_t{0}, nb / 2, nb - 1})
-                check({relu(Array(batch(hin, i)) * 1.5 + 0.25)}, {batch(hout, i)}, fmt::format("P1 batch {}", i).c_str());
-            report("P1_pipeline", "loom_pipeline", wall_ms(run), total);
-        }
-        Stream s[2];
-        Tensor d[2] = {Tensor::empty({per}, float32, dev), Tensor::empty({per}, float32, dev)};
-        synchronize();
-        auto copies = [&] {
-            for (std::int64_t i = 0; i < nb; ++i) {
-                copy_async(d[i % 2], batch(hin, i), s[i % 2]);
-                copy_async(batch(hout, i), d[i % 2], s[i % 2]);
+            auto wall_ms = [](const std::function<void()>& fn) {
+                std::vector<double> ts;
+                for (int r = 0; r < 5; ++r) {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    fn();
+                    ts.push_back(
+                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                            .count());
+                }
+                std::sort(ts.begin(), ts.end());
+                return ts[2];
+            };
+            {
+                Pipeline pipe({hin}, {hout});
+                auto run = [&] {
+                    pipe.run([&](std::int64_t, std::span<const Tensor> x, std::span<const Tensor> y) {
+                        e1f(x[0], y[0]);
+                    });
+                    pipe.synchronize();
+                };
+                std::memset(hout.data(), 0xff, hout.nbytes());  // NaN: a batch not written fails the check
+                run();                                          // compiles the kernel, warms the copy engines
+                for (std::int64_t i : {std::int64_t{0}, nb / 2, nb - 1})
+                    check({relu(Array(batch(hin, i)) * 1.5 + 0.25)}, {batch(hout, i)},
+                          fmt::format("P1 batch {}", i).c_str());
+                report("P1_pipeline", "loom_pipeline", wall_ms(run), total);
             }
-            s[0].synchronize();
-            s[1].synchronize();
-        };
-        copies();
-        report("P1_pipeline", "loom_copies_only", wall_ms(copies), total);
-    });
+            Stream s[2];
+            Tensor d[2] = {Tensor::empty({per}, float32, dev), Tensor::empty({per}, float32, dev)};
+            synchronize();
+            auto copies = [&] {
+                for (std::int64_t i = 0; i < nb; ++i) {
+                    copy_async(d[i % 2], batch(hin, i), s[i % 2]);
+                    copy_async(batch(hout, i), d[i % 2], s[i % 2]);
+                }
+                s[0].synchronize();
+                s[1].synchronize();
+            };
+            copies();
+            report("P1_pipeline", "loom_copies_only", wall_ms(copies), total);
+        });
 
     if (opt.wants("O1_overhead")) {
         // A bare cudaLaunchKernel of an empty kernel, and Loom's paths for E1 on 1024 elements.
@@ -842,55 +930,65 @@ int main(int argc, char** argv) {
         auto e1f = loom::function("e1", [](Array v) { return relu(v * 1.5 + 0.25); });
         report_us("O1_overhead", "loom", host_us_per_call([&] { e1f(small, out); }));
         report_us("O1_overhead", "loom_alloc", host_us_per_call([&] { (void)e1f(small); }));
-        report_us("O1_overhead", "loom_lazy", host_us_per_call([&] { assign(out, relu(small * 1.5 + 0.25)); }));
+        report_us("O1_overhead", "loom_lazy",
+                  host_us_per_call([&] { assign(out, relu(small * 1.5 + 0.25)); }));
         check({relu(small * 1.5 + 0.25)}, {out}, "O1");
-        // A traced bfloat16 product on tensor cores (on Hopper, wgmma with its two tensor maps, cached by buffer
-        // and shape: a call encodes none).
-        Tensor x = random_normal({128, 64}, bfloat16, 12, dev), w = random_normal({64, 128}, bfloat16, 13, dev);
+        // A traced bfloat16 product on tensor cores (on Hopper, wgmma with its two tensor maps, cached by
+        // buffer and shape: a call encodes none).
+        Tensor x = random_normal({128, 64}, bfloat16, 12, dev),
+               w = random_normal({64, 128}, bfloat16, 13, dev);
         Tensor y = Tensor::empty({128, 128}, bfloat16, dev);
-        auto mmf = loom::function("o1_product", [](Array p, Array q) { return matmul(p, q); }, Options{.product_path = ProductPath::TensorCores});
+        auto mmf = loom::function(
+            "o1_product", [](Array p, Array q) { return matmul(p, q); },
+            Options{.product_path = ProductPath::TensorCores});
         report_us("O1_overhead", "loom_product", host_us_per_call([&] { mmf(x, w, y); }));
     }
 
-    if (opt.wants("O2_graphs")) guarded("O2_graphs", [&] {
-        // Host microseconds per call of a traced function of three kernels (two reductions of different shapes
-        // and an elementwise result) on a small input: as one automatic CUDA graph (capture = Auto, the
-        // default), kernel by kernel (capture = Never), against one cudaGraphLaunch of the same three kernels
-        // captured by hand and three bare launches of an empty kernel.
-        auto three = [](Array v) { return std::tuple{sum(v, 0), max(v, 1), exp(v * 0.5) - v}; };
-        auto f = loom::function("o2_auto", three);
-        auto g = loom::function("o2_never", three, Options{.capture = CapturePolicy::Never});
-        Tensor small = random_normal({64, 256}, float32, 40, dev);
-        Tensor o1 = Tensor::empty({256}, float32, dev), o2 = Tensor::empty({64}, float32, dev);
-        Tensor o3 = Tensor::empty({64, 256}, float32, dev);
-        f(small, o1, o2, o3);
-        g(small, o1, o2, o3);
-        synchronize();
-        const auto [r1, r2, r3] = three(Array(small));
-        check({r1, r2, r3}, {o1, o2, o3}, "O2");
-        report_us("O2_graphs", "bare_3_launches", bare_launches_us(3));
-        const cudaStream_t stream = current_stream();
-        // The same three kernels captured by hand on a stream of its own: one cudaGraphLaunch per call.
-        Stream cs;
-        cudaGraph_t graph = nullptr;
-        cudaGraphExec_t exec = nullptr;
-        with_stream(cs, [&] {
-            if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) != cudaSuccess) throw Error("cudaStreamBeginCapture failed");
+    if (opt.wants("O2_graphs"))
+        guarded("O2_graphs", [&] {
+            // Host microseconds per call of a traced function of three kernels (two reductions of different
+            // shapes and an elementwise result) on a small input: as one automatic CUDA graph (capture =
+            // Auto, the default), kernel by kernel (capture = Never), against one cudaGraphLaunch of the same
+            // three kernels captured by hand and three bare launches of an empty kernel.
+            auto three = [](Array v) { return std::tuple{sum(v, 0), max(v, 1), exp(v * 0.5) - v}; };
+            auto f = loom::function("o2_auto", three);
+            auto g = loom::function("o2_never", three, Options{.capture = CapturePolicy::Never});
+            Tensor small = random_normal({64, 256}, float32, 40, dev);
+            Tensor o1 = Tensor::empty({256}, float32, dev), o2 = Tensor::empty({64}, float32, dev);
+            Tensor o3 = Tensor::empty({64, 256}, float32, dev);
+            f(small, o1, o2, o3);
             g(small, o1, o2, o3);
-            if (cudaStreamEndCapture(cs, &graph) != cudaSuccess) throw Error("cudaStreamEndCapture failed");
+            synchronize();
+            const auto [r1, r2, r3] = three(Array(small));
+            check({r1, r2, r3}, {o1, o2, o3}, "O2");
+            report_us("O2_graphs", "bare_3_launches", bare_launches_us(3));
+            const cudaStream_t stream = current_stream();
+            // The same three kernels captured by hand on a stream of its own: one cudaGraphLaunch per call.
+            Stream cs;
+            cudaGraph_t graph = nullptr;
+            cudaGraphExec_t exec = nullptr;
+            with_stream(cs, [&] {
+                if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+                    throw Error("cudaStreamBeginCapture failed");
+                g(small, o1, o2, o3);
+                if (cudaStreamEndCapture(cs, &graph) != cudaSuccess)
+                    throw Error("cudaStreamEndCapture failed");
+            });
+            if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+                throw Error("cudaGraphInstantiate failed");
+            report_us("O2_graphs", "one_graph_launch", host_us_per_call([&] {
+                          if (cudaGraphLaunch(exec, stream) != cudaSuccess)
+                              throw Error("cudaGraphLaunch failed");
+                      }));
+            report_us("O2_graphs", "loom_auto_graph", host_us_per_call([&] { f(small, o1, o2, o3); }));
+            report_us("O2_graphs", "loom_kernel_by_kernel", host_us_per_call([&] { g(small, o1, o2, o3); }));
+            synchronize();
+            (void)cudaGraphExecDestroy(exec);
+            (void)cudaGraphDestroy(graph);
+            check({r1, r2, r3}, {o1, o2, o3}, "O2 after the replays");
+            fmt::print("# O2: {} graph replays, {} captures of the automatic graph\n",
+                       f.stats().graph_replays, f.stats().graph_captures);
         });
-        if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) throw Error("cudaGraphInstantiate failed");
-        report_us("O2_graphs", "one_graph_launch", host_us_per_call([&] {
-                      if (cudaGraphLaunch(exec, stream) != cudaSuccess) throw Error("cudaGraphLaunch failed");
-                  }));
-        report_us("O2_graphs", "loom_auto_graph", host_us_per_call([&] { f(small, o1, o2, o3); }));
-        report_us("O2_graphs", "loom_kernel_by_kernel", host_us_per_call([&] { g(small, o1, o2, o3); }));
-        synchronize();
-        (void)cudaGraphExecDestroy(exec);
-        (void)cudaGraphDestroy(graph);
-        check({r1, r2, r3}, {o1, o2, o3}, "O2 after the replays");
-        fmt::print("# O2: {} graph replays, {} captures of the automatic graph\n", f.stats().graph_replays, f.stats().graph_captures);
-    });
 
     if (!opt.json.empty()) write_json(opt.json);
     return g_failed ? 1 : 0;

@@ -17,10 +17,9 @@
 // With a GPU: runs one step into fresh outputs and checks it against the CPU reference, then times steps in
 // place and prints GB/s (28 bytes per parameter; CUDA events after warm-up). Without one: the same on the
 // CPU reference for a small vector, and the kernels compiled with NVRTC. Arguments: [parameters] [steps].
-#include <loom/loom.hpp>
-
 #include <cstdio>
 #include <cstdlib>
+#include <loom/loom.hpp>
 #include <tuple>
 
 using namespace loom;
@@ -50,14 +49,17 @@ int main(int argc, char** argv) {
         return 2;
     }
     const Device dev = gpu ? Device::cuda(0) : Device::cpu();
-    auto step = loom::function("adam_step", [](Array p, Array g, Array m, Array v, Array t) { return adam(p, g, m, v, t); });
+    auto step = loom::function(
+        "adam_step", [](Array p, Array g, Array m, Array v, Array t) { return adam(p, g, m, v, t); });
 
-    Tensor p = random_normal({n}, float32, next_seed(), dev), g = random_normal({n}, float32, next_seed(), dev);
+    Tensor p = random_normal({n}, float32, next_seed(), dev),
+           g = random_normal({n}, float32, next_seed(), dev);
     Tensor m = (Array(random_normal({n}, float32, next_seed(), dev)) * 0.1).eval();
     Tensor v = random_uniform({n}, float32, 0.0, 0.01, next_seed(), dev);
     Tensor t = full({}, 9.0, float32, dev).eval();  // nine steps taken: this one is step 10
-    std::printf("adam: %lld float32 parameters, lr %g, betas (%g, %g), eps %g, on %s\n", static_cast<long long>(n), kLr,
-                kBeta1, kBeta2, kEps, gpu ? device_info(0).name.c_str() : "the CPU reference");
+    std::printf("adam: %lld float32 parameters, lr %g, betas (%g, %g), eps %g, on %s\n",
+                static_cast<long long>(n), kLr, kBeta1, kBeta2, kEps,
+                gpu ? device_info(0).name.c_str() : "the CPU reference");
 
     // One step into fresh outputs, checked against the CPU reference of the same graph.
     Tensor p1 = Tensor::empty({n}, float32, dev), m1 = Tensor::empty({n}, float32, dev);
@@ -65,24 +67,28 @@ int main(int argc, char** argv) {
     for (Tensor* o : {&p1, &m1, &v1, &t1}) testing::poison(*o);
     step(p, g, m, v, t, p1, m1, v1, t1);
     const auto [pr, mr, vr, tr] = adam(p, g, m, v, t);
-    const auto check = testing::check_against_reference({pr.node(), mr.node(), vr.node(), tr.node()}, {p1, m1, v1, t1});
-    std::printf("one step against the CPU reference: %s (t = %g after it)\n", check.ok ? "PASS" : check.message.c_str(),
-                t1.to(Device::cpu()).get_double(0));
+    const auto check =
+        testing::check_against_reference({pr.node(), mr.node(), vr.node(), tr.node()}, {p1, m1, v1, t1});
+    std::printf("one step against the CPU reference: %s (t = %g after it)\n",
+                check.ok ? "PASS" : check.message.c_str(), t1.to(Device::cpu()).get_double(0));
 
     // Steps in place: the traced function's outputs are its inputs.
     step(p, g, m, v, t, p, m, v, t);
     if (!gpu) {
         const CompileReport rep = compile({pr, mr, vr, tr}, "adam_step");
-        std::printf("no CUDA GPU was found: ran on the CPU reference; the %d kernels compiled with NVRTC for %s\n",
-                    rep.kernels, rep.arch.c_str());
+        std::printf(
+            "no CUDA GPU was found: ran on the CPU reference; the %d kernels compiled with NVRTC for %s\n",
+            rep.kernels, rep.arch.c_str());
         return check.ok ? 0 : 1;
     }
     const double ms = median_ms([&] { step(p, g, m, v, t, p, m, v, t); }, steps);
-    std::printf("adam step in place: %.4f ms, %.0f GB/s (p, g, m, v read, p, m, v written: 28 bytes per parameter; "
-                "median of %d); t = %g after %llu steps of the traced function (%llu specialization(s), %llu trace(s))\n",
-                ms, 28.0 * static_cast<double>(n) / ms / 1e6, steps, t.to(Device::cpu()).get_double(0),
-                static_cast<unsigned long long>(step.stats().calls),
-                static_cast<unsigned long long>(step.stats().specializations),
-                static_cast<unsigned long long>(step.stats().traces));
+    std::printf(
+        "adam step in place: %.4f ms, %.0f GB/s (p, g, m, v read, p, m, v written: 28 bytes per parameter; "
+        "median of %d); t = %g after %llu steps of the traced function (%llu specialization(s), %llu "
+        "trace(s))\n",
+        ms, 28.0 * static_cast<double>(n) / ms / 1e6, steps, t.to(Device::cpu()).get_double(0),
+        static_cast<unsigned long long>(step.stats().calls),
+        static_cast<unsigned long long>(step.stats().specializations),
+        static_cast<unsigned long long>(step.stats().traces));
     return check.ok ? 0 : 1;
 }

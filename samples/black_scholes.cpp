@@ -5,9 +5,8 @@
 // uniform in [10, 110) (currency units), T uniform in [0.1, 2.1) years; rate r = 2%, volatility v = 30%.
 // With a GPU: checks both outputs against the CPU reference and prints GB/s (20 bytes per option).
 // Without one: prices a small book on the CPU reference and compiles the kernel with NVRTC.
-#include <loom/loom.hpp>
-
 #include <cstdio>
+#include <loom/loom.hpp>
 
 using namespace loom;
 
@@ -45,17 +44,21 @@ int main(int argc, char** argv) {
     Array disc = K * exp(-r * Array(T));
     const auto check = testing::check_against_reference(
         {(S * n1 - disc * n2).node(), (disc * (1.0 - n2) - S * (1.0 - n1)).node()}, {call, put});
-    std::printf("black_scholes: %lld options, call[0] = %.6f, put[0] = %.6f; check against the CPU reference: %s\n",
-                static_cast<long long>(n), call.to_host().get_double(0), put.to_host().get_double(0),
-                check.ok ? "PASS" : check.message.c_str());
+    std::printf(
+        "black_scholes: %lld options, call[0] = %.6f, put[0] = %.6f; check against the CPU reference: %s\n",
+        static_cast<long long>(n), call.to_host().get_double(0), put.to_host().get_double(0),
+        check.ok ? "PASS" : check.message.c_str());
     if (gpu) {
         const double ms = median_ms([&] { price(S, K, T, call, put); });
-        std::printf("black_scholes: %.4f ms, %.0f GB/s (20 bytes per option)\n", ms, 20.0 * static_cast<double>(n) / ms / 1e6);
+        std::printf("black_scholes: %.4f ms, %.0f GB/s (20 bytes per option)\n", ms,
+                    20.0 * static_cast<double>(n) / ms / 1e6);
     } else {
-        const CompileReport rep = compile({S * n1 - disc * n2, disc * (1.0 - n2) - S * (1.0 - n1)}, "black_scholes");
-        std::printf("no CUDA GPU was found: priced on the CPU reference; the kernel (%d for both outputs) compiled "
-                    "with NVRTC for %s in %.0f ms\n",
-                    rep.kernels, rep.arch.c_str(), rep.compile_ms);
+        const CompileReport rep =
+            compile({S * n1 - disc * n2, disc * (1.0 - n2) - S * (1.0 - n1)}, "black_scholes");
+        std::printf(
+            "no CUDA GPU was found: priced on the CPU reference; the kernel (%d for both outputs) compiled "
+            "with NVRTC for %s in %.0f ms\n",
+            rep.kernels, rep.arch.c_str(), rep.compile_ms);
     }
     return check.ok ? 0 : 1;
 }

@@ -12,10 +12,9 @@
 // bit and prints GB/s per sweep (8 bytes per interior element: read once, written once). Without one: a
 // small grid on the host against the CPU reference interpreter.
 // Arguments: [n] [sweeps].
-#include <loom/loom.hpp>
-
 #include <cstdio>
 #include <cstdlib>
+#include <loom/loom.hpp>
 
 using namespace loom;
 
@@ -41,12 +40,15 @@ int main(int argc, char** argv) {
     const Tensor start = random_uniform({n, n}, float32, 0.0, 1.0, next_seed(), Device::cpu());
     Tensor u = start.to(dev), v = start.to(dev);
     auto sweep = loom::function("jacobi_sweep", [](Array a) { return five_point(a); });
-    std::printf("jacobi: %lld x %lld float32, %d sweeps\n", static_cast<long long>(n), static_cast<long long>(n), sweeps);
+    std::printf("jacobi: %lld x %lld float32, %d sweeps\n", static_cast<long long>(n),
+                static_cast<long long>(n), sweeps);
     std::printf("%s", explain({five_point(Array(u))}, "jacobi_sweep").c_str());
     try {
         for (int k = 0; k < sweeps; ++k) {
-            if (k % 2 == 0) sweep(u, v.slice(interior));
-            else sweep(v, u.slice(interior));
+            if (k % 2 == 0)
+                sweep(u, v.slice(interior));
+            else
+                sweep(v, u.slice(interior));
         }
         if (gpu) synchronize();
     } catch (const Error& err) {
@@ -58,18 +60,22 @@ int main(int argc, char** argv) {
     // The same sweeps on the host (compiled, or the CPU reference), element by element the same arithmetic.
     Tensor hu = start.to(Device::cpu()), hv = start.to(Device::cpu());
     for (int k = 0; k < sweeps; ++k) {
-        if (k % 2 == 0) assign(hv.slice(interior), five_point(Array(hu)));
-        else assign(hu.slice(interior), five_point(Array(hv)));
+        if (k % 2 == 0)
+            assign(hv.slice(interior), five_point(Array(hu)));
+        else
+            assign(hu.slice(interior), five_point(Array(hv)));
     }
     const Tensor expected = sweeps % 2 == 1 ? hv : hu;
     const auto same = testing::compare(result, expected, testing::Tolerance::exact(), "grid");
-    std::printf("%d sweeps against the host: %s\n", sweeps, same.ok ? "PASS (bit for bit)" : same.message.c_str());
+    std::printf("%d sweeps against the host: %s\n", sweeps,
+                same.ok ? "PASS (bit for bit)" : same.message.c_str());
     if (!gpu) {
         std::printf("no CUDA GPU was found: evaluated on the host, not on a GPU\n");
         return same.ok ? 0 : 1;
     }
     const double ms = median_ms([&] { sweep(u, v.slice(interior)); });
     const double bytes = 8.0 * static_cast<double>(n - 2) * static_cast<double>(n - 2);
-    std::printf("one sweep: %.4f ms, %.0f GB/s (interior read once, written once; median of 50)\n", ms, bytes / ms / 1e6);
+    std::printf("one sweep: %.4f ms, %.0f GB/s (interior read once, written once; median of 50)\n", ms,
+                bytes / ms / 1e6);
     return same.ok ? 0 : 1;
 }

@@ -13,12 +13,11 @@
 // warm-up). Without one: the same checks for a small matrix on the host, the GPU plan when there is one, and
 // a note that no GPU was found.
 // Arguments: [n] (default 4096 with a GPU, 256 without).
-#include <loom/loom.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <loom/loom.hpp>
 #include <vector>
 
 using namespace loom;
@@ -50,7 +49,8 @@ int main(int argc, char** argv) {
     const Tensor A = random_normal({n, n}, float32, next_seed(), dev);
     const Tensor B = random_normal({n, n}, float32, next_seed(), dev);
     const Tensor bias = random_normal({n}, float32, next_seed(), dev);
-    auto layer = loom::function("matmul_bias_gelu", [](Array a, Array b, Array c) { return gelu(matmul(a, b) + c); });
+    auto layer =
+        loom::function("matmul_bias_gelu", [](Array a, Array b, Array c) { return gelu(matmul(a, b) + c); });
     std::printf("matmul_bias_gelu: gelu(A @ B + bias), A and B %lld x %lld float32, bias [%lld]\n",
                 static_cast<long long>(n), static_cast<long long>(n), static_cast<long long>(n));
 
@@ -62,8 +62,9 @@ int main(int argc, char** argv) {
         std::printf("%s", explain({y}, "matmul_bias_gelu").c_str());
         const CompileReport rep = compile({y}, "matmul_bias_gelu");
         kernels = rep.kernels;
-        std::printf("gelu(A @ B + bias) runs as %d kernel%s (%s for %s)\n", rep.kernels, rep.kernels == 1 ? "" : "s",
-                    rep.disk_hits > 0 ? "from the disk kernel cache" : "compiled with NVRTC", rep.arch.c_str());
+        std::printf(
+            "gelu(A @ B + bias) runs as %d kernel%s (%s for %s)\n", rep.kernels, rep.kernels == 1 ? "" : "s",
+            rep.disk_hits > 0 ? "from the disk kernel cache" : "compiled with NVRTC", rep.arch.c_str());
     } catch (const Error& err) {
         std::printf("the GPU plan: %s\n", err.what());
     }
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
     testing::poison(out);
     Tensor pre_out, y_out;
     try {
-        layer(A, B, bias, out);  // first call: trace, plan, generate, compile, launch
+        layer(A, B, bias, out);      // first call: trace, plan, generate, compile, launch
         auto [p, q] = eval(pre, y);  // the pre-activation too, for the exact check (one kernel, two outputs)
         pre_out = p;
         y_out = q;
@@ -89,25 +90,33 @@ int main(int argc, char** argv) {
     const Tensor a_rows = host_rows(A, rows), b_host = B.to_host(), bias_host = bias.to_host();
     const Array pre_ref = matmul(a_rows, b_host) + bias_host;
     const Array y_ref = gelu(pre_ref);
-    const testing::Comparison exact = testing::check_against_reference({pre_ref.node()}, {host_rows(pre_out, rows)});
+    const testing::Comparison exact =
+        testing::check_against_reference({pre_ref.node()}, {host_rows(pre_out, rows)});
     const testing::Comparison act = testing::check_against_reference({y_ref.node()}, {host_rows(out, rows)});
-    const testing::Comparison same = testing::compare(y_out, out, testing::Tolerance::exact(), "gelu beside the pre-activation");
-    std::printf("check of %lld rows against the CPU reference: A @ B + bias %s (%s), gelu %s (within %g ulp)\n",
-                static_cast<long long>(rows.size()), exact.ok ? "PASS" : exact.message.c_str(),
-                testing::tolerance_for(pre_ref.node()).is_exact() ? "bit for bit" : "within its tolerance",
-                act.ok ? "PASS" : act.message.c_str(), testing::tolerance_for(y_ref.node()).ulps);
-    std::printf("the traced call and eval(pre, y) give the same bits: %s\n", same.ok ? "PASS" : same.message.c_str());
+    const testing::Comparison same =
+        testing::compare(y_out, out, testing::Tolerance::exact(), "gelu beside the pre-activation");
+    std::printf(
+        "check of %lld rows against the CPU reference: A @ B + bias %s (%s), gelu %s (within %g ulp)\n",
+        static_cast<long long>(rows.size()), exact.ok ? "PASS" : exact.message.c_str(),
+        testing::tolerance_for(pre_ref.node()).is_exact() ? "bit for bit" : "within its tolerance",
+        act.ok ? "PASS" : act.message.c_str(), testing::tolerance_for(y_ref.node()).ulps);
+    std::printf("the traced call and eval(pre, y) give the same bits: %s\n",
+                same.ok ? "PASS" : same.message.c_str());
     const bool ok = exact.ok && act.ok && same.ok;
     if (!gpu) {
-        std::printf("no CUDA GPU was found: evaluated on the host (the product on the CPU reference), not on a GPU\n");
+        std::printf(
+            "no CUDA GPU was found: evaluated on the host (the product on the CPU reference), not on a "
+            "GPU\n");
         return ok ? 0 : 1;
     }
     if (kernels != 1) std::printf("matmul_bias_gelu: expected one kernel, the plan has %d\n", kernels);
 
     const double ms = median_ms([&] { layer(A, B, bias, out); }, 20, 3);
     const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-    std::printf("matmul_bias_gelu %lld x %lld x %lld float32: %.3f ms, %.1f TFLOP/s (2 n^3 flops; median of 20 calls "
-                "after 3 warm-up calls, CUDA events)\n",
-                static_cast<long long>(n), static_cast<long long>(n), static_cast<long long>(n), ms, flops / ms / 1e9);
+    std::printf(
+        "matmul_bias_gelu %lld x %lld x %lld float32: %.3f ms, %.1f TFLOP/s (2 n^3 flops; median of 20 calls "
+        "after 3 warm-up calls, CUDA events)\n",
+        static_cast<long long>(n), static_cast<long long>(n), static_cast<long long>(n), ms,
+        flops / ms / 1e9);
     return ok && kernels == 1 ? 0 : 1;
 }

@@ -14,12 +14,11 @@
 // same copies and kernels one after the other on one stream. Prints both times, the speed-up and how much
 // of the possible overlap was achieved, and checks three batches against the CPU reference. Without a GPU
 // it says so, compiles the kernel with NVRTC, checks a small batch on the CPU reference and exits 0.
-#include <loom/loom.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <loom/loom.hpp>
 #include <string>
 #include <vector>
 
@@ -27,7 +26,9 @@ using namespace loom;
 
 namespace {
 
-Array step_of(const Array& x) { return gelu(x * 1.5 + 0.25) * x; }
+Array step_of(const Array& x) {
+    return gelu(x * 1.5 + 0.25) * x;
+}
 
 // Batch `i` of a [batches, m] host tensor, as a [m] tensor sharing its (pinned) memory.
 Tensor batch(const Tensor& all, std::int64_t i) {
@@ -55,30 +56,34 @@ int main(int argc, char** argv) {
         const Tensor y = step(x);  // the CPU reference runs the traced function on host tensors
         const auto check = testing::check_against_reference({step_of(x).node()}, {y});
         const CompileReport rep = compile({step_of(x)}, "pipeline_step");
-        std::printf("no CUDA GPU was found: this sample overlaps host-device copies with kernels and needs one.\n"
-                    "The step kernel was generated and compiled with NVRTC for %s (%s); one batch of %d values on the "
-                    "CPU reference: %s\n",
-                    rep.arch.c_str(), rep.disk_hits > 0 ? "from the disk kernel cache" : "compiled now", 4096,
-                    check.ok ? "PASS" : check.message.c_str());
+        std::printf(
+            "no CUDA GPU was found: this sample overlaps host-device copies with kernels and needs one.\n"
+            "The step kernel was generated and compiled with NVRTC for %s (%s); one batch of %d values on "
+            "the "
+            "CPU reference: %s\n",
+            rep.arch.c_str(), rep.disk_hits > 0 ? "from the disk kernel cache" : "compiled now", 4096,
+            check.ok ? "PASS" : check.message.c_str());
         return 0;
     }
 
     const double batch_mib = static_cast<double>(m) * 4 / (1 << 20);
-    std::printf("pipeline: %lld batches of %lld float32 values (%.1f MiB each, %.2f GiB in and out) in pinned host "
-                "memory\n",
-                static_cast<long long>(batches), static_cast<long long>(m), batch_mib,
-                batch_mib * static_cast<double>(batches) / 1024);
+    std::printf(
+        "pipeline: %lld batches of %lld float32 values (%.1f MiB each, %.2f GiB in and out) in pinned host "
+        "memory\n",
+        static_cast<long long>(batches), static_cast<long long>(m), batch_mib,
+        batch_mib * static_cast<double>(batches) / 1024);
     Tensor host_in = pinned_empty({batches, m}, float32);
     Tensor host_out = pinned_empty({batches, m}, float32);
     {
-        const Tensor r = random_normal({batches, m}, float32, next_seed(), Device::cuda());  // cuRAND, then down
+        const Tensor r =
+            random_normal({batches, m}, float32, next_seed(), Device::cuda());  // cuRAND, then down
         copy_async(host_in, r);
         synchronize();
     }
     Tensor din = Tensor::empty({m}, float32, Device::cuda());
     Tensor dout = Tensor::empty({m}, float32, Device::cuda());
     step(din, dout);  // trace, plan, compile (or load from the disk cache) once
-    synchronize();       // the buffers are ready before other streams touch them
+    synchronize();    // the buffers are ready before other streams touch them
 
     Stream compute;
 
@@ -111,7 +116,8 @@ int main(int argc, char** argv) {
     auto pipelined = [&] {
         Event start, stop;
         start.record();
-        pipe.run([&](std::int64_t, std::span<const Tensor> x, std::span<const Tensor> y) { step(x[0], y[0]); });
+        pipe.run(
+            [&](std::int64_t, std::span<const Tensor> x, std::span<const Tensor> y) { step(x[0], y[0]); });
         stop.record();  // the current stream waits for the pipeline's downloads
         stop.synchronize();
         return Event::elapsed_ms(start, stop);
@@ -133,18 +139,23 @@ int main(int argc, char** argv) {
     const double ideal = std::max(ph.h2d, ph.d2h);
     const double possible = std::max(static_cast<double>(t_serial) - ideal, 1e-9);
     const double gained = static_cast<double>(t_serial) - static_cast<double>(t_pipe);
-    std::printf("serial (one stream):      %8.2f ms  (host-to-device %.2f ms, kernels %.2f ms, device-to-host %.2f ms)\n",
-                t_serial, ph.h2d, ph.kernels, ph.d2h);
-    std::printf("pipelined (three streams): %7.2f ms  (bound by the longer copy direction: %.2f ms)\n", t_pipe, ideal);
-    std::printf("copies overlapped with kernels: %.2fx faster than serial; %.0f%% of the achievable overlap, "
-                "%.0f%% of the host-to-device copy time hidden\n",
-                static_cast<double>(t_serial) / static_cast<double>(t_pipe),
-                100.0 * std::clamp(gained / possible, 0.0, 1.0), 100.0 * std::clamp(gained / ph.h2d, 0.0, 1.0));
+    std::printf(
+        "serial (one stream):      %8.2f ms  (host-to-device %.2f ms, kernels %.2f ms, device-to-host %.2f "
+        "ms)\n",
+        t_serial, ph.h2d, ph.kernels, ph.d2h);
+    std::printf("pipelined (three streams): %7.2f ms  (bound by the longer copy direction: %.2f ms)\n",
+                t_pipe, ideal);
+    std::printf(
+        "copies overlapped with kernels: %.2fx faster than serial; %.0f%% of the achievable overlap, "
+        "%.0f%% of the host-to-device copy time hidden\n",
+        static_cast<double>(t_serial) / static_cast<double>(t_pipe),
+        100.0 * std::clamp(gained / possible, 0.0, 1.0), 100.0 * std::clamp(gained / ph.h2d, 0.0, 1.0));
 
     bool ok = true;
     std::string checked;
     for (const std::int64_t i : {std::int64_t{0}, batches / 2, batches - 1}) {
-        const auto c = testing::check_against_reference({step_of(batch(host_in, i)).node()}, {batch(host_out, i)});
+        const auto c =
+            testing::check_against_reference({step_of(batch(host_in, i)).node()}, {batch(host_out, i)});
         if (!c.ok) std::printf("batch %lld: %s\n", static_cast<long long>(i), c.message.c_str());
         ok = ok && c.ok;
         checked += (checked.empty() ? "" : ", ") + std::to_string(i);

@@ -3,9 +3,8 @@
 // With a GPU each kernel runs on random inputs and is checked against the CPU reference (verdict and
 // GB/s printed). Without one the code is still generated and compiled with NVRTC, and the CPU reference
 // evaluates the expressions on small inputs.
-#include <loom/loom.hpp>
-
 #include <cstdio>
+#include <loom/loom.hpp>
 #include <vector>
 
 using namespace loom;
@@ -19,11 +18,13 @@ bool show(const char* title, const char* name, const Array& a, double bytes_per_
     if (gpu) {
         Tensor out = Tensor::empty(a.shape(), a.dtype(), Device::cuda(0));
         const double ms = median_ms([&] { assign(out, a); });
-        std::printf("%s: %.4f ms, %.0f GB/s\n\n", name, ms, bytes_per_element * static_cast<double>(a.numel()) / ms / 1e6);
+        std::printf("%s: %.4f ms, %.0f GB/s\n\n", name, ms,
+                    bytes_per_element * static_cast<double>(a.numel()) / ms / 1e6);
     } else {
         const CompileReport rep = compile({a}, name);
         std::printf("%s: %s for %s; no CUDA GPU found, not run\n\n", name,
-                    rep.disk_hits > 0 ? "loaded from the disk kernel cache" : "compiled with NVRTC", rep.arch.c_str());
+                    rep.disk_hits > 0 ? "loaded from the disk kernel cache" : "compiled with NVRTC",
+                    rep.arch.c_str());
     }
     return check.ok;
 }

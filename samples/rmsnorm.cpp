@@ -8,12 +8,11 @@
 // Without one: evaluates a small matrix on the CPU reference, compares it with an rmsnorm computed
 // here in double precision and compiles the kernel with NVRTC.
 // Arguments: [rows] [cols].
-#include <loom/loom.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <loom/loom.hpp>
 
 using namespace loom;
 

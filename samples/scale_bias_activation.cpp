@@ -3,10 +3,9 @@
 // With a GPU: runs the kernel, checks it against the CPU reference, prints the verdict and GB/s (minimum
 // bytes: x read once, out written once, the row vectors once). Without one: prints the IR and the
 // generated CUDA, compiles it with NVRTC, evaluates the CPU reference and says that no GPU was found.
-#include <loom/loom.hpp>
-
 #include <algorithm>
 #include <cstdio>
+#include <loom/loom.hpp>
 #include <vector>
 
 using namespace loom;
@@ -29,14 +28,15 @@ int main(int argc, char** argv) {
         std::printf("%s\n", cuda_source({y}, "scale_bias_activation").c_str());
         const CompileReport rep = compile({y}, "scale_bias_activation");
         if (rep.disk_hits > 0)
-            std::printf("%s for %s: loaded from the disk kernel cache (%zu bytes of %s)\n", rep.kernel.c_str(),
-                        rep.arch.c_str(), rep.image_bytes, rep.image_kind.c_str());
+            std::printf("%s for %s: loaded from the disk kernel cache (%zu bytes of %s)\n",
+                        rep.kernel.c_str(), rep.arch.c_str(), rep.image_bytes, rep.image_kind.c_str());
         else
-            std::printf("NVRTC compiled %s for %s in %.1f ms (%zu bytes of %s)\n", rep.kernel.c_str(), rep.arch.c_str(),
-                        rep.compile_ms, rep.image_bytes, rep.image_kind.c_str());
+            std::printf("NVRTC compiled %s for %s in %.1f ms (%zu bytes of %s)\n", rep.kernel.c_str(),
+                        rep.arch.c_str(), rep.compile_ms, rep.image_bytes, rep.image_kind.c_str());
         Tensor ref = y;  // host tensors: the CPU reference evaluates the same graph
-        std::printf("CPU reference: out[0] = %.9g, out[last] = %.9g over %lld x %lld elements\n", ref.get_double(0),
-                    ref.get_double(ref.numel() - 1), static_cast<long long>(host_rows), static_cast<long long>(cols));
+        std::printf("CPU reference: out[0] = %.9g, out[last] = %.9g over %lld x %lld elements\n",
+                    ref.get_double(0), ref.get_double(ref.numel() - 1), static_cast<long long>(host_rows),
+                    static_cast<long long>(cols));
         std::printf("no CUDA GPU was found: the kernel was generated and compiled, not run\n");
         return 0;
     }

@@ -10,10 +10,9 @@
 // warm-up). Without one: a small matrix on the host, checked against the reference, and the tiled kernel
 // compiled with NVRTC.
 // Arguments: [rows] [cols].
-#include <loom/loom.hpp>
-
 #include <cstdio>
 #include <cstdlib>
+#include <loom/loom.hpp>
 
 using namespace loom;
 
@@ -27,7 +26,8 @@ int main(int argc, char** argv) {
     const Tensor b = random_normal({rows}, float32, next_seed(), dev);
     const Array t = transpose(x);
     const Array y = transpose(x) + b;
-    std::printf("transpose: %lld x %lld float32\n", static_cast<long long>(rows), static_cast<long long>(cols));
+    std::printf("transpose: %lld x %lld float32\n", static_cast<long long>(rows),
+                static_cast<long long>(cols));
     try {
         std::printf("%s", explain({y}, "transpose_bias").c_str());
     } catch (const Error& err) {
@@ -48,13 +48,14 @@ int main(int argc, char** argv) {
     }
     const auto check_t = testing::check_against_reference({t.node()}, {out_t});
     const auto check_y = testing::check_against_reference({y.node()}, {out_y});
-    std::printf("check against the CPU reference: transpose %s, transpose + bias %s\n", check_t.ok ? "PASS" : check_t.message.c_str(),
-                check_y.ok ? "PASS" : check_y.message.c_str());
+    std::printf("check against the CPU reference: transpose %s, transpose + bias %s\n",
+                check_t.ok ? "PASS" : check_t.message.c_str(), check_y.ok ? "PASS" : check_y.message.c_str());
     const bool ok = check_t.ok && check_y.ok;
     if (!gpu) {
         try {
             const CompileReport rep = compile({y}, "transpose_bias");
-            std::printf("the tiled kernel compiled with NVRTC for %s in %.0f ms\n", rep.arch.c_str(), rep.compile_ms);
+            std::printf("the tiled kernel compiled with NVRTC for %s in %.0f ms\n", rep.arch.c_str(),
+                        rep.compile_ms);
         } catch (const Error& err) {
             std::printf("compile: %s\n", err.what());
         }
@@ -64,8 +65,9 @@ int main(int argc, char** argv) {
     const double bytes = 8.0 * static_cast<double>(rows) * static_cast<double>(cols);
     const double ms_t = median_ms([&] { assign(out_t, t); });
     const double ms_y = median_ms([&] { assign(out_y, y); });
-    std::printf("transpose         %.4f ms, %.0f GB/s (x read once, the result written once; median of 50)\n", ms_t, bytes / ms_t / 1e6);
-    std::printf("transpose + b[j]  %.4f ms, %.0f GB/s (b's %lld floats not counted)\n", ms_y, bytes / ms_y / 1e6,
-                static_cast<long long>(rows));
+    std::printf("transpose         %.4f ms, %.0f GB/s (x read once, the result written once; median of 50)\n",
+                ms_t, bytes / ms_t / 1e6);
+    std::printf("transpose + b[j]  %.4f ms, %.0f GB/s (b's %lld floats not counted)\n", ms_y,
+                bytes / ms_y / 1e6, static_cast<long long>(rows));
     return ok ? 0 : 1;
 }

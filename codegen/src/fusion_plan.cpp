@@ -18,7 +18,9 @@ namespace loom::codegen {
 
 namespace {
 
-std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
+std::string where_of(const ir::Node& n) {
+    return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
+}
 
 std::uint64_t reduce_key(const PlannedReduce& pr) {
     Hasher h;
@@ -69,8 +71,11 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides) {
             const Strides& st = root_strides[static_cast<std::size_t>(w.index)];
             if (st.empty() || is_contiguous(v.shape(), st)) continue;
             const int t = static_cast<int>(P.temps.size());
-            const std::string why = fmt::format("out{} is a strided view, which a reduction kernel does not write", w.index);
-            P.temps.push_back({outs[j], ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()), why});
+            const std::string why =
+                fmt::format("out{} is a strided view, which a reduction kernel does not write", w.index);
+            P.temps.push_back(
+                {outs[j],
+                 ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()), why});
             FusedKernel store;
             store.family = Family::Pointwise;
             store.name = P.kernels[k].name + "_store";
@@ -84,14 +89,16 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides) {
 }
 
 // Schedules every kernel of `P` for the GPU. Throws NotFusable from plan_reduce.
-FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::span<const InputLayout> layouts,
-                    const DeviceInfo& device, const Options& options, std::span<const Strides> root_strides) {
+FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources,
+                    std::span<const InputLayout> layouts, const DeviceInfo& device, const Options& options,
+                    std::span<const Strides> root_strides) {
     route_strided_roots(P, root_strides);
     FusionPlan plan;
     plan.options = options;
     plan.sources = sources.size();
     std::unordered_map<const ir::Node*, Slot> slot;
-    for (std::size_t k = 0; k < sources.size(); ++k) slot.emplace(sources[k], Slot{Slot::Kind::Source, static_cast<int>(k)});
+    for (std::size_t k = 0; k < sources.size(); ++k)
+        slot.emplace(sources[k], Slot{Slot::Kind::Source, static_cast<int>(k)});
     std::unordered_map<const ir::Node*, InputLayout> temp_layout;
     for (std::size_t t = 0; t < P.temps.size(); ++t) {
         const ir::Node* ph = P.temps[t].placeholder.get();
@@ -106,8 +113,9 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
         }
         const auto it = slot.find(&n);
         if (it == slot.end())
-            throw InternalError(fmt::format("plan_fusion(): input {} ({}) is neither a source nor a temporary",
-                                            ir::describe(n), short_location(n.loc())));
+            throw InternalError(
+                fmt::format("plan_fusion(): input {} ({}) is neither a source nor a temporary",
+                            ir::describe(n), short_location(n.loc())));
         if (it->second.kind == Slot::Kind::Temp) return temp_layout.at(&n);
         return layouts[static_cast<std::size_t>(it->second.index)];
     };
@@ -150,7 +158,8 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
             }
             g.matmul = plan_matmul(k.outputs, layout_of, device, out_strides, options);
             for (const ir::Node* in : g.matmul.inputs)
-                g.reads.push_back(in == g.matmul.accumulators.get() ? Slot{Slot::Kind::Index, 0} : slot_of(in));
+                g.reads.push_back(in == g.matmul.accumulators.get() ? Slot{Slot::Kind::Index, 0}
+                                                                    : slot_of(in));
             g.numel = g.matmul.product->numel();
             Hasher h;
             h.add(0x6d61746d756c0001ull);
@@ -167,7 +176,8 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::
     for (const TempValue& t : P.temps) {
         plan.temps.push_back({t.value->shape(), t.value->dtype(), plan.temp_bytes});
         const std::size_t bytes = static_cast<std::size_t>(t.value->numel()) * itemsize(t.value->dtype());
-        plan.temp_bytes += (bytes + 255) / 256 * 256;  // every temporary 256-byte aligned (plans assume 16 bytes)
+        plan.temp_bytes +=
+            (bytes + 255) / 256 * 256;  // every temporary 256-byte aligned (plans assume 16 bytes)
     }
     plan.partition = std::move(P);
     return plan;
@@ -178,24 +188,28 @@ std::string reduction_text(const FusionPlan& plan, std::size_t i) {
     const PlannedReduce& pr = plan.gpu[i].reduce;
     const ReducePlan& rp = pr.plan;
     std::string red;
-    for (std::size_t j = 0; j < k.members.size(); ++j) red += fmt::format(" {} stage {}", where_of(*k.members[j]), rp.ops[j].stage);
+    for (std::size_t j = 0; j < k.members.size(); ++j)
+        red += fmt::format(" {} stage {}", where_of(*k.members[j]), rp.ops[j].stage);
     std::string text = fmt::format("kernel {}  {}   reduction of {} over axes [{}]:{}\n", i, k.name,
                                    loom::to_string(k.group.reductions[0]->operand(0)->shape()),
                                    fmt::join(k.group.reductions[0]->ints(), ", "), red);
-    const std::string split =
-        !rp.split ? std::string()
-        : rp.schedule == ReduceSchedule::Inner
-            ? fmt::format(", split over {} blocks per row (balanced chunk ranges in full waves; groups of {} chunk partials "
-                          "finished by the block that completes them, then the row)",
-                          pr.binding.blocks_per_row, kSplitGroup)
-            : fmt::format(", split over {} blocks per row (the last one finishes it)", pr.binding.blocks_per_row);
-    text += fmt::format("          schedule {}, {} threads per block, {}{}{}; {} element output(s), {} row output(s); "
-                        "one launch\n",
-                        schedule_name(rp.schedule), rp.block,
-                        rp.schedule == ReduceSchedule::Inner ? fmt::format("{} threads per row", rp.group)
-                                                             : std::string("a thread per 1 or 4 outputs"),
-                        rp.cached_blocks > 0 ? ", rows held in registers" : "", split, rp.element_outputs,
-                        k.group.row_outputs.size());
+    const std::string split = !rp.split ? std::string()
+                              : rp.schedule == ReduceSchedule::Inner
+                                  ? fmt::format(
+                                        ", split over {} blocks per row (balanced chunk ranges in full "
+                                        "waves; groups of {} chunk partials "
+                                        "finished by the block that completes them, then the row)",
+                                        pr.binding.blocks_per_row, kSplitGroup)
+                                  : fmt::format(", split over {} blocks per row (the last one finishes it)",
+                                                pr.binding.blocks_per_row);
+    text += fmt::format(
+        "          schedule {}, {} threads per block, {}{}{}; {} element output(s), {} row output(s); "
+        "one launch\n",
+        schedule_name(rp.schedule), rp.block,
+        rp.schedule == ReduceSchedule::Inner ? fmt::format("{} threads per row", rp.group)
+                                             : std::string("a thread per 1 or 4 outputs"),
+        rp.cached_blocks > 0 ? ", rows held in registers" : "", split, rp.element_outputs,
+        k.group.row_outputs.size());
     return text;
 }
 
@@ -204,12 +218,14 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i) {
     const PointwisePlan& pp = plan.gpu[i].pointwise.plan;
     std::string nodes;
     for (const ir::Node* n : ir::topo_order(k.outputs))
-        if (ir::is_elementwise(n->op()) || ir::is_view(n->op())) nodes += fmt::format(" {} ({})", ir::op_name(n->op()), short_location(n->loc()));
+        if (ir::is_elementwise(n->op()) || ir::is_view(n->op()))
+            nodes += fmt::format(" {} ({})", ir::op_name(n->op()), short_location(n->loc()));
     std::string reads;
     const auto ins = pointwise_inputs(k.outputs);
     for (std::size_t j = 0; j < ins.size(); ++j)
-        reads += fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
-                             ir::describe(*ins[j]), to_string(plan.gpu[i].reads[j]));
+        reads +=
+            fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
+                        ir::describe(*ins[j]), to_string(plan.gpu[i].reads[j]));
     std::vector<std::string> writes;
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
     const PlannedTile& tile = plan.gpu[i].tile;
@@ -220,10 +236,12 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i) {
         tiled += fmt::format("          {}\n", tile_text.substr(b, e - b));
     }
     if (!tile.note.empty()) tiled += fmt::format("          {}\n", tile.note);
-    return fmt::format("kernel {}  {}   {} {}:{}\n          reads {}; writes {}; {}{}; 1 launch\n{}", i, k.name,
-                       tile.plan.active() ? "pointwise, tiled" : "pointwise", loom::to_string(k.outputs[0]->shape()), nodes,
+    return fmt::format("kernel {}  {}   {} {}:{}\n          reads {}; writes {}; {}{}; 1 launch\n{}", i,
+                       k.name, tile.plan.active() ? "pointwise, tiled" : "pointwise",
+                       loom::to_string(k.outputs[0]->shape()), nodes,
                        reads.empty() ? std::string("nothing") : reads, fmt::join(writes, ", "),
-                       tile.plan.active() ? std::string("no vector variant") : fmt::format("vector width {}", pp.vector_width),
+                       tile.plan.active() ? std::string("no vector variant")
+                                          : fmt::format("vector width {}", pp.vector_width),
                        pp.vector_registers > 0 && !tile.plan.active()
                            ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
                                          pp.vector_registers, kVectorRegisterBudget)
@@ -242,7 +260,8 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
     std::string reads;
     for (std::size_t j = 0; j < pm.inputs.size(); ++j) {
         if (pm.inputs[j] == pm.accumulators.get()) continue;
-        reads += fmt::format("{}{} {} [{}]", reads.empty() ? "" : ", ", pm.inputs[j]->label().empty() ? "input" : pm.inputs[j]->label(),
+        reads += fmt::format("{}{} {} [{}]", reads.empty() ? "" : ", ",
+                             pm.inputs[j]->label().empty() ? "input" : pm.inputs[j]->label(),
                              ir::describe(*pm.inputs[j]), to_string(plan.gpu[i].reads[j]));
     }
     std::vector<std::string> writes;
@@ -250,53 +269,65 @@ std::string matmul_text(const FusionPlan& plan, std::size_t i) {
     const bool vector_b = p.vector_b || p.vector_b_column;
     std::string path;
     if (p.wgmma)
-        path = fmt::format("{} and a producer warpgroup), {} bytes of shared memory, tensor cores (Hopper wgmma.mma_async m64n{}k16, "
-                           "within the bound of semantics.md section 12; a persistent grid of {} blocks)",
-                           p.pingpong ? std::string("2 consumer warpgroups taking whole tiles in turn")
-                                      : fmt::format("{} consumer warpgroup{} of 64 rows", p.consumers, p.consumers > 1 ? "s" : ""),
-                           p.shared_bytes(), p.tile_n, pm.binding.persistent_blocks);
+        path = fmt::format(
+            "{} and a producer warpgroup), {} bytes of shared memory, tensor cores (Hopper wgmma.mma_async "
+            "m64n{}k16, "
+            "within the bound of semantics.md section 12; a persistent grid of {} blocks)",
+            p.pingpong
+                ? std::string("2 consumer warpgroups taking whole tiles in turn")
+                : fmt::format("{} consumer warpgroup{} of 64 rows", p.consumers, p.consumers > 1 ? "s" : ""),
+            p.shared_bytes(), p.tile_n, pm.binding.persistent_blocks);
     else if (p.tensor_cores)
-        path = fmt::format("{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync m16n8k{}{}{})", p.frags_m(),
-                           p.frags_n(), p.shared_bytes(), p.mma_k(),
-                           p.in == DType::Int8                         ? ", exact"
-                           : p.precision() == ProductPrecision::TF32     ? " TF32 into float32, product_precision=tf32: within the TF32 bound of semantics.md section 12"
-                           : p.precision() == ProductPrecision::TF32x3   ? " TF32 into float32, product_precision=3xtf32: within the 3xTF32 bound of semantics.md section 12"
-                                                                       : ", within the bound of semantics.md section 12",
-                           p.wgmma_note.empty() ? std::string() : "; not wgmma: " + p.wgmma_note);
+        path = fmt::format(
+            "{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync "
+            "m16n8k{}{}{})",
+            p.frags_m(), p.frags_n(), p.shared_bytes(), p.mma_k(),
+            p.in == DType::Int8                       ? ", exact"
+            : p.precision() == ProductPrecision::TF32 ? " TF32 into float32, product_precision=tf32: within "
+                                                        "the TF32 bound of semantics.md section 12"
+            : p.precision() == ProductPrecision::TF32x3 ? " TF32 into float32, product_precision=3xtf32: "
+                                                          "within the 3xTF32 bound of semantics.md section 12"
+                                                        : ", within the bound of semantics.md section 12",
+            p.wgmma_note.empty() ? std::string() : "; not wgmma: " + p.wgmma_note);
     else
-        path = fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}", p.thread_m, p.thread_n, p.shared_bytes(),
-                           p.path_note());
-    return fmt::format("kernel {}  {}   matmul {} x {} -> {}: {}\n"
-                       "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}; {}; K {} in {}{}\n"
-                       "          epilogue:{}\n"
-                       "          reads {}; writes {}; 1 launch\n",
-                       i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m), p.tile_m,
-                       p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m, p.warps_n, path,
-                       p.wgmma ? fmt::format("bulk tensor copies of A ({}) and B ({}) into a ring, 128-byte swizzled",
-                                             p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major")
-                       : p.vector_a && vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
-                       : p.vector_a           ? "A in cp.async 16-byte pieces where the pointers allow, B by element loads"
-                       : vector_b             ? "A by element loads, B in cp.async 16-byte pieces where the pointers allow"
-                                                : "element loads",
-                       pm.binding.K,
-                       p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),
-                       p.split_k           ? fmt::format(" (shared among {} blocks per tile along the grid's z, {} chunk(s) each: split K; "
-                                                         "the pairwise tree through a workspace)",
-                                                         pm.binding.k_groups, pm.binding.group_chunks)
-                       : p.chunked         ? std::string(" (pairwise tree through a workspace)")
-                       : p.batch_pipelined ? fmt::format(", one step; each block walking batch entries, the next one's tiles copying, "
-                                                         "{} blocks per multiprocessor",
-                                                         p.blocks_per_sm)
-                                           : std::string(),
-                       epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue, reads, fmt::join(writes, ", "));
+        path = fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}",
+                           p.thread_m, p.thread_n, p.shared_bytes(), p.path_note());
+    return fmt::format(
+        "kernel {}  {}   matmul {} x {} -> {}: {}\n"
+        "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}; {}; K {} in {}{}\n"
+        "          epilogue:{}\n"
+        "          reads {}; writes {}; 1 launch\n",
+        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m),
+        p.tile_m, p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m,
+        p.warps_n, path,
+        p.wgmma ? fmt::format("bulk tensor copies of A ({}) and B ({}) into a ring, 128-byte swizzled",
+                              p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major")
+        : p.vector_a && vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
+        : p.vector_a             ? "A in cp.async 16-byte pieces where the pointers allow, B by element loads"
+        : vector_b               ? "A by element loads, B in cp.async 16-byte pieces where the pointers allow"
+                                 : "element loads",
+        pm.binding.K,
+        p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),
+        p.split_k
+            ? fmt::format(" (shared among {} blocks per tile along the grid's z, {} chunk(s) each: split K; "
+                          "the pairwise tree through a workspace)",
+                          pm.binding.k_groups, pm.binding.group_chunks)
+        : p.chunked ? std::string(" (pairwise tree through a workspace)")
+        : p.batch_pipelined
+            ? fmt::format(", one step; each block walking batch entries, the next one's tiles copying, "
+                          "{} blocks per multiprocessor",
+                          p.blocks_per_sm)
+            : std::string(),
+        epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue, reads,
+        fmt::join(writes, ", "));
 }
 
 }  // namespace
 
 bool GpuKernel::operator==(const GpuKernel& o) const {
     return pointwise.plan == o.pointwise.plan && tile.plan == o.tile.plan && reduce.plan == o.reduce.plan &&
-           matmul.plan == o.matmul.plan && reads == o.reads && numel == o.numel &&
-           has_views == o.has_views && key == o.key;
+           matmul.plan == o.matmul.plan && reads == o.reads && numel == o.numel && has_views == o.has_views &&
+           key == o.key;
 }
 
 std::uint64_t FusionPlan::hash() const {
@@ -336,16 +367,20 @@ std::string FusionPlan::to_string() const {
 
 FusionPlan plan_fusion(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources,
                        std::span<const InputLayout> layouts, const DeviceInfo& device, const Options& options,
-                       std::string_view name, const FusionCostModel* cost, std::span<const Strides> root_strides) {
+                       std::string_view name, const FusionCostModel* cost,
+                       std::span<const Strides> root_strides) {
     if (!root_strides.empty() && root_strides.size() != roots.size())
-        throw InternalError(fmt::format("plan_fusion(): {} root layouts for {} roots", root_strides.size(), roots.size()));
+        throw InternalError(
+            fmt::format("plan_fusion(): {} root layouts for {} roots", root_strides.size(), roots.size()));
     if (sources.size() != layouts.size())
-        throw InternalError(fmt::format("plan_fusion(): {} sources with {} layouts", sources.size(), layouts.size()));
+        throw InternalError(
+            fmt::format("plan_fusion(): {} sources with {} layouts", sources.size(), layouts.size()));
     // On Hopper, tensor cores asked for: half-precision products take wgmma, whose operands come from memory.
     const bool from_memory = device.cc_major == 9 && options.product_path == ProductPath::TensorCores;
     FusionPlan plan = schedule_partition(
         roots, options, name, cost, "plan_fusion",
-        [&](Partition p) { return schedule(std::move(p), sources, layouts, device, options, root_strides); }, from_memory);
+        [&](Partition p) { return schedule(std::move(p), sources, layouts, device, options, root_strides); },
+        from_memory);
     plan.reads = sources_read(roots, sources);
     return plan;
 }

@@ -20,12 +20,18 @@ namespace loom::codegen {
 
 namespace {
 
-std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
+std::string where_of(const ir::Node& n) {
+    return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
+}
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+    return b <= 0 ? 0 : (a + b - 1) / b;
+}
 
 // Bytes of a dtype's compute value (float16 and bfloat16 compute in float32).
-int compute_bytes(DType t) { return is_half(t) ? 4 : static_cast<int>(itemsize(t)); }
+int compute_bytes(DType t) {
+    return is_half(t) ? 4 : static_cast<int>(itemsize(t));
+}
 
 int pow2_floor(int v) {
     int p = 1;
@@ -63,10 +69,10 @@ bool uses(const ir::NodePtr& root, const ir::Node* v) {
 }
 
 // HostSchedule::keep: an element output holds a reduction's operand between passes when the output's graph
-// uses that operand, the output's dtype stores its compute value exactly (the same dtype, not a half one, whose
-// compute value is float32) and the operand computes a transcendental function (computing it once instead of
-// twice is worth the store and the load). An output holds one operand: of the candidates, the latest
-// stage's.
+// uses that operand, the output's dtype stores its compute value exactly (the same dtype, not a half one,
+// whose compute value is float32) and the operand computes a transcendental function (computing it once
+// instead of twice is worth the store and the load). An output holds one operand: of the candidates, the
+// latest stage's.
 std::vector<int> kept_operands(const PlannedReduce& pr) {
     const std::size_t nred = pr.plan.ops.size();
     std::vector<int> keep(static_cast<std::size_t>(pr.plan.element_outputs), -1);
@@ -75,8 +81,12 @@ std::vector<int> kept_operands(const PlannedReduce& pr) {
         for (int stage = pr.plan.stages - 1; stage >= 0 && keep[e] < 0; --stage)
             for (std::size_t j = 0; j < nred && keep[e] < 0; ++j) {
                 const ir::NodePtr& operand = pr.element_roots.at(j);
-                if (pr.plan.ops[j].stage != stage || operand->dtype() != out->dtype() || is_half(out->dtype())) continue;
-                if (!ir::is_elementwise(operand->op()) || !computes_transcendental(operand) || !uses(out, operand.get())) continue;
+                if (pr.plan.ops[j].stage != stage || operand->dtype() != out->dtype() ||
+                    is_half(out->dtype()))
+                    continue;
+                if (!ir::is_elementwise(operand->op()) || !computes_transcendental(operand) ||
+                    !uses(out, operand.get()))
+                    continue;
                 keep[e] = static_cast<int>(j);
             }
     }
@@ -112,12 +122,16 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides) {
             const ir::Node& v = *outs[j];
             if (!strided_root(root_strides, w, v.shape())) continue;
             const int t = static_cast<int>(P.temps.size());
-            const std::string why = fmt::format("out{} is a strided view, which a reduction kernel does not write", w.index);
-            P.temps.push_back({outs[j], ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()), why});
+            const std::string why =
+                fmt::format("out{} is a strided view, which a reduction kernel does not write", w.index);
+            P.temps.push_back(
+                {outs[j],
+                 ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()), why});
             FusedKernel store;
             store.family = Family::Pointwise;
             store.name = P.kernels[k].name + "_store";
-            for (int n = 1;; ++n) {  // one name per kernel: the kernels of a plan may be compiled as one module
+            for (int n = 1;;
+                 ++n) {  // one name per kernel: the kernels of a plan may be compiled as one module
                 bool taken = false;
                 for (const FusedKernel& other : P.kernels) taken = taken || other.name == store.name;
                 if (!taken) break;
@@ -126,7 +140,8 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides) {
             store.outputs = {P.temps.back().placeholder};
             store.writes = {w};
             store.why = fmt::format("{}: written through t{}", why, t);
-            P.kernels[k].writes[j] = Slot{Slot::Kind::Temp, t};  // before the push_back below, which may move the kernels
+            P.kernels[k].writes[j] =
+                Slot{Slot::Kind::Temp, t};  // before the push_back below, which may move the kernels
             P.kernels.push_back(std::move(store));
         }
     }
@@ -178,23 +193,27 @@ std::uint64_t HostSchedule::hash() const {
 
 std::string HostSchedule::to_string() const {
     if (split)
-        return fmt::format("{} lanes per vector; split: {} tasks of {} (row, chunk) pairs, then {} tasks of {} rows", lanes,
-                           tasks, task, finish_tasks, finish_task);
+        return fmt::format(
+            "{} lanes per vector; split: {} tasks of {} (row, chunk) pairs, then {} tasks of {} rows", lanes,
+            tasks, task, finish_tasks, finish_task);
     std::string s = fmt::format("{} lanes per vector; {} tasks of {}", lanes, tasks, task);
     if (stream) s += "; non-temporal stores (the kernel moves more than the last-level cache holds)";
     for (std::size_t e = 0; e < keep.size(); ++e)
-        if (keep[e] >= 0) s += fmt::format("; out{} holds the operand of reduction {} between its pass and the output pass", e, keep[e]);
+        if (keep[e] >= 0)
+            s += fmt::format("; out{} holds the operand of reduction {} between its pass and the output pass",
+                             e, keep[e]);
     return s;
 }
 
 bool HostKernel::operator==(const HostKernel& o) const {
-    return pointwise.plan == o.pointwise.plan && reduce.plan == o.reduce.plan && reads == o.reads && numel == o.numel &&
-           schedule == o.schedule && key == o.key;
+    return pointwise.plan == o.pointwise.plan && reduce.plan == o.reduce.plan && reads == o.reads &&
+           numel == o.numel && schedule == o.schedule && key == o.key;
 }
 
 DeviceInfo host_planning_device() {
     DeviceInfo d;
-    d.sm_count = 0;  // no GPU split: a host schedule shares long rows among tasks itself (HostSchedule::split)
+    d.sm_count =
+        0;  // no GPU split: a host schedule shares long rows among tasks itself (HostSchedule::split)
     d.param_limit_bytes = std::numeric_limits<std::size_t>::max();
     d.name = "host";
     return d;
@@ -211,15 +230,17 @@ bool host_streamed_output(const OperandPlan& out, int lanes) {
     return out.access == Access::Contiguous && static_cast<std::size_t>(lanes) * itemsize(out.dtype) >= 16;
 }
 
-HostSchedule host_pointwise_schedule(const PointwisePlan& plan, std::int64_t numel, std::int64_t inner, int widest_bytes,
-                                     const HostTarget& target) {
+HostSchedule host_pointwise_schedule(const PointwisePlan& plan, std::int64_t numel, std::int64_t inner,
+                                     int widest_bytes, const HostTarget& target) {
     HostSchedule s;
     s.lanes = lanes_for(widest_bytes, target);
     s.task = kHostPointwiseTask;
     s.tasks = ceil_div(numel, s.task);
-    const bool any = std::any_of(plan.outputs.begin(), plan.outputs.end(), [&](const OperandPlan& o) { return host_streamed_output(o, s.lanes); });
+    const bool any = std::any_of(plan.outputs.begin(), plan.outputs.end(),
+                                 [&](const OperandPlan& o) { return host_streamed_output(o, s.lanes); });
     const double moved = static_cast<double>(plan.bytes_per_element()) * static_cast<double>(numel);
-    s.stream = any && s.lanes > 1 && inner >= kHostStreamRow && moved > static_cast<double>(target.cache_bytes);
+    s.stream =
+        any && s.lanes > 1 && inner >= kHostStreamRow && moved > static_cast<double>(target.cache_bytes);
     return s;
 }
 
@@ -245,7 +266,8 @@ HostSchedule host_reduce_schedule(const PlannedReduce& pr, const HostTarget& tar
     }
     if (!s.split) {
         if (outer) {
-            s.task = s.lanes * std::max<std::int64_t>(1, kHostReduceTask / std::max<std::int64_t>(L * s.lanes, 1));
+            s.task =
+                s.lanes * std::max<std::int64_t>(1, kHostReduceTask / std::max<std::int64_t>(L * s.lanes, 1));
         } else {
             s.task = std::max<std::int64_t>(1, kHostReduceTask / std::max<std::int64_t>(L, 1));
         }
@@ -275,7 +297,8 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
     plan.sources = sources.size();
     const DeviceInfo device = host_planning_device();
     std::unordered_map<const ir::Node*, Slot> slot;
-    for (std::size_t k = 0; k < sources.size(); ++k) slot.emplace(sources[k], Slot{Slot::Kind::Source, static_cast<int>(k)});
+    for (std::size_t k = 0; k < sources.size(); ++k)
+        slot.emplace(sources[k], Slot{Slot::Kind::Source, static_cast<int>(k)});
     std::unordered_map<const ir::Node*, InputLayout> temp_layout;
     for (std::size_t t = 0; t < P.temps.size(); ++t) {
         const ir::Node* ph = P.temps[t].placeholder.get();
@@ -294,7 +317,9 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
         if (it == slot.end())
             throw InternalError(fmt::format("plan_host(): input {} ({}) is neither a source nor a temporary",
                                             ir::describe(n), short_location(n.loc())));
-        InputLayout l = it->second.kind == Slot::Kind::Temp ? temp_layout.at(&n) : layouts[static_cast<std::size_t>(it->second.index)];
+        InputLayout l = it->second.kind == Slot::Kind::Temp
+                            ? temp_layout.at(&n)
+                            : layouts[static_cast<std::size_t>(it->second.index)];
         l.aligned16 = false;
         return l;
     };
@@ -320,13 +345,15 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
                                             : contiguous_strides(k.outputs[j]->shape()));
                 strided = strided || given;
             }
-            h.pointwise = strided ? plan_pointwise(k.outputs, ls, device, PointwiseUse::ReductionSpace, out_strides)
-                                  : plan_pointwise(k.outputs, ls, device, PointwiseUse::ReductionSpace);
+            h.pointwise =
+                strided ? plan_pointwise(k.outputs, ls, device, PointwiseUse::ReductionSpace, out_strides)
+                        : plan_pointwise(k.outputs, ls, device, PointwiseUse::ReductionSpace);
             h.numel = k.outputs[0]->numel();
             int widest = 1;
             for (const ir::Node* n : ir::topo_order(k.outputs))
                 if (!ir::is_view(n->op())) widest = std::max(widest, compute_bytes(n->dtype()));
-            const std::int64_t inner = h.pointwise.binding.extents.empty() ? h.numel : h.pointwise.binding.extents.back();
+            const std::int64_t inner =
+                h.pointwise.binding.extents.empty() ? h.numel : h.pointwise.binding.extents.back();
             h.schedule = host_pointwise_schedule(h.pointwise.plan, h.numel, inner, widest, target);
             h.key = with(with(kernel_key(k.outputs, h.pointwise.plan), h.schedule.code_hash()), base);
         } else if (k.family == Family::MatMul) {
@@ -340,9 +367,10 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
             const bool multi = rp.stages > 1 || rp.element_outputs > 0;
             const std::int64_t chunks = rb.length == 0 ? 0 : (rb.length + kReduceChunk - 1) / kReduceChunk;
             if (multi && rp.schedule == ReduceSchedule::Inner && chunks > 2 && rb.outputs < kHostSplitRows)
-                throw NotFusable(fmt::format("{} rows of {} elements are too few to share among the cores one row per task; "
-                                             "each reduction runs as its own kernel, its rows' chunks shared among tasks",
-                                             rb.outputs, rb.length));
+                throw NotFusable(fmt::format(
+                    "{} rows of {} elements are too few to share among the cores one row per task; "
+                    "each reduction runs as its own kernel, its rows' chunks shared among tasks",
+                    rb.outputs, rb.length));
             for (const ir::Node* in : h.reduce.inputs) h.reads.push_back(slot_of(in));
             h.schedule = host_reduce_schedule(h.reduce, target);
             Hasher kh;
@@ -363,14 +391,16 @@ std::string reduction_text(const HostPlan& plan, std::size_t i) {
     const HostKernel& h = plan.kernels[i];
     const ReducePlan& rp = h.reduce.plan;
     std::string red;
-    for (std::size_t j = 0; j < k.members.size(); ++j) red += fmt::format(" {} stage {}", where_of(*k.members[j]), rp.ops[j].stage);
-    return fmt::format("kernel {}  {}   reduction of {} over axes [{}]:{}\n          {} order, {} element output(s), {} row "
-                       "output(s); {}\n",
-                       i, k.name, loom::to_string(k.group.reductions[0]->operand(0)->shape()),
-                       fmt::join(k.group.reductions[0]->ints(), ", "), red,
-                       rp.schedule == ReduceSchedule::Inner ? "row (256 lanes of runs of 4 per chunk of 8192)"
-                                                            : "column (chunks of 256 in sequence)",
-                       rp.element_outputs, k.group.row_outputs.size(), h.schedule.to_string());
+    for (std::size_t j = 0; j < k.members.size(); ++j)
+        red += fmt::format(" {} stage {}", where_of(*k.members[j]), rp.ops[j].stage);
+    return fmt::format(
+        "kernel {}  {}   reduction of {} over axes [{}]:{}\n          {} order, {} element output(s), {} row "
+        "output(s); {}\n",
+        i, k.name, loom::to_string(k.group.reductions[0]->operand(0)->shape()),
+        fmt::join(k.group.reductions[0]->ints(), ", "), red,
+        rp.schedule == ReduceSchedule::Inner ? "row (256 lanes of runs of 4 per chunk of 8192)"
+                                             : "column (chunks of 256 in sequence)",
+        rp.element_outputs, k.group.row_outputs.size(), h.schedule.to_string());
 }
 
 std::string product_text(const HostPlan& plan, std::size_t i) {
@@ -380,14 +410,16 @@ std::string product_text(const HostPlan& plan, std::size_t i) {
     std::string reads;
     const auto ins = product_inputs(k);
     for (std::size_t j = 0; j < ins.size(); ++j)
-        reads += fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
-                             ir::describe(*ins[j]), to_string(h.reads[j]));
+        reads +=
+            fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
+                        ir::describe(*ins[j]), to_string(h.reads[j]));
     std::vector<std::string> writes;
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
-    return fmt::format("kernel {}  {}   matmul {} x {} -> {}: {}\n          runs on the CPU reference (the matmul family "
-                       "has no LLVM emitter); reads {}; writes {}\n",
-                       i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m), reads,
-                       fmt::join(writes, ", "));
+    return fmt::format(
+        "kernel {}  {}   matmul {} x {} -> {}: {}\n          runs on the CPU reference (the matmul family "
+        "has no LLVM emitter); reads {}; writes {}\n",
+        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m),
+        reads, fmt::join(writes, ", "));
 }
 
 std::string pointwise_text(const HostPlan& plan, std::size_t i) {
@@ -399,13 +431,15 @@ std::string pointwise_text(const HostPlan& plan, std::size_t i) {
     std::string reads;
     const auto ins = pointwise_inputs(k.outputs);
     for (std::size_t j = 0; j < ins.size(); ++j)
-        reads += fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
-                             ir::describe(*ins[j]), to_string(h.reads[j]));
+        reads +=
+            fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
+                        ir::describe(*ins[j]), to_string(h.reads[j]));
     std::vector<std::string> writes;
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
-    return fmt::format("kernel {}  {}   pointwise {}:{}\n          reads {}; writes {}; {} elements\n", i, k.name,
-                       loom::to_string(k.outputs[0]->shape()), nodes, reads.empty() ? std::string("nothing") : reads,
-                       fmt::join(writes, ", "), h.schedule.to_string());
+    return fmt::format("kernel {}  {}   pointwise {}:{}\n          reads {}; writes {}; {} elements\n", i,
+                       k.name, loom::to_string(k.outputs[0]->shape()), nodes,
+                       reads.empty() ? std::string("nothing") : reads, fmt::join(writes, ", "),
+                       h.schedule.to_string());
 }
 
 }  // namespace
@@ -425,14 +459,21 @@ std::uint64_t HostPlan::hash() const {
 }
 
 std::string HostPlan::to_string() const {
-    std::string text = fmt::format("host     LLVM back end: {} ({}, {}-bit vectors)\n", target.cpu, target.triple, target.vector_bits);
+    std::string text = fmt::format("host     LLVM back end: {} ({}, {}-bit vectors)\n", target.cpu,
+                                   target.triple, target.vector_bits);
     if (!partition.note.empty()) text += fmt::format("plan     {}\n", partition.note);
     for (std::size_t i = 0; i < partition.kernels.size(); ++i) {
         const FusedKernel& k = partition.kernels[i];
         switch (k.family) {
-            case Family::Pointwise: text += pointwise_text(*this, i); break;
-            case Family::Reduction: text += reduction_text(*this, i); break;
-            case Family::MatMul: text += product_text(*this, i); break;
+            case Family::Pointwise:
+                text += pointwise_text(*this, i);
+                break;
+            case Family::Reduction:
+                text += reduction_text(*this, i);
+                break;
+            case Family::MatMul:
+                text += product_text(*this, i);
+                break;
         }
         if (!k.why.empty()) text += fmt::format("boundary  kernel {}: {}\n", i, k.why);
     }
@@ -444,11 +485,14 @@ std::string HostPlan::to_string() const {
 
 HostPlan plan_host(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources,
                    std::span<const InputLayout> layouts, const HostTarget& target, const Options& options,
-                   std::string_view name, const FusionCostModel* cost, std::span<const Strides> root_strides) {
+                   std::string_view name, const FusionCostModel* cost,
+                   std::span<const Strides> root_strides) {
     if (sources.size() != layouts.size())
-        throw InternalError(fmt::format("plan_host(): {} sources with {} layouts", sources.size(), layouts.size()));
+        throw InternalError(
+            fmt::format("plan_host(): {} sources with {} layouts", sources.size(), layouts.size()));
     if (!root_strides.empty() && root_strides.size() != roots.size())
-        throw InternalError(fmt::format("plan_host(): {} root layouts for {} roots", root_strides.size(), roots.size()));
+        throw InternalError(
+            fmt::format("plan_host(): {} root layouts for {} roots", root_strides.size(), roots.size()));
     HostPlan plan = schedule_partition(roots, options, name, cost, "plan_host", [&](Partition p) {
         return schedule(std::move(p), sources, layouts, target, options, root_strides);
     });

@@ -1,5 +1,5 @@
-// The Hopper schedule of a matrix product (matmul_plan.hpp, "Hopper"): whether the operands' layouts allow the
-// tensor memory accelerator's copies, the tile and the ring of stages, and the tensor maps of one call.
+// The Hopper schedule of a matrix product (matmul_plan.hpp, "Hopper"): whether the operands' layouts allow
+// the tensor memory accelerator's copies, the tile and the ring of stages, and the tensor maps of one call.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,19 +15,21 @@ namespace {
 /// other (outer) one, and its batch axis.
 struct MapLayout {
     bool ok = false;
-    bool mn_major = false;           // the inner axis is m (A) or n (B); else k
-    std::int64_t outer_stride = 0;   // elements
-    int rank = 2;                    // 3 with a batch axis
-    std::int64_t batch_stride = 0;   // elements
-    std::string why;                 // when not ok
+    bool mn_major = false;          // the inner axis is m (A) or n (B); else k
+    std::int64_t outer_stride = 0;  // elements
+    int rank = 2;                   // 3 with a batch axis
+    std::int64_t batch_stride = 0;  // elements
+    std::string why;                // when not ok
 };
 
-std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+std::int64_t round_up(std::int64_t v, std::int64_t to) {
+    return (v + to - 1) / to * to;
+}
 
-// The layout of operand `which` (0: A, M x K; 1: B, K x N) with `strides` over [batch..., rows, cols]: `piece`
-// elements make 16 bytes.
-MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std::int64_t rows, std::int64_t cols, std::int64_t offset,
-                     bool aligned, std::int64_t piece) {
+// The layout of operand `which` (0: A, M x K; 1: B, K x N) with `strides` over [batch..., rows, cols]:
+// `piece` elements make 16 bytes.
+MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std::int64_t rows,
+                     std::int64_t cols, std::int64_t offset, bool aligned, std::int64_t piece) {
     const char* op = which == 0 ? "A" : "B";
     MapLayout l;
     const std::size_t r = strides.size();
@@ -45,12 +47,14 @@ MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std:
         l.mn_major = true;
         inner = mn, outer = k, outer_stride = s_k;
     } else {
-        l.why = fmt::format("{} has no unit stride along its matrix axes (strides {}, {})", op, s_rows, s_cols);
+        l.why =
+            fmt::format("{} has no unit stride along its matrix axes (strides {}, {})", op, s_rows, s_cols);
         return l;
     }
     if (outer == 1) outer_stride = round_up(inner, piece);  // one row: its stride is never used
     if (outer_stride <= 0 || outer_stride % piece != 0 || outer_stride < inner) {
-        l.why = fmt::format("{}'s rows are {} elements apart, not whole 16-byte pieces at least a row long", op, outer_stride);
+        l.why = fmt::format("{}'s rows are {} elements apart, not whole 16-byte pieces at least a row long",
+                            op, outer_stride);
         return l;
     }
     if (!aligned || offset % piece != 0) {
@@ -72,10 +76,12 @@ MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std:
     if (!any || broadcast) {
         l.rank = 2;
     } else if (!collapses || stride <= 0) {
-        l.why = fmt::format("{}'s batch axes do not form one axis of the tensor map (strides {})", op, fmt::join(strides, ", "));
+        l.why = fmt::format("{}'s batch axes do not form one axis of the tensor map (strides {})", op,
+                            fmt::join(strides, ", "));
         return l;
     } else if (stride % piece != 0 || stride < outer_stride * outer) {
-        l.why = fmt::format("{}'s batch entries are {} elements apart, not whole 16-byte pieces past its matrix", op, stride);
+        l.why = fmt::format(
+            "{}'s batch entries are {} elements apart, not whole 16-byte pieces past its matrix", op, stride);
         return l;
     } else {
         l.rank = 3;
@@ -85,11 +91,13 @@ MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std:
     return l;
 }
 
-/// The K from which the default tile is 128 x 256 (the consumers side by side) rather than ping-pong 128 x 128.
+/// The K from which the default tile is 128 x 256 (the consumers side by side) rather than ping-pong 128 x
+/// 128.
 constexpr std::int64_t kWgmmaLongK = 4096;
 
 bool wgmma_tile(const TileHint& t) {
-    return (t.rows == 0 || t.rows == 64 || t.rows == 128) && (t.cols == 0 || t.cols == 64 || t.cols == 128 || t.cols == 256) &&
+    return (t.rows == 0 || t.rows == 64 || t.rows == 128) &&
+           (t.cols == 0 || t.cols == 64 || t.cols == 128 || t.cols == 256) &&
            (t.depth == 0 || t.depth == kWgmmaDepth);
 }
 
@@ -97,28 +105,32 @@ bool wgmma_tile(const TileHint& t) {
 
 std::string TensorMapSpec::to_string() const {
     std::vector<std::uint64_t> d(dims, dims + rank), st(strides, strides + rank - 1), bx(box, box + rank);
-    return fmt::format("{} [{}] strides [{}] bytes, box [{}], at {}", name(dtype), fmt::join(d, ", "), fmt::join(st, ", "), fmt::join(bx, ", "),
-                       address);
+    return fmt::format("{} [{}] strides [{}] bytes, box [{}], at {}", name(dtype), fmt::join(d, ", "),
+                       fmt::join(st, ", "), fmt::join(bx, ", "), address);
 }
 
 namespace detail {
 
-bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b_aligned, const DeviceInfo& device) {
+bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b_aligned,
+                const DeviceInfo& device) {
     MatmulPlan& p = pm.plan;
     MatmulBinding& b = pm.binding;
     p.wgmma = false;
     p.wgmma_note.clear();
-    if (!p.tensor_cores || device.cc_major != 9 || (p.in != DType::Float16 && p.in != DType::BFloat16)) return false;
+    if (!p.tensor_cores || device.cc_major != 9 || (p.in != DType::Float16 && p.in != DType::BFloat16))
+        return false;
     auto no = [&](std::string why) {
         p.wgmma_note = std::move(why);
         return false;
     };
     if (p.requested == ProductPath::MmaSync) return no("mma_sync asked for");
-    if (p.a_prologue || p.b_prologue) return no("an operand is computed by a prologue, which the tensor memory accelerator cannot copy");
+    if (p.a_prologue || p.b_prologue)
+        return no("an operand is computed by a prologue, which the tensor memory accelerator cannot copy");
     if (b.K == 0) return no("K is 0");
     if (!wgmma_tile(given))
-        return no(fmt::format("the tile {}x{}x{} is not a wgmma tile (tile_m 64 or 128, tile_n 64, 128 or 256, tile_k {})", given.rows,
-                              given.cols, given.depth, kWgmmaDepth));
+        return no(fmt::format(
+            "the tile {}x{}x{} is not a wgmma tile (tile_m 64 or 128, tile_n 64, 128 or 256, tile_k {})",
+            given.rows, given.cols, given.depth, kWgmmaDepth));
     const std::int64_t piece = p.piece();
     const MapLayout la = map_layout(0, b.a_strides, b.batch, b.M, b.K, b.a_offset, a_aligned, piece);
     if (!la.ok) return no(la.why);
@@ -133,19 +145,19 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     b.b_batch_stride = lb.batch_stride;
     // The tile: 128 x 256 for a long K (two consumers of m64n256k16 side by side: 697 TFLOP/s on M2, 8192^3,
     // on the H200), else 128 x 128, narrower for short M or N. Tiles at most 128 wide run ping-pong: each
-    // consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two taking the block's tiles in turn, so one's
-    // epilogue runs on the CUDA cores while the other's MMAs keep the tensor cores busy (the ring hands them
-    // its stages in tile order). Side by side, both consumers' epilogues leave the tensor cores idle: with a
-    // K of 1024 (M4) that was half of each tile's time.
+    // consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two taking the block's tiles in turn, so
+    // one's epilogue runs on the CUDA cores while the other's MMAs keep the tensor cores busy (the ring hands
+    // them its stages in tile order). Side by side, both consumers' epilogues leave the tensor cores idle:
+    // with a K of 1024 (M4) that was half of each tile's time.
     p.tile_m = given.rows ? given.rows : b.M > 64 ? 128 : 64;
     p.tile_n = given.cols ? given.cols : b.N > 128 && b.K >= kWgmmaLongK ? 256 : b.N > 64 ? 128 : 64;
     p.tile_k = kWgmmaDepth;
     p.pingpong = p.tile_n <= 128;
     p.consumers = p.pingpong ? 2 : p.tile_m / 64;
-    // Ping-pong: the epilogue through shared memory, 64 rows at a time per consumer, so that its stores are whole
-    // lines per warp (from the registers each warp's store touches 8 rows: 8 partial sectors per instruction).
-    // Side by side (a long K) it stays in registers: its buffers would cost the ring a stage, and the epilogue is
-    // a small part of a long K's tile.
+    // Ping-pong: the epilogue through shared memory, 64 rows at a time per consumer, so that its stores are
+    // whole lines per warp (from the registers each warp's store touches 8 rows: 8 partial sectors per
+    // instruction). Side by side (a long K) it stays in registers: its buffers would cost the ring a stage,
+    // and the epilogue is a small part of a long K's tile.
     p.staged_epilogue = p.pingpong;
     p.warps_m = p.consumers;
     p.warps_n = 1;
@@ -155,7 +167,8 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     const std::size_t room = device.shared_mem_per_block_optin - 2048 - p.wgmma_epilogue_bytes();
     p.stages = static_cast<int>(std::min<std::size_t>(6, room / p.wgmma_stage_bytes()));
     if (p.stages < 2) return no("two stages of the tile do not fit in shared memory");
-    const std::int64_t tiles = ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n) * b.batches;
+    const std::int64_t tiles =
+        ((b.M + p.tile_m - 1) / p.tile_m) * ((b.N + p.tile_n - 1) / p.tile_n) * b.batches;
     b.persistent_blocks = std::min<std::int64_t>(tiles, device.sm_count);
     b.batch_blocks = 1;
     return true;
@@ -163,7 +176,8 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
 
 }  // namespace detail
 
-std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm, std::span<const void* const> inputs) {
+std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm,
+                                                std::span<const void* const> inputs) {
     const MatmulPlan& p = pm.plan;
     const MatmulBinding& bd = pm.binding;
     if (!p.wgmma) throw InternalError("matmul_tensor_maps(): not a wgmma plan");
@@ -183,7 +197,9 @@ std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm, std::sp
         t.dtype = p.in;
         t.address = static_cast<const char*>(base) + (which == 0 ? bd.a_offset : bd.b_offset) * isz;
         if (reinterpret_cast<std::uintptr_t>(t.address) % 16 != 0)
-            throw InternalError(fmt::format("matmul_tensor_maps(): {} at {} is not 16-byte aligned as planned", which == 0 ? "A" : "B", t.address));
+            throw InternalError(
+                fmt::format("matmul_tensor_maps(): {} at {} is not 16-byte aligned as planned",
+                            which == 0 ? "A" : "B", t.address));
         t.rank = which == 0 ? p.a_map_rank : p.b_map_rank;
         t.dims[0] = static_cast<std::uint64_t>(inner);
         t.dims[1] = static_cast<std::uint64_t>(outer);
@@ -194,7 +210,8 @@ std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm, std::sp
         t.box[1] = static_cast<std::uint32_t>(mn_major ? kWgmmaDepth : which == 0 ? p.tile_m : p.tile_n);
         if (t.rank == 3) {
             t.dims[2] = static_cast<std::uint64_t>(bd.batches);
-            t.strides[1] = static_cast<std::uint64_t>((which == 0 ? bd.a_batch_stride : bd.b_batch_stride) * isz);
+            t.strides[1] =
+                static_cast<std::uint64_t>((which == 0 ? bd.a_batch_stride : bd.b_batch_stride) * isz);
             t.box[2] = 1;
         }
     }

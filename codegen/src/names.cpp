@@ -16,17 +16,18 @@ namespace {
 constexpr std::string_view kReserved[] = {
     "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
     "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
-    "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
-    "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
-    "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-    "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
-    "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
-    "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
-    "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+    "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default",
+    "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
+    "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
+    "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+    "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+    "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true",
+    "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+    "wchar_t", "while", "xor", "xor_eq",
     // CUDA built-in variables, types and Loom's prelude namespace
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "uint3", "main", "lm", "float4", "int4",
-    "uint4", "float2", "double2", "half", "nv_bfloat16", "size_t", "ptrdiff_t", "clock", "printf", "malloc",
-    "free"};
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "uint3", "main", "lm", "float4",
+    "int4", "uint4", "float2", "double2", "half", "nv_bfloat16", "size_t", "ptrdiff_t", "clock", "printf",
+    "malloc", "free"};
 
 std::string hash_suffix(std::string_view s) {
     Hasher h;
@@ -41,7 +42,8 @@ std::string kernel_name(std::string_view user) {
     bool pending = false;
     for (char ch : user) {
         const auto c = static_cast<unsigned char>(ch);
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+        const bool ok =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
         if (!ok) {
             pending = true;
             continue;

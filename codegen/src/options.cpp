@@ -3,10 +3,9 @@
 
 #include <fmt/format.h>
 
-#include <initializer_list>
-
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string_view>
 
 #include "loom/ir/hash.hpp"
@@ -17,7 +16,8 @@ namespace {
 
 thread_local const Options* t_scope = nullptr;
 
-/// The value of environment variable `var` is one of `words` (comma-separated alternatives are not lists here).
+/// The value of environment variable `var` is one of `words` (comma-separated alternatives are not lists
+/// here).
 bool env_is(const char* var, std::initializer_list<std::string_view> words) {
     const char* v = std::getenv(var);
     if (!v) return false;
@@ -47,8 +47,10 @@ bool parse_tile(const char* text, TileHint& hint) {
 
 std::string_view capture_name(CapturePolicy c) {
     switch (c) {
-        case CapturePolicy::Never: return "never";
-        case CapturePolicy::Auto: return "auto";
+        case CapturePolicy::Never:
+            return "never";
+        case CapturePolicy::Auto:
+            return "auto";
     }
     return "?";
 }
@@ -57,28 +59,38 @@ std::string_view capture_name(CapturePolicy c) {
 
 const char* product_path_name(ProductPath p) {
     switch (p) {
-        case ProductPath::Auto: return "auto";
-        case ProductPath::CudaCores: return "cuda_cores";
-        case ProductPath::TensorCores: return "tensor_cores";
-        case ProductPath::MmaSync: return "mma_sync";
+        case ProductPath::Auto:
+            return "auto";
+        case ProductPath::CudaCores:
+            return "cuda_cores";
+        case ProductPath::TensorCores:
+            return "tensor_cores";
+        case ProductPath::MmaSync:
+            return "mma_sync";
     }
     return "?";
 }
 
 const char* product_precision_name(ProductPrecision p) {
     switch (p) {
-        case ProductPrecision::Float32: return "float32";
-        case ProductPrecision::TF32: return "tf32";
-        case ProductPrecision::TF32x3: return "3xtf32";
+        case ProductPrecision::Float32:
+            return "float32";
+        case ProductPrecision::TF32:
+            return "tf32";
+        case ProductPrecision::TF32x3:
+            return "3xtf32";
     }
     return "?";
 }
 
 const char* stencil_reuse_name(StencilReuse r) {
     switch (r) {
-        case StencilReuse::Auto: return "auto";
-        case StencilReuse::L1: return "l1";
-        case StencilReuse::SharedHalo: return "shared_halo";
+        case StencilReuse::Auto:
+            return "auto";
+        case StencilReuse::L1:
+            return "l1";
+        case StencilReuse::SharedHalo:
+            return "shared_halo";
     }
     return "?";
 }
@@ -100,10 +112,13 @@ std::uint64_t Options::hash() const {
 }
 
 std::string Options::to_string() const {
-    return fmt::format("fast_math={} line_info={} fusion={} capture={} tile={} product_path={} product_precision={} stencil_reuse={}",
-                       fast_math ? "on" : "off", line_info ? "on" : "off", fusion ? "on" : "off", capture_name(capture),
-                       tile.empty() ? std::string("auto") : fmt::format("{}x{}x{}", tile.rows, tile.cols, tile.depth),
-                       product_path_name(product_path), product_precision_name(product_precision), stencil_reuse_name(stencil_reuse));
+    return fmt::format(
+        "fast_math={} line_info={} fusion={} capture={} tile={} product_path={} product_precision={} "
+        "stencil_reuse={}",
+        fast_math ? "on" : "off", line_info ? "on" : "off", fusion ? "on" : "off", capture_name(capture),
+        tile.empty() ? std::string("auto") : fmt::format("{}x{}x{}", tile.rows, tile.cols, tile.depth),
+        product_path_name(product_path), product_precision_name(product_precision),
+        stencil_reuse_name(stencil_reuse));
 }
 
 Options environment_options() {
@@ -113,34 +128,58 @@ Options environment_options() {
     o.fusion = !env_is("LOOM_FUSION", {"0", "off"});
     if (const char* t = std::getenv("LOOM_CAPTURE"); t && *t) {
         const std::string_view v(t);
-        if (v == "never" || v == "off" || v == "0") o.capture = CapturePolicy::Never;
-        else if (v != "auto") std::fprintf(stderr, "loom warning: LOOM_CAPTURE=%s is not auto or never; auto\n", t);
+        if (v == "never" || v == "off" || v == "0")
+            o.capture = CapturePolicy::Never;
+        else if (v != "auto")
+            std::fprintf(stderr, "loom warning: LOOM_CAPTURE=%s is not auto or never; auto\n", t);
     }
     if (const char* t = std::getenv("LOOM_TILE"); t && *t) {
         if (!parse_tile(t, o.tile))
-            std::fprintf(stderr, "loom warning: LOOM_TILE=%s is not ROWSxCOLS or ROWSxCOLSxDEPTH (positive numbers); no tile hint\n", t);
+            std::fprintf(stderr,
+                         "loom warning: LOOM_TILE=%s is not ROWSxCOLS or ROWSxCOLSxDEPTH (positive numbers); "
+                         "no tile hint\n",
+                         t);
     }
     if (const char* t = std::getenv("LOOM_PRODUCT_PATH"); t && *t) {
         const std::string_view v(t);
-        if (v == "auto") o.product_path = ProductPath::Auto;
-        else if (v == "cuda_cores") o.product_path = ProductPath::CudaCores;
-        else if (v == "tensor_cores") o.product_path = ProductPath::TensorCores;
-        else if (v == "mma_sync") o.product_path = ProductPath::MmaSync;
-        else std::fprintf(stderr, "loom warning: LOOM_PRODUCT_PATH=%s is not auto, cuda_cores, tensor_cores or mma_sync; auto\n", t);
+        if (v == "auto")
+            o.product_path = ProductPath::Auto;
+        else if (v == "cuda_cores")
+            o.product_path = ProductPath::CudaCores;
+        else if (v == "tensor_cores")
+            o.product_path = ProductPath::TensorCores;
+        else if (v == "mma_sync")
+            o.product_path = ProductPath::MmaSync;
+        else
+            std::fprintf(stderr,
+                         "loom warning: LOOM_PRODUCT_PATH=%s is not auto, cuda_cores, tensor_cores or "
+                         "mma_sync; auto\n",
+                         t);
     }
     if (const char* t = std::getenv("LOOM_PRODUCT_PRECISION"); t && *t) {
         const std::string_view v(t);
-        if (v == "float32") o.product_precision = ProductPrecision::Float32;
-        else if (v == "tf32") o.product_precision = ProductPrecision::TF32;
-        else if (v == "3xtf32") o.product_precision = ProductPrecision::TF32x3;
-        else std::fprintf(stderr, "loom warning: LOOM_PRODUCT_PRECISION=%s is not float32, tf32 or 3xtf32; float32\n", t);
+        if (v == "float32")
+            o.product_precision = ProductPrecision::Float32;
+        else if (v == "tf32")
+            o.product_precision = ProductPrecision::TF32;
+        else if (v == "3xtf32")
+            o.product_precision = ProductPrecision::TF32x3;
+        else
+            std::fprintf(stderr,
+                         "loom warning: LOOM_PRODUCT_PRECISION=%s is not float32, tf32 or 3xtf32; float32\n",
+                         t);
     }
     if (const char* t = std::getenv("LOOM_STENCIL_REUSE"); t && *t) {
         const std::string_view v(t);
-        if (v == "auto") o.stencil_reuse = StencilReuse::Auto;
-        else if (v == "l1") o.stencil_reuse = StencilReuse::L1;
-        else if (v == "shared_halo") o.stencil_reuse = StencilReuse::SharedHalo;
-        else std::fprintf(stderr, "loom warning: LOOM_STENCIL_REUSE=%s is not auto, l1 or shared_halo; auto\n", t);
+        if (v == "auto")
+            o.stencil_reuse = StencilReuse::Auto;
+        else if (v == "l1")
+            o.stencil_reuse = StencilReuse::L1;
+        else if (v == "shared_halo")
+            o.stencil_reuse = StencilReuse::SharedHalo;
+        else
+            std::fprintf(stderr, "loom warning: LOOM_STENCIL_REUSE=%s is not auto, l1 or shared_halo; auto\n",
+                         t);
     }
     return o;
 }
@@ -150,8 +189,12 @@ const Options& current_options() {
     return t_scope ? *t_scope : defaults;
 }
 
-OptionsScope::OptionsScope(const Options& options) : previous_(t_scope), options_(options) { t_scope = &options_; }
+OptionsScope::OptionsScope(const Options& options) : previous_(t_scope), options_(options) {
+    t_scope = &options_;
+}
 
-OptionsScope::~OptionsScope() { t_scope = previous_; }
+OptionsScope::~OptionsScope() {
+    t_scope = previous_;
+}
 
 }  // namespace loom

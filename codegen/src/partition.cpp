@@ -39,7 +39,9 @@ namespace loom::codegen {
 
 namespace {
 
-std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
+std::string where_of(const ir::Node& n) {
+    return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
+}
 
 bool same_key(const ir::Node& a, const ir::Node& b) {
     return a.operand(0)->shape() == b.operand(0)->shape() && a.ints() == b.ints();
@@ -104,7 +106,7 @@ std::string reduction_name(const ReduceGroupSpec& spec) {
 /// The partition under construction: kernels with their original (unsubstituted) graphs, and the
 /// temporaries. finish() substitutes the placeholders and names the kernels.
 class Builder {
-public:
+  public:
     Partition P;
 
     int temp_of(const ir::Node* n) const {
@@ -116,7 +118,10 @@ public:
         if (const int t = temp_of(n.get()); t >= 0) return t;
         const int t = static_cast<int>(P.temps.size());
         temp_index_.emplace(n.get(), t);
-        P.temps.push_back({n, ir::input(n->dtype(), n->shape(), fmt::format("t{} ({})", t, ir::op_name(n->op())), {}, n->loc()), why});
+        P.temps.push_back({n,
+                           ir::input(n->dtype(), n->shape(), fmt::format("t{} ({})", t, ir::op_name(n->op())),
+                                     {}, n->loc()),
+                           why});
         return t;
     }
 
@@ -131,7 +136,7 @@ public:
         });
     }
 
-private:
+  private:
     std::unordered_map<const ir::Node*, int> temp_index_;
 };
 
@@ -149,12 +154,16 @@ struct Step {
     std::string why;
 };
 
-Slot root_slot(std::size_t i) { return {Slot::Kind::Root, static_cast<int>(i)}; }
-Slot temp_slot(int t) { return {Slot::Kind::Temp, t}; }
+Slot root_slot(std::size_t i) {
+    return {Slot::Kind::Root, static_cast<int>(i)};
+}
+Slot temp_slot(int t) {
+    return {Slot::Kind::Temp, t};
+}
 
 // The reduction kernels and pointwise kernels of `groups` and `steps`, substituted and named.
-void finish(Builder& b, std::vector<Group>& groups, std::vector<Step>& steps, const std::vector<std::size_t>& order,
-            const PartitionOptions& opt, bool has_reduction) {
+void finish(Builder& b, std::vector<Group>& groups, std::vector<Step>& steps,
+            const std::vector<std::size_t>& order, const PartitionOptions& opt, bool has_reduction) {
     const std::size_t nk = groups.size() + steps.size();
     std::vector<FusedKernel> kernels;
     for (Group& G : groups) {
@@ -194,7 +203,7 @@ void finish(Builder& b, std::vector<Group>& groups, std::vector<Step>& steps, co
     // Launch order (`order` lists kernel indices, operands first), then names: the user's, else the ops'.
     for (std::size_t pos = 0; pos < order.size(); ++pos) {
         FusedKernel& k = kernels[order[pos]];
-        std::string base = !opt.name.empty()              ? opt.name
+        std::string base = !opt.name.empty()               ? opt.name
                            : k.family == Family::Reduction ? reduction_name(k.group)
                            : has_reduction                 ? std::string("pointwise")
                                                            : ops_name(k.outputs);
@@ -228,8 +237,11 @@ Partition partition_fused(const std::vector<ir::NodePtr>& roots, const Partition
                 const int cand = group_of.at(deps[0].get());
                 bool ok = same_key(*groups[static_cast<std::size_t>(cand)].members[0], *r);
                 for (const auto& d : deps) ok = ok && group_of.at(d.get()) == cand;
-                if (ok && cost.join_reduction(groups[static_cast<std::size_t>(cand)].members, *r)) g = cand;
-                else why = ok ? "the cost model keeps it apart" : "its operand reads reduced values of another kernel";
+                if (ok && cost.join_reduction(groups[static_cast<std::size_t>(cand)].members, *r))
+                    g = cand;
+                else
+                    why = ok ? "the cost model keeps it apart"
+                             : "its operand reads reduced values of another kernel";
             } else {
                 for (std::size_t k = groups.size(); k-- > 0;)
                     if (same_key(*groups[k].members[0], *r) && cost.join_reduction(groups[k].members, *r)) {
@@ -249,7 +261,8 @@ Partition partition_fused(const std::vector<ir::NodePtr>& roots, const Partition
         groups[static_cast<std::size_t>(g)].members.push_back(r);
         group_of.emplace(r.get(), g);
         for (const auto& d : deps)
-            if (group_of.at(d.get()) != g) materialize(d, fmt::format("read by {} in another kernel", where_of(*r)));
+            if (group_of.at(d.get()) != g)
+                materialize(d, fmt::format("read by {} in another kernel", where_of(*r)));
     }
     if (strict)
         for (const auto& r : reductions) materialize(r, "its own kernel");
@@ -288,12 +301,14 @@ Partition partition_fused(const std::vector<ir::NodePtr>& roots, const Partition
             steps.emplace_back();
             step = &steps.back();
             if (!reductions.empty())
-                step->why = fmt::format("results of shape {} read reduced values of other kernels or have their own "
-                                        "iteration space",
-                                        loom::to_string(root->shape()));
+                step->why = fmt::format(
+                    "results of shape {} read reduced values of other kernels or have their own "
+                    "iteration space",
+                    loom::to_string(root->shape()));
             else if (steps.size() > 1)
                 step->why = fmt::format("outputs of shapes {} and {} have different iteration spaces",
-                                        loom::to_string(steps[steps.size() - 2].outputs[0]->shape()), loom::to_string(root->shape()));
+                                        loom::to_string(steps[steps.size() - 2].outputs[0]->shape()),
+                                        loom::to_string(root->shape()));
         }
         step->outputs.push_back(root);
         step->writes.push_back(root_slot(i));
@@ -330,7 +345,8 @@ Partition partition_unfused(const std::vector<ir::NodePtr>& roots, const Partiti
         const bool root = root_positions.count(n.get()) > 0;
         if (!is_op(*n)) continue;
         std::vector<Slot> writes;
-        if (used.count(n.get())) writes.push_back(temp_slot(b.materialize(n, "fusion off: every op is a kernel")));
+        if (used.count(n.get()))
+            writes.push_back(temp_slot(b.materialize(n, "fusion off: every op is a kernel")));
         if (root)
             for (std::size_t i : root_positions.at(n.get())) writes.push_back(root_slot(i));
         if (ir::is_reduction(n->op())) {
@@ -380,31 +396,44 @@ std::uint64_t graph_key(const std::vector<ir::NodePtr>& outputs) {
     return h.digest();
 }
 
-std::uint64_t slot_word(const Slot& s) { return (static_cast<std::uint64_t>(s.kind) << 32) | static_cast<std::uint32_t>(s.index); }
+std::uint64_t slot_word(const Slot& s) {
+    return (static_cast<std::uint64_t>(s.kind) << 32) | static_cast<std::uint32_t>(s.index);
+}
 
 }  // namespace
 
 std::string to_string(const Slot& s) {
     switch (s.kind) {
-        case Slot::Kind::Source: return fmt::format("in{}", s.index);
-        case Slot::Kind::Temp: return fmt::format("t{}", s.index);
-        case Slot::Kind::Root: return fmt::format("out{}", s.index);
-        case Slot::Kind::Index: return "index";
+        case Slot::Kind::Source:
+            return fmt::format("in{}", s.index);
+        case Slot::Kind::Temp:
+            return fmt::format("t{}", s.index);
+        case Slot::Kind::Root:
+            return fmt::format("out{}", s.index);
+        case Slot::Kind::Index:
+            return "index";
     }
     return "?";
 }
 
 std::string_view family_name(Family f) {
     switch (f) {
-        case Family::Pointwise: return "pointwise";
-        case Family::Reduction: return "reduction";
-        case Family::MatMul: return "matmul";
+        case Family::Pointwise:
+            return "pointwise";
+        case Family::Reduction:
+            return "reduction";
+        case Family::MatMul:
+            return "matmul";
     }
     return "?";
 }
 
-bool FusionCostModel::join_reduction(const std::vector<ir::NodePtr>&, const ir::Node&) const { return true; }
-bool FusionCostModel::fuse_output(const std::vector<ir::NodePtr>&, const ir::Node&) const { return true; }
+bool FusionCostModel::join_reduction(const std::vector<ir::NodePtr>&, const ir::Node&) const {
+    return true;
+}
+bool FusionCostModel::fuse_output(const std::vector<ir::NodePtr>&, const ir::Node&) const {
+    return true;
+}
 
 std::vector<ir::NodePtr> FusedKernel::graph() const {
     if (family != Family::Reduction) return outputs;
@@ -417,7 +446,8 @@ std::vector<ir::NodePtr> FusedKernel::graph() const {
 bool FusedKernel::operator==(const FusedKernel& o) const {
     return family == o.family && name == o.name && writes == o.writes && why == o.why &&
            group.reductions.size() == o.group.reductions.size() &&
-           group.element_outputs.size() == o.group.element_outputs.size() && graph_key(graph()) == graph_key(o.graph());
+           group.element_outputs.size() == o.group.element_outputs.size() &&
+           graph_key(graph()) == graph_key(o.graph());
 }
 
 bool TempValue::operator==(const TempValue& o) const {
@@ -463,8 +493,9 @@ std::string Partition::to_string() const {
         if (!k.why.empty()) s += fmt::format("boundary  kernel {}: {}\n", i, k.why);
     }
     for (std::size_t t = 0; t < temps.size(); ++t)
-        s += fmt::format("temporary t{} = {} {} {}: {}\n", t, where_of(*temps[t].value), loom::to_string(temps[t].value->shape()),
-                         name(temps[t].value->dtype()), temps[t].why);
+        s += fmt::format("temporary t{} = {} {} {}: {}\n", t, where_of(*temps[t].value),
+                         loom::to_string(temps[t].value->shape()), name(temps[t].value->dtype()),
+                         temps[t].why);
     return s;
 }
 
@@ -477,7 +508,8 @@ Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOption
     return plain(roots, options);
 }
 
-std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources) {
+std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots,
+                              std::span<const ir::Node* const> sources) {
     std::unordered_set<const ir::Node*> in_graph;
     for (const ir::Node* n : ir::topo_order(roots))
         if (n->op() == ir::Op::Input) in_graph.insert(n);

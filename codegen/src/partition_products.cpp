@@ -32,7 +32,9 @@ namespace loom::codegen::detail {
 
 namespace {
 
-std::string where_of(const ir::Node& n) { return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc())); }
+std::string where_of(const ir::Node& n) {
+    return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
+}
 
 // The node below a product operand's chain of broadcasts, permutes and slices, which the kernel reads
 // through strides: an input, a product, or a value to materialize (a reshape among the views is one: its
@@ -45,7 +47,7 @@ const ir::NodePtr& view_base(const ir::NodePtr& n) {
 
 /// The partition being assembled from the stages and the product kernels.
 class Assembly {
-public:
+  public:
     Partition P;
 
     /// The placeholder of a materialized value, or null.
@@ -61,17 +63,21 @@ public:
         if (const int t = temp_of(n.get()); t >= 0) return t;
         const int t = static_cast<int>(P.temps.size());
         temp_.emplace(n.get(), t);
-        P.temps.push_back({n, ir::input(n->dtype(), n->shape(), fmt::format("t{} ({})", t, ir::op_name(n->op())), {}, n->loc()),
+        P.temps.push_back({n,
+                           ir::input(n->dtype(), n->shape(), fmt::format("t{} ({})", t, ir::op_name(n->op())),
+                                     {}, n->loc()),
                            std::move(why)});
         return t;
     }
     /// `nodes` with every materialized value replaced by its placeholder, except those in `keep`.
-    std::vector<ir::NodePtr> substitute(const std::vector<ir::NodePtr>& nodes, const std::unordered_set<const ir::Node*>& keep) const {
+    std::vector<ir::NodePtr> substitute(const std::vector<ir::NodePtr>& nodes,
+                                        const std::unordered_set<const ir::Node*>& keep) const {
         return ir::rewrite(nodes, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
             return keep.count(&n) ? nullptr : placeholder(&n);
         });
     }
-    /// Appends the kernels and temporaries of a stage's partition; the stage's root r goes to `root_slots[r]`.
+    /// Appends the kernels and temporaries of a stage's partition; the stage's root r goes to
+    /// `root_slots[r]`.
     void append(Partition stage, const std::vector<Slot>& root_slots) {
         const int offset = static_cast<int>(P.temps.size());
         for (TempValue& t : stage.temps) P.temps.push_back(std::move(t));
@@ -79,10 +85,13 @@ public:
         for (std::size_t k = 0; k < n; ++k) {
             FusedKernel& fk = stage.kernels[k];
             for (Slot& w : fk.writes) {
-                if (w.kind == Slot::Kind::Temp) w.index += offset;
-                else if (w.kind == Slot::Kind::Root) w = root_slots.at(static_cast<std::size_t>(w.index));
+                if (w.kind == Slot::Kind::Temp)
+                    w.index += offset;
+                else if (w.kind == Slot::Kind::Root)
+                    w = root_slots.at(static_cast<std::size_t>(w.index));
             }
-            // The stage named its kernels "<base>_<position>" when it had several; the whole plan renames them.
+            // The stage named its kernels "<base>_<position>" when it had several; the whole plan renames
+            // them.
             if (const std::string suffix = fmt::format("_{}", k); n > 1 && fk.name.ends_with(suffix))
                 fk.name.resize(fk.name.size() - suffix.size());
             P.kernels.push_back(std::move(fk));
@@ -90,7 +99,7 @@ public:
         if (P.note.empty()) P.note = std::move(stage.note);
     }
 
-private:
+  private:
     std::unordered_map<const ir::Node*, int> temp_;
 };
 
@@ -114,7 +123,8 @@ std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
             return fmt::format("{} is not cheap enough to recompute for every block column", where_of(*n));
         for (const auto& o : n->operands()) stack.push_back(o.get());
     }
-    if (inputs.size() > 32) return fmt::format("it reads {} inputs, more than a prologue's 32", inputs.size());
+    if (inputs.size() > 32)
+        return fmt::format("it reads {} inputs, more than a prologue's 32", inputs.size());
     return {};
 }
 
@@ -130,13 +140,16 @@ bool reads_node(const FusedKernel& k, const ir::Node* n) {
 // Why the pointwise kernel `q` cannot be the epilogue of a product whose placeholder is `ph`, or empty.
 std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, const ir::Node* ph) {
     if (q.family != Family::Pointwise)
-        return fmt::format("a {} kernel ({}) reads it: a reduction over a product's result reads it from memory",
-                           family_name(q.family), q.name);
+        return fmt::format(
+            "a {} kernel ({}) reads it: a reduction over a product's result reads it from memory",
+            family_name(q.family), q.name);
     // Element e of the kernel's iteration space must be element e of the product: the same shape, or (a
-    // vector's squeezed axis) only reshapes of the product to the kernel's shape, which keep the row-major order.
+    // vector's squeezed axis) only reshapes of the product to the kernel's shape, which keep the row-major
+    // order.
     const Shape& space = q.outputs[0]->shape();
     if (numel(space) != product.numel())
-        return fmt::format("kernel {} computes over {}, not the product's {}", q.name, loom::to_string(space), loom::to_string(product.shape()));
+        return fmt::format("kernel {} computes over {}, not the product's {}", q.name, loom::to_string(space),
+                           loom::to_string(product.shape()));
     for (const auto& o : q.outputs)
         if (o.get() == ph && space != product.shape())
             return fmt::format("kernel {} writes it as {}", q.name, loom::to_string(space));
@@ -150,10 +163,11 @@ std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, cons
         from_product.insert(x);
         const bool flat_view = x->op() == ir::Op::Reshape && x->shape() == space;
         if (ir::is_view(x->op()) && !flat_view)
-            return fmt::format("kernel {} reads it through a view ({}), not element by element", q.name, where_of(*x));
+            return fmt::format("kernel {} reads it through a view ({}), not element by element", q.name,
+                               where_of(*x));
         if (!ir::is_view(x->op()) && space != product.shape())
-            return fmt::format("kernel {} computes over {}, not the product's {}", q.name, loom::to_string(space),
-                               loom::to_string(product.shape()));
+            return fmt::format("kernel {} computes over {}, not the product's {}", q.name,
+                               loom::to_string(space), loom::to_string(product.shape()));
     }
     if (pointwise_inputs(q.outputs).size() > kEpilogueInputs)
         return fmt::format("kernel {} reads more than {} inputs", q.name, kEpilogueInputs);
@@ -186,9 +200,10 @@ void fuse_epilogues(Partition& P) {
         FusedKernel f;
         f.family = Family::MatMul;
         f.name = P.kernels[p].name;
-        f.outputs = ir::rewrite(q.outputs, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
-            return &n == ph ? product : nullptr;
-        });
+        f.outputs =
+            ir::rewrite(q.outputs, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+                return &n == ph ? product : nullptr;
+            });
         f.writes = q.writes;
         for (const Slot& w : P.kernels[p].writes)
             if (w.kind == Slot::Kind::Root) {
@@ -198,7 +213,8 @@ void fuse_epilogues(Partition& P) {
         std::string nodes;
         for (const ir::Node* n : ir::topo_order(q.outputs))
             if (ir::is_elementwise(n->op())) nodes += fmt::format(" {}", where_of(*n));
-        f.why = fmt::format("{}; its epilogue runs on the accumulators:{}", P.kernels[p].why, nodes.empty() ? " a store" : nodes);
+        f.why = fmt::format("{}; its epilogue runs on the accumulators:{}", P.kernels[p].why,
+                            nodes.empty() ? " a store" : nodes);
         q = std::move(f);
         P.kernels.erase(P.kernels.begin() + static_cast<std::ptrdiff_t>(p));
         P.temps.erase(P.temps.begin() + t);
@@ -230,7 +246,7 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
         return out;
     }();
     std::unordered_map<const ir::Node*, int> depth;
-    std::unordered_set<const ir::Node*> read;  // nodes another node reads
+    std::unordered_set<const ir::Node*> read;        // nodes another node reads
     std::vector<std::vector<ir::NodePtr>> products;  // by depth - 1
     for (const ir::NodePtr& n : order) {
         int d = 0;
@@ -257,14 +273,19 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
         for (const ir::NodePtr& m : products[level])
             for (const ir::NodePtr& x : m->operands()) {
                 const ir::NodePtr& base = view_base(x);
-                if (base->op() == ir::Op::Input || ir::is_product(base->op()) || A.temp_of(base.get()) >= 0) continue;
-                const bool half = m->operand(0)->dtype() == DType::Float16 || m->operand(0)->dtype() == DType::BFloat16;
+                if (base->op() == ir::Op::Input || ir::is_product(base->op()) || A.temp_of(base.get()) >= 0)
+                    continue;
+                const bool half =
+                    m->operand(0)->dtype() == DType::Float16 || m->operand(0)->dtype() == DType::BFloat16;
                 std::string why = !options.fusion ? std::string("fusion is off")
                                   : options.half_operands_from_memory && half
-                                      ? std::string("the product runs on Hopper's wgmma, whose operands the tensor memory accelerator copies from memory")
+                                      ? std::string(
+                                            "the product runs on Hopper's wgmma, whose operands the tensor "
+                                            "memory accelerator copies from memory")
                                       : prologue_refusal(x, A);
                 if (why.empty()) continue;  // a prologue: computed in the product's kernel as its tiles load
-                const int t = A.materialize(base, fmt::format("an operand of {}, computed first: {}", where_of(*m), why));
+                const int t = A.materialize(
+                    base, fmt::format("an operand of {}, computed first: {}", where_of(*m), why));
                 operands.push_back(base);
                 slots.push_back(Slot{Slot::Kind::Temp, t});
             }
@@ -279,9 +300,11 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             k.family = Family::MatMul;
             std::vector<Slot> writes;
             if (read.count(m.get()))
-                writes.push_back(Slot{Slot::Kind::Temp, A.materialize(m, "a matrix product's result, read by another kernel")});
+                writes.push_back(Slot{Slot::Kind::Temp,
+                                      A.materialize(m, "a matrix product's result, read by another kernel")});
             if (const auto it = roots_of.find(m.get()); it != roots_of.end())
-                for (std::size_t i : it->second) writes.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
+                for (std::size_t i : it->second)
+                    writes.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
             const ir::NodePtr sub = A.substitute({m}, {m.get()}).at(0);
             k.outputs.assign(writes.size(), sub);
             k.writes = std::move(writes);
@@ -290,8 +313,11 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             for (const ir::NodePtr& x : sub->operands())
                 for (const ir::Node* n : ir::topo_order({x}))
                     if (ir::is_elementwise(n->op())) prologue += fmt::format(" {}", where_of(*n));
-            k.why = fmt::format("a matrix product ({}) is a kernel of its own: its operands come from memory{}", short_location(m->loc()),
-                                prologue.empty() ? std::string() : fmt::format("; its prologue runs as the tiles load:{}", prologue));
+            k.why = fmt::format(
+                "a matrix product ({}) is a kernel of its own: its operands come from memory{}",
+                short_location(m->loc()),
+                prologue.empty() ? std::string()
+                                 : fmt::format("; its prologue runs as the tiles load:{}", prologue));
             A.P.kernels.push_back(std::move(k));
         }
     }

@@ -12,16 +12,18 @@ PwGraph build_pw_graph(const std::vector<ir::NodePtr>& outputs) {
     using ir::Op;
     PwGraph g;
     for (const ir::Node* n : ir::topo_order(outputs)) {
-        if (n->op() == Op::Input || n->op() == Op::Iota) {  // an iota is read like an input: at its coordinates
+        if (n->op() == Op::Input ||
+            n->op() == Op::Iota) {  // an iota is read like an input: at its coordinates
             g.input_number.emplace(n, static_cast<int>(g.inputs.size()));
             g.inputs.push_back(n);
         } else if (n->op() == Op::Scalar) {
             g.scalar_number.emplace(n, static_cast<int>(g.scalars.size()));
             g.scalars.push_back(n);
         } else if (ir::is_reduction(n->op())) {
-            throw Error(fmt::format("pointwise(): {} ({}) is a reduction; a pointwise kernel holds only "
-                                    "elementwise ops, views and leaves",
-                                    ir::op_name(n->op()), short_location(n->loc())));
+            throw Error(
+                fmt::format("pointwise(): {} ({}) is a reduction; a pointwise kernel holds only "
+                            "elementwise ops, views and leaves",
+                            ir::op_name(n->op()), short_location(n->loc())));
         }
     }
     g.contexts.push_back({});  // root

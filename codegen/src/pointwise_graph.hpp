@@ -29,8 +29,8 @@ struct PwContext {
 struct PwValue {
     const ir::Node* node = nullptr;  // Input, Scalar, Constant or elementwise
     int ctx = kRootContext;
-    int site = -1;                   // Input: its load site
-    std::vector<int> args;           // elementwise: operand values
+    int site = -1;          // Input: its load site
+    std::vector<int> args;  // elementwise: operand values
 };
 
 struct PwSite {
@@ -43,7 +43,7 @@ struct PwGraph {
     std::vector<PwValue> values;  // operands before users
     std::vector<PwContext> contexts;
     std::vector<PwSite> sites;
-    std::vector<int> outputs;  // value per output
+    std::vector<int> outputs;              // value per output
     std::vector<const ir::Node*> inputs;   // canonical order (first appearance in ir::topo_order)
     std::vector<const ir::Node*> scalars;  // canonical order
     std::unordered_map<const ir::Node*, int> input_number, scalar_number;

@@ -17,12 +17,14 @@ LaunchConfig PointwisePlan::launch(std::int64_t numel, Variant v) const {
     c.block_x = static_cast<std::uint32_t>(block);
     c.vector = v == Variant::Vector;
     if (numel <= 0) return c;
-    const std::int64_t per_block = static_cast<std::int64_t>(block) * (v == Variant::Vector ? vector_width : 1);
+    const std::int64_t per_block =
+        static_cast<std::int64_t>(block) * (v == Variant::Vector ? vector_width : 1);
     std::int64_t grid = (numel + per_block - 1) / per_block;
-    if (v == Variant::Vector && grid_stride_blocks > 0) grid = std::min<std::int64_t>(grid, grid_stride_blocks);
+    if (v == Variant::Vector && grid_stride_blocks > 0)
+        grid = std::min<std::int64_t>(grid, grid_stride_blocks);
     if (grid > 2147483647)
-        throw Error(fmt::format("pointwise launch: {} elements need {} blocks, above the grid limit 2^31 - 1", numel,
-                                grid));
+        throw Error(fmt::format("pointwise launch: {} elements need {} blocks, above the grid limit 2^31 - 1",
+                                numel, grid));
     c.grid_x = static_cast<std::uint32_t>(grid);
     return c;
 }
@@ -71,40 +73,50 @@ std::uint64_t PointwisePlan::hash() const {
     h.add(scalar_dtypes.size());
     for (DType t : scalar_dtypes) h.add(static_cast<std::uint64_t>(t));
     h.add(params_in_memory ? 1u : 0u);  // the device's parameter limit decides it, not the fields above
-    return h.digest();  // params are a function of the fields above
+    return h.digest();                  // params are a function of the fields above
 }
 
-std::string PointwisePlan::to_string() const { return describe(true); }
+std::string PointwisePlan::to_string() const {
+    return describe(true);
+}
 
 std::string PointwisePlan::describe(bool kernel_grid) const {
     std::string s;
     auto out = std::back_inserter(s);
     const int ept = vector_width;
-    fmt::format_to(out, "pointwise plan: rank {}, block {}, vector width {}{}, {} indexing\n", rank, block,
-                   vector_width,
-                   vector_width > 1       ? std::string(" (16-byte vectors)")
-                   : vector_registers > 0 ? fmt::format(" (no vector variant: its loaded vectors would take about {} "
-                                                        "registers per thread, above {})",
-                                                        vector_registers, kVectorRegisterBudget)
-                                          : std::string(" (no vector variant)"),
-                   index == IndexWidth::I32 ? "32-bit" : "64-bit");
+    fmt::format_to(
+        out, "pointwise plan: rank {}, block {}, vector width {}{}, {} indexing\n", rank, block, vector_width,
+        vector_width > 1       ? std::string(" (16-byte vectors)")
+        : vector_registers > 0 ? fmt::format(" (no vector variant: its loaded vectors would take about {} "
+                                             "registers per thread, above {})",
+                                             vector_registers, kVectorRegisterBudget)
+                               : std::string(" (no vector variant)"),
+        index == IndexWidth::I32 ? "32-bit" : "64-bit");
     if (!kernel_grid)
-        ;  // the space of another kernel (a reduction's element or row space): that kernel's banner gives its grid
+        ;  // the space of another kernel (a reduction's element or row space): that kernel's banner gives its
+           // grid
     else if (vector_width > 1 && grid_stride_blocks > 0)
-        fmt::format_to(out, "grid: min(ceil(n / {}), {}) blocks of {} (vector variant, grid-stride over vectors of {}, the "
-                            "next vector's loads issued before this one's arithmetic), ceil(n / {}) blocks of {} (scalar "
-                            "variant)\n",
-                       block * ept, grid_stride_blocks, block, ept, block, block);
+        fmt::format_to(
+            out,
+            "grid: min(ceil(n / {}), {}) blocks of {} (vector variant, grid-stride over vectors of {}, the "
+            "next vector's loads issued before this one's arithmetic), ceil(n / {}) blocks of {} (scalar "
+            "variant)\n",
+            block * ept, grid_stride_blocks, block, ept, block, block);
     else if (vector_width > 1)
-        fmt::format_to(out, "grid: ceil(n / {}) blocks of {} (vector variant, {} elements per thread{}), ceil(n / {}) "
-                            "blocks of {} (scalar variant)\n",
-                       block * ept, block, ept, vector_flat ? ", flat" : ", rows", block, block);
+        fmt::format_to(
+            out,
+            "grid: ceil(n / {}) blocks of {} (vector variant, {} elements per thread{}), ceil(n / {}) "
+            "blocks of {} (scalar variant)\n",
+            block * ept, block, ept, vector_flat ? ", flat" : ", rows", block, block);
     else
-        fmt::format_to(out, "grid: ceil(n / {}) blocks of {} (scalar variant, 1 element per thread)\n", block, block);
+        fmt::format_to(out, "grid: ceil(n / {}) blocks of {} (scalar variant, 1 element per thread)\n", block,
+                       block);
     if (kernel_grid)
-        fmt::format_to(out, "bytes per element: {}; parameters: {} bytes{}\n", bytes_per_element(), params.size,
-                       params_in_memory ? " in device memory (above the kernel parameter limit; the kernel takes a pointer)"
-                                        : "");
+        fmt::format_to(
+            out, "bytes per element: {}; parameters: {} bytes{}\n", bytes_per_element(), params.size,
+            params_in_memory
+                ? " in device memory (above the kernel parameter limit; the kernel takes a pointer)"
+                : "");
     else
         fmt::format_to(out, "parameters: {} bytes\n", params.size);
     auto mask_text = [&](const OperandPlan& o) {
@@ -128,15 +140,17 @@ std::string PointwisePlan::describe(bool kernel_grid) const {
                                       : fmt::format("{} B/element", loads[k].bytes_per_element));
     for (std::size_t k = 0; k < outputs.size(); ++k)
         if (kernel_grid)
-            fmt::format_to(out, "out{}: {}, {}, {} B/element\n", k, name(outputs[k].dtype), access_name(outputs[k].access),
-                           outputs[k].bytes_per_element);
+            fmt::format_to(out, "out{}: {}, {}, {} B/element\n", k, name(outputs[k].dtype),
+                           access_name(outputs[k].access), outputs[k].bytes_per_element);
         else  // a reduction's operands stay in registers; its element and row outputs are written contiguous
             fmt::format_to(out, "out{}: {}\n", k, name(outputs[k].dtype));
     for (std::size_t m = 0; m < derived.size(); ++m)
-        fmt::format_to(out, "t{}: derived index{}{}\n", m, derived[m].has_div ? " div" : "", derived[m].has_mod ? " mod" : "");
+        fmt::format_to(out, "t{}: derived index{}{}\n", m, derived[m].has_div ? " div" : "",
+                       derived[m].has_mod ? " mod" : "");
     if (!scalar_dtypes.empty()) {
         std::string ts;
-        for (std::size_t k = 0; k < scalar_dtypes.size(); ++k) ts += fmt::format("{}{}", k ? ", " : "", name(scalar_dtypes[k]));
+        for (std::size_t k = 0; k < scalar_dtypes.size(); ++k)
+            ts += fmt::format("{}{}", k ? ", " : "", name(scalar_dtypes[k]));
         fmt::format_to(out, "scalars: {}\n", ts);
     }
     return s;
@@ -144,46 +158,70 @@ std::string PointwisePlan::describe(bool kernel_grid) const {
 
 namespace {
 
-template <class T> void put(std::span<std::byte> out, std::size_t off, T v) { std::memcpy(out.data() + off, &v, sizeof(T)); }
+template <class T>
+void put(std::span<std::byte> out, std::size_t off, T v) {
+    std::memcpy(out.data() + off, &v, sizeof(T));
+}
 
 void put_index(std::span<std::byte> out, const ParamField& f, std::int64_t v) {
-    if (f.size == 4) put(out, f.offset, static_cast<std::int32_t>(v));
-    else put(out, f.offset, v);
+    if (f.size == 4)
+        put(out, f.offset, static_cast<std::int32_t>(v));
+    else
+        put(out, f.offset, v);
 }
 
 void put_scalar(std::span<std::byte> out, const ParamField& f, DType t, const ir::ScalarValue& v) {
     switch (t) {
-        case DType::Bool: put(out, f.offset, static_cast<std::uint8_t>(v.as_double() != 0.0 ? 1 : 0)); break;
-        case DType::Int8: put(out, f.offset, static_cast<std::int8_t>(v.i)); break;
-        case DType::UInt8: put(out, f.offset, static_cast<std::uint8_t>(v.i)); break;
-        case DType::Int32: put(out, f.offset, static_cast<std::int32_t>(v.i)); break;
-        case DType::Int64: put(out, f.offset, static_cast<std::int64_t>(v.i)); break;
+        case DType::Bool:
+            put(out, f.offset, static_cast<std::uint8_t>(v.as_double() != 0.0 ? 1 : 0));
+            break;
+        case DType::Int8:
+            put(out, f.offset, static_cast<std::int8_t>(v.i));
+            break;
+        case DType::UInt8:
+            put(out, f.offset, static_cast<std::uint8_t>(v.i));
+            break;
+        case DType::Int32:
+            put(out, f.offset, static_cast<std::int32_t>(v.i));
+            break;
+        case DType::Int64:
+            put(out, f.offset, static_cast<std::int64_t>(v.i));
+            break;
         // A float16 or bfloat16 scalar is held as the float of its value: rounded to the dtype here, so the
         // kernel sees a value of the dtype whatever made the scalar (the constructors round it already).
-        case DType::Float16: put(out, f.offset, half_bits_to_float(double_to_half_bits(v.as_double()))); break;
-        case DType::BFloat16: put(out, f.offset, bf16_bits_to_float(double_to_bf16_bits(v.as_double()))); break;
-        case DType::Float32: put(out, f.offset, static_cast<float>(v.as_double())); break;
-        case DType::Float64: put(out, f.offset, v.as_double()); break;
+        case DType::Float16:
+            put(out, f.offset, half_bits_to_float(double_to_half_bits(v.as_double())));
+            break;
+        case DType::BFloat16:
+            put(out, f.offset, bf16_bits_to_float(double_to_bf16_bits(v.as_double())));
+            break;
+        case DType::Float32:
+            put(out, f.offset, static_cast<float>(v.as_double()));
+            break;
+        case DType::Float64:
+            put(out, f.offset, v.as_double());
+            break;
     }
 }
 
-
 }  // namespace
 
-const void* site_pointer(const PointwisePlan& plan, const PointwiseBinding& b, std::span<const void* const> inputs,
-                         std::size_t s) {
+const void* site_pointer(const PointwisePlan& plan, const PointwiseBinding& b,
+                         std::span<const void* const> inputs, std::size_t s) {
     const auto* base = static_cast<const std::byte*>(inputs[static_cast<std::size_t>(plan.loads[s].input)]);
     return base + b.sites[s].offset * static_cast<std::int64_t>(itemsize(plan.loads[s].dtype));
 }
 
 void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span<const void* const> inputs,
                  std::span<void* const> outputs, std::span<std::byte> out) {
-    if (out.size() < plan.params.size || outputs.size() != plan.outputs.size() || b.sites.size() != plan.loads.size())
-        throw InternalError(fmt::format("pack_params: buffer of {} bytes for {}, {} outputs for {}", out.size(),
-                                        plan.params.size, outputs.size(), plan.outputs.size()));
+    if (out.size() < plan.params.size || outputs.size() != plan.outputs.size() ||
+        b.sites.size() != plan.loads.size())
+        throw InternalError(fmt::format("pack_params: buffer of {} bytes for {}, {} outputs for {}",
+                                        out.size(), plan.params.size, outputs.size(), plan.outputs.size()));
     for (const auto& o : plan.loads)
         if (static_cast<std::size_t>(o.input) >= inputs.size())
-            throw InternalError(fmt::format("pack_params: {} input pointers, input {} needed", inputs.size(), o.input));
+            throw InternalError(
+                fmt::format("pack_params: {} input pointers, input {} needed", inputs.size(), o.input));
     std::memset(out.data(), 0, plan.params.size);
     using K = ParamField::Kind;
     for (const ParamField& f : plan.params.fields) {
@@ -191,24 +229,60 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span
         const auto c = static_cast<std::size_t>(f.b);
         switch (f.kind) {
             case K::InputPointer:
-                if (plan.loads[a].index) put(out, f.offset, static_cast<std::int64_t>(b.sites[a].offset));
-                else put(out, f.offset, site_pointer(plan, b, inputs, a));
+                if (plan.loads[a].index)
+                    put(out, f.offset, static_cast<std::int64_t>(b.sites[a].offset));
+                else
+                    put(out, f.offset, site_pointer(plan, b, inputs, a));
                 break;
-            case K::OutputPointer: put(out, f.offset, outputs[a]); break;
-            case K::NumElements: put_index(out, f, b.numel); break;
-            case K::Extent: put_index(out, f, b.extents[a]); break;
-            case K::SiteCoef: put_index(out, f, b.sites[a].coefs[c]); break;
-            case K::SiteDerived: put_index(out, f, b.sites[a].dcoefs[c]); break;
-            case K::DerivedOffset: put_index(out, f, b.derived[a].offset); break;
-            case K::DerivedCoef: put_index(out, f, b.derived[a].coefs[c]); break;
-            case K::DerivedDerived: put_index(out, f, b.derived[a].dcoefs[c]); break;
-            case K::DerivedDiv: put_index(out, f, b.derived[a].div); break;
-            case K::DerivedMod: put_index(out, f, b.derived[a].mod); break;
-            case K::Scalar: put_scalar(out, f, plan.scalar_dtypes[a], b.scalars[a]); break;
-            case K::OutputCoef: put_index(out, f, b.outputs[a][c]); break;
-            case K::ElementSpace: case K::RowSpace: case K::Rows: case K::Length: case K::Chunks:
-            case K::ChunksPerBlock: case K::BlocksPerRow: case K::Counters: case K::Partials: case K::Product: case K::Epilogue:
-                throw InternalError(fmt::format("pack_params: reduction parameter {} in a pointwise plan", f.name));
+            case K::OutputPointer:
+                put(out, f.offset, outputs[a]);
+                break;
+            case K::NumElements:
+                put_index(out, f, b.numel);
+                break;
+            case K::Extent:
+                put_index(out, f, b.extents[a]);
+                break;
+            case K::SiteCoef:
+                put_index(out, f, b.sites[a].coefs[c]);
+                break;
+            case K::SiteDerived:
+                put_index(out, f, b.sites[a].dcoefs[c]);
+                break;
+            case K::DerivedOffset:
+                put_index(out, f, b.derived[a].offset);
+                break;
+            case K::DerivedCoef:
+                put_index(out, f, b.derived[a].coefs[c]);
+                break;
+            case K::DerivedDerived:
+                put_index(out, f, b.derived[a].dcoefs[c]);
+                break;
+            case K::DerivedDiv:
+                put_index(out, f, b.derived[a].div);
+                break;
+            case K::DerivedMod:
+                put_index(out, f, b.derived[a].mod);
+                break;
+            case K::Scalar:
+                put_scalar(out, f, plan.scalar_dtypes[a], b.scalars[a]);
+                break;
+            case K::OutputCoef:
+                put_index(out, f, b.outputs[a][c]);
+                break;
+            case K::ElementSpace:
+            case K::RowSpace:
+            case K::Rows:
+            case K::Length:
+            case K::Chunks:
+            case K::ChunksPerBlock:
+            case K::BlocksPerRow:
+            case K::Counters:
+            case K::Partials:
+            case K::Product:
+            case K::Epilogue:
+                throw InternalError(
+                    fmt::format("pack_params: reduction parameter {} in a pointwise plan", f.name));
         }
     }
 }
@@ -220,14 +294,15 @@ std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBin
     return bytes;
 }
 
-Variant select_variant(const PointwisePlan& plan, const PointwiseBinding& b, std::span<const void* const> inputs,
-                       std::span<void* const> outputs) {
+Variant select_variant(const PointwisePlan& plan, const PointwiseBinding& b,
+                       std::span<const void* const> inputs, std::span<void* const> outputs) {
     if (!plan.has_vector_variant()) return Variant::Scalar;
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     for (std::size_t s = 0; s < plan.loads.size(); ++s) {
         const OperandPlan& o = plan.loads[s];
-        const bool streamed = !o.index && (o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
-                                           (o.access == Access::Strided && o.unit_inner));
+        const bool streamed =
+            !o.index && (o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
+                         (o.access == Access::Strided && o.unit_inner));
         if (streamed && !aligned(site_pointer(plan, b, inputs, s))) return Variant::Scalar;
     }
     for (void* p : outputs)

@@ -31,7 +31,9 @@ void add_scaled(Form& f, const Form& g, std::int64_t k) {
     for (std::size_t m = 0; m < g.t.size(); ++m) f.t[m] += k * g.t[m];
 }
 
-std::int64_t tcoef(const Form& f, std::size_t m) { return m < f.t.size() ? f.t[m] : 0; }
+std::int64_t tcoef(const Form& f, std::size_t m) {
+    return m < f.t.size() ? f.t[m] : 0;
+}
 
 struct Derived {
     Form L;
@@ -42,9 +44,9 @@ struct Derived {
 };
 
 struct Analysis {
-    Shape extents;                 // iteration space (before coalescing)
-    std::vector<Form> sites;       // per load site, in elements of the bound tensor
-    std::vector<Form> outputs;     // per output, in elements of its tensor (contiguous unless given strides)
+    Shape extents;              // iteration space (before coalescing)
+    std::vector<Form> sites;    // per load site, in elements of the bound tensor
+    std::vector<Form> outputs;  // per output, in elements of its tensor (contiguous unless given strides)
     std::vector<Derived> derived;
     std::vector<std::vector<int>> groups;  // derived indices of one reshape group, outermost first
 };
@@ -96,8 +98,13 @@ Analysis analyze(const PwGraph& g, const Shape& out_shape, const std::vector<Inp
                     std::vector<std::size_t> D{vd[p]}, E{ad[q]};
                     std::int64_t pv = tv[vd[p++]], pa = ta[ad[q++]];
                     while (pv != pa) {
-                        if (pv < pa) { D.push_back(vd[p]); pv *= tv[vd[p++]]; }
-                        else { E.push_back(ad[q]); pa *= ta[ad[q++]]; }
+                        if (pv < pa) {
+                            D.push_back(vd[p]);
+                            pv *= tv[vd[p++]];
+                        } else {
+                            E.push_back(ad[q]);
+                            pa *= ta[ad[q++]];
+                        }
                     }
                     Form L;
                     std::int64_t ip = 1;
@@ -175,7 +182,8 @@ void simplify(Analysis& an) {
         for (std::size_t m = 0; m < f.t.size(); ++m) used[m] = used[m] || f.t[m] != 0;
     for (std::size_t m = an.derived.size(); m-- > 0;)
         if (used[m])
-            for (std::size_t j = 0; j < an.derived[m].L.t.size(); ++j) used[j] = used[j] || an.derived[m].L.t[j] != 0;
+            for (std::size_t j = 0; j < an.derived[m].L.t.size(); ++j)
+                used[j] = used[j] || an.derived[m].L.t[j] != 0;
     std::vector<int> renum(an.derived.size(), -1);
     std::vector<Derived> kept;
     for (std::size_t m = 0; m < an.derived.size(); ++m)
@@ -209,7 +217,8 @@ void coalesce(Analysis& an) {
         for (Form* f : forms) col.push_back(f->c[d]);
         if (!ext.empty()) {
             bool merge = true;
-            for (std::size_t k = 0; k < forms.size(); ++k) merge = merge && cols.back()[k] == col[k] * an.extents[d];
+            for (std::size_t k = 0; k < forms.size(); ++k)
+                merge = merge && cols.back()[k] == col[k] * an.extents[d];
             if (merge) {
                 ext.back() *= an.extents[d];
                 cols.back() = col;
@@ -244,19 +253,21 @@ std::vector<int> derived_of(const Form& f) {
     return r;
 }
 
-
 std::size_t reg_size(DType t) {
     switch (t) {
         case DType::Float16:
-        case DType::BFloat16: return 4;  // held as float
-        default: return itemsize(t);
+        case DType::BFloat16:
+            return 4;  // held as float
+        default:
+            return itemsize(t);
     }
 }
 
 ParamLayout layout_params(const PointwisePlan& p) {
     ParamLayout L;
     const std::size_t isz = p.index == IndexWidth::I32 ? 4 : 8;
-    auto add = [&](ParamField::Kind k, int a, int b, std::string name, ParamType type, DType dtype, std::size_t size) {
+    auto add = [&](ParamField::Kind k, int a, int b, std::string name, ParamType type, DType dtype,
+                   std::size_t size) {
         ParamField f;
         f.kind = k;
         f.a = a;
@@ -272,44 +283,54 @@ ParamLayout layout_params(const PointwisePlan& p) {
     using T = ParamType;
     for (std::size_t s = 0; s < p.loads.size(); ++s) {
         if (p.loads[s].index)  // an iota site: its offset, the index of the iteration space's element 0
-            add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}_base", s), T::Int64, DType::Int64, 8);
+            add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}_base", s), T::Int64, DType::Int64,
+                8);
         else
-            add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}", s), T::ConstPointer, p.loads[s].dtype, 8);
+            add(K::InputPointer, static_cast<int>(s), 0, fmt::format("in{}", s), T::ConstPointer,
+                p.loads[s].dtype, 8);
     }
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
-        add(K::OutputPointer, static_cast<int>(o), 0, fmt::format("out{}", o), T::Pointer, p.outputs[o].dtype, 8);
+        add(K::OutputPointer, static_cast<int>(o), 0, fmt::format("out{}", o), T::Pointer, p.outputs[o].dtype,
+            8);
     add(K::NumElements, 0, 0, "n", T::Index, DType::Int64, isz);
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const OperandPlan& op = p.outputs[o];
         if (op.access != Access::Strided) continue;
         for (int d = 0; d < p.rank; ++d) {
             if (!(op.dim_mask >> d & 1u) || (op.unit_inner && d == p.rank - 1)) continue;
-            add(K::OutputCoef, static_cast<int>(o), d, fmt::format("out{}_s{}", o, d), T::Index, DType::Int64, isz);
+            add(K::OutputCoef, static_cast<int>(o), d, fmt::format("out{}_s{}", o, d), T::Index, DType::Int64,
+                isz);
         }
     }
-    for (int d = 1; d < p.rank; ++d) add(K::Extent, d, 0, fmt::format("ext{}", d), T::Index, DType::Int64, isz);
+    for (int d = 1; d < p.rank; ++d)
+        add(K::Extent, d, 0, fmt::format("ext{}", d), T::Index, DType::Int64, isz);
     for (std::size_t s = 0; s < p.loads.size(); ++s) {
         const OperandPlan& o = p.loads[s];
         if (o.access != Access::Strided && o.access != Access::Gathered) continue;
         for (int d = 0; d < p.rank; ++d) {
             if (!(o.dim_mask >> d & 1u) || (o.unit_inner && d == p.rank - 1)) continue;
-            add(K::SiteCoef, static_cast<int>(s), d, fmt::format("in{}_s{}", s, d), T::Index, DType::Int64, isz);
+            add(K::SiteCoef, static_cast<int>(s), d, fmt::format("in{}_s{}", s, d), T::Index, DType::Int64,
+                isz);
         }
         for (int m : o.derived)
-            add(K::SiteDerived, static_cast<int>(s), m, fmt::format("in{}_t{}", s, m), T::Index, DType::Int64, isz);
+            add(K::SiteDerived, static_cast<int>(s), m, fmt::format("in{}_t{}", s, m), T::Index, DType::Int64,
+                isz);
     }
     for (std::size_t m = 0; m < p.derived.size(); ++m) {
         const DerivedPlan& dv = p.derived[m];
         const int mi = static_cast<int>(m);
         add(K::DerivedOffset, mi, 0, fmt::format("t{}_off", m), T::Index, DType::Int64, isz);
         for (int d = 0; d < p.rank; ++d)
-            if (dv.dim_mask >> d & 1u) add(K::DerivedCoef, mi, d, fmt::format("t{}_s{}", m, d), T::Index, DType::Int64, isz);
-        for (int j : dv.derived) add(K::DerivedDerived, mi, j, fmt::format("t{}_t{}", m, j), T::Index, DType::Int64, isz);
+            if (dv.dim_mask >> d & 1u)
+                add(K::DerivedCoef, mi, d, fmt::format("t{}_s{}", m, d), T::Index, DType::Int64, isz);
+        for (int j : dv.derived)
+            add(K::DerivedDerived, mi, j, fmt::format("t{}_t{}", m, j), T::Index, DType::Int64, isz);
         if (dv.has_div) add(K::DerivedDiv, mi, 0, fmt::format("t{}_div", m), T::Index, DType::Int64, isz);
         if (dv.has_mod) add(K::DerivedMod, mi, 0, fmt::format("t{}_mod", m), T::Index, DType::Int64, isz);
     }
     for (std::size_t k = 0; k < p.scalar_dtypes.size(); ++k)
-        add(K::Scalar, static_cast<int>(k), 0, fmt::format("s{}", k), T::Scalar, p.scalar_dtypes[k], reg_size(p.scalar_dtypes[k]));
+        add(K::Scalar, static_cast<int>(k), 0, fmt::format("s{}", k), T::Scalar, p.scalar_dtypes[k],
+            reg_size(p.scalar_dtypes[k]));
     L.finish();
     return L;
 }
@@ -327,21 +348,29 @@ void ParamLayout::add(ParamField f) {
     fields.push_back(std::move(f));
 }
 
-void ParamLayout::finish() { size = (size + align - 1) / align * align; }
+void ParamLayout::finish() {
+    size = (size + align - 1) / align * align;
+}
 
 const ParamField& ParamLayout::field(ParamField::Kind k, int a) const {
     for (const ParamField& f : fields)
         if (f.kind == k && f.a == a) return f;
-    throw InternalError(fmt::format("ParamLayout::field: no field of kind {} number {}", static_cast<int>(k), a));
+    throw InternalError(
+        fmt::format("ParamLayout::field: no field of kind {} number {}", static_cast<int>(k), a));
 }
 
 std::string_view access_name(Access a) {
     switch (a) {
-        case Access::Contiguous: return "contiguous";
-        case Access::RowBroadcast: return "row broadcast";
-        case Access::Scalar: return "scalar";
-        case Access::Strided: return "strided";
-        case Access::Gathered: return "gathered";
+        case Access::Contiguous:
+            return "contiguous";
+        case Access::RowBroadcast:
+            return "row broadcast";
+        case Access::Scalar:
+            return "scalar";
+        case Access::Strided:
+            return "strided";
+        case Access::Gathered:
+            return "gathered";
     }
     return "?";
 }
@@ -364,41 +393,49 @@ int costly_ops(const detail::PwGraph& g) {
         if (!v.node || !ir::is_elementwise(v.node->op())) continue;
         if (v.ctx == detail::kUniformContext) continue;  // rank 0: computed once per thread, not per element
         const ir::Cost cost = ir::info(v.node->op()).cost;
-        if ((cost == ir::Cost::Division || cost == ir::Cost::Transcendental) && is_float(v.node->dtype())) ++n;
+        if ((cost == ir::Cost::Division || cost == ir::Cost::Transcendental) && is_float(v.node->dtype()))
+            ++n;
     }
     return n;
 }
 
 }  // namespace
 
-PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
-                                const DeviceInfo& device, PointwiseUse use, std::span<const Strides> output_strides) {
+PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
+                                const std::vector<InputLayout>& layouts, const DeviceInfo& device,
+                                PointwiseUse use, std::span<const Strides> output_strides) {
     if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
     const Shape& shape = outputs[0]->shape();
     for (const auto& o : outputs)
         if (o->shape() != shape)
-            throw Error(fmt::format("pointwise(): outputs of one kernel must share one iteration space; got {} "
-                                    "({}) and {} ({})",
-                                    to_string(shape), short_location(outputs[0]->loc()), to_string(o->shape()),
-                                    short_location(o->loc())));
+            throw Error(
+                fmt::format("pointwise(): outputs of one kernel must share one iteration space; got {} "
+                            "({}) and {} ({})",
+                            to_string(shape), short_location(outputs[0]->loc()), to_string(o->shape()),
+                            short_location(o->loc())));
     const PwGraph g = detail::build_pw_graph(outputs);
     if (layouts.size() != g.inputs.size())
-        throw InternalError(fmt::format("plan_pointwise: {} layouts for {} inputs", layouts.size(), g.inputs.size()));
+        throw InternalError(
+            fmt::format("plan_pointwise: {} layouts for {} inputs", layouts.size(), g.inputs.size()));
     for (std::size_t k = 0; k < layouts.size(); ++k)
-        if (layouts[k].dtype != g.inputs[k]->dtype() || layouts[k].strides.size() != g.inputs[k]->shape().size())
-            throw InternalError(fmt::format("plan_pointwise: layout {} ({}, {} strides) does not fit input {}", k,
-                                            name(layouts[k].dtype), layouts[k].strides.size(),
-                                            g.inputs[k]->label()));
+        if (layouts[k].dtype != g.inputs[k]->dtype() ||
+            layouts[k].strides.size() != g.inputs[k]->shape().size())
+            throw InternalError(
+                fmt::format("plan_pointwise: layout {} ({}, {} strides) does not fit input {}", k,
+                            name(layouts[k].dtype), layouts[k].strides.size(), g.inputs[k]->label()));
 
     if (!output_strides.empty() && output_strides.size() != outputs.size())
-        throw InternalError(fmt::format("plan_pointwise: {} output layouts for {} outputs", output_strides.size(), outputs.size()));
+        throw InternalError(fmt::format("plan_pointwise: {} output layouts for {} outputs",
+                                        output_strides.size(), outputs.size()));
     const std::int64_t n = numel(shape);
     Analysis an = analyze(g, shape, layouts);
     simplify(an);
-    for (std::size_t o = 0; o < outputs.size(); ++o) {  // the outputs' index maps: their strides over the space
+    for (std::size_t o = 0; o < outputs.size();
+         ++o) {  // the outputs' index maps: their strides over the space
         Form f;
         f.c = output_strides.empty() ? contiguous_strides(shape) : output_strides[o];
-        if (f.c.size() != shape.size()) throw InternalError("plan_pointwise: an output layout of another rank");
+        if (f.c.size() != shape.size())
+            throw InternalError("plan_pointwise: an output layout of another rank");
         for (std::size_t d = 0; d < shape.size(); ++d)
             if (shape[d] == 1) f.c[d] = 0;
         an.outputs.push_back(std::move(f));
@@ -422,7 +459,9 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
 
     const int R = p.rank;
     Strides cs(static_cast<std::size_t>(R), 1);
-    for (int d = R - 2; d >= 0; --d) cs[static_cast<std::size_t>(d)] = cs[static_cast<std::size_t>(d) + 1] * an.extents[static_cast<std::size_t>(d) + 1];
+    for (int d = R - 2; d >= 0; --d)
+        cs[static_cast<std::size_t>(d)] =
+            cs[static_cast<std::size_t>(d) + 1] * an.extents[static_cast<std::size_t>(d) + 1];
 
     // Classify the load sites.
     for (std::size_t s = 0; s < g.sites.size(); ++s) {
@@ -433,11 +472,16 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
         o.derived = derived_of(f);
         o.dim_mask = mask_of(f);
         const bool row = R >= 2 && o.dim_mask == (1u << (R - 1)) && f.c.back() == 1;
-        if (!o.derived.empty()) o.access = Access::Gathered;
-        else if (o.dim_mask == 0) o.access = Access::Scalar;
-        else if (f.c == cs) o.access = Access::Contiguous;
-        else if (row) o.access = Access::RowBroadcast;
-        else o.access = Access::Strided;
+        if (!o.derived.empty())
+            o.access = Access::Gathered;
+        else if (o.dim_mask == 0)
+            o.access = Access::Scalar;
+        else if (f.c == cs)
+            o.access = Access::Contiguous;
+        else if (row)
+            o.access = Access::RowBroadcast;
+        else
+            o.access = Access::Strided;
         if (o.access == Access::Strided || o.access == Access::Gathered) {
             o.unit_inner = f.c.back() == 1;
         } else {
@@ -495,10 +539,12 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
         const OperandPlan& o = p.loads[s];
         const InputLayout& lay = layouts[static_cast<std::size_t>(o.input)];
         if (o.access == Access::Scalar) continue;
-        if (o.index) {  // computed: no memory to align; a vector's lanes take consecutive indices (stride 1) or one
+        if (o.index) {  // computed: no memory to align; a vector's lanes take consecutive indices (stride 1)
+                        // or one
             if (o.access != Access::Contiguous) all_flat = false;
             if (o.access == Access::Gathered) vector_ok = false;
-            if (o.access == Access::Strided && !o.unit_inner && (o.dim_mask >> (R - 1) & 1u)) vector_ok = false;
+            if (o.access == Access::Strided && !o.unit_inner && (o.dim_mask >> (R - 1) & 1u))
+                vector_ok = false;
             continue;
         }
         const bool inner_zero = (o.access == Access::Strided) && !(o.dim_mask >> (R - 1) & 1u);
@@ -512,7 +558,8 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
     }
     for (const auto& o : p.outputs) {
         widest = std::max(widest, itemsize(o.dtype));
-        if (o.access != Access::Contiguous) vector_ok = false;  // a strided output is written element by element
+        if (o.access != Access::Contiguous)
+            vector_ok = false;  // a strided output is written element by element
     }
     int vw = static_cast<int>(16 / widest);
     if (vector_ok && !all_flat && an.extents.back() % vw != 0) vector_ok = false;
@@ -520,7 +567,8 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
         for (std::size_t s = 0; s < p.loads.size(); ++s) {
             const OperandPlan& o = p.loads[s];
             if (o.access != Access::Strided || !o.unit_inner || o.index) continue;
-            for (int d = 0; d + 1 < R; ++d) vector_ok = vector_ok && b.sites[s].coefs[static_cast<std::size_t>(d)] % vw == 0;
+            for (int d = 0; d + 1 < R; ++d)
+                vector_ok = vector_ok && b.sites[s].coefs[static_cast<std::size_t>(d)] % vw == 0;
         }
     }
     const bool own_kernel = use == PointwiseUse::Kernel;
@@ -539,15 +587,18 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
     p.vector_flat = p.vector_width > 1 && all_flat;
     int streams = static_cast<int>(p.outputs.size());  // arrays read or written element by element
     for (const auto& o : p.loads) streams += o.bytes_per_element > 0 ? 1 : 0;
-    if (const int costly = costly_ops(g); own_kernel && p.vector_flat && costly >= kGridStrideCostlyOps && costly >= streams)
+    if (const int costly = costly_ops(g);
+        own_kernel && p.vector_flat && costly >= kGridStrideCostlyOps && costly >= streams)
         p.grid_stride_blocks = kGridStrideBlocksPerSM * device.sm_count;
 
     // Index width: 32-bit when the element count, every extent and every byte offset stays below 2^31.
     auto bound = [&](const Form& f, const std::vector<double>& tmax) {
         double s = 0;
         for (std::size_t d = 0; d < f.c.size(); ++d)
-            s += std::fabs(static_cast<double>(f.c[d])) * static_cast<double>(std::max<std::int64_t>(an.extents[d] - 1, 0));
-        for (std::size_t m = 0; m < f.t.size() && m < tmax.size(); ++m) s += std::fabs(static_cast<double>(f.t[m])) * tmax[m];
+            s += std::fabs(static_cast<double>(f.c[d])) *
+                 static_cast<double>(std::max<std::int64_t>(an.extents[d] - 1, 0));
+        for (std::size_t m = 0; m < f.t.size() && m < tmax.size(); ++m)
+            s += std::fabs(static_cast<double>(f.t[m])) * tmax[m];
         return s;
     };
     bool fits = static_cast<double>(n) < kI32Limit;
@@ -555,12 +606,15 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const s
     for (const auto& d : an.derived) {
         const double lmax = bound(d.L, tmax) + std::fabs(static_cast<double>(d.L.off));
         fits = fits && lmax < kI32Limit;
-        tmax.push_back(d.has_mod ? static_cast<double>(d.mod - 1) : std::floor(lmax / static_cast<double>(d.div)));
+        tmax.push_back(d.has_mod ? static_cast<double>(d.mod - 1)
+                                 : std::floor(lmax / static_cast<double>(d.div)));
     }
     for (std::size_t s = 0; s < p.loads.size(); ++s)
         fits = fits && bound(an.sites[s], tmax) * static_cast<double>(itemsize(p.loads[s].dtype)) < kI32Limit;
     for (const auto& o : p.outputs)
-        fits = fits && static_cast<double>(std::max<std::int64_t>(n - 1, 0)) * static_cast<double>(itemsize(o.dtype)) < kI32Limit;
+        fits = fits && static_cast<double>(std::max<std::int64_t>(n - 1, 0)) *
+                               static_cast<double>(itemsize(o.dtype)) <
+                           kI32Limit;
     p.index = fits ? IndexWidth::I32 : IndexWidth::I64;
 
     p.params = layout_params(p);

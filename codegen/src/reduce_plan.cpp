@@ -27,7 +27,9 @@ std::int64_t pow2_at_least(std::int64_t v) {
     return p;
 }
 
-bool is_arg(ir::Op op) { return op == ir::Op::ArgMin || op == ir::Op::ArgMax; }
+bool is_arg(ir::Op op) {
+    return op == ir::Op::ArgMin || op == ir::Op::ArgMax;
+}
 
 // Whether every site of a placeholder in `plan` reads the row value of its own row: the placeholder's
 // element is the row index o for every element of the space. `inner`: the space is (O, L), else (L, O).
@@ -40,13 +42,15 @@ void check_row_values(const PointwisePlan& plan, const PointwiseBinding& b, cons
         const auto& site = b.sites[s];
         bool ok = site.offset == 0 && plan.loads[s].derived.empty();
         if (ok && plan.rank == 2) {
-            ok = inner ? (site.coefs[0] == 1 && site.coefs[1] == 0) : (site.coefs[0] == 0 && site.coefs[1] == 1);
+            ok = inner ? (site.coefs[0] == 1 && site.coefs[1] == 0)
+                       : (site.coefs[0] == 0 && site.coefs[1] == 1);
         } else if (ok) {
             const std::int64_t c = site.coefs[0];
             ok = (O == 1 && c == 0) || (L == 1 && c == 1) || (O == 1 && L == 1);
         }
         if (!ok)
-            throw NotFusable(fmt::format("the {} graph reads a reduced value at another row than its own", part));
+            throw NotFusable(
+                fmt::format("the {} graph reads a reduced value at another row than its own", part));
     }
 }
 
@@ -54,7 +58,8 @@ void check_row_values(const PointwisePlan& plan, const PointwiseBinding& b, cons
 // numbers of the order and the split workspaces.
 ParamLayout layout_reduce_params(const ReducePlan& plan, bool has_row) {
     ParamLayout L;
-    auto add = [&](ParamField::Kind k, int a, std::string name, ParamType type, std::size_t size, std::size_t align) {
+    auto add = [&](ParamField::Kind k, int a, std::string name, ParamType type, std::size_t size,
+                   std::size_t align) {
         ParamField f;
         f.kind = k;
         f.a = a;
@@ -66,22 +71,28 @@ ParamLayout layout_reduce_params(const ReducePlan& plan, bool has_row) {
     };
     using K = ParamField::Kind;
     using T = ParamType;
-    add(K::ElementSpace, 0, "el", T::Struct, plan.element.params.size, std::max<std::size_t>(plan.element.params.align, 1));
-    if (has_row) add(K::RowSpace, 1, "row", T::Struct, plan.row.params.size, std::max<std::size_t>(plan.row.params.align, 1));
+    add(K::ElementSpace, 0, "el", T::Struct, plan.element.params.size,
+        std::max<std::size_t>(plan.element.params.align, 1));
+    if (has_row)
+        add(K::RowSpace, 1, "row", T::Struct, plan.row.params.size,
+            std::max<std::size_t>(plan.row.params.align, 1));
     add(K::Rows, 0, "n_out", T::Int64, 8, 8);
     add(K::Length, 0, "len", T::Int64, 8, 8);
     add(K::Chunks, 0, "chunks", T::Int64, 8, 8);
     add(K::ChunksPerBlock, 0, "cpb", T::Int64, 8, 8);
     add(K::BlocksPerRow, 0, "nblk", T::Int64, 8, 8);
     add(K::Counters, 0, "count", T::RawPointer, 8, 8);
-    for (std::size_t j = 0; j < plan.ops.size(); ++j) add(K::Partials, static_cast<int>(j), fmt::format("part{}", j), T::RawPointer, 8, 8);
+    for (std::size_t j = 0; j < plan.ops.size(); ++j)
+        add(K::Partials, static_cast<int>(j), fmt::format("part{}", j), T::RawPointer, 8, 8);
     L.finish();
     return L;
 }
 
 }  // namespace
 
-std::string_view schedule_name(ReduceSchedule s) { return s == ReduceSchedule::Inner ? "inner" : "outer"; }
+std::string_view schedule_name(ReduceSchedule s) {
+    return s == ReduceSchedule::Inner ? "inner" : "outer";
+}
 
 Accumulator accumulator_of(const ReduceOpPlan& op) {
     const bool sumlike = op.op == ir::Op::Sum || op.op == ir::Op::Prod || op.op == ir::Op::Mean;
@@ -94,14 +105,19 @@ Accumulator accumulator_of(const ReduceOpPlan& op) {
 
 std::size_t Accumulator::bytes() const {
     switch (kind) {
-        case Kind::Value: return itemsize(dtype);
-        case Kind::Flag: return 1;
-        case Kind::Indexed: return 16;
+        case Kind::Value:
+            return itemsize(dtype);
+        case Kind::Flag:
+            return 1;
+        case Kind::Indexed:
+            return 16;
     }
     throw InternalError("Accumulator::bytes: bad kind");
 }
 
-std::size_t accumulator_bytes(const ReduceOpPlan& op) { return accumulator_of(op).bytes(); }
+std::size_t accumulator_bytes(const ReduceOpPlan& op) {
+    return accumulator_of(op).bytes();
+}
 
 std::uint64_t ReducePlan::hash() const {
     Hasher h;
@@ -133,30 +149,36 @@ std::uint64_t ReducePlan::hash() const {
 std::string ReducePlan::to_string() const {
     std::string ops_text;
     for (std::size_t k = 0; k < ops.size(); ++k)
-        ops_text += fmt::format("{}{} {} -> {} (stage {})", k ? ", " : "", ir::op_name(ops[k].op), name(ops[k].in),
-                                name(ops[k].out), ops[k].stage);
-    std::string s = fmt::format("reduction plan: schedule {}, {} threads per block, ", schedule_name(schedule), block);
+        ops_text += fmt::format("{}{} {} -> {} (stage {})", k ? ", " : "", ir::op_name(ops[k].op),
+                                name(ops[k].in), name(ops[k].out), ops[k].stage);
+    std::string s =
+        fmt::format("reduction plan: schedule {}, {} threads per block, ", schedule_name(schedule), block);
     if (schedule == ReduceSchedule::Inner)
         s += fmt::format("{} threads per row ({} rows per block)", group, block / group);
     else
         s += "256 outputs per block (1024 with 4-wide loads), one thread per output summing whole chunks";
     s += fmt::format("\n  reductions: {}\n  stages {}; element outputs {}; rows {}; {}\n", ops_text, stages,
                      element_outputs,
-                     cached_blocks > 0 ? fmt::format("held in registers ({} x 1024 elements{})", cached_blocks,
-                                                     full_rows ? ", full: no bounds checks in the 4-wide variant" : "")
-                                       : std::string("re-read per pass"),
+                     cached_blocks > 0
+                         ? fmt::format("held in registers ({} x 1024 elements{})", cached_blocks,
+                                       full_rows ? ", full: no bounds checks in the 4-wide variant" : "")
+                         : std::string("re-read per pass"),
                      !split ? "one block per row group"
                      : schedule == ReduceSchedule::Inner
-                         ? "split: blocks share each row's chunks in balanced ranges (full waves), chunk partials climb a counter tree (groups of 256, then the row)"
+                         ? "split: blocks share each row's chunks in balanced ranges (full waves), chunk "
+                           "partials climb a counter tree (groups of 256, then the row)"
                          : "split: several blocks per row, the last block of a row group finishes it");
     if (schedule == ReduceSchedule::Inner)
-        s += fmt::format("  order: chunks of {}, {} lanes of runs of {}, butterfly over lanes, pairwise over chunks\n",
-                         kReduceChunk, kReduceLanes, kReduceRun);
+        s += fmt::format(
+            "  order: chunks of {}, {} lanes of runs of {}, butterfly over lanes, pairwise over chunks\n",
+            kReduceChunk, kReduceLanes, kReduceRun);
     else
-        s += fmt::format("  order (columns): chunks of {} accumulated in sequence, pairwise over chunks\n", kColumnChunk);
-    s += fmt::format("  vector variant: {}\n", vector_variant ? (schedule == ReduceSchedule::Inner ? "yes (4 elements of a row per load)"
-                                                                                             : "yes (4 outputs per load)")
-                                                        : "no");
+        s += fmt::format("  order (columns): chunks of {} accumulated in sequence, pairwise over chunks\n",
+                         kColumnChunk);
+    s += fmt::format("  vector variant: {}\n", vector_variant ? (schedule == ReduceSchedule::Inner
+                                                                     ? "yes (4 elements of a row per load)"
+                                                                     : "yes (4 outputs per load)")
+                                                              : "no");
     if (cached_blocks > 0) {
         std::string cs;
         for (int k : cached_sites) cs += fmt::format("{}in{}", cs.empty() ? "" : ", ", k);
@@ -164,25 +186,31 @@ std::string ReducePlan::to_string() const {
     }
     // The kernel's own grid and bytes (the element and row spaces below describe what is read and written).
     if (schedule == ReduceSchedule::Inner)
-        s += fmt::format("  grid: ceil(O / {}) blocks of {} threads in x ({} threads per row), blocks per row in y "
-                         "(1 unless split)\n",
-                         rows_per_block(), block, group);
+        s += fmt::format(
+            "  grid: ceil(O / {}) blocks of {} threads in x ({} threads per row), blocks per row in y "
+            "(1 unless split)\n",
+            rows_per_block(), block, group);
     else
-        s += fmt::format("  grid: ceil(O / {}) blocks of {} threads in x (ceil(O / {}) with 4-wide loads), blocks per row "
-                         "in y (1 unless split)\n",
-                         block, block, 4 * block);
+        s += fmt::format(
+            "  grid: ceil(O / {}) blocks of {} threads in x (ceil(O / {}) with 4-wide loads), blocks per row "
+            "in y (1 unless split)\n",
+            block, block, 4 * block);
     int read = 0;
     for (std::size_t k = 0; k < element.loads.size(); ++k)
-        if (element_row_value[static_cast<std::size_t>(element.loads[k].input)] < 0) read += element.loads[k].bytes_per_element;
+        if (element_row_value[static_cast<std::size_t>(element.loads[k].input)] < 0)
+            read += element.loads[k].bytes_per_element;
     int written = 0;
-    for (std::size_t k = ops.size(); k < element.outputs.size(); ++k) written += element.outputs[k].bytes_per_element;
-    s += fmt::format("  bytes per reduced element: {} read per pass over the row ({} pass{}{}){}\n", read, stages,
-                     stages > 1 ? "es" : "", cached_blocks > 0 ? "; a row held in registers is read once" : "",
-                     written ? fmt::format(", {} written by the last pass (element outputs)", written) : std::string());
-    s += fmt::format("element space (out0 .. out{}: the reductions' operands, in registers{}):\n", ops.size() - 1,
-                     element_outputs > 0 ? "; then the element outputs" : "");
+    for (std::size_t k = ops.size(); k < element.outputs.size(); ++k)
+        written += element.outputs[k].bytes_per_element;
+    s += fmt::format(
+        "  bytes per reduced element: {} read per pass over the row ({} pass{}{}){}\n", read, stages,
+        stages > 1 ? "es" : "", cached_blocks > 0 ? "; a row held in registers is read once" : "",
+        written ? fmt::format(", {} written by the last pass (element outputs)", written) : std::string());
+    s += fmt::format("element space (out0 .. out{}: the reductions' operands, in registers{}):\n",
+                     ops.size() - 1, element_outputs > 0 ? "; then the element outputs" : "");
     s += element.describe(false);
-    if (!row.loads.empty() || !row.outputs.empty()) s += "row space (the row outputs):\n" + row.describe(false);
+    if (!row.loads.empty() || !row.outputs.empty())
+        s += "row space (the row outputs):\n" + row.describe(false);
     return s;
 }
 
@@ -228,13 +256,15 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             if (!ir::is_reduction(n->op())) continue;
             const int j = index_of(n);
             if (j < 0 || static_cast<std::size_t>(j) >= k)
-                throw InternalError("plan_reduce: an operand reads a reduction outside the group or a later one");
+                throw InternalError(
+                    "plan_reduce: an operand reads a reduction outside the group or a later one");
             stage[k] = std::max(stage[k], stage[static_cast<std::size_t>(j)] + 1);
         }
     }
     plan.stages = 1 + *std::max_element(stage.begin(), stage.end());
     for (std::size_t k = 0; k < nred; ++k)
-        plan.ops.push_back({spec.reductions[k]->op(), spec.reductions[k]->operand(0)->dtype(), spec.reductions[k]->dtype(), stage[k]});
+        plan.ops.push_back({spec.reductions[k]->op(), spec.reductions[k]->operand(0)->dtype(),
+                            spec.reductions[k]->dtype(), stage[k]});
 
     // Placeholders and substitution.
     for (std::size_t k = 0; k < nred; ++k)
@@ -255,8 +285,13 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     if (outer) b.chunks = (L + kColumnChunk - 1) / kColumnChunk;
 
     std::vector<std::int64_t> perm;
-    if (outer) { perm = reduced; perm.insert(perm.end(), kept.begin(), kept.end()); }
-    else { perm = kept; perm.insert(perm.end(), reduced.begin(), reduced.end()); }
+    if (outer) {
+        perm = reduced;
+        perm.insert(perm.end(), kept.begin(), kept.end());
+    } else {
+        perm = kept;
+        perm.insert(perm.end(), reduced.begin(), reduced.end());
+    }
     bool identity = true;
     for (int d = 0; d < rank; ++d) identity = identity && perm[static_cast<std::size_t>(d)] == d;
     const Shape space = outer ? Shape{L, O} : Shape{O, L};
@@ -290,8 +325,9 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
         return ls;
     };
     {
-        PlannedPointwise pe = plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device,
-                                             PointwiseUse::ReductionSpace);
+        PlannedPointwise pe =
+            plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device,
+                           PointwiseUse::ReductionSpace);
         plan.element = std::move(pe.plan);
         b.element = std::move(pe.binding);
     }
@@ -299,11 +335,12 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
 
     if (!spec.row_outputs.empty()) {
         for (const auto& r : ir::rewrite(spec.row_outputs, subst)) {
-            if (r->numel() != O) throw InternalError("plan_reduce: a row output does not have one element per row");
+            if (r->numel() != O)
+                throw InternalError("plan_reduce: a row output does not have one element per row");
             pr.row_roots.push_back(ir::reshape(r, {O}, r->loc()));
         }
-        PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value), device,
-                                             PointwiseUse::ReductionSpace);
+        PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value),
+                                             device, PointwiseUse::ReductionSpace);
         plan.row = std::move(pw.plan);
         b.row = std::move(pw.binding);
         check_row_values(plan.row, b.row, plan.row_row_value, O, 1, true, "row");
@@ -334,15 +371,19 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             // A block per row: row broadcasts (a weight, a bias) are held too while the held values fit in
             // kHeldRegisters registers per thread (an 8-byte value takes two). Loaded with the row, their
             // latency overlaps the reductions instead of following the last one: layernorm of 16384 x 8192
-            // float32 on the H200 runs 4004-4028 GB/s with weight and bias loaded after the variance, 4118-4130
-            // with them held (114 registers, 2 blocks per SM).
+            // float32 on the H200 runs 4004-4028 GB/s with weight and bias loaded after the variance,
+            // 4118-4130 with them held (114 registers, 2 blocks per SM).
             constexpr std::int64_t kHeldRegisters = 96;
-            auto registers = [&](std::size_t site) { return per_thread * register_words(plan.element.loads[site].dtype); };
+            auto registers = [&](std::size_t site) {
+                return per_thread * register_words(plan.element.loads[site].dtype);
+            };
             std::int64_t held = 0;
             for (int k : varying) held += registers(static_cast<std::size_t>(k));
             for (std::size_t k = 0; k < plan.element.loads.size() && plan.group == 256; ++k) {
                 const OperandPlan& o = plan.element.loads[k];
-                if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar) continue;
+                if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 ||
+                    o.access == Access::Scalar)
+                    continue;
                 if (std::find(varying.begin(), varying.end(), static_cast<int>(k)) != varying.end()) continue;
                 if (held + registers(k) > kHeldRegisters) continue;
                 held += registers(k);
@@ -360,12 +401,20 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
         const OperandPlan& o = plan.element.loads[s];
         if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0) continue;
         switch (o.access) {
-            case Access::Contiguous: case Access::Scalar: case Access::RowBroadcast: break;
-            case Access::Strided: vec = o.unit_inner || !(o.dim_mask >> rdim & 1u); break;
-            case Access::Gathered: vec = false; break;
+            case Access::Contiguous:
+            case Access::Scalar:
+            case Access::RowBroadcast:
+                break;
+            case Access::Strided:
+                vec = o.unit_inner || !(o.dim_mask >> rdim & 1u);
+                break;
+            case Access::Gathered:
+                vec = false;
+                break;
         }
     }
-    if (plan.element.rank == 2 && b.element.extents.size() == 2 && b.element.extents[1] != inner_extent) vec = false;
+    if (plan.element.rank == 2 && b.element.extents.size() == 2 && b.element.extents[1] != inner_extent)
+        vec = false;
     plan.vector_variant = vec;
 
     const std::int64_t per_block = outer && vec && O % 4 == 0 ? 1024 : plan.rows_per_block();
@@ -374,16 +423,19 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     if (O > 0 && row_blocks < fill && b.chunks > 1) {
         if (multi) {
             if (b.chunks > (outer ? 64 : 2))
-                throw NotFusable(fmt::format("{} rows of {} elements are too few to fill the device in one pass per "
-                                             "stage; each reduction runs as its own split kernel", O, L));
+                throw NotFusable(
+                    fmt::format("{} rows of {} elements are too few to fill the device in one pass per "
+                                "stage; each reduction runs as its own split kernel",
+                                O, L));
         } else if (outer) {
             // Blocks to aim for: 2 per SM; each thread keeps 16 rows of 16-byte loads in flight (on the H200,
-            // 16384^2 float32 column sums: 256 blocks 4170 GB/s, 512 blocks 3990, 128 blocks 3700). At most as
-            // many block partials per row as the finisher's tree holds in 16 KiB.
+            // 16384^2 float32 column sums: 256 blocks 4170 GB/s, 512 blocks 3990, 128 blocks 3700). At most
+            // as many block partials per row as the finisher's tree holds in 16 KiB.
             const std::int64_t target = 2LL * device.sm_count;
             std::size_t acc = 1;
             for (const auto& op : plan.ops) acc = std::max(acc, accumulator_bytes(op));
-            const std::int64_t max_blocks = std::min<std::int64_t>(2048, static_cast<std::int64_t>(16384 / (2 * acc)));
+            const std::int64_t max_blocks =
+                std::min<std::int64_t>(2048, static_cast<std::int64_t>(16384 / (2 * acc)));
             const std::int64_t want_blocks = (target + row_blocks - 1) / row_blocks;
             std::int64_t cpb = pow2_at_least((b.chunks + want_blocks - 1) / want_blocks);
             cpb = std::max(cpb, pow2_at_least((b.chunks + max_blocks - 1) / max_blocks));
@@ -391,14 +443,15 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             b.blocks_per_row = (b.chunks + cpb - 1) / cpb;
             plan.split = b.blocks_per_row > 1;
         } else {
-            // Block y of a row takes the balanced contiguous range [y C / B, (y + 1) C / B) of its C chunks and
-            // writes one partial per chunk; the chunk partials then climb a counter tree (groups of 256, then
-            // the row), so the order is the pairwise tree over chunks whatever B is. B is chosen so that the
-            // waves of kSplitBlocksPerSM blocks per SM (the kernel's __launch_bounds__ keeps that many
+            // Block y of a row takes the balanced contiguous range [y C / B, (y + 1) C / B) of its C chunks
+            // and writes one partial per chunk; the chunk partials then climb a counter tree (groups of 256,
+            // then the row), so the order is the pairwise tree over chunks whatever B is. B is chosen so that
+            // the waves of kSplitBlocksPerSM blocks per SM (the kernel's __launch_bounds__ keeps that many
             // resident) are full: one wave when the rows divide it, as for a full reduction. Power-of-two
             // ranges instead left the last wave part-empty: 2^28 float32 sum(x*x) on the H200 ran 4211-4250
             // GB/s at 1024 blocks of 32 chunks, 4315-4346 in one wave of 264.
-            b.blocks_per_row = split_blocks_per_row(row_blocks, b.chunks, kSplitBlocksPerSM * device.sm_count);
+            b.blocks_per_row =
+                split_blocks_per_row(row_blocks, b.chunks, kSplitBlocksPerSM * device.sm_count);
             b.chunks_per_block = (b.chunks + b.blocks_per_row - 1) / b.blocks_per_row;
             plan.split = b.blocks_per_row > 1;
         }
@@ -412,13 +465,16 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     plan.params = layout_reduce_params(plan, !pr.row_roots.empty());
     const std::size_t psize = plan.params.size;
     if (psize > device.param_limit_bytes)
-        throw Error(fmt::format("reduce(): the kernel parameters need {} bytes, above the device's limit of {} bytes; "
-                                "split the computation ({})",
-                                psize, device.param_limit_bytes, short_location(first.loc())));
+        throw Error(fmt::format(
+            "reduce(): the kernel parameters need {} bytes, above the device's limit of {} bytes; "
+            "split the computation ({})",
+            psize, device.param_limit_bytes, short_location(first.loc())));
     return pr;
 }
 
-std::size_t reduce_params_size(const ReducePlan& plan) { return plan.params.size; }
+std::size_t reduce_params_size(const ReducePlan& plan) {
+    return plan.params.size;
+}
 
 void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> inputs,
                         std::span<void* const> el_outputs, std::span<void* const> row_outputs,
@@ -438,29 +494,56 @@ void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> in
         std::byte* at = out.data() + f.offset;
         auto put = [&](auto v) { std::memcpy(at, &v, sizeof v); };
         switch (f.kind) {
-            case K::ElementSpace: pack_params(plan.element, pr.binding.element, el_in, el_out, out.subspan(f.offset, f.size)); break;
+            case K::ElementSpace:
+                pack_params(plan.element, pr.binding.element, el_in, el_out, out.subspan(f.offset, f.size));
+                break;
             case K::RowSpace: {
                 std::vector<const void*> rw_in;
                 for (int rv : plan.row_row_value) rw_in.push_back(rv < 0 ? inputs[next++] : nullptr);
                 pack_params(plan.row, pr.binding.row, rw_in, row_outputs, out.subspan(f.offset, f.size));
                 break;
             }
-            case K::Rows: put(static_cast<std::int64_t>(pr.binding.outputs)); break;
-            case K::Length: put(static_cast<std::int64_t>(pr.binding.length)); break;
-            case K::Chunks: put(static_cast<std::int64_t>(pr.binding.chunks)); break;
-            case K::ChunksPerBlock: put(static_cast<std::int64_t>(pr.binding.chunks_per_block)); break;
-            case K::BlocksPerRow: put(static_cast<std::int64_t>(pr.binding.blocks_per_row)); break;
+            case K::Rows:
+                put(static_cast<std::int64_t>(pr.binding.outputs));
+                break;
+            case K::Length:
+                put(static_cast<std::int64_t>(pr.binding.length));
+                break;
+            case K::Chunks:
+                put(static_cast<std::int64_t>(pr.binding.chunks));
+                break;
+            case K::ChunksPerBlock:
+                put(static_cast<std::int64_t>(pr.binding.chunks_per_block));
+                break;
+            case K::BlocksPerRow:
+                put(static_cast<std::int64_t>(pr.binding.blocks_per_row));
+                break;
             // partials[0] is the counters (one unsigned int per row group), then one workspace per reduction
-            case K::Counters: put(partials.empty() ? nullptr : partials[0]); break;
+            case K::Counters:
+                put(partials.empty() ? nullptr : partials[0]);
+                break;
             case K::Partials: {
                 const std::size_t k = static_cast<std::size_t>(f.a) + 1;
                 put(k < partials.size() ? partials[k] : nullptr);
                 break;
             }
-            case K::InputPointer: case K::OutputPointer: case K::NumElements: case K::Extent: case K::SiteCoef:
-            case K::SiteDerived: case K::DerivedOffset: case K::DerivedCoef: case K::DerivedDerived: case K::DerivedDiv:
-            case K::DerivedMod: case K::Scalar: case K::OutputCoef: case K::Product: case K::Epilogue:
-                throw InternalError(fmt::format("pack_reduce_params: pointwise parameter {} in a reduction plan", f.name));
+            case K::InputPointer:
+            case K::OutputPointer:
+            case K::NumElements:
+            case K::Extent:
+            case K::SiteCoef:
+            case K::SiteDerived:
+            case K::DerivedOffset:
+            case K::DerivedCoef:
+            case K::DerivedDerived:
+            case K::DerivedDiv:
+            case K::DerivedMod:
+            case K::Scalar:
+            case K::OutputCoef:
+            case K::Product:
+            case K::Epilogue:
+                throw InternalError(
+                    fmt::format("pack_reduce_params: pointwise parameter {} in a reduction plan", f.name));
         }
     }
     if (next != inputs.size()) throw InternalError("pack_reduce_params: input count does not match the plan");
@@ -470,7 +553,8 @@ namespace {
 
 // Whether the 4-wide entry point can run with these pointers: every site read 4 at a time starts each run on
 // a 4-element boundary, and so do the element outputs.
-bool vector_ok(const PlannedReduce& pr, std::span<const void* const> inputs, std::span<void* const> el_outputs) {
+bool vector_ok(const PlannedReduce& pr, std::span<const void* const> inputs,
+               std::span<void* const> el_outputs) {
     const ReducePlan& plan = pr.plan;
     const ReduceBinding& b = pr.binding;
     const bool outer = plan.schedule == ReduceSchedule::Outer;
@@ -482,7 +566,9 @@ bool vector_ok(const PlannedReduce& pr, std::span<const void* const> inputs, std
     const int R = plan.element.rank;
     for (std::size_t s = 0; s < plan.element.loads.size(); ++s) {
         const OperandPlan& o = plan.element.loads[s];
-        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar || o.index) continue;
+        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar ||
+            o.index)
+            continue;
         const bool unit = o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
                           (o.access == Access::Strided && o.unit_inner);
         if (!unit) continue;
@@ -490,8 +576,9 @@ bool vector_ok(const PlannedReduce& pr, std::span<const void* const> inputs, std
         for (int q = 0; q < o.input; ++q)
             if (plan.element_row_value[static_cast<std::size_t>(q)] < 0) ++idx;
         const std::size_t isz = itemsize(o.dtype);
-        const auto addr = reinterpret_cast<std::uintptr_t>(inputs[static_cast<std::size_t>(idx)]) +
-                          static_cast<std::uintptr_t>(b.element.sites[s].offset * static_cast<std::int64_t>(isz));
+        const auto addr =
+            reinterpret_cast<std::uintptr_t>(inputs[static_cast<std::size_t>(idx)]) +
+            static_cast<std::uintptr_t>(b.element.sites[s].offset * static_cast<std::int64_t>(isz));
         if (addr % (4 * isz) != 0) return false;
         if (R == 2 && b.element.sites[s].coefs[0] % 4 != 0) return false;
     }
@@ -520,10 +607,12 @@ std::int64_t split_blocks_per_row(std::int64_t rows, std::int64_t chunks, std::i
     slots = std::max<std::int64_t>(slots, 1);
     // Time in units of one row's work on one slot: ceil(rows B / slots) waves of blocks doing 1/B of a row.
     // The ideal is rows / slots; take the fewest blocks within 2% of it, else the best there is.
-    auto time = [&](std::int64_t B) { return static_cast<double>((rows * B + slots - 1) / slots) / static_cast<double>(B); };
+    auto time = [&](std::int64_t B) {
+        return static_cast<double>((rows * B + slots - 1) / slots) / static_cast<double>(B);
+    };
     const double ideal = static_cast<double>(rows) / static_cast<double>(slots);
     const std::int64_t most = std::min<std::int64_t>(chunks, 65535);  // gridDim.y
-    const std::int64_t one_wave = std::min(slots / rows, most);        // every slot busy when the rows divide them
+    const std::int64_t one_wave = std::min(slots / rows, most);  // every slot busy when the rows divide them
     if (one_wave >= 1 && time(one_wave) <= 1.02 * ideal) return one_wave;
     std::int64_t best = 1;
     for (std::int64_t B = 1; B <= most; ++B) {

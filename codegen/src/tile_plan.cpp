@@ -56,7 +56,8 @@ bool shifts_of(std::int64_t delta, const std::vector<std::int64_t>& coef, std::v
     std::vector<std::size_t> order;
     for (std::size_t d = 0; d < coef.size(); ++d)
         if (coef[d] != 0) order.push_back(d);
-    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return std::llabs(coef[x]) > std::llabs(coef[y]); });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return std::llabs(coef[x]) > std::llabs(coef[y]); });
     for (std::size_t d : order) {
         const std::int64_t c = coef[d];
         const std::int64_t half = std::llabs(c) / 2;
@@ -75,7 +76,8 @@ bool plan_halos(TilePlan& tp, const PointwisePlan& pw) {
     const std::size_t da = static_cast<std::size_t>(tp.dim_a), db = R - 1;
     for (const StencilTaps& sc : tp.stencils) {
         const std::vector<std::vector<std::int64_t>>& shifts = sc.shifts;
-        // Group the taps by their shifts outside the tile's dimensions; keep the largest group (the first on a tie).
+        // Group the taps by their shifts outside the tile's dimensions; keep the largest group (the first on
+        // a tie).
         std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
         std::vector<std::vector<std::int64_t>> order;
         for (std::size_t k = 0; k < sc.sites.size(); ++k) {
@@ -102,23 +104,28 @@ bool plan_halos(TilePlan& tp, const PointwisePlan& pw) {
         h.lo_b = *std::min_element(h.shift_b.begin(), h.shift_b.end());
         h.hi_b = *std::max_element(h.shift_b.begin(), h.shift_b.end());
         h.rows = tp.tile_rows + static_cast<int>(h.hi_a - h.lo_a);
-        h.pitch = tp.tile_cols + static_cast<int>(h.hi_b - h.lo_b);  // lanes read along a row: no padding needed
+        h.pitch =
+            tp.tile_cols + static_cast<int>(h.hi_b - h.lo_b);  // lanes read along a row: no padding needed
         tp.halos.push_back(std::move(h));
     }
     return !tp.halos.empty();
 }
 
 std::string input_name(const ir::Node& in, int number) {
-    return in.label().empty() ? fmt::format("input {}", number) : fmt::format("input {} \"{}\"", number, in.label());
+    return in.label().empty() ? fmt::format("input {}", number)
+                              : fmt::format("input {} \"{}\"", number, in.label());
 }
 
 }  // namespace
 
 std::string_view tile_kind_name(TileKind k) {
     switch (k) {
-        case TileKind::None: return "none";
-        case TileKind::Transpose: return "transpose";
-        case TileKind::Stencil: return "stencil";
+        case TileKind::None:
+            return "none";
+        case TileKind::Transpose:
+            return "transpose";
+        case TileKind::Stencil:
+            return "stencil";
     }
     return "?";
 }
@@ -129,7 +136,8 @@ std::size_t TilePlan::shared_bytes(const PointwisePlan& pw) const {
         b += static_cast<std::size_t>(tile_cols) * static_cast<std::size_t>(s.pitch) *
              itemsize(pw.loads[static_cast<std::size_t>(s.site)].dtype);
     for (const StagedHalo& h : halos)
-        b += static_cast<std::size_t>(h.rows) * static_cast<std::size_t>(h.pitch) * itemsize(pw.loads[static_cast<std::size_t>(h.ref)].dtype);
+        b += static_cast<std::size_t>(h.rows) * static_cast<std::size_t>(h.pitch) *
+             itemsize(pw.loads[static_cast<std::size_t>(h.ref)].dtype);
     return b;
 }
 
@@ -149,12 +157,13 @@ LaunchConfig TilePlan::launch(const PointwiseBinding& binding) const {
     return lc;
 }
 
-Variant TilePlan::select_variant(const PointwisePlan& pw, const PointwiseBinding& b, std::span<const void* const> inputs,
-                                 std::span<void* const> outputs) const {
+Variant TilePlan::select_variant(const PointwisePlan& pw, const PointwiseBinding& b,
+                                 std::span<const void* const> inputs, std::span<void* const> outputs) const {
     const int V = vector_width;
     if (V <= 1) return Variant::Scalar;
     const std::size_t R = b.extents.size();
-    if (b.extents[static_cast<std::size_t>(dim_a)] % V != 0 || b.extents[R - 1] % V != 0) return Variant::Scalar;
+    if (b.extents[static_cast<std::size_t>(dim_a)] % V != 0 || b.extents[R - 1] % V != 0)
+        return Variant::Scalar;
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     for (const StagedLoad& st : staged) {
         const std::size_t s = static_cast<std::size_t>(st.site);
@@ -195,11 +204,13 @@ std::uint64_t TilePlan::hash() const {
 std::string TilePlan::reuse_text(const StencilTaps& sc) const {
     std::size_t in_halo = 0;
     for (const StagedHalo& h : halos)
-        for (int site : h.sites) in_halo += static_cast<std::size_t>(std::count(sc.sites.begin(), sc.sites.end(), site));
+        for (int site : h.sites)
+            in_halo += static_cast<std::size_t>(std::count(sc.sites.begin(), sc.sites.end(), site));
     if (in_halo == 0) return "neighbours re-read from L1 within the tile";
     if (in_halo == sc.sites.size()) return "every tap read from the shared halo tile below";
-    return fmt::format("{} taps read from the shared halo tile below, {} (shifted along an outer dimension) from L1", in_halo,
-                       sc.sites.size() - in_halo);
+    return fmt::format(
+        "{} taps read from the shared halo tile below, {} (shifted along an outer dimension) from L1",
+        in_halo, sc.sites.size() - in_halo);
 }
 
 std::string TilePlan::to_string(const PointwisePlan& pw) const {
@@ -207,45 +218,57 @@ std::string TilePlan::to_string(const PointwisePlan& pw) const {
     std::string s;
     auto out = std::back_inserter(s);
     const int R = pw.rank;
-    fmt::format_to(out, "tiled plan: {}, tile {} x {}{} (rows along dimension {}, columns along dimension {}), {} threads, "
-                        "{} elements per thread, one block per tile\n",
-                   tile_kind_name(kind), tile_rows, tile_cols, hinted ? " (the options' tile hint)" : "", dim_a, R - 1,
-                   kTileBlock, tile_rows * tile_cols / kTileBlock);
+    fmt::format_to(
+        out,
+        "tiled plan: {}, tile {} x {}{} (rows along dimension {}, columns along dimension {}), {} threads, "
+        "{} elements per thread, one block per tile\n",
+        tile_kind_name(kind), tile_rows, tile_cols, hinted ? " (the options' tile hint)" : "", dim_a, R - 1,
+        kTileBlock, tile_rows * tile_cols / kTileBlock);
     for (const StagedLoad& st : staged) {
         const DType t = pw.loads[static_cast<std::size_t>(st.site)].dtype;
-        fmt::format_to(out, "staged: in{} ({}) read along dimension {} into shared memory, {} x {} elements (rows padded to "
-                            "{} bytes: no bank conflicts)\n",
-                       st.site, name(t), dim_a, tile_cols, st.pitch, static_cast<std::size_t>(st.pitch) * itemsize(t));
+        fmt::format_to(
+            out,
+            "staged: in{} ({}) read along dimension {} into shared memory, {} x {} elements (rows padded to "
+            "{} bytes: no bank conflicts)\n",
+            st.site, name(t), dim_a, tile_cols, st.pitch, static_cast<std::size_t>(st.pitch) * itemsize(t));
     }
     for (const StencilTaps& sc : stencils) {
         std::vector<std::string> halo;
         for (int d = 0; d < R; ++d)
             if (sc.halo_lo[static_cast<std::size_t>(d)] != 0 || sc.halo_hi[static_cast<std::size_t>(d)] != 0)
-                halo.push_back(fmt::format("dimension {} shifts {}..{}", d, sc.halo_lo[static_cast<std::size_t>(d)],
+                halo.push_back(fmt::format("dimension {} shifts {}..{}", d,
+                                           sc.halo_lo[static_cast<std::size_t>(d)],
                                            sc.halo_hi[static_cast<std::size_t>(d)]));
         std::vector<std::string> sites;
         for (int k : sc.sites) sites.push_back(fmt::format("in{}", k));
-        fmt::format_to(out, "stencil: {} taps of input {} ({}); halo from the first tap: {}; {}\n", sc.sites.size(), sc.input,
-                       fmt::join(sites, ", "), halo.empty() ? std::string("none") : fmt::format("{}", fmt::join(halo, ", ")),
+        fmt::format_to(out, "stencil: {} taps of input {} ({}); halo from the first tap: {}; {}\n",
+                       sc.sites.size(), sc.input, fmt::join(sites, ", "),
+                       halo.empty() ? std::string("none") : fmt::format("{}", fmt::join(halo, ", ")),
                        reuse_text(sc));
     }
     for (const StagedHalo& h : halos) {
         std::vector<std::string> sites;
         for (int k : h.sites) sites.push_back(fmt::format("in{}", k));
-        fmt::format_to(out, "halo: {} taps ({}) read from shared memory, a tile of {} x {} elements staged from in{} (the tile "
-                            "plus shifts {}..{} along dimension {} and {}..{} along dimension {})\n",
-                       h.sites.size(), fmt::join(sites, ", "), h.rows, h.pitch, h.ref, h.lo_a, h.hi_a, dim_a, h.lo_b, h.hi_b, R - 1);
+        fmt::format_to(out,
+                       "halo: {} taps ({}) read from shared memory, a tile of {} x {} elements staged from "
+                       "in{} (the tile "
+                       "plus shifts {}..{} along dimension {} and {}..{} along dimension {})\n",
+                       h.sites.size(), fmt::join(sites, ", "), h.rows, h.pitch, h.ref, h.lo_a, h.hi_a, dim_a,
+                       h.lo_b, h.hi_b, R - 1);
     }
-    if (!staged.empty() || !halos.empty()) fmt::format_to(out, "shared memory: {} bytes per block\n", shared_bytes(pw));
+    if (!staged.empty() || !halos.empty())
+        fmt::format_to(out, "shared memory: {} bytes per block\n", shared_bytes(pw));
     if (vector_width > 1)
-        fmt::format_to(out, "vector variant: {}-byte vectors of {} elements for the staged loads and the stores, when the "
-                            "tile's extents divide by {} and the pointers are aligned\n",
-                       16, vector_width, vector_width);
+        fmt::format_to(
+            out,
+            "vector variant: {}-byte vectors of {} elements for the staged loads and the stores, when the "
+            "tile's extents divide by {} and the pointers are aligned\n",
+            16, vector_width, vector_width);
     return s;
 }
 
-PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& planned, const DeviceInfo& device,
-                      const TileHint& hint, StencilReuse reuse) {
+PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& planned,
+                      const DeviceInfo& device, const TileHint& hint, StencilReuse reuse) {
     // Measured on the H200 (docs/performance.md, 2026-12-02): taps from L1 beat a shared halo tile at every
     // tile tried, 3601 against 2991 GB/s at best on S1 and 2956 against 2048 on S2 (the halo's staging pass
     // and barrier cost more than the L1 hits it saves), so L1 is the choice; the halo stays as an option.
@@ -256,20 +279,24 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
     const int R = pw.rank;
     const auto inputs = pointwise_inputs(outputs);
     if (b.numel == 0 || R < 2) {
-        // Rank 1 (after coalescing): the flat walk already reads neighbouring taps from L1; say so for a stencil.
+        // Rank 1 (after coalescing): the flat walk already reads neighbouring taps from L1; say so for a
+        // stencil.
         std::map<int, int> per_input;
         for (const OperandPlan& o : pw.loads)
             if (!o.index && o.access != Access::Scalar) ++per_input[o.input];
         for (const auto& [in, count] : per_input)
             if (count >= 2 && b.numel > 0)
-                result.note = fmt::format("{} taps of {} over a space of rank 1: no tile (the pointwise kernel's flat walk reads "
-                                          "neighbouring taps from L1)",
-                                          count, input_name(*inputs[static_cast<std::size_t>(in)], in));
+                result.note = fmt::format(
+                    "{} taps of {} over a space of rank 1: no tile (the pointwise kernel's flat walk reads "
+                    "neighbouring taps from L1)",
+                    count, input_name(*inputs[static_cast<std::size_t>(in)], in));
         return result;
     }
     for (const OperandPlan& o : pw.outputs)
         if (o.access != Access::Contiguous && !o.unit_inner) {
-            result.note = "no tile: an output is a view whose unit stride is not along the last dimension (written where it lies)";
+            result.note =
+                "no tile: an output is a view whose unit stride is not along the last dimension (written "
+                "where it lies)";
             return result;
         }
     for (const OperandPlan& o : pw.loads)
@@ -289,7 +316,9 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
     };
     for (std::size_t s = 0; s < pw.loads.size(); ++s)
         for (int d = 0; d + 1 < R; ++d)
-            if (transposed_along(s, d)) staged_bytes[static_cast<std::size_t>(d)] += static_cast<std::int64_t>(itemsize(pw.loads[s].dtype));
+            if (transposed_along(s, d))
+                staged_bytes[static_cast<std::size_t>(d)] +=
+                    static_cast<std::int64_t>(itemsize(pw.loads[s].dtype));
     const auto best = std::max_element(staged_bytes.begin(), staged_bytes.end() - 1);
     if (*best > 0) {
         tp.kind = TileKind::Transpose;
@@ -311,8 +340,8 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
         for (int s : sites) same = same && b.sites[static_cast<std::size_t>(s)].coefs == c0;
         const std::string who = input_name(*inputs[static_cast<std::size_t>(in)], in);
         if (!same) {
-            near += fmt::format("{}not a stencil: the {} loads of {} walk it with different strides", near.empty() ? "" : "; ",
-                                sites.size(), who);
+            near += fmt::format("{}not a stencil: the {} loads of {} walk it with different strides",
+                                near.empty() ? "" : "; ", sites.size(), who);
             continue;
         }
         StencilTaps taps;
@@ -322,18 +351,25 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
         bool shifts = true;
         for (int s : sites) {
             std::vector<std::int64_t> sh;
-            shifts = shifts && shifts_of(b.sites[static_cast<std::size_t>(s)].offset - b.sites[static_cast<std::size_t>(sites[0])].offset, c0, sh);
+            shifts = shifts && shifts_of(b.sites[static_cast<std::size_t>(s)].offset -
+                                             b.sites[static_cast<std::size_t>(sites[0])].offset,
+                                         c0, sh);
             for (int d = 0; d < R && shifts; ++d) {
-                taps.halo_lo[static_cast<std::size_t>(d)] = std::min(taps.halo_lo[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
-                taps.halo_hi[static_cast<std::size_t>(d)] = std::max(taps.halo_hi[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
+                taps.halo_lo[static_cast<std::size_t>(d)] =
+                    std::min(taps.halo_lo[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
+                taps.halo_hi[static_cast<std::size_t>(d)] =
+                    std::max(taps.halo_hi[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
             }
             taps.shifts.push_back(std::move(sh));
         }
         bool distinct = false;
-        for (int s : sites) distinct = distinct || b.sites[static_cast<std::size_t>(s)].offset != b.sites[static_cast<std::size_t>(sites[0])].offset;
+        for (int s : sites)
+            distinct = distinct || b.sites[static_cast<std::size_t>(s)].offset !=
+                                       b.sites[static_cast<std::size_t>(sites[0])].offset;
         if (!shifts || !distinct) {
-            near += fmt::format("{}not a stencil: the {} loads of {} {}", near.empty() ? "" : "; ", sites.size(), who,
-                                distinct ? "are not whole shifts of one another" : "read the same elements");
+            near +=
+                fmt::format("{}not a stencil: the {} loads of {} {}", near.empty() ? "" : "; ", sites.size(),
+                            who, distinct ? "are not whole shifts of one another" : "read the same elements");
             continue;
         }
         taps.sites = sites;
@@ -354,56 +390,74 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
     auto set_shape = [&](int rows, int cols) {
         tp.tile_rows = rows;
         tp.tile_cols = cols;
-        for (StagedLoad& st : tp.staged) st.pitch = padded_pitch(rows, itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype));
+        for (StagedLoad& st : tp.staged)
+            st.pitch = padded_pitch(rows, itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype));
     };
     // The hinted tile, as its errors name it (only formatted for an error).
     auto hinted_tile = [&] {
         return fmt::format("tile({}, {}{}) for the tiled {} at {}", hint.rows, hint.cols,
-                           hint.depth ? fmt::format(", {}", hint.depth) : std::string(), tile_kind_name(tp.kind),
-                           short_location(outputs[0]->loc()));
+                           hint.depth ? fmt::format(", {}", hint.depth) : std::string(),
+                           tile_kind_name(tp.kind), short_location(outputs[0]->loc()));
     };
     if (!hint.empty()) {
         const std::string what = hinted_tile();
-        if (hint.depth != 0) throw Error(fmt::format("{}: a tiled {} takes rows and columns, not a depth", what, tile_kind_name(tp.kind)));
+        if (hint.depth != 0)
+            throw Error(fmt::format("{}: a tiled {} takes rows and columns, not a depth", what,
+                                    tile_kind_name(tp.kind)));
         if (hint.rows <= 0 || hint.cols <= 0)
             throw Error(fmt::format("{}: rows and columns must both be given and positive", what));
         if (static_cast<std::int64_t>(hint.rows) * hint.cols < kTileBlock)
             throw Error(fmt::format("{}: {} elements are fewer than the {} threads per block", what,
                                     static_cast<std::int64_t>(hint.rows) * hint.cols, kTileBlock));
-        if (hint.cols % 32 != 0) throw Error(fmt::format("{}: columns must be a multiple of 32 (the lanes of a warp)", what));
+        if (hint.cols % 32 != 0)
+            throw Error(fmt::format("{}: columns must be a multiple of 32 (the lanes of a warp)", what));
         if (tp.kind == TileKind::Transpose && hint.rows % 32 != 0)
-            throw Error(fmt::format("{}: rows must be a multiple of 32 (the lanes read the transposed operand along the rows)", what));
-        if (hint.rows % kWarps != 0) throw Error(fmt::format("{}: rows must be a multiple of {} (the warps of a block)", what, kWarps));
-        if (static_cast<std::int64_t>(hint.rows) * hint.cols > static_cast<std::int64_t>(kMaxElementsPerThread) * kTileBlock)
+            throw Error(fmt::format(
+                "{}: rows must be a multiple of 32 (the lanes read the transposed operand along the rows)",
+                what));
+        if (hint.rows % kWarps != 0)
+            throw Error(
+                fmt::format("{}: rows must be a multiple of {} (the warps of a block)", what, kWarps));
+        if (static_cast<std::int64_t>(hint.rows) * hint.cols >
+            static_cast<std::int64_t>(kMaxElementsPerThread) * kTileBlock)
             throw Error(fmt::format("{}: {} elements per thread exceed the {} that fit in registers", what,
-                                    static_cast<std::int64_t>(hint.rows) * hint.cols / kTileBlock, kMaxElementsPerThread));
+                                    static_cast<std::int64_t>(hint.rows) * hint.cols / kTileBlock,
+                                    kMaxElementsPerThread));
         set_shape(hint.rows, hint.cols);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block)
-            throw Error(fmt::format("{}: its staged loads take {} bytes of shared memory, above the {} bytes per block", what,
-                                    tp.shared_bytes(pw), device.shared_mem_per_block));
+            throw Error(fmt::format(
+                "{}: its staged loads take {} bytes of shared memory, above the {} bytes per block", what,
+                tp.shared_bytes(pw), device.shared_mem_per_block));
         tp.hinted = true;
     } else if (tp.kind == TileKind::Transpose) {
         // 1- and 2-byte elements: 128 rows, so that the vector variant's 16-element vectors fill a warp's
         // staging reads (8 vectors of 16 along dim_a). Measured on the H200 (16384^2, GB/s): int8 3100 in
-        // 128 x 32 tiles, 2883 in 128 x 64, 1377 in 64 x 64 (scalar); bfloat16 4031 in 128 x 64, 3929 in 64 x 64.
+        // 128 x 32 tiles, 2883 in 128 x 64, 1377 in 64 x 64 (scalar); bfloat16 4031 in 128 x 64, 3929 in 64
+        // x 64.
         const std::size_t size = uniform_element_size(tp, pw);
-        if (size == 1) set_shape(128, 32);
-        else if (size == 2) set_shape(128, 64);
-        else set_shape(64, 64);
+        if (size == 1)
+            set_shape(128, 32);
+        else if (size == 2)
+            set_shape(128, 64);
+        else
+            set_shape(64, 64);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(64, 64);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 64);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 32);
         if (tp.shared_bytes(pw) > device.shared_mem_per_block) {
-            result.note = fmt::format("no tile: {} transposed loads would take {} bytes of shared memory, above the {} per block",
-                                      tp.staged.size(), tp.shared_bytes(pw), device.shared_mem_per_block);
+            result.note = fmt::format(
+                "no tile: {} transposed loads would take {} bytes of shared memory, above the {} per block",
+                tp.staged.size(), tp.shared_bytes(pw), device.shared_mem_per_block);
             return result;
         }
     } else {
         // Measured on the H200 (docs/performance.md): 32 x 64 for the 5-point stencil of S1; a 3-D stencil,
         // whose taps along the outer dimension come from other blocks through L2, runs best in flat
         // 8 x 128 tiles (S2).
-        if (R >= 3) set_shape(8, 128);
-        else set_shape(32, 64);
+        if (R >= 3)
+            set_shape(8, 128);
+        else
+            set_shape(32, 64);
     }
     if (hint.empty()) {  // a hint stands as given
         // Every thread holds its elements' direct loads at once (they are issued together): keep that within
@@ -416,16 +470,19 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
             if (!staged && !o.index && o.access != Access::Scalar) words += register_words(o.dtype);
         }
         const int min_rows = tp.kind == TileKind::Transpose ? 32 : kWarps;
-        while (tp.tile_rows > min_rows && tp.tile_rows * tp.tile_cols / kTileBlock * words > kVectorRegisterBudget)
+        while (tp.tile_rows > min_rows &&
+               tp.tile_rows * tp.tile_cols / kTileBlock * words > kVectorRegisterBudget)
             set_shape(tp.tile_rows / 2, tp.tile_cols);
     }
     if (tp.kind == TileKind::Stencil && reuse == StencilReuse::SharedHalo) {
         if (!plan_halos(tp, pw)) {
-            result.note = "no shared halo: no stencil has two taps shifted within the tile's dimensions; taps from L1";
+            result.note =
+                "no shared halo: no stencil has two taps shifted within the tile's dimensions; taps from L1";
         } else if (tp.shared_bytes(pw) > device.shared_mem_per_block) {
             if (tp.hinted)
-                throw Error(fmt::format("{}: its halo tiles take {} bytes of shared memory, above the {} bytes per block",
-                                        hinted_tile(), tp.shared_bytes(pw), device.shared_mem_per_block));
+                throw Error(fmt::format(
+                    "{}: its halo tiles take {} bytes of shared memory, above the {} bytes per block",
+                    hinted_tile(), tp.shared_bytes(pw), device.shared_mem_per_block));
             tp.halos.clear();
             result.note = "no shared halo: it would not fit in shared memory; taps from L1";
         }
@@ -438,8 +495,10 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
         const int V = size == 4 || size == 2 || size == 1 ? static_cast<int>(16 / size) : 1;
         if (V > 1 && tp.tile_rows % (8 * V) == 0 && tp.tile_cols % 32 == 0) tp.vector_width = V;
     }
-    if (result.note.empty()) result.note = near;
-    else if (!near.empty()) result.note += "; " + near;
+    if (result.note.empty())
+        result.note = near;
+    else if (!near.empty())
+        result.note += "; " + near;
     result.plan = std::move(tp);
     return result;
 }

@@ -77,33 +77,49 @@ ir::NodePtr settle(ir::NodePtr node) {
 
 }  // namespace
 
-std::uint32_t lazy_node_limit() { return lazy_limit().load(std::memory_order_relaxed); }
-std::uint32_t set_lazy_node_limit(std::uint32_t nodes) { return lazy_limit().exchange(nodes); }
+std::uint32_t lazy_node_limit() {
+    return lazy_limit().load(std::memory_order_relaxed);
+}
+std::uint32_t set_lazy_node_limit(std::uint32_t nodes) {
+    return lazy_limit().exchange(nodes);
+}
 
 Array::Array(ir::NodePtr node) : node_(settle(std::move(node))) {}
 
-Operand::Operand(const Array& a, Loc loc) : kind_(a.node() ? Kind::Array : Kind::EmptyArray), node_(a.node()), loc_(loc) {}
+Operand::Operand(const Array& a, Loc loc)
+    : kind_(a.node() ? Kind::Array : Kind::EmptyArray), node_(a.node()), loc_(loc) {}
 Operand::Operand(const Tensor& t, Loc loc)
-    : kind_(t.defined() ? Kind::Array : Kind::UndefinedTensor), node_(t.defined() ? input_node_of(t, loc) : nullptr),
+    : kind_(t.defined() ? Kind::Array : Kind::UndefinedTensor),
+      node_(t.defined() ? input_node_of(t, loc) : nullptr),
       loc_(loc) {}
 
 void Operand::check(std::string_view api) const {
     switch (kind_) {
-        case Kind::EmptyArray: throw Error(fmt::format("{}(): empty Array operand ({})", api, short_location(loc_)));
+        case Kind::EmptyArray:
+            throw Error(fmt::format("{}(): empty Array operand ({})", api, short_location(loc_)));
         case Kind::UndefinedTensor:
-            throw Error(fmt::format("{}(): undefined (empty) Tensor operand ({})", api, short_location(loc_)));
+            throw Error(
+                fmt::format("{}(): undefined (empty) Tensor operand ({})", api, short_location(loc_)));
         case Kind::UnsignedOutOfRange:
-            throw Error(fmt::format("{}(): unsigned scalar {} is above the int64 range that Loom's integer scalars take "
-                                    "({})",
-                                    api, static_cast<unsigned long long>(i_), short_location(loc_)));
-        default: return;
+            throw Error(fmt::format(
+                "{}(): unsigned scalar {} is above the int64 range that Loom's integer scalars take "
+                "({})",
+                api, static_cast<unsigned long long>(i_), short_location(loc_)));
+        default:
+            return;
     }
 }
 Operand::Operand(Constant c, Loc loc) : constant_(true), f_(c.f), i_(c.i), loc_(loc) {
     switch (c.kind) {
-        case Constant::Kind::Bool: kind_ = Kind::Bool; break;
-        case Constant::Kind::Int: kind_ = Kind::Int; break;
-        case Constant::Kind::Float: kind_ = Kind::Float; break;
+        case Constant::Kind::Bool:
+            kind_ = Kind::Bool;
+            break;
+        case Constant::Kind::Int:
+            kind_ = Kind::Int;
+            break;
+        case Constant::Kind::Float:
+            kind_ = Kind::Float;
+            break;
     }
 }
 
@@ -111,7 +127,9 @@ ir::NodePtr Operand::resolve(const Operand& other, std::string_view api) const {
     if (kind_ == Kind::Array) return node_;
     check(api);
     if (other.kind_ != Kind::Array) return resolve_alone(api);
-    const ScalarKind sk = kind_ == Kind::Float ? ScalarKind::Float : kind_ == Kind::Int ? ScalarKind::Int : ScalarKind::Bool;
+    const ScalarKind sk = kind_ == Kind::Float ? ScalarKind::Float
+                          : kind_ == Kind::Int ? ScalarKind::Int
+                                               : ScalarKind::Bool;
     const DType dt = promote_weak(other.node_->dtype(), sk);
     const ir::ScalarValue v = kind_ == Kind::Float ? ir::make_scalar_value(f_, dt, api, loc_)
                                                    : ir::make_scalar_value(i_, dt, api, loc_);
@@ -135,7 +153,8 @@ const ir::Node& Array::checked() const {
 }
 
 void throw_constant_out_of_range(unsigned long long v) {
-    throw Error(fmt::format("constant(): unsigned value {} is above the int64 range of Loom's integer scalars", v));
+    throw Error(
+        fmt::format("constant(): unsigned value {} is above the int64 range of Loom's integer scalars", v));
 }
 
 Tensor Array::eval(Loc loc) const {
@@ -152,8 +171,8 @@ template <CppScalar T>
 T Array::item(Loc loc) const {
     if (!node_) throw Error(fmt::format("item(): empty Array ({})", short_location(loc)));
     if (numel() != 1)
-        throw Error(fmt::format("item(): array {} {} has {} elements, not 1 ({})", to_string(shape()), name(dtype()),
-                                numel(), short_location(loc)));
+        throw Error(fmt::format("item(): array {} {} has {} elements, not 1 ({})", to_string(shape()),
+                                name(dtype()), numel(), short_location(loc)));
     Tensor h = eval(loc).to_host();
     if constexpr (std::is_floating_point_v<T>) {
         return static_cast<T>(h.get_double(0));
@@ -195,7 +214,9 @@ const ir::NodePtr& operand_node(const ir::NodePtr& n, std::string_view api, cons
 }
 }  // namespace
 
-Array Array::astype(DType dtype, Loc loc) const { return Array(ir::cast(operand_node(node_, "astype", loc), dtype, loc)); }
+Array Array::astype(DType dtype, Loc loc) const {
+    return Array(ir::cast(operand_node(node_, "astype", loc), dtype, loc));
+}
 Array Array::reshape(Shape shape, Loc loc) const {
     return Array(ir::reshape(operand_node(node_, "reshape", loc), std::move(shape), loc));
 }
@@ -205,11 +226,15 @@ Array Array::broadcast_to(const Shape& shape, Loc loc) const {
 Array Array::permute(std::vector<std::int64_t> perm, Loc loc) const {
     return Array(ir::permute(operand_node(node_, "permute", loc), std::move(perm), loc));
 }
-Array Array::transposed(Loc loc) const { return Array(ir::transpose(operand_node(node_, "transpose", loc), loc)); }
+Array Array::transposed(Loc loc) const {
+    return Array(ir::transpose(operand_node(node_, "transpose", loc), loc));
+}
 Array Array::slice(const std::vector<ir::SliceSpec>& spec, Loc loc) const {
     return Array(ir::slice(operand_node(node_, "slice", loc), spec, loc));
 }
-std::string Array::ir_text() const { return ir::print({node_}); }
+std::string Array::ir_text() const {
+    return ir::print({node_});
+}
 
 std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc) {
     std::vector<ir::NodePtr> roots;

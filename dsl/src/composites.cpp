@@ -50,9 +50,10 @@ std::int64_t reduced_count(std::string_view api, const Array& x, const Axes& axe
     }
     if (count == 0 && kept > 0)
         fail(api, loc,
-             fmt::format("reduction of operand {} over axes [{}]: axis {} has length 0 and {} needs at least one "
-                         "element",
-                         ir::describe(*x.node()), fmt::join(norm, ", "), empty_axis, api));
+             fmt::format(
+                 "reduction of operand {} over axes [{}]: axis {} has length 0 and {} needs at least one "
+                 "element",
+                 ir::describe(*x.node()), fmt::join(norm, ", "), empty_axis, api));
     return count;
 }
 
@@ -66,9 +67,13 @@ Array at_accumulation(const Array& x, const Loc& loc) {
 
 // The dtype of a composite's result for operand dtype `dt`: float dtypes are kept, integers and bool
 // give float32 (as mean does).
-DType result_dtype(DType dt) { return is_float(dt) ? dt : float32; }
+DType result_dtype(DType dt) {
+    return is_float(dt) ? dt : float32;
+}
 
-Array rounded_to(const Array& y, DType dt, const Loc& loc) { return y.dtype() == dt ? y : astype(y, dt, loc); }
+Array rounded_to(const Array& y, DType dt, const Loc& loc) {
+    return y.dtype() == dt ? y : astype(y, dt, loc);
+}
 
 // The deviations d = x - m at the accumulation type, m = mean(x, axes, keepdims = true): for integers and
 // bool the exact int64 mean (divided in double, float32), for floats the mean of the widened x (for
@@ -108,8 +113,8 @@ DType with_affine(std::string_view api, std::string_view what, const Array& x, S
     return promote(x_dtype, wn->dtype());
 }
 
-Array standard_deviation(std::string_view api, const Operand& x_in, Axes axes, double correction, bool keepdims,
-                         const Loc& loc) {
+Array standard_deviation(std::string_view api, const Operand& x_in, Axes axes, double correction,
+                         bool keepdims, const Loc& loc) {
     const Array x(x_in.resolve_alone(api));
     return rounded_to(sqrt(variance(api, x, std::move(axes), correction, keepdims, loc), loc),
                       result_dtype(x.dtype()), loc);

@@ -19,7 +19,9 @@ std::vector<ir::NodePtr> roots_of(const std::vector<Array>& arrays, std::string_
 }
 }  // namespace
 
-void assign(const Tensor& out, const Array& a, Loc loc) { evaluate_into(roots_of({a}, "assign", loc), {out}, loc); }
+void assign(const Tensor& out, const Array& a, Loc loc) {
+    evaluate_into(roots_of({a}, "assign", loc), {out}, loc);
+}
 
 void assign(const std::vector<Tensor>& outs, const std::vector<Array>& arrays, Loc loc) {
     evaluate_into(roots_of(arrays, "assign", loc), outs, loc);

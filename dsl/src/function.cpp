@@ -10,7 +10,8 @@ namespace loom::detail {
 
 namespace {
 
-bool fits(const Program& p, std::span<const Tensor* const> args, std::span<const Tensor* const> outs) noexcept {
+bool fits(const Program& p, std::span<const Tensor* const> args,
+          std::span<const Tensor* const> outs) noexcept {
     const auto& specs = p.specs();
     bool ok = specs.size() == args.size();
     for (std::size_t k = 0; ok && k < args.size(); ++k) ok = specs[k].matches(*args[k]);
@@ -19,7 +20,8 @@ bool fits(const Program& p, std::span<const Tensor* const> args, std::span<const
 
 }  // namespace
 
-const Program* FunctionCore::find(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const noexcept {
+const Program* FunctionCore::find(std::span<const Tensor* const> args,
+                                  std::span<const Tensor* const> outs) const noexcept {
     const std::size_t n = count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < n; ++i)
         if (fits(*programs_[i], args, outs)) return programs_[i].get();
@@ -35,18 +37,23 @@ std::string reason(const std::vector<const Program*>& earlier, std::span<const T
     const auto& s = earlier.back()->specs();
     for (std::size_t k = 0; k < args.size() && k < s.size(); ++k) {
         const Tensor& t = *args[k];
-        if (t.dtype() != s[k].dtype) return fmt::format("argument {}: dtype {} -> {}", k, name(s[k].dtype), name(t.dtype()));
+        if (t.dtype() != s[k].dtype)
+            return fmt::format("argument {}: dtype {} -> {}", k, name(s[k].dtype), name(t.dtype()));
         if (t.shape() != s[k].shape)
             return fmt::format("argument {}: shape {} -> {}", k, to_string(s[k].shape), to_string(t.shape()));
         if (t.strides() != s[k].strides)
-            return fmt::format("argument {}: strides {} -> {}", k, to_string(s[k].strides), to_string(t.strides()));
+            return fmt::format("argument {}: strides {} -> {}", k, to_string(s[k].strides),
+                               to_string(t.strides()));
         if (ArgSpec::of(t).aligned16 != s[k].aligned16)
-            return fmt::format("argument {}: element 0 {} 16-byte aligned", k, s[k].aligned16 ? "no longer" : "now");
+            return fmt::format("argument {}: element 0 {} 16-byte aligned", k,
+                               s[k].aligned16 ? "no longer" : "now");
         if (!(t.device() == s[k].device))
-            return fmt::format("argument {}: device {} -> {}", k, s[k].device.to_string(), t.device().to_string());
+            return fmt::format("argument {}: device {} -> {}", k, s[k].device.to_string(),
+                               t.device().to_string());
     }
     for (std::size_t r = 0; r < outs.size(); ++r)
-        if (outs[r]->defined() && !outs[r]->is_contiguous()) return fmt::format("output {}: a view with strides {}", r, to_string(outs[r]->strides()));
+        if (outs[r]->defined() && !outs[r]->is_contiguous())
+            return fmt::format("output {}: a view with strides {}", r, to_string(outs[r]->strides()));
     if (!earlier.back()->outputs_match(outs)) return "outputs: contiguous";
     return "arguments differ";
 }
@@ -63,12 +70,14 @@ const Program& FunctionCore::specialize(
     std::vector<ir::NodePtr> placeholders;
     for (std::size_t k = 0; k < args.size(); ++k) {
         if (!args[k]->defined())
-            throw Error(fmt::format("{}(): argument {} is an undefined Tensor ({}; the function is defined at {})",
-                                    name_, k, short_location(call), short_location(loc_)));
+            throw Error(
+                fmt::format("{}(): argument {} is an undefined Tensor ({}; the function is defined at {})",
+                            name_, k, short_location(call), short_location(loc_)));
         if (!(args[k]->device() == args[0]->device()))
-            throw Error(fmt::format("{}(): argument {} is on {} but argument 0 is on {} ({}; the function is defined at {})",
-                                    name_, k, args[k]->device().to_string(), args[0]->device().to_string(),
-                                    short_location(call), short_location(loc_)));
+            throw Error(fmt::format(
+                "{}(): argument {} is on {} but argument 0 is on {} ({}; the function is defined at {})",
+                name_, k, args[k]->device().to_string(), args[0]->device().to_string(), short_location(call),
+                short_location(loc_)));
         placeholders.push_back(
             ir::input(args[k]->dtype(), args[k]->shape(), fmt::format("arg{}", k), {}, loc_));
     }
@@ -85,12 +94,13 @@ const Program& FunctionCore::specialize(
         }
         out_strides.push_back(o->is_contiguous() ? Strides{} : o->strides());
     }
-    auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_, options_,
-                                                std::move(out_strides));
+    auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_,
+                                                options_, std::move(out_strides));
     if (env_list_contains("LOOM_EXPLAIN", "recompile"))
-        std::fprintf(stderr, "%s: specialization %zu (%s): %zu kernel(s); kernel cache: %llu compiled so far\n",
-                     name_.c_str(), n + overflow_.size() + 1, reason(earlier, args, outs).c_str(), prog->kernels(),
-                     static_cast<unsigned long long>(kernel_cache_stats().compiles));
+        std::fprintf(stderr,
+                     "%s: specialization %zu (%s): %zu kernel(s); kernel cache: %llu compiled so far\n",
+                     name_.c_str(), n + overflow_.size() + 1, reason(earlier, args, outs).c_str(),
+                     prog->kernels(), static_cast<unsigned long long>(kernel_cache_stats().compiles));
     const Program& ref = *prog;
     if (n < kMaxSpecializations) {
         programs_[n] = std::move(prog);

@@ -30,13 +30,15 @@ ir::NodePtr resolve3(const Operand& x, const Operand& o1, const Operand& o2, std
 
 Array ternary_op(Op op, const Operand& a, const Operand& b, const Operand& c, const Loc& loc) {
     const auto api = ir::op_name(op);
-    if (op == Op::Where) {  // the condition does not take part in promotion: branches resolve against each other
+    if (op ==
+        Op::Where) {  // the condition does not take part in promotion: branches resolve against each other
         auto branch = [&](const Operand& x, const Operand& other) {
             return other.is_array() ? x.resolve(other, api) : x.resolve_alone(api);
         };
         return Array(ir::ternary(op, a.resolve_alone(api), branch(b, c), branch(c, b), loc));
     }
-    return Array(ir::ternary(op, resolve3(a, b, c, api), resolve3(b, a, c, api), resolve3(c, a, b, api), loc));
+    return Array(
+        ir::ternary(op, resolve3(a, b, c, api), resolve3(b, a, c, api), resolve3(c, a, b, api), loc));
 }
 
 Array reduce_op(Op op, const Operand& x, Axes axes, bool keepdims, const Loc& loc) {
@@ -45,8 +47,10 @@ Array reduce_op(Op op, const Operand& x, Axes axes, bool keepdims, const Loc& lo
 
 }  // namespace
 
-#define LOOM_DSL_UNARY(fn, Id) \
-    Array fn(const Operand& x, Loc loc) { return unary_op(Op::Id, x, loc); }
+#define LOOM_DSL_UNARY(fn, Id)            \
+    Array fn(const Operand& x, Loc loc) { \
+        return unary_op(Op::Id, x, loc);  \
+    }
 LOOM_DSL_UNARY(neg, Neg)
 LOOM_DSL_UNARY(abs, Abs)
 LOOM_DSL_UNARY(sign, Sign)
@@ -86,10 +90,14 @@ LOOM_DSL_UNARY(isinf, IsInf)
 LOOM_DSL_UNARY(isfinite, IsFinite)
 #undef LOOM_DSL_UNARY
 
-Array astype(const Operand& x, DType dtype, Loc loc) { return Array(ir::cast(x.resolve_alone("astype"), dtype, loc)); }
+Array astype(const Operand& x, DType dtype, Loc loc) {
+    return Array(ir::cast(x.resolve_alone("astype"), dtype, loc));
+}
 
-#define LOOM_DSL_BINARY(fn, Id) \
-    Array fn(const Operand& a, const Operand& b, Loc loc) { return binary_op(Op::Id, a, b, loc); }
+#define LOOM_DSL_BINARY(fn, Id)                             \
+    Array fn(const Operand& a, const Operand& b, Loc loc) { \
+        return binary_op(Op::Id, a, b, loc);                \
+    }
 LOOM_DSL_BINARY(add, Add)
 LOOM_DSL_BINARY(sub, Sub)
 LOOM_DSL_BINARY(mul, Mul)
@@ -120,7 +128,9 @@ LOOM_DSL_BINARY(shift_right, Shr)
 Array where(const Operand& cond, const Operand& a, const Operand& b, Loc loc) {
     return ternary_op(Op::Where, cond, a, b, loc);
 }
-Array fma(const Operand& a, const Operand& b, const Operand& c, Loc loc) { return ternary_op(Op::Fma, a, b, c, loc); }
+Array fma(const Operand& a, const Operand& b, const Operand& c, Loc loc) {
+    return ternary_op(Op::Fma, a, b, c, loc);
+}
 Array clamp(const Operand& x, const Operand& lo, const Operand& hi, Loc loc) {
     return ternary_op(Op::Clamp, x, lo, hi, loc);
 }
@@ -134,11 +144,13 @@ Array reshape(const Operand& x, Shape shape, Loc loc) {
 Array permute(const Operand& x, std::vector<std::int64_t> perm, Loc loc) {
     return Array(ir::permute(x.resolve_alone("permute"), std::move(perm), loc));
 }
-Array transpose(const Operand& x, Loc loc) { return Array(ir::transpose(x.resolve_alone("transpose"), loc)); }
+Array transpose(const Operand& x, Loc loc) {
+    return Array(ir::transpose(x.resolve_alone("transpose"), loc));
+}
 
-#define LOOM_DSL_REDUCE(fn, Id)                                                       \
-    Array fn(const Operand& x, Axes axes, bool keepdims, Loc loc) {                   \
-        return reduce_op(Op::Id, x, std::move(axes), keepdims, loc);                  \
+#define LOOM_DSL_REDUCE(fn, Id)                                      \
+    Array fn(const Operand& x, Axes axes, bool keepdims, Loc loc) {  \
+        return reduce_op(Op::Id, x, std::move(axes), keepdims, loc); \
     }
 LOOM_DSL_REDUCE(sum, Sum)
 LOOM_DSL_REDUCE(prod, Prod)
@@ -156,27 +168,64 @@ Array matmul(const Operand& a, const Operand& b, Loc loc) {
 }
 
 Array matmul(const Operand& a, const Operand& b, const TileHint& hint, Loc loc) {
-    return Array(ir::matmul(a.resolve(b, "matmul"), b.resolve(a, "matmul"), loc, {hint.rows, hint.cols, hint.depth}));
+    return Array(
+        ir::matmul(a.resolve(b, "matmul"), b.resolve(a, "matmul"), loc, {hint.rows, hint.cols, hint.depth}));
 }
 
 // Operators take the source location of their left operand's conversion (the expression's call site).
-Array operator+(const Operand& a, const Operand& b) { return binary_op(Op::Add, a, b, a.loc()); }
-Array operator-(const Operand& a, const Operand& b) { return binary_op(Op::Sub, a, b, a.loc()); }
-Array operator*(const Operand& a, const Operand& b) { return binary_op(Op::Mul, a, b, a.loc()); }
-Array operator/(const Operand& a, const Operand& b) { return binary_op(Op::Div, a, b, a.loc()); }
-Array operator%(const Operand& a, const Operand& b) { return binary_op(Op::Rem, a, b, a.loc()); }
-Array operator-(const Operand& a) { return unary_op(Op::Neg, a, a.loc()); }
-Array operator==(const Operand& a, const Operand& b) { return binary_op(Op::Eq, a, b, a.loc()); }
-Array operator!=(const Operand& a, const Operand& b) { return binary_op(Op::Ne, a, b, a.loc()); }
-Array operator<(const Operand& a, const Operand& b) { return binary_op(Op::Lt, a, b, a.loc()); }
-Array operator<=(const Operand& a, const Operand& b) { return binary_op(Op::Le, a, b, a.loc()); }
-Array operator>(const Operand& a, const Operand& b) { return binary_op(Op::Gt, a, b, a.loc()); }
-Array operator>=(const Operand& a, const Operand& b) { return binary_op(Op::Ge, a, b, a.loc()); }
-Array operator&(const Operand& a, const Operand& b) { return binary_op(Op::BitAnd, a, b, a.loc()); }
-Array operator|(const Operand& a, const Operand& b) { return binary_op(Op::BitOr, a, b, a.loc()); }
-Array operator^(const Operand& a, const Operand& b) { return binary_op(Op::BitXor, a, b, a.loc()); }
-Array operator<<(const Operand& a, const Operand& b) { return binary_op(Op::Shl, a, b, a.loc()); }
-Array operator>>(const Operand& a, const Operand& b) { return binary_op(Op::Shr, a, b, a.loc()); }
-Array operator!(const Operand& a) { return unary_op(Op::LogicalNot, a, a.loc()); }
+Array operator+(const Operand& a, const Operand& b) {
+    return binary_op(Op::Add, a, b, a.loc());
+}
+Array operator-(const Operand& a, const Operand& b) {
+    return binary_op(Op::Sub, a, b, a.loc());
+}
+Array operator*(const Operand& a, const Operand& b) {
+    return binary_op(Op::Mul, a, b, a.loc());
+}
+Array operator/(const Operand& a, const Operand& b) {
+    return binary_op(Op::Div, a, b, a.loc());
+}
+Array operator%(const Operand& a, const Operand& b) {
+    return binary_op(Op::Rem, a, b, a.loc());
+}
+Array operator-(const Operand& a) {
+    return unary_op(Op::Neg, a, a.loc());
+}
+Array operator==(const Operand& a, const Operand& b) {
+    return binary_op(Op::Eq, a, b, a.loc());
+}
+Array operator!=(const Operand& a, const Operand& b) {
+    return binary_op(Op::Ne, a, b, a.loc());
+}
+Array operator<(const Operand& a, const Operand& b) {
+    return binary_op(Op::Lt, a, b, a.loc());
+}
+Array operator<=(const Operand& a, const Operand& b) {
+    return binary_op(Op::Le, a, b, a.loc());
+}
+Array operator>(const Operand& a, const Operand& b) {
+    return binary_op(Op::Gt, a, b, a.loc());
+}
+Array operator>=(const Operand& a, const Operand& b) {
+    return binary_op(Op::Ge, a, b, a.loc());
+}
+Array operator&(const Operand& a, const Operand& b) {
+    return binary_op(Op::BitAnd, a, b, a.loc());
+}
+Array operator|(const Operand& a, const Operand& b) {
+    return binary_op(Op::BitOr, a, b, a.loc());
+}
+Array operator^(const Operand& a, const Operand& b) {
+    return binary_op(Op::BitXor, a, b, a.loc());
+}
+Array operator<<(const Operand& a, const Operand& b) {
+    return binary_op(Op::Shl, a, b, a.loc());
+}
+Array operator>>(const Operand& a, const Operand& b) {
+    return binary_op(Op::Shr, a, b, a.loc());
+}
+Array operator!(const Operand& a) {
+    return unary_op(Op::LogicalNot, a, a.loc());
+}
 
 }  // namespace loom

@@ -16,7 +16,9 @@
 
 namespace loom::ir {
 
-std::string describe(const Node& n) { return fmt::format("{} {}", to_string(n.shape()), name(n.dtype())); }
+std::string describe(const Node& n) {
+    return fmt::format("{} {}", to_string(n.shape()), name(n.dtype()));
+}
 
 namespace {
 
@@ -34,14 +36,17 @@ NodeDesc desc_of(Op op, DType dt, Shape shape, std::vector<NodePtr> ops, const L
     return d;
 }
 
-bool is_const(const NodePtr& n) { return n->op() == Op::Constant; }
+bool is_const(const NodePtr& n) {
+    return n->op() == Op::Constant;
+}
 
 // Element counts are int64 everywhere: a shape whose product overflows is an error, never a wrapped count.
 void check_numel(std::string_view api, const Shape& shape, const Loc& loc) {
     std::int64_t n = 1;
     for (auto e : shape)
         if (e >= 0 && __builtin_mul_overflow(n, e, &n))
-            fail(api, loc, fmt::format("shape {} has more elements than a 64-bit count can hold", to_string(shape)));
+            fail(api, loc,
+                 fmt::format("shape {} has more elements than a 64-bit count can hold", to_string(shape)));
 }
 
 bool const_equals(const NodePtr& n, double v, bool require_sign = false) {
@@ -55,7 +60,9 @@ bool const_equals(const NodePtr& n, double v, bool require_sign = false) {
 }
 
 // Operands of an elementwise op, all cast to `dt` where `dt` is given.
-NodePtr cast_to(const NodePtr& a, DType dt, const Loc& loc) { return a->dtype() == dt ? a : cast(a, dt, loc); }
+NodePtr cast_to(const NodePtr& a, DType dt, const Loc& loc) {
+    return a->dtype() == dt ? a : cast(a, dt, loc);
+}
 
 Shape broadcast_all(std::string_view api, const std::vector<NodePtr>& ops, const Loc& loc) {
     Shape out = ops[0]->shape();
@@ -117,12 +124,18 @@ NodePtr simplify_binary(Op op, const NodePtr& a, const NodePtr& b) {
 
 ScalarValue make_scalar_value(double v, DType dtype, std::string_view api, Loc loc) {
     switch (dtype) {
-        case DType::Float64: return ScalarValue::of_float(v);
-        case DType::Float32: return ScalarValue::of_float(static_cast<double>(static_cast<float>(v)));
-        case DType::Float16: return ScalarValue::of_float(half_bits_to_float(double_to_half_bits(v)));
-        case DType::BFloat16: return ScalarValue::of_float(bf16_bits_to_float(double_to_bf16_bits(v)));
-        case DType::Bool: return ScalarValue::of_int(v != 0.0 ? 1 : 0);
-        default: break;
+        case DType::Float64:
+            return ScalarValue::of_float(v);
+        case DType::Float32:
+            return ScalarValue::of_float(static_cast<double>(static_cast<float>(v)));
+        case DType::Float16:
+            return ScalarValue::of_float(half_bits_to_float(double_to_half_bits(v)));
+        case DType::BFloat16:
+            return ScalarValue::of_float(bf16_bits_to_float(double_to_bf16_bits(v)));
+        case DType::Bool:
+            return ScalarValue::of_int(v != 0.0 ? 1 : 0);
+        default:
+            break;
     }
     if (!std::isfinite(v) || v != std::trunc(v) || v < -9223372036854775808.0 || v >= 9223372036854775808.0)
         fail(api, loc, fmt::format("scalar {} is not a value of the integer dtype {}", v, name(dtype)));
@@ -132,19 +145,32 @@ ScalarValue make_scalar_value(double v, DType dtype, std::string_view api, Loc l
 ScalarValue make_scalar_value(std::int64_t v, DType dtype, std::string_view api, Loc loc) {
     std::int64_t lo = 0, hi = 0;
     switch (dtype) {
-        case DType::Bool: return ScalarValue::of_int(v != 0 ? 1 : 0);
-        case DType::Int8: lo = -128; hi = 127; break;
-        case DType::UInt8: lo = 0; hi = 255; break;
-        case DType::Int32: lo = std::numeric_limits<std::int32_t>::min(); hi = std::numeric_limits<std::int32_t>::max(); break;
-        case DType::Int64: return ScalarValue::of_int(v);
-        default: return make_scalar_value(static_cast<double>(v), dtype, api, loc);
+        case DType::Bool:
+            return ScalarValue::of_int(v != 0 ? 1 : 0);
+        case DType::Int8:
+            lo = -128;
+            hi = 127;
+            break;
+        case DType::UInt8:
+            lo = 0;
+            hi = 255;
+            break;
+        case DType::Int32:
+            lo = std::numeric_limits<std::int32_t>::min();
+            hi = std::numeric_limits<std::int32_t>::max();
+            break;
+        case DType::Int64:
+            return ScalarValue::of_int(v);
+        default:
+            return make_scalar_value(static_cast<double>(v), dtype, api, loc);
     }
     if (v < lo || v > hi)
         fail(api, loc, fmt::format("scalar {} is out of range for {} [{}, {}]", v, name(dtype), lo, hi));
     return ScalarValue::of_int(v);
 }
 
-NodePtr input(DType dtype, const Shape& shape, std::string label, std::shared_ptr<const void> payload, Loc loc) {
+NodePtr input(DType dtype, const Shape& shape, std::string label, std::shared_ptr<const void> payload,
+              Loc loc) {
     check_shape("input", shape, loc);
     NodeDesc d = desc_of(Op::Input, dtype, shape, {}, loc);
     d.ints = {static_cast<std::int64_t>(next_input_id())};
@@ -167,7 +193,9 @@ NodePtr constant(ScalarValue v, DType dtype, Loc loc) {
 
 void check_shape(std::string_view api, const Shape& shape, Loc loc) {
     if (shape.size() > static_cast<std::size_t>(kMaxRank))
-        fail(api, loc, fmt::format("rank {} of shape {} exceeds the maximum rank {}", shape.size(), to_string(shape), kMaxRank));
+        fail(api, loc,
+             fmt::format("rank {} of shape {} exceeds the maximum rank {}", shape.size(), to_string(shape),
+                         kMaxRank));
     for (auto e : shape)
         if (e < 0) fail(api, loc, fmt::format("negative extent in shape {}", to_string(shape)));
     check_numel(api, shape, loc);
@@ -177,13 +205,15 @@ NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::st
     check_shape(api, shape, loc);
     const auto r = static_cast<std::int64_t>(shape.size());
     if (r == 0) fail(api, loc, "an index needs an axis; the shape [] has none");
-    if (axis < -r || axis >= r) fail(api, loc, fmt::format("axis {} is out of range for shape {}", axis, to_string(shape)));
+    if (axis < -r || axis >= r)
+        fail(api, loc, fmt::format("axis {} is out of range for shape {}", axis, to_string(shape)));
     NodeDesc d = desc_of(Op::Iota, DType::Int64, shape, {}, loc);
     d.ints = {axis < 0 ? axis + r : axis, device};
     return intern(std::move(d));
 }
 
-NodePtr fill(ScalarValue v, DType dtype, const Shape& shape, std::int64_t device, std::string_view api, Loc loc) {
+NodePtr fill(ScalarValue v, DType dtype, const Shape& shape, std::int64_t device, std::string_view api,
+             Loc loc) {
     check_shape(api, shape, loc);
     NodeDesc d = desc_of(Op::Fill, dtype, shape, {}, loc);
     d.value = v;
@@ -207,14 +237,16 @@ NodePtr unary(Op op, NodePtr a, Loc loc) {
     DType out = a->dtype();
     switch (oi.rule) {
         case Rule::Numeric:
-            if (a->dtype() == DType::Bool) fail(oi.name, loc, fmt::format("operand {} is bool", describe(*a)));
+            if (a->dtype() == DType::Bool)
+                fail(oi.name, loc, fmt::format("operand {} is bool", describe(*a)));
             break;
         case Rule::FloatMath:
             if (!is_float(a->dtype())) a = cast(a, DType::Float32, loc);
             out = a->dtype();
             break;
         case Rule::Rounding:
-            if (a->dtype() == DType::Bool) fail(oi.name, loc, fmt::format("operand {} is bool", describe(*a)));
+            if (a->dtype() == DType::Bool)
+                fail(oi.name, loc, fmt::format("operand {} is bool", describe(*a)));
             if (is_integer(a->dtype())) return a;  // integers are already whole
             break;
         case Rule::ToBool:
@@ -233,14 +265,16 @@ NodePtr unary(Op op, NodePtr a, Loc loc) {
 
 NodePtr binary(Op op, NodePtr a, NodePtr b, Loc loc) {
     const OpInfo& oi = info(op);
-    if (oi.kind != OpKind::Binary) throw InternalError(fmt::format("binary(): {} is not a binary op", oi.name));
+    if (oi.kind != OpKind::Binary)
+        throw InternalError(fmt::format("binary(): {} is not a binary op", oi.name));
     const Shape shape = broadcast_all(oi.name, {a, b}, loc);
     DType p = promote(a->dtype(), b->dtype());
     DType in = p, out = p;
     auto operands_desc = [&] { return fmt::format("operands {} and {}", describe(*a), describe(*b)); };
     switch (oi.rule) {
         case Rule::Arith:
-            if (p == DType::Bool) fail(oi.name, loc, fmt::format("{}: arithmetic on bool; cast first", operands_desc()));
+            if (p == DType::Bool)
+                fail(oi.name, loc, fmt::format("{}: arithmetic on bool; cast first", operands_desc()));
             break;
         case Rule::FloatMath:
             if (!is_float(p)) in = out = DType::Float32;
@@ -252,7 +286,8 @@ NodePtr binary(Op op, NodePtr a, NodePtr b, Loc loc) {
             in = out = DType::Bool;
             break;
         case Rule::Bitwise:
-            if (is_float(p)) fail(oi.name, loc, fmt::format("{}: bitwise ops take integers or bool", operands_desc()));
+            if (is_float(p))
+                fail(oi.name, loc, fmt::format("{}: bitwise ops take integers or bool", operands_desc()));
             break;
         case Rule::Shift:
             if (!is_integer(a->dtype()) || !is_integer(b->dtype()))
@@ -282,7 +317,8 @@ NodePtr binary(Op op, NodePtr a, NodePtr b, Loc loc) {
 
 NodePtr ternary(Op op, NodePtr a, NodePtr b, NodePtr c, Loc loc) {
     const OpInfo& oi = info(op);
-    if (oi.kind != OpKind::Ternary) throw InternalError(fmt::format("ternary(): {} is not a ternary op", oi.name));
+    if (oi.kind != OpKind::Ternary)
+        throw InternalError(fmt::format("ternary(): {} is not a ternary op", oi.name));
     const Shape shape = broadcast_all(oi.name, {a, b, c}, loc);
     DType in{}, out{};
     switch (oi.rule) {
@@ -297,8 +333,9 @@ NodePtr ternary(Op op, NodePtr a, NodePtr b, NodePtr c, Loc loc) {
             DType p = promote(promote(a->dtype(), b->dtype()), c->dtype());
             if (oi.rule == Rule::FloatArith && !is_float(p)) p = DType::Float32;
             if (p == DType::Bool)
-                fail(oi.name, loc, fmt::format("operands {}, {} and {}: arithmetic on bool; cast first",
-                                               describe(*a), describe(*b), describe(*c)));
+                fail(oi.name, loc,
+                     fmt::format("operands {}, {} and {}: arithmetic on bool; cast first", describe(*a),
+                                 describe(*b), describe(*c)));
             in = out = p;
             a = cast_to(a, p, loc);
             b = cast_to(b, p, loc);
@@ -308,7 +345,8 @@ NodePtr ternary(Op op, NodePtr a, NodePtr b, NodePtr c, Loc loc) {
         default:
             throw InternalError(fmt::format("ternary(): rule of {} is not a ternary rule", oi.name));
     }
-    if (is_const(a) && is_const(b) && is_const(c)) return broadcast_to(fold(op, out, in, {a, b, c}, loc), shape, loc);
+    if (is_const(a) && is_const(b) && is_const(c))
+        return broadcast_to(fold(op, out, in, {a, b, c}, loc), shape, loc);
     if (op == Op::Where && is_const(a)) return broadcast_to(a->value().i ? b : c, shape, loc);
     if (op == Op::Where && b == c) return broadcast_to(b, shape, loc);
     a = broadcast_to(a, shape, loc);
@@ -320,12 +358,16 @@ NodePtr ternary(Op op, NodePtr a, NodePtr b, NodePtr c, Loc loc) {
 NodePtr broadcast_to(NodePtr a, const Shape& shape, Loc loc) {
     if (a->shape() == shape) return a;
     for (const auto e : shape)
-        if (e < 0) fail("broadcast_to", loc, fmt::format("negative extent in {} for operand {}", to_string(shape), describe(*a)));
+        if (e < 0)
+            fail("broadcast_to", loc,
+                 fmt::format("negative extent in {} for operand {}", to_string(shape), describe(*a)));
     Shape check;
     if (shape.size() < a->shape().size() || !broadcast_shapes(a->shape(), shape, check) || check != shape)
-        fail("broadcast_to", loc, fmt::format("operand {} does not broadcast to {}", describe(*a), to_string(shape)));
+        fail("broadcast_to", loc,
+             fmt::format("operand {} does not broadcast to {}", describe(*a), to_string(shape)));
     if (shape.size() > static_cast<std::size_t>(kMaxRank))
-        fail("broadcast_to", loc, fmt::format("rank of {} exceeds the maximum rank {}", to_string(shape), kMaxRank));
+        fail("broadcast_to", loc,
+             fmt::format("rank of {} exceeds the maximum rank {}", to_string(shape), kMaxRank));
     check_numel("broadcast_to", shape, loc);
     if (a->op() == Op::BroadcastTo) a = a->operand_ptr(0);  // broadcast of a broadcast: one view
     const DType dt = a->dtype();  // read before `a` is moved: argument evaluation order is unspecified
@@ -342,7 +384,8 @@ NodePtr reshape(NodePtr a, Shape shape, Loc loc) {
         } else if (shape[k] < 0) {
             fail("reshape", loc, fmt::format("negative extent in {}", to_string(shape)));
         } else if (__builtin_mul_overflow(known, shape[k], &known)) {
-            fail("reshape", loc, fmt::format("shape {} has more elements than a 64-bit count can hold", to_string(shape)));
+            fail("reshape", loc,
+                 fmt::format("shape {} has more elements than a 64-bit count can hold", to_string(shape)));
         }
     }
     const std::int64_t n = a->numel();
@@ -351,11 +394,13 @@ NodePtr reshape(NodePtr a, Shape shape, Loc loc) {
             fail("reshape", loc, fmt::format("cannot reshape {} to {}", describe(*a), to_string(shape)));
         shape[static_cast<std::size_t>(infer)] = n / known;
     } else if (known != n) {
-        fail("reshape", loc, fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", describe(*a), n,
-                                         to_string(shape), known));
+        fail("reshape", loc,
+             fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", describe(*a), n,
+                         to_string(shape), known));
     }
     if (shape.size() > static_cast<std::size_t>(kMaxRank))
-        fail("reshape", loc, fmt::format("rank of {} exceeds the maximum rank {}", to_string(shape), kMaxRank));
+        fail("reshape", loc,
+             fmt::format("rank of {} exceeds the maximum rank {}", to_string(shape), kMaxRank));
     if (shape == a->shape()) return a;
     if (a->op() == Op::Reshape) a = a->operand_ptr(0);  // reshape of a reshape: one view
     if (shape == a->shape()) return a;
@@ -368,14 +413,16 @@ NodePtr reshape(NodePtr a, Shape shape, Loc loc) {
 NodePtr permute(NodePtr a, std::vector<std::int64_t> perm, Loc loc) {
     const int r = a->rank();
     if (static_cast<int>(perm.size()) != r)
-        fail("permute", loc, fmt::format("permutation [{}] has {} entries for operand {}", fmt::join(perm, ", "),
-                                         perm.size(), describe(*a)));
+        fail("permute", loc,
+             fmt::format("permutation [{}] has {} entries for operand {}", fmt::join(perm, ", "), perm.size(),
+                         describe(*a)));
     std::vector<bool> seen(static_cast<std::size_t>(r), false);
     for (auto& p : perm) {
         int ax = normalize_axis(p, r);
         if (ax < 0 || seen[static_cast<std::size_t>(ax)])
-            fail("permute", loc, fmt::format("[{}] is not a permutation of the axes of {}", fmt::join(perm, ", "),
-                                             describe(*a)));
+            fail("permute", loc,
+                 fmt::format("[{}] is not a permutation of the axes of {}", fmt::join(perm, ", "),
+                             describe(*a)));
         seen[static_cast<std::size_t>(ax)] = true;
         p = ax;
     }
@@ -388,7 +435,9 @@ NodePtr permute(NodePtr a, std::vector<std::int64_t> perm, Loc loc) {
     for (int k = 0; k < r; ++k) identity = identity && perm[static_cast<std::size_t>(k)] == k;
     if (identity) return a;
     Shape shape(static_cast<std::size_t>(r));
-    for (int k = 0; k < r; ++k) shape[static_cast<std::size_t>(k)] = a->shape()[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
+    for (int k = 0; k < r; ++k)
+        shape[static_cast<std::size_t>(k)] =
+            a->shape()[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
     const DType dt = a->dtype();  // read before `a` is moved: argument evaluation order is unspecified
     NodeDesc d = desc_of(Op::Permute, dt, std::move(shape), {std::move(a)}, loc);
     d.ints = std::move(perm);
@@ -412,13 +461,15 @@ NodePtr slice(NodePtr a, const std::vector<SliceSpec>& spec, Loc loc) {
     bool identity = true;
     for (int k = 0; k < r; ++k) {
         const std::int64_t n = a->shape()[static_cast<std::size_t>(k)];
-        const SliceSpec s = k < static_cast<int>(spec.size()) ? spec[static_cast<std::size_t>(k)] : SliceSpec{};
+        const SliceSpec s =
+            k < static_cast<int>(spec.size()) ? spec[static_cast<std::size_t>(k)] : SliceSpec{};
         if (s.step == 0) fail("slice", loc, fmt::format("step 0 on axis {} of {}", k, describe(*a)));
         // Python's semantics for indices in [-n, n]; anything beyond is an error rather than clamped.
         auto resolve = [&](std::int64_t v, std::int64_t dflt, const char* what) {
             if (v == SliceSpec::kNone) return dflt;
             if (v < -n || v > n)
-                fail("slice", loc, fmt::format("{} {} out of range on axis {} of {}", what, v, k, describe(*a)));
+                fail("slice", loc,
+                     fmt::format("{} {} out of range on axis {} of {}", what, v, k, describe(*a)));
             return v < 0 ? v + n : v;
         };
         std::int64_t start, count;
@@ -447,7 +498,8 @@ NodePtr slice(NodePtr a, const std::vector<SliceSpec>& spec, Loc loc) {
 
 NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, Loc loc) {
     const OpInfo& oi = info(op);
-    if (oi.kind != OpKind::Reduce) throw InternalError(fmt::format("reduce(): {} is not a reduction", oi.name));
+    if (oi.kind != OpKind::Reduce)
+        throw InternalError(fmt::format("reduce(): {} is not a reduction", oi.name));
     const int r = a->rank();
     std::vector<bool> reduced(static_cast<std::size_t>(r), false);
     if (axes.empty()) {
@@ -458,8 +510,9 @@ NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, 
             if (n < 0)
                 fail(oi.name, loc, fmt::format("axis {} out of range for operand {}", ax, describe(*a)));
             if (reduced[static_cast<std::size_t>(n)])
-                fail(oi.name, loc, fmt::format("axis {} repeated in [{}] for operand {}", ax, fmt::join(axes, ", "),
-                                               describe(*a)));
+                fail(oi.name, loc,
+                     fmt::format("axis {} repeated in [{}] for operand {}", ax, fmt::join(axes, ", "),
+                                 describe(*a)));
             reduced[static_cast<std::size_t>(n)] = true;
         }
     }
@@ -501,9 +554,10 @@ NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, 
         for (auto k : norm)
             if (a->shape()[static_cast<std::size_t>(k)] == 0) empty_axis = k;
         fail(oi.name, loc,
-             fmt::format("reduction of operand {} over axes [{}]: axis {} has length 0 and {} has no identity (sum, "
-                         "prod, any and all have one)",
-                         describe(*a), fmt::join(norm, ", "), empty_axis, oi.name));
+             fmt::format(
+                 "reduction of operand {} over axes [{}]: axis {} has length 0 and {} has no identity (sum, "
+                 "prod, any and all have one)",
+                 describe(*a), fmt::join(norm, ", "), empty_axis, oi.name));
     }
     NodeDesc d = desc_of(op, out, std::move(shape), {std::move(a)}, loc);
     d.ints = std::move(norm);
@@ -514,7 +568,8 @@ NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, 
 namespace {
 
 bool product_dtype(DType d) {
-    return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64 || d == DType::Int8;
+    return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64 ||
+           d == DType::Int8;
 }
 
 Shape concat(Shape head, std::initializer_list<std::int64_t> tail) {
@@ -527,38 +582,45 @@ Shape concat(Shape head, std::initializer_list<std::int64_t> tail) {
 NodePtr matmul(NodePtr a, NodePtr b, Loc loc, ProductTile tile) {
     const auto operands = [&] { return fmt::format("operands {} and {}", describe(*a), describe(*b)); };
     if (a->rank() == 0 || b->rank() == 0)
-        fail("matmul", loc, fmt::format("{}: a matrix product takes operands of rank 1 or more, not scalars", operands()));
+        fail("matmul", loc,
+             fmt::format("{}: a matrix product takes operands of rank 1 or more, not scalars", operands()));
     const DType p = promote(a->dtype(), b->dtype());
     if (!product_dtype(p))
-        fail("matmul", loc, fmt::format("{}: products take float16, bfloat16, float32, float64 or int8 operands, and "
-                                        "these promote to {}",
-                                        operands(), name(p)));
+        fail("matmul", loc,
+             fmt::format("{}: products take float16, bfloat16, float32, float64 or int8 operands, and "
+                         "these promote to {}",
+                         operands(), name(p)));
     // NumPy: a vector is a matrix of one row (left) or one column (right) whose extent-1 axis is dropped.
     const bool a_vector = a->rank() == 1, b_vector = b->rank() == 1;
     const Shape as = a_vector ? Shape{1, a->shape()[0]} : a->shape();
     const Shape bs = b_vector ? Shape{b->shape()[0], 1} : b->shape();
     const std::int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
     if (bs[bs.size() - 2] != K)
-        fail("matmul", loc, fmt::format("{}: the contraction extents differ ({} and {})", operands(), K, bs[bs.size() - 2]));
+        fail("matmul", loc,
+             fmt::format("{}: the contraction extents differ ({} and {})", operands(), K, bs[bs.size() - 2]));
     const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
     Shape batch;
     if (!broadcast_shapes(a_batch, b_batch, batch))
-        fail("matmul", loc, fmt::format("{}: the batch axes {} and {} do not broadcast", operands(), to_string(a_batch),
-                                        to_string(b_batch)));
+        fail("matmul", loc,
+             fmt::format("{}: the batch axes {} and {} do not broadcast", operands(), to_string(a_batch),
+                         to_string(b_batch)));
     const Shape out = concat(batch, {M, N});
     check_numel("matmul", out, loc);
-    // Views only: [K] -> [1, K] is a broadcast, [K] -> [K, 1] a broadcast to [1, K] transposed; the batch axes
-    // broadcast with stride 0. The casts of promotion come first, on the operands as given.
+    // Views only: [K] -> [1, K] is a broadcast, [K] -> [K, 1] a broadcast to [1, K] transposed; the batch
+    // axes broadcast with stride 0. The casts of promotion come first, on the operands as given.
     NodePtr x = cast_to(a, p, loc), y = cast_to(b, p, loc);
     if (a_vector) x = broadcast_to(std::move(x), {1, K}, loc);
     if (b_vector) y = permute(broadcast_to(std::move(y), {1, K}, loc), {1, 0}, loc);
     x = broadcast_to(std::move(x), concat(batch, {M, K}), loc);
     y = broadcast_to(std::move(y), concat(batch, {K, N}), loc);
     if (tile.rows < 0 || tile.cols < 0 || tile.depth < 0)
-        fail("matmul", loc, fmt::format("{}: tile({}, {}, {}) has a negative extent (0: the planner chooses)", operands(), tile.rows,
-                                        tile.cols, tile.depth));
-    NodeDesc d = desc_of(Op::MatMul, p == DType::Int8 ? DType::Int32 : p, out, {std::move(x), std::move(y)}, loc);
-    if (!tile.empty()) d.ints = {tile.rows, tile.cols, tile.depth};  // the per-op hint, part of the node's identity
+        fail("matmul", loc,
+             fmt::format("{}: tile({}, {}, {}) has a negative extent (0: the planner chooses)", operands(),
+                         tile.rows, tile.cols, tile.depth));
+    NodeDesc d =
+        desc_of(Op::MatMul, p == DType::Int8 ? DType::Int32 : p, out, {std::move(x), std::move(y)}, loc);
+    if (!tile.empty())
+        d.ints = {tile.rows, tile.cols, tile.depth};  // the per-op hint, part of the node's identity
     NodePtr product = intern(std::move(d));
     if (!a_vector && !b_vector) return product;
     Shape squeezed = batch;

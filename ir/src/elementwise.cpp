@@ -11,43 +11,57 @@ namespace loom::ir {
 namespace {
 
 // A ScalarValue of dtype D as D's compute value (exact: the IR stores values already in the dtype).
-template <DType D> ew::compute_t<D> from_scalar(const ScalarValue& v) {
+template <DType D>
+ew::compute_t<D> from_scalar(const ScalarValue& v) {
     using C = ew::compute_t<D>;
-    if constexpr (D == DType::Bool) return (v.is_float ? v.f != 0.0 : v.i != 0) ? 1 : 0;
-    else if constexpr (is_float(D)) return static_cast<C>(v.is_float ? v.f : static_cast<double>(v.i));
-    else if (v.is_float) return ew::float_to_int<C>(v.f);
-    else return static_cast<C>(v.i);
+    if constexpr (D == DType::Bool)
+        return (v.is_float ? v.f != 0.0 : v.i != 0) ? 1 : 0;
+    else if constexpr (is_float(D))
+        return static_cast<C>(v.is_float ? v.f : static_cast<double>(v.i));
+    else if (v.is_float)
+        return ew::float_to_int<C>(v.f);
+    else
+        return static_cast<C>(v.i);
 }
 
 // A compute value as a ScalarValue of dtype D, rounded to the dtype once.
-template <DType D> ScalarValue to_scalar(ew::compute_t<D> c) {
-    if constexpr (is_float(D)) return ScalarValue::of_float(static_cast<double>(ew::round_result<D>(c)));
-    else return ScalarValue::of_int(static_cast<std::int64_t>(c));
+template <DType D>
+ScalarValue to_scalar(ew::compute_t<D> c) {
+    if constexpr (is_float(D))
+        return ScalarValue::of_float(static_cast<double>(ew::round_result<D>(c)));
+    else
+        return ScalarValue::of_int(static_cast<std::int64_t>(c));
 }
 
-ScalarValue of_bool(bool b) { return ScalarValue::of_int(b ? 1 : 0); }
+ScalarValue of_bool(bool b) {
+    return ScalarValue::of_int(b ? 1 : 0);
+}
 
 void check_same(Op op, DType out, DType in) {
     if (out != in)
-        throw InternalError(fmt::format("eval_elementwise: {} with operand dtype {} and result dtype {}", op_name(op),
-                                        name(in), name(out)));
+        throw InternalError(fmt::format("eval_elementwise: {} with operand dtype {} and result dtype {}",
+                                        op_name(op), name(in), name(out)));
 }
 
-template <Op op> ScalarValue eval_unary(DType out, DType in, const ScalarValue* args) {
+template <Op op>
+ScalarValue eval_unary(DType out, DType in, const ScalarValue* args) {
     if constexpr (op == Op::Cast) {
         return ew::visit_dtype(in, [&]<DType From>() {
             const auto x = from_scalar<From>(args[0]);
             return ew::visit_dtype(out, [&]<DType To>() { return to_scalar<To>(ew::cast<To, From>(x)); });
         });
     } else if constexpr (ew::rule_of(op) == Rule::ToBool) {
-        return ew::visit_dtype(in, [&]<DType D>() { return of_bool(ew::unary_to_bool<op>(from_scalar<D>(args[0]))); });
+        return ew::visit_dtype(
+            in, [&]<DType D>() { return of_bool(ew::unary_to_bool<op>(from_scalar<D>(args[0]))); });
     } else {
         check_same(op, out, in);
-        return ew::visit_dtype(in, [&]<DType D>() { return to_scalar<D>(ew::unary<op>(from_scalar<D>(args[0]))); });
+        return ew::visit_dtype(
+            in, [&]<DType D>() { return to_scalar<D>(ew::unary<op>(from_scalar<D>(args[0]))); });
     }
 }
 
-template <Op op> ScalarValue eval_binary(DType out, DType in, const ScalarValue* args) {
+template <Op op>
+ScalarValue eval_binary(DType out, DType in, const ScalarValue* args) {
     return ew::visit_dtype(in, [&]<DType D>() {
         const auto a = from_scalar<D>(args[0]);
         const auto b = from_scalar<D>(args[1]);
@@ -60,7 +74,8 @@ template <Op op> ScalarValue eval_binary(DType out, DType in, const ScalarValue*
     });
 }
 
-template <Op op> ScalarValue eval_ternary(DType out, DType in, const ScalarValue* args) {
+template <Op op>
+ScalarValue eval_ternary(DType out, DType in, const ScalarValue* args) {
     check_same(op, out, in);
     return ew::visit_dtype(in, [&]<DType D>() {
         if constexpr (op == Op::Where) {
@@ -82,13 +97,16 @@ ScalarValue eval_elementwise(Op op, DType out, DType in, const ScalarValue* args
 #define LOOM_REDUCE(Id, name, Rule) case Op::Id:
 #define LOOM_PRODUCT(Id, name, Rule) case Op::Id:
 #include "loom/ir/ops.def"
-            throw InternalError(fmt::format("eval_elementwise: {} is not an elementwise op", op_name(op)));
+        throw InternalError(fmt::format("eval_elementwise: {} is not an elementwise op", op_name(op)));
 #define LOOM_UNARY(Id, name, Rule, cuda) \
-        case Op::Id: return eval_unary<Op::Id>(out, in, args);
+    case Op::Id:                         \
+        return eval_unary<Op::Id>(out, in, args);
 #define LOOM_BINARY(Id, name, Rule, cuda) \
-        case Op::Id: return eval_binary<Op::Id>(out, in, args);
+    case Op::Id:                          \
+        return eval_binary<Op::Id>(out, in, args);
 #define LOOM_TERNARY(Id, name, Rule, cuda) \
-        case Op::Id: return eval_ternary<Op::Id>(out, in, args);
+    case Op::Id:                           \
+        return eval_ternary<Op::Id>(out, in, args);
 #include "loom/ir/ops.def"
     }
     throw InternalError("eval_elementwise: bad op");

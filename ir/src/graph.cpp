@@ -65,20 +65,24 @@ std::string attr_text(const Node& n) {
             return value_text(n);
         case OpKind::View:
             switch (n.op()) {
-                case Op::Permute: return fmt::format("perm=[{}]", fmt::join(n.ints(), ", "));
+                case Op::Permute:
+                    return fmt::format("perm=[{}]", fmt::join(n.ints(), ", "));
                 case Op::Slice: {
                     std::string s;
                     for (std::size_t k = 0; k + 1 < n.ints().size(); k += 2)
                         s += fmt::format("{}{}::{}", k ? ", " : "", n.ints()[k], n.ints()[k + 1]);
                     return fmt::format("start::step=[{}]", s);
                 }
-                default: return "";
+                default:
+                    return "";
             }
         case OpKind::Reduce:
             return fmt::format("axes=[{}]{}", fmt::join(n.ints(), ", "), n.keepdims() ? " keepdims" : "");
         case OpKind::Product:
-            return n.ints().empty() ? fmt::format("k={}", n.operand(0)->shape().back())  // the contraction's length
-                                    : fmt::format("k={} tile={}x{}x{}", n.operand(0)->shape().back(), n.ints()[0], n.ints()[1], n.ints()[2]);
+            return n.ints().empty()
+                       ? fmt::format("k={}", n.operand(0)->shape().back())  // the contraction's length
+                       : fmt::format("k={} tile={}x{}x{}", n.operand(0)->shape().back(), n.ints()[0],
+                                     n.ints()[1], n.ints()[2]);
         default:
             return "";
     }
@@ -94,7 +98,8 @@ std::string print(const std::vector<NodePtr>& roots) {
         const Node* n = order[k];
         name[n] = k;
         std::string ops;
-        for (const auto& o : n->operands()) ops += fmt::format("{}%{}", ops.empty() ? "" : ", ", name.at(o.get()));
+        for (const auto& o : n->operands())
+            ops += fmt::format("{}%{}", ops.empty() ? "" : ", ", name.at(o.get()));
         std::string attrs = attr_text(*n);
         std::string args = ops;
         if (!attrs.empty()) args += (args.empty() ? "" : ", ") + attrs;
@@ -119,9 +124,10 @@ void verify(const std::vector<NodePtr>& roots) {
             bad(fmt::format("{} operands, expected {}", n->operands().size(), oi.arity));
         switch (oi.kind) {
             case OpKind::Leaf:
-                if ((n->op() == Op::Scalar || n->op() == Op::Constant) && n->rank() != 0) bad("scalar leaf with nonzero rank");
-                if (n->op() == Op::Iota && (n->dtype() != DType::Int64 || n->ints().size() != 2 || n->ints()[0] < 0 ||
-                                            n->ints()[0] >= n->rank()))
+                if ((n->op() == Op::Scalar || n->op() == Op::Constant) && n->rank() != 0)
+                    bad("scalar leaf with nonzero rank");
+                if (n->op() == Op::Iota && (n->dtype() != DType::Int64 || n->ints().size() != 2 ||
+                                            n->ints()[0] < 0 || n->ints()[0] >= n->rank()))
                     bad("iota must be int64 with an axis of its shape and a device");
                 if (n->op() == Op::Fill && n->ints().size() != 1) bad("fill without its device");
                 break;
@@ -129,13 +135,15 @@ void verify(const std::vector<NodePtr>& roots) {
             case OpKind::Binary:
             case OpKind::Ternary:
                 for (const auto& o : n->operands())
-                    if (o->shape() != n->shape()) bad(fmt::format("operand shape {} differs", to_string(o->shape())));
+                    if (o->shape() != n->shape())
+                        bad(fmt::format("operand shape {} differs", to_string(o->shape())));
                 if (oi.rule == Rule::Arith || oi.rule == Rule::Clamp || oi.rule == Rule::FloatArith ||
                     (oi.rule == Rule::FloatMath && oi.kind != OpKind::Unary) || oi.rule == Rule::Bitwise) {
                     for (const auto& o : n->operands())
                         if (o->dtype() != n->dtype()) bad("operand dtype differs from the result's");
                 }
-                if (oi.rule == Rule::FloatMath && !is_float(n->dtype())) bad("float op with a non-float result");
+                if (oi.rule == Rule::FloatMath && !is_float(n->dtype()))
+                    bad("float op with a non-float result");
                 if (oi.rule == Rule::Compare && n->operand(0)->dtype() != n->operand(1)->dtype())
                     bad("compared operands of different dtypes");
                 if (oi.rule == Rule::Select &&
@@ -145,7 +153,8 @@ void verify(const std::vector<NodePtr>& roots) {
                 break;
             case OpKind::View:
                 if (n->operand(0)->dtype() != n->dtype()) bad("view changes dtype");
-                if (n->op() == Op::Reshape && n->operand(0)->numel() != n->numel()) bad("reshape changes numel");
+                if (n->op() == Op::Reshape && n->operand(0)->numel() != n->numel())
+                    bad("reshape changes numel");
                 if (n->op() == Op::Permute && n->ints().size() != static_cast<std::size_t>(n->rank()))
                     bad("permutation length differs from rank");
                 if (n->op() == Op::Slice && n->ints().size() != 2 * static_cast<std::size_t>(n->rank()))
@@ -160,17 +169,24 @@ void verify(const std::vector<NodePtr>& roots) {
                 const Node& x = *n->operand(0);
                 const Node& y = *n->operand(1);
                 const auto r = static_cast<std::size_t>(n->rank());
-                if (r < 2 || x.shape().size() != r || y.shape().size() != r) bad("operands and result of unequal rank, or below 2");
+                if (r < 2 || x.shape().size() != r || y.shape().size() != r)
+                    bad("operands and result of unequal rank, or below 2");
                 const Shape& s = n->shape();
                 for (std::size_t k = 0; k + 2 < r; ++k)
-                    if (x.shape()[k] != s[k] || y.shape()[k] != s[k]) bad("batch axes differ from the result's");
-                if (x.shape()[r - 2] != s[r - 2] || y.shape()[r - 1] != s[r - 1] || x.shape()[r - 1] != y.shape()[r - 2])
-                    bad(fmt::format("operands {} and {} do not multiply to the result", describe(x), describe(y)));
+                    if (x.shape()[k] != s[k] || y.shape()[k] != s[k])
+                        bad("batch axes differ from the result's");
+                if (x.shape()[r - 2] != s[r - 2] || y.shape()[r - 1] != s[r - 1] ||
+                    x.shape()[r - 1] != y.shape()[r - 2])
+                    bad(fmt::format("operands {} and {} do not multiply to the result", describe(x),
+                                    describe(y)));
                 if (x.dtype() != y.dtype()) bad("operands of different dtypes");
-                if (!n->ints().empty() && (n->ints().size() != 3 || n->ints()[0] < 0 || n->ints()[1] < 0 || n->ints()[2] < 0))
+                if (!n->ints().empty() &&
+                    (n->ints().size() != 3 || n->ints()[0] < 0 || n->ints()[1] < 0 || n->ints()[2] < 0))
                     bad("a tile hint that is not three extents of 0 or more");
-                if (!(is_float(x.dtype()) && n->dtype() == x.dtype()) && !(x.dtype() == DType::Int8 && n->dtype() == DType::Int32))
-                    bad(fmt::format("a product of {} operands cannot give {}", name(x.dtype()), name(n->dtype())));
+                if (!(is_float(x.dtype()) && n->dtype() == x.dtype()) &&
+                    !(x.dtype() == DType::Int8 && n->dtype() == DType::Int32))
+                    bad(fmt::format("a product of {} operands cannot give {}", name(x.dtype()),
+                                    name(n->dtype())));
                 break;
             }
         }
@@ -191,9 +207,12 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
             return ternary(n.op(), ops[0], ops[1], ops[2], n.loc());
         case OpKind::View:
             switch (n.op()) {
-                case Op::BroadcastTo: return broadcast_to(ops[0], n.shape(), n.loc());
-                case Op::Reshape: return reshape(ops[0], n.shape(), n.loc());
-                case Op::Permute: return permute(ops[0], n.ints(), n.loc());
+                case Op::BroadcastTo:
+                    return broadcast_to(ops[0], n.shape(), n.loc());
+                case Op::Reshape:
+                    return reshape(ops[0], n.shape(), n.loc());
+                case Op::Permute:
+                    return permute(ops[0], n.ints(), n.loc());
                 case Op::Slice: {
                     std::vector<SliceSpec> spec;
                     for (std::size_t k = 0; k < n.ints().size(); k += 2) {
@@ -211,7 +230,8 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
                     }
                     return slice(ops[0], spec, n.loc());
                 }
-                default: break;
+                default:
+                    break;
             }
             break;
         case OpKind::Reduce:

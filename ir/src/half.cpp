@@ -19,7 +19,7 @@ std::uint32_t encode_small_float(double m, int mant, int emin, int emax) {
     if (e < emin) e = emin;  // subnormal range: fixed quantum 2^(emin - mant)
     // quantum = 2^(e - mant); scaled = m / quantum is exact in double for our formats (mant <= 10).
     double scaled = std::ldexp(m, mant - e);
-    double r = std::nearbyint(scaled);  // default rounding mode: ties to even
+    double r = std::nearbyint(scaled);     // default rounding mode: ties to even
     if (r >= std::ldexp(1.0, mant + 1)) {  // rounded up into the next binade
         r = std::ldexp(r, -1);
         ++e;
@@ -42,8 +42,12 @@ std::uint16_t double_to_small(double d, int mant, int emin, int emax, std::uint1
 }  // namespace
 
 // A float32 value is exactly a double, so rounding the double once is rounding the float once.
-std::uint16_t float_to_half_bits(float f) { return double_to_half_bits(static_cast<double>(f)); }
-std::uint16_t double_to_half_bits(double d) { return double_to_small(d, 10, -14, 15, 0x7e00); }
+std::uint16_t float_to_half_bits(float f) {
+    return double_to_half_bits(static_cast<double>(f));
+}
+std::uint16_t double_to_half_bits(double d) {
+    return double_to_small(d, 10, -14, 15, 0x7e00);
+}
 
 float half_bits_to_float(std::uint16_t h) {
     const std::uint32_t sign = (h & 0x8000u) << 16;
@@ -72,7 +76,9 @@ std::uint16_t float_to_bf16_bits(float f) {
     return static_cast<std::uint16_t>(u >> 16);
 }
 
-std::uint16_t double_to_bf16_bits(double d) { return double_to_small(d, 7, -126, 127, 0x7fc0); }
+std::uint16_t double_to_bf16_bits(double d) {
+    return double_to_small(d, 7, -126, 127, 0x7fc0);
+}
 
 float bf16_bits_to_float(std::uint16_t b) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);

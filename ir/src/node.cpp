@@ -40,7 +40,9 @@ Shard* shards() {
     static Shard s[kShards];  // never destroyed before nodes: function-local static of trivial lifetime
     return s;
 }
-Shard& shard_for(std::uint64_t h) { return shards()[h % kShards]; }
+Shard& shard_for(std::uint64_t h) {
+    return shards()[h % kShards];
+}
 
 std::atomic<std::uint64_t> g_next_id{1};
 std::atomic<std::uint64_t> g_next_input{1};
@@ -140,7 +142,11 @@ NodePtr intern(NodeDesc desc) {
     return p;
 }
 
-std::size_t live_node_count() { return g_live.load(std::memory_order_relaxed); }
-std::uint64_t next_input_id() { return g_next_input.fetch_add(1, std::memory_order_relaxed); }
+std::size_t live_node_count() {
+    return g_live.load(std::memory_order_relaxed);
+}
+std::uint64_t next_input_id() {
+    return g_next_input.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace loom::ir

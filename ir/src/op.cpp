@@ -8,18 +8,27 @@ namespace loom::ir {
 namespace {
 
 // The Ulp column of a row: Ulp(f32, f64), or UlpAfter(part, steps) for a composite, resolved below.
-constexpr UlpBound Ulp(double f32, double f64) { return UlpBound{f32, f64, false, Op{}, 0}; }
-constexpr UlpBound UlpAfter(Op part, int steps) { return UlpBound{0.0, 0.0, true, part, steps}; }
+constexpr UlpBound Ulp(double f32, double f64) {
+    return UlpBound{f32, f64, false, Op{}, 0};
+}
+constexpr UlpBound UlpAfter(Op part, int steps) {
+    return UlpBound{0.0, 0.0, true, part, steps};
+}
 
 // Leaves and views compute nothing: exact, no cost, a 0-ulp bound.
 constexpr OpInfo kRows[] = {
 #define LOOM_LEAF(Id, name) {name, -1, OpKind::Leaf, Rule::None, "", Cost::None, Exactness::Exact, Ulp(0, 0)},
-#define LOOM_UNARY_ROW(Id, name, R, cuda, C, X, U) {name, 1, OpKind::Unary, Rule::R, cuda, Cost::C, Exactness::X, U},
-#define LOOM_BINARY_ROW(Id, name, R, cuda, C, X, U) {name, 2, OpKind::Binary, Rule::R, cuda, Cost::C, Exactness::X, U},
-#define LOOM_TERNARY_ROW(Id, name, R, cuda, C, X, U) {name, 3, OpKind::Ternary, Rule::R, cuda, Cost::C, Exactness::X, U},
+#define LOOM_UNARY_ROW(Id, name, R, cuda, C, X, U) \
+    {name, 1, OpKind::Unary, Rule::R, cuda, Cost::C, Exactness::X, U},
+#define LOOM_BINARY_ROW(Id, name, R, cuda, C, X, U) \
+    {name, 2, OpKind::Binary, Rule::R, cuda, Cost::C, Exactness::X, U},
+#define LOOM_TERNARY_ROW(Id, name, R, cuda, C, X, U) \
+    {name, 3, OpKind::Ternary, Rule::R, cuda, Cost::C, Exactness::X, U},
 #define LOOM_VIEW(Id, name) {name, 1, OpKind::View, Rule::None, "", Cost::None, Exactness::Exact, Ulp(0, 0)},
-#define LOOM_REDUCE_ROW(Id, name, R, X, U) {name, 1, OpKind::Reduce, Rule::R, "", Cost::None, Exactness::X, U},
-#define LOOM_PRODUCT_ROW(Id, name, R, X, U) {name, 2, OpKind::Product, Rule::R, "", Cost::None, Exactness::X, U},
+#define LOOM_REDUCE_ROW(Id, name, R, X, U) \
+    {name, 1, OpKind::Reduce, Rule::R, "", Cost::None, Exactness::X, U},
+#define LOOM_PRODUCT_ROW(Id, name, R, X, U) \
+    {name, 2, OpKind::Product, Rule::R, "", Cost::None, Exactness::X, U},
 #include "loom/ir/ops.def"
 };
 constexpr std::size_t kCount = std::size(kRows);
@@ -43,8 +52,10 @@ constexpr std::array<OpInfo, kCount> kInfos = resolve();
 // What every row must state.
 constexpr bool rows_are_complete() {
     for (const OpInfo& r : kRows) {
-        const bool elementwise = r.kind == OpKind::Unary || r.kind == OpKind::Binary || r.kind == OpKind::Ternary;
-        if (elementwise != (r.cost != Cost::None)) return false;  // elementwise ops, and only they, have a cost class
+        const bool elementwise =
+            r.kind == OpKind::Unary || r.kind == OpKind::Binary || r.kind == OpKind::Ternary;
+        if (elementwise != (r.cost != Cost::None))
+            return false;  // elementwise ops, and only they, have a cost class
         const UlpBound& b = r.gpu_ulp;
         if (b.composite) {
             const std::size_t p = static_cast<std::size_t>(b.part);
@@ -60,7 +71,11 @@ static_assert(rows_are_complete(), "ops.def: a row lacks a cost class, or states
 
 }  // namespace
 
-const OpInfo& info(Op op) { return kInfos[static_cast<std::size_t>(op)]; }
-int num_ops() { return static_cast<int>(kCount); }
+const OpInfo& info(Op op) {
+    return kInfos[static_cast<std::size_t>(op)];
+}
+int num_ops() {
+    return static_cast<int>(kCount);
+}
 
 }  // namespace loom::ir

@@ -45,7 +45,8 @@ bool is_non_overlapping(const Shape& shape, const Strides& strides) {
         if (shape[k] == 0) return true;  // no elements
         if (shape[k] > 1) dims.push_back(k);
     }
-    std::sort(dims.begin(), dims.end(), [&](std::size_t a, std::size_t b) { return std::abs(strides[a]) < std::abs(strides[b]); });
+    std::sort(dims.begin(), dims.end(),
+              [&](std::size_t a, std::size_t b) { return std::abs(strides[a]) < std::abs(strides[b]); });
     std::int64_t reach = 0;  // the largest element distance the smaller dimensions span
     for (std::size_t k : dims) {
         const std::int64_t s = std::abs(strides[k]);
@@ -55,7 +56,9 @@ bool is_non_overlapping(const Shape& shape, const Strides& strides) {
     return true;
 }
 
-std::string to_string(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+std::string to_string(const Shape& s) {
+    return fmt::format("[{}]", fmt::join(s, ", "));
+}
 
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
     const std::size_t r = std::max(a.size(), b.size());
@@ -63,9 +66,12 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
     for (std::size_t k = 0; k < r; ++k) {
         std::int64_t ea = k < r - a.size() ? 1 : a[k - (r - a.size())];
         std::int64_t eb = k < r - b.size() ? 1 : b[k - (r - b.size())];
-        if (ea == eb || eb == 1) res[k] = ea;
-        else if (ea == 1) res[k] = eb;
-        else return false;
+        if (ea == eb || eb == 1)
+            res[k] = ea;
+        else if (ea == 1)
+            res[k] = eb;
+        else
+            return false;
     }
     out = std::move(res);
     return true;

@@ -43,7 +43,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 void put(loom_hb_buffer* b, const std::string& s) {
     if (!b) return;
@@ -66,7 +68,9 @@ std::string to_string(llvm::Error e) {
 
 // Features the JIT never uses: the bfloat16 conversions (they flush subnormals; the emitters round bfloat16
 // on the bits instead).
-bool excluded(llvm::StringRef feature) { return feature == "avx512bf16" || feature == "avxneconvert"; }
+bool excluded(llvm::StringRef feature) {
+    return feature == "avx512bf16" || feature == "avxneconvert";
+}
 
 struct State {
     std::string triple, cpu, features, version;
@@ -105,7 +109,7 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const State& s) {
 
 // A target machine of the pool for the duration of one compilation (null when LLVM cannot make one).
 class PooledMachine {
-public:
+  public:
     explicit PooledMachine(State& s) : s_(s) {
         {
             std::lock_guard lock(s_.machines_mu);
@@ -125,7 +129,7 @@ public:
     }
     llvm::TargetMachine* get() const { return tm_.get(); }
 
-private:
+  private:
     State& s_;
     std::unique_ptr<llvm::TargetMachine> tm_;
 };
@@ -181,7 +185,8 @@ int init(const loom_hb_symbol* symbols, size_t count, loom_hb_buffer* error) {
         return 1;
     }
     // fmod, fmodf, memcpy and memset, which LLVM may call for frem and wide copies: the process's own.
-    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(s->jit->getDataLayout().getGlobalPrefix());
+    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        s->jit->getDataLayout().getGlobalPrefix());
     if (!gen) {
         put(error, "cannot search the process's symbols: " + to_string(gen.takeError()));
         return 1;
@@ -191,16 +196,31 @@ int init(const loom_hb_symbol* symbols, size_t count, loom_hb_buffer* error) {
     return 0;
 }
 
-const char* pipeline() { return kPipeline; }
+const char* pipeline() {
+    return kPipeline;
+}
 
-const char* llvm_version() { return g_state ? g_state->version.c_str() : LLVM_VERSION_STRING; }
-const char* triple() { return g_state ? g_state->triple.c_str() : ""; }
-const char* cpu() { return g_state ? g_state->cpu.c_str() : ""; }
-const char* features() { return g_state ? g_state->features.c_str() : ""; }
-int vector_bits() { return g_state ? g_state->vector_bits : 0; }
-int has_f16c() { return g_state && g_state->f16c ? 1 : 0; }
+const char* llvm_version() {
+    return g_state ? g_state->version.c_str() : LLVM_VERSION_STRING;
+}
+const char* triple() {
+    return g_state ? g_state->triple.c_str() : "";
+}
+const char* cpu() {
+    return g_state ? g_state->cpu.c_str() : "";
+}
+const char* features() {
+    return g_state ? g_state->features.c_str() : "";
+}
+int vector_bits() {
+    return g_state ? g_state->vector_bits : 0;
+}
+int has_f16c() {
+    return g_state && g_state->f16c ? 1 : 0;
+}
 
-int compile(const char* ir, size_t size, const char* name, loom_hb_buffer* object, loom_hb_buffer* error, double* ms) {
+int compile(const char* ir, size_t size, const char* name, loom_hb_buffer* object, loom_hb_buffer* error,
+            double* ms) {
     if (!g_state) {
         put(error, "the LLVM back end is not initialized");
         return 1;
@@ -237,8 +257,8 @@ int compile(const char* ir, size_t size, const char* name, loom_hb_buffer* objec
         // A short function pipeline: the emitters' stack slots to registers (SROA), common subexpressions,
         // instruction combining, control-flow cleanup and loop-invariant code motion. The code is vector code
         // already and every loop is written as it should run, so the O2 pipeline's loop transformations and
-        // vectorizers would add compile time (about three times as much, measured on the reduction kernels) for
-        // nothing; tests/golden keeps the kernels' text stable, bench/loom_host_bench.cpp their speed.
+        // vectorizers would add compile time (about three times as much, measured on the reduction kernels)
+        // for nothing; tests/golden keeps the kernels' text stable, bench/loom_host_bench.cpp their speed.
         llvm::LoopAnalysisManager lam;
         llvm::FunctionAnalysisManager fam;
         llvm::CGSCCAnalysisManager cgam;
@@ -344,10 +364,12 @@ void free_buffer(loom_hb_buffer* b) {
 }
 
 const loom_host_backend_v1 kTable = {
-    LOOM_HOST_BACKEND_ABI, init, llvm_version, pipeline, triple, cpu, features, vector_bits, has_f16c, compile, load, symbol,
-    unload, free_buffer,
+    LOOM_HOST_BACKEND_ABI, init,     llvm_version, pipeline, triple, cpu,    features,
+    vector_bits,           has_f16c, compile,      load,     symbol, unload, free_buffer,
 };
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const loom_host_backend_v1* loom_llvm_backend_v1() { return &kTable; }
+extern "C" __attribute__((visibility("default"))) const loom_host_backend_v1* loom_llvm_backend_v1() {
+    return &kTable;
+}

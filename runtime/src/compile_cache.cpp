@@ -1,18 +1,16 @@
 // Disk cache keys (comment-stripped source, options, arch, versions) and NVRTC compilation through the
 // process-wide disk cache.
-#include "loom/runtime/disk_cache.hpp"
-
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
 
-#include <fmt/format.h>
-
 #include "disk_cache_internal.hpp"
 #include "loom/ir/env.hpp"
+#include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/dump.hpp"
 
 #ifndef LOOM_VERSION_STRING
@@ -64,17 +62,20 @@ std::string strip_comments(std::string_view s) {
     return out;
 }
 
-std::string sha256_hex(std::string_view data) { return to_hex(sha256({data})); }
+std::string sha256_hex(std::string_view data) {
+    return to_hex(sha256({data}));
+}
 
-DiskCacheKey make_disk_cache_key(std::string_view source, const std::vector<std::string>& options, bool is_ptx,
-                                 int driver_version) {
+DiskCacheKey make_disk_cache_key(std::string_view source, const std::vector<std::string>& options,
+                                 bool is_ptx, int driver_version) {
     bool line_info = false;
     for (const auto& o : options)
-        if (o == "-lineinfo" || o == "--generate-line-info" || o == "-G" || o == "--device-debug") line_info = true;
+        if (o == "-lineinfo" || o == "--generate-line-info" || o == "-G" || o == "--device-debug")
+            line_info = true;
     const std::string body = line_info ? std::string(source) : strip_comments(source);
-    std::string text = fmt::format("loom kernel cache key\nformat {}\nloom {}\nnvrtc {}\nimage {}\ndriver {}\n",
-                                   kFormatVersion, LOOM_VERSION_STRING, nvrtc::version(), is_ptx ? "ptx" : "cubin",
-                                   is_ptx ? driver_version : 0);
+    std::string text = fmt::format(
+        "loom kernel cache key\nformat {}\nloom {}\nnvrtc {}\nimage {}\ndriver {}\n", kFormatVersion,
+        LOOM_VERSION_STRING, nvrtc::version(), is_ptx ? "ptx" : "cubin", is_ptx ? driver_version : 0);
     for (const auto& o : options) text += fmt::format("option {}\n", o);
     text += fmt::format("source {} bytes{}\n", body.size(), line_info ? " with comments" : "");
     text += body;
@@ -88,7 +89,8 @@ namespace {
 
 std::mutex g_mu;
 std::unique_ptr<DiskCache> g_cache;
-std::vector<std::unique_ptr<DiskCache>> g_retired;  // caches replaced by reset_disk_cache(): callers may hold them
+std::vector<std::unique_ptr<DiskCache>>
+    g_retired;  // caches replaced by reset_disk_cache(): callers may hold them
 std::uint64_t g_compiles = 0;
 double g_compile_ms = 0;
 
@@ -109,19 +111,23 @@ std::uint64_t parse_bytes(const char* s) {
 
 std::filesystem::path cache_directory() {
     if (const char* d = std::getenv("LOOM_CACHE_DIR"); d && *d) return d;
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return std::filesystem::path(x) / "loom";
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/')
+        return std::filesystem::path(x) / "loom";
     if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "loom";
     return {};
 }
 
-bool dumping_cache() { return env_list_contains("LOOM_DUMP", "cache"); }
+bool dumping_cache() {
+    return env_list_contains("LOOM_DUMP", "cache");
+}
 
 void print_summary() {
     const DiskCacheStats s = disk_cache_stats();
-    fmt::print(stderr, "loom cache: {} hits, {} misses ({} rejected), {} stores ({} failed), {} evictions; "
-                       "{} NVRTC compiles in {:.1f} ms; lookups {:.2f} ms, stores {:.2f} ms\n",
-               s.hits, s.misses, s.rejected, s.stores, s.store_failures, s.evictions, s.compiles, s.compile_ms,
-               s.lookup_ms, s.store_ms);
+    fmt::print(stderr,
+               "loom cache: {} hits, {} misses ({} rejected), {} stores ({} failed), {} evictions; "
+               "{} NVRTC compiles in {:.1f} ms; lookups {:.2f} ms, stores {:.2f} ms\n",
+               s.hits, s.misses, s.rejected, s.stores, s.store_failures, s.evictions, s.compiles,
+               s.compile_ms, s.lookup_ms, s.store_ms);
 }
 
 int driver_version() {
@@ -180,18 +186,21 @@ CachedCompile compile_cached(std::string_view name, std::string_view source, con
             const auto t0 = std::chrono::steady_clock::now();
             bool stored_ptx = false;
             if (auto image = cache.load(*key, &stored_ptx); image && stored_ptx == is_ptx) {
-                out.lookup_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                out.lookup_ms =
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
                 out.from_disk = true;
                 out.result.binary = std::move(*image);
                 out.result.is_ptx = is_ptx;
                 out.result.arch = arch;
                 out.result.options = opts;
                 if (env_list_contains("LOOM_DUMP", "cuda")) dump::write(std::string(name) + ".cu", source);
-                if (dump) fmt::print(stderr, "loom cache: hit {} {} ({} bytes, {:.3f} ms)\n", name, key->digest.substr(0, 16),
-                                     out.result.binary.size(), out.lookup_ms);
+                if (dump)
+                    fmt::print(stderr, "loom cache: hit {} {} ({} bytes, {:.3f} ms)\n", name,
+                               key->digest.substr(0, 16), out.result.binary.size(), out.lookup_ms);
                 return out;
             }
-            out.lookup_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            out.lookup_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         }
     }
     out.result = nvrtc::compile(name, source, options);
@@ -201,15 +210,18 @@ CachedCompile compile_cached(std::string_view name, std::string_view source, con
         g_compile_ms += out.result.compile_ms;
     }
     if (key) {
-        cache.store(*key, std::string_view(out.result.binary.data(), out.result.binary.size()), out.result.is_ptx);
-        if (dump) fmt::print(stderr, "loom cache: {} {} {}{}: compiled in {:.1f} ms, stored ({} bytes)\n",
-                             dump_ptx ? "skipped" : "miss", name, key->digest.substr(0, 16),
-                             dump_ptx ? " (LOOM_DUMP=ptx compiles every kernel, not a miss)" : "", out.result.compile_ms,
-                             out.result.binary.size());
+        cache.store(*key, std::string_view(out.result.binary.data(), out.result.binary.size()),
+                    out.result.is_ptx);
+        if (dump)
+            fmt::print(stderr, "loom cache: {} {} {}{}: compiled in {:.1f} ms, stored ({} bytes)\n",
+                       dump_ptx ? "skipped" : "miss", name, key->digest.substr(0, 16),
+                       dump_ptx ? " (LOOM_DUMP=ptx compiles every kernel, not a miss)" : "",
+                       out.result.compile_ms, out.result.binary.size());
     } else if (dump) {
         const char* off = std::getenv("LOOM_DISK_CACHE");
         fmt::print(stderr, "loom cache: disabled ({}); compiled {} in {:.1f} ms\n",
-                   off && *off ? fmt::format("LOOM_DISK_CACHE={}", off) : cache.reason(), name, out.result.compile_ms);
+                   off && *off ? fmt::format("LOOM_DISK_CACHE={}", off) : cache.reason(), name,
+                   out.result.compile_ms);
     }
     return out;
 }

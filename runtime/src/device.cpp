@@ -26,11 +26,12 @@ const Discovery& discovery() {
         detail::note_cuda_initialized();  // from now on, exiting runs a handler before the runtime's teardown
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            r.reason = fmt::format("cudaGetDeviceCount() reported {} ({}): {}{}", cudaGetErrorName(e),
-                                   static_cast<int>(e), cudaGetErrorString(e),
-                                   e == cudaErrorInsufficientDriver
-                                       ? " (no usable NVIDIA driver: libcuda.so.1 is missing or older than CUDA 13)"
-                                       : "");
+            r.reason =
+                fmt::format("cudaGetDeviceCount() reported {} ({}): {}{}", cudaGetErrorName(e),
+                            static_cast<int>(e), cudaGetErrorString(e),
+                            e == cudaErrorInsufficientDriver
+                                ? " (no usable NVIDIA driver: libcuda.so.1 is missing or older than CUDA 13)"
+                                : "");
             return r;
         }
         if (n == 0) r.reason = "cudaGetDeviceCount() found 0 devices";
@@ -65,8 +66,10 @@ codegen::DeviceInfo query(int d) {
     info.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor, d);
     info.warp_size = attribute(cudaDevAttrWarpSize, d);
     info.shared_mem_per_block = static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlock, d));
-    info.shared_mem_per_block_optin = static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, d));
-    info.shared_mem_per_sm = static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, d));
+    info.shared_mem_per_block_optin =
+        static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, d));
+    info.shared_mem_per_sm =
+        static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, d));
     info.regs_per_sm = attribute(cudaDevAttrMaxRegistersPerMultiprocessor, d);
     info.l2_bytes = static_cast<std::size_t>(attribute(cudaDevAttrL2CacheSize, d));
     int runtime = 0, driver = 0;
@@ -90,7 +93,9 @@ int device_count() noexcept {
     }
 }
 
-bool cuda_available() noexcept { return device_count() > 0; }
+bool cuda_available() noexcept {
+    return device_count() > 0;
+}
 
 void require_cuda(std::string_view api) {
     const auto& d = discovery();
@@ -111,7 +116,8 @@ int current_device() {
 void set_device(int index) {
     require_cuda("set_device()");
     if (index < 0 || index >= device_count())
-        throw Error(fmt::format("set_device(): device {} does not exist ({} CUDA devices)", index, device_count()));
+        throw Error(
+            fmt::format("set_device(): device {} does not exist ({} CUDA devices)", index, device_count()));
     LOOM_CUDA_CHECK(cudaSetDevice(index));
 }
 

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <nettle/sha2.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,8 +15,6 @@
 #include <cstring>
 #include <mutex>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "disk_cache_internal.hpp"
 #include "faults_internal.hpp"
@@ -29,7 +28,8 @@ namespace disk_cache_detail {
 Digest sha256(std::initializer_list<std::string_view> parts) {
     sha256_ctx ctx;
     sha256_init(&ctx);
-    for (std::string_view p : parts) sha256_update(&ctx, p.size(), reinterpret_cast<const std::uint8_t*>(p.data()));
+    for (std::string_view p : parts)
+        sha256_update(&ctx, p.size(), reinterpret_cast<const std::uint8_t*>(p.data()));
     Digest d{};
     sha256_digest(&ctx, d.size(), d.data());
     return d;
@@ -50,7 +50,9 @@ std::string to_hex(const Digest& d) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 void put_u32(char* p, std::uint32_t v) {
     for (int k = 0; k < 4; ++k) p[k] = static_cast<char>((v >> (8 * k)) & 0xff);
@@ -66,7 +68,8 @@ std::uint64_t get_u(const char* p, int bytes) {
 
 bool is_entry_name(std::string_view n) {
     if (n.size() != 64 + 4 || n.substr(64) != ".lkc") return false;
-    return std::all_of(n.begin(), n.begin() + 64, [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    return std::all_of(n.begin(), n.begin() + 64,
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 // Temporary files older than this are left by a process that died while writing; eviction removes them.
@@ -74,7 +77,9 @@ constexpr std::int64_t kStaleTemporarySeconds = 3600;
 
 }  // namespace
 
-std::string disk_cache_entry_name(std::string_view digest) { return fmt::format("{}.lkc", digest); }
+std::string disk_cache_entry_name(std::string_view digest) {
+    return fmt::format("{}.lkc", digest);
+}
 
 struct DiskCache::State {
     std::filesystem::path dir;
@@ -85,7 +90,7 @@ struct DiskCache::State {
 
     mutable std::mutex mu;
     DiskCacheStats stats;
-    std::set<std::string> warned;     // entries already reported as rejected
+    std::set<std::string> warned;  // entries already reported as rejected
     bool store_warned = false;
     bool stores_off = false;          // a store failed (disk full, read-only, ...): no more are tried
     std::uint64_t size_estimate = 0;  // bytes of entries: scanned, plus what this process wrote since
@@ -120,12 +125,14 @@ struct DiskCache::State {
         std::vector<Item> items;
         std::uint64_t total = 0;
         const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                                     std::chrono::system_clock::now().time_since_epoch()).count();
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
         while (const dirent* e = ::readdir(d)) {
             const std::string_view name = e->d_name;
             struct stat st {};
             if (::fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-            if (name.starts_with(".tmp-") && S_ISREG(st.st_mode) && now - st.st_mtim.tv_sec > kStaleTemporarySeconds) {
+            if (name.starts_with(".tmp-") && S_ISREG(st.st_mode) &&
+                now - st.st_mtim.tv_sec > kStaleTemporarySeconds) {
                 ::unlinkat(dirfd, e->d_name, 0);
                 continue;
             }
@@ -137,7 +144,8 @@ struct DiskCache::State {
         ::closedir(d);
         std::uint64_t evicted = 0;
         if (cap > 0 && total > cap) {
-            std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.mtime_ns < b.mtime_ns; });
+            std::sort(items.begin(), items.end(),
+                      [](const Item& a, const Item& b) { return a.mtime_ns < b.mtime_ns; });
             const std::uint64_t target = cap / 10 * 9;
             for (const Item& it : items) {
                 if (total <= target) break;
@@ -156,24 +164,35 @@ struct DiskCache::State {
     }
 };
 
-DiskCache::DiskCache(std::filesystem::path directory, std::uint64_t max_bytes, bool quiet) : s_(std::make_unique<State>()) {
+DiskCache::DiskCache(std::filesystem::path directory, std::uint64_t max_bytes, bool quiet)
+    : s_(std::make_unique<State>()) {
     s_->dir = std::move(directory);
     s_->max_bytes = max_bytes;
     s_->quiet = quiet;
     s_->dirfd = open_private_directory(s_->dir, s_->reason);
     if (s_->dirfd < 0 && !quiet)
-        fmt::print(stderr, "loom: warning: the disk kernel cache is disabled: {}; kernels are cached in memory only\n",
-                   s_->reason);
+        fmt::print(
+            stderr,
+            "loom: warning: the disk kernel cache is disabled: {}; kernels are cached in memory only\n",
+            s_->reason);
 }
 
 DiskCache::~DiskCache() {
     if (s_->dirfd >= 0) ::close(s_->dirfd);
 }
 
-bool DiskCache::enabled() const { return s_->dirfd >= 0; }
-const std::string& DiskCache::reason() const { return s_->reason; }
-const std::filesystem::path& DiskCache::directory() const { return s_->dir; }
-std::uint64_t DiskCache::max_bytes() const { return s_->max_bytes; }
+bool DiskCache::enabled() const {
+    return s_->dirfd >= 0;
+}
+const std::string& DiskCache::reason() const {
+    return s_->reason;
+}
+const std::filesystem::path& DiskCache::directory() const {
+    return s_->dir;
+}
+std::uint64_t DiskCache::max_bytes() const {
+    return s_->max_bytes;
+}
 
 DiskCacheStats DiskCache::stats() const {
     std::lock_guard lock(s_->mu);
@@ -200,8 +219,11 @@ std::optional<std::vector<char>> DiskCache::load(const DiskCacheKey& key, bool* 
     const std::string name = disk_cache_entry_name(key.digest);
     const std::string path = (s_->dir / name).string();
     auto reject = [&](const std::string& why) {
-        s_->warn(name, fmt::format("kernel cache entry {} {}; it is not loaded, the kernel is recompiled and the entry "
-                                   "replaced", path, why));
+        s_->warn(
+            name,
+            fmt::format("kernel cache entry {} {}; it is not loaded, the kernel is recompiled and the entry "
+                        "replaced",
+                        path, why));
         return miss(true);
     };
     // O_NONBLOCK: a FIFO planted under an entry's name must not block the open.
@@ -219,9 +241,11 @@ std::optional<std::vector<char>> DiskCache::load(const DiskCacheKey& key, bool* 
     if (::fstat(fd, &st) != 0) return reject(fmt::format("cannot be examined ({})", std::strerror(errno)));
     if (!S_ISREG(st.st_mode)) return reject("is not a regular file");
     if (st.st_uid != ::geteuid()) return reject(fmt::format("belongs to user id {}", st.st_uid));
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return reject(fmt::format("is writable by others (mode {:04o})", st.st_mode & 07777));
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return reject(fmt::format("is writable by others (mode {:04o})", st.st_mode & 07777));
     const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size < kHeaderBytes) return reject(fmt::format("is truncated ({} bytes, less than its header)", size));
+    if (size < kHeaderBytes)
+        return reject(fmt::format("is truncated ({} bytes, less than its header)", size));
     std::vector<char> buf(size);
     std::uint64_t got = 0;
     while (got < size) {
@@ -232,14 +256,16 @@ std::optional<std::vector<char>> DiskCache::load(const DiskCacheKey& key, bool* 
     }
     if (got != size) return reject("could not be read whole");
     const char* h = buf.data();
-    if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return reject("is not a Loom kernel cache entry (bad magic)");
+    if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
+        return reject("is not a Loom kernel cache entry (bad magic)");
     const auto version = static_cast<std::uint32_t>(get_u(h + 8, 4));
-    if (version != kFormatVersion) return reject(fmt::format("has format version {}, not {}", version, kFormatVersion));
+    if (version != kFormatVersion)
+        return reject(fmt::format("has format version {}, not {}", version, kFormatVersion));
     const auto flags = static_cast<std::uint32_t>(get_u(h + 12, 4));
     const std::uint64_t key_bytes = get_u(h + 16, 8), image_bytes = get_u(h + 24, 8);
     if (key_bytes > size || image_bytes > size || kHeaderBytes + key_bytes + image_bytes != size)
-        return reject(fmt::format("is truncated or corrupt ({} bytes, header says {} + {} + {})", size, kHeaderBytes,
-                                  key_bytes, image_bytes));
+        return reject(fmt::format("is truncated or corrupt ({} bytes, header says {} + {} + {})", size,
+                                  kHeaderBytes, key_bytes, image_bytes));
     const std::string_view stored_key(h + kHeaderBytes, key_bytes);
     const std::string_view image(h + kHeaderBytes + key_bytes, image_bytes);
     Digest sum;
@@ -293,8 +319,9 @@ void DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_p
             s_->stores_off = true;
         }
         if (first && !s_->quiet)
-            fmt::print(stderr, "loom: warning: cannot write kernel cache entry {}: {} failed: {}; compiled kernels "
-                               "are kept in memory only from now on (this process writes no more entries to {})\n",
+            fmt::print(stderr,
+                       "loom: warning: cannot write kernel cache entry {}: {} failed: {}; compiled kernels "
+                       "are kept in memory only from now on (this process writes no more entries to {})\n",
                        (s_->dir / name).string(), call, std::strerror(err), s_->dir.string());
     };
     // Fault injection (tests): EROFS, EACCES or EPERM fail the creation, as a read-only directory does;
@@ -306,7 +333,8 @@ void DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_p
         errno = injected;
         return fail("open");
     }
-    const int fd = ::openat(s_->dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd =
+        ::openat(s_->dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return fail("open");
     std::size_t done = 0;
     while (done < entry.size()) {
@@ -334,7 +362,8 @@ void DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_p
         s_->size_estimate += entry.size();
         ++s_->stores_since_scan;
         // Other processes write too: rescan now and then, and whenever this process's count passes the cap.
-        scan = s_->max_bytes > 0 && (!s_->size_known || s_->size_estimate > s_->max_bytes || s_->stores_since_scan >= 64);
+        scan = s_->max_bytes > 0 &&
+               (!s_->size_known || s_->size_estimate > s_->max_bytes || s_->stores_since_scan >= 64);
     }
     if (scan) s_->scan_and_evict(s_->max_bytes);
     std::lock_guard lock(s_->mu);

@@ -1,14 +1,13 @@
 // The disk kernel cache's directory: created private (0700), refused when a link, shared or another user's.
-#include "disk_cache_internal.hpp"
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/format.h>
+#include "disk_cache_internal.hpp"
 
 namespace loom::disk_cache_detail {
 
@@ -68,14 +67,15 @@ int open_private_directory(const std::filesystem::path& dir, std::string& reason
     if (!S_ISDIR(st.st_mode)) {
         reason = fmt::format("{} is not a directory", d.string());
     } else if (st.st_uid != ::geteuid()) {
-        reason = fmt::format("{} belongs to user id {}, not to this process's user id {}; a kernel image found "
-                             "there is code that would run in this process",
-                             d.string(), st.st_uid, ::geteuid());
+        reason = fmt::format(
+            "{} belongs to user id {}, not to this process's user id {}; a kernel image found "
+            "there is code that would run in this process",
+            d.string(), st.st_uid, ::geteuid());
     } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        reason = fmt::format("{} is writable by {} (mode {:04o}); others could plant kernel images that would run "
-                             "in this process (make it private: chmod 700 {})",
-                             d.string(), (st.st_mode & S_IWOTH) ? "others" : "its group", st.st_mode & 07777,
-                             d.string());
+        reason = fmt::format(
+            "{} is writable by {} (mode {:04o}); others could plant kernel images that would run "
+            "in this process (make it private: chmod 700 {})",
+            d.string(), (st.st_mode & S_IWOTH) ? "others" : "its group", st.st_mode & 07777, d.string());
     } else {
         return fd;
     }

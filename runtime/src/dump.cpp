@@ -21,6 +21,8 @@ std::string write_to(const std::filesystem::path& dir, std::string_view file, st
     return f ? path.string() : std::string();
 }
 
-std::string write(std::string_view file, std::string_view text) { return write_to(directory(), file, text); }
+std::string write(std::string_view file, std::string_view text) {
+    return write_to(directory(), file, text);
+}
 
 }  // namespace loom::dump

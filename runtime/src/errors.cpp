@@ -37,7 +37,8 @@ const char* base_name(const char* path) {
 }
 
 std::string describe(cudaError_t code) {
-    return fmt::format("{} ({}): {}", cudaGetErrorName(code), static_cast<int>(code), cudaGetErrorString(code));
+    return fmt::format("{} ({}): {}", cudaGetErrorName(code), static_cast<int>(code),
+                       cudaGetErrorString(code));
 }
 
 }  // namespace
@@ -86,7 +87,9 @@ std::string last_launch() {
     return launch_text(r.kernel, r.where);
 }
 
-bool runtime_poisoned() { return g_poisoned.load(std::memory_order_acquire); }
+bool runtime_poisoned() {
+    return g_poisoned.load(std::memory_order_acquire);
+}
 
 bool sync_after_launch() {
     static const bool on = [] {
@@ -98,9 +101,13 @@ bool sync_after_launch() {
 
 namespace detail {
 
-bool poisoned_flag() noexcept { return g_poisoned.load(std::memory_order_relaxed); }
+bool poisoned_flag() noexcept {
+    return g_poisoned.load(std::memory_order_relaxed);
+}
 
-bool exiting_flag() noexcept { return g_exiting.load(std::memory_order_relaxed); }
+bool exiting_flag() noexcept {
+    return g_exiting.load(std::memory_order_relaxed);
+}
 
 void note_cuda_initialized() noexcept {
     static std::once_flag once;
@@ -113,7 +120,9 @@ void throw_cuda_error(cudaError_t code, const char* call, const char* file, int 
         {
             auto& r = record();
             std::lock_guard lock(r.mutex);
-            if (r.count > 1) launch += fmt::format(" (the launch before it: {})", launch_text(r.prev_kernel, r.prev_where));
+            if (r.count > 1)
+                launch +=
+                    fmt::format(" (the launch before it: {})", launch_text(r.prev_kernel, r.prev_where));
         }
         std::string msg = fmt::format(
             "CUDA error: {} failed with {} ({}:{}); last launched kernel: {}. This error is sticky: the CUDA "
@@ -134,14 +143,15 @@ void throw_cuda_error(cudaError_t code, const char* call, const char* file, int 
     }
     if (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver || code == cudaErrorStubLibrary) {
         (void)cudaGetLastError();
-        throw NoDeviceError(fmt::format("no CUDA device found: {} failed with {} ({}:{})", call, describe(code),
-                                        base_name(file), line));
+        throw NoDeviceError(fmt::format("no CUDA device found: {} failed with {} ({}:{})", call,
+                                        describe(code), base_name(file), line));
     }
     // A non-sticky error is also recorded as CUDA's "last error": clear it so that the check after the
     // next launch does not report it again.
     (void)cudaGetLastError();
-    throw CudaError(code, call, fmt::format("CUDA error: {} failed with {} ({}:{})", call, describe(code),
-                                            base_name(file), line));
+    throw CudaError(
+        code, call,
+        fmt::format("CUDA error: {} failed with {} ({}:{})", call, describe(code), base_name(file), line));
 }
 
 void throw_poisoned() {

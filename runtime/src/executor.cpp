@@ -1,14 +1,17 @@
-// Evaluation of IR graphs: placement (host tensors on the LLVM back end or the CPU reference, device tensors on
-// the GPU), then the pipeline of the place: host_run.cpp or gpu_run.cpp.
+// Evaluation of IR graphs: placement (host tensors on the LLVM back end or the CPU reference, device tensors
+// on the GPU), then the pipeline of the place: host_run.cpp or gpu_run.cpp.
 #include "loom/runtime/executor.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
+#include "host_internal.hpp"
 #include "loom/ir/build.hpp"
+#include "loom/ir/env.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
@@ -19,15 +22,14 @@
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/reference.hpp"
 #include "loom/runtime/testing.hpp"
-#include "host_internal.hpp"
-#include "loom/ir/env.hpp"
-#include <cstdio>
 
 namespace loom {
 
 namespace {
 
-Device device_of_code(std::int64_t code) { return code == ir::kHostDeviceCode ? Device::cpu() : Device::cuda(static_cast<int>(code)); }
+Device device_of_code(std::int64_t code) {
+    return code == ir::kHostDeviceCode ? Device::cpu() : Device::cuda(static_cast<int>(code));
+}
 
 // The device every input lives on; inputs on two devices are an error naming both. A graph that reads no
 // tensor runs where its factories (arange, full, ...) say, else at `fallback`: factories have no memory, so
@@ -42,12 +44,14 @@ Device placement(const std::vector<const ir::Node*>& order, const std::source_lo
             if (!factory) {
                 factory = n;
             } else if (ir::factory_device(*n) != ir::factory_device(*factory)) {
-                if (std::none_of(order.begin(), order.end(), [](const ir::Node* m) { return m->op() == ir::Op::Input; }))
-                    throw Error(fmt::format("eval(): factories on different devices: {} on {} ({}) and {} on {} ({}) ({})",
-                                            ir::describe(*factory), device_of_code(ir::factory_device(*factory)).to_string(),
-                                            short_location(factory->loc()), ir::describe(*n),
-                                            device_of_code(ir::factory_device(*n)).to_string(), short_location(n->loc()),
-                                            short_location(loc)));
+                if (std::none_of(order.begin(), order.end(),
+                                 [](const ir::Node* m) { return m->op() == ir::Op::Input; }))
+                    throw Error(fmt::format(
+                        "eval(): factories on different devices: {} on {} ({}) and {} on {} ({}) ({})",
+                        ir::describe(*factory), device_of_code(ir::factory_device(*factory)).to_string(),
+                        short_location(factory->loc()), ir::describe(*n),
+                        device_of_code(ir::factory_device(*n)).to_string(), short_location(n->loc()),
+                        short_location(loc)));
             }
         }
     }
@@ -64,9 +68,10 @@ Device placement(const std::vector<const ir::Node*>& order, const std::source_lo
             first = n;
             dev = d;
         } else if (!(d == dev)) {
-            throw Error(fmt::format("eval(): inputs on different devices: {} on {} ({}) and {} on {} ({}) ({})",
-                                    ir::describe(*first), dev.to_string(), short_location(first->loc()),
-                                    ir::describe(*n), d.to_string(), short_location(n->loc()), short_location(loc)));
+            throw Error(
+                fmt::format("eval(): inputs on different devices: {} on {} ({}) and {} on {} ({}) ({})",
+                            ir::describe(*first), dev.to_string(), short_location(first->loc()),
+                            ir::describe(*n), d.to_string(), short_location(n->loc()), short_location(loc)));
         }
     }
     return dev;
@@ -78,9 +83,11 @@ std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
 
 }  // namespace
 
-std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, std::source_location loc, std::string_view name) {
+std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, std::source_location loc,
+                             std::string_view name) {
     if (roots.empty()) return {};
-    const Device dev = placement(ir::topo_order(roots), loc);  // before lowering, which turns fills into scalars
+    const Device dev =
+        placement(ir::topo_order(roots), loc);  // before lowering, which turns fills into scalars
     const std::vector<ir::NodePtr> graph = lower(roots);
     if (!dev.is_cuda()) {
         // Host tensors: the LLVM back end unless LOOM_CPU_BACKEND=reference or its module is not there.
@@ -91,31 +98,37 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, std::source_
     return gpu::evaluate(graph, dev, loc, nullptr, name);
 }
 
-void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>& outs, std::source_location loc,
-                   std::string_view name) {
+void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>& outs,
+                   std::source_location loc, std::string_view name) {
     if (roots.size() != outs.size())
-        throw Error(fmt::format("assign(): {} outputs for {} arrays ({})", outs.size(), roots.size(), short_location(loc)));
+        throw Error(fmt::format("assign(): {} outputs for {} arrays ({})", outs.size(), roots.size(),
+                                short_location(loc)));
     const std::vector<ir::NodePtr> graph = lower(roots);
     // A graph that reads no tensor runs where its outputs live (factories included: they take that device).
-    const Device dev = placement(ir::topo_order(graph), loc, outs.empty() || !outs[0].defined() ? Device::cpu() : outs[0].device(),
+    const Device dev = placement(ir::topo_order(graph), loc,
+                                 outs.empty() || !outs[0].defined() ? Device::cpu() : outs[0].device(),
                                  !outs.empty() && outs[0].defined());
     for (std::size_t k = 0; k < roots.size(); ++k) {
         const Tensor& o = outs[k];
         if (!o.defined() || o.shape() != roots[k]->shape() || o.dtype() != roots[k]->dtype())
             throw Error(fmt::format("assign(): output {} does not match the array {} ({})",
-                                    o.defined() ? fmt::format("{} {}", to_string(o.shape()), loom::name(o.dtype())) : "<undefined>",
+                                    o.defined()
+                                        ? fmt::format("{} {}", to_string(o.shape()), loom::name(o.dtype()))
+                                        : "<undefined>",
                                     ir::describe(*roots[k]), short_location(loc)));
         if (!(o.device() == dev))
-            throw Error(fmt::format("assign(): output on {} but the inputs are on {} ({})", o.device().to_string(),
-                                    dev.to_string(), short_location(loc)));
+            throw Error(fmt::format("assign(): output on {} but the inputs are on {} ({})",
+                                    o.device().to_string(), dev.to_string(), short_location(loc)));
         for (std::size_t q = 0; q < k; ++q)
             if (outs[q].storage() == o.storage() && o.nbytes() > 0 && outs[q].nbytes() > 0)
-                throw Error(fmt::format("assign(): outputs {} and {} share memory; each result needs its own ({})", q,
-                                        k, short_location(loc)));
+                throw Error(
+                    fmt::format("assign(): outputs {} and {} share memory; each result needs its own ({})", q,
+                                k, short_location(loc)));
         if (!o.is_non_overlapping())  // every output is checked before the first is written
-            throw Error(fmt::format("assign(): output {} {} with strides {} overlaps itself (a broadcast view); each "
-                                    "element needs memory of its own ({})",
-                                    to_string(o.shape()), loom::name(o.dtype()), to_string(o.strides()), short_location(loc)));
+            throw Error(fmt::format(
+                "assign(): output {} {} with strides {} overlaps itself (a broadcast view); each "
+                "element needs memory of its own ({})",
+                to_string(o.shape()), loom::name(o.dtype()), to_string(o.strides()), short_location(loc)));
     }
     if (dev.is_cuda()) {
         gpu::evaluate(graph, dev, loc, &outs, name);
@@ -148,7 +161,8 @@ CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view na
     CompileReport rep;
     rep.codegen_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     std::vector<codegen::KernelSource> kernels;
-    const std::vector<CachedCompile> results = gpu::compile_kernels(plan, info, &kernels);  // through the disk cache
+    const std::vector<CachedCompile> results =
+        gpu::compile_kernels(plan, info, &kernels);  // through the disk cache
     for (std::size_t i = 0; i < kernels.size(); ++i) {
         const nvrtc::Result& r = results[i].result;
         if (rep.kernels++ == 0) {
@@ -164,16 +178,20 @@ CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view na
     return rep;
 }
 
-void testing::build_host_kernels(const std::vector<std::vector<ir::NodePtr>>& graphs, const std::vector<Options>& options) {
+void testing::build_host_kernels(const std::vector<std::vector<ir::NodePtr>>& graphs,
+                                 const std::vector<Options>& options) {
     if (graphs.size() != options.size())
-        throw Error(fmt::format("testing::build_host_kernels(): {} graphs and {} options", graphs.size(), options.size()));
+        throw Error(fmt::format("testing::build_host_kernels(): {} graphs and {} options", graphs.size(),
+                                options.size()));
     if (!host::use_llvm()) return;
     std::vector<codegen::HostPlan> plans;
     plans.reserve(graphs.size());
     for (std::size_t i = 0; i < graphs.size(); ++i) {
-        if (graphs[i].empty() || placement(ir::topo_order(graphs[i]), std::source_location::current()).is_cuda()) continue;
-        // A name per graph, so that the kernels of different graphs have functions of different names and make
-        // one module; the in-memory cache's keys do not hold names.
+        if (graphs[i].empty() ||
+            placement(ir::topo_order(graphs[i]), std::source_location::current()).is_cuda())
+            continue;
+        // A name per graph, so that the kernels of different graphs have functions of different names and
+        // make one module; the in-memory cache's keys do not hold names.
         plans.push_back(host::plan_bound(lower(graphs[i]), options[i], fmt::format("g{}", i), nullptr));
     }
     std::vector<const codegen::HostPlan*> ptrs;

@@ -40,8 +40,9 @@ struct LaunchRecord {
     std::size_t shared_bytes = 0;
     std::vector<std::byte> params;
     bool same_launch(const LaunchRecord& o) const {
-        return kernel == o.kernel && grid.x == o.grid.x && grid.y == o.grid.y && grid.z == o.grid.z && block.x == o.block.x &&
-               block.y == o.block.y && block.z == o.block.z && shared_bytes == o.shared_bytes;
+        return kernel == o.kernel && grid.x == o.grid.x && grid.y == o.grid.y && grid.z == o.grid.z &&
+               block.x == o.block.x && block.y == o.block.y && block.z == o.block.z &&
+               shared_bytes == o.shared_bytes;
     }
 };
 
@@ -76,7 +77,7 @@ struct RunMemory {
 // Up to N values on the stack, more on the heap: the pointer arrays of one launch.
 template <class T, std::size_t N>
 class SmallArray {
-public:
+  public:
     explicit SmallArray(std::size_t n) : size_(n) {
         if (n > N) heap_.resize(n);
     }
@@ -84,7 +85,7 @@ public:
     std::span<T> span() { return {data(), size_}; }
     std::span<T> span(std::size_t from, std::size_t count) { return {data() + from, count}; }
 
-private:
+  private:
     T* data() { return size_ > N ? heap_.data() : stack_; }
     T stack_[N];
     std::vector<T> heap_;
@@ -96,6 +97,7 @@ private:
 namespace loom::gpu {
 /// run_plan() of gpu_executor.hpp, its temporaries, workspaces and launches through `mem` (null: the pool,
 /// launched at once).
-void run_plan(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-              std::span<const Tensor* const> outs, Device device, std::string_view where, RunMemory* mem);
+void run_plan(const codegen::FusionPlan& plan, const Kernels& kernels,
+              std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs,
+              Device device, std::string_view where, RunMemory* mem);
 }  // namespace loom::gpu

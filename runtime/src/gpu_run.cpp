@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "gpu_internal.hpp"
-#include "tensor_map.hpp"
 #include "loom/codegen/kernel_key.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/env.hpp"
@@ -30,13 +29,16 @@
 #include "memory_internal.hpp"
 #include "parallel.hpp"
 #include "param_buffer.hpp"
+#include "tensor_map.hpp"
 
 namespace loom::gpu {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 using codegen::Family;
 using codegen::FusionPlan;
@@ -95,12 +97,16 @@ unsigned int* split_counters(int device, cudaStream_t stream, std::int64_t neede
     // so those buffers are per thread as well.
     unsigned long long id = 0;
     LOOM_CUDA_CHECK(cudaStreamGetId(stream, &id));
-    const std::thread::id owner = stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
+    const std::thread::id owner =
+        stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
     static std::mutex mu;
-    static std::map<std::tuple<int, unsigned long long, std::thread::id>, unsigned int*> buffers;  // 16 KiB each, kept
+    static std::map<std::tuple<int, unsigned long long, std::thread::id>, unsigned int*>
+        buffers;  // 16 KiB each, kept
     std::lock_guard lock(mu);
     unsigned int*& b = buffers[{device, id, owner}];
-    if (!b) b = static_cast<unsigned int*>(detail::allocate_zeroed_unpooled(device, kSplitCounters * sizeof(unsigned int), stream));
+    if (!b)
+        b = static_cast<unsigned int*>(
+            detail::allocate_zeroed_unpooled(device, kSplitCounters * sizeof(unsigned int), stream));
     return b;
 }
 
@@ -109,20 +115,23 @@ unsigned int* split_counters(int device, cudaStream_t stream, std::int64_t neede
 // launch shape and workspaces, or the device buffer of parameters beyond the parameter limit.
 struct LaunchPrep {
     codegen::LaunchConfig reduce;
-    std::vector<Tensor> partials;  // stream-ordered pool memory, freed after the call's kernels
-    std::vector<void*> part_ptrs;  // the counters, then one workspace per reduction
-    Tensor params;                 // parameters in device memory
-    Tensor workspace;              // a matmul's chunk tree (K longer than one chunk), from the pool
-    void* workspace_ptr = nullptr; // its address (or a RunMemory block's)
-    void* counters = nullptr;      // a split-K matmul's counters (split_counters_for)
+    std::vector<Tensor> partials;   // stream-ordered pool memory, freed after the call's kernels
+    std::vector<void*> part_ptrs;   // the counters, then one workspace per reduction
+    Tensor params;                  // parameters in device memory
+    Tensor workspace;               // a matmul's chunk tree (K longer than one chunk), from the pool
+    void* workspace_ptr = nullptr;  // its address (or a RunMemory block's)
+    void* counters = nullptr;       // a split-K matmul's counters (split_counters_for)
 };
 
 bool needs_prep(const FusionPlan& plan, std::size_t k) {
     const codegen::GpuKernel& g = plan.gpu[k];
     switch (plan.partition.kernels[k].family) {
-        case Family::Pointwise: return g.pointwise.plan.params_in_memory && g.numel > 0;
-        case Family::Reduction: return g.reduce.plan.split;
-        case Family::MatMul: return g.matmul.plan.chunked && g.numel > 0;
+        case Family::Pointwise:
+            return g.pointwise.plan.params_in_memory && g.numel > 0;
+        case Family::Reduction:
+            return g.reduce.plan.split;
+        case Family::MatMul:
+            return g.matmul.plan.chunked && g.numel > 0;
     }
     return false;
 }
@@ -138,14 +147,16 @@ void* split_counters_for(std::int64_t count, Device device, LaunchPrep& prep, Ru
     }
     if (unsigned int* c = split_counters(device.index, current_stream(), count)) return c;
     // Zeroed pool memory (the kernel leaves it zero, but its earlier contents are unknown).
-    prep.partials.push_back(Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * count}, DType::UInt8, device));
-    LOOM_CUDA_CHECK(cudaMemsetAsync(prep.partials.back().data(), 0, prep.partials.back().nbytes(), current_stream()));
+    prep.partials.push_back(
+        Tensor::empty({static_cast<std::int64_t>(sizeof(unsigned int)) * count}, DType::UInt8, device));
+    LOOM_CUDA_CHECK(
+        cudaMemsetAsync(prep.partials.back().data(), 0, prep.partials.back().nbytes(), current_stream()));
     return prep.partials.back().data();
 }
 
 // The split workspaces of a reduction launch: `ins` in PlannedReduce::inputs order, the element outputs.
-void prepare_split(const codegen::PlannedReduce& pr, std::span<const void* const> ins, std::span<void* const> el_outs,
-                   Device device, LaunchPrep& prep, RunMemory* mem) {
+void prepare_split(const codegen::PlannedReduce& pr, std::span<const void* const> ins,
+                   std::span<void* const> el_outs, Device device, LaunchPrep& prep, RunMemory* mem) {
     prep.reduce = codegen::reduce_launch(pr, ins, el_outs);
     if (prep.reduce.grid_x == 0) return;
     void* c = split_counters_for(codegen::split_counter_count(pr, prep.reduce), device, prep, mem);
@@ -153,25 +164,28 @@ void prepare_split(const codegen::PlannedReduce& pr, std::span<const void* const
     prep.part_ptrs.push_back(c);
     if (mem) {  // a graph's run: blocks of its own
         for (const auto& op : pr.plan.ops)
-            prep.part_ptrs.push_back(mem->block(codegen::accumulator_bytes(op) * static_cast<std::size_t>(codegen::split_partial_count(pr)), device));
+            prep.part_ptrs.push_back(mem->block(
+                codegen::accumulator_bytes(op) * static_cast<std::size_t>(codegen::split_partial_count(pr)),
+                device));
         return;
     }
     for (const auto& op : pr.plan.ops) {
-        prep.partials.push_back(Tensor::empty({static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * codegen::split_partial_count(pr)},
-                                              DType::UInt8, device));
+        prep.partials.push_back(Tensor::empty(
+            {static_cast<std::int64_t>(codegen::accumulator_bytes(op)) * codegen::split_partial_count(pr)},
+            DType::UInt8, device));
         prep.part_ptrs.push_back(prep.partials.back().data());
     }
 }
 
 // The parameter bytes of one launch: on the stack up to 4 KiB (every plan short of hundreds of inputs).
 class ParamBytes {
-public:
+  public:
     explicit ParamBytes(std::size_t n) : size_(n) {
         if (n > kStack) heap_.resize(n);
     }
     std::span<std::byte> span() { return {size_ > kStack ? heap_.data() : stack_, size_}; }
 
-private:
+  private:
     static constexpr std::size_t kStack = 4096;
     alignas(16) std::byte stack_[kStack];
     std::vector<std::byte> heap_;
@@ -179,26 +193,31 @@ private:
 };
 
 // Launches `k`, or records the launch in `mem` (and launches it unless mem->launch is false).
-void issue(const Kernel& k, const LaunchConfig& cfg, std::span<const std::byte> params, std::string_view where, RunMemory* mem) {
+void issue(const Kernel& k, const LaunchConfig& cfg, std::span<const std::byte> params,
+           std::string_view where, RunMemory* mem) {
     if (mem) {
         mem->record(k, cfg, params);
         if (!mem->launch) {
             // What the launch would set first, set now: a graph's capture then only records the launch.
-            if (cfg.shared_bytes > kDefaultDynamicSharedBytes) k.set_max_dynamic_shared(cfg.shared_bytes, current_device());
+            if (cfg.shared_bytes > kDefaultDynamicSharedBytes)
+                k.set_max_dynamic_shared(cfg.shared_bytes, current_device());
             return;
         }
     }
     k.launch(cfg, params.data(), params.size(), where);
 }
 
-// The pointwise arm (tiled or not): `ins` in pointwise_inputs order; `prep` made by run_plan when needs_prep().
-void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g, std::span<const void* const> ins,
-                      std::span<void* const> outs, const LaunchPrep* prep, std::string_view where, RunMemory* mem) {
+// The pointwise arm (tiled or not): `ins` in pointwise_inputs order; `prep` made by run_plan when
+// needs_prep().
+void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g,
+                      std::span<const void* const> ins, std::span<void* const> outs, const LaunchPrep* prep,
+                      std::string_view where, RunMemory* mem) {
     const codegen::PlannedPointwise& planned = g.pointwise;
     const bool tiled = g.tile.plan.active();  // the tiled kernel: its one entry point, one block per tile
     const codegen::Variant v = tiled ? g.tile.plan.select_variant(planned.plan, planned.binding, ins, outs)
                                      : codegen::select_variant(planned.plan, planned.binding, ins, outs);
-    const codegen::LaunchConfig lc = tiled ? g.tile.plan.launch(planned.binding) : planned.plan.launch(g.numel, v);
+    const codegen::LaunchConfig lc =
+        tiled ? g.tile.plan.launch(planned.binding) : planned.plan.launch(g.numel, v);
     if (lc.grid_x == 0) return;
     ParamBytes params(planned.plan.params.size);
     codegen::pack_params(planned.plan, planned.binding, ins, outs, params.span());
@@ -216,15 +235,18 @@ void launch_pointwise(const CompiledKernel& kernel, const codegen::GpuKernel& g,
 
 // The reduction arm: `ins` in PlannedReduce::inputs order; the element outputs, then the row outputs; `prep`
 // (split plans: the launch shape and workspaces) made by run_plan.
-void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce& pr, std::span<const void* const> ins,
-                      std::span<void* const> el_outs, std::span<void* const> row_outs, const LaunchPrep* prep,
-                      std::string_view where, RunMemory* mem) {
-    if (pr.plan.split && !prep) throw InternalError("launch_reduction(): a split plan without its workspaces");
+void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce& pr,
+                      std::span<const void* const> ins, std::span<void* const> el_outs,
+                      std::span<void* const> row_outs, const LaunchPrep* prep, std::string_view where,
+                      RunMemory* mem) {
+    if (pr.plan.split && !prep)
+        throw InternalError("launch_reduction(): a split plan without its workspaces");
     const codegen::LaunchConfig rl = prep ? prep->reduce : codegen::reduce_launch(pr, ins, el_outs);
     if (rl.grid_x == 0) return;
     static const std::vector<void*> no_partials;
     ParamBytes params(codegen::reduce_params_size(pr.plan));
-    codegen::pack_reduce_params(pr, ins, el_outs, row_outs, prep ? prep->part_ptrs : no_partials, params.span());
+    codegen::pack_reduce_params(pr, ins, el_outs, row_outs, prep ? prep->part_ptrs : no_partials,
+                                params.span());
     LaunchConfig cfg;
     cfg.grid = {rl.grid_x, rl.grid_y, 1};
     cfg.block = {rl.block_x, 1, 1};
@@ -232,24 +254,30 @@ void launch_reduction(const CompiledKernel& kernel, const codegen::PlannedReduce
     issue(rl.vector ? kernel.vector_kernel : kernel.scalar_kernel, cfg, params.span(), where, mem);
 }
 
-// The matmul arm: `ins` in PlannedMatmul::inputs order (A's, B's, then the epilogue's; the accumulators' entry
-// is null); `prep` holds the chunk tree's workspace when K is longer than a chunk.
-void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& pm, std::span<const void* const> ins,
-                   std::span<void* const> outs, const LaunchPrep* prep, std::string_view where, RunMemory* mem) {
+// The matmul arm: `ins` in PlannedMatmul::inputs order (A's, B's, then the epilogue's; the accumulators'
+// entry is null); `prep` holds the chunk tree's workspace when K is longer than a chunk.
+void launch_matmul(const CompiledKernel& kernel, const codegen::PlannedMatmul& pm,
+                   std::span<const void* const> ins, std::span<void* const> outs, const LaunchPrep* prep,
+                   std::string_view where, RunMemory* mem) {
     const codegen::LaunchConfig lc = codegen::matmul_launch(pm);
     if (lc.grid_x == 0) return;
-    if (pm.plan.chunked && !prep) throw InternalError("launch_matmul(): a chunked product without its workspace");
+    if (pm.plan.chunked && !prep)
+        throw InternalError("launch_matmul(): a chunked product without its workspace");
     const codegen::MatmulLoads loads = codegen::select_matmul_loads(pm, ins);
     ParamBytes params(pm.plan.params.size);
     alignas(64) std::array<std::byte, 2 * codegen::kTensorMapBytes> maps;  // written only for wgmma plans
     if (pm.plan.wgmma) {  // Hopper: the operands' tensor maps (cached by buffer and shape)
         const std::array<codegen::TensorMapSpec, 2> specs = codegen::matmul_tensor_maps(pm, ins);
-        detail::encode_tensor_map(specs[0], std::span<std::byte, codegen::kTensorMapBytes>(maps.data(), codegen::kTensorMapBytes));
-        detail::encode_tensor_map(specs[1], std::span<std::byte, codegen::kTensorMapBytes>(maps.data() + codegen::kTensorMapBytes,
-                                                                                           codegen::kTensorMapBytes));
+        detail::encode_tensor_map(
+            specs[0], std::span<std::byte, codegen::kTensorMapBytes>(maps.data(), codegen::kTensorMapBytes));
+        detail::encode_tensor_map(
+            specs[1], std::span<std::byte, codegen::kTensorMapBytes>(maps.data() + codegen::kTensorMapBytes,
+                                                                     codegen::kTensorMapBytes));
     }
-    codegen::pack_matmul_params(pm, ins, outs, pm.plan.chunked ? prep->workspace_ptr : nullptr, pm.plan.split_k ? prep->counters : nullptr,
-                                loads, params.span(), pm.plan.wgmma ? std::span<const std::byte>(maps) : std::span<const std::byte>());
+    codegen::pack_matmul_params(
+        pm, ins, outs, pm.plan.chunked ? prep->workspace_ptr : nullptr,
+        pm.plan.split_k ? prep->counters : nullptr, loads, params.span(),
+        pm.plan.wgmma ? std::span<const std::byte>(maps) : std::span<const std::byte>());
     LaunchConfig cfg;
     cfg.grid = {lc.grid_x, lc.grid_y, lc.grid_z};
     cfg.block = {lc.block_x, 1, 1};
@@ -269,7 +297,8 @@ bool reads_in_place(const FusionPlan& plan, std::size_t k, int s, std::size_t r)
     for (const codegen::OperandPlan& o : pp.loads) {
         if (o.input < 0 || static_cast<std::size_t>(o.input) >= g.reads.size()) return false;
         const Slot& in = g.reads[static_cast<std::size_t>(o.input)];
-        if (in.kind == Slot::Kind::Source && in.index == s && o.access != codegen::Access::Contiguous) return false;
+        if (in.kind == Slot::Kind::Source && in.index == s && o.access != codegen::Access::Contiguous)
+            return false;
     }
     const auto& writes = plan.partition.kernels[k].writes;
     for (std::size_t o = 0; o < writes.size() && o < pp.outputs.size(); ++o)
@@ -283,7 +312,8 @@ bool reads_in_place(const FusionPlan& plan, std::size_t k, int s, std::size_t r)
 // memory, and a kernel from its writer on reads that source, other than the writer itself reading it in
 // place (a pointwise kernel without views, the source with the output's exact layout: each element is
 // read before it is written, in one thread).
-bool needs_temporary(const FusionPlan& plan, std::span<const Tensor::Impl* const> sources, const Tensor& out, std::size_t r) {
+bool needs_temporary(const FusionPlan& plan, std::span<const Tensor::Impl* const> sources, const Tensor& out,
+                     std::size_t r) {
     for (int s : plan.reads) {
         const Tensor::Impl& src = *sources[static_cast<std::size_t>(s)];
         if (src.storage != out.storage()) continue;
@@ -293,11 +323,12 @@ bool needs_temporary(const FusionPlan& plan, std::span<const Tensor::Impl* const
                 if (w.kind == Slot::Kind::Root && static_cast<std::size_t>(w.index) == r) writer = k;
         for (std::size_t k = writer; k < plan.gpu.size(); ++k) {
             bool reads = false;
-            for (const Slot& in : plan.gpu[k].reads) reads = reads || (in.kind == Slot::Kind::Source && in.index == s);
+            for (const Slot& in : plan.gpu[k].reads)
+                reads = reads || (in.kind == Slot::Kind::Source && in.index == s);
             if (!reads) continue;
             const bool in_place = k == writer && plan.partition.kernels[k].family == Family::Pointwise &&
-                                  reads_in_place(plan, k, s, r) && src.offset == out.offset() && src.strides == out.strides() &&
-                                  src.shape == out.shape();
+                                  reads_in_place(plan, k, s, r) && src.offset == out.offset() &&
+                                  src.strides == out.strides() && src.shape == out.shape();
             if (!in_place) return true;
         }
     }
@@ -320,17 +351,20 @@ Tensor temporary_like(const Tensor& user, Device device) {
 // a contiguous output, else a pointwise kernel that stores into the view (an evaluation of the temporary).
 void copy_back_into(const Tensor& user, const Tensor& tmp, Device device) {
     if (user.is_contiguous() && tmp.is_contiguous()) return copy_async(user, tmp);
-    const ir::NodePtr in = ir::input(tmp.dtype(), tmp.shape(), "copy back", std::static_pointer_cast<const void>(tmp.impl()));
+    const ir::NodePtr in =
+        ir::input(tmp.dtype(), tmp.shape(), "copy back", std::static_pointer_cast<const void>(tmp.impl()));
     const std::vector<Tensor> outs{user};
     evaluate({in}, device, std::source_location::current(), &outs, "copy_back");
 }
 
-const Tensor::Impl& bound_tensor(const ir::Node& input) { return *static_cast<const Tensor::Impl*>(input.payload().get()); }
+const Tensor::Impl& bound_tensor(const ir::Node& input) {
+    return *static_cast<const Tensor::Impl*>(input.payload().get());
+}
 
 codegen::InputLayout layout_of(const ir::Node& input) {
     if (!input.payload())
-        throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})", ir::describe(input),
-                                short_location(input.loc())));
+        throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})",
+                                ir::describe(input), short_location(input.loc())));
     const Tensor::Impl& t = bound_tensor(input);
     return {t.dtype, t.strides, reinterpret_cast<std::uintptr_t>(address_of(input)) % 16 == 0};
 }
@@ -339,13 +373,18 @@ const void* address_of(const Tensor::Impl& t) {
     return static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
 }
 
-const void* address_of(const ir::Node& input) { return address_of(bound_tensor(input)); }
+const void* address_of(const ir::Node& input) {
+    return address_of(bound_tensor(input));
+}
 
-codegen::DeviceInfo planning_device() { return cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200(); }
+codegen::DeviceInfo planning_device() {
+    return cuda_available() ? device_info(current_device()) : codegen::DeviceInfo::h200();
+}
 
 namespace {
 // What NVRTC compiles `source` with for the device `info` under `options`.
-nvrtc::Options compile_options(const codegen::KernelSource& source, const codegen::DeviceInfo& info, const Options& options) {
+nvrtc::Options compile_options(const codegen::KernelSource& source, const codegen::DeviceInfo& info,
+                               const Options& options) {
     nvrtc::Options opt;
     opt.cc_major = info.cc_major;
     opt.cc_minor = info.cc_minor;
@@ -388,8 +427,9 @@ void bound_sources(const std::vector<ir::NodePtr>& roots, std::vector<const ir::
     }
 }
 
-FusionPlan plan_bound(const std::vector<ir::NodePtr>& roots, const codegen::DeviceInfo& info, const Options& options,
-                      std::string_view name, std::vector<const ir::Node*>* sources, std::span<const Strides> root_strides) {
+FusionPlan plan_bound(const std::vector<ir::NodePtr>& roots, const codegen::DeviceInfo& info,
+                      const Options& options, std::string_view name, std::vector<const ir::Node*>* sources,
+                      std::span<const Strides> root_strides) {
     std::vector<const ir::Node*> srcs;
     std::vector<codegen::InputLayout> layouts;
     bound_sources(roots, srcs, layouts);
@@ -427,8 +467,9 @@ std::vector<CachedCompile> compile_kernels(const FusionPlan& plan, const codegen
                                            std::vector<codegen::KernelSource>* sources) {
     std::vector<codegen::KernelSource> srcs = emit_kernels(plan);
     std::vector<CachedCompile> out(srcs.size());
-    detail::run_concurrently(srcs.size(),
-                             [&](std::size_t k) { out[k] = compile_cached(srcs[k].name, srcs[k].source, compile_options(srcs[k], info, plan.options)); });
+    detail::run_concurrently(srcs.size(), [&](std::size_t k) {
+        out[k] = compile_cached(srcs[k].name, srcs[k].source, compile_options(srcs[k], info, plan.options));
+    });
     if (sources) *sources = std::move(srcs);
     return out;
 }
@@ -452,18 +493,22 @@ void RunMemory::record(const Kernel& k, const LaunchConfig& cfg, std::span<const
 void* RunMemory::block(std::size_t bytes, Device device) {
     if (next_block == blocks.size()) {
         if (is_capturing(current_stream()))
-            throw InternalError("RunMemory::block(): a graph's run allocates a block that its first run did not");
-        blocks.push_back(Tensor::empty({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 16))}, DType::UInt8, device));
+            throw InternalError(
+                "RunMemory::block(): a graph's run allocates a block that its first run did not");
+        blocks.push_back(Tensor::empty({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 16))},
+                                       DType::UInt8, device));
     }
     Tensor& b = blocks[next_block++];
-    if (b.nbytes() < bytes) throw InternalError("RunMemory::block(): a graph's run asks for a larger block than its first run");
+    if (b.nbytes() < bytes)
+        throw InternalError("RunMemory::block(): a graph's run asks for a larger block than its first run");
     return b.data();
 }
 
 void* RunMemory::counter(int device, std::int64_t needed) {
     if (next_counter == counters.size()) {
         if (is_capturing(current_stream()))
-            throw InternalError("RunMemory::counter(): a graph's run takes counters that its first run did not");
+            throw InternalError(
+                "RunMemory::counter(): a graph's run takes counters that its first run did not");
         counters.push_back(split_counters(device, current_stream(), needed));
     }
     return counters[next_counter++];
@@ -472,11 +517,12 @@ void* RunMemory::counter(int device, std::int64_t needed) {
 void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
               std::span<const Tensor* const> outs, Device device, std::string_view where, RunMemory* mem) {
     if (sources.size() != plan.sources || kernels.size() != plan.gpu.size())
-        throw InternalError(fmt::format("run_plan(): {} sources and {} kernels for a plan of {} and {}", sources.size(),
-                                        kernels.size(), plan.sources, plan.gpu.size()));
+        throw InternalError(fmt::format("run_plan(): {} sources and {} kernels for a plan of {} and {}",
+                                        sources.size(), kernels.size(), plan.sources, plan.gpu.size()));
     // Outputs: the user's, through a temporary where a later read of a source would see it overwritten.
     SmallArray<void*, 16> targets(outs.size());
-    std::vector<std::pair<Tensor, const Tensor*>> copy_back;  // allocates only when an output aliases a source
+    std::vector<std::pair<Tensor, const Tensor*>>
+        copy_back;  // allocates only when an output aliases a source
     for (std::size_t i = 0; i < outs.size(); ++i) {
         const Tensor& user = *outs[i];
         if (needs_temporary(plan, sources, user, i)) {
@@ -484,7 +530,8 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
                 mem->unsupported = true;
                 return;
             }
-            Tensor tmp = temporary_like(user, device);  // the plan writes the output's index map: keep its strides
+            Tensor tmp =
+                temporary_like(user, device);  // the plan writes the output's index map: keep its strides
             targets[i] = tmp.data();
             copy_back.emplace_back(std::move(tmp), &user);
         } else {
@@ -507,10 +554,14 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
     auto address = [&](const Slot& s) -> void* {
         const std::size_t i = static_cast<std::size_t>(s.index);
         switch (s.kind) {
-            case Slot::Kind::Source: return const_cast<void*>(address_of(*sources[i]));
-            case Slot::Kind::Temp: return temp_base + plan.temps[i].offset;
-            case Slot::Kind::Root: return targets[i];
-            case Slot::Kind::Index: return nullptr;  // an iota: computed in the kernel
+            case Slot::Kind::Source:
+                return const_cast<void*>(address_of(*sources[i]));
+            case Slot::Kind::Temp:
+                return temp_base + plan.temps[i].offset;
+            case Slot::Kind::Root:
+                return targets[i];
+            case Slot::Kind::Index:
+                return nullptr;  // an iota: computed in the kernel
         }
         return nullptr;
     };
@@ -537,7 +588,8 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
                 preps[k].workspace = Tensor::empty({static_cast<std::int64_t>(bytes)}, DType::UInt8, device);
                 preps[k].workspace_ptr = preps[k].workspace.data();
             }
-            if (const std::int64_t counters = codegen::matmul_counter_count(g.matmul); counters > 0) {  // split K
+            if (const std::int64_t counters = codegen::matmul_counter_count(g.matmul);
+                counters > 0) {  // split K
                 preps[k].counters = split_counters_for(counters, device, preps[k], mem);
                 if (!preps[k].counters) return;  // a graph cannot take them: mem->unsupported
             }
@@ -547,7 +599,8 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
         for (std::size_t j = 0; j < g.reads.size(); ++j) ins[j] = address(g.reads[j]);
         SmallArray<void*, 16> o(fk.writes.size());
         for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
-        prepare_split(g.reduce, ins.span(), o.span(0, fk.group.element_outputs.size()), device, preps[k], mem);
+        prepare_split(g.reduce, ins.span(), o.span(0, fk.group.element_outputs.size()), device, preps[k],
+                      mem);
         if (mem && mem->unsupported) return;
     }
     for (std::size_t k = 0; k < plan.gpu.size(); ++k) {
@@ -559,13 +612,18 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
         for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
         const LaunchPrep* prep = preps.empty() || !needs_prep(plan, k) ? nullptr : &preps[k];
         switch (fk.family) {
-            case Family::Pointwise: launch_pointwise(*kernels[k], g, ins.span(), o.span(), prep, where, mem); break;
+            case Family::Pointwise:
+                launch_pointwise(*kernels[k], g, ins.span(), o.span(), prep, where, mem);
+                break;
             case Family::Reduction: {
                 const std::size_t el = fk.group.element_outputs.size();
-                launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el), o.span(el, fk.writes.size() - el), prep, where, mem);
+                launch_reduction(*kernels[k], g.reduce, ins.span(), o.span(0, el),
+                                 o.span(el, fk.writes.size() - el), prep, where, mem);
                 break;
             }
-            case Family::MatMul: launch_matmul(*kernels[k], g.matmul, ins.span(), o.span(), prep, where, mem); break;
+            case Family::MatMul:
+                launch_matmul(*kernels[k], g.matmul, ins.span(), o.span(), prep, where, mem);
+                break;
         }
     }
     for (auto& [tmp, user] : copy_back) copy_back_into(*user, tmp, device);
@@ -581,8 +639,10 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device devic
     std::vector<const ir::Node*> sources;
     std::vector<Strides> root_strides;  // the strides of outputs that are views (empty: contiguous)
     if (outs)  // checked by the caller (executor.cpp): defined, matching, distinct, each non-overlapping
-        for (const Tensor& user : *outs) root_strides.push_back(user.is_contiguous() ? Strides{} : user.strides());
-    const FusionPlan plan = plan_bound(roots, device_info(device.index), current_options(), name, &sources, root_strides);
+        for (const Tensor& user : *outs)
+            root_strides.push_back(user.is_contiguous() ? Strides{} : user.strides());
+    const FusionPlan plan =
+        plan_bound(roots, device_info(device.index), current_options(), name, &sources, root_strides);
     std::vector<Tensor> results(roots.size());
     for (std::size_t i = 0; i < roots.size(); ++i) {
         if (outs) {
@@ -610,7 +670,8 @@ std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name
     std::vector<const ir::Node*> sources;
     std::vector<codegen::InputLayout> layouts;
     bound_sources(roots, sources, layouts);
-    return codegen::plan_fusion(roots, sources, layouts, planning_device(), current_options(), name).to_string();
+    return codegen::plan_fusion(roots, sources, layouts, planning_device(), current_options(), name)
+        .to_string();
 }
 
 std::vector<codegen::KernelSource> generate(const std::vector<ir::NodePtr>& roots, std::string_view name) {

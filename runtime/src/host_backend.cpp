@@ -35,21 +35,24 @@ const loom_host_backend_v1* try_load(const std::string& path, std::string& why, 
     }
     const loom_host_backend_v1* t = fn();
     if (!t || t->abi != LOOM_HOST_BACKEND_ABI) {
-        why += fmt::format("{}{} has interface version {}, not {}", why.empty() ? "" : "; ", path, t ? t->abi : 0u,
-                           LOOM_HOST_BACKEND_ABI);
+        why += fmt::format("{}{} has interface version {}, not {}", why.empty() ? "" : "; ", path,
+                           t ? t->abi : 0u, LOOM_HOST_BACKEND_ABI);
         ::dlclose(h);
         return nullptr;
     }
     const auto& syms = scalar_library();
     loom_hb_buffer err{};
     if (t->init(syms.data(), syms.size(), &err) != 0) {
-        why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", path, err.data ? err.data : "initialization failed");
+        why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", path,
+                           err.data ? err.data : "initialization failed");
         t->free_buffer(&err);
         return nullptr;  // the module stays loaded: a half-initialized LLVM is not safe to unload
     }
     Dl_info info{};
-    if (::dladdr(reinterpret_cast<const void*>(fn), &info) != 0 && info.dli_fname) loaded_from = info.dli_fname;
-    else loaded_from = path;
+    if (::dladdr(reinterpret_cast<const void*>(fn), &info) != 0 && info.dli_fname)
+        loaded_from = info.dli_fname;
+    else
+        loaded_from = path;
     return t;
 }
 
@@ -67,8 +70,10 @@ std::int64_t last_level_cache_bytes() {
         std::string unit;
         if (!(level >> lv) || !(size >> n)) continue;
         size >> unit;
-        if (unit == "K") n <<= 10;
-        else if (unit == "M") n <<= 20;
+        if (unit == "K")
+            n <<= 10;
+        else if (unit == "M")
+            n <<= 20;
         if (lv > best_level || (lv == best_level && n > best)) best_level = lv, best = n;
     }
     if (best > 0) return best;
@@ -93,7 +98,8 @@ Backend load() {
         b.info.reason = "LOOM_CPU_BACKEND=reference";
     } else {
         if (!c.empty() && c != "llvm")
-            fmt::print(stderr, "loom: warning: LOOM_CPU_BACKEND={} is neither llvm nor reference; using llvm\n", c);
+            fmt::print(stderr,
+                       "loom: warning: LOOM_CPU_BACKEND={} is neither llvm nor reference; using llvm\n", c);
         std::string why, from;
         const loom_host_backend_v1* t = nullptr;
         if (const char* m = std::getenv("LOOM_LLVM_MODULE"); m && *m) {
@@ -111,7 +117,8 @@ Backend load() {
                 std::string one;
                 t = try_load(p, one, from);
                 if (t) break;
-                if (why.find(one) == std::string::npos) why += fmt::format("{}{}", why.empty() ? "" : "; ", one);
+                if (why.find(one) == std::string::npos)
+                    why += fmt::format("{}{}", why.empty() ? "" : "; ", one);
             }
         }
         if (t) {
@@ -145,12 +152,16 @@ const Backend& backend() {
     return b;
 }
 
-codegen::HostTarget planning_target() { return backend().target; }
+codegen::HostTarget planning_target() {
+    return backend().target;
+}
 
 }  // namespace loom::host
 
 namespace loom {
 
-const HostBackendInfo& host_backend_info() { return host::backend().info; }
+const HostBackendInfo& host_backend_info() {
+    return host::backend().info;
+}
 
 }  // namespace loom

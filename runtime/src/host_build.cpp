@@ -1,18 +1,19 @@
 // Building host kernels (host_internal.hpp): the LLVM IR of each kernel of a plan (LOOM_DUMP=llvm), its
 // object file from the disk cache or from LLVM, linked into the JIT, cached in memory by the plan's key. The
 // kernels of one plan that miss both caches are compiled together, as one LLVM module: the fixed costs of a
-// compilation (the pass managers, the object file, one link) are paid once per plan; build_kernels() of several
-// plans pays them once for all (a module per set of kernels whose function names differ). The
-// disk cache is the GPU's (runtime/src/disk_cache.cpp, docs/kernel-cache.md) under the same rules; a host
-// entry's key is one kernel's IR without its comments plus everything else that decides the object file:
-// Loom's version, LLVM's, the target triple, CPU and features, the pipeline. A kernel compiled with others
-// stores their common object file under its own key (its entry points are found in it by name).
+// compilation (the pass managers, the object file, one link) are paid once per plan; build_kernels() of
+// several plans pays them once for all (a module per set of kernels whose function names differ). The disk
+// cache is the GPU's (runtime/src/disk_cache.cpp, docs/kernel-cache.md) under the same rules; a host entry's
+// key is one kernel's IR without its comments plus everything else that decides the object file: Loom's
+// version, LLVM's, the target triple, CPU and features, the pipeline. A kernel compiled with others stores
+// their common object file under its own key (its entry points are found in it by name).
 //
 // In front of the disk cache and LLVM sits the code of the kernels already built in this process, by their IR
 // without comments and with the functions the kernel defines renamed from its name to a placeholder: a kernel
 // whose plan key is new but whose IR is another's but for its name shares that kernel's code. Plan keys hold
-// the options, which decide the partition but not every kernel's code: a kernel of an unfused plan (fusion off)
-// is often one a fused plan has too, under another name (`pointwise_3`, `mean_1`: a plan's kernel index).
+// the options, which decide the partition but not every kernel's code: a kernel of an unfused plan (fusion
+// off) is often one a fused plan has too, under another name (`pointwise_3`, `mean_1`: a plan's kernel
+// index).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -39,17 +40,20 @@ namespace loom::host {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 // The host entries' format: bump it when the module makes something else of the same IR.
 constexpr int kHostCacheFormat = 1;
 
 DiskCacheKey host_cache_key(const codegen::LlvmKernelSource& src, const Backend& be) {
     const std::string body = codegen::strip_llvm_comments(src.ir);
-    std::string text = fmt::format("loom host object cache key\nformat {}\nloom {}\nllvm {}\ntriple {}\ncpu {}\nfeatures {}\n"
-                                   "pipeline {}\nsource {} bytes\n",
-                                   kHostCacheFormat, LOOM_VERSION_STRING, be.info.llvm_version, be.target.triple,
-                                   be.target.cpu, be.target.features, be.table->pipeline(), body.size());
+    std::string text = fmt::format(
+        "loom host object cache key\nformat {}\nloom {}\nllvm {}\ntriple {}\ncpu {}\nfeatures {}\n"
+        "pipeline {}\nsource {} bytes\n",
+        kHostCacheFormat, LOOM_VERSION_STRING, be.info.llvm_version, be.target.triple, be.target.cpu,
+        be.target.features, be.table->pipeline(), body.size());
     text += body;
     DiskCacheKey key;
     key.digest = sha256_hex(text);
@@ -76,7 +80,8 @@ std::string merge_modules(const std::vector<const codegen::LlvmKernelSource*>& s
             if (e == std::string::npos) e = t.size();
             const std::string line = t.substr(b, e - b);
             b = e + 1;
-            if (line.rfind("declare ", 0) == 0 || line.rfind("attributes #", 0) == 0 || line.rfind("@", 0) == 0) {
+            if (line.rfind("declare ", 0) == 0 || line.rfind("attributes #", 0) == 0 ||
+                line.rfind("@", 0) == 0) {
                 if (seen.insert(line).second) tail += line + '\n';
                 continue;
             }
@@ -91,13 +96,14 @@ std::string merge_modules(const std::vector<const codegen::LlvmKernelSource*>& s
 std::string save_failed(std::string_view name, std::string_view ir) {
     const char* d = std::getenv("LOOM_DUMP_DIR");
     std::error_code ec;
-    const std::filesystem::path dir = d && *d ? std::filesystem::path(d) : std::filesystem::temp_directory_path(ec) / "loom";
+    const std::filesystem::path dir =
+        d && *d ? std::filesystem::path(d) : std::filesystem::temp_directory_path(ec) / "loom";
     return dump::write_to(dir, fmt::format("{}.ll", name), ir);
 }
 
 bool identifier_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '$' ||
-           c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '$' || c == '-';
 }
 
 // The functions a module's text defines (lines `define ... @<name>(`).
@@ -118,11 +124,11 @@ std::set<std::string, std::less<>> defined_functions(std::string_view text) {
     return defined;
 }
 
-// What decides a kernel's code apart from its name: the IR without comments, every function the module defines
-// (the emitters name them `<name>`, `<name>_rows`, `<name>.chunk.s0`, ...) renamed from `<name>` to `%kernel`
-// (no global identifier contains a '%'), and the entry points by their renamed names. Declared functions (the
-// scalar library, intrinsics) keep their names. Two kernels with the same text compute the same thing with the
-// same instructions: renaming the functions a module defines changes nothing else.
+// What decides a kernel's code apart from its name: the IR without comments, every function the module
+// defines (the emitters name them `<name>`, `<name>_rows`, `<name>.chunk.s0`, ...) renamed from `<name>` to
+// `%kernel` (no global identifier contains a '%'), and the entry points by their renamed names. Declared
+// functions (the scalar library, intrinsics) keep their names. Two kernels with the same text compute the
+// same thing with the same instructions: renaming the functions a module defines changes nothing else.
 std::string code_text(const codegen::LlvmKernelSource& src) {
     const std::string body = codegen::strip_llvm_comments(src.ir);
     const std::set<std::string, std::less<>> defined = defined_functions(body);
@@ -144,7 +150,8 @@ std::string code_text(const codegen::LlvmKernelSource& src) {
         out += renamed(std::string_view(body).substr(i + 1, t - i - 1));
         i = t;
     }
-    out += fmt::format("\nentries {} {} {}\n", renamed(src.entry), renamed(src.partials_entry), renamed(src.finish_entry));
+    out += fmt::format("\nentries {} {} {}\n", renamed(src.entry), renamed(src.partials_entry),
+                       renamed(src.finish_entry));
     return out;
 }
 
@@ -170,9 +177,9 @@ Cache& cache() {
 // A kernel of a plan: the plan and the kernel's index in it.
 using PlanKernel = std::pair<const codegen::HostPlan*, std::size_t>;
 
-// Builds the kernels `which` (whose keys are new): emission, the code of kernels already built, the disk cache,
-// one LLVM compilation of those that missed both (several when two of them define functions of the same name,
-// as kernels of different plans may), the JIT.
+// Builds the kernels `which` (whose keys are new): emission, the code of kernels already built, the disk
+// cache, one LLVM compilation of those that missed both (several when two of them define functions of the
+// same name, as kernels of different plans may), the JIT.
 std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>& which) {
     const Backend& be = backend();
     DiskCache& disk = disk_cache();
@@ -183,7 +190,8 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
     std::vector<std::vector<char>> objects;
     std::vector<std::string> code_keys;
     std::vector<std::size_t> to_compile;
-    std::vector<std::pair<std::size_t, std::size_t>> twins;  // (j, i): kernel j has kernel i's code (i < j, both built here)
+    std::vector<std::pair<std::size_t, std::size_t>>
+        twins;  // (j, i): kernel j has kernel i's code (i < j, both built here)
     for (std::size_t j = 0; j < which.size(); ++j) {
         auto k = std::make_shared<CompiledKernel>();
         const auto t0 = Clock::now();
@@ -211,7 +219,9 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
                 }
         if (k->shared) {
             if (dump_cache)
-                fmt::print(stderr, "loom cache: {} has the code of a kernel built before (host object shared)\n", k->source.name);
+                fmt::print(stderr,
+                           "loom cache: {} has the code of a kernel built before (host object shared)\n",
+                           k->source.name);
             out.push_back(std::move(k));
             continue;
         }
@@ -223,8 +233,9 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
                 objects.back() = std::move(*image);
                 k->from_disk = true;
                 if (dump_cache)
-                    fmt::print(stderr, "loom cache: hit {} {} ({} bytes, {:.3f} ms, host object)\n", k->source.name,
-                               keys.back()->digest.substr(0, 16), objects.back().size(), ms_since(t1));
+                    fmt::print(stderr, "loom cache: hit {} {} ({} bytes, {:.3f} ms, host object)\n",
+                               k->source.name, keys.back()->digest.substr(0, 16), objects.back().size(),
+                               ms_since(t1));
             }
         }
         if (!k->from_disk) to_compile.push_back(j);
@@ -258,17 +269,19 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
         std::vector<const codegen::LlvmKernelSource*> srcs;
         for (std::size_t j : group) srcs.push_back(&out[j]->source);
         const std::string merged = srcs.size() == 1 ? srcs[0]->ir : merge_modules(srcs);
-        const std::string name = srcs.size() == 1 ? srcs[0]->name : fmt::format("{}_and_{}_more", srcs[0]->name, srcs.size() - 1);
+        const std::string name =
+            srcs.size() == 1 ? srcs[0]->name : fmt::format("{}_and_{}_more", srcs[0]->name, srcs.size() - 1);
         loom_hb_buffer obj{}, err{};
         double ms[2] = {0, 0};
         const auto t1 = Clock::now();
         if (be.table->compile(merged.data(), merged.size(), name.c_str(), &obj, &err, ms) != 0) {
             const std::string log = take(be, err);
             const std::string path = save_failed(name, merged);
-            throw CompileError(fmt::format("LLVM failed for host kernel {} (IR {}; target {} {}, pipeline {}):\n{}", name,
-                                           path.empty() ? "not saved" : "saved to " + path, be.target.triple, be.target.cpu,
-                                           be.table->pipeline(), log),
-                               log, {be.table->pipeline()}, path);
+            throw CompileError(
+                fmt::format("LLVM failed for host kernel {} (IR {}; target {} {}, pipeline {}):\n{}", name,
+                            path.empty() ? "not saved" : "saved to " + path, be.target.triple, be.target.cpu,
+                            be.table->pipeline(), log),
+                log, {be.table->pipeline()}, path);
         }
         const double compile_ms = ms_since(t1);
         compiled[m].assign(obj.data, obj.data + obj.size);
@@ -279,11 +292,13 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
             if (!keys[j]) continue;
             disk.store(*keys[j], std::string_view(compiled[m].data(), compiled[m].size()), false);
             if (dump_cache)
-                fmt::print(stderr, "loom cache: miss {} {}: compiled by LLVM{} in {:.1f} ms (optimize {:.1f}, code {:.1f}), stored "
-                                   "({} bytes, host object)\n",
+                fmt::print(stderr,
+                           "loom cache: miss {} {}: compiled by LLVM{} in {:.1f} ms (optimize {:.1f}, code "
+                           "{:.1f}), stored "
+                           "({} bytes, host object)\n",
                            out[j]->source.name, keys[j]->digest.substr(0, 16),
-                           group.size() > 1 ? fmt::format(" with {} other kernel(s)", group.size() - 1) : "", compile_ms, ms[0],
-                           ms[1], compiled[m].size());
+                           group.size() > 1 ? fmt::format(" with {} other kernel(s)", group.size() - 1) : "",
+                           compile_ms, ms[0], ms[1], compiled[m].size());
         }
     }
     // Link: each compiled object once, each disk object once.
@@ -292,7 +307,9 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
         auto lo = std::make_shared<LoadedObject>();
         loom_hb_buffer err{};
         lo->handle = be.table->load(bytes.data(), bytes.size(), name.c_str(), &err);
-        if (!lo->handle) throw InternalError(fmt::format("host kernel {}: the JIT cannot link its object: {}", name, take(be, err)));
+        if (!lo->handle)
+            throw InternalError(
+                fmt::format("host kernel {}: the JIT cannot link its object: {}", name, take(be, err)));
         return lo;
     };
     for (std::size_t j = 0; j < out.size(); ++j) {
@@ -344,16 +361,17 @@ LoadedObject::~LoadedObject() {
 codegen::LlvmKernelSource emit_kernel(const codegen::HostPlan& plan, std::size_t i) {
     const codegen::FusedKernel& k = plan.partition.kernels[i];
     const codegen::HostKernel& h = plan.kernels[i];
-    codegen::LlvmKernelSource src = k.family == codegen::Family::Pointwise
-                                        ? codegen::emit_pointwise_llvm(k.name, k.outputs, h.pointwise.plan, h.schedule, plan.target)
-                                        : codegen::emit_reduce_llvm(k.name, h.reduce, h.schedule, plan.target);
+    codegen::LlvmKernelSource src =
+        k.family == codegen::Family::Pointwise
+            ? codegen::emit_pointwise_llvm(k.name, k.outputs, h.pointwise.plan, h.schedule, plan.target)
+            : codegen::emit_reduce_llvm(k.name, h.reduce, h.schedule, plan.target);
     if (env_list_contains("LOOM_DUMP", "llvm")) dump::write(src.name + ".ll", src.ir);
     return src;
 }
 
 std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> plans) {
     Cache& c = cache();
-    std::vector<PlanKernel> missing;  // kernels this call builds (first of each new key)
+    std::vector<PlanKernel> missing;                       // kernels this call builds (first of each new key)
     std::vector<std::vector<Future>> waits(plans.size());  // every kernel's future
     std::vector<std::promise<std::shared_ptr<const CompiledKernel>>> promises;
     {
@@ -362,14 +380,19 @@ std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> pla
             const codegen::HostPlan& plan = *plans[p];
             waits[p].resize(plan.kernels.size());
             for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
-                if (plan.partition.kernels[k].family == codegen::Family::MatMul) continue;  // runs on the reference: no code
+                if (plan.partition.kernels[k].family == codegen::Family::MatMul)
+                    continue;  // runs on the reference: no code
                 const std::uint64_t key = plan.kernels[k].key;
                 if (auto it = c.map.find(key); it != c.map.end()) {
-                    const bool ready = it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-                    bool ours = false;  // a key this call builds already (the same kernel twice in one plan, or in two)
+                    const bool ready =
+                        it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+                    bool ours = false;  // a key this call builds already (the same kernel twice in one plan,
+                                        // or in two)
                     for (const auto& [q, i] : missing) ours = ours || q->kernels[i].key == key;
-                    if (ready && !ours) ++c.stats.hits;
-                    else ++c.stats.misses;
+                    if (ready && !ours)
+                        ++c.stats.hits;
+                    else
+                        ++c.stats.misses;
                     waits[p][k] = it->second;
                     continue;
                 }
@@ -387,9 +410,12 @@ std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> pla
             {
                 std::lock_guard lock(c.mu);
                 for (const auto& k : built) {
-                    if (k->shared) ++c.stats.shared;
-                    else if (k->from_disk) ++c.stats.disk_hits;
-                    else ++c.stats.compiles;
+                    if (k->shared)
+                        ++c.stats.shared;
+                    else if (k->from_disk)
+                        ++c.stats.disk_hits;
+                    else
+                        ++c.stats.compiles;
                     c.stats.compile_ms += k->compile_ms;
                     c.stats.load_ms += k->load_ms;
                 }
@@ -398,7 +424,8 @@ std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> pla
         } catch (...) {
             {
                 std::lock_guard lock(c.mu);
-                for (const auto& [q, i] : missing) c.map.erase(q->kernels[i].key);  // not cached: a later call tries again
+                for (const auto& [q, i] : missing)
+                    c.map.erase(q->kernels[i].key);  // not cached: a later call tries again
             }
             for (auto& pr : promises) pr.set_exception(std::current_exception());
             throw;

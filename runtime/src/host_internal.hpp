@@ -30,7 +30,9 @@ struct Backend {
 };
 /// Loads the module on first call (LOOM_CPU_BACKEND, LOOM_LLVM_MODULE); thread-safe.
 const Backend& backend();
-inline bool use_llvm() { return backend().table != nullptr; }
+inline bool use_llvm() {
+    return backend().table != nullptr;
+}
 /// The target plans are made for: the JIT's, or a fixed AVX-512 one when the module is not loaded.
 codegen::HostTarget planning_target();
 
@@ -73,15 +75,17 @@ std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> pla
 
 /// The plan of `roots` over the tensors bound to its Input nodes (their order: `sources`); `outs` (null: new
 /// contiguous results) are the outputs of assign(), whose views the plan writes at their strides.
-codegen::HostPlan plan_bound(const std::vector<ir::NodePtr>& roots, const Options& options, std::string_view name,
-                             std::vector<const ir::Node*>* sources, const std::vector<Tensor>* outs = nullptr);
+codegen::HostPlan plan_bound(const std::vector<ir::NodePtr>& roots, const Options& options,
+                             std::string_view name, std::vector<const ir::Node*>* sources,
+                             const std::vector<Tensor>* outs = nullptr);
 /// Runs `plan` on host tensors: `sources` in the plan's source order, `outs` one host tensor per root
 /// (contiguous, or a view the plan writes at its strides). An output sharing memory with a source the plan
 /// reads, or a view the plan writes contiguous, is written through a temporary and copied at the end.
-void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-              std::span<const Tensor* const> outs);
+void run_plan(const codegen::HostPlan& plan, const Kernels& kernels,
+              std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs);
 /// evaluate() / evaluate_into() of host tensors on the LLVM back end (`outs` null: new results).
-std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>* outs, std::string_view name);
+std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>* outs,
+                             std::string_view name);
 
 /// The explain text for host tensors (LOOM_EXPLAIN=fusion): the plan, or why the reference runs them.
 std::string explain(const codegen::HostPlan* plan);

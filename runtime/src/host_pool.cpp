@@ -21,8 +21,8 @@ namespace loom::host {
 FloatEnvironment::FloatEnvironment() {
 #ifdef LOOM_HAVE_MXCSR
     saved_ = _mm_getcsr();
-    // 0x1f80: the six exception masks set; rounding control 00 (to nearest even); FTZ (bit 15) and DAZ (bit 6)
-    // clear, so subnormal inputs and results are kept (docs/semantics.md, section 1).
+    // 0x1f80: the six exception masks set; rounding control 00 (to nearest even); FTZ (bit 15) and DAZ (bit
+    // 6) clear, so subnormal inputs and results are kept (docs/semantics.md, section 1).
     _mm_setcsr(0x1f80u | (saved_ & 0x3fu));  // the sticky exception flags stay as they were
 #endif
 }
@@ -56,7 +56,7 @@ struct Job {
 };
 
 class Pool {
-public:
+  public:
     explicit Pool(int workers) {
         for (int k = 0; k < workers; ++k) std::thread([this] { worker(); }).detach();
     }
@@ -78,7 +78,7 @@ public:
         if (it != queue_.end()) queue_.erase(it);
     }
 
-private:
+  private:
     // Runs tasks of `job` until none is left; returns how many it ran.
     static std::int64_t take(Job& job) {
         std::int64_t ran = 0;
@@ -91,12 +91,14 @@ private:
     }
 
     void worker() {
-        const FloatEnvironment fe;  // the contract's rounding and subnormals, for every kernel this thread runs
+        const FloatEnvironment
+            fe;  // the contract's rounding and subnormals, for every kernel this thread runs
         std::unique_lock lock(mu_);
         for (;;) {
             work_.wait(lock, [&] { return !queue_.empty(); });
             Job* job = queue_.front();
-            if (job->next.load(std::memory_order_relaxed) >= job->tasks) {  // every task taken: not ours to wait for
+            if (job->next.load(std::memory_order_relaxed) >=
+                job->tasks) {  // every task taken: not ours to wait for
                 queue_.pop_front();
                 continue;
             }

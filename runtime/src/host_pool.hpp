@@ -22,13 +22,13 @@ void run(std::int64_t tasks, const std::function<void(std::int64_t)>& task);
 /// Sets this thread's floating-point control state to the contract's (MXCSR 0x1f80 on x86-64: every exception
 /// masked, round to nearest even, FTZ and DAZ off) for its lifetime, restoring the previous state after.
 class FloatEnvironment {
-public:
+  public:
     FloatEnvironment();
     ~FloatEnvironment();
     FloatEnvironment(const FloatEnvironment&) = delete;
     FloatEnvironment& operator=(const FloatEnvironment&) = delete;
 
-private:
+  private:
     unsigned saved_ = 0;
 };
 

@@ -27,7 +27,9 @@ namespace {
 using codegen::Family;
 using codegen::Slot;
 
-const Tensor::Impl& bound(const ir::Node& input) { return *static_cast<const Tensor::Impl*>(input.payload().get()); }
+const Tensor::Impl& bound(const ir::Node& input) {
+    return *static_cast<const Tensor::Impl*>(input.payload().get());
+}
 
 const void* address_of(const Tensor::Impl& t) {
     return static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
@@ -56,10 +58,11 @@ void run_reduction(const CompiledKernel& k, const codegen::HostKernel& h, const 
     run(s.finish_tasks, [&](std::int64_t t) { k.finish(p, t * ftask, std::min(O, (t + 1) * ftask)); });
 }
 
-// A matmul kernel (the product and its epilogue) on the CPU reference: its inputs bound to the memory of their
-// slots as tensors (views, no copy), each output copied into the place the kernel writes it (contiguous: a temporary, a result, or the
-// temporary of an output that is a view).
-void run_product(const codegen::FusedKernel& fk, const std::vector<Tensor>& ins, const std::vector<void*>& outs) {
+// A matmul kernel (the product and its epilogue) on the CPU reference: its inputs bound to the memory of
+// their slots as tensors (views, no copy), each output copied into the place the kernel writes it
+// (contiguous: a temporary, a result, or the temporary of an output that is a view).
+void run_product(const codegen::FusedKernel& fk, const std::vector<Tensor>& ins,
+                 const std::vector<void*>& outs) {
     const std::vector<const ir::Node*> inputs = codegen::product_inputs(fk);
     reference::Overrides bind;
     for (std::size_t j = 0; j < inputs.size(); ++j) bind.emplace(inputs[j]->input_id(), ins[j]);
@@ -70,7 +73,8 @@ void run_product(const codegen::FusedKernel& fk, const std::vector<Tensor>& ins,
 
 // A tensor handle over a source's memory (the source's storage stays shared; nothing is copied).
 Tensor tensor_of(const Tensor::Impl& t) {
-    return Tensor(std::make_shared<Tensor::Impl>(Tensor::Impl{t.storage, t.dtype, t.shape, t.strides, t.offset, {}}));
+    return Tensor(
+        std::make_shared<Tensor::Impl>(Tensor::Impl{t.storage, t.dtype, t.shape, t.strides, t.offset, {}}));
 }
 
 }  // namespace
@@ -87,7 +91,8 @@ void copy_into(const Tensor& dst, const Tensor& src) {
     const auto* in = static_cast<const char*>(src.data());
     for (std::int64_t e = 0; e < dst.numel(); ++e) {
         std::int64_t off = 0;
-        for (int d = 0; d < r; ++d) off += idx[static_cast<std::size_t>(d)] * dst.strides()[static_cast<std::size_t>(d)];
+        for (int d = 0; d < r; ++d)
+            off += idx[static_cast<std::size_t>(d)] * dst.strides()[static_cast<std::size_t>(d)];
         std::memcpy(out + off * static_cast<std::int64_t>(w), in + e * static_cast<std::int64_t>(w), w);
         for (int d = r - 1; d >= 0; --d) {  // the next row-major index
             if (++idx[static_cast<std::size_t>(d)] < dst.shape()[static_cast<std::size_t>(d)]) break;
@@ -96,15 +101,16 @@ void copy_into(const Tensor& dst, const Tensor& src) {
     }
 }
 
-codegen::HostPlan plan_bound(const std::vector<ir::NodePtr>& roots, const Options& options, std::string_view name,
-                             std::vector<const ir::Node*>* sources, const std::vector<Tensor>* outs) {
+codegen::HostPlan plan_bound(const std::vector<ir::NodePtr>& roots, const Options& options,
+                             std::string_view name, std::vector<const ir::Node*>* sources,
+                             const std::vector<Tensor>* outs) {
     std::vector<const ir::Node*> srcs;
     std::vector<codegen::InputLayout> layouts;
     for (const ir::Node* n : ir::topo_order(roots)) {
         if (n->op() != ir::Op::Input) continue;
         if (!n->payload())
-            throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})", ir::describe(*n),
-                                    short_location(n->loc())));
+            throw Error(fmt::format("eval(): input {} is a placeholder with no tensor bound ({})",
+                                    ir::describe(*n), short_location(n->loc())));
         srcs.push_back(n);
         const Tensor::Impl& t = bound(*n);
         layouts.push_back({t.dtype, t.strides, false});
@@ -121,17 +127,18 @@ codegen::HostPlan plan_bound(const std::vector<ir::NodePtr>& roots, const Option
             root_strides.push_back(strided ? user.strides() : Strides{});
             any = any || strided;
         }
-    codegen::HostPlan plan = codegen::plan_host(roots, srcs, layouts, planning_target(), options, name, nullptr,
-                                                any ? std::span<const Strides>(root_strides) : std::span<const Strides>{});
+    codegen::HostPlan plan =
+        codegen::plan_host(roots, srcs, layouts, planning_target(), options, name, nullptr,
+                           any ? std::span<const Strides>(root_strides) : std::span<const Strides>{});
     if (sources) *sources = std::move(srcs);
     return plan;
 }
 
-void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-              std::span<const Tensor* const> outs) {
+void run_plan(const codegen::HostPlan& plan, const Kernels& kernels,
+              std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs) {
     if (sources.size() != plan.sources || kernels.size() != plan.kernels.size())
-        throw InternalError(fmt::format("host run_plan(): {} sources and {} kernels for a plan of {} and {}", sources.size(),
-                                        kernels.size(), plan.sources, plan.kernels.size()));
+        throw InternalError(fmt::format("host run_plan(): {} sources and {} kernels for a plan of {} and {}",
+                                        sources.size(), kernels.size(), plan.sources, plan.kernels.size()));
     // Outputs sharing memory with a source the plan reads are written through a temporary (a kernel may still
     // read the source after an element of the output was written), copied back after the last kernel; so are
     // outputs that are views the plan writes contiguous.
@@ -141,13 +148,15 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<c
     for (const codegen::FusedKernel& fk : plan.partition.kernels)
         for (std::size_t j = 0; j < fk.writes.size(); ++j)
             if (fk.writes[j].kind == Slot::Kind::Root && fk.family == Family::Pointwise &&
-                plan.kernels[static_cast<std::size_t>(&fk - plan.partition.kernels.data())].pointwise.plan.outputs[j].access ==
-                    codegen::Access::Strided)
+                plan.kernels[static_cast<std::size_t>(&fk - plan.partition.kernels.data())]
+                        .pointwise.plan.outputs[j]
+                        .access == codegen::Access::Strided)
                 strided_root[static_cast<std::size_t>(fk.writes[j].index)] = true;
     for (std::size_t i = 0; i < outs.size(); ++i) {
         const Tensor& user = *outs[i];
         bool shared = false;
-        for (int s : plan.reads) shared = shared || sources[static_cast<std::size_t>(s)]->storage == user.storage();
+        for (int s : plan.reads)
+            shared = shared || sources[static_cast<std::size_t>(s)]->storage == user.storage();
         if ((shared || (!user.is_contiguous() && !strided_root[i])) && user.nbytes() > 0) {
             Tensor tmp = Tensor::host(user.shape(), user.dtype());
             targets[i] = tmp.data();
@@ -157,14 +166,19 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<c
         }
     }
     std::vector<Tensor> temps;
-    for (const codegen::TempValue& t : plan.partition.temps) temps.push_back(Tensor::host(t.value->shape(), t.value->dtype()));
+    for (const codegen::TempValue& t : plan.partition.temps)
+        temps.push_back(Tensor::host(t.value->shape(), t.value->dtype()));
     auto address = [&](const Slot& s) -> void* {
         const std::size_t i = static_cast<std::size_t>(s.index);
         switch (s.kind) {
-            case Slot::Kind::Source: return const_cast<void*>(address_of(*sources[i]));
-            case Slot::Kind::Temp: return temps[i].data();
-            case Slot::Kind::Root: return targets[i];
-            case Slot::Kind::Index: return nullptr;  // an iota: computed by the kernel
+            case Slot::Kind::Source:
+                return const_cast<void*>(address_of(*sources[i]));
+            case Slot::Kind::Temp:
+                return temps[i].data();
+            case Slot::Kind::Root:
+                return targets[i];
+            case Slot::Kind::Index:
+                return nullptr;  // an iota: computed by the kernel
         }
         return nullptr;
     };
@@ -184,7 +198,8 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<c
             parts[k].push_back(nullptr);  // [0]: the GPU's counters, unused on the host
             if (h.schedule.split)
                 for (std::size_t j = 0; j < h.reduce.plan.ops.size(); ++j) {
-                    workspaces.push_back(Tensor::host({h.reduce.binding.outputs * h.reduce.binding.chunks * 16}, DType::UInt8));
+                    workspaces.push_back(Tensor::host(
+                        {h.reduce.binding.outputs * h.reduce.binding.chunks * 16}, DType::UInt8));
                     parts[k].push_back(workspaces.back().data());
                 }
         }
@@ -203,14 +218,18 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<c
         for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
         const std::span<std::byte> block(params + at[k], at[k + 1] - at[k]);
         switch (fk.family) {
-            case Family::Pointwise: codegen::pack_params(h.pointwise.plan, h.pointwise.binding, ins, o, block); break;
+            case Family::Pointwise:
+                codegen::pack_params(h.pointwise.plan, h.pointwise.binding, ins, o, block);
+                break;
             case Family::Reduction: {
                 const std::size_t el = fk.group.element_outputs.size();
                 const std::span<void* const> os(o);
-                codegen::pack_reduce_params(h.reduce, ins, os.subspan(0, el), os.subspan(el), parts[k], block);
+                codegen::pack_reduce_params(h.reduce, ins, os.subspan(0, el), os.subspan(el), parts[k],
+                                            block);
                 break;
             }
-            case Family::MatMul: break;  // no parameters: run on the reference below
+            case Family::MatMul:
+                break;  // no parameters: run on the reference below
         }
     }
     // Generated code cannot fail: from here on nothing throws but the reference's allocations for products.
@@ -220,8 +239,9 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<c
             const codegen::HostKernel& h = plan.kernels[k];
             std::vector<Tensor> ins;
             for (const Slot& s : h.reads)
-                ins.push_back(s.kind == Slot::Kind::Source ? tensor_of(*sources[static_cast<std::size_t>(s.index)])
-                                                           : temps.at(static_cast<std::size_t>(s.index)));
+                ins.push_back(s.kind == Slot::Kind::Source
+                                  ? tensor_of(*sources[static_cast<std::size_t>(s.index)])
+                                  : temps.at(static_cast<std::size_t>(s.index)));
             std::vector<void*> o;
             for (const Slot& w : fk.writes) o.push_back(address(w));
             run_product(fk, ins, o);
@@ -229,15 +249,21 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels, std::span<c
         }
         if (at[k + 1] == at[k]) continue;
         switch (fk.family) {
-            case Family::Pointwise: run_pointwise(*kernels[k], plan.kernels[k], params + at[k]); break;
-            case Family::Reduction: run_reduction(*kernels[k], plan.kernels[k], params + at[k]); break;
-            case Family::MatMul: break;
+            case Family::Pointwise:
+                run_pointwise(*kernels[k], plan.kernels[k], params + at[k]);
+                break;
+            case Family::Reduction:
+                run_reduction(*kernels[k], plan.kernels[k], params + at[k]);
+                break;
+            case Family::MatMul:
+                break;
         }
     }
     for (auto& [tmp, user] : copy_back) copy_into(*user, tmp);
 }
 
-std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>* outs, std::string_view name) {
+std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>* outs,
+                             std::string_view name) {
     std::vector<const ir::Node*> sources;
     const codegen::HostPlan plan = plan_bound(roots, current_options(), name, &sources, outs);
     if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(explain(&plan).c_str(), stderr);
@@ -255,7 +281,8 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const std::v
 
 std::string explain(const codegen::HostPlan* plan) {
     const Backend& be = backend();
-    if (!be.table) return fmt::format("host     every kernel runs on the CPU reference: {}\n", be.info.reason);
+    if (!be.table)
+        return fmt::format("host     every kernel runs on the CPU reference: {}\n", be.info.reason);
     return plan ? plan->to_string() : std::string();
 }
 
@@ -277,7 +304,8 @@ std::string llvm_source(const std::vector<ir::NodePtr>& roots, std::string_view 
             layouts.push_back({n->dtype(), contiguous_strides(n->shape()), false});
         }
     }
-    const codegen::HostPlan plan = codegen::plan_host(graph, sources, layouts, host::planning_target(), current_options(), name);
+    const codegen::HostPlan plan =
+        codegen::plan_host(graph, sources, layouts, host::planning_target(), current_options(), name);
     std::string out;
     for (std::size_t i = 0; i < plan.kernels.size(); ++i)
         if (plan.partition.kernels[i].family != codegen::Family::MatMul) out += host::emit_kernel(plan, i).ir;

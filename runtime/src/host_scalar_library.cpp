@@ -3,8 +3,8 @@
 // float16 and bfloat16 that round once from an int32, int64 or float64 value, and the float16 conversions
 // of a CPU without F16C. Each is an instantiation of the reference's own per-element code
 // (ir/include/loom/ir/elementwise_impl.hpp), so generated code and the reference call the same function and
-// get the same bits. Every function comes in two forms: `<name>(x)` for one element, and `<name>_v(x, out, n)`
-// for the n lanes of a vector (arrays in, array out), so that a vector step makes one call. The names are
+// get the same bits. Every function comes in two forms: `<name>(x)` for one element, and `<name>_v(x, out,
+// n)` for the n lanes of a vector (arrays in, array out), so that a vector step makes one call. The names are
 // those of codegen/src/llvm/llvm_ops.cpp (library_function, library_cast).
 #include <cstdint>
 #include <deque>
@@ -22,23 +22,39 @@ namespace {
 using ir::Op;
 namespace ew = ir::ew;
 
-template <Op op, class C> C unary_fn(C x) { return ew::unary<op>(x); }
-template <Op op, class C> void unary_v(const C* x, C* out, std::int64_t n) {
+template <Op op, class C>
+C unary_fn(C x) {
+    return ew::unary<op>(x);
+}
+template <Op op, class C>
+void unary_v(const C* x, C* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = ew::unary<op>(x[i]);
 }
-template <Op op, class C> C binary_fn(C a, C b) { return ew::binary<op>(a, b); }
-template <Op op, class C> void binary_v(const C* a, const C* b, C* out, std::int64_t n) {
+template <Op op, class C>
+C binary_fn(C a, C b) {
+    return ew::binary<op>(a, b);
+}
+template <Op op, class C>
+void binary_v(const C* a, const C* b, C* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = ew::binary<op>(a[i], b[i]);
 }
-template <DType To, DType From> float cast_fn(ew::compute_t<From> x) { return ew::cast<To, From>(x); }
-template <DType To, DType From> void cast_v(const ew::compute_t<From>* x, float* out, std::int64_t n) {
+template <DType To, DType From>
+float cast_fn(ew::compute_t<From> x) {
+    return ew::cast<To, From>(x);
+}
+template <DType To, DType From>
+void cast_v(const ew::compute_t<From>* x, float* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = ew::cast<To, From>(x[i]);
 }
 
 // Without F16C: the one-element forms pass the 16 bits in a 32-bit integer (no reliance on how a compiler
 // extends a 16-bit argument).
-std::uint32_t f32_to_f16_bits(float x) { return float_to_half_bits(x); }
-float f16_bits_to_f32(std::uint32_t h) { return half_bits_to_float(static_cast<std::uint16_t>(h)); }
+std::uint32_t f32_to_f16_bits(float x) {
+    return float_to_half_bits(x);
+}
+float f16_bits_to_f32(std::uint32_t h) {
+    return half_bits_to_float(static_cast<std::uint16_t>(h));
+}
 void f32_to_f16_bits_v(const float* x, std::uint16_t* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_half_bits(x[i]);
 }
@@ -46,7 +62,10 @@ void f16_bits_to_f32_v(const std::uint16_t* x, float* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = half_bits_to_float(x[i]);
 }
 
-template <class F> const void* address(F* f) { return reinterpret_cast<const void*>(f); }
+template <class F>
+const void* address(F* f) {
+    return reinterpret_cast<const void*>(f);
+}
 
 // The symbol names live as long as the process.
 const char* keep(std::string s) {
@@ -60,20 +79,28 @@ void add(std::vector<loom_hb_symbol>& s, const std::string& name, const void* on
     s.push_back({keep(name + "_v"), vector});
 }
 
-template <Op op, ir::Rule rule> void add_unary(std::vector<loom_hb_symbol>& s, const char* name) {
-    if constexpr (rule == ir::Rule::FloatMath && op != Op::Sqrt) {  // sqrt is an instruction (correctly rounded)
-        add(s, std::string("loom_") + name + "_f32", address(&unary_fn<op, float>), address(&unary_v<op, float>));
-        add(s, std::string("loom_") + name + "_f64", address(&unary_fn<op, double>), address(&unary_v<op, double>));
+template <Op op, ir::Rule rule>
+void add_unary(std::vector<loom_hb_symbol>& s, const char* name) {
+    if constexpr (rule == ir::Rule::FloatMath &&
+                  op != Op::Sqrt) {  // sqrt is an instruction (correctly rounded)
+        add(s, std::string("loom_") + name + "_f32", address(&unary_fn<op, float>),
+            address(&unary_v<op, float>));
+        add(s, std::string("loom_") + name + "_f64", address(&unary_fn<op, double>),
+            address(&unary_v<op, double>));
     }
 }
-template <Op op, ir::Rule rule> void add_binary(std::vector<loom_hb_symbol>& s, const char* name) {
+template <Op op, ir::Rule rule>
+void add_binary(std::vector<loom_hb_symbol>& s, const char* name) {
     if constexpr (rule == ir::Rule::FloatMath) {  // pow, atan2
-        add(s, std::string("loom_") + name + "_f32", address(&binary_fn<op, float>), address(&binary_v<op, float>));
-        add(s, std::string("loom_") + name + "_f64", address(&binary_fn<op, double>), address(&binary_v<op, double>));
+        add(s, std::string("loom_") + name + "_f32", address(&binary_fn<op, float>),
+            address(&binary_v<op, float>));
+        add(s, std::string("loom_") + name + "_f64", address(&binary_fn<op, double>),
+            address(&binary_v<op, double>));
     }
 }
 
-template <DType From> void add_casts(std::vector<loom_hb_symbol>& s, const char* from) {
+template <DType From>
+void add_casts(std::vector<loom_hb_symbol>& s, const char* from) {
     add(s, std::string("loom_cast_") + from + "_to_f16", address(&cast_fn<DType::Float16, From>),
         address(&cast_v<DType::Float16, From>));
     add(s, std::string("loom_cast_") + from + "_to_bf16", address(&cast_fn<DType::BFloat16, From>),

@@ -16,7 +16,8 @@ struct CacheKey {
 };
 struct CacheKeyHash {
     std::size_t operator()(const CacheKey& k) const noexcept {
-        return static_cast<std::size_t>(k.key ^ (static_cast<std::uint64_t>(k.device) * 0x9e3779b97f4a7c15ull));
+        return static_cast<std::size_t>(k.key ^
+                                        (static_cast<std::uint64_t>(k.device) * 0x9e3779b97f4a7c15ull));
     }
 };
 
@@ -29,7 +30,7 @@ KernelCacheStats g_stats;
 }  // namespace
 
 std::shared_ptr<const CompiledKernel> cached_kernel(std::uint64_t key, int device,
-                                                   const std::function<CompiledKernel()>& build) {
+                                                    const std::function<CompiledKernel()>& build) {
     const CacheKey ck{key, device};
     std::promise<std::shared_ptr<const CompiledKernel>> promise;
     Future fut;
@@ -72,7 +73,8 @@ std::shared_ptr<const CompiledKernel> cached_kernel(std::uint64_t key, int devic
 std::shared_ptr<const CompiledKernel> find_cached_kernel(std::uint64_t key, int device) {
     std::lock_guard lock(g_mu);
     auto it = g_map.find(CacheKey{key, device});
-    if (it == g_map.end() || it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+    if (it == g_map.end() || it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        return nullptr;
     ++g_stats.hits;
     return it->second.get();
 }

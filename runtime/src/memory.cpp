@@ -1,6 +1,6 @@
 // Memory: 64-byte aligned host allocation (transparent huge pages asked for large ones), stream-ordered pool
-// allocation on CUDA devices (trim and retry once before OutOfMemory), release, synchronous copies between any
-// two devices, and pool statistics.
+// allocation on CUDA devices (trim and retry once before OutOfMemory), release, synchronous copies between
+// any two devices, and pool statistics.
 #include "loom/runtime/memory.hpp"
 
 #include <cuda_runtime_api.h>
@@ -18,11 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "faults_internal.hpp"
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/stream.hpp"
-#include "faults_internal.hpp"
 #include "memory_internal.hpp"
 
 namespace loom {
@@ -41,7 +41,9 @@ void advise_huge_pages(void* p, std::size_t bytes) {
     if (bytes < kHugePageAdviceBytes) return;
     const std::uintptr_t page = 4096, begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
     const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
-    if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only: errors ignored
+    if (end > begin)
+        (void)::madvise(reinterpret_cast<void*>(begin), end - begin,
+                        MADV_HUGEPAGE);  // advice only: errors ignored
 #else
     (void)p;
     (void)bytes;
@@ -97,8 +99,8 @@ std::string human(std::size_t bytes) {
     } catch (const Error&) {
         usage = "; memory use could not be queried";
     }
-    throw OutOfMemory(bytes, fmt::format("out of memory: allocating {} bytes ({}) on cuda:{} failed{}{}", bytes,
-                                         human(bytes), device, why, usage));
+    throw OutOfMemory(bytes, fmt::format("out of memory: allocating {} bytes ({}) on cuda:{} failed{}{}",
+                                         bytes, human(bytes), device, why, usage));
 }
 
 // Stream capture (docs/graph-capture.md). A cudaFreeAsync captured into a graph must free
@@ -166,8 +168,8 @@ void free_deferred(cudaStream_t stream) {
 void* allocate_cuda(int device, std::size_t bytes) {
     if (!cuda_available()) require_cuda(fmt::format("allocating {} bytes on cuda:{}", bytes, device));
     if (device < 0 || device >= device_count())
-        throw Error(fmt::format("allocating {} bytes on cuda:{}: no such device ({} CUDA devices)", bytes, device,
-                                device_count()));
+        throw Error(fmt::format("allocating {} bytes on cuda:{}: no such device ({} CUDA devices)", bytes,
+                                device, device_count()));
     DeviceGuard guard(device);
     PoolState& s = pool_state(device);
     if (bytes > s.total) throw_oom(device, bytes, " (more than the device's memory)");
@@ -188,10 +190,12 @@ void* allocate_cuda(int device, std::size_t bytes) {
             return p;
         }
         if (e != cudaErrorMemoryAllocation)
-            detail::throw_cuda_error(e, s.pool ? "cudaMallocAsync(&p, bytes, stream)" : "cudaMalloc(&p, bytes)",
+            detail::throw_cuda_error(e,
+                                     s.pool ? "cudaMallocAsync(&p, bytes, stream)" : "cudaMalloc(&p, bytes)",
                                      __FILE__, __LINE__);
         (void)cudaGetLastError();  // out of memory is not sticky: clear it
-        if (capturing) throw_oom(device, bytes, " while the stream was being captured (the pool is not trimmed then)");
+        if (capturing)
+            throw_oom(device, bytes, " while the stream was being captured (the pool is not trimmed then)");
         if (attempt == 0) trim_pool(device);  // give cached blocks back, then retry once
     }
     throw_oom(device, bytes, " after the pool was trimmed and the request retried");
@@ -255,12 +259,14 @@ void* allocate(Device device, std::size_t bytes) {
         const std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
         const bool injected = detail::should_fail(testing::FaultSite::HostAllocation);
         // A size that rounds past SIZE_MAX wraps to a small number: such a request fails as out of memory.
-        void* p = injected || rounded < bytes ? nullptr
-                                              : std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
+        void* p = injected || rounded < bytes
+                      ? nullptr
+                      : std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
         if (!p)
-            throw OutOfMemory(bytes, fmt::format("out of memory: allocating {} bytes ({}) of host memory failed{}",
-                                                 bytes, human(bytes),
-                                                 injected ? " (a fault injected by loom::testing::inject_fault)" : ""));
+            throw OutOfMemory(
+                bytes, fmt::format("out of memory: allocating {} bytes ({}) of host memory failed{}", bytes,
+                                   human(bytes),
+                                   injected ? " (a fault injected by loom::testing::inject_fault)" : ""));
         advise_huge_pages(p, rounded);
         detail::note_host_allocation(1);
         return p;
@@ -282,9 +288,12 @@ void release(Device device, void* ptr) noexcept {
         const cudaStream_t stream = current_stream();
         const bool graph_allocation = take_graph_allocation(ptr);
         if (is_capturing(stream)) {
-            // A graph frees only its own allocations (a free node); anything else waits for the capture's end.
-            if (graph_allocation && pool_state(device.index).pool) free_now(device.index, ptr, stream);
-            else defer_free(device.index, ptr);
+            // A graph frees only its own allocations (a free node); anything else waits for the capture's
+            // end.
+            if (graph_allocation && pool_state(device.index).pool)
+                free_now(device.index, ptr, stream);
+            else
+                defer_free(device.index, ptr);
             return;
         }
         free_deferred(stream);
@@ -300,10 +309,12 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, std:
         return;
     }
     const Device dev = dst_device.is_cuda() ? dst_device : src_device;
-    if (!cuda_available()) require_cuda(fmt::format("copying {} bytes from {} to {}", bytes, src_device.to_string(), dst_device.to_string()));
-    require_not_capturing(fmt::format("copying {} bytes from {} to {}", bytes, src_device.to_string(),
-                                      dst_device.to_string()),
-                          "a synchronous copy", "use copy_async() with pinned host memory inside a capture");
+    if (!cuda_available())
+        require_cuda(fmt::format("copying {} bytes from {} to {}", bytes, src_device.to_string(),
+                                 dst_device.to_string()));
+    require_not_capturing(
+        fmt::format("copying {} bytes from {} to {}", bytes, src_device.to_string(), dst_device.to_string()),
+        "a synchronous copy", "use copy_async() with pinned host memory inside a capture");
     DeviceGuard guard(dev.index);
     const cudaStream_t stream = current_stream();
     // cudaMemcpyDefault: the direction follows from the pointers (unified virtual addressing).

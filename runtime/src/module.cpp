@@ -37,7 +37,8 @@ struct KernelState {
     cudaKernel_t kernel = nullptr;
     std::string name;
     long param_bytes = -1;
-    bool dependent_launch = false;  // the module's device has programmatic dependent launch (sm_90 and newer), allowed
+    bool dependent_launch =
+        false;  // the module's device has programmatic dependent launch (sm_90 and newer), allowed
     std::mutex mutex;
     std::vector<std::size_t> max_dynamic_shared;  // per device: the value set, 0 = default
 };
@@ -46,8 +47,9 @@ struct KernelState {
 
 namespace {
 
-
-std::string dims(const Dim3& d) { return fmt::format("({}, {}, {})", d.x, d.y, d.z); }
+std::string dims(const Dim3& d) {
+    return fmt::format("({}, {}, {})", d.x, d.y, d.z);
+}
 
 // LOOM_DEPENDENT_LAUNCH=0 (or off) launches every kernel in full stream order, as before Hopper (read once).
 bool dependent_launch_allowed() {
@@ -60,9 +62,15 @@ bool dependent_launch_allowed() {
 
 }  // namespace
 
-const std::string& Kernel::name() const { return state_->name; }
-cudaKernel_t Kernel::handle() const { return state_->kernel; }
-long Kernel::param_bytes() const { return state_->param_bytes; }
+const std::string& Kernel::name() const {
+    return state_->name;
+}
+cudaKernel_t Kernel::handle() const {
+    return state_->kernel;
+}
+long Kernel::param_bytes() const {
+    return state_->param_bytes;
+}
 
 void Kernel::set_max_dynamic_shared(std::size_t bytes, int device) const {
     auto& s = *state_;
@@ -71,22 +79,25 @@ void Kernel::set_max_dynamic_shared(std::size_t bytes, int device) const {
         s.max_dynamic_shared.resize(static_cast<std::size_t>(device) + 1, 0);
     if (s.max_dynamic_shared[static_cast<std::size_t>(device)] >= bytes) return;
     if (detail::poisoned_flag()) detail::throw_poisoned();
-    const cudaError_t e = cudaKernelSetAttributeForDevice(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                          static_cast<int>(bytes), device);
+    const cudaError_t e = cudaKernelSetAttributeForDevice(
+        s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes), device);
     if (e != cudaSuccess) {
         const std::string call = fmt::format(
-            "cudaKernelSetAttributeForDevice({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}, {})", s.name, bytes, device);
+            "cudaKernelSetAttributeForDevice({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}, {})",
+            s.name, bytes, device);
         detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
     }
     s.max_dynamic_shared[static_cast<std::size_t>(device)] = bytes;
 }
 
-void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_bytes, std::string_view where) const {
+void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_bytes,
+                    std::string_view where) const {
     if (!state_) throw Error("Kernel::launch(): empty kernel handle");
     const auto& s = *state_;
     if (s.param_bytes >= 0 && static_cast<std::size_t>(s.param_bytes) != args_bytes)
-        throw Error(fmt::format("Kernel::launch(): kernel {} takes a {}-byte parameter, given {} bytes{}", s.name,
-                                s.param_bytes, args_bytes, where.empty() ? "" : fmt::format(" ({})", where)));
+        throw Error(fmt::format("Kernel::launch(): kernel {} takes a {}-byte parameter, given {} bytes{}",
+                                s.name, s.param_bytes, args_bytes,
+                                where.empty() ? "" : fmt::format(" ({})", where)));
     if (detail::poisoned_flag()) detail::throw_poisoned();
     if (cfg.shared_bytes > kDefaultDynamicSharedBytes) {
         int device = 0;
@@ -94,9 +105,10 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
         // Checked here, not by a CUDA call that would fail: beyond the opt-in limit no attribute helps.
         const std::size_t limit = device_info(device).shared_mem_per_block_optin;
         if (cfg.shared_bytes > limit)
-            throw Error(fmt::format("Kernel::launch(): kernel {} asks for {} bytes of dynamic shared memory; cuda:{} allows "
-                                    "at most {} per block{}",
-                                    s.name, cfg.shared_bytes, device, limit, where.empty() ? "" : fmt::format(" ({})", where)));
+            throw Error(fmt::format(
+                "Kernel::launch(): kernel {} asks for {} bytes of dynamic shared memory; cuda:{} allows "
+                "at most {} per block{}",
+                s.name, cfg.shared_bytes, device, limit, where.empty() ? "" : fmt::format(" ({})", where)));
         set_max_dynamic_shared(cfg.shared_bytes, device);
     }
     note_launch(s.name, where);
@@ -114,13 +126,14 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
         lc.attrs = &attribute;
         lc.numAttrs = 1;
     }
-    cudaError_t e = cudaLaunchKernelExC(&lc, reinterpret_cast<const void*>(s.kernel), args_bytes ? params : nullptr);
+    cudaError_t e =
+        cudaLaunchKernelExC(&lc, reinterpret_cast<const void*>(s.kernel), args_bytes ? params : nullptr);
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) {
-        const std::string call = fmt::format("cudaLaunchKernelExC({}, grid {}, block {}, {} bytes shared{}){}", s.name,
-                                             dims(cfg.grid), dims(cfg.block), cfg.shared_bytes,
-                                             dependent ? ", programmatic stream serialization" : "",
-                                             where.empty() ? "" : fmt::format(" at {}", where));
+        const std::string call = fmt::format(
+            "cudaLaunchKernelExC({}, grid {}, block {}, {} bytes shared{}){}", s.name, dims(cfg.grid),
+            dims(cfg.block), cfg.shared_bytes, dependent ? ", programmatic stream serialization" : "",
+            where.empty() ? "" : fmt::format(" at {}", where));
         detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
     }
     // LOOM_SYNC=1 skips launches into a stream being captured into a CUDA graph: nothing runs until the
@@ -128,8 +141,8 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
     if (sync_after_launch() && !is_capturing(cfg.stream)) {
         e = cudaStreamSynchronize(cfg.stream);
         if (e != cudaSuccess) {
-            const std::string call = fmt::format("cudaStreamSynchronize after kernel {}{} (LOOM_SYNC=1)", s.name,
-                                                 where.empty() ? "" : fmt::format(" at {}", where));
+            const std::string call = fmt::format("cudaStreamSynchronize after kernel {}{} (LOOM_SYNC=1)",
+                                                 s.name, where.empty() ? "" : fmt::format(" at {}", where));
             detail::throw_cuda_error(e, call.c_str(), __FILE__, __LINE__);
         }
     }
@@ -141,19 +154,23 @@ Module Module::load(std::string_view image, std::string name) {
     // With lazy module loading the driver may accept anything here and fail at first use, so the kind of
     // image is checked first: an ELF cubin, a fatbin (0xBA55ED50) or its wrapper (0x466243B1), or PTX.
     const auto starts = [&](std::string_view magic) { return image.substr(0, magic.size()) == magic; };
-    const bool elf = starts("\x7f" "ELF");
+    const bool elf = starts(
+        "\x7f"
+        "ELF");
     const bool fatbin = starts("\x50\xed\x55\xba") || starts("\xb1\x43\x62\x46");
-    const bool ptx = image.find(".version") != std::string_view::npos && image.find(".target") != std::string_view::npos;
+    const bool ptx =
+        image.find(".version") != std::string_view::npos && image.find(".target") != std::string_view::npos;
     if (!elf && !fatbin && !ptx)
-        throw Error(fmt::format("Module::load(): {} ({} bytes) is neither a cubin, a fatbin nor PTX text", name,
-                                image.size()));
+        throw Error(fmt::format("Module::load(): {} ({} bytes) is neither a cubin, a fatbin nor PTX text",
+                                name, image.size()));
     auto st = std::make_shared<detail::ModuleState>();
     st->image.assign(image);
     st->image.push_back('\0');  // PTX is read as a C string; harmless after a cubin or fatbin
     st->name = std::move(name);
     LOOM_CUDA_CHECK(cudaGetDevice(&st->device));
     if (detail::poisoned_flag()) detail::throw_poisoned();
-    const cudaError_t e = cudaLibraryLoadData(&st->library, st->image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    const cudaError_t e =
+        cudaLibraryLoadData(&st->library, st->image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
     if (e != cudaSuccess) {
         st->library = nullptr;
         const std::string call = fmt::format("cudaLibraryLoadData({}, {} bytes)", st->name, image.size());
@@ -170,8 +187,9 @@ Kernel Module::kernel(std::string_view kname, long param_bytes) const {
     std::lock_guard lock(s.mutex);
     if (auto it = s.kernels.find(kname); it != s.kernels.end()) {
         if (param_bytes >= 0 && it->second->param_bytes >= 0 && it->second->param_bytes != param_bytes)
-            throw Error(fmt::format("Module::kernel(): kernel {} of module {} was declared with a {}-byte parameter, now {}",
-                                    kname, s.name, it->second->param_bytes, param_bytes));
+            throw Error(fmt::format(
+                "Module::kernel(): kernel {} of module {} was declared with a {}-byte parameter, now {}",
+                kname, s.name, it->second->param_bytes, param_bytes));
         Kernel k;
         k.state_ = it->second;
         k.module_ = state_;
@@ -205,6 +223,8 @@ const std::string& Module::name() const {
     return state_ ? state_->name : none;
 }
 
-int Module::device() const { return state_ ? state_->device : -1; }
+int Module::device() const {
+    return state_ ? state_->device : -1;
+}
 
 }  // namespace loom

@@ -1,8 +1,6 @@
 // The NVRTC wrapper (see nvrtc.hpp): checked calls, arch resolution, dumps, CompileError.
 #include "loom/runtime/nvrtc.hpp"
 
-#include "loom/runtime/dump.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nvrtc.h>
@@ -16,13 +14,16 @@
 #include "faults_internal.hpp"
 #include "loom/ir/env.hpp"
 #include "loom/ir/hash.hpp"
+#include "loom/runtime/dump.hpp"
 
 namespace loom::nvrtc {
 
 namespace {
 
 void check(nvrtcResult r, const char* call) {
-    if (r != NVRTC_SUCCESS) throw Error(fmt::format("NVRTC error: {} failed with {} ({})", call, nvrtcGetErrorString(r), static_cast<int>(r)));
+    if (r != NVRTC_SUCCESS)
+        throw Error(fmt::format("NVRTC error: {} failed with {} ({})", call, nvrtcGetErrorString(r),
+                                static_cast<int>(r)));
 }
 #define LOOM_NVRTC_CHECK(call) check((call), #call)
 
@@ -41,7 +42,9 @@ struct Program {
         const std::string src(source);
         LOOM_NVRTC_CHECK(nvrtcCreateProgram(&p, src.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr));
     }
-    ~Program() { if (p) nvrtcDestroyProgram(&p); }
+    ~Program() {
+        if (p) nvrtcDestroyProgram(&p);
+    }
     Program(const Program&) = delete;
     Program& operator=(const Program&) = delete;
     // Returns NVRTC's result of the compilation (the caller decides whether it is a CompileError).
@@ -70,7 +73,9 @@ std::atomic<std::uint64_t> g_compile_count{0};
 
 }  // namespace
 
-std::uint64_t compile_count() { return g_compile_count.load(); }
+std::uint64_t compile_count() {
+    return g_compile_count.load();
+}
 
 int version() {
     int major = 0, minor = 0;
@@ -97,8 +102,11 @@ std::string resolve_arch(int cc_major, int cc_minor) {
         if (a == want) return fmt::format("sm_{}", want);
         if (a < want && a > best) best = a;
     }
-    if (best == 0) throw Error(fmt::format("nvrtc: no architecture supported by NVRTC {} fits compute capability {}.{} "
-                                           "(supported: {})", version(), cc_major, cc_minor, fmt::join(archs, ", ")));
+    if (best == 0)
+        throw Error(
+            fmt::format("nvrtc: no architecture supported by NVRTC {} fits compute capability {}.{} "
+                        "(supported: {})",
+                        version(), cc_major, cc_minor, fmt::join(archs, ", ")));
     return fmt::format("compute_{}", best);
 }
 
@@ -106,9 +114,10 @@ std::vector<std::string> option_list(const Options& o) {
     std::string arch = o.arch.empty() ? resolve_arch(o.cc_major, o.cc_minor) : o.arch;
     if (o.arch_specific) {
         if (!arch.starts_with("sm_"))
-            throw Error(fmt::format("nvrtc: a kernel using arch-specific features needs a cubin target, and NVRTC {} compiles "
-                                    "compute capability {}.{} only to PTX ({})",
-                                    version(), o.cc_major, o.cc_minor, arch));
+            throw Error(fmt::format(
+                "nvrtc: a kernel using arch-specific features needs a cubin target, and NVRTC {} compiles "
+                "compute capability {}.{} only to PTX ({})",
+                version(), o.cc_major, o.cc_minor, arch));
         if (!arch.ends_with('a')) arch += 'a';
     }
     std::vector<std::string> opts{fmt::format("--gpu-architecture={}", arch), "-std=c++17", "--fmad=true"};
@@ -150,9 +159,10 @@ Result compile(std::string_view name, std::string_view source, const Options& op
             auto tmp = std::filesystem::temp_directory_path(ec);
             if (!ec) path = dump::write_to(tmp / "loom", file, source);
         }
-        throw CompileError(fmt::format("NVRTC failed for kernel {} (source saved to {}; options: {}):\n{}", nm,
-                                       path.empty() ? "<not saved>" : path, fmt::join(r.options, " "), r.log),
-                           r.log, r.options, path);
+        throw CompileError(
+            fmt::format("NVRTC failed for kernel {} (source saved to {}; options: {}):\n{}", nm,
+                        path.empty() ? "<not saved>" : path, fmt::join(r.options, " "), r.log),
+            r.log, r.options, path);
     }
     check(res, "nvrtcCompileProgram(prog, options)");
     r.binary = r.is_ptx ? prog.ptx() : prog.cubin();
@@ -160,7 +170,8 @@ Result compile(std::string_view name, std::string_view source, const Options& op
 
     if (env_list_contains("LOOM_DUMP", "ptx")) {
         if (r.is_ptx) {
-            dump::write(nm + ".ptx", std::string_view(r.binary.data(), r.binary.size() ? r.binary.size() - 1 : 0));
+            dump::write(nm + ".ptx",
+                        std::string_view(r.binary.data(), r.binary.size() ? r.binary.size() - 1 : 0));
         } else {  // a cubin compile holds no PTX: compile once more for the matching virtual arch
             Options po = options;
             po.arch = "compute_" + r.arch.substr(3);

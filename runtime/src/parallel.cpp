@@ -23,7 +23,8 @@ int reference_threads() {
     return n;
 }
 
-void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& body) {
+void parallel_for(std::int64_t n, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& body) {
     if (n <= 0) return;
     grain = std::max<std::int64_t>(grain, 1);
     const std::int64_t ranges = (n + grain - 1) / grain;

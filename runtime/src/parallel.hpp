@@ -16,7 +16,8 @@ int reference_threads();
 /// reference_threads() threads (the calling thread included). Runs inline when n <= grain or one thread is
 /// configured. The first exception thrown by a body is rethrown on the calling thread after all ranges
 /// have finished or been abandoned.
-void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& body);
+void parallel_for(std::int64_t n, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& body);
 
 /// Runs `job(0) .. job(n - 1)`, each on a thread of its own when n > 1 (independent builds: code
 /// generation, the disk cache and NVRTC, which is thread-safe for distinct programs), inline when n == 1.

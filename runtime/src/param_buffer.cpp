@@ -47,14 +47,17 @@ std::string param_upload_source(std::size_t words) {
         "    unsigned long long words;     // words of `data` to copy\n"
         "    unsigned long long data[{}];\n"
         "}};\n"
-        "extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ loom_param_chunk c) {{\n"
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ loom_param_chunk c) "
+        "{{\n"
         "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
-        "    // Launched like every Loom kernel (programmatic dependent launch): the stream's previous kernel\n"
+        "    // Launched like every Loom kernel (programmatic dependent launch): the stream's previous "
+        "kernel\n"
         "    // complete before the first store, since the buffer may be memory that kernel freed.\n"
         "    asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
         "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
         "#endif\n"
-        "    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < c.words;\n"
+        "    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < "
+        "c.words;\n"
         "         i += (unsigned long long)gridDim.x * blockDim.x)\n"
         "        c.dst[i] = c.data[i];\n"
         "}}\n",
@@ -83,37 +86,43 @@ const Uploader& uploader(int device, std::string_view where) {
     opt.cc_major = info.cc_major;
     opt.cc_minor = info.cc_minor;
     const CachedCompile cc = compile_cached(kUploadName, param_upload_source(up->words), opt);
-    up->module = Module::load(std::string_view(cc.result.binary.data(), cc.result.binary.size()), kUploadName);
+    up->module =
+        Module::load(std::string_view(cc.result.binary.data(), cc.result.binary.size()), kUploadName);
     up->kernel = up->module.kernel(kUploadName, static_cast<long>(kHeaderBytes + 8 * up->words));
     return *uploaders.emplace(device, std::move(up)).first->second;
 }
 
 }  // namespace
 
-std::size_t param_upload_words(std::size_t param_limit_bytes) { return (param_limit_bytes - kHeaderBytes) / 8; }
+std::size_t param_upload_words(std::size_t param_limit_bytes) {
+    return (param_limit_bytes - kHeaderBytes) / 8;
+}
 
 Tensor reserve_param_buffer(std::size_t params_bytes, std::string_view where) {
     int device = 0;
     LOOM_CUDA_CHECK(cudaGetDevice(&device));
     (void)uploader(device, where);  // built now, before the call's first launch
     const auto words = static_cast<std::int64_t>((params_bytes + 7) / 8);
-    return Tensor::empty({words * 8}, DType::UInt8, Device::cuda(device));  // stream-ordered on the current stream
+    return Tensor::empty({words * 8}, DType::UInt8,
+                         Device::cuda(device));  // stream-ordered on the current stream
 }
 
-void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg, std::span<const std::byte> params,
-                                  const Tensor& buffer, std::string_view where) {
+void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg,
+                                  std::span<const std::byte> params, const Tensor& buffer,
+                                  std::string_view where) {
     if (cfg.stream != current_stream())
         throw InternalError("launch_with_params_in_memory: the launch must be on the current stream");
     int device = 0;
     LOOM_CUDA_CHECK(cudaGetDevice(&device));
     const Uploader& up = uploader(device, where);
     const std::size_t words = (params.size() + 7) / 8;
-    if (!buffer.defined() || !buffer.device().is_cuda() || buffer.device().index != device || buffer.nbytes() < words * 8)
-        throw InternalError(fmt::format("launch_with_params_in_memory: a buffer of {} bytes on {} for {} bytes of "
-                                        "parameters on cuda:{}",
-                                        buffer.defined() ? buffer.nbytes() : 0,
-                                        buffer.defined() ? buffer.device().to_string() : "<undefined>", params.size(),
-                                        device));
+    if (!buffer.defined() || !buffer.device().is_cuda() || buffer.device().index != device ||
+        buffer.nbytes() < words * 8)
+        throw InternalError(fmt::format(
+            "launch_with_params_in_memory: a buffer of {} bytes on {} for {} bytes of "
+            "parameters on cuda:{}",
+            buffer.defined() ? buffer.nbytes() : 0,
+            buffer.defined() ? buffer.device().to_string() : "<undefined>", params.size(), device));
 
     std::vector<std::byte> chunk(kHeaderBytes + up.words * 8);
     for (std::size_t first = 0; first < words; first += up.words) {
@@ -124,7 +133,8 @@ void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg,
         std::memcpy(chunk.data() + 8, &count, sizeof(count));
         const std::size_t begin = first * 8, end = std::min(params.size(), (first + n) * 8);
         std::memcpy(chunk.data() + kHeaderBytes, params.data() + begin, end - begin);
-        std::memset(chunk.data() + kHeaderBytes + (end - begin), 0, n * 8 - (end - begin));  // the last word's tail
+        std::memset(chunk.data() + kHeaderBytes + (end - begin), 0,
+                    n * 8 - (end - begin));  // the last word's tail
         LaunchConfig ucfg;
         ucfg.grid = {static_cast<unsigned>((n + kUploadBlock - 1) / kUploadBlock), 1, 1};
         ucfg.block = {kUploadBlock, 1, 1};

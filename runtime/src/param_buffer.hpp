@@ -24,8 +24,9 @@ Tensor reserve_param_buffer(std::size_t params_bytes, std::string_view where);
 /// `params` long) is filled on the stream and passed to the kernel; the caller releases it after the launch
 /// (stream-ordered). Returns without waiting; `params` may be reused at once. Legal inside CUDA graph
 /// capture once the upload kernel is compiled. Throws loom::CudaError, loom::Error.
-void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg, std::span<const std::byte> params,
-                                  const Tensor& buffer, std::string_view where);
+void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg,
+                                  std::span<const std::byte> params, const Tensor& buffer,
+                                  std::string_view where);
 
 /// The CUDA source of the upload kernel (loom_param_upload) for chunks of `words` 8-byte words; its one
 /// parameter is a struct of 16 + 8 * words bytes. Exposed for tests (compiled with NVRTC without a GPU).

@@ -22,22 +22,26 @@ void* pin(std::size_t bytes, const char* api) {
     const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
     if (e == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
-        throw OutOfMemory(bytes, fmt::format("out of memory: {}: pinning {} bytes of host memory failed (cudaHostAlloc)",
-                                             api, bytes));
+        throw OutOfMemory(
+            bytes, fmt::format("out of memory: {}: pinning {} bytes of host memory failed (cudaHostAlloc)",
+                               api, bytes));
     }
-    if (e != cudaSuccess) detail::throw_cuda_error(e, "cudaHostAlloc(&p, bytes, cudaHostAllocPortable)", __FILE__, __LINE__);
+    if (e != cudaSuccess)
+        detail::throw_cuda_error(e, "cudaHostAlloc(&p, bytes, cudaHostAllocPortable)", __FILE__, __LINE__);
     return p;
 }
 
 void unpin(void* p) noexcept {
-    if (p && !detail::poisoned_flag() && !detail::exiting_flag()) (void)cudaFreeHost(p);  // at exit: goes with the process
+    if (p && !detail::poisoned_flag() && !detail::exiting_flag())
+        (void)cudaFreeHost(p);  // at exit: goes with the process
 }
 
 void require_contiguous(const char* api, const Tensor& t) {
     if (!t.defined()) throw Error(fmt::format("{}: undefined tensor", api));
     if (!t.is_contiguous())
-        throw Error(fmt::format("{}: tensor of shape {} with strides {} is not contiguous; copy it with Tensor::to() first",
-                                api, to_string(t.shape()), to_string(Shape(t.strides()))));
+        throw Error(fmt::format(
+            "{}: tensor of shape {} with strides {} is not contiguous; copy it with Tensor::to() first", api,
+            to_string(t.shape()), to_string(Shape(t.strides()))));
 }
 
 void enqueue(void* dst, const void* src, std::size_t bytes, const Tensor& t, cudaStream_t stream) {
@@ -55,7 +59,9 @@ void enqueue(void* dst, const void* src, std::size_t bytes, const Tensor& t, cud
 
 PinnedBuffer::PinnedBuffer(std::size_t bytes) : ptr_(pin(bytes, "PinnedBuffer")), bytes_(bytes) {}
 
-PinnedBuffer::~PinnedBuffer() { unpin(ptr_); }
+PinnedBuffer::~PinnedBuffer() {
+    unpin(ptr_);
+}
 
 PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
     if (this != &o) {
@@ -68,8 +74,8 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
 
 Tensor pinned_empty(const Shape& shape, DType dtype) {
     if (shape.size() > static_cast<std::size_t>(kMaxRank))
-        throw Error(fmt::format("pinned_empty(): rank {} of shape {} exceeds the maximum rank {}", shape.size(),
-                                to_string(shape), kMaxRank));
+        throw Error(fmt::format("pinned_empty(): rank {} of shape {} exceeds the maximum rank {}",
+                                shape.size(), to_string(shape), kMaxRank));
     for (auto e : shape)
         if (e < 0) throw Error(fmt::format("pinned_empty(): negative extent in shape {}", to_string(shape)));
     auto st = std::make_shared<Storage>();
@@ -88,8 +94,9 @@ Tensor pinned_empty(const Shape& shape, DType dtype) {
 void copy_async(PinnedBuffer& dst, const Tensor& src, cudaStream_t stream) {
     require_contiguous("copy_async()", src);
     if (dst.bytes() < src.nbytes())
-        throw Error(fmt::format("copy_async(): pinned buffer of {} bytes is too small for a {} tensor of shape {} ({} bytes)",
-                                dst.bytes(), name(src.dtype()), to_string(src.shape()), src.nbytes()));
+        throw Error(fmt::format(
+            "copy_async(): pinned buffer of {} bytes is too small for a {} tensor of shape {} ({} bytes)",
+            dst.bytes(), name(src.dtype()), to_string(src.shape()), src.nbytes()));
     enqueue(dst.data(), src.data(), src.nbytes(), src, stream);
 }
 
@@ -102,8 +109,9 @@ void copy_async(void* dst, const Tensor& src, cudaStream_t stream) {
 void copy_async(const Tensor& dst, const PinnedBuffer& src, cudaStream_t stream) {
     require_contiguous("copy_async()", dst);
     if (src.bytes() < dst.nbytes())
-        throw Error(fmt::format("copy_async(): pinned buffer of {} bytes is too small for a {} tensor of shape {} ({} bytes)",
-                                src.bytes(), name(dst.dtype()), to_string(dst.shape()), dst.nbytes()));
+        throw Error(fmt::format(
+            "copy_async(): pinned buffer of {} bytes is too small for a {} tensor of shape {} ({} bytes)",
+            src.bytes(), name(dst.dtype()), to_string(dst.shape()), dst.nbytes()));
     enqueue(dst.data(), src.data(), dst.nbytes(), dst, stream);
 }
 

@@ -30,27 +30,35 @@ Tensor batch_of(const Tensor& all, std::int64_t i) {
 
 }  // namespace
 
-Pipeline::Pipeline(std::vector<Tensor> host_inputs, std::vector<Tensor> host_outputs, int depth, std::source_location loc)
+Pipeline::Pipeline(std::vector<Tensor> host_inputs, std::vector<Tensor> host_outputs, int depth,
+                   std::source_location loc)
     : host_in_(std::move(host_inputs)), host_out_(std::move(host_outputs)), depth_(depth) {
     const std::string where = short_location(loc);
     require_cuda("Pipeline");
-    if (depth < 2) throw Error(fmt::format("Pipeline: depth {} is less than 2; a pipeline needs two buffers per side ({})", depth, where));
+    if (depth < 2)
+        throw Error(fmt::format(
+            "Pipeline: depth {} is less than 2; a pipeline needs two buffers per side ({})", depth, where));
     if (host_in_.empty() && host_out_.empty())
         throw Error(fmt::format("Pipeline: no host inputs and no host outputs ({})", where));
     batches_ = -1;
     auto check = [&](const Tensor& t, const char* side, std::size_t k) {
-        const std::string what = t.defined() ? fmt::format("{} {} {}", side, k, fmt::format("{} {}", to_string(t.shape()), name(t.dtype())))
-                                             : fmt::format("{} {}", side, k);
+        const std::string what =
+            t.defined() ? fmt::format("{} {} {}", side, k,
+                                      fmt::format("{} {}", to_string(t.shape()), name(t.dtype())))
+                        : fmt::format("{} {}", side, k);
         if (!t.defined()) throw Error(fmt::format("Pipeline: {} is undefined ({})", what, where));
         if (t.shape().empty())
-            throw Error(fmt::format("Pipeline: {} has rank 0; host tensors are [batches, ...] ({})", what, where));
+            throw Error(
+                fmt::format("Pipeline: {} has rank 0; host tensors are [batches, ...] ({})", what, where));
         if (!t.is_contiguous()) throw Error(fmt::format("Pipeline: {} is not contiguous ({})", what, where));
         if (!is_pinned_host(t))
-            throw Error(fmt::format("Pipeline: {} is not in pinned host memory (on {}); copies from pageable memory "
-                                    "do not overlap: allocate it with pinned_empty() ({})",
-                                    what, t.device().to_string(), where));
+            throw Error(
+                fmt::format("Pipeline: {} is not in pinned host memory (on {}); copies from pageable memory "
+                            "do not overlap: allocate it with pinned_empty() ({})",
+                            what, t.device().to_string(), where));
         if (batches_ >= 0 && t.shape()[0] != batches_)
-            throw Error(fmt::format("Pipeline: {} has {} batches, the first tensor {} ({})", what, t.shape()[0], batches_, where));
+            throw Error(fmt::format("Pipeline: {} has {} batches, the first tensor {} ({})", what,
+                                    t.shape()[0], batches_, where));
         batches_ = t.shape()[0];
     };
     for (std::size_t k = 0; k < host_in_.size(); ++k) check(host_in_[k], "input", k);
@@ -60,9 +68,11 @@ Pipeline::Pipeline(std::vector<Tensor> host_inputs, std::vector<Tensor> host_out
     dev_out_.resize(static_cast<std::size_t>(depth));
     for (int s = 0; s < depth; ++s) {
         for (const Tensor& t : host_in_)
-            dev_in_[static_cast<std::size_t>(s)].push_back(Tensor::empty(batch_of(t, 0).shape(), t.dtype(), dev));
+            dev_in_[static_cast<std::size_t>(s)].push_back(
+                Tensor::empty(batch_of(t, 0).shape(), t.dtype(), dev));
         for (const Tensor& t : host_out_)
-            dev_out_[static_cast<std::size_t>(s)].push_back(Tensor::empty(batch_of(t, 0).shape(), t.dtype(), dev));
+            dev_out_[static_cast<std::size_t>(s)].push_back(
+                Tensor::empty(batch_of(t, 0).shape(), t.dtype(), dev));
         uploaded_.emplace_back(false);
         computed_.emplace_back(false);
         downloaded_.emplace_back(false);
@@ -85,7 +95,8 @@ void Pipeline::run(const Step& step) {
         for (std::int64_t i = 0; i < batches_ && !failed; ++i) {
             const auto s = static_cast<std::size_t>(i % depth_);
             if (i >= depth_) computed_[s].wait(upload_);  // the step of batch i - depth has read slot s
-            for (std::size_t k = 0; k < host_in_.size(); ++k) copy_async(dev_in_[s][k], batch_of(host_in_[k], i), upload_);
+            for (std::size_t k = 0; k < host_in_.size(); ++k)
+                copy_async(dev_in_[s][k], batch_of(host_in_[k], i), upload_);
             uploaded_[s].record(upload_);
             uploaded_[s].wait(compute_);
             if (i >= depth_) downloaded_[s].wait(compute_);  // batch i - depth's outputs are on the host
@@ -97,7 +108,8 @@ void Pipeline::run(const Step& step) {
             computed_[s].record(compute_);
             computed_[s].wait(download_);
             if (!failed)
-                for (std::size_t k = 0; k < host_out_.size(); ++k) copy_async(batch_of(host_out_[k], i), dev_out_[s][k], download_);
+                for (std::size_t k = 0; k < host_out_.size(); ++k)
+                    copy_async(batch_of(host_out_[k], i), dev_out_[s][k], download_);
             downloaded_[s].record(download_);
         }
     }

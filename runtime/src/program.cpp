@@ -8,22 +8,24 @@
 
 #include "gpu_internal.hpp"
 #include "host_internal.hpp"
-#include "program_graph.hpp"
 #include "loom/ir/build.hpp"
+#include "loom/ir/env.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
-#include "loom/ir/env.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/pinned.hpp"
 #include "loom/runtime/reference.hpp"
+#include "program_graph.hpp"
 
 namespace loom {
 
 namespace {
 
-bool is_aligned16(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0; }
+bool is_aligned16(const Tensor& t) {
+    return reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0;
+}
 
 }  // namespace
 
@@ -32,14 +34,20 @@ bool ArgSpec::matches(const Tensor& t) const {
            is_aligned16(t) == aligned16 && t.device() == device;
 }
 
-ArgSpec ArgSpec::of(const Tensor& t) { return {t.dtype(), t.shape(), t.strides(), is_aligned16(t), t.device()}; }
+ArgSpec ArgSpec::of(const Tensor& t) {
+    return {t.dtype(), t.shape(), t.strides(), is_aligned16(t), t.device()};
+}
 
-Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params, std::span<const Tensor* const> args,
-                 std::string name, std::source_location loc, const Options& options, std::vector<Strides> out_strides)
+Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params,
+                 std::span<const Tensor* const> args, std::string name, std::source_location loc,
+                 const Options& options, std::vector<Strides> out_strides)
     : out_strides_(std::move(out_strides)), options_(options), where_(short_location(loc)), loc_(loc) {
     if (params.size() != args.size())
-        throw InternalError(fmt::format("Program: {} placeholders for {} arguments", params.size(), args.size()));
-    if (args.empty()) throw Error(fmt::format("{}(): a traced function needs at least one tensor argument ({})", name, where_));
+        throw InternalError(
+            fmt::format("Program: {} placeholders for {} arguments", params.size(), args.size()));
+    if (args.empty())
+        throw Error(
+            fmt::format("{}(): a traced function needs at least one tensor argument ({})", name, where_));
     device_ = args[0]->device();
     for (std::size_t k = 0; k < args.size(); ++k) {
         const Tensor& t = *args[k];
@@ -50,11 +58,14 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
     }
     roots_ = ir::run_pipeline(roots, ir::standard_passes());
     if (!out_strides_.empty() && out_strides_.size() != roots_.size())
-        throw InternalError(fmt::format("Program: {} output layouts for {} results", out_strides_.size(), roots_.size()));
+        throw InternalError(
+            fmt::format("Program: {} output layouts for {} results", out_strides_.size(), roots_.size()));
     for (std::size_t r = 0; r < out_strides_.size(); ++r)
-        if (!out_strides_[r].empty() && is_contiguous(roots_[r]->shape(), out_strides_[r])) out_strides_[r].clear();
+        if (!out_strides_[r].empty() && is_contiguous(roots_[r]->shape(), out_strides_[r]))
+            out_strides_[r].clear();
     for (std::size_t r = 0; r < out_strides_.size(); ++r)
-        if (!out_strides_[r].empty() && !is_non_overlapping(roots_[r]->shape(), out_strides_[r])) overlapping_.push_back(r);
+        if (!out_strides_[r].empty() && !is_non_overlapping(roots_[r]->shape(), out_strides_[r]))
+            overlapping_.push_back(r);
     params_ = std::move(params);
     name_ = std::move(name);
     for (const ir::Node* n : ir::topo_order(roots_)) {
@@ -63,14 +74,16 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
         bool is_param = false;
         for (const auto& p : params_) is_param = is_param || p.get() == n;
         if (!is_param)
-            throw Error(fmt::format("{}(): the function reads a tensor that is not one of its arguments ({} made at "
-                                    "{}); pass it as an argument ({})",
-                                    name_, ir::describe(*n), short_location(n->loc()), where_));
+            throw Error(
+                fmt::format("{}(): the function reads a tensor that is not one of its arguments ({} made at "
+                            "{}); pass it as an argument ({})",
+                            name_, ir::describe(*n), short_location(n->loc()), where_));
     }
     // Host tensors: planned and built once for the LLVM back end, or evaluated by run() on the CPU reference.
     if (!device_.is_cuda()) {
         if (!host::use_llvm()) {
-            if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(host::explain(nullptr).c_str(), stderr);
+            if (env_list_contains("LOOM_EXPLAIN", "fusion"))
+                std::fputs(host::explain(nullptr).c_str(), stderr);
             return;
         }
         std::vector<codegen::InputLayout> layouts;
@@ -80,22 +93,30 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
             layouts.push_back({specs_[k].dtype, specs_[k].strides, false});
         }
         auto compiled = std::make_shared<host::Compiled>();
-        compiled->plan = codegen::plan_host(roots_, sources, layouts, host::planning_target(), options_, name_);
-        if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(host::explain(&compiled->plan).c_str(), stderr);
+        compiled->plan =
+            codegen::plan_host(roots_, sources, layouts, host::planning_target(), options_, name_);
+        if (env_list_contains("LOOM_EXPLAIN", "fusion"))
+            std::fputs(host::explain(&compiled->plan).c_str(), stderr);
         compiled->kernels = host::build_kernels(compiled->plan);
         host_ = std::move(compiled);
         return;
     }
     DeviceGuard guard(device_.index);
-    plan_ = plan_for(device_info(device_.index));  // partition, plan and build once: run() only binds and launches
+    plan_ = plan_for(
+        device_info(device_.index));  // partition, plan and build once: run() only binds and launches
     if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(plan_.to_string().c_str(), stderr);
     kernels_ = gpu::build_kernels(plan_, device_, where_);
-    if (options_.capture == CapturePolicy::Auto && gpu::ProgramGraphs::wanted(plan_)) graphs_ = std::make_shared<gpu::ProgramGraphs>();
+    if (options_.capture == CapturePolicy::Auto && gpu::ProgramGraphs::wanted(plan_))
+        graphs_ = std::make_shared<gpu::ProgramGraphs>();
 }
 
-GraphStats Program::graph_stats() const { return graphs_ ? graphs_->stats() : GraphStats{}; }
+GraphStats Program::graph_stats() const {
+    return graphs_ ? graphs_->stats() : GraphStats{};
+}
 
-std::size_t Program::kernels() const { return plan_.gpu.size(); }
+std::size_t Program::kernels() const {
+    return plan_.gpu.size();
+}
 
 codegen::FusionPlan Program::plan_for(const codegen::DeviceInfo& info) const {
     // The placeholders are the sources, with the layouts of the specialization: the kernels depend on the
@@ -127,33 +148,37 @@ bool Program::outputs_match(std::span<const Tensor* const> outs) const noexcept 
 void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
                   std::source_location call) const {
     if (outs.size() != roots_.size())
-        throw Error(fmt::format("{}(): {} outputs for {} results ({}; the function is defined at {})", name_, outs.size(),
-                                roots_.size(), short_location(call), where_));
+        throw Error(fmt::format("{}(): {} outputs for {} results ({}; the function is defined at {})", name_,
+                                outs.size(), roots_.size(), short_location(call), where_));
     for (std::size_t r = 0; r < outs.size(); ++r) {
         const Tensor& o = *outs[r];
         const bool view = r < out_strides_.size() && !out_strides_[r].empty();
         if (!o.defined() || o.shape() != roots_[r]->shape() || o.dtype() != roots_[r]->dtype() ||
             (view ? o.strides() != out_strides_[r] : !o.is_contiguous()) || !(o.device() == device_))
-            throw Error(fmt::format("{}(): output {} is {} but the result is {} on {}, {} ({}; the function is "
-                                    "defined at {})",
-                                    name_, r,
-                                    o.defined() ? fmt::format("{} {} on {}{}", to_string(o.shape()), name(o.dtype()),
-                                                              o.device().to_string(),
-                                                              o.is_contiguous() ? std::string()
-                                                                                : fmt::format(" with strides {}", to_string(o.strides())))
-                                                : std::string("undefined"),
-                                    ir::describe(*roots_[r]), device_.to_string(),
-                                    view ? fmt::format("strides {}", to_string(out_strides_[r])) : std::string("contiguous"),
-                                    short_location(call), where_));
+            throw Error(fmt::format(
+                "{}(): output {} is {} but the result is {} on {}, {} ({}; the function is "
+                "defined at {})",
+                name_, r,
+                o.defined()
+                    ? fmt::format("{} {} on {}{}", to_string(o.shape()), name(o.dtype()),
+                                  o.device().to_string(),
+                                  o.is_contiguous() ? std::string()
+                                                    : fmt::format(" with strides {}", to_string(o.strides())))
+                    : std::string("undefined"),
+                ir::describe(*roots_[r]), device_.to_string(),
+                view ? fmt::format("strides {}", to_string(out_strides_[r])) : std::string("contiguous"),
+                short_location(call), where_));
         if (view && std::find(overlapping_.begin(), overlapping_.end(), r) != overlapping_.end())
-            throw Error(fmt::format("{}(): output {} with strides {} overlaps itself (a broadcast view); each element needs "
-                                    "memory of its own ({}; the function is defined at {})",
-                                    name_, r, to_string(o.strides()), short_location(call), where_));
+            throw Error(fmt::format(
+                "{}(): output {} with strides {} overlaps itself (a broadcast view); each element needs "
+                "memory of its own ({}; the function is defined at {})",
+                name_, r, to_string(o.strides()), short_location(call), where_));
         for (std::size_t q = 0; q < r; ++q)
             if (outs[q]->storage() == o.storage() && o.nbytes() > 0 && outs[q]->nbytes() > 0)
-                throw Error(fmt::format("{}(): outputs {} and {} share memory; each result needs its own ({}; the function "
-                                        "is defined at {})",
-                                        name_, q, r, short_location(call), where_));
+                throw Error(fmt::format(
+                    "{}(): outputs {} and {} share memory; each result needs its own ({}; the function "
+                    "is defined at {})",
+                    name_, q, r, short_location(call), where_));
     }
     if (host_) {  // the planned host kernels, in order
         std::vector<const Tensor::Impl*> sources(args.size());

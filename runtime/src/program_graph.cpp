@@ -58,8 +58,9 @@ void StreamGraph::release() noexcept {
     captured_.clear();
 }
 
-void StreamGraph::build(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-                        std::span<const Tensor* const> outs, Device device, std::string_view where) {
+void StreamGraph::build(const codegen::FusionPlan& plan, const Kernels& kernels,
+                        std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs,
+                        Device device, std::string_view where) {
     release();
     // The run captured on a stream of the graph's own, never the caller's: other threads may be launching on
     // the caller's stream meanwhile, and their work must not land in this graph (thread-local mode: other
@@ -80,7 +81,8 @@ void StreamGraph::build(const codegen::FusionPlan& plan, const Kernels& kernels,
     LOOM_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
     captured_.resize(mem_.next_record);
     nodes_ = kernel_nodes_in_order(graph_);
-    if (nodes_.size() != captured_.size()) {  // not the chain of kernels it should be: launch kernel by kernel
+    if (nodes_.size() !=
+        captured_.size()) {  // not the chain of kernels it should be: launch kernel by kernel
         release();
         disabled_ = true;
         return;
@@ -88,9 +90,9 @@ void StreamGraph::build(const codegen::FusionPlan& plan, const Kernels& kernels,
     LOOM_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
 }
 
-bool StreamGraph::run(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-                      std::span<const Tensor* const> outs, Device device, std::string_view name, std::string_view where,
-                      loom::GraphStats& stats) {
+bool StreamGraph::run(const codegen::FusionPlan& plan, const Kernels& kernels,
+                      std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs,
+                      Device device, std::string_view name, std::string_view where, loom::GraphStats& stats) {
     std::lock_guard lock(mu_);
     if (disabled_) return false;
     const cudaStream_t stream = current_stream();
@@ -131,14 +133,20 @@ bool StreamGraph::run(const codegen::FusionPlan& plan, const Kernels& kernels, s
     if (detail::poisoned_flag()) detail::throw_poisoned();
     note_launch(name, where);
     cudaError_t e = cudaGraphLaunch(exec_, stream);
-    if (e != cudaSuccess) detail::throw_cuda_error(e, fmt::format("cudaGraphLaunch of {} ({} kernels) at {}", name, nodes_.size(), where).c_str(), __FILE__, __LINE__);
+    if (e != cudaSuccess)
+        detail::throw_cuda_error(
+            e, fmt::format("cudaGraphLaunch of {} ({} kernels) at {}", name, nodes_.size(), where).c_str(),
+            __FILE__, __LINE__);
     if (!last_) last_ = std::make_unique<Event>(false);
     last_->record(stream);
     if (sync_after_launch()) {
         e = cudaStreamSynchronize(stream);
         if (e != cudaSuccess)
-            detail::throw_cuda_error(e, fmt::format("cudaStreamSynchronize after the graph of {} at {} (LOOM_SYNC=1)", name, where).c_str(),
-                                     __FILE__, __LINE__);
+            detail::throw_cuda_error(
+                e,
+                fmt::format("cudaStreamSynchronize after the graph of {} at {} (LOOM_SYNC=1)", name, where)
+                    .c_str(),
+                __FILE__, __LINE__);
     }
     ++stats.replays;
     return true;
@@ -147,24 +155,30 @@ bool StreamGraph::run(const codegen::FusionPlan& plan, const Kernels& kernels, s
 bool ProgramGraphs::wanted(const codegen::FusionPlan& plan) {
     if (plan.gpu.size() < 2) return false;
     for (std::size_t k = 0; k < plan.gpu.size(); ++k)
-        if (plan.partition.kernels[k].family == codegen::Family::Pointwise && plan.gpu[k].pointwise.plan.params_in_memory) return false;
+        if (plan.partition.kernels[k].family == codegen::Family::Pointwise &&
+            plan.gpu[k].pointwise.plan.params_in_memory)
+            return false;
     return true;
 }
 
-bool ProgramGraphs::run(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-                        std::span<const Tensor* const> outs, Device device, std::string_view name, std::string_view where) {
+bool ProgramGraphs::run(const codegen::FusionPlan& plan, const Kernels& kernels,
+                        std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs,
+                        Device device, std::string_view name, std::string_view where) {
     const cudaStream_t stream = current_stream();
     if (is_capturing(stream)) return false;  // the caller's own capture records the kernels
     unsigned long long id = 0;
     LOOM_CUDA_CHECK(cudaStreamGetId(stream, &id));
-    const std::thread::id owner = stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
-    std::shared_ptr<StreamGraph> g;  // held through the run: another thread may drop it from the list meanwhile
+    const std::thread::id owner =
+        stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id();
+    std::shared_ptr<StreamGraph>
+        g;  // held through the run: another thread may drop it from the list meanwhile
     {
         std::lock_guard lock(mu_);
         for (const auto& p : graphs_)
             if (p->is(id, owner)) g = p;
         if (!g) {
-            if (graphs_.size() == kMaxStreams) graphs_.erase(graphs_.begin());  // the oldest stream's graph goes
+            if (graphs_.size() == kMaxStreams)
+                graphs_.erase(graphs_.begin());  // the oldest stream's graph goes
             g = graphs_.emplace_back(std::make_shared<StreamGraph>(id, owner));
         }
     }

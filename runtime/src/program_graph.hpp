@@ -22,23 +22,26 @@ namespace loom::gpu {
 
 /// The graph of one stream.
 class StreamGraph {
-public:
+  public:
     StreamGraph(unsigned long long stream_id, std::thread::id owner) : stream_id_(stream_id), owner_(owner) {}
     ~StreamGraph();
     StreamGraph(const StreamGraph&) = delete;
     StreamGraph& operator=(const StreamGraph&) = delete;
-    bool is(unsigned long long id, std::thread::id owner) const { return id == stream_id_ && owner == owner_; }
+    bool is(unsigned long long id, std::thread::id owner) const {
+        return id == stream_id_ && owner == owner_;
+    }
 
     /// Runs the plan as a graph on the current stream: builds it on the first call, else patches the
     /// parameters that changed and launches it. False when this call cannot run as a graph (nothing was
     /// issued; the caller launches kernel by kernel).
-    bool run(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-             std::span<const Tensor* const> outs, Device device, std::string_view name, std::string_view where,
-             loom::GraphStats& stats);
+    bool run(const codegen::FusionPlan& plan, const Kernels& kernels,
+             std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs, Device device,
+             std::string_view name, std::string_view where, loom::GraphStats& stats);
 
-private:
-    void build(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-               std::span<const Tensor* const> outs, Device device, std::string_view where);
+  private:
+    void build(const codegen::FusionPlan& plan, const Kernels& kernels,
+               std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs,
+               Device device, std::string_view where);
     void release() noexcept;
 
     std::mutex mu_;  // one run at a time (two threads may share a stream)
@@ -50,20 +53,22 @@ private:
     cudaGraph_t graph_ = nullptr;
     cudaGraphExec_t exec_ = nullptr;
     std::unique_ptr<Event> last_;
-    std::unique_ptr<Stream> capture_;  // where the graph is captured  // recorded after each launch: the blocks are freed after it
+    std::unique_ptr<Stream> capture_;  // where the graph is captured  // recorded after each launch: the
+                                       // blocks are freed after it
     bool disabled_ = false;
 };
 
 /// The graphs of one program, one per stream.
 class ProgramGraphs {
-public:
+  public:
     /// Whether `plan` is one that graphs replace: several kernels, none with parameters in device memory.
     static bool wanted(const codegen::FusionPlan& plan);
-    bool run(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-             std::span<const Tensor* const> outs, Device device, std::string_view name, std::string_view where);
+    bool run(const codegen::FusionPlan& plan, const Kernels& kernels,
+             std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs, Device device,
+             std::string_view name, std::string_view where);
     loom::GraphStats stats() const;
 
-private:
+  private:
     mutable std::mutex mu_;
     std::vector<std::shared_ptr<StreamGraph>> graphs_;
     loom::GraphStats stats_;  // under mu_ (updated by the stream graphs under their own lock, then here)

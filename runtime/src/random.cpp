@@ -43,7 +43,7 @@ void check_curand(curandStatus_t s, const char* call, const char* api) {
 
 /// The largest value of a 2-byte float format below the one with bits `b` (sign-magnitude order).
 std::uint16_t step_down(std::uint16_t b) {
-    if ((b & 0x7fffu) == 0) return 0x8001u;            // ±0 -> smallest negative subnormal
+    if ((b & 0x7fffu) == 0) return 0x8001u;  // ±0 -> smallest negative subnormal
     return (b & 0x8000u) ? static_cast<std::uint16_t>(b + 1) : static_cast<std::uint16_t>(b - 1);
 }
 
@@ -69,10 +69,18 @@ void convert(const D* draws, std::int64_t n, DType dtype, const Params& p, void*
             case DType::Bool:
                 static_cast<std::uint8_t*>(out)[i] = uni ? (r != 0.0) : (v > 0.0);
                 break;
-            case DType::Int8: static_cast<std::int8_t*>(out)[i] = saturate<std::int8_t>(r); break;
-            case DType::UInt8: static_cast<std::uint8_t*>(out)[i] = saturate<std::uint8_t>(r); break;
-            case DType::Int32: static_cast<std::int32_t*>(out)[i] = saturate<std::int32_t>(r); break;
-            case DType::Int64: static_cast<std::int64_t*>(out)[i] = saturate<std::int64_t>(r); break;
+            case DType::Int8:
+                static_cast<std::int8_t*>(out)[i] = saturate<std::int8_t>(r);
+                break;
+            case DType::UInt8:
+                static_cast<std::uint8_t*>(out)[i] = saturate<std::uint8_t>(r);
+                break;
+            case DType::Int32:
+                static_cast<std::int32_t*>(out)[i] = saturate<std::int32_t>(r);
+                break;
+            case DType::Int64:
+                static_cast<std::int64_t*>(out)[i] = saturate<std::int64_t>(r);
+                break;
             case DType::Float16: {
                 std::uint16_t b = double_to_half_bits(v);
                 while (uni && half_bits_to_float(b) >= p.hi) b = step_down(b);
@@ -132,7 +140,8 @@ struct Generator {
     Generator(std::uint64_t seed, const char* api) {
         check_curand(curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10),
                      "curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10)", api);
-        check_curand(curandSetPseudoRandomGeneratorSeed(g, seed), "curandSetPseudoRandomGeneratorSeed(g, seed)", api);
+        check_curand(curandSetPseudoRandomGeneratorSeed(g, seed),
+                     "curandSetPseudoRandomGeneratorSeed(g, seed)", api);
         check_curand(curandSetStream(g, current_stream()), "curandSetStream(g, stream)", api);
     }
     ~Generator() {
@@ -182,7 +191,8 @@ Tensor fill_cuda(const Shape& shape, DType dtype, std::uint64_t seed, Device dev
     generate(gen, dbl, p, scratch.ptr, even);
     LOOM_CUDA_CHECK(cudaGetLastError());
     if (direct) {
-        LOOM_CUDA_CHECK(cudaMemcpyAsync(out.data(), scratch.ptr, count * esz, cudaMemcpyDeviceToDevice, current_stream()));
+        LOOM_CUDA_CHECK(cudaMemcpyAsync(out.data(), scratch.ptr, count * esz, cudaMemcpyDeviceToDevice,
+                                        current_stream()));
         return out;
     }
     // Other dtypes and uniform values: convert on the host (synchronous copies on the current stream).
@@ -219,7 +229,9 @@ std::atomic<std::uint64_t> g_next_seed{1};
 
 }  // namespace
 
-std::uint64_t next_seed() { return g_next_seed.fetch_add(1, std::memory_order_relaxed); }
+std::uint64_t next_seed() {
+    return g_next_seed.fetch_add(1, std::memory_order_relaxed);
+}
 
 Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed, Device device) {
     return fill(shape, dtype, seed, device, Params{"random_normal()", Dist::Normal});
@@ -234,7 +246,8 @@ Tensor random_normal(const Shape& shape, DType dtype) {
     return random_normal(shape, dtype, next_seed(), d);
 }
 
-Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed, Device device) {
+Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed,
+                      Device device) {
     return fill(shape, dtype, seed, device, uniform_params(lo, hi));
 }
 

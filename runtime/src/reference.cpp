@@ -7,9 +7,9 @@
 
 #include <unordered_map>
 
+#include "loom/ir/build.hpp"
 #include "loom/ir/elementwise_impl.hpp"
 #include "loom/ir/error.hpp"
-#include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
 #include "reference_internal.hpp"
 
@@ -32,8 +32,9 @@ Tensor bound_tensor(const Node& n, const Overrides& overrides) {
         throw Error(fmt::format("reference::evaluate(): input '{}' ({}) has no tensor bound ({})", n.label(),
                                 ir::describe(n), short_location(n.loc())));
     if (t.dtype() != n.dtype() || t.shape() != n.shape())
-        throw Error(fmt::format("reference::evaluate(): input '{}' is {} but its tensor is {} {} ({})", n.label(),
-                                ir::describe(n), to_string(t.shape()), name(t.dtype()), short_location(n.loc())));
+        throw Error(fmt::format("reference::evaluate(): input '{}' is {} but its tensor is {} {} ({})",
+                                n.label(), ir::describe(n), to_string(t.shape()), name(t.dtype()),
+                                short_location(n.loc())));
     if (t.device().is_cuda()) t = t.to_host();
     return t;
 }
@@ -44,9 +45,12 @@ Tensor scalar_tensor(const Node& n, DType dt) {
     ir::ew::visit_dtype(dt, [&]<DType D>() {
         using C = ir::ew::compute_t<D>;
         C c;
-        if constexpr (D == DType::Bool) c = (v.is_float ? v.f != 0.0 : v.i != 0) ? 1 : 0;
-        else if constexpr (is_float(D)) c = static_cast<C>(v.as_double());
-        else c = static_cast<C>(v.i);
+        if constexpr (D == DType::Bool)
+            c = (v.is_float ? v.f != 0.0 : v.i != 0) ? 1 : 0;
+        else if constexpr (is_float(D))
+            c = static_cast<C>(v.as_double());
+        else
+            c = static_cast<C>(v.i);
         *static_cast<ir::ew::storage_t<D>*>(t.data()) = ir::ew::store<D>(c);
     });
     return t;
@@ -97,7 +101,8 @@ Tensor eval_node(const Node& n, const std::vector<Tensor>& args, const Overrides
                 return dt != t.dtype() ? cast_tensor(t, dt) : t;
             }
             if (n.op() == Op::Fill) return broadcast_view(scalar_tensor(n, dt), n.shape());
-            if (n.op() == Op::Iota) {  // the coordinates along the axis, viewed with stride 0 on every other axis
+            if (n.op() ==
+                Op::Iota) {  // the coordinates along the axis, viewed with stride 0 on every other axis
                 const auto axis = static_cast<std::size_t>(n.ints().at(0));
                 const std::int64_t extent = n.shape()[axis];
                 Tensor line = Tensor::host({extent}, DType::Int64);
@@ -110,11 +115,16 @@ Tensor eval_node(const Node& n, const std::vector<Tensor>& args, const Overrides
             return scalar_tensor(n, dt);
         case ir::OpKind::View:
             switch (n.op()) {
-                case Op::BroadcastTo: return broadcast_view(args.at(0), n.shape());
-                case Op::Reshape: return reshape_view(args.at(0), n.shape());
-                case Op::Permute: return permute_view(args.at(0), n.ints());
-                case Op::Slice: return slice_view(args.at(0), n.ints(), n.shape());
-                default: break;
+                case Op::BroadcastTo:
+                    return broadcast_view(args.at(0), n.shape());
+                case Op::Reshape:
+                    return reshape_view(args.at(0), n.shape());
+                case Op::Permute:
+                    return permute_view(args.at(0), n.ints());
+                case Op::Slice:
+                    return slice_view(args.at(0), n.ints(), n.shape());
+                default:
+                    break;
             }
             break;
         case ir::OpKind::Unary:
@@ -161,13 +171,16 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const Overri
     for (const auto& r : roots) {
         const Tensor& v = values[pos.at(r.get())];
         const ir::OpKind kind = ir::info(r->op()).kind;
-        const bool fresh = kind == ir::OpKind::Unary || kind == ir::OpKind::Binary || kind == ir::OpKind::Ternary ||
-                           kind == ir::OpKind::Reduce || kind == ir::OpKind::Product || r->op() == Op::Scalar || r->op() == Op::Constant;
+        const bool fresh = kind == ir::OpKind::Unary || kind == ir::OpKind::Binary ||
+                           kind == ir::OpKind::Ternary || kind == ir::OpKind::Reduce ||
+                           kind == ir::OpKind::Product || r->op() == Op::Scalar || r->op() == Op::Constant;
         // Fresh contiguous buffers are returned as they are; inputs and views are copied, so no result
         // aliases a user's tensor. (An Oracle-mode Cast between float dtypes passes its operand through.)
         const bool passed_through = r->op() == Op::Cast && mode == Mode::Oracle;
-        if (fresh && !passed_through && v.is_contiguous() && v.offset() == 0) results.push_back(v);
-        else results.push_back(materialize(v));
+        if (fresh && !passed_through && v.is_contiguous() && v.offset() == 0)
+            results.push_back(v);
+        else
+            results.push_back(materialize(v));
     }
     return results;
 }

@@ -19,7 +19,8 @@ namespace ew = ir::ew;
 /// A loop over n contiguous elements: in[k] points at operand k's storage elements, out at the result's.
 using Kernel = void (*)(const void* const* in, void* out, std::int64_t n);
 
-template <Op op, DType In, DType Out> void kernel(const void* const* in, void* out, std::int64_t n) {
+template <Op op, DType In, DType Out>
+void kernel(const void* const* in, void* out, std::int64_t n) {
     using SI = ew::storage_t<In>;
     auto* o = static_cast<ew::storage_t<Out>*>(out);
     const auto* a = static_cast<const SI*>(in[0]);
@@ -32,7 +33,8 @@ template <Op op, DType In, DType Out> void kernel(const void* const* in, void* o
         for (std::int64_t i = 0; i < n; ++i) o[i] = ew::store<Out>(ew::unary<op>(ew::load<In>(a[i])));
     } else if constexpr (rule == Rule::Compare) {
         const auto* b = static_cast<const SI*>(in[1]);
-        for (std::int64_t i = 0; i < n; ++i) o[i] = ew::compare<op>(ew::load<In>(a[i]), ew::load<In>(b[i])) ? 1 : 0;
+        for (std::int64_t i = 0; i < n; ++i)
+            o[i] = ew::compare<op>(ew::load<In>(a[i]), ew::load<In>(b[i])) ? 1 : 0;
     } else if constexpr (op == Op::Where) {
         const auto* c = static_cast<const std::uint8_t*>(in[0]);
         const auto* x = static_cast<const SI*>(in[1]);
@@ -42,29 +44,52 @@ template <Op op, DType In, DType Out> void kernel(const void* const* in, void* o
         const auto* b = static_cast<const SI*>(in[1]);
         const auto* c = static_cast<const SI*>(in[2]);
         for (std::int64_t i = 0; i < n; ++i)
-            o[i] = ew::store<Out>(ew::ternary<op>(ew::load<In>(a[i]), ew::load<In>(b[i]), ew::load<In>(c[i])));
+            o[i] =
+                ew::store<Out>(ew::ternary<op>(ew::load<In>(a[i]), ew::load<In>(b[i]), ew::load<In>(c[i])));
     } else {
         const auto* b = static_cast<const SI*>(in[1]);
-        for (std::int64_t i = 0; i < n; ++i) o[i] = ew::store<Out>(ew::binary<op>(ew::load<In>(a[i]), ew::load<In>(b[i])));
+        for (std::int64_t i = 0; i < n; ++i)
+            o[i] = ew::store<Out>(ew::binary<op>(ew::load<In>(a[i]), ew::load<In>(b[i])));
     }
 }
 
 /// Whether op is defined on operand dtype D (per its typing rule); only those loops are instantiated.
-template <Op op, DType D> constexpr bool defined_on() {
+template <Op op, DType D>
+constexpr bool defined_on() {
     switch (ew::rule_of(op)) {
-        case Rule::Numeric: case Rule::Arith: case Rule::Clamp: return D != DType::Bool;
-        case Rule::FloatMath: case Rule::FloatArith: case Rule::Rounding: return is_float(D);
-        case Rule::ToBool: case Rule::Compare: case Rule::Select: case Rule::Cast: return true;
-        case Rule::Logical: return D == DType::Bool;
-        case Rule::Bitwise: return !is_float(D);
-        case Rule::Shift: return is_integer(D);
-        case Rule::None: case Rule::SumProd: case Rule::MinMax: case Rule::Mean: case Rule::ArgMinMax:
-        case Rule::AnyAll: case Rule::MatMul: return false;
+        case Rule::Numeric:
+        case Rule::Arith:
+        case Rule::Clamp:
+            return D != DType::Bool;
+        case Rule::FloatMath:
+        case Rule::FloatArith:
+        case Rule::Rounding:
+            return is_float(D);
+        case Rule::ToBool:
+        case Rule::Compare:
+        case Rule::Select:
+        case Rule::Cast:
+            return true;
+        case Rule::Logical:
+            return D == DType::Bool;
+        case Rule::Bitwise:
+            return !is_float(D);
+        case Rule::Shift:
+            return is_integer(D);
+        case Rule::None:
+        case Rule::SumProd:
+        case Rule::MinMax:
+        case Rule::Mean:
+        case Rule::ArgMinMax:
+        case Rule::AnyAll:
+        case Rule::MatMul:
+            return false;
     }
     return false;
 }
 
-template <Op op> Kernel select_op(DType in, DType out) {
+template <Op op>
+Kernel select_op(DType in, DType out) {
     if constexpr (op == Op::Cast) {
         return ew::visit_dtype(in, [&]<DType I>() {
             return ew::visit_dtype(out, [&]<DType O>() -> Kernel { return &kernel<op, I, O>; });
@@ -90,10 +115,16 @@ Kernel select(Op op, DType in, DType out) {
 #define LOOM_REDUCE(Id, name, Rule) case Op::Id:
 #define LOOM_PRODUCT(Id, name, Rule) case Op::Id:
 #include "loom/ir/ops.def"
-            return nullptr;
-#define LOOM_UNARY(Id, name, Rule, cuda) case Op::Id: return select_op<Op::Id>(in, out);
-#define LOOM_BINARY(Id, name, Rule, cuda) case Op::Id: return select_op<Op::Id>(in, out);
-#define LOOM_TERNARY(Id, name, Rule, cuda) case Op::Id: return select_op<Op::Id>(in, out);
+        return nullptr;
+#define LOOM_UNARY(Id, name, Rule, cuda) \
+    case Op::Id:                         \
+        return select_op<Op::Id>(in, out);
+#define LOOM_BINARY(Id, name, Rule, cuda) \
+    case Op::Id:                          \
+        return select_op<Op::Id>(in, out);
+#define LOOM_TERNARY(Id, name, Rule, cuda) \
+    case Op::Id:                           \
+        return select_op<Op::Id>(in, out);
 #include "loom/ir/ops.def"
     }
     return nullptr;
@@ -105,7 +136,8 @@ Tensor run(Kernel k, const Shape& shape, const std::vector<Tensor>& args, DType 
     const std::int64_t n = out.numel();
     std::vector<Layout> layouts;
     for (const auto& a : args) {
-        if (a.numel() != n) throw InternalError("reference: elementwise operand of another size than its node");
+        if (a.numel() != n)
+            throw InternalError("reference: elementwise operand of another size than its node");
         layouts.push_back(Layout::of(a));
     }
     char* dst = static_cast<char*>(out.data());
@@ -134,8 +166,8 @@ Tensor eval_elementwise_node(const ir::Node& n, const std::vector<Tensor>& args,
     const DType in = n.op() == Op::Where ? args.at(1).dtype() : args.at(0).dtype();
     Kernel k = select(n.op(), in, out);
     if (!k)
-        throw InternalError(fmt::format("reference: no loop for {} on {} giving {}", ir::op_name(n.op()), name(in),
-                                        name(out)));
+        throw InternalError(fmt::format("reference: no loop for {} on {} giving {}", ir::op_name(n.op()),
+                                        name(in), name(out)));
     return run(k, n.shape(), args, out);
 }
 

@@ -34,7 +34,9 @@ void gather(const Layout& l, std::int64_t begin, std::int64_t n, void* dst);
 Tensor materialize(const Tensor& t);
 
 /// The dtype in which a node's values are held in `mode`: Oracle holds every float dtype as float64.
-inline DType effective(DType d, Mode mode) { return mode == Mode::Oracle && is_float(d) ? DType::Float64 : d; }
+inline DType effective(DType d, Mode mode) {
+    return mode == Mode::Oracle && is_float(d) ? DType::Float64 : d;
+}
 
 /// Evaluates an elementwise node whose operands' values are `args` (host tensors of the operands'
 /// effective dtypes, any strides); the result is a new contiguous tensor of dtype `out`.

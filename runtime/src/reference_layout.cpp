@@ -32,7 +32,8 @@ Layout Layout::of(const Tensor& t) {
 
 namespace {
 
-template <class T> void gather_t(const Layout& l, std::int64_t begin, std::int64_t n, T* dst) {
+template <class T>
+void gather_t(const Layout& l, std::int64_t begin, std::int64_t n, T* dst) {
     const T* src = reinterpret_cast<const T*>(l.base);
     if (n <= 0) return;
     if (l.rank == 0) {
@@ -83,23 +84,42 @@ void gather(const Layout& l, std::int64_t begin, std::int64_t n, void* dst) {
         if (l.rank == 0 && n > 0) {
             // a single element repeated (rank 0 or every extent 1)
             switch (l.esz) {
-                case 1: gather_t(l, begin, n, static_cast<std::uint8_t*>(dst)); return;
-                case 2: gather_t(l, begin, n, static_cast<std::uint16_t*>(dst)); return;
-                case 4: gather_t(l, begin, n, static_cast<std::uint32_t*>(dst)); return;
-                case 8: gather_t(l, begin, n, static_cast<std::uint64_t*>(dst)); return;
-                default: break;
+                case 1:
+                    gather_t(l, begin, n, static_cast<std::uint8_t*>(dst));
+                    return;
+                case 2:
+                    gather_t(l, begin, n, static_cast<std::uint16_t*>(dst));
+                    return;
+                case 4:
+                    gather_t(l, begin, n, static_cast<std::uint32_t*>(dst));
+                    return;
+                case 8:
+                    gather_t(l, begin, n, static_cast<std::uint64_t*>(dst));
+                    return;
+                default:
+                    break;
             }
         } else {
-            std::memcpy(dst, l.base + begin * static_cast<std::int64_t>(l.esz), static_cast<std::size_t>(n) * l.esz);
+            std::memcpy(dst, l.base + begin * static_cast<std::int64_t>(l.esz),
+                        static_cast<std::size_t>(n) * l.esz);
             return;
         }
     }
     switch (l.esz) {
-        case 1: gather_t(l, begin, n, static_cast<std::uint8_t*>(dst)); return;
-        case 2: gather_t(l, begin, n, static_cast<std::uint16_t*>(dst)); return;
-        case 4: gather_t(l, begin, n, static_cast<std::uint32_t*>(dst)); return;
-        case 8: gather_t(l, begin, n, static_cast<std::uint64_t*>(dst)); return;
-        default: break;
+        case 1:
+            gather_t(l, begin, n, static_cast<std::uint8_t*>(dst));
+            return;
+        case 2:
+            gather_t(l, begin, n, static_cast<std::uint16_t*>(dst));
+            return;
+        case 4:
+            gather_t(l, begin, n, static_cast<std::uint32_t*>(dst));
+            return;
+        case 8:
+            gather_t(l, begin, n, static_cast<std::uint64_t*>(dst));
+            return;
+        default:
+            break;
     }
     throw InternalError("reference gather: bad element size");
 }
@@ -109,9 +129,8 @@ Tensor materialize(const Tensor& t) {
     const Layout l = Layout::of(t);
     char* dst = static_cast<char*>(out.data());
     const auto esz = static_cast<std::int64_t>(l.esz);
-    loom::detail::parallel_for(t.numel(), kBlock * 4, [&](std::int64_t b, std::int64_t e) {
-        gather(l, b, e - b, dst + b * esz);
-    });
+    loom::detail::parallel_for(t.numel(), kBlock * 4,
+                               [&](std::int64_t b, std::int64_t e) { gather(l, b, e - b, dst + b * esz); });
     return out;
 }
 

@@ -10,7 +10,8 @@
 
 namespace loom::reference {
 
-std::vector<Tensor> evaluate_partition(const codegen::Partition& partition, const std::vector<ir::NodePtr>& roots) {
+std::vector<Tensor> evaluate_partition(const codegen::Partition& partition,
+                                       const std::vector<ir::NodePtr>& roots) {
     using codegen::Slot;
     std::vector<std::optional<Tensor>> temps(partition.temps.size()), results(roots.size());
     for (std::size_t k = 0; k < partition.kernels.size(); ++k) {
@@ -25,13 +26,15 @@ std::vector<Tensor> evaluate_partition(const codegen::Partition& partition, cons
             outputs.insert(outputs.end(), kernel.group.row_outputs.begin(), kernel.group.row_outputs.end());
         }
         if (outputs.size() != kernel.writes.size())
-            throw InternalError(fmt::format("evaluate_partition(): kernel {} ({}) has {} outputs and {} destinations", k,
-                                            kernel.name, outputs.size(), kernel.writes.size()));
+            throw InternalError(
+                fmt::format("evaluate_partition(): kernel {} ({}) has {} outputs and {} destinations", k,
+                            kernel.name, outputs.size(), kernel.writes.size()));
         std::vector<Tensor> values;
         try {
             values = evaluate(outputs, bind);
         } catch (const Error& e) {  // a placeholder without a tensor: no earlier kernel wrote that temporary
-            throw InternalError(fmt::format("evaluate_partition(): kernel {} ({}): {}", k, kernel.name, e.what()));
+            throw InternalError(
+                fmt::format("evaluate_partition(): kernel {} ({}): {}", k, kernel.name, e.what()));
         }
         for (std::size_t j = 0; j < values.size(); ++j) {
             const Slot& w = kernel.writes[j];
@@ -39,9 +42,10 @@ std::vector<Tensor> evaluate_partition(const codegen::Partition& partition, cons
             if (w.kind == Slot::Kind::Temp) {
                 const ir::Node& ph = *partition.temps.at(i).placeholder;
                 if (values[j].dtype() != ph.dtype() || values[j].shape() != ph.shape())
-                    throw InternalError(fmt::format("evaluate_partition(): kernel {} writes {} {} into temporary t{} of {} {}", k,
-                                                    name(values[j].dtype()), to_string(values[j].shape()), i,
-                                                    name(ph.dtype()), to_string(ph.shape())));
+                    throw InternalError(fmt::format(
+                        "evaluate_partition(): kernel {} writes {} {} into temporary t{} of {} {}", k,
+                        name(values[j].dtype()), to_string(values[j].shape()), i, name(ph.dtype()),
+                        to_string(ph.shape())));
                 temps[i] = values[j];
             } else if (w.kind == Slot::Kind::Root) {
                 results.at(i) = values[j];
@@ -52,7 +56,8 @@ std::vector<Tensor> evaluate_partition(const codegen::Partition& partition, cons
     }
     std::vector<Tensor> out;
     for (std::size_t i = 0; i < results.size(); ++i) {
-        if (!results[i]) throw InternalError(fmt::format("evaluate_partition(): no kernel writes root {}", i));
+        if (!results[i])
+            throw InternalError(fmt::format("evaluate_partition(): no kernel writes root {}", i));
         if (results[i]->dtype() != roots[i]->dtype() || results[i]->shape() != roots[i]->shape())
             throw InternalError(fmt::format("evaluate_partition(): root {} is {} {}, written as {} {}", i,
                                             name(roots[i]->dtype()), to_string(roots[i]->shape()),

@@ -18,40 +18,60 @@ using ir::Op;
 namespace ew = ir::ew;
 
 /// Accumulator of argmin/argmax: a value and its index in the reduced range (-1: no element yet).
-template <class C> struct Arg {
+template <class C>
+struct Arg {
     C v{};
     std::int64_t idx = -1;
 };
 
 /// The accumulation of reduction `op` on input dtype In giving dtype Out: accumulator type A, its
 /// identity, the conversion of one element, the combination of two partials and the final value.
-template <Op op, DType In, DType Out> struct Reducer {
+template <Op op, DType In, DType Out>
+struct Reducer {
     using C = ew::compute_t<In>;
     static constexpr bool float_in = is_float(In);
     static constexpr bool is_arg = op == Op::ArgMin || op == Op::ArgMax;
     using A = std::conditional_t<
         is_arg, Arg<C>,
-        std::conditional_t<op == Op::Any || op == Op::All, std::uint8_t,
-                           std::conditional_t<(op == Op::Sum || op == Op::Prod || op == Op::Mean) && !float_in,
-                                              std::int64_t, C>>>;
+        std::conditional_t<
+            op == Op::Any || op == Op::All, std::uint8_t,
+            std::conditional_t<(op == Op::Sum || op == Op::Prod || op == Op::Mean) && !float_in, std::int64_t,
+                               C>>>;
 
     static A identity() {
-        if constexpr (is_arg) return A{};
-        else if constexpr (op == Op::Any) return 0;
-        else if constexpr (op == Op::All) return 1;
-        else if constexpr (op == Op::Sum || op == Op::Mean) { if constexpr (float_in) return C(-0.0); else return 0; }
-        else if constexpr (op == Op::Prod) return A(1);
+        if constexpr (is_arg)
+            return A{};
+        else if constexpr (op == Op::Any)
+            return 0;
+        else if constexpr (op == Op::All)
+            return 1;
+        else if constexpr (op == Op::Sum || op == Op::Mean) {
+            if constexpr (float_in)
+                return C(-0.0);
+            else
+                return 0;
+        } else if constexpr (op == Op::Prod)
+            return A(1);
         else if constexpr (op == Op::Min) {
-            if constexpr (float_in) return std::numeric_limits<C>::infinity(); else return std::numeric_limits<C>::max();
+            if constexpr (float_in)
+                return std::numeric_limits<C>::infinity();
+            else
+                return std::numeric_limits<C>::max();
         } else {
-            if constexpr (float_in) return -std::numeric_limits<C>::infinity(); else return std::numeric_limits<C>::lowest();
+            if constexpr (float_in)
+                return -std::numeric_limits<C>::infinity();
+            else
+                return std::numeric_limits<C>::lowest();
         }
     }
 
     static A element(C x, std::int64_t index) {
-        if constexpr (is_arg) return A{x, index};
-        else if constexpr (op == Op::Any || op == Op::All) return ew::truthy(x) ? 1 : 0;
-        else return static_cast<A>(x);  // integers widen to int64 (exact); floats unchanged
+        if constexpr (is_arg)
+            return A{x, index};
+        else if constexpr (op == Op::Any || op == Op::All)
+            return ew::truthy(x) ? 1 : 0;
+        else
+            return static_cast<A>(x);  // integers widen to int64 (exact); floats unchanged
     }
 
     static A combine(A a, A b) {
@@ -73,9 +93,15 @@ template <Op op, DType In, DType Out> struct Reducer {
         } else if constexpr (op == Op::All) {
             return static_cast<A>(a & b);
         } else if constexpr (op == Op::Sum || op == Op::Mean) {
-            if constexpr (float_in) return a + b; else return ew::wrap_add(a, b);
+            if constexpr (float_in)
+                return a + b;
+            else
+                return ew::wrap_add(a, b);
         } else if constexpr (op == Op::Prod) {
-            if constexpr (float_in) return a * b; else return ew::wrap_mul(a, b);
+            if constexpr (float_in)
+                return a * b;
+            else
+                return ew::wrap_mul(a, b);
         } else if constexpr (op == Op::Min) {
             return ew::minimum(a, b);
         } else {
@@ -106,19 +132,31 @@ template <Op op, DType In, DType Out> struct Reducer {
     }
 };
 
-template <Op op, DType In, DType Out> constexpr bool valid_reduction() {
+template <Op op, DType In, DType Out>
+constexpr bool valid_reduction() {
     switch (op) {
-        case Op::Sum: case Op::Prod: return Out == (is_float(In) ? In : DType::Int64);
-        case Op::Mean: return is_float(In) ? Out == In : (Out == DType::Float32 || Out == DType::Float64);
-        case Op::Min: case Op::Max: return Out == In;
-        case Op::ArgMin: case Op::ArgMax: return Out == DType::Int64;
-        case Op::Any: case Op::All: return Out == DType::Bool;
-        default: return false;
+        case Op::Sum:
+        case Op::Prod:
+            return Out == (is_float(In) ? In : DType::Int64);
+        case Op::Mean:
+            return is_float(In) ? Out == In : (Out == DType::Float32 || Out == DType::Float64);
+        case Op::Min:
+        case Op::Max:
+            return Out == In;
+        case Op::ArgMin:
+        case Op::ArgMax:
+            return Out == DType::Int64;
+        case Op::Any:
+        case Op::All:
+            return Out == DType::Bool;
+        default:
+            return false;
     }
 }
 
 /// The partial of one chunk: n elements x[0..n) whose reduced indices start at `first`.
-template <class R, class S> typename R::A reduce_chunk(const S* x, std::int64_t n, std::int64_t first) {
+template <class R, class S>
+typename R::A reduce_chunk(const S* x, std::int64_t n, std::int64_t first) {
     using A = typename R::A;
     constexpr DType In = R::in_dtype;
     A lanes[kReduceLanes];
@@ -137,14 +175,17 @@ template <class R, class S> typename R::A reduce_chunk(const S* x, std::int64_t 
     return active > 0 ? lanes[0] : R::identity();
 }
 
-template <Op op, DType In, DType Out> struct ReducerWithIn : Reducer<op, In, Out> {
+template <Op op, DType In, DType Out>
+struct ReducerWithIn : Reducer<op, In, Out> {
     static constexpr DType in_dtype = In;
 };
 
 /// The partial of one chunk of the column order: the elements accumulated one after the other.
-template <class R, class S> typename R::A reduce_chunk_sequential(const S* x, std::int64_t n, std::int64_t first) {
+template <class R, class S>
+typename R::A reduce_chunk_sequential(const S* x, std::int64_t n, std::int64_t first) {
     typename R::A acc = R::identity();
-    for (std::int64_t i = 0; i < n; ++i) acc = R::combine(acc, R::element(ew::load<R::in_dtype>(x[i]), first + i));
+    for (std::int64_t i = 0; i < n; ++i)
+        acc = R::combine(acc, R::element(ew::load<R::in_dtype>(x[i]), first + i));
     return acc;
 }
 
@@ -179,19 +220,23 @@ void run_reduction(const Tensor& v, std::int64_t outputs, std::int64_t L, bool c
         }
     });
     auto* dst = static_cast<ew::storage_t<Out>*>(out.data());
-    loom::detail::parallel_for(outputs, std::max<std::int64_t>(1, kBlock / std::max<std::int64_t>(chunks, 1)),
-                               [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t o = b; o < e; ++o) {  // each output's partials, combined in place (read once)
-            const A acc = chunks == 0 ? R::identity()
-                                      : pairwise_tree(std::span<A>(partials).subspan(static_cast<std::size_t>(o * chunks),
-                                                                                     static_cast<std::size_t>(chunks)),
-                                                      R::combine);
-            dst[o] = R::finish(acc, L);
-        }
-    });
+    loom::detail::parallel_for(
+        outputs, std::max<std::int64_t>(1, kBlock / std::max<std::int64_t>(chunks, 1)),
+        [&](std::int64_t b, std::int64_t e) {
+            for (std::int64_t o = b; o < e; ++o) {  // each output's partials, combined in place (read once)
+                const A acc =
+                    chunks == 0
+                        ? R::identity()
+                        : pairwise_tree(std::span<A>(partials).subspan(static_cast<std::size_t>(o * chunks),
+                                                                       static_cast<std::size_t>(chunks)),
+                                        R::combine);
+                dst[o] = R::finish(acc, L);
+            }
+        });
 }
 
-template <Op op> void dispatch(const Tensor& v, std::int64_t outputs, std::int64_t L, bool columns, Tensor& out) {
+template <Op op>
+void dispatch(const Tensor& v, std::int64_t outputs, std::int64_t L, bool columns, Tensor& out) {
     ew::visit_dtype(v.dtype(), [&]<DType In>() {
         ew::visit_dtype(out.dtype(), [&]<DType Out>() {
             if constexpr (valid_reduction<op, In, Out>()) {
@@ -229,16 +274,35 @@ Tensor eval_reduction_node(const ir::Node& n, const Tensor& x, DType out) {
     Tensor result = Tensor::host(n.shape(), out);
     if (outputs == 0) return result;
     switch (n.op()) {
-        case Op::Sum: dispatch<Op::Sum>(v, outputs, L, columns, result); break;
-        case Op::Prod: dispatch<Op::Prod>(v, outputs, L, columns, result); break;
-        case Op::Min: dispatch<Op::Min>(v, outputs, L, columns, result); break;
-        case Op::Max: dispatch<Op::Max>(v, outputs, L, columns, result); break;
-        case Op::Mean: dispatch<Op::Mean>(v, outputs, L, columns, result); break;
-        case Op::ArgMin: dispatch<Op::ArgMin>(v, outputs, L, columns, result); break;
-        case Op::ArgMax: dispatch<Op::ArgMax>(v, outputs, L, columns, result); break;
-        case Op::Any: dispatch<Op::Any>(v, outputs, L, columns, result); break;
-        case Op::All: dispatch<Op::All>(v, outputs, L, columns, result); break;
-        default: throw InternalError(fmt::format("reference: {} is not a reduction", ir::op_name(n.op())));
+        case Op::Sum:
+            dispatch<Op::Sum>(v, outputs, L, columns, result);
+            break;
+        case Op::Prod:
+            dispatch<Op::Prod>(v, outputs, L, columns, result);
+            break;
+        case Op::Min:
+            dispatch<Op::Min>(v, outputs, L, columns, result);
+            break;
+        case Op::Max:
+            dispatch<Op::Max>(v, outputs, L, columns, result);
+            break;
+        case Op::Mean:
+            dispatch<Op::Mean>(v, outputs, L, columns, result);
+            break;
+        case Op::ArgMin:
+            dispatch<Op::ArgMin>(v, outputs, L, columns, result);
+            break;
+        case Op::ArgMax:
+            dispatch<Op::ArgMax>(v, outputs, L, columns, result);
+            break;
+        case Op::Any:
+            dispatch<Op::Any>(v, outputs, L, columns, result);
+            break;
+        case Op::All:
+            dispatch<Op::All>(v, outputs, L, columns, result);
+            break;
+        default:
+            throw InternalError(fmt::format("reference: {} is not a reduction", ir::op_name(n.op())));
     }
     return result;
 }

@@ -18,7 +18,8 @@ thread_local cudaStream_t t_current = cudaStreamPerThread;
 struct JoinEvent {
     cudaEvent_t event = nullptr;
     ~JoinEvent() {
-        if (event && !detail::exiting_flag()) (void)cudaEventDestroy(event);  // at exit: goes with the process
+        if (event && !detail::exiting_flag())
+            (void)cudaEventDestroy(event);  // at exit: goes with the process
     }
 };
 
@@ -30,9 +31,13 @@ cudaEvent_t join_event() {
 
 }  // namespace
 
-cudaStream_t current_stream() noexcept { return t_current; }
+cudaStream_t current_stream() noexcept {
+    return t_current;
+}
 
-StreamGuard::StreamGuard(cudaStream_t stream) : previous_(t_current), stream_(stream) { t_current = stream; }
+StreamGuard::StreamGuard(cudaStream_t stream) : previous_(t_current), stream_(stream) {
+    t_current = stream;
+}
 
 StreamGuard::~StreamGuard() {
     t_current = previous_;
@@ -49,14 +54,18 @@ StreamGuard::~StreamGuard() {
     }
 }
 
-void synchronize() { synchronize(current_stream()); }
+void synchronize() {
+    synchronize(current_stream());
+}
 
 void synchronize(cudaStream_t stream) {
     require_cuda("synchronize()");
     if (is_capturing(stream))
-        throw Error("synchronize(): the stream is being captured into a CUDA graph (cudaStreamBeginCapture), and "
-                    "synchronizing it would invalidate the capture; end the capture (cudaStreamEndCapture) first, then "
-                    "launch the graph and synchronize");
+        throw Error(
+            "synchronize(): the stream is being captured into a CUDA graph (cudaStreamBeginCapture), and "
+            "synchronizing it would invalidate the capture; end the capture (cudaStreamEndCapture) first, "
+            "then "
+            "launch the graph and synchronize");
     LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -79,7 +88,9 @@ Stream& Stream::operator=(Stream&& other) noexcept {
     return *this;
 }
 
-void Stream::synchronize() const { loom::synchronize(stream_); }
+void Stream::synchronize() const {
+    loom::synchronize(stream_);
+}
 
 Event::Event(bool timing) {
     require_cuda("Event");
@@ -98,11 +109,17 @@ Event& Event::operator=(Event&& other) noexcept {
     return *this;
 }
 
-void Event::record(cudaStream_t stream) { LOOM_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+void Event::record(cudaStream_t stream) {
+    LOOM_CUDA_CHECK(cudaEventRecord(event_, stream));
+}
 
-void Event::wait(cudaStream_t stream) const { LOOM_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+void Event::wait(cudaStream_t stream) const {
+    LOOM_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
+}
 
-void Event::synchronize() const { LOOM_CUDA_CHECK(cudaEventSynchronize(event_)); }
+void Event::synchronize() const {
+    LOOM_CUDA_CHECK(cudaEventSynchronize(event_));
+}
 
 bool Event::done() const {
     if (detail::poisoned_flag()) detail::throw_poisoned();

@@ -33,8 +33,8 @@ void check_shape(const char* api, const Shape& shape, DType dtype) {
     }
     std::int64_t bytes = 0;
     if (overflow || __builtin_mul_overflow(n, static_cast<std::int64_t>(itemsize(dtype)), &bytes))
-        throw Error(fmt::format("{}: shape {} {} has more elements or bytes than a 64-bit count can hold", api,
-                                to_string(shape), name(dtype)));
+        throw Error(fmt::format("{}: shape {} {} has more elements or bytes than a 64-bit count can hold",
+                                api, to_string(shape), name(dtype)));
 }
 
 std::int64_t storage_offset_of(const Tensor& t, std::int64_t linear) {
@@ -88,33 +88,51 @@ const Tensor::Impl& Tensor::checked() const {
     return *impl_;
 }
 
-DType Tensor::dtype() const { return checked().dtype; }
-const Shape& Tensor::shape() const { return checked().shape; }
-const Strides& Tensor::strides() const { return checked().strides; }
-std::int64_t Tensor::offset() const { return checked().offset; }
-Device Tensor::device() const { return checked().storage->device; }
-const std::shared_ptr<Storage>& Tensor::storage() const { return checked().storage; }
-
-void* Tensor::data() const {
-    return static_cast<char*>(checked().storage->ptr) + impl_->offset * static_cast<std::int64_t>(itemsize(dtype()));
+DType Tensor::dtype() const {
+    return checked().dtype;
+}
+const Shape& Tensor::shape() const {
+    return checked().shape;
+}
+const Strides& Tensor::strides() const {
+    return checked().strides;
+}
+std::int64_t Tensor::offset() const {
+    return checked().offset;
+}
+Device Tensor::device() const {
+    return checked().storage->device;
+}
+const std::shared_ptr<Storage>& Tensor::storage() const {
+    return checked().storage;
 }
 
-bool Tensor::is_contiguous() const { return loom::is_contiguous(shape(), strides()); }
+void* Tensor::data() const {
+    return static_cast<char*>(checked().storage->ptr) +
+           impl_->offset * static_cast<std::int64_t>(itemsize(dtype()));
+}
+
+bool Tensor::is_contiguous() const {
+    return loom::is_contiguous(shape(), strides());
+}
 
 Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, std::int64_t offset) const {
     check_shape("Tensor::as_strided()", shape, dtype());
     if (strides.size() != shape.size())
-        throw Error(fmt::format("Tensor::as_strided(): {} strides for shape {}", strides.size(), to_string(shape)));
+        throw Error(
+            fmt::format("Tensor::as_strided(): {} strides for shape {}", strides.size(), to_string(shape)));
     // Owned storage knows its size: every element the view reaches must lie inside it.
     const Storage& st = *impl_->storage;
     if (st.release && loom::numel(shape) > 0) {
         std::int64_t lo = offset, hi = offset;
-        for (std::size_t k = 0; k < shape.size(); ++k) (strides[k] < 0 ? lo : hi) += strides[k] * (shape[k] - 1);
+        for (std::size_t k = 0; k < shape.size(); ++k)
+            (strides[k] < 0 ? lo : hi) += strides[k] * (shape[k] - 1);
         const auto capacity = static_cast<std::int64_t>(st.bytes / itemsize(dtype()));
         if (lo < 0 || hi >= capacity)
-            throw Error(fmt::format("Tensor::as_strided(): shape {}, strides {} and offset {} reach elements {} to {} "
-                                    "of a storage of {} {} elements",
-                                    to_string(shape), to_string(strides), offset, lo, hi, capacity, name(dtype())));
+            throw Error(fmt::format(
+                "Tensor::as_strided(): shape {}, strides {} and offset {} reach elements {} to {} "
+                "of a storage of {} {} elements",
+                to_string(shape), to_string(strides), offset, lo, hi, capacity, name(dtype())));
     }
     auto impl = std::make_shared<Impl>();
     impl->storage = impl_->storage;
@@ -145,8 +163,9 @@ Tensor Tensor::to(Device device) const {
         }
         const std::size_t span = static_cast<std::size_t>(hi - lo + 1) * esz;
         Tensor flat = empty({hi - lo + 1}, dtype(), Device::cpu());
-        memory::copy(flat.data(), Device::cpu(), static_cast<const char*>(data()) + lo * static_cast<std::int64_t>(esz),
-                     this->device(), span);
+        memory::copy(flat.data(), Device::cpu(),
+                     static_cast<const char*>(data()) + lo * static_cast<std::int64_t>(esz), this->device(),
+                     span);
         src = flat.as_strided(shape(), strides(), -lo);
     }
     Tensor host = device.is_cuda() ? empty(shape(), dtype(), Device::cpu()) : out;
@@ -154,43 +173,67 @@ Tensor Tensor::to(Device device) const {
     auto* dst = static_cast<char*>(host.data());
     const std::int64_t n = numel();
     for (std::int64_t i = 0; i < n; ++i)
-        std::memcpy(dst + i * static_cast<std::int64_t>(esz), base + storage_offset_of(src, i) * static_cast<std::int64_t>(esz), esz);
+        std::memcpy(dst + i * static_cast<std::int64_t>(esz),
+                    base + storage_offset_of(src, i) * static_cast<std::int64_t>(esz), esz);
     if (device.is_cuda()) memory::copy(out.data(), device, host.data(), Device::cpu(), nbytes());
     return out;
 }
 
 double Tensor::get_double(std::int64_t linear) const {
-    if (device().is_cuda()) throw Error("Tensor::get_double(): tensor is on " + device().to_string() + "; copy it to the host first");
+    if (device().is_cuda())
+        throw Error("Tensor::get_double(): tensor is on " + device().to_string() +
+                    "; copy it to the host first");
     if (linear < 0 || linear >= numel())
-        throw Error(fmt::format("Tensor::get_double(): index {} out of range for shape {}", linear, to_string(shape())));
-    const char* p = static_cast<const char*>(data()) + storage_offset_of(*this, linear) * static_cast<std::int64_t>(itemsize(dtype()));
+        throw Error(fmt::format("Tensor::get_double(): index {} out of range for shape {}", linear,
+                                to_string(shape())));
+    const char* p = static_cast<const char*>(data()) +
+                    storage_offset_of(*this, linear) * static_cast<std::int64_t>(itemsize(dtype()));
     switch (dtype()) {
-        case DType::Bool: return *reinterpret_cast<const std::uint8_t*>(p) ? 1.0 : 0.0;
-        case DType::Int8: return *reinterpret_cast<const std::int8_t*>(p);
-        case DType::UInt8: return *reinterpret_cast<const std::uint8_t*>(p);
-        case DType::Int32: return *reinterpret_cast<const std::int32_t*>(p);
-        case DType::Int64: return static_cast<double>(*reinterpret_cast<const std::int64_t*>(p));
-        case DType::Float16: return half_bits_to_float(*reinterpret_cast<const std::uint16_t*>(p));
-        case DType::BFloat16: return bf16_bits_to_float(*reinterpret_cast<const std::uint16_t*>(p));
-        case DType::Float32: return *reinterpret_cast<const float*>(p);
-        case DType::Float64: return *reinterpret_cast<const double*>(p);
+        case DType::Bool:
+            return *reinterpret_cast<const std::uint8_t*>(p) ? 1.0 : 0.0;
+        case DType::Int8:
+            return *reinterpret_cast<const std::int8_t*>(p);
+        case DType::UInt8:
+            return *reinterpret_cast<const std::uint8_t*>(p);
+        case DType::Int32:
+            return *reinterpret_cast<const std::int32_t*>(p);
+        case DType::Int64:
+            return static_cast<double>(*reinterpret_cast<const std::int64_t*>(p));
+        case DType::Float16:
+            return half_bits_to_float(*reinterpret_cast<const std::uint16_t*>(p));
+        case DType::BFloat16:
+            return bf16_bits_to_float(*reinterpret_cast<const std::uint16_t*>(p));
+        case DType::Float32:
+            return *reinterpret_cast<const float*>(p);
+        case DType::Float64:
+            return *reinterpret_cast<const double*>(p);
     }
     throw InternalError("get_double: bad dtype");
 }
 
 std::int64_t Tensor::get_int(std::int64_t linear) const {
     if (is_float(dtype())) return static_cast<std::int64_t>(get_double(linear));
-    if (device().is_cuda()) throw Error("Tensor::get_int(): tensor is on " + device().to_string() + "; copy it to the host first");
+    if (device().is_cuda())
+        throw Error("Tensor::get_int(): tensor is on " + device().to_string() +
+                    "; copy it to the host first");
     if (linear < 0 || linear >= numel())
-        throw Error(fmt::format("Tensor::get_int(): index {} out of range for shape {}", linear, to_string(shape())));
-    const char* p = static_cast<const char*>(data()) + storage_offset_of(*this, linear) * static_cast<std::int64_t>(itemsize(dtype()));
+        throw Error(
+            fmt::format("Tensor::get_int(): index {} out of range for shape {}", linear, to_string(shape())));
+    const char* p = static_cast<const char*>(data()) +
+                    storage_offset_of(*this, linear) * static_cast<std::int64_t>(itemsize(dtype()));
     switch (dtype()) {
-        case DType::Bool: return *reinterpret_cast<const std::uint8_t*>(p) ? 1 : 0;
-        case DType::Int8: return *reinterpret_cast<const std::int8_t*>(p);
-        case DType::UInt8: return *reinterpret_cast<const std::uint8_t*>(p);
-        case DType::Int32: return *reinterpret_cast<const std::int32_t*>(p);
-        case DType::Int64: return *reinterpret_cast<const std::int64_t*>(p);
-        default: break;
+        case DType::Bool:
+            return *reinterpret_cast<const std::uint8_t*>(p) ? 1 : 0;
+        case DType::Int8:
+            return *reinterpret_cast<const std::int8_t*>(p);
+        case DType::UInt8:
+            return *reinterpret_cast<const std::uint8_t*>(p);
+        case DType::Int32:
+            return *reinterpret_cast<const std::int32_t*>(p);
+        case DType::Int64:
+            return *reinterpret_cast<const std::int64_t*>(p);
+        default:
+            break;
     }
     throw InternalError("get_int: bad dtype");
 }

@@ -19,18 +19,21 @@ namespace loom::detail {
 
 namespace {
 
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                                 const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
+                                 CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                 CUtensorMapFloatOOBfill);
 
 // The driver's cuTensorMapEncodeTiled (CUDA 12.0's signature), resolved once.
 EncodeTiled encode_tiled() {
     static const EncodeTiled fn = [] {
         void* f = nullptr;
         cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-        LOOM_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
+        LOOM_CUDA_CHECK(
+            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
         if (found != cudaDriverEntryPointSuccess || f == nullptr)
-            throw Error(fmt::format("tensor maps: the driver has no cuTensorMapEncodeTiled (query result {})", static_cast<int>(found)));
+            throw Error(fmt::format("tensor maps: the driver has no cuTensorMapEncodeTiled (query result {})",
+                                    static_cast<int>(found)));
         return reinterpret_cast<EncodeTiled>(f);
     }();
     return fn;
@@ -60,7 +63,8 @@ std::size_t g_encodes = 0;
 
 }  // namespace
 
-void encode_tensor_map(const codegen::TensorMapSpec& spec, std::span<std::byte, codegen::kTensorMapBytes> out) {
+void encode_tensor_map(const codegen::TensorMapSpec& spec,
+                       std::span<std::byte, codegen::kTensorMapBytes> out) {
     static_assert(sizeof(CUtensorMap) == codegen::kTensorMapBytes, "CUtensorMap is not 128 bytes");
     const std::uint64_t key = key_of(spec);
     {
@@ -72,18 +76,22 @@ void encode_tensor_map(const codegen::TensorMapSpec& spec, std::span<std::byte, 
         }
     }
     if (spec.dtype != DType::BFloat16 && spec.dtype != DType::Float16)
-        throw InternalError(fmt::format("encode_tensor_map(): {} maps only 16-bit elements", spec.to_string()));
+        throw InternalError(
+            fmt::format("encode_tensor_map(): {} maps only 16-bit elements", spec.to_string()));
     Entry e{spec, {}};
     const cuuint64_t dims[3] = {spec.dims[0], spec.dims[1], spec.dims[2]};
     const cuuint64_t strides[2] = {spec.strides[0], spec.strides[1]};
     const cuuint32_t box[3] = {spec.box[0], spec.box[1], spec.box[2]};
     const cuuint32_t element_strides[3] = {1, 1, 1};
-    const CUresult r = encode_tiled()(&e.map, spec.dtype == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                      static_cast<cuuint32_t>(spec.rank), const_cast<void*>(spec.address), dims, strides, box,
-                                      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r = encode_tiled()(
+        &e.map,
+        spec.dtype == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        static_cast<cuuint32_t>(spec.rank), const_cast<void*>(spec.address), dims, strides, box,
+        element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-        throw Error(fmt::format("tensor maps: cuTensorMapEncodeTiled({}) failed with CUresult {}", spec.to_string(), static_cast<int>(r)));
+        throw Error(fmt::format("tensor maps: cuTensorMapEncodeTiled({}) failed with CUresult {}",
+                                spec.to_string(), static_cast<int>(r)));
     std::memcpy(out.data(), &e.map, sizeof(CUtensorMap));
     std::lock_guard lock(g_mu);
     ++g_encodes;

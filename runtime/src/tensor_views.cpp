@@ -17,12 +17,15 @@ namespace loom {
 namespace {
 
 std::string describe(const Tensor& t) {
-    return fmt::format("{} {} (strides [{}])", to_string(t.shape()), name(t.dtype()), fmt::join(t.strides(), ", "));
+    return fmt::format("{} {} (strides [{}])", to_string(t.shape()), name(t.dtype()),
+                       fmt::join(t.strides(), ", "));
 }
 
 /// An IR stand-in for `t`'s shape: the view constructors check the arguments and give the result's shape
 /// and attributes exactly as for a lazy Array.
-ir::NodePtr stand_in(const Tensor& t) { return ir::input(t.dtype(), t.shape(), "tensor"); }
+ir::NodePtr stand_in(const Tensor& t) {
+    return ir::input(t.dtype(), t.shape(), "tensor");
+}
 
 }  // namespace
 
@@ -49,7 +52,8 @@ Tensor Tensor::permute(const std::vector<std::int64_t>& perm) const {
 
 Tensor Tensor::transposed() const {
     if (rank() < 2)
-        throw Error(fmt::format("transposed(): a tensor of rank {} ({}) has no two axes to swap", rank(), describe(*this)));
+        throw Error(fmt::format("transposed(): a tensor of rank {} ({}) has no two axes to swap", rank(),
+                                describe(*this)));
     std::vector<std::int64_t> perm(static_cast<std::size_t>(rank()));
     std::iota(perm.begin(), perm.end(), 0);
     std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
@@ -60,8 +64,8 @@ Tensor Tensor::reshape(Shape shape) const {
     shape = ir::reshape(stand_in(*this), std::move(shape))->shape();  // checks the element count, infers -1
     if (shape == this->shape()) return *this;
     // Strides without a copy (NumPy's attempt_nocopy_reshape): walk the old and new dimensions in groups of
-    // equal element counts; each old group must be laid out as one run (stride[k] = stride[k+1] * extent[k+1])
-    // and its new dimensions get the run's strides.
+    // equal element counts; each old group must be laid out as one run (stride[k] = stride[k+1] *
+    // extent[k+1]) and its new dimensions get the run's strides.
     Shape os;
     Strides ost;
     for (std::size_t k = 0; k < this->shape().size(); ++k)
@@ -71,9 +75,10 @@ Tensor Tensor::reshape(Shape shape) const {
         }
     Strides nst(shape.size(), 0);
     const auto fail = [&] {
-        throw Error(fmt::format("reshape(): {} cannot be viewed as {} without a copy (its dimensions are not laid out one "
-                                "after the other); reshape a lazy Array instead, which copies",
-                                describe(*this), to_string(shape)));
+        throw Error(fmt::format(
+            "reshape(): {} cannot be viewed as {} without a copy (its dimensions are not laid out one "
+            "after the other); reshape a lazy Array instead, which copies",
+            describe(*this), to_string(shape)));
     };
     if (numel() == 0) {  // any strides do
         std::int64_t s = 1;
@@ -138,8 +143,12 @@ Tensor Tensor::squeeze(std::int64_t axis) const {
 
 Tensor Tensor::unsqueeze(std::int64_t axis) const {
     const int a = normalize_axis(axis, rank() + 1);
-    if (a < 0) throw Error(fmt::format("unsqueeze(): axis {} is out of range for {} (0 to {})", axis, describe(*this), rank()));
-    if (rank() + 1 > kMaxRank) throw Error(fmt::format("unsqueeze(): {} has the maximum rank {} already", describe(*this), kMaxRank));
+    if (a < 0)
+        throw Error(fmt::format("unsqueeze(): axis {} is out of range for {} (0 to {})", axis,
+                                describe(*this), rank()));
+    if (rank() + 1 > kMaxRank)
+        throw Error(
+            fmt::format("unsqueeze(): {} has the maximum rank {} already", describe(*this), kMaxRank));
     Shape s(shape());
     Strides st(strides());
     const std::size_t k = static_cast<std::size_t>(a);
@@ -150,7 +159,9 @@ Tensor Tensor::unsqueeze(std::int64_t axis) const {
 
 Tensor Tensor::view(DType to) const {
     const std::size_t from_size = itemsize(dtype()), to_size = itemsize(to);
-    const auto misaligned = [&](std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(data()) % bytes != 0; };
+    const auto misaligned = [&](std::size_t bytes) {
+        return reinterpret_cast<std::uintptr_t>(data()) % bytes != 0;
+    };
     if (from_size == to_size) {
         auto impl = std::make_shared<Impl>(*impl_);
         impl->dtype = to;
@@ -158,18 +169,21 @@ Tensor Tensor::view(DType to) const {
         return Tensor(std::move(impl));
     }
     if (rank() == 0 || strides().back() != 1 || shape().back() == 0)
-        throw Error(fmt::format("view(): {} as {} changes the element size, which needs a contiguous last axis", describe(*this),
-                                name(to)));
+        throw Error(
+            fmt::format("view(): {} as {} changes the element size, which needs a contiguous last axis",
+                        describe(*this), name(to)));
     const std::size_t row_bytes = static_cast<std::size_t>(shape().back()) * from_size;
     const std::size_t off_bytes = static_cast<std::size_t>(offset()) * from_size;
     if (row_bytes % to_size != 0 || off_bytes % to_size != 0 || misaligned(to_size))
-        throw Error(fmt::format("view(): {} as {}: the last axis ({} bytes) and element 0 (byte {} of its storage) must "
-                                "divide by {} bytes",
-                                describe(*this), name(to), row_bytes, off_bytes, to_size));
+        throw Error(fmt::format(
+            "view(): {} as {}: the last axis ({} bytes) and element 0 (byte {} of its storage) must "
+            "divide by {} bytes",
+            describe(*this), name(to), row_bytes, off_bytes, to_size));
     for (std::size_t k = 0; k + 1 < strides().size(); ++k)
         if ((static_cast<std::size_t>(strides()[k]) * from_size) % to_size != 0)
-            throw Error(fmt::format("view(): {} as {}: the stride of axis {} is not a whole number of {}-byte elements",
-                                    describe(*this), name(to), k, to_size));
+            throw Error(fmt::format(
+                "view(): {} as {}: the stride of axis {} is not a whole number of {}-byte elements",
+                describe(*this), name(to), k, to_size));
     auto impl = std::make_shared<Impl>();
     impl->storage = impl_->storage;
     impl->dtype = to;
@@ -177,12 +191,15 @@ Tensor Tensor::view(DType to) const {
     impl->shape.back() = static_cast<std::int64_t>(row_bytes / to_size);
     impl->strides = strides();
     for (std::size_t k = 0; k + 1 < impl->strides.size(); ++k)
-        impl->strides[k] = static_cast<std::int64_t>(static_cast<std::size_t>(strides()[k]) * from_size / to_size);
+        impl->strides[k] =
+            static_cast<std::int64_t>(static_cast<std::size_t>(strides()[k]) * from_size / to_size);
     impl->offset = static_cast<std::int64_t>(off_bytes / to_size);
     return Tensor(std::move(impl));
 }
 
-bool Tensor::is_non_overlapping() const { return loom::is_non_overlapping(shape(), strides()); }
+bool Tensor::is_non_overlapping() const {
+    return loom::is_non_overlapping(shape(), strides());
+}
 
 void Tensor::copy_converted(void* dst, DType to) const {
     const Tensor h = reference::cast(*this, to);  // a contiguous host copy, converted as a cast converts

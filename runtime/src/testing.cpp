@@ -1,8 +1,6 @@
 // Test helpers: ULP-aware tolerances derived from a graph, comparisons, reference checks, random fills.
 #include "loom/runtime/testing.hpp"
 
-#include "loom/codegen/options.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,6 +13,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "loom/codegen/options.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/elementwise_impl.hpp"
 #include "loom/ir/error.hpp"
@@ -31,20 +30,34 @@ namespace ew = ir::ew;
 /// Significand bits including the implicit one, and the smallest normal exponent.
 int precision(DType d) {
     switch (d) {
-        case DType::Float16: return 11;
-        case DType::BFloat16: return 8;
-        case DType::Float32: return 24;
-        case DType::Float64: return 53;
-        case DType::Bool: case DType::Int8: case DType::UInt8: case DType::Int32: case DType::Int64: return 0;
+        case DType::Float16:
+            return 11;
+        case DType::BFloat16:
+            return 8;
+        case DType::Float32:
+            return 24;
+        case DType::Float64:
+            return 53;
+        case DType::Bool:
+        case DType::Int8:
+        case DType::UInt8:
+        case DType::Int32:
+        case DType::Int64:
+            return 0;
     }
     return 0;
 }
 int min_exponent(DType d) {
     switch (d) {
-        case DType::Float16: return -14;
-        case DType::BFloat16: case DType::Float32: return -126;
-        case DType::Float64: return -1022;
-        default: return 0;
+        case DType::Float16:
+            return -14;
+        case DType::BFloat16:
+        case DType::Float32:
+            return -126;
+        case DType::Float64:
+            return -1022;
+        default:
+            return 0;
     }
 }
 
@@ -74,7 +87,7 @@ double host_max_ulp(Op op, DType dtype) {
     // the reference takes from the C library (docs/semantics.md, section 5).
     const ir::UlpBound& b = ir::info(op).gpu_ulp;
     if (!is_float(dtype) || (b.f32 == 0.0 && b.f64 == 0.0)) return 0.0;
-    if (is_half(dtype)) return 0.0;  // included in gpu_max_ulp's one ulp of the half dtype
+    if (is_half(dtype)) return 0.0;              // included in gpu_max_ulp's one ulp of the half dtype
     return dtype == DType::Float32 ? 1.0 : 2.0;  // a double function rounded once; glibc's maxima for double
 }
 
@@ -93,10 +106,17 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
         double e = 0.0;
         const Op op = n->op();
         switch (ir::info(op).kind) {
-            case ir::OpKind::Leaf: e = 0.0; break;
-            case ir::OpKind::View: e = in_max; break;
-            case ir::OpKind::Unary: case ir::OpKind::Binary: case ir::OpKind::Ternary:
-            case ir::OpKind::Reduce: case ir::OpKind::Product: {
+            case ir::OpKind::Leaf:
+                e = 0.0;
+                break;
+            case ir::OpKind::View:
+                e = in_max;
+                break;
+            case ir::OpKind::Unary:
+            case ir::OpKind::Binary:
+            case ir::OpKind::Ternary:
+            case ir::OpKind::Reduce:
+            case ir::OpKind::Product: {
                 const ir::Rule rule = ir::info(op).rule;
                 if (!is_float(dt)) {
                     // A discrete result (compare, floor of an int, cast to int, argmax...) of approximate
@@ -112,12 +132,14 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
                 } else if (rule == ir::Rule::FloatMath) {
                     double g = gpu_max_ulp(op, dt);
                     const double h = host_max_ulp(op, dt);
-                    // Fast math replaces the float32 functions with the hardware intrinsics; float64 is unchanged.
-                    if (fast_math && dt != DType::Float64 && g > 0.0) g = is_half(dt) ? 1.0 + kFastMathUlp : kFastMathUlp;
+                    // Fast math replaces the float32 functions with the hardware intrinsics; float64 is
+                    // unchanged.
+                    if (fast_math && dt != DType::Float64 && g > 0.0)
+                        g = is_half(dt) ? 1.0 + kFastMathUlp : kFastMathUlp;
                     e = g + h + in_sum;  // first order: the argument's error with condition number 1
                     if (g + h > 0.0) parts[std::string(ir::op_name(op))] += g + h;
-                } else if (op == Op::Floor || op == Op::Ceil || op == Op::Round || op == Op::Trunc || op == Op::Sign ||
-                           op == Op::FloorDiv || op == Op::Mod || op == Op::Rem) {
+                } else if (op == Op::Floor || op == Op::Ceil || op == Op::Round || op == Op::Trunc ||
+                           op == Op::Sign || op == Op::FloorDiv || op == Op::Mod || op == Op::Rem) {
                     if (in_max > 0.0) unstable = true;  // discontinuous: may jump by a whole step
                     e = in_max;
                 } else if (op == Op::Neg || op == Op::Abs || op == Op::Relu || op == Op::Minimum ||
@@ -154,16 +176,17 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
     t.ulps = e;
     t.abs = e * std::ldexp(1.0, 1 - precision(root->dtype())) * std::max(1.0, scale);
     const bool widened = fast_math && root->dtype() != DType::Float64;
-    if (widened) t.abs = std::max({t.abs, kFastMathAbs * std::max(1.0, scale), 0x1p-126});  // flushed subnormals
+    if (widened)
+        t.abs = std::max({t.abs, kFastMathAbs * std::max(1.0, scale), 0x1p-126});  // flushed subnormals
     std::string list;
     for (const auto& [name, u] : parts) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", name, u);
-    t.derivation = fmt::format("{} ulp ({}), absolute floor {:g} = {} * eps({}) * {:g}{}{}", e, list, t.abs, e,
-                               name(root->dtype()), std::max(1.0, scale),
-                               unstable ? "; discrete values computed from approximate floats may flip" : "",
-                               widened ? fmt::format("; widened for fast math: {} ulp per float32 function, absolute "
-                                                     "floor at least {:g} * {:g}, subnormals may flush to zero",
-                                                     kFastMathUlp, kFastMathAbs, std::max(1.0, scale))
-                                       : std::string());
+    t.derivation = fmt::format(
+        "{} ulp ({}), absolute floor {:g} = {} * eps({}) * {:g}{}{}", e, list, t.abs, e, name(root->dtype()),
+        std::max(1.0, scale), unstable ? "; discrete values computed from approximate floats may flip" : "",
+        widened ? fmt::format("; widened for fast math: {} ulp per float32 function, absolute "
+                              "floor at least {:g} * {:g}, subnormals may flush to zero",
+                              kFastMathUlp, kFastMathAbs, std::max(1.0, scale))
+                : std::string());
     return t;
 }
 
@@ -228,12 +251,13 @@ std::string value_text(double v, bool is_int) {
 
 }  // namespace
 
-Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolerance& tol, const std::string& what) {
+Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolerance& tol,
+                   const std::string& what) {
     Comparison c;
     if (got_in.shape() != expected_in.shape()) {
         c.ok = false;
-        c.message = fmt::format("{}: shape {} differs from the expected shape {}", what, to_string(got_in.shape()),
-                                to_string(expected_in.shape()));
+        c.message = fmt::format("{}: shape {} differs from the expected shape {}", what,
+                                to_string(got_in.shape()), to_string(expected_in.shape()));
         return c;
     }
     const Tensor got = got_in.to_host();
@@ -241,8 +265,8 @@ Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolera
     const bool fl = is_float(got.dtype());
     if (fl != is_float(expected.dtype())) {
         c.ok = false;
-        c.message = fmt::format("{}: dtype {} cannot be compared with expected dtype {}", what, name(got.dtype()),
-                                name(expected.dtype()));
+        c.message = fmt::format("{}: dtype {} cannot be compared with expected dtype {}", what,
+                                name(got.dtype()), name(expected.dtype()));
         return c;
     }
     const std::int64_t n = got.numel();
@@ -280,8 +304,10 @@ Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolera
                 } else {
                     const double diff = std::fabs(g - r);
                     x.badness = diff / ulp_of(r, gd);
-                    if (tol.is_exact()) x.mismatch = g != r || std::signbit(g) != std::signbit(r);
-                    else x.mismatch = !(diff <= tol.abs || x.badness <= tol.ulps);
+                    if (tol.is_exact())
+                        x.mismatch = g != r || std::signbit(g) != std::signbit(r);
+                    else
+                        x.mismatch = !(diff <= tol.abs || x.badness <= tol.ulps);
                 }
             }
             if (x.mismatch) ++bad;
@@ -294,29 +320,32 @@ Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolera
     c.mismatches = mismatches;
     c.ok = mismatches == 0;
     const std::string tol_text =
-        tol.is_exact() ? std::string("exact") : fmt::format("{} ulp or {:g} absolute: {}", tol.ulps, tol.abs, tol.derivation);
+        tol.is_exact() ? std::string("exact")
+                       : fmt::format("{} ulp or {:g} absolute: {}", tol.ulps, tol.abs, tol.derivation);
     set_worst(c, worst, got.shape());
     c.worst_ulps = fl && worst.index >= 0 ? worst.badness : 0.0;
     if (c.ok) {
-        c.message = fmt::format("{}: all {} elements match (tolerance {}; largest error {:g} ulp)", what, n, tol_text,
-                                c.worst_ulps > 0 ? c.worst_ulps : 0.0);
+        c.message = fmt::format("{}: all {} elements match (tolerance {}; largest error {:g} ulp)", what, n,
+                                tol_text, c.worst_ulps > 0 ? c.worst_ulps : 0.0);
     } else {
         c.message = fmt::format(
-            "{}: {} of {} elements differ (tolerance {}); worst at [{}] (linear index {}): got {} expected {}{}", what,
-            c.mismatches, n, tol_text, fmt::join(c.worst_multi_index, ", "), c.worst_index,
+            "{}: {} of {} elements differ (tolerance {}); worst at [{}] (linear index {}): got {} expected "
+            "{}{}",
+            what, c.mismatches, n, tol_text, fmt::join(c.worst_multi_index, ", "), c.worst_index,
             value_text(c.worst_got, !fl), value_text(c.worst_expected, !fl),
             fl ? fmt::format(" ({:g} ulp of {})", c.worst_ulps, name(gd)) : std::string());
     }
     return c;
 }
 
-Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Tensor& b, const std::string& what,
-                                 ProductPrecision product_precision) {
+Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Tensor& b,
+                                 const std::string& what, ProductPrecision product_precision) {
     const reference::ProductBound pb = reference::product_bound(a, b, product_precision);
     Comparison c;
     if (got_in.shape() != pb.value.shape()) {
         c.ok = false;
-        c.message = fmt::format("{}: shape {} differs from the product's {}", what, to_string(got_in.shape()), to_string(pb.value.shape()));
+        c.message = fmt::format("{}: shape {} differs from the product's {}", what, to_string(got_in.shape()),
+                                to_string(pb.value.shape()));
         return c;
     }
     // The product's dtype rounds the accumulator once (a result cast to a wider dtype keeps that rounding);
@@ -324,19 +353,25 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
     const DType pd = a.dtype();
     const bool exact = !is_float(pd);
     const int p = precision(pd), emax = 1 - min_exponent(pd);
-    const double u = exact ? 0.0 : std::ldexp(1.0, -p);                           // unit roundoff
+    const double u = exact ? 0.0 : std::ldexp(1.0, -p);                          // unit roundoff
     const double s = exact ? 0.0 : std::ldexp(1.0, min_exponent(pd) - (p - 1));  // smallest subnormal
-    const double overflow = std::ldexp(1.0, emax + 1) - std::ldexp(1.0, emax - p);  // the largest value + half an ulp
+    const double overflow =
+        std::ldexp(1.0, emax + 1) - std::ldexp(1.0, emax - p);  // the largest value + half an ulp
     const std::int64_t K = a.shape().back();
     if (!exact && !std::isfinite(reference::product_bound_factor(K, product_precision))) {
         c.ok = false;
-        c.message = fmt::format("{}: K = {} makes the tensor-core bound vacuous ({} 2^-22 >= 1): nothing can be checked against it", what, K,
-                                product_precision == ProductPrecision::TF32x3 ? "3K" : "K");
+        c.message = fmt::format(
+            "{}: K = {} makes the tensor-core bound vacuous ({} 2^-22 >= 1): nothing can be checked against "
+            "it",
+            what, K, product_precision == ProductPrecision::TF32x3 ? "3K" : "K");
         return c;
     }
-    const std::string factor = product_precision == ProductPrecision::TF32 ? fmt::format("(2^-10 + 2^-22 + gamma(K = {}, 2^-22) (1 + 2^-10 + 2^-22))", K)
-                               : product_precision == ProductPrecision::TF32x3 ? fmt::format("(3 2^-22 + gamma(3K = {}, 2^-22)) (1 + 2^-9)", 3 * K)
-                                                                       : fmt::format("gamma(K = {}, 2^-22)", K);
+    const std::string factor =
+        product_precision == ProductPrecision::TF32
+            ? fmt::format("(2^-10 + 2^-22 + gamma(K = {}, 2^-22) (1 + 2^-10 + 2^-22))", K)
+        : product_precision == ProductPrecision::TF32x3
+            ? fmt::format("(3 2^-22 + gamma(3K = {}, 2^-22)) (1 + 2^-9)", 3 * K)
+            : fmt::format("gamma(K = {}, 2^-22)", K);
     const Tensor got = reference::cast(got_in, DType::Float64);
     const auto* g = static_cast<const double*>(got.data());
     const auto* v = static_cast<const double*>(pb.value.data());
@@ -357,17 +392,22 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
             x.expected = v[i];
             if (exact) {
                 // The exact sum (|C| < 2^53 for any int8 product a tensor holds) modulo 2^32, as int32.
-                x.mismatch = g[i] != static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v[i]))));
+                x.mismatch = g[i] != static_cast<double>(static_cast<std::int32_t>(
+                                         static_cast<std::uint32_t>(static_cast<std::int64_t>(v[i]))));
             } else if (!std::isfinite(v[i])) {
                 // An Inf or NaN operand: IEEE's result (Inf of C's sign, or NaN), whatever the bound says.
                 x.mismatch = std::isnan(v[i]) ? !std::isnan(g[i]) : g[i] != v[i];
             } else if (std::isinf(g[i])) {
                 // Overflow only where the bound reaches the dtype's overflow threshold, with C's sign.
-                x.mismatch = std::fabs(v[i]) + limit_of(i) < overflow || std::signbit(g[i]) != std::signbit(v[i]);
+                x.mismatch =
+                    std::fabs(v[i]) + limit_of(i) < overflow || std::signbit(g[i]) != std::signbit(v[i]);
             } else {
-                const double err = std::fabs(g[i] - v[i]), limit = limit_of(i);  // err is NaN for a NaN result
+                const double err = std::fabs(g[i] - v[i]),
+                             limit = limit_of(i);  // err is NaN for a NaN result
                 x.mismatch = !(err <= limit);
-                x.badness = x.mismatch ? (std::isnan(err) ? kInf : err / limit) : limit > 0 ? err / limit : 0.0;
+                x.badness = x.mismatch  ? (std::isnan(err) ? kInf : err / limit)
+                            : limit > 0 ? err / limit
+                                        : 0.0;
             }
             if (x.mismatch && x.badness < 0) x.badness = kInf;
             if (x.mismatch) ++bad;
@@ -380,19 +420,23 @@ Comparison compare_product_bound(const Tensor& got_in, const Tensor& a, const Te
     c.ok = c.mismatches == 0;
     set_worst(c, worst, got.shape());
     if (c.worst_index >= 0 && std::isfinite(c.worst_got) && std::isfinite(c.worst_expected))
-        c.worst_ulps = std::fabs(c.worst_got - c.worst_expected) / ulp_of(c.worst_expected, exact ? DType::Float64 : pd);
+        c.worst_ulps =
+            std::fabs(c.worst_got - c.worst_expected) / ulp_of(c.worst_expected, exact ? DType::Float64 : pd);
     c.message = fmt::format(
-        "{}: {} of {} elements outside the tensor-core bound {} |A||B| (1 + u) + u |C| + {} (u = {}, {} product{}); "
+        "{}: {} of {} elements outside the tensor-core bound {} |A||B| (1 + u) + u |C| + {} (u = {}, {} "
+        "product{}); "
         "worst at [{}]: got {}, exact {}, bound {} (error {:.3g} of the bound)",
-        what, c.mismatches, n, factor, s, u, name(pd), exact ? ": exact, modulo 2^32" : "", fmt::join(c.worst_multi_index, ", "), c.worst_got,
-        c.worst_expected, c.worst_index >= 0 ? limit_of(c.worst_index) : 0.0, worst.badness);
+        what, c.mismatches, n, factor, s, u, name(pd), exact ? ": exact, modulo 2^32" : "",
+        fmt::join(c.worst_multi_index, ", "), c.worst_got, c.worst_expected,
+        c.worst_index >= 0 ? limit_of(c.worst_index) : 0.0, worst.badness);
     return c;
 }
 
 Comparison check_against_reference(const std::vector<ir::NodePtr>& roots, const std::vector<Tensor>& results,
                                    const reference::Overrides& overrides) {
     if (roots.size() != results.size())
-        throw Error(fmt::format("check_against_reference(): {} results for {} roots", results.size(), roots.size()));
+        throw Error(
+            fmt::format("check_against_reference(): {} results for {} roots", results.size(), roots.size()));
     const std::vector<Tensor> expected = reference::evaluate(roots, overrides);
     Comparison summary;
     for (std::size_t k = 0; k < roots.size(); ++k) {
@@ -405,8 +449,9 @@ Comparison check_against_reference(const std::vector<ir::NodePtr>& roots, const 
             }
         }
         const Tolerance tol = tolerance_for(roots[k], scale, current_options().fast_math);
-        Comparison c = compare(results[k], expected[k], tol,
-                               fmt::format("result {} ({}, {})", k, ir::describe(*roots[k]), short_location(roots[k]->loc())));
+        Comparison c = compare(
+            results[k], expected[k], tol,
+            fmt::format("result {} ({}, {})", k, ir::describe(*roots[k]), short_location(roots[k]->loc())));
         if (!c.ok) return c;
         summary.count += c.count;
         summary.message += (summary.message.empty() ? "" : "\n") + c.message;

@@ -40,7 +40,9 @@ bool should_fail_armed(testing::FaultSite site, int* error) noexcept {
     return true;
 }
 
-void note_host_allocation(int delta) noexcept { g_live_host.fetch_add(delta, std::memory_order_relaxed); }
+void note_host_allocation(int delta) noexcept {
+    g_live_host.fetch_add(delta, std::memory_order_relaxed);
+}
 
 }  // namespace detail
 
@@ -75,7 +77,9 @@ std::uint64_t faults_injected(FaultSite site) {
     return detail::sites()[static_cast<unsigned>(site)].injected.load(std::memory_order_relaxed);
 }
 
-std::int64_t live_host_allocations() { return detail::g_live_host.load(std::memory_order_relaxed); }
+std::int64_t live_host_allocations() {
+    return detail::g_live_host.load(std::memory_order_relaxed);
+}
 
 }  // namespace testing
 

@@ -28,7 +28,9 @@ std::uint64_t splitmix64(std::uint64_t x) {
 }
 
 /// Uniform double in [0, 1) with 53 random bits.
-double unit(std::mt19937_64& g) { return static_cast<double>(g() >> 11) * 0x1.0p-53; }
+double unit(std::mt19937_64& g) {
+    return static_cast<double>(g() >> 11) * 0x1.0p-53;
+}
 
 void require_contiguous(const char* api, const Tensor& t) {
     if (!t.defined() || !t.is_contiguous())
@@ -37,7 +39,8 @@ void require_contiguous(const char* api, const Tensor& t) {
 }
 
 /// Runs `fill(host)` on t directly when it is on the host, else on a host buffer copied to the device.
-template <class F> void fill_host(Tensor& t, F&& fill) {
+template <class F>
+void fill_host(Tensor& t, F&& fill) {
     if (!t.device().is_cuda()) {
         fill(t);
         return;
@@ -68,16 +71,20 @@ void fill_random(Tensor& t, std::uint64_t seed, const Random& dist) {
                         } else {
                             // Box-Muller: one normal draw from two uniforms, u1 in (0, 1].
                             const double u1 = 1.0 - unit(g), u2 = unit(g);
-                            v = dist.a + dist.b * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+                            v = dist.a +
+                                dist.b * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
                         }
                         p[i] = ew::store<D>(ew::cast<D, DType::Float64>(v));
                     } else {
                         using C = ew::compute_t<D>;
-                        const double lo_d = std::max(std::ceil(dist.a), static_cast<double>(std::numeric_limits<C>::lowest()));
-                        const double hi_d = std::min(std::floor(dist.b), static_cast<double>(std::numeric_limits<C>::max()));
+                        const double lo_d = std::max(std::ceil(dist.a),
+                                                     static_cast<double>(std::numeric_limits<C>::lowest()));
+                        const double hi_d =
+                            std::min(std::floor(dist.b), static_cast<double>(std::numeric_limits<C>::max()));
                         const auto lo = ew::float_to_int<std::int64_t>(lo_d);
                         const auto hi = std::max(lo, ew::float_to_int<std::int64_t>(hi_d));
-                        const std::uint64_t range = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1u;
+                        const std::uint64_t range =
+                            static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1u;
                         const std::uint64_t r = range == 0 ? g() : g() % range;  // range 0: all 2^64 values
                         p[i] = static_cast<S>(static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + r));
                     }
@@ -103,15 +110,33 @@ void poison(Tensor& t) {
             std::fill(p, p + n, value);
         };
         switch (h.dtype()) {
-            case DType::Bool: fill(std::uint8_t{0xa5}); break;
-            case DType::Int8: fill(std::int8_t{-101}); break;
-            case DType::UInt8: fill(std::uint8_t{165}); break;
-            case DType::Int32: fill(static_cast<std::int32_t>(0xdeadbeefu)); break;
-            case DType::Int64: fill(static_cast<std::int64_t>(0xdeadbeefdeadbeefull)); break;
-            case DType::Float16: fill(std::uint16_t{0x7e5a}); break;
-            case DType::BFloat16: fill(std::uint16_t{0x7fda}); break;
-            case DType::Float32: fill(std::uint32_t{0x7fc0deadu}); break;
-            case DType::Float64: fill(std::uint64_t{0x7ff8deaddeaddeadull}); break;
+            case DType::Bool:
+                fill(std::uint8_t{0xa5});
+                break;
+            case DType::Int8:
+                fill(std::int8_t{-101});
+                break;
+            case DType::UInt8:
+                fill(std::uint8_t{165});
+                break;
+            case DType::Int32:
+                fill(static_cast<std::int32_t>(0xdeadbeefu));
+                break;
+            case DType::Int64:
+                fill(static_cast<std::int64_t>(0xdeadbeefdeadbeefull));
+                break;
+            case DType::Float16:
+                fill(std::uint16_t{0x7e5a});
+                break;
+            case DType::BFloat16:
+                fill(std::uint16_t{0x7fda});
+                break;
+            case DType::Float32:
+                fill(std::uint32_t{0x7fc0deadu});
+                break;
+            case DType::Float64:
+                fill(std::uint64_t{0x7ff8deaddeaddeadull});
+                break;
         }
     });
 }

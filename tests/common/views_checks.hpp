@@ -8,9 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <vector>
-
 #include <loom/loom.hpp>
+#include <vector>
 
 namespace views_checks {
 
@@ -30,7 +29,9 @@ inline Tensor host_copy(const Tensor& t) {
 }
 
 /// Two values read as float64 agree: equal, or both NaN.
-inline bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+inline bool same_value(double a, double b) {
+    return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 /// Writes `value` into `view` (a view of contiguous `base`, same storage) with assign() and checks that every
 /// element of the view equals the reference's value of `value` and that every element of `base` outside the
@@ -67,8 +68,11 @@ inline void check_write(const Tensor& base, const Tensor& view, const Array& val
             if (first_wrong < 0) first_wrong = o;
         }
     }
-    CHECK_MESSAGE(wrong_inside == 0, "elements of the view that differ from the reference (first at storage offset ", first_wrong, ")");
-    CHECK_MESSAGE(wrong_outside == 0, "elements outside the view that changed (first at storage offset ", first_wrong, ")");
+    CHECK_MESSAGE(wrong_inside == 0,
+                  "elements of the view that differ from the reference (first at storage offset ",
+                  first_wrong, ")");
+    CHECK_MESSAGE(wrong_outside == 0, "elements outside the view that changed (first at storage offset ",
+                  first_wrong, ")");
 }
 
 /// A random contiguous tensor on `dev`.
@@ -130,9 +134,11 @@ inline void check_aligned_writes(Device dev) {
                 for (std::int64_t step : {1, 2, -1}) {
                     CAPTURE(step);
                     const Tensor base = random_on({2 * n + 9}, d, ++seed, dev);
-                    // Step -1: elements off + n - 1 down to off (stop off - 1, or "to the front" at offset 0).
-                    const Tensor view = step > 0 || n == 0 ? base.slice({{off, off + step * n, step}})
-                                                           : base.slice({{off + n - 1, off == 0 ? kNone : off - 1, -1}});
+                    // Step -1: elements off + n - 1 down to off (stop off - 1, or "to the front" at offset
+                    // 0).
+                    const Tensor view = step > 0 || n == 0
+                                            ? base.slice({{off, off + step * n, step}})
+                                            : base.slice({{off + n - 1, off == 0 ? kNone : off - 1, -1}});
                     REQUIRE(view.numel() == n);
                     check_write(base, view, value_like(view, ++seed, dev));
                 }
@@ -181,26 +187,30 @@ inline void check_factories(Device dev) {
         for (DType d : {int8, uint8, int32, float16, bfloat16, float32, float64}) {
             CAPTURE(name(d));
             const Tensor got = arange(0.0, static_cast<double>(n), 1.0, d, dev).eval();
-            const Tensor want = reference::evaluate(arange(0.0, static_cast<double>(n), 1.0, d, Device::cpu()).node());
+            const Tensor want =
+                reference::evaluate(arange(0.0, static_cast<double>(n), 1.0, d, Device::cpu()).node());
             const testing::Comparison c = testing::compare(got, want, testing::Tolerance::exact(), "arange");
             CHECK_MESSAGE(c.ok, c.message);
         }
     }
     const auto f = arange(0.5, 3.0, 0.1, float32, dev).eval().to_vector<float>();
     REQUIRE(f.size() == 25);
-    for (std::size_t i = 0; i < f.size(); ++i) CHECK(f[i] == static_cast<float>(0.5 + static_cast<double>(i) * 0.1));
+    for (std::size_t i = 0; i < f.size(); ++i)
+        CHECK(f[i] == static_cast<float>(0.5 + static_cast<double>(i) * 0.1));
     const auto l = linspace(-1.0, 2.0, 7, float64, true, dev).eval().to_vector<double>();
     REQUIRE(l.size() == 7);
     for (std::size_t i = 0; i + 1 < l.size(); ++i) CHECK(l[i] == -1.0 + static_cast<double>(i) * 0.5);
     CHECK(l.back() == 2.0);
-    CHECK(linspace(0.0, 1.0, 4, float32, false, dev).eval().to_vector<float>() == std::vector<float>{0.0f, 0.25f, 0.5f, 0.75f});
+    CHECK(linspace(0.0, 1.0, 4, float32, false, dev).eval().to_vector<float>() ==
+          std::vector<float>{0.0f, 0.25f, 0.5f, 0.75f});
     for (DType d : kAllDTypes) {
         CAPTURE(name(d));
         for (double x : zeros({3, 33}, d, dev).eval().to_vector<double>()) REQUIRE(x == 0.0);
         for (double x : ones({2, 2, 5}, d, dev).eval().to_vector<double>()) REQUIRE(x == 1.0);
     }
     CHECK(full({4}, 2.5, bfloat16, dev).eval().to_vector<float>() == std::vector<float>(4, 2.5f));
-    CHECK(eye(3, 4, 1, int32, dev).eval().to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+    CHECK(eye(3, 4, 1, int32, dev).eval().to_vector<std::int32_t>() ==
+          std::vector<std::int32_t>{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
     CHECK(eye(2, -1, 0, float32, dev).eval().to_vector<float>() == std::vector<float>{1, 0, 0, 1});
     CHECK(Tensor(zeros({3}, float32, dev)).device() == dev);
 }

@@ -5,11 +5,6 @@
 //
 // Usage: loom_disk_cache_stress --dir DIR [--processes 8] [--rounds 3] [--kernels 10] [--run]
 // Exit status 0 when every process in every round succeeded. (--child is the per-process mode it spawns.)
-#include <loom/loom.hpp>
-#include <loom/runtime/disk_cache.hpp>
-#include <loom/runtime/kernel_cache.hpp>
-#include <loom/runtime/testing.hpp>
-
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -20,6 +15,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <loom/loom.hpp>
+#include <loom/runtime/disk_cache.hpp>
+#include <loom/runtime/kernel_cache.hpp>
+#include <loom/runtime/testing.hpp>
 #include <random>
 #include <string>
 #include <thread>
@@ -60,18 +59,21 @@ int child_main(const Args& a) {
     while (!fs::exists(go)) std::this_thread::sleep_for(std::chrono::microseconds(200));  // start together
     std::vector<int> order(static_cast<std::size_t>(a.kernels));
     for (int k = 0; k < a.kernels; ++k) order[static_cast<std::size_t>(k)] = k;
-    std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(a.child * 7919 + ::getpid())));
+    std::shuffle(order.begin(), order.end(),
+                 std::mt19937(static_cast<unsigned>(a.child * 7919 + ::getpid())));
     const std::uint64_t nvrtc_before = nvrtc::compile_count();
     int failures = 0;
     for (int k : order) {
         if (a.run) {
-            Tensor x = random_uniform({4097}, float32, -2, 2, static_cast<std::uint64_t>(k + 1), Device::cuda(0));
+            Tensor x =
+                random_uniform({4097}, float32, -2, 2, static_cast<std::uint64_t>(k + 1), Device::cuda(0));
             const Array y = stress::kernel_graph(x, k);
             Tensor out = Tensor::empty({4097}, float32, Device::cuda(0));
             assign(out, y);
             const auto c = testing::check_against_reference({y.node()}, {out});
             if (!c.ok) {
-                fmt::print(stderr, "process {}: kernel {} result differs from the CPU reference: {}\n", a.child, k, c.message);
+                fmt::print(stderr, "process {}: kernel {} result differs from the CPU reference: {}\n",
+                           a.child, k, c.message);
                 ++failures;
             }
         } else {
@@ -79,20 +81,24 @@ int child_main(const Args& a) {
             const CachedCompile cc = compile_cached(fmt::format("stress_{}", k), src, stress::options());
             const std::string ref = read_file(a.dir / "ref" / fmt::format("{}.bin", k));
             if (std::string_view(cc.result.binary.data(), cc.result.binary.size()) != ref) {
-                fmt::print(stderr, "process {}: kernel {} image ({} bytes, {}) differs from NVRTC's ({} bytes)\n", a.child,
-                           k, cc.result.binary.size(), cc.from_disk ? "from disk" : "compiled", ref.size());
+                fmt::print(
+                    stderr, "process {}: kernel {} image ({} bytes, {}) differs from NVRTC's ({} bytes)\n",
+                    a.child, k, cc.result.binary.size(), cc.from_disk ? "from disk" : "compiled", ref.size());
                 ++failures;
             }
         }
     }
     const DiskCacheStats s = disk_cache_stats();
     if (s.rejected != 0 || s.store_failures != 0) {
-        fmt::print(stderr, "process {}: {} entries rejected, {} stores failed (a reader saw a partial entry?)\n", a.child,
-                   s.rejected, s.store_failures);
+        fmt::print(stderr,
+                   "process {}: {} entries rejected, {} stores failed (a reader saw a partial entry?)\n",
+                   a.child, s.rejected, s.store_failures);
         ++failures;
     }
-    if (a.expect_no_nvrtc && (nvrtc::compile_count() != nvrtc_before || s.hits != static_cast<std::uint64_t>(a.kernels))) {
-        fmt::print(stderr, "process {}: expected every kernel from the disk cache: {} hits of {}, {} NVRTC calls\n",
+    if (a.expect_no_nvrtc &&
+        (nvrtc::compile_count() != nvrtc_before || s.hits != static_cast<std::uint64_t>(a.kernels))) {
+        fmt::print(stderr,
+                   "process {}: expected every kernel from the disk cache: {} hits of {}, {} NVRTC calls\n",
                    a.child, s.hits, a.kernels, nvrtc::compile_count() - nvrtc_before);
         ++failures;
     }
@@ -101,8 +107,8 @@ int child_main(const Args& a) {
 
 pid_t spawn_child(const Args& a, int index, bool expect_no_nvrtc) {
     const std::string self = fs::read_symlink("/proc/self/exe").string();
-    std::vector<std::string> argv{self, "--child", std::to_string(index), "--dir", a.dir.string(), "--kernels",
-                                  std::to_string(a.kernels)};
+    std::vector<std::string> argv{self,           "--child",   std::to_string(index),    "--dir",
+                                  a.dir.string(), "--kernels", std::to_string(a.kernels)};
     if (a.run) argv.emplace_back("--run");
     if (expect_no_nvrtc) argv.emplace_back("--expect-no-nvrtc");
     std::vector<char*> cargv;
@@ -123,7 +129,8 @@ int run_processes(const Args& a, int n, bool expect_no_nvrtc) {
     int failed = 0;
     for (pid_t pid : pids) {
         int status = 0;
-        if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+        if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            ++failed;
     }
     return failed;
 }
@@ -137,7 +144,8 @@ int driver_main(const Args& a) {
     fs::permissions(a.dir, fs::perms::owner_all);
     if (!a.run) {  // the reference images: NVRTC's own output, compiled once here
         for (int k = 0; k < a.kernels; ++k) {
-            const nvrtc::Result r = nvrtc::compile(fmt::format("stress_{}", k), kernel_source(k), stress::options());
+            const nvrtc::Result r =
+                nvrtc::compile(fmt::format("stress_{}", k), kernel_source(k), stress::options());
             std::ofstream(a.dir / "ref" / fmt::format("{}.bin", k), std::ios::binary)
                 .write(r.binary.data(), static_cast<std::streamsize>(r.binary.size()));
         }
@@ -147,8 +155,8 @@ int driver_main(const Args& a) {
         fs::remove_all(a.dir / "cache");
         const int f = run_processes(a, a.processes, false);
         const auto entries = std::distance(fs::directory_iterator(a.dir / "cache"), fs::directory_iterator());
-        fmt::print("round {}: {} processes, {} kernels each: {} failed; {} files in the cache\n", r + 1, a.processes,
-                   a.kernels, f, entries);
+        fmt::print("round {}: {} processes, {} kernels each: {} failed; {} files in the cache\n", r + 1,
+                   a.processes, a.kernels, f, entries);
         failed += f;
     }
     const int f = run_processes(a, 1, true);
@@ -167,15 +175,24 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) throw Error(fmt::format("loom_disk_cache_stress: {} needs a value", s));
             return argv[++i];
         };
-        if (s == "--dir") a.dir = next();
-        else if (s == "--processes") a.processes = std::stoi(next());
-        else if (s == "--rounds") a.rounds = std::stoi(next());
-        else if (s == "--kernels") a.kernels = std::stoi(next());
-        else if (s == "--child") a.child = std::stoi(next());
-        else if (s == "--run") a.run = true;
-        else if (s == "--expect-no-nvrtc") a.expect_no_nvrtc = true;
+        if (s == "--dir")
+            a.dir = next();
+        else if (s == "--processes")
+            a.processes = std::stoi(next());
+        else if (s == "--rounds")
+            a.rounds = std::stoi(next());
+        else if (s == "--kernels")
+            a.kernels = std::stoi(next());
+        else if (s == "--child")
+            a.child = std::stoi(next());
+        else if (s == "--run")
+            a.run = true;
+        else if (s == "--expect-no-nvrtc")
+            a.expect_no_nvrtc = true;
         else {
-            fmt::print(stderr, "usage: loom_disk_cache_stress --dir DIR [--processes 8] [--rounds 3] [--kernels 10] [--run]\n");
+            fmt::print(stderr,
+                       "usage: loom_disk_cache_stress --dir DIR [--processes 8] [--rounds 3] [--kernels 10] "
+                       "[--run]\n");
             return 2;
         }
     }

@@ -3,10 +3,9 @@
 // generated source).
 #pragma once
 
-#include <loom/loom.hpp>
-
 #include <array>
 #include <cstdint>
+#include <loom/loom.hpp>
 
 namespace loom::stress {
 
@@ -27,7 +26,8 @@ inline Array kernel_graph(const Tensor& x, int k) {
         // tanh first keeps every argument in (-1, 1), where these functions are well conditioned, so the
         // derived tolerance (which takes each function's condition number as 1) holds; sin(exp(exp(x)))
         // on a normal x would amplify an ulp of exp's argument into a wrong sine.
-        y = ops[static_cast<std::size_t>(code % 7)](tanh(y), std::source_location::current()) + (j + 1) * 0.25;
+        y = ops[static_cast<std::size_t>(code % 7)](tanh(y), std::source_location::current()) +
+            (j + 1) * 0.25;
         code /= 7;
     }
     return y;

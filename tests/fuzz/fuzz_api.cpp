@@ -28,14 +28,13 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <loom/loom.hpp>
 #include <map>
 #include <random>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "fuzz_api_internal.hpp"
 #include "loom/ir/graph.hpp"
@@ -51,10 +50,11 @@ Fuzzer::Fuzzer(const FuzzOptions& o) : opt_(o) {
     dev_ = o.gpu ? Device::cuda(0) : Device::cpu();
     for (int k = 0; k < 28; ++k) tensors_.push_back(random_tensor(k));
     for (const Tensor& t : tensors_) pool_.push_back(Array(t));
-    // A few host tensors on the GPU run (inputs on two devices), and a "cuda" view of host memory on the host run
-    // (never dereferenced: placement is checked before anything runs).
+    // A few host tensors on the GPU run (inputs on two devices), and a "cuda" view of host memory on the host
+    // run (never dereferenced: placement is checked before anything runs).
     if (o.gpu) {
-        for (int k = 0; k < 3; ++k) other_device_.push_back(testing::random_tensor(random_shape(3, 4), float32, 900 + k));
+        for (int k = 0; k < 3; ++k)
+            other_device_.push_back(testing::random_tensor(random_shape(3, 4), float32, 900 + k));
     } else {
         other_device_.push_back(Tensor::view(fake_.data(), {2, 3}, float32, {}, Device::cuda(0)));
         other_device_.push_back(Tensor::view(fake_.data(), {6}, float32, {}, Device::cuda(0)));
@@ -65,17 +65,37 @@ Fuzzer::Fuzzer(const FuzzOptions& o) : opt_(o) {
 Fuzzer::Arg Fuzzer::random_arg() {
     Arg a{random_operand_kind(), {}, {}};
     switch (a.kind) {
-        case OpKind::PoolArray: a.array = rng_.pick(pool_); break;
-        case OpKind::Tensor: a.tensor = rng_.pick(tensors_); break;
-        case OpKind::Double: a.d = random_double(); break;
-        case OpKind::Int: a.i = random_int(); break;
-        case OpKind::Bool: a.i = rng_.range(0, 1); break;
-        case OpKind::Unsigned: a.u = rng_.chance(0.5) ? ~0ull - static_cast<unsigned long long>(rng_.range(0, 5)) : 7ull; break;
-        case OpKind::ConstantValue: a.d = random_double(); a.i = random_int(); break;
+        case OpKind::PoolArray:
+            a.array = rng_.pick(pool_);
+            break;
+        case OpKind::Tensor:
+            a.tensor = rng_.pick(tensors_);
+            break;
+        case OpKind::Double:
+            a.d = random_double();
+            break;
+        case OpKind::Int:
+            a.i = random_int();
+            break;
+        case OpKind::Bool:
+            a.i = rng_.range(0, 1);
+            break;
+        case OpKind::Unsigned:
+            a.u = rng_.chance(0.5) ? ~0ull - static_cast<unsigned long long>(rng_.range(0, 5)) : 7ull;
+            break;
+        case OpKind::ConstantValue:
+            a.d = random_double();
+            a.i = random_int();
+            break;
         case OpKind::Empty:
-        case OpKind::Undefined: break;
-        case OpKind::Placeholder: a.array = Array(ir::input(random_dtype(), random_shape(3, 3), "p")); break;
-        case OpKind::OtherDevice: a.tensor = rng_.pick(other_device_); break;
+        case OpKind::Undefined:
+            break;
+        case OpKind::Placeholder:
+            a.array = Array(ir::input(random_dtype(), random_shape(3, 3), "p"));
+            break;
+        case OpKind::OtherDevice:
+            a.tensor = rng_.pick(other_device_);
+            break;
     }
     return a;
 }
@@ -86,15 +106,22 @@ auto Fuzzer::with(const Arg& a, F&& fn) {
     switch (a.kind) {
         case OpKind::PoolArray:
         case OpKind::Placeholder:
-        case OpKind::Empty: return fn(Operand(a.array));
+        case OpKind::Empty:
+            return fn(Operand(a.array));
         case OpKind::Tensor:
         case OpKind::Undefined:
-        case OpKind::OtherDevice: return fn(Operand(a.tensor));
-        case OpKind::Double: return fn(Operand(a.d));
-        case OpKind::Int: return fn(Operand(a.i));
-        case OpKind::Bool: return fn(Operand(a.i != 0));
-        case OpKind::Unsigned: return fn(Operand(a.u));
-        case OpKind::ConstantValue: return fn(Operand(a.i % 2 ? constant(a.d) : constant(a.i)));
+        case OpKind::OtherDevice:
+            return fn(Operand(a.tensor));
+        case OpKind::Double:
+            return fn(Operand(a.d));
+        case OpKind::Int:
+            return fn(Operand(a.i));
+        case OpKind::Bool:
+            return fn(Operand(a.i != 0));
+        case OpKind::Unsigned:
+            return fn(Operand(a.u));
+        case OpKind::ConstantValue:
+            return fn(Operand(a.i % 2 ? constant(a.d) : constant(a.i)));
     }
     return fn(Operand(a.array));
 }
@@ -103,17 +130,24 @@ auto Fuzzer::with(const Arg& a, F&& fn) {
 Array Fuzzer::as_array(const Arg& a) {
     switch (a.kind) {
         case OpKind::Tensor:
-        case OpKind::OtherDevice: return Array(a.tensor);
-        case OpKind::Double: return Array(Operand(a.d).resolve_alone("fuzz"));
-        default: return a.array;
+        case OpKind::OtherDevice:
+            return Array(a.tensor);
+        case OpKind::Double:
+            return Array(Operand(a.d).resolve_alone("fuzz"));
+        default:
+            return a.array;
     }
 }
 
 void Fuzzer::adopt(const Array& a) {
     // Arrays over placeholders join sometimes: their evaluations must fail at the call, outputs untouched.
-    if (a.node()->size_bound() > 64 || a.numel() > 4096 || (a.node()->reads_placeholder() && rng_.chance(0.7))) return;
+    if (a.node()->size_bound() > 64 || a.numel() > 4096 ||
+        (a.node()->reads_placeholder() && rng_.chance(0.7)))
+        return;
     pool_[static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(pool_.size()) - 1))] = a;
-    if (rng_.chance(0.1)) pool_[static_cast<std::size_t>(rng_.range(0, 27))] = Array(tensors_[static_cast<std::size_t>(rng_.range(0, 27))]);
+    if (rng_.chance(0.1))
+        pool_[static_cast<std::size_t>(rng_.range(0, 27))] =
+            Array(tensors_[static_cast<std::size_t>(rng_.range(0, 27))]);
 }
 
 // ---- the calls ----
@@ -137,12 +171,18 @@ void Fuzzer::step() {
 /// A double that is sometimes not finite, not an integer, negative or huge.
 double Fuzzer::wild_number() {
     switch (rng_.range(0, 7)) {
-        case 0: return std::numeric_limits<double>::infinity();
-        case 1: return std::numeric_limits<double>::quiet_NaN();
-        case 2: return 0.5 * static_cast<double>(rng_.range(-9, 9));
-        case 3: return 1e17;
-        case 4: return 300.0;
-        default: return static_cast<double>(rng_.range(-6, 12));
+        case 0:
+            return std::numeric_limits<double>::infinity();
+        case 1:
+            return std::numeric_limits<double>::quiet_NaN();
+        case 2:
+            return 0.5 * static_cast<double>(rng_.range(-9, 9));
+        case 3:
+            return 1e17;
+        case 4:
+            return 300.0;
+        default:
+            return static_cast<double>(rng_.range(-6, 12));
     }
 }
 
@@ -152,10 +192,14 @@ void Fuzzer::factories() {
     const DType dt = rng_.chance(0.2) ? kDtypes[0] : random_dtype();
     switch (rng_.range(0, 5)) {
         case 0:
-            attempt({{"arange"}}, [&] { return arange(wild_number(), wild_number(), rng_.chance(0.1) ? 0.0 : wild_number(), dt, dev_); });
+            attempt({{"arange"}}, [&] {
+                return arange(wild_number(), wild_number(), rng_.chance(0.1) ? 0.0 : wild_number(), dt, dev_);
+            });
             break;
         case 1:
-            attempt({{"linspace"}}, [&] { return linspace(wild_number(), wild_number(), rng_.range(-2, 40), dt, rng_.chance(0.5), dev_); });
+            attempt({{"linspace"}}, [&] {
+                return linspace(wild_number(), wild_number(), rng_.range(-2, 40), dt, rng_.chance(0.5), dev_);
+            });
             break;
         case 2: {
             const Shape s = wild_shape(random_shape(3, 5));
@@ -163,7 +207,8 @@ void Fuzzer::factories() {
             break;
         }
         case 3:
-            attempt({{"eye"}}, [&] { return eye(rng_.range(-2, 9), rng_.range(-2, 9), rng_.range(-4, 4), dt, dev_); });
+            attempt({{"eye"}},
+                    [&] { return eye(rng_.range(-2, 9), rng_.range(-2, 9), rng_.range(-4, 4), dt, dev_); });
             break;
         case 4: {
             const Shape s = wild_shape(random_shape(2, 4));
@@ -172,7 +217,10 @@ void Fuzzer::factories() {
             break;
         }
         default:
-            attempt({{"zeros", "full"}}, [&] { return rng_.chance(0.5) ? zeros(wild_shape(random_shape(3, 4)), dt, dev_) : ones(random_shape(3, 4), dt, dev_); });
+            attempt({{"zeros", "full"}}, [&] {
+                return rng_.chance(0.5) ? zeros(wild_shape(random_shape(3, 4)), dt, dev_)
+                                        : ones(random_shape(3, 4), dt, dev_);
+            });
             break;
     }
 }
@@ -205,7 +253,8 @@ void Fuzzer::tensor_views() {
         }
         case 3: {
             const std::int64_t axis = rng_.range(-rank - 1, rank);
-            attempt({{"squeeze"}, false}, [&] { return keep(rng_.chance(0.3) ? t.squeeze() : t.squeeze(axis)); });
+            attempt({{"squeeze"}, false},
+                    [&] { return keep(rng_.chance(0.3) ? t.squeeze() : t.squeeze(axis)); });
             break;
         }
         case 4: {
@@ -227,110 +276,151 @@ void Fuzzer::tensor_views() {
 void Fuzzer::unary() {
     using Fn = Array (*)(const Operand&, Loc);
     static const std::vector<std::pair<const char*, Fn>> fns = {
-        {"neg", neg},     {"abs", abs},     {"sign", sign},         {"relu", relu},       {"exp", exp},
-        {"exp2", exp2},   {"expm1", expm1}, {"log", log},           {"log2", log2},       {"log1p", log1p},
-        {"sqrt", sqrt},   {"rsqrt", rsqrt}, {"sin", sin},           {"cos", cos},         {"tan", tan},
-        {"asin", asin},   {"acos", acos},   {"atan", atan},         {"sinh", sinh},       {"cosh", cosh},
-        {"tanh", tanh},   {"asinh", asinh}, {"acosh", acosh},       {"atanh", atanh},     {"sigmoid", sigmoid},
-        {"erf", erf},     {"gelu", gelu},   {"gelu_tanh", gelu_tanh}, {"silu", silu},     {"floor", floor},
-        {"ceil", ceil},   {"round", round}, {"trunc", trunc},       {"logical_not", logical_not},
-        {"isnan", isnan}, {"isinf", isinf}, {"isfinite", isfinite}};
+        {"neg", neg},          {"abs", abs},
+        {"sign", sign},        {"relu", relu},
+        {"exp", exp},          {"exp2", exp2},
+        {"expm1", expm1},      {"log", log},
+        {"log2", log2},        {"log1p", log1p},
+        {"sqrt", sqrt},        {"rsqrt", rsqrt},
+        {"sin", sin},          {"cos", cos},
+        {"tan", tan},          {"asin", asin},
+        {"acos", acos},        {"atan", atan},
+        {"sinh", sinh},        {"cosh", cosh},
+        {"tanh", tanh},        {"asinh", asinh},
+        {"acosh", acosh},      {"atanh", atanh},
+        {"sigmoid", sigmoid},  {"erf", erf},
+        {"gelu", gelu},        {"gelu_tanh", gelu_tanh},
+        {"silu", silu},        {"floor", floor},
+        {"ceil", ceil},        {"round", round},
+        {"trunc", trunc},      {"logical_not", logical_not},
+        {"isnan", isnan},      {"isinf", isinf},
+        {"isfinite", isfinite}};
     const auto& [nm, fn] = rng_.pick(fns);
     const Arg x = random_arg();
-    attempt({{nm}}, [&] { return with(x, [&](const Operand& o) { return fn(o, Loc::current()); }); }, {}, {x});
+    attempt({{nm}}, [&] { return with(x, [&](const Operand& o) { return fn(o, Loc::current()); }); }, {},
+            {x});
 }
 
 void Fuzzer::binary() {
     using Fn = Array (*)(const Operand&, const Operand&, Loc);
-    static const std::vector<std::pair<const char*, Fn>> fns = {
-        {"add", add},
-        {"sub", sub},
-        {"mul", mul},
-        {"div", div},
-        {"floor_div", floor_div},
-        {"mod", mod},
-        {"rem", rem},
-        {"pow", pow},
-        {"atan2", atan2},
-        {"minimum", minimum},
-        {"maximum", maximum},
-        {"eq", eq},
-        {"ne", ne},
-        {"lt", lt},
-        {"le", le},
-        {"gt", gt},
-        {"ge", ge},
-        {"logical_and", logical_and},
-        {"logical_or", logical_or},
-        {"logical_xor", logical_xor},
-        {"bitwise_and", bitwise_and},
-        {"bitwise_or", bitwise_or},
-        {"bitwise_xor", bitwise_xor},
-        {"shift_left", shift_left},
-        {"shift_right", shift_right}};
+    static const std::vector<std::pair<const char*, Fn>> fns = {{"add", add},
+                                                                {"sub", sub},
+                                                                {"mul", mul},
+                                                                {"div", div},
+                                                                {"floor_div", floor_div},
+                                                                {"mod", mod},
+                                                                {"rem", rem},
+                                                                {"pow", pow},
+                                                                {"atan2", atan2},
+                                                                {"minimum", minimum},
+                                                                {"maximum", maximum},
+                                                                {"eq", eq},
+                                                                {"ne", ne},
+                                                                {"lt", lt},
+                                                                {"le", le},
+                                                                {"gt", gt},
+                                                                {"ge", ge},
+                                                                {"logical_and", logical_and},
+                                                                {"logical_or", logical_or},
+                                                                {"logical_xor", logical_xor},
+                                                                {"bitwise_and", bitwise_and},
+                                                                {"bitwise_or", bitwise_or},
+                                                                {"bitwise_xor", bitwise_xor},
+                                                                {"shift_left", shift_left},
+                                                                {"shift_right", shift_right}};
     const auto& [nm, fn] = rng_.pick(fns);
     const Arg a = random_arg(), b = random_arg();
-    attempt({{nm}}, [&] {
-        return with(a, [&](const Operand& x) { return with(b, [&](const Operand& y) { return fn(x, y, Loc::current()); }); });
-    }, {}, {a, b});
+    attempt({{nm}},
+            [&] {
+                return with(a, [&](const Operand& x) {
+                    return with(b, [&](const Operand& y) { return fn(x, y, Loc::current()); });
+                });
+            },
+            {}, {a, b});
 }
 
 void Fuzzer::operators() {
     const Arg a = random_arg(), b = random_arg();
     const int k = static_cast<int>(rng_.range(0, 17));
-    static const char* names[] = {"add", "sub",    "mul",    "div",         "rem",         "eq",
-                                  "ne",  "lt",     "le",     "gt",          "ge",          "bitwise_and",
-                                  "bitwise_or", "bitwise_xor", "shift_left", "shift_right", "neg", "logical_not"};
-    attempt({{names[k]}}, [&] {
-        return with(a, [&](const Operand& x) {
-            return with(b, [&](const Operand& y) -> Array {
-                switch (k) {
-                    case 0: return x + y;
-                    case 1: return x - y;
-                    case 2: return x * y;
-                    case 3: return x / y;
-                    case 4: return x % y;
-                    case 5: return x == y;
-                    case 6: return x != y;
-                    case 7: return x < y;
-                    case 8: return x <= y;
-                    case 9: return x > y;
-                    case 10: return x >= y;
-                    case 11: return x & y;
-                    case 12: return x | y;
-                    case 13: return x ^ y;
-                    case 14: return x << y;
-                    case 15: return x >> y;
-                    case 16: return -x;
-                    default: return !x;
-                }
-            });
-        });
-    }, {}, {a, b});
+    static const char* names[] = {"add",         "sub",         "mul",        "div",         "rem",
+                                  "eq",          "ne",          "lt",         "le",          "gt",
+                                  "ge",          "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
+                                  "shift_right", "neg",         "logical_not"};
+    attempt({{names[k]}},
+            [&] {
+                return with(a, [&](const Operand& x) {
+                    return with(b, [&](const Operand& y) -> Array {
+                        switch (k) {
+                            case 0:
+                                return x + y;
+                            case 1:
+                                return x - y;
+                            case 2:
+                                return x * y;
+                            case 3:
+                                return x / y;
+                            case 4:
+                                return x % y;
+                            case 5:
+                                return x == y;
+                            case 6:
+                                return x != y;
+                            case 7:
+                                return x < y;
+                            case 8:
+                                return x <= y;
+                            case 9:
+                                return x > y;
+                            case 10:
+                                return x >= y;
+                            case 11:
+                                return x & y;
+                            case 12:
+                                return x | y;
+                            case 13:
+                                return x ^ y;
+                            case 14:
+                                return x << y;
+                            case 15:
+                                return x >> y;
+                            case 16:
+                                return -x;
+                            default:
+                                return !x;
+                        }
+                    });
+                });
+            },
+            {}, {a, b});
 }
 
 void Fuzzer::ternary() {
     const Arg a = random_arg(), b = random_arg(), c = random_arg();
     const int k = static_cast<int>(rng_.range(0, 2));
     static const char* names[] = {"where", "fma", "clamp"};
-    attempt({{names[k]}}, [&] {
-        return with(a, [&](const Operand& x) {
-            return with(b, [&](const Operand& y) {
-                return with(c, [&](const Operand& z) -> Array {
-                    if (k == 0) return where(x, y, z);
-                    if (k == 1) return fma(x, y, z);
-                    return clamp(x, y, z);
+    attempt({{names[k]}},
+            [&] {
+                return with(a, [&](const Operand& x) {
+                    return with(b, [&](const Operand& y) {
+                        return with(c, [&](const Operand& z) -> Array {
+                            if (k == 0) return where(x, y, z);
+                            if (k == 1) return fma(x, y, z);
+                            return clamp(x, y, z);
+                        });
+                    });
                 });
-            });
-        });
-    }, {}, {a, b, c});
+            },
+            {}, {a, b, c});
 }
 
 void Fuzzer::cast() {
     const Arg x = random_arg();
     const DType dt = random_dtype();
-    if (rng_.chance(0.5)) attempt({{"astype"}}, [&] { return with(x, [&](const Operand& o) { return astype(o, dt); }); }, {}, {x});
-    else attempt({{"astype"}}, [&] { return as_array(x).astype(dt); }, {}, {x});
+    if (rng_.chance(0.5))
+        attempt({{"astype"}}, [&] { return with(x, [&](const Operand& o) { return astype(o, dt); }); }, {},
+                {x});
+    else
+        attempt({{"astype"}}, [&] { return as_array(x).astype(dt); }, {}, {x});
 }
 
 void Fuzzer::views() {
@@ -346,7 +436,8 @@ void Fuzzer::views() {
         }
         case 1: {
             const Shape s = wild_shape(like);
-            attempt({{"reshape"}}, [&] { return with(x, [&](const Operand& o) { return reshape(o, s); }); }, {}, {x});
+            attempt({{"reshape"}}, [&] { return with(x, [&](const Operand& o) { return reshape(o, s); }); },
+                    {}, {x});
             break;
         }
         case 2: {
@@ -356,7 +447,8 @@ void Fuzzer::views() {
         }
         case 3: {
             const Shape s = wild_shape(like);
-            attempt({{"broadcast_to"}}, [&] { return with(x, [&](const Operand& o) { return broadcast_to(o, s); }); }, {}, {x});
+            attempt({{"broadcast_to"}},
+                    [&] { return with(x, [&](const Operand& o) { return broadcast_to(o, s); }); }, {}, {x});
             break;
         }
         case 4: {
@@ -366,14 +458,17 @@ void Fuzzer::views() {
         }
         case 5: {
             const auto p = random_perm(rank);
-            attempt({{"permute"}}, [&] { return with(x, [&](const Operand& o) { return permute(o, p); }); }, {}, {x});
+            attempt({{"permute"}}, [&] { return with(x, [&](const Operand& o) { return permute(o, p); }); },
+                    {}, {x});
             break;
         }
         case 6:
-            attempt({{"transpose"}}, [&] {
-                if (rng_.chance(0.5)) return a.transposed();
-                return with(x, [&](const Operand& o) { return transpose(o); });
-            }, {}, {x});
+            attempt({{"transpose"}},
+                    [&] {
+                        if (rng_.chance(0.5)) return a.transposed();
+                        return with(x, [&](const Operand& o) { return transpose(o); });
+                    },
+                    {}, {x});
             break;
         default: {
             const auto spec = random_slice(like);
@@ -386,14 +481,16 @@ void Fuzzer::views() {
 void Fuzzer::reductions() {
     using Fn = Array (*)(const Operand&, Axes, bool, Loc);
     static const std::vector<std::pair<const char*, Fn>> fns = {
-        {"sum", sum}, {"prod", prod}, {"min", min}, {"max", max}, {"mean", mean},
+        {"sum", sum},       {"prod", prod},     {"min", min}, {"max", max}, {"mean", mean},
         {"argmin", argmin}, {"argmax", argmax}, {"any", any}, {"all", all}};
     const auto& [nm, fn] = rng_.pick(fns);
     const Arg x = random_arg();
     const Array a = as_array(x);
     const auto axes = random_axes(a.node() ? a.rank() : 2);
     const bool keep = rng_.chance(0.3);
-    attempt({{nm}}, [&] { return with(x, [&](const Operand& o) { return fn(o, axes, keep, Loc::current()); }); }, {}, {x});
+    attempt({{nm}},
+            [&] { return with(x, [&](const Operand& o) { return fn(o, axes, keep, Loc::current()); }); }, {},
+            {x});
 }
 
 void Fuzzer::composites() {
@@ -405,38 +502,48 @@ void Fuzzer::composites() {
         case 0: {
             const auto axes = random_axes(rank);
             const double corr = rng_.chance(0.8) ? static_cast<double>(rng_.range(0, 2)) : -1.5;
-            attempt({{"var"}}, [&] { return with(x, [&](const Operand& o) { return var(o, axes, corr); }); }, {}, {x});
+            attempt({{"var"}}, [&] { return with(x, [&](const Operand& o) { return var(o, axes, corr); }); },
+                    {}, {x});
             break;
         }
         case 1: {
             const auto axes = random_axes(rank);
-            attempt({{"std"}}, [&] { return with(x, [&](const Operand& o) { return loom::std(o, axes, 1); }); }, {}, {x});
+            attempt({{"std"}},
+                    [&] { return with(x, [&](const Operand& o) { return loom::std(o, axes, 1); }); }, {},
+                    {x});
             break;
         }
         case 2:
-            attempt({{"stddev"}}, [&] { return with(x, [&](const Operand& o) { return stddev(o, axis); }); }, {}, {x});
+            attempt({{"stddev"}}, [&] { return with(x, [&](const Operand& o) { return stddev(o, axis); }); },
+                    {}, {x});
             break;
         case 3:
-            attempt({{"softmax"}}, [&] { return with(x, [&](const Operand& o) { return softmax(o, axis); }); }, {}, {x});
+            attempt({{"softmax"}},
+                    [&] { return with(x, [&](const Operand& o) { return softmax(o, axis); }); }, {}, {x});
             break;
         case 4: {
             const Arg w = random_arg(), b = random_arg();
-            attempt({{"layernorm"}}, [&] {
-                return with(x, [&](const Operand& o) {
-                    return with(w, [&](const Operand& ow) {
-                        return with(b, [&](const Operand& ob) { return layernorm(o, ow, ob, 1e-5, axis); });
-                    });
-                });
-            }, {}, {x, w, b});
+            attempt({{"layernorm"}},
+                    [&] {
+                        return with(x, [&](const Operand& o) {
+                            return with(w, [&](const Operand& ow) {
+                                return with(
+                                    b, [&](const Operand& ob) { return layernorm(o, ow, ob, 1e-5, axis); });
+                            });
+                        });
+                    },
+                    {}, {x, w, b});
             break;
         }
         default: {
             const Arg w = random_arg();
-            attempt({{"rmsnorm"}}, [&] {
-                return with(x, [&](const Operand& o) {
-                    return with(w, [&](const Operand& ow) { return rmsnorm(o, ow, 1e-6, axis); });
-                });
-            }, {}, {x, w});
+            attempt({{"rmsnorm"}},
+                    [&] {
+                        return with(x, [&](const Operand& o) {
+                            return with(w, [&](const Operand& ow) { return rmsnorm(o, ow, 1e-6, axis); });
+                        });
+                    },
+                    {}, {x, w});
             break;
         }
     }
@@ -446,7 +553,8 @@ void Fuzzer::composites() {
 /// (placement is checked before anything runs), or undefined when it would not fit.
 Tensor Fuzzer::make_tensor(const Shape& s, DType dt, Device d) {
     if (d.is_cuda() && !opt_.gpu) {
-        if (numel(s) * static_cast<std::int64_t>(itemsize(dt)) > static_cast<std::int64_t>(fake_.size() * sizeof(float)))
+        if (numel(s) * static_cast<std::int64_t>(itemsize(dt)) >
+            static_cast<std::int64_t>(fake_.size() * sizeof(float)))
             return Tensor();
         return Tensor::view(fake_.data(), s, dt, {}, d);
     }
@@ -461,9 +569,12 @@ Tensor Fuzzer::output_for(const Array& a) {
     const Device d = a.node() ? device_of(a) : dev_;
     const Device other = d.is_cuda() ? Device::cpu() : Device::cuda(0);
     switch (rng_.range(0, 6)) {
-        case 0: return make_tensor(random_shape(2, 3), dt, d);
-        case 1: return make_tensor(s, kDtypes[(static_cast<int>(dt) + 1) % 9], d);
-        case 2: return make_tensor(s, dt, other);
+        case 0:
+            return make_tensor(random_shape(2, 3), dt, d);
+        case 1:
+            return make_tensor(s, kDtypes[(static_cast<int>(dt) + 1) % 9], d);
+        case 2:
+            return make_tensor(s, dt, other);
         case 3: {
             if (s.size() < 2 || s[0] < 2 || s[1] < 2) return Tensor();
             Shape t = s;
@@ -474,13 +585,15 @@ Tensor Fuzzer::output_for(const Array& a) {
             std::swap(st[0], st[1]);
             return base.as_strided(s, st, 0);  // not contiguous
         }
-        default: return make_tensor(s, dt, d);
+        default:
+            return make_tensor(s, dt, d);
     }
 }
 
 Device Fuzzer::device_of(const Array& a) const {
     for (const ir::Node* n : ir::topo_order({a.node()}))
-        if (n->op() == ir::Op::Input && n->payload()) return static_cast<const Tensor::Impl*>(n->payload().get())->storage->device;
+        if (n->op() == ir::Op::Input && n->payload())
+            return static_cast<const Tensor::Impl*>(n->payload().get())->storage->device;
     return dev_;
 }
 
@@ -495,11 +608,13 @@ void Fuzzer::evaluations() {
             Tensor out = output_for(a);
             std::vector<Poisoned> outs;
             if (readable(out) && out.is_contiguous()) outs.push_back(poisoned(out));
-            attempt({{"assign", "eval"}}, [&] {
-                assign(out, a);
-                check(a, out);
-                return Array();
-            }, outs, {x});
+            attempt({{"assign", "eval"}},
+                    [&] {
+                        assign(out, a);
+                        check(a, out);
+                        return Array();
+                    },
+                    outs, {x});
             break;
         }
         case 2: {  // two outputs, sometimes sharing memory
@@ -512,41 +627,51 @@ void Fuzzer::evaluations() {
             for (const Tensor& o : {o1, o2})
                 if (readable(o) && o.is_contiguous() && (outs.empty() || o.storage() != outs[0].t.storage()))
                     outs.push_back(poisoned(o));
-            attempt({{"assign", "eval"}}, [&] {
-                assign({o1, o2}, {a, b});
-                check(a, o1);
-                check(b, o2);
-                return Array();
-            }, outs, {x, y});
+            attempt({{"assign", "eval"}},
+                    [&] {
+                        assign({o1, o2}, {a, b});
+                        check(a, o1);
+                        check(b, o2);
+                        return Array();
+                    },
+                    outs, {x, y});
             break;
         }
         case 3:
-            attempt({{"eval"}}, [&] {
-                const Tensor t = a.eval();
-                check(a, t);
-                return Array();
-            }, {}, {x});
+            attempt({{"eval"}},
+                    [&] {
+                        const Tensor t = a.eval();
+                        check(a, t);
+                        return Array();
+                    },
+                    {}, {x});
             break;
         case 4:
-            attempt({{"eval"}}, [&] {
-                const std::vector<Tensor> ts = eval(std::vector<Array>{a, rng_.pick(pool_)});
-                check(a, ts[0]);
-                return Array();
-            }, {}, {x});
+            attempt({{"eval"}},
+                    [&] {
+                        const std::vector<Tensor> ts = eval(std::vector<Array>{a, rng_.pick(pool_)});
+                        check(a, ts[0]);
+                        return Array();
+                    },
+                    {}, {x});
             break;
         case 5:
-            attempt({{"eval"}, a.node() != nullptr}, [&] {  // an empty Array's conversion has no call site
-                const Tensor t = a;  // errors name the line of the array's last op (fuzz_api.cpp)
-                check(a, t);
-                return Array();
-            }, {}, {x});
+            attempt({{"eval"}, a.node() != nullptr},
+                    [&] {                    // an empty Array's conversion has no call site
+                        const Tensor t = a;  // errors name the line of the array's last op (fuzz_api.cpp)
+                        check(a, t);
+                        return Array();
+                    },
+                    {}, {x});
             break;
         default:
-            attempt({{"item", "eval"}}, [&] {
-                (void)a.item<double>();
-                ++stats_.evaluations;
-                return Array();
-            }, {}, {x});
+            attempt({{"item", "eval"}},
+                    [&] {
+                        (void)a.item<double>();
+                        ++stats_.evaluations;
+                        return Array();
+                    },
+                    {}, {x});
             break;
     }
 }
@@ -554,7 +679,8 @@ void Fuzzer::evaluations() {
 void Fuzzer::traced() {
     static auto f_add = loom::function("fuzz_add", [](Array p, Array q) { return p + q * 2.0; });
     static auto f_norm = loom::function("fuzz_norm", [](Array p) { return softmax(p, 0) + sum(p, 0); });
-    static auto f_pair = loom::function("fuzz_pair", [](Array p, Array q) { return std::make_tuple(p * q, maximum(p, q)); });
+    static auto f_pair =
+        loom::function("fuzz_pair", [](Array p, Array q) { return std::make_tuple(p * q, maximum(p, q)); });
     auto arg = [&](bool first) -> Tensor {
         const std::int64_t r = rng_.range(0, 19);
         if (r == 0) return Tensor();
@@ -565,7 +691,8 @@ void Fuzzer::traced() {
     };
     const Tensor p = arg(true), q = arg(false);
     auto make_out = [&](const Tensor& like) {
-        if (!readable(like) || rng_.chance(0.4)) return Tensor::empty(random_shape(2, 3), random_dtype(), dev_);
+        if (!readable(like) || rng_.chance(0.4))
+            return Tensor::empty(random_shape(2, 3), random_dtype(), dev_);
         return Tensor::empty(like.shape(), like.dtype(), like.device());
     };
     switch (rng_.range(0, 4)) {
@@ -578,10 +705,13 @@ void Fuzzer::traced() {
         case 1: {
             Tensor o = make_out(p);
             std::vector<Poisoned> outs{poisoned(o)};
-            attempt({{"fuzz_add", "add", "mul"}}, [&] {
-                f_add(p, q, o);
-                return Array();
-            }, outs);
+            attempt(
+                {{"fuzz_add", "add", "mul"}},
+                [&] {
+                    f_add(p, q, o);
+                    return Array();
+                },
+                outs);
             break;
         }
         case 2:
@@ -594,10 +724,13 @@ void Fuzzer::traced() {
             Tensor o1 = make_out(p), o2 = rng_.chance(0.2) ? o1 : make_out(q);
             std::vector<Poisoned> outs{poisoned(o1)};
             if (o2.storage() != o1.storage()) outs.push_back(poisoned(o2));
-            attempt({{"fuzz_pair", "mul", "maximum"}}, [&] {
-                f_pair(p, q, o1, o2);
-                return Array();
-            }, outs);
+            attempt(
+                {{"fuzz_pair", "mul", "maximum"}},
+                [&] {
+                    f_pair(p, q, o1, o2);
+                    return Array();
+                },
+                outs);
             break;
         }
     }
@@ -648,13 +781,17 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-        if (a == "--gpu") o.gpu = true;
-        else if (a == "--verbose") o.verbose = true;
+        if (a == "--gpu")
+            o.gpu = true;
+        else if (a == "--verbose")
+            o.verbose = true;
         else if (a == "--seed" || a == "--count") {
             const char* v = next();
             if (!v) return false;
-            if (a == "--seed") o.seed = std::strtoull(v, nullptr, 10);
-            else o.count = std::atoll(v);
+            if (a == "--seed")
+                o.seed = std::strtoull(v, nullptr, 10);
+            else
+                o.count = std::atoll(v);
         } else {
             std::fprintf(stderr, "usage: loom_fuzz_api [--seed S] [--count N] [--gpu] [--verbose]\n");
             return false;
@@ -672,8 +809,8 @@ int main(int argc, char** argv) {
         std::printf("loom_fuzz_api: --gpu without a CUDA device: host tensors instead\n");
         opt.gpu = false;
     }
-    std::printf("loom_fuzz_api: seed %llu, %lld calls, %s tensors\n", static_cast<unsigned long long>(opt.seed), opt.count,
-                opt.gpu ? "device" : "host");
+    std::printf("loom_fuzz_api: seed %llu, %lld calls, %s tensors\n",
+                static_cast<unsigned long long>(opt.seed), opt.count, opt.gpu ? "device" : "host");
     std::fflush(stdout);
     try {
         return Fuzzer(opt).run();

@@ -9,12 +9,11 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <loom/loom.hpp>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 namespace fuzz_api {
 
@@ -31,19 +30,24 @@ struct FuzzOptions {
 
 struct Rng {
     std::mt19937_64 g;
-    std::int64_t range(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(g); }
+    std::int64_t range(std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, hi)(g);
+    }
     bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
     template <class T>
-    const T& pick(const std::vector<T>& v) { return v[static_cast<std::size_t>(range(0, static_cast<std::int64_t>(v.size()) - 1))]; }
+    const T& pick(const std::vector<T>& v) {
+        return v[static_cast<std::size_t>(range(0, static_cast<std::int64_t>(v.size()) - 1))];
+    }
 };
 
-inline constexpr DType kDtypes[] = {DType::Bool,    DType::Int8,     DType::UInt8,   DType::Int32,  DType::Int64,
-                                    DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+inline constexpr DType kDtypes[] = {DType::Bool,     DType::Int8,    DType::UInt8,
+                                    DType::Int32,    DType::Int64,   DType::Float16,
+                                    DType::BFloat16, DType::Float32, DType::Float64};
 
 /// What one call must look like when it fails.
 struct Expect {
     std::vector<std::string> apis;  // the message starts with one of these followed by "():"
-    bool line = true;               // the message ends with "(fuzz_api.cpp:N)" (or "...; the function is defined at ...)")
+    bool line = true;  // the message ends with "(fuzz_api.cpp:N)" (or "...; the function is defined at ...)")
 };
 
 struct Stats {
@@ -53,12 +57,12 @@ struct Stats {
 };
 
 class Fuzzer {
-public:
+  public:
     explicit Fuzzer(const FuzzOptions& o);  // fuzz_api.cpp
 
     int run();
 
-private:
+  private:
     // ---- random values (fuzz_api_support.cpp) ----
     Shape random_shape(int max_rank = 4, int max_extent = 4);
     /// A shape for a view or a tensor: usually plausible, sometimes absurd.
@@ -73,7 +77,19 @@ private:
     /// An operand: usually an Array of the pool, else a Tensor, a scalar of any kind, a Constant, an empty
     /// Array, a placeholder, or (rarely) an array on the other device. Built in the caller's try (some
     /// constructors throw), with the caller's location.
-    enum class OpKind { PoolArray, Tensor, Double, Int, Bool, Unsigned, ConstantValue, Empty, Undefined, Placeholder, OtherDevice };
+    enum class OpKind {
+        PoolArray,
+        Tensor,
+        Double,
+        Int,
+        Bool,
+        Unsigned,
+        ConstantValue,
+        Empty,
+        Undefined,
+        Placeholder,
+        OtherDevice
+    };
     OpKind random_operand_kind();
     double random_double();
     std::int64_t random_int();
@@ -106,7 +122,8 @@ private:
     /// Runs one call. On success `fn` returns the array it made (or an empty one); on a loom::Error the
     /// message is checked against `e`, and the poisoned outputs must keep their bytes.
     template <class F>
-    void attempt(const Expect& e, F&& fn, const std::vector<Poisoned>& outs = {}, const std::vector<Arg>& args = {}) {
+    void attempt(const Expect& e, F&& fn, const std::vector<Poisoned>& outs = {},
+                 const std::vector<Arg>& args = {}) {
         ++stats_.calls;
         std::string message;
         try {
@@ -133,7 +150,8 @@ private:
             if (message.rfind(a + "(): ", 0) == 0) ok = true, api = a;
         // The host run's "cuda" views: a device evaluation without a GPU is a NoDeviceError naming the API.
         for (const auto& a : e.apis)
-            if (!opt_.gpu && message.rfind(fmt::format("no CUDA device found: {}() needs a GPU", a), 0) == 0) {
+            if (!opt_.gpu &&
+                message.rfind(fmt::format("no CUDA device found: {}() needs a GPU", a), 0) == 0) {
                 ++stats_.clean;
                 ++stats_.by_api["(no device) " + a];
                 return;

@@ -9,10 +9,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <loom/loom.hpp>
 #include <string>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "fuzz_api_internal.hpp"
 #include "loom/runtime/testing.hpp"
@@ -26,9 +25,10 @@ int Fuzzer::run() {
     std::printf("fuzz_api: errors by API:");
     for (const auto& [api, n] : stats_.by_api) std::printf(" %s %lld", api.c_str(), n);
     std::printf("\n");
-    std::printf("fuzz_api: %lld evaluations (%lld checked against the reference); %lld of %lld errors of ops on "
-                "arrays name an operand's shape; %.1f s\n",
-                stats_.evaluations, stats_.checked, stats_.named_operands, stats_.operand_errors, s);
+    std::printf(
+        "fuzz_api: %lld evaluations (%lld checked against the reference); %lld of %lld errors of ops on "
+        "arrays name an operand's shape; %.1f s\n",
+        stats_.evaluations, stats_.checked, stats_.named_operands, stats_.operand_errors, s);
     std::printf("fuzz_api: %lld calls, %lld valid, %lld errors (%lld clean), %lld failures\n", stats_.calls,
                 stats_.valid, stats_.errors, stats_.clean, stats_.failures);
     return stats_.failures == 0 ? 0 : 1;
@@ -53,7 +53,8 @@ Shape Fuzzer::wild_shape(const Shape& like) {
             s.push_back(-rng_.range(1, 2));
             return s;
         }
-        case 2: return {std::int64_t{1} << 40, std::int64_t{1} << 40};
+        case 2:
+            return {std::int64_t{1} << 40, std::int64_t{1} << 40};
         case 3: {  // the same elements, another shape
             Shape s;
             std::int64_t n = numel(like);
@@ -75,7 +76,8 @@ Shape Fuzzer::wild_shape(const Shape& like) {
             if (rng_.chance(0.5)) s.insert(s.begin(), rng_.range(1, 3));
             return s;
         }
-        default: return random_shape(4, 5);
+        default:
+            return random_shape(4, 5);
     }
 }
 
@@ -91,7 +93,7 @@ std::vector<std::int64_t> Fuzzer::random_axes(int rank) {
     std::vector<std::int64_t> axes;
     const int n = static_cast<int>(rng_.range(0, std::max(1, rank)));
     for (int k = 0; k < n; ++k) axes.push_back(rng_.range(-rank - 1, rank));  // out of range and repeats too
-    if (rng_.chance(0.5)) {  // usually a valid set
+    if (rng_.chance(0.5)) {                                                   // usually a valid set
         std::vector<std::int64_t> valid;
         for (int a = 0; a < rank; ++a)
             if (rng_.chance(0.5)) valid.push_back(rng_.chance(0.3) ? a - rank : a);
@@ -102,7 +104,9 @@ std::vector<std::int64_t> Fuzzer::random_axes(int rank) {
 
 std::vector<ir::SliceSpec> Fuzzer::random_slice(const Shape& s) {
     std::vector<ir::SliceSpec> spec;
-    const std::size_t n = rng_.chance(0.1) ? s.size() + 1 : static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(s.size())));
+    const std::size_t n = rng_.chance(0.1)
+                              ? s.size() + 1
+                              : static_cast<std::size_t>(rng_.range(0, static_cast<std::int64_t>(s.size())));
     for (std::size_t k = 0; k < n; ++k) {
         const std::int64_t e = k < s.size() ? s[k] : 3;
         ir::SliceSpec sp;
@@ -123,10 +127,17 @@ std::vector<std::int64_t> Fuzzer::random_perm(int rank) {
     for (int k = 0; k < rank; ++k) p[static_cast<std::size_t>(k)] = k;
     std::shuffle(p.begin(), p.end(), rng_.g);
     switch (rng_.range(0, 4)) {
-        case 0: if (!p.empty()) p[0] = p.back(); break;           // a repeat
-        case 1: p.push_back(static_cast<std::int64_t>(rank)); break;  // too long / out of range
-        case 2: if (!p.empty()) p.pop_back(); break;                 // too short
-        default: break;                                              // valid
+        case 0:
+            if (!p.empty()) p[0] = p.back();
+            break;  // a repeat
+        case 1:
+            p.push_back(static_cast<std::int64_t>(rank));
+            break;  // too long / out of range
+        case 2:
+            if (!p.empty()) p.pop_back();
+            break;  // too short
+        default:
+            break;  // valid
     }
     return p;
 }
@@ -147,13 +158,16 @@ Fuzzer::OpKind Fuzzer::random_operand_kind() {
 }
 
 double Fuzzer::random_double() {
-    static const double special[] = {0.0, -0.0, 1.5, -2.25, 1e30, -1e300, 300.0, 65504.0 * 4,
-                                     std::numeric_limits<double>::infinity(), std::nan("")};
+    static const double special[] = {0.0,         -0.0,        1.5,
+                                     -2.25,       1e30,        -1e300,
+                                     300.0,       65504.0 * 4, std::numeric_limits<double>::infinity(),
+                                     std::nan("")};
     return rng_.chance(0.5) ? special[rng_.range(0, 9)] : static_cast<double>(rng_.range(-1000, 1000)) / 8.0;
 }
 
 std::int64_t Fuzzer::random_int() {
-    static const std::int64_t special[] = {0, 1, -1, 127, 128, 255, 256, -129, 2147483648LL, INT64_MIN, INT64_MAX};
+    static const std::int64_t special[] = {0,   1,    -1,           127,       128,      255,
+                                           256, -129, 2147483648LL, INT64_MIN, INT64_MAX};
     return rng_.chance(0.5) ? special[rng_.range(0, 10)] : rng_.range(-300, 300);
 }
 
@@ -178,8 +192,9 @@ Fuzzer::Poisoned Fuzzer::poisoned(Tensor t) {
 
 void Fuzzer::failure(const std::string& what, const std::string& message) {
     ++stats_.failures;
-    if (stats_.failures <= 40) std::printf("fuzz_api: FAILURE (call %lld, seed %llu): %s: %s\n", stats_.calls,
-                                           static_cast<unsigned long long>(opt_.seed), what.c_str(), message.c_str());
+    if (stats_.failures <= 40)
+        std::printf("fuzz_api: FAILURE (call %lld, seed %llu): %s: %s\n", stats_.calls,
+                    static_cast<unsigned long long>(opt_.seed), what.c_str(), message.c_str());
 }
 
 void Fuzzer::check(const Array& a, const Tensor& result) {

@@ -19,7 +19,8 @@
 //                   float16 or bfloat16 product again on tensor cores, unfused against fused bit for bit;
 //   --compile-only  each graph's kernels generated and compiled with NVRTC (the GPU path's planner and
 //                   emitters), plus the partition checks of --reference; the default without a GPU;
-//   --reference     no NVRTC, no GPU: each graph's fused, strict and unfused partitions are followed kernel by
+//   --reference     no NVRTC, no GPU: each graph's fused, strict and unfused partitions are followed kernel
+//   by
 //                   kernel on the CPU reference (reference::evaluate_partition) and compared bit for bit with
 //                   the whole graph evaluated at once. This checks the partitions (what is materialized, at
 //                   which dtype and shape, which kernel writes what), not the CUDA emitters, and is fast
@@ -55,9 +56,9 @@
 #include <string_view>
 
 #include "fuzz_program.hpp"
+#include "loom/codegen/fusion_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
-#include "loom/codegen/fusion_plan.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/device.hpp"
@@ -91,18 +92,37 @@ struct FuzzOptions {
     GenOptions gen;
 };
 
-enum class Kind { Pass, Invalid, Mismatch, FusionMismatch, PartitionMismatch, LlvmMismatch, CompileFailure, Failure, Sticky };
+enum class Kind {
+    Pass,
+    Invalid,
+    Mismatch,
+    FusionMismatch,
+    PartitionMismatch,
+    LlvmMismatch,
+    CompileFailure,
+    Failure,
+    Sticky
+};
 std::string_view kind_name(Kind k) {
     switch (k) {
-        case Kind::Pass: return "pass";
-        case Kind::Invalid: return "invalid";
-        case Kind::Mismatch: return "GPU result differs from the reference";
-        case Kind::FusionMismatch: return "the unfused result differs from the fused one";
-        case Kind::PartitionMismatch: return "a partition followed kernel by kernel differs from the whole graph";
-        case Kind::LlvmMismatch: return "the LLVM back end's result differs from the reference";
-        case Kind::CompileFailure: return "NVRTC or LLVM rejected the generated kernel";
-        case Kind::Failure: return "evaluation threw";
-        case Kind::Sticky: return "sticky CUDA error";
+        case Kind::Pass:
+            return "pass";
+        case Kind::Invalid:
+            return "invalid";
+        case Kind::Mismatch:
+            return "GPU result differs from the reference";
+        case Kind::FusionMismatch:
+            return "the unfused result differs from the fused one";
+        case Kind::PartitionMismatch:
+            return "a partition followed kernel by kernel differs from the whole graph";
+        case Kind::LlvmMismatch:
+            return "the LLVM back end's result differs from the reference";
+        case Kind::CompileFailure:
+            return "NVRTC or LLVM rejected the generated kernel";
+        case Kind::Failure:
+            return "evaluation threw";
+        case Kind::Sticky:
+            return "sticky CUDA error";
     }
     return "?";
 }
@@ -137,7 +157,8 @@ bool has_shifted_slices(const std::vector<ir::NodePtr>& roots) {
 }
 
 /// Whether a product of `roots` multiplies operands for which `pick` holds (a half dtype, float32).
-template <class Pick> bool has_product(const std::vector<ir::NodePtr>& roots, Pick pick) {
+template <class Pick>
+bool has_product(const std::vector<ir::NodePtr>& roots, Pick pick) {
     for (const ir::Node* n : ir::topo_order(roots))
         if (n->op() == ir::Op::MatMul && pick(n->operand(0)->dtype())) return true;
     return false;
@@ -157,7 +178,8 @@ std::vector<Options> tensor_core_runs(const std::vector<ir::NodePtr>& roots) {
     if (has_product(roots, [](DType d) { return d == DType::Float32; }))
         for (ProductPrecision precision : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
             Options o = current_options();
-            if (o.product_path == ProductPath::CudaCores) o.product_path = ProductPath::Auto;  // CUDA cores forced conflicts with TF32
+            if (o.product_path == ProductPath::CudaCores)
+                o.product_path = ProductPath::Auto;  // CUDA cores forced conflicts with TF32
             o.product_precision = precision;
             runs.push_back(o);
         }
@@ -199,15 +221,18 @@ Outcome run_gpu(const Program& p) {
             for (std::size_t k = 0; k < outs.size(); ++k) {
                 if (outs[k].numel() == 0) continue;
                 Tensor o = outs[k];
-                if (run == 0) testing::poison(o);  // contiguous, also when misaligned
-                else testing::fill_random(o, 99 + k);
+                if (run == 0)
+                    testing::poison(o);  // contiguous, also when misaligned
+                else
+                    testing::fill_random(o, 99 + k);
             }
             evaluate_into(b->roots, outs);
             synchronize();
             const testing::Comparison c = testing::check_against_reference(b->roots, outs);
             if (!c.ok)
-                return {Kind::Mismatch, fmt::format("{} outputs{}: {}", run == 0 ? "poisoned" : "random-filled",
-                                                    misaligned ? " (misaligned)" : "", c.message)};
+                return {Kind::Mismatch,
+                        fmt::format("{} outputs{}: {}", run == 0 ? "poisoned" : "random-filled",
+                                    misaligned ? " (misaligned)" : "", c.message)};
         }
         const std::vector<Tensor> unfused = make_outputs();
         for (Tensor t : unfused)
@@ -220,8 +245,9 @@ Outcome run_gpu(const Program& p) {
         }
         synchronize();
         for (std::size_t k = 0; k < outs.size(); ++k) {
-            const testing::Comparison c = testing::compare(unfused[k].to_host(), outs[k].to_host(), testing::Tolerance::exact(),
-                                                           fmt::format("output {} unfused against fused", k));
+            const testing::Comparison c =
+                testing::compare(unfused[k].to_host(), outs[k].to_host(), testing::Tolerance::exact(),
+                                 fmt::format("output {} unfused against fused", k));
             if (!c.ok) return {Kind::FusionMismatch, c.message};
         }
         // A graph with shifted slices runs fused again with its stencils' taps from shared halo tiles
@@ -238,8 +264,9 @@ Outcome run_gpu(const Program& p) {
             }
             synchronize();
             for (std::size_t k = 0; k < outs.size(); ++k) {
-                const testing::Comparison c = testing::compare(unfused[k].to_host(), staged[k].to_host(), testing::Tolerance::exact(),
-                                                               fmt::format("output {} with shared halo tiles, unfused against fused", k));
+                const testing::Comparison c = testing::compare(
+                    unfused[k].to_host(), staged[k].to_host(), testing::Tolerance::exact(),
+                    fmt::format("output {} with shared halo tiles, unfused against fused", k));
                 if (!c.ok) return {Kind::FusionMismatch, c.message};
             }
         }
@@ -258,10 +285,11 @@ Outcome run_gpu(const Program& p) {
                 }
                 synchronize();
                 for (std::size_t k = 0; k < outs.size(); ++k) {
-                    const testing::Comparison c =
-                        testing::compare(runs[0][k].to_host(), runs[1][k].to_host(), testing::Tolerance::exact(),
-                                         fmt::format("output {} on tensor cores ({}, {}), unfused against fused", k, product_path_name(tc.product_path),
-                                                     product_precision_name(tc.product_precision)));
+                    const testing::Comparison c = testing::compare(
+                        runs[0][k].to_host(), runs[1][k].to_host(), testing::Tolerance::exact(),
+                        fmt::format("output {} on tensor cores ({}, {}), unfused against fused", k,
+                                    product_path_name(tc.product_path),
+                                    product_precision_name(tc.product_precision)));
                     if (!c.ok) return {Kind::FusionMismatch, c.message};
                 }
             }
@@ -290,9 +318,12 @@ Outcome check_partitions(const Built& b) {
         const codegen::Partition part = codegen::partition(graph, c.options);
         const std::vector<Tensor> got = reference::evaluate_partition(part, graph);
         for (std::size_t k = 0; k < got.size(); ++k) {
-            const testing::Comparison cmp = testing::compare(got[k], whole[k], testing::Tolerance::exact(),
-                                                             fmt::format("{} partition, output {}", c.name, k));
-            if (!cmp.ok) return {Kind::PartitionMismatch, fmt::format("{}\npartition:\n{}", cmp.message, part.to_string())};
+            const testing::Comparison cmp =
+                testing::compare(got[k], whole[k], testing::Tolerance::exact(),
+                                 fmt::format("{} partition, output {}", c.name, k));
+            if (!cmp.ok)
+                return {Kind::PartitionMismatch,
+                        fmt::format("{}\npartition:\n{}", cmp.message, part.to_string())};
         }
     }
     return {Kind::Pass, {}};
@@ -325,14 +356,16 @@ Outcome run_compile_only(const Program& p) {
     return guarded([&]() -> Outcome {
         const CompileReport rep = compile(b->roots, "fuzz");
         if (rep.kernels < 1 || rep.image_bytes == 0)
-            return {Kind::Failure, fmt::format("compile() reported {} kernels, {} bytes", rep.kernels, rep.image_bytes)};
+            return {Kind::Failure,
+                    fmt::format("compile() reported {} kernels, {} bytes", rep.kernels, rep.image_bytes)};
         if (p.data_seed % 8 == 1) {  // one graph in eight: the unfused kernels compile too
             Options off = current_options();
             off.fusion = false;
             const OptionsScope scope(off);
             const CompileReport un = compile(b->roots, "fuzz_unfused");
             if (un.kernels < rep.kernels)
-                return {Kind::Failure, fmt::format("unfused: {} kernels, fewer than the {} fused ones", un.kernels, rep.kernels)};
+                return {Kind::Failure, fmt::format("unfused: {} kernels, fewer than the {} fused ones",
+                                                   un.kernels, rep.kernels)};
         }
         return check_partitions(*b);
     });
@@ -346,7 +379,9 @@ struct LlvmPhases {
 };
 LlvmPhases g_llvm_phases;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 /// The LLVM back end on host tensors: fused into poisoned outputs (misaligned for one graph in eight) against
 /// the reference bit for bit, then unfused (every op its own kernel) against the fused results bit for bit.
@@ -358,7 +393,8 @@ Outcome check_llvm(const Program& p, const std::optional<Built>& b) {
         auto make_outputs = [&] {
             std::vector<Tensor> outs;
             for (const auto& r : b->roots) {
-                Tensor o = misaligned ? Tensor::host({r->numel() + 1}, r->dtype()).as_strided(r->shape(), contiguous_strides(r->shape()), 1)
+                Tensor o = misaligned ? Tensor::host({r->numel() + 1}, r->dtype())
+                                            .as_strided(r->shape(), contiguous_strides(r->shape()), 1)
                                       : Tensor::host(r->shape(), r->dtype());
                 if (o.numel() > 0) testing::poison(o);
                 outs.push_back(o);
@@ -376,8 +412,9 @@ Outcome check_llvm(const Program& p, const std::optional<Built>& b) {
         ph.fused_compile_ms += host_kernel_cache_stats().compile_ms - compiled_ms;
         t = Clock::now();
         for (std::size_t k = 0; k < fused.size(); ++k) {
-            const testing::Comparison c = testing::compare(fused[k], expected[k], testing::Tolerance::exact(),
-                                                           fmt::format("output {} (LLVM, fused{})", k, misaligned ? ", misaligned" : ""));
+            const testing::Comparison c = testing::compare(
+                fused[k], expected[k], testing::Tolerance::exact(),
+                fmt::format("output {} (LLVM, fused{})", k, misaligned ? ", misaligned" : ""));
             if (!c.ok) return {Kind::LlvmMismatch, c.message};
         }
         ph.compare += seconds_since(t);
@@ -394,8 +431,9 @@ Outcome check_llvm(const Program& p, const std::optional<Built>& b) {
         }
         t = Clock::now();
         for (std::size_t k = 0; k < fused.size(); ++k) {
-            const testing::Comparison c = testing::compare(unfused[k], fused[k], testing::Tolerance::exact(),
-                                                           fmt::format("output {} unfused against fused (LLVM)", k));
+            const testing::Comparison c =
+                testing::compare(unfused[k], fused[k], testing::Tolerance::exact(),
+                                 fmt::format("output {} unfused against fused (LLVM)", k));
             if (!c.ok) return {Kind::FusionMismatch, c.message};
         }
         ph.compare += seconds_since(t);
@@ -414,9 +452,9 @@ Outcome run_llvm(const Program& p) {
 
 /// A program of a batch of --llvm, ready to be checked.
 struct Prepared {
-    std::optional<Program> program;      // none: generation threw (`error`)
+    std::optional<Program> program;  // none: generation threw (`error`)
     std::string error;
-    std::optional<Built> built;          // none: `outcome` says why
+    std::optional<Built> built;  // none: `outcome` says why
     std::optional<Outcome> outcome;
 };
 
@@ -520,8 +558,11 @@ std::vector<Program> candidates(const Program& p) {
             if (ins.ones != 0) with([](Instr& x) { x.ones = 0; });
             if (ins.drop != 0) with([](Instr& x) { x.drop = 0; });
         }
-        if ((ins.kind == Instr::Kind::Scalar || ins.kind == Instr::Kind::Constant) && !(ins.value.as_double() == 1.0))
-            with([](Instr& x) { x.value = is_float(x.dtype) ? ir::ScalarValue::of_float(1.0) : ir::ScalarValue::of_int(1); });
+        if ((ins.kind == Instr::Kind::Scalar || ins.kind == Instr::Kind::Constant) &&
+            !(ins.value.as_double() == 1.0))
+            with([](Instr& x) {
+                x.value = is_float(x.dtype) ? ir::ScalarValue::of_float(1.0) : ir::ScalarValue::of_int(1);
+            });
         if (ins.kind == Instr::Kind::View && ins.step != 1) with([](Instr& x) { x.step = 1; });
         if (ins.kind == Instr::Kind::Reduce) {
             if (ins.axes == 0) with([](Instr& x) { x.axes = 1; });
@@ -572,7 +613,11 @@ void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const
                    const std::function<Outcome(const Program&)>& run, bool shrink_it) {
     std::printf("FAIL graph seed %llu (replay: loom_fuzz --seed %llu --count 1%s): %s\n%s\n",
                 static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
-                opt.mode == Mode::CompileOnly ? " --compile-only" : opt.mode == Mode::Reference ? " --reference" : opt.mode == Mode::Llvm ? " --llvm" : "", std::string(kind_name(o.kind)).c_str(), o.message.c_str());
+                opt.mode == Mode::CompileOnly ? " --compile-only"
+                : opt.mode == Mode::Reference ? " --reference"
+                : opt.mode == Mode::Llvm      ? " --llvm"
+                                              : "",
+                std::string(kind_name(o.kind)).c_str(), o.message.c_str());
     Shrunk s{p, o, 0};
     if (shrink_it && o.kind != Kind::Sticky) s = shrink(p, o, run);
     if (s.steps > 0) {  // the graph as generated, then the shrunk one
@@ -582,8 +627,8 @@ void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const
             std::printf("(could not rebuild the graph: %s)\n", e.what());
         }
     }
-    std::printf("shrunk in %d steps from %zu to %zu instructions:\n%s", s.steps, p.code.size(), s.program.code.size(),
-                describe(s.program).c_str());
+    std::printf("shrunk in %d steps from %zu to %zu instructions:\n%s", s.steps, p.code.size(),
+                s.program.code.size(), describe(s.program).c_str());
     try {
         if (auto b = build(s.program, dev)) {
             for (const auto& line : b->input_lines) std::printf("  %s\n", line.c_str());
@@ -592,7 +637,8 @@ void print_failure(std::uint64_t seed, const Program& p, const Outcome& o, const
     } catch (const std::exception& e) {
         std::printf("(could not rebuild the shrunk graph: %s)\n", e.what());
     }
-    std::printf("shrunk failure: %s: %s\n\n", std::string(kind_name(s.outcome.kind)).c_str(), s.outcome.message.c_str());
+    std::printf("shrunk failure: %s: %s\n\n", std::string(kind_name(s.outcome.kind)).c_str(),
+                s.outcome.message.c_str());
     std::fflush(stdout);
 }
 
@@ -642,7 +688,8 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
             o.verbose = true;
         } else {
             std::fprintf(stderr,
-                         "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference | --llvm] [--max-numel N] "
+                         "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | "
+                         "--reference | --llvm] [--max-numel N] "
                          "[--reduce-share F] [--batch N] [--no-shrink] [--verbose]\n");
             return false;
         }
@@ -657,12 +704,15 @@ int main(int argc, char** argv) {
     FuzzOptions opt;
     if (!parse(argc, argv, opt)) return 2;
     if (opt.mode == Mode::Gpu && !cuda_available()) {
-        std::printf("loom_fuzz: no CUDA device: compile-only mode (graphs are generated, compiled with NVRTC and their "
-                    "partitions checked on the reference, not launched)\n");
+        std::printf(
+            "loom_fuzz: no CUDA device: compile-only mode (graphs are generated, compiled with NVRTC and "
+            "their "
+            "partitions checked on the reference, not launched)\n");
         opt.mode = Mode::CompileOnly;
     }
     if (opt.mode == Mode::Llvm && !host_backend_info().llvm) {
-        std::printf("loom_fuzz: --llvm: the LLVM back end is not available: %s\n", host_backend_info().reason.c_str());
+        std::printf("loom_fuzz: --llvm: the LLVM back end is not available: %s\n",
+                    host_backend_info().reason.c_str());
         return 2;
     }
     const Device dev = opt.mode == Mode::Gpu ? Device::cuda(current_device()) : Device::cpu();
@@ -670,12 +720,14 @@ int main(int argc, char** argv) {
                                                        : opt.mode == Mode::CompileOnly ? run_compile_only
                                                        : opt.mode == Mode::Llvm        ? run_llvm
                                                                                        : run_reference;
-    const char* what = opt.mode == Mode::Gpu           ? "GPU against the CPU reference, unfused against fused"
+    const char* what = opt.mode == Mode::Gpu ? "GPU against the CPU reference, unfused against fused"
                        : opt.mode == Mode::CompileOnly ? "compile-only, partitions on the reference"
-                       : opt.mode == Mode::Llvm        ? "the LLVM back end against the reference, unfused against fused"
-                                                       : "partitions on the reference";
+                       : opt.mode == Mode::Llvm
+                           ? "the LLVM back end against the reference, unfused against fused"
+                           : "partitions on the reference";
     std::printf("loom_fuzz: seed %llu, %s, %s\n", static_cast<unsigned long long>(opt.seed), what,
-                opt.count >= 0 ? fmt::format("{} graphs", opt.count).c_str() : fmt::format("{} s", opt.seconds).c_str());
+                opt.count >= 0 ? fmt::format("{} graphs", opt.count).c_str()
+                               : fmt::format("{} s", opt.seconds).c_str());
     std::fflush(stdout);
 
     const auto t0 = Clock::now();
@@ -684,10 +736,12 @@ int main(int argc, char** argv) {
     std::deque<Prepared> ready;  // --llvm: the rest of the current batch, from seed opt.seed + k on
     for (std::uint64_t k = 0;; ++k) {
         if (opt.count >= 0 && graphs >= opt.count) break;
-        if (opt.seconds >= 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= opt.seconds) break;
+        if (opt.seconds >= 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= opt.seconds)
+            break;
         const std::uint64_t seed = opt.seed + k;
         if (batched && ready.empty())
-            ready = prepare_llvm_batch(seed, opt.count >= 0 ? std::min(opt.batch, opt.count - graphs) : opt.batch, opt.gen);
+            ready = prepare_llvm_batch(
+                seed, opt.count >= 0 ? std::min(opt.batch, opt.count - graphs) : opt.batch, opt.gen);
         const auto g0 = Clock::now();
         Program p;
         Outcome o;
@@ -711,8 +765,8 @@ int main(int argc, char** argv) {
             if (generation_error.empty()) o = run(p);
         }
         if (!generation_error.empty()) {  // a generator bug: reported with its seed, counted as invalid
-            std::printf("loom_fuzz: seed %llu: generation failed: %s\n", static_cast<unsigned long long>(seed),
-                        generation_error.c_str());
+            std::printf("loom_fuzz: seed %llu: generation failed: %s\n",
+                        static_cast<unsigned long long>(seed), generation_error.c_str());
             ++invalid;
             continue;
         }
@@ -725,8 +779,12 @@ int main(int argc, char** argv) {
         product_graphs += p.products;
         reduction_graphs += p.reductions && !p.products;
         if (opt.verbose) {
-            std::printf("graph seed %llu: %s, %zu instructions, %s (%.0f ms)\n", static_cast<unsigned long long>(seed),
-                        p.products ? "products" : p.reductions ? "reductions" : "pointwise", p.code.size(), std::string(kind_name(o.kind)).c_str(), ms);
+            std::printf("graph seed %llu: %s, %zu instructions, %s (%.0f ms)\n",
+                        static_cast<unsigned long long>(seed),
+                        p.products     ? "products"
+                        : p.reductions ? "reductions"
+                                       : "pointwise",
+                        p.code.size(), std::string(kind_name(o.kind)).c_str(), ms);
             if (auto b = build(p, Device::cpu())) std::printf("%s\n", ir::print(b->roots).c_str());
         }
         if (o.kind != Kind::Pass) {
@@ -739,27 +797,36 @@ int main(int argc, char** argv) {
         }
         if (opt.mode == Mode::Gpu && graphs % 500 == 0) clear_kernel_cache();  // bound the loaded modules
     }
-    if (invalid > 0) std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
+    if (invalid > 0)
+        std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
     std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions, %lld graphs with products\n",
                 graphs - reduction_graphs - product_graphs, reduction_graphs, product_graphs);
     if (opt.mode == Mode::Llvm) {
         const HostKernelCacheStats hs = host_kernel_cache_stats();
-        std::printf("loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu sharing the code of one built before, "
-                    "%llu from the disk cache, %llu in-memory hits\n",
-                    static_cast<unsigned long long>(hs.compiles), hs.compile_ms, static_cast<unsigned long long>(hs.shared),
-                    static_cast<unsigned long long>(hs.disk_hits), static_cast<unsigned long long>(hs.hits));
+        std::printf(
+            "loom_fuzz: host kernels: %llu compiled by LLVM in %.0f ms, %llu sharing the code of one built "
+            "before, "
+            "%llu from the disk cache, %llu in-memory hits\n",
+            static_cast<unsigned long long>(hs.compiles), hs.compile_ms,
+            static_cast<unsigned long long>(hs.shared), static_cast<unsigned long long>(hs.disk_hits),
+            static_cast<unsigned long long>(hs.hits));
         const LlvmPhases& ph = g_llvm_phases;
         if (ph.batches > 0)
-            std::printf("loom_fuzz: %lld batches of up to %lld graphs had their kernels built together, %lld of them rejected by LLVM "
-                        "(their graphs compiled alone)\n",
-                        ph.batches, opt.batch, ph.rejected_batches);
-        std::printf("loom_fuzz: time: generation %.1f s, inputs %.1f s, batches' kernels %.1f s (LLVM compile %.1f s), reference %.1f s, "
-                    "fused %.1f s (LLVM compile %.1f s), unfused %.1f s (LLVM compile %.1f s), comparisons %.1f s\n",
-                    ph.generate, ph.inputs, ph.batch, ph.batch_compile_ms / 1000, ph.reference, ph.fused, ph.fused_compile_ms / 1000,
-                    ph.unfused, ph.unfused_compile_ms / 1000, ph.compare);
+            std::printf(
+                "loom_fuzz: %lld batches of up to %lld graphs had their kernels built together, %lld of them "
+                "rejected by LLVM "
+                "(their graphs compiled alone)\n",
+                ph.batches, opt.batch, ph.rejected_batches);
+        std::printf(
+            "loom_fuzz: time: generation %.1f s, inputs %.1f s, batches' kernels %.1f s (LLVM compile %.1f "
+            "s), reference %.1f s, "
+            "fused %.1f s (LLVM compile %.1f s), unfused %.1f s (LLVM compile %.1f s), comparisons %.1f s\n",
+            ph.generate, ph.inputs, ph.batch, ph.batch_compile_ms / 1000, ph.reference, ph.fused,
+            ph.fused_compile_ms / 1000, ph.unfused, ph.unfused_compile_ms / 1000, ph.compare);
     }
     const double minutes = std::chrono::duration<double>(Clock::now() - t0).count() / 60.0;
-    std::printf("loom_fuzz: %.0f graphs per minute\n", minutes > 0 ? static_cast<double>(graphs) / minutes : 0.0);
+    std::printf("loom_fuzz: %.0f graphs per minute\n",
+                minutes > 0 ? static_cast<double>(graphs) / minutes : 0.0);
     std::printf("fuzz: %lld graphs, %lld failures\n", graphs, failures);
     return failures == 0 && invalid == 0 ? 0 : 1;
 }

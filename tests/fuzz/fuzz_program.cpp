@@ -27,7 +27,8 @@ std::vector<std::int64_t> permutation(std::uint64_t key, int rank) {
     std::vector<std::int64_t> p(static_cast<std::size_t>(rank));
     for (int k = 0; k < rank; ++k) p[static_cast<std::size_t>(k)] = k;
     Rng g(key);
-    for (int k = rank - 1; k > 0; --k) std::swap(p[static_cast<std::size_t>(k)], p[g() % static_cast<std::uint64_t>(k + 1)]);
+    for (int k = rank - 1; k > 0; --k)
+        std::swap(p[static_cast<std::size_t>(k)], p[g() % static_cast<std::uint64_t>(k + 1)]);
     return p;
 }
 
@@ -66,12 +67,20 @@ std::vector<std::int64_t> permutation(std::uint64_t key, int rank) {
 int level_of(const Instr& ins, const std::vector<int>& lv, const std::vector<DType>& arg_dtypes, DType to) {
     const int mx = lv.empty() ? 0 : *std::max_element(lv.begin(), lv.end());
     switch (ins.kind) {
-        case Instr::Kind::Input: case Instr::Kind::Scalar: case Instr::Kind::Constant: return 0;
-        case Instr::Kind::View: return ins.view == ViewKind::Slice && mx > 1 ? -1 : mx;
-        case Instr::Kind::Cast: return is_float(to) && is_float(arg_dtypes[0]) ? mx : (mx == 0 ? 0 : -1);
-        case Instr::Kind::Reduce: return mx == 0 ? 0 : -1;  // reduction programs: see State::wide_level
-        case Instr::Kind::MatMul: return mx == 0 ? 0 : -1;
-        case Instr::Kind::Elementwise: break;
+        case Instr::Kind::Input:
+        case Instr::Kind::Scalar:
+        case Instr::Kind::Constant:
+            return 0;
+        case Instr::Kind::View:
+            return ins.view == ViewKind::Slice && mx > 1 ? -1 : mx;
+        case Instr::Kind::Cast:
+            return is_float(to) && is_float(arg_dtypes[0]) ? mx : (mx == 0 ? 0 : -1);
+        case Instr::Kind::Reduce:
+            return mx == 0 ? 0 : -1;  // reduction programs: see State::wide_level
+        case Instr::Kind::MatMul:
+            return mx == 0 ? 0 : -1;
+        case Instr::Kind::Elementwise:
+            break;
     }
     const Op op = ins.op;
     if (op == Op::Neg || op == Op::Abs) return mx;
@@ -94,10 +103,13 @@ PreImage pre_image(const Instr& ins, const Shape& t) {
     const int r = static_cast<int>(t.size());
     if (r == 0) return pi;
     switch (ins.pre) {
-        case PreView::None: break;
+        case PreView::None:
+            break;
         case PreView::Permute:
             pi.perm = permutation(ins.key, r);
-            for (int k = 0; k < r; ++k) pi.shape[static_cast<std::size_t>(pi.perm[static_cast<std::size_t>(k)])] = t[static_cast<std::size_t>(k)];
+            for (int k = 0; k < r; ++k)
+                pi.shape[static_cast<std::size_t>(pi.perm[static_cast<std::size_t>(k)])] =
+                    t[static_cast<std::size_t>(k)];
             break;
         case PreView::Slice: {
             const int d = static_cast<int>(ins.key % static_cast<std::uint64_t>(r));
@@ -115,8 +127,10 @@ PreImage pre_image(const Instr& ins, const Shape& t) {
             for (auto& e : pi.shape) e += 2;
             break;
         case PreView::Reshape:
-            if (ins.key % 2 == 0 || r == 1) pi.shape = {numel(t)};
-            else pi.shape = {t.back(), numel(t) / std::max<std::int64_t>(t.back(), 1)};
+            if (ins.key % 2 == 0 || r == 1)
+                pi.shape = {numel(t)};
+            else
+                pi.shape = {t.back(), numel(t) / std::max<std::int64_t>(t.back(), 1)};
             break;
     }
     return pi;
@@ -129,7 +143,8 @@ ir::NodePtr apply_view(const Instr& ins, const ir::NodePtr& a) {
         case ViewKind::Permute:
             if (r == 0) return nullptr;
             return ir::permute(a, permutation(ins.key, r));
-        case ViewKind::Transpose: return ir::transpose(a);
+        case ViewKind::Transpose:
+            return ir::transpose(a);
         case ViewKind::Slice: {
             if (r == 0) return nullptr;
             const int d = static_cast<int>(ins.key % static_cast<std::uint64_t>(r));
@@ -138,7 +153,8 @@ ir::NodePtr apply_view(const Instr& ins, const ir::NodePtr& a) {
             spec[static_cast<std::size_t>(d)] = {ins.start1 ? (step > 0 ? 1 : -2) : kNone, kNone, step};
             return ir::slice(a, spec);
         }
-        case ViewKind::Flatten: return ir::reshape(a, {-1});
+        case ViewKind::Flatten:
+            return ir::reshape(a, {-1});
         case ViewKind::MergeLast: {
             if (r < 2) return nullptr;
             Shape t(s.begin(), s.end() - 1);
@@ -204,7 +220,8 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                         if (ins.pick >> d & 1u) t.push_back(ins.ones >> d & 1u ? 1 : p.base[d]);
                     if (ins.swap && t.size() >= 2) std::swap(t[t.size() - 2], t[t.size() - 1]);
                 } else {
-                    for (std::size_t d = static_cast<std::size_t>(std::max(ins.drop, 0)); d < p.base.size(); ++d)
+                    for (std::size_t d = static_cast<std::size_t>(std::max(ins.drop, 0)); d < p.base.size();
+                         ++d)
                         t.push_back(ins.ones >> d & 1u ? 1 : p.base[d]);
                 }
                 const PreImage pi = pre_image(ins, t);
@@ -215,10 +232,10 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     const std::uint64_t seed = p.data_seed + 7919 * static_cast<std::uint64_t>(i);
                     const Tensor tensor = make_tensor(pi.shape, ins.dtype, ins.layout, ins.key, seed,
                                                       p.reductions || p.products, device, &used);
-                    input_lines.push_back(fmt::format("{}: {} {} strides [{}] offset {} ({}{})", label,
-                                                      name(ins.dtype), to_string(pi.shape), fmt::join(tensor.strides(), ", "),
-                                                      tensor.offset(), layout_name(used),
-                                                      ins.pre == PreView::None || t.empty() ? "" : ", viewed"));
+                    input_lines.push_back(fmt::format(
+                        "{}: {} {} strides [{}] offset {} ({}{})", label, name(ins.dtype),
+                        to_string(pi.shape), fmt::join(tensor.strides(), ", "), tensor.offset(),
+                        layout_name(used), ins.pre == PreView::None || t.empty() ? "" : ", viewed"));
                     payload = std::static_pointer_cast<const void>(tensor.impl());
                 }
                 n = ir::input(ins.dtype, pi.shape, label, payload);
@@ -228,8 +245,12 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                 in = true;
                 break;
             }
-            case Instr::Kind::Scalar: n = ir::scalar(ins.value, ins.dtype); break;
-            case Instr::Kind::Constant: n = ir::constant(ins.value, ins.dtype); break;
+            case Instr::Kind::Scalar:
+                n = ir::scalar(ins.value, ins.dtype);
+                break;
+            case Instr::Kind::Constant:
+                n = ir::constant(ins.value, ins.dtype);
+                break;
             case Instr::Kind::Cast:
                 if (args.size() != 1) return false;
                 n = ir::cast(args[0], ins.dtype);
@@ -241,11 +262,20 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
             case Instr::Kind::Elementwise: {
                 if (static_cast<int>(args.size()) != ir::info(ins.op).arity) return false;
                 switch (ir::info(ins.op).kind) {
-                    case ir::OpKind::Unary: n = ir::unary(ins.op, args[0]); break;
-                    case ir::OpKind::Binary: n = ir::binary(ins.op, args[0], args[1]); break;
-                    case ir::OpKind::Ternary: n = ir::ternary(ins.op, args[0], args[1], args[2]); break;
-                    case ir::OpKind::Leaf: case ir::OpKind::View: case ir::OpKind::Reduce:
-                    case ir::OpKind::Product: return false;
+                    case ir::OpKind::Unary:
+                        n = ir::unary(ins.op, args[0]);
+                        break;
+                    case ir::OpKind::Binary:
+                        n = ir::binary(ins.op, args[0], args[1]);
+                        break;
+                    case ir::OpKind::Ternary:
+                        n = ir::ternary(ins.op, args[0], args[1], args[2]);
+                        break;
+                    case ir::OpKind::Leaf:
+                    case ir::OpKind::View:
+                    case ir::OpKind::Reduce:
+                    case ir::OpKind::Product:
+                        return false;
                 }
                 break;
             }
@@ -342,15 +372,19 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
     Facts r;
     auto arg = [&](std::size_t k) -> const Facts& { return f(ins.args[k]); };
     switch (ins.kind) {
-        case Instr::Kind::Input: case Instr::Kind::MatMul: return r;
-        case Instr::Kind::Scalar: case Instr::Kind::Constant: {
+        case Instr::Kind::Input:
+        case Instr::Kind::MatMul:
+            return r;
+        case Instr::Kind::Scalar:
+        case Instr::Kind::Constant: {
             const double v = ins.value.as_double();
             r.nonneg = v >= 0.0 || std::isnan(v);
             r.nonpos = v <= 0.0 || std::isnan(v);
             r.unit = std::fabs(v) <= 1.0 || std::isnan(v);
             return r;
         }
-        case Instr::Kind::View: return arg(0);
+        case Instr::Kind::View:
+            return arg(0);
         case Instr::Kind::Cast:
             if (!is_float(node(ins.args[0]).dtype())) return r;
             r = arg(0);
@@ -358,29 +392,64 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
         case Instr::Kind::Reduce: {
             const Facts& a = arg(0);
             switch (ins.op) {
-                case Op::Sum: r.nonneg = a.nonneg; r.nonpos = a.nonpos; r.steady = a.steady && a.nonneg; break;
-                case Op::Prod: r.nonneg = a.nonneg; break;
+                case Op::Sum:
+                    r.nonneg = a.nonneg;
+                    r.nonpos = a.nonpos;
+                    r.steady = a.steady && a.nonneg;
+                    break;
+                case Op::Prod:
+                    r.nonneg = a.nonneg;
+                    break;
                 case Op::Mean:
                     r.nonneg = a.nonneg;
                     r.nonpos = a.nonpos;
                     r.unit = a.unit;
                     r.steady = a.steady && a.nonneg;
                     break;
-                case Op::Min: case Op::Max: r = a; r.norm = false; break;
-                default: break;
+                case Op::Min:
+                case Op::Max:
+                    r = a;
+                    r.norm = false;
+                    break;
+                default:
+                    break;
             }
             return r;
         }
-        case Instr::Kind::Elementwise: break;
+        case Instr::Kind::Elementwise:
+            break;
     }
     switch (ins.op) {
-        case Op::Exp: case Op::Exp2: r.nonneg = true; r.unit = arg(0).nonpos; break;
-        case Op::Sigmoid: r.nonneg = r.unit = true; break;
-        case Op::Tanh: case Op::Sin: case Op::Cos: case Op::Erf: r.unit = true; break;
-        case Op::Cosh: case Op::Sqrt: r.nonneg = true; break;
-        case Op::Rsqrt: r.nonneg = r.steady = true; break;
-        case Op::Abs: r.nonneg = true; r.unit = arg(0).unit; r.steady = arg(0).steady; break;
-        case Op::Relu: r.nonneg = true; r.unit = arg(0).unit; break;
+        case Op::Exp:
+        case Op::Exp2:
+            r.nonneg = true;
+            r.unit = arg(0).nonpos;
+            break;
+        case Op::Sigmoid:
+            r.nonneg = r.unit = true;
+            break;
+        case Op::Tanh:
+        case Op::Sin:
+        case Op::Cos:
+        case Op::Erf:
+            r.unit = true;
+            break;
+        case Op::Cosh:
+        case Op::Sqrt:
+            r.nonneg = true;
+            break;
+        case Op::Rsqrt:
+            r.nonneg = r.steady = true;
+            break;
+        case Op::Abs:
+            r.nonneg = true;
+            r.unit = arg(0).unit;
+            r.steady = arg(0).steady;
+            break;
+        case Op::Relu:
+            r.nonneg = true;
+            r.unit = arg(0).unit;
+            break;
         case Op::Neg:
             r.nonneg = arg(0).nonpos;
             r.nonpos = arg(0).nonneg;
@@ -399,11 +468,15 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
         }
         case Op::Div:
             r.nonneg = arg(0).nonneg && arg(1).nonneg;
-            r.unit = arg(0).nonneg && softmax_sum(p, ins.args[1]) &&
-                     at(p, ins.args[1]).args[0] == ins.args[0];
-            r.steady = (arg(0).steady || exact(ins.args[0])) && (exact(ins.args[1]) || softmax_sum(p, ins.args[1]));
+            r.unit =
+                arg(0).nonneg && softmax_sum(p, ins.args[1]) && at(p, ins.args[1]).args[0] == ins.args[0];
+            r.steady =
+                (arg(0).steady || exact(ins.args[0])) && (exact(ins.args[1]) || softmax_sum(p, ins.args[1]));
             break;
-        case Op::Add: r.nonneg = arg(0).nonneg && arg(1).nonneg; r.nonpos = arg(0).nonpos && arg(1).nonpos; break;
+        case Op::Add:
+            r.nonneg = arg(0).nonneg && arg(1).nonneg;
+            r.nonpos = arg(0).nonpos && arg(1).nonpos;
+            break;
         case Op::Sub: {
             const int x = ins.args[0], m = ins.args[1];
             const bool same = (is_red(p, m, Op::Max) || is_red(p, m, Op::Min)) && at(p, m).args[0] == x;
@@ -431,20 +504,27 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
             r.steady = (a.steady || exact(ins.args[1])) && (b.steady || exact(ins.args[2]));
             break;
         }
-        default: break;
+        default:
+            break;
     }
     return r;
 }
 
 /// The approximation level of instruction `i` of a reduction program (see "approximation levels").
-int State::wide_level(const Program& p, std::size_t i, const std::vector<int>& lv, const std::vector<DType>& dts) const {
+int State::wide_level(const Program& p, std::size_t i, const std::vector<int>& lv,
+                      const std::vector<DType>& dts) const {
     const Instr& ins = p.code[i];
     const int mx = lv.empty() ? 0 : *std::max_element(lv.begin(), lv.end());
     if (ins.kind == Instr::Kind::Reduce) {
         switch (ins.op) {
-            case Op::Sum: case Op::Mean: return mx == 0 ? 0 : (mx == 1 && f(ins.args[0]).nonneg ? 1 : -1);
-            case Op::Min: case Op::Max: return mx <= 1 ? mx : -1;
-            default: return mx == 0 ? 0 : -1;
+            case Op::Sum:
+            case Op::Mean:
+                return mx == 0 ? 0 : (mx == 1 && f(ins.args[0]).nonneg ? 1 : -1);
+            case Op::Min:
+            case Op::Max:
+                return mx <= 1 ? mx : -1;
+            default:
+                return mx == 0 ? 0 : -1;
         }
     }
     const int base = level_of(ins, lv, dts, ins.dtype);
@@ -457,36 +537,52 @@ int State::wide_level(const Program& p, std::size_t i, const std::vector<int>& l
         case Op::Div:
             if (softmax_sum(p, ins.args[1])) return 1;
             return lv[1] == 0 && f(ins.args[0]).steady ? 1 : -1;
-        case Op::Add: case Op::Sub:
+        case Op::Add:
+        case Op::Sub:
             for (std::size_t k = 0; k < 2; ++k)
                 if (lv[k] > 0 && !f(ins.args[k]).unit && !f(ins.args[k]).norm) return -1;
             return 1;
-        default: return -1;
+        default:
+            return -1;
     }
 }
 
 std::string_view view_name(ViewKind v) {
     switch (v) {
-        case ViewKind::Permute: return "permute";
-        case ViewKind::Transpose: return "transpose";
-        case ViewKind::Slice: return "slice";
-        case ViewKind::Flatten: return "flatten";
-        case ViewKind::MergeLast: return "merge last two";
-        case ViewKind::SplitFirst: return "split first";
-        case ViewKind::InsertUnit: return "insert unit";
-        case ViewKind::Broadcast: return "broadcast";
-        case ViewKind::Shift: return "shift";
+        case ViewKind::Permute:
+            return "permute";
+        case ViewKind::Transpose:
+            return "transpose";
+        case ViewKind::Slice:
+            return "slice";
+        case ViewKind::Flatten:
+            return "flatten";
+        case ViewKind::MergeLast:
+            return "merge last two";
+        case ViewKind::SplitFirst:
+            return "split first";
+        case ViewKind::InsertUnit:
+            return "insert unit";
+        case ViewKind::Broadcast:
+            return "broadcast";
+        case ViewKind::Shift:
+            return "shift";
     }
     return "?";
 }
 
 std::string_view layout_name(Layout l) {
     switch (l) {
-        case Layout::Contiguous: return "contiguous";
-        case Layout::Offset1: return "offset 1, misaligned";
-        case Layout::ColMajor: return "column-major";
-        case Layout::Padded: return "padded rows";
-        case Layout::Stride0: return "a stride-0 dimension";
+        case Layout::Contiguous:
+            return "contiguous";
+        case Layout::Offset1:
+            return "offset 1, misaligned";
+        case Layout::ColMajor:
+            return "column-major";
+        case Layout::Padded:
+            return "padded rows";
+        case Layout::Stride0:
+            return "a stride-0 dimension";
     }
     return "?";
 }
@@ -497,7 +593,8 @@ std::optional<Built> build(const Program& p, Device device) {
         if (!st.add(p, i, true, device)) return std::nullopt;
     Built b;
     for (int o : p.outputs) {
-        if (o < 0 || static_cast<std::size_t>(o) >= p.code.size() || !st.has_input[static_cast<std::size_t>(o)])
+        if (o < 0 || static_cast<std::size_t>(o) >= p.code.size() ||
+            !st.has_input[static_cast<std::size_t>(o)])
             return std::nullopt;
         b.roots.push_back(st.nodes[static_cast<std::size_t>(o)]);
     }
@@ -525,12 +622,15 @@ Program collect(const Program& p) {
         if (!live[i]) continue;
         index[i] = static_cast<int>(q.code.size());
         Instr ins = p.code[i];
-        for (int& a : ins.args) a = a >= 0 && static_cast<std::size_t>(a) < i ? index[static_cast<std::size_t>(a)] : -1;
+        for (int& a : ins.args)
+            a = a >= 0 && static_cast<std::size_t>(a) < i ? index[static_cast<std::size_t>(a)] : -1;
         q.code.push_back(std::move(ins));
     }
     for (int o : p.outputs) {
-        const int k = o >= 0 && static_cast<std::size_t>(o) < p.code.size() ? index[static_cast<std::size_t>(o)] : -1;
-        if (k >= 0 && std::find(q.outputs.begin(), q.outputs.end(), k) == q.outputs.end()) q.outputs.push_back(k);
+        const int k =
+            o >= 0 && static_cast<std::size_t>(o) < p.code.size() ? index[static_cast<std::size_t>(o)] : -1;
+        if (k >= 0 && std::find(q.outputs.begin(), q.outputs.end(), k) == q.outputs.end())
+            q.outputs.push_back(k);
     }
     return q;
 }
@@ -542,20 +642,33 @@ std::string describe(const Program& p) {
         std::string what;
         switch (ins.kind) {
             case Instr::Kind::Input:
-                what = fmt::format("input {} ones {:#x} drop {} pre-view {} layout {}", name(ins.dtype), ins.ones, ins.drop,
-                                   static_cast<int>(ins.pre), layout_name(ins.layout));
+                what = fmt::format("input {} ones {:#x} drop {} pre-view {} layout {}", name(ins.dtype),
+                                   ins.ones, ins.drop, static_cast<int>(ins.pre), layout_name(ins.layout));
                 if (ins.pick != 0) what += fmt::format(" pick {:#x}{}", ins.pick, ins.swap ? " swapped" : "");
                 break;
-            case Instr::Kind::Scalar: what = fmt::format("scalar {} {}", name(ins.dtype), ins.value.as_double()); break;
-            case Instr::Kind::Constant: what = fmt::format("constant {} {}", name(ins.dtype), ins.value.as_double()); break;
-            case Instr::Kind::Elementwise: what = std::string(ir::op_name(ins.op)); break;
-            case Instr::Kind::Cast: what = fmt::format("cast to {}", name(ins.dtype)); break;
-            case Instr::Kind::View: what = fmt::format("view {} (key {}, step {})", view_name(ins.view), ins.key % 1000, ins.step); break;
-            case Instr::Kind::Reduce:
-                what = fmt::format("{} axes mask {:#x}{}{}", ir::op_name(ins.op), ins.axes, ins.negative ? " (negative)" : "",
-                                   ins.keepdims ? " keepdims" : "");
+            case Instr::Kind::Scalar:
+                what = fmt::format("scalar {} {}", name(ins.dtype), ins.value.as_double());
                 break;
-            case Instr::Kind::MatMul: what = "matmul"; break;
+            case Instr::Kind::Constant:
+                what = fmt::format("constant {} {}", name(ins.dtype), ins.value.as_double());
+                break;
+            case Instr::Kind::Elementwise:
+                what = std::string(ir::op_name(ins.op));
+                break;
+            case Instr::Kind::Cast:
+                what = fmt::format("cast to {}", name(ins.dtype));
+                break;
+            case Instr::Kind::View:
+                what =
+                    fmt::format("view {} (key {}, step {})", view_name(ins.view), ins.key % 1000, ins.step);
+                break;
+            case Instr::Kind::Reduce:
+                what = fmt::format("{} axes mask {:#x}{}{}", ir::op_name(ins.op), ins.axes,
+                                   ins.negative ? " (negative)" : "", ins.keepdims ? " keepdims" : "");
+                break;
+            case Instr::Kind::MatMul:
+                what = "matmul";
+                break;
         }
         s += fmt::format("  #{} = {} ({})\n", i, what, fmt::join(ins.args, ", "));
     }

@@ -34,7 +34,17 @@ enum class PreView : std::uint8_t { None, Permute, Slice, Reshape, Halo };
 
 /// A view applied to a computed node (changes its shape).
 /// Shift: of a Halo input, the window at offsets 0, 1 or 2 per dimension (from `key`): a stencil's tap.
-enum class ViewKind : std::uint8_t { Permute, Transpose, Slice, Flatten, MergeLast, SplitFirst, InsertUnit, Broadcast, Shift };
+enum class ViewKind : std::uint8_t {
+    Permute,
+    Transpose,
+    Slice,
+    Flatten,
+    MergeLast,
+    SplitFirst,
+    InsertUnit,
+    Broadcast,
+    Shift
+};
 std::string_view view_name(ViewKind v);
 
 struct Instr {
@@ -109,7 +119,8 @@ Program generate(std::uint64_t seed, const GenOptions& options);
 struct Built {
     std::vector<ir::NodePtr> nodes;  // one per instruction
     std::vector<ir::NodePtr> roots;
-    std::vector<std::string> input_lines;  // "in3: int8 [4, 7] strides [1, 4] offset 0 (colmajor, pre permute)"
+    std::vector<std::string>
+        input_lines;  // "in3: int8 [4, 7] strides [1, 4] offset 0 (colmajor, pre permute)"
 };
 
 /// Builds `p` with input tensors on `device`, filled from p.data_seed (random values with each dtype's

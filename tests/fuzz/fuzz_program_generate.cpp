@@ -17,8 +17,9 @@ using ir::Op;
 
 DType random_dtype(Rng& g) {
     // float32 twice as often as the others: most user code is float32.
-    static const std::vector<DType> w{DType::Bool,    DType::Int8,    DType::UInt8,   DType::Int32,  DType::Int64,
-                                      DType::Float16, DType::BFloat16, DType::Float32, DType::Float32, DType::Float64};
+    static const std::vector<DType> w{DType::Bool,    DType::Int8,    DType::UInt8,    DType::Int32,
+                                      DType::Int64,   DType::Float16, DType::BFloat16, DType::Float32,
+                                      DType::Float32, DType::Float64};
     return pick(g, w);
 }
 
@@ -30,27 +31,40 @@ ir::ScalarValue random_value(Rng& g, DType t, bool tame) {
     if (is_float(t)) {
         if (tame) {
             if (chance(g, 0.05)) {
-                static const std::vector<double> sp{std::numeric_limits<double>::quiet_NaN(), -0.0, 0.0, 1e-40,
-                                                    std::numeric_limits<double>::infinity()};
+                static const std::vector<double> sp{std::numeric_limits<double>::quiet_NaN(), -0.0, 0.0,
+                                                    1e-40, std::numeric_limits<double>::infinity()};
                 return ir::make_scalar_value(pick(g, sp), t, "fuzz", loc);
             }
             return ir::make_scalar_value(static_cast<double>(uniform(g, -300, 300)) / 64.0, t, "fuzz", loc);
         }
         if (chance(g, 0.3)) {
             const double inf = std::numeric_limits<double>::infinity();
-            static const std::vector<double> sp{std::numeric_limits<double>::quiet_NaN(), inf, -inf, -0.0, 0.0, 1e-40,
-                                                65504.0, 0.5, -1.0, 1e30};
+            static const std::vector<double> sp{std::numeric_limits<double>::quiet_NaN(),
+                                                inf,
+                                                -inf,
+                                                -0.0,
+                                                0.0,
+                                                1e-40,
+                                                65504.0,
+                                                0.5,
+                                                -1.0,
+                                                1e30};
             return ir::make_scalar_value(pick(g, sp), t, "fuzz", loc);
         }
         return ir::make_scalar_value(static_cast<double>(uniform(g, -300, 300)) / 37.0, t, "fuzz", loc);
     }
     if (chance(g, 0.25)) {
         switch (t) {
-            case DType::Int8: return ir::ScalarValue::of_int(chance(g, 0.5) ? -128 : 127);
-            case DType::UInt8: return ir::ScalarValue::of_int(255);
-            case DType::Int32: return ir::ScalarValue::of_int(chance(g, 0.5) ? INT32_MIN : INT32_MAX);
-            case DType::Int64: return ir::ScalarValue::of_int(chance(g, 0.5) ? INT64_MIN : INT64_MAX);
-            default: break;
+            case DType::Int8:
+                return ir::ScalarValue::of_int(chance(g, 0.5) ? -128 : 127);
+            case DType::UInt8:
+                return ir::ScalarValue::of_int(255);
+            case DType::Int32:
+                return ir::ScalarValue::of_int(chance(g, 0.5) ? INT32_MIN : INT32_MAX);
+            case DType::Int64:
+                return ir::ScalarValue::of_int(chance(g, 0.5) ? INT64_MIN : INT64_MAX);
+            default:
+                break;
         }
     }
     const int lo = t == DType::UInt8 ? 0 : -5;
@@ -95,7 +109,8 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
     Rng g(seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL);
     Program p;
     p.data_seed = g();
-    static const std::vector<std::int64_t> extents{1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 32, 33, 64, 100, 128, 257};
+    static const std::vector<std::int64_t> extents{1,  2,  3,  4,  5,  7,   8,   13,
+                                                   16, 31, 32, 33, 64, 100, 128, 257};
     const int rank = uniform(g, 1, 4);
     const std::int64_t limit = chance(g, 1.0 / 32) ? opt.max_numel * 64 : opt.max_numel;
     for (int d = 0; d < rank; ++d) p.base.push_back(pick(g, extents));
@@ -113,11 +128,12 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             if (rank > 1 && chance(g, 0.15)) in.ones |= 1u << d;
         // A few inputs of lower rank (broadcast over the leading dimensions), rarely rank 0.
         in.drop = rank > 1 && chance(g, 0.12) ? uniform(g, 1, rank - 1) : (chance(g, 0.03) ? rank : 0);
-        static const std::vector<PreView> pre{PreView::None, PreView::None, PreView::None, PreView::Permute, PreView::Slice,
-                                              PreView::Reshape};
+        static const std::vector<PreView> pre{PreView::None,    PreView::None,  PreView::None,
+                                              PreView::Permute, PreView::Slice, PreView::Reshape};
         in.pre = pick(g, pre);
-        static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Contiguous, Layout::Offset1,
-                                             Layout::ColMajor,   Layout::Padded,     Layout::Stride0};
+        static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Contiguous,
+                                             Layout::Offset1,    Layout::ColMajor,   Layout::Padded,
+                                             Layout::Stride0};
         in.layout = pick(g, lay);
         in.key = g();
         static const std::vector<int> steps{2, 3, -1, -2};
@@ -149,8 +165,8 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             in.kind = Instr::Kind::Input;
             in.dtype = chance(g, 0.6) ? DType::Float32 : random_dtype(g);
             in.pre = PreView::Halo;
-            static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Offset1, Layout::ColMajor,
-                                                 Layout::Padded};
+            static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Offset1,
+                                                 Layout::ColMajor, Layout::Padded};
             in.layout = pick(g, lay);
             in.key = g();
             p.code.push_back(in);
@@ -164,11 +180,14 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
                 Instr tap;
                 tap.kind = Instr::Kind::View;
                 tap.view = ViewKind::Shift;
-                tap.key = k > 0 && chance(g, 0.1) ? p.code.back().key : g();  // now and then the same tap twice
+                tap.key =
+                    k > 0 && chance(g, 0.1) ? p.code.back().key : g();  // now and then the same tap twice
                 tap.args = {source};
                 p.code.push_back(tap);
-                if (st.add(p, p.code.size() - 1, false, Device::cpu())) taps.push_back(static_cast<int>(p.code.size() - 1));
-                else p.code.pop_back();
+                if (st.add(p, p.code.size() - 1, false, Device::cpu()))
+                    taps.push_back(static_cast<int>(p.code.size() - 1));
+                else
+                    p.code.pop_back();
             }
         }
         static const std::vector<Op> combine{Op::Add, Op::Add, Op::Sub, Op::Mul};
@@ -203,9 +222,12 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             } else {
                 ins.kind = Instr::Kind::Elementwise;
                 ins.op = pick(g, ops);
-                for (int a = 0; a < ir::info(ins.op).arity; ++a) ins.args.push_back(operand(g, p.code.size()));
+                for (int a = 0; a < ir::info(ins.op).arity; ++a)
+                    ins.args.push_back(operand(g, p.code.size()));
                 // Chains: the first operand is often the previous result, so that graphs grow deep.
-                if (chance(g, 0.5)) ins.args[static_cast<std::size_t>(g() % ins.args.size())] = static_cast<int>(p.code.size() - 1);
+                if (chance(g, 0.5))
+                    ins.args[static_cast<std::size_t>(g() % ins.args.size())] =
+                        static_cast<int>(p.code.size() - 1);
             }
             p.code.push_back(ins);
             if (st.add(p, p.code.size() - 1, false, Device::cpu())) break;
@@ -227,10 +249,13 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             Instr ins;
             ins.kind = Instr::Kind::Elementwise;
             ins.op = pick(g, ops);
-            for (int a = 0; a < ir::info(ins.op).arity; ++a) ins.args.push_back(static_cast<int>(p.code.size() - 1));
+            for (int a = 0; a < ir::info(ins.op).arity; ++a)
+                ins.args.push_back(static_cast<int>(p.code.size() - 1));
             p.code.push_back(ins);
-            if (st.add(p, p.code.size() - 1, false, Device::cpu())) rank0 = static_cast<int>(p.code.size() - 1);
-            else p.code.pop_back();
+            if (st.add(p, p.code.size() - 1, false, Device::cpu()))
+                rank0 = static_cast<int>(p.code.size() - 1);
+            else
+                p.code.pop_back();
         } else {
             p.code.pop_back();
         }
@@ -242,7 +267,8 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
         for (int a : ins.args) used[static_cast<std::size_t>(a)] = true;
     std::vector<int> sinks, any;
     for (std::size_t i = 0; i < p.code.size(); ++i) {
-        if (!st.has_input[i] || (rank0 >= 0 && static_cast<int>(i) >= rank0 - 1)) continue;  // the rank-0 pair: added last
+        if (!st.has_input[i] || (rank0 >= 0 && static_cast<int>(i) >= rank0 - 1))
+            continue;  // the rank-0 pair: added last
         any.push_back(static_cast<int>(i));
         if (!used[i] && p.code[i].kind != Instr::Kind::Input) sinks.push_back(static_cast<int>(i));
     }
@@ -253,7 +279,8 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
         const int o = from[g() % from.size()];
         if (std::find(p.outputs.begin(), p.outputs.end(), o) == p.outputs.end()) p.outputs.push_back(o);
     }
-    if (rank0 >= 0 && std::find(p.outputs.begin(), p.outputs.end(), rank0) == p.outputs.end()) p.outputs.push_back(rank0);
+    if (rank0 >= 0 && std::find(p.outputs.begin(), p.outputs.end(), rank0) == p.outputs.end())
+        p.outputs.push_back(rank0);
     return collect(p);
 }
 

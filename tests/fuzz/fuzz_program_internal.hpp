@@ -23,7 +23,9 @@ using Rng = std::mt19937_64;
 inline int uniform(Rng& g, int lo, int hi) {
     return lo + static_cast<int>(g() % static_cast<std::uint64_t>(hi - lo + 1));
 }
-inline bool chance(Rng& g, double p) { return static_cast<double>(g() >> 11) * 0x1.0p-53 < p; }
+inline bool chance(Rng& g, double p) {
+    return static_cast<double>(g() >> 11) * 0x1.0p-53 < p;
+}
 template <class T>
 const T& pick(Rng& g, const std::vector<T>& v) {
     return v[static_cast<std::size_t>(g() % v.size())];
@@ -42,8 +44,8 @@ int operand(Rng& g, std::size_t n);
 // fuzz_program_inputs.cpp.
 
 /// A tensor of `shape` laid out as `layout` over freshly filled storage on `device`.
-Tensor make_tensor(const Shape& shape, DType d, Layout layout, std::uint64_t key, std::uint64_t seed, bool tame,
-                   Device device, Layout* used);
+Tensor make_tensor(const Shape& shape, DType d, Layout layout, std::uint64_t key, std::uint64_t seed,
+                   bool tame, Device device, Layout* used);
 
 // fuzz_program_reduce.cpp.
 
@@ -83,7 +85,7 @@ struct State {
     /// Forgets instructions from `n` on (generation backs out of a pattern that did not build).
     void truncate(const Program& p, std::size_t n);
 
-private:
+  private:
     static bool is(const Program& p, int i, Instr::Kind k, ir::Op op);
     static bool is_ew(const Program& p, int i, ir::Op op) { return is(p, i, Instr::Kind::Elementwise, op); }
     static bool is_red(const Program& p, int i, ir::Op op);
@@ -96,14 +98,15 @@ private:
     bool softmax_sum(const Program& p, int s) const;
     bool normalized(const Program& p, std::size_t i) const;
     Facts facts_of(const Program& p, std::size_t i) const;
-    int wide_level(const Program& p, std::size_t i, const std::vector<int>& lv, const std::vector<DType>& dts) const;
+    int wide_level(const Program& p, std::size_t i, const std::vector<int>& lv,
+                   const std::vector<DType>& dts) const;
 };
 
 /// What the reduction and product generators share: the program under generation and its build state.
 /// Instructions are kept only when they build and make no node larger than `cap_`; a move that fails backs
 /// out to the length it started at.
 class GenBase {
-protected:
+  protected:
     Program p_;
     State st_;
     std::int64_t cap_ = std::numeric_limits<std::int64_t>::max();  // the largest node a move may make
@@ -114,7 +117,8 @@ protected:
     int emit(Instr ins) {
         p_.code.push_back(std::move(ins));
         const std::size_t i = p_.code.size() - 1;
-        if (st_.add(p_, i, false, Device::cpu()) && st_.nodes.back()->numel() <= cap_) return static_cast<int>(i);
+        if (st_.add(p_, i, false, Device::cpu()) && st_.nodes.back()->numel() <= cap_)
+            return static_cast<int>(i);
         st_.truncate(p_, i);
         p_.code.pop_back();
         return -1;

@@ -1,12 +1,12 @@
 // The product generator of the fuzzer's random programs: small matrix products (M, N and K up to 40, K
 // sometimes 64 to 260, of a base shape [M, K, N], or [B, M, K, N] with batches that broadcast (now and then
 // 300 entries), vectors now
-// and then, K = 0 and empty results rarely) of inputs in every layout, of inputs stored transposed under a Transpose view, or of
-// computed values (exact elementwise prologues), each cast to the product's dtype (float16, bfloat16,
-// float32, float64 or int8, docs/semantics.md section 12) when its own differs; then elementwise epilogues
-// over the product's shape (a row bias [N], a column bias [M, 1], a residual, activations, scalars, casts),
-// several outputs of one product, and consumers that end the product's kernel (a transposed view of the
-// result, a reduction of it, another product of it).
+// and then, K = 0 and empty results rarely) of inputs in every layout, of inputs stored transposed under a
+// Transpose view, or of computed values (exact elementwise prologues), each cast to the product's dtype
+// (float16, bfloat16, float32, float64 or int8, docs/semantics.md section 12) when its own differs; then
+// elementwise epilogues over the product's shape (a row bias [N], a column bias [M, 1], a residual,
+// activations, scalars, casts), several outputs of one product, and consumers that end the product's kernel
+// (a transposed view of the result, a reduction of it, another product of it).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,22 +23,23 @@ namespace {
 using ir::Op;
 
 bool is_product_dtype(DType d) {
-    return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64 || d == DType::Int8;
+    return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64 ||
+           d == DType::Int8;
 }
 
 /// The generator: the base shape and the product dtype first, the two operands, the product, then epilogue
 /// moves, each backed out whole when a constructor or the approximation rules reject one of its
 /// instructions.
 class ProductGen : GenBase {
-public:
+  public:
     explicit ProductGen(std::uint64_t seed) : g_(seed * 0x9E3779B97F4A7C15ULL + 0x3C6EF372FE94F82BULL) {}
 
     Program run() {
         p_.products = true;
         p_.data_seed = g_();
         choose_base();
-        static const std::vector<DType> dtypes{DType::Float32, DType::Float32, DType::Float16, DType::BFloat16,
-                                               DType::Float64, DType::Int8};
+        static const std::vector<DType> dtypes{DType::Float32,  DType::Float32, DType::Float16,
+                                               DType::BFloat16, DType::Float64, DType::Int8};
         pd_ = pick(g_, dtypes);
         int prod = -1;
         for (int attempt = 0; attempt < 10 && prod < 0; ++attempt) {
@@ -47,7 +48,8 @@ public:
             const int a = operand(true, plain), b = a >= 0 ? operand(false, plain) : -1;
             if (b >= 0) prod = product(a, b);
         }
-        if (prod < 0) throw std::logic_error(fmt::format("no product of base shape {} builds", to_string(p_.base)));
+        if (prod < 0)
+            throw std::logic_error(fmt::format("no product of base shape {} builds", to_string(p_.base)));
         std::vector<int> ends{prod};  // results of moves, candidates for outputs
         int v = prod;
         const int moves = uniform(g_, 1, 4);
@@ -64,18 +66,19 @@ public:
                 back_to(before);
             }
         }
-        // Outputs: the last result, sometimes the product itself and another result beside it (several outputs
-        // of one product's kernel, or of kernels on both sides of a boundary).
+        // Outputs: the last result, sometimes the product itself and another result beside it (several
+        // outputs of one product's kernel, or of kernels on both sides of a boundary).
         p_.outputs.push_back(v);
         if (v != prod && chance(g_, 0.35)) p_.outputs.push_back(prod);
         if (ends.size() > 2 && chance(g_, 0.35)) {
             const int o = ends[static_cast<std::size_t>(uniform(g_, 1, static_cast<int>(ends.size()) - 2))];
-            if (std::find(p_.outputs.begin(), p_.outputs.end(), o) == p_.outputs.end()) p_.outputs.push_back(o);
+            if (std::find(p_.outputs.begin(), p_.outputs.end(), o) == p_.outputs.end())
+                p_.outputs.push_back(o);
         }
         return collect(p_);
     }
 
-private:
+  private:
     Rng g_;
     bool batched_ = false;
     DType pd_ = DType::Float32;
@@ -119,31 +122,36 @@ private:
     }
 
     void choose_base() {
-        static const std::vector<std::int64_t> extents{1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 24, 31, 32, 33, 40};
+        static const std::vector<std::int64_t> extents{1,  2,  3,  4,  5,  7,  8,  9,
+                                                       13, 16, 17, 24, 31, 32, 33, 40};
         static const std::vector<std::int64_t> batches{1, 2, 3, 5};
         batched_ = chance(g_, 0.35);
         // Now and then more batch entries than a GPU holds blocks at once, so that a block walks several
         // (a batch whose K is one step copies the next entry's tiles while it multiplies this one's).
         if (batched_) p_.base.push_back(chance(g_, 1.0 / 8) ? 300 : pick(g_, batches));
         for (int d = 0; d < 3; ++d) p_.base.push_back(pick(g_, extents));
-        // Now and then a K of a full step and more (the matrix-vector tile steps 128 along K, reading A's rows
-        // and the vector 16 bytes at a time only in whole steps; K = 64 is one step of a small product).
+        // Now and then a K of a full step and more (the matrix-vector tile steps 128 along K, reading A's
+        // rows and the vector 16 bytes at a time only in whole steps; K = 64 is one step of a small product).
         static const std::vector<std::int64_t> long_k{64, 65, 72, 100, 132, 260};
         if (chance(g_, 1.0 / 6)) p_.base[static_cast<std::size_t>(kd())] = pick(g_, long_k);
-        if (chance(g_, 1.0 / 24)) p_.base[static_cast<std::size_t>(kd())] = 0;  // K = 0: every element +0
-        else if (chance(g_, 1.0 / 48)) p_.base[static_cast<std::size_t>(chance(g_, 0.5) ? md() : nd())] = 0;  // empty
+        if (chance(g_, 1.0 / 24))
+            p_.base[static_cast<std::size_t>(kd())] = 0;  // K = 0: every element +0
+        else if (chance(g_, 1.0 / 48))
+            p_.base[static_cast<std::size_t>(chance(g_, 0.5) ? md() : nd())] = 0;  // empty
     }
 
-    /// An input of the base dims `dims` (the last two swapped when `swap`), those of `ones` set to 1: dtype `d`
-    /// most of the time, else any (the operands are cast to the product dtype after); any layout and pre-view
-    /// unless `plain`.
+    /// An input of the base dims `dims` (the last two swapped when `swap`), those of `ones` set to 1: dtype
+    /// `d` most of the time, else any (the operands are cast to the product dtype after); any layout and
+    /// pre-view unless `plain`.
     int input(std::uint32_t dims, std::uint32_t ones, bool swap, DType d, bool plain = false) {
-        static const std::vector<DType> any{DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8,
-                                            DType::Int32,   DType::UInt8,   DType::Int64,    DType::Bool};
-        static const std::vector<PreView> pre{PreView::None, PreView::None, PreView::None, PreView::Permute,
-                                              PreView::Slice, PreView::Reshape};
-        static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Contiguous, Layout::Offset1,
-                                             Layout::ColMajor,   Layout::Padded,     Layout::Stride0};
+        static const std::vector<DType> any{DType::Float32, DType::Float16, DType::BFloat16,
+                                            DType::Float64, DType::Int8,    DType::Int32,
+                                            DType::UInt8,   DType::Int64,   DType::Bool};
+        static const std::vector<PreView> pre{PreView::None,    PreView::None,  PreView::None,
+                                              PreView::Permute, PreView::Slice, PreView::Reshape};
+        static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Contiguous,
+                                             Layout::Offset1,    Layout::ColMajor,   Layout::Padded,
+                                             Layout::Stride0};
         static const std::vector<int> steps{2, 3, -1, -2};
         Instr in;
         in.kind = Instr::Kind::Input;
@@ -191,19 +199,24 @@ private:
         return x;
     }
 
-    /// An exact elementwise op of operand `x` (whose shape is the base dims `dims` with `ones` set to 1): cheap
-    /// ones the product's kernel computes as its tiles load, a division it reads from a temporary.
+    /// An exact elementwise op of operand `x` (whose shape is the base dims `dims` with `ones` set to 1):
+    /// cheap ones the product's kernel computes as its tiles load, a division it reads from a temporary.
     int prologue(int x, std::uint32_t dims, std::uint32_t ones) {
         const DType d = node(x).dtype();
         switch (g_() % 5) {
-            case 0: return ew(Op::Neg, {x});
-            case 1: return ew(Op::Abs, {x});
-            case 2: return ew(chance(g_, 0.6) ? Op::Mul : Op::Div, {x, scalar(d)});  // a division is not cheap: materialized
+            case 0:
+                return ew(Op::Neg, {x});
+            case 1:
+                return ew(Op::Abs, {x});
+            case 2:
+                return ew(chance(g_, 0.6) ? Op::Mul : Op::Div,
+                          {x, scalar(d)});  // a division is not cheap: materialized
             case 3: {
                 static const std::vector<Op> ops{Op::Add, Op::Sub, Op::Mul, Op::Maximum};
                 return ew(pick(g_, ops), {x, input(dims, ones, false, d)});
             }
-            default: return ew(Op::Relu, {x});
+            default:
+                return ew(Op::Relu, {x});
         }
     }
 
@@ -212,21 +225,28 @@ private:
         const DType rd = node(v).dtype();
         const int rank = node(v).rank();
         switch (g_() % 10) {
-            case 0: case 1: case 2: {  // a bias: a row [N], a column [M, 1] or a residual [B, M, N]
+            case 0:
+            case 1:
+            case 2: {  // a bias: a row [N], a column [M, 1] or a residual [B, M, N]
                 const double u = unit();
                 std::uint32_t dims = bit(md()) | bit(nd()), ones = 0;
-                if (u < 0.4) dims = bit(nd());
-                else if (u < 0.65) ones = bit(nd());
-                else if (batched_ && chance(g_, 0.6)) dims |= bit(0);
+                if (u < 0.4)
+                    dims = bit(nd());
+                else if (u < 0.65)
+                    ones = bit(nd());
+                else if (batched_ && chance(g_, 0.6))
+                    dims |= bit(0);
                 const int c = input(dims, ones, false, rd);
-                static const std::vector<Op> ops{Op::Add, Op::Add, Op::Add, Op::Sub, Op::Mul, Op::Maximum, Op::Minimum};
+                static const std::vector<Op> ops{Op::Add, Op::Add,     Op::Add,    Op::Sub,
+                                                 Op::Mul, Op::Maximum, Op::Minimum};
                 const Op op = pick(g_, ops);
                 return chance(g_, 0.8) ? ew(op, {v, c}) : ew(op, {c, v});
             }
-            case 3: case 4: {  // an activation or another function
-                static const std::vector<Op> ops{Op::Relu,    Op::GeluErf, Op::GeluTanh, Op::Sigmoid, Op::Tanh,
-                                                 Op::Exp,     Op::Abs,     Op::Neg,      Op::Sqrt,    Op::Sin,
-                                                 Op::Relu,    Op::GeluErf};
+            case 3:
+            case 4: {  // an activation or another function
+                static const std::vector<Op> ops{Op::Relu, Op::GeluErf, Op::GeluTanh, Op::Sigmoid,
+                                                 Op::Tanh, Op::Exp,     Op::Abs,      Op::Neg,
+                                                 Op::Sqrt, Op::Sin,     Op::Relu,     Op::GeluErf};
                 return ew(pick(g_, ops), {v});
             }
             case 5: {  // a scalar or a constant
@@ -236,8 +256,9 @@ private:
                 return chance(g_, 0.7) ? ew(op, {v, c}) : ew(op, {c, v});
             }
             case 6: {  // a cast, to a narrower dtype most of the time
-                static const std::vector<DType> to{DType::Float16, DType::BFloat16, DType::Float16, DType::BFloat16,
-                                                   DType::Float32, DType::Float64, DType::Int8,    DType::Int32};
+                static const std::vector<DType> to{DType::Float16,  DType::BFloat16, DType::Float16,
+                                                   DType::BFloat16, DType::Float32,  DType::Float64,
+                                                   DType::Int8,     DType::Int32};
                 return cast(v, pick(g_, to));
             }
             case 7: {  // a reduction of it (over the last axis, or all), sometimes broadcast back
@@ -273,6 +294,8 @@ private:
 }  // namespace
 
 // The options' sizes are for the other generators: products keep their own small shapes.
-Program generate_products(std::uint64_t seed, const GenOptions&) { return ProductGen(seed).run(); }
+Program generate_products(std::uint64_t seed, const GenOptions&) {
+    return ProductGen(seed).run();
+}
 
 }  // namespace loom::fuzz

@@ -20,9 +20,9 @@ using ir::Op;
 DType random_reduce_dtype(Rng& g) {
     // Every dtype: float32 and the half dtypes (whose values fused kernels hold in float registers) twice as
     // often as the others.
-    static const std::vector<DType> w{DType::Float32, DType::Float32, DType::Float16, DType::Float16,
+    static const std::vector<DType> w{DType::Float32,  DType::Float32,  DType::Float16, DType::Float16,
                                       DType::BFloat16, DType::BFloat16, DType::Float64, DType::Int8,
-                                      DType::UInt8,   DType::Int32,   DType::Int64,   DType::Bool};
+                                      DType::UInt8,    DType::Int32,    DType::Int64,   DType::Bool};
     return pick(g, w);
 }
 
@@ -31,7 +31,7 @@ DType random_reduce_dtype(Rng& g) {
 /// back over its operand, normalizations), each backed out whole when a constructor, the approximation
 /// rules or the size cap rejects one of its instructions.
 class ReduceGen : GenBase {
-public:
+  public:
     ReduceGen(std::uint64_t seed, const GenOptions& opt)
         : g_(seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL), opt_(opt) {}
 
@@ -41,8 +41,10 @@ public:
         choose_base();
         const int n_inputs = uniform(g_, 1, 3);
         for (int k = 0; k < n_inputs; ++k) add_input(k == 0 || chance(g_, 0.7));
-        for (int attempt = 0; attempt < 20 && size() == 0; ++attempt) add_input(true);  // every move needs one
-        if (size() == 0) throw std::logic_error(fmt::format("no input of base shape {} builds", to_string(p_.base)));
+        for (int attempt = 0; attempt < 20 && size() == 0; ++attempt)
+            add_input(true);  // every move needs one
+        if (size() == 0)
+            throw std::logic_error(fmt::format("no input of base shape {} builds", to_string(p_.base)));
         if (chance(g_, 0.4)) {
             Instr s;
             s.kind = chance(g_, 0.5) ? Instr::Kind::Scalar : Instr::Kind::Constant;
@@ -66,7 +68,7 @@ public:
         return collect(p_);
     }
 
-private:
+  private:
     Rng g_;
     const GenOptions& opt_;
 
@@ -100,7 +102,7 @@ private:
     }
 
     void choose_base() {
-        static const std::vector<std::int64_t> extents{0,  1,  2,   3,   4,   5,    7,    8,   16, 31,
+        static const std::vector<std::int64_t> extents{0,  1,  2,  3,   4,   5,   7,    8,    16,  31,
                                                        32, 33, 64, 100, 128, 257, 1025, 4097, 8193};
         const int r = uniform(g_, 1, 4);
         const std::int64_t limit = chance(g_, 1.0 / 16) ? opt_.max_numel * 64 : opt_.max_numel;
@@ -110,7 +112,8 @@ private:
             while (e == 0 && !chance(g_, 0.25)) e = pick(g_, extents);  // zero-size: about one graph in 20
             p_.base.push_back(e);
         }
-        while (numel(p_.base) > limit) {  // shrink the largest extent, or another, to a smaller one of the list
+        while (numel(p_.base) >
+               limit) {  // shrink the largest extent, or another, to a smaller one of the list
             auto it = std::max_element(p_.base.begin(), p_.base.end());
             if (chance(g_, 0.5)) {
                 const auto other = p_.base.begin() + uniform(g_, 0, static_cast<int>(p_.base.size()) - 1);
@@ -124,8 +127,9 @@ private:
     }
 
     Instr random_layout(Instr in) {
-        static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Contiguous, Layout::Offset1,
-                                             Layout::ColMajor,   Layout::Padded,     Layout::Stride0};
+        static const std::vector<Layout> lay{Layout::Contiguous, Layout::Contiguous, Layout::Contiguous,
+                                             Layout::Offset1,    Layout::ColMajor,   Layout::Padded,
+                                             Layout::Stride0};
         in.layout = pick(g_, lay);
         in.key = g_();
         static const std::vector<int> steps{2, 3, -1, -2};
@@ -146,8 +150,8 @@ private:
                 if (r > 1 && chance(g_, 0.25)) in.ones |= 1u << d;
             in.drop = r > 1 && chance(g_, 0.3) ? uniform(g_, 1, r - 1) : 0;
         }
-        static const std::vector<PreView> pre{PreView::None, PreView::None, PreView::None, PreView::Permute,
-                                              PreView::Slice, PreView::Reshape};
+        static const std::vector<PreView> pre{PreView::None,    PreView::None,  PreView::None,
+                                              PreView::Permute, PreView::Slice, PreView::Reshape};
         in.pre = pick(g_, pre);
         return emit(random_layout(in));
     }
@@ -161,7 +165,8 @@ private:
         in.dtype = random_reduce_dtype(g_);
         in.drop = b - r;
         for (int k = 0; k < r; ++k) {
-            const auto e = t[static_cast<std::size_t>(k)], be = p_.base[static_cast<std::size_t>(in.drop + k)];
+            const auto e = t[static_cast<std::size_t>(k)],
+                       be = p_.base[static_cast<std::size_t>(in.drop + k)];
             if (e == be) continue;
             if (e != 1) return -1;
             in.ones |= 1u << (in.drop + k);
@@ -248,7 +253,10 @@ private:
     /// reduced or broadcast back), often cast first.
     int compare_operand() {
         int x = -1;
-        if (chance(g_, 0.5)) x = choose([&](int i) { return data(i) && is_half(node(i).dtype()) && st_.level[static_cast<std::size_t>(i)] == 0; });
+        if (chance(g_, 0.5))
+            x = choose([&](int i) {
+                return data(i) && is_half(node(i).dtype()) && st_.level[static_cast<std::size_t>(i)] == 0;
+            });
         if (x < 0) x = choose([&](int i) { return data(i) && st_.level[static_cast<std::size_t>(i)] == 0; });
         if (x >= 0 && chance(g_, 0.3)) {
             Instr c;
@@ -261,9 +269,9 @@ private:
         return x;
     }
 
-    /// A comparison against a reduction broadcast back (`x == max(x, axes, true)`, `x >= mean(x, axes, true)`,
-    /// with keepdims or over leading axes, which broadcast back as well), then often a count or another
-    /// reduction of the comparison, a `where` on it, or a cast of it.
+    /// A comparison against a reduction broadcast back (`x == max(x, axes, true)`, `x >= mean(x, axes,
+    /// true)`, with keepdims or over leading axes, which broadcast back as well), then often a count or
+    /// another reduction of the comparison, a `where` on it, or a cast of it.
     bool compare_back_move() {
         const int x = compare_operand();
         if (x < 0) return false;
@@ -277,7 +285,8 @@ private:
         switch (g_() % 5) {
             case 0: {  // how many elements equal the maximum (a count, or any / all / a mean of the flags)
                 static const std::vector<Op> counts{Op::Sum, Op::Sum, Op::Any, Op::All, Op::Mean, Op::ArgMax};
-                return red(pick(g_, counts), c, chance(g_, 0.5) ? axes : random_axes(rank(c)), chance(g_, 0.4)) >= 0;
+                return red(pick(g_, counts), c, chance(g_, 0.5) ? axes : random_axes(rank(c)),
+                           chance(g_, 0.4)) >= 0;
             }
             case 1: {  // where on the comparison: the element, the reduced value, or a scalar
                 int other = r;
@@ -301,7 +310,8 @@ private:
                 if (y >= 0 && chance(g_, 0.5)) red(Op::Sum, y, axes, chance(g_, 0.5));
                 return y >= 0;
             }
-            default: return true;
+            default:
+                return true;
         }
     }
 
@@ -325,9 +335,9 @@ private:
     /// A random elementwise op (a prologue of later reductions, or an epilogue of earlier ones).
     bool elementwise_move() {
         static const std::vector<Op> all = elementwise_ops();
-        static const std::vector<Op> common{Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Maximum, Op::Minimum, Op::Abs,
-                                            Op::Neg, Op::Exp, Op::Sqrt, Op::Relu, Op::Where, Op::Gt, Op::Fma,
-                                            Op::Sin, Op::Tanh, Op::Sigmoid, Op::Eq};
+        static const std::vector<Op> common{Op::Add, Op::Sub, Op::Mul, Op::Div,  Op::Maximum, Op::Minimum,
+                                            Op::Abs, Op::Neg, Op::Exp, Op::Sqrt, Op::Relu,    Op::Where,
+                                            Op::Gt,  Op::Fma, Op::Sin, Op::Tanh, Op::Sigmoid, Op::Eq};
         const Op op = chance(g_, 0.5) ? pick(g_, common) : pick(g_, all);
         std::vector<int> args;
         for (int a = 0; a < ir::info(op).arity; ++a) args.push_back(operand(g_, p_.code.size()));
@@ -354,13 +364,16 @@ private:
     bool epilogue_move() {
         const int r = choose([&](int i) { return reduced(i) && computed(i); });
         if (r < 0) return false;
-        static const std::vector<Op> unary{Op::Sqrt, Op::Exp, Op::Abs, Op::Neg, Op::Log, Op::Rsqrt, Op::Sigmoid,
-                                           Op::Tanh, Op::Relu, Op::Floor, Op::Sign, Op::IsNan, Op::Log1p};
+        static const std::vector<Op> unary{Op::Sqrt,  Op::Exp,     Op::Abs,  Op::Neg,  Op::Log,
+                                           Op::Rsqrt, Op::Sigmoid, Op::Tanh, Op::Relu, Op::Floor,
+                                           Op::Sign,  Op::IsNan,   Op::Log1p};
         static const std::vector<Op> binary{Op::Add,     Op::Sub,     Op::Mul, Op::Div,
                                             Op::Maximum, Op::Minimum, Op::Gt,  Op::Pow};
         int y = -1;
         switch (g_() % 5) {
-            case 0: y = ew(pick(g_, unary), {r}); break;
+            case 0:
+                y = ew(pick(g_, unary), {r});
+                break;
             case 1: {
                 const DType d = chance(g_, 0.7) ? node(r).dtype() : random_reduce_dtype(g_);
                 Instr s;
@@ -371,7 +384,9 @@ private:
                 y = chance(g_, 0.7) ? ew(pick(g_, binary), {r, c}) : ew(pick(g_, binary), {c, r});
                 break;
             }
-            case 2: y = ew(pick(g_, binary), {r, input_like(node(r).shape())}); break;
+            case 2:
+                y = ew(pick(g_, binary), {r, input_like(node(r).shape())});
+                break;
             case 3: {
                 Instr c;
                 c.kind = Instr::Kind::Cast;
@@ -380,7 +395,9 @@ private:
                 y = emit(c);
                 break;
             }
-            default: y = ew(pick(g_, binary), {r, operand(g_, p_.code.size())}); break;
+            default:
+                y = ew(pick(g_, binary), {r, operand(g_, p_.code.size())});
+                break;
         }
         if (y >= 0 && chance(g_, 0.3)) ew(pick(g_, unary), {y});
         return y >= 0;
@@ -463,8 +480,10 @@ private:
                 if (chance(g_, 0.5)) {
                     v = red(Op::Mean, ew(Op::Mul, {d, d}), axes, keep);
                 } else {
-                    const double n1 = static_cast<double>(std::max<std::int64_t>(reduced_count(x, axes) - 1, 0));
-                    v = ew(Op::Div, {red(Op::Sum, ew(Op::Mul, {d, d}), axes, keep), scalar(n1, fd)});  // correction 1
+                    const double n1 =
+                        static_cast<double>(std::max<std::int64_t>(reduced_count(x, axes) - 1, 0));
+                    v = ew(Op::Div,
+                           {red(Op::Sum, ew(Op::Mul, {d, d}), axes, keep), scalar(n1, fd)});  // correction 1
                 }
                 if (v >= 0 && chance(g_, 0.5)) v = ew(Op::Sqrt, {v});
                 return v >= 0;
@@ -507,7 +526,8 @@ private:
             if (!st_.has_input[static_cast<std::size_t>(i)]) continue;
             any.push_back(i);
             if (st_.has_reduce[static_cast<std::size_t>(i)]) last_reduced = i;
-            if (!used[static_cast<std::size_t>(i)] && p_.code[static_cast<std::size_t>(i)].kind != Instr::Kind::Input)
+            if (!used[static_cast<std::size_t>(i)] &&
+                p_.code[static_cast<std::size_t>(i)].kind != Instr::Kind::Input)
                 sinks.push_back(i);
         }
         if (any.empty()) return;  // cannot happen (the first input always builds); build() rejects it
@@ -516,10 +536,11 @@ private:
             const std::vector<int>& from = !sinks.empty() && chance(g_, 0.8) ? sinks : any;
             if (!chance(g_, 0.5)) continue;
             const int o = from[g_() % from.size()];
-            if (std::find(p_.outputs.begin(), p_.outputs.end(), o) == p_.outputs.end()) p_.outputs.push_back(o);
+            if (std::find(p_.outputs.begin(), p_.outputs.end(), o) == p_.outputs.end())
+                p_.outputs.push_back(o);
         }
-        // An array together with reductions of it in one evaluation (`eval(q, sum(q == max(q)))`): the operand
-        // of a reduction on the path to an output, itself an output.
+        // An array together with reductions of it in one evaluation (`eval(q, sum(q == max(q)))`): the
+        // operand of a reduction on the path to an output, itself an output.
         if (chance(g_, 0.4)) {
             std::vector<int> operands;
             for (const Instr& ins : p_.code)
@@ -527,7 +548,8 @@ private:
                     operands.push_back(ins.args[0]);
             if (!operands.empty()) {
                 const int o = pick(g_, operands);
-                if (std::find(p_.outputs.begin(), p_.outputs.end(), o) == p_.outputs.end()) p_.outputs.push_back(o);
+                if (std::find(p_.outputs.begin(), p_.outputs.end(), o) == p_.outputs.end())
+                    p_.outputs.push_back(o);
             }
         }
     }
@@ -535,6 +557,8 @@ private:
 
 }  // namespace
 
-Program generate_reductions(std::uint64_t seed, const GenOptions& opt) { return ReduceGen(seed, opt).run(); }
+Program generate_reductions(std::uint64_t seed, const GenOptions& opt) {
+    return ReduceGen(seed, opt).run();
+}
 
 }  // namespace loom::fuzz

@@ -51,11 +51,14 @@ Tensor host_copy(const Tensor& t) {
     return out;
 }
 
-bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+bool same_value(double a, double b) {
+    return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 /// A view of shape `s` inside a new random tensor of dtype `d` on `dev`: per axis a step and a start in a
 /// padded extent, the larger tensor's axes in a random order. Returns the larger tensor and the view.
-std::pair<Tensor, Tensor> make_view(const Shape& s, DType d, Device dev, std::mt19937_64& rng, std::string& how) {
+std::pair<Tensor, Tensor> make_view(const Shape& s, DType d, Device dev, std::mt19937_64& rng,
+                                    std::string& how) {
     const int r = static_cast<int>(s.size());
     std::vector<std::int64_t> perm(static_cast<std::size_t>(r));
     for (int a = 0; a < r; ++a) perm[static_cast<std::size_t>(a)] = a;
@@ -74,10 +77,14 @@ std::pair<Tensor, Tensor> make_view(const Shape& s, DType d, Device dev, std::mt
         const std::int64_t extent = start_pad + span + end_pad;
         const auto b = static_cast<std::size_t>(perm[static_cast<std::size_t>(a)]);
         big[b] = extent;
-        if (n == 0) spec[b] = {start_pad, start_pad, step};
-        else if (step > 0) spec[b] = {start_pad, start_pad + span, step};
-        else spec[b] = {start_pad + span - 1, start_pad == 0 ? ir::SliceSpec::kNone : start_pad - 1, step};
-        how += fmt::format("{}axis {}: extent {} step {} start pad {}", a ? ", " : "", a, extent, step, start_pad);
+        if (n == 0)
+            spec[b] = {start_pad, start_pad, step};
+        else if (step > 0)
+            spec[b] = {start_pad, start_pad + span, step};
+        else
+            spec[b] = {start_pad + span - 1, start_pad == 0 ? ir::SliceSpec::kNone : start_pad - 1, step};
+        how += fmt::format("{}axis {}: extent {} step {} start pad {}", a ? ", " : "", a, extent, step,
+                           start_pad);
     }
     const Tensor base = testing::random_tensor(big, d, rng()).to(dev);
     // The view: slice the larger tensor, then order its axes as the view's: view axis a = big axis perm[a].
@@ -123,11 +130,14 @@ Outcome run(const fuzz::Program& p, Device dev, std::uint64_t seed) {
                 }
             }
             if (differ > 0) {
-                return {false, false, fmt::format("output {} ({} {}, view {} strides {}; {}): {} elements differ from the contiguous "
-                                                  "result, first at {}: {} against {}",
-                                                  k, name(plain[k].dtype()), to_string(plain[k].shape()), to_string(views[k].shape()),
-                                                  to_string(views[k].strides()), hows[k], differ, first, got.get_double(first),
-                                                  want.get_double(first))};
+                return {
+                    false, false,
+                    fmt::format(
+                        "output {} ({} {}, view {} strides {}; {}): {} elements differ from the contiguous "
+                        "result, first at {}: {} against {}",
+                        k, name(plain[k].dtype()), to_string(plain[k].shape()), to_string(views[k].shape()),
+                        to_string(views[k].strides()), hows[k], differ, first, got.get_double(first),
+                        want.get_double(first))};
             }
             // Outside the view: mark the view's elements in the larger tensor, compare the rest with before.
             std::vector<char> inside(static_cast<std::size_t>(after.numel()), 0);
@@ -145,11 +155,14 @@ Outcome run(const fuzz::Program& p, Device dev, std::uint64_t seed) {
                 }
             }
             for (std::int64_t o = 0; o < after.numel(); ++o) {
-                if (!inside[static_cast<std::size_t>(o)] && !same_value(after.get_double(o), before[k].get_double(o))) {
-                    return {false, false, fmt::format("output {} (view {} strides {}; {}): element {} of the larger tensor, outside the "
-                                                      "view, changed from {} to {}",
-                                                      k, to_string(views[k].shape()), to_string(views[k].strides()), hows[k], o,
-                                                      before[k].get_double(o), after.get_double(o))};
+                if (!inside[static_cast<std::size_t>(o)] &&
+                    !same_value(after.get_double(o), before[k].get_double(o))) {
+                    return {false, false,
+                            fmt::format("output {} (view {} strides {}; {}): element {} of the larger "
+                                        "tensor, outside the "
+                                        "view, changed from {} to {}",
+                                        k, to_string(views[k].shape()), to_string(views[k].strides()),
+                                        hows[k], o, before[k].get_double(o), after.get_double(o))};
                 }
             }
         }
@@ -173,21 +186,30 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         const bool has_value = i + 1 < argc;
-        if (a == "--seed" && has_value) seed = std::strtoull(argv[++i], nullptr, 10);
-        else if (a == "--count" && has_value) count = std::atoll(argv[++i]);
-        else if (a == "--seconds" && has_value) seconds = std::atof(argv[++i]);
-        else if (a == "--max-numel" && has_value) gen.max_numel = std::max(1LL, std::atoll(argv[++i]));
-        else if (a == "--host") host = true;
-        else if (a == "--verbose") verbose = true;
+        if (a == "--seed" && has_value)
+            seed = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--count" && has_value)
+            count = std::atoll(argv[++i]);
+        else if (a == "--seconds" && has_value)
+            seconds = std::atof(argv[++i]);
+        else if (a == "--max-numel" && has_value)
+            gen.max_numel = std::max(1LL, std::atoll(argv[++i]));
+        else if (a == "--host")
+            host = true;
+        else if (a == "--verbose")
+            verbose = true;
         else {
-            std::fprintf(stderr, "usage: loom_fuzz_views [--seed S] [--count N] [--seconds T] [--host] [--max-numel N] [--verbose]\n");
+            std::fprintf(stderr,
+                         "usage: loom_fuzz_views [--seed S] [--count N] [--seconds T] [--host] [--max-numel "
+                         "N] [--verbose]\n");
             return 2;
         }
     }
     if (count < 0 && seconds < 0) count = 100;
     const Device dev = !host && cuda_available() ? Device::cuda(current_device()) : Device::cpu();
-    std::printf("loom_fuzz_views: seed %llu, writes into strided views on %s, %s\n", static_cast<unsigned long long>(seed),
-                dev.is_cuda() ? "the GPU" : "the host", count >= 0 ? fmt::format("{} graphs", count).c_str() : fmt::format("{} s", seconds).c_str());
+    std::printf("loom_fuzz_views: seed %llu, writes into strided views on %s, %s\n",
+                static_cast<unsigned long long>(seed), dev.is_cuda() ? "the GPU" : "the host",
+                count >= 0 ? fmt::format("{} graphs", count).c_str() : fmt::format("{} s", seconds).c_str());
     std::fflush(stdout);
     const auto t0 = Clock::now();
     long long graphs = 0, failures = 0, skipped = 0;
@@ -202,11 +224,13 @@ int main(int argc, char** argv) {
             continue;
         }
         ++graphs;
-        if (verbose) std::printf("graph seed %llu: %s\n", static_cast<unsigned long long>(s), o.ok ? "pass" : "FAIL");
+        if (verbose)
+            std::printf("graph seed %llu: %s\n", static_cast<unsigned long long>(s), o.ok ? "pass" : "FAIL");
         if (!o.ok) {
             ++failures;
-            std::printf("loom_fuzz_views: FAILURE, seed %llu (replay: --seed %llu --count 1%s)\n%s\n%s\n", static_cast<unsigned long long>(s),
-                        static_cast<unsigned long long>(s), host ? " --host" : "", o.message.c_str(), describe(p).c_str());
+            std::printf("loom_fuzz_views: FAILURE, seed %llu (replay: --seed %llu --count 1%s)\n%s\n%s\n",
+                        static_cast<unsigned long long>(s), static_cast<unsigned long long>(s),
+                        host ? " --host" : "", o.message.c_str(), describe(p).c_str());
             std::fflush(stdout);
             if (dev.is_cuda() && runtime_poisoned()) break;
         }
@@ -214,7 +238,8 @@ int main(int argc, char** argv) {
     }
     const double minutes = std::chrono::duration<double>(Clock::now() - t0).count() / 60.0;
     if (skipped > 0) std::printf("loom_fuzz_views: %lld programs did not build\n", skipped);
-    std::printf("loom_fuzz_views: %.0f graphs per minute\n", minutes > 0 ? static_cast<double>(graphs) / minutes : 0.0);
+    std::printf("loom_fuzz_views: %.0f graphs per minute\n",
+                minutes > 0 ? static_cast<double>(graphs) / minutes : 0.0);
     std::printf("fuzz: %lld graphs, %lld failures\n", graphs, failures);
     return failures == 0 ? 0 : 1;
 }

@@ -20,7 +20,8 @@
 
 namespace golden {
 
-inline std::vector<loom::codegen::InputLayout> contiguous_layouts(const std::vector<loom::ir::NodePtr>& outs) {
+inline std::vector<loom::codegen::InputLayout> contiguous_layouts(
+    const std::vector<loom::ir::NodePtr>& outs) {
     std::vector<loom::codegen::InputLayout> l;
     for (const auto* in : loom::codegen::pointwise_inputs(outs))
         l.push_back({in->dtype(), loom::contiguous_strides(in->shape()), true});
@@ -29,9 +30,11 @@ inline std::vector<loom::codegen::InputLayout> contiguous_layouts(const std::vec
 
 /// The GPU plan of `graph_roots` (after the standard passes) on `device` (the H200), every input contiguous
 /// and, unless `aligned` is false, 16-byte aligned.
-inline loom::codegen::FusionPlan plan_gpu(const std::vector<loom::ir::NodePtr>& graph_roots, const loom::Options& options = {},
-                                          bool aligned = true, const loom::codegen::DeviceInfo& device = loom::codegen::DeviceInfo::h200()) {
-    const std::vector<loom::ir::NodePtr> roots = loom::ir::run_pipeline(graph_roots, loom::ir::standard_passes());
+inline loom::codegen::FusionPlan plan_gpu(
+    const std::vector<loom::ir::NodePtr>& graph_roots, const loom::Options& options = {}, bool aligned = true,
+    const loom::codegen::DeviceInfo& device = loom::codegen::DeviceInfo::h200()) {
+    const std::vector<loom::ir::NodePtr> roots =
+        loom::ir::run_pipeline(graph_roots, loom::ir::standard_passes());
     std::vector<const loom::ir::Node*> sources;
     std::vector<loom::codegen::InputLayout> layouts;
     for (const loom::ir::Node* n : loom::ir::topo_order(roots))
@@ -51,10 +54,12 @@ inline const loom::codegen::PlannedMatmul& matmul_of(const loom::codegen::Fusion
 }
 
 /// Every kernel Loom emits is launched with programmatic dependent launch (LaunchConfig::dependent_launch),
-/// so its first statement must wait for the stream's previous kernel: checked for each `__global__` of `text`.
+/// so its first statement must wait for the stream's previous kernel: checked for each `__global__` of
+/// `text`.
 inline void check_kernels_wait_first(const std::string& name, const std::string& text) {
     int kernels = 0;
-    for (std::size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
+    for (std::size_t at = text.find("__global__"); at != std::string::npos;
+         at = text.find("__global__", at + 1)) {
         ++kernels;
         const std::size_t body = text.find('\n', text.find(") {", at));
         const std::size_t first = text.find_first_not_of(" \n", body);
@@ -65,7 +70,8 @@ inline void check_kernels_wait_first(const std::string& name, const std::string&
 
 /// Compares `text` with expected/<name><extension> (`.cu`: CUDA, `.ll`: LLVM IR); LOOM_UPDATE_GOLDEN=1
 /// rewrites the file instead.
-inline void check_text(const std::string& name, const std::string& text, const std::string& extension = ".cu") {
+inline void check_text(const std::string& name, const std::string& text,
+                       const std::string& extension = ".cu") {
     const std::string path = std::string(LOOM_GOLDEN_DIR) + "/" + name + extension;
     const std::string what = extension == ".ll" ? "LLVM IR" : "CUDA";
     if (extension == ".cu") check_kernels_wait_first(name, text);
@@ -80,7 +86,8 @@ inline void check_text(const std::string& name, const std::string& text, const s
     std::stringstream ss;
     ss << f.rdbuf();
     CHECK_MESSAGE(ss.str() == text, "generated " << what << " differs from " << path
-                                        << " (LOOM_UPDATE_GOLDEN=1 rewrites it); generated:\n" << text);
+                                                 << " (LOOM_UPDATE_GOLDEN=1 rewrites it); generated:\n"
+                                                 << text);
 }
 
 /// Compiles a complete source with NVRTC for sm_90 and checks that a cubin came back.
@@ -102,7 +109,8 @@ inline loom::nvrtc::Result compile_sm90(const loom::codegen::KernelSource& ks) {
 
 /// Generates with contiguous layouts on the H200, compares with the golden file and compiles.
 inline loom::codegen::KernelSource run(const std::string& name, const std::vector<loom::ir::NodePtr>& outs) {
-    auto ks = loom::codegen::generate_pointwise(name, outs, contiguous_layouts(outs), loom::codegen::DeviceInfo::h200());
+    auto ks = loom::codegen::generate_pointwise(name, outs, contiguous_layouts(outs),
+                                                loom::codegen::DeviceInfo::h200());
     check_text(name, ks.kernel);
     compile_sm90(ks);
     return ks;

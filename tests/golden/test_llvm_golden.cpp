@@ -1,18 +1,17 @@
-// Golden tests of the LLVM emitters (codegen/llvm/emit.hpp): E1 (relu(x*1.5+0.25), float32) and R1 (row sum of
-// a 2-D float32) as LLVM IR text for a fixed AVX-512 host target, compared with tests/golden/expected/*.ll
+// Golden tests of the LLVM emitters (codegen/llvm/emit.hpp): E1 (relu(x*1.5+0.25), float32) and R1 (row sum
+// of a 2-D float32) as LLVM IR text for a fixed AVX-512 host target, compared with tests/golden/expected/*.ll
 // (LOOM_UPDATE_GOLDEN=1 rewrites them), then compiled by the loom_llvm module when it is built.
 #include <dlfcn.h>
+#include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <loom/loom.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <doctest/doctest.h>
 #include "golden_util.hpp"
-#include <loom/loom.hpp>
-
 #include "loom/codegen/host_plan.hpp"
 #include "loom/codegen/llvm/emit.hpp"
 #include "loom/ir/build.hpp"
@@ -37,14 +36,16 @@ std::vector<codegen::LlvmKernelSource> llvm_kernels(const std::vector<Array>& ys
             sources.push_back(n);
             layouts.push_back({n->dtype(), contiguous_strides(n->shape()), false});
         }
-    const codegen::HostPlan plan = codegen::plan_host(graph, sources, layouts, codegen::HostTarget::avx512(), Options{}, name);
+    const codegen::HostPlan plan =
+        codegen::plan_host(graph, sources, layouts, codegen::HostTarget::avx512(), Options{}, name);
     std::vector<codegen::LlvmKernelSource> out;
     for (std::size_t i = 0; i < plan.kernels.size(); ++i) {
         const auto& k = plan.partition.kernels[i];
         const auto& h = plan.kernels[i];
-        out.push_back(k.family == codegen::Family::Pointwise
-                          ? codegen::emit_pointwise_llvm(k.name, k.outputs, h.pointwise.plan, h.schedule, plan.target)
-                          : codegen::emit_reduce_llvm(k.name, h.reduce, h.schedule, plan.target));
+        out.push_back(
+            k.family == codegen::Family::Pointwise
+                ? codegen::emit_pointwise_llvm(k.name, k.outputs, h.pointwise.plan, h.schedule, plan.target)
+                : codegen::emit_reduce_llvm(k.name, h.reduce, h.schedule, plan.target));
     }
     return out;
 }
@@ -64,7 +65,8 @@ void compile_with_module(const codegen::LlvmKernelSource& src) {
     // The IR is emitted for the fixed AVX-512 target; the module compiles for this machine's CPU, whose code
     // generator cannot lower AVX-512 intrinsics (CF1's table lookup) without the features.
     const std::string features = t->features();
-    if (src.ir.find("@llvm.x86.avx512") != std::string::npos && features.find("+avx512f") == std::string::npos) {
+    if (src.ir.find("@llvm.x86.avx512") != std::string::npos &&
+        features.find("+avx512f") == std::string::npos) {
         MESSAGE("this CPU has no AVX-512: " << src.name << "'s AVX-512 IR not compiled");
         dlclose(h);
         return;
@@ -78,7 +80,9 @@ void compile_with_module(const codegen::LlvmKernelSource& src) {
     dlclose(h);
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -96,7 +100,8 @@ TEST_CASE("golden llvm: E1 relu(x * 1.5 + 0.25) over float32") {
 }
 
 TEST_CASE("golden llvm: CE1, E1 over 2^26 float32: more than the cache holds, streamed") {
-    const auto ks = llvm_kernels({relu(Array(ir::input(float32, {std::int64_t{1} << 26}, "x")) * 1.5 + 0.25)}, "ce1_relu_scale_bias");
+    const auto ks = llvm_kernels({relu(Array(ir::input(float32, {std::int64_t{1} << 26}, "x")) * 1.5 + 0.25)},
+                                 "ce1_relu_scale_bias");
     REQUIRE(ks.size() == 1);
     golden::check_text("ce1_relu_scale_bias", ks[0].ir, ".ll");
     CHECK(contains(ks[0].ir, "non-temporal stores"));  // the schedule in the banner
@@ -122,9 +127,9 @@ TEST_CASE("golden llvm: CF1 softmax over 4096 x 4096 float32") {
     REQUIRE(ks.size() == 1);
     golden::check_text("cf1_softmax", ks[0].ir, ".ll");
     CHECK(contains(ks[0].ir, "out0 holds the operand of reduction 1"));  // exp(x - max) computed once
-    CHECK(contains(ks[0].ir, "call <16 x double> @llvm.fma.v16f64"));   // the inline exp
+    CHECK(contains(ks[0].ir, "call <16 x double> @llvm.fma.v16f64"));    // the inline exp
     CHECK(contains(ks[0].ir, "@llvm.x86.avx512.vpermi2var.pd.512"));     // its table of 2^(j/16) in registers
-    CHECK(contains(ks[0].ir, "@loom_exp_f32_v"));                         // and its library lanes
+    CHECK(contains(ks[0].ir, "@loom_exp_f32_v"));                        // and its library lanes
     CHECK(!contains(ks[0].ir, "fast"));
     compile_with_module(ks[0]);
 }

@@ -14,11 +14,13 @@ using namespace loom::ir;
 namespace {
 
 // The GPU plan of `roots` on the H200 with contiguous, aligned inputs.
-codegen::FusionPlan plan_of(const std::vector<NodePtr>& roots, const Options& options = {}) { return golden::plan_gpu(roots, options); }
+codegen::FusionPlan plan_of(const std::vector<NodePtr>& roots, const Options& options = {}) {
+    return golden::plan_gpu(roots, options);
+}
 
 // The one matmul kernel of a plan of one kernel, emitted and compiled.
-codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots, std::size_t kernels = 1,
-                                      const Options& options = {}) {
+codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots,
+                                      std::size_t kernels = 1, const Options& options = {}) {
     const codegen::FusionPlan plan = plan_of(roots, options);
     REQUIRE(plan.gpu.size() == kernels);
     const codegen::KernelSource ks = codegen::emit_matmul(name, golden::matmul_of(plan));
@@ -29,7 +31,8 @@ codegen::KernelSource compile_product(const std::string& name, const std::vector
 }  // namespace
 
 TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kernel") {
-    auto x = input(float32, {512, 256}, "x"), w = input(float32, {256, 384}, "w"), bias = input(float32, {384}, "bias");
+    auto x = input(float32, {512, 256}, "x"), w = input(float32, {256, 384}, "w"),
+         bias = input(float32, {384}, "bias");
     auto y = unary(Op::GeluErf, binary(Op::Add, matmul(x, w), bias));
     const codegen::FusionPlan plan = plan_of({y});
     REQUIRE(plan.gpu.size() == 1);
@@ -39,15 +42,17 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
     CHECK(p.tile_n == 128);
     CHECK(p.tile_k == 32);
     CHECK(p.threads() == 256);
-    CHECK(p.pitch_a == 36);   // 32 + 4: rows 16-byte aligned, 4 rows of a warp in distinct banks
+    CHECK(p.pitch_a == 36);  // 32 + 4: rows 16-byte aligned, 4 rows of a warp in distinct banks
     CHECK(p.pitch_b == 132);
     CHECK(p.vector_a);
     CHECK(p.vector_b);
     CHECK(p.a_read == 4);  // 4 k of a row per 16-byte read; a warp's 4 rows, 36 words apart, meet in no bank
-    CHECK(p.b_read == 4);  // 4 consecutive columns per 16-byte read: a lane's columns in two groups of 4, 32 apart
+    CHECK(p.b_read ==
+          4);  // 4 consecutive columns per 16-byte read: a lane's columns in two groups of 4, 32 apart
     CHECK(!p.chunked);
     CHECK(p.staged_epilogue);  // the outputs through a shared-memory tile: whole lines per warp
-    CHECK(p.blocks_per_sm == 2);  // K = 256, 8 steps: the other block's K loop runs beside a tile's fill and epilogue
+    CHECK(p.blocks_per_sm ==
+          2);  // K = 256, 8 steps: the other block's K loop runs beside a tile's fill and epilogue
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32", plan.gpu[0].matmul);
     golden::check_text("matmul_bias_gelu_f32", ks.kernel);
     golden::compile_sm90(ks);
@@ -58,7 +63,8 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
 }
 
 TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n8k16) with a bias and ReLU") {
-    auto a = input(float16, {256, 160}, "a"), b = input(float16, {160, 192}, "b"), bias = input(float16, {192}, "bias");
+    auto a = input(float16, {256, 160}, "a"), b = input(float16, {160, 192}, "b"),
+         bias = input(float16, {192}, "bias");
     const Options tc{.product_path = ProductPath::MmaSync};  // the Ampere path, forced (Hopper's is wgmma)
     const auto plan = plan_of({unary(Op::Relu, binary(Op::Add, matmul(a, b), bias))}, tc);
     REQUIRE(plan.gpu.size() == 1);
@@ -83,12 +89,16 @@ TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n
     CHECK(!plan_of({matmul(a, b)}).gpu.at(0).matmul.plan.tensor_cores);
     auto i8a = input(int8, {64, 96}, "i"), i8b = input(int8, {96, 64}, "j");
     CHECK(plan_of({matmul(i8a, i8b)}).gpu.at(0).matmul.plan.tensor_cores);
-    CHECK(!plan_of({matmul(i8a, i8b)}, Options{.product_path = ProductPath::CudaCores}).gpu.at(0).matmul.plan.tensor_cores);
-    // float32 takes tensor cores only under product_precision tf32 or 3xtf32: asked for without it, it stays on
-    // CUDA cores and the plan says why.
+    CHECK(!plan_of({matmul(i8a, i8b)}, Options{.product_path = ProductPath::CudaCores})
+               .gpu.at(0)
+               .matmul.plan.tensor_cores);
+    // float32 takes tensor cores only under product_precision tf32 or 3xtf32: asked for without it, it stays
+    // on CUDA cores and the plan says why.
     const auto f32 = plan_of({matmul(input(float32, {64, 64}, "x"), input(float32, {64, 64}, "y"))}, tc);
     CHECK(!f32.gpu.at(0).matmul.plan.tensor_cores);
-    CHECK(f32.to_string().find("tensor cores asked for; float32 takes them only under product_precision tf32 or 3xtf32") != std::string::npos);
+    CHECK(f32.to_string().find(
+              "tensor cores asked for; float32 takes them only under product_precision tf32 or 3xtf32") !=
+          std::string::npos);
 }
 
 TEST_CASE("matmul kernels on tensor cores: every dtype, layout and schedule compile with NVRTC") {
@@ -110,16 +120,20 @@ TEST_CASE("matmul kernels on tensor cores: every dtype, layout and schedule comp
         CHECK(plan.gpu.at(0).matmul.plan.tensor_cores);
         CHECK(!plan.gpu.at(0).matmul.plan.chunked);
         golden::compile_sm90(codegen::emit_matmul("mma_long_k", plan.gpu[0].matmul));
-        auto h = input(float16, {96, 64}, "h"), s = input(float16, {96, 64}, "s"), w = input(float16, {64, 80}, "w");
+        auto h = input(float16, {96, 64}, "h"), s = input(float16, {96, 64}, "s"),
+             w = input(float16, {64, 80}, "w");
         compile_product("mma_prologue", {matmul(binary(Op::Add, h, s), w)}, 1, tc);
-        auto y = matmul(input(float16, {256, 256}, "x"), input(float16, {256, 256}, "z"), Loc::current(), ProductTile{64, 64, 64});
+        auto y = matmul(input(float16, {256, 256}, "x"), input(float16, {256, 256}, "z"), Loc::current(),
+                        ProductTile{64, 64, 64});
         const auto hinted = plan_of({y}, tc);
         CHECK(hinted.gpu.at(0).matmul.plan.warps_m * hinted.gpu.at(0).matmul.plan.warps_n == 8);
         golden::compile_sm90(codegen::emit_matmul("mma_hinted", hinted.gpu[0].matmul));
     }
     SUBCASE("a tile that is not whole MMA tiles is an error naming the limit") {
-        auto y = matmul(input(int8, {64, 64}, "x"), input(int8, {64, 64}, "z"), Loc::current(), ProductTile{64, 64, 16});
-        CHECK_THROWS_WITH_AS(plan_of({y}), doctest::Contains("tile_k of 32 (the k of one mma.sync for int8)"), Error);
+        auto y = matmul(input(int8, {64, 64}, "x"), input(int8, {64, 64}, "z"), Loc::current(),
+                        ProductTile{64, 64, 16});
+        CHECK_THROWS_WITH_AS(plan_of({y}), doctest::Contains("tile_k of 32 (the k of one mma.sync for int8)"),
+                             Error);
     }
 }
 
@@ -144,7 +158,9 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
     }
     SUBCASE("int8 x int8 -> int32 times a scalar") {
         auto a = input(int8, {31, 300}, "a"), b = input(int8, {300, 5}, "b");
-        compile_product("mm_i8", {binary(Op::Mul, matmul(a, b), scalar(make_scalar_value(3.0, int32, "test", Loc::current()), int32))});
+        compile_product("mm_i8",
+                        {binary(Op::Mul, matmul(a, b),
+                                scalar(make_scalar_value(3.0, int32, "test", Loc::current()), int32))});
     }
     SUBCASE("K longer than a chunk: the pairwise tree through a workspace") {
         auto a = input(float32, {8, 20000}, "a"), b = input(float32, {20000, 8}, "b");
@@ -156,7 +172,8 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         CHECK(plan.gpu[0].matmul.plan.tile_m == 16);  // a short M gets a short tile
         golden::compile_sm90(codegen::emit_matmul("mm_chunked", plan.gpu[0].matmul));
     }
-    SUBCASE("matrix-vector products: one-wide tiles, a thread per output, the matrix and the vector in pieces") {
+    SUBCASE(
+        "matrix-vector products: one-wide tiles, a thread per output, the matrix and the vector in pieces") {
         auto a = input(float32, {4096, 16384}, "a"), x = input(float32, {16384}, "x");
         const auto plan = plan_of({matmul(a, x)});
         REQUIRE(plan.gpu.size() == 1);
@@ -174,8 +191,10 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         CHECK(p.chunked);
         const auto ks = codegen::emit_matmul("mm_gemv", plan.gpu[0].matmul);
         CHECK(ks.kernel.find("lm::load_vec<float, 4>(as + (row0 + 32 * i) * 132 + k4)") != std::string::npos);
-        CHECK(ks.kernel.find("mm_gemv_load_b_pieces") != std::string::npos);  // the vector along k in cp.async pieces
-        CHECK(ks.kernel.find("lm::load_vec<float, 4>(bs + k4)") != std::string::npos);  // the vector, 4 k per broadcast read
+        CHECK(ks.kernel.find("mm_gemv_load_b_pieces") !=
+              std::string::npos);  // the vector along k in cp.async pieces
+        CHECK(ks.kernel.find("lm::load_vec<float, 4>(bs + k4)") !=
+              std::string::npos);  // the vector, 4 k per broadcast read
         golden::check_text("matmul_gemv_f32", ks.kernel);
         golden::compile_sm90(ks);
         // A vector times a matrix: a one-high tile, a thread per column.
@@ -207,21 +226,28 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         auto q = matmul(x, m);
         compile_product("mm_two", {q, unary(Op::Relu, q)});
     }
-    SUBCASE("prologues: a float16 operand cast to float32 and a scaled, transposed one, computed as the tiles load") {
+    SUBCASE(
+        "prologues: a float16 operand cast to float32 and a scaled, transposed one, computed as the tiles "
+        "load") {
         auto h = f16({96, 64}, "h"), w = input(float32, {80, 64}, "w");
-        const auto plan = plan_of({matmul(cast(h, float32), binary(Op::Mul, transpose(w), scalar(make_scalar_value(0.5, float32, "test", Loc::current()), float32)))});
+        const auto plan = plan_of(
+            {matmul(cast(h, float32),
+                    binary(Op::Mul, transpose(w),
+                           scalar(make_scalar_value(0.5, float32, "test", Loc::current()), float32)))});
         REQUIRE(plan.gpu.size() == 1);
         const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
         CHECK(p.a_prologue);
         CHECK(p.b_prologue);
         CHECK(!p.vector_a);
         CHECK(!p.vector_b);
-        CHECK(plan.partition.kernels[0].why.find("its prologue runs as the tiles load: cast") != std::string::npos);
+        CHECK(plan.partition.kernels[0].why.find("its prologue runs as the tiles load: cast") !=
+              std::string::npos);
         const auto ks = codegen::emit_matmul("mm_prologue", plan.gpu[0].matmul);
         CHECK(ks.kernel.find("mm_prologue_pa_element(p.pa,") != std::string::npos);
         golden::compile_sm90(ks);
         // A transcendental operand is materialized instead, the reason in the plan.
-        const auto plan2 = plan_of({matmul(unary(Op::Exp, input(float32, {32, 32}, "e")), input(float32, {32, 32}, "f"))});
+        const auto plan2 =
+            plan_of({matmul(unary(Op::Exp, input(float32, {32, 32}, "e")), input(float32, {32, 32}, "f"))});
         CHECK(plan2.gpu.size() == 2);
         CHECK(plan2.to_string().find("computed first: exp") != std::string::npos);
     }
@@ -240,7 +266,8 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
     }
 }
 
-TEST_CASE("matmul: a kernel that reads the product twice, once through a transposing view, is not its epilogue") {
+TEST_CASE(
+    "matmul: a kernel that reads the product twice, once through a transposing view, is not its epilogue") {
     // Found by the fuzzer (seed 1799177366): relu(mm) and relu(mm).T + c over a square product; the
     // transposed read must come from memory, never from the accumulators' placeholder.
     for (const std::int64_t k : {0, 40}) {
@@ -256,22 +283,27 @@ TEST_CASE("matmul: a kernel that reads the product twice, once through a transpo
             const codegen::PlannedMatmul& pm = plan.gpu[i].matmul;
             // Every load of the placeholder in the epilogue is the accumulator site.
             for (std::size_t s = 0; s < pm.plan.epilogue.loads.size(); ++s)
-                if (pm.inputs.at(pm.a_inputs + pm.b_inputs + static_cast<std::size_t>(pm.plan.epilogue.loads[s].input)) == pm.accumulators.get())
+                if (pm.inputs.at(pm.a_inputs + pm.b_inputs +
+                                 static_cast<std::size_t>(pm.plan.epilogue.loads[s].input)) ==
+                    pm.accumulators.get())
                     CHECK(static_cast<int>(s) == pm.plan.acc_site);
             golden::compile_sm90(codegen::emit_matmul("mm_twice", pm));
         }
     }
 }
 
-TEST_CASE("matmul plan: batch pipelining, the staged epilogue, the vector in pieces along k, and each call's loads") {
+TEST_CASE(
+    "matmul plan: batch pipelining, the staged epilogue, the vector in pieces along k, and each call's "
+    "loads") {
     using codegen::select_matmul_loads;
     SUBCASE("M6's shape: two blocks per SM walk 4096 entries, storing from registers") {
         auto a = input(float32, {4096, 64, 64}, "a"), b = input(float32, {4096, 64, 64}, "b");
         const auto plan = plan_of({matmul(a, b)});
         const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
         CHECK(pm.plan.batch_pipelined);
-        CHECK(pm.plan.blocks_per_sm == 2);  // 4 x 4 accumulators: two blocks of 256 threads fit 128 registers each
-        CHECK(!pm.plan.staged_epilogue);   // a third barrier per entry cost 13% on the H200
+        CHECK(pm.plan.blocks_per_sm ==
+              2);  // 4 x 4 accumulators: two blocks of 256 threads fit 128 registers each
+        CHECK(!pm.plan.staged_epilogue);  // a third barrier per entry cost 13% on the H200
         CHECK(pm.binding.batch_blocks == 2 * 132);
         CHECK(codegen::matmul_launch(pm).grid_y == 2 * 132);
         CHECK(pm.plan.to_string().find("each block walking batch entries") != std::string::npos);
@@ -286,21 +318,25 @@ TEST_CASE("matmul plan: batch pipelining, the staged epilogue, the vector in pie
         auto tiles = plan_of({matmul(input(float32, {300, 130, 20}, "a"), input(float32, {20, 70}, "b"))});
         const codegen::PlannedMatmul& t = tiles.gpu.at(0).matmul;
         CHECK(t.plan.batch_pipelined);
-        CHECK(t.plan.blocks_per_sm == 1);      // 8 x 8 accumulators: one block per SM
-        CHECK(t.binding.batch_blocks == 66);   // 132 resident blocks over 2 tiles per entry
+        CHECK(t.plan.blocks_per_sm == 1);     // 8 x 8 accumulators: one block per SM
+        CHECK(t.binding.batch_blocks == 66);  // 132 resident blocks over 2 tiles per entry
         auto deep = plan_of({matmul(input(float32, {2, 512, 256}, "a"), input(float32, {256, 512}, "b"))});
         const codegen::PlannedMatmul& d = deep.gpu.at(0).matmul;
         CHECK(!d.plan.batch_pipelined);
         CHECK(d.binding.batch_blocks == 2);
         CHECK(d.plan.staged_epilogue);
-        CHECK(d.plan.shared_bytes() >= d.plan.epilogue_tile_bytes());  // the tile of outputs fits the stage buffers
+        CHECK(d.plan.shared_bytes() >=
+              d.plan.epilogue_tile_bytes());  // the tile of outputs fits the stage buffers
         auto tc = plan_of({matmul(input(float16, {64, 64, 64}, "a"), input(float16, {64, 64, 64}, "b"))},
                           Options{.product_path = ProductPath::TensorCores});
         CHECK(!tc.gpu.at(0).matmul.plan.batch_pipelined);  // tensor cores keep the plain batch loop
     }
     SUBCASE("two blocks per SM for few K steps (M3's shape), one for long K (M1's)") {
         auto bias = input(float32, {4096}, "bias");
-        const auto m3 = plan_of({unary(Op::GeluErf, binary(Op::Add, matmul(input(float32, {4096, 256}, "a"), input(float32, {256, 4096}, "b")), bias))});
+        const auto m3 = plan_of(
+            {unary(Op::GeluErf,
+                   binary(Op::Add, matmul(input(float32, {4096, 256}, "a"), input(float32, {256, 4096}, "b")),
+                          bias))});
         const codegen::PlannedMatmul& pm3 = m3.gpu.at(0).matmul;
         CHECK(pm3.plan.staged_epilogue);
         CHECK(pm3.plan.blocks_per_sm == 2);
@@ -308,12 +344,14 @@ TEST_CASE("matmul plan: batch pipelining, the staged epilogue, the vector in pie
         const auto ks = codegen::emit_matmul("mm_two", pm3);
         CHECK(ks.kernel.find("__launch_bounds__(256, 2)") != std::string::npos);
         golden::compile_sm90(ks);
-        const auto m1 = plan_of({matmul(input(float32, {4096, 4096}, "a"), input(float32, {4096, 4096}, "b"))});
+        const auto m1 =
+            plan_of({matmul(input(float32, {4096, 4096}, "a"), input(float32, {4096, 4096}, "b"))});
         const codegen::PlannedMatmul& pm1 = m1.gpu.at(0).matmul;
         CHECK(pm1.plan.blocks_per_sm < 2);  // K = 4096: 4096^3 lost 1% with two on the H200
         CHECK(codegen::emit_matmul("mm_one", pm1).kernel.find("__launch_bounds__(256)") != std::string::npos);
     }
-    SUBCASE("a matrix times a vector: the vector's pieces along k where the pointer, K and the strides allow") {
+    SUBCASE(
+        "a matrix times a vector: the vector's pieces along k where the pointer, K and the strides allow") {
         auto a = input(float32, {4096, 4096}, "a"), x = input(float32, {4096}, "x");
         const auto plan = plan_of({matmul(a, x)});
         const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
@@ -334,14 +372,18 @@ TEST_CASE("matmul plan: batch pipelining, the staged epilogue, the vector in pie
         CHECK(!select_matmul_loads(po, both).b_pieces);
         CHECK(!select_matmul_loads(po, both).a_pieces);
         // A row-major B of one column read through a k-stride of N is not a column in pieces.
-        const auto wide = plan_of({matmul(a, input(float32, {4096, 64}, "w"))}, Options{.tile = TileHint{128, 1, 128}});
+        const auto wide =
+            plan_of({matmul(a, input(float32, {4096, 64}, "w"))}, Options{.tile = TileHint{128, 1, 128}});
         CHECK(!wide.gpu.at(0).matmul.plan.vector_b_column);
     }
 }
 
-TEST_CASE("matmul plan: split K when the tiles leave multiprocessors idle: aligned groups of chunks along the grid's z") {
+TEST_CASE(
+    "matmul plan: split K when the tiles leave multiprocessors idle: aligned groups of chunks along the "
+    "grid's z") {
     SUBCASE("M5's shape: 128 tiles on 132 SMs, two groups of one chunk") {
-        const auto plan = plan_of({matmul(input(float32, {16384, 16384}, "a"), input(float32, {16384}, "x"))});
+        const auto plan =
+            plan_of({matmul(input(float32, {16384, 16384}, "a"), input(float32, {16384}, "x"))});
         const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
         CHECK(pm.plan.chunked);
         CHECK(pm.plan.split_k);
@@ -352,15 +394,18 @@ TEST_CASE("matmul plan: split K when the tiles leave multiprocessors idle: align
         CHECK(codegen::matmul_counter_count(pm) == 128);
         // Per group: a stack of bit_width(1) = 1 slot and its partial; each slot one float per output.
         CHECK(codegen::matmul_workspace_bytes(pm) == 2 * (1 + 1) * 16384 * 4);
-        CHECK(pm.plan.to_string().find("shared among blocks in aligned groups of chunks") != std::string::npos);
-        CHECK(plan.to_string().find("shared among 2 blocks per tile along the grid's z, 1 chunk(s) each") != std::string::npos);
+        CHECK(pm.plan.to_string().find("shared among blocks in aligned groups of chunks") !=
+              std::string::npos);
+        CHECK(plan.to_string().find("shared among 2 blocks per tile along the grid's z, 1 chunk(s) each") !=
+              std::string::npos);
         const auto ks = codegen::emit_matmul("mm_split", pm);
         CHECK(ks.kernel.find("atomicAdd(count, 1u)") != std::string::npos);
         CHECK(ks.kernel.find("if (!lm_last) continue;") != std::string::npos);
         golden::compile_sm90(ks);
     }
     SUBCASE("one tile and 20 chunks: 16 groups asked, groups of 2 chunks, 10 of them") {
-        const auto plan = plan_of({matmul(input(float32, {100, 20 * 8192}, "a"), input(float32, {20 * 8192, 3}, "b"))});
+        const auto plan =
+            plan_of({matmul(input(float32, {100, 20 * 8192}, "a"), input(float32, {20 * 8192, 3}, "b"))});
         const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
         CHECK(pm.plan.split_k);
         CHECK(pm.binding.group_chunks == 2);
@@ -368,20 +413,25 @@ TEST_CASE("matmul plan: split K when the tiles leave multiprocessors idle: align
         CHECK(codegen::matmul_workspace_bytes(pm) == 10 * (2 + 1) * 100 * 3 * 4);
     }
     SUBCASE("five chunks on three tiles: five groups of one (an odd group carried up the tree)") {
-        const auto plan = plan_of({matmul(input(float32, {300, 4 * 8192 + 3}, "a"), input(float32, {4 * 8192 + 3}, "x"))});
+        const auto plan =
+            plan_of({matmul(input(float32, {300, 4 * 8192 + 3}, "a"), input(float32, {4 * 8192 + 3}, "x"))});
         const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
         CHECK(pm.plan.split_k);
         CHECK(pm.binding.group_chunks == 1);
         CHECK(pm.binding.k_groups == 5);
     }
     SUBCASE("no split: one chunk, a tile for every SM, tensor cores") {
-        CHECK(!plan_of({matmul(input(float32, {16384, 8192}, "a"), input(float32, {8192}, "x"))}).gpu.at(0).matmul.plan.split_k);
-        const auto many = plan_of({matmul(input(float32, {128 * 133, 8192 + 1}, "a"), input(float32, {8192 + 1}, "x"))});
+        CHECK(!plan_of({matmul(input(float32, {16384, 8192}, "a"), input(float32, {8192}, "x"))})
+                   .gpu.at(0)
+                   .matmul.plan.split_k);
+        const auto many =
+            plan_of({matmul(input(float32, {128 * 133, 8192 + 1}, "a"), input(float32, {8192 + 1}, "x"))});
         CHECK(many.gpu.at(0).matmul.plan.chunked);
         CHECK(!many.gpu.at(0).matmul.plan.split_k);
         CHECK(codegen::matmul_counter_count(many.gpu.at(0).matmul) == 0);
-        const auto tc = plan_of({matmul(input(bfloat16, {64, 20000}, "a"), input(bfloat16, {20000, 64}, "b"))},
-                                Options{.product_path = ProductPath::TensorCores});
+        const auto tc =
+            plan_of({matmul(input(bfloat16, {64, 20000}, "a"), input(bfloat16, {20000, 64}, "b"))},
+                    Options{.product_path = ProductPath::TensorCores});
         CHECK(!tc.gpu.at(0).matmul.plan.split_k);  // one pass over K on tensor cores
     }
 }

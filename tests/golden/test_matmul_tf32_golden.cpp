@@ -20,7 +20,8 @@ codegen::MatmulPlan plan_of(const std::vector<NodePtr>& roots, const Options& op
     return golden::matmul_of(golden::plan_gpu(roots, options, true, device)).plan;
 }
 
-codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots, const Options& options) {
+codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots,
+                                      const Options& options) {
     const codegen::FusionPlan plan = golden::plan_gpu(roots, options);
     const codegen::KernelSource ks = codegen::emit_matmul(name, golden::matmul_of(plan));
     golden::compile_sm90(ks);
@@ -29,8 +30,11 @@ codegen::KernelSource compile_product(const std::string& name, const std::vector
 
 }  // namespace
 
-TEST_CASE("golden: matmul float32 256 x 192 x 160 in 3xTF32 on tensor cores (mma.sync m16n8k8) with a bias and ReLU") {
-    auto a = input(float32, {256, 160}, "a"), b = input(float32, {160, 192}, "b"), bias = input(float32, {192}, "bias");
+TEST_CASE(
+    "golden: matmul float32 256 x 192 x 160 in 3xTF32 on tensor cores (mma.sync m16n8k8) with a bias and "
+    "ReLU") {
+    auto a = input(float32, {256, 160}, "a"), b = input(float32, {160, 192}, "b"),
+         bias = input(float32, {192}, "bias");
     auto y = unary(Op::Relu, binary(Op::Add, matmul(a, b), bias));
     const codegen::FusionPlan plan = golden::plan_gpu({y}, k3xTF32);
     REQUIRE(plan.gpu.size() == 1);
@@ -47,7 +51,8 @@ TEST_CASE("golden: matmul float32 256 x 192 x 160 in 3xTF32 on tensor cores (mma
     golden::check_text("matmul_bias_relu_3xtf32", ks.kernel);
     golden::compile_sm90(ks);
     CHECK(ks.kernel.find("lm::tf32_split(") != std::string::npos);
-    CHECK(ks.kernel.find("lm::mma_m16n8k8_tf32(c[i][j], a_small, b_cross[j]);") != std::string::npos);  // the cross terms: Inf and NaN as 0
+    CHECK(ks.kernel.find("lm::mma_m16n8k8_tf32(c[i][j], a_small, b_cross[j]);") !=
+          std::string::npos);  // the cross terms: Inf and NaN as 0
     CHECK(p.to_string().find("product_precision=3xtf32") != std::string::npos);
 }
 
@@ -76,21 +81,27 @@ TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync; a conflicting pro
         old.cc_major = 7;
         const codegen::FusionPlan on_old = golden::plan_gpu({matmul(x, w)}, o, true, old);
         CHECK(!golden::matmul_of(on_old).plan.tensor_cores);
-        CHECK(on_old.to_string().find(fmt::format("CUDA cores (product_precision={} asked for; this device has no mma.sync)",
-                                                  product_precision_name(o.product_precision))) != std::string::npos);
+        CHECK(on_old.to_string().find(
+                  fmt::format("CUDA cores (product_precision={} asked for; this device has no mma.sync)",
+                              product_precision_name(o.product_precision))) != std::string::npos);
         // CUDA cores forced conflicts with TF32: an error naming both options and the product.
         Options bad = o;
         bad.product_path = ProductPath::CudaCores;
-        auto x2 = input(float32, {64, 96}, "x2"), w2 = input(float32, {96, 48}, "w2");  // a product of its own (no common subexpression)
-        const int line = __LINE__; const NodePtr conflicting = matmul(x2, w2);
+        auto x2 = input(float32, {64, 96}, "x2"),
+             w2 = input(float32, {96, 48}, "w2");  // a product of its own (no common subexpression)
+        const int line = __LINE__ + 1;             // the product's line
+        const NodePtr conflicting = matmul(x2, w2);
         try {
             (void)golden::plan_gpu({conflicting}, bad);
             FAIL("no error");
         } catch (const Error& e) {
             CHECK(std::string(e.what()) ==
-                  fmt::format("matmul(): operands [64, 96] float32 and [96, 48] float32: product_precision={} runs float32 products on "
-                              "tensor cores, which product_path=cuda_cores forbids: set product_path to auto, tensor_cores or mma_sync, "
-                              "or product_precision to float32 (LOOM_PRODUCT_PATH and LOOM_PRODUCT_PRECISION set the defaults) "
+                  fmt::format("matmul(): operands [64, 96] float32 and [96, 48] float32: "
+                              "product_precision={} runs float32 products on "
+                              "tensor cores, which product_path=cuda_cores forbids: set product_path to "
+                              "auto, tensor_cores or mma_sync, "
+                              "or product_precision to float32 (LOOM_PRODUCT_PATH and LOOM_PRODUCT_PRECISION "
+                              "set the defaults) "
                               "(test_matmul_tf32_golden.cpp:{})",
                               product_precision_name(o.product_precision), line));
         }
@@ -109,14 +120,23 @@ TEST_CASE("TF32 and 3xTF32 kernels: every layout and schedule compiles with NVRT
             auto a = input(float32, {33, 8}, "a"), b = input(float32, {17, 8}, "b");
             const auto ks = compile_product("tf32_t_" + tag, {matmul(a, permute(b, {1, 0}))}, o);
             CHECK(ks.kernel.find("lm::mma_m16n8k8_tf32(") != std::string::npos);
-            compile_product("tf32_at_" + tag, {matmul(permute(input(float32, {40, 31}, "c"), {1, 0}), input(float32, {40, 9}, "d"))}, o);
+            compile_product(
+                "tf32_at_" + tag,
+                {matmul(permute(input(float32, {40, 31}, "c"), {1, 0}), input(float32, {40, 9}, "d"))}, o);
         }
         SUBCASE("batched with a broadcast batch, a prologue, a hinted tile, K past a chunk") {
-            compile_product("tf32_batch_" + tag, {matmul(input(float32, {3, 1, 20, 40}, "a"), input(float32, {4, 40, 12}, "w"))}, o);
+            compile_product("tf32_batch_" + tag,
+                            {matmul(input(float32, {3, 1, 20, 40}, "a"), input(float32, {4, 40, 12}, "w"))},
+                            o);
             auto a = input(float32, {64, 64}, "a");
-            compile_product("tf32_pro_" + tag, {matmul(binary(Op::Mul, a, a), input(float32, {64, 32}, "b"))}, o);
-            compile_product("tf32_hint_" + tag, {matmul(input(float32, {256, 64}, "a"), input(float32, {64, 256}, "b"), Loc::current(), ProductTile{64, 64, 16})}, o);
-            compile_product("tf32_long_" + tag, {matmul(input(float32, {16, 20000}, "a"), input(float32, {20000, 16}, "b"))}, o);
+            compile_product("tf32_pro_" + tag, {matmul(binary(Op::Mul, a, a), input(float32, {64, 32}, "b"))},
+                            o);
+            compile_product("tf32_hint_" + tag,
+                            {matmul(input(float32, {256, 64}, "a"), input(float32, {64, 256}, "b"),
+                                    Loc::current(), ProductTile{64, 64, 16})},
+                            o);
+            compile_product("tf32_long_" + tag,
+                            {matmul(input(float32, {16, 20000}, "a"), input(float32, {20000, 16}, "b"))}, o);
         }
         SUBCASE("an epilogue with several outputs and a cast") {
             auto y = matmul(input(float32, {100, 72}, "a"), input(float32, {72, 50}, "b"));

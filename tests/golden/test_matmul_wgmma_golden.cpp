@@ -1,7 +1,7 @@
-// Golden tests of the Hopper matmul path (matmul_plan.hpp, "Hopper"): a bfloat16 product with a bias-GELU-cast
-// epilogue compared as text and compiled with NVRTC for sm_90a; the plan's tile, ring, majorness and tensor
-// maps; every operand layout the copies take compiled; and each reason a product falls back to mma.sync,
-// named in the plan.
+// Golden tests of the Hopper matmul path (matmul_plan.hpp, "Hopper"): a bfloat16 product with a
+// bias-GELU-cast epilogue compared as text and compiled with NVRTC for sm_90a; the plan's tile, ring,
+// majorness and tensor maps; every operand layout the copies take compiled; and each reason a product falls
+// back to mma.sync, named in the plan.
 #include "golden_util.hpp"
 #include "loom/codegen/fusion_plan.hpp"
 #include "loom/codegen/matmul_plan.hpp"
@@ -17,12 +17,14 @@ namespace {
 const Options kTensorCores{.product_path = ProductPath::TensorCores};
 
 // The GPU plan of `roots` on the H200 with contiguous inputs, 16-byte aligned unless `aligned` is false.
-codegen::FusionPlan plan_of(const std::vector<NodePtr>& roots, const Options& options = kTensorCores, bool aligned = true) {
+codegen::FusionPlan plan_of(const std::vector<NodePtr>& roots, const Options& options = kTensorCores,
+                            bool aligned = true) {
     return golden::plan_gpu(roots, options, aligned);
 }
 
 // Plans, emits and compiles (sm_90a for wgmma kernels) the product of `roots`; returns its plan.
-codegen::MatmulPlan compile_product(const std::string& name, const std::vector<NodePtr>& roots, const Options& options = kTensorCores) {
+codegen::MatmulPlan compile_product(const std::string& name, const std::vector<NodePtr>& roots,
+                                    const Options& options = kTensorCores) {
     const codegen::FusionPlan plan = plan_of(roots, options);
     const codegen::PlannedMatmul& pm = golden::matmul_of(plan);
     const codegen::KernelSource ks = codegen::emit_matmul(name, pm);
@@ -33,8 +35,10 @@ codegen::MatmulPlan compile_product(const std::string& name, const std::vector<N
 
 }  // namespace
 
-TEST_CASE("golden: matmul bfloat16 512 x 256 x 384 on Hopper's wgmma with a bias, GELU and a cast to float32") {
-    auto x = input(bfloat16, {512, 256}, "x"), w = input(bfloat16, {256, 384}, "w"), bias = input(bfloat16, {384}, "bias");
+TEST_CASE(
+    "golden: matmul bfloat16 512 x 256 x 384 on Hopper's wgmma with a bias, GELU and a cast to float32") {
+    auto x = input(bfloat16, {512, 256}, "x"), w = input(bfloat16, {256, 384}, "w"),
+         bias = input(bfloat16, {384}, "bias");
     auto y = cast(unary(Op::GeluErf, binary(Op::Add, matmul(x, w), bias)), float32);
     const codegen::FusionPlan plan = plan_of({y});
     REQUIRE(plan.gpu.size() == 1);
@@ -43,7 +47,7 @@ TEST_CASE("golden: matmul bfloat16 512 x 256 x 384 on Hopper's wgmma with a bias
     CHECK(p.wgmma);
     CHECK(p.tensor_cores);
     CHECK(p.tile_m == 128);
-    CHECK(p.tile_n == 128);     // K = 256 is short: ping-pong 128 x 128 tiles
+    CHECK(p.tile_n == 128);  // K = 256 is short: ping-pong 128 x 128 tiles
     CHECK(p.tile_k == codegen::kWgmmaDepth);
     CHECK(p.pingpong);
     CHECK(p.consumers == 2);
@@ -67,7 +71,8 @@ TEST_CASE("golden: matmul bfloat16 512 x 256 x 384 on Hopper's wgmma with a bias
     CHECK(ks.kernel.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != std::string::npos);
     CHECK(ks.kernel.find("lm::tma_load_2d(") != std::string::npos);
     CHECK(ks.kernel.find("lm::setmaxnreg_inc<232>()") != std::string::npos);
-    CHECK(plan.to_string().find("tensor cores (Hopper wgmma.mma_async m64n128k16, within the bound") != std::string::npos);
+    CHECK(plan.to_string().find("tensor cores (Hopper wgmma.mma_async m64n128k16, within the bound") !=
+          std::string::npos);
     CHECK(plan.to_string().find("2 consumer warpgroups taking whole tiles in turn") != std::string::npos);
     CHECK(plan.to_string().find("bulk tensor copies of A (K-major) and B (N-major)") != std::string::npos);
 }
@@ -88,10 +93,10 @@ TEST_CASE("wgmma plan: the tensor maps of a call, and a pointer off the planned 
     CHECK(a.dims[0] == 200);  // k, innermost
     CHECK(a.dims[1] == 300);
     CHECK(a.dims[2] == 2);
-    CHECK(a.strides[0] == 400);          // bytes between rows
-    CHECK(a.strides[1] == 300 * 400);    // bytes between batch entries
+    CHECK(a.strides[0] == 400);        // bytes between rows
+    CHECK(a.strides[1] == 300 * 400);  // bytes between batch entries
     CHECK(a.box[0] == 64);
-    CHECK(a.box[1] == 128);              // the tile's rows in one copy
+    CHECK(a.box[1] == 128);  // the tile's rows in one copy
     const codegen::TensorMapSpec& b = maps[1];
     CHECK(b.rank == 2);
     CHECK(b.dims[0] == 136);  // n, innermost: N-major
@@ -100,22 +105,27 @@ TEST_CASE("wgmma plan: the tensor maps of a call, and a pointer off the planned 
     CHECK(b.box[0] == 64);
     CHECK(b.box[1] == 64);  // 64 k rows of 64 n per copy
     CHECK(b.address == storage + 32);
-    CHECK(a.to_string().find("bfloat16 [200, 300, 2] strides [400, 120000] bytes, box [64, 128, 1]") != std::string::npos);
+    CHECK(a.to_string().find("bfloat16 [200, 300, 2] strides [400, 120000] bytes, box [64, 128, 1]") !=
+          std::string::npos);
     const void* off[] = {storage + 2, storage};
     CHECK_THROWS_AS(codegen::matmul_tensor_maps(pm, off), InternalError);
 }
 
 TEST_CASE("wgmma kernels of every operand layout compile for sm_90a") {
     SUBCASE("transposed views: an M-major A and a K-major B, float16") {
-        auto at = input(float16, {136, 200}, "at"), bt = input(float16, {72, 136}, "bt");  // A = at^T [200, 136], B = bt^T [136, 72]
-        const codegen::MatmulPlan p = compile_product("wgmma_views", {matmul(permute(at, {1, 0}), permute(bt, {1, 0}))});
+        auto at = input(float16, {136, 200}, "at"),
+             bt = input(float16, {72, 136}, "bt");  // A = at^T [200, 136], B = bt^T [136, 72]
+        const codegen::MatmulPlan p =
+            compile_product("wgmma_views", {matmul(permute(at, {1, 0}), permute(bt, {1, 0}))});
         CHECK(p.wgmma);
         CHECK(p.a_mn_major);
         CHECK(!p.b_mn_major);
         CHECK(p.tile_n == 128);  // N = 72
     }
     SUBCASE("a batch of small products, a short tile, two outputs, K = 8") {
-        const codegen::MatmulPlan p = compile_product("wgmma_batched", {matmul(input(bfloat16, {300, 64, 8}, "a"), input(bfloat16, {300, 8, 64}, "b"))});
+        const codegen::MatmulPlan p =
+            compile_product("wgmma_batched",
+                            {matmul(input(bfloat16, {300, 64, 8}, "a"), input(bfloat16, {300, 8, 64}, "b"))});
         CHECK(p.wgmma);
         CHECK(p.tile_m == 64);  // M = 64 and N = 64: a 64 x 64 tile, the two consumers taking tiles in turn
         CHECK(p.tile_n == 64);
@@ -131,7 +141,8 @@ TEST_CASE("wgmma kernels of every operand layout compile for sm_90a") {
         CHECK(two.tile_n == 64);
     }
     SUBCASE("a long K: the consumers side by side on 128 x 256 tiles") {
-        const codegen::MatmulPlan p = compile_product("wgmma_long_k", {matmul(input(bfloat16, {256, 4096}, "a"), input(bfloat16, {4096, 512}, "b"))});
+        const codegen::MatmulPlan p = compile_product(
+            "wgmma_long_k", {matmul(input(bfloat16, {256, 4096}, "a"), input(bfloat16, {4096, 512}, "b"))});
         CHECK(p.wgmma);
         CHECK(!p.pingpong);
         CHECK(p.tile_n == 256);
@@ -139,9 +150,12 @@ TEST_CASE("wgmma kernels of every operand layout compile for sm_90a") {
         CHECK(p.stages == 4);  // 4 x 48 KiB
     }
     SUBCASE("hinted tiles") {
-        for (const ProductTile t : {ProductTile{64, 64, 64}, ProductTile{128, 128, 0}, ProductTile{64, 256, 64}}) {
-            auto y = matmul(input(bfloat16, {256, 256}, "x"), input(bfloat16, {256, 256}, "z"), Loc::current(), t);
-            const codegen::MatmulPlan p = compile_product(fmt::format("wgmma_hint_{}x{}", t.rows, t.cols), {y});
+        for (const ProductTile t :
+             {ProductTile{64, 64, 64}, ProductTile{128, 128, 0}, ProductTile{64, 256, 64}}) {
+            auto y =
+                matmul(input(bfloat16, {256, 256}, "x"), input(bfloat16, {256, 256}, "z"), Loc::current(), t);
+            const codegen::MatmulPlan p =
+                compile_product(fmt::format("wgmma_hint_{}x{}", t.rows, t.cols), {y});
             CHECK(p.wgmma);
             CHECK(p.hinted);
             CHECK(p.tile_m == t.rows);
@@ -157,16 +171,22 @@ TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync
         return p.wgmma_note;
     };
     auto a = input(bfloat16, {128, 128}, "a"), b = input(bfloat16, {128, 128}, "b");
-    CHECK(note(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})) == "mma_sync asked for");
-    CHECK(golden::matmul_of(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})).plan.tensor_cores);
-    CHECK(note(plan_of({matmul(input(bfloat16, {64, 15}, "a"), input(bfloat16, {15, 64}, "b"))})).find("A's rows are 15 elements apart") == 0);
+    CHECK(note(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync})) ==
+          "mma_sync asked for");
+    CHECK(golden::matmul_of(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync}))
+              .plan.tensor_cores);
+    CHECK(note(plan_of({matmul(input(bfloat16, {64, 15}, "a"), input(bfloat16, {15, 64}, "b"))}))
+              .find("A's rows are 15 elements apart") == 0);
     CHECK(note(plan_of({matmul(a, b)}, kTensorCores, false)) == "A does not start 16-byte aligned");
-    // An operand that would be a prologue is computed first on Hopper (the copies read memory), the log says so.
+    // An operand that would be a prologue is computed first on Hopper (the copies read memory), the log says
+    // so.
     const auto sum = plan_of({matmul(binary(Op::Add, a, b), b)});
     CHECK(sum.gpu.size() == 2);
     CHECK(golden::matmul_of(sum).plan.wgmma);
     CHECK(sum.to_string().find("computed first: the product runs on Hopper's wgmma") != std::string::npos);
-    CHECK(golden::matmul_of(plan_of({matmul(binary(Op::Add, a, b), b)}, Options{.product_path = ProductPath::MmaSync})).plan.a_prologue);
+    CHECK(golden::matmul_of(
+              plan_of({matmul(binary(Op::Add, a, b), b)}, Options{.product_path = ProductPath::MmaSync}))
+              .plan.a_prologue);
     auto hinted = matmul(a, b, Loc::current(), ProductTile{32, 32, 32});
     CHECK(note(plan_of({hinted})).find("the tile 32x32x32 is not a wgmma tile") == 0);
     auto mixed = matmul(input(bfloat16, {3, 1, 64, 64}, "a"), input(bfloat16, {4, 64, 64}, "b"));
@@ -186,7 +206,8 @@ TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync
     // The plan never depends on the epilogue.
     auto bias = input(bfloat16, {128}, "bias");
     const codegen::MatmulPlan bare = golden::matmul_of(plan_of({matmul(a, b)})).plan;
-    const codegen::MatmulPlan fused = golden::matmul_of(plan_of({unary(Op::GeluErf, binary(Op::Add, matmul(a, b), bias))})).plan;
+    const codegen::MatmulPlan fused =
+        golden::matmul_of(plan_of({unary(Op::GeluErf, binary(Op::Add, matmul(a, b), bias))})).plan;
     CHECK(bare.tile_m == fused.tile_m);
     CHECK(bare.tile_n == fused.tile_n);
     CHECK(bare.stages == fused.stages);

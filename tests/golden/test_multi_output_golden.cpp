@@ -1,8 +1,7 @@
 // Golden test of a multi-output kernel: Black-Scholes call and put (samples/black_scholes.cpp's formula,
 // written with the DSL over placeholders) as ONE kernel that reads S, K and T once and writes both prices.
-#include <string>
-
 #include <loom/loom.hpp>
+#include <string>
 
 #include "golden_util.hpp"
 #include "loom/ir/build.hpp"
@@ -18,13 +17,16 @@ std::size_t count(const std::string& s, const std::string& part) {
     return n;
 }
 
-bool contains_text(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains_text(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
 TEST_CASE("golden: Black-Scholes call and put, one kernel, three inputs read once, two outputs") {
     const std::int64_t n = std::int64_t{1} << 26;
-    const Array S(ir::input(float32, {n}, "S")), K(ir::input(float32, {n}, "K")), T(ir::input(float32, {n}, "T"));
+    const Array S(ir::input(float32, {n}, "S")), K(ir::input(float32, {n}, "K")),
+        T(ir::input(float32, {n}, "T"));
     const double r = 0.02, v = 0.3;
     // samples/black_scholes.cpp
     Array sq = sqrt(T);
@@ -60,7 +62,8 @@ TEST_CASE("golden: arithmetic-heavy flat kernels are pipelined grid-stride loops
     // Black-Scholes: two divisions, log, exp, sqrt and two erf per element: the vector variant loops over
     // at most 16 blocks per SM (132 SMs on the H200) and loads its next vector before this one's math.
     auto black_scholes = [](std::int64_t n) {
-        const Array S(ir::input(float32, {n}, "S")), K(ir::input(float32, {n}, "K")), T(ir::input(float32, {n}, "T"));
+        const Array S(ir::input(float32, {n}, "S")), K(ir::input(float32, {n}, "K")),
+            T(ir::input(float32, {n}, "T"));
         const Array sq = sqrt(T);
         const Array d1 = (log(S / K) + 0.065 * T) / (0.3 * sq);
         const Array d2 = d1 - 0.3 * sq;
@@ -68,17 +71,19 @@ TEST_CASE("golden: arithmetic-heavy flat kernels are pipelined grid-stride loops
         return std::vector<ir::NodePtr>{(S * erf(d1) - disc * erf(d2)).node(), (disc * erf(d2)).node()};
     };
     const auto outs = black_scholes(std::int64_t{1} << 26);
-    const auto ks = codegen::generate_pointwise("bs", outs, golden::contiguous_layouts(outs), codegen::DeviceInfo::h200());
+    const auto ks = codegen::generate_pointwise("bs", outs, golden::contiguous_layouts(outs),
+                                                codegen::DeviceInfo::h200());
     CHECK(ks.plan.grid_stride_blocks == 16 * 132);
     CHECK(ks.plan.launch(std::int64_t{1} << 26, codegen::Variant::Vector).grid_x == 16 * 132);
-    CHECK(ks.plan.launch(4096, codegen::Variant::Vector).grid_x == 4);         // fewer vectors than the cap
+    CHECK(ks.plan.launch(4096, codegen::Variant::Vector).grid_x == 4);  // fewer vectors than the cap
     CHECK(ks.plan.launch(std::int64_t{1} << 26, codegen::Variant::Scalar).grid_x == (1u << 26) / 256);
     CHECK(count(ks.kernel, "if (more) {") == 1);
     CHECK(contains_text(ks.plan.to_string(), "grid-stride"));
     golden::compile_sm90(ks);
     // Past 2^31 elements the same loop runs on 64-bit indices.
     const auto big = black_scholes((std::int64_t{1} << 31) + 5);
-    const auto kb = codegen::generate_pointwise("bs_big", big, golden::contiguous_layouts(big), codegen::DeviceInfo::h200());
+    const auto kb = codegen::generate_pointwise("bs_big", big, golden::contiguous_layouts(big),
+                                                codegen::DeviceInfo::h200());
     CHECK(kb.plan.index == codegen::IndexWidth::I64);
     CHECK(kb.plan.grid_stride_blocks > 0);
     CHECK(count(kb.kernel, "const long long step") == 1);
@@ -86,8 +91,8 @@ TEST_CASE("golden: arithmetic-heavy flat kernels are pipelined grid-stride loops
     // relu(x * s + b) and a GELU: memory-bound, one vector per thread.
     const Array x(ir::input(float32, {1 << 20}, "x")), b(ir::input(float32, {1 << 20}, "b"));
     for (const Array& y : {relu(x * 2.0 + b), gelu(x) * b, exp(x) / (1.0 + exp(x))}) {
-        const auto light = codegen::generate_pointwise("light", {y.node()}, golden::contiguous_layouts({y.node()}),
-                                                       codegen::DeviceInfo::h200());
+        const auto light = codegen::generate_pointwise(
+            "light", {y.node()}, golden::contiguous_layouts({y.node()}), codegen::DeviceInfo::h200());
         CHECK(light.plan.grid_stride_blocks == 0);
         CHECK(count(light.kernel, "if (more) {") == 0);
     }

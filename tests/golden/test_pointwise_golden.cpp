@@ -1,5 +1,6 @@
 // Golden tests of the pointwise emitter: E1, E2, E4, a Black-Scholes chain, casts and integer ops with edge
-// constants, strided and reshaped views, an Adam step; each compared as text and compiled with NVRTC for sm_90.
+// constants, strided and reshaped views, an Adam step; each compared as text and compiled with NVRTC for
+// sm_90.
 #include <cmath>
 #include <limits>
 
@@ -12,9 +13,15 @@ using namespace loom::ir;
 using loom::codegen::Access;
 
 namespace {
-NodePtr sc(double v, DType t = float32) { return scalar(make_scalar_value(v, t, "test", Loc::current()), t); }
-NodePtr cst(double v, DType t = float32) { return constant(ScalarValue::of_float(v), t); }
-NodePtr cint(std::int64_t v, DType t) { return constant(ScalarValue::of_int(v), t); }
+NodePtr sc(double v, DType t = float32) {
+    return scalar(make_scalar_value(v, t, "test", Loc::current()), t);
+}
+NodePtr cst(double v, DType t = float32) {
+    return constant(ScalarValue::of_float(v), t);
+}
+NodePtr cint(std::int64_t v, DType t) {
+    return constant(ScalarValue::of_int(v), t);
+}
 }  // namespace
 
 TEST_CASE("golden: E1 relu(x*1.5 + 0.25), float32") {
@@ -57,16 +64,19 @@ TEST_CASE("golden: Black-Scholes call, one output") {
     auto r = sc(0.02), v = sc(0.3);
     auto sqrtT = unary(Op::Sqrt, T);
     auto vsqrtT = binary(Op::Mul, v, sqrtT);
-    auto d1 = binary(Op::Div,
-                     binary(Op::Add, unary(Op::Log, binary(Op::Div, S, K)),
-                            binary(Op::Mul, binary(Op::Add, r, binary(Op::Mul, binary(Op::Mul, sc(0.5), v), v)), T)),
-                     vsqrtT);
+    auto d1 = binary(
+        Op::Div,
+        binary(Op::Add, unary(Op::Log, binary(Op::Div, S, K)),
+               binary(Op::Mul, binary(Op::Add, r, binary(Op::Mul, binary(Op::Mul, sc(0.5), v), v)), T)),
+        vsqrtT);
     auto d2 = binary(Op::Sub, d1, vsqrtT);
     auto cdf = [&](const NodePtr& d) {
-        return binary(Op::Mul, sc(0.5), binary(Op::Add, sc(1.0), unary(Op::Erf, binary(Op::Mul, d, sc(M_SQRT1_2)))));
+        return binary(Op::Mul, sc(0.5),
+                      binary(Op::Add, sc(1.0), unary(Op::Erf, binary(Op::Mul, d, sc(M_SQRT1_2)))));
     };
     auto disc = unary(Op::Exp, binary(Op::Mul, unary(Op::Neg, r), T));
-    auto call = binary(Op::Sub, binary(Op::Mul, S, cdf(d1)), binary(Op::Mul, binary(Op::Mul, K, disc), cdf(d2)));
+    auto call =
+        binary(Op::Sub, binary(Op::Mul, S, cdf(d1)), binary(Op::Mul, binary(Op::Mul, K, disc), cdf(d2)));
     auto ks = golden::run("black_scholes_call", {call});
     CHECK(ks.plan.loads.size() == 3);
     CHECK(ks.plan.scalar_dtypes.size() >= 4);
@@ -98,8 +108,8 @@ TEST_CASE("golden: casts and integer ops with edge constants, two outputs") {
 TEST_CASE("golden: transposed and sliced view inputs") {
     auto x = input(float32, {64, 128}, "x");
     auto y = input(float32, {256, 64}, "y");
-    auto xt = transpose(x);                                         // [128, 64], strides (1, 128)
-    auto ys = slice(y, {SliceSpec{255, SliceSpec::kNone, -2}});    // rows 255, 253, ..., 1: [128, 64]
+    auto xt = transpose(x);                                      // [128, 64], strides (1, 128)
+    auto ys = slice(y, {SliceSpec{255, SliceSpec::kNone, -2}});  // rows 255, 253, ..., 1: [128, 64]
     auto ks = golden::run("transpose_slice_views", {binary(Op::Add, xt, ys)});
     REQUIRE(ks.plan.loads.size() == 2);
     CHECK(ks.plan.loads[0].access == Access::Strided);
@@ -111,7 +121,8 @@ TEST_CASE("golden: transposed and sliced view inputs") {
 TEST_CASE("golden: reshape of a transposed input goes through derived indices") {
     auto x = input(float16, {6, 10}, "x");
     auto flat = reshape(transpose(x), {60});
-    auto ks = golden::run("reshape_transposed_f16", {unary(Op::Exp, binary(Op::Mul, flat, sc(2.0, float16)))});
+    auto ks =
+        golden::run("reshape_transposed_f16", {unary(Op::Exp, binary(Op::Mul, flat, sc(2.0, float16)))});
     REQUIRE(ks.plan.loads.size() == 1);
     CHECK(ks.plan.loads[0].access == Access::Gathered);
     CHECK(ks.plan.derived.size() == 2);
@@ -129,7 +140,7 @@ TEST_CASE("a broken source throws CompileError with the log and the options") {
     } catch (const CompileError& e) {
         const std::string msg = e.what();
         CHECK(msg.find("broken_kernel") != std::string::npos);
-        CHECK(msg.find("undefined_name") != std::string::npos);         // the log
+        CHECK(msg.find("undefined_name") != std::string::npos);            // the log
         CHECK(msg.find("--gpu-architecture=sm_90") != std::string::npos);  // the options
         CHECK(e.log().find("undefined_name") != std::string::npos);
         CHECK(!e.source_path().empty());
@@ -139,10 +150,12 @@ TEST_CASE("a broken source throws CompileError with the log and the options") {
 
 TEST_CASE("golden: an Adam step, its bias corrections of a rank-0 step counter computed once per thread") {
     const std::int64_t n = 1 << 26;
-    auto p = input(float32, {n}, "p"), g = input(float32, {n}, "g"), m = input(float32, {n}, "m"), v = input(float32, {n}, "v");
+    auto p = input(float32, {n}, "p"), g = input(float32, {n}, "g"), m = input(float32, {n}, "m"),
+         v = input(float32, {n}, "v");
     auto t1 = binary(Op::Add, input(float32, {}, "t"), sc(1.0));
     auto m1 = binary(Op::Add, binary(Op::Mul, sc(0.9), m), binary(Op::Mul, sc(0.1), g));
-    auto v1 = binary(Op::Add, binary(Op::Mul, sc(0.999), v), binary(Op::Mul, binary(Op::Mul, sc(0.001), g), g));
+    auto v1 =
+        binary(Op::Add, binary(Op::Mul, sc(0.999), v), binary(Op::Mul, binary(Op::Mul, sc(0.001), g), g));
     auto bc1 = broadcast_to(binary(Op::Sub, sc(1.0), binary(Op::Pow, sc(0.9), t1)), {n});
     auto bc2 = broadcast_to(binary(Op::Sub, sc(1.0), binary(Op::Pow, sc(0.999), t1)), {n});
     auto step = binary(Op::Div, binary(Op::Mul, sc(1e-3), binary(Op::Div, m1, bc1)),
@@ -150,8 +163,8 @@ TEST_CASE("golden: an Adam step, its bias corrections of a rank-0 step counter c
     auto ks = golden::run("adam_step", {binary(Op::Sub, p, step), m1, v1});
     CHECK(ks.plan.vector_width == 4);
     CHECK(ks.kernel.find("__device__ __forceinline__ void adam_step_uniforms(") != std::string::npos);
-    // Seven arrays and four costly ops per element: one vector per thread, not a grid-stride loop; the uniform
-    // values computed before the vector's lanes, not in them.
+    // Seven arrays and four costly ops per element: one vector per thread, not a grid-stride loop; the
+    // uniform values computed before the vector's lanes, not in them.
     CHECK(ks.plan.grid_stride_blocks == 0);
     const auto lanes = ks.kernel.rfind("#pragma unroll");
     const auto call = ks.kernel.rfind("adam_step_uniforms(p, ");

@@ -37,13 +37,20 @@ TEST_CASE("every elementwise op x dtype compiles with NVRTC") {
         for (Op op : ops) {
             try {
                 switch (info(op).kind) {
-                    case OpKind::Unary: outs.push_back(unary(op, a)); break;
-                    case OpKind::Binary: outs.push_back(binary(op, a, b)); break;
-                    case OpKind::Ternary: outs.push_back(ternary(op, a, b, c)); break;
+                    case OpKind::Unary:
+                        outs.push_back(unary(op, a));
+                        break;
+                    case OpKind::Binary:
+                        outs.push_back(binary(op, a, b));
+                        break;
+                    case OpKind::Ternary:
+                        outs.push_back(ternary(op, a, b, c));
+                        break;
                     case OpKind::Leaf:
                     case OpKind::View:
                     case OpKind::Reduce:
-                    case OpKind::Product: break;
+                    case OpKind::Product:
+                        break;
                 }
             } catch (const Error&) {
                 // the constructor rejects this dtype (e.g. arithmetic on bool): nothing to emit
@@ -52,8 +59,10 @@ TEST_CASE("every elementwise op x dtype compiles with NVRTC") {
         for (DType to : kAllDTypes) outs.push_back(cast(a, to));
         // A scalar of the dtype as a run-time parameter, and a baked constant.
         if (t != DType::Bool) {
-            outs.push_back(binary(Op::Maximum, a, scalar(make_scalar_value(std::int64_t{1}, t, "test", Loc::current()), t)));
-            outs.push_back(binary(Op::Minimum, a, constant(make_scalar_value(std::int64_t{2}, t, "test", Loc::current()), t)));
+            outs.push_back(binary(Op::Maximum, a,
+                                  scalar(make_scalar_value(std::int64_t{1}, t, "test", Loc::current()), t)));
+            outs.push_back(binary(
+                Op::Minimum, a, constant(make_scalar_value(std::int64_t{2}, t, "test", Loc::current()), t)));
         }
         total += static_cast<int>(outs.size());
         auto ks = codegen::generate_pointwise(std::string("ops_") + std::string(short_name(t)), outs,

@@ -1,10 +1,9 @@
 // Golden tests of the reduction emitter: row sum, column sum, full sum (split), sum(x*x), softmax and
 // layernorm written from user-level ops (one kernel each), compared as text and compiled with NVRTC for
 // sm_90; then every reduction op on every dtype it accepts, and the planner's schedule choices, compiled.
+#include <loom/loom.hpp>
 #include <string>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "golden_util.hpp"
 #include "loom/ir/pass.hpp"
@@ -29,7 +28,9 @@ codegen::KernelSource golden_one(const std::string& name, const std::vector<Arra
     return ks[0];
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -52,13 +53,15 @@ TEST_CASE("golden: column sum (outer schedule, the column order, 16-byte loads a
     CHECK(contains(ks.kernel, "lm::load_vec_ro<float, 4>("));  // the read-only data path
 }
 
-TEST_CASE("golden: sum(x*x) to one scalar (split over blocks in full waves, chunk partials climb a counter tree)") {
+TEST_CASE(
+    "golden: sum(x*x) to one scalar (split over blocks in full waves, chunk partials climb a counter tree)") {
     Tensor x = Tensor::host({1 << 22}, float32);
     auto ks = golden_one("r3_sum_squares", {sum(x * x)});
     CHECK(contains(ks.kernel, "split: blocks share each row's chunks in balanced ranges (full waves)"));
     CHECK(contains(ks.kernel, "__launch_bounds__(256, 2)"));  // the wave's 2 blocks per SM stay resident
-    CHECK(contains(ks.kernel, "p.chunks / p.nblk"));           // balanced chunk ranges
-    CHECK(contains(ks.kernel, "lm::arrive(cnt + g, (unsigned int)(hi - lo)"));  // integer counters, no float atomics
+    CHECK(contains(ks.kernel, "p.chunks / p.nblk"));          // balanced chunk ranges
+    CHECK(contains(ks.kernel,
+                   "lm::arrive(cnt + g, (unsigned int)(hi - lo)"));  // integer counters, no float atomics
     CHECK(contains(ks.kernel, "lm::arrive(cnt + groups, 1u"));
     CHECK(contains(ks.source, "bool arrive(unsigned int* counter, unsigned int add, unsigned int total)"));
     CHECK(contains(ks.source, "atomicAdd(counter, add)"));
@@ -102,7 +105,7 @@ TEST_CASE("golden: layernorm with weight and bias is one kernel (mean, variance,
 }
 
 TEST_CASE("every reduction op x dtype compiles with NVRTC, inner and outer") {
-    const ir::Op ops[] = {ir::Op::Sum, ir::Op::Prod, ir::Op::Min, ir::Op::Max, ir::Op::Mean,
+    const ir::Op ops[] = {ir::Op::Sum,    ir::Op::Prod,   ir::Op::Min, ir::Op::Max, ir::Op::Mean,
                           ir::Op::ArgMin, ir::Op::ArgMax, ir::Op::Any, ir::Op::All};
     int compiled = 0;
     for (DType t : kAllDTypes) {
@@ -129,7 +132,7 @@ TEST_CASE("every reduction op x dtype compiles with NVRTC, inner and outer") {
 TEST_CASE("every reduction op x dtype compiles with the row held in registers (block and warp per row)") {
     // An element output beside the reductions keeps the row in registers: the butterfly runs in every warp
     // and the chunk partials are broadcast with lm::shfl0 (for arg reductions too).
-    const ir::Op ops[] = {ir::Op::Sum, ir::Op::Prod, ir::Op::Min, ir::Op::Max, ir::Op::Mean,
+    const ir::Op ops[] = {ir::Op::Sum,    ir::Op::Prod,   ir::Op::Min, ir::Op::Max, ir::Op::Mean,
                           ir::Op::ArgMin, ir::Op::ArgMax, ir::Op::Any, ir::Op::All};
     int compiled = 0;
     for (DType t : kAllDTypes) {
@@ -144,7 +147,8 @@ TEST_CASE("every reduction op x dtype compiles with the row held in registers (b
             REQUIRE(!kernels.empty());
             int held = 0;
             for (const auto& ks : kernels) held += contains(ks.kernel, "held in registers (");
-            if (held == 0) MESSAGE(kernels.size(), " kernels; the first: ", kernels.front().kernel.substr(0, 600));
+            if (held == 0)
+                MESSAGE(kernels.size(), " kernels; the first: ", kernels.front().kernel.substr(0, 600));
             CHECK(held == 1);
             for (const auto& ks : kernels) {
                 golden::compile_sm90(ks);
@@ -161,15 +165,16 @@ TEST_CASE("schedules: warp per row, strided and transposed inputs, epilogues and
     Tensor i8 = Tensor::host({16, 3000}, int8);
     Tensor big = Tensor::host({3, 70000}, float32);
     const std::vector<std::vector<Array>> cases = {
-        {sum(x, 1)},                                        // warp per row, L = 100 (scalar variant)
-        {sum(transpose(x), 1)},                             // strided loads along the reduced axis
-        {sqrt(mean(x * x, 1)) + 1.0, max(x, 1)},            // two reductions, an epilogue
-        {argmax(transpose(x), 0), argmin(x, 1)},            // arg reductions, two kernels
-        {sum(h, -1), mean(h, -1)},                          // float16 accumulates in float32
-        {sum(i8, 1), any(i8 > 3, 1)},                       // int8 sums in int64
-        {exp(big - max(big, -1, true)) / sum(exp(big - max(big, -1, true)), -1, true)},  // long rows, few: strict
-        {sum(big, 0)},                                      // outer, L = 3
-        {sum(big)},                                         // full reduction, split
+        {sum(x, 1)},                              // warp per row, L = 100 (scalar variant)
+        {sum(transpose(x), 1)},                   // strided loads along the reduced axis
+        {sqrt(mean(x * x, 1)) + 1.0, max(x, 1)},  // two reductions, an epilogue
+        {argmax(transpose(x), 0), argmin(x, 1)},  // arg reductions, two kernels
+        {sum(h, -1), mean(h, -1)},                // float16 accumulates in float32
+        {sum(i8, 1), any(i8 > 3, 1)},             // int8 sums in int64
+        {exp(big - max(big, -1, true)) /
+         sum(exp(big - max(big, -1, true)), -1, true)},  // long rows, few: strict
+        {sum(big, 0)},                                   // outer, L = 3
+        {sum(big)},                                      // full reduction, split
     };
     int n = 0;
     for (const auto& ys : cases) {

@@ -31,12 +31,12 @@ int main(int argc, char** argv) {
     bool listing = false, filtered = false;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
-        if (a.find("list-") != std::string_view::npos || starts_with_any(a, {"-ltc", "-lts", "-lr", "-h", "-?", "--help",
-                                                                             "-v", "--version", "--dt-h", "--dt-v",
-                                                                             "--count", "--dt-count"}))
+        if (a.find("list-") != std::string_view::npos ||
+            starts_with_any(a, {"-ltc", "-lts", "-lr", "-h", "-?", "--help", "-v", "--version", "--dt-h",
+                                "--dt-v", "--count", "--dt-count"}))
             listing = true;
-        if (starts_with_any(a, {"--test-case=", "-tc=", "--dt-test-case=", "--dt-tc=", "--source-file=", "-sf=",
-                                "--test-suite=", "-ts="}))
+        if (starts_with_any(a, {"--test-case=", "-tc=", "--dt-test-case=", "--dt-tc=", "--source-file=",
+                                "-sf=", "--test-suite=", "-ts="}))
             filtered = true;
     }
     if (!listing && !loom::cuda_available()) {

@@ -24,7 +24,8 @@ inline std::string nvrtc_compile(const std::string& source, const std::string& a
         std::string log(n, '\0');
         nvrtcGetProgramLog(prog, log.data());
         nvrtcDestroyProgram(&prog);
-        throw std::runtime_error(std::string("nvrtcCompileProgram failed: ") + nvrtcGetErrorString(r) + "\n" + log);
+        throw std::runtime_error(std::string("nvrtcCompileProgram failed: ") + nvrtcGetErrorString(r) + "\n" +
+                                 log);
     }
     std::size_t n = 0;
     std::string out;

@@ -35,9 +35,9 @@ bool dependent_launch_expected() {
 
 // The chain of test 1: five kernels of four families, each reading the output of the one before.
 struct Chain {
-    Tensor x, m;                   // inputs: [2^24] and [2048, 4096]
-    Tensor o1, o2, o3, o4, o5;     // outputs
-    std::vector<Array> links;      // link k computes o(k+1) from o(k) (and the inputs)
+    Tensor x, m;                // inputs: [2^24] and [2048, 4096]
+    Tensor o1, o2, o3, o4, o5;  // outputs
+    std::vector<Array> links;   // link k computes o(k+1) from o(k) (and the inputs)
     Chain() {
         x = rand({1 << 24}, float32, 0xd1);
         m = rand({2048, 4096}, float32, 0xd2);
@@ -47,11 +47,11 @@ struct Chain {
         o4 = Tensor::empty({2048}, float32, dev());
         o5 = Tensor::empty({2048}, float32, dev());
         links = {
-            sum(Array(x) * Array(x)),                          // split reduction: the last block writes o1
-            Array(x) / sqrt(Array(o1)),                        // every element reads o1
-            max(Array(o2).reshape({4096, 4096}), 1),           // rows of o2, its last elements included
-            matmul(Array(m), Array(o3)),                       // a GEMV of o3 (split K when it pays)
-            Array(o4) * 2.0 + 1.0,                             // reads the product's result
+            sum(Array(x) * Array(x)),                 // split reduction: the last block writes o1
+            Array(x) / sqrt(Array(o1)),               // every element reads o1
+            max(Array(o2).reshape({4096, 4096}), 1),  // rows of o2, its last elements included
+            matmul(Array(m), Array(o3)),              // a GEMV of o3 (split K when it pays)
+            Array(o4) * 2.0 + 1.0,                    // reads the product's result
         };
     }
     std::vector<Tensor> outs() const { return {o1, o2, o3, o4, o5}; }
@@ -77,21 +77,24 @@ TEST_CASE("dependent launch: five kernels back to back, each reading what the on
         s.synchronize();
         const std::vector<Tensor> o = c.outs();
         for (std::size_t k = 0; k < c.links.size(); ++k)
-            require_reference({c.links[k]}, {o[k]}, "round " + std::to_string(rep) + ", link " + std::to_string(k + 1));
+            require_reference({c.links[k]}, {o[k]},
+                              "round " + std::to_string(rep) + ", link " + std::to_string(k + 1));
     }
 }
 
-TEST_CASE("dependent launch: in-place updates in a loop give the bits of the loop synchronized after each step") {
+TEST_CASE(
+    "dependent launch: in-place updates in a loop give the bits of the loop synchronized after each step") {
     Stream s;
     StreamGuard on(s);
-    const Tensor start = rand({(1 << 22) + 3}, float32, 0xd3);  // an odd length: the vector kernel's scalar tail
+    const Tensor start =
+        rand({(1 << 22) + 3}, float32, 0xd3);  // an odd length: the vector kernel's scalar tail
     Tensor a = Tensor::empty(start.shape(), float32, dev()), b = Tensor::empty(start.shape(), float32, dev());
     Tensor scale = Tensor::empty({}, float32, dev());
     auto steps = [&](Tensor& t, bool sync_each) {
         assign(t, Array(start));
         for (int k = 0; k < 40; ++k) {
             assign(scale, rsqrt(mean(Array(t) * Array(t)) + 1e-3));  // a reduction of t ...
-            assign(t, Array(t) * Array(scale) + 0.25);                // ... read by every element, in place
+            assign(t, Array(t) * Array(scale) + 0.25);               // ... read by every element, in place
             if (sync_each) s.synchronize();
         }
     };
@@ -130,15 +133,18 @@ TEST_CASE("dependent launch: a captured graph joins Loom's kernels by programmat
         cudaGraphNodeType a{}, b{};
         CUDA_OK(cudaGraphNodeGetType(from[e], &a));
         CUDA_OK(cudaGraphNodeGetType(to[e], &b));
-        seen += fmt::format(" {}->{} (type {})", static_cast<int>(a), static_cast<int>(b), static_cast<int>(edges[e].type));
+        seen += fmt::format(" {}->{} (type {})", static_cast<int>(a), static_cast<int>(b),
+                            static_cast<int>(edges[e].type));
         if (a != cudaGraphNodeTypeKernel || b != cudaGraphNodeTypeKernel) continue;
         ++kernel_edges;
         if (edges[e].type == cudaGraphDependencyTypeProgrammatic) ++programmatic;
     }
     MESSAGE(kernel_edges << " kernel-to-kernel edges, " << programmatic << " programmatic; edges:" << seen);
     CHECK(kernel_edges == 1);
-    if (dependent_launch_expected()) CHECK(programmatic == 1);
-    else CHECK(programmatic == 0);
+    if (dependent_launch_expected())
+        CHECK(programmatic == 1);
+    else
+        CHECK(programmatic == 0);
 
     for (int rep = 0; rep < 3; ++rep) {
         testing::fill_random(x, 0xd400 + static_cast<std::uint64_t>(rep), default_dist(float32));
@@ -148,7 +154,8 @@ TEST_CASE("dependent launch: a captured graph joins Loom's kernels by programmat
         CUDA_OK(cudaGraphLaunch(g.exec, s));
         s.synchronize();
         require_reference({first}, {y}, "replay " + std::to_string(rep) + ", the first kernel");
-        require_reference({second}, {z}, "replay " + std::to_string(rep) + ", the second, reading the first's result");
+        require_reference({second}, {z},
+                          "replay " + std::to_string(rep) + ", the second, reading the first's result");
     }
 }
 
@@ -210,16 +217,20 @@ struct ReaderArgs {
 
 }  // namespace
 
-TEST_CASE("dependent launch: each family's first kernel waits for a kernel that writes its input a millisecond late") {
+TEST_CASE(
+    "dependent launch: each family's first kernel waits for a kernel that writes its input a millisecond "
+    "late") {
     const codegen::DeviceInfo& info = device_info();
-    const Module module = Module::load(loom_test::nvrtc_compile(kLateWriterSource, info.arch()), "late_writer");
+    const Module module =
+        Module::load(loom_test::nvrtc_compile(kLateWriterSource, info.arch()), "late_writer");
     const Kernel writer = module.kernel("late_writer", sizeof(LateWriterArgs));
     Stream s;
     StreamGuard on(s);
     // The writer on every SM at once (an ordinary launch: it waits for nothing), spinning 2e6 cycles (about
     // a millisecond) before it writes `in`.
     auto launch_writer = [&](const Tensor& in) {
-        const LateWriterArgs a{const_cast<void*>(in.data()), in.numel(), 2'000'000, in.dtype() == float16 ? 1 : 0};
+        const LateWriterArgs a{const_cast<void*>(in.data()), in.numel(), 2'000'000,
+                               in.dtype() == float16 ? 1 : 0};
         LaunchConfig cfg;
         cfg.grid.x = static_cast<unsigned>(info.sm_count);
         cfg.block.x = 256;
@@ -230,7 +241,8 @@ TEST_CASE("dependent launch: each family's first kernel waits for a kernel that 
     const Tensor lhs = rand({512, 1024}, float32, 0xd7), w = rand({1024, 256}, float32, 0xd8);
     // On tensor cores the product is exact (so the reference's bits) with the writer's multiples of 1/8 times
     // integers in [-8, 8]: every partial sum fits float32's mantissa.
-    const Tensor lhs16 = rand({1024, 1024}, float16, 0xd9), w16 = mmtest::integer_valued({1024, 512}, float16, 0xda);
+    const Tensor lhs16 = rand({1024, 1024}, float16, 0xd9),
+                 w16 = mmtest::integer_valued({1024, 512}, float16, 0xda);
     struct Case {
         const char* family;
         Tensor input;  // what the late writer writes
@@ -244,7 +256,8 @@ TEST_CASE("dependent launch: each family's first kernel waits for a kernel that 
         {"column reduction", square, sum(Array(square), 0), {}},
         {"tiled transpose", square, Array(square).transposed() + 0.0, {}},
         {"float32 product (CUDA cores)", lhs, matmul(Array(lhs), Array(w)), {}},
-        {"float16 product (tensor cores)", lhs16, matmul(Array(lhs16), Array(w16)), Options{.product_path = ProductPath::TensorCores}},
+        {"float16 product (tensor cores)", lhs16, matmul(Array(lhs16), Array(w16)),
+         Options{.product_path = ProductPath::TensorCores}},
     };
     {
         // The window these cases test: a reader launched the same way but without the wait sees stale data
@@ -261,8 +274,9 @@ TEST_CASE("dependent launch: each family's first kernel waits for a kernel that 
         const std::vector<float> got = copy.to_vector<float>(), now = x.to_vector<float>();
         std::size_t stale = 0;
         for (std::size_t i = 0; i < got.size(); ++i) stale += got[i] != now[i];
-        MESSAGE("a reader without the wait saw " << stale << " of " << got.size() << " elements stale"
-                                                 << (dependent_launch_expected() ? "" : " (no dependent launch here)"));
+        MESSAGE("a reader without the wait saw "
+                << stale << " of " << got.size() << " elements stale"
+                << (dependent_launch_expected() ? "" : " (no dependent launch here)"));
     }
     for (const Case& c : cases) {
         CAPTURE(c.family);
@@ -271,13 +285,15 @@ TEST_CASE("dependent launch: each family's first kernel waits for a kernel that 
         assign(out, c.y);  // warm-up: compiled, so the timed launch below follows the writer at once
         for (int rep = 0; rep < 2; ++rep) {
             Tensor in = c.input;
-            testing::fill_random(in, 0xd600 + static_cast<std::uint64_t>(rep), default_dist(in.dtype()));  // stale values
+            testing::fill_random(in, 0xd600 + static_cast<std::uint64_t>(rep),
+                                 default_dist(in.dtype()));  // stale values
             testing::poison(out);
             s.synchronize();
             launch_writer(in);
             assign(out, c.y);  // no synchronization: launched while the writer spins
             s.synchronize();
-            require_reference({c.y}, {out}, fmt::format("{}, round {}: against the values the writer left", c.family, rep));
+            require_reference({c.y}, {out},
+                              fmt::format("{}, round {}: against the values the writer left", c.family, rep));
         }
     }
 }

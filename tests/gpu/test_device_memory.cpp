@@ -22,13 +22,24 @@ Tensor host_iota(const Shape& shape, DType dtype) {
     Tensor t = Tensor::host(shape, dtype);
     const auto n = t.numel();
     for (std::int64_t i = 0; i < n; ++i) {
-        const double v = static_cast<double>((i * 7) % 1000) - 300.0;  // nonzero pattern, exact in every dtype but bool
+        const double v =
+            static_cast<double>((i * 7) % 1000) - 300.0;  // nonzero pattern, exact in every dtype but bool
         switch (dtype) {
-            case DType::Float32: static_cast<float*>(t.data())[i] = static_cast<float>(v) + 0.5f; break;
-            case DType::Float64: static_cast<double*>(t.data())[i] = v + 0.25; break;
-            case DType::Float16: static_cast<std::uint16_t*>(t.data())[i] = float_to_half_bits(static_cast<float>(v)); break;
-            case DType::Int64: static_cast<std::int64_t*>(t.data())[i] = static_cast<std::int64_t>(v) * 1000003; break;
-            default: static_cast<std::uint8_t*>(t.data())[i] = static_cast<std::uint8_t>(i * 13 + 1); break;
+            case DType::Float32:
+                static_cast<float*>(t.data())[i] = static_cast<float>(v) + 0.5f;
+                break;
+            case DType::Float64:
+                static_cast<double*>(t.data())[i] = v + 0.25;
+                break;
+            case DType::Float16:
+                static_cast<std::uint16_t*>(t.data())[i] = float_to_half_bits(static_cast<float>(v));
+                break;
+            case DType::Int64:
+                static_cast<std::int64_t*>(t.data())[i] = static_cast<std::int64_t>(v) * 1000003;
+                break;
+            default:
+                static_cast<std::uint8_t*>(t.data())[i] = static_cast<std::uint8_t>(i * 13 + 1);
+                break;
         }
     }
     return t;
@@ -38,7 +49,8 @@ void check_same(const Tensor& a, const Tensor& b) {
     REQUIRE(a.shape() == b.shape());
     REQUIRE(a.dtype() == b.dtype());
     for (std::int64_t i = 0; i < a.numel(); ++i)
-        if (a.get_double(i) != b.get_double(i)) FAIL("element ", i, ": ", a.get_double(i), " != ", b.get_double(i));
+        if (a.get_double(i) != b.get_double(i))
+            FAIL("element ", i, ": ", a.get_double(i), " != ", b.get_double(i));
 }
 
 }  // namespace
@@ -61,8 +73,8 @@ TEST_CASE("device discovery fills DeviceInfo from the GPU and caches it") {
     CHECK(info.param_limit_bytes == 32764);  // CUDA 13 runtime and driver
     CHECK(!info.name.empty());
     CHECK(info.arch() == "sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor));
-    MESSAGE(info.name, " ", info.arch(), ", ", info.sm_count, " SMs, L2 ", info.l2_bytes, " B, shared opt-in ",
-            info.shared_mem_per_block_optin, " B");
+    MESSAGE(info.name, " ", info.arch(), ", ", info.sm_count, " SMs, L2 ", info.l2_bytes,
+            " B, shared opt-in ", info.shared_mem_per_block_optin, " B");
     if (info.name.find("H200") != std::string::npos) {
         CHECK(info.cc_major == 9);
         CHECK(info.cc_minor == 0);
@@ -71,7 +83,10 @@ TEST_CASE("device discovery fills DeviceInfo from the GPU and caches it") {
     }
     CHECK_THROWS_AS(set_device(device_count()), Error);
     CHECK_THROWS_AS(device_info(-1), Error);
-    { DeviceGuard g(0); CHECK(current_device() == 0); }
+    {
+        DeviceGuard g(0);
+        CHECK(current_device() == 0);
+    }
 }
 
 TEST_CASE("pool allocation: aligned, counted, cached after release, reused on the same stream") {
@@ -93,7 +108,7 @@ TEST_CASE("pool allocation: aligned, counted, cached after release, reused on th
     CHECK(after.used_bytes == before.used_bytes);
     CHECK(after.reserved_bytes >= bytes);  // release threshold high: kept for reuse, not returned
     Tensor again = Tensor::empty({static_cast<std::int64_t>(bytes / 4)}, float32, Device::cuda());
-    CHECK(again.data() == first);  // stream-ordered reuse of the freed block
+    CHECK(again.data() == first);                                 // stream-ordered reuse of the freed block
     CHECK(pool_stats(0).reserved_bytes == after.reserved_bytes);  // no new memory from the device
 }
 
@@ -158,16 +173,19 @@ TEST_CASE("strided Tensor::to: transposed, stepped, reversed and offset views on
         CHECK(dev.is_contiguous());
         Tensor back = dev.to_host();
         for (std::int64_t i = 0; i < 48; ++i)
-            for (std::int64_t j = 0; j < 64; ++j) REQUIRE(back.get_double(i * 64 + j) == h.get_double(j * 48 + i));
+            for (std::int64_t j = 0; j < 64; ++j)
+                REQUIRE(back.get_double(i * 64 + j) == h.get_double(j * 48 + i));
         // Every other column from column 1, and rows reversed.
         Tensor step = src.as_strided({64, 24}, {48, 2}, 1);
         Tensor sb = step.to(Device::cuda()).to_host();
         for (std::int64_t i = 0; i < 64; ++i)
-            for (std::int64_t j = 0; j < 24; ++j) REQUIRE(sb.get_double(i * 24 + j) == h.get_double(i * 48 + 2 * j + 1));
+            for (std::int64_t j = 0; j < 24; ++j)
+                REQUIRE(sb.get_double(i * 24 + j) == h.get_double(i * 48 + 2 * j + 1));
         Tensor rev = src.as_strided({64, 48}, {-48, 1}, 63 * 48);
         Tensor rb = rev.to_host();
         for (std::int64_t i = 0; i < 64; ++i)
-            for (std::int64_t j = 0; j < 48; ++j) REQUIRE(rb.get_double(i * 48 + j) == h.get_double((63 - i) * 48 + j));
+            for (std::int64_t j = 0; j < 48; ++j)
+                REQUIRE(rb.get_double(i * 48 + j) == h.get_double((63 - i) * 48 + j));
         // Broadcast view (stride 0).
         Tensor bc = src.as_strided({5, 48}, {0, 1}, 48);
         Tensor bb = bc.to(Device::cuda()).to_host();

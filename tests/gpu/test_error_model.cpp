@@ -40,13 +40,21 @@ using namespace loom;
 
 namespace {
 
-Device dev() { return Device::cuda(0); }
+Device dev() {
+    return Device::cuda(0);
+}
 
 /// " (test_error_model.cpp:<line>)": the location suffix of a message raised for that line.
-std::string at(int line) { return fmt::format(" (test_error_model.cpp:{})", line); }
+std::string at(int line) {
+    return fmt::format(" (test_error_model.cpp:{})", line);
+}
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
+bool starts_with(const std::string& s, const std::string& p) {
+    return s.rfind(p, 0) == 0;
+}
 bool ends_with(const std::string& s, const std::string& p) {
     return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
@@ -63,7 +71,8 @@ std::vector<unsigned char> bytes_of(const Tensor& t) {
 struct Poisoned {
     Tensor t;
     std::vector<unsigned char> before;
-    Poisoned(const Shape& shape, DType dtype, Device device = dev()) : t(Tensor::empty(shape, dtype, device)) {
+    Poisoned(const Shape& shape, DType dtype, Device device = dev())
+        : t(Tensor::empty(shape, dtype, device)) {
         testing::poison(t);
         before = bytes_of(t);
     }
@@ -95,20 +104,24 @@ const char* child_report() {
 }
 
 /// The child's last word: it reached the end of its case.
-void report_ran(const char* report) { std::ofstream(report) << kRan << '\n'; }
+void report_ran(const char* report) {
+    std::ofstream(report) << kRan << '\n';
+}
 
 /// Runs this binary again on the test case `name` alone, in a new process whose environment is this one's
-/// without LOOM_SYNC, plus `extra` ("NAME=value" entries), and checks that the case passed and ran to its end.
+/// without LOOM_SYNC, plus `extra` ("NAME=value" entries), and checks that the case passed and ran to its
+/// end.
 void run_child(const std::string& name, const std::vector<std::string>& extra) {
     std::error_code ec;
-    const std::filesystem::path report = std::filesystem::temp_directory_path() /
-                                         fmt::format("loom_error_model_{}_{:016x}.txt", getpid(),
-                                                     std::hash<std::string>{}(name));
+    const std::filesystem::path report =
+        std::filesystem::temp_directory_path() /
+        fmt::format("loom_error_model_{}_{:016x}.txt", getpid(), std::hash<std::string>{}(name));
     std::filesystem::remove(report, ec);
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
         const std::string_view v(*e);
-        if (v.starts_with("LOOM_SYNC=") || (v.starts_with(kChildVar) && v.substr(kChildVar.size()).starts_with("=")))
+        if (v.starts_with("LOOM_SYNC=") ||
+            (v.starts_with(kChildVar) && v.substr(kChildVar.size()).starts_with("=")))
             continue;
         env.emplace_back(v);
     }
@@ -127,7 +140,8 @@ void run_child(const std::string& name, const std::vector<std::string>& extra) {
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid);
     CHECK_MESSAGE(WIFEXITED(status), "the child process for '", name, "' did not exit normally");
-    CHECK_MESSAGE(WEXITSTATUS(status) == 0, "the child process for '", name, "' failed (its output is above)");
+    CHECK_MESSAGE(WEXITSTATUS(status) == 0, "the child process for '", name,
+                  "' failed (its output is above)");
     std::ifstream in(report);
     std::string line;
     std::getline(in, line);
@@ -145,60 +159,74 @@ TEST_CASE("error model: an error raised at the call leaves a poisoned device out
 
     // Building the expression fails: nothing is evaluated.
     Tensor three = random_device({3}, float32, 0xe403);
-    int line = __LINE__; std::string msg = loom_test::error_message([&] { assign(out.t, x + three); });
+    int line = __LINE__ + 1;
+    std::string msg = loom_test::error_message([&] { assign(out.t, x + three); });
     CHECK(msg == "add(): shapes [4096] float32 and [3] float32 do not broadcast" + at(line));
     CHECK(out.untouched());
 
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, Array(x).reshape({64, 64}) * 2.0); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, Array(x).reshape({64, 64}) * 2.0); });
     CHECK(msg == "assign(): output [4096] float32 does not match the array [64, 64] float32" + at(line));
     CHECK(out.untouched());
 
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, astype(x, float64) * 2.0); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, astype(x, float64) * 2.0); });
     CHECK(msg == "assign(): output [4096] float32 does not match the array [4096] float64" + at(line));
     CHECK(out.untouched());
 
-    // Outputs of two shapes (two kernels): the second output's mismatch is found before the first kernel runs.
+    // Outputs of two shapes (two kernels): the second output's mismatch is found before the first kernel
+    // runs.
     Poisoned wrong({64, 64}, float64);
-    line = __LINE__; msg = loom_test::error_message([&] { assign({out.t, wrong.t}, {y, Array(x).reshape({64, 64})}); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign({out.t, wrong.t}, {y, Array(x).reshape({64, 64})}); });
     CHECK(msg == "assign(): output [64, 64] float64 does not match the array [64, 64] float32" + at(line));
     CHECK(out.untouched());
     CHECK(wrong.untouched());
 
-    line = __LINE__; msg = loom_test::error_message([&] { assign({out.t, out.t}, {y, y + 1.0}); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign({out.t, out.t}, {y, y + 1.0}); });
     CHECK(msg == "assign(): outputs 0 and 1 share memory; each result needs its own" + at(line));
     CHECK(out.untouched());
 
     const Array mixed = x + h;
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, mixed); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, mixed); });
     CHECK(starts_with(msg, "eval(): inputs on different devices: "));
     CHECK(ends_with(msg, at(line)));
     CHECK(out.untouched());
 
     Poisoned host_out({4096}, float32, Device::cpu());
-    line = __LINE__; msg = loom_test::error_message([&] { assign(host_out.t, y); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(host_out.t, y); });
     CHECK(msg == "assign(): output on cpu but the inputs are on cuda:0" + at(line));
     CHECK(host_out.untouched());
 
     const Array p(ir::input(float32, {4096}, "p"));
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, p * 2.0 + x); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, p * 2.0 + x); });
     CHECK(msg == "eval(): input p ([4096] float32) is a placeholder with no tensor bound" + at(line));
     CHECK(out.untouched());
 
     // Overlapping itself: a broadcast view of device memory (a transposed view is a valid output).
     Poisoned storage({1, 64}, float32);
     const Tensor broadcast = storage.t.as_strided({64, 64}, {0, 1}, 0);
-    line = __LINE__; msg = loom_test::error_message([&] { assign(broadcast, Array(x).reshape({64, 64}) + 1.0); });
-    CHECK(starts_with(msg, "assign(): output [64, 64] float32 with strides [0, 1] overlaps itself (a broadcast view)"));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(broadcast, Array(x).reshape({64, 64}) + 1.0); });
+    CHECK(starts_with(
+        msg, "assign(): output [64, 64] float32 with strides [0, 1] overlaps itself (a broadcast view)"));
     CHECK(ends_with(msg, at(line)));
     CHECK(storage.untouched());
 
     // A traced function checks every output before it launches.
     auto f = loom::function("error_model_plus", [](Array a) { return a + 0.5; });
     const int def_line = __LINE__ - 1;
-    line = __LINE__; msg = loom_test::error_message([&] { f(x, wrong.t); });
-    CHECK(starts_with(msg, "error_model_plus(): output 0 is [64, 64] float64 on cuda:0 but the result is [4096] float32"));
-    CHECK(contains(msg, fmt::format("(test_error_model.cpp:{}; the function is defined at test_error_model.cpp:{})",
-                                    line, def_line)));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { f(x, wrong.t); });
+    CHECK(starts_with(
+        msg, "error_model_plus(): output 0 is [64, 64] float64 on cuda:0 but the result is [4096] float32"));
+    CHECK(contains(
+        msg, fmt::format("(test_error_model.cpp:{}; the function is defined at test_error_model.cpp:{})",
+                         line, def_line)));
     CHECK(wrong.untouched());
 
     // Nothing was left half done: the runtime is usable and the same output takes a correct result.
@@ -211,7 +239,9 @@ TEST_CASE("error model: an error raised at the call leaves a poisoned device out
     check_matches_reference(Array(x) + 0.5, out.t, "traced function after the error");
 }
 
-TEST_CASE("error model: a kernel not compiled yet inside stream capture is an error at the call, and the output keeps its bytes") {
+TEST_CASE(
+    "error model: a kernel not compiled yet inside stream capture is an error at the call, and the output "
+    "keeps its bytes") {
     Stream s;
     StreamGuard on(s);
     Tensor x = random_device({333}, float64, 0xe411);
@@ -244,7 +274,8 @@ TEST_CASE("error model: out of memory at a device allocation is an OutOfMemory r
         FAIL("no OutOfMemory");
     } catch (const OutOfMemory& e) {
         CHECK(e.requested() == static_cast<std::size_t>(4 * n));
-        CHECK(starts_with(e.what(), fmt::format("out of memory: allocating {} bytes (4.0 TiB) on cuda:0 failed", 4 * n)));
+        CHECK(starts_with(
+            e.what(), fmt::format("out of memory: allocating {} bytes (4.0 TiB) on cuda:0 failed", 4 * n)));
     }
     // The result of an evaluation: one element broadcast to 2^40 by a zero stride.
     Tensor one = random_device({1}, float32, 0xe421);
@@ -265,7 +296,8 @@ TEST_CASE("error model: out of memory at a device allocation is an OutOfMemory r
     check_matches_reference(Array(one) * 2.0, r, "after out of memory");
 }
 
-TEST_CASE("error model: a CUDA error that is not sticky is raised at the call and leaves the runtime usable") {
+TEST_CASE(
+    "error model: a CUDA error that is not sticky is raised at the call and leaves the runtime usable") {
     const char* src = R"(
 struct FillArgs { float* p; float v; };
 extern "C" __global__ void error_model_fill(FillArgs a) { a.p[threadIdx.x] = a.v; }
@@ -301,7 +333,8 @@ extern "C" __global__ void error_model_fill(FillArgs a) { a.p[threadIdx.x] = a.v
 
 // ---- in processes of their own ----
 
-TEST_CASE("error model: an asynchronous fault is raised at a later call and poisons the process (own process)") {
+TEST_CASE(
+    "error model: an asynchronous fault is raised at a later call and poisons the process (own process)") {
     run_child("error model child: an asynchronous fault", {});
 }
 
@@ -317,9 +350,11 @@ TEST_CASE("error model child: an asynchronous fault") {
     int line = 0;
     bool raised_by_call = false;
     try {
-        line = __LINE__; evaluate_into({y.node()}, {out}, std::source_location::current(), "error_model_fault");
+        line = __LINE__ + 1;
+        evaluate_into({y.node()}, {out}, std::source_location::current(), "error_model_fault");
     } catch (const CudaError& e) {
-        // CUDA reports a fault asynchronously; only a fault already detected by the launch's own check shows here.
+        // CUDA reports a fault asynchronously; only a fault already detected by the launch's own check shows
+        // here.
         raised_by_call = true;
         MESSAGE("the launching call itself reported the fault: ", e.what());
         CHECK(is_sticky(e.code()));
@@ -362,7 +397,9 @@ TEST_CASE("error model child: an asynchronous fault") {
     report_ran(report);
 }
 
-TEST_CASE("error model: LOOM_SYNC=1 reports a fault at the launching call and skips captured launches (own process)") {
+TEST_CASE(
+    "error model: LOOM_SYNC=1 reports a fault at the launching call and skips captured launches (own "
+    "process)") {
     run_child("error model child: LOOM_SYNC set", {"LOOM_SYNC=1"});
 }
 
@@ -379,7 +416,8 @@ TEST_CASE("error model child: LOOM_SYNC set") {
     CHECK(cudaStreamQuery(current_stream()) == cudaSuccess);
     check_matches_reference(y, out, "LOOM_SYNC=1");
     {
-        // Inside stream capture the launch is recorded, not synchronized (which would invalidate the capture).
+        // Inside stream capture the launch is recorded, not synchronized (which would invalidate the
+        // capture).
         Stream s;
         StreamGuard on(s);
         assign(out, y);  // the kernel is cached already; warm on this stream too
@@ -404,7 +442,8 @@ TEST_CASE("error model child: LOOM_SYNC set") {
     int line = 0;
     std::string msg;
     try {
-        line = __LINE__; evaluate_into({z.node()}, {out}, std::source_location::current(), "error_model_sync_fault");
+        line = __LINE__ + 1;
+        evaluate_into({z.node()}, {out}, std::source_location::current(), "error_model_sync_fault");
         FAIL("with LOOM_SYNC=1 the launching call did not report the fault");
     } catch (const CudaError& e) {
         msg = e.what();

@@ -4,11 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <loom/loom.hpp>
+
 #include "../common/views_checks.hpp"
 
 using namespace loom;
 
-TEST_CASE("views on the GPU: writes into columns, strided slices, reversed and transposed views of 2-D to 4-D tensors") {
+TEST_CASE(
+    "views on the GPU: writes into columns, strided slices, reversed and transposed views of 2-D to 4-D "
+    "tensors") {
     views_checks::check_strided_writes(Device::cuda(0));
 }
 
@@ -24,15 +27,18 @@ TEST_CASE("views on the GPU: factories made on the device, lazy and fused") {
     views_checks::check_factories(Device::cuda(0));
     // A factory beside a device tensor fuses into its kernel: one kernel, nothing materialized.
     const Tensor x = testing::random_tensor({64, 1000}, float32, 3).to(Device::cuda(0));
-    const Array y = Array(x) * arange(0.0, 1000.0, 1.0, float32, Device::cuda(0)) + ones({64, 1000}, float32, Device::cuda(0));
+    const Array y = Array(x) * arange(0.0, 1000.0, 1.0, float32, Device::cuda(0)) +
+                    ones({64, 1000}, float32, Device::cuda(0));
     const Tensor got = y.eval();
     testing::require_matches_reference({y.node()}, {got});
     CHECK(cuda_source({y}).find("an index, computed") != std::string::npos);
 }
 
 TEST_CASE("views on the GPU: tensor views of device memory, read back") {
-    const Tensor a = from_host(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, float32, Device::cuda(0));
-    CHECK(a.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, 1}, {2, 3, 1}}).to_vector<float>() == std::vector<float>{2, 6, 10});
+    const Tensor a =
+        from_host(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, float32, Device::cuda(0));
+    CHECK(a.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, 1}, {2, 3, 1}}).to_vector<float>() ==
+          std::vector<float>{2, 6, 10});
     CHECK(a.transposed().to_vector<float>() == std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
     CHECK(a.view(int32).to_vector<std::int32_t>()[1] == 0x3f800000);
     CHECK(a.reshape({2, -1}).unsqueeze(0).squeeze(0).to_vector<float>()[7] == 7.0f);

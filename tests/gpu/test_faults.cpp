@@ -109,7 +109,8 @@ void fail_each(Scenario& s, FaultSite site, Totals& totals, const std::function<
         ++totals.injected;
         CHECK_MESSAGE(clean, s.name, ": event ", i, " of ", sites, ": ", what);
         const std::uint64_t after = pool_used();
-        CHECK_MESSAGE(after == used, s.name, ": event ", i, ": the pool holds ", after, " bytes, ", used, " before");
+        CHECK_MESSAGE(after == used, s.name, ": event ", i, ": the pool holds ", after, " bytes, ", used,
+                      " before");
         const bool outputs_kept = snapshot(s.outputs) == outputs_before;
         const bool watched_kept = snapshot(s.watched) == watched_before;
         CHECK_MESSAGE(outputs_kept, s.name, ": event ", i, ": an output was written");
@@ -124,7 +125,8 @@ void fail_each(Scenario& s, FaultSite site, Totals& totals, const std::function<
     MESSAGE(s.name, ": ", sites, " events, each failed once");
 }
 
-constexpr int kPairs = 415;  // 830 inputs: the parameters exceed the kernel parameter limit (test_whole_programs.cpp)
+constexpr int kPairs =
+    415;  // 830 inputs: the parameters exceed the kernel parameter limit (test_whole_programs.cpp)
 
 std::vector<Scenario> scenarios() {
     const bool small = small_shapes();
@@ -134,59 +136,88 @@ std::vector<Scenario> scenarios() {
     Tensor b = rand({n}, float32, 0xfa02);
     Tensor m = rand({rows, cols}, float32, 0xfa03);
     Tensor w = rand({cols}, float32, 0xfa04);
-    Tensor big = rand({small ? std::int64_t{1} << 20 : std::int64_t{1} << 22}, float32, 0xfa05);  // split full sum
+    Tensor big =
+        rand({small ? std::int64_t{1} << 20 : std::int64_t{1} << 22}, float32, 0xfa05);  // split full sum
     std::vector<Scenario> out;
 
-    out.push_back({"eval() of a pointwise graph (the result)", {x, b}, {}, [=] {
-                       return std::vector<Tensor>{eval(relu(Array(x) * 1.5 + b))};
-                   }, {}});
+    out.push_back({"eval() of a pointwise graph (the result)",
+                   {x, b},
+                   {},
+                   [=] { return std::vector<Tensor>{eval(relu(Array(x) * 1.5 + b))}; },
+                   {}});
     {
         Tensor y = rand({n}, float32, 0xfa06);
         const Tensor y0 = y.to_host();
         // The output is an input read reversed: written through a temporary, copied back.
-        out.push_back({"assign() into an output that aliases a reversed input (copy-back temporary)", {x, y}, {}, [=] {
+        out.push_back({"assign() into an output that aliases a reversed input (copy-back temporary)",
+                       {x, y},
+                       {},
+                       [=] {
                            assign(y, Array(y).slice({{kNone, kNone, -1}}) * 2.0 + x);
                            return std::vector<Tensor>{y};
                        },
                        [=] { memory::copy(y.data(), y.device(), y0.data(), Device::cpu(), y0.nbytes()); }});
     }
     {
-        Tensor o1 = Tensor::empty({rows, cols}, float32, dev()), o2 = Tensor::empty({rows, cols}, float32, dev());
+        Tensor o1 = Tensor::empty({rows, cols}, float32, dev()),
+               o2 = Tensor::empty({rows, cols}, float32, dev());
         Tensor o3 = Tensor::empty({cols}, float32, dev());
-        out.push_back({"softmax, layernorm and column means (several kernels, materialized values)", {m, w}, {o1, o2, o3}, [=] {
+        out.push_back({"softmax, layernorm and column means (several kernels, materialized values)",
+                       {m, w},
+                       {o1, o2, o3},
+                       [=] {
                            const Array centered = Array(m) - mean(m, 0, true);
-                           assign({o1, o2, o3}, {softmax(m), layernorm(m, w, 0.0, 1e-5) + centered, mean(centered * centered, 0)});
+                           assign({o1, o2, o3}, {softmax(m), layernorm(m, w, 0.0, 1e-5) + centered,
+                                                 mean(centered * centered, 0)});
                            return std::vector<Tensor>{o1, o2, o3};
-                       }, {}});
+                       },
+                       {}});
     }
     {
         Tensor s = Tensor::empty({}, float32, dev()), c = Tensor::empty({cols}, float32, dev());
-        out.push_back({"split reductions: a full sum and column sums", {big, m}, {s, c}, [=] {
+        out.push_back({"split reductions: a full sum and column sums",
+                       {big, m},
+                       {s, c},
+                       [=] {
                            assign({s, c}, {sum(big), sum(m, 0)});
                            return std::vector<Tensor>{s, c};
-                       }, {}});
+                       },
+                       {}});
         // On a new stream each time: the split counters of that stream are allocated by the call.
         Tensor s2 = Tensor::empty({}, float32, dev());
-        out.push_back({"a split full sum on a new stream (its split counters)", {big}, {s2}, [=] {
+        out.push_back({"a split full sum on a new stream (its split counters)",
+                       {big},
+                       {s2},
+                       [=] {
                            Stream stream;
                            with_stream(stream, [&] { assign(s2, sum(big)); });
                            stream.synchronize();
                            return std::vector<Tensor>{s2};
-                       }, {}});
+                       },
+                       {}});
     }
     {
-        auto f = loom::function("faults_gpu_scale_bias", [](Array a, Array c) { return std::make_tuple(a * c + 1.0, max(a - c)); });
-        out.push_back({"a traced function's results", {x, b}, {}, [=] {
+        auto f = loom::function("faults_gpu_scale_bias",
+                                [](Array a, Array c) { return std::make_tuple(a * c + 1.0, max(a - c)); });
+        out.push_back({"a traced function's results",
+                       {x, b},
+                       {},
+                       [=] {
                            auto [r, mx] = f(x, b);
                            return std::vector<Tensor>{r, mx};
-                       }, {}});
+                       },
+                       {}});
     }
-    out.push_back({"item() of a reduction", {x}, {}, [=] {
+    out.push_back({"item() of a reduction",
+                   {x},
+                   {},
+                   [=] {
                        const double v = mean(Array(x) * x).item<double>();
                        Tensor h = Tensor::host({}, float64);
                        *static_cast<double*>(h.data()) = v;
                        return std::vector<Tensor>{h};
-                   }, {}});
+                   },
+                   {}});
     if (!small) {
         std::vector<Tensor> a, c;
         for (int k = 0; k < kPairs; ++k) {
@@ -194,7 +225,10 @@ std::vector<Scenario> scenarios() {
             c.push_back(rand({2, 3, 2, 3, 2, 3, 2, 3}, float32, 0xfc00 + static_cast<std::uint64_t>(k)));
         }
         Tensor o = Tensor::empty({3, 2, 3, 2, 3, 2, 3, 2}, float32, dev());
-        out.push_back({"830 inputs (parameters in device memory)", {a[0], c[0]}, {o}, [=] {
+        out.push_back({"830 inputs (parameters in device memory)",
+                       {a[0], c[0]},
+                       {o},
+                       [=] {
                            const std::uint32_t old = set_lazy_node_limit(0);
                            const std::vector<std::int64_t> reversed{7, 6, 5, 4, 3, 2, 1, 0};
                            Array acc;
@@ -205,22 +239,25 @@ std::vector<Scenario> scenarios() {
                            set_lazy_node_limit(old);
                            assign(o, acc);
                            return std::vector<Tensor>{o};
-                       }, {}});
+                       },
+                       {}});
     }
     return out;
 }
 
 }  // namespace
 
-TEST_CASE("faults on the GPU: every device allocation of an evaluation fails in turn, nothing leaks or launches") {
+TEST_CASE(
+    "faults on the GPU: every device allocation of an evaluation fails in turn, nothing leaks or launches") {
     Totals totals;
     for (Scenario& s : scenarios()) fail_each(s, FaultSite::DeviceAllocation, totals);
-    MESSAGE("device allocation faults: ", totals.injected, " injected, ", totals.survived, " survived (", totals.sites,
-            " sites)");
+    MESSAGE("device allocation faults: ", totals.injected, " injected, ", totals.survived, " survived (",
+            totals.sites, " sites)");
     CHECK(totals.survived == totals.injected);
 }
 
-TEST_CASE("faults on the GPU: every NVRTC compilation of an evaluation fails in turn, the next one compiles") {
+TEST_CASE(
+    "faults on the GPU: every NVRTC compilation of an evaluation fails in turn, the next one compiles") {
     // Without the disk cache every build runs NVRTC; the in-memory cache is cleared before each run, so each
     // run builds its kernels (the kernels that compiled are cached again, the failed one is not).
     const char* saved = std::getenv("LOOM_DISK_CACHE");
@@ -229,10 +266,13 @@ TEST_CASE("faults on the GPU: every NVRTC compilation of an evaluation fails in 
     reset_disk_cache();
     Totals totals;
     std::vector<Scenario> all = scenarios();
-    for (std::size_t k : {std::size_t{0}, std::size_t{2}, std::size_t{3}}) fail_each(all[k], FaultSite::NvrtcCompile, totals, [] { clear_kernel_cache(); });
+    for (std::size_t k : {std::size_t{0}, std::size_t{2}, std::size_t{3}})
+        fail_each(all[k], FaultSite::NvrtcCompile, totals, [] { clear_kernel_cache(); });
     MESSAGE("NVRTC faults on the GPU path: ", totals.injected, " injected, ", totals.survived, " survived");
     CHECK(totals.survived == totals.injected);
-    if (saved) setenv("LOOM_DISK_CACHE", saved_value.c_str(), 1);
-    else unsetenv("LOOM_DISK_CACHE");
+    if (saved)
+        setenv("LOOM_DISK_CACHE", saved_value.c_str(), 1);
+    else
+        unsetenv("LOOM_DISK_CACHE");
     reset_disk_cache();
 }

@@ -51,7 +51,8 @@ TEST_CASE("traced function on the GPU: two results from one kernel, new data com
     Array c1 = 0.5 * (1.0 + erf(d1 * 0.7071067811865476));
     Array c2 = 0.5 * (1.0 + erf(d2 * 0.7071067811865476));
     Array disc = K * exp(-0.02 * Array(T));
-    require_reference({S2 * c1 - disc * c2, disc * (1.0 - c2) - S2 * (1.0 - c1)}, {call2, put2}, "traced call/put");
+    require_reference({S2 * c1 - disc * c2, disc * (1.0 - c2) - S2 * (1.0 - c1)}, {call2, put2},
+                      "traced call/put");
 }
 
 TEST_CASE("traced function on the GPU: 10,000 calls without re-tracing, outputs aliasing inputs stay right") {
@@ -70,7 +71,8 @@ TEST_CASE("traced function on the GPU: 10,000 calls without re-tracing, outputs 
     const Tensor y_after = y.to_host();
     const Tensor x_host = x.to_host(), a_host = a.to_host();
     for (std::int64_t i = 0; i < 4096; i += 97) {
-        const float want = static_cast<float>(a_host.get_double(0)) * static_cast<float>(x_host.get_double(i));
+        const float want =
+            static_cast<float>(a_host.get_double(0)) * static_cast<float>(x_host.get_double(i));
         CHECK(static_cast<float>(y_after.get_double(i)) == want + static_cast<float>(y_before.get_double(i)));
     }
 }
@@ -90,7 +92,8 @@ TEST_CASE("traced function on the GPU: arguments on two devices name the call an
     auto f = loom::function("add_two", [](Array a, Array b) { return a + b; });
     const int def_line = __LINE__ - 1;
     const Tensor d = rand({16}, float32, 91), h = Tensor::host({16}, float32);
-    const int line = __LINE__; const std::string msg = loom_test::error_message([&] { (void)f(d, h); });
+    const int line = __LINE__ + 1;
+    const std::string msg = loom_test::error_message([&] { (void)f(d, h); });
     CHECK(msg.find("add_two(): argument 1 is on cpu but argument 0 is on cuda:0") == 0);
     CHECK(msg.find(fmt::format("test_function.cpp:{}; the function is defined at test_function.cpp:{})", line,
                                def_line)) != std::string::npos);

@@ -71,7 +71,8 @@ TEST_CASE("traced reductions: softmax and layernorm called many times match eage
         require_same_bits(y, eager_sm, "traced softmax vs eager");
         require_same_bits(z, eager_ln[0], "traced layernorm vs eager");
         require_same_bits(r, eager_ln[1], "traced layernorm rstd vs eager");
-        if (call % 8 == 0) require_reference({softmax_rows(X), d * rstd * W + B, rstd}, {y, z, r}, "traced vs reference");
+        if (call % 8 == 0)
+            require_reference({softmax_rows(X), d * rstd * W + B, rstd}, {y, z, r}, "traced vs reference");
     }
     CHECK(sm.stats().traces == 1);
     CHECK(ln.stats().traces == 1);
@@ -84,7 +85,8 @@ TEST_CASE("traced reductions: softmax and layernorm called many times match eage
     CHECK(sm.stats().specializations == 1);
 }
 
-TEST_CASE("traced reductions: split, multi-kernel and strict graphs, repeated, no kernel cache lookup per call") {
+TEST_CASE(
+    "traced reductions: split, multi-kernel and strict graphs, repeated, no kernel cache lookup per call") {
     // A full sum over 2^24 + 3 elements: one split kernel (counters and partials); a centred copy (the
     // mean's kernel, then a pointwise kernel reading the materialized mean); softmax over two rows of
     // 65536 (too few rows for one fused kernel: one kernel per reduction, split, and a pointwise kernel).
@@ -110,14 +112,16 @@ TEST_CASE("traced reductions: split, multi-kernel and strict graphs, repeated, n
         total(big, s);
         centred(m, c);
         few(f, g);
-        if (call >= 1) {  // every kernel built at the first call; later calls only launch (no lookup, no build)
+        if (call >=
+            1) {  // every kernel built at the first call; later calls only launch (no lookup, no build)
             const KernelCacheStats now = kernel_cache_stats();
             CHECK(now.hits == before.hits);
             CHECK(now.misses == before.misses);
             CHECK(now.compiles == before.compiles);
         }
         wait_device();
-        const std::vector<Array> lazy{sum(Array(big) * Array(big)), Array(m) - mean(Array(m)), softmax_rows(Array(f))};
+        const std::vector<Array> lazy{sum(Array(big) * Array(big)), Array(m) - mean(Array(m)),
+                                      softmax_rows(Array(f))};
         require_same_bits(s, run_one(lazy[0], false), "traced split sum vs eager");
         require_same_bits(c, run_one(lazy[1], false), "traced centred vs eager");
         require_same_bits(g, run_one(lazy[2], false), "traced strict softmax vs eager");
@@ -144,7 +148,8 @@ TEST_CASE("traced reductions: an output that is an argument is written after eve
         fill_nonzero(f, seed + 1);
         fill_nonzero(x, seed + 2);
         // Eager results first, before the inputs are overwritten.
-        const std::vector<Tensor> eager{run_one(Array(m) - mean(Array(m)), false), run_one(softmax_rows(Array(f)), false),
+        const std::vector<Tensor> eager{run_one(Array(m) - mean(Array(m)), false),
+                                        run_one(softmax_rows(Array(f)), false),
                                         run_one(softmax_rows(Array(x)), false)};
         centred(m, m);
         few(f, f);
@@ -155,7 +160,8 @@ TEST_CASE("traced reductions: an output that is an argument is written after eve
         require_same_bits(x, eager[2], "softmax in place vs eager");
     }
     // Two arguments that are one tensor, one of them also the output.
-    auto add_rows = loom::function("traced_add_row_sums", [](Array a, Array b) { return a + sum(b, -1, true); });
+    auto add_rows =
+        loom::function("traced_add_row_sums", [](Array a, Array b) { return a + sum(b, -1, true); });
     Tensor a = nonzero({64, 1000}, 0xf3f0);
     const Tensor expect = run_one(Array(a) + sum(Array(a), -1, true), false);
     add_rows(a, a, a);

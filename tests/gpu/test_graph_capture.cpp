@@ -18,15 +18,18 @@ using graphtest::Graph;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
 TEST_CASE("graph capture: two kernels into preallocated outputs, replayed with new inputs three times") {
     Stream s;
     StreamGuard on(s);
-    Tensor a = rand({1000, 256}, float32, 0xc001), b = rand({256}, float32, 0xc002), c = rand({4096}, float32, 0xc003);
-    const Array y1 = gelu(a * b + 1.0);  // [1000, 256]
+    Tensor a = rand({1000, 256}, float32, 0xc001), b = rand({256}, float32, 0xc002),
+           c = rand({4096}, float32, 0xc003);
+    const Array y1 = gelu(a * b + 1.0);   // [1000, 256]
     const Array y2 = exp(c * 0.125) - c;  // [4096]: another iteration space, another kernel
     Tensor o1 = Tensor::empty(y1.shape(), float32, dev()), o2 = Tensor::empty(y2.shape(), float32, dev());
     assign({o1, o2}, {y1, y2});  // warm-up: both kernels compiled and cached
@@ -57,7 +60,8 @@ TEST_CASE("graph capture: a kernel with its parameters in device memory replays 
     // share one kernel: it takes NVRTC a while.
     const std::vector<std::int64_t> reversed{7, 6, 5, 4, 3, 2, 1, 0};
     std::vector<Tensor> xs;
-    for (int k = 0; k < 830; ++k) xs.push_back(rand({2, 3, 2, 3, 2, 3, 2, 3}, float32, 0xe000 + static_cast<std::uint64_t>(k)));
+    for (int k = 0; k < 830; ++k)
+        xs.push_back(rand({2, 3, 2, 3, 2, 3, 2, 3}, float32, 0xe000 + static_cast<std::uint64_t>(k)));
     const std::uint32_t old_limit = set_lazy_node_limit(0);
     Array sum;
     for (std::size_t k = 0; k < xs.size(); k += 2) {
@@ -76,7 +80,8 @@ TEST_CASE("graph capture: a kernel with its parameters in device memory replays 
     CHECK(g.nodes() >= 3);
     for (int rep = 0; rep < 3; ++rep) {
         for (std::size_t k = 0; k < xs.size(); k += 7)
-            testing::fill_random(xs[k], 0xf000 + 1000 * static_cast<std::uint64_t>(rep) + k, default_dist(float32));
+            testing::fill_random(xs[k], 0xf000 + 1000 * static_cast<std::uint64_t>(rep) + k,
+                                 default_dist(float32));
         testing::poison(out);
         s.synchronize();
         CUDA_OK(cudaGraphLaunch(g.exec, s));
@@ -85,7 +90,8 @@ TEST_CASE("graph capture: a kernel with its parameters in device memory replays 
     }
 }
 
-TEST_CASE("graph capture: an uncompiled kernel raises a clear error and leaves the capture and stream usable") {
+TEST_CASE(
+    "graph capture: an uncompiled kernel raises a clear error and leaves the capture and stream usable") {
     Stream s;
     StreamGuard on(s);
     Tensor x = rand({777}, float32, 0xc101);
@@ -108,7 +114,7 @@ TEST_CASE("graph capture: an uncompiled kernel raises a clear error and leaves t
     MESSAGE(message);
     CHECK(contains(message, "not compiled yet"));
     CHECK(contains(message, "cudaStreamBeginCapture"));
-    CHECK(contains(message, "before"));  // run it once before capturing
+    CHECK(contains(message, "before"));                  // run it once before capturing
     CHECK(contains(message, "test_graph_capture.cpp"));  // the user's line
 
     // The stream works as before: the same evaluation now compiles and runs.
@@ -162,16 +168,18 @@ TEST_CASE("graph capture: synchronizing or copying synchronously raises an error
     CHECK(cudaGetLastError() == cudaSuccess);
 }
 
-TEST_CASE("graph capture: reductions (split full sum, softmax, column sums, a reduced value read elsewhere) replay") {
+TEST_CASE(
+    "graph capture: reductions (split full sum, softmax, column sums, a reduced value read elsewhere) "
+    "replay") {
     Stream s;
     StreamGuard on(s);
     Tensor x = rand({(1 << 22) + 5}, float32, 0xe001);
     Tensor m = rand({300, 8192}, float32, 0xe002);
-    const Array total = sum(Array(x) * Array(x));                   // split over blocks: counters and partials
+    const Array total = sum(Array(x) * Array(x));  // split over blocks: counters and partials
     const Array e = exp(Array(m) - max(Array(m), -1, true));
-    const Array sm = e / sum(e, -1, true);                          // one kernel, two stages
-    const Array cols = mean(Array(m), 0);                           // the column order
-    const Array centered = Array(m) - mean(Array(m));               // a reduced value read by a pointwise kernel
+    const Array sm = e / sum(e, -1, true);             // one kernel, two stages
+    const Array cols = mean(Array(m), 0);              // the column order
+    const Array centered = Array(m) - mean(Array(m));  // a reduced value read by a pointwise kernel
     const std::vector<Array> ys{total, sm, cols, centered};
     std::vector<Tensor> outs;
     for (const auto& y : ys) outs.push_back(Tensor::empty(y.shape(), y.dtype(), dev()));
@@ -193,7 +201,9 @@ TEST_CASE("graph capture: reductions (split full sum, softmax, column sums, a re
 
 // ---- Automatic graphs of traced functions (Options::capture = Auto, the default) ----
 
-TEST_CASE("automatic graphs: a traced function of three kernels runs as one graph, replayed with new data and new pointers") {
+TEST_CASE(
+    "automatic graphs: a traced function of three kernels runs as one graph, replayed with new data and new "
+    "pointers") {
     // Two reductions of different shapes and an elementwise result: three kernels.
     auto three = [](Array x) { return std::tuple{sum(x, 0), max(x, 1), exp(x * 0.5) - x}; };
     auto f = loom::function("graph_three", three);
@@ -233,7 +243,8 @@ TEST_CASE("automatic graphs: a traced function of three kernels runs as one grap
         // The same bits as launching the kernels one by one.
         const auto plain = never(y);
         s.synchronize();
-        for (int i = 0; i < 3; ++i) require_same_bits(got[i], plain[i], fmt::format("output {} against capture=never", i));
+        for (int i = 0; i < 3; ++i)
+            require_same_bits(got[i], plain[i], fmt::format("output {} against capture=never", i));
     }
     st = f.stats();
     CHECK(st.graph_captures == 1);
@@ -243,10 +254,14 @@ TEST_CASE("automatic graphs: a traced function of three kernels runs as one grap
     CHECK(never.stats().graph_captures == 0);
 }
 
-TEST_CASE("automatic graphs: one graph per stream, split reductions, an output aliasing an argument, a user's capture") {
+TEST_CASE(
+    "automatic graphs: one graph per stream, split reductions, an output aliasing an argument, a user's "
+    "capture") {
     // A split reduction (two long rows: several blocks per row, counters in the stream's buffer) and a row
     // epilogue: two kernels or more.
-    auto norm = loom::function("graph_split", [](Array x) { return std::tuple{x / sum(abs(x), 1, true), sum(x * x)}; });
+    auto norm = loom::function("graph_split", [](Array x) {
+        return std::tuple{x / sum(abs(x), 1, true), sum(x * x)};
+    });
     Tensor x = rand({2, 1 << 20}, float32, 0x0501);
     const Array ref_a = Array(x) / sum(abs(x), 1, true), ref_b = sum(Array(x) * x);
     Stream a, b;
@@ -267,14 +282,18 @@ TEST_CASE("automatic graphs: one graph per stream, split reductions, an output a
     // Outputs that are also arguments: in place element by element (replayed as a graph), or, where a later
     // kernel reads what an earlier one overwrote, through a temporary (that call launches kernel by kernel).
     // Right either way.
-    auto scale = loom::function("graph_alias", [](Array v, Array w) { return std::tuple{v * 2.0, w + sum(v), sum(w)}; });
-    Tensor v = rand({4096}, float32, 0x0502), w = rand({4096}, float32, 0x0503), t = Tensor::empty({}, float32, dev());
+    auto scale = loom::function("graph_alias", [](Array v, Array w) {
+        return std::tuple{v * 2.0, w + sum(v), sum(w)};
+    });
+    Tensor v = rand({4096}, float32, 0x0502), w = rand({4096}, float32, 0x0503),
+           t = Tensor::empty({}, float32, dev());
     Tensor v0 = Tensor::empty({4096}, float32, dev()), w0 = Tensor::empty({4096}, float32, dev());
     copy_async(v0, v);
     copy_async(w0, w);
     scale(v, w, w, v, t);  // w <- v * 2 (w is read by a later kernel), v <- w + sum(v)
     synchronize();
-    require_reference({Array(v0) * 2.0, Array(w0) + sum(Array(v0)), sum(Array(w0))}, {w, v, t}, "aliased outputs");
+    require_reference({Array(v0) * 2.0, Array(w0) + sum(Array(v0)), sum(Array(w0))}, {w, v, t},
+                      "aliased outputs");
     const loom::detail::FunctionStats sa = scale.stats();
     CHECK(sa.graph_fallbacks + sa.graph_replays == 1);
 

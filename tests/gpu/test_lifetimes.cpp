@@ -24,13 +24,16 @@ bool small_shapes() {
     return v && *v && std::string_view(v) != "0";
 }
 
-std::int64_t elements() { return small_shapes() ? std::int64_t{1} << 16 : std::int64_t{1} << 24; }
+std::int64_t elements() {
+    return small_shapes() ? std::int64_t{1} << 16 : std::int64_t{1} << 24;
+}
 
 constexpr int kSteps = 24;  // multiply-adds per element: the kernel runs a while, exactly (int32 wraps)
 
 std::vector<std::int32_t> host_values(std::int64_t n, std::int32_t seed) {
     std::vector<std::int32_t> v(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i * 2654435761u) ^ seed;
+    for (std::int64_t i = 0; i < n; ++i)
+        v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i * 2654435761u) ^ seed;
     return v;
 }
 
@@ -91,7 +94,9 @@ TEST_CASE("lifetimes: inputs and arrays dropped while their kernel runs are not 
     }
 }
 
-TEST_CASE("lifetimes: results and temporaries of a dropped evaluation, on a stream of its own and after its scope") {
+TEST_CASE(
+    "lifetimes: results and temporaries of a dropped evaluation, on a stream of its own and after its "
+    "scope") {
     const std::int64_t n = elements();
     const auto v = host_values(n, 44);
     Tensor keep = Tensor::empty({n}, int32, dev());

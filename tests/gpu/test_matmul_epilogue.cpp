@@ -56,10 +56,13 @@ std::vector<Tensor> run_fused(const std::vector<Array>& arrays, const std::strin
     }
     return run_both(arrays, what);
 }
-Tensor run_fused(const Array& a, const std::string& what) { return run_fused(std::vector<Array>{a}, what).at(0); }
+Tensor run_fused(const Array& a, const std::string& what) {
+    return run_fused(std::vector<Array>{a}, what).at(0);
+}
 
 // `arrays` need a kernel boundary after the product: at least two kernels, `products` of them products.
-std::vector<Tensor> run_split(const std::vector<Array>& arrays, std::size_t products, const std::string& what) {
+std::vector<Tensor> run_split(const std::vector<Array>& arrays, std::size_t products,
+                              const std::string& what) {
     if (on_gpu()) {
         INFO(what);
         const Kernels k = kernels_of(arrays);
@@ -76,8 +79,8 @@ Tensor run_split(const Array& a, std::size_t products, const std::string& what) 
 
 TEST_CASE("matmul: gelu(a @ b + bias) with a row bias [N] or a column bias [M, 1] is one kernel") {
     std::uint64_t seed = 1;
-    for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{257, 129, 193}, {33, 520, 31}, {1, 64, 64},
-                                                                          {128, 128, 128}, {31, 1, 33}}) {
+    for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+             {257, 129, 193}, {33, 520, 31}, {1, 64, 64}, {128, 128, 128}, {31, 1, 33}}) {
         if (small_shapes() && m * n * k > (std::int64_t{1} << 22)) continue;
         const Tensor a = pwtest::rand({m, k}, float32, seed++), b = pwtest::rand({k, n}, float32, seed++);
         const Tensor row = pwtest::rand({n}, float32, seed++), col = pwtest::rand({m, 1}, float32, seed++);
@@ -89,7 +92,8 @@ TEST_CASE("matmul: gelu(a @ b + bias) with a row bias [N] or a column bias [M, 1
         // The product before its bias, exactly: the epilogue starts from the reference's product bits.
         const Tensor p = run_fused(matmul(a, b) + row, "a @ b + bias[N] " + mnk);
         const Tensor q = run_both(matmul(a, b), "a @ b " + mnk);
-        pwtest::require_same_bits(p, run_both(Array(q) + row, "the product's result + bias[N]"), "fused bias against a separate add");
+        pwtest::require_same_bits(p, run_both(Array(q) + row, "the product's result + bias[N]"),
+                                  "fused bias against a separate add");
     }
 }
 
@@ -117,7 +121,8 @@ TEST_CASE("matmul: a residual add, scalars and a cast to a narrower dtype run in
 
 TEST_CASE("matmul: several outputs of one product come out of its kernel") {
     std::uint64_t seed = 200;
-    const std::int64_t m = small_shapes() ? 100 : 200, k = small_shapes() ? 75 : 150, n = small_shapes() ? 150 : 300;
+    const std::int64_t m = small_shapes() ? 100 : 200, k = small_shapes() ? 75 : 150,
+                       n = small_shapes() ? 150 : 300;
     const Tensor a = pwtest::rand({m, k}, float32, seed++), b = pwtest::rand({k, n}, float32, seed++);
     const Tensor bias = pwtest::rand({n}, float32, seed++);
     const Array p = matmul(a, b) + bias;
@@ -130,7 +135,8 @@ TEST_CASE("matmul: several outputs of one product come out of its kernel") {
     run_fused({matmul(a, b), relu(matmul(a, b) + bias), (matmul(a, b) * 2.0).astype(float16)},
               "the product, relu(product + bias) and a float16 copy");
     // The product written twice, and a float64 and an int32 cast of it.
-    run_fused({matmul(a, b), matmul(a, b).astype(float64), matmul(a, b).astype(int32)}, "casts beside the product");
+    run_fused({matmul(a, b), matmul(a, b).astype(float64), matmul(a, b).astype(int32)},
+              "casts beside the product");
 }
 
 TEST_CASE("matmul: a transposed view, a reduction or another product of the result is a kernel boundary") {
@@ -148,8 +154,9 @@ TEST_CASE("matmul: a transposed view, a reduction or another product of the resu
     run_split(matmul(matmul(a, b), transpose(matmul(a, b))), 2, "p @ p.T");
     // The product and its transpose as two outputs.
     run_split({matmul(a, b), transpose(matmul(a, b))}, 1, "p and p.T");
-    // A square product read twice in one kernel, once through a transpose of an activation of it (the fuzzer's
-    // seed 1799177366: the transposed read once came from the accumulators' placeholder, an illegal address).
+    // A square product read twice in one kernel, once through a transpose of an activation of it (the
+    // fuzzer's seed 1799177366: the transposed read once came from the accumulators' placeholder, an illegal
+    // address).
     for (const DType d : {float32, int8}) {
         const Tensor s = pwtest::rand({48, 40}, d, seed++), t = pwtest::rand({40, 48}, d, seed++);
         const Array r = relu(matmul(s, t));
@@ -187,16 +194,20 @@ TEST_CASE("matmul: epilogues in every dtype round the product to its dtype first
 
 TEST_CASE("matmul: batched and broadcast-batch products with epilogues") {
     std::uint64_t seed = 500;
-    const Tensor a = pwtest::rand({4, 33, 31}, float32, seed++), b = pwtest::rand({4, 31, 45}, float32, seed++);
+    const Tensor a = pwtest::rand({4, 33, 31}, float32, seed++),
+                 b = pwtest::rand({4, 31, 45}, float32, seed++);
     const Tensor b2 = pwtest::rand({31, 45}, float32, seed++), bias = pwtest::rand({45}, float32, seed++);
-    const Tensor r = pwtest::rand({4, 33, 45}, float32, seed++), per = pwtest::rand({4, 1, 45}, float32, seed++);
+    const Tensor r = pwtest::rand({4, 33, 45}, float32, seed++),
+                 per = pwtest::rand({4, 1, 45}, float32, seed++);
     run_fused(relu(matmul(a, b) + bias), "relu([4, M, K] @ [4, K, N] + bias[N])");
     run_fused(matmul(a, b2) + r, "[4, M, K] @ [K, N] + r[4, M, N]");
     run_fused(gelu(matmul(a, b) + per), "gelu([4, M, K] @ [4, K, N] + bias[4, 1, N])");
-    const Tensor a4 = pwtest::rand({2, 1, 33, 31}, float16, seed++), b4 = pwtest::rand({3, 31, 45}, float16, seed++);
+    const Tensor a4 = pwtest::rand({2, 1, 33, 31}, float16, seed++),
+                 b4 = pwtest::rand({3, 31, 45}, float16, seed++);
     const Tensor bias4 = pwtest::rand({3, 1, 45}, float16, seed++);
     run_fused(matmul(a4, b4) + bias4, "[2, 1, M, K] @ [3, K, N] + bias[3, 1, N] float16");
-    const Tensor many_a = pwtest::rand({1000, 8, 8}, float32, seed++), many_b = pwtest::rand({1000, 8, 8}, float32, seed++);
+    const Tensor many_a = pwtest::rand({1000, 8, 8}, float32, seed++),
+                 many_b = pwtest::rand({1000, 8, 8}, float32, seed++);
     const Tensor many_r = pwtest::rand({1000, 8, 8}, float32, seed++);
     run_fused(tanh(matmul(many_a, many_b) + many_r), "tanh of 1000 products of 8 x 8 x 8 plus a residual");
     // Vectors: [K] x [B, K, N] -> [B, N] and [M, K] x [K] -> [M], with a bias of the result's shape.
@@ -214,13 +225,16 @@ TEST_CASE("matmul: epilogues over transposed and misaligned operands, and over K
     // The same values through views that take the scalar loads.
     // `wide` starts random: the view a1 leaves its column 0 out, and copying a1 to the host for the reference
     // reads the span between its rows (compute-sanitizer initcheck reports never-written bytes there).
-    Tensor at = Tensor::empty({k, m}, float32, pwtest::dev()), wide = pwtest::rand({m, k + 1}, float32, seed++);
+    Tensor at = Tensor::empty({k, m}, float32, pwtest::dev()),
+           wide = pwtest::rand({m, k + 1}, float32, seed++);
     assign(at, transpose(a));
     const Tensor a1 = wide.slice({{kNone, kNone}, {1, kNone}});
     assign(a1, Array(a));
     pwtest::wait_device();
-    pwtest::require_same_bits(run_fused(gelu(matmul(at.transposed(), b) + bias), "a.T of a [K, M]"), c, "transposed a");
-    pwtest::require_same_bits(run_fused(gelu(matmul(a1, b) + bias), "a[:, 1:] of a [M, K + 1]"), c, "misaligned a");
+    pwtest::require_same_bits(run_fused(gelu(matmul(at.transposed(), b) + bias), "a.T of a [K, M]"), c,
+                              "transposed a");
+    pwtest::require_same_bits(run_fused(gelu(matmul(a1, b) + bias), "a[:, 1:] of a [M, K + 1]"), c,
+                              "misaligned a");
     // A matrix times a vector and a small product with K = 20000 (8193 small), in chunks: the epilogue
     // sees the tree's value.
     const std::int64_t kl = small_shapes() ? 8193 : 20000;
@@ -242,9 +256,10 @@ TEST_CASE("matmul: operands computed by elementwise prologues, and products of p
     const Tensor bias = pwtest::rand({33}, float32, seed++), h = pwtest::rand({65, 40}, float16, seed++);
     // Computed operands: cheap ones computed as the tiles load, others (a division) materialized first; the
     // results stay the reference's either way.
-    for (const Array& y : {matmul(Array(x) * 2.0, transpose(w)) + bias, matmul(relu(x), transpose(w)),
-                           relu(matmul(Array(h).astype(float32), transpose(w)) + bias), matmul(x + 1.0, transpose(w * 0.5)),
-                           matmul(Array(x) / 3.0, transpose(w)) + bias, matmul(abs(x) - h, transpose(w) / 7.0)}) {
+    for (const Array& y :
+         {matmul(Array(x) * 2.0, transpose(w)) + bias, matmul(relu(x), transpose(w)),
+          relu(matmul(Array(h).astype(float32), transpose(w)) + bias), matmul(x + 1.0, transpose(w * 0.5)),
+          matmul(Array(x) / 3.0, transpose(w)) + bias, matmul(abs(x) - h, transpose(w) / 7.0)}) {
         if (on_gpu()) CHECK(kernels_of({y}).products == 1);
         run_both(y, "a product of computed operands");
     }
@@ -259,7 +274,8 @@ TEST_CASE("matmul: operands computed by elementwise prologues, and products of p
 }
 
 TEST_CASE("matmul: traced functions run a product and its epilogue as one kernel") {
-    auto linear = loom::function("linear_gelu", [](Array x, Array w, Array b) { return gelu(matmul(x, w) + b); });
+    auto linear =
+        loom::function("linear_gelu", [](Array x, Array w, Array b) { return gelu(matmul(x, w) + b); });
     const Tensor x = pwtest::rand({130, 96}, float32, 800), w = pwtest::rand({96, 72}, float32, 801);
     const Tensor b = pwtest::rand({72}, float32, 802);
     Tensor out = Tensor::empty({130, 72}, float32, pwtest::dev());
@@ -301,7 +317,8 @@ TEST_CASE("matmul: results written into views of larger tensors, the memory arou
     pwtest::require_reference({y}, {inner}, "into columns 1 .. N");
     const Tensor after = big.to_host();
     for (std::int64_t col : {std::int64_t{0}, n + 1})
-        pwtest::require_same_bits(after.slice({{kNone, kNone}, {col, col + 1}}), before.slice({{kNone, kNone}, {col, col + 1}}),
+        pwtest::require_same_bits(after.slice({{kNone, kNone}, {col, col + 1}}),
+                                  before.slice({{kNone, kNone}, {col, col + 1}}),
                                   fmt::format("column {} untouched", col));
     Tensor t = Tensor::empty({n, m}, float32, pwtest::dev());
     testing::poison(t);

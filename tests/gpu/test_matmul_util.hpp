@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 #include <regex>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "test_pointwise_util.hpp"
@@ -16,7 +16,9 @@ using namespace loom;
 
 // Plans and kernel texts need the GPU: under LOOM_POINTWISE_TESTS_ON_HOST (pwtest::dev(), a debugging aid
 // that runs the graphs on host tensors) only the values are checked.
-inline bool on_gpu() { return pwtest::dev().is_cuda(); }
+inline bool on_gpu() {
+    return pwtest::dev().is_cuda();
+}
 
 // LOOM_TEST_SMALL=1 (the compute-sanitizer step of scripts/device_run.sh, whose time boxes the kernel cases
 // share): the largest products are smaller or left out, and K stays short (a sanitizer follows every K step
@@ -37,10 +39,13 @@ inline std::vector<Tensor> run_both(const std::vector<Array>& arrays, const std:
     const OptionsScope unfused(options);
     const std::vector<Tensor> plain = pwtest::run_checked(arrays, false);
     for (std::size_t k = 0; k < fused.size(); ++k)
-        pwtest::require_same_bits(fused[k], plain[k], fmt::format("{}: output {} fused against unfused", what, k));
+        pwtest::require_same_bits(fused[k], plain[k],
+                                  fmt::format("{}: output {} fused against unfused", what, k));
     return fused;
 }
-inline Tensor run_both(const Array& a, const std::string& what) { return run_both(std::vector<Array>{a}, what).at(0); }
+inline Tensor run_both(const Array& a, const std::string& what) {
+    return run_both(std::vector<Array>{a}, what).at(0);
+}
 
 // The kernels that `arrays` plan into on this GPU, and how many of them are products.
 struct Kernels {
@@ -68,8 +73,12 @@ inline Kernels kernels_of(const std::vector<Array>& arrays) {
 inline std::string product_path_of(const Array& y) {
     const std::string e = explain({y});
     if (e.find("Hopper wgmma.mma_async") != std::string::npos) return "wgmma";
-    if (e.find("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=3xtf32") != std::string::npos) return "3xTF32";
-    if (e.find("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=tf32") != std::string::npos) return "TF32";
+    if (e.find("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=3xtf32") !=
+        std::string::npos)
+        return "3xTF32";
+    if (e.find("tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=tf32") !=
+        std::string::npos)
+        return "TF32";
     if (e.find("tensor cores (mma.sync") != std::string::npos) return "mma.sync";
     return "CUDA cores";
 }
@@ -104,7 +113,8 @@ inline Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b,
 // epilogue), each into poisoned outputs: the same bits.
 inline void fused_equals_unfused(const Array& y, const std::string& what) {
     INFO(what);
-    Tensor fused = Tensor::empty(y.shape(), y.dtype(), pwtest::dev()), plain = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
+    Tensor fused = Tensor::empty(y.shape(), y.dtype(), pwtest::dev()),
+           plain = Tensor::empty(y.shape(), y.dtype(), pwtest::dev());
     testing::poison(fused);
     testing::poison(plain);
     assign(fused, y);

@@ -1,11 +1,12 @@
-// Matrix products on Hopper's warpgroup MMAs (matmul_plan.hpp, "Hopper"; docs/semantics.md, section 12, "Tensor
-// cores"): Options::product_path = ProductPath::TensorCores takes float16 and bfloat16 products whose operands
-// the tensor memory accelerator can copy to wgmma. Results lie within the componentwise bound of the exact
-// product, their bits are fixed (into poisoned and random-filled outputs, fused and unfused, for every tile),
-// and integer-valued operands, whose sums are exact in any order, give the reference's bits. Shapes: odd sizes
-// around the tiles, K = 8, tall and skinny, more tiles than multiprocessors (each block walks several), batches,
-// broadcast batches, transposed views; every epilogue; the fallbacks (mma.sync, CUDA cores) forced and chosen;
-// hints and their errors; traced functions. The cases are named "wgmma: ..." (the sanitizer step runs them).
+// Matrix products on Hopper's warpgroup MMAs (matmul_plan.hpp, "Hopper"; docs/semantics.md, section 12,
+// "Tensor cores"): Options::product_path = ProductPath::TensorCores takes float16 and bfloat16 products whose
+// operands the tensor memory accelerator can copy to wgmma. Results lie within the componentwise bound of the
+// exact product, their bits are fixed (into poisoned and random-filled outputs, fused and unfused, for every
+// tile), and integer-valued operands, whose sums are exact in any order, give the reference's bits. Shapes:
+// odd sizes around the tiles, K = 8, tall and skinny, more tiles than multiprocessors (each block walks
+// several), batches, broadcast batches, transposed views; every epilogue; the fallbacks (mma.sync, CUDA
+// cores) forced and chosen; hints and their errors; traced functions. The cases are named "wgmma: ..." (the
+// sanitizer step runs them).
 #include <doctest/doctest.h>
 
 #include <array>
@@ -29,23 +30,31 @@ const Options kTensorCores{.product_path = ProductPath::TensorCores};
 using mmtest::integer_valued;
 
 // Hopper runs wgmma; other GPUs have no such path.
-bool hopper() { return on_gpu() && device_info().cc_major == 9; }
+bool hopper() {
+    return on_gpu() && device_info().cc_major == 9;
+}
 
 // mmtest::run_within_bound on the `path` the product must take on Hopper.
-Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what, const char* path = "wgmma") {
+Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what,
+                        const char* path = "wgmma") {
     if (hopper() && y.numel() > 0) CHECK_MESSAGE(mmtest::product_path_of(y) == path, what);
     return mmtest::run_within_bound(y, a, b, what);
 }
 
 }  // namespace
 
-TEST_CASE("wgmma: float16 and bfloat16 around the tiles, K = 8, tall and skinny, within the bound, the bits fixed") {
+TEST_CASE(
+    "wgmma: float16 and bfloat16 around the tiles, K = 8, tall and skinny, within the bound, the bits "
+    "fixed") {
     const OptionsScope tc(kTensorCores);
     // M any; K and N multiples of 8 (16-byte rows for the copies).
-    const std::vector<std::array<std::int64_t, 3>> shapes = {{64, 64, 64},   {1, 64, 8},     {33, 40, 8},    {129, 136, 72},
-                                                             {200, 264, 304}, {257, 520, 1000}, {3000, 8, 64}, {8, 3000, 64},
+    const std::vector<std::array<std::int64_t, 3>> shapes = {{64, 64, 64},    {1, 64, 8},
+                                                             {33, 40, 8},     {129, 136, 72},
+                                                             {200, 264, 304}, {257, 520, 1000},
+                                                             {3000, 8, 64},   {8, 3000, 64},
                                                              {65, 256, 520},  {128, 512, 24},
-                                                             {200, 264, 4104}};  // a long K: 128 x 256 tiles, the consumers side by side
+                                                             {200, 264, 4104}};  // a long K: 128 x 256 tiles,
+                                                                                 // the consumers side by side
     std::uint64_t seed = 5000;
     for (DType d : {float16, bfloat16})
         for (const auto& [m, n, k] : shapes) {
@@ -62,8 +71,12 @@ TEST_CASE("wgmma: integer-valued operands give the reference's bits, with more t
     // consumer's first stage is uses ahead of the producer's; with K = 136 the ring's phases run on across
     // tiles; K = 4104 takes 128 x 256 tiles with the consumers side by side.
     for (DType d : {float16, bfloat16})
-        for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
-                 {33, 40, 16}, {129, 64, 200}, {3000, 2000, 136}, {3000, 2000, 1000}, {1, 48, 1000}, {300, 1000, 4104}}) {
+        for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{33, 40, 16},
+                                                                              {129, 64, 200},
+                                                                              {3000, 2000, 136},
+                                                                              {3000, 2000, 1000},
+                                                                              {1, 48, 1000},
+                                                                              {300, 1000, 4104}}) {
             const Tensor a = integer_valued({m, k}, d, seed++), b = integer_valued({k, n}, d, seed++);
             const Array y = matmul(a, b);
             if (hopper()) CHECK(mmtest::product_path_of(y) == "wgmma");
@@ -80,23 +93,28 @@ TEST_CASE("wgmma: batches, broadcast batches and transposed views; views take th
         run_within_bound(matmul(a, b), a, b, "batched");
         const Tensor w = pwtest::rand({72, 40}, d, seed++);
         run_within_bound(matmul(a, w), a, w, "B broadcast over the batch");
-        const Tensor a4 = pwtest::rand({2, 3, 64, 48}, d, seed++), b4 = pwtest::rand({2, 3, 48, 64}, d, seed++);
+        const Tensor a4 = pwtest::rand({2, 3, 64, 48}, d, seed++),
+                     b4 = pwtest::rand({2, 3, 48, 64}, d, seed++);
         run_within_bound(matmul(a4, b4), a4, b4, "two batch axes, one axis of the map");
-        const Tensor many_a = pwtest::rand({300, 64, 64}, d, seed++), many_b = pwtest::rand({300, 64, 64}, d, seed++);
+        const Tensor many_a = pwtest::rand({300, 64, 64}, d, seed++),
+                     many_b = pwtest::rand({300, 64, 64}, d, seed++);
         run_within_bound(matmul(many_a, many_b), many_a, many_b, "300 products of 64 x 64 x 64");
         // Broadcast batch axes that do not collapse: mma.sync, still within the bound.
         const Tensor ab = pwtest::rand({3, 1, 64, 40}, d, seed++), bb = pwtest::rand({4, 40, 24}, d, seed++);
         run_within_bound(matmul(ab, bb), ab, bb, "mixed broadcast batch axes (mma.sync)", "mma.sync");
         // Transposed views: an M-major A and a K-major B, exact for integer values and within the bound else.
         const Tensor at = pwtest::rand({136, 200}, d, seed++), bt = pwtest::rand({72, 136}, d, seed++);
-        run_within_bound(matmul(at.transposed(), bt.transposed()), at.transposed(), bt.transposed(), "A and B transposed views");
-        run_within_bound(matmul(at.transposed(), copy_of(bt.transposed())), at.transposed(), copy_of(bt.transposed()), "A transposed");
+        run_within_bound(matmul(at.transposed(), bt.transposed()), at.transposed(), bt.transposed(),
+                         "A and B transposed views");
+        run_within_bound(matmul(at.transposed(), copy_of(bt.transposed())), at.transposed(),
+                         copy_of(bt.transposed()), "A transposed");
         const Tensor ia = integer_valued({136, 200}, d, seed++), ib = integer_valued({72, 136}, d, seed++);
         const Array yv = matmul(ia.transposed(), ib.transposed());
         if (hopper()) CHECK(mmtest::product_path_of(yv) == "wgmma");
         const Tensor viewed = run_both(yv, "integer-valued transposed views");
-        pwtest::require_same_bits(viewed, run_both(matmul(copy_of(ia.transposed()), copy_of(ib.transposed())), "contiguous copies"),
-                                  "integer-valued views against contiguous copies");
+        pwtest::require_same_bits(
+            viewed, run_both(matmul(copy_of(ia.transposed()), copy_of(ib.transposed())), "contiguous copies"),
+            "integer-valued views against contiguous copies");
         // Rows that are not whole 16-byte pieces: mma.sync.
         const Tensor odd_a = pwtest::rand({50, 30}, d, seed++), odd_b = pwtest::rand({30, 21}, d, seed++);
         run_within_bound(matmul(odd_a, odd_b), odd_a, odd_b, "K = 30, N = 21 (mma.sync)", "mma.sync");
@@ -106,27 +124,31 @@ TEST_CASE("wgmma: batches, broadcast batches and transposed views; views take th
 TEST_CASE("wgmma: K past one chunk runs in one pass, within the bound") {
     const OptionsScope tc(kTensorCores);
     const std::int64_t k = mmtest::small_shapes() ? 8200 : 20000;
-    const Tensor a = pwtest::rand({5, k}, float16, 5300, testing::Random::uniform(-1, 1)), b = pwtest::rand({k, 8}, float16, 5301, testing::Random::uniform(-1, 1));
+    const Tensor a = pwtest::rand({5, k}, float16, 5300, testing::Random::uniform(-1, 1)),
+                 b = pwtest::rand({k, 8}, float16, 5301, testing::Random::uniform(-1, 1));
     run_within_bound(matmul(a, b), a, b, "float16 K past a chunk");
     const Tensor c = pwtest::rand({130, k}, bfloat16, 5302), e = pwtest::rand({k, 16}, bfloat16, 5303);
     run_within_bound(matmul(c, e), c, e, "bfloat16 K past a chunk");
 }
 
-TEST_CASE("wgmma: every epilogue fused equals unfused bit for bit, in one kernel, the product within the bound") {
+TEST_CASE(
+    "wgmma: every epilogue fused equals unfused bit for bit, in one kernel, the product within the bound") {
     const OptionsScope tc(kTensorCores);
     std::uint64_t seed = 5400;
     for (DType d : {float16, bfloat16}) {
         INFO(name(d));
         const Tensor a = pwtest::rand({300, 72}, d, seed++), b = pwtest::rand({72, 136}, d, seed++);
-        const Tensor bias = pwtest::rand({136}, d, seed++), col = pwtest::rand({300, 1}, d, seed++), res = pwtest::rand({300, 136}, d, seed++);
+        const Tensor bias = pwtest::rand({136}, d, seed++), col = pwtest::rand({300, 1}, d, seed++),
+                     res = pwtest::rand({300, 136}, d, seed++);
         const Tensor product = run_within_bound(matmul(a, b), a, b, "the product alone");
         const Array p = matmul(a, b);
-        for (const auto& [label, y] : std::vector<std::pair<std::string, Array>>{{"gelu(a @ b + bias)", gelu(p + bias)},
-                                                                                 {"relu(a @ b * col) + residual", relu(p * col) + res},
-                                                                                 {"silu, cast to float32", silu(p).astype(float32)},
-                                                                                 {"cast to float32", p.astype(float32)},
-                                                                                 {"gelu(a @ b + bias), cast to the other half type",
-                                                                                  gelu(p + bias).astype(d == float16 ? bfloat16 : float16)}}) {
+        for (const auto& [label, y] : std::vector<std::pair<std::string, Array>>{
+                 {"gelu(a @ b + bias)", gelu(p + bias)},
+                 {"relu(a @ b * col) + residual", relu(p * col) + res},
+                 {"silu, cast to float32", silu(p).astype(float32)},
+                 {"cast to float32", p.astype(float32)},
+                 {"gelu(a @ b + bias), cast to the other half type",
+                  gelu(p + bias).astype(d == float16 ? bfloat16 : float16)}}) {
             INFO(label);
             if (hopper()) {
                 CHECK(mmtest::kernels_of({y}).total == 1);
@@ -135,24 +157,28 @@ TEST_CASE("wgmma: every epilogue fused equals unfused bit for bit, in one kernel
             fused_equals_unfused(y, label);
         }
         // Two outputs of one product: the pre-activation is the product's bits.
-        std::vector<Tensor> two = {Tensor::empty({300, 136}, d, pwtest::dev()), Tensor::empty({300, 136}, d, pwtest::dev())};
+        std::vector<Tensor> two = {Tensor::empty({300, 136}, d, pwtest::dev()),
+                                   Tensor::empty({300, 136}, d, pwtest::dev())};
         for (Tensor& t : two) testing::poison(t);
         assign(two, {p, relu(p)});
         pwtest::wait_device();
         pwtest::require_same_bits(two[0], product, "pre-activation output against the product alone");
         if (hopper()) CHECK(mmtest::kernels_of({p, relu(p)}).total == 1);
-        // (a + s) @ b: the copies read memory, so the sum is computed first (a kernel the log names), the same bits
-        // as a materialized sum; forced onto mma.sync, it is a prologue computed as the tiles load.
+        // (a + s) @ b: the copies read memory, so the sum is computed first (a kernel the log names), the
+        // same bits as a materialized sum; forced onto mma.sync, it is a prologue computed as the tiles load.
         const Tensor s = pwtest::rand({300, 72}, d, seed++);
         const Array pro = matmul(Array(a) + s, b);
         if (hopper()) {
             CHECK(mmtest::product_path_of(pro) == "wgmma");
             CHECK(mmtest::kernels_of({pro}).total == 2);
-            CHECK(explain({pro}).find("computed first: the product runs on Hopper's wgmma") != std::string::npos);
+            CHECK(explain({pro}).find("computed first: the product runs on Hopper's wgmma") !=
+                  std::string::npos);
         }
         fused_equals_unfused(pro, "(a + s) @ b");
         const Tensor sum = (Array(a) + s).eval();
-        pwtest::require_same_bits(pro.eval(), run_within_bound(matmul(sum, b), sum, b, "the materialized a + s"), "(a + s) @ b against a + s materialized");
+        pwtest::require_same_bits(pro.eval(),
+                                  run_within_bound(matmul(sum, b), sum, b, "the materialized a + s"),
+                                  "(a + s) @ b against a + s materialized");
         const OptionsScope mma({.product_path = ProductPath::MmaSync});
         if (hopper()) CHECK(mmtest::kernels_of({pro}).total == 1);
         fused_equals_unfused(pro, "the prologue (a + s) @ b on mma.sync");
@@ -165,15 +191,19 @@ TEST_CASE("wgmma: each path forced; every wgmma tile gives the same bits; hints 
     {
         const OptionsScope tc(kTensorCores);
         by_wgmma = run_within_bound(matmul(a, b), a, b, "no hint");
-        for (const TileHint& h : {tile(64, 64, 64), tile(128, 128, 64), tile(64, 256, 64), tile(128, 256, 64), tile(128, 64, 0)}) {
+        for (const TileHint& h : {tile(64, 64, 64), tile(128, 128, 64), tile(64, 256, 64), tile(128, 256, 64),
+                                  tile(128, 64, 0)}) {
             const Array y = matmul(a, b, h);
             const std::string hinted = fmt::format("{}x{}x64", h.rows, h.cols);
             if (hopper()) CHECK(mmtest::tile_of(explain({y})) == hinted);
-            pwtest::require_same_bits(run_within_bound(y, a, b, "hint " + hinted), by_wgmma, "hint " + hinted + " against no hint");
+            pwtest::require_same_bits(run_within_bound(y, a, b, "hint " + hinted), by_wgmma,
+                                      "hint " + hinted + " against no hint");
         }
         // A hint that fits mma.sync but not wgmma: mma.sync with that tile, and the plan says why.
         const Array small = matmul(a, b, tile(32, 32, 32));
-        if (hopper()) CHECK(explain({small}).find("not wgmma: the tile 32x32x32 is not a wgmma tile") != std::string::npos);
+        if (hopper())
+            CHECK(explain({small}).find("not wgmma: the tile 32x32x32 is not a wgmma tile") !=
+                  std::string::npos);
         run_within_bound(small, a, b, "hint 32x32x32", "mma.sync");
         // An impossible hint is an error naming the API, the tile and the user's line.
         try {
@@ -198,9 +228,13 @@ TEST_CASE("wgmma: each path forced; every wgmma tile gives the same bits; hints 
     }
 }
 
-TEST_CASE("wgmma: a traced function with the option runs its product there, the scope's bits, called again and again") {
-    const Tensor a = pwtest::rand({300, 80}, bfloat16, 5600), b = pwtest::rand({80, 192}, bfloat16, 5601), bias = pwtest::rand({192}, bfloat16, 5602);
-    auto f = loom::function("wgmma_fn", [](Array x, Array w, Array c) { return gelu(matmul(x, w) + c); }, kTensorCores);
+TEST_CASE(
+    "wgmma: a traced function with the option runs its product there, the scope's bits, called again and "
+    "again") {
+    const Tensor a = pwtest::rand({300, 80}, bfloat16, 5600), b = pwtest::rand({80, 192}, bfloat16, 5601),
+                 bias = pwtest::rand({192}, bfloat16, 5602);
+    auto f = loom::function(
+        "wgmma_fn", [](Array x, Array w, Array c) { return gelu(matmul(x, w) + c); }, kTensorCores);
     const Tensor first = f(a, b, bias);
     pwtest::wait_device();
     const OptionsScope tc(kTensorCores);

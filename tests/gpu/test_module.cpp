@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <string>
 
+#include "../unit/error_message.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/module.hpp"
 #include "loom/runtime/random.hpp"
 #include "loom/runtime/stream.hpp"
 #include "loom/runtime/tensor.hpp"
-#include "../unit/error_message.hpp"
 #include "nvrtc_util.hpp"
 
 using namespace loom;
@@ -55,11 +55,15 @@ struct SmemArgs {
 
 Module load_test_module(bool ptx = false) {
     const auto& info = device_info();
-    const std::string arch = ptx ? "compute_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor) : info.arch();
-    return Module::load(loom_test::nvrtc_compile(kSource, arch, ptx), ptx ? "test_module_ptx" : "test_module");
+    const std::string arch =
+        ptx ? "compute_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor) : info.arch();
+    return Module::load(loom_test::nvrtc_compile(kSource, arch, ptx),
+                        ptx ? "test_module_ptx" : "test_module");
 }
 
-unsigned blocks(std::int64_t n, unsigned block) { return static_cast<unsigned>((n + block - 1) / block); }
+unsigned blocks(std::int64_t n, unsigned block) {
+    return static_cast<unsigned>((n + block - 1) / block);
+}
 
 }  // namespace
 
@@ -67,24 +71,27 @@ TEST_CASE("module: cubin from NVRTC, kernel by name, one-struct launch, results 
     Module m = load_test_module();
     CHECK(m.loaded());
     CHECK(m.device() == 0);
-    Kernel k = m.kernel("scale_kernel", sizeof(ScaleArgs));  // the caller declares the parameter; nothing is probed
+    Kernel k =
+        m.kernel("scale_kernel", sizeof(ScaleArgs));  // the caller declares the parameter; nothing is probed
     CHECK(k.name() == "scale_kernel");
     CHECK(k.param_bytes() == static_cast<long>(sizeof(ScaleArgs)));
     CHECK(m.kernel("scale_kernel").handle() == k.handle());  // cached
     CHECK(m.kernel("empty_kernel", 0).param_bytes() == 0);
-    CHECK(m.kernel("empty_kernel").param_bytes() == 0);      // as declared first
+    CHECK(m.kernel("empty_kernel").param_bytes() == 0);  // as declared first
     for (std::int64_t n : {1, 31, 32, 33, 4097, 1 << 20}) {
         CAPTURE(n);
         Tensor in = random_normal({n}, float32, static_cast<std::uint64_t>(n), Device::cuda());
         Tensor out = Tensor::empty({n}, float32, Device::cuda());
-        ScaleArgs a{static_cast<float*>(out.data()), static_cast<const float*>(in.data()), -2.5f, static_cast<unsigned>(n)};
+        ScaleArgs a{static_cast<float*>(out.data()), static_cast<const float*>(in.data()), -2.5f,
+                    static_cast<unsigned>(n)};
         LaunchConfig cfg;
         cfg.grid.x = blocks(n, 256);
         cfg.block.x = 256;
         k.launch(cfg, &a, sizeof a, "test_module.cpp:scale");
         Tensor hi = in.to_host(), ho = out.to_host();
         for (std::int64_t i = 0; i < n; ++i)
-            if (ho.get_double(i) != static_cast<double>(static_cast<float>(hi.get_double(i)) * -2.5f)) FAIL("element ", i);
+            if (ho.get_double(i) != static_cast<double>(static_cast<float>(hi.get_double(i)) * -2.5f))
+                FAIL("element ", i);
     }
     CHECK(last_launch() == "scale_kernel (test_module.cpp:scale)");
     m.kernel("empty_kernel").launch(LaunchConfig{}, nullptr, 0);
@@ -99,7 +106,8 @@ TEST_CASE("module: PTX image, JIT-compiled by the driver, launched on a user str
     with_stream(s, [&] {
         Tensor in = random_normal({n}, float32, 5, Device::cuda());
         Tensor out = Tensor::empty({n}, float32, Device::cuda());
-        ScaleArgs a{static_cast<float*>(out.data()), static_cast<const float*>(in.data()), 4.0f, static_cast<unsigned>(n)};
+        ScaleArgs a{static_cast<float*>(out.data()), static_cast<const float*>(in.data()), 4.0f,
+                    static_cast<unsigned>(n)};
         LaunchConfig cfg;  // made inside the scope: its stream is s
         CHECK(cfg.stream == s.get());
         cfg.grid.x = blocks(n, 128);
@@ -118,8 +126,8 @@ TEST_CASE("module: dynamic shared memory beyond 48 KiB sets the kernel attribute
     const std::int64_t n = 5000;
     Tensor in = random_normal({n}, float32, 8, Device::cuda());
     Tensor out = Tensor::empty({n}, float32, Device::cuda());
-    SmemArgs a{static_cast<float*>(out.data()), static_cast<const float*>(in.data()), static_cast<unsigned>(n),
-               static_cast<unsigned>(smem / sizeof(float))};
+    SmemArgs a{static_cast<float*>(out.data()), static_cast<const float*>(in.data()),
+               static_cast<unsigned>(n), static_cast<unsigned>(smem / sizeof(float))};
     LaunchConfig cfg;
     cfg.grid.x = blocks(n, 256);
     cfg.block.x = 256;
@@ -127,11 +135,17 @@ TEST_CASE("module: dynamic shared memory beyond 48 KiB sets the kernel attribute
     k.launch(cfg, &a, sizeof a);
     k.launch(cfg, &a, sizeof a);  // attribute already set: no second call
     Tensor hi = in.to_host(), ho = out.to_host();
-    for (std::int64_t i = 0; i < n; ++i) REQUIRE(ho.get_double(i) == static_cast<double>(static_cast<float>(hi.get_double(i)) + 1.0f));
-    cfg.shared_bytes = device_info().shared_mem_per_block_optin + 4096;  // beyond the opt-in limit: no CUDA call
+    for (std::int64_t i = 0; i < n; ++i)
+        REQUIRE(ho.get_double(i) == static_cast<double>(static_cast<float>(hi.get_double(i)) + 1.0f));
+    cfg.shared_bytes =
+        device_info().shared_mem_per_block_optin + 4096;  // beyond the opt-in limit: no CUDA call
     const std::string msg = loom_test::error_message([&] { k.launch(cfg, &a, sizeof a); });
-    CHECK(msg == fmt::format("Kernel::launch(): kernel smem_kernel asks for {} bytes of dynamic shared memory; cuda:0 allows "
-                             "at most {} per block", cfg.shared_bytes, device_info().shared_mem_per_block_optin));
+    CHECK(
+        msg ==
+        fmt::format(
+            "Kernel::launch(): kernel smem_kernel asks for {} bytes of dynamic shared memory; cuda:0 allows "
+            "at most {} per block",
+            cfg.shared_bytes, device_info().shared_mem_per_block_optin));
     CHECK(cudaGetLastError() == cudaSuccess);
     CHECK(!runtime_poisoned());
 }

@@ -60,7 +60,8 @@ TEST_CASE("pinned buffers: async copies host -> device -> host on a user stream,
     CHECK(stop.done());
     const float ms = Event::elapsed_ms(start, stop);
     CHECK(ms > 0.f);
-    MESSAGE("pinned round trip of ", bytes, " bytes: ", ms, " ms (", 2.0 * static_cast<double>(bytes) / ms / 1e6, " GB/s)");
+    MESSAGE("pinned round trip of ", bytes, " bytes: ", ms, " ms (",
+            2.0 * static_cast<double>(bytes) / ms / 1e6, " GB/s)");
     CHECK(std::memcmp(up.data(), down.data(), bytes) == 0);
 
     // Host pointer variants and errors.
@@ -80,7 +81,8 @@ TEST_CASE("pinned buffers: async copies host -> device -> host on a user stream,
     CHECK(small.data() == nullptr);
 }
 
-TEST_CASE("pinned tensors: host tensors over page-locked memory, copied asynchronously to and from the device") {
+TEST_CASE(
+    "pinned tensors: host tensors over page-locked memory, copied asynchronously to and from the device") {
     Tensor p = pinned_empty({3, 1000}, float32);
     CHECK(p.device() == Device::cpu());
     CHECK(p.is_contiguous());

@@ -5,12 +5,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <loom/loom.hpp>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 using namespace loom;
 
@@ -47,13 +46,16 @@ std::string message_of(const std::function<void()>& fn) {
 }  // namespace
 
 TEST_CASE("pipeline: every batch through a traced function, depth 2 and 3, two inputs and two outputs") {
-    auto f = loom::function("pipe_step", [](Array x, Array y) { return std::tuple{gelu(x * 1.5 + y), x * y - 0.5}; });
+    auto f = loom::function("pipe_step", [](Array x, Array y) {
+        return std::tuple{gelu(x * 1.5 + y), x * y - 0.5};
+    });
     for (int depth : {2, 3}) {
         for (std::int64_t batches : {1, 2, 7}) {
             CAPTURE(depth);
             CAPTURE(batches);
             const std::int64_t m = 100003;  // not a multiple of any vector width
-            Tensor a = pinned_random({batches, m}, 11 + batches), b = pinned_random({batches, m}, 12 + batches);
+            Tensor a = pinned_random({batches, m}, 11 + batches),
+                   b = pinned_random({batches, m}, 12 + batches);
             Tensor o1 = pinned_nan({batches, m}), o2 = pinned_nan({batches, m});
             Pipeline pipe({a, b}, {o1, o2}, depth);
             CHECK(pipe.batches() == batches);
@@ -76,13 +78,14 @@ TEST_CASE("pipeline: every batch through a traced function, depth 2 and 3, two i
                 for (std::int64_t i = 0; i < batches; ++i) {
                     CAPTURE(i);
                     const Array x(row(a, i)), y(row(b, i));
-                    const auto c = testing::check_against_reference({gelu(x * 1.5 + y).node(), (x * y - 0.5).node()},
-                                                                    {row(o1, i), row(o2, i)});
+                    const auto c = testing::check_against_reference(
+                        {gelu(x * 1.5 + y).node(), (x * y - 0.5).node()}, {row(o1, i), row(o2, i)});
                     CHECK_MESSAGE(c.ok, c.message);
                 }
             }
             REQUIRE(seen.size() == static_cast<std::size_t>(2 * batches));
-            for (std::int64_t i = 0; i < 2 * batches; ++i) CHECK(seen[static_cast<std::size_t>(i)] == i % batches);
+            for (std::int64_t i = 0; i < 2 * batches; ++i)
+                CHECK(seen[static_cast<std::size_t>(i)] == i % batches);
         }
     }
 }
@@ -94,12 +97,14 @@ TEST_CASE("pipeline: the current stream waits for the run, so its later work see
     Stream s;
     with_stream(s, [&] {
         Pipeline pipe({a}, {o});
-        pipe.run([&](std::int64_t, std::span<const Tensor> in, std::span<const Tensor> out) { f(in[0], out[0]); });
+        pipe.run(
+            [&](std::int64_t, std::span<const Tensor> in, std::span<const Tensor> out) { f(in[0], out[0]); });
         synchronize();  // the current stream s, not the pipeline: it waited for the downloads
     });
     for (std::int64_t i = 0; i < batches; ++i) {
         CAPTURE(i);
-        CHECK(static_cast<const float*>(o.data())[i * m + 17] == static_cast<const float*>(a.data())[i * m + 17] * 2.0f);
+        CHECK(static_cast<const float*>(o.data())[i * m + 17] ==
+              static_cast<const float*>(a.data())[i * m + 17] * 2.0f);
         CHECK(static_cast<const float*>(o.data())[i * m + m - 1] ==
               static_cast<const float*>(a.data())[i * m + m - 1] * 2.0f);
     }
@@ -130,7 +135,8 @@ TEST_CASE("pipeline: errors name the tensor, its shape and dtype, and the caller
     CHECK_THROWS_AS(p.run([&](std::int64_t i, std::span<const Tensor> in, std::span<const Tensor> o) {
         if (i == 2) throw std::runtime_error("step 2 failed");
         f(in[0], o[0]);
-    }), std::runtime_error);
+    }),
+                    std::runtime_error);
     p.synchronize();
     const float* po = static_cast<const float*>(out.data());
     const float* pi = static_cast<const float*>(pinned.data());

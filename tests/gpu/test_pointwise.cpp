@@ -12,15 +12,16 @@
 using namespace pwtest;
 
 TEST_CASE("pointwise: sizes 0, 1, 31, 32, 33, 4097 and 2^24 + 3, several outputs and dtypes") {
-    for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{31}, std::int64_t{32}, std::int64_t{33},
-                           std::int64_t{4097}, (std::int64_t{1} << 24) + 3}) {
+    for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{31}, std::int64_t{32},
+                           std::int64_t{33}, std::int64_t{4097}, (std::int64_t{1} << 24) + 3}) {
         CAPTURE(n);
         const auto seed = static_cast<std::uint64_t>(n) * 16;
         Tensor x = rand({n}, float32, seed + 1), y = rand({n}, float32, seed + 2);
         // One kernel, three outputs of one shape: exact, inexact and a narrowing cast to int8.
         run_checked({x * 1.5f + y, tanh(x) * y, (x * 8.0f).astype(int8)});
         // Narrow dtypes give wider vectors (8 halves, 16 bytes of int8): other tails.
-        Tensor h = rand({n}, bfloat16, seed + 3), b = rand({n}, int8, seed + 4), c = rand({n}, int8, seed + 5);
+        Tensor h = rand({n}, bfloat16, seed + 3), b = rand({n}, int8, seed + 4),
+               c = rand({n}, int8, seed + 5);
         run_checked({h * h - 1.0f, silu(h)});
         run_checked({b + c, b * c, maximum(b, c)});
     }
@@ -33,14 +34,17 @@ TEST_CASE("pointwise: sizes 0, 1, 31, 32, 33, 4097 and 2^24 + 3, several outputs
     }
 }
 
-TEST_CASE("pointwise: misaligned inputs take the scalar variant and agree bit for bit with the vector variant") {
+TEST_CASE(
+    "pointwise: misaligned inputs take the scalar variant and agree bit for bit with the vector variant") {
     for (std::int64_t n : {std::int64_t{33}, std::int64_t{4097}, std::int64_t{100003}}) {
         CAPTURE(n);
         Tensor buf = rand({n + 1}, float32, 100 + static_cast<std::uint64_t>(n));
-        Tensor mis = buf.as_strided({n}, {1}, 1);  // element 1: 4 bytes past a 16-byte boundary
+        Tensor mis = buf.as_strided({n}, {1}, 1);              // element 1: 4 bytes past a 16-byte boundary
         Tensor ali = reference::cast(mis, float32).to(dev());  // a copy: the same values, 16-byte aligned
         Tensor w = rand({n}, float32, 200 + static_cast<std::uint64_t>(n));
-        auto exact_ops = [&](const Tensor& x) { return std::vector<Array>{x * w + 0.25f, sqrt(abs(x)) / (w - 3.0f)}; };
+        auto exact_ops = [&](const Tensor& x) {
+            return std::vector<Array>{x * w + 0.25f, sqrt(abs(x)) / (w - 3.0f)};
+        };
         auto inexact_ops = [&](const Tensor& x) { return std::vector<Array>{exp(x) * w}; };
 
         const auto va = exact_ops(ali), vm = exact_ops(mis);
@@ -51,7 +55,8 @@ TEST_CASE("pointwise: misaligned inputs take the scalar variant and agree bit fo
         CHECK(la.variant == codegen::Variant::Vector);
         CHECK(lm.variant == codegen::Variant::Scalar);
         const auto ra = run_checked(va), rm = run_checked(vm);
-        for (std::size_t k = 0; k < ra.size(); ++k) require_same_bits(rm[k], ra[k], "scalar variant vs vector variant");
+        for (std::size_t k = 0; k < ra.size(); ++k)
+            require_same_bits(rm[k], ra[k], "scalar variant vs vector variant");
         run_checked(inexact_ops(ali));
         run_checked(inexact_ops(mis));
 
@@ -98,10 +103,12 @@ TEST_CASE("pointwise: a misaligned output launches the scalar entry of a vectori
 }
 
 TEST_CASE("pointwise: scalar, row, column and outer-product broadcasts") {
-    for (std::int64_t cols : {std::int64_t{64}, std::int64_t{37}}) {  // a multiple of the vector width, and not
+    for (std::int64_t cols :
+         {std::int64_t{64}, std::int64_t{37}}) {  // a multiple of the vector width, and not
         CAPTURE(cols);
         const std::int64_t rows = 33;
-        Tensor x = rand({rows, cols}, float32, 401), row = rand({cols}, float32, 402), col = rand({rows, 1}, float32, 403);
+        Tensor x = rand({rows, cols}, float32, 401), row = rand({cols}, float32, 402),
+               col = rand({rows, 1}, float32, 403);
         Tensor s0 = rand({}, float32, 404);  // a rank-0 device tensor
         run_checked({x * row + col, x - s0, x * 2.5f, x + constant(0.125)});
         run_checked({Array(col) * row});  // [rows, 1] x [cols] -> [rows, cols]
@@ -109,7 +116,8 @@ TEST_CASE("pointwise: scalar, row, column and outer-product broadcasts") {
         Tensor row2 = rand({1, cols}, float32, 405), z = rand({3, 1, cols}, float32, 406);
         run_checked({maximum(x, row2), Array(z) * col + x});
         // Integer broadcasts with promotion: int32 [rows, cols] with int8 rows and a uint8 column.
-        Tensor xi = rand({rows, cols}, int32, 407), ri = rand({cols}, int8, 408), ci = rand({rows, 1}, uint8, 409);
+        Tensor xi = rand({rows, cols}, int32, 407), ri = rand({cols}, int8, 408),
+               ci = rand({rows, 1}, uint8, 409);
         run_checked({xi * ri - ci, (xi >> 3) & ri});
         // A half column broadcast across a bfloat16 matrix (float16 with bfloat16 promotes to float32).
         Tensor hb = rand({rows, cols}, bfloat16, 410), hc = rand({rows, 1}, float16, 411);
@@ -124,8 +132,8 @@ TEST_CASE("pointwise: transposed, permuted, reshaped and sliced views as inputs"
     Tensor xt = x.as_strided({64, 48}, {1, 64}, 0);
     run_checked({xt * y, Array(xt) - Array(x).transposed()});
     // Slices with step 2, negative steps and both.
-    run_checked({Array(x).slice({{0, kNone, 2}}) + 1.0f});                       // [24, 64]
-    run_checked({Array(x).slice({{kNone, kNone, -1}, {kNone, kNone, -2}}) * 3.0f}); // [48, 32]
+    run_checked({Array(x).slice({{0, kNone, 2}}) + 1.0f});                           // [24, 64]
+    run_checked({Array(x).slice({{kNone, kNone, -1}, {kNone, kNone, -2}}) * 3.0f});  // [48, 32]
     // [16, 13] from rows 1, 4, ..., 46 and columns 63, 58, ..., 3 of x, against [16, 13] from y.
     run_checked({Array(x).slice({{1, 47, 3}, {63, 0, -5}}) -
                  Array(y).slice({{1, kNone, 4}, {0, kNone, 3}}).transposed().slice({{kNone}, {0, 13}})});
@@ -148,7 +156,9 @@ TEST_CASE("pointwise: Black-Scholes call and put, two outputs of one kernel") {
     Tensor K = rand({n}, float32, 602, testing::Random::uniform(10, 110));
     Tensor T = rand({n}, float32, 603, testing::Random::uniform(0.1, 2.1));
     const float r = 0.02f, v = 0.3f;
-    auto cdf = [](const Array& d) { return 0.5f * (1.0f + erf(d * static_cast<float>(std::numbers::sqrt2 / 2))); };
+    auto cdf = [](const Array& d) {
+        return 0.5f * (1.0f + erf(d * static_cast<float>(std::numbers::sqrt2 / 2)));
+    };
     const Array sqrt_t = sqrt(T);
     const Array d1 = (log(S / K) + (r + 0.5f * v * v) * T) / (v * sqrt_t);
     const Array d2 = d1 - v * sqrt_t;
@@ -162,14 +172,17 @@ TEST_CASE("pointwise: Black-Scholes call and put, two outputs of one kernel") {
     CHECK(l.plan.loads.size() == 3);  // S, K, T each read once for both outputs
     const auto res = run_checked({call, put});
     // Put-call parity: call - put = S - K exp(-rT), to float32 accuracy on values up to ~100.
-    const Tensor c = res[0].to_host(), p = res[1].to_host(), sh = S.to_host(), kh = K.to_host(), th = T.to_host();
+    const Tensor c = res[0].to_host(), p = res[1].to_host(), sh = S.to_host(), kh = K.to_host(),
+                 th = T.to_host();
     for (std::int64_t i = 0; i < n; i += 997) {
         const double parity = sh.get_double(i) - kh.get_double(i) * std::exp(-0.02 * th.get_double(i));
         CHECK(std::abs(c.get_double(i) - p.get_double(i) - parity) < 1e-3);
     }
 }
 
-TEST_CASE("pointwise: an arithmetic-heavy kernel's grid-stride vector variant agrees bit for bit with the scalar variant") {
+TEST_CASE(
+    "pointwise: an arithmetic-heavy kernel's grid-stride vector variant agrees bit for bit with the scalar "
+    "variant") {
     // Black-Scholes prices are arithmetic-heavy: the vector variant loops over at most 16 blocks per SM with
     // the next vector's loads in flight. Sizes: one partial vector, a partial pass, several passes of the
     // grid (16 x 132 blocks x 1024 elements per pass on the H200) with a tail of 1 to 3 elements.
@@ -180,8 +193,8 @@ TEST_CASE("pointwise: an arithmetic-heavy kernel's grid-stride vector variant ag
         Tensor bufS = rand({n + 1}, float32, seed + 1, testing::Random::uniform(10, 110));
         Tensor K = rand({n}, float32, seed + 2, testing::Random::uniform(10, 110));
         Tensor T = rand({n}, float32, seed + 3, testing::Random::uniform(0.1, 2.1));
-        Tensor mis = bufS.as_strided({n}, {1}, 1);             // 4 bytes past a 16-byte boundary: scalar variant
-        Tensor S = reference::cast(mis, float32).to(dev());    // the same values, aligned: vector variant
+        Tensor mis = bufS.as_strided({n}, {1}, 1);  // 4 bytes past a 16-byte boundary: scalar variant
+        Tensor S = reference::cast(mis, float32).to(dev());  // the same values, aligned: vector variant
         auto prices = [&](const Tensor& s) {
             const Array sq = sqrt(T);
             const Array d1 = (log(s / K) + 0.065f * T) / (0.3f * sq);
@@ -199,7 +212,8 @@ TEST_CASE("pointwise: an arithmetic-heavy kernel's grid-stride vector variant ag
             CHECK(lm.variant == codegen::Variant::Scalar);
         }
         const auto ra = run_checked(va), rm = run_checked(vm);
-        for (std::size_t k = 0; k < ra.size(); ++k) require_same_bits(ra[k], rm[k], "grid-stride vector variant vs scalar variant");
+        for (std::size_t k = 0; k < ra.size(); ++k)
+            require_same_bits(ra[k], rm[k], "grid-stride vector variant vs scalar variant");
     }
 }
 
@@ -228,7 +242,8 @@ TEST_CASE("pointwise: assign into preallocated outputs that alias inputs") {
         const Tensor expected = reference::evaluate(e.node());  // reads x now, before it is overwritten
         assign(x, e);
         wait_device();
-        const testing::Comparison c = testing::compare(x, expected, testing::tolerance_for(e.node()), "x = 2 x^T + x");
+        const testing::Comparison c =
+            testing::compare(x, expected, testing::tolerance_for(e.node()), "x = 2 x^T + x");
         CHECK_MESSAGE(c.ok, c.message);
     }
     SUBCASE("a reversed slice into itself") {
@@ -237,7 +252,8 @@ TEST_CASE("pointwise: assign into preallocated outputs that alias inputs") {
         const Tensor expected = reference::evaluate(e.node());
         assign(x, e);
         wait_device();
-        const testing::Comparison c = testing::compare(x, expected, testing::Tolerance::exact(), "x = x[::-1] - x");
+        const testing::Comparison c =
+            testing::compare(x, expected, testing::Tolerance::exact(), "x = x[::-1] - x");
         CHECK_MESSAGE(c.ok, c.message);
         // Antisymmetric: x[i] == -x[n-1-i] afterwards.
         const Tensor h = x.to_host();
@@ -251,7 +267,8 @@ TEST_CASE("pointwise: assign into preallocated outputs that alias inputs") {
         const Tensor expected = reference::evaluate(e.node());
         assign(out, e);
         wait_device();
-        const testing::Comparison c = testing::compare(out, expected, testing::Tolerance::exact(), "x[:-1] = 3 x[1:] + 1");
+        const testing::Comparison c =
+            testing::compare(out, expected, testing::Tolerance::exact(), "x[:-1] = 3 x[1:] + 1");
         CHECK_MESSAGE(c.ok, c.message);
     }
     SUBCASE("the same index map in place needs no temporary and is right") {
@@ -260,7 +277,8 @@ TEST_CASE("pointwise: assign into preallocated outputs that alias inputs") {
         const Tensor expected = reference::evaluate(e.node());
         assign(x, e);
         wait_device();
-        const testing::Comparison c = testing::compare(x, expected, testing::Tolerance::exact(), "x = x * x - 0.5");
+        const testing::Comparison c =
+            testing::compare(x, expected, testing::Tolerance::exact(), "x = x * x - 0.5");
         CHECK_MESSAGE(c.ok, c.message);
     }
     SUBCASE("an output of the first kernel is an input of the second kernel") {
@@ -272,8 +290,10 @@ TEST_CASE("pointwise: assign into preallocated outputs that alias inputs") {
         const auto expected = reference::evaluate({a.node(), b.node()});
         assign({x, r}, {a, b});
         wait_device();
-        const testing::Comparison ca = testing::compare(x, expected[0], testing::Tolerance::exact(), "x = 2 x");
-        const testing::Comparison cb = testing::compare(r, expected[1], testing::Tolerance::exact(), "r = x[0] + 1");
+        const testing::Comparison ca =
+            testing::compare(x, expected[0], testing::Tolerance::exact(), "x = 2 x");
+        const testing::Comparison cb =
+            testing::compare(r, expected[1], testing::Tolerance::exact(), "r = x[0] + 1");
         CHECK_MESSAGE(ca.ok, ca.message);
         CHECK_MESSAGE(cb.ok, cb.message);
     }
@@ -309,14 +329,17 @@ TEST_CASE("pointwise: a new scalar value hits the kernel cache and gives the new
     CHECK(kernel_cache_stats().compiles == c0.compiles + 2);
 }
 
-TEST_CASE("pointwise: costly values that are the same for every element are computed once per thread, with the same bits") {
+TEST_CASE(
+    "pointwise: costly values that are the same for every element are computed once per thread, with the "
+    "same bits") {
     // The bias corrections of an optimizer step: pow, exp, a division and a square root of a rank-0 tensor
     // and scalars, used by every element. The kernel computes them in {name}_uniforms before its element
     // loop; unfused (every op its own kernel) computes each once in a kernel of its own. Same bits.
     for (DType dt : {float32, float16, bfloat16, float64}) {
         const std::string dtype_name(name(dt));
         CAPTURE(dtype_name);
-        for (std::int64_t n : {std::int64_t{1}, std::int64_t{1001}, std::int64_t{1} << 22}) {  // tail only, vectors, grid stride
+        for (std::int64_t n : {std::int64_t{1}, std::int64_t{1001},
+                               std::int64_t{1} << 22}) {  // tail only, vectors, grid stride
             CAPTURE(n);
             Tensor x = rand({n}, dt, 91), t = rand({}, dt, 92, testing::Random::uniform(1.0, 20.0));
             const Array tt(t);
@@ -330,10 +353,12 @@ TEST_CASE("pointwise: costly values that are the same for every element are comp
                 const OptionsScope off({.fusion = false});
                 for (const Array& y : ys) unfused.push_back(y.eval());
             }
-            for (std::size_t k = 0; k < ys.size(); ++k) require_same_bits(fused[k], unfused[k], fmt::format("output {}", k));
+            for (std::size_t k = 0; k < ys.size(); ++k)
+                require_same_bits(fused[k], unfused[k], fmt::format("output {}", k));
         }
     }
     // Only cheap uniform ops: nothing is hoisted, the kernel is as before.
     Tensor x = rand({1000}, float32, 93), t = rand({}, float32, 94);
-    CHECK(cuda_source({Array(x) * (Array(t) + 1.0)}, "uniform_cheap").find("_uniforms(") == std::string::npos);
+    CHECK(cuda_source({Array(x) * (Array(t) + 1.0)}, "uniform_cheap").find("_uniforms(") ==
+          std::string::npos);
 }

@@ -36,9 +36,11 @@ TEST_CASE("pointwise large: 2^31 + 5 int8 elements use 64-bit indexing and every
         wait_device();
         require_reference({e}, {out}, "int8 x * 3 + 1 over 2^31 + 5 elements");
         // The last elements, past 2^31, by hand.
-        const Tensor xt = x.as_strided({16}, {1}, n - 16).to_host(), ot = out.as_strided({16}, {1}, n - 16).to_host();
+        const Tensor xt = x.as_strided({16}, {1}, n - 16).to_host(),
+                     ot = out.as_strided({16}, {1}, n - 16).to_host();
         for (std::int64_t i = 0; i < 16; ++i)
-            CHECK(ot.get_int(i) == static_cast<std::int8_t>(static_cast<std::uint8_t>(xt.get_int(i) * 3 + 1)));
+            CHECK(ot.get_int(i) ==
+                  static_cast<std::int8_t>(static_cast<std::uint8_t>(xt.get_int(i) * 3 + 1)));
         // A logical op over the same input, scalar variant (the view starts at an odd byte).
         const Array odd = logical_not(Array(x).slice({{1, kNone}}));
         Tensor ob = Tensor::empty({n - 1}, bool_, dev());
@@ -74,7 +76,8 @@ TEST_CASE("pointwise large: float32 of 2^29 + 7 elements, byte offsets past 2^31
         assign(orev, rev);
         wait_device();
         require_reference({rev}, {orev}, "float32 x[:0:-1] + 1 over 2^29 + 6 elements");
-        const Tensor xt = x.as_strided({4}, {1}, 1).to_host(), ot = orev.as_strided({4}, {1}, n - 5).to_host();
+        const Tensor xt = x.as_strided({4}, {1}, 1).to_host(),
+                     ot = orev.as_strided({4}, {1}, n - 5).to_host();
         for (std::int64_t i = 0; i < 4; ++i)  // orev[n-2-j] = x[1+j] + 1
             CHECK(ot.get_double(i) == static_cast<double>(static_cast<float>(xt.get_double(3 - i)) + 1.0f));
     }

@@ -26,9 +26,13 @@ inline constexpr std::int64_t kNone = ir::SliceSpec::kNone;
 /// The device the tests run on. LOOM_POINTWISE_TESTS_ON_HOST (a debugging aid, never set by the build)
 /// runs the same graphs on the host through the reference, to check the tests' own expectations.
 #ifdef LOOM_POINTWISE_TESTS_ON_HOST
-inline Device dev() { return Device::cpu(); }
+inline Device dev() {
+    return Device::cpu();
+}
 #else
-inline Device dev() { return Device::cuda(0); }
+inline Device dev() {
+    return Device::cuda(0);
+}
 #endif
 
 /// Waits for the current stream (nothing to wait for on the host).
@@ -40,12 +44,20 @@ inline void wait_device() {
 /// wrapping and signs; bool true with probability 1/2.
 inline testing::Random default_dist(DType d) {
     switch (d) {
-        case DType::Bool: return testing::Random::normal();
-        case DType::Int8: return testing::Random::uniform(-128, 127);
-        case DType::UInt8: return testing::Random::uniform(0, 255);
-        case DType::Int32: return testing::Random::uniform(-100000, 100000);
-        case DType::Int64: return testing::Random::uniform(-1e12, 1e12);
-        case DType::Float16: case DType::BFloat16: case DType::Float32: case DType::Float64:
+        case DType::Bool:
+            return testing::Random::normal();
+        case DType::Int8:
+            return testing::Random::uniform(-128, 127);
+        case DType::UInt8:
+            return testing::Random::uniform(0, 255);
+        case DType::Int32:
+            return testing::Random::uniform(-100000, 100000);
+        case DType::Int64:
+            return testing::Random::uniform(-1e12, 1e12);
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float32:
+        case DType::Float64:
             return testing::Random::normal(0.0, 3.0);
     }
     return {};
@@ -83,20 +95,31 @@ Tensor host_raw(const std::vector<T>& values, DType d) {
 /// Special values of a dtype: NaN, infinities, signed zeros, subnormals, extremes and values at the edges
 /// of casts (docs/semantics.md, "Casts"), as a host tensor of that dtype.
 inline Tensor specials(DType d) {
-    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity(),
+                 nan = std::numeric_limits<double>::quiet_NaN();
     switch (d) {
-        case DType::Bool: return host_from({0, 1, 1, 0}, d);
-        case DType::Int8: return host_from({-128, 127, -1, 0, 1, 2, -127, 100, -7, 64}, d);
-        case DType::UInt8: return host_from({0, 255, 1, 2, 128, 127, 44, 200, 7}, d);
+        case DType::Bool:
+            return host_from({0, 1, 1, 0}, d);
+        case DType::Int8:
+            return host_from({-128, 127, -1, 0, 1, 2, -127, 100, -7, 64}, d);
+        case DType::UInt8:
+            return host_from({0, 255, 1, 2, 128, 127, 44, 200, 7}, d);
         case DType::Int32:
-            return host_from({-2147483648.0, 2147483647.0, -1, 0, 1, 300, -300, 65520, 16777217, -2147483647.0, 255, 256}, d);
+            return host_from(
+                {-2147483648.0, 2147483647.0, -1, 0, 1, 300, -300, 65520, 16777217, -2147483647.0, 255, 256},
+                d);
         case DType::Int64:
-            return host_raw<std::int64_t>({INT64_MIN, INT64_MAX, -1, 0, 1, (std::int64_t{1} << 60) + (std::int64_t{1} << 52) + 1,
-                                           -((std::int64_t{1} << 53) + 1), 2147483648LL, -2147483649LL, 65519, 300, -129},
-                                          d);
-        case DType::Float16: case DType::BFloat16: case DType::Float32: case DType::Float64:
-            return host_from({nan, inf, -inf, -0.0, 0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, -0.9, 300.7, -300.7, 65519.0,
-                              65520.0, 1e10, -1e10, 3e38, 1e-40, -1e-40, 6e-8, 1e300, 127.5, 255.9, -128.9},
+            return host_raw<std::int64_t>(
+                {INT64_MIN, INT64_MAX, -1, 0, 1, (std::int64_t{1} << 60) + (std::int64_t{1} << 52) + 1,
+                 -((std::int64_t{1} << 53) + 1), 2147483648LL, -2147483649LL, 65519, 300, -129},
+                d);
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float32:
+        case DType::Float64:
+            return host_from({nan,   inf,  -inf,  -0.0,   0.0,   1.0,    -1.0,    0.5,     -0.5,
+                              1.5,   2.5,  -2.5,  -0.9,   300.7, -300.7, 65519.0, 65520.0, 1e10,
+                              -1e10, 3e38, 1e-40, -1e-40, 6e-8,  1e300,  127.5,   255.9,   -128.9},
                              d);
     }
     return {};
@@ -112,7 +135,8 @@ inline Tensor with_specials(std::int64_t n, DType d, std::uint64_t seed, std::in
     auto* dst = static_cast<unsigned char*>(t.data());
     const auto* src = static_cast<const unsigned char*>(s.data());
     for (std::int64_t i = 0; i < n; i += 2)
-        std::memcpy(dst + i * static_cast<std::int64_t>(w), src + ((i / 2 + phase) % s.numel()) * static_cast<std::int64_t>(w), w);
+        std::memcpy(dst + i * static_cast<std::int64_t>(w),
+                    src + ((i / 2 + phase) % s.numel()) * static_cast<std::int64_t>(w), w);
     return t.to(dev());
 }
 
@@ -142,22 +166,28 @@ inline std::vector<Tensor> run_checked(const std::vector<Array>& arrays, bool tw
     for (int run = 0; run < (twice ? 2 : 1); ++run) {
         for (std::size_t k = 0; k < outs.size(); ++k) {
             if (outs[k].numel() == 0) continue;
-            if (run == 0) testing::poison(outs[k]);
-            else testing::fill_random(outs[k], 0x0f11 + k, default_dist(outs[k].dtype()));
+            if (run == 0)
+                testing::poison(outs[k]);
+            else
+                testing::fill_random(outs[k], 0x0f11 + k, default_dist(outs[k].dtype()));
         }
         assign(outs, arrays);
         wait_device();
-        require_reference(arrays, outs, run == 0 ? "into poisoned outputs" : "into outputs holding random values");
+        require_reference(arrays, outs,
+                          run == 0 ? "into poisoned outputs" : "into outputs holding random values");
     }
     return outs;
 }
 /// run_checked() of one array.
-inline Tensor run_one(const Array& a, bool twice = true) { return run_checked(std::vector<Array>{a}, twice).at(0); }
+inline Tensor run_one(const Array& a, bool twice = true) {
+    return run_checked(std::vector<Array>{a}, twice).at(0);
+}
 
 /// Address of element 0 of the tensor bound to an Input node.
 inline const void* bound_pointer(const ir::Node& input) {
     const auto* t = static_cast<const Tensor::Impl*>(input.payload().get());
-    return static_cast<const char*>(t->storage->ptr) + t->offset * static_cast<std::int64_t>(itemsize(t->dtype));
+    return static_cast<const char*>(t->storage->ptr) +
+           t->offset * static_cast<std::int64_t>(itemsize(t->dtype));
 }
 
 /// What the GPU path plans and launches for `arrays` written into `outs` (mirrors gpu::evaluate: the
@@ -182,7 +212,8 @@ inline Launch plan_of(const std::vector<Array>& arrays, const std::vector<Tensor
         in.push_back(bound_pointer(*sources.at(static_cast<std::size_t>(s.index))));
     }
     std::vector<void*> out;
-    for (const codegen::Slot& s : plan.partition.kernels[0].writes) out.push_back(outs.at(static_cast<std::size_t>(s.index)).data());
+    for (const codegen::Slot& s : plan.partition.kernels[0].writes)
+        out.push_back(outs.at(static_cast<std::size_t>(s.index)).data());
     l.variant = codegen::select_variant(g.pointwise.plan, g.pointwise.binding, in, out);
     l.plan = g.pointwise.plan;
     return l;

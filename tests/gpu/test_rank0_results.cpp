@@ -53,7 +53,8 @@ void require_same_state(const AdamState& a, const AdamState& b, const std::strin
 
 }  // namespace
 
-TEST_CASE("rank-0 results: an Adam step with its counter in place; 40 steps equal the unfused steps bit for bit") {
+TEST_CASE(
+    "rank-0 results: an Adam step with its counter in place; 40 steps equal the unfused steps bit for bit") {
     const std::int64_t n = (std::int64_t{1} << 22) + 3;  // 4097 blocks of the vector variant, and a tail
     AdamState a = adam_state(n, 0x0a00), b = adam_state(n, 0x0a00);
     // One step into fresh outputs against the reference.
@@ -74,7 +75,8 @@ TEST_CASE("rank-0 results: an Adam step with its counter in place; 40 steps equa
     require_same_state(a, b, "40 fused steps against 40 unfused");
 }
 
-TEST_CASE("rank-0 results: a traced Adam step, 100 calls in place, counts its steps and matches the lazy steps") {
+TEST_CASE(
+    "rank-0 results: a traced Adam step, 100 calls in place, counts its steps and matches the lazy steps") {
     const std::int64_t n = 300001;
     auto f = loom::function("adam_counter", [](Array p, Array g, Array m, Array v, Array t) {
         const auto r = adam(p, g, m, v, t);
@@ -89,7 +91,9 @@ TEST_CASE("rank-0 results: a traced Adam step, 100 calls in place, counts its st
     require_same_state(a, b, "100 traced steps against 100 lazy steps");
 }
 
-TEST_CASE("rank-0 results: a rank-0 result reads what the elements overwrite in place: it sees the value of before the call") {
+TEST_CASE(
+    "rank-0 results: a rank-0 result reads what the elements overwrite in place: it sees the value of before "
+    "the call") {
     const std::int64_t n = (1 << 20) + 7;
     Tensor p = rand({n}, float32, 0x0c00);
     Tensor first = Tensor::empty({}, float32, dev());

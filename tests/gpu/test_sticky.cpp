@@ -16,7 +16,8 @@
 
 using namespace loom;
 
-TEST_CASE("sticky error: an illegal address marks the runtime unusable, naming the kernel and the launch line") {
+TEST_CASE(
+    "sticky error: an illegal address marks the runtime unusable, naming the kernel and the launch line") {
     const char* src = R"(
 struct PokeArgs { int* where; int value; };
 extern "C" __global__ void poke_kernel(PokeArgs a) { *(volatile int*)a.where = a.value; }

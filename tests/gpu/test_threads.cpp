@@ -94,7 +94,9 @@ std::vector<std::string> on_threads(const std::function<void(int)>& body) {
 
 }  // namespace
 
-TEST_CASE("threads on the GPU: 8 threads on their own streams, then on one stream: right results, kernels built once") {
+TEST_CASE(
+    "threads on the GPU: 8 threads on their own streams, then on one stream: right results, kernels built "
+    "once") {
     const Inputs in = make_inputs();
     const int iterations = small_shapes() ? 2 : 20;
     synchronize();
@@ -140,14 +142,17 @@ TEST_CASE("threads on the GPU: 8 threads on their own streams, then on one strea
             });
         });
         for (int t = 0; t < kThreads; ++t) {
-            CHECK_MESSAGE(errors[static_cast<std::size_t>(t)].empty(), "thread ", t, ": ", errors[static_cast<std::size_t>(t)]);
+            CHECK_MESSAGE(errors[static_cast<std::size_t>(t)].empty(), "thread ", t, ": ",
+                          errors[static_cast<std::size_t>(t)]);
             const auto& g = got[static_cast<std::size_t>(t)];
             const auto& e = expected[static_cast<std::size_t>(t)];
             REQUIRE(g.size() == e.size());
-            for (std::size_t k = 0; k < g.size(); ++k) CHECK_MESSAGE(g[k] == e[k], "thread ", t, ", result ", k, " differs");
+            for (std::size_t k = 0; k < g.size(); ++k)
+                CHECK_MESSAGE(g[k] == e[k], "thread ", t, ", result ", k, " differs");
         }
         const std::uint64_t builds = kernel_cache_stats().compiles - c0;
-        MESSAGE(kThreads, " threads ", one_stream ? "on one stream" : "on their own streams", " built ", builds, " kernels");
+        MESSAGE(kThreads, " threads ", one_stream ? "on one stream" : "on their own streams", " built ",
+                builds, " kernels");
         CHECK(builds == one_thread_builds);  // each key once, though 8 threads needed it at the same time
     }
 }

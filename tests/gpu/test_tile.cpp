@@ -22,7 +22,9 @@ codegen::TilePlan tile_plan_of(const std::vector<Array>& arrays) {
 }
 
 // Whether the first kernel of `arrays` that tiles does, and of which kind.
-codegen::TileKind tile_kind_of(const std::vector<Array>& arrays) { return tile_plan_of(arrays).kind; }
+codegen::TileKind tile_kind_of(const std::vector<Array>& arrays) {
+    return tile_plan_of(arrays).kind;
+}
 
 // run_checked, then the same arrays unfused: the same bits.
 Tensor run_both(const Array& a, const std::string& what) {
@@ -41,16 +43,18 @@ Array shift(const Array& x, std::vector<std::pair<std::int64_t, std::int64_t>> r
 }
 
 Array five_point(const Array& x) {
-    return 0.25 * (shift(x, {{0, -2}, {1, -1}}) + shift(x, {{2, kNone}, {1, -1}}) + shift(x, {{1, -1}, {0, -2}}) +
-                   shift(x, {{1, -1}, {2, kNone}}));
+    return 0.25 * (shift(x, {{0, -2}, {1, -1}}) + shift(x, {{2, kNone}, {1, -1}}) +
+                   shift(x, {{1, -1}, {0, -2}}) + shift(x, {{1, -1}, {2, kNone}}));
 }
 
 }  // namespace
 
 TEST_CASE("tiled transpose: sizes 1, 31, 32, 33, 4097 and odd rectangles, float32") {
     const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
-        {1, 1}, {1, 33}, {31, 1}, {31, 31}, {32, 32}, {33, 33}, {32, 4097}, {4097, 33}, {65, 127}, {1000, 3}, {129, 4097},
-        {256, 300}, {4100, 64}, {96, 4}};  // the last three: extents that divide by 4 (the vector variant)
+        {1, 1},    {1, 33},   {31, 1},     {31, 31},   {32, 32},   {33, 33}, {32, 4097}, {4097, 33},
+        {65, 127}, {1000, 3}, {129, 4097}, {256, 300}, {4100, 64}, {96, 4}};  // the last three: extents that
+                                                                              // divide by 4 (the vector
+                                                                              // variant)
     std::uint64_t seed = 1;
     for (const auto& [m, n] : shapes) {
         const Tensor x = pwtest::rand({m, n}, float32, seed++);
@@ -70,7 +74,9 @@ TEST_CASE("tiled transpose: every dtype, 1-byte and 2-byte elements packed in sh
     }
 }
 
-TEST_CASE("tiled transpose: 16-byte vectors of 2-byte and 1-byte elements, and the scalar variant where they do not fit") {
+TEST_CASE(
+    "tiled transpose: 16-byte vectors of 2-byte and 1-byte elements, and the scalar variant where they do "
+    "not fit") {
     // Extents that divide by the vector width (8 for 2-byte, 16 for 1-byte elements) run the vector variant;
     // one column more, or a view one element in, runs the scalar one. Every dtype of 1 and 2 bytes, sizes
     // around the tile (64 rows for 2-byte, 128 for 1-byte elements) and odd tiles at the edges.
@@ -80,8 +86,14 @@ TEST_CASE("tiled transpose: 16-byte vectors of 2-byte and 1-byte elements, and t
         if (size > 2) continue;
         const std::int64_t V = static_cast<std::int64_t>(16 / size);
         CAPTURE(name(d));
-        for (const auto& [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-                 {V, V}, {128, 64}, {256, 320}, {V * 3, V * 5}, {4096 + V, 2 * V}, {V * 7, 4096 + V}, {130, 66}, {V, V + 1}}) {
+        for (const auto& [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{V, V},
+                                                                                     {128, 64},
+                                                                                     {256, 320},
+                                                                                     {V * 3, V * 5},
+                                                                                     {4096 + V, 2 * V},
+                                                                                     {V * 7, 4096 + V},
+                                                                                     {130, 66},
+                                                                                     {V, V + 1}}) {
             const Tensor x = pwtest::rand({m, n}, d, seed++);
             const Array t = transpose(x);
             const codegen::TilePlan tp = tile_plan_of({t});
@@ -90,10 +102,13 @@ TEST_CASE("tiled transpose: 16-byte vectors of 2-byte and 1-byte elements, and t
             run_both(t, fmt::format("transpose of [{}, {}] {}", m, n, name(d)));
         }
         const Tensor big = pwtest::rand({8 * V, 16 * V}, d, seed++);
-        run_both(transpose(big.slice({{0, kNone}, {1, 16 * V - V + 1}})), fmt::format("transpose of a view one element in, {}", name(d)));
-        run_both(permute(pwtest::rand({3, 2 * V, 4, 3 * V}, d, seed++), {0, 3, 2, 1}), fmt::format("permute (0, 3, 2, 1) {}", name(d)));
+        run_both(transpose(big.slice({{0, kNone}, {1, 16 * V - V + 1}})),
+                 fmt::format("transpose of a view one element in, {}", name(d)));
+        run_both(permute(pwtest::rand({3, 2 * V, 4, 3 * V}, d, seed++), {0, 3, 2, 1}),
+                 fmt::format("permute (0, 3, 2, 1) {}", name(d)));
     }
-    // Fused work on both sides of a 2-byte transpose: (x * s).T + b[j], and a 1-byte one with an integer bias.
+    // Fused work on both sides of a 2-byte transpose: (x * s).T + b[j], and a 1-byte one with an integer
+    // bias.
     const Tensor h = pwtest::rand({512, 192}, bfloat16, 70);
     const Tensor hs = pwtest::rand({}, bfloat16, 71);
     const Tensor hb = pwtest::rand({512}, bfloat16, 72);
@@ -115,16 +130,19 @@ TEST_CASE("tiled transpose: 16-byte vectors of 2-byte and 1-byte elements, and t
 TEST_CASE("tiled permutes: any rank and permutation, and those that keep the last axis need no tile") {
     const Tensor x3 = pwtest::rand({5, 33, 70}, float32, 7);
     const Tensor x4 = pwtest::rand({3, 17, 9, 40}, bfloat16, 8);
-    for (const auto& perm : std::vector<std::vector<std::int64_t>>{{2, 0, 1}, {1, 2, 0}, {0, 2, 1}, {2, 1, 0}}) {
+    for (const auto& perm :
+         std::vector<std::vector<std::int64_t>>{{2, 0, 1}, {1, 2, 0}, {0, 2, 1}, {2, 1, 0}}) {
         const Array p = permute(x3, perm);
         CHECK(tile_kind_of({p}) == codegen::TileKind::Transpose);
         run_both(p, fmt::format("permute of [5, 33, 70] by ({})", fmt::join(perm, ", ")));
     }
     CHECK(tile_kind_of({permute(x3, {1, 0, 2})}) == codegen::TileKind::None);  // whole rows move
     run_both(permute(x3, {1, 0, 2}), "permute (1, 0, 2): rows");
-    for (const auto& perm : std::vector<std::vector<std::int64_t>>{{0, 2, 3, 1}, {3, 2, 1, 0}, {1, 3, 0, 2}, {0, 2, 1, 3}}) {
+    for (const auto& perm :
+         std::vector<std::vector<std::int64_t>>{{0, 2, 3, 1}, {3, 2, 1, 0}, {1, 3, 0, 2}, {0, 2, 1, 3}}) {
         const Array p = permute(x4, perm);
-        CHECK(tile_kind_of({p}) == (perm.back() == 3 ? codegen::TileKind::None : codegen::TileKind::Transpose));
+        CHECK(tile_kind_of({p}) ==
+              (perm.back() == 3 ? codegen::TileKind::None : codegen::TileKind::Transpose));
         run_both(p, fmt::format("permute of [3, 17, 9, 40] bf16 by ({})", fmt::join(perm, ", ")));
     }
 }
@@ -137,15 +155,18 @@ TEST_CASE("tiled transpose: strided inputs, broadcast operands and fused element
     const Array y = transpose(Array(x) * s) + b;
     CHECK(tile_kind_of({y}) == codegen::TileKind::Transpose);
     run_both(y, "(x * s).T + b[j]");
-    // A strided view (every other row, from row 1) transposed, plus a contiguous operand of the output's shape.
+    // A strided view (every other row, from row 1) transposed, plus a contiguous operand of the output's
+    // shape.
     const Tensor xs = x.slice({{1, kNone, 2}});
     const Tensor c = pwtest::rand({257, 150}, float32, 14);
     run_both(sqrt(abs(transpose(xs))) * c, "sqrt(|x[1::2].T|) * c");
     // The vector variant needs 16-byte aligned rows: a view starting one element in runs the scalar variant.
     const Tensor big = pwtest::rand({260, 516}, float32, 15);
     run_both(transpose(big), "transpose of [260, 516] (vector variant)");
-    run_both(transpose(big.slice({{0, kNone}, {1, 513}})), "transpose of a view one element in (scalar variant)");
-    run_both(transpose(Array(big) * 3.0) + pwtest::rand({260}, float32, 16), "(x * 3).T + b[j] (vector variant)");
+    run_both(transpose(big.slice({{0, kNone}, {1, 513}})),
+             "transpose of a view one element in (scalar variant)");
+    run_both(transpose(Array(big) * 3.0) + pwtest::rand({260}, float32, 16),
+             "(x * 3).T + b[j] (vector variant)");
     // A transposed view of a transposed tensor reads contiguously: no tile.
     const Tensor xt = x.transposed();
     CHECK(tile_kind_of({transpose(xt) + 1.0}) == codegen::TileKind::None);
@@ -163,7 +184,8 @@ void stencil_cases(bool halo) {
     auto expect_halo = [&](const Array& a) {
         if (halo) CHECK(!tile_plan_of({a}).halos.empty());
     };
-    for (auto [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{3, 3}, {33, 33}, {34, 4097}, {4097, 31}, {257, 130}}) {
+    for (auto [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {3, 3}, {33, 33}, {34, 4097}, {4097, 31}, {257, 130}}) {
         const Tensor x = pwtest::rand({m, n}, float32, static_cast<std::uint64_t>(m * 7 + n));
         const Array s = five_point(Array(x));
         if (m > 3 && n > 3) CHECK(tile_kind_of({s}) == codegen::TileKind::Stencil);  // [1, 1] is one element
@@ -173,9 +195,13 @@ void stencil_cases(bool halo) {
     const Tensor x3 = pwtest::rand({34, 33, 70}, float32, 21);
     const Array c = shift(x3, {{1, -1}, {1, -1}, {1, -1}});
     Array sum = c;
-    for (auto r : std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>{
-             {{0, -2}, {1, -1}, {1, -1}}, {{2, kNone}, {1, -1}, {1, -1}}, {{1, -1}, {0, -2}, {1, -1}},
-             {{1, -1}, {2, kNone}, {1, -1}}, {{1, -1}, {1, -1}, {0, -2}}, {{1, -1}, {1, -1}, {2, kNone}}})
+    for (auto r :
+         std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>{{{0, -2}, {1, -1}, {1, -1}},
+                                                                         {{2, kNone}, {1, -1}, {1, -1}},
+                                                                         {{1, -1}, {0, -2}, {1, -1}},
+                                                                         {{1, -1}, {2, kNone}, {1, -1}},
+                                                                         {{1, -1}, {1, -1}, {0, -2}},
+                                                                         {{1, -1}, {1, -1}, {2, kNone}}})
         sum = sum + shift(x3, r);
     const Array s7 = sum * (1.0 / 7.0);
     CHECK(tile_kind_of({s7}) == codegen::TileKind::Stencil);
@@ -187,8 +213,10 @@ void stencil_cases(bool halo) {
     const Tensor v = pwtest::rand({4097}, float64, 23);
     run_both(Array(v.slice({{1, kNone, 1}})) - v.slice({{0, -1, 1}}), "1-D x[1:] - x[:-1]");
     // A 3-tap convolution along rows with run-time weights (0-d tensors) and a 2-D one with constants.
-    const Tensor w0 = pwtest::rand({}, float32, 24), w1 = pwtest::rand({}, float32, 25), w2 = pwtest::rand({}, float32, 26);
-    const Array conv = shift(m, {{0, kNone}, {0, -2}}) * w0 + shift(m, {{0, kNone}, {1, -1}}) * w1 + shift(m, {{0, kNone}, {2, kNone}}) * w2;
+    const Tensor w0 = pwtest::rand({}, float32, 24), w1 = pwtest::rand({}, float32, 25),
+                 w2 = pwtest::rand({}, float32, 26);
+    const Array conv = shift(m, {{0, kNone}, {0, -2}}) * w0 + shift(m, {{0, kNone}, {1, -1}}) * w1 +
+                       shift(m, {{0, kNone}, {2, kNone}}) * w2;
     CHECK(tile_kind_of({conv}) == codegen::TileKind::Stencil);
     expect_halo(conv);
     run_both(conv, "3-tap convolution with run-time weights");
@@ -196,13 +224,15 @@ void stencil_cases(bool halo) {
     for (int di = 0; di < 3; ++di)
         for (int dj = 0; dj < 3; ++dj)
             if (di + dj > 0)
-                conv2 = conv2 + shift(m, {{di, di - 2 == 0 ? kNone : di - 2}, {dj, dj - 2 == 0 ? kNone : dj - 2}}) *
-                                    (di == 1 && dj == 1 ? 0.25 : 0.125);
+                conv2 = conv2 +
+                        shift(m, {{di, di - 2 == 0 ? kNone : di - 2}, {dj, dj - 2 == 0 ? kNone : dj - 2}}) *
+                            (di == 1 && dj == 1 ? 0.25 : 0.125);
     run_both(conv2, "3x3 convolution with constant weights");
     // Shifted slices of two different inputs, or with different steps, are not one stencil.
     const Tensor y = pwtest::rand({40, 4097}, float32, 27);
     run_both(shift(m, {{0, kNone}, {1, kNone}}) - shift(y, {{0, kNone}, {0, -1}}), "slices of two inputs");
-    const Array steps = Array(m.slice({{0, kNone, 1}, {0, 2048, 1}})) + m.slice({{0, kNone, 1}, {0, 4096, 2}});
+    const Array steps =
+        Array(m.slice({{0, kNone, 1}, {0, 2048, 1}})) + m.slice({{0, kNone, 1}, {0, 4096, 2}});
     CHECK(tile_kind_of({steps}) == codegen::TileKind::None);
     run_both(steps, "slices with different steps");
     // Stencils over a view (every other row, from row 1), over bfloat16 and int32, and over the corner of
@@ -213,8 +243,9 @@ void stencil_cases(bool halo) {
     const Tensor hb = pwtest::rand({130, 200}, bfloat16, 29);
     run_both(five_point(Array(hb)), "5-point stencil, bfloat16");
     const Tensor iv = pwtest::rand({70, 129}, int32, 30);
-    run_both(shift(iv, {{0, -2}, {1, -1}}) + shift(iv, {{2, kNone}, {1, -1}}) - shift(iv, {{1, -1}, {0, -2}}) * 3,
-             "integer stencil");
+    run_both(
+        shift(iv, {{0, -2}, {1, -1}}) + shift(iv, {{2, kNone}, {1, -1}}) - shift(iv, {{1, -1}, {0, -2}}) * 3,
+        "integer stencil");
 }
 
 }  // namespace
@@ -253,10 +284,13 @@ TEST_CASE("stencils: a Jacobi iteration in a traced function runs one kernel per
     }
     synchronize();
     CHECK(sweep.stats().specializations == 1);  // both grids have one layout, both interiors another
-    // One kernel per sweep, tiled as a stencil (the specialization with a contiguous result has the same one).
+    // One kernel per sweep, tiled as a stencil (the specialization with a contiguous result has the same
+    // one).
     const std::string src = sweep.cuda_source(u);
     std::size_t kernels = 0;
-    for (std::size_t at = src.find("__global__"); at != std::string::npos; at = src.find("__global__", at + 1)) ++kernels;
+    for (std::size_t at = src.find("__global__"); at != std::string::npos;
+         at = src.find("__global__", at + 1))
+        ++kernels;
     CHECK(kernels == 1);
     CHECK(src.find("_tile(") != std::string::npos);
     // The same sweeps on the CPU reference, from the same start.

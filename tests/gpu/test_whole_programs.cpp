@@ -37,7 +37,8 @@ Array sum_of_permuted_products(const std::vector<Tensor>& a, const std::vector<T
 
 std::vector<Tensor> permuted_inputs(std::uint64_t seed) {
     std::vector<Tensor> v;
-    for (int k = 0; k < kPairs; ++k) v.push_back(rand({2, 3, 2, 3, 2, 3, 2, 3}, float32, seed + static_cast<std::uint64_t>(k)));
+    for (int k = 0; k < kPairs; ++k)
+        v.push_back(rand({2, 3, 2, 3, 2, 3, 2, 3}, float32, seed + static_cast<std::uint64_t>(k)));
     return v;
 }
 
@@ -51,7 +52,8 @@ TEST_CASE("830 inputs: the parameters travel in device memory and the result mat
     CHECK(l.kernels == 1);
     CHECK(l.plan.params.size > device_info().param_limit_bytes);
     CHECK(l.plan.params_in_memory);
-    MESSAGE(fmt::format("{} bytes of kernel parameters for {} load sites", l.plan.params.size, l.plan.loads.size()));
+    MESSAGE(fmt::format("{} bytes of kernel parameters for {} load sites", l.plan.params.size,
+                        l.plan.loads.size()));
     run_checked({sum});  // twice: into poisoned outputs, then into outputs holding random values
     // Again with new inputs: the kernel comes from the cache, the parameters are uploaded anew.
     const std::vector<Tensor> c = permuted_inputs(0x7000), d = permuted_inputs(0x8000);
@@ -66,12 +68,24 @@ TEST_CASE("limit 8 on the GPU: a chain of 100 ops gives the bits of the unsplit 
         Array v = x;
         for (int k = 0; k < 100; ++k) {
             switch (k % 6) {
-                case 0: v = v * 1.0009765625; break;
-                case 1: v = v + y; break;
-                case 2: v = sqrt(abs(v)) * 3.0; break;
-                case 3: v = v.astype(float16).astype(float32); break;
-                case 4: v = v / 3.0; break;
-                default: v = v - y * 0.25; break;
+                case 0:
+                    v = v * 1.0009765625;
+                    break;
+                case 1:
+                    v = v + y;
+                    break;
+                case 2:
+                    v = sqrt(abs(v)) * 3.0;
+                    break;
+                case 3:
+                    v = v.astype(float16).astype(float32);
+                    break;
+                case 4:
+                    v = v / 3.0;
+                    break;
+                default:
+                    v = v - y * 0.25;
+                    break;
             }
         }
         return v;

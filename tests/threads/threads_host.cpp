@@ -15,12 +15,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <loom/loom.hpp>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/kernel_cache.hpp"
@@ -85,18 +84,21 @@ std::vector<std::vector<unsigned char>> work(const Inputs& in, const F& f, int t
     assign(own, relu(Array(in.x) * in.w + in.b) * (t + 1.0));
     const Tensor soft = eval(softmax(in.x));
     auto [rows, norm] = eval(sum(in.x, 1), layernorm(in.x, in.w, in.b, 1e-5));
-    const Tensor ints = eval((Array(in.i).transposed() % 7) * (t + 2) + argmax(in.i, 0).astype(int32).reshape({160, 1}));
+    const Tensor ints =
+        eval((Array(in.i).transposed() % 7) * (t + 2) + argmax(in.i, 0).astype(int32).reshape({160, 1}));
     f(in.x, in.w, traced, traced_max);
     const double v = (var(in.x, {}, 1) + t).item<double>();
     Tensor vt = Tensor::host({}, float64);
     *static_cast<double*>(vt.data()) = v;
-    return {bytes_of(own), bytes_of(soft), bytes_of(rows), bytes_of(norm), bytes_of(ints), bytes_of(traced),
-            bytes_of(traced_max), bytes_of(vt)};
+    return {bytes_of(own),  bytes_of(soft),   bytes_of(rows),       bytes_of(norm),
+            bytes_of(ints), bytes_of(traced), bytes_of(traced_max), bytes_of(vt)};
 }
 
 }  // namespace
 
-TEST_CASE("threads: 8 threads evaluate shared host tensors and call one traced function: the single-threaded bits") {
+TEST_CASE(
+    "threads: 8 threads evaluate shared host tensors and call one traced function: the single-threaded "
+    "bits") {
     const Inputs in;
     auto f = loom::function("threads_host_affine", [](Array x, Array w) {
         const Array y = gelu(x * w + 0.5);
@@ -109,31 +111,38 @@ TEST_CASE("threads: 8 threads evaluate shared host tensors and call one traced f
         for (int k = 0; k < iterations; ++k) got[static_cast<std::size_t>(t)] = work(in, f, t);
     });
     for (int t = 0; t < kThreads; ++t) {
-        CHECK_MESSAGE(errors[static_cast<std::size_t>(t)].empty(), "thread ", t, ": ", errors[static_cast<std::size_t>(t)]);
-        CHECK_MESSAGE(got[static_cast<std::size_t>(t)] == expected[static_cast<std::size_t>(t)], "thread ", t, " differs");
+        CHECK_MESSAGE(errors[static_cast<std::size_t>(t)].empty(), "thread ", t, ": ",
+                      errors[static_cast<std::size_t>(t)]);
+        CHECK_MESSAGE(got[static_cast<std::size_t>(t)] == expected[static_cast<std::size_t>(t)], "thread ", t,
+                      " differs");
     }
     CHECK(f.stats().specializations == 1);  // one kind of arguments: traced once, whatever the threads
     CHECK(f.stats().traces == 1);
 }
 
-TEST_CASE("threads: 8 threads build kernels through the disk and in-memory caches with NVRTC: each key once") {
+TEST_CASE(
+    "threads: 8 threads build kernels through the disk and in-memory caches with NVRTC: each key once") {
     const CacheDir dir;
     const Inputs in;
     // Four kernels every thread needs: each compiled by compile() (disk cache, NVRTC), and built through the
     // in-memory cache under its own key.
-    const std::vector<Array> arrays{relu(Array(in.x) * in.w + in.b), sum(Array(in.x) * in.x, 1), softmax(in.x),
-                                    (Array(in.i) >> 2) ^ Array(in.i).slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -1}})};
+    const std::vector<Array> arrays{
+        relu(Array(in.x) * in.w + in.b), sum(Array(in.x) * in.x, 1), softmax(in.x),
+        (Array(in.i) >> 2) ^ Array(in.i).slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -1}})};
     constexpr std::uint64_t kKeyBase = 0x7468726561647300ull;  // "threads\0": keys no other test uses
     std::array<std::atomic<int>, 4> builds{};
     std::array<std::shared_ptr<const CompiledKernel>, kThreads * 4> seen{};
     std::vector<std::string> sources(arrays.size());
-    for (std::size_t k = 0; k < arrays.size(); ++k) sources[k] = cuda_source({arrays[k]}, fmt::format("threads_k{}", k));
+    for (std::size_t k = 0; k < arrays.size(); ++k)
+        sources[k] = cuda_source({arrays[k]}, fmt::format("threads_k{}", k));
     const std::vector<std::string> errors = on_threads([&](int t) {
         for (int round = 0; round < 2; ++round)
             for (std::size_t j = 0; j < arrays.size(); ++j) {
-                const std::size_t k = (j + static_cast<std::size_t>(t)) % arrays.size();  // threads start on different kernels
+                const std::size_t k =
+                    (j + static_cast<std::size_t>(t)) % arrays.size();  // threads start on different kernels
                 const CompileReport r = compile({arrays[k]}, fmt::format("threads_k{}", k));
-                if (r.kernels != 1 || r.image_bytes == 0) throw Error(fmt::format("compile() of kernel {}: {} kernels", k, r.kernels));
+                if (r.kernels != 1 || r.image_bytes == 0)
+                    throw Error(fmt::format("compile() of kernel {}: {} kernels", k, r.kernels));
                 if (cuda_source({arrays[k]}, fmt::format("threads_k{}", k)) != sources[k])
                     throw Error(fmt::format("cuda_source() of kernel {} differs between threads", k));
                 (void)explain({arrays[k]});
@@ -148,20 +157,26 @@ TEST_CASE("threads: 8 threads build kernels through the disk and in-memory cache
                     c.from_disk = cc.from_disk;
                     return c;  // no module: loading needs a GPU
                 });
-                if (round == 0) seen[static_cast<std::size_t>(t) * 4 + k] = ck;
-                else if (seen[static_cast<std::size_t>(t) * 4 + k] != ck) throw Error("the cached kernel changed");
+                if (round == 0)
+                    seen[static_cast<std::size_t>(t) * 4 + k] = ck;
+                else if (seen[static_cast<std::size_t>(t) * 4 + k] != ck)
+                    throw Error("the cached kernel changed");
             }
     });
     for (int t = 0; t < kThreads; ++t)
-        CHECK_MESSAGE(errors[static_cast<std::size_t>(t)].empty(), "thread ", t, ": ", errors[static_cast<std::size_t>(t)]);
+        CHECK_MESSAGE(errors[static_cast<std::size_t>(t)].empty(), "thread ", t, ": ",
+                      errors[static_cast<std::size_t>(t)]);
     for (std::size_t k = 0; k < arrays.size(); ++k) {
         CHECK_MESSAGE(builds[k].load() == 1, "kernel ", k, " built ", builds[k].load(), " times");
-        for (int t = 1; t < kThreads; ++t) CHECK(seen[static_cast<std::size_t>(t) * 4 + k] == seen[k]);  // one object for all
+        for (int t = 1; t < kThreads; ++t)
+            CHECK(seen[static_cast<std::size_t>(t) * 4 + k] == seen[k]);  // one object for all
     }
     const DiskCacheStats s = disk_cache_stats();
-    MESSAGE("disk cache: ", s.hits, " hits, ", s.misses, " misses, ", s.stores, " stores, ", s.compiles, " NVRTC compiles");
+    MESSAGE("disk cache: ", s.hits, " hits, ", s.misses, " misses, ", s.stores, " stores, ", s.compiles,
+            " NVRTC compiles");
     CHECK(s.rejected == 0);
     CHECK(s.store_failures == 0);
     CHECK(s.stores >= 4);
-    CHECK(s.hits + s.misses == static_cast<std::uint64_t>(kThreads) * 2 * 4 + 4);  // compile() per thread, round and kernel; one build each
+    CHECK(s.hits + s.misses == static_cast<std::uint64_t>(kThreads) * 2 * 4 +
+                                   4);  // compile() per thread, round and kernel; one build each
 }

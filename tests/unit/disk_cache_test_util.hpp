@@ -31,11 +31,12 @@ struct TempDir {
 
 /// Captures what is written to stderr (file descriptor 2) between construction and text().
 class StderrCapture {
-public:
+  public:
     StderrCapture() {
         std::fflush(stderr);
         saved_ = ::dup(2);
-        file_ = std::filesystem::temp_directory_path() / ("loom-stderr-" + std::to_string(::getpid()) + ".txt");
+        file_ =
+            std::filesystem::temp_directory_path() / ("loom-stderr-" + std::to_string(::getpid()) + ".txt");
         const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         ::dup2(fd, 2);
         ::close(fd);
@@ -48,7 +49,7 @@ public:
         return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
     }
 
-private:
+  private:
     void restore() {
         if (saved_ < 0) return;
         std::fflush(stderr);
@@ -71,7 +72,8 @@ inline std::string read_all(const std::filesystem::path& p) {
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 inline void write_all(const std::filesystem::path& p, const std::string& s) {
-    std::ofstream(p, std::ios::binary | std::ios::trunc).write(s.data(), static_cast<std::streamsize>(s.size()));
+    std::ofstream(p, std::ios::binary | std::ios::trunc)
+        .write(s.data(), static_cast<std::streamsize>(s.size()));
 }
 
 }  // namespace loom::test

@@ -20,11 +20,14 @@ using namespace loom::codegen;
 
 namespace {
 
-NodePtr sc(double v, DType t = float32) { return scalar(make_scalar_value(v, t, "test", Loc::current()), t); }
+NodePtr sc(double v, DType t = float32) {
+    return scalar(make_scalar_value(v, t, "test", Loc::current()), t);
+}
 
 std::vector<InputLayout> contiguous(const std::vector<NodePtr>& outs) {
     std::vector<InputLayout> l;
-    for (const auto* in : pointwise_inputs(outs)) l.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+    for (const auto* in : pointwise_inputs(outs))
+        l.push_back({in->dtype(), contiguous_strides(in->shape()), true});
     return l;
 }
 
@@ -197,12 +200,14 @@ TEST_CASE("kernel keys: structure and specialization, never scalar values") {
     CHECK(k({binary(Op::Sub, a, b)}) == k({binary(Op::Sub, b, a)}));
     CHECK(pointwise_inputs({binary(Op::Sub, b, a)})[0] == b.get());
     auto two = sc(2.0);
-    CHECK(k({binary(Op::Sub, binary(Op::Mul, a, two), b)}) != k({binary(Op::Sub, b, binary(Op::Mul, a, two))}));
+    CHECK(k({binary(Op::Sub, binary(Op::Mul, a, two), b)}) !=
+          k({binary(Op::Sub, b, binary(Op::Mul, a, two))}));
     CHECK(k({binary(Op::Mul, binary(Op::Add, a, b), binary(Op::Sub, a, b))}) !=
           k({binary(Op::Mul, binary(Op::Add, a, b), binary(Op::Sub, b, a))}));
     CHECK(k({binary(Op::Mul, a, a)}) != k({binary(Op::Mul, a, b)}));
     CHECK(k({binary(Op::Add, a, b)}) != k({binary(Op::Mul, a, b)}));
-    CHECK(structural_key({binary(Op::Mul, a, sc(1.5))}) != structural_key({binary(Op::Mul, a, sc(1.5, float64))}));
+    CHECK(structural_key({binary(Op::Mul, a, sc(1.5))}) !=
+          structural_key({binary(Op::Mul, a, sc(1.5, float64))}));
     // the same structure at another size shares the kernel
     auto c = input(float32, {4096}, "c");
     CHECK(k({binary(Op::Mul, a, sc(1.5))}) == k({binary(Op::Mul, c, sc(3.0))}));
@@ -236,7 +241,8 @@ TEST_CASE("kernel names are valid, unique C identifiers") {
     CHECK(kl.size() <= kMaxKernelName);
     CHECK(kl != kernel_name(std::string(299, 'x')));
     std::set<std::string> names;
-    for (const char* n : {"f<int>", "f<long>", "f(int)", "f[int]", "f int", "f_int"}) names.insert(kernel_name(n));
+    for (const char* n : {"f<int>", "f<long>", "f(int)", "f[int]", "f int", "f_int"})
+        names.insert(kernel_name(n));
     CHECK(names.size() == 6);
     for (const auto& n : names)
         for (char ch : n) CHECK((std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'));
@@ -290,7 +296,8 @@ TEST_CASE("plans are plain data: equal, hashed, printed") {
     CHECK(p1.to_string().find("contiguous") != std::string::npos);
 }
 
-TEST_CASE("register estimate: a vector variant whose loaded vectors pass 128 registers per thread is not planned") {
+TEST_CASE(
+    "register estimate: a vector variant whose loaded vectors pass 128 registers per thread is not planned") {
     // The vector variant holds vector_width values per streamed input and per output (8-byte values: two
     // registers each) at once. 31 float32 inputs + 1 output: 4 x 32 = 128 registers, at the budget.
     auto sum_of = [](DType t, int inputs) {
@@ -305,18 +312,21 @@ TEST_CASE("register estimate: a vector variant whose loaded vectors pass 128 reg
     CHECK(over.plan.vector_width == 1);
     CHECK(over.plan.vector_registers == 132);
     CHECK(over.plan.to_string().find("about 132 registers per thread, above 128") != std::string::npos);
-    CHECK(over.plan.hash() != plan({sum_of(float32, 32)}, [&] {
-                                   auto l = contiguous({sum_of(float32, 32)});
-                                   l[0].aligned16 = false;  // no vector variant for alignment instead
-                                   return l;
-                               }()).plan.hash());
+    CHECK(over.plan.hash() != plan({sum_of(float32, 32)},
+                                   [&] {
+                                       auto l = contiguous({sum_of(float32, 32)});
+                                       l[0].aligned16 = false;  // no vector variant for alignment instead
+                                       return l;
+                                   }())
+                                  .plan.hash());
     // bfloat16: 8 per vector; float64: 2 per vector, two registers each.
-    CHECK(plan({sum_of(bfloat16, 15)}).plan.vector_width == 8);   // 8 x 16 = 128
-    CHECK(plan({sum_of(bfloat16, 16)}).plan.vector_width == 1);   // 8 x 17 = 136
-    CHECK(plan({sum_of(float64, 31)}).plan.vector_width == 2);    // 2 x 2 x 32 = 128
-    CHECK(plan({sum_of(float64, 32)}).plan.vector_width == 1);    // 132
+    CHECK(plan({sum_of(bfloat16, 15)}).plan.vector_width == 8);  // 8 x 16 = 128
+    CHECK(plan({sum_of(bfloat16, 16)}).plan.vector_width == 1);  // 8 x 17 = 136
+    CHECK(plan({sum_of(float64, 31)}).plan.vector_width == 2);   // 2 x 2 x 32 = 128
+    CHECK(plan({sum_of(float64, 32)}).plan.vector_width == 1);   // 132
     // Scalar (rank-0) inputs are loaded once and do not count.
     NodePtr with_scalars = sum_of(float32, 31);
-    for (int k = 0; k < 40; ++k) with_scalars = binary(Op::Mul, with_scalars, input(float32, {}, fmt::format("s{}", k)));
+    for (int k = 0; k < 40; ++k)
+        with_scalars = binary(Op::Mul, with_scalars, input(float32, {}, fmt::format("s{}", k)));
     CHECK(plan({with_scalars}).plan.vector_width == 4);
 }

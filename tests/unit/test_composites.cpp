@@ -1,5 +1,5 @@
-// var, std, softmax, logsumexp, layernorm and rmsnorm (docs/semantics.md, section 7) on host tensors: each is the
-// documented graph node for node, and its values are within the documented error bound of the exact
+// var, std, softmax, logsumexp, layernorm and rmsnorm (docs/semantics.md, section 7) on host tensors: each is
+// the documented graph node for node, and its values are within the documented error bound of the exact
 // result, computed here in long double over fresh random inputs (the seed is printed on failure;
 // LOOM_TEST_SEED fixes it).
 #include <doctest/doctest.h>
@@ -9,11 +9,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <loom/loom.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "error_message.hpp"
 
@@ -136,12 +135,30 @@ void check_var_std(const Tensor& x, const Axes& axes, double c, bool keepdims = 
 }
 
 // Whether a call compiles (a requires-expression is only a test inside a template).
-template <class T> concept var_axes_bool = requires(const T& t) { var(t, Axes{1}, true); };
-template <class T> concept var_axis_bool = requires(const T& t) { var(t, 1, true); };
-template <class T> concept std_axes_bool = requires(const T& t) { loom::std(t, Axes{1}, false, true); };
-template <class T> concept stddev_axis_bool = requires(const T& t) { stddev(t, -1, true); };
-template <class T> concept var_axes_int = requires(const T& t) { var(t, Axes{}, 1); };
-template <class T> concept stddev_axis_int_keepdims = requires(const T& t) { stddev(t, 1, 1, true); };
+template <class T>
+concept var_axes_bool = requires(const T& t) {
+    var(t, Axes{1}, true);
+};
+template <class T>
+concept var_axis_bool = requires(const T& t) {
+    var(t, 1, true);
+};
+template <class T>
+concept std_axes_bool = requires(const T& t) {
+    loom::std(t, Axes{1}, false, true);
+};
+template <class T>
+concept stddev_axis_bool = requires(const T& t) {
+    stddev(t, -1, true);
+};
+template <class T>
+concept var_axes_int = requires(const T& t) {
+    var(t, Axes{}, 1);
+};
+template <class T>
+concept stddev_axis_int_keepdims = requires(const T& t) {
+    stddev(t, 1, 1, true);
+};
 
 }  // namespace
 
@@ -262,7 +279,8 @@ TEST_CASE("float16 and bfloat16: var, std, softmax, layernorm, rmsnorm run in fl
         CHECK(loom::std(x, 1).node() == astype(sqrt(sum(d * d, 1) / 1000.0), dt).node());
         const Array e = exp(xa - max(xa, -1, true));
         CHECK(softmax(x).node() == astype(e / sum(e, -1, true), dt).node());
-        CHECK(rmsnorm(x, 1.0, 1e-6).node() == astype(xa * rsqrt(mean(xa * xa, -1, true) + 1e-6) * 1.0, dt).node());
+        CHECK(rmsnorm(x, 1.0, 1e-6).node() ==
+              astype(xa * rsqrt(mean(xa * xa, -1, true) + 1e-6) * 1.0, dt).node());
         CHECK(layernorm(x, 1.0, 0.0, 1e-5).node() ==
               astype(d * rsqrt(sum(d * d, 1, true) / 1000.0 + 1e-5) * 1.0 + 0.0, dt).node());
         // Within float32's bound, plus the final rounding to the half dtype.
@@ -337,20 +355,24 @@ TEST_CASE("var, std, softmax, layernorm, rmsnorm: errors name the function and t
     m = loom_test::error_message([&] { (void)rmsnorm(x, Tensor(random_host({3}, float32, 2)), 1e-6); });
     CHECK(m.find("rmsnorm(): weight [3] float32 does not broadcast against x [3, 4] float32") == 0);
     CHECK(m.find("test_composites.cpp:") != std::string::npos);
-    m = loom_test::error_message(
-        [&] { (void)layernorm(x, 1.0, Tensor(random_host({2, 1}, float16, 3)), 1e-6); });
+    m = loom_test::error_message([&] {
+        (void)layernorm(x, 1.0, Tensor(random_host({2, 1}, float16, 3)), 1e-6);
+    });
     CHECK(m.find("layernorm(): bias [2, 1] float16 does not broadcast against x [3, 4] float32") == 0);
     // The bias is checked against x broadcast with the weight.
     m = loom_test::error_message([&] {
-        (void)layernorm(x, Tensor(random_host({2, 1, 4}, float32, 4)), Tensor(random_host({5, 1, 1}, float32, 5)), 1e-6);
+        (void)layernorm(x, Tensor(random_host({2, 1, 4}, float32, 4)),
+                        Tensor(random_host({5, 1, 1}, float32, 5)), 1e-6);
     });
-    CHECK(m.find("layernorm(): bias [5, 1, 1] float32 does not broadcast against x and weight [2, 3, 4]") == 0);
+    CHECK(m.find("layernorm(): bias [5, 1, 1] float32 does not broadcast against x and weight [2, 3, 4]") ==
+          0);
     m = loom_test::error_message([&] { (void)stddev(x, 5); });
     CHECK(m.find("stddev(): axis 5 out of range") == 0);
     const Tensor empty = Tensor::host({3, 0}, float32);
     m = loom_test::error_message([&] { (void)softmax(empty); });
-    CHECK(m.find("softmax(): reduction of operand [3, 0] float32 over axes [1]: axis 1 has length 0 and softmax "
-                 "needs at least one element") == 0);
+    CHECK(m.find(
+              "softmax(): reduction of operand [3, 0] float32 over axes [1]: axis 1 has length 0 and softmax "
+              "needs at least one element") == 0);
     CHECK(var(empty, 0).shape() == Shape{0});  // an empty result is fine
 }
 
@@ -422,8 +444,8 @@ TEST_CASE("logsumexp is the documented graph and matches an exact log-sum-exp; n
             spread = std::max(spread, mx - xv[static_cast<std::size_t>(r * C + k)]);
         }
         const long double want = std::log(s) + mx;
-        // The sum's relative error (each term's x - m rounding, exp's 2u, the order's γ_k) becomes an absolute
-        // error of log; log itself and the final addition round once each.
+        // The sum's relative error (each term's x - m rounding, exp's 2u, the order's γ_k) becomes an
+        // absolute error of log; log itself and the final addition round once each.
         const double rel_sum = static_cast<double>(spread) * u + 2 * u + g;
         const double bound = rel_sum / (1 - rel_sum) + 2 * u * static_cast<double>(std::fabs(want)) + u;
         CHECK(std::fabs(static_cast<double>(yv[static_cast<std::size_t>(r)] - want)) <= bound);
@@ -440,9 +462,11 @@ TEST_CASE("logsumexp is the documented graph and matches an exact log-sum-exp; n
     CHECK(w.get_double(1) == kInf);
     CHECK(std::isnan(w.get_double(2)));
     CHECK(w.get_double(3) == 0.0);
-    CHECK(w.get_double(4) == doctest::Approx(1000 + std::log(2.0)).epsilon(1e-7));  // no overflow of exp(1000)
+    CHECK(w.get_double(4) ==
+          doctest::Approx(1000 + std::log(2.0)).epsilon(1e-7));  // no overflow of exp(1000)
     // Integers give float32; halves compute in float32 and round once.
-    CHECK(logsumexp(host_of({2}, int32, {0, 0})).eval().get_double(0) == doctest::Approx(std::log(2.0)).epsilon(1e-7));
+    CHECK(logsumexp(host_of({2}, int32, {0, 0})).eval().get_double(0) ==
+          doctest::Approx(std::log(2.0)).epsilon(1e-7));
     const Tensor h = random_host({4, 100}, bfloat16, seed + 1);
     const Array ha = astype(h, float32), hm = max(ha, -1, true), hc = where(isfinite(hm), hm, 0.0);
     CHECK(logsumexp(h).node() == astype(log(sum(exp(ha - hc), -1)) + hc.reshape({4}), bfloat16).node());

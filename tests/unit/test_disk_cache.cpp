@@ -28,15 +28,18 @@ std::filesystem::path entry_path(const DiskCache& c, const DiskCacheKey& k) {
 
 // A small kernel that NVRTC compiles quickly.
 std::string tiny_kernel(const std::string& body, const std::string& note = "a.cpp:1") {
-    return "// kernel banner (" + note + ")\nextern \"C\" __global__ void tiny(float* p) {  // " + note + "\n    p[0] = " +
-           body + ";  /* value */\n}\n";
+    return "// kernel banner (" + note + ")\nextern \"C\" __global__ void tiny(float* p) {  // " + note +
+           "\n    p[0] = " + body + ";  /* value */\n}\n";
 }
 
 }  // namespace
 
 TEST_CASE("strip_comments removes annotations, keeps code, literals and lines") {
-    const std::string a = "int x = 1;        // mul (test.cpp:12)\n/* banner\n   two lines */int y;\nconst char* s = \"a // b\";  // c\n";
-    const std::string b = "int x = 1; // mul (other.cpp:99)\n/* another\n banner */int y;\nconst char* s = \"a // b\";\n";
+    const std::string a =
+        "int x = 1;        // mul (test.cpp:12)\n/* banner\n   two lines */int y;\nconst char* s = \"a // "
+        "b\";  // c\n";
+    const std::string b =
+        "int x = 1; // mul (other.cpp:99)\n/* another\n banner */int y;\nconst char* s = \"a // b\";\n";
     CHECK(strip_comments(a) == "int x = 1;\n\nint y;\nconst char* s = \"a // b\";\n");
     CHECK(strip_comments(a) == strip_comments(b));
     CHECK(strip_comments("char c = '/'; // x\n") == "char c = '/';\n");
@@ -56,17 +59,22 @@ TEST_CASE("disk cache key: annotations do not matter, everything that shapes the
     auto fast = kOpts;
     fast.push_back("--use_fast_math");
     CHECK(key_of(tiny_kernel("1.0f"), fast).digest != k1.digest);
-    CHECK(key_of(tiny_kernel("1.0f"), {"--gpu-architecture=sm_100", "-std=c++17", "--fmad=true"}).digest != k1.digest);
+    CHECK(key_of(tiny_kernel("1.0f"), {"--gpu-architecture=sm_100", "-std=c++17", "--fmad=true"}).digest !=
+          k1.digest);
     // -lineinfo: the comments stay in the key.
     auto li = kOpts;
     li.push_back("-lineinfo");
-    CHECK(key_of(tiny_kernel("1.0f", "one.cpp:10"), li).digest != key_of(tiny_kernel("1.0f", "two.cpp:20"), li).digest);
+    CHECK(key_of(tiny_kernel("1.0f", "one.cpp:10"), li).digest !=
+          key_of(tiny_kernel("1.0f", "two.cpp:20"), li).digest);
     // PTX: the driver finishes it, so its version enters the key; a cubin's key ignores the driver.
-    CHECK(make_disk_cache_key("x", kOpts, true, 13000).digest != make_disk_cache_key("x", kOpts, true, 12080).digest);
-    CHECK(make_disk_cache_key("x", kOpts, true, 13000).digest != make_disk_cache_key("x", kOpts, false, 0).digest);
+    CHECK(make_disk_cache_key("x", kOpts, true, 13000).digest !=
+          make_disk_cache_key("x", kOpts, true, 12080).digest);
+    CHECK(make_disk_cache_key("x", kOpts, true, 13000).digest !=
+          make_disk_cache_key("x", kOpts, false, 0).digest);
     // Deterministic: the same inputs give the same key (no time, pid or address in it).
     CHECK(key_of(tiny_kernel("1.0f")).text == key_of(tiny_kernel("1.0f")).text);
-    CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2 B.1
+    CHECK(sha256_hex("abc") ==
+          "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2 B.1
 }
 
 TEST_CASE("disk cache round trip: stored image loads byte for byte, in another cache object too") {
@@ -97,7 +105,8 @@ TEST_CASE("disk cache round trip: stored image loads byte for byte, in another c
     CHECK(c.stats().misses == 0);
     // No temporary file is left behind.
     int files = 0;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().filename().string().starts_with(".tmp") ? 100 : 1;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        files += e.path().filename().string().starts_with(".tmp") ? 100 : 1;
     CHECK(files == 1);
 }
 
@@ -119,8 +128,12 @@ TEST_CASE("corrupt, truncated and planted entries are rejected with one warning 
         const std::string bytes = test::read_all(path);
         test::write_all(path, bytes.substr(0, bytes.size() / 2));
     }
-    SUBCASE("shorter than the header") { test::write_all(path, "LOOMKC"); }
-    SUBCASE("not an entry at all") { test::write_all(path, std::string(4096, 'A')); }
+    SUBCASE("shorter than the header") {
+        test::write_all(path, "LOOMKC");
+    }
+    SUBCASE("not an entry at all") {
+        test::write_all(path, std::string(4096, 'A'));
+    }
     SUBCASE("the right name but another key's entry") {
         const DiskCacheKey other = key_of(tiny_kernel("5.0f"));
         c.store(other, image, false);
@@ -151,7 +164,9 @@ TEST_CASE("size cap: least recently used entries are evicted first") {
         c.store(keys.back(), image, false);
         // Distinct, increasing use times (file systems may keep coarse times).
         const auto p = entry_path(c, keys.back());
-        struct utimbuf tb{1000000 + i * 10, 1000000 + i * 10};
+        struct utimbuf tb {
+            1000000 + i * 10, 1000000 + i * 10
+        };
         ::utime(p.c_str(), &tb);
     }
     CHECK(c.stats().evictions == 0);
@@ -181,7 +196,8 @@ TEST_CASE("compile_cached: a second process finds the kernel without NVRTC, a ch
     CHECK(disk_cache_stats().compiles == 1);
 
     reset_disk_cache();  // as a new process would open it
-    const CachedCompile b = compile_cached("tiny", tiny_kernel("6.0f", "second.cpp:2"), opt);  // other call site
+    const CachedCompile b =
+        compile_cached("tiny", tiny_kernel("6.0f", "second.cpp:2"), opt);  // other call site
     CHECK(b.from_disk);
     CHECK(nvrtc::compile_count() == n0 + 1);  // no NVRTC
     CHECK(b.result.binary == a.result.binary);

@@ -59,7 +59,8 @@ TEST_CASE("cache directory writable by group or others: disabled with one warnin
         CHECK(test::count(err, "loom: warning:") == 1);
         CHECK(err.find("disk kernel cache is disabled") != std::string::npos);
         CHECK(err.find(dir.string()) != std::string::npos);
-        CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()) == 0);
+        CHECK(std::distance(std::filesystem::directory_iterator(dir),
+                            std::filesystem::directory_iterator()) == 0);
     }
 }
 
@@ -124,7 +125,9 @@ TEST_CASE("entries: a link, another user's or a writable entry is never loaded")
         c.store(k, "image", false);
         REQUIRE(::chown(path.c_str(), 12345, 12345) == 0);
     }
-    SUBCASE("a FIFO does not block the lookup") { REQUIRE(::mkfifo(path.c_str(), 0600) == 0); }
+    SUBCASE("a FIFO does not block the lookup") {
+        REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    }
     test::StderrCapture cap;
     CHECK_FALSE(c.load(k).has_value());
     CHECK(test::count(cap.text(), "loom: warning: kernel cache entry") == 1);

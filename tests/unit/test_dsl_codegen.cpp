@@ -3,18 +3,21 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <string>
-
 #include <loom/loom.hpp>
+#include <string>
 
 using namespace loom;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 /// The op comment the generator puts after each op: "// mul (test_dsl_codegen.cpp:12)".
-std::string op_at(const char* op, int line) { return fmt::format("// {} (test_dsl_codegen.cpp:{})", op, line); }
+std::string op_at(const char* op, int line) {
+    return fmt::format("// {} (test_dsl_codegen.cpp:{})", op, line);
+}
 
 }  // namespace
 
@@ -22,8 +25,10 @@ TEST_CASE("cuda_source names the kernel, prints the plan banner and the user's l
     Tensor x = Tensor::host({4096, 512}, float32);
     Tensor b = Tensor::host({512}, float32);
 
-    const int line1 = __LINE__; const Array t = x * 1.5 + b;
-    const int line2 = __LINE__; const Array y = gelu(t);
+    const int line1 = __LINE__ + 1;
+    const Array t = x * 1.5 + b;
+    const int line2 = __LINE__ + 1;
+    const Array y = gelu(t);
 
     const std::string src = cuda_source({y}, "bias_gelu");
     CHECK(contains(src, "bias_gelu"));
@@ -42,7 +47,8 @@ TEST_CASE("cuda_source names the kernel, prints the plan banner and the user's l
 
 TEST_CASE("cuda_source of several outputs and of constants") {
     Tensor h = Tensor::host({1 << 16}, bfloat16);
-    const int line = __LINE__; const Array a = silu(h) * constant(0.5), c = h - 1.0;
+    const int line = __LINE__ + 1;
+    const Array a = silu(h) * constant(0.5), c = h - 1.0;
     const std::string src = cuda_source({a, c}, "two_outputs");
     CHECK(contains(src, "two_outputs"));
     CHECK(contains(src, op_at("silu", line)));

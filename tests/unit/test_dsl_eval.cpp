@@ -8,14 +8,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <loom/loom.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <loom/loom.hpp>
-
 #include "error_message.hpp"
-
 #include "loom/ir/graph.hpp"
 #include "loom/ir/node.hpp"
 
@@ -29,9 +27,13 @@ Tensor random_host(const Shape& shape, DType dt, std::uint64_t seed) {
     return t;
 }
 
-float* f32(const Tensor& t) { return static_cast<float*>(t.data()); }
+float* f32(const Tensor& t) {
+    return static_cast<float*>(t.data());
+}
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -183,7 +185,7 @@ TEST_CASE("an expression reads its inputs' memory when it is evaluated, not when
     // expression and before evaluating it changes the result.
     Tensor x = Tensor::host({8}, float32);
     for (int k = 0; k < 8; ++k) f32(x)[k] = static_cast<float>(k);
-    const Array y = x * 2.0 + 1.0;  // built over the current values...
+    const Array y = x * 2.0 + 1.0;                                        // built over the current values...
     for (int k = 0; k < 8; ++k) f32(x)[k] = static_cast<float>(100 + k);  // ...then the input changes
     Tensor out = y;
     for (int k = 0; k < 8; ++k) CHECK(f32(out)[k] == static_cast<float>(2 * (100 + k) + 1));
@@ -255,7 +257,8 @@ TEST_CASE("inputs on different devices are an error naming both devices") {
     // A non-owning "cuda" view: made without touching a GPU (the pointer is never dereferenced here).
     Tensor g = Tensor::view(buf.data(), {16}, float32, {}, Device::cuda(0));
     Tensor h = Tensor::host({16}, float32);
-    const int line = __LINE__; const Array mixed = g + h;
+    const int line = __LINE__ + 1;
+    const Array mixed = g + h;
     std::string msg;
     bool no_device = false;
     try {
@@ -267,11 +270,13 @@ TEST_CASE("inputs on different devices are an error naming both devices") {
     }
     CHECK_FALSE(no_device);  // the placement error comes first, GPU or not
     const std::string here = fmt::format("(test_dsl_eval.cpp:{})", line);
-    CHECK(msg == fmt::format("eval(): inputs on different devices: [16] float32 on cuda:0 {0} and [16] float32 on "
-                             "cpu {0} {0}",
-                             here));
+    CHECK(msg ==
+          fmt::format("eval(): inputs on different devices: [16] float32 on cuda:0 {0} and [16] float32 on "
+                      "cpu {0} {0}",
+                      here));
     // eval() names its own call site.
-    const int eval_line = __LINE__; const std::string m2 = loom_test::error_message([&] { (void)mixed.eval(); });
+    const int eval_line = __LINE__ + 1;
+    const std::string m2 = loom_test::error_message([&] { (void)mixed.eval(); });
     CHECK(contains(m2, "cuda:0"));
     CHECK(contains(m2, "cpu"));
     CHECK(contains(m2, fmt::format("(test_dsl_eval.cpp:{})", eval_line)));

@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-
 #include <loom/loom.hpp>
 
 using namespace loom;

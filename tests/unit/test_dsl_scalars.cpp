@@ -3,10 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <loom/loom.hpp>
 #include <thread>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "loom/codegen/kernel_key.hpp"
 #include "loom/ir/graph.hpp"
@@ -79,7 +78,7 @@ TEST_CASE("integer and bool arrays with weak scalars") {
     Tensor i32 = Tensor::host({4}, int32);
     CHECK((i32 * 1.5).dtype() == float32);  // a float scalar with an integer array: float32
     CHECK((1.5 * i32).dtype() == float32);
-    CHECK((i32 + 3).dtype() == int32);      // an integer scalar keeps the integer dtype
+    CHECK((i32 + 3).dtype() == int32);  // an integer scalar keeps the integer dtype
     CHECK((i32 + 3).node()->operand(1)->operand(0)->value().i == 3);
     for (DType dt : {int8, uint8, int32, int64}) {
         CAPTURE(dt);
@@ -90,9 +89,9 @@ TEST_CASE("integer and bool arrays with weak scalars") {
         CHECK(count_ops(t + 3, Op::Cast) == 0);
     }
     Tensor b = Tensor::host({4}, bool_);
-    CHECK((b + 1).dtype() == int32);        // an integer scalar with a bool array: int32
+    CHECK((b + 1).dtype() == int32);  // an integer scalar with a bool array: int32
     CHECK((b * 2.5).dtype() == float32);
-    CHECK((b & true).dtype() == bool_);     // a bool scalar with a bool array stays bool
+    CHECK((b & true).dtype() == bool_);  // a bool scalar with a bool array stays bool
     Tensor i64 = Tensor::host({4}, int64);
     CHECK((i64 + 1).dtype() == int64);
     CHECK((i64 < 1.5).dtype() == bool_);
@@ -218,8 +217,7 @@ TEST_CASE("threads building expressions over one tensor share its one input node
         Tensor x = Tensor::host({8}, float32);  // fresh: no input node yet
         std::vector<Array> built(4);
         std::vector<std::thread> threads;
-        for (std::size_t k = 0; k < built.size(); ++k)
-            threads.emplace_back([&, k] { built[k] = x * 2.0; });
+        for (std::size_t k = 0; k < built.size(); ++k) threads.emplace_back([&, k] { built[k] = x * 2.0; });
         for (auto& t : threads) t.join();
         for (const Array& a : built) REQUIRE(a.node() == built[0].node());
     }

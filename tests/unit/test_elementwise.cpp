@@ -18,8 +18,12 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-ScalarValue F(double v) { return ScalarValue::of_float(v); }
-ScalarValue I(std::int64_t v) { return ScalarValue::of_int(v); }
+ScalarValue F(double v) {
+    return ScalarValue::of_float(v);
+}
+ScalarValue I(std::int64_t v) {
+    return ScalarValue::of_int(v);
+}
 
 std::int64_t ei(Op op, DType dt, std::int64_t a, std::int64_t b = 0) {
     ScalarValue args[3] = {I(a), I(b), {}};
@@ -41,7 +45,9 @@ ScalarValue cast_i(std::int64_t v, DType from, DType to) {
     ScalarValue a = I(v);
     return eval_elementwise(Op::Cast, to, from, &a);
 }
-bool same_bits(double a, double b) { return std::signbit(a) == std::signbit(b) && (a == b || (a != a && b != b)); }
+bool same_bits(double a, double b) {
+    return std::signbit(a) == std::signbit(b) && (a == b || (a != a && b != b));
+}
 
 }  // namespace
 
@@ -236,9 +242,10 @@ TEST_CASE("float16 and bfloat16: one rounding per op, overflow to Inf, ties to e
     CHECK(ef(Op::Add, float16, 65504.0, 16.0) == kInf);  // exactly halfway to 2^16: ties to even is Inf
     CHECK(ef(Op::Add, float16, 65504.0, 15.0) == 65504.0);
     CHECK(ef(Op::Mul, float16, 256.0, 256.0) == kInf);
-    CHECK(ef(Op::Add, float16, 1.0, std::ldexp(1.0, -11)) == 1.0);                                 // tie -> even
-    CHECK(ef(Op::Add, float16, 1.0 + std::ldexp(1.0, -10), std::ldexp(1.0, -11)) == 1.0 + std::ldexp(1.0, -9));
-    CHECK(ef(Op::Add, bfloat16, 1.0, std::ldexp(1.0, -8)) == 1.0);                                 // tie -> even
+    CHECK(ef(Op::Add, float16, 1.0, std::ldexp(1.0, -11)) == 1.0);  // tie -> even
+    CHECK(ef(Op::Add, float16, 1.0 + std::ldexp(1.0, -10), std::ldexp(1.0, -11)) ==
+          1.0 + std::ldexp(1.0, -9));
+    CHECK(ef(Op::Add, bfloat16, 1.0, std::ldexp(1.0, -8)) == 1.0);  // tie -> even
     CHECK(ef(Op::Add, bfloat16, 1.0 + std::ldexp(1.0, -7), std::ldexp(1.0, -8)) == 1.0 + std::ldexp(1.0, -6));
     CHECK(cast_f(1.0 + std::ldexp(1.0, -8), float32, bfloat16).f == 1.0);
     CHECK(cast_f(1.0 + 3 * std::ldexp(1.0, -8), float32, bfloat16).f == 1.0 + std::ldexp(1.0, -6));
@@ -246,7 +253,8 @@ TEST_CASE("float16 and bfloat16: one rounding per op, overflow to Inf, ties to e
     CHECK(ef(Op::Mul, float16, std::ldexp(1.0, -24), 0.5) == 0.0);
     CHECK(ef(Op::Mul, float16, std::ldexp(1.0, -24), 1.5) == std::ldexp(1.0, -23));
     // float64 -> float16 rounds once (via float32 it would hit the tie and round down to 1)
-    CHECK(cast_f(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40), float64, float16).f == 1.0 + std::ldexp(1.0, -10));
+    CHECK(cast_f(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40), float64, float16).f ==
+          1.0 + std::ldexp(1.0, -10));
     CHECK(cast_f(1e6, float32, float16).f == kInf);
     CHECK(std::isnan(cast_f(kNaN, float32, bfloat16).f));
     CHECK(cast_f(3.0e38, float32, bfloat16).f != kInf);  // bfloat16 has float32's range

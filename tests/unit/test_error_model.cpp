@@ -1,8 +1,9 @@
 // The error model of docs/semantics.md, section 11 ("Errors"), on host tensors (no GPU; the CPU reference
-// evaluates): which exception types exist, that an error raised at the call leaves every preallocated output's
-// bytes as they were and Loom usable, that messages name the API, the shapes and dtypes and the caller's
-// file:line, out of memory at allocation, NVRTC's CompileError, and how LOOM_SYNC is read. The GPU half
-// (device outputs, asynchronous faults, LOOM_SYNC=1 in processes of their own) is tests/gpu/test_error_model.cpp.
+// evaluates): which exception types exist, that an error raised at the call leaves every preallocated
+// output's bytes as they were and Loom usable, that messages name the API, the shapes and dtypes and the
+// caller's file:line, out of memory at allocation, NVRTC's CompileError, and how LOOM_SYNC is read. The GPU
+// half (device outputs, asynchronous faults, LOOM_SYNC=1 in processes of their own) is
+// tests/gpu/test_error_model.cpp.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -13,13 +14,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <loom/loom.hpp>
+#include <loom/runtime/host_backend.hpp>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <loom/loom.hpp>
-#include <loom/runtime/host_backend.hpp>
 
 #include "error_message.hpp"
 
@@ -28,10 +28,16 @@ using namespace loom;
 namespace {
 
 /// " (test_error_model.cpp:<line>)": the location suffix of a message raised for that line.
-std::string at(int line) { return fmt::format(" (test_error_model.cpp:{})", line); }
+std::string at(int line) {
+    return fmt::format(" (test_error_model.cpp:{})", line);
+}
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
+bool starts_with(const std::string& s, const std::string& p) {
+    return s.rfind(p, 0) == 0;
+}
 bool ends_with(const std::string& s, const std::string& p) {
     return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
@@ -58,7 +64,8 @@ struct Poisoned {
 }  // namespace
 
 TEST_CASE("error model: the exception types (user errors are loom::Error, bugs are InternalError)") {
-    // Every error a user can cause is a loom::Error (a std::runtime_error); the runtime's kinds derive from it.
+    // Every error a user can cause is a loom::Error (a std::runtime_error); the runtime's kinds derive from
+    // it.
     static_assert(std::is_base_of_v<std::runtime_error, Error>);
     static_assert(std::is_base_of_v<Error, CompileError>);
     static_assert(std::is_base_of_v<Error, OutOfMemory>);
@@ -85,84 +92,104 @@ TEST_CASE("error model: an error while building an expression is raised by the o
     Tensor y = testing::random_tensor({4096}, float32, 2);
     Poisoned out({4096, 512}, float32);
     // assign() never runs: `x + y` throws first, naming the operator's line, shapes and dtypes.
-    int line = __LINE__; std::string msg = loom_test::error_message([&] { assign(out.t, x + y); });
+    int line = __LINE__ + 1;
+    std::string msg = loom_test::error_message([&] { assign(out.t, x + y); });
     CHECK(msg == "add(): shapes [4096, 512] float32 and [4096] float32 do not broadcast" + at(line));
     CHECK(out.untouched());
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, sum(x, 2) + 1.0); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, sum(x, 2) + 1.0); });
     CHECK(msg == "sum(): axis 2 out of range for operand [4096, 512] float32" + at(line));
     CHECK(out.untouched());
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, Array(x).reshape({512, 512}) * 2.0); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, Array(x).reshape({512, 512}) * 2.0); });
     CHECK(starts_with(msg, "reshape(): cannot reshape [4096, 512] float32"));
     CHECK(ends_with(msg, at(line)));
     CHECK(out.untouched());
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, Array(x).slice({ir::SliceSpec{0, 4097, 1}}) * 2.0); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, Array(x).slice({ir::SliceSpec{0, 4097, 1}}) * 2.0); });
     CHECK(starts_with(msg, "slice(): "));
     CHECK(contains(msg, "4097 out of range on axis 0 of [4096, 512] float32"));
     CHECK(ends_with(msg, at(line)));
     CHECK(out.untouched());
     Tensor flags = testing::random_tensor({4096, 512}, bool_, 3);
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, astype(flags + flags, float32)); });
-    CHECK(msg == "add(): operands [4096, 512] bool and [4096, 512] bool: arithmetic on bool; cast first" + at(line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, astype(flags + flags, float32)); });
+    CHECK(msg ==
+          "add(): operands [4096, 512] bool and [4096, 512] bool: arithmetic on bool; cast first" + at(line));
     CHECK(out.untouched());
     Tensor empty_rows = Tensor::host({0, 512}, float32);
-    line = __LINE__; msg = loom_test::error_message([&] { (void)max(empty_rows, 0); });
-    CHECK(starts_with(msg, "max(): reduction of operand [0, 512] float32 over axes [0]: axis 0 has length 0"));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)max(empty_rows, 0); });
+    CHECK(
+        starts_with(msg, "max(): reduction of operand [0, 512] float32 over axes [0]: axis 0 has length 0"));
     CHECK(ends_with(msg, at(line)));
 }
 
-TEST_CASE("error model: assign() checks every output before anything runs, and the outputs keep their bytes") {
+TEST_CASE(
+    "error model: assign() checks every output before anything runs, and the outputs keep their bytes") {
     Tensor x = testing::random_tensor({2, 3}, float32, 11);
     const Array a = x * 2.0;
     const Array b = x - 1.0;
     Poisoned out({2, 3}, float32), other({2, 3}, float32);
 
     Poisoned wrong_shape({3, 2}, float32);
-    int line = __LINE__; std::string msg = loom_test::error_message([&] { assign(wrong_shape.t, a); });
+    int line = __LINE__ + 1;
+    std::string msg = loom_test::error_message([&] { assign(wrong_shape.t, a); });
     CHECK(msg == "assign(): output [3, 2] float32 does not match the array [2, 3] float32" + at(line));
     CHECK(wrong_shape.untouched());
 
     Poisoned wrong_dtype({2, 3}, float64);
-    line = __LINE__; msg = loom_test::error_message([&] { assign(wrong_dtype.t, a); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(wrong_dtype.t, a); });
     CHECK(msg == "assign(): output [2, 3] float64 does not match the array [2, 3] float32" + at(line));
     CHECK(wrong_dtype.untouched());
 
     // With several outputs, a later mismatch is found before the first output is written.
-    line = __LINE__; msg = loom_test::error_message([&] { assign({out.t, wrong_dtype.t}, {a, b}); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign({out.t, wrong_dtype.t}, {a, b}); });
     CHECK(msg == "assign(): output [2, 3] float64 does not match the array [2, 3] float32" + at(line));
     CHECK(out.untouched());
     CHECK(wrong_dtype.untouched());
 
-    line = __LINE__; msg = loom_test::error_message([&] { assign({out.t}, {a, b}); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign({out.t}, {a, b}); });
     CHECK(msg == "assign(): 1 outputs for 2 arrays" + at(line));
     CHECK(out.untouched());
 
-    line = __LINE__; msg = loom_test::error_message([&] { assign({out.t, out.t}, {a, b}); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign({out.t, out.t}, {a, b}); });
     CHECK(msg == "assign(): outputs 0 and 1 share memory; each result needs its own" + at(line));
     CHECK(out.untouched());
 
     const Tensor undefined;
-    line = __LINE__; msg = loom_test::error_message([&] { assign({out.t, undefined}, {a, b}); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign({out.t, undefined}, {a, b}); });
     CHECK(msg == "assign(): output <undefined> does not match the array [2, 3] float32" + at(line));
     CHECK(out.untouched());
 
     // A placeholder (an input with no tensor bound, as a traced function's arguments are while tracing).
     const Array p(ir::input(float32, {2, 3}, "p"));
-    line = __LINE__; msg = loom_test::error_message([&] { assign({other.t, out.t}, {b, p * 2.0}); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign({other.t, out.t}, {b, p * 2.0}); });
     CHECK(msg == "eval(): input p ([2, 3] float32) is a placeholder with no tensor bound" + at(line));
     CHECK(out.untouched());
     CHECK(other.untouched());
 
-    // An output that overlaps itself (a broadcast view: a stride 0) is checked with the others, before anything
-    // runs: with two outputs, the first one keeps its bytes too. (A transposed view is a valid output.)
+    // An output that overlaps itself (a broadcast view: a stride 0) is checked with the others, before
+    // anything runs: with two outputs, the first one keeps its bytes too. (A transposed view is a valid
+    // output.)
     Poisoned storage({1, 3}, float32);
     const Tensor broadcast = storage.t.as_strided({2, 3}, {0, 1}, 0);
     REQUIRE_FALSE(broadcast.is_non_overlapping());
-    const std::string overlap = "assign(): output [2, 3] float32 with strides [0, 1] overlaps itself (a broadcast view); each "
-                                "element needs memory of its own";
-    line = __LINE__; msg = loom_test::error_message([&] { assign(broadcast, a); });
+    const std::string overlap =
+        "assign(): output [2, 3] float32 with strides [0, 1] overlaps itself (a broadcast view); each "
+        "element needs memory of its own";
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(broadcast, a); });
     CHECK(msg == overlap + at(line));
     CHECK(storage.untouched());
-    line = __LINE__; msg = loom_test::error_message([&] { assign({out.t, broadcast}, {a, b}); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign({out.t, broadcast}, {a, b}); });
     CHECK(msg == overlap + at(line));
     CHECK(out.untouched());
     CHECK(storage.untouched());
@@ -185,14 +212,16 @@ TEST_CASE("error model: inputs and outputs on different devices are raised at th
     Poisoned out({2, 3}, float32);
 
     const Array mixed = g + h;
-    int line = __LINE__; std::string msg = loom_test::error_message([&] { assign(out.t, mixed); });
+    int line = __LINE__ + 1;
+    std::string msg = loom_test::error_message([&] { assign(out.t, mixed); });
     CHECK(starts_with(msg, "eval(): inputs on different devices: "));
     CHECK(contains(msg, "[2, 3] float32 on cuda:0"));
     CHECK(contains(msg, "[2, 3] float32 on cpu"));
     CHECK(ends_with(msg, at(line)));
     CHECK(out.untouched());
 
-    line = __LINE__; msg = loom_test::error_message([&] { assign(out.t, g * 2.0); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { assign(out.t, g * 2.0); });
     CHECK(msg == "assign(): output on cpu but the inputs are on cuda:0" + at(line));
     CHECK(out.untouched());
     CHECK(std::all_of(buf.begin(), buf.end(), [](float v) { return v == 0.0f; }));
@@ -203,10 +232,13 @@ TEST_CASE("error model: a traced function checks its outputs at the call, and th
     const int def_line = __LINE__ - 1;
     Tensor x = testing::random_tensor({4, 3}, float32, 31);
     Poisoned wrong({4, 3}, float64), right({4, 3}, float32);
-    int line = __LINE__; std::string msg = loom_test::error_message([&] { f(x, wrong.t); });
-    CHECK(starts_with(msg, "error_model_scale(): output 0 is [4, 3] float64 on cpu but the result is [4, 3] float32"));
-    CHECK(contains(msg, fmt::format("(test_error_model.cpp:{}; the function is defined at test_error_model.cpp:{})",
-                                    line, def_line)));
+    int line = __LINE__ + 1;
+    std::string msg = loom_test::error_message([&] { f(x, wrong.t); });
+    CHECK(starts_with(
+        msg, "error_model_scale(): output 0 is [4, 3] float64 on cpu but the result is [4, 3] float32"));
+    CHECK(contains(
+        msg, fmt::format("(test_error_model.cpp:{}; the function is defined at test_error_model.cpp:{})",
+                         line, def_line)));
     CHECK(wrong.untouched());
     f(x, right.t);
     CHECK_FALSE(right.untouched());
@@ -216,13 +248,14 @@ TEST_CASE("error model: a traced function checks its outputs at the call, and th
     }
 }
 
-TEST_CASE("error model: out of memory at allocation is an OutOfMemory raised at the call, outputs untouched") {
+TEST_CASE(
+    "error model: out of memory at allocation is an OutOfMemory raised at the call, outputs untouched") {
     // 2^60 bytes: beyond any address space, so the allocation fails whatever the overcommit policy. The input
     // is one byte broadcast by a zero stride; the output is the sum of its elements times 3, whose operand
     // the reference materializes (an output may not overlap itself, so the huge array is an intermediate).
-    // The LLVM back end fuses the product into the reduction and materializes nothing of n bytes; it shares the
-    // one long row's chunks of 8192 among tasks, whose partials (16 bytes per chunk, 2^51 bytes) are its first
-    // and only allocation.
+    // The LLVM back end fuses the product into the reduction and materializes nothing of n bytes; it shares
+    // the one long row's chunks of 8192 among tasks, whose partials (16 bytes per chunk, 2^51 bytes) are its
+    // first and only allocation.
     const std::int64_t n = std::int64_t{1} << 60;
     const bool llvm = host_backend_info().llvm;
     const std::int64_t requested = llvm ? n / 8192 * 16 : n;
@@ -237,24 +270,28 @@ TEST_CASE("error model: out of memory at allocation is an OutOfMemory raised at 
         const std::string msg = e.what();
         MESSAGE(msg);
         CHECK(e.requested() == static_cast<std::size_t>(requested));
-        CHECK(starts_with(msg, fmt::format("out of memory: allocating {} bytes ({}) of host memory failed", requested,
-                                           llvm ? "2.0 PiB" : "1.0 EiB")));
+        CHECK(starts_with(msg, fmt::format("out of memory: allocating {} bytes ({}) of host memory failed",
+                                           requested, llvm ? "2.0 PiB" : "1.0 EiB")));
     }
-    CHECK(out_value == 0x5a5a5a5a);  // the reference evaluates into its own memory first: nothing reached the output
+    CHECK(out_value ==
+          0x5a5a5a5a);  // the reference evaluates into its own memory first: nothing reached the output
     CHECK(in_byte == 7);
     CHECK_THROWS_AS((void)(Array(in) * 3).eval(), OutOfMemory);
     // OutOfMemory is a loom::Error; Loom is usable afterwards.
     CHECK_THROWS_AS((void)(Array(in) + 1).eval(), Error);
     Tensor small = testing::random_tensor({8}, uint8, 41);
     Tensor r = Array(small) * 3;
-    for (std::int64_t i = 0; i < 8; ++i) CHECK(r.get_int(i) == static_cast<std::uint8_t>(small.get_int(i) * 3));
+    for (std::int64_t i = 0; i < 8; ++i)
+        CHECK(r.get_int(i) == static_cast<std::uint8_t>(small.get_int(i) * 3));
 }
 
-TEST_CASE("error model: NVRTC rejecting a kernel is a CompileError raised at the call, with log, options and source") {
-    // Loom's own kernels are generated from the IR and kernel names are sanitized (codegen/src/names.cpp), so no
-    // input to assign(), eval(), compile() or a traced function reaches NVRTC as unchecked text: through those a
-    // CompileError means a bug in Loom's code generator. The NVRTC wrapper is public API (loom/runtime/nvrtc.hpp),
-    // and a source it rejects shows the error's contents. No GPU needed.
+TEST_CASE(
+    "error model: NVRTC rejecting a kernel is a CompileError raised at the call, with log, options and "
+    "source") {
+    // Loom's own kernels are generated from the IR and kernel names are sanitized (codegen/src/names.cpp), so
+    // no input to assign(), eval(), compile() or a traced function reaches NVRTC as unchecked text: through
+    // those a CompileError means a bug in Loom's code generator. The NVRTC wrapper is public API
+    // (loom/runtime/nvrtc.hpp), and a source it rejects shows the error's contents. No GPU needed.
     const std::string source = "extern \"C\" __global__ void error_model_broken() { this is not C++; }\n";
     nvrtc::Options options;  // sm_90 (an H200), as without a GPU
     // A CompileError is a loom::Error.
@@ -275,7 +312,8 @@ TEST_CASE("error model: NVRTC rejecting a kernel is a CompileError raised at the
         const std::string text((std::istreambuf_iterator<char>(saved)), std::istreambuf_iterator<char>());
         CHECK(text == source);
         std::error_code ec;
-        std::filesystem::remove(e.source_path(), ec);  // the same path both times: the name and the source's hash
+        std::filesystem::remove(e.source_path(),
+                                ec);  // the same path both times: the name and the source's hash
     }
 }
 
@@ -291,7 +329,8 @@ TEST_CASE("nvrtc: arch-specific kernels compile for sm_XYa, and a PTX-only targe
     CHECK(nvrtc::option_list(options).front() == "--gpu-architecture=compute_90");
 }
 
-TEST_CASE("error model: a device evaluation without a GPU is a NoDeviceError at the call, outputs untouched") {
+TEST_CASE(
+    "error model: a device evaluation without a GPU is a NoDeviceError at the call, outputs untouched") {
     if (cuda_available()) {
         MESSAGE("a CUDA device is present: the no-GPU behaviour is not tested here");
         return;

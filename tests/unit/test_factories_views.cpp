@@ -6,10 +6,10 @@
 
 #include <cmath>
 #include <cstring>
-
 #include <loom/loom.hpp>
-#include "error_message.hpp"
+
 #include "../common/views_checks.hpp"
+#include "error_message.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/gpu_executor.hpp"
 
@@ -35,7 +35,8 @@ double cast_value(double v, DType d) {
 codegen::FusionPlan plan_of(const std::vector<Array>& arrays) {
     std::vector<ir::NodePtr> roots;
     for (const Array& a : arrays) roots.push_back(a.node());
-    return gpu::plan_bound(ir::run_pipeline(roots, ir::standard_passes()), gpu::planning_device(), Options{}, "", nullptr);
+    return gpu::plan_bound(ir::run_pipeline(roots, ir::standard_passes()), gpu::planning_device(), Options{},
+                           "", nullptr);
 }
 
 }  // namespace
@@ -51,13 +52,15 @@ TEST_CASE("factories: arange's values are start + i * step in float64, rounded o
             CAPTURE(name(d));
             const Tensor b = on_host(arange(0.0, static_cast<double>(n), 1.0, d, Device::cpu()));
             const auto w = b.to_vector<double>();
-            for (std::int64_t i = 0; i < n; ++i) REQUIRE(w[static_cast<std::size_t>(i)] == cast_value(static_cast<double>(i), d));
+            for (std::int64_t i = 0; i < n; ++i)
+                REQUIRE(w[static_cast<std::size_t>(i)] == cast_value(static_cast<double>(i), d));
         }
     }
     // A fractional float step: element i is the float64 start + i * step rounded to float32 once.
     const auto f = on_host(arange(0.5, 3.0, 0.1, float32, Device::cpu())).to_vector<float>();
     REQUIRE(f.size() == 25);  // ceil((3 - 0.5) / 0.1) = 25
-    for (std::size_t i = 0; i < f.size(); ++i) CHECK(f[i] == static_cast<float>(0.5 + static_cast<double>(i) * 0.1));
+    for (std::size_t i = 0; i < f.size(); ++i)
+        CHECK(f[i] == static_cast<float>(0.5 + static_cast<double>(i) * 0.1));
     // A negative step, and an empty range.
     const auto down = on_host(arange(5.0, 0.0, -2.0, int32, Device::cpu())).to_vector<std::int32_t>();
     CHECK(down == std::vector<std::int32_t>{5, 3, 1});
@@ -71,7 +74,8 @@ TEST_CASE("factories: linspace, full, zeros, ones and eye") {
     CHECK(l.back() == 2.0);  // the endpoint is stop itself
     const auto open = on_host(linspace(0.0, 1.0, 4, float32, false, Device::cpu())).to_vector<float>();
     CHECK(open == std::vector<float>{0.0f, 0.25f, 0.5f, 0.75f});
-    CHECK(on_host(linspace(3.0, 4.0, 1, float32, true, Device::cpu())).to_vector<float>() == std::vector<float>{3.0f});
+    CHECK(on_host(linspace(3.0, 4.0, 1, float32, true, Device::cpu())).to_vector<float>() ==
+          std::vector<float>{3.0f});
     CHECK(linspace(3.0, 4.0, 0, float32, true, Device::cpu()).shape() == Shape{0});
     for (DType d : kAllDTypes) {
         CAPTURE(name(d));
@@ -83,29 +87,42 @@ TEST_CASE("factories: linspace, full, zeros, ones and eye") {
     CHECK(on_host(full({4}, 2.5, bfloat16, Device::cpu())).to_vector<float>() == std::vector<float>(4, 2.5f));
     const auto e = on_host(eye(3, 4, 1, int32, Device::cpu())).to_vector<std::int32_t>();
     CHECK(e == std::vector<std::int32_t>{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
-    CHECK(on_host(eye(2, -1, 0, float32, Device::cpu())).to_vector<float>() == std::vector<float>{1, 0, 0, 1});
+    CHECK(on_host(eye(2, -1, 0, float32, Device::cpu())).to_vector<float>() ==
+          std::vector<float>{1, 0, 0, 1});
 }
 
 TEST_CASE("factories: errors name the factory, the arguments and the caller's line") {
-    int line = __LINE__; std::string msg = loom_test::error_message([&] { (void)arange(0.0, 1.0, 0.0); });
+    int line = __LINE__ + 1;
+    std::string msg = loom_test::error_message([&] { (void)arange(0.0, 1.0, 0.0); });
     CHECK(msg == fmt::format("arange(): step is 0 (test_factories_views.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)arange(0.0, 2.0, 0.5, int32); });
-    CHECK(msg == fmt::format("arange(): start 0 and step 0.5 must be integers for int32 (test_factories_views.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)linspace(0.0, 1.0, -1); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)arange(0.0, 2.0, 0.5, int32); });
+    CHECK(
+        msg ==
+        fmt::format("arange(): start 0 and step 0.5 must be integers for int32 (test_factories_views.cpp:{})",
+                    line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)linspace(0.0, 1.0, -1); });
     CHECK(msg == fmt::format("linspace(): num -1 is negative (test_factories_views.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)full({2}, 0.5, int8); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)full({2}, 0.5, int8); });
     CHECK(msg.rfind("full(): ", 0) == 0);
     CHECK(msg.find(fmt::format("test_factories_views.cpp:{}", line)) != std::string::npos);
-    line = __LINE__; msg = loom_test::error_message([&] { (void)full({-1}, 1.0); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)full({-1}, 1.0); });
     CHECK(msg.rfind("full(): negative extent", 0) == 0);
     const std::vector<double> three{1, 2, 3};
-    line = __LINE__; msg = loom_test::error_message([&] { (void)from_host(three, {2, 2}, float32, Device::cpu()); });
-    CHECK(msg == fmt::format("from_host(): 3 values for shape [2, 2] (4 elements) (test_factories_views.cpp:{})", line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)from_host(three, {2, 2}, float32, Device::cpu()); });
+    CHECK(msg ==
+          fmt::format("from_host(): 3 values for shape [2, 2] (4 elements) (test_factories_views.cpp:{})",
+                      line));
 }
 
 TEST_CASE("factories are lazy: they fuse into the kernel that uses them, nothing is materialized") {
     Tensor x = testing::random_tensor({64, 1000}, float32, 3);
-    const Array y = Array(x) * arange(0.0, 1000.0, 1.0, float32, Device::cpu()) + ones({64, 1000}, float32, Device::cpu());
+    const Array y = Array(x) * arange(0.0, 1000.0, 1.0, float32, Device::cpu()) +
+                    ones({64, 1000}, float32, Device::cpu());
     const codegen::FusionPlan p = plan_of({y});
     REQUIRE(p.partition.kernels.size() == 1);
     CHECK(p.partition.temps.empty());
@@ -128,7 +145,8 @@ TEST_CASE("from_host and to_vector convert as a cast does") {
 }
 
 TEST_CASE("tensor views: the same memory, checked arguments, clear errors") {
-    Tensor a = from_host(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, float32, Device::cpu());
+    Tensor a =
+        from_host(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, float32, Device::cpu());
     const Tensor col = a.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, 1}, {2, 3, 1}});
     CHECK(col.shape() == Shape{3, 1});
     CHECK(col.data() == static_cast<float*>(a.data()) + 2);
@@ -153,7 +171,8 @@ TEST_CASE("tensor views: the same memory, checked arguments, clear errors") {
     CHECK(halves.to_vector<float>()[3] == 1.0f);  // the upper half of 1.0f, little-endian
     // Errors.
     std::string msg = loom_test::error_message([&] { (void)t.reshape({12}); });
-    CHECK(msg.rfind("reshape(): [4, 3] float32 (strides [1, 4]) cannot be viewed as [12] without a copy", 0) == 0);
+    CHECK(msg.rfind("reshape(): [4, 3] float32 (strides [1, 4]) cannot be viewed as [12] without a copy",
+                    0) == 0);
     msg = loom_test::error_message([&] { (void)a.permute({0, 0}); });
     CHECK(msg.rfind("permute(): ", 0) == 0);
     msg = loom_test::error_message([&] { (void)a.slice({{0, 9, 1}}); });
@@ -162,13 +181,17 @@ TEST_CASE("tensor views: the same memory, checked arguments, clear errors") {
     CHECK(msg == "squeeze(): axis 0 of [3, 4] float32 (strides [4, 1]) has extent 3, not 1");
     msg = loom_test::error_message([&] { (void)t.view(bfloat16); });
     CHECK(msg.rfind("view(): [4, 3] float32 (strides [1, 4]) as bfloat16 changes the element size", 0) == 0);
-    msg = loom_test::error_message([&] { (void)a.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, 1}, {1, 4, 1}}).view(float64); });
+    msg = loom_test::error_message([&] {
+        (void)a.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, 1}, {1, 4, 1}}).view(float64);
+    });
     CHECK(msg.rfind("view(): ", 0) == 0);
     CHECK(!a.slice({{0, 1, 1}}).as_strided({3, 4}, {0, 1}, 0).is_non_overlapping());
     CHECK(t.is_non_overlapping());
 }
 
-TEST_CASE("writes into strided views: columns, strided slices, reversed and transposed views of 2-D to 4-D tensors") {
+TEST_CASE(
+    "writes into strided views: columns, strided slices, reversed and transposed views of 2-D to 4-D "
+    "tensors") {
     views_checks::check_strided_writes(Device::cpu());
 }
 
@@ -176,7 +199,9 @@ TEST_CASE("writes into views at every alignment, steps 1, 2 and -1, sizes 0 to 4
     views_checks::check_aligned_writes(Device::cpu());
 }
 
-TEST_CASE("writes into views that overlap their inputs: a reduction into a column, x[::2] from itself, a shift, a transpose") {
+TEST_CASE(
+    "writes into views that overlap their inputs: a reduction into a column, x[::2] from itself, a shift, a "
+    "transpose") {
     views_checks::check_overlapping_writes(Device::cpu());
 }
 

@@ -1,6 +1,6 @@
 // Faults injected on the host (loom/runtime/testing_faults.hpp; docs/reliability.md): every host allocation
-// of an evaluation fails in turn, and every NVRTC compilation of compile(), and disk-cache writes fail as on a
-// full disk or a read-only directory. After each fault: the error is the one a real failure raises
+// of an evaluation fails in turn, and every NVRTC compilation of compile(), and disk-cache writes fail as on
+// a full disk or a read-only directory. After each fault: the error is the one a real failure raises
 // (OutOfMemory, CompileError; for the disk cache one warning and the kernels kept in memory), nothing leaks
 // (the live host blocks return to their count before), the user's tensors keep their bytes, and the next
 // evaluation gives the right results. The device allocation sites are tests/gpu/test_faults.cpp.
@@ -15,10 +15,9 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <loom/loom.hpp>
 #include <string>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "disk_cache_test_util.hpp"
 #include "loom/runtime/disk_cache.hpp"
@@ -36,7 +35,9 @@ std::vector<unsigned char> bytes_of(const Tensor& t) {
     return {p, p + t.nbytes()};
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 /// One evaluation under test: `run` evaluates into `outputs` (preallocated, poisoned before each faulty run)
 /// or into tensors of its own, which it stores in `fresh`; `inputs` must keep their bytes.
@@ -84,7 +85,8 @@ std::uint64_t fail_each_host_allocation(Scenario& s) {
                 what = "no error";
             } catch (const OutOfMemory& e) {
                 what = e.what();
-                clean = contains(what, "out of memory: allocating ") && contains(what, "of host memory failed") &&
+                clean = contains(what, "out of memory: allocating ") &&
+                        contains(what, "of host memory failed") &&
                         contains(what, "a fault injected by loom::testing::inject_fault") &&
                         testing::faults_injected(FaultSite::HostAllocation) == 1;
             } catch (const std::exception& e) {
@@ -116,9 +118,9 @@ TEST_CASE("faults: unarmed sites count nothing, an armed site fails once, at its
     CHECK(testing::fault_events(FaultSite::HostAllocation) == 0);
     {
         testing::FaultScope scope(FaultSite::HostAllocation, 1);
-        (void)Tensor::host({4}, float32);                                 // event 0
+        (void)Tensor::host({4}, float32);                                // event 0
         CHECK_THROWS_AS((void)Tensor::host({4}, float32), OutOfMemory);  // event 1
-        (void)Tensor::host({4}, float32);                                 // event 2
+        (void)Tensor::host({4}, float32);                                // event 2
         CHECK(testing::fault_events(FaultSite::HostAllocation) == 3);
         CHECK(testing::faults_injected(FaultSite::HostAllocation) == 1);
         CHECK(testing::fault_events(FaultSite::NvrtcCompile) == 0);  // other sites stay unarmed
@@ -127,12 +129,14 @@ TEST_CASE("faults: unarmed sites count nothing, an armed site fails once, at its
     CHECK_NOTHROW((void)Tensor::host({4}, float32));
 }
 
-TEST_CASE("faults: every host allocation of an evaluation fails in turn: OutOfMemory, no leak, tensors kept") {
+TEST_CASE(
+    "faults: every host allocation of an evaluation fails in turn: OutOfMemory, no leak, tensors kept") {
     Tensor x = testing::random_tensor({64, 48}, float32, 11);
     Tensor w = testing::random_tensor({48}, float32, 12);
     Tensor b = testing::random_tensor({48}, float32, 13);
     Tensor i32 = testing::random_tensor({64, 48}, int32, 14, testing::Random::uniform(-1000, 1000));
-    auto traced = loom::function("faults_scale_bias", [](Array a, Array s, Array c) { return gelu(a * s + c); });
+    auto traced =
+        loom::function("faults_scale_bias", [](Array a, Array s, Array c) { return gelu(a * s + c); });
 
     std::vector<Scenario> scenarios;
     {
@@ -149,10 +153,11 @@ TEST_CASE("faults: every host allocation of an evaluation fails in turn: OutOfMe
         scenarios.push_back(s);
     }
     {
-        Scenario s{"assign({softmax, layernorm, transposed mean})",
-                   {x, w, b},
-                   {Tensor::host({64, 48}, float32), Tensor::host({64, 48}, float32), Tensor::host({48}, float32)},
-                   {}};
+        Scenario s{
+            "assign({softmax, layernorm, transposed mean})",
+            {x, w, b},
+            {Tensor::host({64, 48}, float32), Tensor::host({64, 48}, float32), Tensor::host({48}, float32)},
+            {}};
         s.run = [&, outs = s.outputs] {
             assign(outs, {softmax(x), layernorm(x, w, b, 1e-5), mean(Array(x).transposed(), 1)});
             return outs;
@@ -160,10 +165,13 @@ TEST_CASE("faults: every host allocation of an evaluation fails in turn: OutOfMe
         scenarios.push_back(s);
     }
     {
-        Scenario s{"views and integers: (i32 slice, reshape, permute) % 7, argmax", {i32},
-                   {Tensor::host({24, 32}, int32), Tensor::host({48}, int64)}, {}};
+        Scenario s{"views and integers: (i32 slice, reshape, permute) % 7, argmax",
+                   {i32},
+                   {Tensor::host({24, 32}, int32), Tensor::host({48}, int64)},
+                   {}};
         s.run = [&, outs = s.outputs] {
-            const Array v = Array(i32).slice({{0, 64, 2}}).reshape({4, 8, 48}).permute({2, 0, 1}).reshape({48, 32});
+            const Array v =
+                Array(i32).slice({{0, 64, 2}}).reshape({4, 8, 48}).permute({2, 0, 1}).reshape({48, 32});
             assign(outs, {(v.slice({{0, 48, 2}}) % 7) * 3, argmax(i32, 0)});
             return outs;
         };
@@ -179,7 +187,10 @@ TEST_CASE("faults: every host allocation of an evaluation fails in turn: OutOfMe
         scenarios.push_back(s);
     }
     {
-        Scenario s{"traced function, new and preallocated outputs", {x, w, b}, {Tensor::host({64, 48}, float32)}, {}};
+        Scenario s{"traced function, new and preallocated outputs",
+                   {x, w, b},
+                   {Tensor::host({64, 48}, float32)},
+                   {}};
         s.run = [&, out = s.outputs[0]] {
             Tensor fresh = traced(x, w, b);
             traced(x, w, b, out);
@@ -193,13 +204,14 @@ TEST_CASE("faults: every host allocation of an evaluation fails in turn: OutOfMe
         MESSAGE(s.name, ": ", n, " host allocations, each failed once");
         sites += n;
     }
-    MESSAGE("host allocation faults: ", g_host_totals.injected, " injected, ", g_host_totals.survived, " survived (",
-            sites, " sites)");
+    MESSAGE("host allocation faults: ", g_host_totals.injected, " injected, ", g_host_totals.survived,
+            " survived (", sites, " sites)");
     CHECK(g_host_totals.injected == sites);
     CHECK(g_host_totals.survived == g_host_totals.injected);
 }
 
-TEST_CASE("faults: every NVRTC compilation of compile() fails in turn: CompileError, nothing stored, next works") {
+TEST_CASE(
+    "faults: every NVRTC compilation of compile() fails in turn: CompileError, nothing stored, next works") {
     test::TempDir dir;
     const char* saved = std::getenv("LOOM_CACHE_DIR");
     const std::string saved_value = saved ? saved : "";
@@ -236,7 +248,8 @@ TEST_CASE("faults: every NVRTC compilation of compile() fails in turn: CompileEr
             } catch (const CompileError& e) {
                 what = e.what();
                 clean = contains(what, "NVRTC failed for kernel faults_nvrtc") &&
-                        contains(e.log(), "a fault injected by loom::testing::inject_fault") && !e.options().empty();
+                        contains(e.log(), "a fault injected by loom::testing::inject_fault") &&
+                        !e.options().empty();
             } catch (const std::exception& e) {
                 what = fmt::format("not a CompileError: {}", e.what());
             }
@@ -253,7 +266,8 @@ TEST_CASE("faults: every NVRTC compilation of compile() fails in turn: CompileEr
         const CompileReport again = compile(arrays, "faults_nvrtc");  // the failed kernel compiles now
         CHECK(again.kernels == 3);
         CHECK(again.disk_hits == 2);
-        if (clean && entries == 2 && temporaries == 0 && again.kernels == 3 && again.disk_hits == 2) ++survived;
+        if (clean && entries == 2 && temporaries == 0 && again.kernels == 3 && again.disk_hits == 2)
+            ++survived;
     }
     MESSAGE("NVRTC faults: ", sites, " injected, ", survived, " survived");
     CHECK(survived == sites);
@@ -264,16 +278,22 @@ TEST_CASE("faults: every NVRTC compilation of compile() fails in turn: CompileEr
         CHECK(r.numel() == 256 * 64);
         CHECK(testing::fault_events(FaultSite::NvrtcCompile) == 0);
     }
-    if (saved) setenv("LOOM_CACHE_DIR", saved_value.c_str(), 1);
-    else unsetenv("LOOM_CACHE_DIR");
+    if (saved)
+        setenv("LOOM_CACHE_DIR", saved_value.c_str(), 1);
+    else
+        unsetenv("LOOM_CACHE_DIR");
     reset_disk_cache();
 }
 
 namespace {
 
 /// A cache key and image of `n` (distinct per n), as compile_cached would store.
-DiskCacheKey key_of(int n) { return make_disk_cache_key(fmt::format("// kernel {}\nint k{};\n", n, n), {"-arch=x"}, false, 0); }
-std::string image_of(int n) { return std::string(4096 + static_cast<std::size_t>(n), static_cast<char>('a' + n % 26)); }
+DiskCacheKey key_of(int n) {
+    return make_disk_cache_key(fmt::format("// kernel {}\nint k{};\n", n, n), {"-arch=x"}, false, 0);
+}
+std::string image_of(int n) {
+    return std::string(4096 + static_cast<std::size_t>(n), static_cast<char>('a' + n % 26));
+}
 
 std::size_t count_files(const std::filesystem::path& d, std::string_view prefix, std::string_view ext) {
     std::size_t n = 0;
@@ -313,13 +333,15 @@ void check_store_failure(int error, const char* text) {
 
 }  // namespace
 
-TEST_CASE("faults: a disk cache write that fails (disk full, read-only) warns once, the cache stops storing") {
+TEST_CASE(
+    "faults: a disk cache write that fails (disk full, read-only) warns once, the cache stops storing") {
     check_store_failure(ENOSPC, "write failed: No space left on device");
     check_store_failure(EROFS, "open failed: Read-only file system");
     check_store_failure(EACCES, "open failed: Permission denied");
 }
 
-TEST_CASE("faults: compile() on a full disk cache: one warning, every kernel still compiled and kept in memory") {
+TEST_CASE(
+    "faults: compile() on a full disk cache: one warning, every kernel still compiled and kept in memory") {
     test::TempDir t;
     const char* saved = std::getenv("LOOM_CACHE_DIR");
     const std::string saved_value = saved ? saved : "";
@@ -344,8 +366,10 @@ TEST_CASE("faults: compile() on a full disk cache: one warning, every kernel sti
     CHECK(s.stores == 0);
     CHECK(s.store_failures == 3);
     CHECK(count_files(t.path / "cache", "", "") == 0);
-    if (saved) setenv("LOOM_CACHE_DIR", saved_value.c_str(), 1);
-    else unsetenv("LOOM_CACHE_DIR");
+    if (saved)
+        setenv("LOOM_CACHE_DIR", saved_value.c_str(), 1);
+    else
+        unsetenv("LOOM_CACHE_DIR");
     reset_disk_cache();
 }
 
@@ -402,7 +426,8 @@ TEST_CASE("faults: a real full and a real read-only cache directory (tmpfs in a 
         CHECK(count_files(t.path / "full", ".tmp-", "") == 0);  // the partial temporary was removed
     }
     ::umount((t.path / "full").c_str());
-    // Read-only: written while writable, then remounted read-only: entries load, stores fail with one warning.
+    // Read-only: written while writable, then remounted read-only: entries load, stores fail with one
+    // warning.
     REQUIRE(mount_tmpfs(t.path / "ro", "size=1m,mode=0700", why));
     {
         DiskCache c(t.path / "ro", 0);

@@ -3,17 +3,15 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <loom/loom.hpp>
-
 #include <functional>
+#include <loom/loom.hpp>
 #include <thread>
 
+#include "error_message.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/runtime/gpu_executor.hpp"
 #include "loom/runtime/program.hpp"
-
-#include "error_message.hpp"
 
 using namespace loom;
 
@@ -23,13 +21,17 @@ Tensor host_random(const Shape& shape, DType dt, std::uint64_t seed) {
     return testing::random_tensor(shape, dt, seed);
 }
 
-float at(const Tensor& t, std::int64_t i) { return static_cast<float>(t.get_double(i)); }
+float at(const Tensor& t, std::int64_t i) {
+    return static_cast<float>(t.get_double(i));
+}
 
 }  // namespace
 
 TEST_CASE("a traced function gives the same values as the expression evaluated directly") {
-    auto f = loom::function("scale_bias_act", [](Array x, Array scale, Array bias) { return gelu(x * scale + bias); });
-    Tensor x = host_random({8, 16}, float32, 1), s = host_random({16}, float32, 2), b = host_random({16}, float32, 3);
+    auto f = loom::function("scale_bias_act",
+                            [](Array x, Array scale, Array bias) { return gelu(x * scale + bias); });
+    Tensor x = host_random({8, 16}, float32, 1), s = host_random({16}, float32, 2),
+           b = host_random({16}, float32, 3);
     const Tensor got = f(x, s, b);
     const Tensor want = gelu(x * s + b);
     REQUIRE(got.shape() == Shape{8, 16});
@@ -85,7 +87,8 @@ TEST_CASE("scalars captured by the callable keep the value they had when it was 
 TEST_CASE("errors name the function and the user's line") {
     auto bad = loom::function("bad_shapes", [](Array a, Array b) { return a + b; });
     Tensor a = host_random({4, 3}, float32, 11), b = host_random({5}, float32, 12);
-    CHECK_THROWS_WITH_AS((void)bad(a, b), doctest::Contains("add(): shapes [4, 3] float32 and [5] float32 do not broadcast"),
+    CHECK_THROWS_WITH_AS((void)bad(a, b),
+                         doctest::Contains("add(): shapes [4, 3] float32 and [5] float32 do not broadcast"),
                          Error);
     Tensor captured = host_random({3}, float32, 13);
     auto reads_capture = loom::function("reads_capture", [&captured](Array x) { return x + captured; });
@@ -102,21 +105,25 @@ TEST_CASE("errors name the function and the user's line") {
     const int def_line = __LINE__ - 1;
     CHECK_THROWS_AS(f(a, out_wrong), Error);
     // The call's line and the definition's: a wrong output, and an undefined argument.
-    int line = __LINE__; std::string msg = loom_test::error_message([&] { f(a, out_wrong); });
+    int line = __LINE__ + 1;
+    std::string msg = loom_test::error_message([&] { f(a, out_wrong); });
     CHECK(msg.find("plus_one(): output 0 is [2] float32 on cpu but the result is [4, 3] float32") == 0);
     CHECK(msg.find(fmt::format("test_function.cpp:{}; the function is defined at test_function.cpp:{})", line,
                                def_line)) != std::string::npos);
     const Tensor undefined;
-    line = __LINE__; msg = loom_test::error_message([&] { (void)f(undefined); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)f(undefined); });
     CHECK(msg.find("plus_one(): argument 0 is an undefined Tensor") == 0);
     CHECK(msg.find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
-    line = __LINE__; msg = loom_test::error_message([&] { (void)f.cuda_source(undefined); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)f.cuda_source(undefined); });
     CHECK(msg.find(fmt::format("test_function.cpp:{};", line)) != std::string::npos);
 }
 
 TEST_CASE("cuda_source of a traced function shows its kernel, named after it") {
     auto f = loom::function("scale_bias_act", [](Array x, Array s, Array b) { return relu(x * s + b); });
-    Tensor x = host_random({64, 32}, float32, 14), s = host_random({32}, float32, 15), b = host_random({32}, float32, 16);
+    Tensor x = host_random({64, 32}, float32, 14), s = host_random({32}, float32, 15),
+           b = host_random({32}, float32, 16);
     const std::string src = f.cuda_source(x, s, b);
     CHECK(src.find("scale_bias_act") != std::string::npos);
     CHECK(src.find("relu") != std::string::npos);
@@ -155,7 +162,8 @@ TEST_CASE("cuda_source of a traced function with reductions follows the argument
     CHECK(f.cuda_source(rev).find("row_sums") != std::string::npos);
 }
 
-TEST_CASE("a program with reductions plans, from its arguments' layouts alone, the kernels evaluation generates") {
+TEST_CASE(
+    "a program with reductions plans, from its arguments' layouts alone, the kernels evaluation generates") {
     // A Program plans its reduction kernels once, from the placeholders and the specialization's layouts
     // (no tensor bound); evaluation plans the same graph with the tensors bound. Both must give the same
     // kernels: fused, materialized (two kernels), strict, split and strict, for contiguous, transposed,
@@ -174,22 +182,42 @@ TEST_CASE("a program with reductions plans, from its arguments' layouts alone, t
         std::size_t kernels;
     };
     const std::vector<Case> cases{
-        {"softmax_rows", {host_random({64, 4096}, float32, 34)}, [&](const auto& a) { return std::vector{softmax_rows(a[0])}; }, 1},
-        {"layernorm_t", {base.as_strided({48, 64}, {1, 48}, 0), w, b},
+        {"softmax_rows",
+         {host_random({64, 4096}, float32, 34)},
+         [&](const auto& a) { return std::vector{softmax_rows(a[0])}; },
+         1},
+        {"layernorm_t",
+         {base.as_strided({48, 64}, {1, 48}, 0), w, b},
          [](const auto& a) {
              const Array d = a[0] - mean(a[0], -1, true);
              return std::vector{d * rsqrt(mean(d * d, -1, true) + 1e-5) * a[1] + a[2], mean(a[0], -1)};
-         }, 1},
-        {"centred", {host_random({128, 512}, float32, 35)}, [](const auto& a) { return std::vector{a[0] - mean(a[0])}; }, 2},
-        {"reversed", {host_random({128, 512}, float32, 36)},
+         },
+         1},
+        {"centred",
+         {host_random({128, 512}, float32, 35)},
+         [](const auto& a) { return std::vector{a[0] - mean(a[0])}; },
+         2},
+        {"reversed",
+         {host_random({128, 512}, float32, 36)},
          [](const auto& a) {
              const Array m = sum(a[0], 1, true);
              return std::vector{a[0] * m.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -1}})};
-         }, 2},
-        {"few_rows", {host_random({2, 1 << 16}, float32, 37)}, [&](const auto& a) { return std::vector{softmax_rows(a[0])}; }, 3},
-        {"row_stats_rev", {base.as_strided({64, 48}, {-48, 1}, 63 * 48)},
-         [](const auto& a) { return std::vector{sum(a[0], 1), max(a[0], 1)}; }, 1},
-        {"misaligned", {line.as_strided({4096}, {1}, 1)}, [](const auto& a) { return std::vector{a[0] / sum(a[0] * a[0])}; }, 0},
+         },
+         2},
+        {"few_rows",
+         {host_random({2, 1 << 16}, float32, 37)},
+         [&](const auto& a) { return std::vector{softmax_rows(a[0])}; },
+         3},
+        {"row_stats_rev",
+         {base.as_strided({64, 48}, {-48, 1}, 63 * 48)},
+         [](const auto& a) {
+             return std::vector{sum(a[0], 1), max(a[0], 1)};
+         },
+         1},
+        {"misaligned",
+         {line.as_strided({4096}, {1}, 1)},
+         [](const auto& a) { return std::vector{a[0] / sum(a[0] * a[0])}; },
+         0},
         {"twice", {base, base}, [](const auto& a) { return std::vector{a[0] + sum(a[1], -1, true)}; }, 1},
     };
     for (const Case& c : cases) {
@@ -211,12 +239,14 @@ TEST_CASE("a program with reductions plans, from its arguments' layouts alone, t
         std::vector<ir::NodePtr> bound;
         for (std::size_t k = 0; k < params.size(); ++k)
             bound.push_back(ir::input(c.args[k].dtype(), c.args[k].shape(), params[k]->label(),
-                                      std::static_pointer_cast<const void>(c.args[k].impl()), params[k]->loc()));
-        const auto graph = ir::rewrite(p.roots(), [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
-            for (std::size_t k = 0; k < params.size(); ++k)
-                if (params[k].get() == &n) return bound[k];
-            return nullptr;
-        });
+                                      std::static_pointer_cast<const void>(c.args[k].impl()),
+                                      params[k]->loc()));
+        const auto graph =
+            ir::rewrite(p.roots(), [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+                for (std::size_t k = 0; k < params.size(); ++k)
+                    if (params[k].get() == &n) return bound[k];
+                return nullptr;
+            });
         const auto kernels = gpu::generate(graph, c.name);
         if (c.kernels > 0) CHECK(kernels.size() == c.kernels);
         std::string expect;

@@ -3,9 +3,9 @@
 // options in the plan and the kernel keys, and partitions followed kernel by kernel on the reference.
 #include <doctest/doctest.h>
 
+#include <loom/loom.hpp>
 #include <string>
 
-#include <loom/loom.hpp>
 #include "loom/codegen/fusion_plan.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/gpu_executor.hpp"
@@ -36,7 +36,8 @@ Tensor filled(const Shape& s, DType d, std::uint64_t seed) {
 void require_same(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
     REQUIRE(a.size() == b.size());
     for (std::size_t k = 0; k < a.size(); ++k) {
-        const testing::Comparison c = testing::compare(a[k], b[k], testing::Tolerance::exact(), "partition vs whole graph");
+        const testing::Comparison c =
+            testing::compare(a[k], b[k], testing::Tolerance::exact(), "partition vs whole graph");
         CHECK_MESSAGE(c.ok, c.message);
     }
 }
@@ -54,7 +55,8 @@ TEST_CASE("fusion plan: graphs without reductions go through the same partitione
     const codegen::FusionPlan p = plan_of({a, b, c});
     REQUIRE(p.partition.kernels.size() == 2);
     CHECK(p.partition.kernels[0].family == Family::Pointwise);
-    CHECK(p.partition.kernels[0].writes == std::vector<Slot>{{Slot::Kind::Root, 0}, {Slot::Kind::Root, 2}});  // one pass over x
+    CHECK(p.partition.kernels[0].writes ==
+          std::vector<Slot>{{Slot::Kind::Root, 0}, {Slot::Kind::Root, 2}});  // one pass over x
     CHECK(p.partition.kernels[1].writes == std::vector<Slot>{{Slot::Kind::Root, 1}});
     CHECK(p.partition.kernels[0].name == "sub_add_mul_0");  // named after its ops, the last first
     CHECK(p.partition.temps.empty());
@@ -147,7 +149,8 @@ TEST_CASE("fusion plan: partitions followed kernel by kernel on the reference gi
     codegen::Partition bad = codegen::partition(g, off);
     REQUIRE(!bad.temps.empty());
     const ir::NodePtr& ph = bad.temps[0].placeholder;
-    bad.temps[0].placeholder = ir::input(ph->dtype() == float32 ? float64 : float32, ph->shape(), "wrong dtype");
+    bad.temps[0].placeholder =
+        ir::input(ph->dtype() == float32 ? float64 : float32, ph->shape(), "wrong dtype");
     CHECK_THROWS_AS(reference::evaluate_partition(bad, g), InternalError);
 }
 
@@ -165,23 +168,33 @@ TEST_CASE("fusion plan: options come from the scope, the environment or the trac
         CHECK(!current_options().fusion);
     }
     CHECK(current_options() == defaults);
-    CHECK(Options{}.to_string() == "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto product_precision=float32 stencil_reuse=auto");
-    CHECK(Options{.product_path = ProductPath::TensorCores}.to_string().find("product_path=tensor_cores") != std::string::npos);
-    CHECK(Options{.product_path = ProductPath::MmaSync}.to_string().find("product_path=mma_sync") != std::string::npos);
-    CHECK(Options{.product_path = ProductPath::MmaSync}.hash() != Options{.product_path = ProductPath::TensorCores}.hash());
+    CHECK(Options{}.to_string() ==
+          "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto "
+          "product_precision=float32 stencil_reuse=auto");
+    CHECK(Options{.product_path = ProductPath::TensorCores}.to_string().find("product_path=tensor_cores") !=
+          std::string::npos);
+    CHECK(Options{.product_path = ProductPath::MmaSync}.to_string().find("product_path=mma_sync") !=
+          std::string::npos);
+    CHECK(Options{.product_path = ProductPath::MmaSync}.hash() !=
+          Options{.product_path = ProductPath::TensorCores}.hash());
     CHECK(Options{}.hash() != Options{.product_path = ProductPath::CudaCores}.hash());
-    CHECK(Options{.product_precision = ProductPrecision::TF32}.to_string().find("product_precision=tf32") != std::string::npos);
-    CHECK(Options{.product_precision = ProductPrecision::TF32x3}.to_string().find("product_precision=3xtf32") != std::string::npos);
+    CHECK(Options{.product_precision = ProductPrecision::TF32}.to_string().find("product_precision=tf32") !=
+          std::string::npos);
+    CHECK(Options{.product_precision = ProductPrecision::TF32x3}.to_string().find(
+              "product_precision=3xtf32") != std::string::npos);
     CHECK(Options{}.hash() != Options{.product_precision = ProductPrecision::TF32}.hash());
-    CHECK(Options{.product_precision = ProductPrecision::TF32x3}.hash() != Options{.product_precision = ProductPrecision::TF32}.hash());
+    CHECK(Options{.product_precision = ProductPrecision::TF32x3}.hash() !=
+          Options{.product_precision = ProductPrecision::TF32}.hash());
     CHECK(Options{.tile = tile(128, 128, 32)}.to_string().find("tile=128x128x32") != std::string::npos);
     CHECK(Options{}.hash() != Options{.fast_math = true}.hash());
     // A traced function on host tensors keeps its options; its CUDA is planned with them.
-    auto f = loom::function("opt_fn", [](Array a) { return relu(a * 2.0 + 1.0); }, Options{.fusion = false});
+    auto f = loom::function(
+        "opt_fn", [](Array a) { return relu(a * 2.0 + 1.0); }, Options{.fusion = false});
     Tensor x = filled({64}, float32, 9);
     const std::string src = f.cuda_source(x);
     std::size_t kernels = 0;
-    for (std::size_t p = src.find("// ---- Loom pointwise kernel"); p != std::string::npos; p = src.find("// ---- Loom pointwise kernel", p + 1))
+    for (std::size_t p = src.find("// ---- Loom pointwise kernel"); p != std::string::npos;
+         p = src.find("// ---- Loom pointwise kernel", p + 1))
         ++kernels;
     CHECK(kernels == 3);
 }

@@ -1,16 +1,15 @@
 // Node constructors: type promotion through explicit Cast nodes, NumPy broadcasting through BroadcastTo
 // nodes, view attributes, and the user errors (message starts with the API name, ends with file:line).
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
 #include <string>
 
+#include "error_message.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
-#include "error_message.hpp"
 #include "loom/ir/graph.hpp"
 
 using namespace loom;
@@ -18,12 +17,20 @@ using namespace loom::ir;
 
 namespace {
 
-std::string here(int line) { return fmt::format("(test_ir_build.cpp:{})", line); }
+std::string here(int line) {
+    return fmt::format("(test_ir_build.cpp:{})", line);
+}
 
-bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
-bool contains(const std::string& s, std::string_view p) { return s.find(p) != std::string::npos; }
+bool starts_with(const std::string& s, std::string_view p) {
+    return s.rfind(p, 0) == 0;
+}
+bool contains(const std::string& s, std::string_view p) {
+    return s.find(p) != std::string::npos;
+}
 
-NodePtr cf(double v, DType t = float32) { return constant(make_scalar_value(v, t, "test", Loc::current()), t); }
+NodePtr cf(double v, DType t = float32) {
+    return constant(make_scalar_value(v, t, "test", Loc::current()), t);
+}
 
 }  // namespace
 
@@ -170,10 +177,12 @@ TEST_CASE("broadcasting: the error names the API, both operands and the caller's
     // Ternary ops list all three operands.
     NodePtr c = input(bool_, {3}, "c");
     const std::string m3 = loom_test::error_message([&] { ternary(Op::Where, c, x, y); });
-    CHECK(starts_with(m3, "where(): shapes [3] bool and [4096, 512] float32 and [4096] float32 do not broadcast"));
+    CHECK(starts_with(
+        m3, "where(): shapes [3] bool and [4096, 512] float32 and [4096] float32 do not broadcast"));
     const std::string b = loom_test::error_message([&] { broadcast_to(x, {4096, 7}); });
     CHECK(starts_with(b, "broadcast_to(): operand [4096, 512] float32 does not broadcast to [4096, 7]"));
-    CHECK(starts_with(loom_test::error_message([&] { broadcast_to(x, {512}); }), "broadcast_to(): "));  // rank cannot shrink
+    CHECK(starts_with(loom_test::error_message([&] { broadcast_to(x, {512}); }),
+                      "broadcast_to(): "));  // rank cannot shrink
 }
 
 TEST_CASE("errors: type errors name the op and the operands") {
@@ -186,7 +195,8 @@ TEST_CASE("errors: type errors name the op and the operands") {
     CHECK(starts_with(loom_test::error_message([&] { binary(Op::BitXor, f, b); }), "bitwise_xor(): "));
     CHECK(starts_with(loom_test::error_message([&] { binary(Op::Shl, f, g); }), "shift_left(): "));
     CHECK(contains(loom_test::error_message([&] { binary(Op::Add, b, b); }), "arithmetic on bool"));
-    CHECK(starts_with(loom_test::error_message([&] { unary(Op::Neg, b); }), "neg(): operand [4] bool is bool"));
+    CHECK(
+        starts_with(loom_test::error_message([&] { unary(Op::Neg, b); }), "neg(): operand [4] bool is bool"));
     CHECK(starts_with(loom_test::error_message([&] { ternary(Op::Clamp, b, b, b); }), "clamp(): "));
     // Bitwise ops on integers and bool are fine.
     CHECK(binary(Op::BitAnd, b, b).get() == b.get());
@@ -214,17 +224,22 @@ TEST_CASE("reductions: bad and repeated axes, empty reductions without an identi
     const int line = __LINE__ + 1;
     const std::string bad = loom_test::error_message([&] { reduce(Op::Sum, x, {2}, false); });
     CHECK(bad == "sum(): axis 2 out of range for operand [2, 3] float32 " + here(line));
-    CHECK(starts_with(loom_test::error_message([&] { reduce(Op::Max, x, {-3}, false); }), "max(): axis -3 out of range"));
+    CHECK(starts_with(loom_test::error_message([&] { reduce(Op::Max, x, {-3}, false); }),
+                      "max(): axis -3 out of range"));
     const std::string rep = loom_test::error_message([&] { reduce(Op::Mean, x, {1, -1}, false); });
     CHECK(starts_with(rep, "mean(): axis -1 repeated in [1, -1] for operand [2, 3] float32"));
     NodePtr e = input(float32, {0, 3}, "e");
     CHECK(reduce(Op::Sum, e, {0}, false)->shape() == Shape{3});  // sum of nothing is 0
-    CHECK(starts_with(loom_test::error_message([&] { reduce(Op::Max, e, {0}, false); }),
-                      "max(): reduction of operand [0, 3] float32 over axes [0]: axis 0 has length 0 and max has no "
-                      "identity (sum, prod, any and all have one)"));
+    CHECK(starts_with(
+        loom_test::error_message([&] { reduce(Op::Max, e, {0}, false); }),
+        "max(): reduction of operand [0, 3] float32 over axes [0]: axis 0 has length 0 and max has no "
+        "identity (sum, prod, any and all have one)"));
     NodePtr e3 = input(float32, {2, 0, 4}, "e3");
-    CHECK(starts_with(loom_test::error_message([&] { reduce(Op::ArgMin, e3, {-1, 1}, true); }),
-                      "argmin(): reduction of operand [2, 0, 4] float32 over axes [1, 2]: axis 1 has length 0"));
+    CHECK(starts_with(
+        loom_test::error_message([&] {
+            reduce(Op::ArgMin, e3, {-1, 1}, true);
+        }),
+        "argmin(): reduction of operand [2, 0, 4] float32 over axes [1, 2]: axis 1 has length 0"));
     CHECK(reduce(Op::Max, e, {1}, false)->shape() == Shape{0});  // no output elements: fine
 }
 
@@ -238,11 +253,20 @@ TEST_CASE("reshape: sizes, -1 inference and errors") {
     CHECK(reshape(reshape(x, {24}), {2, 3, 4}).get() == x.get());
     const int line = __LINE__ + 1;
     const std::string m = loom_test::error_message([&] { reshape(x, {5, 5}); });
-    CHECK(m == "reshape(): cannot reshape [2, 3, 4] float32 (24 elements) to [5, 5] (25 elements) " + here(line));
-    CHECK(starts_with(loom_test::error_message([&] { reshape(x, {-1, 5}); }),
+    CHECK(m ==
+          "reshape(): cannot reshape [2, 3, 4] float32 (24 elements) to [5, 5] (25 elements) " + here(line));
+    CHECK(starts_with(loom_test::error_message([&] {
+                          reshape(x, {-1, 5});
+                      }),
                       "reshape(): cannot reshape [2, 3, 4] float32 to [-1, 5]"));
-    CHECK(starts_with(loom_test::error_message([&] { reshape(x, {-1, -1}); }), "reshape(): more than one -1"));
-    CHECK(starts_with(loom_test::error_message([&] { reshape(x, {-2, -12}); }), "reshape(): negative extent"));
+    CHECK(starts_with(loom_test::error_message([&] {
+                          reshape(x, {-1, -1});
+                      }),
+                      "reshape(): more than one -1"));
+    CHECK(starts_with(loom_test::error_message([&] {
+                          reshape(x, {-2, -12});
+                      }),
+                      "reshape(): negative extent"));
 }
 
 TEST_CASE("permute and transpose") {
@@ -257,9 +281,16 @@ TEST_CASE("permute and transpose") {
     CHECK(q->ints() == std::vector<std::int64_t>{2, 1, 0});
     CHECK(q->shape() == Shape{4, 3, 2});
     CHECK(transpose(x)->shape() == Shape{2, 4, 3});
-    CHECK(starts_with(loom_test::error_message([&] { permute(x, {0, 0, 1}); }), "permute(): [0, 0, 1] is not a permutation"));
-    CHECK(starts_with(loom_test::error_message([&] { permute(x, {0, 1}); }), "permute(): permutation [0, 1] has 2 entries"));
-    CHECK(starts_with(loom_test::error_message([&] { transpose(input(float32, {3}, "v")); }), "transpose(): operand [3] float32"));
+    CHECK(starts_with(loom_test::error_message([&] {
+                          permute(x, {0, 0, 1});
+                      }),
+                      "permute(): [0, 0, 1] is not a permutation"));
+    CHECK(starts_with(loom_test::error_message([&] {
+                          permute(x, {0, 1});
+                      }),
+                      "permute(): permutation [0, 1] has 2 entries"));
+    CHECK(starts_with(loom_test::error_message([&] { transpose(input(float32, {3}, "v")); }),
+                      "transpose(): operand [3] float32"));
 }
 
 TEST_CASE("slice: Python semantics, out-of-range indices and step 0") {
@@ -279,10 +310,17 @@ TEST_CASE("slice: Python semantics, out-of-range indices and step 0") {
     const int line = __LINE__ + 1;
     const std::string m = loom_test::error_message([&] { slice(x, {{11, N, 1}}); });
     CHECK(m == "slice(): start 11 out of range on axis 0 of [10, 6] float32 " + here(line));
-    CHECK(starts_with(loom_test::error_message([&] { slice(x, {{0, 1, 1}, {N, -7, 1}}); }),
+    CHECK(starts_with(loom_test::error_message([&] {
+                          slice(x, {{0, 1, 1}, {N, -7, 1}});
+                      }),
                       "slice(): stop -7 out of range on axis 1"));
-    CHECK(starts_with(loom_test::error_message([&] { slice(x, {{0, 4, 0}}); }), "slice(): step 0 on axis 0 of [10, 6] float32"));
-    CHECK(starts_with(loom_test::error_message([&] { slice(x, {{}, {}, {}}); }),
+    CHECK(starts_with(loom_test::error_message([&] {
+                          slice(x, {{0, 4, 0}});
+                      }),
+                      "slice(): step 0 on axis 0 of [10, 6] float32"));
+    CHECK(starts_with(loom_test::error_message([&] {
+                          slice(x, {{}, {}, {}});
+                      }),
                       "slice(): 3 slice entries for operand [10, 6] float32"));
 }
 
@@ -293,9 +331,12 @@ TEST_CASE("make_scalar_value: values of the dtype, errors out of an integer dtyp
     CHECK(make_scalar_value(std::int64_t{-128}, int8, "full", loc).i == -128);
     CHECK(loom_test::error_message([&] { make_scalar_value(std::int64_t{128}, int8, "full", loc); }) ==
           "full(): scalar 128 is out of range for int8 [-128, 127] " + where);
-    CHECK(starts_with(loom_test::error_message([&] { make_scalar_value(std::int64_t{-1}, uint8, "mul", loc); }),
-                      "mul(): scalar -1 is out of range for uint8 [0, 255]"));
-    CHECK(starts_with(loom_test::error_message([&] { make_scalar_value(std::int64_t{1} << 31, int32, "add", loc); }), "add(): "));
+    CHECK(
+        starts_with(loom_test::error_message([&] { make_scalar_value(std::int64_t{-1}, uint8, "mul", loc); }),
+                    "mul(): scalar -1 is out of range for uint8 [0, 255]"));
+    CHECK(starts_with(
+        loom_test::error_message([&] { make_scalar_value(std::int64_t{1} << 31, int32, "add", loc); }),
+        "add(): "));
     const std::int64_t int32_min = -(std::int64_t{1} << 31);
     CHECK(make_scalar_value(int32_min, int32, "add", loc).i == int32_min);
     CHECK(make_scalar_value(std::numeric_limits<std::int64_t>::min(), int64, "add", loc).i ==
@@ -304,8 +345,10 @@ TEST_CASE("make_scalar_value: values of the dtype, errors out of an integer dtyp
     CHECK(make_scalar_value(3.0, int32, "add", loc).i == 3);
     CHECK(starts_with(loom_test::error_message([&] { make_scalar_value(1.5, int32, "add", loc); }),
                       "add(): scalar 1.5 is not a value of the integer dtype int32"));
-    CHECK(starts_with(loom_test::error_message([&] { make_scalar_value(std::nan(""), int64, "add", loc); }), "add(): "));
-    CHECK(starts_with(loom_test::error_message([&] { make_scalar_value(1e19, int64, "add", loc); }), "add(): "));
+    CHECK(starts_with(loom_test::error_message([&] { make_scalar_value(std::nan(""), int64, "add", loc); }),
+                      "add(): "));
+    CHECK(starts_with(loom_test::error_message([&] { make_scalar_value(1e19, int64, "add", loc); }),
+                      "add(): "));
     CHECK(starts_with(loom_test::error_message([&] { make_scalar_value(300.0, uint8, "add", loc); }),
                       "add(): scalar 300 is out of range"));
     // Floats round to nearest even in the dtype; bool is truthiness.
@@ -320,8 +363,11 @@ TEST_CASE("make_scalar_value: values of the dtype, errors out of an integer dtyp
 }
 
 TEST_CASE("input: shape checks") {
-    CHECK(starts_with(loom_test::error_message([&] { input(float32, {2, -1}, "x"); }),
+    CHECK(starts_with(loom_test::error_message([&] {
+                          input(float32, {2, -1}, "x");
+                      }),
                       "input(): negative extent in shape [2, -1]"));
-    CHECK(starts_with(loom_test::error_message([&] { input(float32, Shape(9, 1), "x"); }), "input(): rank 9"));
+    CHECK(
+        starts_with(loom_test::error_message([&] { input(float32, Shape(9, 1), "x"); }), "input(): rank 9"));
     CHECK(input(float32, Shape(8, 1), "x")->rank() == 8);
 }

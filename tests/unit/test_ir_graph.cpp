@@ -1,7 +1,6 @@
 // Graph traversal, printing and verification: shared sub-graphs visited once, deep and wide graphs built,
 // walked, printed, verified and freed without recursion, a stable printed form with dense names.
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <limits>
@@ -83,7 +82,9 @@ TEST_CASE("graph: a 10,000-deep chain builds, walks, prints, verifies and frees 
     check_deep_chain(10'000);
 }
 
-TEST_CASE("graph: a 100,000-deep chain too") { check_deep_chain(100'000); }
+TEST_CASE("graph: a 100,000-deep chain too") {
+    check_deep_chain(100'000);
+}
 
 TEST_CASE("graph: a 100,000-node wide graph") {
     const std::size_t before = live_node_count();
@@ -135,10 +136,10 @@ TEST_CASE("print: one line per node, dense names in topological order, the op's 
 TEST_CASE("print: attributes of leaves, views and reductions") {
     NodePtr x = input(float32, {4, 6}, "x");
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    const std::string t = print({reduce(Op::Sum, slice(permute(x, {1, 0}), {{1, 5, 2}}), {1}, true),
-                                 constant(ScalarValue::of_float(0.5), float32),
-                                 scalar(ScalarValue::of_int(-3), int32),
-                                 constant(ScalarValue::of_float(nan), float64)});
+    const std::string t =
+        print({reduce(Op::Sum, slice(permute(x, {1, 0}), {{1, 5, 2}}), {1}, true),
+               constant(ScalarValue::of_float(0.5), float32), scalar(ScalarValue::of_int(-3), int32),
+               constant(ScalarValue::of_float(nan), float64)});
     CHECK(t.find("= permute %0, perm=[1, 0] : [6, 4] float32") != std::string::npos);
     CHECK(t.find("= slice %1, start::step=[1::2, 0::1] : [2, 4] float32") != std::string::npos);
     CHECK(t.find("= sum %2, axes=[1] keepdims : [2, 1] float32") != std::string::npos);
@@ -164,12 +165,18 @@ TEST_CASE("verify: accepts every graph the constructors build") {
                 for (const NodePtr& other : {y, c}) {
                     try {
                         NodePtr n;
-                        if (kind == OpKind::Unary && op != Op::Cast) n = unary(op, x);
-                        else if (op == Op::Cast) n = cast(x, b);
-                        else if (kind == OpKind::Binary) n = binary(op, x, other);
-                        else if (kind == OpKind::Ternary) n = ternary(op, x, other, y);
-                        else if (kind == OpKind::Reduce) n = reduce(op, x, {0}, false);
-                        else continue;
+                        if (kind == OpKind::Unary && op != Op::Cast)
+                            n = unary(op, x);
+                        else if (op == Op::Cast)
+                            n = cast(x, b);
+                        else if (kind == OpKind::Binary)
+                            n = binary(op, x, other);
+                        else if (kind == OpKind::Ternary)
+                            n = ternary(op, x, other, y);
+                        else if (kind == OpKind::Reduce)
+                            n = reduce(op, x, {0}, false);
+                        else
+                            continue;
                         if (is_elementwise(n->op()))
                             for (const auto& o : n->operands()) CHECK(o->shape() == n->shape());
                         roots.push_back(n);

@@ -16,8 +16,12 @@ using namespace loom::ir;
 
 namespace {
 
-ScalarValue f(double v) { return ScalarValue::of_float(v); }
-ScalarValue i(std::int64_t v) { return ScalarValue::of_int(v); }
+ScalarValue f(double v) {
+    return ScalarValue::of_float(v);
+}
+ScalarValue i(std::int64_t v) {
+    return ScalarValue::of_int(v);
+}
 
 }  // namespace
 
@@ -56,14 +60,18 @@ TEST_CASE("interning: different attributes or operands give different nodes") {
     NodePtr x = input(float32, {4, 6}, "x");
     NodePtr y = input(float32, {4, 6}, "y");
 
-    SUBCASE("op") { CHECK(binary(Op::Add, x, y).get() != binary(Op::Sub, x, y).get()); }
+    SUBCASE("op") {
+        CHECK(binary(Op::Add, x, y).get() != binary(Op::Sub, x, y).get());
+    }
     SUBCASE("operands swapped") {
         NodePtr xy = binary(Op::Sub, x, y), yx = binary(Op::Sub, y, x);
         CHECK(xy.get() != yx.get());
         // Even for a commutative op: Loom does not reorder operands (results stay as written).
         CHECK(binary(Op::Add, x, y).get() != binary(Op::Add, y, x).get());
     }
-    SUBCASE("dtype") { CHECK(cast(x, float64).get() != cast(x, float16).get()); }
+    SUBCASE("dtype") {
+        CHECK(cast(x, float64).get() != cast(x, float16).get());
+    }
     SUBCASE("constant value, including the sign of zero and the dtype") {
         CHECK(constant(f(1.0), float32).get() != constant(f(2.0), float32).get());
         CHECK(constant(f(0.0), float32).get() != constant(f(-0.0), float32).get());

@@ -2,8 +2,8 @@
 // hoist_uniform do what their file comments promise, LOOM_DUMP=ir dumps only after passes that changed
 // the graph.
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,8 +14,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
@@ -28,11 +26,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-NodePtr run_scalar(double v) { return scalar(ScalarValue::of_float(v), float32); }
+NodePtr run_scalar(double v) {
+    return scalar(ScalarValue::of_float(v), float32);
+}
 
 // Sets environment variables for the scope of a test and restores them after.
 class ScopedEnv {
-public:
+  public:
     void set(const char* name, const std::string& value) {
         const char* old = std::getenv(name);
         saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
@@ -40,12 +40,14 @@ public:
     }
     ~ScopedEnv() {
         for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-            if (it->second) setenv(it->first, it->second->c_str(), 1);
-            else unsetenv(it->first);
+            if (it->second)
+                setenv(it->first, it->second->c_str(), 1);
+            else
+                unsetenv(it->first);
         }
     }
 
-private:
+  private:
     std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
 };
 
@@ -89,9 +91,11 @@ TEST_CASE("rebuild: every view rebuilds to an equal node on the same operand") {
     NodePtr x = input(float32, {10, 7}, "x");
     NodePtr y = input(float32, {10, 7}, "y");
     const std::vector<NodePtr> views = {
-        slice(x, {{0, N, 3}}),         slice(x, {{1, 10, 4}, {N, N, 2}}), slice(x, {{N, N, -3}}),
-        slice(x, {{8, 1, -3}, {6, N, -2}}), slice(x, {{3, 3, 1}}),       slice(x, {{2, 9, 7}, {0, 7, 6}}),
-        permute(x, {1, 0}),            reshape(x, {7, 10}),               broadcast_to(x, {2, 10, 7}),
+        slice(x, {{0, N, 3}}),       slice(x, {{1, 10, 4}, {N, N, 2}}),
+        slice(x, {{N, N, -3}}),      slice(x, {{8, 1, -3}, {6, N, -2}}),
+        slice(x, {{3, 3, 1}}),       slice(x, {{2, 9, 7}, {0, 7, 6}}),
+        permute(x, {1, 0}),          reshape(x, {7, 10}),
+        broadcast_to(x, {2, 10, 7}),
     };
     for (const NodePtr& v : views) {
         CAPTURE(print({v}));
@@ -186,7 +190,8 @@ TEST_CASE("pipeline: LOOM_DUMP=ir dumps the IR only after passes that changed th
         NodePtr root = binary(Op::Add, x, reshape(broadcast_to(s, {4, 3}), {12}));
         auto out = run_pipeline({root}, standard_passes());
         CHECK(out[0].get() == binary(Op::Add, x, broadcast_to(s, {12})).get());
-        CHECK(files_in(dir) == std::set<std::string>{"ir_2_canonicalize_views.txt"});  // pass 1: lower_factories
+        CHECK(files_in(dir) ==
+              std::set<std::string>{"ir_2_canonicalize_views.txt"});  // pass 1: lower_factories
         const std::string text = read(dir / "ir_2_canonicalize_views.txt");
         CHECK(text == "// IR after pass 2 (canonicalize_views)\n" + print(out));
     }
@@ -211,11 +216,13 @@ TEST_CASE("pipeline: passes run in the listed order on the previous pass's outpu
     NodePtr x = input(float32, {4}, "x");
     NodePtr y = unary(Op::Sqrt, x);
     std::vector<Pass> passes = {
-        {"first", [&](const std::vector<NodePtr>& r) {
+        {"first",
+         [&](const std::vector<NodePtr>& r) {
              seen.push_back("first");
              return std::vector<NodePtr>{unary(Op::Exp, r[0])};
          }},
-        {"second", [&](const std::vector<NodePtr>& r) {
+        {"second",
+         [&](const std::vector<NodePtr>& r) {
              seen.push_back("second");
              CHECK(r[0]->op() == Op::Exp);
              return r;
@@ -231,7 +238,8 @@ TEST_CASE("pipeline: passes run in the listed order on the previous pass's outpu
 }
 
 TEST_CASE("lower_factories: a fill becomes a broadcast run-time scalar, an iota stays") {
-    NodePtr f = fill(make_scalar_value(2.5, float32, "full", Loc::current()), float32, {3, 4}, kHostDeviceCode);
+    NodePtr f =
+        fill(make_scalar_value(2.5, float32, "full", Loc::current()), float32, {3, 4}, kHostDeviceCode);
     NodePtr i = iota({3, 4}, 1, kHostDeviceCode);
     const auto out = lower_factories({f, i});
     CHECK(out[0]->op() == Op::BroadcastTo);

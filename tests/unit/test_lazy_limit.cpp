@@ -3,10 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <loom/loom.hpp>
 #include <memory>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
@@ -29,11 +28,21 @@ Array chain(const Tensor& x, const Tensor& y, int ops) {
     Array a = x;
     for (int k = 0; k < ops; ++k) {
         switch (k % 5) {
-            case 0: a = a * 1.0009765625; break;
-            case 1: a = a + y; break;
-            case 2: a = sin(a) * 3.0; break;
-            case 3: a = a.astype(float16).astype(float32); break;
-            default: a = a - y * 0.25; break;
+            case 0:
+                a = a * 1.0009765625;
+                break;
+            case 1:
+                a = a + y;
+                break;
+            case 2:
+                a = sin(a) * 3.0;
+                break;
+            case 3:
+                a = a.astype(float16).astype(float32);
+                break;
+            default:
+                a = a - y * 0.25;
+                break;
         }
     }
     return a;
@@ -135,5 +144,6 @@ TEST_CASE("a chain of 10,000 ops under the default limit evaluates on the host i
         REQUIRE(a.node()->size_bound() <= 1024);
     }
     const Tensor out = a;
-    for (int k = 0; k < 16; ++k) CHECK(static_cast<const float*>(out.data())[k] == expect[static_cast<std::size_t>(k)]);
+    for (int k = 0; k < 16; ++k)
+        CHECK(static_cast<const float*>(out.data())[k] == expect[static_cast<std::size_t>(k)]);
 }

@@ -3,10 +3,8 @@
 // LLVM leaves undefined, reductions in the documented order (row and column order, split rows, argmin/argmax
 // ties and NaN), normalizations, traced functions, concurrent evaluations, and the disk cache. With
 // LOOM_CPU_BACKEND=reference (the "unit-reference" run of CTest) the same checks run on the reference.
-#include <doctest/doctest.h>
-#include <loom/loom.hpp>
-
 #include <dlfcn.h>
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -16,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <loom/loom.hpp>
 #include <thread>
 
 #include "loom/ir/build.hpp"
@@ -34,7 +33,8 @@ void require_bits(const std::vector<Array>& ys, const std::vector<Tensor>& outs,
     for (const auto& y : ys) roots.push_back(y.node());
     const std::vector<Tensor> expected = reference::evaluate(roots);
     for (std::size_t k = 0; k < outs.size(); ++k) {
-        const testing::Comparison c = testing::compare(outs[k], expected[k], testing::Tolerance::exact(), what);
+        const testing::Comparison c =
+            testing::compare(outs[k], expected[k], testing::Tolerance::exact(), what);
         CHECK_MESSAGE(c.ok, what << " output " << k << ": " << c.message);
     }
 }
@@ -49,9 +49,12 @@ bool reference_requested() {
     return b && std::string_view(b) == "reference";
 }
 
-Tensor filled(const Shape& s, DType t, std::uint64_t seed) { return testing::random_tensor(s, t, seed); }
+Tensor filled(const Shape& s, DType t, std::uint64_t seed) {
+    return testing::random_tensor(s, t, seed);
+}
 
-template <class T> Tensor from(const std::vector<T>& v, DType t) {
+template <class T>
+Tensor from(const std::vector<T>& v, DType t) {
     Tensor x = Tensor::host({static_cast<std::int64_t>(v.size())}, t);
     std::memcpy(x.data(), v.data(), v.size() * sizeof(T));
     return x;
@@ -92,10 +95,11 @@ TEST_CASE("llvm backend: unaligned, strided, transposed, sliced and broadcast vi
     Tensor v = filled({53}, float32, 4);
     check(transpose(Array(m)) * 2.0 + 1.0, "transpose");
     check(Array(m) + Array(v), "row broadcast");
-    check(Array(m).slice({{1, -1, 2}, {ir::SliceSpec::kNone, ir::SliceSpec::kNone, -3}}) * 3.0, "slices with steps");
+    check(Array(m).slice({{1, -1, 2}, {ir::SliceSpec::kNone, ir::SliceSpec::kNone, -3}}) * 3.0,
+          "slices with steps");
     check(reshape(transpose(Array(m)), {53 * 37}) + 1.0, "reshape of a transpose (derived indices)");
-    // Derived indices divide vectors as doubles (32-bit plans): dividends in the millions by divisors of 3 and
-    // of a million, quotients and remainders, in vector steps and tails.
+    // Derived indices divide vectors as doubles (32-bit plans): dividends in the millions by divisors of 3
+    // and of a million, quotients and remainders, in vector steps and tails.
     constexpr std::int64_t kM = (1 << 20) + 7;
     Tensor wide = filled({3, kM}, float32, 31), tall = filled({kM, 3}, float32, 32);
     check(reshape(transpose(Array(wide)), {3 * kM}) * 0.5, "derived indices: divisor 3");
@@ -133,11 +137,11 @@ TEST_CASE("llvm backend: transcendental functions equal the reference's bits") {
     }
 }
 
-// exp at float32 compute values is computed inline (codegen/src/llvm/llvm_ops.cpp, exp_float) and must give the
-// reference's bits for every argument: every float16 and bfloat16 bit pattern, float32 patterns in steps of 4093
-// (about a million, with the neighbourhoods of the inline range's ends, of the reduction's switch points and of
-// the special values), and with LOOM_TEST_EXHAUSTIVE=1 all 2^32 float32 patterns (about two minutes of CPU,
-// mostly the reference's scalar exp).
+// exp at float32 compute values is computed inline (codegen/src/llvm/llvm_ops.cpp, exp_float) and must give
+// the reference's bits for every argument: every float16 and bfloat16 bit pattern, float32 patterns in steps
+// of 4093 (about a million, with the neighbourhoods of the inline range's ends, of the reduction's switch
+// points and of the special values), and with LOOM_TEST_EXHAUSTIVE=1 all 2^32 float32 patterns (about two
+// minutes of CPU, mostly the reference's scalar exp).
 TEST_CASE("llvm backend: exp equals the reference's bits for every argument") {
     for (DType t : {float16, bfloat16}) {
         std::vector<std::uint16_t> all(1 << 16);
@@ -149,7 +153,8 @@ TEST_CASE("llvm backend: exp equals the reference's bits for every argument") {
     const char* ex = std::getenv("LOOM_TEST_EXHAUSTIVE");
     const bool exhaustive = ex && std::string_view(ex) == "1";
     std::vector<float> special;
-    for (float c : {-87.0f, 88.0f, 0.0f, -0.0f, 1.0f, -1.0f, 0.34657359f, -0.34657359f, 1.0397208f, 88.72284f, -103.97208f, -87.33655f}) {
+    for (float c : {-87.0f, 88.0f, 0.0f, -0.0f, 1.0f, -1.0f, 0.34657359f, -0.34657359f, 1.0397208f, 88.72284f,
+                    -103.97208f, -87.33655f}) {
         float a = c, b = c;
         for (int k = 0; k < 300; ++k) {
             special.push_back(a);
@@ -159,10 +164,12 @@ TEST_CASE("llvm backend: exp equals the reference's bits for every argument") {
         }
     }
     for (float c : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                    std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
-                    std::numeric_limits<float>::min(), std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()})
+                    std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(),
+                    -std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                    std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()})
         special.push_back(c);
-    for (int k = -130; k <= 130; ++k) special.push_back(static_cast<float>((k + 0.5) * 0.69314718055994530942));  // switch points of k
+    for (int k = -130; k <= 130; ++k)
+        special.push_back(static_cast<float>((k + 0.5) * 0.69314718055994530942));  // switch points of k
     check(exp(Array(from(special, float32))), "exp near the ends and switch points");
     const std::uint64_t step = exhaustive ? 1 : 4093;
     constexpr std::uint64_t kBatch = std::uint64_t{1} << 24;
@@ -213,10 +220,15 @@ TEST_CASE("llvm backend: integer edge cases") {
     Tensor u8 = from(std::vector<std::uint8_t>{0, 255, 3, 200, 9}, uint8);
     Tensor v8 = from(std::vector<std::uint8_t>{0, 2, 9, 1, 8}, uint8);
     check(Array(u8) / Array(v8) + mod(Array(u8), Array(v8)) + shift_left(Array(u8), Array(v8)), "uint8");
-    Tensor f = from(std::vector<float>{NAN, INFINITY, -INFINITY, 3e9f, -3e9f, 300.7f, -0.9f, 1e20f, -1e20f, 127.9f}, float32);
-    for (DType t : {int8, uint8, int32, int64, bool_}) check(astype(Array(f), t), "float to int: saturation, NaN -> 0");
-    Tensor big = from(std::vector<std::int64_t>{(1LL << 60) + (1LL << 52) + 1, -(1LL << 62) - 1, 123456789012345LL}, int64);
-    for (DType t : {float16, bfloat16, float32, float64}) check(astype(Array(big), t), "int64 to float: one rounding");
+    Tensor f =
+        from(std::vector<float>{NAN, INFINITY, -INFINITY, 3e9f, -3e9f, 300.7f, -0.9f, 1e20f, -1e20f, 127.9f},
+             float32);
+    for (DType t : {int8, uint8, int32, int64, bool_})
+        check(astype(Array(f), t), "float to int: saturation, NaN -> 0");
+    Tensor big = from(
+        std::vector<std::int64_t>{(1LL << 60) + (1LL << 52) + 1, -(1LL << 62) - 1, 123456789012345LL}, int64);
+    for (DType t : {float16, bfloat16, float32, float64})
+        check(astype(Array(big), t), "int64 to float: one rounding");
     Tensor i32 = from(std::vector<std::int32_t>{(1 << 24) + (1 << 16) + 1, 65519, 65520, -70000}, int32);
     for (DType t : {float16, bfloat16}) check(astype(Array(i32), t), "int32 to half: one rounding");
 }
@@ -231,7 +243,9 @@ TEST_CASE("llvm backend: integer edge cases in vector steps and tails, int64 and
         return from(out, t);
     };
     const std::int64_t lmin = std::numeric_limits<std::int64_t>::min();
-    Tensor a = tiled(std::vector<std::int64_t>{lmin, lmin, 7, -7, 0, 5, lmin, -1, std::numeric_limits<std::int64_t>::max()}, int64);
+    Tensor a = tiled(std::vector<std::int64_t>{lmin, lmin, 7, -7, 0, 5, lmin, -1,
+                                               std::numeric_limits<std::int64_t>::max()},
+                     int64);
     Tensor b = tiled(std::vector<std::int64_t>{-1, 0, 0, -2, 0, 64, 65, 63, -1, 3, 200}, int64);
     check(Array(a) / Array(b), "int64 div: x / 0 = 0, INT64_MIN / -1 = INT64_MIN");
     check(floor_div(Array(a), Array(b)) + mod(Array(a), Array(b)), "int64 floor_div and mod");
@@ -243,12 +257,15 @@ TEST_CASE("llvm backend: integer edge cases in vector steps and tails, int64 and
     Tensor d = tiled(std::vector<std::int32_t>{-1, 0, 32, 33, 31, -1, 1000, -5}, int32);
     check(Array(c) / Array(d) + rem(Array(c), Array(d)), "int32 div and rem in vectors");
     check(shift_left(Array(c), Array(d)) + shift_right(Array(c), Array(d)), "int32 shifts in vectors");
-    Tensor f = tiled(std::vector<double>{NAN, INFINITY, -INFINITY, 9.3e18, -9.3e18, 9.2e18, -2.5, 2.5, 1e300, -0.0, 255.9,
-                                         -128.9, 4294967296.5},
+    Tensor f = tiled(std::vector<double>{NAN, INFINITY, -INFINITY, 9.3e18, -9.3e18, 9.2e18, -2.5, 2.5, 1e300,
+                                         -0.0, 255.9, -128.9, 4294967296.5},
                      float64);
-    for (DType t : {bool_, int8, uint8, int32, int64}) check(astype(Array(f), t), "float64 to int: saturation, NaN -> 0");
-    Tensor g = tiled(std::vector<float>{NAN, 2.2e9f, -2.2e9f, 9.3e18f, -9.3e18f, 255.5f, 256.0f, -1.0f, 1e-40f}, float32);
-    for (DType t : {bool_, int8, uint8, int32, int64}) check(astype(Array(g), t), "float32 to int in vectors");
+    for (DType t : {bool_, int8, uint8, int32, int64})
+        check(astype(Array(f), t), "float64 to int: saturation, NaN -> 0");
+    Tensor g = tiled(
+        std::vector<float>{NAN, 2.2e9f, -2.2e9f, 9.3e18f, -9.3e18f, 255.5f, 256.0f, -1.0f, 1e-40f}, float32);
+    for (DType t : {bool_, int8, uint8, int32, int64})
+        check(astype(Array(g), t), "float32 to int in vectors");
 }
 
 TEST_CASE("llvm backend: row sums in the documented order, bit for bit") {
@@ -305,18 +322,21 @@ TEST_CASE("llvm backend: softmax, layernorm, rmsnorm, var") {
     check(softmax(Array(one)), "softmax of one long row");
 }
 
-// A normalization whose output uses a reduction's costly operand keeps that operand in the output between passes
-// (HostSchedule::keep): softmax computes exp(x - max) once per element, in the sum's pass, and scales it in
-// place in the output pass. The bits are the reference's and the unfused graph's.
+// A normalization whose output uses a reduction's costly operand keeps that operand in the output between
+// passes (HostSchedule::keep): softmax computes exp(x - max) once per element, in the sum's pass, and scales
+// it in place in the output pass. The bits are the reference's and the unfused graph's.
 TEST_CASE("llvm backend: softmax keeps exp(x - max) in its output between passes") {
     Tensor x = filled({37, 1000}, float32, 95);
     const std::string ir = llvm_source({softmax(Array(x)).node()}, "sm");
-    CHECK(ir.find("out0 holds the operand of reduction 1 between its pass and the output pass") != std::string::npos);
+    CHECK(ir.find("out0 holds the operand of reduction 1 between its pass and the output pass") !=
+          std::string::npos);
     CHECK(ir.find("kept in out0") != std::string::npos);
     Tensor h = filled({37, 1000}, float16, 96);  // a float16 output cannot hold the float32 operand
     CHECK(llvm_source({softmax(Array(h)).node()}, "sm").find("holds the operand") == std::string::npos);
     Tensor w = filled({1000}, float32, 97), b = filled({1000}, float32, 98);
-    CHECK(llvm_source({layernorm(Array(x), Array(w), Array(b), 1e-5).node()}, "ln").find("holds the operand") == std::string::npos);
+    CHECK(
+        llvm_source({layernorm(Array(x), Array(w), Array(b), 1e-5).node()}, "ln").find("holds the operand") ==
+        std::string::npos);
     for (std::int64_t L : {1, 15, 63, 64, 65, 1000, 8192, 8193, 20000}) {
         Tensor y = filled({5, L}, float32, 99 + static_cast<std::uint64_t>(L));
         const Array sm = softmax(Array(y));
@@ -330,7 +350,8 @@ TEST_CASE("llvm backend: softmax keeps exp(x - max) in its output between passes
         }
         CHECK(testing::compare(unfused, fused, testing::Tolerance::exact()).ok);
         require_bits({sm}, {fused}, "softmax");
-        const Array e = exp(Array(y) - max(Array(y), 1, true));  // the kept operand as an output of its own too
+        const Array e =
+            exp(Array(y) - max(Array(y), 1, true));  // the kept operand as an output of its own too
         Tensor o1 = Tensor::host({5, L}, float32), o2 = Tensor::host({5, L}, float32);
         assign({o1, o2}, {e / sum(e, 1, true), e * 2.0});
         require_bits({e / sum(e, 1, true), e * 2.0}, {o1, o2}, "two outputs of one kept operand");
@@ -338,12 +359,13 @@ TEST_CASE("llvm backend: softmax keeps exp(x - max) in its output between passes
 }
 
 // Pointwise kernels that move more bytes than the last-level cache holds write their contiguous outputs with
-// non-temporal stores, from the first position where every such output is aligned to its vector (width-1 steps
-// before it); outputs that never align store as usual. The bits do not depend on it.
+// non-temporal stores, from the first position where every such output is aligned to its vector (width-1
+// steps before it); outputs that never align store as usual. The bits do not depend on it.
 TEST_CASE("llvm backend: outputs larger than the last-level cache are streamed, at every alignment") {
     const HostBackendInfo& info = host_backend_info();
     const ir::NodePtr ph = ir::input(float32, {std::int64_t{1} << 26}, "x");
-    CHECK(llvm_source({(relu(Array(ph) * 1.5 + 0.25)).node()}, "big").find("!nontemporal") != std::string::npos);
+    CHECK(llvm_source({(relu(Array(ph) * 1.5 + 0.25)).node()}, "big").find("!nontemporal") !=
+          std::string::npos);
     Tensor small = filled({4096}, float32, 3);
     CHECK(llvm_source({(Array(small) * 2.0).node()}, "small").find("!nontemporal") == std::string::npos);
     if (info.cache_bytes <= 0 || info.cache_bytes > (std::int64_t{256} << 20)) {
@@ -389,7 +411,8 @@ TEST_CASE("llvm backend: fused and unfused give the same bits") {
 
 TEST_CASE("llvm backend: traced functions on host tensors") {
     auto f = loom::function("scale_bias_act", [](Array x, Array s, Array b) { return gelu(x * s + b); });
-    Tensor x = filled({64, 100}, float32, 100), s = filled({100}, float32, 101), b = filled({100}, float32, 102);
+    Tensor x = filled({64, 100}, float32, 100), s = filled({100}, float32, 101),
+           b = filled({100}, float32, 102);
     Tensor out = Tensor::host({64, 100}, float32);
     for (int k = 0; k < 3; ++k) {
         f(x, s, b, out);
@@ -430,7 +453,8 @@ TEST_CASE("llvm backend: concurrent evaluations from several threads give the re
 
 TEST_CASE("llvm backend: the disk cache holds host objects, keyed with LLVM and the target") {
     if (!host_backend_info().llvm) return;
-    const auto dir = std::filesystem::temp_directory_path() / fmt::format("loom_llvm_cache_test_{}", ::getpid());
+    const auto dir =
+        std::filesystem::temp_directory_path() / fmt::format("loom_llvm_cache_test_{}", ::getpid());
     std::filesystem::remove_all(dir);
     ::setenv("LOOM_CACHE_DIR", dir.c_str(), 1);
     reset_disk_cache();
@@ -510,9 +534,11 @@ TEST_CASE("llvm backend: testing::build_host_kernels builds several graphs' kern
     const Array y2 = Array(c) * 3 - 11;
     Options off = current_options();
     off.fusion = false;
-    testing::build_host_kernels({{y0.node()}, {y0.node()}, {y1.node()}, {y2.node()}}, {current_options(), off, current_options(), current_options()});
+    testing::build_host_kernels({{y0.node()}, {y0.node()}, {y1.node()}, {y2.node()}},
+                                {current_options(), off, current_options(), current_options()});
     const HostKernelCacheStats built = host_kernel_cache_stats();
-    CHECK(built.compiles + built.disk_hits + built.shared >= 6);  // fused y0; unfused y0: add, sinh, mul; y1; y2
+    CHECK(built.compiles + built.disk_hits + built.shared >=
+          6);  // fused y0; unfused y0: add, sinh, mul; y1; y2
     {
         Tensor o0 = y0, o2 = y2;
         const OptionsScope scope(off);

@@ -4,11 +4,11 @@
 // reference (LLVM back end or reference, and the explain log), and the GPU planner's error.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
-#include <loom/loom.hpp>
 
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <loom/loom.hpp>
 #include <string>
 #include <vector>
 
@@ -24,7 +24,9 @@ using namespace loom;
 
 namespace {
 
-ir::NodePtr placeholder(const Shape& s, DType t, const char* label = "x") { return ir::input(t, s, label); }
+ir::NodePtr placeholder(const Shape& s, DType t, const char* label = "x") {
+    return ir::input(t, s, label);
+}
 
 /// The matmul node of a graph (the root, or the product under the reshape that drops a vector's axis).
 const ir::Node* product_of(const ir::NodePtr& root) {
@@ -34,12 +36,14 @@ const ir::Node* product_of(const ir::NodePtr& root) {
 }
 
 Tensor filled(const Shape& s, DType t, std::uint64_t seed) {
-    return testing::random_tensor(s, t, seed, is_float(t) ? testing::Random::normal() : testing::Random::uniform(-128, 127));
+    return testing::random_tensor(
+        s, t, seed, is_float(t) ? testing::Random::normal() : testing::Random::uniform(-128, 127));
 }
 
 /// `got` equals the reference's value of `root` bit for bit.
 void check_bits(const ir::NodePtr& root, const Tensor& got, const std::string& what) {
-    const testing::Comparison c = testing::compare(got, reference::evaluate(root), testing::Tolerance::exact(), what);
+    const testing::Comparison c =
+        testing::compare(got, reference::evaluate(root), testing::Tolerance::exact(), what);
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
 }
 
@@ -75,7 +79,8 @@ TEST_CASE("matmul shapes follow NumPy: vectors promoted and squeezed, batch axes
     for (const Case& c : cases) {
         CAPTURE(to_string(c.a));
         CAPTURE(to_string(c.b));
-        const ir::NodePtr y = ir::matmul(placeholder(c.a, DType::Float32), placeholder(c.b, DType::Float32, "y"));
+        const ir::NodePtr y =
+            ir::matmul(placeholder(c.a, DType::Float32), placeholder(c.b, DType::Float32, "y"));
         CHECK(y->shape() == c.out);
         CHECK(y->dtype() == DType::Float32);
         const ir::Node* m = product_of(y);
@@ -120,8 +125,11 @@ TEST_CASE("matmul dtypes: floats keep theirs, int8 gives int32, mixed operands p
         CHECK(y->operand(1)->dtype() == c.operands);
         ir::verify({y});
     }
-    for (auto [a, b] : {std::pair{DType::Int32, DType::Int32}, {DType::Int8, DType::UInt8}, {DType::Bool, DType::Bool},
-                        {DType::Int64, DType::Int8}, {DType::UInt8, DType::UInt8}}) {
+    for (auto [a, b] : {std::pair{DType::Int32, DType::Int32},
+                        {DType::Int8, DType::UInt8},
+                        {DType::Bool, DType::Bool},
+                        {DType::Int64, DType::Int8},
+                        {DType::UInt8, DType::UInt8}}) {
         CAPTURE(name(a));
         CAPTURE(name(b));
         CHECK_THROWS_AS(ir::matmul(placeholder({2, 3}, a), placeholder({3, 4}, b, "y")), Error);
@@ -129,30 +137,57 @@ TEST_CASE("matmul dtypes: floats keep theirs, int8 gives int32, mixed operands p
 }
 
 TEST_CASE("matmul errors name the API, both shapes and dtypes, and the caller's file:line") {
-    const Tensor a = Tensor::host({2, 3}, float32), b = Tensor::host({4, 5}, float32), v = Tensor::host({3}, float32);
+    const Tensor a = Tensor::host({2, 3}, float32), b = Tensor::host({4, 5}, float32),
+                 v = Tensor::host({3}, float32);
     const Tensor batch_a = Tensor::host({2, 2, 3}, float32), batch_b = Tensor::host({3, 3, 4}, float32);
-    const Tensor i32 = Tensor::host({3, 4}, int32), u8 = Tensor::host({3, 4}, uint8), i8 = Tensor::host({2, 3}, int8);
+    const Tensor i32 = Tensor::host({3, 4}, int32), u8 = Tensor::host({3, 4}, uint8),
+                 i8 = Tensor::host({2, 3}, int8);
     int line = 0;
     std::string msg;
-    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(a, b); });
-    CHECK(msg == fmt::format("matmul(): operands [2, 3] float32 and [4, 5] float32: the contraction extents differ (3 "
-                             "and 4) (test_matmul.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(v, b); });
-    CHECK(msg == fmt::format("matmul(): operands [3] float32 and [4, 5] float32: the contraction extents differ (3 and 4) "
-                             "(test_matmul.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(batch_a, batch_b); });
-    CHECK(msg == fmt::format("matmul(): operands [2, 2, 3] float32 and [3, 3, 4] float32: the batch axes [2] and [3] do "
-                             "not broadcast (test_matmul.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(a, 2.0); });
-    CHECK(msg == fmt::format("matmul(): operands [2, 3] float32 and [] float32: a matrix product takes operands of rank 1 "
-                             "or more, not scalars (test_matmul.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(Array(a).astype(int32), i32); });
-    CHECK(msg == fmt::format("matmul(): operands [2, 3] int32 and [3, 4] int32: products take float16, bfloat16, float32, "
-                             "float64 or int8 operands, and these promote to int32 (test_matmul.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(i8, u8); });
-    CHECK(msg == fmt::format("matmul(): operands [2, 3] int8 and [3, 4] uint8: products take float16, bfloat16, float32, "
-                             "float64 or int8 operands, and these promote to int32 (test_matmul.cpp:{})", line));
-    line = __LINE__; msg = loom_test::error_message([&] { (void)matmul(Array(), a); });
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)matmul(a, b); });
+    CHECK(
+        msg ==
+        fmt::format("matmul(): operands [2, 3] float32 and [4, 5] float32: the contraction extents differ (3 "
+                    "and 4) (test_matmul.cpp:{})",
+                    line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)matmul(v, b); });
+    CHECK(msg ==
+          fmt::format(
+              "matmul(): operands [3] float32 and [4, 5] float32: the contraction extents differ (3 and 4) "
+              "(test_matmul.cpp:{})",
+              line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)matmul(batch_a, batch_b); });
+    CHECK(msg ==
+          fmt::format(
+              "matmul(): operands [2, 2, 3] float32 and [3, 3, 4] float32: the batch axes [2] and [3] do "
+              "not broadcast (test_matmul.cpp:{})",
+              line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)matmul(a, 2.0); });
+    CHECK(msg ==
+          fmt::format(
+              "matmul(): operands [2, 3] float32 and [] float32: a matrix product takes operands of rank 1 "
+              "or more, not scalars (test_matmul.cpp:{})",
+              line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)matmul(Array(a).astype(int32), i32); });
+    CHECK(msg ==
+          fmt::format(
+              "matmul(): operands [2, 3] int32 and [3, 4] int32: products take float16, bfloat16, float32, "
+              "float64 or int8 operands, and these promote to int32 (test_matmul.cpp:{})",
+              line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)matmul(i8, u8); });
+    CHECK(msg ==
+          fmt::format(
+              "matmul(): operands [2, 3] int8 and [3, 4] uint8: products take float16, bfloat16, float32, "
+              "float64 or int8 operands, and these promote to int32 (test_matmul.cpp:{})",
+              line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)matmul(Array(), a); });
     CHECK(msg.starts_with("matmul(): "));
     CHECK(msg.ends_with(fmt::format("(test_matmul.cpp:{})", line)));
     // The result never has more axes than the wider operand: rank 8 stays rank 8.
@@ -162,10 +197,13 @@ TEST_CASE("matmul errors name the API, both shapes and dtypes, and the caller's 
 }
 
 TEST_CASE("matmul in the printer and the verifier") {
-    const ir::NodePtr x = placeholder({2, 3}, DType::Float32, "x"), y = placeholder({3, 4}, DType::Float32, "y");
-    const int line = __LINE__; const ir::NodePtr p = ir::matmul(x, y);
+    const ir::NodePtr x = placeholder({2, 3}, DType::Float32, "x"),
+                      y = placeholder({3, 4}, DType::Float32, "y");
+    const int line = __LINE__ + 1;
+    const ir::NodePtr p = ir::matmul(x, y);
     const std::string text = ir::print({p});
-    CHECK(text.find(fmt::format("= matmul %0, %1, k=3 : [2, 4] float32   # test_matmul.cpp:{}", line)) != std::string::npos);
+    CHECK(text.find(fmt::format("= matmul %0, %1, k=3 : [2, 4] float32   # test_matmul.cpp:{}", line)) !=
+          std::string::npos);
     ir::verify({p});
     // Nodes the constructor never makes are rejected as broken invariants.
     auto bad = [&](Shape a, Shape b, Shape out, DType da, DType db, DType dout) {
@@ -176,30 +214,41 @@ TEST_CASE("matmul in the printer and the verifier") {
         d.operands = {placeholder(a, da), placeholder(b, db)};
         return ir::intern(std::move(d));
     };
-    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {4, 5}, {2, 5}, DType::Float32, DType::Float32, DType::Float32)}), InternalError);
-    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 4}, DType::Float32, DType::Float32, DType::Float32)}), InternalError);
-    CHECK_THROWS_AS(ir::verify({bad({3}, {3, 5}, {5}, DType::Float32, DType::Float32, DType::Float32)}), InternalError);
-    CHECK_THROWS_AS(ir::verify({bad({2, 2, 3}, {3, 3, 5}, {2, 2, 5}, DType::Float32, DType::Float32, DType::Float32)}),
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {4, 5}, {2, 5}, DType::Float32, DType::Float32, DType::Float32)}),
                     InternalError);
-    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Float32, DType::Float16, DType::Float32)}), InternalError);
-    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Int8, DType::Int8, DType::Int8)}), InternalError);
-    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Int32, DType::Int32, DType::Int32)}), InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 4}, DType::Float32, DType::Float32, DType::Float32)}),
+                    InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({3}, {3, 5}, {5}, DType::Float32, DType::Float32, DType::Float32)}),
+                    InternalError);
+    CHECK_THROWS_AS(
+        ir::verify({bad({2, 2, 3}, {3, 3, 5}, {2, 2, 5}, DType::Float32, DType::Float32, DType::Float32)}),
+        InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Float32, DType::Float16, DType::Float32)}),
+                    InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Int8, DType::Int8, DType::Int8)}),
+                    InternalError);
+    CHECK_THROWS_AS(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Int32, DType::Int32, DType::Int32)}),
+                    InternalError);
     CHECK_NOTHROW(ir::verify({bad({2, 3}, {3, 5}, {2, 5}, DType::Int8, DType::Int8, DType::Int32)}));
     // The standard passes rebuild products through the constructor.
-    const ir::NodePtr z = ir::matmul(ir::cast(ir::broadcast_to(placeholder({}, DType::Float16), {2, 3}), DType::Float32), y);
+    const ir::NodePtr z =
+        ir::matmul(ir::cast(ir::broadcast_to(placeholder({}, DType::Float16), {2, 3}), DType::Float32), y);
     const auto lowered = ir::run_pipeline({z}, ir::standard_passes());
     CHECK(lowered[0]->shape() == Shape{2, 4});
     ir::verify(lowered);
 }
 
-TEST_CASE("partition: a product is a kernel of its own; operands other than inputs and views are materialized") {
-    const Tensor xt = filled({6, 5}, float32, 3), wt = filled({7, 5}, float32, 4), ct = filled({7, 3}, float32, 5);
+TEST_CASE(
+    "partition: a product is a kernel of its own; operands other than inputs and views are materialized") {
+    const Tensor xt = filled({6, 5}, float32, 3), wt = filled({7, 5}, float32, 4),
+                 ct = filled({7, 3}, float32, 5);
     const Tensor bias = filled({7}, float32, 6);
     const Array x(xt), w(wt), c(ct);
-    const Array h = matmul(x * 2, w.transposed());           // [6, 7]: x * 2 is computed first; w is read transposed
-    const Array y = relu(h + bias);                           // the epilogue reads the product's temporary
-    const Array z = matmul(h, c) + sum(x, 1, true);           // a product of a product, and a reduction beside it
-    const std::vector<ir::NodePtr> roots = ir::run_pipeline({y.node(), z.node(), h.node()}, ir::standard_passes());
+    const Array h = matmul(x * 2, w.transposed());   // [6, 7]: x * 2 is computed first; w is read transposed
+    const Array y = relu(h + bias);                  // the epilogue reads the product's temporary
+    const Array z = matmul(h, c) + sum(x, 1, true);  // a product of a product, and a reduction beside it
+    const std::vector<ir::NodePtr> roots =
+        ir::run_pipeline({y.node(), z.node(), h.node()}, ir::standard_passes());
     for (bool fusion : {true, false}) {
         CAPTURE(fusion);
         codegen::PartitionOptions po;
@@ -209,9 +258,10 @@ TEST_CASE("partition: a product is a kernel of its own; operands other than inpu
         for (const codegen::FusedKernel& k : P.kernels) {
             if (k.family != codegen::Family::MatMul) continue;
             ++products;
-            for (const ir::Node* n : ir::topo_order(k.outputs))  // operands as views; an epilogue only elementwise
-                CHECK((ir::info(n->op()).kind == ir::OpKind::Leaf || ir::is_view(n->op()) || n->op() == ir::Op::MatMul ||
-                       ir::is_elementwise(n->op())));
+            for (const ir::Node* n :
+                 ir::topo_order(k.outputs))  // operands as views; an epilogue only elementwise
+                CHECK((ir::info(n->op()).kind == ir::OpKind::Leaf || ir::is_view(n->op()) ||
+                       n->op() == ir::Op::MatMul || ir::is_elementwise(n->op())));
             CHECK(codegen::product_of(k.outputs)->op() == ir::Op::MatMul);
         }
         CHECK(products == 2);
@@ -222,21 +272,24 @@ TEST_CASE("partition: a product is a kernel of its own; operands other than inpu
         const std::vector<Tensor> parts = reference::evaluate_partition(P, roots);
         const std::vector<Tensor> whole = reference::evaluate(roots);
         for (std::size_t i = 0; i < roots.size(); ++i) {
-            const testing::Comparison cmp = testing::compare(parts[i], whole[i], testing::Tolerance::exact(), "root");
+            const testing::Comparison cmp =
+                testing::compare(parts[i], whole[i], testing::Tolerance::exact(), "root");
             CHECK_MESSAGE(cmp.ok, cmp.message);
         }
     }
 }
 
 TEST_CASE("matmul eval on host tensors equals the reference, with prologues, epilogues and views") {
-    const Tensor xt = filled({33, 40}, float32, 11), wt = filled({17, 40}, float32, 12), bias = filled({17}, float32, 13);
+    const Tensor xt = filled({33, 40}, float32, 11), wt = filled({17, 40}, float32, 12),
+                 bias = filled({17}, float32, 13);
     const Tensor at = filled({3, 1, 9, 31}, float16, 14), bt = filled({4, 31, 7}, float16, 15);
     const Tensor it = filled({9, 300}, int8, 16), jt = filled({300, 5}, int8, 17);
     const Array x(xt), w(wt);
     const Array y1 = gelu(matmul(x * 0.5, w.transposed()) + bias);
     const Array y2 = matmul(Array(at), Array(bt));  // broadcast batch [3, 4]
     const Array y3 = matmul(Array(it), Array(jt)) * 3;
-    const Array y4 = matmul(x.slice({{1, ir::SliceSpec::kNone, 2}}), w.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -1}}).transposed());
+    const Array y4 = matmul(x.slice({{1, ir::SliceSpec::kNone, 2}}),
+                            w.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -1}}).transposed());
     const Array y5 = matmul(x, w.transposed()).transposed();  // a view of a product
     for (const Array& y : {y1, y2, y3, y4, y5}) {
         const Tensor got = y;
@@ -260,7 +313,8 @@ TEST_CASE("matmul eval on host tensors equals the reference, with prologues, epi
 
 TEST_CASE("matmul eval on host tensors: the explain log says the product runs on the reference") {
     const Tensor xt = filled({8, 16}, float32, 21), wt = filled({16, 4}, float32, 22);
-    const int line = __LINE__; const Array y = relu(matmul(Array(xt) + 1, Array(wt)));
+    const int line = __LINE__ + 1;
+    const Array y = relu(matmul(Array(xt) + 1, Array(wt)));
     ::setenv("LOOM_EXPLAIN", "fusion", 1);
     std::string text;
     {
@@ -273,9 +327,11 @@ TEST_CASE("matmul eval on host tensors: the explain log says the product runs on
     if (reference_requested()) {
         CHECK(text.find("every kernel runs on the CPU reference") != std::string::npos);
     } else {
-        CHECK(text.find(fmt::format("matmul [8, 16] float32 x [16, 4] float32 -> [8, 4] float32: matmul (test_matmul.cpp:{})",
-                                    line)) != std::string::npos);
-        CHECK(text.find("runs on the CPU reference (the matmul family has no LLVM emitter)") != std::string::npos);
+        CHECK(text.find(fmt::format(
+                  "matmul [8, 16] float32 x [16, 4] float32 -> [8, 4] float32: matmul (test_matmul.cpp:{})",
+                  line)) != std::string::npos);
+        CHECK(text.find("runs on the CPU reference (the matmul family has no LLVM emitter)") !=
+              std::string::npos);
     }
     // The host plan itself, whichever back end runs it.
     const std::vector<ir::NodePtr> roots = ir::run_pipeline({y.node()}, ir::standard_passes());
@@ -290,26 +346,36 @@ TEST_CASE("matmul eval on host tensors: the explain log says the product runs on
         codegen::plan_host(roots, sources, layouts, codegen::HostTarget::avx512(), current_options());
     REQUIRE(plan.kernels.size() == 1);  // x + 1 its prologue, the product, relu its epilogue
     CHECK(plan.partition.kernels[0].family == codegen::Family::MatMul);
-    CHECK(plan.kernels[0].reads == std::vector<codegen::Slot>{{codegen::Slot::Kind::Source, 0}, {codegen::Slot::Kind::Source, 1}});
-    CHECK(plan.to_string().find("kernel 0  matmul   matmul [8, 16] float32 x [16, 4] float32") != std::string::npos);
-    CHECK(plan.to_string().find("its prologue runs as the tiles load: add (test_matmul.cpp:") != std::string::npos);
+    CHECK(plan.kernels[0].reads ==
+          std::vector<codegen::Slot>{{codegen::Slot::Kind::Source, 0}, {codegen::Slot::Kind::Source, 1}});
+    CHECK(plan.to_string().find("kernel 0  matmul   matmul [8, 16] float32 x [16, 4] float32") !=
+          std::string::npos);
+    CHECK(plan.to_string().find("its prologue runs as the tiles load: add (test_matmul.cpp:") !=
+          std::string::npos);
 }
 
-TEST_CASE("matmul on the GPU planner: one kernel with its epilogue; boundaries named; impossible hints refused") {
-    const Tensor x = Tensor::host({64, 32}, float32), w = Tensor::host({32, 16}, float32);  // planned, never run
+TEST_CASE(
+    "matmul on the GPU planner: one kernel with its epilogue; boundaries named; impossible hints refused") {
+    const Tensor x = Tensor::host({64, 32}, float32),
+                 w = Tensor::host({32, 16}, float32);  // planned, never run
     const Tensor bias = Tensor::host({16}, float32);
-    const int line = __LINE__; const Array y = matmul(x, w);
+    const int line = __LINE__ + 1;
+    const Array y = matmul(x, w);
     {
         const std::string text = loom::explain({relu(y + Array(bias)).node()});
-        CHECK(text.find(fmt::format("matmul [64, 32] float32 x [32, 16] float32 -> [64, 16] float32: matmul (test_matmul.cpp:{})", line)) !=
-              std::string::npos);
+        CHECK(
+            text.find(fmt::format(
+                "matmul [64, 32] float32 x [32, 16] float32 -> [64, 16] float32: matmul (test_matmul.cpp:{})",
+                line)) != std::string::npos);
         CHECK(text.find("epilogue: add (test_matmul.cpp:") != std::string::npos);
         CHECK(text.find("relu (test_matmul.cpp:") != std::string::npos);
         CHECK(text.find("kernel 1") == std::string::npos);  // one kernel
         const std::string cuda = loom::cuda_source({relu(y + Array(bias)).node()});
-        CHECK(cuda.find("tile 64x16x32: 256 threads") != std::string::npos);  // the default tile fits the 64 x 16 outputs, K = 32 in one step
+        CHECK(cuda.find("tile 64x16x32: 256 threads") !=
+              std::string::npos);  // the default tile fits the 64 x 16 outputs, K = 32 in one step
     }
-    {  // a reduction over the product is a boundary the log names, and so is a read through a transposing view
+    {  // a reduction over the product is a boundary the log names, and so is a read through a transposing
+       // view
         const std::string text = loom::explain({sum(y, 1).node()});
         CHECK(text.find("not an epilogue: a reduction kernel") != std::string::npos);
         const std::string t2 = loom::explain({(y.transposed() + 1).node()});
@@ -317,27 +383,39 @@ TEST_CASE("matmul on the GPU planner: one kernel with its epilogue; boundaries n
     }
     {  // hints: honoured, or refused with the limit they break
         const Tensor a = Tensor::host({256, 256}, float32), b = Tensor::host({256, 256}, float32);
-        CHECK(loom::explain({matmul(a, b, tile(64, 32, 32)).node()}).find("tile 64x32x32 (hinted)") != std::string::npos);
+        CHECK(loom::explain({matmul(a, b, tile(64, 32, 32)).node()}).find("tile 64x32x32 (hinted)") !=
+              std::string::npos);
         {  // the options value's tile, for products without a hint of their own; 0: the planner's choice
             OptionsScope scope({.tile = tile(64, 32)});
             CHECK(loom::explain({matmul(a, b).node()}).find("tile 64x32x32 (hinted)") != std::string::npos);
-            CHECK(loom::explain({matmul(a, b, tile(32, 32, 32)).node()}).find("tile 32x32x32 (hinted)") != std::string::npos);
+            CHECK(loom::explain({matmul(a, b, tile(32, 32, 32)).node()}).find("tile 32x32x32 (hinted)") !=
+                  std::string::npos);
         }
-        const int l2 = __LINE__; const ir::NodePtr big = matmul(a, b, tile(256, 256, 16)).node();
+        const int l2 = __LINE__ + 1;
+        const ir::NodePtr big = matmul(a, b, tile(256, 256, 16)).node();
         CHECK(loom_test::error_message([&] { (void)loom::explain({big}); }) ==
-              fmt::format("matmul(): operands [256, 256] float32 and [256, 256] float32: tile(256, 256, 16) needs 256 accumulators "
-                          "per thread (256 registers), more than the 64 registers per thread the kernel allows for accumulators "
+              fmt::format("matmul(): operands [256, 256] float32 and [256, 256] float32: tile(256, 256, 16) "
+                          "needs 256 accumulators "
+                          "per thread (256 registers), more than the 64 registers per thread the kernel "
+                          "allows for accumulators "
                           "(test_matmul.cpp:{})",
                           l2));
-        const std::string smem = loom_test::error_message([&] { (void)loom::explain({matmul(a, b, tile(128, 128, 512)).node()}); });
-        CHECK(smem.find("bytes of shared memory in 2 stages, more than the 232448 bytes per block") != std::string::npos);
-        const std::string odd = loom_test::error_message([&] { (void)loom::explain({matmul(a, b, tile(96, 128, 16)).node()}); });
-        CHECK(odd.find("tile(96, 128, 16) is not divisible as the kernel needs: every extent must be a power of two") != std::string::npos);
-        CHECK(loom_test::error_message([&] { (void)matmul(a, b, tile(-1, 0, 0)); }).find("has a negative extent") != std::string::npos);
+        const std::string smem = loom_test::error_message(
+            [&] { (void)loom::explain({matmul(a, b, tile(128, 128, 512)).node()}); });
+        CHECK(smem.find("bytes of shared memory in 2 stages, more than the 232448 bytes per block") !=
+              std::string::npos);
+        const std::string odd =
+            loom_test::error_message([&] { (void)loom::explain({matmul(a, b, tile(96, 128, 16)).node()}); });
+        CHECK(odd.find("tile(96, 128, 16) is not divisible as the kernel needs: every extent must be a power "
+                       "of two") != std::string::npos);
+        CHECK(loom_test::error_message([&] {
+                  (void)matmul(a, b, tile(-1, 0, 0));
+              }).find("has a negative extent") != std::string::npos);
     }
 }
 
-TEST_CASE("reference::product_bound and testing::compare_product_bound: the tensor-core bound of section 12") {
+TEST_CASE(
+    "reference::product_bound and testing::compare_product_bound: the tensor-core bound of section 12") {
     // [[1, -2, 3]] x [[4], [5], [-6]]: C = 4 - 10 - 18 = -24, |A||B| = 4 + 10 + 18 = 32.
     const Tensor a = from_host(std::vector<double>{1, -2, 3}, {1, 3}, float16, Device::cpu());
     const Tensor b = from_host(std::vector<double>{4, 5, -6}, {3, 1}, float16, Device::cpu());
@@ -347,16 +425,21 @@ TEST_CASE("reference::product_bound and testing::compare_product_bound: the tens
     const double gamma = 3 * reference::kMmaUnit / (1 - 3 * reference::kMmaUnit);
     CHECK(pb.bound.get_double(0) >= gamma * 32);
     CHECK(pb.bound.get_double(0) <= gamma * 32 * (1 + 1e-9));
-    CHECK(reference::product_gamma(std::int64_t{1} << 22, reference::kMmaUnit) == std::numeric_limits<double>::infinity());
+    CHECK(reference::product_gamma(std::int64_t{1} << 22, reference::kMmaUnit) ==
+          std::numeric_limits<double>::infinity());
     // Vectors are promoted and squeezed; batch axes broadcast.
-    const Tensor v = testing::random_tensor({40}, bfloat16, 1), m = testing::random_tensor({3, 40, 7}, bfloat16, 2);
+    const Tensor v = testing::random_tensor({40}, bfloat16, 1),
+                 m = testing::random_tensor({3, 40, 7}, bfloat16, 2);
     CHECK(reference::product_bound(v, m).value.shape() == Shape{3, 7});
-    CHECK(reference::product_bound(testing::random_tensor({2, 1, 5, 40}, bfloat16, 3), m).value.shape() == Shape{2, 3, 5, 7});
-    CHECK_THROWS_WITH_AS(reference::product_bound(v, testing::random_tensor({41, 2}, bfloat16, 4)), doctest::Contains("reference::product_bound()"),
-                         Error);
+    CHECK(reference::product_bound(testing::random_tensor({2, 1, 5, 40}, bfloat16, 3), m).value.shape() ==
+          Shape{2, 3, 5, 7});
+    CHECK_THROWS_WITH_AS(reference::product_bound(v, testing::random_tensor({41, 2}, bfloat16, 4)),
+                         doctest::Contains("reference::product_bound()"), Error);
 
-    // The reference's own product lies within the bound; a result pushed past it, a NaN, or a wrong shape does not.
-    const Tensor x = testing::random_tensor({33, 300}, float16, 5), w = testing::random_tensor({300, 17}, float16, 6);
+    // The reference's own product lies within the bound; a result pushed past it, a NaN, or a wrong shape
+    // does not.
+    const Tensor x = testing::random_tensor({33, 300}, float16, 5),
+                 w = testing::random_tensor({300, 17}, float16, 6);
     const Tensor y = reference::evaluate(matmul(x, w).node());
     const testing::Comparison ok = testing::compare_product_bound(y, x, w);
     INFO(ok.message);
@@ -366,8 +449,10 @@ TEST_CASE("reference::product_bound and testing::compare_product_bound: the tens
     std::vector<double> o(33 * 17);
     for (std::size_t i = 0; i < o.size(); ++i) o[i] = y.get_double(static_cast<std::int64_t>(i));
     const std::int64_t e = 5 * 17 + 3;
-    o[e] = exact.value.get_double(e) + 3 * exact.bound.get_double(e) + 0.01 * std::fabs(exact.value.get_double(e)) + 1e-3;
-    const testing::Comparison bad = testing::compare_product_bound(from_host(o, {33, 17}, float16, Device::cpu()), x, w, "pushed");
+    o[e] = exact.value.get_double(e) + 3 * exact.bound.get_double(e) +
+           0.01 * std::fabs(exact.value.get_double(e)) + 1e-3;
+    const testing::Comparison bad =
+        testing::compare_product_bound(from_host(o, {33, 17}, float16, Device::cpu()), x, w, "pushed");
     CHECK(!bad.ok);
     CHECK(bad.mismatches == 1);
     CHECK(bad.worst_multi_index == std::vector<std::int64_t>{5, 3});
@@ -376,19 +461,28 @@ TEST_CASE("reference::product_bound and testing::compare_product_bound: the tens
     CHECK(!testing::compare_product_bound(from_host(o, {33, 17}, float16, Device::cpu()), x, w).ok);
     CHECK(!testing::compare_product_bound(testing::random_tensor({17, 33}, float16, 7), x, w).ok);
 
-    // Specials: an Inf operand gives IEEE's Inf or NaN, which got must match; overflow only where the bound allows.
-    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-    const Tensor ai = from_host(std::vector<double>{inf, 1, 0, 1}, {2, 2}, float16, Device::cpu());  // rows [inf, 1], [0, 1]
-    const Tensor bi = from_host(std::vector<double>{1, 0, 1, 1}, {2, 2}, float16, Device::cpu());    // C = [[inf, nan], [1, 1]]
+    // Specials: an Inf operand gives IEEE's Inf or NaN, which got must match; overflow only where the bound
+    // allows.
+    const double inf = std::numeric_limits<double>::infinity(),
+                 nan = std::numeric_limits<double>::quiet_NaN();
+    const Tensor ai = from_host(std::vector<double>{inf, 1, 0, 1}, {2, 2}, float16,
+                                Device::cpu());  // rows [inf, 1], [0, 1]
+    const Tensor bi = from_host(std::vector<double>{1, 0, 1, 1}, {2, 2}, float16,
+                                Device::cpu());  // C = [[inf, nan], [1, 1]]
     auto got_of = [](std::vector<double> v) { return from_host(v, {2, 2}, float16, Device::cpu()); };
     CHECK(testing::compare_product_bound(got_of({inf, nan, 1, 1}), ai, bi).ok);
     CHECK(!testing::compare_product_bound(got_of({1, nan, 1, 1}), ai, bi).ok);
     CHECK(!testing::compare_product_bound(got_of({inf, 0, 1, 1}), ai, bi).ok);
     CHECK(!testing::compare_product_bound(got_of({inf, nan, nan, 1}), ai, bi).ok);
     const Tensor big = from_host(std::vector<double>{60000, 60000}, {1, 2}, float16, Device::cpu());
-    const Tensor one = from_host(std::vector<double>{1, 1}, {2, 1}, float16, Device::cpu());  // C = 120000: float16 overflows
-    CHECK(testing::compare_product_bound(from_host(std::vector<double>{inf}, {1, 1}, float16, Device::cpu()), big, one).ok);
-    CHECK(!testing::compare_product_bound(from_host(std::vector<double>{-inf}, {1, 1}, float16, Device::cpu()), big, one).ok);
+    const Tensor one = from_host(std::vector<double>{1, 1}, {2, 1}, float16,
+                                 Device::cpu());  // C = 120000: float16 overflows
+    CHECK(testing::compare_product_bound(from_host(std::vector<double>{inf}, {1, 1}, float16, Device::cpu()),
+                                         big, one)
+              .ok);
+    CHECK(!testing::compare_product_bound(
+               from_host(std::vector<double>{-inf}, {1, 1}, float16, Device::cpu()), big, one)
+               .ok);
     // A float32 cast of a float16 product keeps float16's rounding of the accumulator.
     CHECK(testing::compare_product_bound(reference::cast(y, float32), x, w).ok);
     // int8: the exact sum modulo 2^32, nothing within the bound.

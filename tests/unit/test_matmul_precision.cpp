@@ -1,16 +1,16 @@
 // The bounds of float32 products in TF32 and 3xTF32 (docs/semantics.md, section 12, "TF32";
 // reference::product_bound_factor, testing::compare_product_bound): checked on a host emulation of the
-// kernels' operand arithmetic (each operand rounded to TF32 to nearest, ties away from zero, saturating; 3xTF32
-// split into big and small parts and a_small b_small dropped), the products and sums in float64, and
+// kernels' operand arithmetic (each operand rounded to TF32 to nearest, ties away from zero, saturating;
+// 3xTF32 split into big and small parts and a_small b_small dropped), the products and sums in float64, and
 // shown to tell the precisions apart. The environment variable and the options text name the choice.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
-#include <loom/loom.hpp>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <loom/loom.hpp>
 #include <vector>
 
 #include "loom/runtime/testing.hpp"
@@ -61,29 +61,36 @@ TEST_CASE("TF32 and 3xTF32 bounds: an emulation lies within its own, and TF32 ou
     CHECK(reference::product_bound_factor(8) == reference::product_gamma(8, reference::kMmaUnit));
     CHECK(reference::product_bound_factor(8, ProductPrecision::TF32) > 0x1p-10);
     CHECK(reference::product_bound_factor(8, ProductPrecision::TF32x3) < 0x1p-16);
-    CHECK(std::isinf(reference::product_bound_factor(std::int64_t{1} << 21, ProductPrecision::TF32x3)));  // 3K 2^-22 >= 1
+    CHECK(std::isinf(
+        reference::product_bound_factor(std::int64_t{1} << 21, ProductPrecision::TF32x3)));  // 3K 2^-22 >= 1
     CHECK(std::isfinite(reference::product_bound_factor(std::int64_t{1} << 21, ProductPrecision::TF32)));
     for (std::int64_t K : {8, 300}) {
-        const Tensor a = testing::random_tensor({24, K}, float32, 11), b = testing::random_tensor({K, 20}, float32, 12);
+        const Tensor a = testing::random_tensor({24, K}, float32, 11),
+                     b = testing::random_tensor({K, 20}, float32, 12);
         INFO("K = " << K);
         for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
-            const testing::Comparison c = testing::compare_product_bound(emulate(a, b, p), a, b, "emulated", p);
+            const testing::Comparison c =
+                testing::compare_product_bound(emulate(a, b, p), a, b, "emulated", p);
             INFO(c.message);
             CHECK(c.ok);
         }
         // The exact float32 product lies within both bounds.
         for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3})
-            CHECK(testing::compare_product_bound(reference::evaluate(matmul(a, b).node()), a, b, "float32", p).ok);
+            CHECK(testing::compare_product_bound(reference::evaluate(matmul(a, b).node()), a, b, "float32", p)
+                      .ok);
     }
     // For a short K the 3xTF32 bound is tight enough that TF32's rounding of the operands breaks it.
-    const Tensor a = testing::random_tensor({24, 8}, float32, 13), b = testing::random_tensor({8, 20}, float32, 14);
-    const testing::Comparison c = testing::compare_product_bound(emulate(a, b, ProductPrecision::TF32), a, b, "TF32 against 3xTF32's bound",
-                                                                 ProductPrecision::TF32x3);
+    const Tensor a = testing::random_tensor({24, 8}, float32, 13),
+                 b = testing::random_tensor({8, 20}, float32, 14);
+    const testing::Comparison c = testing::compare_product_bound(
+        emulate(a, b, ProductPrecision::TF32), a, b, "TF32 against 3xTF32's bound", ProductPrecision::TF32x3);
     CHECK(!c.ok);
     CHECK(c.message.find("(3 2^-22 + gamma(3K = 24, 2^-22)) (1 + 2^-9)") != std::string::npos);
     // The vacuous bound names 3K for 3xTF32 (K = 2^21: 3K 2^-22 >= 1).
-    const Tensor wide = testing::random_tensor({1, std::int64_t{1} << 21}, float32, 15), tall = testing::random_tensor({std::int64_t{1} << 21, 1}, float32, 16);
-    const testing::Comparison v = testing::compare_product_bound(reference::evaluate(matmul(wide, tall).node()), wide, tall, "long", ProductPrecision::TF32x3);
+    const Tensor wide = testing::random_tensor({1, std::int64_t{1} << 21}, float32, 15),
+                 tall = testing::random_tensor({std::int64_t{1} << 21, 1}, float32, 16);
+    const testing::Comparison v = testing::compare_product_bound(
+        reference::evaluate(matmul(wide, tall).node()), wide, tall, "long", ProductPrecision::TF32x3);
     CHECK(!v.ok);
     CHECK(v.message.find("vacuous (3K 2^-22 >= 1)") != std::string::npos);
 }
@@ -97,12 +104,15 @@ TEST_CASE("LOOM_PRODUCT_PRECISION sets the default precision; an unknown value w
     CHECK(environment_options().product_precision == ProductPrecision::TF32);
     setenv("LOOM_PRODUCT_PRECISION", "fp8", 1);
     CHECK(environment_options().product_precision == ProductPrecision::Float32);
-    if (before) setenv("LOOM_PRODUCT_PRECISION", saved.c_str(), 1);
-    else unsetenv("LOOM_PRODUCT_PRECISION");
+    if (before)
+        setenv("LOOM_PRODUCT_PRECISION", saved.c_str(), 1);
+    else
+        unsetenv("LOOM_PRODUCT_PRECISION");
 }
 
 TEST_CASE("TF32 and 3xTF32 in the explain log: the path and the precision on the GPU planner") {
-    const Tensor x = Tensor::host({64, 32}, float32), w = Tensor::host({32, 16}, float32);  // planned, never run
+    const Tensor x = Tensor::host({64, 32}, float32),
+                 w = Tensor::host({32, 16}, float32);  // planned, never run
     for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
         const OptionsScope scope({.product_precision = p});
         const std::string text = loom::cuda_source({matmul(x, w).node()});

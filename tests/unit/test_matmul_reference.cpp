@@ -31,7 +31,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// fma in ascending k from +0, the chunk partials combined level by level by the pairwise tree ((0, 1),
 /// (2, 3), ..., an odd last partial carried up). 8192 is written out rather than read from kProductChunk,
 /// so that a change of the constant fails here instead of moving the oracle with it.
-template <class C> C naive_dot(const std::vector<C>& a, const std::vector<C>& b) {
+template <class C>
+C naive_dot(const std::vector<C>& a, const std::vector<C>& b) {
     constexpr std::size_t kChunk = 8192;
     const std::size_t K = a.size();
     std::vector<C> partials;
@@ -43,7 +44,8 @@ template <class C> C naive_dot(const std::vector<C>& a, const std::vector<C>& b)
     if (partials.empty()) return C(0);
     while (partials.size() > 1) {
         std::vector<C> next;
-        for (std::size_t p = 0; p + 1 < partials.size(); p += 2) next.push_back(partials[p] + partials[p + 1]);
+        for (std::size_t p = 0; p + 1 < partials.size(); p += 2)
+            next.push_back(partials[p] + partials[p + 1]);
         if (partials.size() % 2 == 1) next.push_back(partials.back());
         partials = next;
     }
@@ -51,7 +53,8 @@ template <class C> C naive_dot(const std::vector<C>& a, const std::vector<C>& b)
 }
 
 /// One chunk, the contract for K <= 8192 in its simplest form: a single fma chain in ascending k from +0.
-template <class C> C single_chain(const std::vector<C>& a, const std::vector<C>& b) {
+template <class C>
+C single_chain(const std::vector<C>& a, const std::vector<C>& b) {
     C acc = C(0);
     for (std::size_t k = 0; k < a.size(); ++k) acc = std::fma(a[k], b[k], acc);
     return acc;
@@ -60,7 +63,8 @@ template <class C> C single_chain(const std::vector<C>& a, const std::vector<C>&
 /// The value of `a` [M, K] times `b` [K, N] (host tensors, any strides) as float64 values of the result
 /// dtype, row-major, each float output `dot(x, y)` of its row and column at the accumulation type
 /// (naive_dot: the contract's value).
-template <class Dot> std::vector<double> matmul_by(const Tensor& a, const Tensor& b, Dot&& dot) {
+template <class Dot>
+std::vector<double> matmul_by(const Tensor& a, const Tensor& b, Dot&& dot) {
     const std::int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
     const DType dt = a.dtype();
     std::vector<double> out;
@@ -84,7 +88,9 @@ template <class Dot> std::vector<double> matmul_by(const Tensor& a, const Tensor
                     y.push_back(static_cast<float>(b.get_double(k * N + j)));
                 }
                 const float s = dot(x, y);
-                out.push_back(dt == DType::Float16 ? round_to_half(s) : dt == DType::BFloat16 ? round_to_bf16(s) : s);
+                out.push_back(dt == DType::Float16    ? round_to_half(s)
+                              : dt == DType::BFloat16 ? round_to_bf16(s)
+                                                      : s);
             }
         }
     return out;
@@ -94,7 +100,9 @@ std::vector<double> naive_matmul(const Tensor& a, const Tensor& b) {
     return matmul_by(a, b, [](const auto& x, const auto& y) { return naive_dot(x, y); });
 }
 
-bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
+bool same_bits(double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
+}
 
 /// `got` [M, N] holds `expected` bit for bit (signed zeros included; any NaN matches any NaN).
 void check_equal(const Tensor& got, const std::vector<double>& expected, const std::string& what) {
@@ -105,13 +113,15 @@ void check_equal(const Tensor& got, const std::vector<double>& expected, const s
             if (first < 0) first = e;
             ++bad;
         }
-    CHECK_MESSAGE(bad == 0, what << ": " << bad << " of " << got.numel() << " elements differ, the first at " << first
-                                 << ": " << (first >= 0 ? got.get_double(first) : 0.0) << " instead of "
+    CHECK_MESSAGE(bad == 0, what << ": " << bad << " of " << got.numel() << " elements differ, the first at "
+                                 << first << ": " << (first >= 0 ? got.get_double(first) : 0.0)
+                                 << " instead of "
                                  << (first >= 0 ? expected[static_cast<std::size_t>(first)] : 0.0));
 }
 
 Tensor random(const Shape& s, DType t, std::uint64_t seed) {
-    return testing::random_tensor(s, t, seed, t == DType::Int8 ? testing::Random::uniform(-128, 127) : testing::Random::normal());
+    return testing::random_tensor(
+        s, t, seed, t == DType::Int8 ? testing::Random::uniform(-128, 127) : testing::Random::normal());
 }
 
 /// A host tensor of `dtype` holding `values` (converted as a cast converts).
@@ -122,12 +132,18 @@ Tensor host_values(const std::vector<double>& values, const Shape& shape, DType 
     return reference::cast(t, dtype);
 }
 
-NodePtr in(const Tensor& t, const char* label = "x") { return input(t.dtype(), t.shape(), label, t.impl()); }
+NodePtr in(const Tensor& t, const char* label = "x") {
+    return input(t.dtype(), t.shape(), label, t.impl());
+}
 
-Tensor product(const Tensor& a, const Tensor& b) { return reference::evaluate(matmul(in(a), in(b, "y"))); }
+Tensor product(const Tensor& a, const Tensor& b) {
+    return reference::evaluate(matmul(in(a), in(b, "y")));
+}
 
 /// `t` [B, ...] at batch index i: [...] (a view).
-Tensor entry(const Tensor& t, std::int64_t i) { return t.slice({{i, i + 1}}).squeeze(0); }
+Tensor entry(const Tensor& t, std::int64_t i) {
+    return t.slice({{i, i + 1}}).squeeze(0);
+}
 
 }  // namespace
 
@@ -139,7 +155,8 @@ TEST_CASE("reference matmul follows the contract's order bit for bit: odd sizes,
         for (std::int64_t K : Ks)
             for (auto [M, N] : MNs) {
                 const Tensor a = random({M, K}, dt, seed++), b = random({K, N}, dt, seed++);
-                check_equal(product(a, b), naive_matmul(a, b), fmt::format("{} [{}, {}] x [{}, {}]", name(dt), M, K, K, N));
+                check_equal(product(a, b), naive_matmul(a, b),
+                            fmt::format("{} [{}, {}] x [{}, {}]", name(dt), M, K, K, N));
             }
     }
     // Blocks of the reference (64 rows, 256 columns, K blocks of 256) and its micro tiles (4 x 16) with
@@ -158,12 +175,13 @@ TEST_CASE("reference matmul across chunks of 8192: one chunk up to K = 8192, the
         for (std::int64_t K : Ks)
             for (auto [M, N] : MNs) {
                 const Tensor a = random({M, K}, dt, seed++), b = random({K, N}, dt, seed++);
-                check_equal(product(a, b), naive_matmul(a, b), fmt::format("{} [{}, {}] x [{}, {}]", name(dt), M, K, K, N));
+                check_equal(product(a, b), naive_matmul(a, b),
+                            fmt::format("{} [{}, {}] x [{}, {}]", name(dt), M, K, K, N));
             }
-    // A chunk boundary that shows: 1 * 1 first, then (1 + 2^-23) (1 + 2^-20) = 1 + 2^-20 + 2^-23 + 2^-43 as the
-    // last term. In one chain the fma rounds 2 + 2^-20 + 2^-23 + 2^-43 once, up to 2 + 2^-20 + 2^-22; as a
-    // chunk of its own the term is first rounded to 1 + 2^-20 + 2^-23, and 1 plus it is a tie that rounds to
-    // even, 2 + 2^-20.
+    // A chunk boundary that shows: 1 * 1 first, then (1 + 2^-23) (1 + 2^-20) = 1 + 2^-20 + 2^-23 + 2^-43 as
+    // the last term. In one chain the fma rounds 2 + 2^-20 + 2^-23 + 2^-43 once, up to 2 + 2^-20 + 2^-22; as
+    // a chunk of its own the term is first rounded to 1 + 2^-20 + 2^-23, and 1 plus it is a tie that rounds
+    // to even, 2 + 2^-20.
     for (std::int64_t K : {std::int64_t{8192}, std::int64_t{8193}}) {
         CAPTURE(K);
         std::vector<double> x(static_cast<std::size_t>(K), 0.0), y(static_cast<std::size_t>(K), 0.0);
@@ -189,8 +207,9 @@ TEST_CASE("reference matmul for K <= 8192 is a single fma chain per output from 
 
 TEST_CASE("reference matmul reads transposed, sliced, reversed and broadcast operands as they are") {
     const std::int64_t M = 9, K = 300, N = 21;
-    const Tensor xt = random({K, M}, DType::Float32, 11);        // a = x^T
-    const Tensor yt = random({2 * K, N + 3}, DType::Float32, 12);  // b = every other row, columns reversed, 3 dropped
+    const Tensor xt = random({K, M}, DType::Float32, 11);  // a = x^T
+    const Tensor yt =
+        random({2 * K, N + 3}, DType::Float32, 12);  // b = every other row, columns reversed, 3 dropped
     const Tensor a = xt.transposed();
     const Tensor b = yt.slice({{0, ir::SliceSpec::kNone, 2}, {N + 2, 2, -1}});
     REQUIRE(b.shape() == Shape{K, N});
@@ -205,10 +224,12 @@ TEST_CASE("reference matmul reads transposed, sliced, reversed and broadcast ope
     // A broadcast operand (stride 0 along K): every row of b is the same vector.
     const Tensor row = random({1, N}, DType::Float32, 13);
     const NodePtr rows = broadcast_to(in(row, "row"), {K, N});
-    check_equal(reference::evaluate(matmul(in(a), rows)), naive_matmul(a, reference::evaluate(rows)), "broadcast rows");
+    check_equal(reference::evaluate(matmul(in(a), rows)), naive_matmul(a, reference::evaluate(rows)),
+                "broadcast rows");
     // Vectors: [K] x [K, N], [M, K] x [K] and [K] x [K], the vector a strided column of a matrix.
     const Tensor v = random({K, 4}, DType::Float32, 14).slice({{}, {2, 3}}).squeeze(1);
-    const Tensor vm = reference::evaluate(in(v)).reshape({1, K}), mv = reference::evaluate(in(v)).reshape({K, 1});
+    const Tensor vm = reference::evaluate(in(v)).reshape({1, K}),
+                 mv = reference::evaluate(in(v)).reshape({K, 1});
     check_equal(reference::evaluate(matmul(in(v), in(b))), naive_matmul(vm, b), "vector x matrix");
     check_equal(reference::evaluate(matmul(in(a), in(v))), naive_matmul(a, mv), "matrix x vector");
     check_equal(reference::evaluate(matmul(in(v), in(v))), naive_matmul(vm, mv), "vector x vector");
@@ -220,11 +241,13 @@ TEST_CASE("reference matmul of batches: broadcast batch axes pair the entries as
     REQUIRE(c.shape() == Shape{3, 4, 5, 6});
     for (std::int64_t i = 0; i < 3; ++i)
         for (std::int64_t j = 0; j < 4; ++j)
-            check_equal(entry(entry(c, i), j), naive_matmul(entry(entry(a, i), 0), entry(b, j)), fmt::format("entry {} {}", i, j));
+            check_equal(entry(entry(c, i), j), naive_matmul(entry(entry(a, i), 0), entry(b, j)),
+                        fmt::format("entry {} {}", i, j));
     // A matrix times a batch: the one matrix is every entry's left operand.
     const Tensor m = random({5, 40}, DType::Float64, 23), bb = random({3, 40, 7}, DType::Float64, 24);
     const Tensor mb = product(m, bb);
-    for (std::int64_t j = 0; j < 3; ++j) check_equal(entry(mb, j), naive_matmul(m, entry(bb, j)), fmt::format("batch {}", j));
+    for (std::int64_t j = 0; j < 3; ++j)
+        check_equal(entry(mb, j), naive_matmul(m, entry(bb, j)), fmt::format("batch {}", j));
 }
 
 TEST_CASE("reference matmul of int8: int32 sums that wrap, exact") {
@@ -239,7 +262,8 @@ TEST_CASE("reference matmul of int8: int32 sums that wrap, exact") {
     std::fill_n(static_cast<std::int8_t*>(col.data()), K, std::int8_t{127});
     CHECK(product(ones, col).get_int(0) == 2258060000LL - (1LL << 32));
     std::fill_n(static_cast<std::int8_t*>(col.data()), K, std::int8_t{-128});
-    CHECK(product(ones, col).get_int(0) == static_cast<std::int32_t>(static_cast<std::uint32_t>(127LL * -128LL * K)));
+    CHECK(product(ones, col).get_int(0) ==
+          static_cast<std::int32_t>(static_cast<std::uint32_t>(127LL * -128LL * K)));
 }
 
 TEST_CASE("reference matmul of float16 and bfloat16: float32 sums rounded once") {
@@ -250,8 +274,8 @@ TEST_CASE("reference matmul of float16 and bfloat16: float32 sums rounded once")
         CHECK(c.dtype() == dt);
         check_equal(c, naive_matmul(a, b), fmt::format("{} [6, 513] x [513, 18]", name(dt)));
     }
-    // 1 + 1024 terms of 2^-12: float32 holds 1.25 exactly; summing in float16 would stay at 1 (2^-12 is below half
-    // an ulp of 1).
+    // 1 + 1024 terms of 2^-12: float32 holds 1.25 exactly; summing in float16 would stay at 1 (2^-12 is below
+    // half an ulp of 1).
     const std::int64_t K = 1025;
     std::vector<double> x(K, 0x1p-12), ones(K, 1.0);
     x[0] = 1.0;
@@ -280,7 +304,8 @@ TEST_CASE("reference matmul: NaN and Inf propagate, products of -0 sum to +0, K 
     CHECK(pq.get_double(6) == kInf);      // 3e38 * Inf + 3e38 * -1
     CHECK(pq.get_double(7) == kInf);      // 3e38 * 1 + 3e38 * 2 overflows
     CHECK(pq.get_double(4) == 3.0);
-    const Tensor u = host_values({kInf, kInf}, {1, 2}, DType::Float32), w = host_values({1, -1}, {2, 1}, DType::Float32);
+    const Tensor u = host_values({kInf, kInf}, {1, 2}, DType::Float32),
+                 w = host_values({1, -1}, {2, 1}, DType::Float32);
     CHECK(std::isnan(product(u, w).get_double(0)));  // Inf + -Inf
     // Every product -0: the sum starts from +0, so the result is +0 (not sum's -0).
     const Tensor n = host_values({-1, -2, -3}, {1, 3}, DType::Float32);
@@ -299,7 +324,8 @@ TEST_CASE("reference matmul in Oracle mode computes the same order in float64") 
     const Tensor a = random({4, 600}, DType::Float16, 51), b = random({600, 5}, DType::Float16, 52);
     const Tensor c = reference::evaluate(matmul(in(a), in(b, "y")), {}, reference::Mode::Oracle);
     CHECK(c.dtype() == DType::Float64);
-    check_equal(c, naive_matmul(reference::cast(a, DType::Float64), reference::cast(b, DType::Float64)), "oracle");
+    check_equal(c, naive_matmul(reference::cast(a, DType::Float64), reference::cast(b, DType::Float64)),
+                "oracle");
 }
 
 TEST_CASE("reference matmul speed: 512^3 float32, and sampled rows of 4096 x 4096") {
@@ -312,8 +338,8 @@ TEST_CASE("reference matmul speed: 512^3 float32, and sampled rows of 4096 x 409
     CHECK(s512 < 2.0);  // well under a second on 2 cores; the bound leaves room for a loaded machine
     const Tensor a_rows = a.slice({{0, 512, 97}}), b_cols = b.slice({{}, {3, 512, 101}});
     check_equal(product(a_rows, b_cols), naive_matmul(a_rows, b_cols), "512^3 samples");
-    check_equal(reference::evaluate(slice(slice(in(c), {{0, 512, 97}}), {{}, {3, 512, 101}})), naive_matmul(a_rows, b_cols),
-                "512^3 sampled outputs");
+    check_equal(reference::evaluate(slice(slice(in(c), {{0, 512, 97}}), {{}, {3, 512, 101}})),
+                naive_matmul(a_rows, b_cols), "512^3 sampled outputs");
     // Rows sampled from a 4096 x 4096 product: every eighth of 64 rows through a strided view.
     const Tensor A = random({4096, 4096}, DType::Float32, 63), B = random({4096, 4096}, DType::Float32, 64);
     const Tensor rows = A.slice({{5, 4096, 512}});

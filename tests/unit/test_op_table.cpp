@@ -26,17 +26,26 @@ std::vector<Op> all_ops() {
     return ops;
 }
 
-std::string name_of(Op op) { return std::string(op_name(op)); }
+std::string name_of(Op op) {
+    return std::string(op_name(op));
+}
 
 /// `op` applied to inputs of dtype t (nullptr when its constructor rejects t).
 NodePtr apply(Op op, DType t, const Shape& shape = {33}) {
     const NodePtr a = input(t, shape, "a"), b = input(t, shape, "b"), c = input(t, shape, "c");
     try {
         switch (info(op).kind) {
-            case OpKind::Unary: return op == Op::Cast ? nullptr : unary(op, a);
-            case OpKind::Binary: return binary(op, a, b);
-            case OpKind::Ternary: return ternary(op, a, b, c);
-            case OpKind::Leaf: case OpKind::View: case OpKind::Reduce: case OpKind::Product: return nullptr;
+            case OpKind::Unary:
+                return op == Op::Cast ? nullptr : unary(op, a);
+            case OpKind::Binary:
+                return binary(op, a, b);
+            case OpKind::Ternary:
+                return ternary(op, a, b, c);
+            case OpKind::Leaf:
+            case OpKind::View:
+            case OpKind::Reduce:
+            case OpKind::Product:
+                return nullptr;
         }
     } catch (const Error&) {
     }
@@ -45,7 +54,8 @@ NodePtr apply(Op op, DType t, const Shape& shape = {33}) {
 
 std::vector<codegen::InputLayout> contiguous(const std::vector<NodePtr>& outs) {
     std::vector<codegen::InputLayout> l;
-    for (const auto* in : codegen::pointwise_inputs(outs)) l.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+    for (const auto* in : codegen::pointwise_inputs(outs))
+        l.push_back({in->dtype(), contiguous_strides(in->shape()), true});
     return l;
 }
 
@@ -147,10 +157,11 @@ TEST_CASE("the ulp bounds are the values the tolerance code used before the op t
 }
 
 TEST_CASE("the exact ops with a float16/bfloat16 result are the ones codegen does not round again") {
-    // Before the op table: neg abs sign relu floor ceil round trunc minimum maximum where clamp. rem (fmod) is
-    // exact too (docs/semantics.md, section 5) and joined them with the Exactness column.
-    const std::set<Op> expected{Op::Neg,   Op::Abs,   Op::Sign,    Op::Relu,    Op::Floor, Op::Ceil, Op::Round,
-                                Op::Trunc, Op::Minimum, Op::Maximum, Op::Where, Op::Clamp, Op::Rem};
+    // Before the op table: neg abs sign relu floor ceil round trunc minimum maximum where clamp. rem (fmod)
+    // is exact too (docs/semantics.md, section 5) and joined them with the Exactness column.
+    const std::set<Op> expected{Op::Neg,   Op::Abs,   Op::Sign,  Op::Relu,    Op::Floor,
+                                Op::Ceil,  Op::Round, Op::Trunc, Op::Minimum, Op::Maximum,
+                                Op::Where, Op::Clamp, Op::Rem};
     for (DType t : {float16, bfloat16}) {
         CAPTURE(name(t));
         std::set<Op> exact;
@@ -177,7 +188,8 @@ TEST_CASE("the exact ops with a float16/bfloat16 result are the ones codegen doe
     // Every op with a bool result, and every integer-only op, is exact.
     for (Op op : all_ops()) {
         const Rule r = info(op).rule;
-        if (r == Rule::ToBool || r == Rule::Compare || r == Rule::Logical || r == Rule::Bitwise || r == Rule::Shift) {
+        if (r == Rule::ToBool || r == Rule::Compare || r == Rule::Logical || r == Rule::Bitwise ||
+            r == Rule::Shift) {
             CAPTURE(name_of(op));
             CHECK(is_exact(op));
         }
@@ -186,11 +198,11 @@ TEST_CASE("the exact ops with a float16/bfloat16 result are the ones codegen doe
 
 TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of float results") {
     // The ops the count named before the op table; divisions counted only with float results.
-    const std::set<Op> costly{Op::Exp,  Op::Exp2,  Op::Expm1,  Op::Log,     Op::Log2,     Op::Log1p,  Op::Sqrt,
-                              Op::Rsqrt, Op::Sin,   Op::Cos,    Op::Tan,     Op::Asin,     Op::Acos,   Op::Atan,
-                              Op::Sinh, Op::Cosh,  Op::Tanh,   Op::Asinh,   Op::Acosh,    Op::Atanh,  Op::Sigmoid,
-                              Op::Erf,  Op::GeluErf, Op::GeluTanh, Op::Silu, Op::Pow,     Op::Atan2,  Op::Div,
-                              Op::FloorDiv, Op::Mod, Op::Rem};
+    const std::set<Op> costly{
+        Op::Exp,  Op::Exp2,  Op::Expm1, Op::Log,   Op::Log2,     Op::Log1p, Op::Sqrt,    Op::Rsqrt,
+        Op::Sin,  Op::Cos,   Op::Tan,   Op::Asin,  Op::Acos,     Op::Atan,  Op::Sinh,    Op::Cosh,
+        Op::Tanh, Op::Asinh, Op::Acosh, Op::Atanh, Op::Sigmoid,  Op::Erf,   Op::GeluErf, Op::GeluTanh,
+        Op::Silu, Op::Pow,   Op::Atan2, Op::Div,   Op::FloorDiv, Op::Mod,   Op::Rem};
     std::set<Op> classed;
     for (Op op : all_ops())
         if (info(op).cost == Cost::Division || info(op).cost == Cost::Transcendental) classed.insert(op);
@@ -199,7 +211,8 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
     const Shape shape{1 << 20};
     auto grid_stride = [&](const NodePtr& out) {
         const std::vector<NodePtr> outs{out};
-        return codegen::plan_pointwise(outs, contiguous(outs), codegen::DeviceInfo::h200()).plan.grid_stride_blocks > 0;
+        return codegen::plan_pointwise(outs, contiguous(outs), codegen::DeviceInfo::h200())
+                   .plan.grid_stride_blocks > 0;
     };
     // n applications of op: op(op(x)), or op(op(x, y), y), op(op(x, y, z), y, z).
     auto chain = [&](Op op, DType t, int n) -> NodePtr {
@@ -208,10 +221,20 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
         try {
             for (int k = 0; k < n; ++k) {
                 switch (info(op).kind) {
-                    case OpKind::Unary: v = unary(op, v); break;
-                    case OpKind::Binary: v = binary(op, v, y); break;
-                    case OpKind::Ternary: v = ternary(op, v, y, z); break;
-                    case OpKind::Leaf: case OpKind::View: case OpKind::Reduce: case OpKind::Product: return nullptr;
+                    case OpKind::Unary:
+                        v = unary(op, v);
+                        break;
+                    case OpKind::Binary:
+                        v = binary(op, v, y);
+                        break;
+                    case OpKind::Ternary:
+                        v = ternary(op, v, y, z);
+                        break;
+                    case OpKind::Leaf:
+                    case OpKind::View:
+                    case OpKind::Reduce:
+                    case OpKind::Product:
+                        return nullptr;
                 }
                 if (v->op() != op || v->dtype() != t) return nullptr;  // simplified away, or a bool result
             }

@@ -5,10 +5,9 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <loom/loom.hpp>
 #include <string>
 #include <vector>
-
-#include <loom/loom.hpp>
 
 #include "../../runtime/src/param_buffer.hpp"
 #include "loom/codegen/cuda/emit.hpp"
@@ -21,11 +20,14 @@ using namespace loom;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 std::vector<codegen::InputLayout> contiguous_layouts(const std::vector<ir::NodePtr>& outs) {
     std::vector<codegen::InputLayout> l;
-    for (const ir::Node* in : codegen::pointwise_inputs(outs)) l.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+    for (const ir::Node* in : codegen::pointwise_inputs(outs))
+        l.push_back({in->dtype(), contiguous_strides(in->shape()), true});
     return l;
 }
 
@@ -104,8 +106,8 @@ TEST_CASE("a kernel taking its parameters by pointer compiles with NVRTC") {
     const nvrtc::Result r = compile_sm90(ks.name, ks.source);
     CHECK_FALSE(r.binary.empty());
     CHECK_FALSE(r.is_ptx);
-    MESSAGE(fmt::format("{} bytes of parameters; NVRTC compiled the kernel in {:.0f} ms", planned.plan.params.size,
-                        r.compile_ms));
+    MESSAGE(fmt::format("{} bytes of parameters; NVRTC compiled the kernel in {:.0f} ms",
+                        planned.plan.params.size, r.compile_ms));
 }
 
 TEST_CASE("the parameter upload kernel compiles for both parameter limits") {
@@ -116,7 +118,8 @@ TEST_CASE("the parameter upload kernel compiles for both parameter limits") {
         const std::string src = gpu::param_upload_source(words);
         CHECK(contains(src, "loom_param_upload"));
         CHECK(contains(src, fmt::format("data[{}]", words)));
-        // Launched with programmatic dependent launch like every Loom kernel: it waits before its first store.
+        // Launched with programmatic dependent launch like every Loom kernel: it waits before its first
+        // store.
         REQUIRE(contains(src, "griddepcontrol.wait;"));
         CHECK(src.find("griddepcontrol.wait;") < src.find("c.dst[i] = c.data[i];"));
         const nvrtc::Result r = compile_sm90("loom_param_upload", src);
@@ -145,7 +148,8 @@ TEST_CASE("the DSL evaluates a sum of 300 products (600 host inputs) against the
         b.push_back(testing::random_tensor({n}, float32, 5000 + static_cast<std::uint64_t>(k)));
     }
     Array acc = Array(a[0]) * b[0];
-    for (int k = 1; k < kPairs; ++k) acc = acc + Array(a[static_cast<std::size_t>(k)]) * b[static_cast<std::size_t>(k)];
+    for (int k = 1; k < kPairs; ++k)
+        acc = acc + Array(a[static_cast<std::size_t>(k)]) * b[static_cast<std::size_t>(k)];
     CHECK(acc.node()->size_bound() <= lazy_node_limit());  // 1,199 nodes: evaluated in two pieces on the way
     const Tensor out = acc;
     for (std::int64_t i = 0; i < n; ++i) {

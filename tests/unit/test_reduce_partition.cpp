@@ -4,9 +4,9 @@
 // keeps the explain text.
 #include <doctest/doctest.h>
 
+#include <loom/loom.hpp>
 #include <string>
 
-#include <loom/loom.hpp>
 #include "loom/codegen/fusion_plan.hpp"
 #include "loom/codegen/reduce_plan.hpp"
 #include "loom/ir/pass.hpp"
@@ -18,13 +18,16 @@ using codegen::Slot;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 /// The plan the GPU path makes for `arrays` (the H200 without a GPU).
 codegen::FusionPlan plan_of(const std::vector<Array>& arrays) {
     std::vector<ir::NodePtr> roots;
     for (const Array& a : arrays) roots.push_back(a.node());
-    return gpu::plan_bound(ir::run_pipeline(roots, ir::standard_passes()), gpu::planning_device(), Options{}, "", nullptr);
+    return gpu::plan_bound(ir::run_pipeline(roots, ir::standard_passes()), gpu::planning_device(), Options{},
+                           "", nullptr);
 }
 
 const codegen::ReducePlan& reduce_plan(const codegen::FusionPlan& p, std::size_t k) {
@@ -35,7 +38,8 @@ const codegen::ReducePlan& reduce_plan(const codegen::FusionPlan& p, std::size_t
 }  // namespace
 
 TEST_CASE("reduce partition: softmax, layernorm and rmsnorm written by hand are one kernel each") {
-    Tensor x = Tensor::host({64, 4096}, float32), w = Tensor::host({4096}, float32), b = Tensor::host({4096}, float32);
+    Tensor x = Tensor::host({64, 4096}, float32), w = Tensor::host({4096}, float32),
+           b = Tensor::host({4096}, float32);
     const Array X(x), W(w), B(b);
     const Array e = exp(X - max(X, -1, true));
     const codegen::FusionPlan sm = plan_of({e / sum(e, -1, true)});
@@ -74,7 +78,8 @@ TEST_CASE("reduce partition: a prologue, an epilogue and several reductions of o
 TEST_CASE("reduce partition: boundaries are explained and reduced values are materialized where needed") {
     Tensor x = Tensor::host({128, 512}, float32);
     const Array X(x);
-    // A full mean read back at every element: the mean's kernel writes a temporary, a pointwise kernel reads it.
+    // A full mean read back at every element: the mean's kernel writes a temporary, a pointwise kernel reads
+    // it.
     const codegen::FusionPlan centered = plan_of({X - mean(X)});
     REQUIRE(centered.partition.kernels.size() == 2);
     REQUIRE(centered.partition.temps.size() == 1);
@@ -104,14 +109,23 @@ TEST_CASE("reduce partition: the explain text of a plan") {
     // One row of 65,536 elements read back at every element: too few rows for one pass per stage, so the
     // mean runs as a split kernel of its own into a temporary, and a pointwise kernel reads it.
     const std::string centered = explain({X - mean(X)});
-    CHECK(contains(centered, "plan     one kernel per reduction: 1 rows of 65536 elements are too few to fill the device"));
-    CHECK(contains(centered, "kernel 0  mean_0   reduction of [128, 512] over axes [0, 1]: mean (test_reduce_partition.cpp:"));
-    CHECK(contains(centered, "schedule inner, 256 threads per block, 256 threads per row, split over 8 blocks per row"));
+    CHECK(contains(
+        centered,
+        "plan     one kernel per reduction: 1 rows of 65536 elements are too few to fill the device"));
+    CHECK(contains(
+        centered,
+        "kernel 0  mean_0   reduction of [128, 512] over axes [0, 1]: mean (test_reduce_partition.cpp:"));
+    CHECK(contains(
+        centered, "schedule inner, 256 threads per block, 256 threads per row, split over 8 blocks per row"));
     CHECK(contains(centered, "0 element output(s), 1 row output(s); one launch"));
     CHECK(contains(centered, "materialize t0 = mean (test_reduce_partition.cpp:"));
-    CHECK(contains(centered, "kernel 1  pointwise_1   pointwise [128, 512]: broadcast_to (test_reduce_partition.cpp:"));
-    CHECK(contains(centered, "reads input [128, 512] float32 [in0], t0 (mean) [] float32 [t0]; writes out0; vector width 4; 1 launch"));
-    CHECK(contains(centered, "boundary  kernel 1: results of shape [128, 512] read reduced values of other kernels"));
+    CHECK(contains(centered,
+                   "kernel 1  pointwise_1   pointwise [128, 512]: broadcast_to (test_reduce_partition.cpp:"));
+    CHECK(contains(centered,
+                   "reads input [128, 512] float32 [in0], t0 (mean) [] float32 [t0]; writes out0; vector "
+                   "width 4; 1 launch"));
+    CHECK(contains(centered,
+                   "boundary  kernel 1: results of shape [128, 512] read reduced values of other kernels"));
     const std::string fused = explain({sum(X, 1), max(X, 1)});
     CHECK(contains(fused, "boundary  kernel 0: first reduction of its operand shape and axes"));
 }
@@ -124,7 +138,9 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     // Inner splits run one wave of 2 blocks per SM (264 on the H200 the plans are made for), whose balanced
     // chunk ranges need not be powers of two: 512 chunks go to 264 blocks.
     CHECK(plan.gpu[0].reduce.binding.blocks_per_row == 264);
-    CHECK(contains(explain({sum(Array(x))}), "split over 264 blocks per row (balanced chunk ranges in full waves; groups of 256 chunk partials"));
+    CHECK(contains(
+        explain({sum(Array(x))}),
+        "split over 264 blocks per row (balanced chunk ranges in full waves; groups of 256 chunk partials"));
     // Three rows share the wave: 88 blocks each; fewer chunks than the share: a block per chunk.
     Tensor three = Tensor::host({3, 1 << 22}, float32);
     CHECK(plan_of({sum(Array(three), 1)}).gpu[0].reduce.binding.blocks_per_row == 88);
@@ -141,7 +157,8 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     CHECK(codegen::split_blocks_per_row(131, 301, 264) == 2);   // 262 of 264 slots
     CHECK(codegen::split_blocks_per_row(263, 512, 264) == 1);   // one wave already: no split
     CHECK(codegen::split_blocks_per_row(200, 512, 264) == 13);
-    CHECK(codegen::split_blocks_per_row(200, 5, 264) == 5);     // few chunks: the best there is, 1000 blocks in 4 waves
+    CHECK(codegen::split_blocks_per_row(200, 5, 264) ==
+          5);  // few chunks: the best there is, 1000 blocks in 4 waves
     Tensor c = Tensor::host({4096, 1024}, float32);
     const codegen::FusionPlan col = plan_of({sum(Array(c), 0)});
     CHECK(reduce_plan(col, 0).schedule == codegen::ReduceSchedule::Outer);
@@ -149,7 +166,8 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     // Outer splits aim at 2 blocks per SM (132 on the H200): 1024 columns are one block of outputs, 512
     // chunks of 256 rows go 2 to a block, so 256 blocks.
     Tensor row = Tensor::host({1024}, float32);
-    CHECK(plan_of({sum(Array(row).broadcast_to({131072, 1024}), 0)}).gpu[0].reduce.binding.blocks_per_row == 256);
+    CHECK(plan_of({sum(Array(row).broadcast_to({131072, 1024}), 0)}).gpu[0].reduce.binding.blocks_per_row ==
+          256);
     const auto rep = compile({sum(Array(x) * 2.0)}, "split_sum");
     CHECK(rep.kernels == 1);
     // Few long rows with a normalization: too few rows for one pass per stage, so one kernel per
@@ -167,10 +185,12 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
         CAPTURE(name(d));
         Tensor t = Tensor::host({3, 5 * 8192 + 3}, d);
         const Array T(t);
-        std::vector<Array> ys{sum(T, 1), max(T, 1), min(T, 1), argmax(T, 1), argmin(T, 1), any(T, 1), all(T, 1)};
+        std::vector<Array> ys{sum(T, 1),    max(T, 1), min(T, 1), argmax(T, 1),
+                              argmin(T, 1), any(T, 1), all(T, 1)};
         if (d != bool_) ys.push_back(mean(T, 1));
         for (const Array& yv : ys) {
-            CHECK(plan_of({yv}).gpu[0].reduce.binding.blocks_per_row == 6);  // 6 chunks, the last one of 3 elements
+            CHECK(plan_of({yv}).gpu[0].reduce.binding.blocks_per_row ==
+                  6);  // 6 chunks, the last one of 3 elements
             CHECK(compile({yv}, "split_" + std::string(name(d))).kernels == 1);
         }
     }

@@ -30,12 +30,15 @@ Tensor host_of(const Shape& shape, DType dtype, const std::vector<double>& value
     REQUIRE(static_cast<std::int64_t>(values.size()) == t.numel());
     ew::visit_dtype(dtype, [&]<DType D>() {
         auto* p = static_cast<ew::storage_t<D>*>(t.data());
-        for (std::size_t i = 0; i < values.size(); ++i) p[i] = ew::store<D>(ew::cast<D, DType::Float64>(values[i]));
+        for (std::size_t i = 0; i < values.size(); ++i)
+            p[i] = ew::store<D>(ew::cast<D, DType::Float64>(values[i]));
     });
     return t;
 }
 
-NodePtr in(const Tensor& t, const char* label = "x") { return input(t.dtype(), t.shape(), label, t.impl()); }
+NodePtr in(const Tensor& t, const char* label = "x") {
+    return input(t.dtype(), t.shape(), label, t.impl());
+}
 
 std::vector<double> values(const Tensor& t) {
     std::vector<double> v;
@@ -43,15 +46,18 @@ std::vector<double> values(const Tensor& t) {
     return v;
 }
 
-bool same_bits(double a, double b) { return std::signbit(a) == std::signbit(b) && (a == b || (a != a && b != b)); }
+bool same_bits(double a, double b) {
+    return std::signbit(a) == std::signbit(b) && (a == b || (a != a && b != b));
+}
 
 }  // namespace
 
 TEST_CASE("reference elementwise loops agree bit for bit with eval_elementwise") {
     const Tensor xs = testing::random_tensor({1000}, float32, 7, testing::Random::normal(0.0, 3.0));
     const Tensor ys = testing::random_tensor({1000}, float32, 8, testing::Random::uniform(-2.0, 2.0));
-    const Op unary_ops[] = {Op::Exp, Op::Log, Op::Sin, Op::Tanh, Op::Erf, Op::GeluErf, Op::GeluTanh, Op::Silu,
-                            Op::Sigmoid, Op::Round, Op::Sqrt, Op::Rsqrt, Op::Expm1, Op::Atanh, Op::Neg, Op::Relu};
+    const Op unary_ops[] = {Op::Exp,      Op::Log,   Op::Sin,     Op::Tanh,  Op::Erf,  Op::GeluErf,
+                            Op::GeluTanh, Op::Silu,  Op::Sigmoid, Op::Round, Op::Sqrt, Op::Rsqrt,
+                            Op::Expm1,    Op::Atanh, Op::Neg,     Op::Relu};
     for (DType dt : {float32, float16, bfloat16, float64}) {
         auto x = cast(in(xs), dt);
         auto y = cast(in(ys, "y"), dt);
@@ -74,7 +80,8 @@ TEST_CASE("reference elementwise loops agree bit for bit with eval_elementwise")
             const auto vals = reference::evaluate({x, y, r});
             for (std::int64_t i = 0; i < 1000; ++i) {
                 ScalarValue a[3] = {ScalarValue::of_float(vals[0].get_double(i)),
-                                    ScalarValue::of_float(vals[1].get_double(i)), {}};
+                                    ScalarValue::of_float(vals[1].get_double(i)),
+                                    {}};
                 if (!same_bits(vals[2].get_double(i), eval_elementwise(op, dt, dt, a).f)) {
                     FAIL_CHECK(op_name(op) << " " << name(dt) << " at " << i);
                     break;
@@ -111,7 +118,8 @@ TEST_CASE("views: broadcast, permute, reshape of a permuted view, slices with ne
     const Tensor b = host_of({4}, float32, {10, 20, 30, 40});
     auto s = binary(Op::Add, in(a), in(b, "b"));
     CHECK(s->shape() == Shape{3, 4});
-    CHECK(values(reference::evaluate(s)) == std::vector<double>{11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43});
+    CHECK(values(reference::evaluate(s)) ==
+          std::vector<double>{11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43});
 
     const Tensor m = host_of({2, 3}, float32, {0, 1, 2, 3, 4, 5});
     auto t = transpose(in(m));
@@ -152,7 +160,8 @@ TEST_CASE("reductions: identities, dtypes, NaN, ties, logical index of transpose
     CHECK(reference::evaluate(m8).get_double(0) == 127.0);
 
     const Tensor h = host_of({4096}, float16, std::vector<double>(4096, 1.0));
-    CHECK(reference::evaluate(reduce(Op::Sum, in(h), {}, false)).get_double(0) == 4096.0);  // f32 accumulation
+    CHECK(reference::evaluate(reduce(Op::Sum, in(h), {}, false)).get_double(0) ==
+          4096.0);  // f32 accumulation
 
     const Tensor x = host_of({2, 4}, float32, {1, 5, 5, 2, -kInf, -kInf, -kInf, -kInf});
     auto am = reference::evaluate({reduce(Op::ArgMax, in(x), {1}, false), reduce(Op::Max, in(x), {1}, true)});
@@ -228,13 +237,15 @@ float column_ordered_sum(const std::vector<float>& x) {
 
 TEST_CASE("reductions follow the documented order exactly") {
     for (std::int64_t L : {1, 5, 1000, 8192, 3 * 8192 + 100, 5 * 8192 + 4093}) {
-        Tensor t = testing::random_tensor({L}, float32, static_cast<std::uint64_t>(L), testing::Random::normal(0.0, 1.0));
+        Tensor t = testing::random_tensor({L}, float32, static_cast<std::uint64_t>(L),
+                                          testing::Random::normal(0.0, 1.0));
         auto* p = static_cast<float*>(t.data());
         for (std::int64_t i = 0; i < L; i += 7) p[i] *= 1e6f;  // wide dynamic range: order changes the bits
         std::vector<float> xs(p, p + L);
         const float want = ordered_sum(xs);
         const Tensor got = reference::evaluate(reduce(Op::Sum, in(t), {}, false));
-        CHECK(std::bit_cast<std::uint32_t>(static_cast<float>(got.get_double(0))) == std::bit_cast<std::uint32_t>(want));
+        CHECK(std::bit_cast<std::uint32_t>(static_cast<float>(got.get_double(0))) ==
+              std::bit_cast<std::uint32_t>(want));
         if (L == 5 * 8192 + 4093) {
             float seq = 0.0f;
             for (float v : xs) seq += v;
@@ -249,7 +260,8 @@ TEST_CASE("reductions follow the documented order exactly") {
     for (int r = 0; r < 3; ++r) {
         const auto* p = static_cast<const float*>(m.data()) + r * 9000;
         const std::vector<float> row(p, p + 9000);
-        CHECK(std::bit_cast<std::uint32_t>(static_cast<float>(rows.get_double(r))) == std::bit_cast<std::uint32_t>(ordered_sum(row)));
+        CHECK(std::bit_cast<std::uint32_t>(static_cast<float>(rows.get_double(r))) ==
+              std::bit_cast<std::uint32_t>(ordered_sum(row)));
         CHECK(std::bit_cast<std::uint32_t>(static_cast<float>(cols.get_double(r))) ==
               std::bit_cast<std::uint32_t>(column_ordered_sum(row)));
         CHECK(column_ordered_sum(row) != ordered_sum(row));  // the two orders are told apart

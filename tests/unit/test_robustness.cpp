@@ -3,14 +3,14 @@
 // odd kernel names.
 #include <doctest/doctest.h>
 
-#include <loom/loom.hpp>
-
 #include <climits>
+#include <loom/loom.hpp>
 
 using namespace loom;
 
 TEST_CASE("shapes whose element count overflows 64 bits are errors") {
-    CHECK_THROWS_WITH_AS((void)Tensor::host({std::int64_t{1} << 62}, float32), doctest::Contains("64-bit"), Error);
+    CHECK_THROWS_WITH_AS((void)Tensor::host({std::int64_t{1} << 62}, float32), doctest::Contains("64-bit"),
+                         Error);
     CHECK_THROWS_WITH_AS((void)Tensor::host({std::int64_t{1} << 40, std::int64_t{1} << 40}, float32),
                          doctest::Contains("64-bit"), Error);
     Tensor x = Tensor::host({1, 1}, float32);
@@ -27,9 +27,9 @@ TEST_CASE("as_strided views must stay inside the storage Loom owns") {
     CHECK_THROWS_AS((void)x.as_strided({4}, {-1}, 2), Error);
     CHECK_THROWS_AS((void)x.as_strided({4}, {1}, -5), Error);
     CHECK_THROWS_AS((void)x.as_strided({2}, {1}, std::int64_t{1} << 40), Error);
-    CHECK_NOTHROW((void)x.as_strided({4}, {-1}, 3));        // elements 3, 2, 1, 0
-    CHECK_NOTHROW((void)x.as_strided({6, 4}, {4, 1}, 0));   // the whole storage
-    CHECK_NOTHROW((void)x.as_strided({100}, {0}, 23));      // a broadcast of the last element
+    CHECK_NOTHROW((void)x.as_strided({4}, {-1}, 3));       // elements 3, 2, 1, 0
+    CHECK_NOTHROW((void)x.as_strided({6, 4}, {4, 1}, 0));  // the whole storage
+    CHECK_NOTHROW((void)x.as_strided({100}, {0}, 23));     // a broadcast of the last element
 }
 
 TEST_CASE("unsigned 64-bit scalars above INT64_MAX are errors, not wrapped") {
@@ -51,7 +51,8 @@ TEST_CASE("empty Arrays and Tensors throw instead of crashing") {
 
 TEST_CASE("outputs of one assign() may not share memory") {
     Tensor a = testing::random_tensor({4}, float32, 1), b = testing::random_tensor({4}, float32, 2);
-    CHECK_THROWS_WITH_AS(assign({a, a}, {Array(b) + 1.0, Array(b) + 2.0}), doctest::Contains("share memory"), Error);
+    CHECK_THROWS_WITH_AS(assign({a, a}, {Array(b) + 1.0, Array(b) + 2.0}), doctest::Contains("share memory"),
+                         Error);
 }
 
 TEST_CASE("a kernel name with control characters still compiles") {
@@ -75,8 +76,9 @@ TEST_CASE("explain() lists each kernel, its nodes with the user's lines, and the
     CHECK(text.find("kernel 0  pair_0") != std::string::npos);
     CHECK(text.find("kernel 1  pair_1") != std::string::npos);
     CHECK(text.find("relu (test_robustness.cpp:") != std::string::npos);
-    CHECK(text.find("boundary  kernel 1: outputs of shapes [64, 8] and [8] have different iteration spaces") !=
-          std::string::npos);
+    CHECK(
+        text.find("boundary  kernel 1: outputs of shapes [64, 8] and [8] have different iteration spaces") !=
+        std::string::npos);
 }
 
 TEST_CASE("explain() says when the register estimate rules out the 16-byte vector variant") {
@@ -85,6 +87,7 @@ TEST_CASE("explain() says when the register estimate rules out the 16-byte vecto
     Array acc(ins[0]);
     for (int k = 1; k < 40; ++k) acc = acc + Array(ins[static_cast<std::size_t>(k)]);  // 40 inputs, 1 output
     const std::string text = explain({acc});
-    CHECK(text.find("vector width 1 (register estimate of 16-byte vectors: 164 per thread, above 128)") != std::string::npos);
+    CHECK(text.find("vector width 1 (register estimate of 16-byte vectors: 164 per thread, above 128)") !=
+          std::string::npos);
     CHECK(explain({Array(ins[0]) + Array(ins[1])}).find("vector width 4;") != std::string::npos);
 }

@@ -33,9 +33,13 @@ std::string no_device_message(F&& fn) {
     return {};
 }
 
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const char* part) {
+    return s.find(part) != std::string::npos;
+}
 
-cudaError_t fake_cuda_call(int) { return cudaErrorInvalidValue; }
+cudaError_t fake_cuda_call(int) {
+    return cudaErrorInvalidValue;
+}
 
 }  // namespace
 
@@ -57,14 +61,16 @@ TEST_CASE("without a GPU: cuda_available() is false and the first GPU use throws
     CHECK(contains(rn, "no CUDA device found: random_normal() needs a GPU"));
     CHECK(contains(no_device_message([] { (void)random_normal({8}); }), "random_normal()"));
     CHECK(contains(no_device_message([] { (void)random_uniform({8}, float16, 0, 1); }), "random_uniform()"));
-    CHECK(contains(no_device_message([] { (void)Tensor::host({3}, float32).to(Device::cuda()); }), "no CUDA device found"));
+    CHECK(contains(no_device_message([] { (void)Tensor::host({3}, float32).to(Device::cuda()); }),
+                   "no CUDA device found"));
     CHECK(contains(no_device_message([] { PinnedBuffer b(64); }), "PinnedBuffer"));
     CHECK(contains(no_device_message([] { (void)pinned_empty({2}, float32); }), "pinned_empty()"));
     CHECK(contains(no_device_message([] { Stream s; }), "Stream"));
     CHECK(contains(no_device_message([] { Event e; }), "Event"));
     CHECK(contains(no_device_message([] { (void)device_info(0); }), "device_info()"));
     CHECK(contains(no_device_message([] { (void)current_device(); }), "current_device()"));
-    CHECK(contains(no_device_message([] { (void)Module::load("not an image", "m"); }), "Module::load() of m"));
+    CHECK(
+        contains(no_device_message([] { (void)Module::load("not an image", "m"); }), "Module::load() of m"));
     // A CUDA call made anyway reports "no device", naming the call.
     const std::string raw = no_device_message([] { LOOM_CUDA_CHECK(cudaSetDevice(0)); });
     CHECK(contains(raw, "cudaSetDevice(0)"));
@@ -80,7 +86,8 @@ TEST_CASE("host tensors work without a GPU: 64-byte aligned, copies and strided 
         for (std::int64_t i = 0; i < n; ++i) static_cast<double*>(t.data())[i] = static_cast<double>(i) * 1.5;
         Tensor rev = t.as_strided({n}, {-1}, n - 1).to_host();
         CHECK(rev.is_contiguous());
-        for (std::int64_t i = 0; i < n; ++i) REQUIRE(rev.get_double(i) == static_cast<double>(n - 1 - i) * 1.5);
+        for (std::int64_t i = 0; i < n; ++i)
+            REQUIRE(rev.get_double(i) == static_cast<double>(n - 1 - i) * 1.5);
     }
     CHECK(Tensor::host({0}, float32).numel() == 0);
     CHECK(current_stream() == cudaStreamPerThread);
@@ -110,7 +117,8 @@ TEST_CASE("random tensors on the host device: moments, ranges, seeds, every dtyp
     CHECK(std::memcmp(x.data(), z.data(), x.nbytes()) != 0);
 
     for (DType dt : kAllDTypes) {
-        Tensor u = random_uniform({5001}, dt, dt == bool_ ? 0.0 : -3.0, dt == bool_ ? 2.0 : 5.0, 3, Device::cpu());
+        Tensor u =
+            random_uniform({5001}, dt, dt == bool_ ? 0.0 : -3.0, dt == bool_ ? 2.0 : 5.0, 3, Device::cpu());
         bool in_range = true, varied = false;
         for (std::int64_t i = 0; i < u.numel(); ++i) {
             const double v = u.get_double(i);
@@ -167,7 +175,9 @@ TEST_CASE("NVRTC compiles to a cubin without a GPU, loading it is the first GPU 
     REQUIRE(nvrtcGetCUBIN(prog, cubin.data()) == NVRTC_SUCCESS);
     nvrtcDestroyProgram(&prog);
     CHECK(n > 0);
-    CHECK(cubin.compare(0, 4, "\x7f" "ELF") == 0);
+    CHECK(cubin.compare(0, 4,
+                        "\x7f"
+                        "ELF") == 0);
     if (!cuda_available()) {
         const std::string msg = no_device_message([&] { (void)Module::load(cubin, "k_module"); });
         CHECK(contains(msg, "k_module"));

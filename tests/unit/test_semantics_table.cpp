@@ -34,11 +34,17 @@ TEST_CASE("the promotion table of docs/semantics.md is promote()") {
     std::vector<std::string> header;
     int rows = 0;
     while (std::getline(f, line)) {
-        if (line.find("<!-- promotion-table:begin -->") != std::string::npos) { in_table = true; continue; }
+        if (line.find("<!-- promotion-table:begin -->") != std::string::npos) {
+            in_table = true;
+            continue;
+        }
         if (line.find("<!-- promotion-table:end -->") != std::string::npos) break;
         if (!in_table || line.empty() || line[0] != '|') continue;
         auto c = cells(line);
-        if (header.empty()) { header = c; continue; }
+        if (header.empty()) {
+            header = c;
+            continue;
+        }
         if (c.size() > 1 && c[1].find("---") != std::string::npos) continue;
         REQUIRE(c.size() == header.size());
         const loom::DType a = loom::kAllDTypes[rows];

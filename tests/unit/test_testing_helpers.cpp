@@ -23,7 +23,9 @@ Tensor f32(const std::vector<float>& v) {
     return t;
 }
 
-NodePtr in(const Tensor& t, const char* label = "x") { return input(t.dtype(), t.shape(), label, t.impl()); }
+NodePtr in(const Tensor& t, const char* label = "x") {
+    return input(t.dtype(), t.shape(), label, t.impl());
+}
 
 }  // namespace
 
@@ -144,7 +146,9 @@ TEST_CASE("check_against_reference passes on reference results and names the wor
     CHECK(testing::check_against_reference({y, s}, fresh).ok);
 }
 
-TEST_CASE("fast math widens the tolerances openly, float64 and exact graphs but for flushed subnormals keep theirs") {
+TEST_CASE(
+    "fast math widens the tolerances openly, float64 and exact graphs but for flushed subnormals keep "
+    "theirs") {
     Tensor a = testing::random_tensor({64}, float32, 5), d = testing::random_tensor({64}, float64, 6);
     auto x = in(a);
     const testing::Tolerance normal = testing::tolerance_for(unary(Op::Exp, x));
@@ -154,7 +158,8 @@ TEST_CASE("fast math widens the tolerances openly, float64 and exact graphs but 
     CHECK(fast.abs >= testing::kFastMathAbs);
     CHECK(fast.derivation.find("widened for fast math") != std::string::npos);
     // float64 is not compiled differently under fast math.
-    CHECK(testing::tolerance_for(unary(Op::Exp, in(d)), 1.0, true).ulps == testing::tolerance_for(unary(Op::Exp, in(d))).ulps);
+    CHECK(testing::tolerance_for(unary(Op::Exp, in(d)), 1.0, true).ulps ==
+          testing::tolerance_for(unary(Op::Exp, in(d))).ulps);
     // An exact graph passes with an absolute error of the smallest normal float32: subnormals may flush.
     const testing::Tolerance exact = testing::tolerance_for(binary(Op::Mul, x, x), 1.0, true);
     CHECK(exact.ulps == 0);

@@ -17,10 +17,12 @@ namespace {
 constexpr std::int64_t kEnd = ir::SliceSpec::kNone;
 
 codegen::PlannedTile tile_of(const ir::NodePtr& out, const TileHint& hint = {},
-                             std::vector<codegen::InputLayout> layouts = {}, StencilReuse reuse = StencilReuse::Auto) {
+                             std::vector<codegen::InputLayout> layouts = {},
+                             StencilReuse reuse = StencilReuse::Auto) {
     const std::vector<ir::NodePtr> outs{out};
     if (layouts.empty())
-        for (const auto* in : codegen::pointwise_inputs(outs)) layouts.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+        for (const auto* in : codegen::pointwise_inputs(outs))
+            layouts.push_back({in->dtype(), contiguous_strides(in->shape()), true});
     const auto dev = codegen::DeviceInfo::h200();
     return codegen::plan_tile(outs, codegen::plan_pointwise(outs, layouts, dev), dev, hint, reuse);
 }
@@ -31,16 +33,19 @@ ir::NodePtr shift(const ir::NodePtr& x, std::vector<std::pair<std::int64_t, std:
     return ir::slice(x, spec);
 }
 
-ir::NodePtr add(const ir::NodePtr& a, const ir::NodePtr& b) { return ir::binary(ir::Op::Add, a, b); }
+ir::NodePtr add(const ir::NodePtr& a, const ir::NodePtr& b) {
+    return ir::binary(ir::Op::Add, a, b);
+}
 
 Array five_point(const Array& u) {
-    return 0.25 * (u.slice({{0, -2, 1}, {1, -1, 1}}) + u.slice({{2, kEnd, 1}, {1, -1, 1}}) + u.slice({{1, -1, 1}, {0, -2, 1}}) +
-                   u.slice({{1, -1, 1}, {2, kEnd, 1}}));
+    return 0.25 * (u.slice({{0, -2, 1}, {1, -1, 1}}) + u.slice({{2, kEnd, 1}, {1, -1, 1}}) +
+                   u.slice({{1, -1, 1}, {0, -2, 1}}) + u.slice({{1, -1, 1}, {2, kEnd, 1}}));
 }
 
 }  // namespace
 
-TEST_CASE("tile plan: a transpose stages its load, rows padded to an odd number of words for every element size") {
+TEST_CASE(
+    "tile plan: a transpose stages its load, rows padded to an odd number of words for every element size") {
     for (DType d : kAllDTypes) {
         auto x = ir::input(d, {100, 70}, "x");
         const auto t = tile_of(ir::transpose(x));
@@ -49,8 +54,10 @@ TEST_CASE("tile plan: a transpose stages its load, rows padded to an odd number 
         REQUIRE(t.plan.staged.size() == 1);
         const std::size_t bytes = itemsize(d) * static_cast<std::size_t>(t.plan.staged[0].pitch);
         CHECK(t.plan.staged[0].pitch >= t.plan.tile_rows);
-        if (itemsize(d) < 8) CHECK((bytes % 4 == 0 && bytes / 4 % 2 == 1));  // an odd number of 4-byte words
-        else CHECK(t.plan.staged[0].pitch % 2 == 1);                          // 8-byte: an odd number of elements
+        if (itemsize(d) < 8)
+            CHECK((bytes % 4 == 0 && bytes / 4 % 2 == 1));  // an odd number of 4-byte words
+        else
+            CHECK(t.plan.staged[0].pitch % 2 == 1);  // 8-byte: an odd number of elements
     }
 }
 
@@ -58,7 +65,8 @@ TEST_CASE("tile plan: which permutes tile, and which read rows or contiguously")
     auto x = ir::input(DType::Float32, {4, 5, 6, 7}, "x");
     CHECK(tile_of(ir::permute(x, {0, 1, 3, 2})).plan.kind == TileKind::Transpose);
     CHECK(tile_of(ir::permute(x, {3, 0, 1, 2})).plan.kind == TileKind::Transpose);
-    CHECK(tile_of(ir::permute(x, {1, 0, 2, 3})).plan.kind == TileKind::None);  // the last axis stays: rows move
+    CHECK(tile_of(ir::permute(x, {1, 0, 2, 3})).plan.kind ==
+          TileKind::None);  // the last axis stays: rows move
     CHECK(tile_of(ir::unary(ir::Op::Neg, x)).plan.kind == TileKind::None);
     // A transpose of a column-major tensor reads contiguously: no tile.
     auto y = ir::input(DType::Float32, {50, 60}, "y");
@@ -70,15 +78,19 @@ TEST_CASE("tile plan: which permutes tile, and which read rows or contiguously")
 
 TEST_CASE("tile plan: stencils are recognized with their halo, and near-patterns say why not") {
     auto x = ir::input(DType::Float32, {64, 80}, "x");
-    auto s5 = add(add(add(shift(x, {{0, -2}, {1, -1}}), shift(x, {{2, kEnd}, {1, -1}})), shift(x, {{1, -1}, {0, -2}})),
-                  shift(x, {{1, -1}, {2, kEnd}}));
+    auto s5 = add(
+        add(add(shift(x, {{0, -2}, {1, -1}}), shift(x, {{2, kEnd}, {1, -1}})), shift(x, {{1, -1}, {0, -2}})),
+        shift(x, {{1, -1}, {2, kEnd}}));
     const auto t = tile_of(s5);
     REQUIRE(t.plan.kind == TileKind::Stencil);
     REQUIRE(t.plan.stencils.size() == 1);
     CHECK(t.plan.stencils[0].sites.size() == 4);
     CHECK(t.plan.stencils[0].halo_hi[0] - t.plan.stencils[0].halo_lo[0] == 2);
     CHECK(t.plan.stencils[0].halo_hi[1] - t.plan.stencils[0].halo_lo[1] == 2);
-    CHECK(t.plan.to_string(codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}}, codegen::DeviceInfo::h200()).plan)
+    CHECK(t.plan
+              .to_string(codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}},
+                                                 codegen::DeviceInfo::h200())
+                             .plan)
               .find("stencil: 4 taps of input 0") != std::string::npos);
     // Different steps: not a stencil, and the note says so.
     auto steps = add(ir::slice(x, {{0, kEnd, 1}, {0, 40, 1}}), ir::slice(x, {{0, kEnd, 1}, {0, 80, 2}}));
@@ -87,10 +99,12 @@ TEST_CASE("tile plan: stencils are recognized with their halo, and near-patterns
     CHECK(n.note.find("different strides") != std::string::npos);
     // Slices of two inputs are two loads, not a stencil.
     auto y = ir::input(DType::Float32, {64, 80}, "y");
-    CHECK(tile_of(add(shift(x, {{0, -1}, {0, kEnd}}), shift(y, {{1, kEnd}, {0, kEnd}}))).plan.kind == TileKind::None);
+    CHECK(tile_of(add(shift(x, {{0, -1}, {0, kEnd}}), shift(y, {{1, kEnd}, {0, kEnd}}))).plan.kind ==
+          TileKind::None);
     // Rank 1 after coalescing: x[1:] - x[:-1] of a vector keeps the flat walk, and the note says why.
     auto v = ir::input(DType::Float32, {1000}, "v");
-    const auto r1 = tile_of(ir::binary(ir::Op::Sub, ir::slice(v, {{1, kEnd, 1}}), ir::slice(v, {{0, -1, 1}})));
+    const auto r1 =
+        tile_of(ir::binary(ir::Op::Sub, ir::slice(v, {{1, kEnd, 1}}), ir::slice(v, {{0, -1, 1}})));
     CHECK(r1.plan.kind == TileKind::None);
     CHECK(r1.note.find("rank 1") != std::string::npos);
 }
@@ -102,7 +116,9 @@ TEST_CASE("tile plan: hints are taken, and an impossible one names the limit it 
     CHECK(t.plan.tile_cols == 128);
     CHECK(t.plan.hinted);
     auto err = [&](TileHint h, DType d = DType::Float32) {
-        return loom_test::error_message([&] { (void)tile_of(ir::transpose(ir::input(d, {300, 200}, "x")), h); });
+        return loom_test::error_message([&] {
+            (void)tile_of(ir::transpose(ir::input(d, {300, 200}, "x")), h);
+        });
     };
     CHECK(err(tile(8, 16)).find("fewer than the 256 threads per block") != std::string::npos);
     CHECK(err(tile(64, 48)).find("multiple of 32 (the lanes of a warp)") != std::string::npos);
@@ -207,8 +223,9 @@ TEST_CASE("tile plan: the vector variant of a float32 transpose, and when the sc
 
 TEST_CASE("tile plan: a stencil's taps from L1 by default, from a shared halo tile on request") {
     auto x = ir::input(DType::Float32, {64, 80}, "x");
-    auto s5 = add(add(add(shift(x, {{0, -2}, {1, -1}}), shift(x, {{2, kEnd}, {1, -1}})), shift(x, {{1, -1}, {0, -2}})),
-                  shift(x, {{1, -1}, {2, kEnd}}));
+    auto s5 = add(
+        add(add(shift(x, {{0, -2}, {1, -1}}), shift(x, {{2, kEnd}, {1, -1}})), shift(x, {{1, -1}, {0, -2}})),
+        shift(x, {{1, -1}, {2, kEnd}}));
     CHECK(tile_of(s5).plan.halos.empty());  // Auto: L1, the faster on the H200
     CHECK(tile_of(s5, {}, {}, StencilReuse::L1).plan.halos.empty());
     const auto h = tile_of(s5, {}, {}, StencilReuse::SharedHalo).plan;
@@ -220,21 +237,27 @@ TEST_CASE("tile plan: a stencil's taps from L1 by default, from a shared halo ti
     CHECK(sh.shift_b == std::vector<std::int64_t>{0, 0, -1, 1});
     CHECK(sh.rows == h.tile_rows + 2);
     CHECK(sh.pitch == h.tile_cols + 2);
-    CHECK(h.shared_bytes(codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}}, codegen::DeviceInfo::h200()).plan) ==
-          static_cast<std::size_t>(sh.rows * sh.pitch) * 4);
+    CHECK(h.shared_bytes(
+              codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}}, codegen::DeviceInfo::h200())
+                  .plan) == static_cast<std::size_t>(sh.rows * sh.pitch) * 4);
     CHECK(h.hash() != tile_of(s5).plan.hash());  // a kernel of its own
     // 3-D: the taps of the tile's plane share the halo tile; those shifted along dimension 0 stay L1 loads.
     auto c = ir::input(DType::Float32, {20, 30, 40}, "c");
     ir::NodePtr s7 = shift(c, {{1, -1}, {1, -1}, {1, -1}});
     for (auto r : std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>{
-             {{0, -2}, {1, -1}, {1, -1}}, {{2, kEnd}, {1, -1}, {1, -1}}, {{1, -1}, {0, -2}, {1, -1}},
-             {{1, -1}, {2, kEnd}, {1, -1}}, {{1, -1}, {1, -1}, {0, -2}}, {{1, -1}, {1, -1}, {2, kEnd}}})
+             {{0, -2}, {1, -1}, {1, -1}},
+             {{2, kEnd}, {1, -1}, {1, -1}},
+             {{1, -1}, {0, -2}, {1, -1}},
+             {{1, -1}, {2, kEnd}, {1, -1}},
+             {{1, -1}, {1, -1}, {0, -2}},
+             {{1, -1}, {1, -1}, {2, kEnd}}})
         s7 = add(s7, shift(c, r));
     const auto h7 = tile_of(s7, {}, {}, StencilReuse::SharedHalo).plan;
     REQUIRE(h7.halos.size() == 1);
     CHECK(h7.halos[0].sites.size() == 5);
-    // Taps shifted only along an outer dimension: no two share a plane, so no halo tile, and the note says so.
-    // (Dimensions 1 and 2 sliced too, so that no two dimensions coalesce and the shift stays outside the plane.)
+    // Taps shifted only along an outer dimension: no two share a plane, so no halo tile, and the note says
+    // so. (Dimensions 1 and 2 sliced too, so that no two dimensions coalesce and the shift stays outside the
+    // plane.)
     auto d = add(shift(c, {{0, -1}, {1, kEnd}, {1, kEnd}}), shift(c, {{1, kEnd}, {1, kEnd}, {1, kEnd}}));
     const auto nd = tile_of(d, {}, {}, StencilReuse::SharedHalo);
     REQUIRE(nd.plan.kind == TileKind::Stencil);
@@ -242,10 +265,13 @@ TEST_CASE("tile plan: a stencil's taps from L1 by default, from a shared halo ti
     CHECK(nd.note.find("no shared halo") != std::string::npos);
     // A hinted tile whose halo tile passes the shared memory per block is refused, naming the limit.
     auto big = ir::input(DType::Float64, {200, 600}, "big");
-    auto b5 = add(add(add(shift(big, {{0, -2}, {1, -1}}), shift(big, {{2, kEnd}, {1, -1}})), shift(big, {{1, -1}, {0, -2}})),
+    auto b5 = add(add(add(shift(big, {{0, -2}, {1, -1}}), shift(big, {{2, kEnd}, {1, -1}})),
+                      shift(big, {{1, -1}, {0, -2}})),
                   shift(big, {{1, -1}, {2, kEnd}}));
-    const std::string msg = loom_test::error_message([&] { tile_of(b5, tile(32, 512), {}, StencilReuse::SharedHalo); });
+    const std::string msg =
+        loom_test::error_message([&] { tile_of(b5, tile(32, 512), {}, StencilReuse::SharedHalo); });
     CHECK(msg.find("shared memory") != std::string::npos);
     CHECK(msg.find("tile(32, 512)") != std::string::npos);
-    CHECK(tile_of(b5, tile(32, 512), {}, StencilReuse::L1).plan.kind == TileKind::Stencil);  // from L1 it fits
+    CHECK(tile_of(b5, tile(32, 512), {}, StencilReuse::L1).plan.kind ==
+          TileKind::Stencil);  // from L1 it fits
 }

@@ -13,8 +13,10 @@
 namespace loom::codegen::detail {
 
 /// The one writer of generated text: appends `code` indented by `indent` spaces and, when given, `comment`
-/// as a `// ` comment aligned at column `column` (60 in pointwise kernels, 72 in the wider reduction kernels).
-void write_line(std::string& s, int indent, std::string_view code, std::string_view comment = {}, int column = 60);
+/// as a `// ` comment aligned at column `column` (60 in pointwise kernels, 72 in the wider reduction
+/// kernels).
+void write_line(std::string& s, int indent, std::string_view code, std::string_view comment = {},
+                int column = 60);
 
 /// The first statements of every kernel Loom emits, written right after its signature (comments aligned at
 /// `column`). Loom launches its kernels with programmatic dependent launch (runtime/src/module.cpp), so a
@@ -30,7 +32,8 @@ std::string store_expr(DType t, const std::string& r);
 
 /// The banner that opens every kernel: `// ---- Loom <kind> kernel <name> (from "<user name>") ----` (the
 /// user's name with control characters shown as spaces), then `plan_text` line by line as comments.
-std::string banner(std::string_view kind, std::string_view name, std::string_view user_name, std::string_view plan_text);
+std::string banner(std::string_view kind, std::string_view name, std::string_view user_name,
+                   std::string_view plan_text);
 
 /// `lm::add(v0, v1)`, `lm::cast<lm::f16>(v3)`, ...: the op's `cuda` spelling from ops.def applied to
 /// `args`; float16/bfloat16 results are rounded with lm::round_f16 / lm::round_bf16 unless the op's
@@ -47,14 +50,16 @@ struct PointwisePart {
     bool body_needs_params = false;  // the body's first parameter is `const <name>_params& p`
     std::string derived;             // statements defining t<m> (reshape decompositions) from i0, i1
     std::vector<std::string> site_offset;
-    std::string idx;                 // "int" or "long long"
+    std::string idx;  // "int" or "long long"
 };
-PointwisePart pointwise_part(std::string_view name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan);
+PointwisePart pointwise_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
+                             const PointwisePlan& plan);
 
 /// A pointwise graph as the epilogue of a matmul kernel: its parameter struct `<name>_params`, its body, and
 /// `<name>_element(const <name>_params& p, const <idx> e, const <type> acc)`, which computes and stores the
 /// outputs of element `e` (row-major over the outputs' shape) with load site `acc_site` taken from `acc`;
-/// `__noinline__` when the graph has a transcendental or a division (one copy instead of one per accumulator).
+/// `__noinline__` when the graph has a transcendental or a division (one copy instead of one per
+/// accumulator).
 struct EpiloguePart {
     std::string params_struct;
     std::string body;
@@ -63,8 +68,8 @@ struct EpiloguePart {
 };
 /// A costly element function (a transcendental, a division) is `__noinline__` unless `one_call_site` (the
 /// caller calls it from one loop, not once per unrolled register of a tile), so that NVRTC compiles it once.
-EpiloguePart epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan, int acc_site,
-                           bool one_call_site = false);
+EpiloguePart epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
+                           const PointwisePlan& plan, int acc_site, bool one_call_site = false);
 /// A matmul operand computed as its tiles load (a prologue): the pieces of the pointwise graph of `operand`,
 /// whose `<name>_element(const <name>_params& p, const <idx> e)` returns element `e` (row-major over the
 /// operand's shape) in its register type; the plan's output pointer is unused.
@@ -77,11 +82,11 @@ std::string param_ctype(const ParamField& f, IndexWidth index, std::string_view 
 /// The declaration of a parameter field, `long long n_out;` or `alignas(64) unsigned char map[128];`.
 std::string param_declaration(const ParamField& f, IndexWidth index, std::string_view struct_prefix = {});
 
-/// Hopper (a wgmma plan, matmul_plan.hpp): `<name>_mma`, one warpgroup MMA of the plan's tile width and operand
-/// majorness with its accumulators as asm operands.
+/// Hopper (a wgmma plan, matmul_plan.hpp): `<name>_mma`, one warpgroup MMA of the plan's tile width and
+/// operand majorness with its accumulators as asm operands.
 std::string wgmma_mma_function(const MatmulPlan& p, const std::string& name);
-/// Hopper: the tile order `<name>_tile` and the kernel `<name>` (producer and consumer warpgroups, the epilogue
-/// calling `<name>_ep_element` with `value_of(accumulator)`, the product's value in its dtype).
+/// Hopper: the tile order `<name>_tile` and the kernel `<name>` (producer and consumer warpgroups, the
+/// epilogue calling `<name>_ep_element` with `value_of(accumulator)`, the product's value in its dtype).
 std::string wgmma_kernel(const PlannedMatmul& pm, const std::string& name, const std::string& ep_idx,
                          const std::function<std::string(const std::string&)>& value_of);
 

@@ -1,14 +1,13 @@
 // The CUDA emitter of pointwise kernels: Params struct, body, element function, vector and scalar entries.
-#include "loom/codegen/cuda/emit.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "emit_internal.hpp"
-#include "loom/codegen/names.hpp"
-#include "loom/codegen/cuda/prelude.hpp"
-#include "loom/ir/error.hpp"
 #include "../pointwise_graph.hpp"
+#include "emit_internal.hpp"
+#include "loom/codegen/cuda/emit.hpp"
+#include "loom/codegen/cuda/prelude.hpp"
+#include "loom/codegen/names.hpp"
+#include "loom/ir/error.hpp"
 
 namespace loom::codegen {
 
@@ -28,7 +27,8 @@ struct Emitter {
     std::string name;
     std::string idx;  // index type
     bool body_needs_params = false;
-    /// A matmul epilogue: the load site whose value is the product's accumulator, passed in as `acc` (-1: none).
+    /// A matmul epilogue: the load site whose value is the product's accumulator, passed in as `acc` (-1:
+    /// none).
     int acc_site = -1;
     /// A matmul prologue: the element function returns its one output's value instead of storing it.
     bool returns_value = false;
@@ -55,7 +55,8 @@ struct Emitter {
             const ir::Node& n = *v.node;
             if (ir::info(n.op()).kind == ir::OpKind::Leaf) {
                 uniform[k] = n.op() == ir::Op::Scalar || n.op() == ir::Op::Constant ||
-                             (n.op() == ir::Op::Input && plan.loads[static_cast<std::size_t>(v.site)].access == Access::Scalar &&
+                             (n.op() == ir::Op::Input &&
+                              plan.loads[static_cast<std::size_t>(v.site)].access == Access::Scalar &&
                               !plan.loads[static_cast<std::size_t>(v.site)].index);
                 continue;
             }
@@ -89,12 +90,16 @@ struct Emitter {
         std::vector<std::string> sig{fmt::format("const {}_params& p", name)};
         for (std::size_t k : uniform_sites()) {
             const int v = g.sites[k].value;
-            sig.push_back(fmt::format("const {} {}", register_type(g.values[static_cast<std::size_t>(v)].node->dtype()), vname(v)));
+            sig.push_back(fmt::format(
+                "const {} {}", register_type(g.values[static_cast<std::size_t>(v)].node->dtype()), vname(v)));
         }
         for (int f : frontier)
-            sig.push_back(fmt::format("{}& u{}", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), f));
-        std::string s = fmt::format("// The values that are the same for every element, computed once per thread.\n"
-                                    "__device__ __forceinline__ void {}_uniforms({}) {{\n", name, fmt::join(sig, ", "));
+            sig.push_back(fmt::format("{}& u{}",
+                                      register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), f));
+        std::string s = fmt::format(
+            "// The values that are the same for every element, computed once per thread.\n"
+            "__device__ __forceinline__ void {}_uniforms({}) {{\n",
+            name, fmt::join(sig, ", "));
         std::vector<bool> needed(g.values.size(), false);  // the hoisted values and their operands
         for (int f : frontier) needed[static_cast<std::size_t>(f)] = true;
         for (std::size_t k = g.values.size(); k-- > 0;)
@@ -112,11 +117,14 @@ struct Emitter {
         if (frontier.empty()) return;
         std::vector<std::string> args{"p"};
         for (int f : frontier) {
-            line(s, ind, fmt::format("{} {};", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), vname(f)));
+            line(s, ind,
+                 fmt::format("{} {};", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()),
+                             vname(f)));
         }
         for (std::size_t k : uniform_sites()) args.push_back(vname(g.sites[k].value));
         for (int f : frontier) args.push_back(vname(f));
-        line(s, ind, fmt::format("{}_uniforms({});", name, fmt::join(args, ", ")), "the same for every element");
+        line(s, ind, fmt::format("{}_uniforms({});", name, fmt::join(args, ", ")),
+             "the same for every element");
     }
 
     std::string params_struct() const {
@@ -133,34 +141,64 @@ struct Emitter {
                     break;
                 }
                 case ParamField::Kind::OutputPointer:
-                    comment = fmt::format("output {}, {}", f.a, access_name(plan.outputs[static_cast<std::size_t>(f.a)].access));
+                    comment = fmt::format("output {}, {}", f.a,
+                                          access_name(plan.outputs[static_cast<std::size_t>(f.a)].access));
                     break;
-                case ParamField::Kind::NumElements: comment = "elements in the iteration space"; break;
-                case ParamField::Kind::Extent: comment = fmt::format("extent of dimension {}", f.a); break;
-                case ParamField::Kind::SiteCoef: comment = fmt::format("in{} stride of dimension {}", f.a, f.b); break;
-                case ParamField::Kind::SiteDerived: comment = fmt::format("in{} stride of t{}", f.a, f.b); break;
-                case ParamField::Kind::DerivedOffset: comment = fmt::format("t{} linear offset", f.a); break;
-                case ParamField::Kind::DerivedCoef: comment = fmt::format("t{} stride of dimension {}", f.a, f.b); break;
-                case ParamField::Kind::DerivedDerived: comment = fmt::format("t{} stride of t{}", f.a, f.b); break;
-                case ParamField::Kind::DerivedDiv: comment = fmt::format("t{} divisor", f.a); break;
-                case ParamField::Kind::DerivedMod: comment = fmt::format("t{} extent", f.a); break;
+                case ParamField::Kind::NumElements:
+                    comment = "elements in the iteration space";
+                    break;
+                case ParamField::Kind::Extent:
+                    comment = fmt::format("extent of dimension {}", f.a);
+                    break;
+                case ParamField::Kind::SiteCoef:
+                    comment = fmt::format("in{} stride of dimension {}", f.a, f.b);
+                    break;
+                case ParamField::Kind::SiteDerived:
+                    comment = fmt::format("in{} stride of t{}", f.a, f.b);
+                    break;
+                case ParamField::Kind::DerivedOffset:
+                    comment = fmt::format("t{} linear offset", f.a);
+                    break;
+                case ParamField::Kind::DerivedCoef:
+                    comment = fmt::format("t{} stride of dimension {}", f.a, f.b);
+                    break;
+                case ParamField::Kind::DerivedDerived:
+                    comment = fmt::format("t{} stride of t{}", f.a, f.b);
+                    break;
+                case ParamField::Kind::DerivedDiv:
+                    comment = fmt::format("t{} divisor", f.a);
+                    break;
+                case ParamField::Kind::DerivedMod:
+                    comment = fmt::format("t{} extent", f.a);
+                    break;
                 case ParamField::Kind::Scalar: {
                     const ir::Node* sc = g.scalars[static_cast<std::size_t>(f.a)];
                     comment = fmt::format("scalar {} ({})", name_of(sc->dtype()), short_location(sc->loc()));
                     break;
                 }
-                case ParamField::Kind::OutputCoef: comment = fmt::format("out{} stride of dimension {}", f.a, f.b); break;
-                case ParamField::Kind::ElementSpace: case ParamField::Kind::RowSpace: case ParamField::Kind::Rows:
-                case ParamField::Kind::Length: case ParamField::Kind::Chunks: case ParamField::Kind::ChunksPerBlock:
-                case ParamField::Kind::BlocksPerRow: case ParamField::Kind::Counters: case ParamField::Kind::Partials:
-                case ParamField::Kind::Product: case ParamField::Kind::Epilogue:
-                    throw InternalError(fmt::format("emit_pointwise: reduction parameter {} in a pointwise plan", f.name));
+                case ParamField::Kind::OutputCoef:
+                    comment = fmt::format("out{} stride of dimension {}", f.a, f.b);
+                    break;
+                case ParamField::Kind::ElementSpace:
+                case ParamField::Kind::RowSpace:
+                case ParamField::Kind::Rows:
+                case ParamField::Kind::Length:
+                case ParamField::Kind::Chunks:
+                case ParamField::Kind::ChunksPerBlock:
+                case ParamField::Kind::BlocksPerRow:
+                case ParamField::Kind::Counters:
+                case ParamField::Kind::Partials:
+                case ParamField::Kind::Product:
+                case ParamField::Kind::Epilogue:
+                    throw InternalError(
+                        fmt::format("emit_pointwise: reduction parameter {} in a pointwise plan", f.name));
             }
             line(s, 4, detail::param_declaration(f, plan.index), comment);
         }
         s += "};\n";
-        s += fmt::format("static_assert(sizeof({}_params) == {}, \"kernel parameter layout differs from the host's\");\n",
-                         name, plan.params.size);
+        s += fmt::format(
+            "static_assert(sizeof({}_params) == {}, \"kernel parameter layout differs from the host's\");\n",
+            name, plan.params.size);
         return s;
     }
     static std::string name_of(DType t) { return std::string(loom::name(t)); }
@@ -175,17 +213,22 @@ struct Emitter {
         switch (ir::info(n.op()).kind) {
             case ir::OpKind::Leaf:
                 if (n.op() == ir::Op::Input) {
-                    line(s, 4, fmt::format("// {} = in{}: input {} \"{}\" {}", vname(vi), v.site,
-                                           g.sites[static_cast<std::size_t>(v.site)].input, n.label(), name_of(n.dtype())),
+                    line(s, 4,
+                         fmt::format("// {} = in{}: input {} \"{}\" {}", vname(vi), v.site,
+                                     g.sites[static_cast<std::size_t>(v.site)].input, n.label(),
+                                     name_of(n.dtype())),
                          where);
                 } else if (n.op() == ir::Op::Iota) {  // a parameter of the body, computed by the caller
-                    line(s, 4, fmt::format("// {} = in{}: the index along axis {}, {}", vname(vi), v.site, n.ints().at(0), name_of(n.dtype())),
+                    line(s, 4,
+                         fmt::format("// {} = in{}: the index along axis {}, {}", vname(vi), v.site,
+                                     n.ints().at(0), name_of(n.dtype())),
                          where);
                 } else if (n.op() == ir::Op::Scalar) {
                     line(s, 4, fmt::format("const {} {} = p.s{};", rt, vname(vi), g.scalar_number.at(&n)),
                          fmt::format("scalar {} ({})", name_of(n.dtype()), where));
                 } else {
-                    line(s, 4, fmt::format("const {} {} = {};", rt, vname(vi), cuda_literal(n.value(), n.dtype())),
+                    line(s, 4,
+                         fmt::format("const {} {} = {};", rt, vname(vi), cuda_literal(n.value(), n.dtype())),
                          fmt::format("constant {} ({})", name_of(n.dtype()), where));
                 }
                 return;
@@ -202,7 +245,8 @@ struct Emitter {
             }
             case ir::OpKind::View:
             case ir::OpKind::Reduce:
-            case ir::OpKind::Product: throw InternalError("emit_pointwise: view, reduction or product as a value");
+            case ir::OpKind::Product:
+                throw InternalError("emit_pointwise: view, reduction or product as a value");
         }
     }
 
@@ -210,18 +254,23 @@ struct Emitter {
         std::vector<std::string> sig;
         if (body_needs_params) sig.push_back(fmt::format("const {}_params& p", name));
         for (const auto& site : g.sites)
-            sig.push_back(fmt::format("const {} {}", register_type(g.values[static_cast<std::size_t>(site.value)].node->dtype()),
-                                      vname(site.value)));
+            sig.push_back(fmt::format(
+                "const {} {}", register_type(g.values[static_cast<std::size_t>(site.value)].node->dtype()),
+                vname(site.value)));
         for (int f : frontier)
-            sig.push_back(fmt::format("const {} {}", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), vname(f)));
+            sig.push_back(fmt::format(
+                "const {} {}", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), vname(f)));
         for (std::size_t o = 0; o < g.outputs.size(); ++o)
             sig.push_back(fmt::format("{}& r{}", register_type(plan.outputs[o].dtype), o));
-        std::string s = fmt::format("__device__ __forceinline__ void {}_body({}) {{\n", name, fmt::join(sig, ", "));
+        std::string s =
+            fmt::format("__device__ __forceinline__ void {}_body({}) {{\n", name, fmt::join(sig, ", "));
         for (std::size_t k = 0; k < g.values.size(); ++k) {
             if (!frontier.empty() && uniform[k]) {  // computed once per thread, or used only by what is
                 if (!used_per_element[k]) continue;
                 if (ir::info(g.values[k].node->op()).kind != ir::OpKind::Leaf) {
-                    line(s, 4, fmt::format("// {}: computed once per thread ({}_uniforms)", vname(static_cast<int>(k)), name),
+                    line(s, 4,
+                         fmt::format("// {}: computed once per thread ({}_uniforms)",
+                                     vname(static_cast<int>(k)), name),
                          short_location(g.values[k].node->loc()));
                     continue;
                 }
@@ -241,8 +290,10 @@ struct Emitter {
         for (int d = 0; d < plan.rank; ++d) {
             if (!(o.dim_mask >> d & 1u)) continue;
             if (d == plan.rank - 1 && skip_inner) continue;
-            if (o.unit_inner && d == plan.rank - 1) terms.push_back(fmt::format("i{}", d));
-            else terms.push_back(fmt::format("i{} * p.in{}_s{}", d, s, d));
+            if (o.unit_inner && d == plan.rank - 1)
+                terms.push_back(fmt::format("i{}", d));
+            else
+                terms.push_back(fmt::format("i{} * p.in{}_s{}", d, s, d));
         }
         for (int m : o.derived) terms.push_back(fmt::format("t{} * p.in{}_t{}", m, s, m));
         if (terms.empty()) return "0";
@@ -264,8 +315,10 @@ struct Emitter {
             if (needed >> d & 1u) line(s, 4, fmt::format("const {} i{} = q % p.ext{};", idx, d, d));
             line(s, 4, fmt::format("q /= p.ext{};", d));
         }
-        if (lo == 0) line(s, 4, fmt::format("const {} i0 = q;", idx));
-        else line(s, 4, fmt::format("const {} i{} = q % p.ext{};", idx, lo, lo));
+        if (lo == 0)
+            line(s, 4, fmt::format("const {} i0 = q;", idx));
+        else
+            line(s, 4, fmt::format("const {} i{} = q % p.ext{};", idx, lo, lo));
     }
 
     void derived_indices(std::string& s) const {
@@ -278,7 +331,8 @@ struct Emitter {
             std::string e = fmt::format("{}", fmt::join(terms, " + "));
             if (d.has_div) e = fmt::format("({}) / p.t{}_div", e, m);
             if (d.has_mod) e = fmt::format("({}) % p.t{}_mod", e, m);
-            line(s, 4, fmt::format("const {} t{} = {};", idx, m, e), "reshape: index of the operand's dimension");
+            line(s, 4, fmt::format("const {} t{} = {};", idx, m, e),
+                 "reshape: index of the operand's dimension");
         }
     }
 
@@ -288,8 +342,10 @@ struct Emitter {
         std::vector<std::string> terms;
         for (int d = 0; d < plan.rank; ++d) {
             if (!(op.dim_mask >> d & 1u)) continue;
-            if (op.unit_inner && d == plan.rank - 1) terms.push_back(fmt::format("i{}", d));
-            else terms.push_back(fmt::format("i{} * p.out{}_s{}", d, o, d));
+            if (op.unit_inner && d == plan.rank - 1)
+                terms.push_back(fmt::format("i{}", d));
+            else
+                terms.push_back(fmt::format("i{} * p.out{}_s{}", d, o, d));
         }
         if (terms.empty()) return "0";
         return fmt::format("{}", fmt::join(terms, " + "));
@@ -319,10 +375,13 @@ struct Emitter {
     std::string element() const {
         const std::string acc =
             acc_site < 0 ? std::string()
-                         : fmt::format(", const {} acc", register_type(plan.loads[static_cast<std::size_t>(acc_site)].dtype));
-        const std::string result = returns_value ? std::string(register_type(plan.outputs.at(0).dtype)) : std::string("void");
-        std::string s = fmt::format("__device__ {} {} {}_element(const {}_params& p, const {} e{}) {{\n",
-                                    out_of_line ? "__noinline__" : "__forceinline__", result, name, name, idx, acc);
+                         : fmt::format(", const {} acc",
+                                       register_type(plan.loads[static_cast<std::size_t>(acc_site)].dtype));
+        const std::string result =
+            returns_value ? std::string(register_type(plan.outputs.at(0).dtype)) : std::string("void");
+        std::string s =
+            fmt::format("__device__ {} {} {}_element(const {}_params& p, const {} e{}) {{\n",
+                        out_of_line ? "__noinline__" : "__forceinline__", result, name, name, idx, acc);
         decompose(s, element_dims(), "e");
         derived_indices(s);
         std::vector<std::string> args;
@@ -330,21 +389,32 @@ struct Emitter {
             const OperandPlan& o = plan.loads[k];
             std::string off;
             switch (o.access) {
-                case Access::Contiguous: off = "e"; break;
-                case Access::RowBroadcast: off = fmt::format("i{}", plan.rank - 1); break;
-                case Access::Scalar: off = "0"; break;
+                case Access::Contiguous:
+                    off = "e";
+                    break;
+                case Access::RowBroadcast:
+                    off = fmt::format("i{}", plan.rank - 1);
+                    break;
+                case Access::Scalar:
+                    off = "0";
+                    break;
                 case Access::Strided:
-                case Access::Gathered: off = site_terms(k, false); break;
+                case Access::Gathered:
+                    off = site_terms(k, false);
+                    break;
             }
             const int v = g.sites[k].value;
             if (static_cast<int>(k) == acc_site)
                 line(s, 4, fmt::format("const {} {} = acc;", register_type(o.dtype), vname(v)),
                      fmt::format("in{}: the product, from the accumulators", k));
             else if (o.index)
-                line(s, 4, fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
+                line(s, 4,
+                     fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
                      fmt::format("index in{} ({}): computed", k, access_name(o.access)));
             else
-                line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", register_type(o.dtype), vname(v), k, off),
+                line(s, 4,
+                     fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", register_type(o.dtype), vname(v), k,
+                                 off),
                      fmt::format("load in{} ({})", k, access_name(o.access)));
             args.push_back(vname(v));
         }
@@ -362,8 +432,9 @@ struct Emitter {
         }
         for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
             const bool strided = plan.outputs[o].access == Access::Strided;
-            line(s, 4, fmt::format("p.out{}[{}] = {};", o, strided ? output_terms(o) : std::string("e"),
-                                   store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))),
+            line(s, 4,
+                 fmt::format("p.out{}[{}] = {};", o, strided ? output_terms(o) : std::string("e"),
+                             store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))),
                  strided ? fmt::format("store out{} (strided: a view)", o) : std::string());
         }
         s += "}\n";
@@ -373,9 +444,10 @@ struct Emitter {
     // The opening of an entry point: the Params struct by value (__grid_constant__), or, when it exceeds the
     // kernel parameter limit, a pointer to it in device memory bound to the same name `p`.
     std::string entry(const std::string& entry_name) const {
-        std::string s = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", plan.block, entry_name,
-                                    plan.params_in_memory ? fmt::format("const {}_params* __restrict__ pp", name)
-                                                        : fmt::format("const __grid_constant__ {}_params p", name));
+        std::string s = fmt::format(
+            "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", plan.block, entry_name,
+            plan.params_in_memory ? fmt::format("const {}_params* __restrict__ pp", name)
+                                  : fmt::format("const __grid_constant__ {}_params p", name));
         detail::write_kernel_prologue(s, true, 60);
         if (plan.params_in_memory)
             line(s, 4, fmt::format("const {}_params& p = *pp;", name),
@@ -398,12 +470,14 @@ struct Emitter {
         }
         line(s, ind + 4, body_call(args, outs));
         for (std::size_t o = 0; o < plan.outputs.size(); ++o)
-            line(s, ind + 4, fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
+            line(s, ind + 4,
+                 fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
         line(s, ind, "}");
         for (std::size_t o = 0; o < plan.outputs.size(); ++o) {
             const std::string_view st = storage_type(plan.outputs[o].dtype);
             line(s, ind, fmt::format("lm::store_vec<{}, {}>(p.out{} + i, o{});", st, W, o, o),
-                 fmt::format("store out{} ({} bytes)", o, W * static_cast<int>(itemsize(plan.outputs[o].dtype))));
+                 fmt::format("store out{} ({} bytes)", o,
+                             W * static_cast<int>(itemsize(plan.outputs[o].dtype))));
         }
     }
 
@@ -414,12 +488,16 @@ struct Emitter {
     std::string grid_stride_vector_kernel() const {
         const int W = plan.vector_width;
         std::string s = entry(fmt::format("{}_v{}", name, W));
-        line(s, 4, fmt::format("const {} step = ({})gridDim.x * ({})blockDim.x * {};", idx, idx, idx, W), "elements per pass of the grid");
-        line(s, 4, fmt::format("{} i = (({})blockIdx.x * ({})blockDim.x + ({})threadIdx.x) * {};", idx, idx, idx, idx, W),
+        line(s, 4, fmt::format("const {} step = ({})gridDim.x * ({})blockDim.x * {};", idx, idx, idx, W),
+             "elements per pass of the grid");
+        line(s, 4,
+             fmt::format("{} i = (({})blockIdx.x * ({})blockDim.x + ({})threadIdx.x) * {};", idx, idx, idx,
+                         idx, W),
              "first element of this thread's first vector");
         line(s, 4, fmt::format("const {} nv = p.n - p.n % {};", idx, W), "elements in whole vectors");
         line(s, 4, "if (blockIdx.x == 0 && threadIdx.x == 0)");
-        line(s, 8, fmt::format("for ({} e = nv; e < p.n; ++e) {}_element(p, e);", idx, name), "tail: fewer elements left than a vector");
+        line(s, 8, fmt::format("for ({} e = nv; e < p.n; ++e) {}_element(p, e);", idx, name),
+             "tail: fewer elements left than a vector");
         line(s, 4, "if (i >= nv) return;");
         std::vector<std::size_t> streamed;
         std::vector<std::string> args;
@@ -428,20 +506,25 @@ struct Emitter {
             const int v = g.sites[k].value;
             if (o.access == Access::Scalar) {
                 if (o.index)
-                    line(s, 4, fmt::format("const long long {} = p.in{}_base;", vname(v), k), fmt::format("index in{} (scalar)", k));
+                    line(s, 4, fmt::format("const long long {} = p.in{}_base;", vname(v), k),
+                         fmt::format("index in{} (scalar)", k));
                 else
-                    line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), vname(v), k),
+                    line(s, 4,
+                         fmt::format("const {} {} = lm::to_reg(p.in{}[0]);", register_type(o.dtype), vname(v),
+                                     k),
                          fmt::format("load in{} once (scalar)", k));
                 args.push_back(vname(v));
                 continue;
             }
-            if (o.access != Access::Contiguous) throw InternalError("emit_pointwise: a grid-stride variant reads a non-contiguous operand");
+            if (o.access != Access::Contiguous)
+                throw InternalError("emit_pointwise: a grid-stride variant reads a non-contiguous operand");
             if (o.index) {  // the element's own index: computed per lane
                 args.push_back(fmt::format("(p.in{}_base + (long long)(i + j))", k));
                 continue;
             }
             const std::string_view st = storage_type(o.dtype);
-            line(s, 4, fmt::format("lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + i);", st, W, k, st, W, k),
+            line(s, 4,
+                 fmt::format("lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + i);", st, W, k, st, W, k),
                  fmt::format("load in{} (contiguous, {} bytes)", k, W * static_cast<int>(itemsize(o.dtype))));
             streamed.push_back(k);
             args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));
@@ -449,7 +532,8 @@ struct Emitter {
         call_uniforms(s, 4);
         line(s, 4, "for (;;) {");
         line(s, 8, "const bool more = i < nv - step;", "this thread has another vector");
-        for (std::size_t k : streamed) line(s, 8, fmt::format("lm::vec<{}, {}> b{};", storage_type(plan.loads[k].dtype), W, k));
+        for (std::size_t k : streamed)
+            line(s, 8, fmt::format("lm::vec<{}, {}> b{};", storage_type(plan.loads[k].dtype), W, k));
         if (!streamed.empty()) {
             line(s, 8, "if (more) {", "the next vector's loads, in flight during this one's arithmetic");
             for (std::size_t k : streamed) {
@@ -478,7 +562,9 @@ struct Emitter {
             line(s, 4, "if (g >= (unsigned)p.n) return;");
             line(s, 4, "const int i = (int)g;");
         } else {
-            line(s, 4, fmt::format("const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {};", W),
+            line(s, 4,
+                 fmt::format("const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {};",
+                             W),
                  "first element of this thread's vector");
             line(s, 4, "if (i >= p.n) return;");
         }
@@ -502,24 +588,33 @@ struct Emitter {
             if (o.access == Access::Scalar || inner_zero) {
                 const std::string off = o.access == Access::Scalar ? "0" : site_terms(k, true);
                 if (o.index)
-                    line(s, 4, fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
-                         fmt::format("index in{} once ({})", k, o.access == Access::Scalar ? "scalar" : "same in every lane"));
+                    line(s, 4,
+                         fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
+                         fmt::format("index in{} once ({})", k,
+                                     o.access == Access::Scalar ? "scalar" : "same in every lane"));
                 else
                     line(s, 4, fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", rt, vname(v), k, off),
-                         fmt::format("load in{} once ({})", k, o.access == Access::Scalar ? "scalar" : "same in every lane"));
+                         fmt::format("load in{} once ({})", k,
+                                     o.access == Access::Scalar ? "scalar" : "same in every lane"));
                 args.push_back(vname(v));
                 continue;
             }
             std::string off;
-            if (o.access == Access::Contiguous) off = "i";
-            else if (o.access == Access::RowBroadcast) off = fmt::format("i{}", R - 1);
-            else off = fmt::format("({})", site_terms(k, false));
+            if (o.access == Access::Contiguous)
+                off = "i";
+            else if (o.access == Access::RowBroadcast)
+                off = fmt::format("i{}", R - 1);
+            else
+                off = fmt::format("({})", site_terms(k, false));
             if (o.index) {  // consecutive along the vector: the lane's index
                 args.push_back(fmt::format("(p.in{}_base + (long long)({} + j))", k, off));
                 continue;
             }
-            line(s, 4, fmt::format("const lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + {});", st, W, k, st, W, k, off),
-                 fmt::format("load in{} ({}, {} bytes)", k, access_name(o.access), W * static_cast<int>(itemsize(o.dtype))));
+            line(s, 4,
+                 fmt::format("const lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + {});", st, W, k, st,
+                             W, k, off),
+                 fmt::format("load in{} ({}, {} bytes)", k, access_name(o.access),
+                             W * static_cast<int>(itemsize(o.dtype))));
             args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));
         }
         call_uniforms(s, 4);
@@ -535,7 +630,8 @@ struct Emitter {
             line(s, 4, "if (g >= (unsigned)p.n) return;");
             line(s, 4, fmt::format("{}_element(p, (int)g);", name));
         } else {
-            line(s, 4, "const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;", "one element per thread");
+            line(s, 4, "const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+                 "one element per thread");
             line(s, 4, "if (e >= p.n) return;");
             line(s, 4, fmt::format("{}_element(p, e);", name));
         }
@@ -551,23 +647,26 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     const PwGraph g = detail::build_pw_graph(outputs);
     if (g.sites.size() != plan.loads.size() || g.scalars.size() != plan.scalar_dtypes.size() ||
         g.outputs.size() != plan.outputs.size())
-        throw InternalError(fmt::format("emit_pointwise: plan ({} loads, {} scalars, {} outputs) does not belong to "
-                                        "this graph ({}, {}, {})",
-                                        plan.loads.size(), plan.scalar_dtypes.size(), plan.outputs.size(),
-                                        g.sites.size(), g.scalars.size(), g.outputs.size()));
+        throw InternalError(
+            fmt::format("emit_pointwise: plan ({} loads, {} scalars, {} outputs) does not belong to "
+                        "this graph ({}, {}, {})",
+                        plan.loads.size(), plan.scalar_dtypes.size(), plan.outputs.size(), g.sites.size(),
+                        g.scalars.size(), g.outputs.size()));
     KernelSource ks;
     ks.user_name = std::string(user_name);
     ks.name = kernel_name(user_name);
     ks.scalar_entry = ks.name + "_s";
     if (plan.has_vector_variant()) ks.vector_entry = fmt::format("{}_v{}", ks.name, plan.vector_width);
     ks.plan = plan;
-    ks.param_bytes = plan.params_in_memory ? sizeof(void*) : plan.params.size;  // a pointer to the uploaded struct
+    ks.param_bytes =
+        plan.params_in_memory ? sizeof(void*) : plan.params.size;  // a pointer to the uploaded struct
 
     Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
     em.plan_uniforms();
     std::string& s = ks.kernel;
     s += detail::banner("pointwise", ks.name, user_name, plan.to_string());
-    s += fmt::format("// entry points: {}{}\n\n", ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
+    s += fmt::format("// entry points: {}{}\n\n",
+                     ks.vector_entry.empty() ? "" : ks.vector_entry + " (vector), ",
                      ks.scalar_entry + " (scalar)");
     s += em.params_struct();
     s += '\n';
@@ -593,7 +692,8 @@ detail::PointwisePart detail::pointwise_part(std::string_view name, const std::v
     const PwGraph g = detail::build_pw_graph(outputs);
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size())
         throw InternalError("pointwise_part: the plan does not belong to this graph");
-    Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
+    Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long",
+               !g.scalars.empty()};
     PointwisePart part;
     part.params_struct = em.params_struct();
     part.body = em.body();
@@ -603,11 +703,19 @@ detail::PointwisePart detail::pointwise_part(std::string_view name, const std::v
     for (std::size_t k = 0; k < g.sites.size(); ++k) {
         const OperandPlan& o = plan.loads[k];
         switch (o.access) {
-            case Access::Contiguous: part.site_offset.push_back(plan.rank == 2 ? "i0 * p.ext1 + i1" : "i0"); break;
-            case Access::RowBroadcast: part.site_offset.push_back(fmt::format("i{}", plan.rank - 1)); break;
-            case Access::Scalar: part.site_offset.push_back("0"); break;
+            case Access::Contiguous:
+                part.site_offset.push_back(plan.rank == 2 ? "i0 * p.ext1 + i1" : "i0");
+                break;
+            case Access::RowBroadcast:
+                part.site_offset.push_back(fmt::format("i{}", plan.rank - 1));
+                break;
+            case Access::Scalar:
+                part.site_offset.push_back("0");
+                break;
             case Access::Strided:
-            case Access::Gathered: part.site_offset.push_back(em.site_terms(k, false)); break;
+            case Access::Gathered:
+                part.site_offset.push_back(em.site_terms(k, false));
+                break;
         }
     }
     return part;
@@ -619,17 +727,27 @@ detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vec
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size() || acc_site < 0 ||
         static_cast<std::size_t>(acc_site) >= g.sites.size())
         throw InternalError("epilogue_part: the plan does not belong to this graph");
-    Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(), acc_site};
+    Emitter em{g,
+               plan,
+               std::string(name),
+               plan.index == IndexWidth::I32 ? "int" : "long long",
+               !g.scalars.empty(),
+               acc_site};
     for (const auto& v : g.values)
-        if (!one_call_site && ir::is_elementwise(v.node->op()) && ir::info(v.node->op()).cost != ir::Cost::Cheap) em.out_of_line = true;
+        if (!one_call_site && ir::is_elementwise(v.node->op()) &&
+            ir::info(v.node->op()).cost != ir::Cost::Cheap)
+            em.out_of_line = true;
     return {em.params_struct(), em.body(), em.element(), em.idx};
 }
 
-detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::NodePtr& operand, const PointwisePlan& plan) {
+detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::NodePtr& operand,
+                                           const PointwisePlan& plan) {
     const PwGraph g = detail::build_pw_graph({operand});
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != 1 || plan.outputs.size() != 1)
         throw InternalError("prologue_part: the plan does not belong to this graph");
-    Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(), -1, true};
+    Emitter em{
+        g,  plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(),
+        -1, true};
     return {em.params_struct(), em.body(), em.element(), em.idx};
 }
 

@@ -16,11 +16,13 @@ namespace {
 using namespace llvm_ir;
 
 // The banner: the plan as the host runs it.
-std::string banner(std::string_view kind, const std::string& name, std::string_view user, const std::string& lines) {
+std::string banner(std::string_view kind, const std::string& name, std::string_view user,
+                   const std::string& lines) {
     std::string shown(user);
     for (char& c : shown)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-    std::string s = fmt::format("; ---- Loom {} kernel {} (from \"{}\"), LLVM IR for the host ----\n", kind, name, shown);
+    std::string s =
+        fmt::format("; ---- Loom {} kernel {} (from \"{}\"), LLVM IR for the host ----\n", kind, name, shown);
     for (std::size_t b = 0, e; b < lines.size(); b = e + 1) {
         e = lines.find('\n', b);
         if (e == std::string::npos) e = lines.size();
@@ -37,7 +39,8 @@ namespace detail {
 std::string host_space_text(const PointwisePlan& plan) {
     std::string s;
     auto out = std::back_inserter(s);
-    fmt::format_to(out, "space: rank {}, {} indices in the parameters\n", plan.rank, plan.index == IndexWidth::I32 ? "32-bit" : "64-bit");
+    fmt::format_to(out, "space: rank {}, {} indices in the parameters\n", plan.rank,
+                   plan.index == IndexWidth::I32 ? "32-bit" : "64-bit");
     for (std::size_t k = 0; k < plan.loads.size(); ++k) {
         const OperandPlan& o = plan.loads[k];
         std::string dims;
@@ -48,8 +51,12 @@ std::string host_space_text(const PointwisePlan& plan) {
             for (int t : o.derived) dims += fmt::format(" t{}", t);
             if (o.unit_inner) dims += " unit-inner";
         }
-        if (o.index) fmt::format_to(out, "in{}: input {}, an index (iota), computed, {}{}\n", k, o.input, access_name(o.access), dims);
-        else fmt::format_to(out, "in{}: input {}, {}, {}{}\n", k, o.input, name(o.dtype), access_name(o.access), dims);
+        if (o.index)
+            fmt::format_to(out, "in{}: input {}, an index (iota), computed, {}{}\n", k, o.input,
+                           access_name(o.access), dims);
+        else
+            fmt::format_to(out, "in{}: input {}, {}, {}{}\n", k, o.input, name(o.dtype),
+                           access_name(o.access), dims);
     }
     for (std::size_t k = 0; k < plan.outputs.size(); ++k) {
         const OperandPlan& o = plan.outputs[k];
@@ -63,23 +70,27 @@ std::string host_space_text(const PointwisePlan& plan) {
         fmt::format_to(out, "out{}: {}, {}{}\n", k, name(o.dtype), access_name(o.access), dims);
     }
     for (std::size_t m = 0; m < plan.derived.size(); ++m)
-        fmt::format_to(out, "t{}: derived index{}{}\n", m, plan.derived[m].has_div ? " div" : "", plan.derived[m].has_mod ? " mod" : "");
+        fmt::format_to(out, "t{}: derived index{}{}\n", m, plan.derived[m].has_div ? " div" : "",
+                       plan.derived[m].has_mod ? " mod" : "");
     if (!plan.scalar_dtypes.empty()) {
         std::string ts;
-        for (std::size_t k = 0; k < plan.scalar_dtypes.size(); ++k) ts += fmt::format("{}{}", k ? ", " : "", name(plan.scalar_dtypes[k]));
+        for (std::size_t k = 0; k < plan.scalar_dtypes.size(); ++k)
+            ts += fmt::format("{}{}", k ? ", " : "", name(plan.scalar_dtypes[k]));
         fmt::format_to(out, "scalars: {}\n", ts);
     }
     return s;
 }
 
-std::string llvm_banner(std::string_view kind, const std::string& name, std::string_view user, const std::string& lines) {
+std::string llvm_banner(std::string_view kind, const std::string& name, std::string_view user,
+                        const std::string& lines) {
     return banner(kind, name, user, lines);
 }
 
 }  // namespace detail
 
 LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
-                                     const PointwisePlan& plan, const HostSchedule& schedule, const HostTarget& target) {
+                                     const PointwisePlan& plan, const HostSchedule& schedule,
+                                     const HostTarget& target) {
     const detail::PwGraph g = detail::build_pw_graph(outputs);
     LlvmKernelSource src;
     src.user_name = std::string(user_name);
@@ -99,7 +110,8 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
     f.note("parameters (the packed struct of pack_params)");
     sp.load_params("%p", 0);
     const std::string e_slot = f.alloca_("e.slot", "i64");  // flat index of the current row's first element
-    const std::string j_slot = f.alloca_("j.slot", "i64");  // innermost index of the current row's first element
+    const std::string j_slot =
+        f.alloca_("j.slot", "i64");  // innermost index of the current row's first element
     const std::string k_slot = f.alloca_("k.slot", "i64");  // innermost index of the current step
     std::vector<std::string> i_slot;
     for (int d = 0; d + 1 < R; ++d) i_slot.push_back(f.alloca_(fmt::format("i{}.slot", d), "i64"));
@@ -113,7 +125,8 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
         const std::string j = b.let("j0", fmt::format("urem i64 %begin, {}", sp.extent(R - 1)));
         f.emit(fmt::format("store i64 {}, ptr {}", j, j_slot));
         for (int d = R - 2; d >= 1; --d) {
-            const std::string id = b.let(fmt::format("i{}.0", d), fmt::format("urem i64 {}, {}", q, sp.extent(d)));
+            const std::string id =
+                b.let(fmt::format("i{}.0", d), fmt::format("urem i64 {}, {}", q, sp.extent(d)));
             f.emit(fmt::format("store i64 {}, ptr {}", id, i_slot[static_cast<std::size_t>(d)]));
             q = b.let("q", fmt::format("udiv i64 {}, {}", q, sp.extent(d)));
         }
@@ -126,12 +139,15 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
     const std::string e = b.let("e", fmt::format("load i64, ptr {}", e_slot));
     const std::string j0 = b.let("j", fmt::format("load i64, ptr {}", j_slot));
     std::vector<std::string> outer;
-    for (int d = 0; d + 1 < R; ++d) outer.push_back(b.let(fmt::format("i{}", d), fmt::format("load i64, ptr {}", i_slot[static_cast<std::size_t>(d)])));
+    for (int d = 0; d + 1 < R; ++d)
+        outer.push_back(b.let(fmt::format("i{}", d),
+                              fmt::format("load i64, ptr {}", i_slot[static_cast<std::size_t>(d)])));
     const std::string left = b.let("left", "sub i64 %end, " + e);
     std::string cnt = left;
     if (R > 1) {
         const std::string room = b.let("room", fmt::format("sub i64 {}, {}", sp.extent(R - 1), j0));
-        cnt = b.let("cnt", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 {})", left, room), "elements of this row in the task");
+        cnt = b.let("cnt", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 {})", left, room),
+                    "elements of this row in the task");
         m.declare("llvm.umin.i64", "declare i64 @llvm.umin.i64(i64, i64)");
     }
     const std::string jend = b.let("jend", fmt::format("add i64 {}, {}", j0, cnt));
@@ -149,52 +165,68 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
         return b.let(fmt::format("{}flat", tag), fmt::format("add i64 {}, {}", e, dk));
     };
     // Steps of width w from the position in k.slot while a whole step fits before `end`.
-    auto run = [&](std::string_view loop, std::string_view tag, int w, const std::string& end, bool nontemporal) {
+    auto run = [&](std::string_view loop, std::string_view tag, int w, const std::string& end,
+                   bool nontemporal) {
         std::string next;
         b.loop(
             loop, k_slot,
             [&](const std::string& k) {
                 next = b.let(fmt::format("{}k.next", tag), fmt::format("add i64 {}, {}", k, w));
-                return b.let(fmt::format("{}more", tag), fmt::format("icmp ule i64 {}, {}", next, end),
-                             w > 1 ? fmt::format("a whole vector of {} elements left", w) : "an element left");
+                return b.let(
+                    fmt::format("{}more", tag), fmt::format("icmp ule i64 {}, {}", next, end),
+                    w > 1 ? fmt::format("a whole vector of {} elements left", w) : "an element left");
             },
             [&](const std::string& k) {
                 const Point pt{outer, k, flat_at(k, tag)};
                 const std::vector<std::string> vals = sp.evaluate(all, pt, w, tag);
-                for (std::size_t o = 0; o < vals.size(); ++o) sp.store_output_at(static_cast<int>(o), vals[o], pt, w, nontemporal && streamed[o]);
+                for (std::size_t o = 0; o < vals.size(); ++o)
+                    sp.store_output_at(static_cast<int>(o), vals[o], pt, w, nontemporal && streamed[o]);
             },
             [&](const std::string&) { return next; });
     };
     if (schedule.stream) {
-        // Non-temporal stores need addresses aligned to the vector: width-1 steps up to the first position where
-        // the first streamed output is aligned, then vector steps that stream, when every streamed output is
-        // aligned there (outputs of other alignments, or not aligned to their elements, store as usual).
-        f.note("streaming: width-1 steps up to the first position where every streamed output is aligned to its vector, "
-               "then vector steps with non-temporal stores");
+        // Non-temporal stores need addresses aligned to the vector: width-1 steps up to the first position
+        // where the first streamed output is aligned, then vector steps that stream, when every streamed
+        // output is aligned there (outputs of other alignments, or not aligned to their elements, store as
+        // usual).
+        f.note(
+            "streaming: width-1 steps up to the first position where every streamed output is aligned to its "
+            "vector, "
+            "then vector steps with non-temporal stores");
         std::size_t s0 = 0;
         while (!streamed[s0]) ++s0;
         const std::size_t esz0 = itemsize(plan.outputs[s0].dtype);
-        const std::string a0 = b.let("st.a0", fmt::format("ptrtoint ptr {} to i64", sp.output_address(static_cast<int>(s0), flat_at(j0, "st0."))),
-                                     fmt::format("out{} at the row's first element", s0));
+        const std::string a0 =
+            b.let("st.a0",
+                  fmt::format("ptrtoint ptr {} to i64",
+                              sp.output_address(static_cast<int>(s0), flat_at(j0, "st0."))),
+                  fmt::format("out{} at the row's first element", s0));
         const std::string mis = b.let("st.mis", fmt::format("and i64 {}, {}", a0, W * esz0 - 1));
         const std::string gap0 = b.let("st.gap0", fmt::format("sub i64 {}, {}", W * esz0, mis));
-        const std::string gap = b.let("st.gap", fmt::format("and i64 {}, {}", gap0, W * esz0 - 1), "bytes to the next aligned vector");
-        const std::string peel = b.let("st.peel", fmt::format("udiv i64 {}, {}", gap, esz0), "elements before it");
+        const std::string gap = b.let("st.gap", fmt::format("and i64 {}, {}", gap0, W * esz0 - 1),
+                                      "bytes to the next aligned vector");
+        const std::string peel =
+            b.let("st.peel", fmt::format("udiv i64 {}, {}", gap, esz0), "elements before it");
         const std::string kstart = b.let("st.k", fmt::format("add i64 {}, {}", j0, peel));
         const std::string kfit = b.let("st.kw", fmt::format("add i64 {}, {}", kstart, W));
-        std::string ok = b.let("st.room", fmt::format("icmp ule i64 {}, {}", kfit, jend), "a whole vector after it");
+        std::string ok =
+            b.let("st.room", fmt::format("icmp ule i64 {}, {}", kfit, jend), "a whole vector after it");
         if (esz0 > 1) {
             const std::string el = b.let("st.el", fmt::format("and i64 {}, {}", a0, esz0 - 1));
-            const std::string el0 = b.let("st.el0", fmt::format("icmp eq i64 {}, 0", el), fmt::format("out{} aligned to its elements", s0));
+            const std::string el0 = b.let("st.el0", fmt::format("icmp eq i64 {}, 0", el),
+                                          fmt::format("out{} aligned to its elements", s0));
             ok = b.let("st.ok", fmt::format("and i1 {}, {}", ok, el0));
         }
         const std::string fstart = flat_at(kstart, "st.");
         for (std::size_t o = s0 + 1; o < streamed.size(); ++o) {
             if (!streamed[o]) continue;
             const std::size_t v = static_cast<std::size_t>(W) * itemsize(plan.outputs[o].dtype);
-            const std::string ao = b.let(fmt::format("st.a{}", o), fmt::format("ptrtoint ptr {} to i64", sp.output_address(static_cast<int>(o), fstart)));
+            const std::string ao =
+                b.let(fmt::format("st.a{}", o),
+                      fmt::format("ptrtoint ptr {} to i64", sp.output_address(static_cast<int>(o), fstart)));
             const std::string mo = b.let(fmt::format("st.m{}", o), fmt::format("and i64 {}, {}", ao, v - 1));
-            const std::string zo = b.let(fmt::format("st.z{}", o), fmt::format("icmp eq i64 {}, 0", mo), fmt::format("out{} aligned there too", o));
+            const std::string zo = b.let(fmt::format("st.z{}", o), fmt::format("icmp eq i64 {}, 0", mo),
+                                         fmt::format("out{} aligned there too", o));
             ok = b.let("st.ok", fmt::format("and i1 {}, {}", ok, zo));
         }
         f.emit(fmt::format("br i1 {}, label %stream, label %stream.done", ok));
@@ -218,20 +250,26 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
     if (R == 1) {
         f.emit(fmt::format("br label %exit"));
     } else {
-        const std::string done = b.let("done", fmt::format("icmp uge i64 {}, %end", en), "the task's last element done");
+        const std::string done =
+            b.let("done", fmt::format("icmp uge i64 {}, %end", en), "the task's last element done");
         f.emit(fmt::format("br i1 {}, label %exit, label %row.next", done));
         f.label("row.next");
-        f.note("the next row: the outer multi-index advances (with carries), the innermost index restarts at 0");
+        f.note(
+            "the next row: the outer multi-index advances (with carries), the innermost index restarts at 0");
         f.emit(fmt::format("store i64 0, ptr {}", j_slot));
         std::string carry_in = "1";
         for (int d = R - 2; d >= 0; --d) {
-            const std::string inc = b.let(fmt::format("i{}.inc", d), fmt::format("add i64 {}, {}", outer[static_cast<std::size_t>(d)], carry_in));
+            const std::string inc =
+                b.let(fmt::format("i{}.inc", d),
+                      fmt::format("add i64 {}, {}", outer[static_cast<std::size_t>(d)], carry_in));
             if (d == 0) {
                 f.emit(fmt::format("store i64 {}, ptr {}", inc, i_slot[0]));
                 break;
             }
-            const std::string wrap = b.let(fmt::format("i{}.wrap", d), fmt::format("icmp eq i64 {}, {}", inc, sp.extent(d)));
-            const std::string nv = b.let(fmt::format("i{}.new", d), fmt::format("select i1 {}, i64 0, i64 {}", wrap, inc));
+            const std::string wrap =
+                b.let(fmt::format("i{}.wrap", d), fmt::format("icmp eq i64 {}, {}", inc, sp.extent(d)));
+            const std::string nv =
+                b.let(fmt::format("i{}.new", d), fmt::format("select i1 {}, i64 0, i64 {}", wrap, inc));
             f.emit(fmt::format("store i64 {}, ptr {}", nv, i_slot[static_cast<std::size_t>(d)]));
             carry_in = b.let(fmt::format("i{}.carry", d), fmt::format("zext i1 {} to i64", wrap));
         }
@@ -240,12 +278,14 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
     f.label("exit");
     f.emit("ret void");
 
-    m.add_function(f.finish(fmt::format("void @{}(ptr noalias readonly %p, i64 %begin, i64 %end) #0", src.name),
-                            fmt::format("; elements [begin, end) of the iteration space\n")));
-    const std::string text =
-        fmt::format("host schedule: {}\nbytes per element: {}; parameters: {} bytes (pack_params)\n{}entry point: "
-                    "@{}(params, begin, end), one call per task\n",
-                    schedule.to_string(), plan.bytes_per_element(), plan.params.size, detail::host_space_text(plan), src.name);
+    m.add_function(
+        f.finish(fmt::format("void @{}(ptr noalias readonly %p, i64 %begin, i64 %end) #0", src.name),
+                 fmt::format("; elements [begin, end) of the iteration space\n")));
+    const std::string text = fmt::format(
+        "host schedule: {}\nbytes per element: {}; parameters: {} bytes (pack_params)\n{}entry point: "
+        "@{}(params, begin, end), one call per task\n",
+        schedule.to_string(), plan.bytes_per_element(), plan.params.size, detail::host_space_text(plan),
+        src.name);
     src.ir = m.text(banner("pointwise", src.name, user_name, text));
     return src;
 }

@@ -3,15 +3,16 @@
 // vectorizer, the vector width or the number of threads.
 //
 // Row order (the innermost axis reduced): a chunk function computes one chunk's partial for every reduction
-// of a stage: 256 lanes held in a stack array; blocks of 4 W consecutive elements, whose values are computed as
-// 4 vectors of W consecutive elements and deinterleaved so that each of W lanes takes its run of 4 in order; a
-// scalar tail; then the butterfly over the active lanes. Column order (the innermost axis kept): a chunk
-// function accumulates a chunk of 256 reduced positions in sequence, W output columns at once. A driver
+// of a stage: 256 lanes held in a stack array; blocks of 4 W consecutive elements, whose values are computed
+// as 4 vectors of W consecutive elements and deinterleaved so that each of W lanes takes its run of 4 in
+// order; a scalar tail; then the butterfly over the active lanes. Column order (the innermost axis kept): a
+// chunk function accumulates a chunk of 256 reduced positions in sequence, W output columns at once. A driver
 // combines the chunk partials of a row by the pairwise tree, as a binary counter (push a partial; while the
-// count is even, combine the top two; at the end fold from the top: the same tree with the odd partial carried
-// up), finishes the reduced values (mean's division, one rounding to a half dtype), and writes the element and
-// row outputs. An element output that holds a reduction's operand between passes (HostSchedule::keep) is
-// written in that reduction's pass and read back, instead of computed again, in the output pass.
+// count is even, combine the top two; at the end fold from the top: the same tree with the odd partial
+// carried up), finishes the reduced values (mean's division, one rounding to a half dtype), and writes the
+// element and row outputs. An element output that holds a reduction's operand between passes
+// (HostSchedule::keep) is written in that reduction's pass and read back, instead of computed again, in the
+// output pass.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -32,7 +33,8 @@ namespace loom::codegen {
 
 namespace detail {
 std::string host_space_text(const PointwisePlan& plan);
-std::string llvm_banner(std::string_view kind, const std::string& name, std::string_view user, const std::string& lines);
+std::string llvm_banner(std::string_view kind, const std::string& name, std::string_view user,
+                        const std::string& lines);
 }  // namespace detail
 
 namespace {
@@ -60,8 +62,8 @@ std::string gep(std::string_view ty, const std::string& base, const std::string&
 // The runs of a block of 4 W consecutive values (`part`: 4 vectors of W): run position q of lane m is element
 // 4 m + q of the block. Two levels of two-source shuffles: run positions {0, 1} and {2, 3} of each pair of
 // vectors, then each position alone.
-std::array<std::string, 4> deinterleave(Builder& b, const std::array<std::string, 4>& part, std::string_view ty, int W,
-                                        std::string_view hint) {
+std::array<std::string, 4> deinterleave(Builder& b, const std::array<std::string, 4>& part,
+                                        std::string_view ty, int W, std::string_view hint) {
     const std::string V = vec(ty, W);
     auto mask = [&](auto pick) {
         std::vector<std::string> m;
@@ -73,15 +75,16 @@ std::array<std::string, 4> deinterleave(Builder& b, const std::array<std::string
         for (int half = 0; half < 2; ++half)  // lanes of positions 2 half, 2 half + 1 of vectors 2h, 2h+1
             u[static_cast<std::size_t>(2 * h + half)] =
                 b.let(fmt::format("{}.u{}", hint, 2 * h + half),
-                      fmt::format("shufflevector {} {}, {} {}, {}", V, part[static_cast<std::size_t>(2 * h)], V,
-                                  part[static_cast<std::size_t>(2 * h + 1)], mask([&](int l) { return 4 * (l / 2) + 2 * half + (l % 2); })));
+                      fmt::format("shufflevector {} {}, {} {}, {}", V, part[static_cast<std::size_t>(2 * h)],
+                                  V, part[static_cast<std::size_t>(2 * h + 1)],
+                                  mask([&](int l) { return 4 * (l / 2) + 2 * half + (l % 2); })));
     for (int pos = 0; pos < 4; ++pos) {
         const int half = pos / 2, odd = pos % 2;
-        run[static_cast<std::size_t>(pos)] =
-            b.let(fmt::format("{}.run{}", hint, pos),
-                  fmt::format("shufflevector {} {}, {} {}, {}", V, u[static_cast<std::size_t>(half)], V, u[static_cast<std::size_t>(2 + half)],
-                              mask([&](int l) { return 2 * l + odd; })),
-                  pos == 0 ? fmt::format("run positions 0-3 of {} lanes", W) : "");
+        run[static_cast<std::size_t>(pos)] = b.let(
+            fmt::format("{}.run{}", hint, pos),
+            fmt::format("shufflevector {} {}, {} {}, {}", V, u[static_cast<std::size_t>(half)], V,
+                        u[static_cast<std::size_t>(2 + half)], mask([&](int l) { return 2 * l + odd; })),
+            pos == 0 ? fmt::format("run positions 0-3 of {} lanes", W) : "");
     }
     return run;
 }
@@ -138,7 +141,8 @@ struct ReduceEmitter {
     }
     std::string rv_type(std::size_t j) const { return std::string(scalar_type(pr.plan.ops[j].out)); }
 
-    // ---- shared pieces -------------------------------------------------------------------------------------
+    // ---- shared pieces
+    // -------------------------------------------------------------------------------------
 
     // The reduction-level parameters of the plan's struct (the spaces' own fields are loaded by Space).
     struct Params {
@@ -151,34 +155,56 @@ struct ReduceEmitter {
             std::string* dst = nullptr;
             std::string comment;
             switch (f.kind) {
-                case K::Rows: dst = &P.rows; comment = "O: output elements (rows)"; break;
-                case K::Length: dst = &P.len; comment = "L: elements reduced per output"; break;
-                case K::Chunks: dst = &P.chunks; comment = "chunks per row"; break;
-                case K::Partials: P.partials.emplace_back(); dst = &P.partials.back(); comment = fmt::format("split workspace of reduction {}", f.a); break;
-                default: continue;
+                case K::Rows:
+                    dst = &P.rows;
+                    comment = "O: output elements (rows)";
+                    break;
+                case K::Length:
+                    dst = &P.len;
+                    comment = "L: elements reduced per output";
+                    break;
+                case K::Chunks:
+                    dst = &P.chunks;
+                    comment = "chunks per row";
+                    break;
+                case K::Partials:
+                    P.partials.emplace_back();
+                    dst = &P.partials.back();
+                    comment = fmt::format("split workspace of reduction {}", f.a);
+                    break;
+                default:
+                    continue;
             }
-            const std::string at = b.let(fmt::format("{}.at", f.name), fmt::format("getelementptr inbounds i8, ptr %p, i64 {}", f.offset));
-            *dst = b.let(f.name, fmt::format("load {}, ptr {}, align 8", f.type == ParamType::RawPointer ? "ptr" : "i64", at), comment);
+            const std::string at = b.let(fmt::format("{}.at", f.name),
+                                         fmt::format("getelementptr inbounds i8, ptr %p, i64 {}", f.offset));
+            *dst = b.let(
+                f.name,
+                fmt::format("load {}, ptr {}, align 8", f.type == ParamType::RawPointer ? "ptr" : "i64", at),
+                comment);
         }
         return P;
     }
 
     // Row values as the element and row graphs read them: lane `lane` (w == 1) or lanes 0 .. w-1 of reduction
     // j's slot in `rv`.
-    std::function<std::string(int, int)> row_values(Builder& b, const std::vector<int>& row_value, const std::string& rv,
-                                                    const std::string& lane) {
+    std::function<std::string(int, int)> row_values(Builder& b, const std::vector<int>& row_value,
+                                                    const std::string& rv, const std::string& lane) {
         return [&b, &row_value, rv, lane, this](int input, int w) -> std::string {
             const int j = row_value.at(static_cast<std::size_t>(input));
             if (j < 0) return {};
             const std::string ty = rv_type(static_cast<std::size_t>(j));
-            const std::string base = b.let(fmt::format("rv{}.p", j), fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", rv, j * kRowValueBytes));
+            const std::string base =
+                b.let(fmt::format("rv{}.p", j),
+                      fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", rv, j * kRowValueBytes));
             const std::string p = lane == "0" ? base : b.let(fmt::format("rv{}.l", j), gep(ty, base, lane));
             // Row order: one row value for every element of the row (splat). Column order: each lane is an
             // output column with its own value (lanes 0 .. w-1 of the slot).
             if (!inner || w == 1)
-                return b.let(fmt::format("rv{}", j), fmt::format("load {}, ptr {}, align {}", vec(ty, w), p, bytes_of(ty)),
+                return b.let(fmt::format("rv{}", j),
+                             fmt::format("load {}, ptr {}, align {}", vec(ty, w), p, bytes_of(ty)),
                              fmt::format("row value of reduction {}", j));
-            const std::string v = b.let(fmt::format("rv{}.one", j), fmt::format("load {}, ptr {}, align {}", ty, p, bytes_of(ty)),
+            const std::string v = b.let(fmt::format("rv{}.one", j),
+                                        fmt::format("load {}, ptr {}, align {}", ty, p, bytes_of(ty)),
                                         fmt::format("row value of reduction {}", j));
             return b.splat(fmt::format("rv{}", j), ty, v, w);
         };
@@ -199,33 +225,42 @@ struct ReduceEmitter {
         return row;
     }
 
-    // Element `at` (of w-wide elements) of the arrays `base` of reduction j: value `<w x A>`, index `<w x i64>`.
-    Ptrs element_ptrs(Builder& b, int j, const Ptrs& base, const std::string& at, int w, std::string_view hint) {
+    // Element `at` (of w-wide elements) of the arrays `base` of reduction j: value `<w x A>`, index `<w x
+    // i64>`.
+    Ptrs element_ptrs(Builder& b, int j, const Ptrs& base, const std::string& at, int w,
+                      std::string_view hint) {
         Ptrs p;
         p.v = b.let(hint, gep(A(j).type(w), base.v, at));
         if (A(j).arg) p.i = b.let(fmt::format("{}i", hint), gep(vec("i64", w), base.i, at));
         return p;
     }
     // Bytes `off` into `base` (and the index 8 bytes after it): a workspace slot of a split reduction.
-    Ptrs workspace_ptrs(Builder& b, int j, const std::string& base, const std::string& off, std::string_view hint) {
+    Ptrs workspace_ptrs(Builder& b, int j, const std::string& base, const std::string& off,
+                        std::string_view hint) {
         Ptrs p;
         p.v = b.let(hint, fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", base, off));
-        if (A(j).arg) p.i = b.let(fmt::format("{}i", hint), fmt::format("getelementptr inbounds i8, ptr {}, i64 8", p.v));
+        if (A(j).arg)
+            p.i =
+                b.let(fmt::format("{}i", hint), fmt::format("getelementptr inbounds i8, ptr {}, i64 8", p.v));
         return p;
     }
     // Reduction j's slot in the partials buffer `part`: the value lanes, then the index lanes at +256 bytes.
     Ptrs part_ptrs(Builder& b, const std::string& part, int j) {
         Ptrs p;
-        p.v = b.let(fmt::format("part{}.p", j), fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", part, j * kPartialBytes));
+        p.v = b.let(fmt::format("part{}.p", j),
+                    fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", part, j * kPartialBytes));
         if (A(j).arg)
-            p.i = b.let(fmt::format("part{}i.p", j), fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", part, j * kPartialBytes + 256));
+            p.i = b.let(fmt::format("part{}i.p", j), fmt::format("getelementptr inbounds i8, ptr {}, i64 {}",
+                                                                 part, j * kPartialBytes + 256));
         return p;
     }
     // Stack arrays of `count` w-wide accumulators of reduction j (and its index lanes).
     Ptrs arrays(Function& f, int j, int count, int w, std::string_view hint) {
         Ptrs p;
         p.v = f.alloca_(fmt::format("{}{}", hint, j), fmt::format("[{} x {}]", count, A(j).type(w)), 64);
-        if (A(j).arg) p.i = f.alloca_(fmt::format("{}{}.i", hint, j), fmt::format("[{} x {}]", count, vec("i64", w)), 64);
+        if (A(j).arg)
+            p.i =
+                f.alloca_(fmt::format("{}{}.i", hint, j), fmt::format("[{} x {}]", count, vec("i64", w)), 64);
         return p;
     }
     std::vector<Acc> read_part(Builder& b, const std::vector<int>& members, const std::string& part, int w) {
@@ -241,7 +276,8 @@ struct ReduceEmitter {
         A(j).store(b, x, p.v, p.i, w);
     }
     // `at` = at ⊕ (the contribution of operand values x at reduced indices `index`).
-    void accumulate(Builder& b, int j, const Ptrs& at, const std::string& x, const std::string& index, int w, std::string_view hint) {
+    void accumulate(Builder& b, int j, const Ptrs& at, const std::string& x, const std::string& index, int w,
+                    std::string_view hint) {
         const LaneAccumulator& a = A(j);
         const Acc cur = a.load(b, at.v, at.i, w, fmt::format("{}acc{}", hint, j));
         const Acc e = a.element(b, x, index, w, fmt::format("{}e{}", hint, j));
@@ -258,13 +294,16 @@ struct ReduceEmitter {
             throw InternalError("emit_reduce_llvm: the driver's buffers are not %rv and %part");
     }
     // A loop over `count` indices from 0 (lanes of a vector of output columns).
-    void for_lanes(Builder& b, std::string_view tag, int count, const std::function<void(const std::string&)>& body) {
+    void for_lanes(Builder& b, std::string_view tag, int count,
+                   const std::function<void(const std::string&)>& body) {
         b.for_range(tag, "0", fmt::format("{}", count), 1, body);
     }
 
-    // ---- chunk functions -----------------------------------------------------------------------------------
+    // ---- chunk functions
+    // -----------------------------------------------------------------------------------
 
-    Point point_inner(Builder& b, const std::string& o, const std::string& r, const std::string& rowbase, std::string_view tag) {
+    Point point_inner(Builder& b, const std::string& o, const std::string& r, const std::string& rowbase,
+                      std::string_view tag) {
         const std::string flat = b.let(fmt::format("{}flat", tag), fmt::format("add i64 {}, {}", rowbase, r));
         if (pr.plan.element.rank == 2) return Point{{o}, r, flat};
         return Point{{}, flat, flat};
@@ -282,20 +321,27 @@ struct ReduceEmitter {
         for (int j : members) lanes.push_back(arrays(f, j, 256, 1, "lanes"));
         m.declare("llvm.smin.i64", "declare i64 @llvm.smin.i64(i64, i64)");
         m.declare("llvm.smax.i64", "declare i64 @llvm.smax.i64(i64, i64)");
-        f.note(fmt::format("chunk k of row o: elements [8192 k, min(L, 8192 (k + 1))); element i goes to lane (i / 4) mod 256"));
+        f.note(
+            fmt::format("chunk k of row o: elements [8192 k, min(L, 8192 (k + 1))); element i goes to lane "
+                        "(i / 4) mod 256"));
         const std::string first = b.let("first", "mul i64 %k, 8192");
         const std::string rest = b.let("rest", fmt::format("sub i64 {}, {}", P.len, first));
-        const std::string n = b.let("n", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 8192)", rest), "elements in this chunk");
+        const std::string n = b.let("n", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 8192)", rest),
+                                    "elements in this chunk");
         const std::string runs = b.let("runs", fmt::format("add i64 {}, 3", n));
         const std::string r4 = b.let("runs4", fmt::format("lshr i64 {}, 2", runs));
-        const std::string active = b.let("active", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 256)", r4), "lanes holding elements");
-        const std::string rowbase = b.let("rowbase", fmt::format("mul i64 %o, {}", P.len), "flat index of (o, 0)");
+        const std::string active = b.let(
+            "active", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 256)", r4), "lanes holding elements");
+        const std::string rowbase =
+            b.let("rowbase", fmt::format("mul i64 %o, {}", P.len), "flat index of (o, 0)");
         // Stores of the kept operands (HostSchedule::keep) into the element outputs that hold them.
         auto keep = [&](const std::vector<std::string>& vals, const std::string& flat, int w) {
             for (std::size_t q = 0; q < members.size(); ++q)
                 for (int e : keepers(members[q]))
-                    el->store_output(static_cast<int>(nred) + e, vals[q], flat, w,
-                                     fmt::format("out{} holds the operand of reduction {} until the output pass", e, members[q]));
+                    el->store_output(
+                        static_cast<int>(nred) + e, vals[q], flat, w,
+                        fmt::format("out{} holds the operand of reduction {} until the output pass", e,
+                                    members[q]));
         };
 
         f.note("every lane starts at the identity");
@@ -311,39 +357,49 @@ struct ReduceEmitter {
         const int B = 4 * W;
         const std::string islot = f.alloca_("i.slot", "i64");
         f.emit(fmt::format("store i64 0, ptr {}", islot));
-        f.note(fmt::format("blocks of {} elements: {} lanes, each taking its run of 4 in order; the values are computed as "
-                           "4 vectors of {} consecutive elements and deinterleaved into runs",
-                           B, W, W));
+        f.note(fmt::format(
+            "blocks of {} elements: {} lanes, each taking its run of 4 in order; the values are computed as "
+            "4 vectors of {} consecutive elements and deinterleaved into runs",
+            B, W, W));
         b.steps("block", islot, n, {B, 1}, [&](const std::string& i, int w) {
-            const std::string r = b.let(w > 1 ? "r" : "tr", fmt::format("add i64 {}, {}", first, i), "reduced index");
+            const std::string r =
+                b.let(w > 1 ? "r" : "tr", fmt::format("add i64 {}, {}", first, i), "reduced index");
             if (w == 1) {  // the tail
                 const Point pt = point_inner(b, "%o", r, rowbase, "t.");
                 const std::vector<std::string> vals = el->evaluate(members, pt, 1, "t.");
                 keep(vals, pt.flat, 1);
                 const std::string l4 = b.let("tl4", fmt::format("lshr i64 {}, 2", i));
-                const std::string lane = b.let("tlane", fmt::format("and i64 {}, 255", l4), "lane (i / 4) mod 256");
+                const std::string lane =
+                    b.let("tlane", fmt::format("and i64 {}, 255", l4), "lane (i / 4) mod 256");
                 for (std::size_t q = 0; q < members.size(); ++q)
-                    accumulate(b, members[q], element_ptrs(b, members[q], lanes[q], lane, 1, fmt::format("tl{}.p", members[q])), vals[q], r, 1, "t");
+                    accumulate(
+                        b, members[q],
+                        element_ptrs(b, members[q], lanes[q], lane, 1, fmt::format("tl{}.p", members[q])),
+                        vals[q], r, 1, "t");
                 return;
             }
             std::array<std::vector<std::string>, 4> vals;
             for (int v = 0; v < 4; ++v) {
                 const std::string tag = fmt::format("b{}.", v);
-                const std::string rv = v == 0 ? r : b.let(fmt::format("{}r", tag), fmt::format("add i64 {}, {}", r, v * W));
+                const std::string rv =
+                    v == 0 ? r : b.let(fmt::format("{}r", tag), fmt::format("add i64 {}, {}", r, v * W));
                 const Point pt = point_inner(b, "%o", rv, rowbase, tag);
                 vals[static_cast<std::size_t>(v)] = el->evaluate(members, pt, W, tag);
                 keep(vals[static_cast<std::size_t>(v)], pt.flat, W);
             }
             const std::string l4 = b.let("l4", fmt::format("lshr i64 {}, 2", i));
-            const std::string lo = b.let("lanes.at", fmt::format("and i64 {}, 255", l4), "first lane of the block: (i / 4) mod 256");
+            const std::string lo = b.let("lanes.at", fmt::format("and i64 {}, 255", l4),
+                                         "first lane of the block: (i / 4) mod 256");
             std::array<std::string, 4> idx;
             if (any_arg(members)) {
                 const std::string rs = b.splat("r.all", "i64", r, W);
                 for (int pos = 0; pos < 4; ++pos) {
                     std::vector<std::string> offs;
                     for (int l = 0; l < W; ++l) offs.push_back(fmt::format("i64 {}", 4 * l + pos));
-                    idx[static_cast<std::size_t>(pos)] = b.let(fmt::format("idx{}", pos), fmt::format("add <{} x i64> {}, <{}>", W, rs, fmt::join(offs, ", ")),
-                                                               pos == 0 ? "reduced indices of the lanes' elements" : "");
+                    idx[static_cast<std::size_t>(pos)] =
+                        b.let(fmt::format("idx{}", pos),
+                              fmt::format("add <{} x i64> {}, <{}>", W, rs, fmt::join(offs, ", ")),
+                              pos == 0 ? "reduced indices of the lanes' elements" : "");
                 }
             }
             for (std::size_t q = 0; q < members.size(); ++q) {
@@ -355,32 +411,42 @@ struct ReduceEmitter {
                 const Ptrs p = element_ptrs(b, j, lanes[q], lo, 1, fmt::format("lanes{}.p", j));
                 Acc cur = a.load(b, p.v, p.i, W, fmt::format("acc{}", j));
                 for (int pos = 0; pos < 4; ++pos) {
-                    const Acc e = a.element(b, run[static_cast<std::size_t>(pos)], idx[static_cast<std::size_t>(pos)], W, fmt::format("e{}", j));
+                    const Acc e = a.element(b, run[static_cast<std::size_t>(pos)],
+                                            idx[static_cast<std::size_t>(pos)], W, fmt::format("e{}", j));
                     cur = a.combine(b, cur, e, W, fmt::format("acc{}", j));
                 }
                 a.store(b, cur, p.v, p.i, W);
             }
         });
 
-        // Butterfly over the active lanes: for s = 128, 64, ..., 1, lane l < s takes lane l + s (lanes past the
-        // active ones hold the identity, which combines exactly: they are skipped, as the reference does). Whole
-        // vectors of W lanes while s >= W, then lane by lane.
+        // Butterfly over the active lanes: for s = 128, 64, ..., 1, lane l < s takes lane l + s (lanes past
+        // the active ones hold the identity, which combines exactly: they are skipped, as the reference
+        // does). Whole vectors of W lanes while s >= W, then lane by lane.
         const std::string aslot = f.alloca_("active.slot", "i64");
         f.emit(fmt::format("store i64 {}, ptr {}", active, aslot));
         b.loop_from(
-            "s", "128", [&](const std::string& sv) { return b.let("bf.more", fmt::format("icmp ne i64 {}, 0", sv)); },
+            "s", "128",
+            [&](const std::string& sv) { return b.let("bf.more", fmt::format("icmp ne i64 {}, 0", sv)); },
             [&](const std::string& sv) {
                 const std::string act = b.let("act", fmt::format("load i64, ptr {}", aslot));
                 const std::string dd = b.let("bf.d", fmt::format("sub i64 {}, {}", act, sv));
-                const std::string c1 = b.let("bf.c", fmt::format("call i64 @llvm.smin.i64(i64 {}, i64 {})", dd, sv));
-                const std::string cnt = b.let("bf.n", fmt::format("call i64 @llvm.smax.i64(i64 {}, i64 0)", c1), "lanes l < min(s, active - s)");
-                const std::string wide = b.let("bf.wide", fmt::format("icmp uge i64 {}, {}", sv, W), "s >= W: whole vectors");
-                const std::string wcnt = b.let("bf.wn", fmt::format("select i1 {}, i64 {}, i64 0", wide, cnt), "the lanes in whole vectors");
+                const std::string c1 =
+                    b.let("bf.c", fmt::format("call i64 @llvm.smin.i64(i64 {}, i64 {})", dd, sv));
+                const std::string cnt =
+                    b.let("bf.n", fmt::format("call i64 @llvm.smax.i64(i64 {}, i64 0)", c1),
+                          "lanes l < min(s, active - s)");
+                const std::string wide =
+                    b.let("bf.wide", fmt::format("icmp uge i64 {}, {}", sv, W), "s >= W: whole vectors");
+                const std::string wcnt = b.let("bf.wn", fmt::format("select i1 {}, i64 {}, i64 0", wide, cnt),
+                                               "the lanes in whole vectors");
                 const std::string lslot = f.alloca_("bf.l.slot", "i64");
                 f.emit(fmt::format("store i64 0, ptr {}", lslot));
-                b.steps("bf", lslot, wcnt, {W}, [&](const std::string& l, int w) { butterfly_step(b, members, lanes, l, sv, w); });
-                b.steps("bf", lslot, cnt, {1}, [&](const std::string& l, int w) { butterfly_step(b, members, lanes, l, sv, w); });
-                const std::string na = b.let("act.next", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 {})", act, sv));
+                b.steps("bf", lslot, wcnt, {W},
+                        [&](const std::string& l, int w) { butterfly_step(b, members, lanes, l, sv, w); });
+                b.steps("bf", lslot, cnt, {1},
+                        [&](const std::string& l, int w) { butterfly_step(b, members, lanes, l, sv, w); });
+                const std::string na =
+                    b.let("act.next", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 {})", act, sv));
                 f.emit(fmt::format("store i64 {}, ptr {}", na, aslot));
             },
             [&](const std::string& sv) { return b.let("s.next", fmt::format("lshr i64 {}, 1", sv)); });
@@ -392,15 +458,19 @@ struct ReduceEmitter {
         f.emit("ret void");
         const std::string fn = fmt::format("{}.chunk.s{}", name, s);
         std::string members_text;
-        for (int j : members) members_text += fmt::format("\n;   reduction {}: {}", j, op_text(static_cast<std::size_t>(j)));
-        m.add_function(f.finish(fmt::format("internal void @{}(ptr noalias readonly %p, i64 %o, i64 %k, ptr noalias %rv, ptr noalias %part) #0", fn),
-                                fmt::format("; row order, stage {}: the partial of chunk k of row o{}\n", s, members_text)));
+        for (int j : members)
+            members_text += fmt::format("\n;   reduction {}: {}", j, op_text(static_cast<std::size_t>(j)));
+        m.add_function(f.finish(
+            fmt::format("internal void @{}(ptr noalias readonly %p, i64 %o, i64 %k, ptr noalias %rv, ptr "
+                        "noalias %part) #0",
+                        fn),
+            fmt::format("; row order, stage {}: the partial of chunk k of row o{}\n", s, members_text)));
         return fn;
     }
 
     // One butterfly step on lanes [l, l + w): lane l takes lane l + s.
-    void butterfly_step(Builder& b, const std::vector<int>& members, const std::vector<Ptrs>& lanes, const std::string& l,
-                        const std::string& sv, int w) {
+    void butterfly_step(Builder& b, const std::vector<int>& members, const std::vector<Ptrs>& lanes,
+                        const std::string& l, const std::string& sv, int w) {
         const std::string ls = b.let("bf.ls", fmt::format("add i64 {}, {}", l, sv));
         for (std::size_t q = 0; q < members.size(); ++q) {
             const int j = members[q];
@@ -412,7 +482,8 @@ struct ReduceEmitter {
         }
     }
 
-    // Column order: the partials of chunk k (256 reduced positions, in sequence) of the w output columns from o0.
+    // Column order: the partials of chunk k (256 reduced positions, in sequence) of the w output columns from
+    // o0.
     std::string columns_function(int s, int w) {
         Function f(m);
         for (const char* a : {"p", "o0", "k", "rv", "part"}) f.reserve(a);
@@ -424,17 +495,21 @@ struct ReduceEmitter {
         for (int j : members) slots.push_back(arrays(f, j, 1, w, "acc"));
         const std::string first = b.let("first", "mul i64 %k, 256");
         const std::string rest = b.let("rest", fmt::format("sub i64 {}, {}", P.len, first));
-        const std::string n = b.let("n", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 256)", rest), "positions in this chunk");
+        const std::string n = b.let("n", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 256)", rest),
+                                    "positions in this chunk");
         const std::string last = b.let("last", fmt::format("add i64 {}, {}", first, n));
-        for (std::size_t q = 0; q < members.size(); ++q) A(members[q]).store(b, A(members[q]).identity(w), slots[q].v, slots[q].i, w);
+        for (std::size_t q = 0; q < members.size(); ++q)
+            A(members[q]).store(b, A(members[q]).identity(w), slots[q].v, slots[q].i, w);
         b.for_range("pos", first, last, 1, [&](const std::string& r) {
             const std::string flat = b.let("flat", fmt::format("mul i64 {}, {}", r, P.rows));
-            const std::string fo = b.let("flat.o", fmt::format("add i64 {}, %o0", flat), "flat index of (r, o0) in the (L, O) space");
+            const std::string fo = b.let("flat.o", fmt::format("add i64 {}, %o0", flat),
+                                         "flat index of (r, o0) in the (L, O) space");
             const Point pt = pr.plan.element.rank == 2 ? Point{{r}, "%o0", fo} : Point{{}, fo, fo};
             const std::vector<std::string> vals = el->evaluate(members, pt, w, "");
             const std::string rs = w > 1 ? b.splat("r.all", "i64", r, w) : r;
             for (std::size_t q = 0; q < members.size(); ++q) {
-                f.note(fmt::format("reduction {}: {}", members[q], op_text(static_cast<std::size_t>(members[q]))));
+                f.note(fmt::format("reduction {}: {}", members[q],
+                                   op_text(static_cast<std::size_t>(members[q]))));
                 accumulate(b, members[q], slots[q], vals[q], rs, w, "");
             }
         });
@@ -444,36 +519,51 @@ struct ReduceEmitter {
         }
         f.emit("ret void");
         const std::string fn = fmt::format("{}.columns.s{}.w{}", name, s, w);
-        m.add_function(f.finish(fmt::format("internal void @{}(ptr noalias readonly %p, i64 %o0, i64 %k, ptr noalias %rv, ptr noalias %part) #0", fn),
-                                fmt::format("; column order, stage {}: the partials of chunk k of the {} output column(s) from o0\n", s, w)));
+        m.add_function(f.finish(
+            fmt::format("internal void @{}(ptr noalias readonly %p, i64 %o0, i64 %k, ptr noalias %rv, ptr "
+                        "noalias %part) #0",
+                        fn),
+            fmt::format(
+                "; column order, stage {}: the partials of chunk k of the {} output column(s) from o0\n", s,
+                w)));
         return fn;
     }
 
-    // ---- drivers -------------------------------------------------------------------------------------------
+    // ---- drivers
+    // -------------------------------------------------------------------------------------------
 
     // The pairwise tree over chunks as a binary counter, for the reductions `members` at width w; `partial`
     // emits the code that gives chunk k's partials, and the finished row values are written to `rv`.
-    void tree(Builder& b, const std::vector<int>& members, int w, const std::string& chunks, const std::string& count,
-              const std::function<std::vector<Acc>(const std::string& k)>& partial, const std::string& rv, std::string_view tag) {
+    void tree(Builder& b, const std::vector<int>& members, int w, const std::string& chunks,
+              const std::string& count, const std::function<std::vector<Acc>(const std::string& k)>& partial,
+              const std::string& rv, std::string_view tag) {
         Function& f = b.f;
         std::vector<Ptrs> stack;
         for (int j : members) stack.push_back(arrays(f, j, 64, w, fmt::format("{}stack", tag)));
         const std::string dslot = f.alloca_(fmt::format("{}depth", tag), "i64");
         const std::string kslot = f.alloca_(fmt::format("{}k.slot", tag), "i64");
         const std::string nslot = f.alloca_(fmt::format("{}count.slot", tag), "i64");
-        auto slot = [&](std::size_t q, const std::string& d) { return element_ptrs(b, members[q], stack[q], d, w, fmt::format("{}s{}", tag, members[q])); };
+        auto slot = [&](std::size_t q, const std::string& d) {
+            return element_ptrs(b, members[q], stack[q], d, w, fmt::format("{}s{}", tag, members[q]));
+        };
         // Slot 0 holds the identity, the result when the row has no chunk (the empty sum, product, any, all).
-        for (std::size_t q = 0; q < members.size(); ++q) A(members[q]).store(b, A(members[q]).identity(w), stack[q].v, stack[q].i, w);
+        for (std::size_t q = 0; q < members.size(); ++q)
+            A(members[q]).store(b, A(members[q]).identity(w), stack[q].v, stack[q].i, w);
         f.emit(fmt::format("store i64 0, ptr {}", dslot));
         f.emit(fmt::format("store i64 0, ptr {}", kslot));
-        const std::string L_head = f.fresh_label(fmt::format("{}tree.head", tag)), L_push = f.fresh_label(fmt::format("{}tree.push", tag));
-        const std::string L_mc = f.fresh_label(fmt::format("{}merge.cond", tag)), L_mb = f.fresh_label(fmt::format("{}merge.body", tag));
-        const std::string L_next = f.fresh_label(fmt::format("{}tree.next", tag)), L_inc = f.fresh_label(fmt::format("{}tree.inc", tag));
+        const std::string L_head = f.fresh_label(fmt::format("{}tree.head", tag)),
+                          L_push = f.fresh_label(fmt::format("{}tree.push", tag));
+        const std::string L_mc = f.fresh_label(fmt::format("{}merge.cond", tag)),
+                          L_mb = f.fresh_label(fmt::format("{}merge.body", tag));
+        const std::string L_next = f.fresh_label(fmt::format("{}tree.next", tag)),
+                          L_inc = f.fresh_label(fmt::format("{}tree.inc", tag));
         const std::string L_done = f.fresh_label(fmt::format("{}tree.done", tag));
         f.emit(fmt::format("br label %{}", L_head));
         f.label(L_head);
         const std::string k = b.let(fmt::format("{}k", tag), fmt::format("load i64, ptr {}", kslot));
-        const std::string more = b.let(fmt::format("{}more", tag), fmt::format("icmp ult i64 {}, {}", k, chunks), "a chunk left (else: the final fold)");
+        const std::string more =
+            b.let(fmt::format("{}more", tag), fmt::format("icmp ult i64 {}, {}", k, chunks),
+                  "a chunk left (else: the final fold)");
         f.emit(fmt::format("br i1 {}, label %{}, label %{}", more, L_push, L_mc));
         f.label(L_push);
         {
@@ -483,7 +573,8 @@ struct ReduceEmitter {
                 const Ptrs p = slot(q, d);
                 A(members[q]).store(b, parts[q], p.v, p.i, w);
             }
-            const std::string d1 = b.let(fmt::format("{}d.push", tag), fmt::format("add i64 {}, 1", d), "push chunk k's partial");
+            const std::string d1 = b.let(fmt::format("{}d.push", tag), fmt::format("add i64 {}, 1", d),
+                                         "push chunk k's partial");
             f.emit(fmt::format("store i64 {}, ptr {}", d1, dslot));
             const std::string cnt = b.let(fmt::format("{}pushed", tag), fmt::format("add i64 {}, 1", k));
             f.emit(fmt::format("store i64 {}, ptr {}", cnt, nslot));
@@ -491,14 +582,15 @@ struct ReduceEmitter {
         }
         f.label(L_mc);
         {
-            // After a push: while the count of pushed partials is even, the top two are a pair of the tree. After
-            // the last chunk: the partials left (the odd ones carried up) are folded from the top.
+            // After a push: while the count of pushed partials is even, the top two are a pair of the tree.
+            // After the last chunk: the partials left (the odd ones carried up) are folded from the top.
             const std::string c = b.let(fmt::format("{}c", tag), fmt::format("load i64, ptr {}", nslot));
             const std::string odd = b.let(fmt::format("{}odd", tag), fmt::format("and i64 {}, 1", c));
             const std::string even = b.let(fmt::format("{}even", tag), fmt::format("icmp eq i64 {}, 0", odd));
             const std::string d = b.let(fmt::format("{}fd", tag), fmt::format("load i64, ptr {}", dslot));
             const std::string two = b.let(fmt::format("{}two", tag), fmt::format("icmp ugt i64 {}, 1", d));
-            const std::string go = b.let(fmt::format("{}merge", tag), fmt::format("select i1 {}, i1 {}, i1 {}", more, even, two));
+            const std::string go = b.let(fmt::format("{}merge", tag),
+                                         fmt::format("select i1 {}, i1 {}, i1 {}", more, even, two));
             f.emit(fmt::format("br i1 {}, label %{}, label %{}", go, L_mb, L_next));
             f.label(L_mb);
             const std::string d1 = b.let(fmt::format("{}md1", tag), fmt::format("sub i64 {}, 1", d));
@@ -529,13 +621,17 @@ struct ReduceEmitter {
             const Acc a = A(j).load(b, stack[q].v, stack[q].i, w, fmt::format("{}total{}", tag, j));
             const std::string v = A(j).finish(b, a, count, w, fmt::format("{}value{}", tag, j));
             const std::string ty = rv_type(static_cast<std::size_t>(j));
-            const std::string p = b.let(fmt::format("{}rv{}.p", tag, j), fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", rv, j * kRowValueBytes));
-            f.emit(fmt::format("store {} {}, ptr {}, align {}", vec(ty, w), v, p, bytes_of(ty)), fmt::format("row value of reduction {}: {}", j, op_text(static_cast<std::size_t>(j))));
+            const std::string p =
+                b.let(fmt::format("{}rv{}.p", tag, j),
+                      fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", rv, j * kRowValueBytes));
+            f.emit(fmt::format("store {} {}, ptr {}, align {}", vec(ty, w), v, p, bytes_of(ty)),
+                   fmt::format("row value of reduction {}: {}", j, op_text(static_cast<std::size_t>(j))));
         }
     }
 
-    // Element outputs of row o (inner schedule): positions [0, L) in vector steps and a scalar tail. Outputs that
-    // hold a reduction's operand (HostSchedule::keep) read it back from themselves instead of computing it.
+    // Element outputs of row o (inner schedule): positions [0, L) in vector steps and a scalar tail. Outputs
+    // that hold a reduction's operand (HostSchedule::keep) read it back from themselves instead of computing
+    // it.
     void element_outputs(Builder& b, Space& el, const Params& P, const std::string& o) {
         Function& f = b.f;
         std::vector<int> outs;
@@ -550,28 +646,35 @@ struct ReduceEmitter {
             std::map<int, std::string> known;
             for (std::size_t e = 0; e < sch.keep.size(); ++e)
                 if (sch.keep[e] >= 0 && !known.count(sch.keep[e]))
-                    known[sch.keep[e]] = el.load_output(static_cast<int>(nred + e), pt.flat, w,
-                                                        fmt::format("the operand of reduction {}, kept in out{}", sch.keep[e], e));
+                    known[sch.keep[e]] = el.load_output(
+                        static_cast<int>(nred + e), pt.flat, w,
+                        fmt::format("the operand of reduction {}, kept in out{}", sch.keep[e], e));
             const std::vector<std::string> vals = el.evaluate(outs, pt, w, tag, known);
-            for (std::size_t e = 0; e < outs.size(); ++e) el.store_output(outs[e], vals[e], pt.flat, w, fmt::format("store element output {}", e));
+            for (std::size_t e = 0; e < outs.size(); ++e)
+                el.store_output(outs[e], vals[e], pt.flat, w, fmt::format("store element output {}", e));
         });
     }
 
     // Row outputs of row (output) o, reading row values at lane `lane` of `rv`.
-    void row_outputs(Builder& b, Space& row, const std::string& o, const std::string& lane, std::string_view tag) {
+    void row_outputs(Builder& b, Space& row, const std::string& o, const std::string& lane,
+                     std::string_view tag) {
         row.external = row_values(b, pr.plan.row_row_value, "%rv", lane);
         std::vector<int> outs;
         for (std::size_t k = 0; k < row_g.outputs.size(); ++k) outs.push_back(static_cast<int>(k));
         const Point pt{{}, o, o};
         const std::vector<std::string> vals = row.evaluate(outs, pt, 1, tag);
-        for (std::size_t k = 0; k < vals.size(); ++k) row.store_output(static_cast<int>(k), vals[k], o, 1, fmt::format("store row output {}", k));
+        for (std::size_t k = 0; k < vals.size(); ++k)
+            row.store_output(static_cast<int>(k), vals[k], o, 1, fmt::format("store row output {}", k));
     }
 
     // The rows [begin, end) of an entry point.
-    void for_rows(Builder& b, const std::function<void(const std::string& o)>& body) { b.for_range("o", "%begin", "%end", 1, body); }
+    void for_rows(Builder& b, const std::function<void(const std::string& o)>& body) {
+        b.for_range("o", "%begin", "%end", 1, body);
+    }
 
     // `<name>_rows`: whole rows (inner) or output columns (outer), every stage, the element and row outputs.
-    void rows_entry(const std::vector<std::string>& chunk_fns, const std::vector<std::array<std::string, 2>>& column_fns) {
+    void rows_entry(const std::vector<std::string>& chunk_fns,
+                    const std::vector<std::array<std::string, 2>>& column_fns) {
         Function f(m);
         for (const char* a : {"p", "begin", "end"}) f.reserve(a);
         Builder b{f, target};
@@ -585,12 +688,13 @@ struct ReduceEmitter {
                 for (int s = 0; s < pr.plan.stages; ++s) {
                     const std::vector<int> members = stage_members(s);
                     f.note(fmt::format("stage {}: every chunk of row o, combined by the pairwise tree", s));
-                    tree(b, members, 1, P.chunks, P.len,
-                         [&](const std::string& k) {
-                             call_chunk(b, chunk_fns[static_cast<std::size_t>(s)], o, k);
-                             return read_part(b, members, part, 1);
-                         },
-                         rv, fmt::format("s{}.", s));
+                    tree(
+                        b, members, 1, P.chunks, P.len,
+                        [&](const std::string& k) {
+                            call_chunk(b, chunk_fns[static_cast<std::size_t>(s)], o, k);
+                            return read_part(b, members, part, 1);
+                        },
+                        rv, fmt::format("s{}.", s));
                 }
                 if (pr.plan.element_outputs > 0) element_outputs(b, *el, P, o);
                 if (row) row_outputs(b, *row, o, "0", "ro.");
@@ -603,13 +707,17 @@ struct ReduceEmitter {
                 const int pass = w > 1 ? 0 : 1;
                 for (int s = 0; s < pr.plan.stages; ++s) {
                     const std::vector<int> members = stage_members(s);
-                    f.note(fmt::format("stage {}: every chunk of {} output column(s), combined by the pairwise tree", s, w));
-                    tree(b, members, w, P.chunks, P.len,
-                         [&](const std::string& k) {
-                             call_chunk(b, column_fns[static_cast<std::size_t>(s)][static_cast<std::size_t>(pass)], o0, k);
-                             return read_part(b, members, part, w);
-                         },
-                         rv, fmt::format("w{}s{}.", w, s));
+                    f.note(fmt::format(
+                        "stage {}: every chunk of {} output column(s), combined by the pairwise tree", s, w));
+                    tree(
+                        b, members, w, P.chunks, P.len,
+                        [&](const std::string& k) {
+                            call_chunk(
+                                b, column_fns[static_cast<std::size_t>(s)][static_cast<std::size_t>(pass)],
+                                o0, k);
+                            return read_part(b, members, part, w);
+                        },
+                        rv, fmt::format("w{}s{}.", w, s));
                 }
                 if (row)  // the row outputs of each column
                     for_lanes(b, "lane", w, [&](const std::string& lane) {
@@ -619,9 +727,10 @@ struct ReduceEmitter {
             });
         }
         f.emit("ret void");
-        m.add_function(f.finish(fmt::format("void @{}_rows(ptr noalias readonly %p, i64 %begin, i64 %end) #0", name),
-                                fmt::format("; {} [begin, end): every stage, the element outputs and the row outputs\n",
-                                            inner ? "rows" : "output columns")));
+        m.add_function(
+            f.finish(fmt::format("void @{}_rows(ptr noalias readonly %p, i64 %begin, i64 %end) #0", name),
+                     fmt::format("; {} [begin, end): every stage, the element outputs and the row outputs\n",
+                                 inner ? "rows" : "output columns")));
     }
 
     // Split: `<name>_partials` over (row, chunk) pairs into the workspaces, then `<name>_finish` over rows.
@@ -646,12 +755,14 @@ struct ReduceEmitter {
                     const Ptrs part = part_ptrs(b, "%part", j);
                     const Ptrs l = element_ptrs(b, j, part, lane, 1, "pv.l");
                     const Acc x = A(j).load(b, l.v, l.i, 1, fmt::format("x{}", j));
-                    const Ptrs ws = workspace_ptrs(b, j, P.partials.at(static_cast<std::size_t>(j)), off, fmt::format("ws{}", j));
+                    const Ptrs ws = workspace_ptrs(b, j, P.partials.at(static_cast<std::size_t>(j)), off,
+                                                   fmt::format("ws{}", j));
                     A(j).store(b, x, ws.v, ws.i, 1);
                 }
             };
             b.for_range("t", "%begin", "%end", 1, [&](const std::string& t) {
-                const std::string u = b.let("unit", fmt::format("udiv i64 {}, {}", t, P.chunks), inner ? "row" : "vector of output columns");
+                const std::string u = b.let("unit", fmt::format("udiv i64 {}, {}", t, P.chunks),
+                                            inner ? "row" : "vector of output columns");
                 const std::string k = b.let("k", fmt::format("urem i64 {}, {}", t, P.chunks), "chunk");
                 if (inner) {
                     call_chunk(b, chunk_fn, u, k);
@@ -664,7 +775,9 @@ struct ReduceEmitter {
                 f.emit(fmt::format("br i1 {}, label %vec, label %one", whole));
                 f.label("vec");
                 call_chunk(b, column_fns[0], o0, k);
-                for_lanes(b, "lane", W, [&](const std::string& lane) { save(b.let("o", fmt::format("add i64 {}, {}", o0, lane)), k, lane); });
+                for_lanes(b, "lane", W, [&](const std::string& lane) {
+                    save(b.let("o", fmt::format("add i64 {}, {}", o0, lane)), k, lane);
+                });
                 f.emit("br label %pair.next");
                 f.label("one");
                 b.for_range("o1", o0, P.rows, 1, [&](const std::string& o) {
@@ -675,8 +788,10 @@ struct ReduceEmitter {
                 f.label("pair.next");
             });
             f.emit("ret void");
-            m.add_function(f.finish(fmt::format("void @{}_partials(ptr noalias readonly %p, i64 %begin, i64 %end) #0", name),
-                                    "; (row, chunk) pairs [begin, end), pair t = row * chunks + chunk: chunk partials into the workspaces\n"));
+            m.add_function(f.finish(
+                fmt::format("void @{}_partials(ptr noalias readonly %p, i64 %begin, i64 %end) #0", name),
+                "; (row, chunk) pairs [begin, end), pair t = row * chunks + chunk: chunk partials into the "
+                "workspaces\n"));
         }
         {
             Function f(m);
@@ -686,47 +801,56 @@ struct ReduceEmitter {
             const Params P = load_params(b);
             const std::unique_ptr<Space> row = row_space(b);
             for_rows(b, [&](const std::string& o) {
-                tree(b, members, 1, P.chunks, P.len,
-                     [&](const std::string& k) {
-                         const std::string off = slot_offset(b, P, o, k);
-                         std::vector<Acc> r;
-                         for (int j : members) {
-                             const Ptrs ws = workspace_ptrs(b, j, P.partials.at(static_cast<std::size_t>(j)), off, fmt::format("ws{}", j));
-                             r.push_back(A(j).load(b, ws.v, ws.i, 1, fmt::format("p{}", j)));
-                         }
-                         return r;
-                     },
-                     "%rv", "");
+                tree(
+                    b, members, 1, P.chunks, P.len,
+                    [&](const std::string& k) {
+                        const std::string off = slot_offset(b, P, o, k);
+                        std::vector<Acc> r;
+                        for (int j : members) {
+                            const Ptrs ws = workspace_ptrs(b, j, P.partials.at(static_cast<std::size_t>(j)),
+                                                           off, fmt::format("ws{}", j));
+                            r.push_back(A(j).load(b, ws.v, ws.i, 1, fmt::format("p{}", j)));
+                        }
+                        return r;
+                    },
+                    "%rv", "");
                 if (row) row_outputs(b, *row, o, "0", "ro.");
             });
             f.emit("ret void");
-            m.add_function(f.finish(fmt::format("void @{}_finish(ptr noalias readonly %p, i64 %begin, i64 %end) #0", name),
-                                    fmt::format("; {} [begin, end): the pairwise tree over the chunk partials, the finish and the row outputs\n",
-                                                inner ? "rows" : "output columns")));
+            m.add_function(f.finish(
+                fmt::format("void @{}_finish(ptr noalias readonly %p, i64 %begin, i64 %end) #0", name),
+                fmt::format("; {} [begin, end): the pairwise tree over the chunk partials, the finish and "
+                            "the row outputs\n",
+                            inner ? "rows" : "output columns")));
         }
     }
 };
 
 }  // namespace
 
-LlvmKernelSource emit_reduce_llvm(std::string_view user_name, const PlannedReduce& pr, const HostSchedule& schedule,
-                                  const HostTarget& target) {
+LlvmKernelSource emit_reduce_llvm(std::string_view user_name, const PlannedReduce& pr,
+                                  const HostSchedule& schedule, const HostTarget& target) {
     LlvmKernelSource src;
     src.user_name = std::string(user_name);
     src.name = kernel_name(user_name);
     ReduceEmitter em(pr, schedule, target, src.name);
     const ReducePlan& p = pr.plan;
-    if (256 % em.W != 0) throw InternalError(fmt::format("emit_reduce_llvm: {} lanes do not tile the 256 lanes", em.W));
-    if (!schedule.keep.empty() && (!em.inner || schedule.split || schedule.keep.size() != static_cast<std::size_t>(p.element_outputs)))
+    if (256 % em.W != 0)
+        throw InternalError(fmt::format("emit_reduce_llvm: {} lanes do not tile the 256 lanes", em.W));
+    if (!schedule.keep.empty() &&
+        (!em.inner || schedule.split || schedule.keep.size() != static_cast<std::size_t>(p.element_outputs)))
         throw InternalError("emit_reduce_llvm: kept operands need the inner schedule's element outputs");
     std::vector<std::string> chunk_fns;
     std::vector<std::array<std::string, 2>> column_fns;
     for (int s = 0; s < p.stages; ++s) {
-        if (em.inner) chunk_fns.push_back(em.chunk_function(s));
-        else column_fns.push_back({em.columns_function(s, em.W), em.columns_function(s, 1)});
+        if (em.inner)
+            chunk_fns.push_back(em.chunk_function(s));
+        else
+            column_fns.push_back({em.columns_function(s, em.W), em.columns_function(s, 1)});
     }
     if (schedule.split) {
-        em.split_entries(em.inner ? chunk_fns[0] : std::string(), em.inner ? std::array<std::string, 2>{} : column_fns[0]);
+        em.split_entries(em.inner ? chunk_fns[0] : std::string(),
+                         em.inner ? std::array<std::string, 2>{} : column_fns[0]);
         src.partials_entry = src.name + "_partials";
         src.finish_entry = src.name + "_finish";
     } else {
@@ -734,11 +858,13 @@ LlvmKernelSource emit_reduce_llvm(std::string_view user_name, const PlannedReduc
         src.entry = src.name + "_rows";
     }
     std::string text = fmt::format("host schedule: {}\n", schedule.to_string());
-    text += fmt::format("reduction: {} order, {} stage(s), {} element output(s)\n",
-                        em.inner ? "row (chunks of 8192, 256 lanes of runs of 4, butterfly, pairwise over chunks)"
-                                 : "column (chunks of 256 in sequence, pairwise over chunks)",
-                        p.stages, p.element_outputs);
-    for (std::size_t j = 0; j < p.ops.size(); ++j) text += fmt::format("reduction {}: {}, stage {}\n", j, em.op_text(j), p.ops[j].stage);
+    text +=
+        fmt::format("reduction: {} order, {} stage(s), {} element output(s)\n",
+                    em.inner ? "row (chunks of 8192, 256 lanes of runs of 4, butterfly, pairwise over chunks)"
+                             : "column (chunks of 256 in sequence, pairwise over chunks)",
+                    p.stages, p.element_outputs);
+    for (std::size_t j = 0; j < p.ops.size(); ++j)
+        text += fmt::format("reduction {}: {}, stage {}\n", j, em.op_text(j), p.ops[j].stage);
     text += "element space:\n" + detail::host_space_text(p.element);
     if (em.has_row) text += "row space:\n" + detail::host_space_text(p.row);
     src.ir = em.m.text(detail::llvm_banner("reduction", src.name, user_name, text));

@@ -31,16 +31,19 @@ struct LaneAccumulator {
     int bytes() const { return bytes_of(a); }
 
     Acc identity(int w) const;
-    /// The contribution of operand values `x` (compute type of op.in, width w) at reduced indices `index` (i64
-    /// at width w; used by argmin/argmax only).
-    Acc element(Builder& b, const std::string& x, const std::string& index, int w, std::string_view hint) const;
+    /// The contribution of operand values `x` (compute type of op.in, width w) at reduced indices `index`
+    /// (i64 at width w; used by argmin/argmax only).
+    Acc element(Builder& b, const std::string& x, const std::string& index, int w,
+                std::string_view hint) const;
     /// a ⊕ b (a first: argmin/argmax prefer a on ties of index order).
     Acc combine(Builder& b, const Acc& x, const Acc& y, int w, std::string_view hint) const;
     /// The reduced value from the final accumulator (a compute value of op.out): the empty sum +0, the mean's
     /// one division, one rounding to a half dtype, the index of argmin/argmax. `count` is L (i64).
-    std::string finish(Builder& b, const Acc& acc, const std::string& count, int w, std::string_view hint) const;
+    std::string finish(Builder& b, const Acc& acc, const std::string& count, int w,
+                       std::string_view hint) const;
 
-    Acc load(Builder& b, const std::string& vptr, const std::string& iptr, int w, std::string_view hint) const;
+    Acc load(Builder& b, const std::string& vptr, const std::string& iptr, int w,
+             std::string_view hint) const;
     void store(Builder& b, const Acc& x, const std::string& vptr, const std::string& iptr, int w) const;
 };
 

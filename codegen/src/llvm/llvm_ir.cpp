@@ -15,20 +15,29 @@ std::string_view scalar_type(DType t) {
     switch (t) {
         case DType::Bool:
         case DType::Int8:
-        case DType::UInt8: return "i8";
-        case DType::Int32: return "i32";
-        case DType::Int64: return "i64";
+        case DType::UInt8:
+            return "i8";
+        case DType::Int32:
+            return "i32";
+        case DType::Int64:
+            return "i64";
         case DType::Float16:
         case DType::BFloat16:
-        case DType::Float32: return "float";
-        case DType::Float64: return "double";
+        case DType::Float32:
+            return "float";
+        case DType::Float64:
+            return "double";
     }
     throw InternalError("llvm scalar_type: bad dtype");
 }
 
-std::string_view storage_type(DType t) { return is_half(t) ? "i16" : scalar_type(t); }
+std::string_view storage_type(DType t) {
+    return is_half(t) ? "i16" : scalar_type(t);
+}
 
-std::string vec(std::string_view ty, int w) { return w == 1 ? std::string(ty) : fmt::format("<{} x {}>", w, ty); }
+std::string vec(std::string_view ty, int w) {
+    return w == 1 ? std::string(ty) : fmt::format("<{} x {}>", w, ty);
+}
 
 std::string mangle(std::string_view ty, int w) {
     std::string s = ty == "float" ? "f32" : ty == "double" ? "f64" : ty == "half" ? "f16" : std::string(ty);
@@ -60,15 +69,22 @@ std::string float_constant(double d, std::string_view ty) {
 
 std::string literal(const ir::ScalarValue& v, DType t) {
     switch (t) {
-        case DType::Bool: return v.as_double() != 0.0 ? "1" : "0";
-        case DType::Int8: return fmt::format("{}", static_cast<std::int8_t>(v.i));
-        case DType::UInt8: return fmt::format("{}", static_cast<std::int8_t>(static_cast<std::uint8_t>(v.i)));
-        case DType::Int32: return fmt::format("{}", static_cast<std::int32_t>(v.i));
-        case DType::Int64: return fmt::format("{}", v.i);
+        case DType::Bool:
+            return v.as_double() != 0.0 ? "1" : "0";
+        case DType::Int8:
+            return fmt::format("{}", static_cast<std::int8_t>(v.i));
+        case DType::UInt8:
+            return fmt::format("{}", static_cast<std::int8_t>(static_cast<std::uint8_t>(v.i)));
+        case DType::Int32:
+            return fmt::format("{}", static_cast<std::int32_t>(v.i));
+        case DType::Int64:
+            return fmt::format("{}", v.i);
         case DType::Float16:
         case DType::BFloat16:
-        case DType::Float32: return float_constant(static_cast<float>(v.as_double()), "float");
-        case DType::Float64: return float_constant(v.as_double(), "double");
+        case DType::Float32:
+            return float_constant(static_cast<float>(v.as_double()), "float");
+        case DType::Float64:
+            return float_constant(v.as_double(), "double");
     }
     throw InternalError("llvm literal: bad dtype");
 }
@@ -78,9 +94,13 @@ std::string splat_constant(std::string_view ty, const std::string& c, int w) {
     return fmt::format("splat ({} {})", ty, c);
 }
 
-void Module::declare(const std::string& name, const std::string& declaration) { declarations_.emplace(name, declaration); }
+void Module::declare(const std::string& name, const std::string& declaration) {
+    declarations_.emplace(name, declaration);
+}
 
-bool Module::define_once(const std::string& name) { return defined_.insert(name).second; }
+bool Module::define_once(const std::string& name) {
+    return defined_.insert(name).second;
+}
 
 std::string Module::text(std::string_view header) const {
     std::string s(header);
@@ -93,7 +113,8 @@ std::string Module::text(std::string_view header) const {
     // #0: every kernel. No fast-math attribute is set anywhere: no contraction, no reassociation, IEEE
     // denormals (docs/semantics.md, sections 1 and 5); nounwind: generated code never throws.
     s += "\nattributes #0 = { nounwind \"denormal-fp-math\"=\"ieee,ieee\" \"no-trapping-math\"=\"true\" }\n";
-    s += "attributes #1 = { nounwind alwaysinline \"denormal-fp-math\"=\"ieee,ieee\" \"no-trapping-math\"=\"true\" }\n";
+    s += "attributes #1 = { nounwind alwaysinline \"denormal-fp-math\"=\"ieee,ieee\" "
+         "\"no-trapping-math\"=\"true\" }\n";
     return s;
 }
 
@@ -106,7 +127,9 @@ std::string Function::fresh(std::string_view hint) {
     return n;
 }
 
-std::string Function::fresh_label(std::string_view hint) { return fresh(hint).substr(1); }
+std::string Function::fresh_label(std::string_view hint) {
+    return fresh(hint).substr(1);
+}
 
 void Function::emit(std::string_view code, std::string_view comment) {
     std::string l = fmt::format("  {}", code);
@@ -115,13 +138,18 @@ void Function::emit(std::string_view code, std::string_view comment) {
     body_ += '\n';
 }
 
-void Function::note(std::string_view comment) { body_ += fmt::format("  ; {}\n", comment); }
+void Function::note(std::string_view comment) {
+    body_ += fmt::format("  ; {}\n", comment);
+}
 
-void Function::label(std::string_view name) { body_ += fmt::format("{}:\n", name); }
+void Function::label(std::string_view name) {
+    body_ += fmt::format("{}:\n", name);
+}
 
 std::string Function::alloca_(std::string_view hint, std::string_view ty, int align) {
     const std::string n = fresh(hint);
-    allocas_ += align > 0 ? fmt::format("  {} = alloca {}, align {}\n", n, ty, align) : fmt::format("  {} = alloca {}\n", n, ty);
+    allocas_ += align > 0 ? fmt::format("  {} = alloca {}, align {}\n", n, ty, align)
+                          : fmt::format("  {} = alloca {}\n", n, ty);
     return n;
 }
 
@@ -142,8 +170,10 @@ std::string Builder::let(std::string_view hint, const std::string& code, std::st
     return n;
 }
 
-void Builder::loop(std::string_view tag, const std::string& slot, const std::function<std::string(const std::string&)>& more,
-                   const std::function<void(const std::string&)>& body, const std::function<std::string(const std::string&)>& next) {
+void Builder::loop(std::string_view tag, const std::string& slot,
+                   const std::function<std::string(const std::string&)>& more,
+                   const std::function<void(const std::string&)>& body,
+                   const std::function<std::string(const std::string&)>& next) {
     const std::string cond = f.fresh_label(fmt::format("{}.cond", tag));
     const std::string lbody = f.fresh_label(fmt::format("{}.body", tag));
     const std::string done = f.fresh_label(fmt::format("{}.done", tag));
@@ -158,8 +188,10 @@ void Builder::loop(std::string_view tag, const std::string& slot, const std::fun
     f.label(done);
 }
 
-void Builder::loop_from(std::string_view tag, const std::string& from, const std::function<std::string(const std::string&)>& more,
-                        const std::function<void(const std::string&)>& body, const std::function<std::string(const std::string&)>& next) {
+void Builder::loop_from(std::string_view tag, const std::string& from,
+                        const std::function<std::string(const std::string&)>& more,
+                        const std::function<void(const std::string&)>& body,
+                        const std::function<std::string(const std::string&)>& next) {
     const std::string slot = f.alloca_(fmt::format("{}.slot", tag), "i64");
     f.emit(fmt::format("store i64 {}, ptr {}", from, slot));
     loop(tag, slot, more, body, next);
@@ -168,11 +200,18 @@ void Builder::loop_from(std::string_view tag, const std::string& from, const std
 void Builder::for_range(std::string_view tag, const std::string& from, const std::string& end, int step,
                         const std::function<void(const std::string&)>& body) {
     loop_from(
-        tag, from, [&](const std::string& i) { return let(fmt::format("{}.more", tag), fmt::format("icmp ult i64 {}, {}", i, end)); },
-        body, [&](const std::string& i) { return let(fmt::format("{}.next", tag), fmt::format("add i64 {}, {}", i, step)); });
+        tag, from,
+        [&](const std::string& i) {
+            return let(fmt::format("{}.more", tag), fmt::format("icmp ult i64 {}, {}", i, end));
+        },
+        body,
+        [&](const std::string& i) {
+            return let(fmt::format("{}.next", tag), fmt::format("add i64 {}, {}", i, step));
+        });
 }
 
-void Builder::steps(std::string_view tag, const std::string& slot, const std::string& end, std::initializer_list<int> widths,
+void Builder::steps(std::string_view tag, const std::string& slot, const std::string& end,
+                    std::initializer_list<int> widths,
                     const std::function<void(const std::string&, int)>& body) {
     for (const int w : widths) {
         const std::string t = w > 1 ? fmt::format("{}.w{}", tag, w) : fmt::format("{}.tail", tag);
@@ -189,24 +228,27 @@ void Builder::steps(std::string_view tag, const std::string& slot, const std::st
 }
 
 std::string Builder::intrinsic(std::string_view hint, std::string_view base, std::string_view ty, int w,
-                               const std::vector<std::string>& args, std::string_view comment, std::string_view ret_ty) {
+                               const std::vector<std::string>& args, std::string_view comment,
+                               std::string_view ret_ty) {
     const std::string vt = vec(ty, w);
     const std::string rt = ret_ty.empty() ? vt : std::string(ret_ty);
     const std::string name = fmt::format("{}.{}", base, mangle(ty, w));
     std::vector<std::string> arg_tys;
     // Each argument is "<type> <value>": the type is "<N x T>" or one token (the value may hold spaces).
-    for (const auto& a : args) arg_tys.push_back(a.front() == '<' ? a.substr(0, a.find('>') + 1) : a.substr(0, a.find(' ')));
+    for (const auto& a : args)
+        arg_tys.push_back(a.front() == '<' ? a.substr(0, a.find('>') + 1) : a.substr(0, a.find(' ')));
     module().declare(name, fmt::format("declare {} @{}({})", rt, name, fmt::join(arg_tys, ", ")));
     return let(hint, fmt::format("call {} @{}({})", rt, name, fmt::join(args, ", ")), comment);
 }
 
 std::string Builder::scalar_call(std::string_view hint, const std::string& name, std::string_view ret,
-                                 const std::vector<std::string>& arg_tys, const std::vector<std::string>& args, int w,
-                                 std::string_view comment) {
+                                 const std::vector<std::string>& arg_tys,
+                                 const std::vector<std::string>& args, int w, std::string_view comment) {
     // The host's scalar library (runtime/src/host_scalar_library.cpp): the reference's own per-element code.
     if (w == 1) {
         // nounwind, willreturn, no memory: LICM may hoist a call on loop-invariant arguments.
-        module().declare(name, fmt::format("declare {} @{}({}) nounwind willreturn memory(none)", ret, name, fmt::join(arg_tys, ", ")));
+        module().declare(name, fmt::format("declare {} @{}({}) nounwind willreturn memory(none)", ret, name,
+                                           fmt::join(arg_tys, ", ")));
         std::vector<std::string> a;
         for (std::size_t k = 0; k < args.size(); ++k) a.push_back(fmt::format("{} {}", arg_tys[k], args[k]));
         return let(hint, fmt::format("call {} @{}({})", ret, name, fmt::join(a, ", ")), comment);
@@ -226,14 +268,17 @@ std::string Builder::scalar_call(std::string_view hint, const std::string& name,
     const std::string out = f.alloca_(fmt::format("{}.out", hint), vec(ret, w), 64);
     call_args.push_back(fmt::format("ptr {}", out));
     call_args.push_back(fmt::format("i64 {}", w));
-    f.emit(fmt::format("call void @{}({})", vname, fmt::join(call_args, ", ")), comment.empty() ? std::string_view() : comment);
+    f.emit(fmt::format("call void @{}({})", vname, fmt::join(call_args, ", ")),
+           comment.empty() ? std::string_view() : comment);
     return let(hint, fmt::format("load {}, ptr {}, align 64", vec(ret, w), out));
 }
 
 std::string Builder::splat(std::string_view hint, std::string_view ty, const std::string& v, int w) {
     if (w == 1) return v;
-    const std::string one = let(fmt::format("{}.ins", hint), fmt::format("insertelement <{} x {}> poison, {} {}, i64 0", w, ty, ty, v));
-    return let(hint, fmt::format("shufflevector <{} x {}> {}, <{} x {}> poison, <{} x i32> zeroinitializer", w, ty, one, w, ty, w));
+    const std::string one = let(fmt::format("{}.ins", hint),
+                                fmt::format("insertelement <{} x {}> poison, {} {}, i64 0", w, ty, ty, v));
+    return let(hint, fmt::format("shufflevector <{} x {}> {}, <{} x {}> poison, <{} x i32> zeroinitializer",
+                                 w, ty, one, w, ty, w));
 }
 
 std::string Builder::iota(int w) {
@@ -244,7 +289,9 @@ std::string Builder::iota(int w) {
 
 namespace {
 
-std::string i32s(int w, std::uint32_t v) { return splat_constant("i32", fmt::format("{}", static_cast<std::int32_t>(v)), w); }
+std::string i32s(int w, std::uint32_t v) {
+    return splat_constant("i32", fmt::format("{}", static_cast<std::int32_t>(v)), w);
+}
 
 }  // namespace
 
@@ -260,8 +307,8 @@ std::string Builder::half_to_bits(DType t, const std::string& v, int w) {
         return let("hb", fmt::format("bitcast {} {} to {}", vec("half", w), h, i16));
     }
     // bfloat16, round to nearest even on the bits (float_to_bf16_bits in ir/src/half.cpp): add 0x7fff plus
-    // the lowest kept bit, keep the upper half; a NaN keeps its upper half with the quiet bit set. Written out
-    // rather than `fptrunc float to bfloat`, which LLVM lowers to vcvtneps2bf16 (flushes subnormals) or a
+    // the lowest kept bit, keep the upper half; a NaN keeps its upper half with the quiet bit set. Written
+    // out rather than `fptrunc float to bfloat`, which LLVM lowers to vcvtneps2bf16 (flushes subnormals) or a
     // library call.
     const std::string u = let("u", fmt::format("bitcast {} {} to {}", fl, v, i32));
     const std::string hi = let("hi", fmt::format("lshr {} {}, {}", i32, u, i32s(w, 16)));
@@ -271,7 +318,8 @@ std::string Builder::half_to_bits(DType t, const std::string& v, int w) {
     const std::string rn = let("rne", fmt::format("lshr {} {}, {}", i32, sum, i32s(w, 16)));
     const std::string qn = let("qnan", fmt::format("or {} {}, {}", i32, hi, i32s(w, 0x40)));
     const std::string isnan = let("isnan", fmt::format("fcmp uno {} {}, {}", fl, v, v));
-    const std::string sel = let("bfs", fmt::format("select {} {}, {} {}, {} {}", vec("i1", w), isnan, i32, qn, i32, rn));
+    const std::string sel =
+        let("bfs", fmt::format("select {} {}, {} {}, {} {}", vec("i1", w), isnan, i32, qn, i32, rn));
     return let("bf", fmt::format("trunc {} {} to {}", i32, sel, i16));
 }
 

@@ -28,7 +28,9 @@ std::string_view scalar_type(DType t);
 std::string_view storage_type(DType t);
 /// `ty` at width `w`: `float` (w == 1) or `<16 x float>`.
 std::string vec(std::string_view ty, int w);
-inline std::string type(DType t, int w) { return vec(scalar_type(t), w); }
+inline std::string type(DType t, int w) {
+    return vec(scalar_type(t), w);
+}
 /// The suffix of an overloaded intrinsic for `ty` at width w: `f32`, `v16f32`, `i8`, `v8i64`.
 std::string mangle(std::string_view ty, int w);
 /// Bytes of one element of the IR type `ty` (i8 1, i16 2, i32 4, float 4, i64 8, double 8).
@@ -47,7 +49,7 @@ std::string decimal(double d);
 
 /// The text of one module: named declarations (each once, in name order), internal helpers and functions.
 class Module {
-public:
+  public:
     /// `declare <signature>` of an intrinsic or of a function of the host's scalar library, once per name.
     void declare(const std::string& name, const std::string& declaration);
     /// A definition emitted once per name (internal helper functions).
@@ -57,7 +59,7 @@ public:
     std::string text(std::string_view header) const;
     const HostTarget* target = nullptr;
 
-private:
+  private:
     std::map<std::string, std::string> declarations_;
     std::set<std::string> defined_;
     std::vector<std::string> functions_;
@@ -65,7 +67,7 @@ private:
 
 /// A function body under construction.
 class Function {
-public:
+  public:
     explicit Function(Module& m) : module(m) {}
     Module& module;
 
@@ -86,7 +88,7 @@ public:
     /// `define <header> {` + the allocas + the body + `}`.
     std::string finish(std::string_view header, std::string_view first_comment = {}) const;
 
-private:
+  private:
     std::map<std::string, int, std::less<>> used_;
     std::set<std::string> names_;
     std::string allocas_;
@@ -107,8 +109,8 @@ struct Builder {
     /// A function of the host's scalar library `name`, `ret name(arg types)`, applied lane by lane
     /// (extractelement, call, insertelement for w > 1). `args` are values of `arg_tys` at width w.
     std::string scalar_call(std::string_view hint, const std::string& name, std::string_view ret,
-                            const std::vector<std::string>& arg_tys, const std::vector<std::string>& args, int w,
-                            std::string_view comment = {});
+                            const std::vector<std::string>& arg_tys, const std::vector<std::string>& args,
+                            int w, std::string_view comment = {});
     /// A value broadcast to width w (w == 1: itself).
     std::string splat(std::string_view hint, std::string_view ty, const std::string& v, int w);
     /// `<W x i64> <0, 1, ..., w-1>` as a constant.
@@ -119,17 +121,22 @@ struct Builder {
     /// A loop over the i64 held in `slot` (a stack slot, which SROA promotes to a register; the caller has
     /// stored the first value): `while (more(i)) { body(i); i = next(i); }`. Fresh labels <tag>.cond,
     /// <tag>.body and <tag>.done; the code emitted after it continues in <tag>.done.
-    void loop(std::string_view tag, const std::string& slot, const std::function<std::string(const std::string& i)>& more,
-              const std::function<void(const std::string& i)>& body, const std::function<std::string(const std::string& i)>& next);
+    void loop(std::string_view tag, const std::string& slot,
+              const std::function<std::string(const std::string& i)>& more,
+              const std::function<void(const std::string& i)>& body,
+              const std::function<std::string(const std::string& i)>& next);
     /// The same over a slot of its own starting at `from`.
-    void loop_from(std::string_view tag, const std::string& from, const std::function<std::string(const std::string& i)>& more,
-                   const std::function<void(const std::string& i)>& body, const std::function<std::string(const std::string& i)>& next);
+    void loop_from(std::string_view tag, const std::string& from,
+                   const std::function<std::string(const std::string& i)>& more,
+                   const std::function<void(const std::string& i)>& body,
+                   const std::function<std::string(const std::string& i)>& next);
     /// `for (i = from; i < end; i += step) body(i)`.
     void for_range(std::string_view tag, const std::string& from, const std::string& end, int step,
                    const std::function<void(const std::string& i)>& body);
     /// Steps over [i, end) with i in `slot`, for each width w of `widths` in turn: `while (i + w <= end) {
     /// body(i, w); i += w; }`. `{W, 1}` gives whole vectors of W, then a scalar tail.
-    void steps(std::string_view tag, const std::string& slot, const std::string& end, std::initializer_list<int> widths,
+    void steps(std::string_view tag, const std::string& slot, const std::string& end,
+               std::initializer_list<int> widths,
                const std::function<void(const std::string& i, int w)>& body);
 
     /// float16 and bfloat16: the float32 value `v` rounded to the dtype (round to nearest even), kept in

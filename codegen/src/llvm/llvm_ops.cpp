@@ -22,14 +22,20 @@ int bits_of(DType t) {
     switch (t) {
         case DType::Bool:
         case DType::Int8:
-        case DType::UInt8: return 8;
-        case DType::Int32: return 32;
-        case DType::Int64: return 64;
-        default: return 0;
+        case DType::UInt8:
+            return 8;
+        case DType::Int32:
+            return 32;
+        case DType::Int64:
+            return 64;
+        default:
+            return 0;
     }
 }
 
-bool is_unsigned(DType t) { return t == DType::UInt8 || t == DType::Bool; }
+bool is_unsigned(DType t) {
+    return t == DType::UInt8 || t == DType::Bool;
+}
 
 // One op's emission context: the builder, the width, the result's name and comment (used once, on the
 // instruction that defines the result).
@@ -42,21 +48,25 @@ struct Ops {
     std::string ty(DType t) const { return type(t, w); }
     std::string i1() const { return vec("i1", w); }
     std::string cst(DType t, double v) const {
-        ir::ScalarValue s = is_float(t) ? ir::ScalarValue::of_float(v) : ir::ScalarValue::of_int(static_cast<std::int64_t>(v));
+        ir::ScalarValue s = is_float(t) ? ir::ScalarValue::of_float(v)
+                                        : ir::ScalarValue::of_int(static_cast<std::int64_t>(v));
         return splat_constant(scalar_type(t), literal(s, t), w);
     }
     std::string icst(DType t, std::int64_t v) const {
         return splat_constant(scalar_type(t), literal(ir::ScalarValue::of_int(v), t), w);
     }
     // An intermediate value (named after the result).
-    std::string tmp(std::string_view what, const std::string& code) { return b.let(fmt::format("{}.{}", hint, what), code); }
+    std::string tmp(std::string_view what, const std::string& code) {
+        return b.let(fmt::format("{}.{}", hint, what), code);
+    }
     // The result.
     std::string out(const std::string& code) { return b.let(hint, code, comment); }
     std::string zext_bool(const std::string& c, bool final = true) {
         const std::string code = fmt::format("zext {} {} to {}", i1(), c, vec("i8", w));
         return final ? out(code) : tmp("b", code);
     }
-    std::string select(const std::string& c, DType t, const std::string& x, const std::string& y, bool final = false) {
+    std::string select(const std::string& c, DType t, const std::string& x, const std::string& y,
+                       bool final = false) {
         const std::string code = fmt::format("select {} {}, {} {}, {} {}", i1(), c, ty(t), x, ty(t), y);
         return final ? out(code) : tmp("sel", code);
     }
@@ -64,15 +74,19 @@ struct Ops {
         if (is_float(t)) return tmp("nz", fmt::format("fcmp une {} {}, zeroinitializer", ty(t), v));
         return tmp("nz", fmt::format("icmp ne {} {}, zeroinitializer", ty(t), v));
     }
-    std::string intr(std::string_view base, DType t, const std::vector<std::string>& vals, bool final, std::string_view ret = {}) {
+    std::string intr(std::string_view base, DType t, const std::vector<std::string>& vals, bool final,
+                     std::string_view ret = {}) {
         std::vector<std::string> args;
         for (const auto& v : vals) args.push_back(fmt::format("{} {}", ty(t), v));
-        return b.intrinsic(final ? hint : fmt::format("{}.{}", hint, base.substr(base.rfind('.') + 1)), base, scalar_type(t), w,
-                           args, final ? std::string_view(comment) : std::string_view(), ret);
+        return b.intrinsic(final ? hint : fmt::format("{}.{}", hint, base.substr(base.rfind('.') + 1)), base,
+                           scalar_type(t), w, args, final ? std::string_view(comment) : std::string_view(),
+                           ret);
     }
-    std::string intr_args(std::string_view base, DType t, const std::vector<std::string>& typed_args, bool final) {
-        return b.intrinsic(final ? hint : fmt::format("{}.{}", hint, base.substr(base.rfind('.') + 1)), base, scalar_type(t), w,
-                           typed_args, final ? std::string_view(comment) : std::string_view());
+    std::string intr_args(std::string_view base, DType t, const std::vector<std::string>& typed_args,
+                          bool final) {
+        return b.intrinsic(final ? hint : fmt::format("{}.{}", hint, base.substr(base.rfind('.') + 1)), base,
+                           scalar_type(t), w, typed_args,
+                           final ? std::string_view(comment) : std::string_view());
     }
     // The float result of an op at the compute type, rounded to a half dtype when needed.
     std::string finish_float(DType t, const std::string& code, bool exact) {
@@ -96,7 +110,8 @@ struct Ops {
         const std::string bad = tmp("bad", fmt::format("or {} {}, {}", i1(), is0, m1));
         const std::string safe = select(bad, t, icst(t, 1), d);
         const std::string q = tmp("q", fmt::format("sdiv {} {}, {}", T, a, safe));
-        const std::string neg = tmp("neg", fmt::format("sub {} zeroinitializer, {}", T, a));  // wraps: -INT_MIN = INT_MIN
+        const std::string neg =
+            tmp("neg", fmt::format("sub {} zeroinitializer, {}", T, a));  // wraps: -INT_MIN = INT_MIN
         const std::string r = select(m1, t, neg, q);
         return select(is0, t, "zeroinitializer", r, final);
     }
@@ -115,7 +130,9 @@ struct Ops {
         const std::string r1 = select(m1, t, "zeroinitializer", r);
         return select(is0, t, a, r1, final);
     }
-    std::string ltz(DType t, const std::string& v) { return tmp("neg", fmt::format("icmp slt {} {}, zeroinitializer", ty(t), v)); }
+    std::string ltz(DType t, const std::string& v) {
+        return tmp("neg", fmt::format("icmp slt {} {}, zeroinitializer", ty(t), v));
+    }
     // Python's // and %: the quotient rounded down, the remainder with the divisor's sign.
     std::string int_floor_div(DType t, const std::string& a, const std::string& d) {
         if (is_unsigned(t)) return int_div(t, a, d, true);
@@ -161,32 +178,47 @@ struct Ops {
             return out(fmt::format("ashr {} {}, {}", T, a, amt));
         }
         const std::string amt = select(inr, t, s, "zeroinitializer");
-        const std::string sh = tmp("sh", fmt::format("{} {} {}, {}", op == Op::Shl ? "shl" : "lshr", T, a, amt));
+        const std::string sh =
+            tmp("sh", fmt::format("{} {} {}, {}", op == Op::Shl ? "shl" : "lshr", T, a, amt));
         return select(inr, t, sh, "zeroinitializer", true);
     }
 };
 
 std::string fcmp_pred(Op op) {
     switch (op) {
-        case Op::Eq: return "oeq";
-        case Op::Ne: return "une";  // true for NaN
-        case Op::Lt: return "olt";
-        case Op::Le: return "ole";
-        case Op::Gt: return "ogt";
-        case Op::Ge: return "oge";
-        default: throw InternalError("fcmp_pred: not a comparison");
+        case Op::Eq:
+            return "oeq";
+        case Op::Ne:
+            return "une";  // true for NaN
+        case Op::Lt:
+            return "olt";
+        case Op::Le:
+            return "ole";
+        case Op::Gt:
+            return "ogt";
+        case Op::Ge:
+            return "oge";
+        default:
+            throw InternalError("fcmp_pred: not a comparison");
     }
 }
 
 std::string icmp_pred(Op op, bool uns) {
     switch (op) {
-        case Op::Eq: return "eq";
-        case Op::Ne: return "ne";
-        case Op::Lt: return uns ? "ult" : "slt";
-        case Op::Le: return uns ? "ule" : "sle";
-        case Op::Gt: return uns ? "ugt" : "sgt";
-        case Op::Ge: return uns ? "uge" : "sge";
-        default: throw InternalError("icmp_pred: not a comparison");
+        case Op::Eq:
+            return "eq";
+        case Op::Ne:
+            return "ne";
+        case Op::Lt:
+            return uns ? "ult" : "slt";
+        case Op::Le:
+            return uns ? "ule" : "sle";
+        case Op::Gt:
+            return uns ? "ugt" : "sgt";
+        case Op::Ge:
+            return uns ? "uge" : "sge";
+        default:
+            throw InternalError("icmp_pred: not a comparison");
     }
 }
 
@@ -196,13 +228,15 @@ bool library_op(Op op) {
 
 // 2^(j/16) for j = 0 .. 15, rounded to the nearest double (the bits, so that no library computes them).
 constexpr std::uint64_t kExp2Sixteenths[16] = {
-    0x3FF0000000000000, 0x3FF0B5586CF9890F, 0x3FF172B83C7D517B, 0x3FF2387A6E756238, 0x3FF306FE0A31B715, 0x3FF3DEA64C123422,
-    0x3FF4BFDAD5362A27, 0x3FF5AB07DD485429, 0x3FF6A09E667F3BCD, 0x3FF7A11473EB0187, 0x3FF8ACE5422AA0DB, 0x3FF9C49182A3F090,
+    0x3FF0000000000000, 0x3FF0B5586CF9890F, 0x3FF172B83C7D517B, 0x3FF2387A6E756238,
+    0x3FF306FE0A31B715, 0x3FF3DEA64C123422, 0x3FF4BFDAD5362A27, 0x3FF5AB07DD485429,
+    0x3FF6A09E667F3BCD, 0x3FF7A11473EB0187, 0x3FF8ACE5422AA0DB, 0x3FF9C49182A3F090,
     0x3FFAE89F995AD3AD, 0x3FFC199BDD85529C, 0x3FFD5818DCFBA487, 0x3FFEA4AFA2A490DA};
 
 std::string exp2_table_vector(int from, int count) {
     std::vector<std::string> e;
-    for (int j = from; j < from + count; ++j) e.push_back(fmt::format("double 0x{:016X}", kExp2Sixteenths[j]));
+    for (int j = from; j < from + count; ++j)
+        e.push_back(fmt::format("double 0x{:016X}", kExp2Sixteenths[j]));
     return fmt::format("<{}>", fmt::join(e, ", "));
 }
 
@@ -213,26 +247,32 @@ std::string exp2_table(Builder& b, const std::string& kb, int w, std::string_vie
     const std::string D = vec("double", w);
     if (b.target.vector_bits >= 512 && w % 8 == 0) {
         const std::string fn = "llvm.x86.avx512.vpermi2var.pd.512";
-        b.module().declare(fn, fmt::format("declare <8 x double> @{}(<8 x double>, <8 x i64>, <8 x double>)", fn));
+        b.module().declare(
+            fn, fmt::format("declare <8 x double> @{}(<8 x double>, <8 x i64>, <8 x double>)", fn));
         std::vector<std::string> parts;
         for (int h = 0; h < w / 8; ++h) {
             std::string idx = kb;
             if (w > 8) {
                 std::vector<std::string> m;
                 for (int l = 0; l < 8; ++l) m.push_back(fmt::format("i32 {}", 8 * h + l));
-                idx = b.let(fmt::format("{}.j{}", hint, h), fmt::format("shufflevector {} {}, {} poison, <8 x i32> <{}>", vec("i64", w), kb,
-                                                                      vec("i64", w), fmt::join(m, ", ")));
+                idx = b.let(fmt::format("{}.j{}", hint, h),
+                            fmt::format("shufflevector {} {}, {} poison, <8 x i32> <{}>", vec("i64", w), kb,
+                                        vec("i64", w), fmt::join(m, ", ")));
             }
-            parts.push_back(b.let(fmt::format("{}.t{}", hint, h), fmt::format("call <8 x double> @{}(<8 x double> {}, <8 x i64> {}, <8 x double> {})", fn,
-                                                                            exp2_table_vector(0, 8), idx, exp2_table_vector(8, 8))));
+            parts.push_back(
+                b.let(fmt::format("{}.t{}", hint, h),
+                      fmt::format("call <8 x double> @{}(<8 x double> {}, <8 x i64> {}, <8 x double> {})", fn,
+                                  exp2_table_vector(0, 8), idx, exp2_table_vector(8, 8))));
         }
         for (int n = 8; n < w; n *= 2) {  // concatenate pairs of parts of n lanes
             std::vector<std::string> next;
             for (std::size_t q = 0; q < parts.size(); q += 2) {
                 std::vector<std::string> m;
                 for (int l = 0; l < 2 * n; ++l) m.push_back(fmt::format("i32 {}", l));
-                next.push_back(b.let(fmt::format("{}.t", hint), fmt::format("shufflevector {} {}, {} {}, <{} x i32> <{}>", vec("double", n), parts[q],
-                                                                          vec("double", n), parts[q + 1], 2 * n, fmt::join(m, ", "))));
+                next.push_back(
+                    b.let(fmt::format("{}.t", hint),
+                          fmt::format("shufflevector {} {}, {} {}, <{} x i32> <{}>", vec("double", n),
+                                      parts[q], vec("double", n), parts[q + 1], 2 * n, fmt::join(m, ", "))));
             }
             parts = next;
         }
@@ -241,14 +281,22 @@ std::string exp2_table(Builder& b, const std::string& kb, int w, std::string_vie
     if (b.module().define_once("loom.exp2.sixteenths")) {
         std::vector<std::string> e;
         for (std::uint64_t v : kExp2Sixteenths) e.push_back(fmt::format("double 0x{:016X}", v));
-        b.module().declare("loom.exp2.sixteenths", fmt::format("@loom.exp2.sixteenths = internal constant [16 x double] [{}]", fmt::join(e, ", ")));
+        b.module().declare(
+            "loom.exp2.sixteenths",
+            fmt::format("@loom.exp2.sixteenths = internal constant [16 x double] [{}]", fmt::join(e, ", ")));
     }
-    const std::string j = b.let(fmt::format("{}.j", hint), fmt::format("and {} {}, {}", vec("i64", w), kb, splat_constant("i64", "15", w)));
-    const std::string ptr = b.let(fmt::format("{}.tp", hint), fmt::format("getelementptr inbounds double, ptr @loom.exp2.sixteenths, {} {}", vec("i64", w), j));
+    const std::string j = b.let(fmt::format("{}.j", hint), fmt::format("and {} {}, {}", vec("i64", w), kb,
+                                                                       splat_constant("i64", "15", w)));
+    const std::string ptr = b.let(
+        fmt::format("{}.tp", hint),
+        fmt::format("getelementptr inbounds double, ptr @loom.exp2.sixteenths, {} {}", vec("i64", w), j));
     if (w == 1) return b.let(fmt::format("{}.t", hint), fmt::format("load double, ptr {}, align 8", ptr));
     const std::string nm = fmt::format("llvm.masked.gather.{}.v{}p0", mangle("double", w), w);
-    b.module().declare(nm, fmt::format("declare {} @{}(<{} x ptr>, i32 immarg, <{} x i1>, {})", D, nm, w, w, D));
-    return b.let(fmt::format("{}.t", hint), fmt::format("call {} @{}(<{} x ptr> {}, i32 8, <{} x i1> splat (i1 true), {} poison)", D, nm, w, ptr, w, D));
+    b.module().declare(nm,
+                       fmt::format("declare {} @{}(<{} x ptr>, i32 immarg, <{} x i1>, {})", D, nm, w, w, D));
+    return b.let(fmt::format("{}.t", hint),
+                 fmt::format("call {} @{}(<{} x ptr> {}, i32 8, <{} x i1> splat (i1 true), {} poison)", D, nm,
+                             w, ptr, w, D));
 }
 
 // exp of float32 compute values (float32, and float16 / bfloat16, which compute in float32) with the contract
@@ -256,20 +304,21 @@ std::string exp2_table(Builder& b, const std::string& kb, int w, std::string_vie
 // section 5), computed inline, `w` lanes at once:
 //
 //   K = the nearest integer to 16 x / ln 2 (in the low bits of 16 x / ln 2 + 1.5 * 2^52, one FMA), r = x - K
-//   ln 2 / 16 (two FMAs with ln 2 split in two doubles; |r| <= ln 2 / 32), p = exp(r) by its Taylor polynomial
-//   of degree 5 (Horner, FMAs), y = p * (2^(j/16) * 2^floor(K / 16)) with j = K mod 16 (a table of 16 doubles;
-//   the exponent bits built from K), then y rounded once to float32.
+//   ln 2 / 16 (two FMAs with ln 2 split in two doubles; |r| <= ln 2 / 32), p = exp(r) by its Taylor
+//   polynomial of degree 5 (Horner, FMAs), y = p * (2^(j/16) * 2^floor(K / 16)) with j = K mod 16 (a table of
+//   16 doubles; the exponent bits built from K), then y rounded once to float32.
 //
 // The truncation error is below 2^-42.6 of the result and the roundings of the double steps add a few 2^-53,
-// so y is within 2^-42.5 of exp(x), relative: at most 1450 units in the last place of the double (measured over
-// every float32 x in [-87, 88]: 2^-42.6). The rounding of y to float32 is therefore the correct rounding of
-// exp(x), and the C library's (within 1 ulp of a double) is the same, except where a float32 rounding boundary
-// lies within that error of y: y's 29 bits below float32's precision within 4096 (about 3 times the error) of
-// the halfway pattern 2^28. Such lanes (one argument in 2^18 of [-87, 88]), and arguments outside [-87, 88]
-// (subnormal, overflowing, infinite and NaN results are the C library's to give), make the whole vector call the
-// reference's own function instead. tests/unit/test_llvm_backend.cpp checks the bits against the reference,
-// every float32 argument with LOOM_TEST_EXHAUSTIVE=1.
-std::string exp_float(Builder& b, const std::string& x, int w, std::string_view hint, std::string_view comment) {
+// so y is within 2^-42.5 of exp(x), relative: at most 1450 units in the last place of the double (measured
+// over every float32 x in [-87, 88]: 2^-42.6). The rounding of y to float32 is therefore the correct rounding
+// of exp(x), and the C library's (within 1 ulp of a double) is the same, except where a float32 rounding
+// boundary lies within that error of y: y's 29 bits below float32's precision within 4096 (about 3 times the
+// error) of the halfway pattern 2^28. Such lanes (one argument in 2^18 of [-87, 88]), and arguments outside
+// [-87, 88] (subnormal, overflowing, infinite and NaN results are the C library's to give), make the whole
+// vector call the reference's own function instead. tests/unit/test_llvm_backend.cpp checks the bits against
+// the reference, every float32 argument with LOOM_TEST_EXHAUSTIVE=1.
+std::string exp_float(Builder& b, const std::string& x, int w, std::string_view hint,
+                      std::string_view comment) {
     Function& f = b.f;
     const std::string X = vec("float", w), D = vec("double", w), I = vec("i64", w), B = vec("i1", w);
     auto let = [&](std::string_view what, const std::string& code, std::string_view c = {}) {
@@ -277,22 +326,29 @@ std::string exp_float(Builder& b, const std::string& x, int w, std::string_view 
     };
     auto dc = [&](double v) { return splat_constant("double", float_constant(v, "double"), w); };
     auto ic = [&](std::int64_t v) { return splat_constant("i64", fmt::format("{}", v), w); };
-    auto fma = [&](std::string_view what, const std::string& a, const std::string& m, const std::string& c, std::string_view note = {}) {
-        return b.intrinsic(fmt::format("{}.{}", hint, what), "llvm.fma", "double", w,
-                           {fmt::format("{} {}", D, a), fmt::format("{} {}", D, m), fmt::format("{} {}", D, c)}, note);
+    auto fma = [&](std::string_view what, const std::string& a, const std::string& m, const std::string& c,
+                   std::string_view note = {}) {
+        return b.intrinsic(
+            fmt::format("{}.{}", hint, what), "llvm.fma", "double", w,
+            {fmt::format("{} {}", D, a), fmt::format("{} {}", D, m), fmt::format("{} {}", D, c)}, note);
     };
     const std::string fast = f.fresh_label(fmt::format("{}.inline", hint));
     const std::string slow = f.fresh_label(fmt::format("{}.library", hint));
     const std::string join = f.fresh_label(fmt::format("{}.done", hint));
     f.emit(fmt::format("br label %{}", fast));
     f.label(fast);
-    const std::string xd = let("d", fmt::format("fpext {} {} to {}", X, x, D), fmt::format("{}: in double, rounded once to float32", comment));
-    const double shifter = 6755399441055744.0;  // 1.5 * 2^52: adding it leaves the nearest integer in the low bits
-    const std::string kd = fma("kd", xd, dc(16 * 1.4426950408889634), dc(shifter), "K = nearest integer to 16 x / ln 2, in the low bits");
+    const std::string xd = let("d", fmt::format("fpext {} {} to {}", X, x, D),
+                               fmt::format("{}: in double, rounded once to float32", comment));
+    const double shifter =
+        6755399441055744.0;  // 1.5 * 2^52: adding it leaves the nearest integer in the low bits
+    const std::string kd = fma("kd", xd, dc(16 * 1.4426950408889634), dc(shifter),
+                               "K = nearest integer to 16 x / ln 2, in the low bits");
     const std::string k = let("k", fmt::format("fsub {} {}, {}", D, kd, dc(shifter)));
-    const std::string r1 = fma("r1", k, dc(-0.6931471805599453 / 16), xd);   // ln 2 / 16, high part (ln 2: 0x3FE62E42FEFA39EF)
-    const std::string r = fma("r", k, dc(-2.3190468138462996e-17 / 16), r1, "r = x - K ln 2 / 16");  // the rest of ln 2 / 16
-    double fact = 120.0;                                                        // 5!
+    const std::string r1 =
+        fma("r1", k, dc(-0.6931471805599453 / 16), xd);  // ln 2 / 16, high part (ln 2: 0x3FE62E42FEFA39EF)
+    const std::string r =
+        fma("r", k, dc(-2.3190468138462996e-17 / 16), r1, "r = x - K ln 2 / 16");  // the rest of ln 2 / 16
+    double fact = 120.0;                                                           // 5!
     std::string p = dc(1.0 / fact);
     for (int n = 4; n >= 0; --n) {
         fact = 1.0;
@@ -303,37 +359,50 @@ std::string exp_float(Builder& b, const std::string& x, int w, std::string_view 
     const std::string t = exp2_table(b, kb, w, hint);
     const std::string e4 = let("e4", fmt::format("lshr {} {}, {}", I, kb, ic(4)));
     const std::string eb = let("eb", fmt::format("add {} {}, {}", I, e4, ic(1023)));
-    const std::string sb = let("sb", fmt::format("shl {} {}, {}", I, eb, ic(52)), "the bits of 2^floor(K / 16)");
+    const std::string sb =
+        let("sb", fmt::format("shl {} {}, {}", I, eb, ic(52)), "the bits of 2^floor(K / 16)");
     const std::string sc = let("s", fmt::format("bitcast {} {} to {}", I, sb, D));
     const std::string ts = let("ts", fmt::format("fmul {} {}, {}", D, t, sc), "2^(K / 16), exact");
     const std::string y = let("y", fmt::format("fmul {} {}, {}", D, p, ts), "exp(x) in double");
     const std::string fv = let("f", fmt::format("fptrunc {} {} to {}", D, y, X));
     const std::string yb = let("yb", fmt::format("bitcast {} {} to {}", D, y, I));
-    const std::string low = let("low", fmt::format("and {} {}, {}", I, yb, ic(0x1FFFFFFF)), "the bits below float32's precision");
+    const std::string low =
+        let("low", fmt::format("and {} {}, {}", I, yb, ic(0x1FFFFFFF)), "the bits below float32's precision");
     const std::string off = let("off", fmt::format("sub {} {}, {}", I, low, ic(0x10000000 - 4096)));
-    const std::string near = let("near", fmt::format("icmp ult {} {}, {}", I, off, ic(8192)), "within 4096 of halfway: the rounding is not certain");
-    const std::string lo = let("lo", fmt::format("fcmp oge {} {}, {}", X, x, splat_constant("float", float_constant(-87.0, "float"), w)));
-    const std::string hi = let("hi", fmt::format("fcmp ole {} {}, {}", X, x, splat_constant("float", float_constant(88.0, "float"), w)));
-    const std::string in = let("in", fmt::format("and {} {}, {}", B, lo, hi), "x in [-87, 88] (false for NaN)");
-    const std::string outside = let("out", fmt::format("xor {} {}, {}", B, in, splat_constant("i1", "true", w)));
+    const std::string near = let("near", fmt::format("icmp ult {} {}, {}", I, off, ic(8192)),
+                                 "within 4096 of halfway: the rounding is not certain");
+    const std::string lo = let("lo", fmt::format("fcmp oge {} {}, {}", X, x,
+                                                 splat_constant("float", float_constant(-87.0, "float"), w)));
+    const std::string hi = let("hi", fmt::format("fcmp ole {} {}, {}", X, x,
+                                                 splat_constant("float", float_constant(88.0, "float"), w)));
+    const std::string in =
+        let("in", fmt::format("and {} {}, {}", B, lo, hi), "x in [-87, 88] (false for NaN)");
+    const std::string outside =
+        let("out", fmt::format("xor {} {}, {}", B, in, splat_constant("i1", "true", w)));
     const std::string bad = let("bad", fmt::format("or {} {}, {}", B, near, outside));
     std::string any = bad;
-    if (w > 1) any = b.intrinsic(fmt::format("{}.any", hint), "llvm.vector.reduce.or", "i1", w, {fmt::format("{} {}", B, bad)}, {}, "i1");
+    if (w > 1)
+        any = b.intrinsic(fmt::format("{}.any", hint), "llvm.vector.reduce.or", "i1", w,
+                          {fmt::format("{} {}", B, bad)}, {}, "i1");
     f.emit(fmt::format("br i1 {}, label %{}, label %{}", any, slow, join));
     f.label(slow);
-    const std::string lib = b.scalar_call(fmt::format("{}.lib", hint), library_function(Op::Exp, DType::Float32), "float", {"float"}, {x}, w,
-                                          "the reference's function for these lanes");
+    const std::string lib =
+        b.scalar_call(fmt::format("{}.lib", hint), library_function(Op::Exp, DType::Float32), "float",
+                      {"float"}, {x}, w, "the reference's function for these lanes");
     f.emit(fmt::format("br label %{}", join));
     f.label(join);
-    return b.let(std::string(hint), fmt::format("phi {} [ {}, %{} ], [ {}, %{} ]", X, fv, fast, lib, slow), comment);
+    return b.let(std::string(hint), fmt::format("phi {} [ {}, %{} ], [ {}, %{} ]", X, fv, fast, lib, slow),
+                 comment);
 }
 
 }  // namespace
 
-std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::string& x, const std::string& y, int w,
-                          std::string_view hint, std::string_view comment) {
+std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::string& x,
+                          const std::string& y, int w, std::string_view hint, std::string_view comment) {
     const std::string T = vec(ty, w), I1 = vec("i1", w), I = vec(ty == "double" ? "i64" : "i32", w);
-    auto let = [&](std::string_view what, const std::string& code) { return b.let(fmt::format("{}.{}", hint, what), code); };
+    auto let = [&](std::string_view what, const std::string& code) {
+        return b.let(fmt::format("{}.{}", hint, what), code);
+    };
     const std::string xn = let("xnan", fmt::format("fcmp uno {} {}, {}", T, x, x));
     const std::string yn = let("ynan", fmt::format("fcmp uno {} {}, {}", T, y, y));
     const std::string eq = let("eq", fmt::format("fcmp oeq {} {}, {}", T, x, y));
@@ -343,7 +412,8 @@ std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::
     const std::string lt = let("ylt", fmt::format("fcmp olt {} {}, {}", T, max ? x : y, max ? y : x));
     const std::string r1 = let("pick", fmt::format("select {} {}, {} {}, {} {}", I1, lt, T, y, T, x));
     // equal (-0 and +0 included): the minimum is the negative one, the maximum the positive one
-    const std::string z = let("signed", fmt::format("select {} {}, {} {}, {} {}", I1, xneg, T, max ? y : x, T, max ? x : y));
+    const std::string z =
+        let("signed", fmt::format("select {} {}, {} {}, {} {}", I1, xneg, T, max ? y : x, T, max ? x : y));
     const std::string r2 = let("ties", fmt::format("select {} {}, {} {}, {} {}", I1, eq, T, z, T, r1));
     const std::string r3 = let("ynanp", fmt::format("select {} {}, {} {}, {} {}", I1, yn, T, y, T, r2));
     return b.let(std::string(hint), fmt::format("select {} {}, {} {}, {} {}", I1, xn, T, x, T, r3), comment);
@@ -353,26 +423,31 @@ std::string library_function(Op op, DType compute) {
     return fmt::format("loom_{}_{}", ir::op_name(op), compute == DType::Float64 ? "f64" : "f32");
 }
 
-std::string library_cast(DType from, DType to) { return fmt::format("loom_cast_{}_to_{}", short_name(from), short_name(to)); }
+std::string library_cast(DType from, DType to) {
+    return fmt::format("loom_cast_{}_to_{}", short_name(from), short_name(to));
+}
 
 std::string emit_cast(Builder& b, DType from, DType to, const std::string& v, int w, std::string_view hint,
                       std::string_view comment) {
     Ops o{b, w, std::string(hint), std::string(comment)};
     const std::string F = type(from, w), T = type(to, w);
-    if (from == to) return o.out(fmt::format("bitcast {} {} to {}", F, v, T));  // a value of the dtype already
+    if (from == to)
+        return o.out(fmt::format("bitcast {} {} to {}", F, v, T));  // a value of the dtype already
     if (to == DType::Bool) return o.zext_bool(o.truthy(from, v));
     if (!is_float(to)) {
         if (is_float(from)) {
             // Truncation toward zero, saturated to the target's range, NaN -> 0: exactly the saturating
             // conversions (LLVM's fptosi/fptoui are poison out of range).
-            const std::string name = fmt::format("llvm.{}.sat.{}.{}", to == DType::UInt8 ? "fptoui" : "fptosi",
-                                                 mangle(scalar_type(to), w), mangle(scalar_type(from), w));
+            const std::string name =
+                fmt::format("llvm.{}.sat.{}.{}", to == DType::UInt8 ? "fptoui" : "fptosi",
+                            mangle(scalar_type(to), w), mangle(scalar_type(from), w));
             b.module().declare(name, fmt::format("declare {} @{}({})", T, name, F));
             return o.out(fmt::format("call {} @{}({} {})", T, name, F, v));
         }
         const int fb = bits_of(from), tb = bits_of(to);
-        if (fb == tb) return o.out(fmt::format("bitcast {} {} to {}", F, v, T));  // int8 <-> uint8: the same bits
-        if (fb > tb) return o.out(fmt::format("trunc {} {} to {}", F, v, T));    // wraps modulo 2^n
+        if (fb == tb)
+            return o.out(fmt::format("bitcast {} {} to {}", F, v, T));  // int8 <-> uint8: the same bits
+        if (fb > tb) return o.out(fmt::format("trunc {} {} to {}", F, v, T));  // wraps modulo 2^n
         return o.out(fmt::format("{} {} {} to {}", is_unsigned(from) ? "zext" : "sext", F, v, T));
     }
     // To a float dtype.
@@ -384,11 +459,13 @@ std::string emit_cast(Builder& b, DType from, DType to, const std::string& v, in
             return o.out(fmt::format("{} {} {} to {}", op, F, v, T));
         // int32 / int64 -> float16 / bfloat16: rounded once from the exact value (through float32 it would
         // round twice); the reference's own conversion.
-        return b.scalar_call(hint, library_cast(from, to), "float", {std::string(scalar_type(from))}, {v}, w, comment);
+        return b.scalar_call(hint, library_cast(from, to), "float", {std::string(scalar_type(from))}, {v}, w,
+                             comment);
     }
     if (from == DType::Float64) {
         if (to == DType::Float32) return o.out(fmt::format("fptrunc {} {} to {}", F, v, T));
-        return b.scalar_call(hint, library_cast(from, to), "float", {"double"}, {v}, w, comment);  // one rounding from double
+        return b.scalar_call(hint, library_cast(from, to), "float", {"double"}, {v}, w,
+                             comment);  // one rounding from double
     }
     // From float16, bfloat16 or float32 (held in float).
     if (to == DType::Float64) return o.out(fmt::format("fpext {} {} to {}", F, v, T));
@@ -417,9 +494,12 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
         std::vector<std::string> tys(args.size(), st);
         const std::string name = library_function(op, at == DType::Float64 ? DType::Float64 : DType::Float32);
         const bool inline_exp = op == Op::Exp && st == "float";
-        if (!is_half(rt)) return inline_exp ? exp_float(b, x, w, hint, comment) : b.scalar_call(hint, name, st, tys, args, w, comment);
-        const std::string v = inline_exp ? exp_float(b, x, w, fmt::format("{}.f32", hint), comment)
-                                         : b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
+        if (!is_half(rt))
+            return inline_exp ? exp_float(b, x, w, hint, comment)
+                              : b.scalar_call(hint, name, st, tys, args, w, comment);
+        const std::string v =
+            inline_exp ? exp_float(b, x, w, fmt::format("{}.f32", hint), comment)
+                       : b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
         const std::string r = b.round_half(rt, v, w);
         return o.out(fmt::format("bitcast {} {} to {}", A, r, A));
     }
@@ -431,12 +511,14 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
         case Op::Abs:
             if (fl) return o.intr("llvm.fabs", at, {x}, true);
             if (uns) return o.out(fmt::format("bitcast {} {} to {}", A, x, A));
-            return o.intr_args("llvm.abs", at, {fmt::format("{} {}", A, x), "i1 false"}, true);  // abs(INT_MIN) = INT_MIN
+            return o.intr_args("llvm.abs", at, {fmt::format("{} {}", A, x), "i1 false"},
+                               true);  // abs(INT_MIN) = INT_MIN
         case Op::Sign:
             if (fl) {
                 const std::string gt = o.tmp("gt", fmt::format("fcmp ogt {} {}, zeroinitializer", A, x));
                 const std::string pm = o.select(gt, at, o.cst(at, 1.0), o.cst(at, -1.0));
-                const std::string z = o.tmp("z", fmt::format("fcmp ueq {} {}, zeroinitializer", A, x));  // NaN or a zero: itself
+                const std::string z = o.tmp(
+                    "z", fmt::format("fcmp ueq {} {}, zeroinitializer", A, x));  // NaN or a zero: itself
                 return o.select(z, at, x, pm, true);
             }
             if (uns) return o.zext_bool(o.truthy(at, x));
@@ -449,31 +531,44 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
         case Op::Relu:
             if (fl) {  // maximum(x, +0): x where x > 0 or x is NaN, else +0 (-0 and +0 give +0)
                 const std::string keep = o.tmp("keep", fmt::format("fcmp ugt {} {}, zeroinitializer", A, x));
-                return o.finish_float(rt, fmt::format("select {} {}, {} {}, {} zeroinitializer", vec("i1", w), keep, A, x, A), true);
+                return o.finish_float(
+                    rt, fmt::format("select {} {}, {} {}, {} zeroinitializer", vec("i1", w), keep, A, x, A),
+                    true);
             }
             if (uns) return o.out(fmt::format("bitcast {} {} to {}", A, x, A));
-            return o.intr_args("llvm.smax", at, {fmt::format("{} {}", A, x), fmt::format("{} zeroinitializer", A)}, true);
-        case Op::Sqrt: return o.finish_float(rt, fmt::format("call {} @llvm.sqrt.{}({} {})", A, mangle(st, w), A, x), false);
+            return o.intr_args("llvm.smax", at,
+                               {fmt::format("{} {}", A, x), fmt::format("{} zeroinitializer", A)}, true);
+        case Op::Sqrt:
+            return o.finish_float(rt, fmt::format("call {} @llvm.sqrt.{}({} {})", A, mangle(st, w), A, x),
+                                  false);
         case Op::Floor:
         case Op::Ceil:
         case Op::Trunc:
         case Op::Round: {
             if (!fl) return o.out(fmt::format("bitcast {} {} to {}", A, x, A));  // integers are whole
-            const std::string base = op == Op::Floor ? "llvm.floor" : op == Op::Ceil ? "llvm.ceil" : op == Op::Trunc ? "llvm.trunc" : "llvm.roundeven";
+            const std::string base = op == Op::Floor   ? "llvm.floor"
+                                     : op == Op::Ceil  ? "llvm.ceil"
+                                     : op == Op::Trunc ? "llvm.trunc"
+                                                       : "llvm.roundeven";
             return o.intr(base, at, {x}, true);
         }
         case Op::LogicalNot:
             if (fl) return o.zext_bool(o.tmp("z", fmt::format("fcmp oeq {} {}, zeroinitializer", A, x)));
             return o.zext_bool(o.tmp("z", fmt::format("icmp eq {} {}, zeroinitializer", A, x)));
         case Op::IsNan:
-            if (!fl) return o.out(fmt::format("bitcast {} zeroinitializer to {}", vec("i8", w), vec("i8", w)));
+            if (!fl)
+                return o.out(fmt::format("bitcast {} zeroinitializer to {}", vec("i8", w), vec("i8", w)));
             return o.zext_bool(o.tmp("c", fmt::format("fcmp uno {} {}, {}", A, x, x)));
         case Op::IsInf:
         case Op::IsFinite: {
-            if (!fl) return o.out(fmt::format("bitcast {} {} to {}", vec("i8", w), o.icst(DType::Int8, op == Op::IsFinite ? 1 : 0), vec("i8", w)));
+            if (!fl)
+                return o.out(fmt::format("bitcast {} {} to {}", vec("i8", w),
+                                         o.icst(DType::Int8, op == Op::IsFinite ? 1 : 0), vec("i8", w)));
             const std::string a = o.intr("llvm.fabs", at, {x}, false);
-            const std::string inf = splat_constant(st, float_constant(std::numeric_limits<double>::infinity(), st), w);
-            return o.zext_bool(o.tmp("c", fmt::format("fcmp {} {} {}, {}", op == Op::IsInf ? "oeq" : "olt", A, a, inf)));
+            const std::string inf =
+                splat_constant(st, float_constant(std::numeric_limits<double>::infinity(), st), w);
+            return o.zext_bool(
+                o.tmp("c", fmt::format("fcmp {} {} {}, {}", op == Op::IsInf ? "oeq" : "olt", A, a, inf)));
         }
         case Op::Add:
         case Op::Sub:
@@ -482,14 +577,19 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
                 const char* i = op == Op::Add ? "fadd" : op == Op::Sub ? "fsub" : "fmul";
                 return o.finish_float(rt, fmt::format("{} {} {}, {}", i, A, x, y()), false);
             }
-            return o.out(fmt::format("{} {} {}, {}", op == Op::Add ? "add" : op == Op::Sub ? "sub" : "mul", A, x, y()));  // wrap
+            return o.out(fmt::format("{} {} {}, {}",
+                                     op == Op::Add   ? "add"
+                                     : op == Op::Sub ? "sub"
+                                                     : "mul",
+                                     A, x, y()));  // wrap
         case Op::Div:
             if (fl) return o.finish_float(rt, fmt::format("fdiv {} {}, {}", A, x, y()), false);
             return o.int_div(at, x, y(), true);
         case Op::FloorDiv:
             if (fl) {
                 const std::string q = o.tmp("q", fmt::format("fdiv {} {}, {}", A, x, y()));
-                return o.finish_float(rt, fmt::format("call {} @llvm.floor.{}({} {})", A, mangle(st, w), A, q), false);
+                return o.finish_float(
+                    rt, fmt::format("call {} @llvm.floor.{}({} {})", A, mangle(st, w), A, q), false);
             }
             return o.int_floor_div(at, x, y());
         case Op::Rem:
@@ -497,7 +597,8 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
             return o.int_rem(at, x, y(), true);
         case Op::Mod:
             if (fl) {
-                // r = fmod(a, b); r != 0 with a sign other than b's: r + b (one rounding); r == 0: copysign(0, b).
+                // r = fmod(a, b); r != 0 with a sign other than b's: r + b (one rounding); r == 0:
+                // copysign(0, b).
                 const std::string r = o.tmp("fmod", fmt::format("frem {} {}, {}", A, x, y()));
                 const std::string nz = o.tmp("nz", fmt::format("fcmp une {} {}, zeroinitializer", A, r));
                 const std::string rn = o.tmp("rneg", fmt::format("fcmp olt {} {}, zeroinitializer", A, r));
@@ -506,15 +607,20 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
                 const std::string move = o.tmp("move", fmt::format("and {} {}, {}", o.i1(), nz, diff));
                 const std::string rb = o.tmp("rb", fmt::format("fadd {} {}, {}", A, r, y()));
                 const std::string r1 = o.select(move, at, rb, r);
-                const std::string z = o.intr_args("llvm.copysign", at, {fmt::format("{} zeroinitializer", A), fmt::format("{} {}", A, y())}, false);
+                const std::string z =
+                    o.intr_args("llvm.copysign", at,
+                                {fmt::format("{} zeroinitializer", A), fmt::format("{} {}", A, y())}, false);
                 const std::string sel = fmt::format("select {} {}, {} {}, {} {}", o.i1(), nz, A, r1, A, z);
                 return o.finish_float(rt, sel, false);
             }
             return o.int_mod(at, x, y());
         case Op::Minimum:
         case Op::Maximum: {
-            if (fl) return float_min_max(b, op == Op::Maximum, st, x, y(), w, hint, comment);  // NaN propagates, -0 < +0
-            const std::string base = op == Op::Minimum ? (uns ? "llvm.umin" : "llvm.smin") : (uns ? "llvm.umax" : "llvm.smax");
+            if (fl)
+                return float_min_max(b, op == Op::Maximum, st, x, y(), w, hint,
+                                     comment);  // NaN propagates, -0 < +0
+            const std::string base =
+                op == Op::Minimum ? (uns ? "llvm.umin" : "llvm.smin") : (uns ? "llvm.umax" : "llvm.smax");
             return o.intr(base, at, {x, y()}, true);
         }
         case Op::Eq:
@@ -523,8 +629,9 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
         case Op::Le:
         case Op::Gt:
         case Op::Ge: {
-            const std::string c = fl ? o.tmp("c", fmt::format("fcmp {} {} {}, {}", fcmp_pred(op), A, x, y()))
-                                     : o.tmp("c", fmt::format("icmp {} {} {}, {}", icmp_pred(op, uns), A, x, y()));
+            const std::string c =
+                fl ? o.tmp("c", fmt::format("fcmp {} {} {}, {}", fcmp_pred(op), A, x, y()))
+                   : o.tmp("c", fmt::format("icmp {} {} {}, {}", icmp_pred(op, uns), A, x, y()));
             return o.zext_bool(c);
         }
         case Op::LogicalAnd:
@@ -534,17 +641,23 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
             const char* i = op == Op::LogicalAnd ? "and" : op == Op::LogicalOr ? "or" : "xor";
             return o.zext_bool(o.tmp("l", fmt::format("{} {} {}, {}", i, o.i1(), a, c)));
         }
-        case Op::BitAnd: return o.out(fmt::format("and {} {}, {}", A, x, y()));
-        case Op::BitOr: return o.out(fmt::format("or {} {}, {}", A, x, y()));
-        case Op::BitXor: return o.out(fmt::format("xor {} {}, {}", A, x, y()));
+        case Op::BitAnd:
+            return o.out(fmt::format("and {} {}, {}", A, x, y()));
+        case Op::BitOr:
+            return o.out(fmt::format("or {} {}, {}", A, x, y()));
+        case Op::BitXor:
+            return o.out(fmt::format("xor {} {}, {}", A, x, y()));
         case Op::Shl:
-        case Op::Shr: return o.shift(op, at, x, y());
+        case Op::Shr:
+            return o.shift(op, at, x, y());
         case Op::Where: {
             const std::string c = o.tmp("c", fmt::format("icmp ne {} {}, zeroinitializer", vec("i8", w), x));
             return o.select(c, at, args.at(1), args.at(2), true);
         }
         case Op::Fma:
-            return o.finish_float(rt, fmt::format("call {} @llvm.fma.{}({} {}, {} {}, {} {})", A, mangle(st, w), A, x, A, y(), A, args.at(2)),
+            return o.finish_float(rt,
+                                  fmt::format("call {} @llvm.fma.{}({} {}, {} {}, {} {})", A, mangle(st, w),
+                                              A, x, A, y(), A, args.at(2)),
                                   false);
         case Op::Clamp: {
             // minimum(maximum(x, lo), hi): NaN anywhere gives NaN, lo > hi gives hi.
@@ -556,7 +669,8 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
             const std::string lo = o.intr(mx, at, {x, y()}, false);
             return o.intr(mn, at, {lo, args.at(2)}, true);
         }
-        default: break;
+        default:
+            break;
     }
     throw InternalError(fmt::format("emit_elementwise: no LLVM IR for {} on {}", ir::op_name(op), name(at)));
 }

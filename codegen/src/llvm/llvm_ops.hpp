@@ -21,12 +21,13 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
 std::string emit_cast(Builder& b, DType from, DType to, const std::string& v, int w, std::string_view hint,
                       std::string_view comment = {});
 
-/// IEEE 754-2019 minimum / maximum of floats of IR type `ty` at width w, as the reference computes them: a NaN
-/// operand wins (the first), equal values pick by sign (-0 < +0), else the smaller / larger. Written as compares
-/// and selects rather than llvm.minimum / llvm.maximum: InstCombine narrows those to half precision when the
-/// operands are widened float16 values, and LLVM 19's x86 lowering of the half form loses a NaN against +0.
-std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::string& x, const std::string& y, int w,
-                          std::string_view hint, std::string_view comment = {});
+/// IEEE 754-2019 minimum / maximum of floats of IR type `ty` at width w, as the reference computes them: a
+/// NaN operand wins (the first), equal values pick by sign (-0 < +0), else the smaller / larger. Written as
+/// compares and selects rather than llvm.minimum / llvm.maximum: InstCombine narrows those to half precision
+/// when the operands are widened float16 values, and LLVM 19's x86 lowering of the half form loses a NaN
+/// against +0.
+std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::string& x,
+                          const std::string& y, int w, std::string_view hint, std::string_view comment = {});
 
 /// The names of the host scalar library's functions the generated code may call (runtime/src/
 /// host_scalar_library.cpp defines one per name): `loom_<op>_f32` / `loom_<op>_f64` for the functions of

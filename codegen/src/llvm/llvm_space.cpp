@@ -19,7 +19,9 @@ std::string lane_offsets(int w, int stride) {
     return v + ">";
 }
 
-std::string where(const ir::Node& n) { return short_location(n.loc()); }
+std::string where(const ir::Node& n) {
+    return short_location(n.loc());
+}
 
 }  // namespace
 
@@ -27,8 +29,9 @@ Space::Space(Builder& b, const detail::PwGraph& g, const PointwisePlan& plan, st
     : b_(b), g_(g), plan_(plan), tag_(std::move(tag)) {
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size() ||
         g.scalars.size() != plan.scalar_dtypes.size())
-        throw InternalError(fmt::format("llvm Space: the plan ({} loads, {} outputs) does not belong to this graph ({}, {})",
-                                        plan.loads.size(), plan.outputs.size(), g.sites.size(), g.outputs.size()));
+        throw InternalError(
+            fmt::format("llvm Space: the plan ({} loads, {} outputs) does not belong to this graph ({}, {})",
+                        plan.loads.size(), plan.outputs.size(), g.sites.size(), g.outputs.size()));
 }
 
 void Space::load_params(const std::string& base, std::size_t offset) {
@@ -36,52 +39,91 @@ void Space::load_params(const std::string& base, std::size_t offset) {
         std::string ty, comment;
         bool index = false;
         switch (pf.type) {
-            case ParamType::Index: ty = pf.size == 4 ? "i32" : "i64"; index = true; break;
-            case ParamType::Int64: ty = "i64"; break;
+            case ParamType::Index:
+                ty = pf.size == 4 ? "i32" : "i64";
+                index = true;
+                break;
+            case ParamType::Int64:
+                ty = "i64";
+                break;
             case ParamType::ConstPointer:
             case ParamType::Pointer:
-            case ParamType::RawPointer: ty = "ptr"; break;
-            case ParamType::Scalar: ty = std::string(scalar_type(pf.dtype)); break;
+            case ParamType::RawPointer:
+                ty = "ptr";
+                break;
+            case ParamType::Scalar:
+                ty = std::string(scalar_type(pf.dtype));
+                break;
             case ParamType::Struct:
-            case ParamType::Opaque: continue;
+            case ParamType::Opaque:
+                continue;
         }
         switch (pf.kind) {
             case K::InputPointer: {
                 const auto& site = g_.sites[static_cast<std::size_t>(pf.a)];
                 const ir::Node& in = *g_.inputs[static_cast<std::size_t>(site.input)];
                 if (plan_.loads[static_cast<std::size_t>(pf.a)].index)
-                    comment = fmt::format("input {}: iota along axis {}, an index, computed; its index at element 0 ({})",
-                                          site.input, in.ints().at(0), where(in));
+                    comment = fmt::format(
+                        "input {}: iota along axis {}, an index, computed; its index at element 0 ({})",
+                        site.input, in.ints().at(0), where(in));
                 else
-                    comment = fmt::format("input {}{} {}, {} ({})", site.input,
-                                          in.label().empty() ? std::string() : fmt::format(" \"{}\"", in.label()), name(in.dtype()),
-                                          access_name(plan_.loads[static_cast<std::size_t>(pf.a)].access), where(in));
+                    comment = fmt::format(
+                        "input {}{} {}, {} ({})", site.input,
+                        in.label().empty() ? std::string() : fmt::format(" \"{}\"", in.label()),
+                        name(in.dtype()), access_name(plan_.loads[static_cast<std::size_t>(pf.a)].access),
+                        where(in));
                 break;
             }
             case K::OutputPointer:
-                comment = fmt::format("output {}, {}", pf.a, access_name(plan_.outputs[static_cast<std::size_t>(pf.a)].access));
+                comment = fmt::format("output {}, {}", pf.a,
+                                      access_name(plan_.outputs[static_cast<std::size_t>(pf.a)].access));
                 break;
-            case K::OutputCoef: comment = fmt::format("out{} stride of dimension {}", pf.a, pf.b); break;
-            case K::NumElements: comment = "elements of the iteration space"; break;
-            case K::Extent: comment = fmt::format("extent of dimension {}", pf.a); break;
-            case K::SiteCoef: comment = fmt::format("in{} stride of dimension {}", pf.a, pf.b); break;
-            case K::SiteDerived: comment = fmt::format("in{} stride of t{}", pf.a, pf.b); break;
-            case K::DerivedOffset: comment = fmt::format("t{} linear offset", pf.a); break;
-            case K::DerivedCoef: comment = fmt::format("t{} stride of dimension {}", pf.a, pf.b); break;
-            case K::DerivedDerived: comment = fmt::format("t{} stride of t{}", pf.a, pf.b); break;
-            case K::DerivedDiv: comment = fmt::format("t{} divisor", pf.a); break;
-            case K::DerivedMod: comment = fmt::format("t{} extent", pf.a); break;
+            case K::OutputCoef:
+                comment = fmt::format("out{} stride of dimension {}", pf.a, pf.b);
+                break;
+            case K::NumElements:
+                comment = "elements of the iteration space";
+                break;
+            case K::Extent:
+                comment = fmt::format("extent of dimension {}", pf.a);
+                break;
+            case K::SiteCoef:
+                comment = fmt::format("in{} stride of dimension {}", pf.a, pf.b);
+                break;
+            case K::SiteDerived:
+                comment = fmt::format("in{} stride of t{}", pf.a, pf.b);
+                break;
+            case K::DerivedOffset:
+                comment = fmt::format("t{} linear offset", pf.a);
+                break;
+            case K::DerivedCoef:
+                comment = fmt::format("t{} stride of dimension {}", pf.a, pf.b);
+                break;
+            case K::DerivedDerived:
+                comment = fmt::format("t{} stride of t{}", pf.a, pf.b);
+                break;
+            case K::DerivedDiv:
+                comment = fmt::format("t{} divisor", pf.a);
+                break;
+            case K::DerivedMod:
+                comment = fmt::format("t{} extent", pf.a);
+                break;
             case K::Scalar: {
                 const ir::Node& sc = *g_.scalars[static_cast<std::size_t>(pf.a)];
                 comment = fmt::format("scalar {} ({})", name(sc.dtype()), where(sc));
                 break;
             }
-            default: comment = pf.name; break;
+            default:
+                comment = pf.name;
+                break;
         }
-        const std::string at = b_.let(fmt::format("{}{}.at", tag_, pf.name),
-                                      fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", base, offset + pf.offset));
-        std::string v = b_.let(fmt::format("{}{}", tag_, pf.name), fmt::format("load {}, ptr {}, align {}", ty, at, pf.align), comment);
-        if (index && ty == "i32") v = b_.let(fmt::format("{}{}.i64", tag_, pf.name), fmt::format("sext i32 {} to i64", v));
+        const std::string at =
+            b_.let(fmt::format("{}{}.at", tag_, pf.name),
+                   fmt::format("getelementptr inbounds i8, ptr {}, i64 {}", base, offset + pf.offset));
+        std::string v = b_.let(fmt::format("{}{}", tag_, pf.name),
+                               fmt::format("load {}, ptr {}, align {}", ty, at, pf.align), comment);
+        if (index && ty == "i32")
+            v = b_.let(fmt::format("{}{}.i64", tag_, pf.name), fmt::format("sext i32 {} to i64", v));
         fields_[{static_cast<int>(pf.kind), pf.a, pf.b}] = v;
     }
 }
@@ -89,16 +131,19 @@ void Space::load_params(const std::string& base, std::size_t offset) {
 const std::string& Space::field(ParamField::Kind kind, int a, int b) const {
     const auto it = fields_.find({static_cast<int>(kind), a, b});
     if (it == fields_.end())
-        throw InternalError(fmt::format("llvm Space: no parameter field of kind {} ({}, {})", static_cast<int>(kind), a, b));
+        throw InternalError(
+            fmt::format("llvm Space: no parameter field of kind {} ({}, {})", static_cast<int>(kind), a, b));
     return it->second;
 }
 
 std::string Space::index_vector(const Point& pt, int d, int w) {
     const int R = plan_.rank;
-    if (d < R - 1) return b_.splat(fmt::format("{}i{}.v", tag_, d), "i64", pt.outer.at(static_cast<std::size_t>(d)), w);
+    if (d < R - 1)
+        return b_.splat(fmt::format("{}i{}.v", tag_, d), "i64", pt.outer.at(static_cast<std::size_t>(d)), w);
     if (w == 1) return pt.inner;
     const std::string s = b_.splat(fmt::format("{}i{}.s", tag_, d), "i64", pt.inner, w);
-    return b_.let(fmt::format("{}i{}.v", tag_, d), fmt::format("add <{} x i64> {}, {}", w, s, lane_offsets(w, pt.stride)));
+    return b_.let(fmt::format("{}i{}.v", tag_, d),
+                  fmt::format("add <{} x i64> {}, {}", w, s, lane_offsets(w, pt.stride)));
 }
 
 std::vector<std::string> Space::derived_indices(const Point& pt, int w, std::string_view tag) {
@@ -117,10 +162,16 @@ std::vector<std::string> Space::derived_indices(const Point& pt, int w, std::str
     auto quotient = [&](const std::string& name, const std::string& a, const std::string& d) {
         if (!fp_divide) return b_.let(name, fmt::format("udiv {} {}, {}", I, a, d));
         const std::string N = vec("i32", w), D = vec("double", w);
-        const std::string af = b_.let(name + ".af", fmt::format("sitofp {} {} to {}", N, b_.let(name + ".a", fmt::format("trunc {} {} to {}", I, a, N)), D));
-        const std::string df = b_.let(name + ".df", fmt::format("sitofp {} {} to {}", N, b_.let(name + ".d", fmt::format("trunc {} {} to {}", I, d, N)), D));
+        const std::string af = b_.let(
+            name + ".af", fmt::format("sitofp {} {} to {}", N,
+                                      b_.let(name + ".a", fmt::format("trunc {} {} to {}", I, a, N)), D));
+        const std::string df = b_.let(
+            name + ".df", fmt::format("sitofp {} {} to {}", N,
+                                      b_.let(name + ".d", fmt::format("trunc {} {} to {}", I, d, N)), D));
         const std::string q = b_.let(name + ".qf", fmt::format("fdiv {} {}, {}", D, af, df));
-        return b_.let(name, fmt::format("sext {} {} to {}", N, b_.let(name + ".q32", fmt::format("fptosi {} {} to {}", D, q, N)), I));
+        return b_.let(name,
+                      fmt::format("sext {} {} to {}", N,
+                                  b_.let(name + ".q32", fmt::format("fptosi {} {} to {}", D, q, N)), I));
     };
     for (std::size_t m = 0; m < plan_.derived.size(); ++m) {
         const DerivedPlan& dp = plan_.derived[m];
@@ -128,25 +179,35 @@ std::vector<std::string> Space::derived_indices(const Point& pt, int w, std::str
         std::string acc = b_.splat(fmt::format("{}t{}.off", tag, m), "i64", field(K::DerivedOffset, mi), w);
         for (int d = 0; d < plan_.rank; ++d) {
             if (!(dp.dim_mask >> d & 1u)) continue;
-            if (idx[static_cast<std::size_t>(d)].empty()) idx[static_cast<std::size_t>(d)] = index_vector(pt, d, w);
-            const std::string c = b_.splat(fmt::format("{}t{}.c{}", tag, m, d), "i64", field(K::DerivedCoef, mi, d), w);
-            const std::string p = b_.let(fmt::format("{}t{}.p{}", tag, m, d), fmt::format("mul {} {}, {}", I, idx[static_cast<std::size_t>(d)], c));
+            if (idx[static_cast<std::size_t>(d)].empty())
+                idx[static_cast<std::size_t>(d)] = index_vector(pt, d, w);
+            const std::string c =
+                b_.splat(fmt::format("{}t{}.c{}", tag, m, d), "i64", field(K::DerivedCoef, mi, d), w);
+            const std::string p =
+                b_.let(fmt::format("{}t{}.p{}", tag, m, d),
+                       fmt::format("mul {} {}, {}", I, idx[static_cast<std::size_t>(d)], c));
             acc = b_.let(fmt::format("{}t{}.s", tag, m), fmt::format("add {} {}, {}", I, acc, p));
         }
         for (int j : dp.derived) {
-            const std::string c = b_.splat(fmt::format("{}t{}.d{}", tag, m, j), "i64", field(K::DerivedDerived, mi, j), w);
-            const std::string p = b_.let(fmt::format("{}t{}.q{}", tag, m, j), fmt::format("mul {} {}, {}", I, t.at(static_cast<std::size_t>(j)), c));
+            const std::string c =
+                b_.splat(fmt::format("{}t{}.d{}", tag, m, j), "i64", field(K::DerivedDerived, mi, j), w);
+            const std::string p =
+                b_.let(fmt::format("{}t{}.q{}", tag, m, j),
+                       fmt::format("mul {} {}, {}", I, t.at(static_cast<std::size_t>(j)), c));
             acc = b_.let(fmt::format("{}t{}.s", tag, m), fmt::format("add {} {}, {}", I, acc, p));
         }
         if (dp.has_div) {
-            const std::string dv = b_.splat(fmt::format("{}t{}.div", tag, m), "i64", field(K::DerivedDiv, mi), w);
+            const std::string dv =
+                b_.splat(fmt::format("{}t{}.div", tag, m), "i64", field(K::DerivedDiv, mi), w);
             acc = quotient(fmt::format("{}t{}.q", tag, m), acc, dv);
         }
         if (dp.has_mod) {
-            const std::string md = b_.splat(fmt::format("{}t{}.mod", tag, m), "i64", field(K::DerivedMod, mi), w);
+            const std::string md =
+                b_.splat(fmt::format("{}t{}.mod", tag, m), "i64", field(K::DerivedMod, mi), w);
             if (fp_divide) {
                 const std::string q = quotient(fmt::format("{}t{}.rq", tag, m), acc, md);
-                const std::string qm = b_.let(fmt::format("{}t{}.rm", tag, m), fmt::format("mul {} {}, {}", I, q, md));
+                const std::string qm =
+                    b_.let(fmt::format("{}t{}.rm", tag, m), fmt::format("mul {} {}, {}", I, q, md));
                 acc = b_.let(fmt::format("{}t{}.r", tag, m), fmt::format("sub {} {}, {}", I, acc, qm));
             } else {
                 acc = b_.let(fmt::format("{}t{}.r", tag, m), fmt::format("urem {} {}, {}", I, acc, md));
@@ -163,25 +224,32 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
     const int R = plan_.rank;
     const std::string I = vec("i64", w);
     switch (o.access) {
-        case Access::Contiguous: return {Address::Run, pt.flat};
-        case Access::RowBroadcast: return {Address::Run, pt.inner};
-        case Access::Scalar: return {Address::One, "0"};
+        case Access::Contiguous:
+            return {Address::Run, pt.flat};
+        case Access::RowBroadcast:
+            return {Address::Run, pt.inner};
+        case Access::Scalar:
+            return {Address::One, "0"};
         case Access::Strided:
-        case Access::Gathered: break;
+        case Access::Gathered:
+            break;
     }
     // The row part: the outer dimensions' terms (the same for every lane).
     std::string off = "0";
     for (int d = 0; d < R - 1; ++d) {
         if (!(o.dim_mask >> d & 1u)) continue;
         const std::string p = b_.let(fmt::format("{}.o{}", name, d),
-                                     fmt::format("mul i64 {}, {}", pt.outer.at(static_cast<std::size_t>(d)), field(K::SiteCoef, s, d)));
+                                     fmt::format("mul i64 {}, {}", pt.outer.at(static_cast<std::size_t>(d)),
+                                                 field(K::SiteCoef, s, d)));
         off = off == "0" ? p : b_.let(fmt::format("{}.o", name), fmt::format("add i64 {}, {}", off, p));
     }
     const bool inner = o.dim_mask >> (R - 1) & 1u;
     if (o.access == Access::Strided) {
         if (!inner) return {Address::One, off};
         if (o.unit_inner)
-            return {Address::Run, off == "0" ? pt.inner : b_.let(fmt::format("{}.off", name), fmt::format("add i64 {}, {}", off, pt.inner))};
+            return {Address::Run, off == "0" ? pt.inner
+                                             : b_.let(fmt::format("{}.off", name),
+                                                      fmt::format("add i64 {}, {}", off, pt.inner))};
         const std::string iv = index_vector(pt, R - 1, w);
         const std::string c = b_.splat(fmt::format("{}.c", name), "i64", field(K::SiteCoef, s, R - 1), w);
         const std::string p = b_.let(fmt::format("{}.ip", name), fmt::format("mul {} {}, {}", I, iv, c));
@@ -201,8 +269,10 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
     }
     const std::vector<std::string> t = derived_indices(pt, w, fmt::format("{}.", name));
     for (int m : o.derived) {
-        const std::string c = b_.splat(fmt::format("{}.tc{}", name, m), "i64", field(K::SiteDerived, s, m), w);
-        const std::string p = b_.let(fmt::format("{}.tp{}", name, m), fmt::format("mul {} {}, {}", I, t.at(static_cast<std::size_t>(m)), c));
+        const std::string c =
+            b_.splat(fmt::format("{}.tc{}", name, m), "i64", field(K::SiteDerived, s, m), w);
+        const std::string p = b_.let(fmt::format("{}.tp{}", name, m),
+                                     fmt::format("mul {} {}, {}", I, t.at(static_cast<std::size_t>(m)), c));
         offs = b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, offs, p));
     }
     return {Address::Lanes, offs};
@@ -219,21 +289,26 @@ std::string Space::site_value(int s, const Point& pt, int w, std::string_view na
     const std::string I = vec("i64", w);
     if (a.kind == Address::Run && pt.stride != 1 && w > 1) {  // lanes `stride` apart: one offset per lane
         const std::string first = b_.splat(fmt::format("{}.first", name), "i64", a.off, w);
-        a = {Address::Lanes, b_.let(fmt::format("{}.lanes", name), fmt::format("add {} {}, {}", I, first, lane_offsets(w, pt.stride)))};
+        a = {Address::Lanes, b_.let(fmt::format("{}.lanes", name),
+                                    fmt::format("add {} {}, {}", I, first, lane_offsets(w, pt.stride)))};
     }
     if (o.index) {
         // An iota: the value is the coordinate itself, base + offset, computed (no memory).
-        const std::string what = fmt::format("index in{}: iota ({}, {})", s, access_name(o.access), where(in));
+        const std::string what =
+            fmt::format("index in{}: iota ({}, {})", s, access_name(o.access), where(in));
         const std::string& base = field(K::InputPointer, s);
         switch (a.kind) {
             case Address::Run: {
-                const std::string first = b_.let(fmt::format("{}.first", name), fmt::format("add i64 {}, {}", base, a.off));
+                const std::string first =
+                    b_.let(fmt::format("{}.first", name), fmt::format("add i64 {}, {}", base, a.off));
                 if (w == 1) return first;
                 const std::string all = b_.splat(fmt::format("{}.all", name), "i64", first, w);
-                return b_.let(std::string(name), fmt::format("add {} {}, {}", I, all, lane_offsets(w, pt.stride)), what);
+                return b_.let(std::string(name),
+                              fmt::format("add {} {}, {}", I, all, lane_offsets(w, pt.stride)), what);
             }
             case Address::One: {
-                const std::string v = b_.let(fmt::format("{}.one", name), fmt::format("add i64 {}, {}", base, a.off), what);
+                const std::string v =
+                    b_.let(fmt::format("{}.one", name), fmt::format("add i64 {}, {}", base, a.off), what);
                 return b_.splat(std::string(name), "i64", v, w);
             }
             case Address::Lanes: {
@@ -247,42 +322,60 @@ std::string Space::site_value(int s, const Point& pt, int w, std::string_view na
     const int esz = static_cast<int>(itemsize(dt));
     const std::string V = vec(st, w);
     const std::string& base = field(K::InputPointer, s);
-    const std::string what = fmt::format("load in{}:{} {} ({}, {})", s, in.label().empty() ? std::string() : fmt::format(" \"{}\"", in.label()),
-                                         loom::name(dt), access_name(o.access), where(in));
+    const std::string what =
+        fmt::format("load in{}:{} {} ({}, {})", s,
+                    in.label().empty() ? std::string() : fmt::format(" \"{}\"", in.label()), loom::name(dt),
+                    access_name(o.access), where(in));
     std::string raw;
     switch (a.kind) {
         case Address::Run: {
-            const std::string p = b_.let(fmt::format("{}.p", name), fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, base, a.off));
-            raw = b_.let(fmt::format("{}.m", name), fmt::format("load {}, ptr {}, align {}", V, p, esz), what);
+            const std::string p =
+                b_.let(fmt::format("{}.p", name),
+                       fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, base, a.off));
+            raw =
+                b_.let(fmt::format("{}.m", name), fmt::format("load {}, ptr {}, align {}", V, p, esz), what);
             break;
         }
         case Address::One: {  // the same element in every lane
-            const std::string p = b_.let(fmt::format("{}.p", name), fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, base, a.off));
-            const std::string v = b_.let(fmt::format("{}.m", name), fmt::format("load {}, ptr {}, align {}", st, p, esz), what);
+            const std::string p =
+                b_.let(fmt::format("{}.p", name),
+                       fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, base, a.off));
+            const std::string v =
+                b_.let(fmt::format("{}.m", name), fmt::format("load {}, ptr {}, align {}", st, p, esz), what);
             raw = b_.splat(fmt::format("{}.all", name), st, v, w);
             break;
         }
         case Address::Lanes: {
             if (w == 1) {
-                const std::string p = b_.let(fmt::format("{}.p", name), fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, base, a.off));
-                raw = b_.let(fmt::format("{}.m", name), fmt::format("load {}, ptr {}, align {}", st, p, esz), what);
+                const std::string p =
+                    b_.let(fmt::format("{}.p", name),
+                           fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, base, a.off));
+                raw = b_.let(fmt::format("{}.m", name), fmt::format("load {}, ptr {}, align {}", st, p, esz),
+                             what);
                 break;
             }
-            const std::string ptrs = b_.let(fmt::format("{}.ptrs", name), fmt::format("getelementptr inbounds {}, ptr {}, {} {}", st, base, I, a.off));
+            const std::string ptrs =
+                b_.let(fmt::format("{}.ptrs", name),
+                       fmt::format("getelementptr inbounds {}, ptr {}, {} {}", st, base, I, a.off));
             const std::string nm = fmt::format("llvm.masked.gather.{}.v{}p0", mangle(st, w), w);
-            b_.module().declare(nm, fmt::format("declare {} @{}(<{} x ptr>, i32 immarg, <{} x i1>, {})", V, nm, w, w, V));
-            raw = b_.let(fmt::format("{}.m", name),
-                         fmt::format("call {} @{}(<{} x ptr> {}, i32 {}, <{} x i1> splat (i1 true), {} poison)", V, nm, w, ptrs, esz, w, V), what);
+            b_.module().declare(
+                nm, fmt::format("declare {} @{}(<{} x ptr>, i32 immarg, <{} x i1>, {})", V, nm, w, w, V));
+            raw =
+                b_.let(fmt::format("{}.m", name),
+                       fmt::format("call {} @{}(<{} x ptr> {}, i32 {}, <{} x i1> splat (i1 true), {} poison)",
+                                   V, nm, w, ptrs, esz, w, V),
+                       what);
             break;
         }
     }
     return b_.from_storage(dt, raw, w);
 }
 
-std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag,
-                                         const std::map<int, std::string>& known) {
+std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const Point& pt, int w,
+                                         std::string_view tag, const std::map<int, std::string>& known) {
     std::vector<std::string> value(g_.values.size());
-    for (const auto& [o, v] : known) value[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = v;
+    for (const auto& [o, v] : known)
+        value[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = v;
     std::vector<bool> needed(g_.values.size(), false);
     for (int o : outputs) needed[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = true;
     for (std::size_t k = g_.values.size(); k-- > 0;)
@@ -298,8 +391,8 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
                 if (n.op() == ir::Op::Input || n.op() == ir::Op::Iota) {  // an iota's site computes its index
                     value[k] = site_value(v.site, pt, w, nm);
                 } else if (n.op() == ir::Op::Scalar) {
-                    value[k] = b_.splat(nm, scalar_type(n.dtype()),
-                                        field(K::Scalar, g_.scalar_number.at(&n)), w);
+                    value[k] =
+                        b_.splat(nm, scalar_type(n.dtype()), field(K::Scalar, g_.scalar_number.at(&n)), w);
                 } else {  // a constant: an operand, no instruction
                     value[k] = splat_constant(scalar_type(n.dtype()), literal(n.value(), n.dtype()), w);
                 }
@@ -316,20 +409,24 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
             }
             case ir::OpKind::View:
             case ir::OpKind::Reduce:
-            case ir::OpKind::Product: throw InternalError("llvm Space: a view, reduction or product as a value");
+            case ir::OpKind::Product:
+                throw InternalError("llvm Space: a view, reduction or product as a value");
         }
     }
     std::vector<std::string> out;
-    for (int o : outputs) out.push_back(value[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))]);
+    for (int o : outputs)
+        out.push_back(value[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))]);
     return out;
 }
 
 std::string Space::output_address(int o, const std::string& flat) {
     const std::string st(storage_type(plan_.outputs.at(static_cast<std::size_t>(o)).dtype));
-    return b_.let(fmt::format("{}out{}.p", tag_, o), fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, field(K::OutputPointer, o), flat));
+    return b_.let(fmt::format("{}out{}.p", tag_, o), fmt::format("getelementptr inbounds {}, ptr {}, i64 {}",
+                                                                 st, field(K::OutputPointer, o), flat));
 }
 
-void Space::store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment, bool nontemporal) {
+void Space::store_output(int o, const std::string& v, const std::string& flat, int w,
+                         std::string_view comment, bool nontemporal) {
     const DType dt = plan_.outputs.at(static_cast<std::size_t>(o)).dtype;
     const std::string st(storage_type(dt));
     const std::string sv = b_.to_storage(dt, v, w);
@@ -338,7 +435,8 @@ void Space::store_output(int o, const std::string& v, const std::string& flat, i
     if (nontemporal) {
         // An aligned non-temporal store (MOVNT on x86): the line goes to memory without being read first or
         // kept in the caches.
-        b_.f.emit(fmt::format("store {} {}, ptr {}, align {}, !nontemporal !{{i32 1}}", vec(st, w), sv, p, static_cast<std::size_t>(w) * itemsize(dt)),
+        b_.f.emit(fmt::format("store {} {}, ptr {}, align {}, !nontemporal !{{i32 1}}", vec(st, w), sv, p,
+                              static_cast<std::size_t>(w) * itemsize(dt)),
                   note + ", bypassing the caches");
         return;
     }
@@ -349,8 +447,10 @@ std::string Space::load_output(int o, const std::string& flat, int w, std::strin
     const DType dt = plan_.outputs.at(static_cast<std::size_t>(o)).dtype;
     const std::string st(storage_type(dt));
     const std::string p = output_address(o, flat);
-    const std::string raw = b_.let(fmt::format("{}out{}.m", tag_, o), fmt::format("load {}, ptr {}, align {}", vec(st, w), p, itemsize(dt)),
-                                   comment.empty() ? fmt::format("load out{} ({})", o, name(dt)) : std::string(comment));
+    const std::string raw =
+        b_.let(fmt::format("{}out{}.m", tag_, o),
+               fmt::format("load {}, ptr {}, align {}", vec(st, w), p, itemsize(dt)),
+               comment.empty() ? fmt::format("load out{} ({})", o, name(dt)) : std::string(comment));
     return b_.from_storage(dt, raw, w);
 }
 
@@ -370,7 +470,8 @@ void Space::store_output_at(int o, const std::string& v, const Point& pt, int w,
     for (int d = 0; d < R - 1; ++d) {
         if (!(op.dim_mask >> d & 1u)) continue;
         const std::string p = b_.let(fmt::format("{}.o{}", nm, d),
-                                     fmt::format("mul i64 {}, {}", pt.outer.at(static_cast<std::size_t>(d)), field(K::OutputCoef, o, d)));
+                                     fmt::format("mul i64 {}, {}", pt.outer.at(static_cast<std::size_t>(d)),
+                                                 field(K::OutputCoef, o, d)));
         off = off == "0" ? p : b_.let(fmt::format("{}.o", nm), fmt::format("add i64 {}, {}", off, p));
     }
     const bool inner = op.dim_mask >> (R - 1) & 1u;
@@ -378,15 +479,18 @@ void Space::store_output_at(int o, const std::string& v, const Point& pt, int w,
     const std::string note = fmt::format("store out{} ({}, strided: a view)", o, name(dt));
     const std::string& base = field(K::OutputPointer, o);
     if (!inner || (op.unit_inner && pt.stride == 1) || w == 1) {
-        if (!inner && w > 1) throw InternalError("llvm Space: a vector of lanes stored to one element of a strided output");
+        if (!inner && w > 1)
+            throw InternalError("llvm Space: a vector of lanes stored to one element of a strided output");
         std::string at = off;
         if (inner) {
             std::string ip = pt.inner;
             if (!op.unit_inner)
-                ip = b_.let(fmt::format("{}.ip", nm), fmt::format("mul i64 {}, {}", pt.inner, field(K::OutputCoef, o, R - 1)));
+                ip = b_.let(fmt::format("{}.ip", nm),
+                            fmt::format("mul i64 {}, {}", pt.inner, field(K::OutputCoef, o, R - 1)));
             at = off == "0" ? ip : b_.let(fmt::format("{}.off", nm), fmt::format("add i64 {}, {}", off, ip));
         }
-        const std::string p = b_.let(fmt::format("{}.p", nm), fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, base, at));
+        const std::string p = b_.let(fmt::format("{}.p", nm),
+                                     fmt::format("getelementptr inbounds {}, ptr {}, i64 {}", st, base, at));
         b_.f.emit(fmt::format("store {} {}, ptr {}, align {}", vec(st, w), sv, p, itemsize(dt)), note);
         return;
     }
@@ -399,12 +503,15 @@ void Space::store_output_at(int o, const std::string& v, const Point& pt, int w,
     }
     const std::string ob = b_.splat(fmt::format("{}.ob", nm), "i64", off, w);
     const std::string offs = b_.let(fmt::format("{}.offs", nm), fmt::format("add {} {}, {}", I, ob, ip));
-    const std::string ptrs = b_.let(fmt::format("{}.ptrs", nm), fmt::format("getelementptr inbounds {}, ptr {}, {} {}", st, base, I, offs));
+    const std::string ptrs =
+        b_.let(fmt::format("{}.ptrs", nm),
+               fmt::format("getelementptr inbounds {}, ptr {}, {} {}", st, base, I, offs));
     const std::string V = vec(st, w);
     const std::string fn = fmt::format("llvm.masked.scatter.{}.v{}p0", mangle(st, w), w);
-    b_.module().declare(fn, fmt::format("declare void @{}({}, <{} x ptr>, i32 immarg, <{} x i1>)", fn, V, w, w));
-    b_.f.emit(fmt::format("call void @{}({} {}, <{} x ptr> {}, i32 {}, <{} x i1> splat (i1 true))", fn, V, sv, w, ptrs,
-                          itemsize(dt), w),
+    b_.module().declare(fn,
+                        fmt::format("declare void @{}({}, <{} x ptr>, i32 immarg, <{} x i1>)", fn, V, w, w));
+    b_.f.emit(fmt::format("call void @{}({} {}, <{} x ptr> {}, i32 {}, <{} x i1> splat (i1 true))", fn, V, sv,
+                          w, ptrs, itemsize(dt), w),
               note);
 }
 

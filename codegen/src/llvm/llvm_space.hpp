@@ -29,7 +29,7 @@ struct Point {
 };
 
 class Space {
-public:
+  public:
     Space(Builder& b, const detail::PwGraph& g, const PointwisePlan& plan, std::string tag);
 
     /// Loads every parameter field of the plan from the struct at `base` + `offset` bytes (call once, where
@@ -48,28 +48,31 @@ public:
     /// returns the outputs' compute values. `tag` prefixes the names (v<k>) of this emission. `known` holds
     /// values the caller already has at this point and width, by graph output (a reduction's operand kept in
     /// an output between passes): they are used as given, and what only they need is not emitted.
-    std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w, std::string_view tag,
-                                      const std::map<int, std::string>& known = {});
+    std::vector<std::string> evaluate(const std::vector<int>& outputs, const Point& pt, int w,
+                                      std::string_view tag, const std::map<int, std::string>& known = {});
     /// Stores output `o`'s compute value `v` (w lanes) at flat index `flat` of its contiguous buffer. A
     /// non-temporal store bypasses the caches; the caller guarantees that the address is aligned to the
     /// vector's size (w * itemsize bytes), which the store then states.
-    void store_output(int o, const std::string& v, const std::string& flat, int w, std::string_view comment = {},
-                      bool nontemporal = false);
-    /// Output `o`'s stored elements at flat index `flat` of its contiguous buffer (w lanes), as compute values.
+    void store_output(int o, const std::string& v, const std::string& flat, int w,
+                      std::string_view comment = {}, bool nontemporal = false);
+    /// Output `o`'s stored elements at flat index `flat` of its contiguous buffer (w lanes), as compute
+    /// values.
     std::string load_output(int o, const std::string& flat, int w, std::string_view comment = {});
     /// The address of output `o`'s element at flat index `flat` of its contiguous buffer.
     std::string output_address(int o, const std::string& flat);
-    /// Stores output `o`'s compute value `v` (w lanes along the innermost dimension) at point `pt`: at the flat
-    /// index of a contiguous output (non-temporal as store_output says), or at a strided output's own index map
-    /// (a view the user writes into: consecutive lanes for a unit innermost stride, else a scatter).
+    /// Stores output `o`'s compute value `v` (w lanes along the innermost dimension) at point `pt`: at the
+    /// flat index of a contiguous output (non-temporal as store_output says), or at a strided output's own
+    /// index map (a view the user writes into: consecutive lanes for a unit innermost stride, else a
+    /// scatter).
     void store_output_at(int o, const std::string& v, const Point& pt, int w, bool nontemporal = false);
 
     const detail::PwGraph& graph() const { return g_; }
     const PointwisePlan& plan() const { return plan_; }
 
-private:
-    // Where a site's lanes are: w consecutive elements from `off` (Run), one element `off` in every lane (One),
-    // or one offset per lane (Lanes: `off` is an i64 vector). Offsets in elements from the site's pointer.
+  private:
+    // Where a site's lanes are: w consecutive elements from `off` (Run), one element `off` in every lane
+    // (One), or one offset per lane (Lanes: `off` is an i64 vector). Offsets in elements from the site's
+    // pointer.
     struct Address {
         enum Kind { Run, One, Lanes } kind;
         std::string off;

@@ -14,64 +14,64 @@
 // entry points: adam_step_v4 (vector), adam_step_s (scalar)
 
 struct adam_step_params {
-    const float* in0;                                        // input 0 "p", contiguous (test_pointwise_golden.cpp:142)
-    const float* in1;                                        // input 1 "m", contiguous (test_pointwise_golden.cpp:142)
-    const float* in2;                                        // input 2 "g", contiguous (test_pointwise_golden.cpp:142)
-    const float* in3;                                        // input 3 "t", scalar (test_pointwise_golden.cpp:143)
-    const float* in4;                                        // input 4 "v", contiguous (test_pointwise_golden.cpp:142)
+    const float* in0;                                        // input 0 "p", contiguous (test_pointwise_golden.cpp:153)
+    const float* in1;                                        // input 1 "m", contiguous (test_pointwise_golden.cpp:153)
+    const float* in2;                                        // input 2 "g", contiguous (test_pointwise_golden.cpp:153)
+    const float* in3;                                        // input 3 "t", scalar (test_pointwise_golden.cpp:155)
+    const float* in4;                                        // input 4 "v", contiguous (test_pointwise_golden.cpp:154)
     float* out0;                                             // output 0, contiguous
     float* out1;                                             // output 1, contiguous
     float* out2;                                             // output 2, contiguous
     int n;                                                   // elements in the iteration space
-    float s0;                                                // scalar float32 (test_pointwise_golden.cpp:15)
-    float s1;                                                // scalar float32 (test_pointwise_golden.cpp:15)
-    float s2;                                                // scalar float32 (test_pointwise_golden.cpp:15)
-    float s3;                                                // scalar float32 (test_pointwise_golden.cpp:15)
-    float s4;                                                // scalar float32 (test_pointwise_golden.cpp:15)
-    float s5;                                                // scalar float32 (test_pointwise_golden.cpp:15)
+    float s0;                                                // scalar float32 (test_pointwise_golden.cpp:17)
+    float s1;                                                // scalar float32 (test_pointwise_golden.cpp:17)
+    float s2;                                                // scalar float32 (test_pointwise_golden.cpp:17)
+    float s3;                                                // scalar float32 (test_pointwise_golden.cpp:17)
+    float s4;                                                // scalar float32 (test_pointwise_golden.cpp:17)
+    float s5;                                                // scalar float32 (test_pointwise_golden.cpp:17)
 };
 static_assert(sizeof(adam_step_params) == 96, "kernel parameter layout differs from the host's");
 
 // The values that are the same for every element, computed once per thread.
 __device__ __forceinline__ void adam_step_uniforms(const adam_step_params& p, const float v10, float& u13, float& u23) {
-    const float v2 = p.s1;                                   // scalar float32 (test_pointwise_golden.cpp:15)
-    const float v9 = p.s3;                                   // scalar float32 (test_pointwise_golden.cpp:15)
-    const float v11 = lm::add(v10, v9);                      // add (test_pointwise_golden.cpp:143)
-    const float v12 = lm::pow_(v2, v11);                     // pow (test_pointwise_golden.cpp:146)
-    const float v13 = lm::sub(v9, v12);                      // sub (test_pointwise_golden.cpp:146)
-    const float v16 = p.s4;                                  // scalar float32 (test_pointwise_golden.cpp:15)
-    const float v22 = lm::pow_(v16, v11);                    // pow (test_pointwise_golden.cpp:147)
-    const float v23 = lm::sub(v9, v22);                      // sub (test_pointwise_golden.cpp:147)
+    const float v2 = p.s1;                                   // scalar float32 (test_pointwise_golden.cpp:17)
+    const float v9 = p.s3;                                   // scalar float32 (test_pointwise_golden.cpp:17)
+    const float v11 = lm::add(v10, v9);                      // add (test_pointwise_golden.cpp:155)
+    const float v12 = lm::pow_(v2, v11);                     // pow (test_pointwise_golden.cpp:159)
+    const float v13 = lm::sub(v9, v12);                      // sub (test_pointwise_golden.cpp:159)
+    const float v16 = p.s4;                                  // scalar float32 (test_pointwise_golden.cpp:17)
+    const float v22 = lm::pow_(v16, v11);                    // pow (test_pointwise_golden.cpp:160)
+    const float v23 = lm::sub(v9, v22);                      // sub (test_pointwise_golden.cpp:160)
     u13 = v13;
     u23 = v23;
 }
 
 __device__ __forceinline__ void adam_step_body(const adam_step_params& p, const float v0, const float v3, const float v6, const float v10, const float v17, const float v13, const float v23, float& r0, float& r1, float& r2) {
-    // v0 = in0: input 0 "p" float32                         // test_pointwise_golden.cpp:142
-    const float v1 = p.s0;                                   // scalar float32 (test_pointwise_golden.cpp:15)
-    const float v2 = p.s1;                                   // scalar float32 (test_pointwise_golden.cpp:15)
-    // v3 = in1: input 1 "m" float32                         // test_pointwise_golden.cpp:142
-    const float v4 = lm::mul(v2, v3);                        // mul (test_pointwise_golden.cpp:144)
-    const float v5 = p.s2;                                   // scalar float32 (test_pointwise_golden.cpp:15)
-    // v6 = in2: input 2 "g" float32                         // test_pointwise_golden.cpp:142
-    const float v7 = lm::mul(v5, v6);                        // mul (test_pointwise_golden.cpp:144)
-    const float v8 = lm::add(v4, v7);                        // add (test_pointwise_golden.cpp:144)
-    // v13: computed once per thread (adam_step_uniforms)    // test_pointwise_golden.cpp:146
-    const float v14 = lm::div(v8, v13);                      // div (test_pointwise_golden.cpp:148)
-    const float v15 = lm::mul(v1, v14);                      // mul (test_pointwise_golden.cpp:148)
-    const float v16 = p.s4;                                  // scalar float32 (test_pointwise_golden.cpp:15)
-    // v17 = in4: input 4 "v" float32                        // test_pointwise_golden.cpp:142
-    const float v18 = lm::mul(v16, v17);                     // mul (test_pointwise_golden.cpp:145)
-    const float v19 = lm::mul(v1, v6);                       // mul (test_pointwise_golden.cpp:145)
-    const float v20 = lm::mul(v19, v6);                      // mul (test_pointwise_golden.cpp:145)
-    const float v21 = lm::add(v18, v20);                     // add (test_pointwise_golden.cpp:145)
-    // v23: computed once per thread (adam_step_uniforms)    // test_pointwise_golden.cpp:147
-    const float v24 = lm::div(v21, v23);                     // div (test_pointwise_golden.cpp:149)
-    const float v25 = lm::sqrt_(v24);                        // sqrt (test_pointwise_golden.cpp:149)
-    const float v26 = p.s5;                                  // scalar float32 (test_pointwise_golden.cpp:15)
-    const float v27 = lm::add(v25, v26);                     // add (test_pointwise_golden.cpp:149)
-    const float v28 = lm::div(v15, v27);                     // div (test_pointwise_golden.cpp:148)
-    const float v29 = lm::sub(v0, v28);                      // sub (test_pointwise_golden.cpp:150)
+    // v0 = in0: input 0 "p" float32                         // test_pointwise_golden.cpp:153
+    const float v1 = p.s0;                                   // scalar float32 (test_pointwise_golden.cpp:17)
+    const float v2 = p.s1;                                   // scalar float32 (test_pointwise_golden.cpp:17)
+    // v3 = in1: input 1 "m" float32                         // test_pointwise_golden.cpp:153
+    const float v4 = lm::mul(v2, v3);                        // mul (test_pointwise_golden.cpp:156)
+    const float v5 = p.s2;                                   // scalar float32 (test_pointwise_golden.cpp:17)
+    // v6 = in2: input 2 "g" float32                         // test_pointwise_golden.cpp:153
+    const float v7 = lm::mul(v5, v6);                        // mul (test_pointwise_golden.cpp:156)
+    const float v8 = lm::add(v4, v7);                        // add (test_pointwise_golden.cpp:156)
+    // v13: computed once per thread (adam_step_uniforms)    // test_pointwise_golden.cpp:159
+    const float v14 = lm::div(v8, v13);                      // div (test_pointwise_golden.cpp:161)
+    const float v15 = lm::mul(v1, v14);                      // mul (test_pointwise_golden.cpp:161)
+    const float v16 = p.s4;                                  // scalar float32 (test_pointwise_golden.cpp:17)
+    // v17 = in4: input 4 "v" float32                        // test_pointwise_golden.cpp:154
+    const float v18 = lm::mul(v16, v17);                     // mul (test_pointwise_golden.cpp:158)
+    const float v19 = lm::mul(v1, v6);                       // mul (test_pointwise_golden.cpp:158)
+    const float v20 = lm::mul(v19, v6);                      // mul (test_pointwise_golden.cpp:158)
+    const float v21 = lm::add(v18, v20);                     // add (test_pointwise_golden.cpp:158)
+    // v23: computed once per thread (adam_step_uniforms)    // test_pointwise_golden.cpp:160
+    const float v24 = lm::div(v21, v23);                     // div (test_pointwise_golden.cpp:162)
+    const float v25 = lm::sqrt_(v24);                        // sqrt (test_pointwise_golden.cpp:162)
+    const float v26 = p.s5;                                  // scalar float32 (test_pointwise_golden.cpp:17)
+    const float v27 = lm::add(v25, v26);                     // add (test_pointwise_golden.cpp:162)
+    const float v28 = lm::div(v15, v27);                     // div (test_pointwise_golden.cpp:161)
+    const float v29 = lm::sub(v0, v28);                      // sub (test_pointwise_golden.cpp:163)
     r0 = v29;                                                // output 0
     r1 = v8;                                                 // output 1
     r2 = v21;                                                // output 2

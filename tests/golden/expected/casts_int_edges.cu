@@ -9,8 +9,8 @@
 // entry points: casts_int_edges_v4 (vector), casts_int_edges_s (scalar)
 
 struct casts_int_edges_params {
-    const float* in0;                                        // input 0 "x", contiguous (test_pointwise_golden.cpp:77)
-    const int* in1;                                          // input 1 "k", contiguous (test_pointwise_golden.cpp:78)
+    const float* in0;                                        // input 0 "x", contiguous (test_pointwise_golden.cpp:87)
+    const int* in1;                                          // input 1 "k", contiguous (test_pointwise_golden.cpp:88)
     signed char* out0;                                       // output 0, contiguous
     bool* out1;                                              // output 1, contiguous
     int n;                                                   // elements in the iteration space
@@ -18,33 +18,33 @@ struct casts_int_edges_params {
 static_assert(sizeof(casts_int_edges_params) == 40, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void casts_int_edges_body(const float v0, const int v13, signed char& r0, bool& r1) {
-    // v0 = in0: input 0 "x" float32                         // test_pointwise_golden.cpp:77
-    const bool v1 = lm::isnan_(v0);                          // isnan (test_pointwise_golden.cpp:80)
-    const float v2 = -0x0p+0f /* -0 */;                      // constant float32 (test_pointwise_golden.cpp:16)
-    const float v3 = 0x1p-149f /* 1e-45 */;                  // constant float32 (test_pointwise_golden.cpp:16)
-    const float v4 = lm::add(v0, v3);                        // add (test_pointwise_golden.cpp:81)
-    const float v5 = __uint_as_float(0x7f800000u) /* inf */; // constant float32 (test_pointwise_golden.cpp:16)
-    const float v6 = lm::minimum(v4, v5);                    // minimum (test_pointwise_golden.cpp:81)
-    const float v7 = lm::where(v1, v2, v6);                  // where (test_pointwise_golden.cpp:80)
-    const float v8 = __uint_as_float(0xff800000u) /* -inf */; // constant float32 (test_pointwise_golden.cpp:16)
-    const float v9 = lm::maximum(v7, v8);                    // maximum (test_pointwise_golden.cpp:82)
-    const float v10 = __uint_as_float(0x7fc00000u) /* nan */; // constant float32 (test_pointwise_golden.cpp:16)
-    const float v11 = lm::mul(v9, v10);                      // mul (test_pointwise_golden.cpp:83)
-    const int v12 = lm::cast<int>(v11);                      // cast to int32 (test_pointwise_golden.cpp:84)
-    // v13 = in1: input 1 "k" int32                          // test_pointwise_golden.cpp:78
-    const int v14 = lm::floor_div(v12, v13);                 // floor_div (test_pointwise_golden.cpp:85)
-    const int v15 = (-2147483647 - 1);                       // constant int32 (test_pointwise_golden.cpp:17)
-    const int v16 = lm::mod(v14, v15);                       // mod (test_pointwise_golden.cpp:86)
-    const int v17 = 3;                                       // constant int32 (test_pointwise_golden.cpp:17)
-    const int v18 = lm::shl(v16, v17);                       // shift_left (test_pointwise_golden.cpp:87)
-    const int v19 = -1;                                      // constant int32 (test_pointwise_golden.cpp:17)
-    const int v20 = lm::div(v13, v19);                       // div (test_pointwise_golden.cpp:88)
-    const int v21 = lm::bit_xor(v18, v20);                   // bitwise_xor (test_pointwise_golden.cpp:88)
-    const signed char v22 = lm::cast<signed char>(v21);      // cast to int8 (test_pointwise_golden.cpp:88)
-    const bool v23 = lm::lt(v18, v13);                       // lt (test_pointwise_golden.cpp:89)
-    const float v24 = lm::cast<lm::f16>(v13);                // cast to float16 (test_pointwise_golden.cpp:89)
-    const bool v25 = lm::isfinite_(v24);                     // isfinite (test_pointwise_golden.cpp:89)
-    const bool v26 = lm::logical_and(v23, v25);              // logical_and (test_pointwise_golden.cpp:89)
+    // v0 = in0: input 0 "x" float32                         // test_pointwise_golden.cpp:87
+    const bool v1 = lm::isnan_(v0);                          // isnan (test_pointwise_golden.cpp:90)
+    const float v2 = -0x0p+0f /* -0 */;                      // constant float32 (test_pointwise_golden.cpp:20)
+    const float v3 = 0x1p-149f /* 1e-45 */;                  // constant float32 (test_pointwise_golden.cpp:20)
+    const float v4 = lm::add(v0, v3);                        // add (test_pointwise_golden.cpp:91)
+    const float v5 = __uint_as_float(0x7f800000u) /* inf */; // constant float32 (test_pointwise_golden.cpp:20)
+    const float v6 = lm::minimum(v4, v5);                    // minimum (test_pointwise_golden.cpp:91)
+    const float v7 = lm::where(v1, v2, v6);                  // where (test_pointwise_golden.cpp:90)
+    const float v8 = __uint_as_float(0xff800000u) /* -inf */; // constant float32 (test_pointwise_golden.cpp:20)
+    const float v9 = lm::maximum(v7, v8);                    // maximum (test_pointwise_golden.cpp:92)
+    const float v10 = __uint_as_float(0x7fc00000u) /* nan */; // constant float32 (test_pointwise_golden.cpp:20)
+    const float v11 = lm::mul(v9, v10);                      // mul (test_pointwise_golden.cpp:93)
+    const int v12 = lm::cast<int>(v11);                      // cast to int32 (test_pointwise_golden.cpp:94)
+    // v13 = in1: input 1 "k" int32                          // test_pointwise_golden.cpp:88
+    const int v14 = lm::floor_div(v12, v13);                 // floor_div (test_pointwise_golden.cpp:95)
+    const int v15 = (-2147483647 - 1);                       // constant int32 (test_pointwise_golden.cpp:23)
+    const int v16 = lm::mod(v14, v15);                       // mod (test_pointwise_golden.cpp:96)
+    const int v17 = 3;                                       // constant int32 (test_pointwise_golden.cpp:23)
+    const int v18 = lm::shl(v16, v17);                       // shift_left (test_pointwise_golden.cpp:97)
+    const int v19 = -1;                                      // constant int32 (test_pointwise_golden.cpp:23)
+    const int v20 = lm::div(v13, v19);                       // div (test_pointwise_golden.cpp:98)
+    const int v21 = lm::bit_xor(v18, v20);                   // bitwise_xor (test_pointwise_golden.cpp:98)
+    const signed char v22 = lm::cast<signed char>(v21);      // cast to int8 (test_pointwise_golden.cpp:98)
+    const bool v23 = lm::lt(v18, v13);                       // lt (test_pointwise_golden.cpp:99)
+    const float v24 = lm::cast<lm::f16>(v13);                // cast to float16 (test_pointwise_golden.cpp:99)
+    const bool v25 = lm::isfinite_(v24);                     // isfinite (test_pointwise_golden.cpp:99)
+    const bool v26 = lm::logical_and(v23, v25);              // logical_and (test_pointwise_golden.cpp:99)
     r0 = v22;                                                // output 0
     r1 = v26;                                                // output 1
 }

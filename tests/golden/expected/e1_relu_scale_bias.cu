@@ -8,21 +8,21 @@
 // entry points: e1_relu_scale_bias_v4 (vector), e1_relu_scale_bias_s (scalar)
 
 struct e1_relu_scale_bias_params {
-    const float* in0;                                        // input 0 "x", contiguous (test_pointwise_golden.cpp:21)
+    const float* in0;                                        // input 0 "x", contiguous (test_pointwise_golden.cpp:28)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
-    float s0;                                                // scalar float32 (test_pointwise_golden.cpp:15)
-    float s1;                                                // scalar float32 (test_pointwise_golden.cpp:15)
+    float s0;                                                // scalar float32 (test_pointwise_golden.cpp:17)
+    float s1;                                                // scalar float32 (test_pointwise_golden.cpp:17)
 };
 static_assert(sizeof(e1_relu_scale_bias_params) == 32, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void e1_relu_scale_bias_body(const e1_relu_scale_bias_params& p, const float v0, float& r0) {
-    // v0 = in0: input 0 "x" float32                         // test_pointwise_golden.cpp:21
-    const float v1 = p.s0;                                   // scalar float32 (test_pointwise_golden.cpp:15)
-    const float v2 = lm::mul(v0, v1);                        // mul (test_pointwise_golden.cpp:22)
-    const float v3 = p.s1;                                   // scalar float32 (test_pointwise_golden.cpp:15)
-    const float v4 = lm::add(v2, v3);                        // add (test_pointwise_golden.cpp:22)
-    const float v5 = lm::relu(v4);                           // relu (test_pointwise_golden.cpp:22)
+    // v0 = in0: input 0 "x" float32                         // test_pointwise_golden.cpp:28
+    const float v1 = p.s0;                                   // scalar float32 (test_pointwise_golden.cpp:17)
+    const float v2 = lm::mul(v0, v1);                        // mul (test_pointwise_golden.cpp:29)
+    const float v3 = p.s1;                                   // scalar float32 (test_pointwise_golden.cpp:17)
+    const float v4 = lm::add(v2, v3);                        // add (test_pointwise_golden.cpp:29)
+    const float v5 = lm::relu(v4);                           // relu (test_pointwise_golden.cpp:29)
     r0 = v5;                                                 // output 0
 }
 

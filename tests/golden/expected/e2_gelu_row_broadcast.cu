@@ -9,9 +9,9 @@
 // entry points: e2_gelu_row_broadcast_v4 (vector), e2_gelu_row_broadcast_s (scalar)
 
 struct e2_gelu_row_broadcast_params {
-    const float* in0;                                        // input 0 "x", contiguous (test_pointwise_golden.cpp:32)
-    const float* in1;                                        // input 1 "b", row broadcast (test_pointwise_golden.cpp:33)
-    const float* in2;                                        // input 2 "s", row broadcast (test_pointwise_golden.cpp:34)
+    const float* in0;                                        // input 0 "x", contiguous (test_pointwise_golden.cpp:39)
+    const float* in1;                                        // input 1 "b", row broadcast (test_pointwise_golden.cpp:40)
+    const float* in2;                                        // input 2 "s", row broadcast (test_pointwise_golden.cpp:41)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -19,12 +19,12 @@ struct e2_gelu_row_broadcast_params {
 static_assert(sizeof(e2_gelu_row_broadcast_params) == 40, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void e2_gelu_row_broadcast_body(const float v0, const float v1, const float v4, float& r0) {
-    // v0 = in0: input 0 "x" float32                         // test_pointwise_golden.cpp:32
-    // v1 = in1: input 1 "b" float32                         // test_pointwise_golden.cpp:33
-    const float v2 = lm::add(v0, v1);                        // add (test_pointwise_golden.cpp:35)
-    const float v3 = lm::gelu_tanh(v2);                      // gelu_tanh (test_pointwise_golden.cpp:35)
-    // v4 = in2: input 2 "s" float32                         // test_pointwise_golden.cpp:34
-    const float v5 = lm::mul(v3, v4);                        // mul (test_pointwise_golden.cpp:35)
+    // v0 = in0: input 0 "x" float32                         // test_pointwise_golden.cpp:39
+    // v1 = in1: input 1 "b" float32                         // test_pointwise_golden.cpp:40
+    const float v2 = lm::add(v0, v1);                        // add (test_pointwise_golden.cpp:42)
+    const float v3 = lm::gelu_tanh(v2);                      // gelu_tanh (test_pointwise_golden.cpp:42)
+    // v4 = in2: input 2 "s" float32                         // test_pointwise_golden.cpp:41
+    const float v5 = lm::mul(v3, v4);                        // mul (test_pointwise_golden.cpp:42)
     r0 = v5;                                                 // output 0
 }
 

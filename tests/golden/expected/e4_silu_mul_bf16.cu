@@ -8,18 +8,18 @@
 // entry points: e4_silu_mul_bf16_v8 (vector), e4_silu_mul_bf16_s (scalar)
 
 struct e4_silu_mul_bf16_params {
-    const lm::bf16* in0;                                     // input 0 "a", contiguous (test_pointwise_golden.cpp:46)
-    const lm::bf16* in1;                                     // input 1 "b", contiguous (test_pointwise_golden.cpp:47)
+    const lm::bf16* in0;                                     // input 0 "a", contiguous (test_pointwise_golden.cpp:53)
+    const lm::bf16* in1;                                     // input 1 "b", contiguous (test_pointwise_golden.cpp:54)
     lm::bf16* out0;                                          // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
 static_assert(sizeof(e4_silu_mul_bf16_params) == 32, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void e4_silu_mul_bf16_body(const float v0, const float v2, float& r0) {
-    // v0 = in0: input 0 "a" bfloat16                        // test_pointwise_golden.cpp:46
-    const float v1 = lm::round_bf16(lm::silu(v0));           // silu (test_pointwise_golden.cpp:48)
-    // v2 = in1: input 1 "b" bfloat16                        // test_pointwise_golden.cpp:47
-    const float v3 = lm::round_bf16(lm::mul(v1, v2));        // mul (test_pointwise_golden.cpp:48)
+    // v0 = in0: input 0 "a" bfloat16                        // test_pointwise_golden.cpp:53
+    const float v1 = lm::round_bf16(lm::silu(v0));           // silu (test_pointwise_golden.cpp:55)
+    // v2 = in1: input 1 "b" bfloat16                        // test_pointwise_golden.cpp:54
+    const float v3 = lm::round_bf16(lm::mul(v1, v2));        // mul (test_pointwise_golden.cpp:55)
     r0 = v3;                                                 // output 0
 }
 

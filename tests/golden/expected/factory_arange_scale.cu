@@ -9,29 +9,29 @@
 // entry points: add_mul_cast_v4 (vector), add_mul_cast_s (scalar)
 
 struct add_mul_cast_params {
-    const float* in0;                                        // input 0 "", contiguous (test_factories_golden.cpp:34)
-    long long in1_base;                                      // input 1 "", row broadcast (test_factories_golden.cpp:34)
+    const float* in0;                                        // input 0 "", contiguous (test_factories_golden.cpp:38)
+    long long in1_base;                                      // input 1 "", row broadcast (test_factories_golden.cpp:38)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
-    double s0;                                               // scalar float64 (test_factories_golden.cpp:34)
-    double s1;                                               // scalar float64 (test_factories_golden.cpp:34)
-    float s2;                                                // scalar float32 (test_factories_golden.cpp:34)
+    double s0;                                               // scalar float64 (test_factories_golden.cpp:38)
+    double s1;                                               // scalar float64 (test_factories_golden.cpp:38)
+    float s2;                                                // scalar float32 (test_factories_golden.cpp:38)
 };
 static_assert(sizeof(add_mul_cast_params) == 56, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void add_mul_cast_body(const add_mul_cast_params& p, const float v0, const long long v2, float& r0) {
-    // v0 = in0: input 0 "" float32                          // test_factories_golden.cpp:34
-    const double v1 = p.s0;                                  // scalar float64 (test_factories_golden.cpp:34)
-    // v2 = in1: the index along axis 0, int64               // test_factories_golden.cpp:34
-    const double v3 = lm::cast<double>(v2);                  // cast to float64 (test_factories_golden.cpp:34)
-    const double v4 = p.s1;                                  // scalar float64 (test_factories_golden.cpp:34)
-    const double v5 = lm::mul(v3, v4);                       // mul (test_factories_golden.cpp:34)
-    const double v6 = lm::add(v1, v5);                       // add (test_factories_golden.cpp:34)
-    const float v7 = lm::cast<float>(v6);                    // cast to float32 (test_factories_golden.cpp:34)
-    const float v8 = lm::mul(v0, v7);                        // mul (test_factories_golden.cpp:34)
-    const float v9 = p.s2;                                   // scalar float32 (test_factories_golden.cpp:34)
-    const float v10 = lm::add(v8, v9);                       // add (test_factories_golden.cpp:34)
+    // v0 = in0: input 0 "" float32                          // test_factories_golden.cpp:38
+    const double v1 = p.s0;                                  // scalar float64 (test_factories_golden.cpp:38)
+    // v2 = in1: the index along axis 0, int64               // test_factories_golden.cpp:38
+    const double v3 = lm::cast<double>(v2);                  // cast to float64 (test_factories_golden.cpp:38)
+    const double v4 = p.s1;                                  // scalar float64 (test_factories_golden.cpp:38)
+    const double v5 = lm::mul(v3, v4);                       // mul (test_factories_golden.cpp:38)
+    const double v6 = lm::add(v1, v5);                       // add (test_factories_golden.cpp:38)
+    const float v7 = lm::cast<float>(v6);                    // cast to float32 (test_factories_golden.cpp:38)
+    const float v8 = lm::mul(v0, v7);                        // mul (test_factories_golden.cpp:38)
+    const float v9 = p.s2;                                   // scalar float32 (test_factories_golden.cpp:38)
+    const float v10 = lm::add(v8, v9);                       // add (test_factories_golden.cpp:38)
     r0 = v10;                                                // output 0
 }
 

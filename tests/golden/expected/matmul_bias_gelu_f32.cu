@@ -11,8 +11,8 @@
 // entry point: matmul_bias_gelu_f32 (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
 
 struct matmul_bias_gelu_f32_ep_params {
-    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:33)
-    const float* in1;                                        // input 1 "bias", row broadcast (test_matmul_golden.cpp:32)
+    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:36)
+    const float* in1;                                        // input 1 "bias", row broadcast (test_matmul_golden.cpp:35)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -20,8 +20,8 @@ struct matmul_bias_gelu_f32_ep_params {
 static_assert(sizeof(matmul_bias_gelu_f32_ep_params) == 32, "kernel parameter layout differs from the host's");
 
 struct matmul_bias_gelu_f32_params {
-    const float* a;                                                      // A: [512, 256] float32, a view of input "x" float32 (test_matmul_golden.cpp:32)
-    const float* b;                                                      // B: [256, 384] float32, a view of input "w" float32 (test_matmul_golden.cpp:32)
+    const float* a;                                                      // A: [512, 256] float32, a view of input "x" float32 (test_matmul_golden.cpp:34)
+    const float* b;                                                      // B: [256, 384] float32, a view of input "w" float32 (test_matmul_golden.cpp:34)
     long long M;                                                         // M: the product's rows
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
@@ -37,10 +37,10 @@ struct matmul_bias_gelu_f32_params {
 static_assert(sizeof(matmul_bias_gelu_f32_params) == 128, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void matmul_bias_gelu_f32_ep_body(const float v0, const float v1, float& r0) {
-    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:33
-    // v1 = in1: input 1 "bias" float32                      // test_matmul_golden.cpp:32
-    const float v2 = lm::add(v0, v1);                        // add (test_matmul_golden.cpp:33)
-    const float v3 = lm::gelu_erf(v2);                       // gelu (test_matmul_golden.cpp:33)
+    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:36
+    // v1 = in1: input 1 "bias" float32                      // test_matmul_golden.cpp:35
+    const float v2 = lm::add(v0, v1);                        // add (test_matmul_golden.cpp:36)
+    const float v3 = lm::gelu_erf(v2);                       // gelu (test_matmul_golden.cpp:36)
     r0 = v3;                                                 // output 0
 }
 

@@ -10,7 +10,7 @@
 // entry points: reshape_transposed_f16_s (scalar)
 
 struct reshape_transposed_f16_params {
-    const lm::f16* in0;                                      // input 0 "x", gathered (test_pointwise_golden.cpp:112)
+    const lm::f16* in0;                                      // input 0 "x", gathered (test_pointwise_golden.cpp:122)
     lm::f16* out0;                                           // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int in0_t0;                                              // in0 stride of t0
@@ -21,15 +21,15 @@ struct reshape_transposed_f16_params {
     int t1_off;                                              // t1 linear offset
     int t1_s0;                                               // t1 stride of dimension 0
     int t1_mod;                                              // t1 extent
-    float s0;                                                // scalar float16 (test_pointwise_golden.cpp:15)
+    float s0;                                                // scalar float16 (test_pointwise_golden.cpp:17)
 };
 static_assert(sizeof(reshape_transposed_f16_params) == 56, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void reshape_transposed_f16_body(const reshape_transposed_f16_params& p, const float v0, float& r0) {
-    // v0 = in0: input 0 "x" float16                         // test_pointwise_golden.cpp:112
-    const float v1 = p.s0;                                   // scalar float16 (test_pointwise_golden.cpp:15)
-    const float v2 = lm::round_f16(lm::mul(v0, v1));         // mul (test_pointwise_golden.cpp:114)
-    const float v3 = lm::round_f16(lm::exp_(v2));            // exp (test_pointwise_golden.cpp:114)
+    // v0 = in0: input 0 "x" float16                         // test_pointwise_golden.cpp:122
+    const float v1 = p.s0;                                   // scalar float16 (test_pointwise_golden.cpp:17)
+    const float v2 = lm::round_f16(lm::mul(v0, v1));         // mul (test_pointwise_golden.cpp:125)
+    const float v3 = lm::round_f16(lm::exp_(v2));            // exp (test_pointwise_golden.cpp:125)
     r0 = v3;                                                 // output 0
 }
 

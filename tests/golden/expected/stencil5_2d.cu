@@ -12,10 +12,10 @@
 // entry points: stencil5_2d_tile (scalar) (one block of 256 threads per tile)
 
 struct stencil5_2d_params {
-    const float* in0;                                        // input 0 "x", strided (test_tile_golden.cpp:78)
-    const float* in1;                                        // input 0 "x", strided (test_tile_golden.cpp:78)
-    const float* in2;                                        // input 0 "x", strided (test_tile_golden.cpp:78)
-    const float* in3;                                        // input 0 "x", strided (test_tile_golden.cpp:78)
+    const float* in0;                                        // input 0 "x", strided (test_tile_golden.cpp:86)
+    const float* in1;                                        // input 0 "x", strided (test_tile_golden.cpp:86)
+    const float* in2;                                        // input 0 "x", strided (test_tile_golden.cpp:86)
+    const float* in3;                                        // input 0 "x", strided (test_tile_golden.cpp:86)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -23,20 +23,20 @@ struct stencil5_2d_params {
     int in1_s0;                                              // in1 stride of dimension 0
     int in2_s0;                                              // in2 stride of dimension 0
     int in3_s0;                                              // in3 stride of dimension 0
-    float s0;                                                // scalar float32 (test_tile_golden.cpp:14)
+    float s0;                                                // scalar float32 (test_tile_golden.cpp:16)
 };
 static_assert(sizeof(stencil5_2d_params) == 72, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void stencil5_2d_body(const stencil5_2d_params& p, const float v1, const float v2, const float v4, const float v6, float& r0) {
-    const float v0 = p.s0;                                   // scalar float32 (test_tile_golden.cpp:14)
-    // v1 = in0: input 0 "x" float32                         // test_tile_golden.cpp:78
-    // v2 = in1: input 0 "x" float32                         // test_tile_golden.cpp:78
-    const float v3 = lm::add(v1, v2);                        // add (test_tile_golden.cpp:62)
-    // v4 = in2: input 0 "x" float32                         // test_tile_golden.cpp:78
-    const float v5 = lm::add(v3, v4);                        // add (test_tile_golden.cpp:62)
-    // v6 = in3: input 0 "x" float32                         // test_tile_golden.cpp:78
-    const float v7 = lm::add(v5, v6);                        // add (test_tile_golden.cpp:62)
-    const float v8 = lm::mul(v0, v7);                        // mul (test_tile_golden.cpp:62)
+    const float v0 = p.s0;                                   // scalar float32 (test_tile_golden.cpp:16)
+    // v1 = in0: input 0 "x" float32                         // test_tile_golden.cpp:86
+    // v2 = in1: input 0 "x" float32                         // test_tile_golden.cpp:86
+    const float v3 = lm::add(v1, v2);                        // add (test_tile_golden.cpp:67)
+    // v4 = in2: input 0 "x" float32                         // test_tile_golden.cpp:86
+    const float v5 = lm::add(v3, v4);                        // add (test_tile_golden.cpp:67)
+    // v6 = in3: input 0 "x" float32                         // test_tile_golden.cpp:86
+    const float v7 = lm::add(v5, v6);                        // add (test_tile_golden.cpp:67)
+    const float v8 = lm::mul(v0, v7);                        // mul (test_tile_golden.cpp:66)
     r0 = v8;                                                 // output 0
 }
 

@@ -15,13 +15,13 @@
 // entry points: stencil7_3d_tile (scalar) (one block of 256 threads per tile)
 
 struct stencil7_3d_params {
-    const float* in0;                                        // input 0 "x", strided (test_tile_golden.cpp:88)
-    const float* in1;                                        // input 0 "x", strided (test_tile_golden.cpp:88)
-    const float* in2;                                        // input 0 "x", strided (test_tile_golden.cpp:88)
-    const float* in3;                                        // input 0 "x", strided (test_tile_golden.cpp:88)
-    const float* in4;                                        // input 0 "x", strided (test_tile_golden.cpp:88)
-    const float* in5;                                        // input 0 "x", strided (test_tile_golden.cpp:88)
-    const float* in6;                                        // input 0 "x", strided (test_tile_golden.cpp:88)
+    const float* in0;                                        // input 0 "x", strided (test_tile_golden.cpp:96)
+    const float* in1;                                        // input 0 "x", strided (test_tile_golden.cpp:96)
+    const float* in2;                                        // input 0 "x", strided (test_tile_golden.cpp:96)
+    const float* in3;                                        // input 0 "x", strided (test_tile_golden.cpp:96)
+    const float* in4;                                        // input 0 "x", strided (test_tile_golden.cpp:96)
+    const float* in5;                                        // input 0 "x", strided (test_tile_golden.cpp:96)
+    const float* in6;                                        // input 0 "x", strided (test_tile_golden.cpp:96)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -40,26 +40,26 @@ struct stencil7_3d_params {
     int in5_s1;                                              // in5 stride of dimension 1
     int in6_s0;                                              // in6 stride of dimension 0
     int in6_s1;                                              // in6 stride of dimension 1
-    float s0;                                                // scalar float32 (test_tile_golden.cpp:14)
+    float s0;                                                // scalar float32 (test_tile_golden.cpp:16)
 };
 static_assert(sizeof(stencil7_3d_params) == 136, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void stencil7_3d_body(const stencil7_3d_params& p, const float v0, const float v1, const float v3, const float v5, const float v7, const float v9, const float v11, float& r0) {
-    // v0 = in0: input 0 "x" float32                         // test_tile_golden.cpp:88
-    // v1 = in1: input 0 "x" float32                         // test_tile_golden.cpp:88
-    const float v2 = lm::add(v0, v1);                        // add (test_tile_golden.cpp:71)
-    // v3 = in2: input 0 "x" float32                         // test_tile_golden.cpp:88
-    const float v4 = lm::add(v2, v3);                        // add (test_tile_golden.cpp:71)
-    // v5 = in3: input 0 "x" float32                         // test_tile_golden.cpp:88
-    const float v6 = lm::add(v4, v5);                        // add (test_tile_golden.cpp:71)
-    // v7 = in4: input 0 "x" float32                         // test_tile_golden.cpp:88
-    const float v8 = lm::add(v6, v7);                        // add (test_tile_golden.cpp:71)
-    // v9 = in5: input 0 "x" float32                         // test_tile_golden.cpp:88
-    const float v10 = lm::add(v8, v9);                       // add (test_tile_golden.cpp:71)
-    // v11 = in6: input 0 "x" float32                        // test_tile_golden.cpp:88
-    const float v12 = lm::add(v10, v11);                     // add (test_tile_golden.cpp:71)
-    const float v13 = p.s0;                                  // scalar float32 (test_tile_golden.cpp:14)
-    const float v14 = lm::mul(v12, v13);                     // mul (test_tile_golden.cpp:72)
+    // v0 = in0: input 0 "x" float32                         // test_tile_golden.cpp:96
+    // v1 = in1: input 0 "x" float32                         // test_tile_golden.cpp:96
+    const float v2 = lm::add(v0, v1);                        // add (test_tile_golden.cpp:79)
+    // v3 = in2: input 0 "x" float32                         // test_tile_golden.cpp:96
+    const float v4 = lm::add(v2, v3);                        // add (test_tile_golden.cpp:79)
+    // v5 = in3: input 0 "x" float32                         // test_tile_golden.cpp:96
+    const float v6 = lm::add(v4, v5);                        // add (test_tile_golden.cpp:79)
+    // v7 = in4: input 0 "x" float32                         // test_tile_golden.cpp:96
+    const float v8 = lm::add(v6, v7);                        // add (test_tile_golden.cpp:79)
+    // v9 = in5: input 0 "x" float32                         // test_tile_golden.cpp:96
+    const float v10 = lm::add(v8, v9);                       // add (test_tile_golden.cpp:79)
+    // v11 = in6: input 0 "x" float32                        // test_tile_golden.cpp:96
+    const float v12 = lm::add(v10, v11);                     // add (test_tile_golden.cpp:79)
+    const float v13 = p.s0;                                  // scalar float32 (test_tile_golden.cpp:16)
+    const float v14 = lm::mul(v12, v13);                     // mul (test_tile_golden.cpp:80)
     r0 = v14;                                                // output 0
 }
 

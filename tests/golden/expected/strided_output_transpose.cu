@@ -8,7 +8,7 @@
 // entry points: mul_s (scalar)
 
 struct mul_params {
-    const float* in0;                                        // input 0 "", strided (test_factories_golden.cpp:49)
+    const float* in0;                                        // input 0 "", strided (test_factories_golden.cpp:56)
     float* out0;                                             // output 0, strided
     int n;                                                   // elements in the iteration space
     int out0_s0;                                             // out0 stride of dimension 0
@@ -16,14 +16,14 @@ struct mul_params {
     int ext1;                                                // extent of dimension 1
     int in0_s0;                                              // in0 stride of dimension 0
     int in0_s1;                                              // in0 stride of dimension 1
-    float s0;                                                // scalar float32 (test_factories_golden.cpp:49)
+    float s0;                                                // scalar float32 (test_factories_golden.cpp:56)
 };
 static_assert(sizeof(mul_params) == 48, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void mul_body(const mul_params& p, const float v0, float& r0) {
-    // v0 = in0: input 0 "" float32                          // test_factories_golden.cpp:49
-    const float v1 = p.s0;                                   // scalar float32 (test_factories_golden.cpp:49)
-    const float v2 = lm::mul(v0, v1);                        // mul (test_factories_golden.cpp:49)
+    // v0 = in0: input 0 "" float32                          // test_factories_golden.cpp:56
+    const float v1 = p.s0;                                   // scalar float32 (test_factories_golden.cpp:56)
+    const float v2 = lm::mul(v0, v1);                        // mul (test_factories_golden.cpp:56)
     r0 = v2;                                                 // output 0
 }
 

@@ -11,8 +11,8 @@
 // entry points: tiled_permute_bf16_tile_v8 (vector), tiled_permute_bf16_tile (scalar) (one block of 256 threads per tile)
 
 struct tiled_permute_bf16_params {
-    const lm::bf16* in0;                                     // input 0 "x", strided (test_tile_golden.cpp:50)
-    const lm::bf16* in1;                                     // input 1 "bias", row broadcast (test_tile_golden.cpp:51)
+    const lm::bf16* in0;                                     // input 0 "x", strided (test_tile_golden.cpp:53)
+    const lm::bf16* in1;                                     // input 1 "bias", row broadcast (test_tile_golden.cpp:54)
     lm::bf16* out0;                                          // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -24,9 +24,9 @@ struct tiled_permute_bf16_params {
 static_assert(sizeof(tiled_permute_bf16_params) == 48, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void tiled_permute_bf16_body(const float v0, const float v1, float& r0) {
-    // v0 = in0: input 0 "x" bfloat16                        // test_tile_golden.cpp:50
-    // v1 = in1: input 1 "bias" bfloat16                     // test_tile_golden.cpp:51
-    const float v2 = lm::round_bf16(lm::add(v0, v1));        // add (test_tile_golden.cpp:52)
+    // v0 = in0: input 0 "x" bfloat16                        // test_tile_golden.cpp:53
+    // v1 = in1: input 1 "bias" bfloat16                     // test_tile_golden.cpp:54
+    const float v2 = lm::round_bf16(lm::add(v0, v1));        // add (test_tile_golden.cpp:55)
     r0 = v2;                                                 // output 0
 }
 

@@ -11,20 +11,20 @@
 // entry points: tiled_transpose_f32_tile_v4 (vector), tiled_transpose_f32_tile (scalar) (one block of 256 threads per tile)
 
 struct tiled_transpose_f32_params {
-    const float* in0;                                        // input 0 "x", strided (test_tile_golden.cpp:39)
+    const float* in0;                                        // input 0 "x", strided (test_tile_golden.cpp:41)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
     int in0_s0;                                              // in0 stride of dimension 0
     int in0_s1;                                              // in0 stride of dimension 1
-    float s0;                                                // scalar float32 (test_tile_golden.cpp:14)
+    float s0;                                                // scalar float32 (test_tile_golden.cpp:16)
 };
 static_assert(sizeof(tiled_transpose_f32_params) == 40, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void tiled_transpose_f32_body(const tiled_transpose_f32_params& p, const float v0, float& r0) {
-    // v0 = in0: input 0 "x" float32                         // test_tile_golden.cpp:39
-    const float v1 = p.s0;                                   // scalar float32 (test_tile_golden.cpp:14)
-    const float v2 = lm::add(v0, v1);                        // add (test_tile_golden.cpp:40)
+    // v0 = in0: input 0 "x" float32                         // test_tile_golden.cpp:41
+    const float v1 = p.s0;                                   // scalar float32 (test_tile_golden.cpp:16)
+    const float v2 = lm::add(v0, v1);                        // add (test_tile_golden.cpp:43)
     r0 = v2;                                                 // output 0
 }
 

@@ -8,8 +8,8 @@
 // entry points: transpose_slice_views_s (scalar)
 
 struct transpose_slice_views_params {
-    const float* in0;                                        // input 0 "x", strided (test_pointwise_golden.cpp:99)
-    const float* in1;                                        // input 1 "y", strided (test_pointwise_golden.cpp:100)
+    const float* in0;                                        // input 0 "x", strided (test_pointwise_golden.cpp:109)
+    const float* in1;                                        // input 1 "y", strided (test_pointwise_golden.cpp:110)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -20,9 +20,9 @@ struct transpose_slice_views_params {
 static_assert(sizeof(transpose_slice_views_params) == 48, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void transpose_slice_views_body(const float v0, const float v1, float& r0) {
-    // v0 = in0: input 0 "x" float32                         // test_pointwise_golden.cpp:99
-    // v1 = in1: input 1 "y" float32                         // test_pointwise_golden.cpp:100
-    const float v2 = lm::add(v0, v1);                        // add (test_pointwise_golden.cpp:103)
+    // v0 = in0: input 0 "x" float32                         // test_pointwise_golden.cpp:109
+    // v1 = in1: input 1 "y" float32                         // test_pointwise_golden.cpp:110
+    const float v2 = lm::add(v0, v1);                        // add (test_pointwise_golden.cpp:113)
     r0 = v2;                                                 // output 0
 }
 

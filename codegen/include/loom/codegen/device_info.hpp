@@ -8,9 +8,9 @@
 namespace loom::codegen {
 
 struct DeviceInfo {
-    int cc_major = 9;                    // compute capability, e.g. 9.0 for H100/H200
+    int cc_major = 9;  // compute capability, e.g. 9.0 for H100/H200
     int cc_minor = 0;
-    int sm_count = 132;                  // multiprocessors (H200 SXM: 132)
+    int sm_count = 132;  // multiprocessors (H200 SXM: 132)
     int max_threads_per_block = 1024;
     int max_threads_per_sm = 2048;
     int warp_size = 32;

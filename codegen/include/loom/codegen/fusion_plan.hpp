@@ -55,9 +55,9 @@ std::string_view family_name(Family f);
 struct FusedKernel {
     Family family = Family::Pointwise;
     std::string name;
-    /// Pointwise: the outputs, sharing one iteration space. Reduction: empty (see `group`). MatMul: the outputs
-    /// of the epilogue over the product's shape (the product itself where it is written as it is), with one
-    /// product in their graph (product_of) whose operands are sources, temporaries or views of them.
+    /// Pointwise: the outputs, sharing one iteration space. Reduction: empty (see `group`). MatMul: the
+    /// outputs of the epilogue over the product's shape (the product itself where it is written as it is),
+    /// with one product in their graph (product_of) whose operands are sources, temporaries or views of them.
     std::vector<ir::NodePtr> outputs;
     /// Reduction: the reductions (stage order), element outputs and row outputs.
     ReduceGroupSpec group;
@@ -101,7 +101,7 @@ struct Partition {
 /// The hook for a cost model that decides fusion boundaries. partition() asks it before it fuses; the
 /// default model fuses whatever the families can run as one kernel (every answer yes).
 class FusionCostModel {
-public:
+  public:
     virtual ~FusionCostModel() = default;
     /// Whether reduction `r` joins the kernel of the reductions `group` (same operand shape and axes).
     virtual bool join_reduction(const std::vector<ir::NodePtr>& group, const ir::Node& r) const;
@@ -136,7 +136,8 @@ Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOption
 /// `api`. Every back end's planner (plan_fusion, plan_host) goes through here.
 template <class Schedule>
 auto schedule_partition(const std::vector<ir::NodePtr>& roots, const Options& options, std::string_view name,
-                        const FusionCostModel* cost, std::string_view api, Schedule&& schedule, bool half_operands_from_memory = false) {
+                        const FusionCostModel* cost, std::string_view api, Schedule&& schedule,
+                        bool half_operands_from_memory = false) {
     PartitionOptions po;
     po.fusion = options.fusion;
     po.half_operands_from_memory = half_operands_from_memory;
@@ -145,7 +146,8 @@ auto schedule_partition(const std::vector<ir::NodePtr>& roots, const Options& op
     try {
         return schedule(partition(roots, po));
     } catch (const NotFusable& e) {
-        if (!options.fusion) throw InternalError(std::string(api) + "(): an unfused kernel is not plannable: " + e.what());
+        if (!options.fusion)
+            throw InternalError(std::string(api) + "(): an unfused kernel is not plannable: " + e.what());
         po.strict = true;
         po.strict_reason = e.what();
         return schedule(partition(roots, po));
@@ -153,18 +155,19 @@ auto schedule_partition(const std::vector<ir::NodePtr>& roots, const Options& op
 }
 
 /// The indices of `sources` (Input nodes) that the graph of `roots` reads, in order.
-std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources);
+std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots,
+                              std::span<const ir::Node* const> sources);
 
 /// The GPU schedule of one kernel of the partition.
 struct GpuKernel {
     PlannedPointwise pointwise;  // Family::Pointwise
     /// Family::Pointwise: the tiled schedule (tile_plan.hpp) when the layouts show a transposed load or the
     /// graph a stencil, else none (`tile.note` then says why a near-pattern was not taken). Whether a load is
-    /// transposed depends on the bound layouts (a transpose of a transposed view reads contiguously), which the
-    /// partition does not know, so the GPU schedule decides.
+    /// transposed depends on the bound layouts (a transpose of a transposed view reads contiguously), which
+    /// the partition does not know, so the GPU schedule decides.
     PlannedTile tile;
-    PlannedReduce reduce;        // Family::Reduction
-    PlannedMatmul matmul;        // Family::MatMul
+    PlannedReduce reduce;  // Family::Reduction
+    PlannedMatmul matmul;  // Family::MatMul
     /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs, or
     /// PlannedReduce::inputs).
     std::vector<Slot> reads;
@@ -192,9 +195,9 @@ struct FusionPlan {
     std::size_t temp_bytes = 0;  // the temporary block (0: none)
     std::size_t sources = 0;     // the number of sources the plan was made for
     /// The sources the graph reads. An output sharing memory with one of them is written through a temporary
-    /// and copied back after the last kernel, unless the only kernel reading it is the one writing the output,
-    /// a pointwise kernel without views, and the source has the output's exact layout (each element is read
-    /// before it is written, in one thread).
+    /// and copied back after the last kernel, unless the only kernel reading it is the one writing the
+    /// output, a pointwise kernel without views, and the source has the output's exact layout (each element
+    /// is read before it is written, in one thread).
     std::vector<int> reads;
 
     bool operator==(const FusionPlan&) const = default;

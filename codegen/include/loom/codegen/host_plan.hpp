@@ -36,8 +36,8 @@ struct HostTarget {
     std::string features;
     int vector_bits = 512;  // the widest vector registers the JIT uses (512 AVX-512, 256 AVX2, 128 SSE)
     bool f16c = true;       // hardware float16 <-> float32 conversions (vcvtph2ps / vcvtps2ph)
-    /// Bytes of the last-level cache (the runtime reads the host's; avx512(): 32 MiB). A pointwise kernel that
-    /// moves more than this streams its outputs past the caches (HostSchedule::stream).
+    /// Bytes of the last-level cache (the runtime reads the host's; avx512(): 32 MiB). A pointwise kernel
+    /// that moves more than this streams its outputs past the caches (HostSchedule::stream).
     std::int64_t cache_bytes = std::int64_t{32} << 20;
     /// A fixed AVX-512 target (the golden tests' and an H200 host's class of machine).
     static HostTarget avx512();
@@ -74,8 +74,8 @@ struct HostSchedule {
     /// Split reductions: rows per task of the second pass, and its tasks.
     std::int64_t finish_task = 1;
     std::int64_t finish_tasks = 0;
-    /// Pointwise: the contiguous outputs are written with non-temporal stores (the kernel moves more bytes than
-    /// the last-level cache holds, so its output would leave the cache before anything reads it; a
+    /// Pointwise: the contiguous outputs are written with non-temporal stores (the kernel moves more bytes
+    /// than the last-level cache holds, so its output would leave the cache before anything reads it; a
     /// non-temporal store also saves reading each output line before writing it). Each row's vector steps
     /// then start at the first address where every such output is aligned to its vector; the steps before it
     /// run at width 1 (the same instructions, so the same bits).
@@ -83,7 +83,8 @@ struct HostSchedule {
     /// Reductions with element outputs (the inner schedule): per element output, the reduction whose operand
     /// the output holds between that reduction's pass over the row and the output pass, or -1. The operand
     /// (softmax's exp(x - max)) is then computed once per element: stored into the output (of its dtype,
-    /// exactly) as the reduction's pass computes it, and read back by the output pass instead of computed again.
+    /// exactly) as the reduction's pass computes it, and read back by the output pass instead of computed
+    /// again.
     std::vector<int> keep;
 
     bool operator==(const HostSchedule&) const = default;
@@ -147,8 +148,8 @@ std::vector<const ir::Node*> product_inputs(const FusedKernel& k);
 
 /// The host schedule of a pointwise kernel of plan `plan` over `numel` elements whose widest compute type is
 /// `widest` bytes and whose innermost (coalesced) extent is `inner`.
-HostSchedule host_pointwise_schedule(const PointwisePlan& plan, std::int64_t numel, std::int64_t inner, int widest_bytes,
-                                     const HostTarget& target);
+HostSchedule host_pointwise_schedule(const PointwisePlan& plan, std::int64_t numel, std::int64_t inner,
+                                     int widest_bytes, const HostTarget& target);
 /// Whether a pointwise kernel whose schedule streams (HostSchedule::stream) writes output `out` with
 /// non-temporal stores: a contiguous output whose vector of `lanes` elements is at least 16 bytes.
 bool host_streamed_output(const OperandPlan& out, int lanes);

@@ -8,8 +8,8 @@
 // once into distinct banks.
 //
 // CUDA cores: a warp's lanes form a lanes_m x lanes_n grid and each lane holds a thread_m x thread_n
-// register tile of accumulators, at rows lane_m + lanes_m * i of its warp tile and columns lane_n + lanes_n * j
-// (b_read = 1) or, for float32 (b_read = 4), in groups of 4 consecutive columns lanes_n * 4 apart, so that
+// register tile of accumulators, at rows lane_m + lanes_m * i of its warp tile and columns lane_n + lanes_n *
+// j (b_read = 1) or, for float32 (b_read = 4), in groups of 4 consecutive columns lanes_n * 4 apart, so that
 // the lanes of a warp read consecutive words or 16-byte pieces of a shared row. The order is the contract's
 // (docs/semantics.md, section 12) whatever the tile: each output accumulates each chunk of kProductChunk
 // values of k with one fma per k in ascending k from +0 (a tile's last, partial K step runs only over the k
@@ -17,14 +17,15 @@
 // the pairwise tree, kept per output in a workspace (one slot per level of the tree). So the bits are the
 // CPU reference's for every tile, variant and epilogue.
 //
-// Tensor cores (float16, bfloat16, int8; ProductPath): each warp owns frags_m() x frags_n() MMA tiles of 16 x 8
-// outputs and issues one mma.sync per tile and step of mma_k() (m16n8k16 for float16 and bfloat16 into
+// Tensor cores (float16, bfloat16, int8; ProductPath): each warp owns frags_m() x frags_n() MMA tiles of 16 x
+// 8 outputs and issues one mma.sync per tile and step of mma_k() (m16n8k16 for float16 and bfloat16 into
 // float32, m16n8k32 for int8 into int32) over all of K, the steps past K zero-filled. int8 sums are exact
 // (wrapping), so their bits are the reference's; half-precision results lie within the componentwise bound
 // of section 12 (the hardware's accumulation inside an MMA is not the contract's fma chain), and for a given
-// plan and device their bits are fixed. float32 operands take the same kernel under Options::product_precision
-// (TF32: m16n8k8 on the operands rounded to TF32 as the fragments are read; 3xTF32: three such MMAs per step on
-// each operand's big and small TF32 parts), each within its bound of section 12, "TF32".
+// plan and device their bits are fixed. float32 operands take the same kernel under
+// Options::product_precision (TF32: m16n8k8 on the operands rounded to TF32 as the fragments are read;
+// 3xTF32: three such MMAs per step on each operand's big and small TF32 parts), each within its bound of
+// section 12, "TF32".
 //
 // Prologues: an operand that is cheap elementwise work over views of inputs (a cast, a scale, a sum of two
 // matrices) is computed element by element as its tiles load (prologue_a / prologue_b, pointwise plans over
@@ -39,18 +40,18 @@
 // pointers (select_matmul_loads), so a matrix-vector product copies its matrix in pieces and loads its vector
 // element by element.
 //
-// Hopper (wgmma: float16 and bfloat16 on compute capability 9.0, ProductPath::TensorCores): a persistent grid of
-// one block per multiprocessor walks the output tiles (batch entries, then groups of kWgmmaGroupRows tile rows,
-// down a group's rows before across its columns, so the tiles in flight share their operands' rows and columns
-// in L2). A producer warpgroup issues the tensor memory accelerator's bulk tensor copies of each K step of 64
-// into a ring of `stages` shared-memory buffers, 128-byte swizzled, each completing on its stage's full
-// mbarrier; `consumers` warpgroups (64 rows of the tile each) wait on it, issue one wgmma.mma_async
+// Hopper (wgmma: float16 and bfloat16 on compute capability 9.0, ProductPath::TensorCores): a persistent grid
+// of one block per multiprocessor walks the output tiles (batch entries, then groups of kWgmmaGroupRows tile
+// rows, down a group's rows before across its columns, so the tiles in flight share their operands' rows and
+// columns in L2). A producer warpgroup issues the tensor memory accelerator's bulk tensor copies of each K
+// step of 64 into a ring of `stages` shared-memory buffers, 128-byte swizzled, each completing on its stage's
+// full mbarrier; `consumers` warpgroups (64 rows of the tile each) wait on it, issue one wgmma.mma_async
 // m64nNk16 per 16 k (N = tile_n, float32 accumulators in registers), and release the stage on its empty
-// mbarrier once their MMAs have read it. The epilogue runs on the accumulators, from the registers or (ping-pong
-// plans: staged_epilogue) through a shared-memory buffer per consumer. Both operands come
-// from shared memory, K-major or MN-major as their unit strides run (the MMAs' transpose bits), so row-major
-// and transposed views alike take the copies; the copies zero-fill past M, N and K. The accumulation inside
-// the tensor cores is the hardware's: the results lie within the componentwise bound of section 12, and for a
+// mbarrier once their MMAs have read it. The epilogue runs on the accumulators, from the registers or
+// (ping-pong plans: staged_epilogue) through a shared-memory buffer per consumer. Both operands come from
+// shared memory, K-major or MN-major as their unit strides run (the MMAs' transpose bits), so row-major and
+// transposed views alike take the copies; the copies zero-fill past M, N and K. The accumulation inside the
+// tensor cores is the hardware's: the results lie within the componentwise bound of section 12, and for a
 // given plan and device their bits are fixed (one pass over K, no split, no atomics).
 //
 // Matrix-vector products (N = 1, or M = 1) run the same kernel with a block tile one output wide: a thread
@@ -72,8 +73,8 @@
 
 namespace loom::codegen {
 
-/// Whether products of operands of dtype `in` have a tensor-core path (float16, bfloat16, int8; float32 too under
-/// a `precision` of TF32 or 3xTF32).
+/// Whether products of operands of dtype `in` have a tensor-core path (float16, bfloat16, int8; float32 too
+/// under a `precision` of TF32 or 3xTF32).
 bool has_tensor_core_path(DType in, ProductPrecision precision = ProductPrecision::Float32);
 
 /// Hopper: the K step of a wgmma plan (64 16-bit elements: one 128-byte swizzled row), and the tile rows of
@@ -86,11 +87,11 @@ inline constexpr int kWgmmaGroupRows = 8;
 /// innermost first; dimension 0 has unit stride.
 struct TensorMapSpec {
     DType dtype = DType::BFloat16;
-    int rank = 2;                              // 2, or 3 with a batch axis
-    std::uint64_t dims[3] = {0, 0, 0};         // elements
-    std::uint64_t strides[2] = {0, 0};         // bytes between consecutive entries of dimensions 1 and 2
-    std::uint32_t box[3] = {0, 0, 0};          // elements per copy
-    const void* address = nullptr;             // element 0 (16-byte aligned)
+    int rank = 2;                       // 2, or 3 with a batch axis
+    std::uint64_t dims[3] = {0, 0, 0};  // elements
+    std::uint64_t strides[2] = {0, 0};  // bytes between consecutive entries of dimensions 1 and 2
+    std::uint32_t box[3] = {0, 0, 0};   // elements per copy
+    const void* address = nullptr;      // element 0 (16-byte aligned)
     bool operator==(const TensorMapSpec&) const = default;
     /// "bfloat16 [8192, 8192] strides [16384] bytes, box [64, 128], at 0x..."
     std::string to_string() const;
@@ -118,15 +119,17 @@ struct MatmulPlan {
     /// other dtypes): with precision() it says in the explain log why a float32 product asked to run in TF32
     /// runs on CUDA cores.
     ProductPrecision requested_precision = ProductPrecision::Float32;
-    /// float32 operands on tensor cores (Options::product_precision): TF32 or 3xTF32 mma.sync m16n8k8; Float32
-    /// for every other plan.
-    ProductPrecision precision() const { return tensor_cores ? requested_precision : ProductPrecision::Float32; }
+    /// float32 operands on tensor cores (Options::product_precision): TF32 or 3xTF32 mma.sync m16n8k8;
+    /// Float32 for every other plan.
+    ProductPrecision precision() const {
+        return tensor_cores ? requested_precision : ProductPrecision::Float32;
+    }
     int stages = 3;
     int pitch_a = 0, pitch_b = 0;  // elements per shared row of A (tile_k + pad) and of B (tile_n + pad)
     bool hinted = false;           // the tile came from the product's hint (matmul(a, b, tile(...)))
     /// The layouts allow 16-byte cp.async pieces of A (of B): the operand's fastest axis has unit stride, its
-    /// input is 16-byte aligned, the device has cp.async, and (for B) tile_n is whole pieces; the runtime still
-    /// checks alignment and divisibility per call (select_matmul_loads).
+    /// input is 16-byte aligned, the device has cp.async, and (for B) tile_n is whole pieces; the runtime
+    /// still checks alignment and divisibility per call (select_matmul_loads).
     bool vector_a = false, vector_b = false;
     /// A one-column B tile (tile_n = 1: a matrix times a vector) whose stride along k is 1: 16-byte cp.async
     /// pieces along k (the runtime checks K, the pointer and the other strides per call).
@@ -137,15 +140,16 @@ struct MatmulPlan {
     int a_read = 1;
     /// CUDA cores, float32: elements of a shared row of B that a thread reads at once, 4 when its register
     /// tile is whole groups of 4 columns (then a lane's columns are groups of 4 consecutive ones, lanes_n * 4
-    /// apart, and a quarter warp's 16-byte reads cover 128 consecutive bytes), else 1 (columns lanes_n apart).
+    /// apart, and a quarter warp's 16-byte reads cover 128 consecutive bytes), else 1 (columns lanes_n
+    /// apart).
     int b_read = 1;
     /// The distance between a lane's groups of b_read columns.
     int col_step() const { return lanes_n * b_read; }
     /// A tile one column wide (a matrix times a vector) with A read 4 k at once: the vector's stage buffer is
     /// read 4 k at once too (one broadcast 16-byte read instead of four).
     bool b_column_read() const { return tile_n == 1 && a_read > 1; }
-    /// The scalar variant's loads walk A along m (A's unit stride runs along m: a transposed view) and B along
-    /// k (likewise), so that a warp's loads stay coalesced; else along k and n.
+    /// The scalar variant's loads walk A along m (A's unit stride runs along m: a transposed view) and B
+    /// along k (likewise), so that a warp's loads stay coalesced; else along k and n.
     bool a_m_fastest = false, b_k_fastest = false;
     /// The operand is computed by a prologue (then only the Scalar variant reads it).
     bool a_prologue = false, b_prologue = false;
@@ -156,31 +160,35 @@ struct MatmulPlan {
     /// blocks_per_sm blocks per multiprocessor, which __launch_bounds__ asks of the compiler.
     bool batch_pipelined = false;
     /// Blocks per multiprocessor named in __launch_bounds__ when above 1: a batch_pipelined grid's, and 2
-    /// for a staged-epilogue product of K at most 1024 (its fill and epilogue beside the other block's K loop).
+    /// for a staged-epilogue product of K at most 1024 (its fill and epilogue beside the other block's K
+    /// loop).
     int blocks_per_sm = 0;
     /// The epilogue goes through shared memory: the accumulators are stored as a tile, then read back with
-    /// consecutive threads on consecutive columns, so that the epilogue's loads and stores are whole lines per
-    /// warp, from one call site (so the element function is inlined).
-    /// - CUDA cores, float32 with 16-byte B reads: a tile of tile_m rows of epilogue_pitch() words in the stage
+    /// consecutive threads on consecutive columns, so that the epilogue's loads and stores are whole lines
+    /// per warp, from one call site (so the element function is inlined).
+    /// - CUDA cores, float32 with 16-byte B reads: a tile of tile_m rows of epilogue_pitch() words in the
+    /// stage
     ///   buffers, which shared_bytes() makes large enough.
-    /// - wgmma ping-pong plans: each consumer stages 64 rows of its tile at a time, the product rounded to its
-    ///   dtype (2 bytes), in a buffer of its own after the ring (wgmma_epilogue_bytes()), rows of tile_n values
-    ///   whose 16-byte pieces are swizzled by the row (piece ^ row % 8), so that neither the accumulators' stores
-    ///   nor the row-wise reads meet in a bank.
+    /// - wgmma ping-pong plans: each consumer stages 64 rows of its tile at a time, the product rounded to
+    /// its
+    ///   dtype (2 bytes), in a buffer of its own after the ring (wgmma_epilogue_bytes()), rows of tile_n
+    ///   values whose 16-byte pieces are swizzled by the row (piece ^ row % 8), so that neither the
+    ///   accumulators' stores nor the row-wise reads meet in a bank.
     bool staged_epilogue = false;
     /// Hopper: warpgroup MMAs on tiles the tensor memory accelerator copies (see above). tile_k is
     /// kWgmmaDepth; threads() is 128 x (1 + consumers).
     bool wgmma = false;
-    int consumers = 0;            // consumer warpgroups: 64 tile rows each (tile_m = 64 x consumers), or 2 ping-pong
-    /// wgmma, tiles at most 128 wide: each consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two taking
-    /// the block's tiles in turn, so that one's epilogue overlaps the other's MMAs.
+    int consumers = 0;  // consumer warpgroups: 64 tile rows each (tile_m = 64 x consumers), or 2 ping-pong
+    /// wgmma, tiles at most 128 wide: each consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two
+    /// taking the block's tiles in turn, so that one's epilogue overlaps the other's MMAs.
     bool pingpong = false;
     /// wgmma: the tile rows one consumer computes, and its MMAs per 16 k.
     int consumer_rows() const { return pingpong ? tile_m : 64; }
     int consumer_mmas() const { return consumer_rows() / 64; }
-    bool a_mn_major = false;      // A's unit stride runs along m (a transposed view): M-major tiles
-    bool b_mn_major = false;      // B's unit stride runs along n (a row-major B): N-major tiles
-    int a_map_rank = 2, b_map_rank = 2;  // the operand's tensor map: 3 with a batch axis, 2 when its batches broadcast
+    bool a_mn_major = false;  // A's unit stride runs along m (a transposed view): M-major tiles
+    bool b_mn_major = false;  // B's unit stride runs along n (a row-major B): N-major tiles
+    int a_map_rank = 2,
+        b_map_rank = 2;  // the operand's tensor map: 3 with a batch axis, 2 when its batches broadcast
     /// Why a product that tensor cores were asked for runs on mma.sync on a device with wgmma (empty when it
     /// runs on wgmma or the device has none).
     std::string wgmma_note;
@@ -188,10 +196,10 @@ struct MatmulPlan {
     bool chunked = false;
     /// CUDA cores, chunked, fewer output tiles than multiprocessors (a matrix times a vector with K past a
     /// chunk): K's chunks are shared among blocks along the grid's z in aligned groups of a power of two
-    /// (MatmulBinding::group_chunks), each group a subtree of the pairwise tree. Each block pushes its group's
-    /// partial to the workspace and counts it on the tile's counter; the block that completes the count combines
-    /// the group partials in the tree's order above them and runs the epilogue, and sets the counter back to
-    /// zero. The order is the contract's: the same bits as one block walking every chunk.
+    /// (MatmulBinding::group_chunks), each group a subtree of the pairwise tree. Each block pushes its
+    /// group's partial to the workspace and counts it on the tile's counter; the block that completes the
+    /// count combines the group partials in the tree's order above them and runs the epilogue, and sets the
+    /// counter back to zero. The order is the contract's: the same bits as one block walking every chunk.
     bool split_k = false;
     /// The epilogue: a pointwise plan over the product's shape whose load site `acc_site` is the product
     /// itself (its value comes from the accumulators, not memory).
@@ -200,11 +208,17 @@ struct MatmulPlan {
     ParamLayout params;
 
     int threads() const { return wgmma ? 128 * (1 + consumers) : warps_m * warps_n * 32; }
-    /// wgmma: bytes of one stage of the ring (A's tile_m rows and B's tile_n columns, 128 bytes per 64 k each).
-    std::size_t wgmma_stage_bytes() const { return static_cast<std::size_t>(tile_m + tile_n) * kWgmmaDepth * itemsize(in); }
-    /// wgmma with staged_epilogue: bytes of the consumers' epilogue buffers (64 rows of tile_n product values each).
+    /// wgmma: bytes of one stage of the ring (A's tile_m rows and B's tile_n columns, 128 bytes per 64 k
+    /// each).
+    std::size_t wgmma_stage_bytes() const {
+        return static_cast<std::size_t>(tile_m + tile_n) * kWgmmaDepth * itemsize(in);
+    }
+    /// wgmma with staged_epilogue: bytes of the consumers' epilogue buffers (64 rows of tile_n product values
+    /// each).
     std::size_t wgmma_epilogue_bytes() const {
-        return staged_epilogue ? static_cast<std::size_t>(consumers) * 64 * static_cast<std::size_t>(tile_n) * itemsize(out) : 0;
+        return staged_epilogue ? static_cast<std::size_t>(consumers) * 64 * static_cast<std::size_t>(tile_n) *
+                                     itemsize(out)
+                               : 0;
     }
     /// Tensor cores: each warp's MMA tiles of 16 x 8 outputs along m and n.
     int frags_m() const { return tile_m / warps_m / 16; }
@@ -214,13 +228,16 @@ struct MatmulPlan {
     /// Elements per 16-byte piece of an operand.
     int piece() const { return 16 / static_cast<int>(itemsize(in)); }
     std::size_t shared_bytes() const;
-    /// The staged epilogue's tile of accumulators (float32): tile_m rows of epilogue_pitch() words, 16-byte aligned.
+    /// The staged epilogue's tile of accumulators (float32): tile_m rows of epilogue_pitch() words, 16-byte
+    /// aligned.
     int epilogue_pitch() const { return tile_n + 4; }
-    std::size_t epilogue_tile_bytes() const { return static_cast<std::size_t>(tile_m) * static_cast<std::size_t>(epilogue_pitch()) * 4; }
+    std::size_t epilogue_tile_bytes() const {
+        return static_cast<std::size_t>(tile_m) * static_cast<std::size_t>(epilogue_pitch()) * 4;
+    }
     bool operator==(const MatmulPlan&) const = default;
     std::uint64_t hash() const;
-    /// Why a product that tensor cores (or, for float32, TF32) were asked for runs on CUDA cores (" (tensor cores
-    /// asked for; float64 has no tensor-core path)"), or empty.
+    /// Why a product that tensor cores (or, for float32, TF32) were asked for runs on CUDA cores (" (tensor
+    /// cores asked for; float64 has no tensor-core path)"), or empty.
     std::string path_note() const;
     /// The schedule in words, for the kernel banner and LOOM_EXPLAIN=fusion.
     std::string to_string() const;
@@ -230,16 +247,19 @@ struct MatmulPlan {
 struct MatmulBinding {
     std::int64_t M = 0, N = 0, K = 0;
     std::int64_t batches = 1;
-    Shape batch;                  // the batch extents (rank - 2)
-    Strides a_strides, b_strides;  // per axis of [B..., M, K] and [B..., K, N], elements
+    Shape batch;                              // the batch extents (rank - 2)
+    Strides a_strides, b_strides;             // per axis of [B..., M, K] and [B..., K, N], elements
     std::int64_t a_offset = 0, b_offset = 0;  // element offsets of the views' element 0 in their inputs
     std::int64_t chunks = 0;                  // product_chunks(K)
-    std::int64_t batch_blocks = 0;            // blocks along the grid's y (batch entries; batch_pipelined: resident ones)
-    std::int64_t persistent_blocks = 0;       // wgmma: the persistent grid (at most one block per multiprocessor)
-    std::int64_t a_batch_stride = 0, b_batch_stride = 0;  // wgmma: elements between batch entries of a 3-dimensional map
-    int levels = 0;                           // workspace slots of the chunk tree (0: one chunk)
-    std::int64_t k_groups = 1;                // split_k: blocks along the grid's z, one per group of chunks
-    std::int64_t group_chunks = 0;            // split_k: chunks per group (a power of two; the last group may be shorter)
+    std::int64_t batch_blocks =
+        0;  // blocks along the grid's y (batch entries; batch_pipelined: resident ones)
+    std::int64_t persistent_blocks = 0;  // wgmma: the persistent grid (at most one block per multiprocessor)
+    std::int64_t a_batch_stride = 0,
+                 b_batch_stride = 0;  // wgmma: elements between batch entries of a 3-dimensional map
+    int levels = 0;                   // workspace slots of the chunk tree (0: one chunk)
+    std::int64_t k_groups = 1;        // split_k: blocks along the grid's z, one per group of chunks
+    std::int64_t group_chunks =
+        0;  // split_k: chunks per group (a power of two; the last group may be shorter)
     PointwiseBinding epilogue;
     PointwiseBinding prologue_a, prologue_b;
 };
@@ -247,9 +267,9 @@ struct MatmulBinding {
 struct PlannedMatmul {
     MatmulPlan plan;
     MatmulBinding binding;
-    /// The kernel's inputs: A's (the Input under its views, or its prologue's pointwise_inputs), B's, then the
-    /// epilogue's inputs in pointwise_inputs order with the accumulator placeholder among them (it reads no
-    /// memory).
+    /// The kernel's inputs: A's (the Input under its views, or its prologue's pointwise_inputs), B's, then
+    /// the epilogue's inputs in pointwise_inputs order with the accumulator placeholder among them (it reads
+    /// no memory).
     std::vector<const ir::Node*> inputs;
     std::size_t a_inputs = 1, b_inputs = 1;     // how many of `inputs` are A's and B's
     ir::NodePtr product;                        // the product node of the kernel's graph
@@ -265,14 +285,15 @@ const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs);
 /// `output_strides` (empty: contiguous) the outputs' strides. The tile is the product's hint
 /// (ir::product_tile) when it has one, else `options.tile` (Options::tile) when it is not empty, else the
 /// planner's choice for the shapes, dtypes and device (never the epilogue); a 0 in a hint's field takes the
-/// planner's choice for that field. `options.product_path` picks CUDA cores or tensor cores (ProductPath; tensor
-/// cores for float16, bfloat16 and int8 on devices of compute capability 8.0 and newer). Throws loom::Error
-/// naming matmul, the tile and the limit a hint breaks: a power-of-two extent the kernel needs, a tile_k whose
-/// rows are not whole 16-byte pieces, extents that are not whole MMA tiles (tensor cores: tile_m a multiple of 16,
-/// tile_n of 8, tile_k of mma_k()), too few outputs for a warp, registers (more than 64 accumulator words per
-/// thread) or shared memory per block.
-PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of, const DeviceInfo& device,
-                          std::span<const Strides> output_strides = {}, const Options& options = {});
+/// planner's choice for that field. `options.product_path` picks CUDA cores or tensor cores (ProductPath;
+/// tensor cores for float16, bfloat16 and int8 on devices of compute capability 8.0 and newer). Throws
+/// loom::Error naming matmul, the tile and the limit a hint breaks: a power-of-two extent the kernel needs, a
+/// tile_k whose rows are not whole 16-byte pieces, extents that are not whole MMA tiles (tensor cores: tile_m
+/// a multiple of 16, tile_n of 8, tile_k of mma_k()), too few outputs for a warp, registers (more than 64
+/// accumulator words per thread) or shared memory per block.
+PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of,
+                          const DeviceInfo& device, std::span<const Strides> output_strides = {},
+                          const Options& options = {});
 
 /// Grid (x: tiles of one batch entry, y: batch entries, at most 65,535; the kernel loops over the rest)
 /// and block. grid_x == 0: nothing to do.
@@ -289,19 +310,19 @@ MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* c
 /// wgmma plans: the tensor maps of A and B for one call (`inputs` as for select_matmul_loads). Throws
 /// InternalError when a pointer breaks the 16-byte alignment that planning assumed.
 std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm, std::span<const void* const> inputs);
-/// Bytes of the chunk tree's workspace (0 for one chunk): the tree's slots, and for split_k plans each group's
-/// slots and its partial.
+/// Bytes of the chunk tree's workspace (0 for one chunk): the tree's slots, and for split_k plans each
+/// group's slots and its partial.
 std::size_t matmul_workspace_bytes(const PlannedMatmul& pm);
-/// split_k plans: the counters one call takes (one per output tile and batch entry), zero before the launch and
-/// left zero by it; 0 for other plans.
+/// split_k plans: the counters one call takes (one per output tile and batch entry), zero before the launch
+/// and left zero by it; 0 for other plans.
 std::int64_t matmul_counter_count(const PlannedMatmul& pm);
 /// Packs the parameters: `inputs` element 0 of each of PlannedMatmul::inputs (the views' offsets are added
-/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), `counters` (split_k
-/// plans: matmul_counter_count() zeroed counters; else null), the loads the
-/// kernel runs (select_matmul_loads), and for wgmma plans the two encoded tensor maps (A's, then B's:
-/// 2 x kTensorMapBytes, from matmul_tensor_maps).
-void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs, std::span<void* const> outputs,
-                        void* workspace, void* counters, MatmulLoads loads, std::span<std::byte> out,
-                        std::span<const std::byte> tensor_maps = {});
+/// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), `counters`
+/// (split_k plans: matmul_counter_count() zeroed counters; else null), the loads the kernel runs
+/// (select_matmul_loads), and for wgmma plans the two encoded tensor maps (A's, then B's: 2 x
+/// kTensorMapBytes, from matmul_tensor_maps).
+void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs,
+                        std::span<void* const> outputs, void* workspace, void* counters, MatmulLoads loads,
+                        std::span<std::byte> out, std::span<const std::byte> tensor_maps = {});
 
 }  // namespace loom::codegen

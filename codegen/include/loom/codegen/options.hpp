@@ -20,15 +20,20 @@ struct TileHint {
 };
 
 /// `tile(128, 128, 32)`: a tile hint for `Options::tile` (and the products' per-op hint).
-inline TileHint tile(int rows, int cols, int depth = 0) { return {rows, cols, depth}; }
+inline TileHint tile(int rows, int cols, int depth = 0) {
+    return {rows, cols, depth};
+}
 
-/// When Loom itself captures a traced function's kernels into a CUDA graph and replays it (docs/graph-capture.md,
-/// "Automatic graphs"; graphs a user captures around Loom's calls are described there too).
+/// When Loom itself captures a traced function's kernels into a CUDA graph and replays it
+/// (docs/graph-capture.md, "Automatic graphs"; graphs a user captures around Loom's calls are described there
+/// too).
 enum class CapturePolicy : std::uint8_t {
     /// Every call launches its kernels one by one.
     Never,
-    /// A traced function whose plan has several kernels runs as one CUDA graph per stream once its kernels are
-    /// compiled: the first call captures it, later calls patch the pointers that changed into its kernel nodes
+    /// A traced function whose plan has several kernels runs as one CUDA graph per stream once its kernels
+    /// are
+    /// compiled: the first call captures it, later calls patch the pointers that changed into its kernel
+    /// nodes
     /// and launch it (one cudaGraphLaunch instead of a launch per kernel). Calls that a graph cannot replay
     /// (an output sharing memory with an argument, parameters in device memory) launch kernel by kernel.
     Auto,
@@ -43,7 +48,8 @@ enum class ProductPath : std::uint8_t {
     CudaCores,
     /// float16, bfloat16 and int8 products on tensor cores (compute capability 8.0 and newer): half precision
     /// within the stated componentwise bound, int8 exact; float32 products stay on CUDA cores unless
-    /// product_precision asks for TF32 or 3xTF32, float64 products always (the explain log says so). On Hopper (compute capability 9.0)
+    /// product_precision asks for TF32 or 3xTF32, float64 products always (the explain log says so). On
+    /// Hopper (compute capability 9.0)
     /// float16 and bfloat16 products whose operands the tensor memory accelerator can copy run as warpgroup
     /// MMAs (wgmma, matmul_plan.hpp); the rest, and int8, run on mma.sync.
     TensorCores,
@@ -54,9 +60,11 @@ enum class ProductPath : std::uint8_t {
 const char* product_path_name(ProductPath p);
 
 /// How float32 matrix products may use tensor cores (docs/semantics.md, section 12, "TF32"): an opt-in that
-/// trades the contract's bits for speed, each choice with a stated componentwise bound. Other dtypes ignore it.
+/// trades the contract's bits for speed, each choice with a stated componentwise bound. Other dtypes ignore
+/// it.
 enum class ProductPrecision : std::uint8_t {
-    /// float32 products in float32 on CUDA cores, in the contract's order: the reference's bits (the default).
+    /// float32 products in float32 on CUDA cores, in the contract's order: the reference's bits (the
+    /// default).
     Float32,
     /// Single-pass TF32: each operand rounded to TF32 (10 explicit mantissa bits, float32's exponent range;
     /// `cvt.rna`), one `mma.sync.m16n8k8` TF32 MMA per 8 k, float32 accumulators.
@@ -95,9 +103,9 @@ struct Options {
     bool fusion = true;
     CapturePolicy capture = CapturePolicy::Auto;
     /// The tile shape for families that tile: the tiled transposes and stencils (tile_plan.hpp) take rows and
-    /// columns; matrix products (matmul_plan.hpp) rows, columns and depth of a block's tile, unless the product
-    /// has a hint of its own (matmul(a, b, tile(...))); an impossible hint raises loom::Error naming the limit
-    /// it breaks.
+    /// columns; matrix products (matmul_plan.hpp) rows, columns and depth of a block's tile, unless the
+    /// product has a hint of its own (matmul(a, b, tile(...))); an impossible hint raises loom::Error naming
+    /// the limit it breaks.
     TileHint tile;
     /// CUDA cores or tensor cores for matrix products (ProductPath).
     ProductPath product_path = ProductPath::Auto;
@@ -112,28 +120,28 @@ struct Options {
 
     bool operator==(const Options&) const = default;
     std::uint64_t hash() const;
-    /// "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto product_precision=float32
-    /// stencil_reuse=auto".
+    /// "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto
+    /// product_precision=float32 stencil_reuse=auto".
     std::string to_string() const;
 };
 
 /// The options of code compiled now: the innermost OptionsScope of this thread, else the defaults read
-/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_CAPTURE=never, LOOM_TILE=64x64,
-/// LOOM_PRODUCT_PATH=cuda_cores, tensor_cores or mma_sync, LOOM_PRODUCT_PRECISION=float32, tf32 or 3xtf32,
-/// LOOM_STENCIL_REUSE=l1 or shared_halo).
+/// once from the environment (LOOM_FAST_MATH=1, LOOM_LINEINFO=1, LOOM_FUSION=off, LOOM_CAPTURE=never,
+/// LOOM_TILE=64x64, LOOM_PRODUCT_PATH=cuda_cores, tensor_cores or mma_sync, LOOM_PRODUCT_PRECISION=float32,
+/// tf32 or 3xtf32, LOOM_STENCIL_REUSE=l1 or shared_halo).
 const Options& current_options();
 
 /// Options for the code compiled while it lives, on this thread: `OptionsScope s({.fusion = false});`.
 /// Scopes nest; a traced function's own options (loom::function(name, f, options)) replace them for its
 /// compilations.
 class OptionsScope {
-public:
+  public:
     explicit OptionsScope(const Options& options);
     ~OptionsScope();
     OptionsScope(const OptionsScope&) = delete;
     OptionsScope& operator=(const OptionsScope&) = delete;
 
-private:
+  private:
     const Options* previous_;
     Options options_;
 };

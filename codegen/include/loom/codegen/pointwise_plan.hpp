@@ -43,7 +43,7 @@ std::string_view access_name(Access a);
 
 /// One load site (an Input read in one view context) or one output.
 struct OperandPlan {
-    int input = -1;          // canonical input number (order of pointwise_inputs()); -1 for outputs
+    int input = -1;  // canonical input number (order of pointwise_inputs()); -1 for outputs
     DType dtype = DType::Float32;
     Access access = Access::Contiguous;
     /// Strided/Gathered: bit d set when the coefficient of iteration dimension d is nonzero.
@@ -101,32 +101,32 @@ enum class ParamType : std::uint8_t {
 /// One kernel parameter: a field of the generated parameter struct.
 struct ParamField {
     enum class Kind : std::uint8_t {
-        InputPointer,   // a = load site
-        OutputPointer,  // a = output
-        NumElements,    // n
-        Extent,         // a = iteration dimension
-        SiteCoef,       // a = load site, b = iteration dimension
-        SiteDerived,    // a = load site, b = derived index
-        DerivedOffset,  // a = derived index
-        DerivedCoef,    // a = derived index, b = iteration dimension
-        DerivedDerived, // a = derived index, b = earlier derived index
-        DerivedDiv,     // a = derived index
-        DerivedMod,     // a = derived index
-        Scalar,         // a = scalar number (order of pointwise_scalars())
-        OutputCoef,     // a = output, b = iteration dimension: a strided output's stride
+        InputPointer,    // a = load site
+        OutputPointer,   // a = output
+        NumElements,     // n
+        Extent,          // a = iteration dimension
+        SiteCoef,        // a = load site, b = iteration dimension
+        SiteDerived,     // a = load site, b = derived index
+        DerivedOffset,   // a = derived index
+        DerivedCoef,     // a = derived index, b = iteration dimension
+        DerivedDerived,  // a = derived index, b = earlier derived index
+        DerivedDiv,      // a = derived index
+        DerivedMod,      // a = derived index
+        Scalar,          // a = scalar number (order of pointwise_scalars())
+        OutputCoef,      // a = output, b = iteration dimension: a strided output's stride
         // Reduction kernels (reduce_plan.hpp): the element and row spaces, then the numbers of the order.
-        ElementSpace,   // the element space's pointwise parameters (Struct)
-        RowSpace,       // the row space's pointwise parameters (Struct)
-        Rows,           // O: output elements
-        Length,         // L: elements reduced per output
-        Chunks,         // ceil(L / chunk)
-        ChunksPerBlock, // split: chunks per block
-        BlocksPerRow,   // split: blocks per row
-        Counters,       // split: integer counters
-        Partials,       // split: a = reduction, its partial accumulators
+        ElementSpace,    // the element space's pointwise parameters (Struct)
+        RowSpace,        // the row space's pointwise parameters (Struct)
+        Rows,            // O: output elements
+        Length,          // L: elements reduced per output
+        Chunks,          // ceil(L / chunk)
+        ChunksPerBlock,  // split: chunks per block
+        BlocksPerRow,    // split: blocks per row
+        Counters,        // split: integer counters
+        Partials,        // split: a = reduction, its partial accumulators
         // Matmul kernels (matmul_plan.hpp).
-        Product,        // a = MatmulField, b = axis (strides, batch extents)
-        Epilogue,       // a pointwise part's parameters (Struct): a = 2 the epilogue, 3 / 4 the prologue of A / B
+        Product,   // a = MatmulField, b = axis (strides, batch extents)
+        Epilogue,  // a pointwise part's parameters (Struct): a = 2 the epilogue, 3 / 4 the prologue of A / B
     };
     Kind kind{};
     int a = 0;
@@ -134,9 +134,9 @@ struct ParamField {
     std::string name;  // field name in the generated struct
     ParamType type = ParamType::Index;
     DType dtype = DType::Float32;  // ConstPointer, Pointer, Scalar: the element dtype
-    std::size_t offset = 0;  // bytes
-    std::size_t size = 0;    // bytes
-    std::size_t align = 1;   // bytes (the natural alignment, 64 for a tensor map)
+    std::size_t offset = 0;        // bytes
+    std::size_t size = 0;          // bytes
+    std::size_t align = 1;         // bytes (the natural alignment, 64 for a tensor map)
     bool operator==(const ParamField&) const = default;
 };
 
@@ -158,7 +158,9 @@ struct ParamLayout {
 enum class PointwiseUse : std::uint8_t { Kernel, ReductionSpace };
 
 /// 32-bit registers that one value of dtype `t` takes in a thread (its register type: two for 8-byte types).
-inline int register_words(DType t) { return itemsize(t) == 8 ? 2 : 1; }
+inline int register_words(DType t) {
+    return itemsize(t) == 8 ? 2 : 1;
+}
 
 /// Transcendental functions and divisions per element from which a flat kernel is arithmetic-heavy and its
 /// vector variant becomes a pipelined grid-stride loop (PointwisePlan::grid_stride_blocks). Black-Scholes
@@ -167,10 +169,10 @@ inline int register_words(DType t) { return itemsize(t) == 8 ? 2 : 1; }
 /// memory-bound and keep one vector per thread.
 inline constexpr int kGridStrideCostlyOps = 4;
 /// It also takes at least as many such ops as the arrays it reads and writes element by element (ops counted
-/// per element: rank-0 values are computed once per thread). An Adam step (four per element over seven arrays)
-/// needs the memory parallelism of one vector per thread: as a grid-stride loop it held 64 registers and ran at
-/// 2200 GB/s on the H200.
-/// Blocks per SM of a grid-stride vector variant (measured with 8 and 16 on the H200: 16 is faster).
+/// per element: rank-0 values are computed once per thread). An Adam step (four per element over seven
+/// arrays) needs the memory parallelism of one vector per thread: as a grid-stride loop it held 64 registers
+/// and ran at 2200 GB/s on the H200. Blocks per SM of a grid-stride vector variant (measured with 8 and 16 on
+/// the H200: 16 is faster).
 inline constexpr int kGridStrideBlocksPerSM = 16;
 /// Registers per thread the vector variant's loaded vectors and outputs may take (see plan_pointwise). At
 /// 256 threads per block, 128 registers per thread still let 2 blocks share an SM (65,536 registers); a
@@ -181,10 +183,10 @@ inline constexpr int kVectorRegisterBudget = 128;
 
 /// The specialization of one pointwise kernel. Sizes are not part of it (see PointwiseBinding).
 struct PointwisePlan {
-    int rank = 1;                 // iteration-space rank after coalescing dimensions (>= 1)
-    int block = 256;              // threads per block
-    int vector_width = 1;         // elements per thread in the vector variant; 1: no vector variant
-    bool vector_flat = false;     // vector variant needs no multi-index (every streamed operand contiguous)
+    int rank = 1;              // iteration-space rank after coalescing dimensions (>= 1)
+    int block = 256;           // threads per block
+    int vector_width = 1;      // elements per thread in the vector variant; 1: no vector variant
+    bool vector_flat = false;  // vector variant needs no multi-index (every streamed operand contiguous)
     /// Arithmetic-heavy flat kernels (kGridStrideCostlyOps or more transcendental functions and divisions
     /// per element): the vector variant is a grid-stride loop over at most this many blocks, each thread
     /// issuing its next vector's loads before this vector's arithmetic, so memory and math overlap within a
@@ -206,8 +208,8 @@ struct PointwisePlan {
 
     bool has_vector_variant() const { return vector_width > 1; }
     /// Grid and block for `numel` elements and a variant: grid_x = ceil(numel / (block * elements per
-    /// thread)), at most grid_stride_blocks for a grid-stride vector variant. Throws loom::Error when the grid
-    /// would exceed 2^31 - 1 blocks.
+    /// thread)), at most grid_stride_blocks for a grid-stride vector variant. Throws loom::Error when the
+    /// grid would exceed 2^31 - 1 blocks.
     LaunchConfig launch(std::int64_t numel, Variant v) const;
     /// Bytes moved per element of the iteration space (sum over operands).
     int bytes_per_element() const;
@@ -225,11 +227,11 @@ struct PointwiseBinding {
     std::int64_t numel = 0;
     std::vector<std::int64_t> extents;  // coalesced iteration space, plan.rank entries
     struct Site {
-        std::int64_t offset = 0;             // elements from the bound tensor's element 0
-        std::vector<std::int64_t> coefs;     // per iteration dimension
-        std::vector<std::int64_t> dcoefs;    // per derived index
+        std::int64_t offset = 0;           // elements from the bound tensor's element 0
+        std::vector<std::int64_t> coefs;   // per iteration dimension
+        std::vector<std::int64_t> dcoefs;  // per derived index
     };
-    std::vector<Site> sites;  // parallel to plan.loads
+    std::vector<Site> sites;                         // parallel to plan.loads
     std::vector<std::vector<std::int64_t>> outputs;  // per output: its stride per iteration dimension
     struct Derived {
         std::int64_t offset = 0, div = 1, mod = 0;
@@ -267,22 +269,24 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
 /// `output_strides` (empty: every output contiguous) gives each output's strides in elements: an output
 /// into a strided view (a column, a strided slice, a transposed view; the caller checks that it does not
 /// overlap itself) is written element by element at its own index map, and rules the vector variant out.
-PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs, const std::vector<InputLayout>& layouts,
-                                const DeviceInfo& device, PointwiseUse use = PointwiseUse::Kernel,
+PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
+                                const std::vector<InputLayout>& layouts, const DeviceInfo& device,
+                                PointwiseUse use = PointwiseUse::Kernel,
                                 std::span<const Strides> output_strides = {});
 
 /// Writes the kernel parameter bytes for one call into `out` (at least plan.params.size bytes).
 /// `inputs`: address of element 0 of each bound tensor (order of pointwise_inputs()); `outputs`: the
 /// contiguous output buffers. Load-site offsets (from slices and views) are folded into the pointers.
-void pack_params(const PointwisePlan& plan, const PointwiseBinding& binding, std::span<const void* const> inputs,
-                 std::span<void* const> outputs, std::span<std::byte> out);
+void pack_params(const PointwisePlan& plan, const PointwiseBinding& binding,
+                 std::span<const void* const> inputs, std::span<void* const> outputs,
+                 std::span<std::byte> out);
 std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBinding& binding,
                                    std::span<const void* const> inputs, std::span<void* const> outputs);
 
 /// The address load site `s` reads at the iteration space's element 0: its input's element 0 plus the site's
 /// offset (from slices and views).
-const void* site_pointer(const PointwisePlan& plan, const PointwiseBinding& binding, std::span<const void* const> inputs,
-                         std::size_t s);
+const void* site_pointer(const PointwisePlan& plan, const PointwiseBinding& binding,
+                         std::span<const void* const> inputs, std::size_t s);
 
 /// The variant to launch for these pointers: Vector when the plan has one and every pointer that the
 /// vector variant streams (after folding the load-site offsets) is 16-byte aligned; else Scalar.

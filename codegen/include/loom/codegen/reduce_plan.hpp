@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/device_info.hpp"
 #include "loom/codegen/cuda/emit.hpp"
+#include "loom/codegen/device_info.hpp"
 #include "loom/codegen/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/ir/reduce_order.hpp"
@@ -78,29 +78,30 @@ struct NotFusable : std::runtime_error {
 
 struct ReducePlan {
     ReduceSchedule schedule = ReduceSchedule::Inner;
-    int block = 256;           // threads per block
-    int group = 256;           // inner: threads per row (32 or 256); outer: 1 (a thread per output)
-    int cached_blocks = 0;     // inner: 1024-element blocks of a row held in registers (0: re-read per pass)
-    bool full_rows = false;    // inner, held rows: the row length is exactly cached_blocks * 1024, so the vector
-                               // variant's positions need no bounds checks (row-level values are then computed once)
-    bool split = false;        // several blocks per row; the block that completes a row (inner) or the last
-                               // block of a row group (outer) finishes it
+    int block = 256;        // threads per block
+    int group = 256;        // inner: threads per row (32 or 256); outer: 1 (a thread per output)
+    int cached_blocks = 0;  // inner: 1024-element blocks of a row held in registers (0: re-read per pass)
+    bool full_rows =
+        false;  // inner, held rows: the row length is exactly cached_blocks * 1024, so the vector
+                // variant's positions need no bounds checks (row-level values are then computed once)
+    bool split = false;  // several blocks per row; the block that completes a row (inner) or the last
+                         // block of a row group (outer) finishes it
     bool vector_variant = false;  // inner: a 4-wide vector entry point exists
     int stages = 1;
     std::vector<ReduceOpPlan> ops;
-    int element_outputs = 0;   // element-plan outputs after the reduction operands
-    PointwisePlan element;     // outputs: one operand per reduction, then the element outputs
-    PointwisePlan row;         // outputs: the row outputs (each reshaped to O elements)
+    int element_outputs = 0;             // element-plan outputs after the reduction operands
+    PointwisePlan element;               // outputs: one operand per reduction, then the element outputs
+    PointwisePlan row;                   // outputs: the row outputs (each reshaped to O elements)
     std::vector<int> element_row_value;  // per element-plan input: the reduction whose row value it is, or -1
     std::vector<int> row_row_value;      // per row-plan input: likewise
-    /// The kernel's parameter struct: the element space's struct, the row space's (when there are row outputs),
-    /// then O, L, the chunks, chunks per block, blocks per row, the split counters and one partials
+    /// The kernel's parameter struct: the element space's struct, the row space's (when there are row
+    /// outputs), then O, L, the chunks, chunks per block, blocks per row, the split counters and one partials
     /// workspace per reduction.
     ParamLayout params;
-    std::vector<int> cached_sites;       // cached rows: the element-plan sites held in registers (those that
-                                         // vary from row to row, and row broadcasts that fit beside them in
-                                         // 96 registers per thread with a block per row); the others are
-                                         // loaded where used
+    std::vector<int> cached_sites;  // cached rows: the element-plan sites held in registers (those that
+                                    // vary from row to row, and row broadcasts that fit beside them in
+                                    // 96 registers per thread with a block per row); the others are
+                                    // loaded where used
 
     int rows_per_block() const { return schedule == ReduceSchedule::Inner ? block / group : block; }
     bool operator==(const ReducePlan&) const = default;
@@ -115,14 +116,14 @@ struct ReduceBinding {
     std::int64_t length = 0;            // L
     std::int64_t chunks = 0;            // ceil(L / 8192)
     std::int64_t chunks_per_block = 1;  // split: outer, a power of two; inner, ceil(chunks / blocks_per_row)
-    std::int64_t blocks_per_row = 1;    // split: outer, ceil(chunks / chunks_per_block); inner, one wave's share
+    std::int64_t blocks_per_row =
+        1;  // split: outer, ceil(chunks / chunks_per_block); inner, one wave's share
 
     /// Split workspaces. Counters (unsigned int, zero before the launch and zero again after it): outer, one
     /// per row group; inner, per row one per group of kSplitGroup chunks and one for the row. Partials
     /// (accumulators) per reduction: outer, one per block; inner, per row one per chunk and one per group.
     std::int64_t split_groups() const { return (chunks + kSplitGroup - 1) / kSplitGroup; }
 };
-
 
 struct PlannedReduce {
     ReducePlan plan;
@@ -149,8 +150,9 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
 /// each back end spells it (the CUDA emitter: float, double, long long, unsigned char, lm::argacc<T>).
 struct Accumulator {
     enum class Kind : std::uint8_t {
-        Value,    // a value of `dtype`: sum, prod and mean (float32 for float16/bfloat16, int64 for integers and
-                  // bool), min and max (the operand's register type: float32 for the half dtypes)
+        /// A value of `dtype`: sum, prod and mean (float32 for float16/bfloat16, int64 for integers and
+        /// bool), min and max (the operand's register type: float32 for the half dtypes).
+        Value,
         Flag,     // one byte, 0 or 1: any, all
         Indexed,  // a value of `dtype` and its int64 index in the reduced range: argmin, argmax
     };
@@ -165,9 +167,10 @@ Accumulator accumulator_of(const ReduceOpPlan& op);
 /// Size in bytes of one partial accumulator of reduction `op` (split workspace): accumulator_of(op).bytes().
 std::size_t accumulator_bytes(const ReduceOpPlan& op);
 
-/// Bytes of the kernel parameter struct and their packing. `inputs` in PlannedReduce::inputs order, `el_outputs`
-/// the element outputs, `row_outputs` the row outputs, `partials` (split only) the zeroed counters (one
-/// unsigned int per row group, i.e. per block column of the grid) then one workspace per reduction.
+/// Bytes of the kernel parameter struct and their packing. `inputs` in PlannedReduce::inputs order,
+/// `el_outputs` the element outputs, `row_outputs` the row outputs, `partials` (split only) the zeroed
+/// counters (one unsigned int per row group, i.e. per block column of the grid) then one workspace per
+/// reduction.
 std::size_t reduce_params_size(const ReducePlan& plan);
 void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> inputs,
                         std::span<void* const> el_outputs, std::span<void* const> row_outputs,

@@ -42,15 +42,15 @@ std::string_view tile_kind_name(TileKind k);
 
 /// One load site staged through shared memory.
 struct StagedLoad {
-    int site = 0;        // index into PointwisePlan::loads
-    int pitch = 0;       // elements per row of its shared tile (tile_a plus the padding)
+    int site = 0;   // index into PointwisePlan::loads
+    int pitch = 0;  // elements per row of its shared tile (tile_a plus the padding)
     bool operator==(const StagedLoad&) const = default;
 };
 
 /// A recognized stencil: the taps of one input (load sites with the same strides, different offsets).
 struct StencilTaps {
-    int input = 0;               // canonical input number (pointwise_inputs order)
-    std::vector<int> sites;      // its load sites, in the body's order
+    int input = 0;           // canonical input number (pointwise_inputs order)
+    std::vector<int> sites;  // its load sites, in the body's order
     /// Per iteration dimension: the largest shift below and above the first tap (the halo), in elements.
     std::vector<std::int64_t> halo_lo, halo_hi;
     /// Per tap of `sites`: its shift along each iteration dimension from the first tap.
@@ -62,23 +62,23 @@ struct StencilTaps {
 /// (StencilReuse::SharedHalo): the taps whose shifts from the reference tap lie within the tile's two
 /// dimensions (dim_a and the last); taps shifted along an outer dimension stay loads from global memory.
 struct StagedHalo {
-    int ref = 0;                      // the reference tap (a load site); the others' shifts are from it
-    std::vector<int> sites;           // the taps read from shared memory, the reference first
+    int ref = 0;             // the reference tap (a load site); the others' shifts are from it
+    std::vector<int> sites;  // the taps read from shared memory, the reference first
     std::vector<std::int64_t> shift_a, shift_b;  // per tap of `sites`: its shift along dim_a and the last
     std::int64_t lo_a = 0, hi_a = 0, lo_b = 0, hi_b = 0;  // the halo: the least and greatest shifts
-    int rows = 0, pitch = 0;          // the shared tile: tile_rows + hi_a - lo_a rows of `pitch` elements
+    int rows = 0, pitch = 0;  // the shared tile: tile_rows + hi_a - lo_a rows of `pitch` elements
     bool operator==(const StagedHalo&) const = default;
 };
 
 struct TilePlan {
     TileKind kind = TileKind::None;
-    int dim_a = 0;       // the tile's row dimension; its column dimension is the last one (rank - 1)
-    int tile_rows = 0;   // elements along dim_a
-    int tile_cols = 0;   // elements along the last dimension
-    std::vector<StagedLoad> staged;   // Transpose: the sites read through shared memory
+    int dim_a = 0;      // the tile's row dimension; its column dimension is the last one (rank - 1)
+    int tile_rows = 0;  // elements along dim_a
+    int tile_cols = 0;  // elements along the last dimension
+    std::vector<StagedLoad> staged;  // Transpose: the sites read through shared memory
     std::vector<StencilTaps> stencils;
-    std::vector<StagedHalo> halos;     // Stencil, SharedHalo: the taps staged with their halo
-    bool hinted = false;  // the tile shape came from Options::tile
+    std::vector<StagedHalo> halos;  // Stencil, SharedHalo: the taps staged with their halo
+    bool hinted = false;            // the tile shape came from Options::tile
     /// Transposes whose staged loads and outputs share one element size of 4, 2 or 1 bytes: the vector
     /// variant reads the staged operands and writes the outputs in 16-byte vectors of this many elements
     /// (4, 8 or 16). A warp stages 4 rows of 8 vectors and computes V rows of 32 / V vectors, which with rows
@@ -94,8 +94,8 @@ struct TilePlan {
     /// load starts 16-byte aligned with row strides that keep it aligned, and every output is contiguous and
     /// 16-byte aligned; else the scalar variant. `inputs`: element 0 of each bound tensor (pointwise_inputs
     /// order), `outputs`: the output pointers.
-    Variant select_variant(const PointwisePlan& pw, const PointwiseBinding& binding, std::span<const void* const> inputs,
-                           std::span<void* const> outputs) const;
+    Variant select_variant(const PointwisePlan& pw, const PointwiseBinding& binding,
+                           std::span<const void* const> inputs, std::span<void* const> outputs) const;
     bool operator==(const TilePlan&) const = default;
     std::uint64_t hash() const;
     /// Lines for the kernel banner and LOOM_EXPLAIN=fusion (tile, halo, staged loads).
@@ -117,7 +117,8 @@ struct PlannedTile {
 /// smaller than a block), the divisibility the kernel needs (columns a multiple of 32 lanes, rows of 8
 /// warps), registers (more than 64 elements per thread) or shared memory per block.
 /// `reuse` (Options::stencil_reuse) decides how a stencil's taps are reused (L1 or a shared halo tile).
-PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& pw, const DeviceInfo& device,
-                      const TileHint& hint, StencilReuse reuse = StencilReuse::Auto);
+PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& pw,
+                      const DeviceInfo& device, const TileHint& hint,
+                      StencilReuse reuse = StencilReuse::Auto);
 
 }  // namespace loom::codegen

@@ -36,9 +36,12 @@ Constant constant(S v) {
     if constexpr (std::is_integral_v<S> && std::is_unsigned_v<S> && sizeof(S) >= sizeof(std::int64_t)) {
         if (v > static_cast<S>(INT64_MAX)) throw_constant_out_of_range(static_cast<unsigned long long>(v));
     }
-    if constexpr (std::is_same_v<S, bool>) return {Constant::Kind::Bool, 0.0, v ? 1 : 0};
-    else if constexpr (std::is_integral_v<S>) return {Constant::Kind::Int, 0.0, static_cast<std::int64_t>(v)};
-    else return {Constant::Kind::Float, static_cast<double>(v), 0};
+    if constexpr (std::is_same_v<S, bool>)
+        return {Constant::Kind::Bool, 0.0, v ? 1 : 0};
+    else if constexpr (std::is_integral_v<S>)
+        return {Constant::Kind::Int, 0.0, static_cast<std::int64_t>(v)};
+    else
+        return {Constant::Kind::Float, static_cast<double>(v), 0};
 }
 
 /// One operand of an op at its call site: an Array, a Tensor, a C++ scalar (weakly typed: it takes the
@@ -46,7 +49,7 @@ Constant constant(S v) {
 /// that cannot be used (an empty Array, an undefined Tensor, an unsigned scalar above the int64 range) is
 /// an error of the op it is given to, naming that op: resolve() and check() throw it.
 class Operand {
-public:
+  public:
     Operand(const Array& a, Loc loc = Loc::current());
     Operand(const Tensor& t, Loc loc = Loc::current());
     template <CppScalar S>
@@ -57,7 +60,8 @@ public:
         } else if constexpr (std::is_integral_v<S>) {
             kind_ = Kind::Int;
             if constexpr (std::is_unsigned_v<S> && sizeof(S) >= sizeof(std::int64_t)) {
-                if (s > static_cast<S>(INT64_MAX)) kind_ = Kind::UnsignedOutOfRange;  // its bits are kept in i_
+                if (s > static_cast<S>(INT64_MAX))
+                    kind_ = Kind::UnsignedOutOfRange;  // its bits are kept in i_
             }
             i_ = static_cast<std::int64_t>(s);
         } else {
@@ -77,7 +81,7 @@ public:
     /// Throws loom::Error naming `api` when the operand cannot be used (see the class comment).
     void check(std::string_view api) const;
 
-private:
+  private:
     enum class Kind { Array, Bool, Int, Float, EmptyArray, UndefinedTensor, UnsignedOutOfRange };
     Kind kind_ = Kind::Array;
     bool constant_ = false;
@@ -100,7 +104,7 @@ std::uint32_t set_lazy_node_limit(std::uint32_t nodes);
 
 /// A lazy array: an IR node (which keeps its input tensors alive). Cheap to copy.
 class Array {
-public:
+  public:
     Array() = default;
     /// Wraps `node`; evaluates it at once when it exceeds the lazy graph size limit (lazy_node_limit()).
     explicit Array(ir::NodePtr node);
@@ -137,13 +141,15 @@ public:
     /// IR of this array in the printer's format.
     std::string ir_text() const;
 
-private:
+  private:
     const ir::Node& checked() const;
     ir::NodePtr node_;
 };
 
 /// Evaluates one array now; the same as `a.eval()`.
-inline Tensor eval(const Array& a, Loc loc = Loc::current()) { return a.eval(loc); }
+inline Tensor eval(const Array& a, Loc loc = Loc::current()) {
+    return a.eval(loc);
+}
 
 /// Evaluates several arrays together (outputs that share an iteration space come out of one kernel).
 std::vector<Tensor> eval(const std::vector<Array>& arrays, Loc loc = Loc::current());
@@ -159,8 +165,9 @@ struct ArrayAt {
 /// Evaluates two or more arrays together; `auto [call, put] = eval(call_a, put_a);`. Errors name the
 /// caller's file:line, as eval(vector) does.
 template <class... A>
-    requires(sizeof...(A) >= 1 && (std::same_as<A, Array> && ...))
-std::array<Tensor, sizeof...(A) + 1> eval(ArrayAt first, const A&... rest) {
+requires(sizeof...(A) >= 1 &&
+         (std::same_as<A, Array> && ...)) std::array<Tensor, sizeof...(A) + 1> eval(ArrayAt first,
+                                                                                    const A&... rest) {
     auto v = eval(std::vector<Array>{first.array, rest...}, first.loc);
     std::array<Tensor, sizeof...(A) + 1> out;
     for (std::size_t k = 0; k < out.size(); ++k) out[k] = std::move(v[k]);

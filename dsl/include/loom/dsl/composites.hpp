@@ -1,8 +1,8 @@
 // Statistics and normalizations composed of the DSL's ops: var, std, softmax, logsumexp, layernorm,
-// rmsnorm. Each records ordinary IR nodes (mean, sum, max, exp, log, rsqrt, + - * /), so it fuses, evaluates on the CPU
-// reference for host tensors and on the GPU wherever its reductions do. The algorithms, their dtypes and
-// every rounding step are those of docs/semantics.md, section 7 ("Variance and standard deviation",
-// "Softmax and normalizations"); the results are exactly those of the written-out formulas.
+// rmsnorm. Each records ordinary IR nodes (mean, sum, max, exp, log, rsqrt, + - * /), so it fuses, evaluates
+// on the CPU reference for host tensors and on the GPU wherever its reductions do. The algorithms, their
+// dtypes and every rounding step are those of docs/semantics.md, section 7 ("Variance and standard
+// deviation", "Softmax and normalizations"); the results are exactly those of the written-out formulas.
 //
 // Errors: loom::Error whose message starts with the function's name and gives the operand's shape and
 // dtype and the call's file:line (an axis out of range or repeated, a zero-length normalized axis, a
@@ -38,19 +38,18 @@ Array stddev(const Operand& x, Axes axes = {}, double correction = 0, bool keepd
 /// var / std / stddev over one axis. A template over integer types so that `var(x, {}, 1)` means all
 /// axes (an empty brace list is an empty Axes here, not axis 0).
 template <std::integral I>
-    requires(!std::same_as<I, bool>)
-Array var(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
+requires(!std::same_as<I, bool>) Array
+    var(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
     return var(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
 }
 template <std::integral I>
-    requires(!std::same_as<I, bool>)
-Array std(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
+requires(!std::same_as<I, bool>) Array
+    std(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
     return std(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
 }
 template <std::integral I>
-    requires(!std::same_as<I, bool>)
-Array stddev(const Operand& x, I axis, double correction = 0, bool keepdims = false,
-             Loc loc = Loc::current()) {
+requires(!std::same_as<I, bool>) Array
+    stddev(const Operand& x, I axis, double correction = 0, bool keepdims = false, Loc loc = Loc::current()) {
     return stddev(x, Axes{static_cast<std::int64_t>(axis)}, correction, keepdims, loc);
 }
 
@@ -58,24 +57,29 @@ Array stddev(const Operand& x, I axis, double correction = 0, bool keepdims = fa
 /// silently mean correction = 1; the correction is a number (NumPy's ddof), keepdims comes after it:
 /// `var(x, {1}, 0, true)`.
 template <class B>
-    requires std::same_as<B, bool>
-Array var(const Operand& x, Axes axes, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+requires std::same_as<B, bool> Array var(const Operand& x, Axes axes, B correction, bool keepdims = false,
+                                         Loc loc = Loc::current())
+= delete;
 template <class B>
-    requires std::same_as<B, bool>
-Array std(const Operand& x, Axes axes, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+requires std::same_as<B, bool> Array std(const Operand& x, Axes axes, B correction, bool keepdims = false,
+                                         Loc loc = Loc::current())
+= delete;
 template <class B>
-    requires std::same_as<B, bool>
-Array stddev(const Operand& x, Axes axes, B correction, bool keepdims = false,
-             Loc loc = Loc::current()) = delete;
+requires std::same_as<B, bool> Array stddev(const Operand& x, Axes axes, B correction, bool keepdims = false,
+                                            Loc loc = Loc::current())
+= delete;
 template <std::integral I, class B>
-    requires(!std::same_as<I, bool> && std::same_as<B, bool>)
-Array var(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+requires(!std::same_as<I, bool> && std::same_as<B, bool>) Array
+    var(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current())
+= delete;
 template <std::integral I, class B>
-    requires(!std::same_as<I, bool> && std::same_as<B, bool>)
-Array std(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+requires(!std::same_as<I, bool> && std::same_as<B, bool>) Array
+    std(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current())
+= delete;
 template <std::integral I, class B>
-    requires(!std::same_as<I, bool> && std::same_as<B, bool>)
-Array stddev(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current()) = delete;
+requires(!std::same_as<I, bool> && std::same_as<B, bool>) Array
+    stddev(const Operand& x, I axis, B correction, bool keepdims = false, Loc loc = Loc::current())
+= delete;
 
 /// Softmax along `axis` (default the last), with the maximum subtracted for range:
 ///     m = max(x, axis, keepdims = true);  e = exp(x - m);  y = e / sum(e, axis, keepdims = true)

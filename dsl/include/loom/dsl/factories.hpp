@@ -30,12 +30,12 @@ Array arange(std::int64_t stop, DType dtype = DType::Int64, Device device = defa
 /// (num with `endpoint = false`), in float64, rounded once to `dtype`; with `endpoint`, the last is stop
 /// itself. Throws loom::Error naming linspace() for a negative num, a non-finite argument, or a non-float
 /// dtype.
-Array linspace(double start, double stop, std::int64_t num, DType dtype = DType::Float32, bool endpoint = true,
-               Device device = default_factory_device(), Loc loc = Loc::current());
+Array linspace(double start, double stop, std::int64_t num, DType dtype = DType::Float32,
+               bool endpoint = true, Device device = default_factory_device(), Loc loc = Loc::current());
 /// `value` (converted to `dtype` as a weak scalar is: rounded once; an integer dtype needs an integer in
 /// range) in every element of `shape`. Throws loom::Error naming full() for a bad shape or value.
-Array full(const Shape& shape, double value, DType dtype = DType::Float32, Device device = default_factory_device(),
-           Loc loc = Loc::current());
+Array full(const Shape& shape, double value, DType dtype = DType::Float32,
+           Device device = default_factory_device(), Loc loc = Loc::current());
 Array zeros(const Shape& shape, DType dtype = DType::Float32, Device device = default_factory_device(),
             Loc loc = Loc::current());
 Array ones(const Shape& shape, DType dtype = DType::Float32, Device device = default_factory_device(),
@@ -48,10 +48,10 @@ Array eye(std::int64_t n, std::int64_t m = -1, std::int64_t k = 0, DType dtype =
 /// A tensor of `shape` on `device` holding `data` (row-major, numel(shape) values) converted to `dtype` as
 /// a cast converts (docs/semantics.md section 6). One synchronous copy to a device. Throws loom::Error
 /// naming from_host() when the element count differs from the shape's.
-Tensor from_host(std::span<const double> data, const Shape& shape, DType dtype, Device device = default_factory_device(),
-                 Loc loc = Loc::current());
-Tensor from_host(std::span<const float> data, const Shape& shape, DType dtype, Device device = default_factory_device(),
-                 Loc loc = Loc::current());
+Tensor from_host(std::span<const double> data, const Shape& shape, DType dtype,
+                 Device device = default_factory_device(), Loc loc = Loc::current());
+Tensor from_host(std::span<const float> data, const Shape& shape, DType dtype,
+                 Device device = default_factory_device(), Loc loc = Loc::current());
 Tensor from_host(std::span<const std::int64_t> data, const Shape& shape, DType dtype,
                  Device device = default_factory_device(), Loc loc = Loc::current());
 Tensor from_host(std::span<const std::int32_t> data, const Shape& shape, DType dtype,

@@ -70,32 +70,36 @@ struct FunctionStats {
     std::uint64_t calls = 0;            // calls that ran (fast or slow path)
     std::uint64_t specializations = 0;  // Programs built (distinct argument specializations)
     std::uint64_t traces = 0;           // times the callable ran on placeholders
-    // Automatic CUDA graphs (Options::capture = Auto, specializations of several kernels; docs/graph-capture.md):
-    std::uint64_t graph_captures = 0;   // graphs built (one per specialization and stream, again when a launch shape changes)
-    std::uint64_t graph_replays = 0;    // calls that ran as one graph launch
-    std::uint64_t graph_patched = 0;    // kernel nodes whose pointers a replay changed
-    std::uint64_t graph_fallbacks = 0;  // calls launched kernel by kernel (an output sharing memory with an argument)
+    // Automatic CUDA graphs (Options::capture = Auto, specializations of several kernels;
+    // docs/graph-capture.md):
+    std::uint64_t graph_captures =
+        0;  // graphs built (one per specialization and stream, again when a launch shape changes)
+    std::uint64_t graph_replays = 0;  // calls that ran as one graph launch
+    std::uint64_t graph_patched = 0;  // kernel nodes whose pointers a replay changed
+    std::uint64_t graph_fallbacks =
+        0;  // calls launched kernel by kernel (an output sharing memory with an argument)
 };
 
 /// The engine of loom::function, independent of the callable's type: specializations (lock-free to read,
 /// append-only, under a mutex to add) and the explain log.
 class FunctionCore {
-public:
+  public:
     FunctionCore(std::string name, std::source_location loc, Options options)
         : name_(std::move(name)), loc_(loc), options_(std::move(options)) {}
     const std::string& name() const { return name_; }
     /// The program for `args` writing into `outs` (empty: new contiguous results), or nullptr when none
     /// matches. No lock, no allocation.
-    const Program* find(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const noexcept;
+    const Program* find(std::span<const Tensor* const> args,
+                        std::span<const Tensor* const> outs) const noexcept;
     /// Builds (or finds, under the lock) the program for `args` and the layouts of `outs` (outputs that are
     /// views are written at their strides); `trace` maps placeholders to result nodes.
-    const Program& specialize(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
-                              std::source_location call,
-                              const std::function<std::vector<ir::NodePtr>(const std::vector<ir::NodePtr>&)>& trace);
+    const Program& specialize(
+        std::span<const Tensor* const> args, std::span<const Tensor* const> outs, std::source_location call,
+        const std::function<std::vector<ir::NodePtr>(const std::vector<ir::NodePtr>&)>& trace);
     FunctionStats stats() const;
     void count_call() const noexcept { calls_.fetch_add(1, std::memory_order_relaxed); }
 
-private:
+  private:
     static constexpr std::size_t kMaxSpecializations = 256;
     std::string name_;
     std::source_location loc_;
@@ -123,13 +127,14 @@ struct TensorAt {
 /// calls from several threads share specializations; two threads needing the same new one build it once.
 template <class F>
 class Function {
-public:
+  public:
     static constexpr std::size_t kInputs = detail::callable_arity<F>::value;
     using Result = decltype(std::apply(std::declval<F&>(), std::declval<std::array<Array, kInputs>>()));
     static constexpr std::size_t kOutputs = detail::result_count<std::decay_t<Result>>::value;
 
     Function(std::string name, F fn, std::source_location loc, Options options)
-        : core_(std::make_shared<detail::FunctionCore>(std::move(name), loc, std::move(options))), fn_(std::move(fn)) {}
+        : core_(std::make_shared<detail::FunctionCore>(std::move(name), loc, std::move(options))),
+          fn_(std::move(fn)) {}
 
     /// f(inputs...): allocates the results and returns them (a Tensor, or std::array<Tensor, N> for N
     /// results). f(inputs..., outputs...): writes into preallocated outputs (same shape and dtype, on the
@@ -139,9 +144,9 @@ public:
     /// file:line and where it was defined (the first call also reports trace errors with the callable's
     /// file:line), and as loom::evaluate() does.
     template <class... T>
-        requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) &&
-                 (sizeof...(T) + 1 == kInputs || sizeof...(T) + 1 == kInputs + kOutputs))
-    auto operator()(TensorAt first, const T&... rest) const {
+    requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) &&
+             (sizeof...(T) + 1 == kInputs || sizeof...(T) + 1 == kInputs + kOutputs)) auto
+    operator()(TensorAt first, const T&... rest) const {
         const std::array<const Tensor*, sizeof...(T) + 1> all{&first.tensor, &rest...};
         const std::span<const Tensor* const> args(all.data(), kInputs);
         if constexpr (sizeof...(T) + 1 == kInputs + kOutputs) {
@@ -159,15 +164,18 @@ public:
                 out_ptrs[k] = &outs[k];
             }
             p.run(args, out_ptrs, first.loc);
-            if constexpr (kOutputs == 1) return outs[0];
-            else return outs;
+            if constexpr (kOutputs == 1)
+                return outs[0];
+            else
+                return outs;
         }
     }
 
     /// The generated CUDA for these arguments (traces and compiles the specialization if needed).
     template <class... T>
-        requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) && sizeof...(T) + 1 == kInputs)
-    std::string cuda_source(TensorAt first, const T&... rest) const {
+    requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) && sizeof...(T) + 1 == kInputs) std::string
+        cuda_source(TensorAt first, const T&... rest)
+    const {
         const std::array<const Tensor*, kInputs> all{&first.tensor, &rest...};
         return program(all, {}, first.loc).cuda_source();
     }
@@ -175,7 +183,7 @@ public:
     const std::string& name() const { return core_->name(); }
     detail::FunctionStats stats() const { return core_->stats(); }
 
-private:
+  private:
     const Program& program(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
                            std::source_location call) const {
         if (const Program* p = core_->find(args, outs)) return *p;
@@ -199,7 +207,8 @@ Function<F> function(std::string name, F fn, std::source_location loc = std::sou
     return Function<F>(std::move(name), std::move(fn), loc, current_options());
 }
 template <class F>
-Function<F> function(std::string name, F fn, Options options, std::source_location loc = std::source_location::current()) {
+Function<F> function(std::string name, F fn, Options options,
+                     std::source_location loc = std::source_location::current()) {
     return Function<F>(std::move(name), std::move(fn), loc, std::move(options));
 }
 

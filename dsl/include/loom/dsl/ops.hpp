@@ -114,12 +114,12 @@ Array transpose(const Operand& x, Loc loc = Loc::current());
 // The one-axis form is a template over integer types so that `sum(x, {}, true)` means all axes: an empty
 // brace list would otherwise convert to an integer axis 0 in preference to an empty Axes.
 using Axes = std::vector<std::int64_t>;
-#define LOOM_DSL_REDUCE(fn)                                                                       \
+#define LOOM_DSL_REDUCE(fn)                                                                      \
     Array fn(const Operand& x, Axes axes = {}, bool keepdims = false, Loc loc = Loc::current()); \
-    template <std::integral I>                                                                    \
-        requires(!std::same_as<I, bool>)                                                          \
-    Array fn(const Operand& x, I axis, bool keepdims = false, Loc loc = Loc::current()) {         \
-        return fn(x, Axes{static_cast<std::int64_t>(axis)}, keepdims, loc);                       \
+    template <std::integral I>                                                                   \
+    requires(!std::same_as<I, bool>) Array fn(const Operand& x, I axis, bool keepdims = false,   \
+                                              Loc loc = Loc::current()) {                        \
+        return fn(x, Axes{static_cast<std::int64_t>(axis)}, keepdims, loc);                      \
     }
 LOOM_DSL_REDUCE(sum)
 LOOM_DSL_REDUCE(prod)
@@ -134,19 +134,20 @@ LOOM_DSL_REDUCE(all)
 
 // ---- matrix products ----
 /// The matrix product with NumPy's matmul rules (docs/semantics.md, section 12): `a` [..., M, K] times `b`
-/// [..., K, N] gives [..., M, N], the leading (batch) axes broadcasting; a 1-D `a` [K] is a row [1, K] and a 1-D
-/// `b` [K] a column [K, 1], whose axis the result drops ([K] x [K] is rank 0). Transposed, sliced and broadcast
-/// operands are read as views, with no copy. dtypes promote as for binary ops (loom::promote); float16,
-/// bfloat16, float32 and float64 keep the promoted dtype (halves accumulate in float32 and round once), int8 x
-/// int8 gives int32, wrapping and exact. The order of the sums is fixed by the shapes alone (chunks of 8192
-/// along K, kProductChunk; fma in ascending k, the chunk partials in the reductions' pairwise tree).
-/// Throws loom::Error naming matmul, both shapes and dtypes and the call's file:line for a scalar operand,
-/// contraction extents that differ, batch axes that do not broadcast, or dtypes that promote to anything else.
+/// [..., K, N] gives [..., M, N], the leading (batch) axes broadcasting; a 1-D `a` [K] is a row [1, K] and a
+/// 1-D `b` [K] a column [K, 1], whose axis the result drops ([K] x [K] is rank 0). Transposed, sliced and
+/// broadcast operands are read as views, with no copy. dtypes promote as for binary ops (loom::promote);
+/// float16, bfloat16, float32 and float64 keep the promoted dtype (halves accumulate in float32 and round
+/// once), int8 x int8 gives int32, wrapping and exact. The order of the sums is fixed by the shapes alone
+/// (chunks of 8192 along K, kProductChunk; fma in ascending k, the chunk partials in the reductions' pairwise
+/// tree). Throws loom::Error naming matmul, both shapes and dtypes and the call's file:line for a scalar
+/// operand, contraction extents that differ, batch axes that do not broadcast, or dtypes that promote to
+/// anything else.
 Array matmul(const Operand& a, const Operand& b, Loc loc = Loc::current());
-/// The same product with a tile hint for its GPU kernel: `matmul(a, b, tile(128, 128, 32))` asks for blocks of
-/// 128 x 128 outputs stepping 32 along K (0 in a field: Loom chooses). The hint changes the schedule, never
-/// the bits (the order is the shapes' alone). A hint the kernel cannot honour raises loom::Error when the
-/// product is planned, naming the limit it breaks (shared memory per block, registers per thread, or a
+/// The same product with a tile hint for its GPU kernel: `matmul(a, b, tile(128, 128, 32))` asks for blocks
+/// of 128 x 128 outputs stepping 32 along K (0 in a field: Loom chooses). The hint changes the schedule,
+/// never the bits (the order is the shapes' alone). A hint the kernel cannot honour raises loom::Error when
+/// the product is planned, naming the limit it breaks (shared memory per block, registers per thread, or a
 /// divisibility the kernel needs); a negative extent raises it here.
 Array matmul(const Operand& a, const Operand& b, const TileHint& hint, Loc loc = Loc::current());
 

@@ -30,8 +30,8 @@ NodePtr input(DType dtype, const Shape& shape, std::string label, std::shared_pt
 NodePtr scalar(ScalarValue v, DType dtype, Loc loc = Loc::current());
 /// A rank-0 compile-time constant baked into the generated code.
 NodePtr constant(ScalarValue v, DType dtype, Loc loc = Loc::current());
-/// Throws loom::Error naming `api` and `loc` for a shape of more than kMaxRank axes, a negative extent, or more
-/// elements than a signed 64-bit count holds.
+/// Throws loom::Error naming `api` and `loc` for a shape of more than kMaxRank axes, a negative extent, or
+/// more elements than a signed 64-bit count holds.
 void check_shape(std::string_view api, const Shape& shape, Loc loc = Loc::current());
 /// Where a factory leaf (iota, fill) is made when it is evaluated with no input tensor: -1 the host, k >= 0
 /// CUDA device k. Combined with tensors, a factory takes their device: it has no memory of its own.
@@ -44,10 +44,12 @@ NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::st
 /// An array of `shape` holding `v` (a value of `dtype`) in every element: the lazy form of full, zeros and
 /// ones. Lowered to a broadcast scalar (a kernel parameter) before planning (lower_factories). `device`:
 /// see kHostDeviceCode.
-NodePtr fill(ScalarValue v, DType dtype, const Shape& shape, std::int64_t device, std::string_view api = "full",
-             Loc loc = Loc::current());
+NodePtr fill(ScalarValue v, DType dtype, const Shape& shape, std::int64_t device,
+             std::string_view api = "full", Loc loc = Loc::current());
 /// The device code of a factory leaf (Iota, Fill).
-inline std::int64_t factory_device(const Node& n) { return n.ints().back(); }
+inline std::int64_t factory_device(const Node& n) {
+    return n.ints().back();
+}
 
 /// Converts a C++ double to the nearest value of `dtype`, exactly as a cast would (floats round to
 /// nearest even; integers: throws loom::Error naming `api` when the value is not an integer in range).
@@ -82,11 +84,11 @@ NodePtr reduce(Op op, NodePtr a, std::vector<std::int64_t> axes, bool keepdims, 
 /// float64 (the result keeps it) or int8 (the result is int32). The node made is an Op::MatMul of operands
 /// [B..., M, K] and [B..., K, N] (explicit broadcast_to, permute and cast nodes where the operands differ)
 /// giving [B..., M, N], under a reshape when a vector's axis is dropped.
-/// Throws loom::Error naming matmul, both operands' shapes and dtypes and `loc` for a rank-0 operand, contraction
-/// extents that differ, batch axes that do not broadcast, and a dtype products do not take.
+/// Throws loom::Error naming matmul, both operands' shapes and dtypes and `loc` for a rank-0 operand,
+/// contraction extents that differ, batch axes that do not broadcast, and a dtype products do not take.
 /// `tile`: the user's tile hint for this product (rows, columns and depth of a block's tile; 0: the planner
-/// chooses), kept as the node's ints {rows, cols, depth} (none without a hint); a negative extent is an error.
-/// Whether a GPU kernel can honour it is decided when planning (codegen/matmul_plan.hpp).
+/// chooses), kept as the node's ints {rows, cols, depth} (none without a hint); a negative extent is an
+/// error. Whether a GPU kernel can honour it is decided when planning (codegen/matmul_plan.hpp).
 struct ProductTile {
     std::int64_t rows = 0, cols = 0, depth = 0;
     bool empty() const { return rows == 0 && cols == 0 && depth == 0; }

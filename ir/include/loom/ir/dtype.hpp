@@ -12,8 +12,8 @@ namespace loom {
 enum class DType : std::uint8_t { Bool, Int8, UInt8, Int32, Int64, Float16, BFloat16, Float32, Float64 };
 
 inline constexpr int kNumDTypes = 9;
-inline constexpr DType kAllDTypes[kNumDTypes] = {DType::Bool,    DType::Int8,     DType::UInt8,
-                                                 DType::Int32,   DType::Int64,    DType::Float16,
+inline constexpr DType kAllDTypes[kNumDTypes] = {DType::Bool,     DType::Int8,    DType::UInt8,
+                                                 DType::Int32,    DType::Int64,   DType::Float16,
                                                  DType::BFloat16, DType::Float32, DType::Float64};
 
 inline constexpr DType bool_ = DType::Bool;
@@ -43,7 +43,9 @@ constexpr bool is_signed_integer(DType t) {
     return t == DType::Int8 || t == DType::Int32 || t == DType::Int64;
 }
 /// float16 and bfloat16: stored in 2 bytes, computed in float32 and rounded once per op.
-constexpr bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+constexpr bool is_half(DType t) {
+    return t == DType::Float16 || t == DType::BFloat16;
+}
 
 /// Result dtype of a binary op on two arrays (docs/semantics.md, "Type promotion"). A lattice in the
 /// spirit of JAX's: bool < every type; integers promote to the widest, int8 with uint8 to int32; any

@@ -19,9 +19,13 @@ std::uint16_t double_to_bf16_bits(double d);
 float bf16_bits_to_float(std::uint16_t b);
 
 /// Rounds a float32 value to the nearest float16 value and returns it as float32 (exact).
-inline float round_to_half(float f) { return half_bits_to_float(float_to_half_bits(f)); }
+inline float round_to_half(float f) {
+    return half_bits_to_float(float_to_half_bits(f));
+}
 /// Rounds a float32 value to the nearest bfloat16 value and returns it as float32 (exact).
-inline float round_to_bf16(float f) { return bf16_bits_to_float(float_to_bf16_bits(f)); }
+inline float round_to_bf16(float f) {
+    return bf16_bits_to_float(float_to_bf16_bits(f));
+}
 
 /// Host storage type of a float16 element (2 bytes, the IEEE binary16 bits).
 struct half {
@@ -29,7 +33,11 @@ struct half {
     half() = default;
     explicit half(float f) : bits(float_to_half_bits(f)) {}
     explicit operator float() const { return half_bits_to_float(bits); }
-    static half from_bits(std::uint16_t b) { half h; h.bits = b; return h; }
+    static half from_bits(std::uint16_t b) {
+        half h;
+        h.bits = b;
+        return h;
+    }
 };
 
 /// Host storage type of a bfloat16 element (2 bytes, the upper half of a float32).
@@ -38,7 +46,11 @@ struct bfloat16_t {
     bfloat16_t() = default;
     explicit bfloat16_t(float f) : bits(float_to_bf16_bits(f)) {}
     explicit operator float() const { return bf16_bits_to_float(bits); }
-    static bfloat16_t from_bits(std::uint16_t b) { bfloat16_t h; h.bits = b; return h; }
+    static bfloat16_t from_bits(std::uint16_t b) {
+        bfloat16_t h;
+        h.bits = b;
+        return h;
+    }
 };
 
 }  // namespace loom

@@ -8,7 +8,7 @@
 namespace loom {
 
 class Hasher {
-public:
+  public:
     void add(std::uint64_t v) {
         // Mixing step of splitmix64 (Steele, Lea, Flood: "Fast splittable pseudorandom number generators").
         state_ ^= v + 0x9e3779b97f4a7c15ull + (state_ << 6) + (state_ >> 2);
@@ -30,7 +30,7 @@ public:
     }
     std::uint64_t digest() const { return mix(state_ ^ 0x2545f4914f6cdd1dull); }
 
-private:
+  private:
     static std::uint64_t mix(std::uint64_t z) {
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;

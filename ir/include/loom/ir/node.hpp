@@ -45,9 +45,9 @@ struct NodeDesc {
     /// Op-specific integers: Input: {input id}; Permute: the permutation; Slice: {start, step} per axis;
     /// reductions: the reduced axes, sorted; Reshape/BroadcastTo: empty (the shape is the node's shape).
     std::vector<std::int64_t> ints;
-    ScalarValue value;   // Scalar and Constant
+    ScalarValue value;      // Scalar and Constant
     bool keepdims = false;  // reductions
-    std::string label;   // Input: the user's name for printing (not part of identity; ids are unique)
+    std::string label;      // Input: the user's name for printing (not part of identity; ids are unique)
     /// Input: what the input is bound to (the runtime stores its tensor here, which keeps the tensor's
     /// memory alive as long as any graph uses it). Opaque to the IR and not part of identity.
     std::shared_ptr<const void> payload;
@@ -55,7 +55,7 @@ struct NodeDesc {
 };
 
 class Node {
-public:
+  public:
     Op op() const { return d_.op; }
     DType dtype() const { return d_.dtype; }
     const Shape& shape() const { return d_.shape; }
@@ -88,7 +88,7 @@ public:
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
 
-private:
+  private:
     friend NodePtr intern(NodeDesc desc);
     friend struct NodeDeleter;
     explicit Node(NodeDesc d) : d_(std::move(d)) {}

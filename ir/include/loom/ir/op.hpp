@@ -41,7 +41,7 @@ enum class Rule : std::uint8_t {
     Mean,        // integers and bool -> float32, floats keep dtype
     ArgMinMax,   // int64 index
     AnyAll,      // bool
-    MatMul,      // float16, bfloat16, float32, float64 keep their dtype; int8 x int8 -> int32 (after promotion)
+    MatMul,  // float16, bfloat16, float32, float64 keep their dtype; int8 x int8 -> int32 (after promotion)
 };
 
 /// Cost class of an elementwise op (column Cost of ops.def).
@@ -82,18 +82,31 @@ struct OpInfo {
 };
 
 const OpInfo& info(Op op);
-inline std::string_view op_name(Op op) { return info(op).name; }
+inline std::string_view op_name(Op op) {
+    return info(op).name;
+}
 inline bool is_elementwise(Op op) {
     OpKind k = info(op).kind;
     return k == OpKind::Unary || k == OpKind::Binary || k == OpKind::Ternary;
 }
-inline bool is_view(Op op) { return info(op).kind == OpKind::View; }
-inline bool is_reduction(Op op) { return info(op).kind == OpKind::Reduce; }
-inline bool is_leaf(Op op) { return info(op).kind == OpKind::Leaf; }
-/// A contraction of two operands (matmul): a kernel family of its own, never fused into an elementwise kernel.
-inline bool is_product(Op op) { return info(op).kind == OpKind::Product; }
+inline bool is_view(Op op) {
+    return info(op).kind == OpKind::View;
+}
+inline bool is_reduction(Op op) {
+    return info(op).kind == OpKind::Reduce;
+}
+inline bool is_leaf(Op op) {
+    return info(op).kind == OpKind::Leaf;
+}
+/// A contraction of two operands (matmul): a kernel family of its own, never fused into an elementwise
+/// kernel.
+inline bool is_product(Op op) {
+    return info(op).kind == OpKind::Product;
+}
 /// Whether operands of the op's dtype give a result that needs no rounding (column Exactness of ops.def).
-inline bool is_exact(Op op) { return info(op).exactness == Exactness::Exact; }
+inline bool is_exact(Op op) {
+    return info(op).exactness == Exactness::Exact;
+}
 
 /// Number of ops in the table.
 int num_ops();

@@ -15,7 +15,8 @@ struct Pass {
     std::function<std::vector<NodePtr>(const std::vector<NodePtr>&)> run;
 };
 
-/// Passes of the standard pipeline, in order. Each is a free function in a file of its own under ir/src/passes.
+/// Passes of the standard pipeline, in order. Each is a free function in a file of its own under
+/// ir/src/passes.
 std::vector<Pass> standard_passes();
 
 /// Runs `passes` over `roots`. Verifies the input and the output of each pass when `verify_each` (on by

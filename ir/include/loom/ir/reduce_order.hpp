@@ -1,7 +1,7 @@
 // The constants of the reduction order (docs/semantics.md, "Reduction order") and of the matrix products'
 // order (section 12), and the pairwise tree both use, defined once: the CPU reference
-// (runtime/src/reference_reduce.cpp, reference_matmul.cpp), the reduction planner (codegen/src/reduce_plan.cpp)
-// and the emitters all read them.
+// (runtime/src/reference_reduce.cpp, reference_matmul.cpp), the reduction planner
+// (codegen/src/reduce_plan.cpp) and the emitters all read them.
 #pragma once
 
 #include <cstddef>
@@ -30,12 +30,15 @@ inline constexpr std::int64_t kColumnChunk = 256;
 /// boundaries.
 inline constexpr std::int64_t kProductChunk = 8192;
 /// The number of chunks of a contraction of length K (0 for K = 0).
-constexpr std::int64_t product_chunks(std::int64_t K) { return K <= 0 ? 0 : (K + kProductChunk - 1) / kProductChunk; }
+constexpr std::int64_t product_chunks(std::int64_t K) {
+    return K <= 0 ? 0 : (K + kProductChunk - 1) / kProductChunk;
+}
 
 /// The pairwise tree over chunk partials p[0 .. n), n >= 1: (0, 1), (2, 3), ... combined as `combine(left,
 /// right)`, an odd last partial carried up unchanged, repeated until one value remains. Overwrites `p`;
 /// returns the root.
-template <class T, class Combine> T pairwise_tree(std::span<T> p, Combine&& combine) {
+template <class T, class Combine>
+T pairwise_tree(std::span<T> p, Combine&& combine) {
     std::size_t n = p.size();
     while (n > 1) {
         std::size_t k = 0;

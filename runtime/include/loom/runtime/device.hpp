@@ -33,13 +33,16 @@ void set_device(int index);
 /// "Function Parameters"), else 4,096. Throws NoDeviceError without a GPU, loom::Error for a bad index.
 const codegen::DeviceInfo& device_info(int index);
 /// device_info() of the calling thread's current device.
-inline const codegen::DeviceInfo& device_info() { return device_info(current_device()); }
+inline const codegen::DeviceInfo& device_info() {
+    return device_info(current_device());
+}
 
 /// Byte counts of a device's stream-ordered memory pool (the device's default pool, which Loom allocates
 /// from), and of the device itself.
 struct PoolStats {
-    std::size_t used_bytes = 0;      // handed out and not yet freed (cudaMemPoolAttrUsedMemCurrent)
-    std::size_t reserved_bytes = 0;  // held from the device, cached for reuse (cudaMemPoolAttrReservedMemCurrent)
+    std::size_t used_bytes = 0;  // handed out and not yet freed (cudaMemPoolAttrUsedMemCurrent)
+    std::size_t reserved_bytes =
+        0;  // held from the device, cached for reuse (cudaMemPoolAttrReservedMemCurrent)
     std::size_t device_free_bytes = 0;   // cudaMemGetInfo
     std::size_t device_total_bytes = 0;  // cudaMemGetInfo
 };
@@ -51,13 +54,13 @@ void trim_pool(int index);
 
 /// Makes a device current for a scope and restores the previous one (a no-op when it already is).
 class DeviceGuard {
-public:
+  public:
     explicit DeviceGuard(int index);
     ~DeviceGuard();
     DeviceGuard(const DeviceGuard&) = delete;
     DeviceGuard& operator=(const DeviceGuard&) = delete;
 
-private:
+  private:
     int previous_ = -1;
 };
 

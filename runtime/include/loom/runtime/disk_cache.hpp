@@ -17,16 +17,16 @@ namespace loom {
 
 /// Counters of a disk cache (and, for the process-wide cache, of the compilations done after its misses).
 struct DiskCacheStats {
-    std::uint64_t hits = 0;            // entries found, verified and returned
-    std::uint64_t misses = 0;          // lookups that found no usable entry (absent, rejected, or cache disabled)
-    std::uint64_t rejected = 0;        // entries present but corrupt, truncated, of another key or untrusted
-    std::uint64_t stores = 0;          // entries published
+    std::uint64_t hits = 0;      // entries found, verified and returned
+    std::uint64_t misses = 0;    // lookups that found no usable entry (absent, rejected, or cache disabled)
+    std::uint64_t rejected = 0;  // entries present but corrupt, truncated, of another key or untrusted
+    std::uint64_t stores = 0;    // entries published
     std::uint64_t store_failures = 0;  // entries that could not be written (disk full, permissions)
     std::uint64_t evictions = 0;       // entries removed to keep the directory under its size cap
-    std::uint64_t compiles = 0;        // NVRTC compilations done by compile_cached() (process-wide cache only)
-    double compile_ms = 0;             // their total NVRTC time, milliseconds
-    double lookup_ms = 0;              // total time of lookups (hits and misses): open, read, verify
-    double store_ms = 0;               // total time of publishing entries
+    std::uint64_t compiles = 0;  // NVRTC compilations done by compile_cached() (process-wide cache only)
+    double compile_ms = 0;       // their total NVRTC time, milliseconds
+    double lookup_ms = 0;        // total time of lookups (hits and misses): open, read, verify
+    double store_ms = 0;         // total time of publishing entries
 };
 
 /// What a disk cache key is made of. `text` is the complete key (stored in the entry and compared on
@@ -56,7 +56,7 @@ std::string sha256_hex(std::string_view data);
 /// One cache directory. Thread-safe; several processes may share the directory (entries are written to a
 /// private temporary file and renamed into place, so a reader sees a whole entry or none).
 class DiskCache {
-public:
+  public:
     /// Opens `directory`, creating it and missing parents with mode 0700. The cache is disabled (every
     /// lookup misses, nothing is written; reason() says why, and one warning goes to stderr unless `quiet`)
     /// when the directory cannot be created or opened, is a symbolic link, is not a directory, belongs to
@@ -89,7 +89,7 @@ public:
 
     struct State;
 
-private:
+  private:
     std::unique_ptr<State> s_;
 };
 

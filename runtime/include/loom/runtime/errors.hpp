@@ -18,7 +18,7 @@ namespace loom {
 /// After a sticky error (see is_sticky()) the message also names the last launched kernel and the user's
 /// source line of that launch.
 class CudaError : public Error {
-public:
+  public:
     CudaError(cudaError_t code, std::string call, const std::string& what)
         : Error(what), code_(code), call_(std::move(call)) {}
     /// The CUDA status code, converted once at the boundary.
@@ -26,7 +26,7 @@ public:
     /// The failing call's source text ("cudaMallocAsync(&p, bytes, stream)").
     const std::string& call() const { return call_; }
 
-private:
+  private:
     cudaError_t code_;
     std::string call_;
 };
@@ -35,19 +35,19 @@ private:
 /// names the request in bytes, the device, the bytes Loom's pool holds in use and reserved, and the
 /// device's free and total memory.
 class OutOfMemory : public Error {
-public:
+  public:
     OutOfMemory(std::size_t requested, const std::string& what) : Error(what), requested_(requested) {}
     /// Bytes that were asked for.
     std::size_t requested() const { return requested_; }
 
-private:
+  private:
     std::size_t requested_;
 };
 
 /// A GPU operation was asked for but no usable CUDA device (or no driver) is present. Everything up to
 /// and including NVRTC compilation works without one; the first GPU use throws this.
 class NoDeviceError : public Error {
-public:
+  public:
     explicit NoDeviceError(const std::string& what) : Error(what) {}
 };
 

@@ -17,7 +17,8 @@ namespace loom {
 /// Throws loom::Error for inputs on different devices or unbound placeholders, loom::NoDeviceError
 /// without a GPU, loom::CompileError, loom::CudaError, loom::OutOfMemory.
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots,
-                             std::source_location loc = std::source_location::current(), std::string_view name = {});
+                             std::source_location loc = std::source_location::current(),
+                             std::string_view name = {});
 
 /// Evaluates `roots` into the preallocated `outs` (one per root: same shape and dtype, contiguous, on the
 /// inputs' device). Asynchronous on the GPU (stream-ordered on the current stream). An output that an
@@ -41,10 +42,10 @@ struct CompileReport {
     std::string image_kind;  // "cubin" or "PTX"
     std::size_t image_bytes = 0;
     int kernels = 0;
-    double codegen_ms = 0;   // planning and CUDA emission
-    double compile_ms = 0;   // NVRTC (0 for kernels found in the disk cache)
-    int disk_hits = 0;       // kernels whose image came from the disk cache (docs/kernel-cache.md)
-    double lookup_ms = 0;    // disk cache lookups
+    double codegen_ms = 0;  // planning and CUDA emission
+    double compile_ms = 0;  // NVRTC (0 for kernels found in the disk cache)
+    int disk_hits = 0;      // kernels whose image came from the disk cache (docs/kernel-cache.md)
+    double lookup_ms = 0;   // disk cache lookups
 };
 
 /// Generates and compiles the kernels of `roots` with NVRTC without launching them (no GPU needed), through

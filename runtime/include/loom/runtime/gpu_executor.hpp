@@ -31,7 +31,8 @@ void bound_sources(const std::vector<ir::NodePtr>& roots, std::vector<const ir::
 /// plan's sources (the graph's Input nodes). `root_strides`: the strides of outputs that are views (an empty
 /// entry, or none: contiguous).
 codegen::FusionPlan plan_bound(const std::vector<ir::NodePtr>& roots, const codegen::DeviceInfo& info,
-                               const Options& options, std::string_view name, std::vector<const ir::Node*>* sources,
+                               const Options& options, std::string_view name,
+                               std::vector<const ir::Node*>* sources,
                                std::span<const Strides> root_strides = {});
 
 /// Fetches every kernel of `plan` from the in-memory cache and builds the missing ones, all families alike,
@@ -54,8 +55,9 @@ void copy_back_into(const Tensor& user, const Tensor& tmp, Device device);
 /// pool only: the temporary block when the plan has temporaries, the split workspaces of split reductions,
 /// and a temporary per output that aliases a source the plan reads (FusionPlan::reads says when), copied
 /// back after the last kernel. Nothing else: no planning, hashing or cache lookup.
-void run_plan(const codegen::FusionPlan& plan, const Kernels& kernels, std::span<const Tensor::Impl* const> sources,
-              std::span<const Tensor* const> outs, Device device, std::string_view where);
+void run_plan(const codegen::FusionPlan& plan, const Kernels& kernels,
+              std::span<const Tensor::Impl* const> sources, std::span<const Tensor* const> outs,
+              Device device, std::string_view where);
 
 /// Evaluates `roots` on `device` under the current options. When `outs` is non-null it holds one
 /// preallocated tensor per root (same shape and dtype, on `device`; contiguous, or a view that does not

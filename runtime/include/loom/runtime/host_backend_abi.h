@@ -46,13 +46,13 @@ typedef struct loom_host_backend_v1 {
     const char* (*features)(void);
     int (*vector_bits)(void);
     int (*has_f16c)(void);
-    /* Parses, verifies, optimizes and compiles LLVM IR text to an ELF object file for the JIT's target. Returns
-     * 0 and the object in `object`, or nonzero with LLVM's diagnostics in `error`. Thread-safe. `ms` (may be
-     * null) receives the parse + optimize and the code generation times in milliseconds. */
-    int (*compile)(const char* ir, size_t size, const char* name, loom_hb_buffer* object, loom_hb_buffer* error,
-                   double* ms);
-    /* Links an object file (from compile, or from the disk cache) into the JIT; returns a handle, or null with
-     * the reason in `error`. Thread-safe. */
+    /* Parses, verifies, optimizes and compiles LLVM IR text to an ELF object file for the JIT's target.
+     * Returns 0 and the object in `object`, or nonzero with LLVM's diagnostics in `error`. Thread-safe. `ms`
+     * (may be null) receives the parse + optimize and the code generation times in milliseconds. */
+    int (*compile)(const char* ir, size_t size, const char* name, loom_hb_buffer* object,
+                   loom_hb_buffer* error, double* ms);
+    /* Links an object file (from compile, or from the disk cache) into the JIT; returns a handle, or null
+     * with the reason in `error`. Thread-safe. */
     void* (*load)(const char* object, size_t size, const char* name, loom_hb_buffer* error);
     /* The address of function `symbol` of a loaded object, or null with the reason in `error`. */
     void* (*symbol)(void* handle, const char* symbol, loom_hb_buffer* error);

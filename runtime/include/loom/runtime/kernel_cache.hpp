@@ -29,16 +29,16 @@ struct CompiledKernel {
 /// Counters of the in-memory cache since the process started.
 struct KernelCacheStats {
     std::uint64_t hits = 0;
-    std::uint64_t misses = 0;     // lookups that had to build (or wait for another thread's build)
-    std::uint64_t compiles = 0;   // NVRTC compilations
-    double compile_ms = 0;        // total NVRTC time
+    std::uint64_t misses = 0;    // lookups that had to build (or wait for another thread's build)
+    std::uint64_t compiles = 0;  // NVRTC compilations
+    double compile_ms = 0;       // total NVRTC time
 };
 
 /// Returns the kernel for `key` on device `device`, calling `build` once per key and device when absent.
 /// Thread-safe: two threads that need the same new kernel build it once (the second waits). A build that
 /// throws is not cached; the exception reaches every waiting caller.
 std::shared_ptr<const CompiledKernel> cached_kernel(std::uint64_t key, int device,
-                                                   const std::function<CompiledKernel()>& build);
+                                                    const std::function<CompiledKernel()>& build);
 
 /// The kernel for `key` on `device` when it is built and cached (counted as a hit), else null; never
 /// builds or waits.

@@ -45,7 +45,7 @@ struct KernelState;
 
 /// A kernel of a loaded Module. Cheap to copy; keeps its module loaded.
 class Kernel {
-public:
+  public:
     Kernel() = default;
     /// The kernel's (extern "C") name.
     const std::string& name() const;
@@ -63,14 +63,15 @@ public:
     /// cudaGetLastError(); with LOOM_SYNC=1 synchronizes the stream and checks again.
     /// Throws loom::Error when args_bytes differs from the declared parameter size, loom::CudaError for a
     /// failed launch (naming the kernel), or at once after an earlier sticky error.
-    void launch(const LaunchConfig& cfg, const void* args, std::size_t args_bytes, std::string_view where = {}) const;
+    void launch(const LaunchConfig& cfg, const void* args, std::size_t args_bytes,
+                std::string_view where = {}) const;
 
     /// Allows up to `bytes` of dynamic shared memory per block on device `device`
-    /// (cudaKernelSetAttributeForDevice, cudaFuncAttributeMaxDynamicSharedMemorySize). Throws loom::CudaError,
-    /// e.g. beyond the device's opt-in limit.
+    /// (cudaKernelSetAttributeForDevice, cudaFuncAttributeMaxDynamicSharedMemorySize). Throws
+    /// loom::CudaError, e.g. beyond the device's opt-in limit.
     void set_max_dynamic_shared(std::size_t bytes, int device) const;
 
-private:
+  private:
     friend class Module;
     std::shared_ptr<detail::KernelState> state_;
     std::shared_ptr<detail::ModuleState> module_;  // keeps the library loaded
@@ -82,7 +83,7 @@ private:
 /// Module per compiled image (per architecture); the device current at load time is recorded. Unloaded
 /// (cudaLibraryUnload) when the Module and all its Kernels are gone.
 class Module {
-public:
+  public:
     Module() = default;
     /// Loads a cubin or fatbin, or PTX text (JIT-compiled by the driver), from `image` (the bytes are
     /// copied and kept while the library lives; PTX need not be NUL-terminated here). `name` labels
@@ -102,7 +103,7 @@ public:
     /// The device current when the module was loaded.
     int device() const;
 
-private:
+  private:
     std::shared_ptr<detail::ModuleState> state_;
 };
 

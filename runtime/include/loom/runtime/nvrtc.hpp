@@ -14,16 +14,20 @@ namespace loom {
 /// NVRTC could not compile a kernel. The message names the kernel, the path of the saved source, the
 /// options and NVRTC's log; each is also available on its own.
 class CompileError : public Error {
-public:
-    CompileError(const std::string& what, std::string log, std::vector<std::string> options, std::string source_path)
-        : Error(what), log_(std::move(log)), options_(std::move(options)), source_path_(std::move(source_path)) {}
+  public:
+    CompileError(const std::string& what, std::string log, std::vector<std::string> options,
+                 std::string source_path)
+        : Error(what),
+          log_(std::move(log)),
+          options_(std::move(options)),
+          source_path_(std::move(source_path)) {}
     const std::string& log() const { return log_; }
     const std::vector<std::string>& options() const { return options_; }
     /// Where the failing source was saved (LOOM_DUMP_DIR, else a temporary directory); empty if it could
     /// not be written.
     const std::string& source_path() const { return source_path_; }
 
-private:
+  private:
     std::string log_;
     std::vector<std::string> options_;
     std::string source_path_;
@@ -37,10 +41,10 @@ struct Options {
     std::string arch;
     int cc_major = 9;
     int cc_minor = 0;
-    bool fast_math = false;    // --use_fast_math (off by default: Loom's numerics contract)
-    bool line_info = false;    // -lineinfo
-    bool debug = false;        // -G
-    int max_registers = 0;     // --maxrregcount when > 0
+    bool fast_math = false;  // --use_fast_math (off by default: Loom's numerics contract)
+    bool line_info = false;  // -lineinfo
+    bool debug = false;      // -G
+    int max_registers = 0;   // --maxrregcount when > 0
     /// The kernel uses the arch's own features (Hopper's wgmma, setmaxnreg): sm_XY becomes sm_XYa. A device
     /// newer than NVRTC (PTX for an older arch) cannot run them: an Error.
     bool arch_specific = false;
@@ -51,10 +55,10 @@ struct Options {
 struct Result {
     std::vector<char> binary;  // cubin, or PTX text (NUL-terminated) when is_ptx
     bool is_ptx = false;
-    std::string arch;          // the arch actually compiled for ("sm_90", "compute_120")
-    std::string log;           // NVRTC's log (warnings), possibly empty
+    std::string arch;  // the arch actually compiled for ("sm_90", "compute_120")
+    std::string log;   // NVRTC's log (warnings), possibly empty
     std::vector<std::string> options;
-    double compile_ms = 0;     // wall time of nvrtcCompileProgram and the result queries, milliseconds
+    double compile_ms = 0;  // wall time of nvrtcCompileProgram and the result queries, milliseconds
 };
 
 /// Compiles `source` (a complete translation unit; `name` is the kernel's base name, used for the

@@ -16,13 +16,14 @@ namespace loom {
 /// Copies between pinned memory and a device run asynchronously at full bus speed; pageable memory makes
 /// cudaMemcpyAsync stage through a driver buffer and return only when the copy is done.
 class PinnedBuffer {
-public:
+  public:
     PinnedBuffer() = default;
     /// Allocates `bytes` of pinned host memory. Throws loom::NoDeviceError without a GPU,
     /// loom::OutOfMemory when the host cannot pin that much, loom::CudaError.
     explicit PinnedBuffer(std::size_t bytes);
     ~PinnedBuffer();
-    PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+    PinnedBuffer(PinnedBuffer&& o) noexcept
+        : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
     PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
     PinnedBuffer(const PinnedBuffer&) = delete;
     PinnedBuffer& operator=(const PinnedBuffer&) = delete;
@@ -32,11 +33,15 @@ public:
     /// Size in bytes.
     std::size_t bytes() const { return bytes_; }
     template <class T>
-    T* as() { return static_cast<T*>(ptr_); }
+    T* as() {
+        return static_cast<T*>(ptr_);
+    }
     template <class T>
-    const T* as() const { return static_cast<const T*>(ptr_); }
+    const T* as() const {
+        return static_cast<const T*>(ptr_);
+    }
 
-private:
+  private:
     void* ptr_ = nullptr;
     std::size_t bytes_ = 0;
 };

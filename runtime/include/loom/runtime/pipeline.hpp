@@ -33,11 +33,12 @@
 namespace loom {
 
 class Pipeline {
-public:
+  public:
     /// The work of one batch: its index, the device buffers holding its inputs (one per host input, the
     /// batch's shape: the host tensor's shape without its first extent), and the device buffers to fill
     /// with its outputs (likewise). The buffers of a slot are reused every `depth` batches.
-    using Step = std::function<void(std::int64_t batch, std::span<const Tensor> inputs, std::span<const Tensor> outputs)>;
+    using Step = std::function<void(std::int64_t batch, std::span<const Tensor> inputs,
+                                    std::span<const Tensor> outputs)>;
 
     /// `host_inputs` and `host_outputs`: contiguous tensors in pinned host memory (pinned_empty()), each of
     /// shape [batches, ...] with the same number of batches (at least one input or output). `depth` >= 2
@@ -71,7 +72,7 @@ public:
     cudaStream_t compute_stream() const { return compute_; }
     cudaStream_t download_stream() const { return download_; }
 
-private:
+  private:
     std::vector<Tensor> host_in_, host_out_;
     std::vector<std::vector<Tensor>> dev_in_, dev_out_;  // [slot][tensor]
     std::int64_t batches_ = 0;

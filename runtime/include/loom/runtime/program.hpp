@@ -27,12 +27,12 @@ class ProgramGraphs;  // the CUDA graphs of a multi-kernel program (runtime/src/
 
 /// Counters of a program's automatic CUDA graphs (Options::capture = Auto; docs/graph-capture.md).
 struct GraphStats {
-    std::uint64_t captures = 0;   // graphs built: a stream capture of one run, and its instantiation
-    std::uint64_t replays = 0;    // calls that ran as one graph launch
-    std::uint64_t patched = 0;    // kernel nodes whose parameters (pointers) a replay changed
-    std::uint64_t fallbacks = 0;  // calls that launched kernel by kernel (an output sharing memory with an argument)
+    std::uint64_t captures = 0;  // graphs built: a stream capture of one run, and its instantiation
+    std::uint64_t replays = 0;   // calls that ran as one graph launch
+    std::uint64_t patched = 0;   // kernel nodes whose parameters (pointers) a replay changed
+    std::uint64_t fallbacks =
+        0;  // calls that launched kernel by kernel (an output sharing memory with an argument)
 };
-
 
 /// What a program was specialized on, per argument: dtype, shape, strides (elements), 16-byte alignment of
 /// element 0 and device. A call whose arguments match runs the program as it is.
@@ -48,35 +48,36 @@ struct ArgSpec {
 };
 
 class Program {
-public:
+  public:
     /// Specializes the graph `roots`, whose Inputs are the placeholders `params` (in argument order), for
     /// the arguments `args` (one per placeholder, same dtype and shape) on their device: lowers the
     /// graph, partitions it into kernels (reduction kernels and pointwise kernels when it has reductions),
     /// plans each for the arguments' layouts and compiles (or fetches from the kernel cache) each; nothing
-    /// is launched. On host tensors the same happens for the host (the LLVM back end), or, when host work runs
-    /// on the CPU reference (LOOM_CPU_BACKEND=reference, no module), nothing is compiled and run() evaluates
-    /// the graph on the reference.
-    /// `name` names the kernels; `options` enter the plan and every kernel key. `out_strides` (empty: every
-    /// output contiguous; an empty entry: that output contiguous) are the strides of outputs that are views
-    /// (the interior of a grid, a column): the kernels write them at their own index maps, and run() takes
-    /// outputs of exactly these layouts. Throws as loom::evaluate() does.
-    Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params, std::span<const Tensor* const> args,
-            std::string name, std::source_location loc, const Options& options = current_options(),
-            std::vector<Strides> out_strides = {});
+    /// is launched. On host tensors the same happens for the host (the LLVM back end), or, when host work
+    /// runs on the CPU reference (LOOM_CPU_BACKEND=reference, no module), nothing is compiled and run()
+    /// evaluates the graph on the reference. `name` names the kernels; `options` enter the plan and every
+    /// kernel key. `out_strides` (empty: every output contiguous; an empty entry: that output contiguous) are
+    /// the strides of outputs that are views (the interior of a grid, a column): the kernels write them at
+    /// their own index maps, and run() takes outputs of exactly these layouts. Throws as loom::evaluate()
+    /// does.
+    Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params,
+            std::span<const Tensor* const> args, std::string name, std::source_location loc,
+            const Options& options = current_options(), std::vector<Strides> out_strides = {});
 
     /// Runs the program on `args` (matching specs(): checked by the caller) into `outs` (one per root: same
-    /// shape and dtype, on the device, contiguous or with the strides the program was made for), asynchronously on the current stream. The hot path: no
-    /// hashing, no planning, no kernel cache lookup, and for pointwise programs no heap allocation and no
-    /// lock. An output that shares memory with an argument that a kernel from its writer on reads (other than
-    /// the writer reading it in place, element by element) is written through a temporary, so nothing races
-    /// (that path allocates; FusionPlan::reads). Programs with several kernels launch them in plan order and
-    /// allocate per run from the stream-ordered pool: one block for the values materialized between
-    /// kernels (when there are any) and the workspaces of split reductions (whose counters come from a
-    /// per-stream buffer found under a lock; inside stream capture they are pool memory zeroed by a memset).
-    /// Under Options::capture = Auto they run as one CUDA graph per stream instead (captured by the first
-    /// call on that stream, replayed with the new pointers after; its blocks are kept with the graph).
-    /// Outputs that do not fit (count, shape, dtype, device, layout) throw loom::Error naming the function,
-    /// `call` (the caller's file:line) and where the function was defined.
+    /// shape and dtype, on the device, contiguous or with the strides the program was made for),
+    /// asynchronously on the current stream. The hot path: no hashing, no planning, no kernel cache lookup,
+    /// and for pointwise programs no heap allocation and no lock. An output that shares memory with an
+    /// argument that a kernel from its writer on reads (other than the writer reading it in place, element by
+    /// element) is written through a temporary, so nothing races (that path allocates; FusionPlan::reads).
+    /// Programs with several kernels launch them in plan order and allocate per run from the stream-ordered
+    /// pool: one block for the values materialized between kernels (when there are any) and the workspaces of
+    /// split reductions (whose counters come from a per-stream buffer found under a lock; inside stream
+    /// capture they are pool memory zeroed by a memset). Under Options::capture = Auto they run as one CUDA
+    /// graph per stream instead (captured by the first call on that stream, replayed with the new pointers
+    /// after; its blocks are kept with the graph). Outputs that do not fit (count, shape, dtype, device,
+    /// layout) throw loom::Error naming the function, `call` (the caller's file:line) and where the function
+    /// was defined.
     void run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
              std::source_location call = std::source_location::current()) const;
 
@@ -100,7 +101,7 @@ public:
     const codegen::FusionPlan& plan() const { return plan_; }
     const Options& options() const { return options_; }
 
-private:
+  private:
     /// The plan for the specialization's layouts (sources: the placeholders), for `info`.
     codegen::FusionPlan plan_for(const codegen::DeviceInfo& info) const;
 
@@ -108,11 +109,14 @@ private:
     std::vector<ir::NodePtr> params_;
     std::vector<ArgSpec> specs_;
     std::vector<Strides> out_strides_;  // per output; empty: contiguous
-    std::vector<std::size_t> overlapping_;  // outputs whose view strides overlap themselves (run() refuses them)
+    std::vector<std::size_t>
+        overlapping_;           // outputs whose view strides overlap themselves (run() refuses them)
     codegen::FusionPlan plan_;  // device programs: planned and built once
     gpu::Kernels kernels_;
-    std::shared_ptr<gpu::ProgramGraphs> graphs_;  // Options::capture = Auto and several kernels: one graph per stream
-    std::shared_ptr<const host::Compiled> host_;  // host programs on the LLVM back end: planned and built once
+    std::shared_ptr<gpu::ProgramGraphs>
+        graphs_;  // Options::capture = Auto and several kernels: one graph per stream
+    std::shared_ptr<const host::Compiled>
+        host_;  // host programs on the LLVM back end: planned and built once
     Options options_;
     Device device_;
     std::string name_;

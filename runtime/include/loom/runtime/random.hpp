@@ -34,7 +34,8 @@ Tensor random_normal(const Shape& shape, DType dtype = DType::Float32);
 /// copied to the device. Integer dtypes get floor of the value (so [lo, hi)
 /// holds for integral bounds); bool gets that integer != 0. Throws loom::Error unless lo < hi (both
 /// finite), and as random_normal() does.
-Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed, Device device);
+Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed,
+                      Device device);
 /// random_uniform() on the calling thread's current CUDA device.
 Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed);
 /// random_uniform() on the current CUDA device with the next seed of the process.

@@ -52,33 +52,35 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const Overri
 Tensor evaluate(const ir::NodePtr& root, const Overrides& overrides = {}, Mode mode = Mode::Contract);
 
 /// The unit roundoff taken for the accumulation inside a tensor-core MMA (docs/semantics.md, section 12,
-/// "Tensor cores"): 2^-22, four times float32's 2^-24. The hardware's float32 accumulation inside an MMA aligns
-/// the addends to the largest and truncates (round toward zero: at most 2^-23 relative per addition), and
-/// its order within an MMA is not the fma chain's; twice that covers both.
+/// "Tensor cores"): 2^-22, four times float32's 2^-24. The hardware's float32 accumulation inside an MMA
+/// aligns the addends to the largest and truncates (round toward zero: at most 2^-23 relative per addition),
+/// and its order within an MMA is not the fma chain's; twice that covers both.
 inline constexpr double kMmaUnit = 0x1p-22;
 
 /// gamma(K, u) = K u / (1 - K u) (infinity once K u >= 1): the componentwise factor of a sum of K products.
 double product_gamma(std::int64_t K, double u);
 
-/// The componentwise factor f of a tensor-core product's bound |Ĉ - C| <= f (|A| |B|) (before the result's own
-/// rounding; docs/semantics.md, section 12): `Float32` (float16, bfloat16: the operands exact) gamma(K, kMmaUnit);
-/// `TF32` 2^-10 + 2^-22 + gamma(K, kMmaUnit) (1 + 2^-10 + 2^-22) (each operand rounded to TF32, relative error
-/// at most 2^-11); `TF32x3` (3 2^-22 + gamma(3K, kMmaUnit)) (1 + 2^-9) (the dropped a_small b_small and the small
-/// parts' own rounding, 2^-22 each, and 3K products accumulated). Infinite once the gamma's K u reaches 1.
+/// The componentwise factor f of a tensor-core product's bound |Ĉ - C| <= f (|A| |B|) (before the result's
+/// own rounding; docs/semantics.md, section 12): `Float32` (float16, bfloat16: the operands exact) gamma(K,
+/// kMmaUnit); `TF32` 2^-10 + 2^-22 + gamma(K, kMmaUnit) (1 + 2^-10 + 2^-22) (each operand rounded to TF32,
+/// relative error at most 2^-11); `TF32x3` (3 2^-22 + gamma(3K, kMmaUnit)) (1 + 2^-9) (the dropped a_small
+/// b_small and the small parts' own rounding, 2^-22 each, and 3K products accumulated). Infinite once the
+/// gamma's K u reaches 1.
 double product_bound_factor(std::int64_t K, ProductPrecision precision = ProductPrecision::Float32);
 
-/// The exact product and the tensor-core bound of docs/semantics.md, section 12, for `a` and `b` with matmul's
-/// shapes (1-D operands promoted and squeezed, batch axes broadcast; any dtype, any device, any strides): `value`
-/// the product computed in float64 (the operands' values exactly, products of float16, bfloat16 and int8 values
-/// exact, sums far closer than the bound), and `bound` = product_bound_factor(K, precision) * (|A| |B|) per output (plus
-/// gamma(K + 1, 2^-53) * (|A| |B|), the float64 sums' own error), both
-/// contiguous float64 host tensors of the product's shape. Throws loom::Error naming reference::product_bound()
-/// when the shapes do not contract.
+/// The exact product and the tensor-core bound of docs/semantics.md, section 12, for `a` and `b` with
+/// matmul's shapes (1-D operands promoted and squeezed, batch axes broadcast; any dtype, any device, any
+/// strides): `value` the product computed in float64 (the operands' values exactly, products of float16,
+/// bfloat16 and int8 values exact, sums far closer than the bound), and `bound` = product_bound_factor(K,
+/// precision) * (|A| |B|) per output (plus gamma(K + 1, 2^-53) * (|A| |B|), the float64 sums' own error),
+/// both contiguous float64 host tensors of the product's shape. Throws loom::Error naming
+/// reference::product_bound() when the shapes do not contract.
 struct ProductBound {
     Tensor value;
     Tensor bound;
 };
-ProductBound product_bound(const Tensor& a, const Tensor& b, ProductPrecision precision = ProductPrecision::Float32);
+ProductBound product_bound(const Tensor& a, const Tensor& b,
+                           ProductPrecision precision = ProductPrecision::Float32);
 
 /// A contiguous host copy of `t` converted element by element to `to` with the semantics of a Cast node
 /// (docs/semantics.md, "Casts"). Tensors on a CUDA device are copied to the host first.

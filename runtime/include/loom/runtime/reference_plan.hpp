@@ -17,6 +17,7 @@ namespace loom::reference {
 /// The results of `roots` (the roots `partition` was made for) computed kernel by kernel: one contiguous
 /// host tensor per root. Throws InternalError when the partition is malformed (a kernel reads a temporary
 /// no earlier kernel wrote, or a root is never written).
-std::vector<Tensor> evaluate_partition(const codegen::Partition& partition, const std::vector<ir::NodePtr>& roots);
+std::vector<Tensor> evaluate_partition(const codegen::Partition& partition,
+                                       const std::vector<ir::NodePtr>& roots);
 
 }  // namespace loom::reference

@@ -31,13 +31,13 @@ cudaStream_t current_stream() noexcept;
 /// the work issued on `stream` (an event, no host synchronization), then becomes current again.
 /// Throws loom::CudaError / loom::NoDeviceError when the join event cannot be created.
 class StreamGuard {
-public:
+  public:
     explicit StreamGuard(cudaStream_t stream);
     ~StreamGuard();
     StreamGuard(const StreamGuard&) = delete;
     StreamGuard& operator=(const StreamGuard&) = delete;
 
-private:
+  private:
     cudaStream_t previous_;
     cudaStream_t stream_;
 };
@@ -58,11 +58,12 @@ void synchronize(cudaStream_t stream);
 /// (cudaStreamNonBlocking: no implicit synchronization with the legacy default stream), so copies and
 /// kernels on separate Streams overlap. Destruction does not wait for the stream's work (cudaStreamDestroy).
 class Stream {
-public:
+  public:
     /// Throws loom::NoDeviceError without a GPU, loom::CudaError.
     explicit Stream(unsigned flags = cudaStreamNonBlocking);
     ~Stream();
-    Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)), device_(other.device_) {}
+    Stream(Stream&& other) noexcept
+        : stream_(std::exchange(other.stream_, nullptr)), device_(other.device_) {}
     Stream& operator=(Stream&& other) noexcept;
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
@@ -73,7 +74,7 @@ public:
     /// Blocks the host until the stream's work is done.
     void synchronize() const;
 
-private:
+  private:
     cudaStream_t stream_ = nullptr;
     int device_ = 0;
 };
@@ -81,7 +82,7 @@ private:
 /// An owned CUDA event. With `timing` (the default) it records time stamps for elapsed_ms(); without, it
 /// is a lighter event for ordering only (cudaEventDisableTiming).
 class Event {
-public:
+  public:
     /// Throws loom::NoDeviceError without a GPU, loom::CudaError.
     explicit Event(bool timing = true);
     ~Event();
@@ -103,7 +104,7 @@ public:
     /// 0.5 µs). Throws loom::CudaError when either was not recorded or not complete.
     static float elapsed_ms(const Event& start, const Event& stop);
 
-private:
+  private:
     cudaEvent_t event_ = nullptr;
 };
 

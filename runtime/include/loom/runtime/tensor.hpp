@@ -46,7 +46,7 @@ struct Storage {
 /// Tensor identity is the handle's, not the address: two Tensors made separately over the same memory are
 /// different inputs to a graph.
 class Tensor {
-public:
+  public:
     Tensor() = default;
 
     /// Uninitialized tensor of `shape` and `dtype` on `device` (contiguous, row-major). On CUDA devices the
@@ -138,18 +138,25 @@ public:
     explicit Tensor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
     const std::shared_ptr<Impl>& impl() const { return impl_; }
 
-private:
+  private:
     /// The dtype that stores C++ type T (bool, int8_t, uint8_t, int32_t, int64_t, float, double).
     template <class T>
     static constexpr DType dtype_of() {
-        if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-        else if constexpr (std::is_same_v<T, std::int8_t>) return DType::Int8;
-        else if constexpr (std::is_same_v<T, std::uint8_t>) return DType::UInt8;
-        else if constexpr (std::is_same_v<T, std::int32_t>) return DType::Int32;
-        else if constexpr (std::is_same_v<T, std::int64_t>) return DType::Int64;
-        else if constexpr (std::is_same_v<T, float>) return DType::Float32;
+        if constexpr (std::is_same_v<T, bool>)
+            return DType::Bool;
+        else if constexpr (std::is_same_v<T, std::int8_t>)
+            return DType::Int8;
+        else if constexpr (std::is_same_v<T, std::uint8_t>)
+            return DType::UInt8;
+        else if constexpr (std::is_same_v<T, std::int32_t>)
+            return DType::Int32;
+        else if constexpr (std::is_same_v<T, std::int64_t>)
+            return DType::Int64;
+        else if constexpr (std::is_same_v<T, float>)
+            return DType::Float32;
         else {
-            static_assert(std::is_same_v<T, double>, "to_vector<T>: T is bool, int8_t, uint8_t, int32_t, int64_t, float or double");
+            static_assert(std::is_same_v<T, double>,
+                          "to_vector<T>: T is bool, int8_t, uint8_t, int32_t, int64_t, float or double");
             return DType::Float64;
         }
     }

@@ -61,13 +61,14 @@ inline constexpr double kFastMathAbs = 0x1p-20;
 struct Comparison {
     bool ok = true;
     std::int64_t mismatches = 0;
-    std::int64_t count = 0;  // elements compared
-    std::int64_t worst_index = -1;       // linear (row-major) index
+    std::int64_t count = 0;         // elements compared
+    std::int64_t worst_index = -1;  // linear (row-major) index
     std::vector<std::int64_t> worst_multi_index;
     double worst_got = 0.0;
     double worst_expected = 0.0;
-    double worst_ulps = 0.0;  // error of the worst element in ulps of got's dtype (Inf for NaN/Inf mismatches)
-    std::string message;      // one paragraph: what differs, where, and the tolerance used
+    double worst_ulps =
+        0.0;              // error of the worst element in ulps of got's dtype (Inf for NaN/Inf mismatches)
+    std::string message;  // one paragraph: what differs, where, and the tolerance used
     explicit operator bool() const { return ok; }
 };
 
@@ -87,7 +88,8 @@ Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& t
 /// fails with a message saying the bound is vacuous; a wrong shape fails. `what` names the result.
 /// `precision` TF32 or TF32x3: a float32 product under Options::product_precision, whose bound's factor is
 /// reference::product_bound_factor(K, precision) instead of gamma(K, 2^-22).
-Comparison compare_product_bound(const Tensor& got, const Tensor& a, const Tensor& b, const std::string& what = "product",
+Comparison compare_product_bound(const Tensor& got, const Tensor& a, const Tensor& b,
+                                 const std::string& what = "product",
                                  ProductPrecision precision = ProductPrecision::Float32);
 
 /// Evaluates `roots` on the CPU reference (inputs from their payloads, or `overrides`) and compares each
@@ -135,6 +137,7 @@ void poison(Tensor& t);
 /// which evaluates thousands of small graphs. Graphs on a GPU, and every graph without the LLVM back end, are
 /// left alone. Throws as an evaluation would (loom::CompileError when LLVM rejects a kernel: then none of the
 /// kernels is cached, and each graph's evaluation compiles its own).
-void build_host_kernels(const std::vector<std::vector<ir::NodePtr>>& graphs, const std::vector<Options>& options);
+void build_host_kernels(const std::vector<std::vector<ir::NodePtr>>& graphs,
+                        const std::vector<Options>& options);
 
 }  // namespace loom::testing

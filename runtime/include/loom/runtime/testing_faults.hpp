@@ -46,8 +46,10 @@ std::uint64_t faults_injected(FaultSite site);
 
 /// Arms `site` for the scope of the object; the destructor calls clear_faults().
 class FaultScope {
-public:
-    explicit FaultScope(FaultSite site, std::uint64_t nth = kNever, int error = 0) { inject_fault(site, nth, error); }
+  public:
+    explicit FaultScope(FaultSite site, std::uint64_t nth = kNever, int error = 0) {
+        inject_fault(site, nth, error);
+    }
     ~FaultScope() { clear_faults(); }
     FaultScope(const FaultScope&) = delete;
     FaultScope& operator=(const FaultScope&) = delete;

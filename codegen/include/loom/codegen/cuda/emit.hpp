@@ -21,12 +21,12 @@
 namespace loom::codegen {
 
 struct KernelSource {
-    std::string name;           // kernel base name (kernel_name of the user's name)
-    std::string user_name;      // the user's name as given
-    std::string vector_entry;   // "<name>_v4"; empty when the plan has no vector variant
-    std::string scalar_entry;   // "<name>_s"
-    std::string kernel;         // the generated code alone (what golden tests compare)
-    std::string source;         // the complete translation unit: prelude + kernel
+    std::string name;             // kernel base name (kernel_name of the user's name)
+    std::string user_name;        // the user's name as given
+    std::string vector_entry;     // "<name>_v4"; empty when the plan has no vector variant
+    std::string scalar_entry;     // "<name>_s"
+    std::string kernel;           // the generated code alone (what golden tests compare)
+    std::string source;           // the complete translation unit: prelude + kernel
     std::size_t param_bytes = 0;  // the entry points' one parameter (the plan's struct, or a pointer to it)
     /// The kernel uses the device's arch-specific features (Hopper's wgmma and setmaxnreg): compiled for
     /// sm_XYa rather than sm_XY.
@@ -45,8 +45,8 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
 /// parameter struct and body, and the entry points `<name>_tile` (KernelSource::scalar_entry) and, when the
 /// tile has a vector width, `<name>_tile_v4` (vector_entry), launched with TilePlan::launch; which one runs
 /// is TilePlan::select_variant's choice.
-KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr>& outputs, const PointwisePlan& plan,
-                       const TilePlan& tile);
+KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
+                       const PointwisePlan& plan, const TilePlan& tile);
 
 /// Emits the matmul kernel of `pm` (plan_matmul): the epilogue's pointwise struct, body and element function,
 /// the kernel's parameter struct, the tile loaders, the tile loop and the entry points `<name>_v` (cp.async

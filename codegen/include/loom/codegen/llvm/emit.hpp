@@ -35,11 +35,12 @@ struct LlvmKernelSource {
 
 /// The host kernel of a pointwise plan (from plan_pointwise on `outputs`, or a graph of the same structure).
 LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
-                                     const PointwisePlan& plan, const HostSchedule& schedule, const HostTarget& target);
+                                     const PointwisePlan& plan, const HostSchedule& schedule,
+                                     const HostTarget& target);
 
 /// The host kernel of a reduction group (plan_reduce with host_planning_device()).
-LlvmKernelSource emit_reduce_llvm(std::string_view user_name, const PlannedReduce& pr, const HostSchedule& schedule,
-                                  const HostTarget& target);
+LlvmKernelSource emit_reduce_llvm(std::string_view user_name, const PlannedReduce& pr,
+                                  const HostSchedule& schedule, const HostTarget& target);
 
 /// The IR text that enters a disk cache key: `text` without its `; ` comments (outside quoted strings)
 /// and without the spaces then left at the ends of lines, so that two call sites of one graph (whose
