@@ -3,13 +3,14 @@
 #
 # Debian packages: cmake, ninja-build, g++, libfmt-dev, doctest-dev, nettle-dev (SHA-256 of the disk
 # kernel cache, linked statically), python3, llvm-19-dev (the host back end's module loom_llvm: ORC JIT from
-# LLVM 19; without it the build skips the module and host tensors run on the CPU reference) (only the missing
-# ones are installed; `apt-get update` runs only when something is missing). Runs as root, or through sudo.
+# LLVM 19; without it the build skips the module and host tensors run on the CPU reference), clang-format
+# (Debian 12's, version 14: scripts/format.sh, which CI runs) (only the missing ones are installed; `apt-get
+# update` runs only when something is missing). Runs as root, or through sudo.
 # The CUDA toolkit (13.x, at /usr/local/cuda or $CUDA_HOME) is checked, not installed: it does not come
 # from Debian's archive; install it from NVIDIA (https://developer.nvidia.com/cuda-downloads).
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libfmt-dev doctest-dev nettle-dev python3 llvm-19-dev)
+packages=(cmake ninja-build g++ libfmt-dev doctest-dev nettle-dev python3 llvm-19-dev clang-format)
 
 installed() {
     [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]
