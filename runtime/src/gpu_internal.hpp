@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "loom/codegen/cuda/emit.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/gpu_executor.hpp"
 #include "loom/runtime/kernel_cache.hpp"

@@ -11,7 +11,7 @@
 #include <tuple>
 
 #include "gpu_internal.hpp"
-#include "loom/codegen/kernel_key.hpp"
+#include "loom/codegen/plan/kernel_key.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/env.hpp"
 #include "loom/ir/error.hpp"

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/codegen/host_plan.hpp"
 #include "loom/codegen/llvm/emit.hpp"
+#include "loom/codegen/llvm/host_plan.hpp"
 #include "loom/codegen/options.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/host_backend.hpp"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gpu_internal.hpp"
-#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/runtime/program.hpp"
 #include "loom/runtime/stream.hpp"
 

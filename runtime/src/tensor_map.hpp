@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <span>
 
-#include "loom/codegen/matmul_plan.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
 
 namespace loom::detail {
 

@@ -56,7 +56,7 @@
 #include <string_view>
 
 #include "fuzz_program.hpp"
-#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"

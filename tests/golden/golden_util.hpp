@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "loom/codegen/cuda/emit.hpp"
-#include "loom/codegen/fusion_plan.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"

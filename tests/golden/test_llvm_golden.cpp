@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "golden_util.hpp"
-#include "loom/codegen/host_plan.hpp"
 #include "loom/codegen/llvm/emit.hpp"
+#include "loom/codegen/llvm/host_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"

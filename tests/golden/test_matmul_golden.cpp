@@ -2,8 +2,8 @@
 // compared as text, a float16 product on tensor cores (mma.sync) likewise, and every dtype, layout, path and
 // schedule the planner produces compiled with NVRTC for sm_90.
 #include "golden_util.hpp"
-#include "loom/codegen/fusion_plan.hpp"
-#include "loom/codegen/matmul_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "golden_util.hpp"
-#include "loom/codegen/matmul_plan.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
 #include "loom/ir/error.hpp"
 
 using namespace loom;

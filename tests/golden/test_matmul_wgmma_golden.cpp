@@ -3,8 +3,8 @@
 // majorness and tensor maps; every operand layout the copies take compiled; and each reason a product falls
 // back to mma.sync, named in the plan.
 #include "golden_util.hpp"
-#include "loom/codegen/fusion_plan.hpp"
-#include "loom/codegen/matmul_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"

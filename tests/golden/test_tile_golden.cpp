@@ -3,7 +3,7 @@
 // sm_90.
 #include "golden_util.hpp"
 #include "loom/codegen/cuda/emit.hpp"
-#include "loom/codegen/tile_plan.hpp"
+#include "loom/codegen/cuda/tile_plan.hpp"
 #include "loom/ir/build.hpp"
 
 using namespace loom;
@@ -20,7 +20,7 @@ NodePtr sc(double v, DType t = float32) {
 codegen::PlannedTile run_tile(const std::string& name, const std::vector<NodePtr>& outs, TileKind kind,
                               StencilReuse reuse = StencilReuse::Auto) {
     const auto dev = codegen::DeviceInfo::h200();
-    const auto pw = codegen::plan_pointwise(outs, golden::contiguous_layouts(outs), dev);
+    const auto pw = codegen::plan_pointwise(outs, golden::contiguous_layouts(outs), dev.plan_target());
     auto tile = codegen::plan_tile(outs, pw, dev, {}, reuse);
     REQUIRE(tile.plan.kind == kind);
     const auto ks = codegen::emit_tile(name, outs, pw.plan, tile.plan);
@@ -120,7 +120,7 @@ TEST_CASE("golden: 7-point 3-D stencil, five taps of the plane in a shared halo 
     CHECK(
         t.plan
             .to_string(codegen::plan_pointwise({seven_point(x)}, golden::contiguous_layouts({seven_point(x)}),
-                                               codegen::DeviceInfo::h200())
+                                               codegen::DeviceInfo::h200().plan_target())
                            .plan)
             .find("5 taps read from the shared halo tile below, 2 (shifted along an outer dimension) from "
                   "L1") != std::string::npos);

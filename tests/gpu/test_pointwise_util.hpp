@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/loom.hpp"

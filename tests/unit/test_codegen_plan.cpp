@@ -8,9 +8,9 @@
 #include <set>
 
 #include "loom/codegen/cuda/emit.hpp"
-#include "loom/codegen/kernel_key.hpp"
-#include "loom/codegen/names.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/kernel_key.hpp"
+#include "loom/codegen/plan/names.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 
@@ -33,7 +33,7 @@ std::vector<InputLayout> contiguous(const std::vector<NodePtr>& outs) {
 
 PlannedPointwise plan(const std::vector<NodePtr>& outs, std::vector<InputLayout> layouts = {}) {
     if (layouts.empty()) layouts = contiguous(outs);
-    return plan_pointwise(outs, layouts, DeviceInfo::h200());
+    return plan_pointwise(outs, layouts, DeviceInfo::h200().plan_target());
 }
 
 }  // namespace
@@ -173,13 +173,13 @@ TEST_CASE("parameters beyond the device's limit travel in device memory") {
     DeviceInfo small = DeviceInfo::h200();
     small.param_limit_bytes = 4096;
     const auto on_h200 = plan({mid});
-    const auto on_small = plan_pointwise({mid}, contiguous({mid}), small);
+    const auto on_small = plan_pointwise({mid}, contiguous({mid}), small.plan_target());
     CHECK(on_h200.plan.params.size > 4096);
     CHECK_FALSE(on_h200.plan.params_in_memory);
     CHECK(on_small.plan.params_in_memory);
     CHECK_FALSE(on_h200.plan == on_small.plan);
     CHECK(on_h200.plan.hash() != on_small.plan.hash());
-    CHECK_NOTHROW(plan_pointwise({unary(Op::Neg, x)}, contiguous({unary(Op::Neg, x)}), small));
+    CHECK_NOTHROW(plan_pointwise({unary(Op::Neg, x)}, contiguous({unary(Op::Neg, x)}), small.plan_target()));
 }
 
 TEST_CASE("outputs must share the iteration space, reductions are rejected") {

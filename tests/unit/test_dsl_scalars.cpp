@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "loom/codegen/kernel_key.hpp"
+#include "loom/codegen/plan/kernel_key.hpp"
 #include "loom/ir/graph.hpp"
 
 using namespace loom;

@@ -1,12 +1,12 @@
-// The fusion plan as data (codegen/include/loom/codegen/fusion_plan.hpp): one partitioner for graphs with
-// and without reductions, its fused, strict and unfused cases, equality and hashing, the cost-model hook,
-// options in the plan and the kernel keys, and partitions followed kernel by kernel on the reference.
+// The fusion plan as data (codegen/include/loom/codegen/cuda/fusion_plan.hpp): one partitioner for graphs
+// with and without reductions, its fused, strict and unfused cases, equality and hashing, the cost-model
+// hook, options in the plan and the kernel keys, and partitions followed kernel by kernel on the reference.
 #include <doctest/doctest.h>
 
 #include <loom/loom.hpp>
 #include <string>
 
-#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/gpu_executor.hpp"
 #include "loom/runtime/reference_plan.hpp"

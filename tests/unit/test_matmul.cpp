@@ -14,7 +14,7 @@
 
 #include "disk_cache_test_util.hpp"
 #include "error_message.hpp"
-#include "loom/codegen/host_plan.hpp"
+#include "loom/codegen/llvm/host_plan.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/reference_plan.hpp"

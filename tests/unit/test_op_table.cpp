@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "loom/codegen/cuda/emit.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/op.hpp"
@@ -211,7 +211,7 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
     const Shape shape{1 << 20};
     auto grid_stride = [&](const NodePtr& out) {
         const std::vector<NodePtr> outs{out};
-        return codegen::plan_pointwise(outs, contiguous(outs), codegen::DeviceInfo::h200())
+        return codegen::plan_pointwise(outs, contiguous(outs), codegen::DeviceInfo::h200().plan_target())
                    .plan.grid_stride_blocks > 0;
     };
     // n applications of op: op(op(x)), or op(op(x, y), y), op(op(x, y, z), y, z).

@@ -11,7 +11,7 @@
 
 #include "../../runtime/src/param_buffer.hpp"
 #include "loom/codegen/cuda/emit.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/testing.hpp"
@@ -57,7 +57,8 @@ std::vector<ir::NodePtr> transposed_sum(int inputs) {
 TEST_CASE("a graph reading 3,000 inputs plans its parameters in device memory, the kernel takes a pointer") {
     constexpr int kInputs = 3000;
     const std::vector<ir::NodePtr> outs = transposed_sum(kInputs);
-    const auto planned = codegen::plan_pointwise(outs, contiguous_layouts(outs), codegen::DeviceInfo::h200());
+    const auto planned =
+        codegen::plan_pointwise(outs, contiguous_layouts(outs), codegen::DeviceInfo::h200().plan_target());
     const codegen::PointwisePlan& plan = planned.plan;
     REQUIRE(plan.loads.size() == kInputs);
     CHECK(plan.params.size > 32764);
@@ -99,7 +100,7 @@ TEST_CASE("a kernel taking its parameters by pointer compiles with NVRTC") {
     codegen::DeviceInfo old_limit = codegen::DeviceInfo::h200();
     old_limit.param_limit_bytes = 4096;
     const std::vector<ir::NodePtr> outs = transposed_sum(300);
-    const auto planned = codegen::plan_pointwise(outs, contiguous_layouts(outs), old_limit);
+    const auto planned = codegen::plan_pointwise(outs, contiguous_layouts(outs), old_limit.plan_target());
     REQUIRE(planned.plan.params_in_memory);
     const codegen::KernelSource ks = codegen::emit_pointwise("by_pointer", outs, planned.plan);
     CHECK(contains(ks.kernel, "* __restrict__ pp)"));

@@ -7,8 +7,8 @@
 #include <loom/loom.hpp>
 #include <string>
 
-#include "loom/codegen/fusion_plan.hpp"
-#include "loom/codegen/reduce_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
+#include "loom/codegen/plan/reduce_plan.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/gpu_executor.hpp"
 

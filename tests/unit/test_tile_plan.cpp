@@ -4,8 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "error_message.hpp"
-#include "loom/codegen/fusion_plan.hpp"
-#include "loom/codegen/tile_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
+#include "loom/codegen/cuda/tile_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/loom.hpp"
 
@@ -24,7 +24,8 @@ codegen::PlannedTile tile_of(const ir::NodePtr& out, const TileHint& hint = {},
         for (const auto* in : codegen::pointwise_inputs(outs))
             layouts.push_back({in->dtype(), contiguous_strides(in->shape()), true});
     const auto dev = codegen::DeviceInfo::h200();
-    return codegen::plan_tile(outs, codegen::plan_pointwise(outs, layouts, dev), dev, hint, reuse);
+    return codegen::plan_tile(outs, codegen::plan_pointwise(outs, layouts, dev.plan_target()), dev, hint,
+                              reuse);
 }
 
 ir::NodePtr shift(const ir::NodePtr& x, std::vector<std::pair<std::int64_t, std::int64_t>> r) {
@@ -89,7 +90,7 @@ TEST_CASE("tile plan: stencils are recognized with their halo, and near-patterns
     CHECK(t.plan.stencils[0].halo_hi[1] - t.plan.stencils[0].halo_lo[1] == 2);
     CHECK(t.plan
               .to_string(codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}},
-                                                 codegen::DeviceInfo::h200())
+                                                 codegen::DeviceInfo::h200().plan_target())
                              .plan)
               .find("stencil: 4 taps of input 0") != std::string::npos);
     // Different steps: not a stencil, and the note says so.
@@ -183,7 +184,7 @@ TEST_CASE("tile plan: the vector variant of a float32 transpose, and when the sc
     auto x = ir::input(DType::Float32, {256, 300}, "x");
     const std::vector<ir::NodePtr> outs{ir::transpose(x)};
     const auto dev = codegen::DeviceInfo::h200();
-    const auto pw = codegen::plan_pointwise(outs, {{DType::Float32, {300, 1}, true}}, dev);
+    const auto pw = codegen::plan_pointwise(outs, {{DType::Float32, {300, 1}, true}}, dev.plan_target());
     const auto t = codegen::plan_tile(outs, pw, dev, {});
     REQUIRE(t.plan.vector_width == 4);
     alignas(16) static float in[4], out[4];
@@ -197,7 +198,7 @@ TEST_CASE("tile plan: the vector variant of a float32 transpose, and when the sc
     // Extents that do not divide by 4: the scalar variant.
     auto y = ir::input(DType::Float32, {255, 300}, "y");
     const std::vector<ir::NodePtr> outs2{ir::transpose(y)};
-    const auto pw2 = codegen::plan_pointwise(outs2, {{DType::Float32, {300, 1}, true}}, dev);
+    const auto pw2 = codegen::plan_pointwise(outs2, {{DType::Float32, {300, 1}, true}}, dev.plan_target());
     const auto t2 = codegen::plan_tile(outs2, pw2, dev, {});
     CHECK(t2.plan.select_variant(pw2.plan, pw2.binding, ins, os) == codegen::Variant::Scalar);
     // 2-byte elements: vectors of 8, 1-byte elements: vectors of 16, both in 128-row tiles.
@@ -237,9 +238,9 @@ TEST_CASE("tile plan: a stencil's taps from L1 by default, from a shared halo ti
     CHECK(sh.shift_b == std::vector<std::int64_t>{0, 0, -1, 1});
     CHECK(sh.rows == h.tile_rows + 2);
     CHECK(sh.pitch == h.tile_cols + 2);
-    CHECK(h.shared_bytes(
-              codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}}, codegen::DeviceInfo::h200())
-                  .plan) == static_cast<std::size_t>(sh.rows * sh.pitch) * 4);
+    CHECK(h.shared_bytes(codegen::plan_pointwise({s5}, {{DType::Float32, {80, 1}, true}},
+                                                 codegen::DeviceInfo::h200().plan_target())
+                             .plan) == static_cast<std::size_t>(sh.rows * sh.pitch) * 4);
     CHECK(h.hash() != tile_of(s5).plan.hash());  // a kernel of its own
     // 3-D: the taps of the tile's plane share the halo tile; those shifted along dimension 0 stay L1 loads.
     auto c = ir::input(DType::Float32, {20, 30, 40}, "c");

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/codegen/matmul_plan.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen::detail {

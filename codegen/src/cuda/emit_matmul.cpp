@@ -6,7 +6,7 @@
 #include "emit_internal.hpp"
 #include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/cuda/prelude.hpp"
-#include "loom/codegen/names.hpp"
+#include "loom/codegen/plan/names.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/reduce_order.hpp"

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "emit_internal.hpp"
-#include "loom/codegen/matmul_plan.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
 
 namespace loom::codegen::detail {
 

@@ -2,11 +2,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "../pointwise_graph.hpp"
+#include "../plan/pointwise_graph.hpp"
 #include "emit_internal.hpp"
 #include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/cuda/prelude.hpp"
-#include "loom/codegen/names.hpp"
+#include "loom/codegen/plan/names.hpp"
 #include "loom/ir/error.hpp"
 
 namespace loom::codegen {
@@ -754,7 +754,7 @@ detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::Node
 KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
                                 const std::vector<InputLayout>& layouts, const DeviceInfo& device,
                                 PointwiseBinding* binding) {
-    PlannedPointwise pp = plan_pointwise(outputs, layouts, device);
+    PlannedPointwise pp = plan_pointwise(outputs, layouts, device.plan_target());
     if (binding) *binding = pp.binding;
     return emit_pointwise(user_name, outputs, pp.plan);
 }

@@ -9,8 +9,8 @@
 #include "emit_internal.hpp"
 #include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/cuda/prelude.hpp"
-#include "loom/codegen/names.hpp"
-#include "loom/codegen/reduce_plan.hpp"
+#include "loom/codegen/plan/names.hpp"
+#include "loom/codegen/plan/reduce_plan.hpp"
 #include "loom/ir/error.hpp"
 
 namespace loom::codegen {

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "../pointwise_graph.hpp"
+#include "../plan/pointwise_graph.hpp"
 #include "emit_internal.hpp"
 #include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/cuda/prelude.hpp"
-#include "loom/codegen/names.hpp"
+#include "loom/codegen/plan/names.hpp"
 #include "loom/ir/error.hpp"
 
 namespace loom::codegen {

@@ -6,7 +6,7 @@
 #include "llvm_ir.hpp"
 #include "llvm_space.hpp"
 #include "loom/codegen/llvm/emit.hpp"
-#include "loom/codegen/names.hpp"
+#include "loom/codegen/plan/names.hpp"
 #include "loom/ir/error.hpp"
 
 namespace loom::codegen {

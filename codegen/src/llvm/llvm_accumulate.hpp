@@ -7,7 +7,7 @@
 #include <string>
 
 #include "llvm_ir.hpp"
-#include "loom/codegen/reduce_plan.hpp"
+#include "loom/codegen/plan/reduce_plan.hpp"
 
 namespace loom::codegen::llvm_ir {
 

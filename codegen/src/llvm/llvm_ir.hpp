@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/codegen/host_plan.hpp"
+#include "loom/codegen/llvm/host_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen::llvm_ir {

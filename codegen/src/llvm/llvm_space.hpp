@@ -11,9 +11,9 @@
 #include <tuple>
 #include <vector>
 
-#include "../pointwise_graph.hpp"
+#include "../plan/pointwise_graph.hpp"
 #include "llvm_ir.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 
 namespace loom::codegen::llvm_ir {
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "loom/codegen/device_info.hpp"
+#include "loom/codegen/cuda/device_info.hpp"
 #include "loom/runtime/errors.hpp"
 
 namespace loom {

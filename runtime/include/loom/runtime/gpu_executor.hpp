@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "loom/codegen/cuda/emit.hpp"
-#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/kernel_cache.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/codegen/options.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/gpu_executor.hpp"

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/runtime/tensor.hpp"
 

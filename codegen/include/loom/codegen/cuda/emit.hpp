@@ -12,10 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/codegen/device_info.hpp"
-#include "loom/codegen/matmul_plan.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
-#include "loom/codegen/tile_plan.hpp"
+#include "loom/codegen/cuda/device_info.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
+#include "loom/codegen/cuda/tile_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
+#include "loom/codegen/plan/reduce_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {
@@ -47,6 +48,11 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
 /// is TilePlan::select_variant's choice.
 KernelSource emit_tile(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,
                        const PointwisePlan& plan, const TilePlan& tile);
+
+/// CUDA source of the reduction kernel: `vector_entry` (`<name>_v`, 4-element runs; empty when the plan has
+/// no vector variant) and `scalar_entry` (`<name>_s`, general). `plan` is left default (the reduction plan
+/// is in the banner).
+KernelSource emit_reduce(std::string_view user_name, const PlannedReduce& pr);
 
 /// Emits the matmul kernel of `pm` (plan_matmul): the epilogue's pointwise struct, body and element function,
 /// the kernel's parameter struct, the tile loaders, the tile loop and the entry points `<name>_v` (cp.async

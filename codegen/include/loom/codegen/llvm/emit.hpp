@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/codegen/host_plan.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
-#include "loom/codegen/reduce_plan.hpp"
+#include "loom/codegen/llvm/host_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
+#include "loom/codegen/plan/reduce_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {
@@ -38,7 +38,7 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
                                      const PointwisePlan& plan, const HostSchedule& schedule,
                                      const HostTarget& target);
 
-/// The host kernel of a reduction group (plan_reduce with host_planning_device()).
+/// The host kernel of a reduction group (plan_reduce with HostTarget::plan_target()).
 LlvmKernelSource emit_reduce_llvm(std::string_view user_name, const PlannedReduce& pr,
                                   const HostSchedule& schedule, const HostTarget& target);
 

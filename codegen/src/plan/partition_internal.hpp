@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/plan/partition.hpp"
 
 namespace loom::codegen::detail {
 

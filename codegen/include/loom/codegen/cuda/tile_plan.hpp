@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/device_info.hpp"
+#include "loom/codegen/cuda/device_info.hpp"
 #include "loom/codegen/options.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {

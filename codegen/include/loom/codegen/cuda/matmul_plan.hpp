@@ -66,9 +66,9 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/device_info.hpp"
+#include "loom/codegen/cuda/device_info.hpp"
 #include "loom/codegen/options.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {
@@ -276,9 +276,6 @@ struct PlannedMatmul {
     ir::NodePtr accumulators;                   // the placeholder that stands for it in the epilogue
     std::vector<ir::NodePtr> epilogue_outputs;  // the kernel's outputs over the placeholder
 };
-
-/// The product node of a matmul kernel's graph `outputs` (InternalError unless there is exactly one).
-const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs);
 
 /// Plans the matmul kernel of `outputs` (a graph with one product whose operands are views of inputs, and
 /// elementwise work over the product's shape after it). `layout_of` gives each input's layout;

@@ -1,6 +1,6 @@
 // plan_matmul: the CUDA-core or tensor-core schedule of one matrix product and its epilogue
 // (matmul_plan.hpp), the parameter layout and packing, the launch shape and the variant choice.
-#include "loom/codegen/matmul_plan.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "loom/codegen/plan/partition.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -266,21 +267,6 @@ void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs,
 
 }  // namespace
 
-const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs) {
-    const ir::NodePtr* found = nullptr;
-    auto consider = [&](const ir::NodePtr& n) {
-        if (!ir::is_product(n->op())) return;
-        if (found && found->get() != n.get())
-            throw InternalError("product_of(): a matmul kernel with two products");
-        found = &n;
-    };
-    for (const ir::NodePtr& o : outputs) consider(o);
-    for (const ir::Node* n : ir::topo_order(outputs))
-        for (const ir::NodePtr& o : n->operands()) consider(o);
-    if (!found) throw InternalError("product_of(): a matmul kernel without a product");
-    return *found;
-}
-
 std::size_t MatmulPlan::shared_bytes() const {
     // wgmma: the ring, 1 KiB of slack to align it to the 128-byte swizzle's 1024-byte pattern, and a full and
     // an empty mbarrier per stage.
@@ -532,7 +518,7 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
         inputs = pointwise_inputs({x});
         std::vector<InputLayout> ls;
         for (const ir::Node* in : inputs) ls.push_back(layout_of(*in));
-        PlannedPointwise pp = plan_pointwise({x}, ls, device);
+        PlannedPointwise pp = plan_pointwise({x}, ls, device.plan_target());
         if (pp.plan.params_in_memory)
             throw InternalError(fmt::format(
                 "plan_matmul(): the prologue of {} has more parameters than a launch takes", where_of(m)));
@@ -684,9 +670,9 @@ void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs,
         out_strides.push_back(given_strides ? output_strides[j] : contiguous_strides(outputs[j]->shape()));
         strided = strided || given_strides;
     }
-    PlannedPointwise ep =
-        strided ? plan_pointwise(pm.epilogue_outputs, layouts, device, PointwiseUse::Kernel, out_strides)
-                : plan_pointwise(pm.epilogue_outputs, layouts, device);
+    PlannedPointwise ep = strided ? plan_pointwise(pm.epilogue_outputs, layouts, device.plan_target(),
+                                                   PointwiseUse::Kernel, out_strides)
+                                  : plan_pointwise(pm.epilogue_outputs, layouts, device.plan_target());
     if (ep.plan.params_in_memory)
         throw InternalError(fmt::format(
             "plan_matmul(): the epilogue of {} has more parameters than a launch takes", where_of(m)));

@@ -1,5 +1,5 @@
 // Reduction planning: the element and row graphs of a group, its schedule, its parameters and launch.
-#include "loom/codegen/reduce_plan.hpp"
+#include "loom/codegen/plan/reduce_plan.hpp"
 
 #include <fmt/format.h>
 
@@ -214,7 +214,7 @@ std::string ReducePlan::to_string() const {
     return s;
 }
 
-PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const DeviceInfo& device) {
+PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const PlanTarget& target) {
     if (spec.reductions.empty()) throw InternalError("plan_reduce: no reductions");
     const ir::Node& first = *spec.reductions[0];
     const Shape S = first.operand(0)->shape();
@@ -326,7 +326,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     };
     {
         PlannedPointwise pe =
-            plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), device,
+            plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), target,
                            PointwiseUse::ReductionSpace);
         plan.element = std::move(pe.plan);
         b.element = std::move(pe.binding);
@@ -340,7 +340,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             pr.row_roots.push_back(ir::reshape(r, {O}, r->loc()));
         }
         PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value),
-                                             device, PointwiseUse::ReductionSpace);
+                                             target, PointwiseUse::ReductionSpace);
         plan.row = std::move(pw.plan);
         b.row = std::move(pw.binding);
         check_row_values(plan.row, b.row, plan.row_row_value, O, 1, true, "row");
@@ -419,7 +419,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
 
     const std::int64_t per_block = outer && vec && O % 4 == 0 ? 1024 : plan.rows_per_block();
     const std::int64_t row_blocks = (O + per_block - 1) / per_block;
-    const std::int64_t fill = 2LL * device.sm_count;
+    const std::int64_t fill = 2LL * target.multiprocessors;
     if (O > 0 && row_blocks < fill && b.chunks > 1) {
         if (multi) {
             if (b.chunks > (outer ? 64 : 2))
@@ -431,12 +431,12 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             // Blocks to aim for: 2 per SM; each thread keeps 16 rows of 16-byte loads in flight (on the H200,
             // 16384^2 float32 column sums: 256 blocks 4170 GB/s, 512 blocks 3990, 128 blocks 3700). At most
             // as many block partials per row as the finisher's tree holds in 16 KiB.
-            const std::int64_t target = 2LL * device.sm_count;
+            const std::int64_t aim = 2LL * target.multiprocessors;
             std::size_t acc = 1;
             for (const auto& op : plan.ops) acc = std::max(acc, accumulator_bytes(op));
             const std::int64_t max_blocks =
                 std::min<std::int64_t>(2048, static_cast<std::int64_t>(16384 / (2 * acc)));
-            const std::int64_t want_blocks = (target + row_blocks - 1) / row_blocks;
+            const std::int64_t want_blocks = (aim + row_blocks - 1) / row_blocks;
             std::int64_t cpb = pow2_at_least((b.chunks + want_blocks - 1) / want_blocks);
             cpb = std::max(cpb, pow2_at_least((b.chunks + max_blocks - 1) / max_blocks));
             b.chunks_per_block = cpb;
@@ -451,7 +451,7 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
             // ranges instead left the last wave part-empty: 2^28 float32 sum(x*x) on the H200 ran 4211-4250
             // GB/s at 1024 blocks of 32 chunks, 4315-4346 in one wave of 264.
             b.blocks_per_row =
-                split_blocks_per_row(row_blocks, b.chunks, kSplitBlocksPerSM * device.sm_count);
+                split_blocks_per_row(row_blocks, b.chunks, kSplitBlocksPerSM * target.multiprocessors);
             b.chunks_per_block = (b.chunks + b.blocks_per_row - 1) / b.blocks_per_row;
             plan.split = b.blocks_per_row > 1;
         }
@@ -464,11 +464,11 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
         throw Error(fmt::format("reduce(): {} rows need more than 2^31 - 1 blocks", O));
     plan.params = layout_reduce_params(plan, !pr.row_roots.empty());
     const std::size_t psize = plan.params.size;
-    if (psize > device.param_limit_bytes)
+    if (psize > target.param_limit_bytes)
         throw Error(fmt::format(
             "reduce(): the kernel parameters need {} bytes, above the device's limit of {} bytes; "
             "split the computation ({})",
-            psize, device.param_limit_bytes, short_location(first.loc())));
+            psize, target.param_limit_bytes, short_location(first.loc())));
     return pr;
 }
 

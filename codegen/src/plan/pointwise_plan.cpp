@@ -1,6 +1,6 @@
 // Pointwise planning: compose views down to every load, coalesce the iteration space, classify accesses,
 // choose vector width and index width, lay out the kernel parameters.
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 
 #include <fmt/format.h>
 
@@ -402,7 +402,7 @@ int costly_ops(const detail::PwGraph& g) {
 }  // namespace
 
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
-                                const std::vector<InputLayout>& layouts, const DeviceInfo& device,
+                                const std::vector<InputLayout>& layouts, const PlanTarget& target,
                                 PointwiseUse use, std::span<const Strides> output_strides) {
     if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
     const Shape& shape = outputs[0]->shape();
@@ -589,7 +589,7 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
     for (const auto& o : p.loads) streams += o.bytes_per_element > 0 ? 1 : 0;
     if (const int costly = costly_ops(g);
         own_kernel && p.vector_flat && costly >= kGridStrideCostlyOps && costly >= streams)
-        p.grid_stride_blocks = kGridStrideBlocksPerSM * device.sm_count;
+        p.grid_stride_blocks = kGridStrideBlocksPerSM * target.multiprocessors;
 
     // Index width: 32-bit when the element count, every extent and every byte offset stays below 2^31.
     auto bound = [&](const Form& f, const std::vector<double>& tmax) {
@@ -619,7 +619,7 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
 
     p.params = layout_params(p);
     // Beyond the kernel parameter limit the struct travels in device memory (the kernel takes a pointer).
-    p.params_in_memory = p.params.size > device.param_limit_bytes;
+    p.params_in_memory = p.params.size > target.param_limit_bytes;
     return out;
 }
 

@@ -1,6 +1,6 @@
 // plan_tile: recognizes transposed loads and stencils in a planned pointwise kernel and chooses its tiled
 // schedule (tile_plan.hpp).
-#include "loom/codegen/tile_plan.hpp"
+#include "loom/codegen/cuda/tile_plan.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <map>
 
+#include "../plan/pointwise_graph.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/hash.hpp"
-#include "pointwise_graph.hpp"
 
 namespace loom::codegen {
 

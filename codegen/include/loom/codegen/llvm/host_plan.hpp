@@ -18,10 +18,10 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/codegen/fusion_plan.hpp"
 #include "loom/codegen/options.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
-#include "loom/codegen/reduce_plan.hpp"
+#include "loom/codegen/plan/partition.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
+#include "loom/codegen/plan/reduce_plan.hpp"
 
 namespace loom::codegen {
 
@@ -41,6 +41,9 @@ struct HostTarget {
     std::int64_t cache_bytes = std::int64_t{32} << 20;
     /// A fixed AVX-512 target (the golden tests' and an H200 host's class of machine).
     static HostTarget avx512();
+    /// What the neutral planners take of it: no multiprocessors (the host shares long rows among tasks
+    /// itself, HostSchedule::split) and no parameter limit (a kernel takes a pointer to its parameters).
+    PlanTarget plan_target() const { return {}; }
     bool operator==(const HostTarget&) const = default;
     std::uint64_t hash() const;
 };
@@ -126,10 +129,6 @@ struct HostPlan {
     std::string to_string() const;
 };
 
-/// The device facts with which the host plans its pointwise and reduction spaces: no SM count (no GPU
-/// split), no parameter limit (the host passes a pointer to the parameters).
-DeviceInfo host_planning_device();
-
 /// Plans the evaluation of `roots` (after the standard passes) on the host, as plan_fusion does for the
 /// GPU: the partition, then each kernel's plan and host schedule for `layouts` and `target`. A reduction
 /// group that cannot run as one kernel (plan_reduce's NotFusable, or a multi-stage group of few rows
@@ -142,9 +141,6 @@ HostPlan plan_host(const std::vector<ir::NodePtr>& roots, std::span<const ir::No
                    std::span<const InputLayout> layouts, const HostTarget& target, const Options& options,
                    std::string_view name = {}, const FusionCostModel* cost = nullptr,
                    std::span<const Strides> root_strides = {});
-
-/// The Input nodes (sources and temporaries' placeholders) of a matmul kernel's graph, in topological order.
-std::vector<const ir::Node*> product_inputs(const FusedKernel& k);
 
 /// The host schedule of a pointwise kernel of plan `plan` over `numel` elements whose widest compute type is
 /// `widest` bytes and whose innermost (coalesced) extent is `inner`.

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/half.hpp"
 #include "loom/ir/hash.hpp"

@@ -20,6 +20,8 @@
 // partitioned as above, in stages.
 // All three give the same bits: every kernel follows the one reduction order, and an elementwise op
 // computes the same value wherever it runs (docs/semantics.md, section 1).
+#include "loom/codegen/plan/partition.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -27,8 +29,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "loom/codegen/fusion_plan.hpp"
-#include "loom/codegen/kernel_key.hpp"
+#include "loom/codegen/plan/kernel_key.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -433,6 +434,28 @@ bool FusionCostModel::join_reduction(const std::vector<ir::NodePtr>&, const ir::
 }
 bool FusionCostModel::fuse_output(const std::vector<ir::NodePtr>&, const ir::Node&) const {
     return true;
+}
+
+const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs) {
+    const ir::NodePtr* found = nullptr;
+    auto consider = [&](const ir::NodePtr& n) {
+        if (!ir::is_product(n->op())) return;
+        if (found && found->get() != n.get())
+            throw InternalError("product_of(): a matmul kernel with two products");
+        found = &n;
+    };
+    for (const ir::NodePtr& o : outputs) consider(o);
+    for (const ir::Node* n : ir::topo_order(outputs))
+        for (const ir::NodePtr& o : n->operands()) consider(o);
+    if (!found) throw InternalError("product_of(): a matmul kernel without a product");
+    return *found;
+}
+
+std::vector<const ir::Node*> product_inputs(const FusedKernel& k) {
+    std::vector<const ir::Node*> out;
+    for (const ir::Node* n : ir::topo_order(k.outputs))
+        if (n->op() == ir::Op::Input) out.push_back(n);
+    return out;
 }
 
 std::vector<ir::NodePtr> FusedKernel::graph() const {

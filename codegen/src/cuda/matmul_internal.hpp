@@ -1,7 +1,7 @@
 // Pieces of plan_matmul shared between its files: the Hopper (wgmma) schedule lives in matmul_wgmma.cpp.
 #pragma once
 
-#include "loom/codegen/matmul_plan.hpp"
+#include "loom/codegen/cuda/matmul_plan.hpp"
 
 namespace loom::codegen::detail {
 

@@ -33,9 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/cuda/emit.hpp"
-#include "loom/codegen/device_info.hpp"
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/ir/reduce_order.hpp"
 
@@ -144,7 +142,7 @@ using LayoutOf = std::function<InputLayout(const ir::Node&)>;
 
 /// Plans one reduction kernel for `spec`. Throws NotFusable when the group cannot be one kernel, loom::Error
 /// for limits (parameters), InternalError for a malformed spec.
-PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const DeviceInfo& device);
+PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const PlanTarget& target);
 
 /// The accumulator of one reduction (docs/semantics.md section 7, "Accumulation type"), decided once here;
 /// each back end spells it (the CUDA emitter: float, double, long long, unsigned char, lm::argacc<T>).
@@ -191,10 +189,5 @@ std::int64_t split_blocks_per_row(std::int64_t rows, std::int64_t chunks, std::i
 /// hold): counters (unsigned int) and partial accumulators per reduction (accumulator_bytes each).
 std::int64_t split_counter_count(const PlannedReduce& pr, const LaunchConfig& l);
 std::int64_t split_partial_count(const PlannedReduce& pr);
-
-/// CUDA source of the reduction kernel: `vector_entry` (`<name>_v`, 4-element runs; empty when the plan has
-/// no vector variant) and `scalar_entry` (`<name>_s`, general). `plan` is left default (the reduction plan
-/// is in the banner).
-KernelSource emit_reduce(std::string_view user_name, const PlannedReduce& pr);
 
 }  // namespace loom::codegen

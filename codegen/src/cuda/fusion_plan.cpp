@@ -1,6 +1,6 @@
 // plan_fusion: the partition of a graph and its GPU schedule, as one FusionPlan (fusion_plan.hpp); the
 // explain text of a plan (LOOM_EXPLAIN=fusion, loom::explain()).
-#include "loom/codegen/fusion_plan.hpp"
+#include "loom/codegen/cuda/fusion_plan.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "loom/codegen/kernel_key.hpp"
+#include "loom/codegen/plan/kernel_key.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -142,8 +142,9 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources,
                                             : contiguous_strides(k.outputs[j]->shape()));
                 strided = strided || (given && !is_contiguous(k.outputs[j]->shape(), out_strides.back()));
             }
-            g.pointwise = strided ? plan_pointwise(k.outputs, ls, device, PointwiseUse::Kernel, out_strides)
-                                  : plan_pointwise(k.outputs, ls, device);
+            g.pointwise = strided ? plan_pointwise(k.outputs, ls, device.plan_target(), PointwiseUse::Kernel,
+                                                   out_strides)
+                                  : plan_pointwise(k.outputs, ls, device.plan_target());
             g.numel = k.outputs[0]->numel();
             g.has_views = has_view(k.outputs);
             g.tile = plan_tile(k.outputs, g.pointwise, device, options.tile, options.stencil_reuse);
@@ -167,7 +168,7 @@ FusionPlan schedule(Partition P, std::span<const ir::Node* const> sources,
             h.add(structural_key(k.outputs));
             g.key = with_options(h.digest(), options);
         } else {
-            g.reduce = plan_reduce(k.group, layout_of, device);
+            g.reduce = plan_reduce(k.group, layout_of, device.plan_target());
             for (const ir::Node* in : g.reduce.inputs) g.reads.push_back(slot_of(in));
             g.key = with_options(reduce_key(g.reduce), options);
         }

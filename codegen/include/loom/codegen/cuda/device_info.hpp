@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "loom/codegen/plan/target.hpp"
+
 namespace loom::codegen {
 
 struct DeviceInfo {
@@ -26,6 +28,8 @@ struct DeviceInfo {
 
     /// "sm_90"
     std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
+    /// What the neutral planners take of it: the multiprocessors and the parameter limit.
+    PlanTarget plan_target() const { return {sm_count, param_limit_bytes}; }
     /// The H200 as measured for Loom's plans; tests use it when no GPU is present.
     static DeviceInfo h200() { return DeviceInfo{}; }
     bool operator==(const DeviceInfo&) const = default;

@@ -1,5 +1,5 @@
 // Sanitizing user function names into kernel names (see names.hpp).
-#include "loom/codegen/names.hpp"
+#include "loom/codegen/plan/names.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // plan_host: a graph's partition with each kernel's host schedule (host_plan.hpp); the explain text of a
 // host plan.
-#include "loom/codegen/host_plan.hpp"
+#include "loom/codegen/llvm/host_plan.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "loom/codegen/kernel_key.hpp"
+#include "loom/codegen/plan/kernel_key.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -210,22 +210,6 @@ bool HostKernel::operator==(const HostKernel& o) const {
            numel == o.numel && schedule == o.schedule && key == o.key;
 }
 
-DeviceInfo host_planning_device() {
-    DeviceInfo d;
-    d.sm_count =
-        0;  // no GPU split: a host schedule shares long rows among tasks itself (HostSchedule::split)
-    d.param_limit_bytes = std::numeric_limits<std::size_t>::max();
-    d.name = "host";
-    return d;
-}
-
-std::vector<const ir::Node*> product_inputs(const FusedKernel& k) {
-    std::vector<const ir::Node*> out;
-    for (const ir::Node* n : ir::topo_order(k.outputs))
-        if (n->op() == ir::Op::Input) out.push_back(n);
-    return out;
-}
-
 bool host_streamed_output(const OperandPlan& out, int lanes) {
     return out.access == Access::Contiguous && static_cast<std::size_t>(lanes) * itemsize(out.dtype) >= 16;
 }
@@ -295,7 +279,7 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
     plan.options = options;
     plan.target = target;
     plan.sources = sources.size();
-    const DeviceInfo device = host_planning_device();
+    const PlanTarget limits = target.plan_target();
     std::unordered_map<const ir::Node*, Slot> slot;
     for (std::size_t k = 0; k < sources.size(); ++k)
         slot.emplace(sources[k], Slot{Slot::Kind::Source, static_cast<int>(k)});
@@ -346,8 +330,8 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
                 strided = strided || given;
             }
             h.pointwise =
-                strided ? plan_pointwise(k.outputs, ls, device, PointwiseUse::ReductionSpace, out_strides)
-                        : plan_pointwise(k.outputs, ls, device, PointwiseUse::ReductionSpace);
+                strided ? plan_pointwise(k.outputs, ls, limits, PointwiseUse::ReductionSpace, out_strides)
+                        : plan_pointwise(k.outputs, ls, limits, PointwiseUse::ReductionSpace);
             h.numel = k.outputs[0]->numel();
             int widest = 1;
             for (const ir::Node* n : ir::topo_order(k.outputs))
@@ -361,7 +345,7 @@ HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::sp
             // operands in place through their views (product_inputs order); nothing is built, so no key.
             for (const ir::Node* in : product_inputs(k)) h.reads.push_back(slot_of(in));
         } else {
-            h.reduce = plan_reduce(k.group, layout_of, device);
+            h.reduce = plan_reduce(k.group, layout_of, limits);
             const ReducePlan& rp = h.reduce.plan;
             const ReduceBinding& rb = h.reduce.binding;
             const bool multi = rp.stages > 1 || rp.element_outputs > 0;

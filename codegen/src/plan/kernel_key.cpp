@@ -1,5 +1,5 @@
 // Structural keys for the in-memory kernel cache (see kernel_key.hpp).
-#include "loom/codegen/kernel_key.hpp"
+#include "loom/codegen/plan/kernel_key.hpp"
 
 #include <bit>
 #include <unordered_map>

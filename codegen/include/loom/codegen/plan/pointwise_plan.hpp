@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/device_info.hpp"
+#include "loom/codegen/plan/target.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {
@@ -201,7 +201,7 @@ struct PointwisePlan {
     std::vector<DerivedPlan> derived;
     std::vector<DType> scalar_dtypes;  // one per Scalar node (order of pointwise_scalars())
     ParamLayout params;
-    /// The Params struct exceeds the device's kernel parameter limit (DeviceInfo::param_limit_bytes): the
+    /// The Params struct exceeds the device's kernel parameter limit (PlanTarget::param_limit_bytes): the
     /// kernels take `const NAME_params* __restrict__ pp` instead of the struct, and the runtime uploads the
     /// packed bytes to device memory before each launch (runtime/src/param_buffer.cpp).
     bool params_in_memory = false;
@@ -253,7 +253,7 @@ std::vector<const ir::Node*> pointwise_inputs(const std::vector<ir::NodePtr>& ou
 std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& outputs);
 
 /// Plans one fused pointwise kernel. `layouts` has one entry per pointwise_inputs(outputs), dtype equal to
-/// the Input's and one stride per dimension. Parameters beyond device.param_limit_bytes set
+/// the Input's and one stride per dimension. Parameters beyond target.param_limit_bytes set
 /// plan.params_in_memory. Throws loom::Error when the outputs' shapes differ or the graph holds a
 /// reduction; InternalError for a malformed layout list.
 ///
@@ -270,7 +270,7 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
 /// into a strided view (a column, a strided slice, a transposed view; the caller checks that it does not
 /// overlap itself) is written element by element at its own index map, and rules the vector variant out.
 PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
-                                const std::vector<InputLayout>& layouts, const DeviceInfo& device,
+                                const std::vector<InputLayout>& layouts, const PlanTarget& target,
                                 PointwiseUse use = PointwiseUse::Kernel,
                                 std::span<const Strides> output_strides = {});
 

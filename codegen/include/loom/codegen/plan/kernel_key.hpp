@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/codegen/pointwise_plan.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {
