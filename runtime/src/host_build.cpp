@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "host_internal.hpp"
+#include "loom/codegen/llvm/host_family.hpp"
 #include "loom/ir/env.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/runtime/disk_cache.hpp"
@@ -359,14 +360,13 @@ LoadedObject::~LoadedObject() {
 }
 
 codegen::LlvmKernelSource emit_kernel(const codegen::HostPlan& plan, std::size_t i) {
-    const codegen::FusedKernel& k = plan.partition.kernels[i];
-    const codegen::HostKernel& h = plan.kernels[i];
-    codegen::LlvmKernelSource src =
-        k.family == codegen::Family::Pointwise
-            ? codegen::emit_pointwise_llvm(k.name, k.outputs, h.pointwise.plan, h.schedule, plan.target)
-            : codegen::emit_reduce_llvm(k.name, h.reduce, h.schedule, plan.target);
-    if (env_list_contains("LOOM_DUMP", "llvm")) dump::write(src.name + ".ll", src.ir);
-    return src;
+    std::optional<codegen::LlvmKernelSource> src = codegen::emit_host_kernel(plan, i);
+    if (!src)
+        throw InternalError(
+            fmt::format("host emit_kernel(): kernel {} has no code (it runs on the reference)",
+                        plan.partition.kernels[i].name));
+    if (env_list_contains("LOOM_DUMP", "llvm")) dump::write(src->name + ".ll", src->ir);
+    return std::move(*src);
 }
 
 std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> plans) {
@@ -380,8 +380,7 @@ std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> pla
             const codegen::HostPlan& plan = *plans[p];
             waits[p].resize(plan.kernels.size());
             for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
-                if (plan.partition.kernels[k].family == codegen::Family::MatMul)
-                    continue;  // runs on the reference: no code
+                if (!codegen::has_code(plan.kernels[k])) continue;  // runs on the reference
                 const std::uint64_t key = plan.kernels[k].key;
                 if (auto it = c.map.find(key); it != c.map.end()) {
                     const bool ready =

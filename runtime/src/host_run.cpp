@@ -12,6 +12,7 @@
 
 #include "host_internal.hpp"
 #include "host_pool.hpp"
+#include "loom/codegen/llvm/host_family.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/env.hpp"
 #include "loom/ir/error.hpp"
@@ -19,56 +20,17 @@
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/reference.hpp"
+#include "run_slots.hpp"
 
 namespace loom::host {
 
 namespace {
 
-using codegen::Family;
 using codegen::Slot;
+using detail::SmallArray;
 
 const Tensor::Impl& bound(const ir::Node& input) {
     return *static_cast<const Tensor::Impl*>(input.payload().get());
-}
-
-const void* address_of(const Tensor::Impl& t) {
-    return static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
-}
-
-void run_pointwise(const CompiledKernel& k, const codegen::HostKernel& h, const void* p) {
-    if (h.numel == 0) return;
-    const std::int64_t n = h.numel, task = h.schedule.task;
-    run(h.schedule.tasks, [&](std::int64_t t) { k.entry(p, t * task, std::min(n, (t + 1) * task)); });
-}
-
-void run_reduction(const CompiledKernel& k, const codegen::HostKernel& h, const void* p) {
-    const codegen::PlannedReduce& pr = h.reduce;
-    const codegen::HostSchedule& s = h.schedule;
-    const std::int64_t O = pr.binding.outputs;
-    if (O == 0) return;
-    if (!s.split) {
-        const std::int64_t task = s.task;
-        run(s.tasks, [&](std::int64_t t) { k.entry(p, t * task, std::min(O, (t + 1) * task)); });
-        return;
-    }
-    const bool outer = pr.plan.schedule == codegen::ReduceSchedule::Outer;
-    const std::int64_t units = outer ? (O + s.lanes - 1) / s.lanes : O;
-    const std::int64_t pairs = units * pr.binding.chunks, task = s.task, ftask = s.finish_task;
-    run(s.tasks, [&](std::int64_t t) { k.partials(p, t * task, std::min(pairs, (t + 1) * task)); });
-    run(s.finish_tasks, [&](std::int64_t t) { k.finish(p, t * ftask, std::min(O, (t + 1) * ftask)); });
-}
-
-// A matmul kernel (the product and its epilogue) on the CPU reference: its inputs bound to the memory of
-// their slots as tensors (views, no copy), each output copied into the place the kernel writes it
-// (contiguous: a temporary, a result, or the temporary of an output that is a view).
-void run_product(const codegen::FusedKernel& fk, const std::vector<Tensor>& ins,
-                 const std::vector<void*>& outs) {
-    const std::vector<const ir::Node*> inputs = codegen::product_inputs(fk);
-    reference::Overrides bind;
-    for (std::size_t j = 0; j < inputs.size(); ++j) bind.emplace(inputs[j]->input_id(), ins[j]);
-    const std::vector<Tensor> values = reference::evaluate(fk.outputs, bind);
-    for (std::size_t j = 0; j < outs.size(); ++j)
-        if (values[j].nbytes() > 0) std::memcpy(outs[j], values[j].data(), values[j].nbytes());
 }
 
 // A tensor handle over a source's memory (the source's storage stays shared; nothing is copied).
@@ -77,17 +39,71 @@ Tensor tensor_of(const Tensor::Impl& t) {
         std::make_shared<Tensor::Impl>(Tensor::Impl{t.storage, t.dtype, t.shape, t.strides, t.offset, {}}));
 }
 
+// A tensor over `bytes` at `ptr` of `shape` and `dtype`, contiguous, not owned: a temporary in the block.
+Tensor tensor_at(void* ptr, const Shape& shape, DType dtype) {
+    return Tensor::view(ptr, shape, dtype, {}, Device::cpu());
+}
+
+// A kernel that runs on the CPU reference (HostLaunch::on_reference): its graph evaluated with its inputs
+// (the Input nodes of its graph, in `reads` order) bound to the memory of their slots as tensors (views, no
+// copy), each output copied into the place the kernel writes it (contiguous: a temporary, a result, or the
+// temporary of an output that is a view).
+void run_on_reference(const codegen::HostPlan& plan, std::size_t k, const detail::RunSlots& slots,
+                      codegen::KernelPointers p) {
+    const codegen::FusedKernel& fk = plan.partition.kernels[k];
+    const std::vector<const ir::Node*> inputs = codegen::graph_inputs(fk);
+    reference::Overrides bind;
+    for (std::size_t j = 0; j < inputs.size(); ++j) {
+        const Slot& s = plan.kernels[k].reads[j];
+        const Tensor t =
+            s.kind == Slot::Kind::Source
+                ? tensor_of(*slots.sources[static_cast<std::size_t>(s.index)])
+                : tensor_at(const_cast<void*>(p.inputs[j]), inputs[j]->shape(), inputs[j]->dtype());
+        bind.emplace(inputs[j]->input_id(), t);
+    }
+    const std::vector<Tensor> values = reference::evaluate(fk.outputs, bind);
+    for (std::size_t j = 0; j < p.outputs.size(); ++j)
+        if (values[j].nbytes() > 0) std::memcpy(p.outputs[j], values[j].data(), values[j].nbytes());
+}
+
+// The passes of one kernel on the thread pool.
+void run_passes(const CompiledKernel& kernel, const codegen::HostLaunch& l, const void* params) {
+    for (int i = 0; i < l.pass_count; ++i) {
+        const codegen::HostPass& pass = l.passes[static_cast<std::size_t>(i)];
+        const CompiledKernel::Entry entry = pass.entry == codegen::HostPass::Entry::Main ? kernel.entry
+                                            : pass.entry == codegen::HostPass::Entry::Partials
+                                                ? kernel.partials
+                                                : kernel.finish;
+        const std::int64_t task = pass.task, total = pass.total;
+        run(pass.tasks, [&](std::int64_t t) { entry(params, t * task, std::min(total, (t + 1) * task)); });
+    }
+}
+
+codegen::HostLaunch launch_of(const codegen::HostKernel& h) {
+    return std::visit([](const auto& s) { return codegen::HostFamily<std::decay_t<decltype(s)>>::launch(s); },
+                      h.schedule);
+}
+
 }  // namespace
 
 void copy_into(const Tensor& dst, const Tensor& src) {
-    if (dst.is_contiguous()) {
+    if (dst.nbytes() == 0) return;
+    if (dst.is_contiguous() && src.is_contiguous()) {
         std::memcpy(dst.data(), src.data(), src.nbytes());
+        return;
+    }
+    if (use_llvm()) {  // a pointwise kernel storing into the view
+        const ir::NodePtr in = ir::input(src.dtype(), src.shape(), "copy back",
+                                         std::static_pointer_cast<const void>(src.impl()));
+        const std::vector<Tensor> outs{dst};
+        evaluate({in}, &outs, "copy_back");
         return;
     }
     const std::size_t w = itemsize(dst.dtype());
     const int r = dst.rank();
     std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
     auto* out = static_cast<char*>(dst.data());
+    if (!src.is_contiguous()) throw InternalError("host copy_into(): a source that is not contiguous");
     const auto* in = static_cast<const char*>(src.data());
     for (std::int64_t e = 0; e < dst.numel(); ++e) {
         std::int64_t off = 0;
@@ -115,17 +131,14 @@ codegen::HostPlan plan_bound(const std::vector<ir::NodePtr>& roots, const Option
         const Tensor::Impl& t = bound(*n);
         layouts.push_back({t.dtype, t.strides, false});
     }
-    // Outputs that are views are written at their own strides, unless they share memory with a source (then
-    // run_plan writes them through a contiguous temporary and copies it in at the end).
+    // Outputs that are views are written at their own strides (through a temporary of the same strides when
+    // a source the plan reads shares their memory: run_plan).
     std::vector<Strides> root_strides;
     bool any = false;
     if (outs)
         for (const Tensor& user : *outs) {
-            bool shared = false;
-            for (const ir::Node* n : srcs) shared = shared || bound(*n).storage == user.storage();
-            const bool strided = !shared && !user.is_contiguous();
-            root_strides.push_back(strided ? user.strides() : Strides{});
-            any = any || strided;
+            root_strides.push_back(user.is_contiguous() ? Strides{} : user.strides());
+            any = any || !user.is_contiguous();
         }
     codegen::HostPlan plan =
         codegen::plan_host(roots, srcs, layouts, planning_target(), options, name, nullptr,
@@ -139,125 +152,65 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels,
     if (sources.size() != plan.sources || kernels.size() != plan.kernels.size())
         throw InternalError(fmt::format("host run_plan(): {} sources and {} kernels for a plan of {} and {}",
                                         sources.size(), kernels.size(), plan.sources, plan.kernels.size()));
-    // Outputs sharing memory with a source the plan reads are written through a temporary (a kernel may still
-    // read the source after an element of the output was written), copied back after the last kernel; so are
-    // outputs that are views the plan writes contiguous.
-    std::vector<void*> targets(outs.size());
+    // Outputs sharing memory with a source that a kernel from their writer on reads are written through a
+    // temporary of their layout (a kernel may still read the source after an element of the output was
+    // written), copied in after the last kernel.
+    SmallArray<void*, 16> targets(outs.size());
     std::vector<std::pair<Tensor, const Tensor*>> copy_back;
-    std::vector<bool> strided_root(outs.size(), false);
-    for (const codegen::FusedKernel& fk : plan.partition.kernels)
-        for (std::size_t j = 0; j < fk.writes.size(); ++j)
-            if (fk.writes[j].kind == Slot::Kind::Root && fk.family == Family::Pointwise &&
-                plan.kernels[static_cast<std::size_t>(&fk - plan.partition.kernels.data())]
-                        .pointwise.plan.outputs[j]
-                        .access == codegen::Access::Strided)
-                strided_root[static_cast<std::size_t>(fk.writes[j].index)] = true;
+    const auto never_in_place = [](std::size_t, int, std::size_t) { return false; };
     for (std::size_t i = 0; i < outs.size(); ++i) {
         const Tensor& user = *outs[i];
-        bool shared = false;
-        for (int s : plan.reads)
-            shared = shared || sources[static_cast<std::size_t>(s)]->storage == user.storage();
-        if ((shared || (!user.is_contiguous() && !strided_root[i])) && user.nbytes() > 0) {
-            Tensor tmp = Tensor::host(user.shape(), user.dtype());
+        if (user.nbytes() > 0 && detail::needs_temporary(plan, sources, user, i, never_in_place)) {
+            Tensor tmp = detail::temporary_like(user, Device::cpu());
             targets[i] = tmp.data();
             copy_back.emplace_back(std::move(tmp), &user);
         } else {
             targets[i] = user.data();
         }
     }
-    std::vector<Tensor> temps;
-    for (const codegen::TempValue& t : plan.partition.temps)
-        temps.push_back(Tensor::host(t.value->shape(), t.value->dtype()));
-    auto address = [&](const Slot& s) -> void* {
-        const std::size_t i = static_cast<std::size_t>(s.index);
-        switch (s.kind) {
-            case Slot::Kind::Source:
-                return const_cast<void*>(address_of(*sources[i]));
-            case Slot::Kind::Temp:
-                return temps[i].data();
-            case Slot::Kind::Root:
-                return targets[i];
-            case Slot::Kind::Index:
-                return nullptr;  // an iota: computed by the kernel
-        }
-        return nullptr;
-    };
-    // Every allocation before the first kernel runs: the split reductions' workspaces (16 bytes per (row,
-    // chunk) pair and reduction: the value, then argmin/argmax's index) and one block of every kernel's
-    // parameters, packed now, 64-byte aligned each.
+    // Every allocation before the first kernel runs: the temporaries' block, the workspaces and one block of
+    // every kernel's parameters, packed now, 64-byte aligned each.
+    Tensor temps;
+    if (plan.temp_bytes > 0) temps = Tensor::host({static_cast<std::int64_t>(plan.temp_bytes)}, DType::UInt8);
+    const detail::RunSlots slots{sources, targets.span(),
+                                 temps.defined() ? static_cast<char*>(temps.data()) : nullptr, plan.temps};
+    const std::size_t n = plan.kernels.size();
+    std::vector<codegen::HostLaunch> launches(n);
     std::vector<Tensor> workspaces;
-    std::vector<std::vector<void*>> parts(plan.kernels.size());
-    std::vector<std::size_t> at(plan.kernels.size() + 1, 0);
-    for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
-        const codegen::HostKernel& h = plan.kernels[k];
-        std::size_t size = 0;
-        if (plan.partition.kernels[k].family == Family::Pointwise) {
-            size = h.numel == 0 ? 0 : h.pointwise.plan.params.size;
-        } else if (plan.partition.kernels[k].family == Family::Reduction && h.reduce.binding.outputs > 0) {
-            size = codegen::reduce_params_size(h.reduce.plan);
-            parts[k].push_back(nullptr);  // [0]: the GPU's counters, unused on the host
-            if (h.schedule.split)
-                for (std::size_t j = 0; j < h.reduce.plan.ops.size(); ++j) {
-                    workspaces.push_back(Tensor::host(
-                        {h.reduce.binding.outputs * h.reduce.binding.chunks * 16}, DType::UInt8));
-                    parts[k].push_back(workspaces.back().data());
-                }
+    std::vector<std::vector<void*>> workspace_ptrs(n);
+    std::vector<std::size_t> at(n + 1, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+        launches[k] = launch_of(plan.kernels[k]);
+        for (const std::size_t bytes : launches[k].workspaces) {
+            workspaces.push_back(Tensor::host({static_cast<std::int64_t>(bytes)}, DType::UInt8));
+            workspace_ptrs[k].push_back(workspaces.back().data());
         }
-        at[k + 1] = at[k] + (size + 63) / 64 * 64;
+        at[k + 1] = at[k] + (launches[k].param_bytes + 63) / 64 * 64;
     }
     Tensor param_block;
     if (at.back() > 0) param_block = Tensor::host({static_cast<std::int64_t>(at.back())}, DType::UInt8);
     auto* params = param_block.defined() ? static_cast<std::byte*>(param_block.data()) : nullptr;
-    for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+    for (std::size_t k = 0; k < n; ++k) {
         if (at[k + 1] == at[k]) continue;
-        const codegen::HostKernel& h = plan.kernels[k];
-        const codegen::FusedKernel& fk = plan.partition.kernels[k];
-        std::vector<const void*> ins(h.reads.size());
-        for (std::size_t j = 0; j < h.reads.size(); ++j) ins[j] = address(h.reads[j]);
-        std::vector<void*> o(fk.writes.size());
-        for (std::size_t j = 0; j < fk.writes.size(); ++j) o[j] = address(fk.writes[j]);
+        SmallArray<const void*, 64> ins(plan.kernels[k].reads.size());
+        SmallArray<void*, 16> o(plan.partition.kernels[k].writes.size());
+        const codegen::KernelPointers p = detail::kernel_pointers(plan, k, slots, ins.span(), o.span());
         const std::span<std::byte> block(params + at[k], at[k + 1] - at[k]);
-        switch (fk.family) {
-            case Family::Pointwise:
-                codegen::pack_params(h.pointwise.plan, h.pointwise.binding, ins, o, block);
-                break;
-            case Family::Reduction: {
-                const std::size_t el = fk.group.element_outputs.size();
-                const std::span<void* const> os(o);
-                codegen::pack_reduce_params(h.reduce, ins, os.subspan(0, el), os.subspan(el), parts[k],
-                                            block);
-                break;
-            }
-            case Family::MatMul:
-                break;  // no parameters: run on the reference below
-        }
+        std::visit(
+            [&](const auto& s) {
+                codegen::HostFamily<std::decay_t<decltype(s)>>::pack(s, p, workspace_ptrs[k], block);
+            },
+            plan.kernels[k].schedule);
     }
-    // Generated code cannot fail: from here on nothing throws but the reference's allocations for products.
-    for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
-        const codegen::FusedKernel& fk = plan.partition.kernels[k];
-        if (fk.family == Family::MatMul) {
-            const codegen::HostKernel& h = plan.kernels[k];
-            std::vector<Tensor> ins;
-            for (const Slot& s : h.reads)
-                ins.push_back(s.kind == Slot::Kind::Source
-                                  ? tensor_of(*sources[static_cast<std::size_t>(s.index)])
-                                  : temps.at(static_cast<std::size_t>(s.index)));
-            std::vector<void*> o;
-            for (const Slot& w : fk.writes) o.push_back(address(w));
-            run_product(fk, ins, o);
+    // Generated code cannot fail: from here on nothing throws but the reference's allocations.
+    for (std::size_t k = 0; k < n; ++k) {
+        if (launches[k].on_reference) {
+            SmallArray<const void*, 64> ins(plan.kernels[k].reads.size());
+            SmallArray<void*, 16> o(plan.partition.kernels[k].writes.size());
+            run_on_reference(plan, k, slots, detail::kernel_pointers(plan, k, slots, ins.span(), o.span()));
             continue;
         }
-        if (at[k + 1] == at[k]) continue;
-        switch (fk.family) {
-            case Family::Pointwise:
-                run_pointwise(*kernels[k], plan.kernels[k], params + at[k]);
-                break;
-            case Family::Reduction:
-                run_reduction(*kernels[k], plan.kernels[k], params + at[k]);
-                break;
-            case Family::MatMul:
-                break;
-        }
+        if (at[k + 1] > at[k]) run_passes(*kernels[k], launches[k], params + at[k]);
     }
     for (auto& [tmp, user] : copy_back) copy_into(*user, tmp);
 }
@@ -308,7 +261,7 @@ std::string llvm_source(const std::vector<ir::NodePtr>& roots, std::string_view 
         codegen::plan_host(graph, sources, layouts, host::planning_target(), current_options(), name);
     std::string out;
     for (std::size_t i = 0; i < plan.kernels.size(); ++i)
-        if (plan.partition.kernels[i].family != codegen::Family::MatMul) out += host::emit_kernel(plan, i).ir;
+        if (codegen::has_code(plan.kernels[i])) out += host::emit_kernel(plan, i).ir;
     return out;
 }
 

@@ -18,6 +18,7 @@
 #include "loom/runtime/pinned.hpp"
 #include "loom/runtime/reference.hpp"
 #include "program_graph.hpp"
+#include "run_slots.hpp"
 
 namespace loom {
 
@@ -93,8 +94,12 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
             layouts.push_back({specs_[k].dtype, specs_[k].strides, false});
         }
         auto compiled = std::make_shared<host::Compiled>();
+        bool strided = false;
+        for (const Strides& st : out_strides_) strided = strided || !st.empty();
+        // Outputs that are views are written at their own strides (run() checks that calls pass those).
         compiled->plan =
-            codegen::plan_host(roots_, sources, layouts, host::planning_target(), options_, name_);
+            codegen::plan_host(roots_, sources, layouts, host::planning_target(), options_, name_, nullptr,
+                               strided ? std::span<const Strides>(out_strides_) : std::span<const Strides>());
         if (env_list_contains("LOOM_EXPLAIN", "fusion"))
             std::fputs(host::explain(&compiled->plan).c_str(), stderr);
         compiled->kernels = host::build_kernels(compiled->plan);
@@ -115,7 +120,7 @@ GraphStats Program::graph_stats() const {
 }
 
 std::size_t Program::kernels() const {
-    return plan_.gpu.size();
+    return plan_.kernels.size();
 }
 
 codegen::FusionPlan Program::plan_for(const codegen::DeviceInfo& info) const {
@@ -194,7 +199,7 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
         return;
     }
     // The planned kernels, in order: the same launch path as an evaluation (gpu_run.cpp).
-    gpu::SmallArray<const Tensor::Impl*, 64> sources(args.size());
+    detail::SmallArray<const Tensor::Impl*, 64> sources(args.size());
     for (std::size_t k = 0; k < args.size(); ++k) sources[k] = args[k]->impl().get();
     if (graphs_ && graphs_->run(plan_, kernels_, sources.span(), outs, device_, name_, where_)) return;
     gpu::run_plan(plan_, kernels_, sources.span(), outs, device_, where_);

@@ -153,11 +153,9 @@ bool StreamGraph::run(const codegen::FusionPlan& plan, const Kernels& kernels,
 }
 
 bool ProgramGraphs::wanted(const codegen::FusionPlan& plan) {
-    if (plan.gpu.size() < 2) return false;
-    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
-        if (plan.partition.kernels[k].family == codegen::Family::Pointwise &&
-            plan.gpu[k].pointwise.plan.params_in_memory)
-            return false;
+    if (plan.kernels.size() < 2) return false;
+    for (const codegen::GpuKernel& k : plan.kernels)
+        if (k.params_in_memory()) return false;
     return true;
 }
 

@@ -19,12 +19,7 @@ std::vector<Tensor> evaluate_partition(const codegen::Partition& partition,
         Overrides bind;
         for (std::size_t t = 0; t < temps.size(); ++t)
             if (temps[t]) bind.emplace(partition.temps[t].placeholder->input_id(), *temps[t]);
-        // What the kernel writes: pointwise, its outputs; a reduction kernel, its element then row outputs.
-        std::vector<ir::NodePtr> outputs = kernel.outputs;
-        if (kernel.family == codegen::Family::Reduction) {
-            outputs = kernel.group.element_outputs;
-            outputs.insert(outputs.end(), kernel.group.row_outputs.begin(), kernel.group.row_outputs.end());
-        }
+        const std::vector<ir::NodePtr> outputs = kernel.written();
         if (outputs.size() != kernel.writes.size())
             throw InternalError(
                 fmt::format("evaluate_partition(): kernel {} ({}) has {} outputs and {} destinations", k,

@@ -47,10 +47,11 @@ inline loom::codegen::FusionPlan plan_gpu(
 
 /// The matmul kernel of `plan` (its first; FAIL when it has none). The reference lives as long as `plan`.
 inline const loom::codegen::PlannedMatmul& matmul_of(const loom::codegen::FusionPlan& plan) {
-    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
-        if (plan.partition.kernels[k].family == loom::codegen::Family::MatMul) return plan.gpu[k].matmul;
+    for (std::size_t k = 0; k < plan.kernels.size(); ++k)
+        if (plan.partition.kernels[k].family == loom::codegen::Family::MatMul)
+            return plan.kernels[k].as<loom::codegen::PlannedMatmul>();
     FAIL("no matmul kernel in the plan");
-    return plan.gpu.at(0).matmul;
+    return plan.kernels.at(0).as<loom::codegen::PlannedMatmul>();
 }
 
 /// Every kernel Loom emits is launched with programmatic dependent launch (LaunchConfig::dependent_launch),

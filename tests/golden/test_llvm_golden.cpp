@@ -13,6 +13,7 @@
 
 #include "golden_util.hpp"
 #include "loom/codegen/llvm/emit.hpp"
+#include "loom/codegen/llvm/host_family.hpp"
 #include "loom/codegen/llvm/host_plan.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/graph.hpp"
@@ -39,14 +40,8 @@ std::vector<codegen::LlvmKernelSource> llvm_kernels(const std::vector<Array>& ys
     const codegen::HostPlan plan =
         codegen::plan_host(graph, sources, layouts, codegen::HostTarget::avx512(), Options{}, name);
     std::vector<codegen::LlvmKernelSource> out;
-    for (std::size_t i = 0; i < plan.kernels.size(); ++i) {
-        const auto& k = plan.partition.kernels[i];
-        const auto& h = plan.kernels[i];
-        out.push_back(
-            k.family == codegen::Family::Pointwise
-                ? codegen::emit_pointwise_llvm(k.name, k.outputs, h.pointwise.plan, h.schedule, plan.target)
-                : codegen::emit_reduce_llvm(k.name, h.reduce, h.schedule, plan.target));
-    }
+    for (std::size_t i = 0; i < plan.kernels.size(); ++i)
+        out.push_back(codegen::emit_host_kernel(plan, i).value());
     return out;
 }
 

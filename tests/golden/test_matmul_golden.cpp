@@ -22,7 +22,7 @@ codegen::FusionPlan plan_of(const std::vector<NodePtr>& roots, const Options& op
 codegen::KernelSource compile_product(const std::string& name, const std::vector<NodePtr>& roots,
                                       std::size_t kernels = 1, const Options& options = {}) {
     const codegen::FusionPlan plan = plan_of(roots, options);
-    REQUIRE(plan.gpu.size() == kernels);
+    REQUIRE(plan.kernels.size() == kernels);
     const codegen::KernelSource ks = codegen::emit_matmul(name, golden::matmul_of(plan));
     golden::compile_sm90(ks);
     return ks;
@@ -35,9 +35,9 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
          bias = input(float32, {384}, "bias");
     auto y = unary(Op::GeluErf, binary(Op::Add, matmul(x, w), bias));
     const codegen::FusionPlan plan = plan_of({y});
-    REQUIRE(plan.gpu.size() == 1);
+    REQUIRE(plan.kernels.size() == 1);
     REQUIRE(plan.partition.kernels[0].family == codegen::Family::MatMul);
-    const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+    const codegen::MatmulPlan& p = plan.kernels[0].as<codegen::PlannedMatmul>().plan;
     CHECK(p.tile_m == 128);
     CHECK(p.tile_n == 128);
     CHECK(p.tile_k == 32);
@@ -53,7 +53,8 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 with a bias and GELU, one kern
     CHECK(p.staged_epilogue);  // the outputs through a shared-memory tile: whole lines per warp
     CHECK(p.blocks_per_sm ==
           2);  // K = 256, 8 steps: the other block's K loop runs beside a tile's fill and epilogue
-    const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32", plan.gpu[0].matmul);
+    const codegen::KernelSource ks =
+        codegen::emit_matmul("matmul_bias_gelu_f32", plan.kernels[0].as<codegen::PlannedMatmul>());
     golden::check_text("matmul_bias_gelu_f32", ks.kernel);
     golden::compile_sm90(ks);
     CHECK(ks.vector_entry.empty());  // one entry point: the variant is a parameter
@@ -67,8 +68,8 @@ TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n
          bias = input(float16, {192}, "bias");
     const Options tc{.product_path = ProductPath::MmaSync};  // the Ampere path, forced (Hopper's is wgmma)
     const auto plan = plan_of({unary(Op::Relu, binary(Op::Add, matmul(a, b), bias))}, tc);
-    REQUIRE(plan.gpu.size() == 1);
-    const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+    REQUIRE(plan.kernels.size() == 1);
+    const codegen::MatmulPlan& p = plan.kernels[0].as<codegen::PlannedMatmul>().plan;
     CHECK(p.tensor_cores);
     CHECK(p.tile_m == 128);
     CHECK(p.tile_n == 128);
@@ -79,23 +80,25 @@ TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n
     CHECK(p.frags_n() == 4);
     CHECK(p.pitch_a == 40);  // 32 + 8: 32-bit fragment loads of the 8 rows of an MMA tile in distinct banks
     CHECK(!p.chunked);
-    const codegen::KernelSource ks = codegen::emit_matmul("matmul_relu_f16_mma", plan.gpu[0].matmul);
+    const codegen::KernelSource ks =
+        codegen::emit_matmul("matmul_relu_f16_mma", plan.kernels[0].as<codegen::PlannedMatmul>());
     golden::check_text("matmul_relu_f16_mma", ks.kernel);
     golden::compile_sm90(ks);
     CHECK(ks.kernel.find("lm::mma_m16n8k16_f16(c[i][j], fa[i], fb[j])") != std::string::npos);
     CHECK(plan.to_string().find("tensor cores (mma.sync m16n8k16, within the bound") != std::string::npos);
     CHECK(ks.kernel.find("tensor cores (mma.sync m16n8k16 into float32") != std::string::npos);
     // The default keeps float16 on CUDA cores (the reference's bits) and puts int8 on tensor cores (exact).
-    CHECK(!plan_of({matmul(a, b)}).gpu.at(0).matmul.plan.tensor_cores);
+    CHECK(!plan_of({matmul(a, b)}).kernels.at(0).as<codegen::PlannedMatmul>().plan.tensor_cores);
     auto i8a = input(int8, {64, 96}, "i"), i8b = input(int8, {96, 64}, "j");
-    CHECK(plan_of({matmul(i8a, i8b)}).gpu.at(0).matmul.plan.tensor_cores);
+    CHECK(plan_of({matmul(i8a, i8b)}).kernels.at(0).as<codegen::PlannedMatmul>().plan.tensor_cores);
     CHECK(!plan_of({matmul(i8a, i8b)}, Options{.product_path = ProductPath::CudaCores})
-               .gpu.at(0)
-               .matmul.plan.tensor_cores);
+               .kernels.at(0)
+               .as<codegen::PlannedMatmul>()
+               .plan.tensor_cores);
     // float32 takes tensor cores only under product_precision tf32 or 3xtf32: asked for without it, it stays
     // on CUDA cores and the plan says why.
     const auto f32 = plan_of({matmul(input(float32, {64, 64}, "x"), input(float32, {64, 64}, "y"))}, tc);
-    CHECK(!f32.gpu.at(0).matmul.plan.tensor_cores);
+    CHECK(!f32.kernels.at(0).as<codegen::PlannedMatmul>().plan.tensor_cores);
     CHECK(f32.to_string().find(
               "tensor cores asked for; float32 takes them only under product_precision tf32 or 3xtf32") !=
           std::string::npos);
@@ -117,17 +120,21 @@ TEST_CASE("matmul kernels on tensor cores: every dtype, layout and schedule comp
     SUBCASE("float16 with K past a chunk (one pass: no workspace), a prologue and a hinted tile") {
         auto a = input(float16, {8, 20000}, "a"), b = input(float16, {20000, 8}, "b");
         const auto plan = plan_of({matmul(a, b)}, tc);
-        CHECK(plan.gpu.at(0).matmul.plan.tensor_cores);
-        CHECK(!plan.gpu.at(0).matmul.plan.chunked);
-        golden::compile_sm90(codegen::emit_matmul("mma_long_k", plan.gpu[0].matmul));
+        CHECK(plan.kernels.at(0).as<codegen::PlannedMatmul>().plan.tensor_cores);
+        CHECK(!plan.kernels.at(0).as<codegen::PlannedMatmul>().plan.chunked);
+        golden::compile_sm90(
+            codegen::emit_matmul("mma_long_k", plan.kernels[0].as<codegen::PlannedMatmul>()));
         auto h = input(float16, {96, 64}, "h"), s = input(float16, {96, 64}, "s"),
              w = input(float16, {64, 80}, "w");
         compile_product("mma_prologue", {matmul(binary(Op::Add, h, s), w)}, 1, tc);
         auto y = matmul(input(float16, {256, 256}, "x"), input(float16, {256, 256}, "z"), Loc::current(),
                         ProductTile{64, 64, 64});
         const auto hinted = plan_of({y}, tc);
-        CHECK(hinted.gpu.at(0).matmul.plan.warps_m * hinted.gpu.at(0).matmul.plan.warps_n == 8);
-        golden::compile_sm90(codegen::emit_matmul("mma_hinted", hinted.gpu[0].matmul));
+        CHECK(hinted.kernels.at(0).as<codegen::PlannedMatmul>().plan.warps_m *
+                  hinted.kernels.at(0).as<codegen::PlannedMatmul>().plan.warps_n ==
+              8);
+        golden::compile_sm90(
+            codegen::emit_matmul("mma_hinted", hinted.kernels[0].as<codegen::PlannedMatmul>()));
     }
     SUBCASE("a tile that is not whole MMA tiles is an error naming the limit") {
         auto y = matmul(input(int8, {64, 64}, "x"), input(int8, {64, 64}, "z"), Loc::current(),
@@ -152,8 +159,12 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
     SUBCASE("bfloat16 with a transposed operand: the scalar variant only") {
         auto a = input(bfloat16, {64, 48}, "a"), w = input(bfloat16, {80, 48}, "w");
         const auto plan = plan_of({matmul(a, transpose(w))});
-        CHECK(plan.gpu.at(0).matmul.plan.vector_a);   // A's rows are contiguous: 16-byte pieces
-        CHECK(!plan.gpu.at(0).matmul.plan.vector_b);  // B = w.T runs along k: element loads
+        CHECK(plan.kernels.at(0)
+                  .as<codegen::PlannedMatmul>()
+                  .plan.vector_a);  // A's rows are contiguous: 16-byte pieces
+        CHECK(!plan.kernels.at(0)
+                   .as<codegen::PlannedMatmul>()
+                   .plan.vector_b);  // B = w.T runs along k: element loads
         compile_product("mm_bf16_t", {matmul(a, transpose(w))});
     }
     SUBCASE("int8 x int8 -> int32 times a scalar") {
@@ -165,19 +176,20 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
     SUBCASE("K longer than a chunk: the pairwise tree through a workspace") {
         auto a = input(float32, {8, 20000}, "a"), b = input(float32, {20000, 8}, "b");
         const auto plan = plan_of({matmul(a, b)});
-        REQUIRE(plan.gpu.size() == 1);
-        CHECK(plan.gpu[0].matmul.plan.chunked);
-        CHECK(plan.gpu[0].matmul.binding.chunks == 3);
-        CHECK(plan.gpu[0].matmul.binding.levels == 2);
-        CHECK(plan.gpu[0].matmul.plan.tile_m == 16);  // a short M gets a short tile
-        golden::compile_sm90(codegen::emit_matmul("mm_chunked", plan.gpu[0].matmul));
+        REQUIRE(plan.kernels.size() == 1);
+        CHECK(plan.kernels[0].as<codegen::PlannedMatmul>().plan.chunked);
+        CHECK(plan.kernels[0].as<codegen::PlannedMatmul>().binding.chunks == 3);
+        CHECK(plan.kernels[0].as<codegen::PlannedMatmul>().binding.levels == 2);
+        CHECK(plan.kernels[0].as<codegen::PlannedMatmul>().plan.tile_m == 16);  // a short M gets a short tile
+        golden::compile_sm90(
+            codegen::emit_matmul("mm_chunked", plan.kernels[0].as<codegen::PlannedMatmul>()));
     }
     SUBCASE(
         "matrix-vector products: one-wide tiles, a thread per output, the matrix and the vector in pieces") {
         auto a = input(float32, {4096, 16384}, "a"), x = input(float32, {16384}, "x");
         const auto plan = plan_of({matmul(a, x)});
-        REQUIRE(plan.gpu.size() == 1);
-        const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+        REQUIRE(plan.kernels.size() == 1);
+        const codegen::MatmulPlan& p = plan.kernels[0].as<codegen::PlannedMatmul>().plan;
         CHECK(p.tile_m == 128);
         CHECK(p.tile_n == 1);
         CHECK(p.tile_k == 128);
@@ -189,7 +201,7 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         CHECK(p.vector_b_column);  // the vector: unit stride along k
         CHECK(p.pitch_b == 1);
         CHECK(p.chunked);
-        const auto ks = codegen::emit_matmul("mm_gemv", plan.gpu[0].matmul);
+        const auto ks = codegen::emit_matmul("mm_gemv", plan.kernels[0].as<codegen::PlannedMatmul>());
         CHECK(ks.kernel.find("lm::load_vec<float, 4>(as + (row0 + 32 * i) * 132 + k4)") != std::string::npos);
         CHECK(ks.kernel.find("mm_gemv_load_b_pieces") !=
               std::string::npos);  // the vector along k in cp.async pieces
@@ -199,24 +211,24 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         golden::compile_sm90(ks);
         // A vector times a matrix: a one-high tile, a thread per column.
         const auto vt = plan_of({matmul(x, input(float32, {16384, 4096}, "w"))});
-        const codegen::MatmulPlan& q = vt.gpu.at(0).matmul.plan;
+        const codegen::MatmulPlan& q = vt.kernels.at(0).as<codegen::PlannedMatmul>().plan;
         CHECK(q.tile_m == 1);
         CHECK(q.tile_n == 128);
         CHECK(q.vector_a);
         CHECK(q.vector_b);
         CHECK(q.a_read == 4);  // the vector's 16-byte reads, one broadcast per warp
         CHECK(q.b_read == 1);  // one column per thread
-        golden::compile_sm90(codegen::emit_matmul("mm_gevm", vt.gpu[0].matmul));
+        golden::compile_sm90(codegen::emit_matmul("mm_gevm", vt.kernels[0].as<codegen::PlannedMatmul>()));
     }
     SUBCASE("a batch of 64 x 64 x 64 products: K in one step, two stages") {
         auto a = input(float32, {256, 64, 64}, "a"), b = input(float32, {256, 64, 64}, "b");
         const auto plan = plan_of({matmul(a, b)});
-        const codegen::MatmulPlan& p = plan.gpu.at(0).matmul.plan;
+        const codegen::MatmulPlan& p = plan.kernels.at(0).as<codegen::PlannedMatmul>().plan;
         CHECK(p.tile_m == 64);
         CHECK(p.tile_n == 64);
         CHECK(p.tile_k == 64);
         CHECK(p.stages == 2);
-        golden::compile_sm90(codegen::emit_matmul("mm_bmm64", plan.gpu[0].matmul));
+        golden::compile_sm90(codegen::emit_matmul("mm_bmm64", plan.kernels[0].as<codegen::PlannedMatmul>()));
     }
     SUBCASE("a vector times a matrix, and two outputs of one product") {
         auto v = input(float32, {64}, "v"), m = input(float32, {64, 200}, "m");
@@ -234,33 +246,33 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
             {matmul(cast(h, float32),
                     binary(Op::Mul, transpose(w),
                            scalar(make_scalar_value(0.5, float32, "test", Loc::current()), float32)))});
-        REQUIRE(plan.gpu.size() == 1);
-        const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+        REQUIRE(plan.kernels.size() == 1);
+        const codegen::MatmulPlan& p = plan.kernels[0].as<codegen::PlannedMatmul>().plan;
         CHECK(p.a_prologue);
         CHECK(p.b_prologue);
         CHECK(!p.vector_a);
         CHECK(!p.vector_b);
         CHECK(plan.partition.kernels[0].why.find("its prologue runs as the tiles load: cast") !=
               std::string::npos);
-        const auto ks = codegen::emit_matmul("mm_prologue", plan.gpu[0].matmul);
+        const auto ks = codegen::emit_matmul("mm_prologue", plan.kernels[0].as<codegen::PlannedMatmul>());
         CHECK(ks.kernel.find("mm_prologue_pa_element(p.pa,") != std::string::npos);
         golden::compile_sm90(ks);
         // A transcendental operand is materialized instead, the reason in the plan.
         const auto plan2 =
             plan_of({matmul(unary(Op::Exp, input(float32, {32, 32}, "e")), input(float32, {32, 32}, "f"))});
-        CHECK(plan2.gpu.size() == 2);
+        CHECK(plan2.kernels.size() == 2);
         CHECK(plan2.to_string().find("computed first: exp") != std::string::npos);
     }
     SUBCASE("a hinted tile") {
         auto a = input(float32, {256, 256}, "a"), b = input(float32, {256, 256}, "b");
         auto y = matmul(a, b, Loc::current(), ProductTile{64, 32, 32});
         const auto plan = plan_of({y});
-        const codegen::MatmulPlan& p = plan.gpu[0].matmul.plan;
+        const codegen::MatmulPlan& p = plan.kernels[0].as<codegen::PlannedMatmul>().plan;
         CHECK(p.hinted);
         CHECK(p.tile_m == 64);
         CHECK(p.tile_n == 32);
         CHECK(p.tile_k == 32);
-        const auto ks = codegen::emit_matmul("mm_hinted", plan.gpu[0].matmul);
+        const auto ks = codegen::emit_matmul("mm_hinted", plan.kernels[0].as<codegen::PlannedMatmul>());
         CHECK(ks.kernel.find("tile 64x32x32 (hinted)") != std::string::npos);
         golden::compile_sm90(ks);
     }
@@ -278,9 +290,9 @@ TEST_CASE(
         INFO(plan.to_string());
         CHECK(plan.to_string().find("not an epilogue: kernel") != std::string::npos);
         CHECK(plan.to_string().find("through a view (permute") != std::string::npos);
-        for (std::size_t i = 0; i < plan.gpu.size(); ++i) {
+        for (std::size_t i = 0; i < plan.kernels.size(); ++i) {
             if (plan.partition.kernels[i].family != codegen::Family::MatMul) continue;
-            const codegen::PlannedMatmul& pm = plan.gpu[i].matmul;
+            const codegen::PlannedMatmul& pm = plan.kernels[i].as<codegen::PlannedMatmul>();
             // Every load of the placeholder in the epilogue is the accumulator site.
             for (std::size_t s = 0; s < pm.plan.epilogue.loads.size(); ++s)
                 if (pm.inputs.at(pm.a_inputs + pm.b_inputs +
@@ -299,7 +311,7 @@ TEST_CASE(
     SUBCASE("M6's shape: two blocks per SM walk 4096 entries, storing from registers") {
         auto a = input(float32, {4096, 64, 64}, "a"), b = input(float32, {4096, 64, 64}, "b");
         const auto plan = plan_of({matmul(a, b)});
-        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& pm = plan.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(pm.plan.batch_pipelined);
         CHECK(pm.plan.blocks_per_sm ==
               2);  // 4 x 4 accumulators: two blocks of 256 threads fit 128 registers each
@@ -313,15 +325,15 @@ TEST_CASE(
     }
     SUBCASE("fewer entries than resident blocks, several tiles per entry, and K past one step") {
         auto few = plan_of({matmul(input(float32, {3, 33, 31}, "a"), input(float32, {3, 31, 17}, "b"))});
-        CHECK(few.gpu.at(0).matmul.plan.batch_pipelined);
-        CHECK(few.gpu.at(0).matmul.binding.batch_blocks == 3);
+        CHECK(few.kernels.at(0).as<codegen::PlannedMatmul>().plan.batch_pipelined);
+        CHECK(few.kernels.at(0).as<codegen::PlannedMatmul>().binding.batch_blocks == 3);
         auto tiles = plan_of({matmul(input(float32, {300, 130, 20}, "a"), input(float32, {20, 70}, "b"))});
-        const codegen::PlannedMatmul& t = tiles.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& t = tiles.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(t.plan.batch_pipelined);
         CHECK(t.plan.blocks_per_sm == 1);     // 8 x 8 accumulators: one block per SM
         CHECK(t.binding.batch_blocks == 66);  // 132 resident blocks over 2 tiles per entry
         auto deep = plan_of({matmul(input(float32, {2, 512, 256}, "a"), input(float32, {256, 512}, "b"))});
-        const codegen::PlannedMatmul& d = deep.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& d = deep.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(!d.plan.batch_pipelined);
         CHECK(d.binding.batch_blocks == 2);
         CHECK(d.plan.staged_epilogue);
@@ -329,7 +341,9 @@ TEST_CASE(
               d.plan.epilogue_tile_bytes());  // the tile of outputs fits the stage buffers
         auto tc = plan_of({matmul(input(float16, {64, 64, 64}, "a"), input(float16, {64, 64, 64}, "b"))},
                           Options{.product_path = ProductPath::TensorCores});
-        CHECK(!tc.gpu.at(0).matmul.plan.batch_pipelined);  // tensor cores keep the plain batch loop
+        CHECK(!tc.kernels.at(0)
+                   .as<codegen::PlannedMatmul>()
+                   .plan.batch_pipelined);  // tensor cores keep the plain batch loop
     }
     SUBCASE("two blocks per SM for few K steps (M3's shape), one for long K (M1's)") {
         auto bias = input(float32, {4096}, "bias");
@@ -337,7 +351,7 @@ TEST_CASE(
             {unary(Op::GeluErf,
                    binary(Op::Add, matmul(input(float32, {4096, 256}, "a"), input(float32, {256, 4096}, "b")),
                           bias))});
-        const codegen::PlannedMatmul& pm3 = m3.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& pm3 = m3.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(pm3.plan.staged_epilogue);
         CHECK(pm3.plan.blocks_per_sm == 2);
         CHECK(pm3.plan.to_string().find("2 blocks per multiprocessor") != std::string::npos);
@@ -346,7 +360,7 @@ TEST_CASE(
         golden::compile_sm90(ks);
         const auto m1 =
             plan_of({matmul(input(float32, {4096, 4096}, "a"), input(float32, {4096, 4096}, "b"))});
-        const codegen::PlannedMatmul& pm1 = m1.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& pm1 = m1.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(pm1.plan.blocks_per_sm < 2);  // K = 4096: 4096^3 lost 1% with two on the H200
         CHECK(codegen::emit_matmul("mm_one", pm1).kernel.find("__launch_bounds__(256)") != std::string::npos);
     }
@@ -354,7 +368,7 @@ TEST_CASE(
         "a matrix times a vector: the vector's pieces along k where the pointer, K and the strides allow") {
         auto a = input(float32, {4096, 4096}, "a"), x = input(float32, {4096}, "x");
         const auto plan = plan_of({matmul(a, x)});
-        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& pm = plan.kernels.at(0).as<codegen::PlannedMatmul>();
         REQUIRE(pm.plan.vector_b_column);
         alignas(16) static float storage[16];
         const void* aligned = storage;
@@ -367,14 +381,14 @@ TEST_CASE(
         CHECK(select_matmul_loads(pm, vector_off).a_pieces);
         // K not whole pieces: element loads for both.
         const auto odd = plan_of({matmul(input(float32, {4096, 4097}, "a"), input(float32, {4097}, "x"))});
-        const codegen::PlannedMatmul& po = odd.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& po = odd.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(po.plan.vector_b_column);
         CHECK(!select_matmul_loads(po, both).b_pieces);
         CHECK(!select_matmul_loads(po, both).a_pieces);
         // A row-major B of one column read through a k-stride of N is not a column in pieces.
         const auto wide =
             plan_of({matmul(a, input(float32, {4096, 64}, "w"))}, Options{.tile = TileHint{128, 1, 128}});
-        CHECK(!wide.gpu.at(0).matmul.plan.vector_b_column);
+        CHECK(!wide.kernels.at(0).as<codegen::PlannedMatmul>().plan.vector_b_column);
     }
 }
 
@@ -384,7 +398,7 @@ TEST_CASE(
     SUBCASE("M5's shape: 128 tiles on 132 SMs, two groups of one chunk") {
         const auto plan =
             plan_of({matmul(input(float32, {16384, 16384}, "a"), input(float32, {16384}, "x"))});
-        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& pm = plan.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(pm.plan.chunked);
         CHECK(pm.plan.split_k);
         CHECK(pm.binding.k_groups == 2);
@@ -406,7 +420,7 @@ TEST_CASE(
     SUBCASE("one tile and 20 chunks: 16 groups asked, groups of 2 chunks, 10 of them") {
         const auto plan =
             plan_of({matmul(input(float32, {100, 20 * 8192}, "a"), input(float32, {20 * 8192, 3}, "b"))});
-        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& pm = plan.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(pm.plan.split_k);
         CHECK(pm.binding.group_chunks == 2);
         CHECK(pm.binding.k_groups == 10);
@@ -415,23 +429,25 @@ TEST_CASE(
     SUBCASE("five chunks on three tiles: five groups of one (an odd group carried up the tree)") {
         const auto plan =
             plan_of({matmul(input(float32, {300, 4 * 8192 + 3}, "a"), input(float32, {4 * 8192 + 3}, "x"))});
-        const codegen::PlannedMatmul& pm = plan.gpu.at(0).matmul;
+        const codegen::PlannedMatmul& pm = plan.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(pm.plan.split_k);
         CHECK(pm.binding.group_chunks == 1);
         CHECK(pm.binding.k_groups == 5);
     }
     SUBCASE("no split: one chunk, a tile for every SM, tensor cores") {
         CHECK(!plan_of({matmul(input(float32, {16384, 8192}, "a"), input(float32, {8192}, "x"))})
-                   .gpu.at(0)
-                   .matmul.plan.split_k);
+                   .kernels.at(0)
+                   .as<codegen::PlannedMatmul>()
+                   .plan.split_k);
         const auto many =
             plan_of({matmul(input(float32, {128 * 133, 8192 + 1}, "a"), input(float32, {8192 + 1}, "x"))});
-        CHECK(many.gpu.at(0).matmul.plan.chunked);
-        CHECK(!many.gpu.at(0).matmul.plan.split_k);
-        CHECK(codegen::matmul_counter_count(many.gpu.at(0).matmul) == 0);
+        CHECK(many.kernels.at(0).as<codegen::PlannedMatmul>().plan.chunked);
+        CHECK(!many.kernels.at(0).as<codegen::PlannedMatmul>().plan.split_k);
+        CHECK(codegen::matmul_counter_count(many.kernels.at(0).as<codegen::PlannedMatmul>()) == 0);
         const auto tc =
             plan_of({matmul(input(bfloat16, {64, 20000}, "a"), input(bfloat16, {20000, 64}, "b"))},
                     Options{.product_path = ProductPath::TensorCores});
-        CHECK(!tc.gpu.at(0).matmul.plan.split_k);  // one pass over K on tensor cores
+        CHECK(
+            !tc.kernels.at(0).as<codegen::PlannedMatmul>().plan.split_k);  // one pass over K on tensor cores
     }
 }

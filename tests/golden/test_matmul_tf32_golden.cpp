@@ -37,7 +37,7 @@ TEST_CASE(
          bias = input(float32, {192}, "bias");
     auto y = unary(Op::Relu, binary(Op::Add, matmul(a, b), bias));
     const codegen::FusionPlan plan = golden::plan_gpu({y}, k3xTF32);
-    REQUIRE(plan.gpu.size() == 1);
+    REQUIRE(plan.kernels.size() == 1);
     const codegen::MatmulPlan& p = golden::matmul_of(plan).plan;
     CHECK(p.tensor_cores);
     CHECK(!p.wgmma);  // TF32 runs on mma.sync on every device

@@ -41,8 +41,8 @@ TEST_CASE(
          bias = input(bfloat16, {384}, "bias");
     auto y = cast(unary(Op::GeluErf, binary(Op::Add, matmul(x, w), bias)), float32);
     const codegen::FusionPlan plan = plan_of({y});
-    REQUIRE(plan.gpu.size() == 1);
-    const codegen::PlannedMatmul& pm = plan.gpu[0].matmul;
+    REQUIRE(plan.kernels.size() == 1);
+    const codegen::PlannedMatmul& pm = plan.kernels[0].as<codegen::PlannedMatmul>();
     const codegen::MatmulPlan& p = pm.plan;
     CHECK(p.wgmma);
     CHECK(p.tensor_cores);
@@ -181,7 +181,7 @@ TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync
     // An operand that would be a prologue is computed first on Hopper (the copies read memory), the log says
     // so.
     const auto sum = plan_of({matmul(binary(Op::Add, a, b), b)});
-    CHECK(sum.gpu.size() == 2);
+    CHECK(sum.kernels.size() == 2);
     CHECK(golden::matmul_of(sum).plan.wgmma);
     CHECK(sum.to_string().find("computed first: the product runs on Hopper's wgmma") != std::string::npos);
     CHECK(golden::matmul_of(

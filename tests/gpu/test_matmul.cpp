@@ -438,8 +438,9 @@ namespace {
 // The product's plan and binding on this GPU (the first product kernel of `y`'s plan).
 codegen::PlannedMatmul planned_product(const Array& y) {
     const codegen::FusionPlan plan = mmtest::gpu_plan_of({y});
-    for (std::size_t k = 0; k < plan.gpu.size(); ++k)
-        if (plan.partition.kernels[k].family == codegen::Family::MatMul) return plan.gpu[k].matmul;
+    for (std::size_t k = 0; k < plan.kernels.size(); ++k)
+        if (plan.partition.kernels[k].family == codegen::Family::MatMul)
+            return plan.kernels[k].as<codegen::PlannedMatmul>();
     FAIL("no product kernel");
     return {};
 }

@@ -203,9 +203,9 @@ inline Launch plan_of(const std::vector<Array>& arrays, const std::vector<Tensor
     std::vector<const ir::Node*> sources;
     const codegen::FusionPlan plan = gpu::plan_bound(graph, info, current_options(), "", &sources);
     Launch l;
-    l.kernels = plan.gpu.size();
-    REQUIRE(!plan.gpu.empty());
-    const codegen::GpuKernel& g = plan.gpu[0];
+    l.kernels = plan.kernels.size();
+    REQUIRE(!plan.kernels.empty());
+    const codegen::GpuKernel& g = plan.kernels[0];
     std::vector<const void*> in;
     for (const codegen::Slot& s : g.reads) {
         REQUIRE(s.kind == codegen::Slot::Kind::Source);
@@ -214,8 +214,9 @@ inline Launch plan_of(const std::vector<Array>& arrays, const std::vector<Tensor
     std::vector<void*> out;
     for (const codegen::Slot& s : plan.partition.kernels[0].writes)
         out.push_back(outs.at(static_cast<std::size_t>(s.index)).data());
-    l.variant = codegen::select_variant(g.pointwise.plan, g.pointwise.binding, in, out);
-    l.plan = g.pointwise.plan;
+    const codegen::PlannedPointwise& pw = g.as<codegen::PointwiseKernel>().planned;
+    l.variant = codegen::select_variant(pw.plan, pw.binding, in, out);
+    l.plan = pw.plan;
     return l;
 }
 

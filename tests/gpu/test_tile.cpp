@@ -16,8 +16,8 @@ codegen::TilePlan tile_plan_of(const std::vector<Array>& arrays) {
     const auto graph = ir::run_pipeline(pwtest::roots_of(arrays), ir::standard_passes());
     std::vector<const ir::Node*> sources;
     const codegen::FusionPlan plan = gpu::plan_bound(graph, device_info(), current_options(), "", &sources);
-    for (const codegen::GpuKernel& g : plan.gpu)
-        if (g.tile.plan.active()) return g.tile.plan;
+    for (const codegen::GpuKernel& g : plan.kernels)
+        if (const auto* t = std::get_if<codegen::TiledKernel>(&g.schedule)) return t->tile.plan;
     return {};
 }
 

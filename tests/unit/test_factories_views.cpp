@@ -126,8 +126,8 @@ TEST_CASE("factories are lazy: they fuse into the kernel that uses them, nothing
     const codegen::FusionPlan p = plan_of({y});
     REQUIRE(p.partition.kernels.size() == 1);
     CHECK(p.partition.temps.empty());
-    CHECK(p.gpu[0].reads.size() == 2);  // x, and the index (computed: no memory)
-    CHECK(p.gpu[0].reads[1].kind == codegen::Slot::Kind::Index);
+    CHECK(p.kernels[0].reads.size() == 2);  // x, and the index (computed: no memory)
+    CHECK(p.kernels[0].reads[1].kind == codegen::Slot::Kind::Index);
     CHECK(cuda_source({y}).find("an index, computed") != std::string::npos);
     testing::require_matches_reference({y.node()}, {y.eval()});
     // A factory next to tensors takes their device; alone, it is made on the device it names.

@@ -61,7 +61,7 @@ TEST_CASE("fusion plan: graphs without reductions go through the same partitione
     CHECK(p.partition.kernels[0].name == "sub_add_mul_0");  // named after its ops, the last first
     CHECK(p.partition.temps.empty());
     CHECK(p.temp_bytes == 0);
-    CHECK(p.gpu[0].numel == 33 * 40);
+    CHECK(p.kernels[0].as<codegen::PointwiseKernel>().planned.binding.numel == 33 * 40);
     CHECK(p.reads == std::vector<int>{0, 1});
 }
 
@@ -83,7 +83,7 @@ TEST_CASE("fusion plan: equal graphs give equal plans and hashes, different ones
     // Options enter the plan and every kernel key.
     const codegen::FusionPlan fast = plan_of({softmax_of(Array(x))}, Options{.fast_math = true});
     CHECK(fast.partition == p1.partition);
-    CHECK(fast.gpu[0].key != p1.gpu[0].key);
+    CHECK(fast.kernels[0].key != p1.kernels[0].key);
     CHECK(fast.hash() != p1.hash());
 }
 
@@ -100,7 +100,7 @@ TEST_CASE("fusion plan: fusion off runs every elementwise op and every reduction
     CHECK(off.partition.kernels[0].writes == std::vector<Slot>{{Slot::Kind::Temp, 0}});
     CHECK(off.partition.kernels[1].writes == std::vector<Slot>{{Slot::Kind::Temp, 1}});
     CHECK(off.partition.kernels[2].writes == std::vector<Slot>{{Slot::Kind::Root, 0}});
-    CHECK(off.gpu[1].reads == std::vector<Slot>{{Slot::Kind::Temp, 0}});
+    CHECK(off.kernels[1].reads == std::vector<Slot>{{Slot::Kind::Temp, 0}});
     CHECK(off.partition.note.rfind("fusion off", 0) == 0);
     // A reduction and its consumers, in the half dtype: every value materialized in its own dtype.
     Tensor q = filled({4, 300}, bfloat16, 5);

@@ -32,7 +32,7 @@ codegen::FusionPlan plan_of(const std::vector<Array>& arrays) {
 
 const codegen::ReducePlan& reduce_plan(const codegen::FusionPlan& p, std::size_t k) {
     REQUIRE(p.partition.kernels.at(k).family == Family::Reduction);
-    return p.gpu.at(k).reduce.plan;
+    return p.kernels.at(k).as<codegen::PlannedReduce>().plan;
 }
 
 }  // namespace
@@ -87,7 +87,7 @@ TEST_CASE("reduce partition: boundaries are explained and reduced values are mat
     CHECK(centered.partition.kernels[0].writes == std::vector<Slot>{{Slot::Kind::Temp, 0}});
     CHECK(centered.partition.kernels[1].family == Family::Pointwise);
     CHECK(centered.partition.kernels[1].outputs[0]->shape() == Shape{128, 512});
-    CHECK(centered.gpu[1].reads == std::vector<Slot>{{Slot::Kind::Source, 0}, {Slot::Kind::Temp, 0}});
+    CHECK(centered.kernels[1].reads == std::vector<Slot>{{Slot::Kind::Source, 0}, {Slot::Kind::Temp, 0}});
     CHECK(centered.temps[0].dtype == float32);
     CHECK(centered.temp_bytes == 256);  // one float, in a 256-byte slot
     // Reductions over different axes: two kernels, the second reads the first's value.
@@ -137,19 +137,23 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     CHECK(reduce_plan(plan, 0).split);
     // Inner splits run one wave of 2 blocks per SM (264 on the H200 the plans are made for), whose balanced
     // chunk ranges need not be powers of two: 512 chunks go to 264 blocks.
-    CHECK(plan.gpu[0].reduce.binding.blocks_per_row == 264);
+    CHECK(plan.kernels[0].as<codegen::PlannedReduce>().binding.blocks_per_row == 264);
     CHECK(contains(
         explain({sum(Array(x))}),
         "split over 264 blocks per row (balanced chunk ranges in full waves; groups of 256 chunk partials"));
     // Three rows share the wave: 88 blocks each; fewer chunks than the share: a block per chunk.
     Tensor three = Tensor::host({3, 1 << 22}, float32);
-    CHECK(plan_of({sum(Array(three), 1)}).gpu[0].reduce.binding.blocks_per_row == 88);
+    CHECK(plan_of({sum(Array(three), 1)}).kernels[0].as<codegen::PlannedReduce>().binding.blocks_per_row ==
+          88);
     Tensor shortrows = Tensor::host({3, 5 * 8192}, float32);
-    CHECK(plan_of({max(Array(shortrows), 1)}).gpu[0].reduce.binding.blocks_per_row == 5);
+    CHECK(
+        plan_of({max(Array(shortrows), 1)}).kernels[0].as<codegen::PlannedReduce>().binding.blocks_per_row ==
+        5);
     // Rows that do not divide the wave: nearly full waves of smaller ranges instead of one part-filled wave
     // (200 rows on 264 slots: 13 blocks each, 2600 blocks in 10 waves, 1.5% above the ideal).
     Tensor many = Tensor::host({200, 1 << 22}, float32);
-    CHECK(plan_of({sum(Array(many), 1)}).gpu[0].reduce.binding.blocks_per_row == 13);
+    CHECK(plan_of({sum(Array(many), 1)}).kernels[0].as<codegen::PlannedReduce>().binding.blocks_per_row ==
+          13);
     CHECK(codegen::split_blocks_per_row(1, 32768, 264) == 264);
     CHECK(codegen::split_blocks_per_row(3, 512, 264) == 88);
     CHECK(codegen::split_blocks_per_row(7, 301, 264) == 37);    // 259 of 264 slots: within 2%
@@ -166,8 +170,10 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     // Outer splits aim at 2 blocks per SM (132 on the H200): 1024 columns are one block of outputs, 512
     // chunks of 256 rows go 2 to a block, so 256 blocks.
     Tensor row = Tensor::host({1024}, float32);
-    CHECK(plan_of({sum(Array(row).broadcast_to({131072, 1024}), 0)}).gpu[0].reduce.binding.blocks_per_row ==
-          256);
+    CHECK(plan_of({sum(Array(row).broadcast_to({131072, 1024}), 0)})
+              .kernels[0]
+              .as<codegen::PlannedReduce>()
+              .binding.blocks_per_row == 256);
     const auto rep = compile({sum(Array(x) * 2.0)}, "split_sum");
     CHECK(rep.kernels == 1);
     // Few long rows with a normalization: too few rows for one pass per stage, so one kernel per
@@ -189,7 +195,7 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
                               argmin(T, 1), any(T, 1), all(T, 1)};
         if (d != bool_) ys.push_back(mean(T, 1));
         for (const Array& yv : ys) {
-            CHECK(plan_of({yv}).gpu[0].reduce.binding.blocks_per_row ==
+            CHECK(plan_of({yv}).kernels[0].as<codegen::PlannedReduce>().binding.blocks_per_row ==
                   6);  // 6 chunks, the last one of 3 elements
             CHECK(compile({yv}, "split_" + std::string(name(d))).kernels == 1);
         }

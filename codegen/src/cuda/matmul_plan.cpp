@@ -836,11 +836,17 @@ std::int64_t matmul_counter_count(const PlannedMatmul& pm) {
     return output_tiles(pm.plan, pm.binding) * pm.binding.batches;
 }
 
+std::array<std::size_t, 2> matmul_tensor_map_offsets(const PlannedMatmul& pm) {
+    if (!pm.plan.wgmma) throw InternalError("matmul_tensor_map_offsets(): not a wgmma plan");
+    return {pm.plan.params.field(ParamField::Kind::Product, FieldMapA).offset,
+            pm.plan.params.field(ParamField::Kind::Product, FieldMapB).offset};
+}
+
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs,
                         std::span<void* const> outputs, void* workspace, void* counters, MatmulLoads loads,
                         std::span<std::byte> out, std::span<const std::byte> tensor_maps) {
-    if (pm.plan.wgmma && tensor_maps.size() != 2 * kTensorMapBytes)
-        throw InternalError("pack_matmul_params(): a wgmma plan without its two tensor maps");
+    if (pm.plan.wgmma && !tensor_maps.empty() && tensor_maps.size() != 2 * kTensorMapBytes)
+        throw InternalError("pack_matmul_params(): a wgmma plan with tensor maps of the wrong size");
     if (inputs.size() != pm.inputs.size())
         throw InternalError("pack_matmul_params(): input count does not match the plan");
     const void* a = inputs[0];
@@ -915,11 +921,13 @@ void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> in
                     throw InternalError("pack_matmul_params(): a split-K plan without its counters");
                 put(counters);
                 break;
-            case FieldMapA:
-                std::memcpy(out.data() + f.offset, tensor_maps.data(), kTensorMapBytes);
+            case FieldMapA:  // left zero without the maps: the caller encodes them in place
+                if (!tensor_maps.empty())
+                    std::memcpy(out.data() + f.offset, tensor_maps.data(), kTensorMapBytes);
                 break;
             case FieldMapB:
-                std::memcpy(out.data() + f.offset, tensor_maps.data() + kTensorMapBytes, kTensorMapBytes);
+                if (!tensor_maps.empty())
+                    std::memcpy(out.data() + f.offset, tensor_maps.data() + kTensorMapBytes, kTensorMapBytes);
                 break;
             default:
                 throw InternalError(fmt::format("pack_matmul_params(): parameter {}", f.name));

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "loom/codegen/llvm/host_family.hpp"
 #include "loom/codegen/plan/kernel_key.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
@@ -101,52 +102,6 @@ std::uint64_t with(std::uint64_t key, std::uint64_t more) {
     return h.digest();
 }
 
-bool strided_root(std::span<const Strides> root_strides, const Slot& w, const Shape& shape) {
-    if (w.kind != Slot::Kind::Root || root_strides.empty()) return false;
-    const Strides& st = root_strides[static_cast<std::size_t>(w.index)];
-    return !st.empty() && !is_contiguous(shape, st);
-}
-
-// A root that is a strided view is written element by element by a pointwise kernel at its own index map;
-// a reduction kernel writes its outputs contiguous, so such a root goes through a temporary and a pointwise
-// kernel that stores it (as plan_fusion does for the GPU).
-void route_strided_roots(Partition& P, std::span<const Strides> root_strides) {
-    if (root_strides.empty()) return;
-    const std::size_t nk = P.kernels.size();
-    for (std::size_t k = 0; k < nk; ++k) {
-        if (P.kernels[k].family != Family::Reduction) continue;
-        std::vector<ir::NodePtr> outs = P.kernels[k].group.element_outputs;
-        outs.insert(outs.end(), P.kernels[k].group.row_outputs.begin(), P.kernels[k].group.row_outputs.end());
-        for (std::size_t j = 0; j < P.kernels[k].writes.size(); ++j) {
-            const Slot w = P.kernels[k].writes[j];
-            const ir::Node& v = *outs[j];
-            if (!strided_root(root_strides, w, v.shape())) continue;
-            const int t = static_cast<int>(P.temps.size());
-            const std::string why =
-                fmt::format("out{} is a strided view, which a reduction kernel does not write", w.index);
-            P.temps.push_back(
-                {outs[j],
-                 ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()), why});
-            FusedKernel store;
-            store.family = Family::Pointwise;
-            store.name = P.kernels[k].name + "_store";
-            for (int n = 1;;
-                 ++n) {  // one name per kernel: the kernels of a plan may be compiled as one module
-                bool taken = false;
-                for (const FusedKernel& other : P.kernels) taken = taken || other.name == store.name;
-                if (!taken) break;
-                store.name = fmt::format("{}_store{}", P.kernels[k].name, n);
-            }
-            store.outputs = {P.temps.back().placeholder};
-            store.writes = {w};
-            store.why = fmt::format("{}: written through t{}", why, t);
-            P.kernels[k].writes[j] =
-                Slot{Slot::Kind::Temp, t};  // before the push_back below, which may move the kernels
-            P.kernels.push_back(std::move(store));
-        }
-    }
-}
-
 }  // namespace
 
 HostTarget HostTarget::avx512() {
@@ -203,11 +158,6 @@ std::string HostSchedule::to_string() const {
             s += fmt::format("; out{} holds the operand of reduction {} between its pass and the output pass",
                              e, keep[e]);
     return s;
-}
-
-bool HostKernel::operator==(const HostKernel& o) const {
-    return pointwise.plan == o.pointwise.plan && reduce.plan == o.reduce.plan && reads == o.reads &&
-           numel == o.numel && schedule == o.schedule && key == o.key;
 }
 
 bool host_streamed_output(const OperandPlan& out, int lanes) {
@@ -270,163 +220,125 @@ HostSchedule host_reduce_schedule(const PlannedReduce& pr, const HostTarget& tar
 
 namespace {
 
-// Schedules every kernel of `P` for the host. Throws NotFusable from plan_reduce and for the groups the
-// host runs better strictly.
-HostPlan schedule(Partition P, std::span<const ir::Node* const> sources, std::span<const InputLayout> layouts,
-                  const HostTarget& target, const Options& options, std::span<const Strides> root_strides) {
-    route_strided_roots(P, root_strides);
-    HostPlan plan;
-    plan.options = options;
-    plan.target = target;
-    plan.sources = sources.size();
-    const PlanTarget limits = target.plan_target();
-    std::unordered_map<const ir::Node*, Slot> slot;
-    for (std::size_t k = 0; k < sources.size(); ++k)
-        slot.emplace(sources[k], Slot{Slot::Kind::Source, static_cast<int>(k)});
-    std::unordered_map<const ir::Node*, InputLayout> temp_layout;
-    for (std::size_t t = 0; t < P.temps.size(); ++t) {
-        const ir::Node* ph = P.temps[t].placeholder.get();
-        slot.emplace(ph, Slot{Slot::Kind::Temp, static_cast<int>(t)});
-        temp_layout.emplace(ph, InputLayout{ph->dtype(), contiguous_strides(ph->shape()), false});
+// What one kernel of a plan_host call is scheduled for.
+struct HostRequest {
+    const HostTarget& target;
+    std::uint64_t base;  // the options' and the target's hash, in every key
+};
+
+HostKernel schedule_pointwise(const FusedKernel& k, const ScheduleInputs& in, const HostRequest& r) {
+    HostKernel h;
+    std::vector<InputLayout> ls;
+    for (const ir::Node* input : pointwise_inputs(k.outputs)) {
+        ls.push_back(in.layout(*input));
+        h.reads.push_back(in.slot(input));
     }
-    // The host reads with unaligned vector loads: every layout plans as not 16-byte aligned, so that the
-    // plans (and the kernels) do not depend on the pointers' alignment.
-    const LayoutOf layout_of = [&](const ir::Node& n) -> InputLayout {
-        if (n.op() == ir::Op::Iota) {  // a virtual int64 tensor: stride 1 along its axis, 0 elsewhere
-            Strides st(n.shape().size(), 0);
-            st[static_cast<std::size_t>(n.ints().at(0))] = 1;
-            return InputLayout{DType::Int64, st, false};
-        }
-        const auto it = slot.find(&n);
-        if (it == slot.end())
-            throw InternalError(fmt::format("plan_host(): input {} ({}) is neither a source nor a temporary",
-                                            ir::describe(n), short_location(n.loc())));
-        InputLayout l = it->second.kind == Slot::Kind::Temp
-                            ? temp_layout.at(&n)
-                            : layouts[static_cast<std::size_t>(it->second.index)];
-        l.aligned16 = false;
-        return l;
-    };
-    auto slot_of = [&](const ir::Node* in) {
-        if (in->op() == ir::Op::Iota) return Slot{Slot::Kind::Index, 0};  // computed: no memory
-        (void)layout_of(*in);  // throws for an input that is neither
-        return slot.at(in);
-    };
-    const std::uint64_t base = with(options.hash(), target.hash());
-    for (const FusedKernel& k : P.kernels) {
-        HostKernel h;
-        if (k.family == Family::Pointwise) {
-            std::vector<InputLayout> ls;
-            for (const ir::Node* in : pointwise_inputs(k.outputs)) {
-                ls.push_back(layout_of(*in));
-                h.reads.push_back(slot_of(in));
-            }
-            std::vector<Strides> out_strides;
-            bool strided = false;
-            for (std::size_t j = 0; j < k.outputs.size(); ++j) {
-                const bool given = strided_root(root_strides, k.writes[j], k.outputs[j]->shape());
-                out_strides.push_back(given ? root_strides[static_cast<std::size_t>(k.writes[j].index)]
-                                            : contiguous_strides(k.outputs[j]->shape()));
-                strided = strided || given;
-            }
-            h.pointwise =
-                strided ? plan_pointwise(k.outputs, ls, limits, PointwiseUse::ReductionSpace, out_strides)
+    bool strided = false;
+    const std::vector<Strides> out_strides = in.output_strides(k, &strided);
+    const PlanTarget limits = r.target.plan_target();
+    HostPointwise s;
+    s.planned = strided ? plan_pointwise(k.outputs, ls, limits, PointwiseUse::ReductionSpace, out_strides)
                         : plan_pointwise(k.outputs, ls, limits, PointwiseUse::ReductionSpace);
-            h.numel = k.outputs[0]->numel();
-            int widest = 1;
-            for (const ir::Node* n : ir::topo_order(k.outputs))
-                if (!ir::is_view(n->op())) widest = std::max(widest, compute_bytes(n->dtype()));
-            const std::int64_t inner =
-                h.pointwise.binding.extents.empty() ? h.numel : h.pointwise.binding.extents.back();
-            h.schedule = host_pointwise_schedule(h.pointwise.plan, h.numel, inner, widest, target);
-            h.key = with(with(kernel_key(k.outputs, h.pointwise.plan), h.schedule.code_hash()), base);
-        } else if (k.family == Family::MatMul) {
-            // No LLVM emitter yet: the runtime evaluates the product on the CPU reference, which reads the
-            // operands in place through their views (product_inputs order); nothing is built, so no key.
-            for (const ir::Node* in : product_inputs(k)) h.reads.push_back(slot_of(in));
-        } else {
-            h.reduce = plan_reduce(k.group, layout_of, limits);
-            const ReducePlan& rp = h.reduce.plan;
-            const ReduceBinding& rb = h.reduce.binding;
-            const bool multi = rp.stages > 1 || rp.element_outputs > 0;
-            const std::int64_t chunks = rb.length == 0 ? 0 : (rb.length + kReduceChunk - 1) / kReduceChunk;
-            if (multi && rp.schedule == ReduceSchedule::Inner && chunks > 2 && rb.outputs < kHostSplitRows)
-                throw NotFusable(fmt::format(
-                    "{} rows of {} elements are too few to share among the cores one row per task; "
-                    "each reduction runs as its own kernel, its rows' chunks shared among tasks",
-                    rb.outputs, rb.length));
-            for (const ir::Node* in : h.reduce.inputs) h.reads.push_back(slot_of(in));
-            h.schedule = host_reduce_schedule(h.reduce, target);
-            Hasher kh;
-            kh.add(0x686f7374726564ull);  // "hostred"
-            kh.add(rp.hash());
-            kh.add(structural_key(h.reduce.element_roots));
-            if (!h.reduce.row_roots.empty()) kh.add(structural_key(h.reduce.row_roots));
-            h.key = with(with(kh.digest(), h.schedule.code_hash()), base);
-        }
-        plan.kernels.push_back(std::move(h));
-    }
-    plan.partition = std::move(P);
-    return plan;
-}
-
-std::string reduction_text(const HostPlan& plan, std::size_t i) {
-    const FusedKernel& k = plan.partition.kernels[i];
-    const HostKernel& h = plan.kernels[i];
-    const ReducePlan& rp = h.reduce.plan;
-    std::string red;
-    for (std::size_t j = 0; j < k.members.size(); ++j)
-        red += fmt::format(" {} stage {}", where_of(*k.members[j]), rp.ops[j].stage);
-    return fmt::format(
-        "kernel {}  {}   reduction of {} over axes [{}]:{}\n          {} order, {} element output(s), {} row "
-        "output(s); {}\n",
-        i, k.name, loom::to_string(k.group.reductions[0]->operand(0)->shape()),
-        fmt::join(k.group.reductions[0]->ints(), ", "), red,
-        rp.schedule == ReduceSchedule::Inner ? "row (256 lanes of runs of 4 per chunk of 8192)"
-                                             : "column (chunks of 256 in sequence)",
-        rp.element_outputs, k.group.row_outputs.size(), h.schedule.to_string());
-}
-
-std::string product_text(const HostPlan& plan, std::size_t i) {
-    const FusedKernel& k = plan.partition.kernels[i];
-    const HostKernel& h = plan.kernels[i];
-    const ir::Node& m = *product_of(k.outputs);
-    std::string reads;
-    const auto ins = product_inputs(k);
-    for (std::size_t j = 0; j < ins.size(); ++j)
-        reads +=
-            fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
-                        ir::describe(*ins[j]), to_string(h.reads[j]));
-    std::vector<std::string> writes;
-    for (const Slot& w : k.writes) writes.push_back(to_string(w));
-    return fmt::format(
-        "kernel {}  {}   matmul {} x {} -> {}: {}\n          runs on the CPU reference (the matmul family "
-        "has no LLVM emitter); reads {}; writes {}\n",
-        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m),
-        reads, fmt::join(writes, ", "));
-}
-
-std::string pointwise_text(const HostPlan& plan, std::size_t i) {
-    const FusedKernel& k = plan.partition.kernels[i];
-    const HostKernel& h = plan.kernels[i];
-    std::string nodes;
+    const std::int64_t numel = s.planned.binding.numel;
+    int widest = 1;
     for (const ir::Node* n : ir::topo_order(k.outputs))
-        if (ir::is_elementwise(n->op()) || ir::is_view(n->op())) nodes += fmt::format(" {}", where_of(*n));
-    std::string reads;
-    const auto ins = pointwise_inputs(k.outputs);
-    for (std::size_t j = 0; j < ins.size(); ++j)
-        reads +=
-            fmt::format("{}{} {} [{}]", j ? ", " : "", ins[j]->label().empty() ? "input" : ins[j]->label(),
-                        ir::describe(*ins[j]), to_string(h.reads[j]));
-    std::vector<std::string> writes;
-    for (const Slot& w : k.writes) writes.push_back(to_string(w));
-    return fmt::format("kernel {}  {}   pointwise {}:{}\n          reads {}; writes {}; {} elements\n", i,
-                       k.name, loom::to_string(k.outputs[0]->shape()), nodes,
-                       reads.empty() ? std::string("nothing") : reads, fmt::join(writes, ", "),
-                       h.schedule.to_string());
+        if (!ir::is_view(n->op())) widest = std::max(widest, compute_bytes(n->dtype()));
+    const std::int64_t inner = s.planned.binding.extents.empty() ? numel : s.planned.binding.extents.back();
+    s.schedule = host_pointwise_schedule(s.planned.plan, numel, inner, widest, r.target);
+    h.key = with(with(kernel_key(k.outputs, s.planned.plan), s.schedule.code_hash()), r.base);
+    h.schedule = std::move(s);
+    return h;
+}
+
+// Throws NotFusable from plan_reduce, and for the groups the host runs better strictly.
+HostKernel schedule_reduction(const FusedKernel& k, const ScheduleInputs& in, const HostRequest& r) {
+    HostKernel h;
+    HostReduction s;
+    s.planned = plan_reduce(k.group, in.layout_of(), r.target.plan_target());
+    const ReducePlan& rp = s.planned.plan;
+    const ReduceBinding& rb = s.planned.binding;
+    const bool multi = rp.stages > 1 || rp.element_outputs > 0;
+    const std::int64_t chunks = rb.length == 0 ? 0 : (rb.length + kReduceChunk - 1) / kReduceChunk;
+    if (multi && rp.schedule == ReduceSchedule::Inner && chunks > 2 && rb.outputs < kHostSplitRows)
+        throw NotFusable(
+            fmt::format("{} rows of {} elements are too few to share among the cores one row per "
+                        "task; each reduction runs as its own kernel, its rows' chunks shared "
+                        "among tasks",
+                        rb.outputs, rb.length));
+    for (const ir::Node* input : s.planned.inputs) h.reads.push_back(in.slot(input));
+    s.schedule = host_reduce_schedule(s.planned, r.target);
+    Hasher kh;
+    kh.add(0x686f7374726564ull);  // "hostred"
+    kh.add(rp.hash());
+    kh.add(structural_key(s.planned.element_roots));
+    if (!s.planned.row_roots.empty()) kh.add(structural_key(s.planned.row_roots));
+    h.key = with(with(kh.digest(), s.schedule.code_hash()), r.base);
+    h.schedule = std::move(s);
+    return h;
+}
+
+// No LLVM emitter yet: the runtime evaluates the product on the CPU reference, which reads the operands in
+// place through their views (graph_inputs order); nothing is built, so no key.
+HostKernel schedule_product(const FusedKernel& k, const ScheduleInputs& in) {
+    HostKernel h;
+    for (const ir::Node* input : graph_inputs(k)) h.reads.push_back(in.slot(input));
+    h.schedule = HostProduct{};
+    return h;
+}
+
+HostKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const HostRequest& r) {
+    switch (k.family) {
+        case Family::Pointwise:
+            return schedule_pointwise(k, in, r);
+        case Family::Tiled:
+            break;
+        case Family::Reduction:
+            return schedule_reduction(k, in, r);
+        case Family::MatMul:
+            return schedule_product(k, in);
+    }
+    throw InternalError(
+        fmt::format("plan_host(): kernel {} of the partition is of family {}, which the host "
+                    "does not schedule",
+                    k.name, family_name(k.family)));
+}
+
+// The host schedule of a kernel that has one (pointwise and reduction kernels).
+const HostSchedule* schedule_of(const HostKernel& k) {
+    if (const auto* s = std::get_if<HostPointwise>(&k.schedule)) return &s->schedule;
+    if (const auto* s = std::get_if<HostReduction>(&k.schedule)) return &s->schedule;
+    return nullptr;
 }
 
 }  // namespace
+
+Family HostKernel::family() const {
+    switch (schedule.index()) {
+        case 0:
+            return Family::Pointwise;
+        case 1:
+            return Family::Reduction;
+        default:
+            return Family::MatMul;
+    }
+}
+
+void HostKernel::throw_wrong_family(Family f) {
+    throw InternalError(fmt::format("HostKernel::as(): the kernel is of family {}", family_name(f)));
+}
+
+bool HostKernel::operator==(const HostKernel& o) const {
+    if (schedule.index() != o.schedule.index() || reads != o.reads || key != o.key) return false;
+    if (const auto* s = std::get_if<HostPointwise>(&schedule)) {
+        const auto& t = std::get<HostPointwise>(o.schedule);
+        return s->planned.plan == t.planned.plan && s->schedule == t.schedule;
+    }
+    if (const auto* s = std::get_if<HostReduction>(&schedule)) {
+        const auto& t = std::get<HostReduction>(o.schedule);
+        return s->planned.plan == t.planned.plan && s->schedule == t.schedule;
+    }
+    return true;
+}
 
 std::uint64_t HostPlan::hash() const {
     Hasher h;
@@ -435,7 +347,7 @@ std::uint64_t HostPlan::hash() const {
     h.add(target.hash());
     for (const HostKernel& k : kernels) {
         h.add(k.key);
-        h.add(k.schedule.hash());
+        if (const HostSchedule* s = schedule_of(k)) h.add(s->hash());
     }
     h.add(sources);
     for (int r : reads) h.add(static_cast<std::uint64_t>(r));
@@ -448,17 +360,9 @@ std::string HostPlan::to_string() const {
     if (!partition.note.empty()) text += fmt::format("plan     {}\n", partition.note);
     for (std::size_t i = 0; i < partition.kernels.size(); ++i) {
         const FusedKernel& k = partition.kernels[i];
-        switch (k.family) {
-            case Family::Pointwise:
-                text += pointwise_text(*this, i);
-                break;
-            case Family::Reduction:
-                text += reduction_text(*this, i);
-                break;
-            case Family::MatMul:
-                text += product_text(*this, i);
-                break;
-        }
+        text += std::visit(
+            [&](const auto& s) { return HostFamily<std::decay_t<decltype(s)>>::explain(*this, i, s); },
+            kernels[i].schedule);
         if (!k.why.empty()) text += fmt::format("boundary  kernel {}: {}\n", i, k.why);
     }
     for (std::size_t t = 0; t < partition.temps.size(); ++t)
@@ -477,10 +381,22 @@ HostPlan plan_host(const std::vector<ir::NodePtr>& roots, std::span<const ir::No
     if (!root_strides.empty() && root_strides.size() != roots.size())
         throw InternalError(
             fmt::format("plan_host(): {} root layouts for {} roots", root_strides.size(), roots.size()));
-    HostPlan plan = schedule_partition(roots, options, name, cost, "plan_host", [&](Partition p) {
-        return schedule(std::move(p), sources, layouts, target, options, root_strides);
-    });
-    plan.reads = sources_read(roots, sources);
+    ScheduleRequest r;
+    r.api = "plan_host";
+    r.roots = &roots;
+    r.sources = sources;
+    r.layouts = layouts;
+    r.options = options;
+    r.name = name;
+    r.cost = cost;
+    r.root_strides = root_strides;
+    // The host reads with unaligned vector loads: every layout plans as not 16-byte aligned, so that the
+    // plans (and the kernels) do not depend on the pointers' alignment.
+    r.aligned = false;
+    const HostRequest request{target, with(options.hash(), target.hash())};
+    HostPlan plan = schedule_plan<HostPlan>(
+        r, [&](const FusedKernel& k, const ScheduleInputs& in) { return schedule_kernel(k, in, request); });
+    plan.target = target;
     return plan;
 }
 

@@ -421,6 +421,8 @@ std::string_view family_name(Family f) {
     switch (f) {
         case Family::Pointwise:
             return "pointwise";
+        case Family::Tiled:
+            return "tiled";
         case Family::Reduction:
             return "reduction";
         case Family::MatMul:
@@ -451,10 +453,17 @@ const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs) {
     return *found;
 }
 
-std::vector<const ir::Node*> product_inputs(const FusedKernel& k) {
+std::vector<const ir::Node*> graph_inputs(const FusedKernel& k) {
     std::vector<const ir::Node*> out;
     for (const ir::Node* n : ir::topo_order(k.outputs))
         if (n->op() == ir::Op::Input) out.push_back(n);
+    return out;
+}
+
+std::vector<ir::NodePtr> FusedKernel::written() const {
+    if (family != Family::Reduction) return outputs;
+    std::vector<ir::NodePtr> out = group.element_outputs;
+    out.insert(out.end(), group.row_outputs.begin(), group.row_outputs.end());
     return out;
 }
 
@@ -529,17 +538,6 @@ Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOption
     };
     if (detail::has_product(roots)) return detail::partition_products(roots, options, plain);
     return plain(roots, options);
-}
-
-std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots,
-                              std::span<const ir::Node* const> sources) {
-    std::unordered_set<const ir::Node*> in_graph;
-    for (const ir::Node* n : ir::topo_order(roots))
-        if (n->op() == ir::Op::Input) in_graph.insert(n);
-    std::vector<int> reads;
-    for (std::size_t k = 0; k < sources.size(); ++k)
-        if (in_graph.count(sources[k])) reads.push_back(static_cast<int>(k));
-    return reads;
 }
 
 }  // namespace loom::codegen

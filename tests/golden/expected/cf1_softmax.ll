@@ -1,8 +1,8 @@
 ; ---- Loom reduction kernel cf1_softmax (from "cf1_softmax"), LLVM IR for the host ----
 ; host schedule: 16 lanes per vector; 256 tasks of 16; out0 holds the operand of reduction 1 between its pass and the output pass
 ; reduction: row (chunks of 8192, 256 lanes of runs of 4, butterfly, pairwise over chunks) order, 2 stage(s), 1 element output(s)
-; reduction 0: max float32 -> float32 (test_llvm_golden.cpp:126), stage 0
-; reduction 1: sum float32 -> float32 (test_llvm_golden.cpp:126), stage 1
+; reduction 0: max float32 -> float32 (test_llvm_golden.cpp:121), stage 0
+; reduction 1: sum float32 -> float32 (test_llvm_golden.cpp:121), stage 1
 ; element space:
 ; space: rank 2, 32-bit indices in the parameters
 ; in0: input 0, float32, contiguous
@@ -13,7 +13,7 @@
 ; out2: float32, contiguous
 
 ; row order, stage 0: the partial of chunk k of row o
-;   reduction 0: max float32 -> float32 (test_llvm_golden.cpp:126)
+;   reduction 0: max float32 -> float32 (test_llvm_golden.cpp:121)
 define internal void @cf1_softmax.chunk.s0(ptr noalias readonly %p, i64 %o, i64 %k, ptr noalias %rv, ptr noalias %part) #0 {
 entry:
   %lanes0 = alloca [256 x float], align 64
@@ -33,11 +33,11 @@ entry:
   %part1.at = getelementptr inbounds i8, ptr %p, i64 120
   %part1 = load ptr, ptr %part1.at, align 8                                  ; split workspace of reduction 1
   %el.in0.at = getelementptr inbounds i8, ptr %p, i64 0
-  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 "x" float32, contiguous (test_llvm_golden.cpp:126)
+  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 "x" float32, contiguous (test_llvm_golden.cpp:121)
   %el.in1.at = getelementptr inbounds i8, ptr %p, i64 8
-  %el.in1 = load ptr, ptr %el.in1.at, align 8                                ; input 1 "row value 0" float32, strided (test_llvm_golden.cpp:126)
+  %el.in1 = load ptr, ptr %el.in1.at, align 8                                ; input 1 "row value 0" float32, strided (test_llvm_golden.cpp:121)
   %el.in2.at = getelementptr inbounds i8, ptr %p, i64 16
-  %el.in2 = load ptr, ptr %el.in2.at, align 8                                ; input 2 "row value 1" float32, strided (test_llvm_golden.cpp:126)
+  %el.in2 = load ptr, ptr %el.in2.at, align 8                                ; input 2 "row value 1" float32, strided (test_llvm_golden.cpp:121)
   %el.out0.at = getelementptr inbounds i8, ptr %p, i64 24
   %el.out0 = load ptr, ptr %el.out0.at, align 8                              ; output 0, contiguous
   %el.out1.at = getelementptr inbounds i8, ptr %p, i64 32
@@ -90,22 +90,22 @@ block.w64.body:
   %r = add i64 %first, %block.w64                                            ; reduced index
   %b0.flat = add i64 %rowbase, %r
   %el.b0.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b0.flat
-  %el.b0.v0.m = load <16 x float>, ptr %el.b0.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.b0.v0.m = load <16 x float>, ptr %el.b0.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %b1.r = add i64 %r, 16
   %b1.flat = add i64 %rowbase, %b1.r
   %el.b1.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b1.flat
-  %el.b1.v0.m = load <16 x float>, ptr %el.b1.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.b1.v0.m = load <16 x float>, ptr %el.b1.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %b2.r = add i64 %r, 32
   %b2.flat = add i64 %rowbase, %b2.r
   %el.b2.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b2.flat
-  %el.b2.v0.m = load <16 x float>, ptr %el.b2.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.b2.v0.m = load <16 x float>, ptr %el.b2.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %b3.r = add i64 %r, 48
   %b3.flat = add i64 %rowbase, %b3.r
   %el.b3.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b3.flat
-  %el.b3.v0.m = load <16 x float>, ptr %el.b3.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.b3.v0.m = load <16 x float>, ptr %el.b3.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %l4 = lshr i64 %block.w64, 2
   %lanes.at = and i64 %l4, 255                                               ; first lane of the block: (i / 4) mod 256
-  ; reduction 0: max float32 -> float32 (test_llvm_golden.cpp:126)
+  ; reduction 0: max float32 -> float32 (test_llvm_golden.cpp:121)
   %x0.u0 = shufflevector <16 x float> %el.b0.v0.m, <16 x float> %el.b1.v0.m, <16 x i32> <i32 0, i32 1, i32 4, i32 5, i32 8, i32 9, i32 12, i32 13, i32 16, i32 17, i32 20, i32 21, i32 24, i32 25, i32 28, i32 29>
   %x0.u1 = shufflevector <16 x float> %el.b0.v0.m, <16 x float> %el.b1.v0.m, <16 x i32> <i32 2, i32 3, i32 6, i32 7, i32 10, i32 11, i32 14, i32 15, i32 18, i32 19, i32 22, i32 23, i32 26, i32 27, i32 30, i32 31>
   %x0.u2 = shufflevector <16 x float> %el.b2.v0.m, <16 x float> %el.b3.v0.m, <16 x i32> <i32 0, i32 1, i32 4, i32 5, i32 8, i32 9, i32 12, i32 13, i32 16, i32 17, i32 20, i32 21, i32 24, i32 25, i32 28, i32 29>
@@ -174,7 +174,7 @@ block.tail.body:
   %tr = add i64 %first, %block.tail                                          ; reduced index
   %t.flat = add i64 %rowbase, %tr
   %el.t.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %t.flat
-  %el.t.v0.m = load float, ptr %el.t.v0.p, align 4                           ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.t.v0.m = load float, ptr %el.t.v0.p, align 4                           ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %tl4 = lshr i64 %block.tail, 2
   %tlane = and i64 %tl4, 255                                                 ; lane (i / 4) mod 256
   %tl0.p = getelementptr inbounds float, ptr %lanes0, i64 %tlane
@@ -277,7 +277,7 @@ s.done:
 }
 
 ; row order, stage 1: the partial of chunk k of row o
-;   reduction 1: sum float32 -> float32 (test_llvm_golden.cpp:126)
+;   reduction 1: sum float32 -> float32 (test_llvm_golden.cpp:121)
 define internal void @cf1_softmax.chunk.s1(ptr noalias readonly %p, i64 %o, i64 %k, ptr noalias %rv, ptr noalias %part) #0 {
 entry:
   %lanes1 = alloca [256 x float], align 64
@@ -305,11 +305,11 @@ entry:
   %part1.at = getelementptr inbounds i8, ptr %p, i64 120
   %part1 = load ptr, ptr %part1.at, align 8                                  ; split workspace of reduction 1
   %el.in0.at = getelementptr inbounds i8, ptr %p, i64 0
-  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 "x" float32, contiguous (test_llvm_golden.cpp:126)
+  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 "x" float32, contiguous (test_llvm_golden.cpp:121)
   %el.in1.at = getelementptr inbounds i8, ptr %p, i64 8
-  %el.in1 = load ptr, ptr %el.in1.at, align 8                                ; input 1 "row value 0" float32, strided (test_llvm_golden.cpp:126)
+  %el.in1 = load ptr, ptr %el.in1.at, align 8                                ; input 1 "row value 0" float32, strided (test_llvm_golden.cpp:121)
   %el.in2.at = getelementptr inbounds i8, ptr %p, i64 16
-  %el.in2 = load ptr, ptr %el.in2.at, align 8                                ; input 2 "row value 1" float32, strided (test_llvm_golden.cpp:126)
+  %el.in2 = load ptr, ptr %el.in2.at, align 8                                ; input 2 "row value 1" float32, strided (test_llvm_golden.cpp:121)
   %el.out0.at = getelementptr inbounds i8, ptr %p, i64 24
   %el.out0 = load ptr, ptr %el.out0.at, align 8                              ; output 0, contiguous
   %el.out1.at = getelementptr inbounds i8, ptr %p, i64 32
@@ -362,15 +362,15 @@ block.w64.body:
   %r = add i64 %first, %block.w64                                            ; reduced index
   %b0.flat = add i64 %rowbase, %r
   %el.b0.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b0.flat
-  %el.b0.v0.m = load <16 x float>, ptr %el.b0.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.b0.v0.m = load <16 x float>, ptr %el.b0.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %rv0.p = getelementptr inbounds i8, ptr %rv, i64 0
   %rv0.one = load float, ptr %rv0.p, align 4                                 ; row value of reduction 0
   %rv0.ins = insertelement <16 x float> poison, float %rv0.one, i64 0
   %rv0 = shufflevector <16 x float> %rv0.ins, <16 x float> poison, <16 x i32> zeroinitializer
-  %el.b0.v2 = fsub <16 x float> %el.b0.v0.m, %rv0                            ; sub (test_llvm_golden.cpp:126)
+  %el.b0.v2 = fsub <16 x float> %el.b0.v0.m, %rv0                            ; sub (test_llvm_golden.cpp:121)
   br label %el.b0.v3.inline
 el.b0.v3.inline:
-  %el.b0.v3.d = fpext <16 x float> %el.b0.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:126): in double, rounded once to float32
+  %el.b0.v3.d = fpext <16 x float> %el.b0.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:121): in double, rounded once to float32
   %el.b0.v3.kd = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.d, <16 x double> splat (double 0x40371547652B82FE), <16 x double> splat (double 0x4338000000000000)) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.b0.v3.k = fsub <16 x double> %el.b0.v3.kd, splat (double 0x4338000000000000)
   %el.b0.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b0.v3.k, <16 x double> splat (double 0xBFA62E42FEFA39EF), <16 x double> %el.b0.v3.d)
@@ -410,21 +410,21 @@ el.b0.v3.library:
   %el.b0.v3.lib = load <16 x float>, ptr %el.b0.v3.lib.out, align 64
   br label %el.b0.v3.done
 el.b0.v3.done:
-  %el.b0.v3 = phi <16 x float> [ %el.b0.v3.f, %el.b0.v3.inline ], [ %el.b0.v3.lib, %el.b0.v3.library ] ; exp (test_llvm_golden.cpp:126)
+  %el.b0.v3 = phi <16 x float> [ %el.b0.v3.f, %el.b0.v3.inline ], [ %el.b0.v3.lib, %el.b0.v3.library ] ; exp (test_llvm_golden.cpp:121)
   %el.out2.p = getelementptr inbounds float, ptr %el.out2, i64 %b0.flat
   store <16 x float> %el.b0.v3, ptr %el.out2.p, align 4                      ; out0 holds the operand of reduction 1 until the output pass
   %b1.r = add i64 %r, 16
   %b1.flat = add i64 %rowbase, %b1.r
   %el.b1.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b1.flat
-  %el.b1.v0.m = load <16 x float>, ptr %el.b1.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.b1.v0.m = load <16 x float>, ptr %el.b1.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %rv0.p.1 = getelementptr inbounds i8, ptr %rv, i64 0
   %rv0.one.1 = load float, ptr %rv0.p.1, align 4                             ; row value of reduction 0
   %rv0.ins.1 = insertelement <16 x float> poison, float %rv0.one.1, i64 0
   %rv0.1 = shufflevector <16 x float> %rv0.ins.1, <16 x float> poison, <16 x i32> zeroinitializer
-  %el.b1.v2 = fsub <16 x float> %el.b1.v0.m, %rv0.1                          ; sub (test_llvm_golden.cpp:126)
+  %el.b1.v2 = fsub <16 x float> %el.b1.v0.m, %rv0.1                          ; sub (test_llvm_golden.cpp:121)
   br label %el.b1.v3.inline
 el.b1.v3.inline:
-  %el.b1.v3.d = fpext <16 x float> %el.b1.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:126): in double, rounded once to float32
+  %el.b1.v3.d = fpext <16 x float> %el.b1.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:121): in double, rounded once to float32
   %el.b1.v3.kd = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.d, <16 x double> splat (double 0x40371547652B82FE), <16 x double> splat (double 0x4338000000000000)) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.b1.v3.k = fsub <16 x double> %el.b1.v3.kd, splat (double 0x4338000000000000)
   %el.b1.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b1.v3.k, <16 x double> splat (double 0xBFA62E42FEFA39EF), <16 x double> %el.b1.v3.d)
@@ -464,21 +464,21 @@ el.b1.v3.library:
   %el.b1.v3.lib = load <16 x float>, ptr %el.b1.v3.lib.out, align 64
   br label %el.b1.v3.done
 el.b1.v3.done:
-  %el.b1.v3 = phi <16 x float> [ %el.b1.v3.f, %el.b1.v3.inline ], [ %el.b1.v3.lib, %el.b1.v3.library ] ; exp (test_llvm_golden.cpp:126)
+  %el.b1.v3 = phi <16 x float> [ %el.b1.v3.f, %el.b1.v3.inline ], [ %el.b1.v3.lib, %el.b1.v3.library ] ; exp (test_llvm_golden.cpp:121)
   %el.out2.p.1 = getelementptr inbounds float, ptr %el.out2, i64 %b1.flat
   store <16 x float> %el.b1.v3, ptr %el.out2.p.1, align 4                    ; out0 holds the operand of reduction 1 until the output pass
   %b2.r = add i64 %r, 32
   %b2.flat = add i64 %rowbase, %b2.r
   %el.b2.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b2.flat
-  %el.b2.v0.m = load <16 x float>, ptr %el.b2.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.b2.v0.m = load <16 x float>, ptr %el.b2.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %rv0.p.2 = getelementptr inbounds i8, ptr %rv, i64 0
   %rv0.one.2 = load float, ptr %rv0.p.2, align 4                             ; row value of reduction 0
   %rv0.ins.2 = insertelement <16 x float> poison, float %rv0.one.2, i64 0
   %rv0.2 = shufflevector <16 x float> %rv0.ins.2, <16 x float> poison, <16 x i32> zeroinitializer
-  %el.b2.v2 = fsub <16 x float> %el.b2.v0.m, %rv0.2                          ; sub (test_llvm_golden.cpp:126)
+  %el.b2.v2 = fsub <16 x float> %el.b2.v0.m, %rv0.2                          ; sub (test_llvm_golden.cpp:121)
   br label %el.b2.v3.inline
 el.b2.v3.inline:
-  %el.b2.v3.d = fpext <16 x float> %el.b2.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:126): in double, rounded once to float32
+  %el.b2.v3.d = fpext <16 x float> %el.b2.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:121): in double, rounded once to float32
   %el.b2.v3.kd = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.d, <16 x double> splat (double 0x40371547652B82FE), <16 x double> splat (double 0x4338000000000000)) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.b2.v3.k = fsub <16 x double> %el.b2.v3.kd, splat (double 0x4338000000000000)
   %el.b2.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b2.v3.k, <16 x double> splat (double 0xBFA62E42FEFA39EF), <16 x double> %el.b2.v3.d)
@@ -518,21 +518,21 @@ el.b2.v3.library:
   %el.b2.v3.lib = load <16 x float>, ptr %el.b2.v3.lib.out, align 64
   br label %el.b2.v3.done
 el.b2.v3.done:
-  %el.b2.v3 = phi <16 x float> [ %el.b2.v3.f, %el.b2.v3.inline ], [ %el.b2.v3.lib, %el.b2.v3.library ] ; exp (test_llvm_golden.cpp:126)
+  %el.b2.v3 = phi <16 x float> [ %el.b2.v3.f, %el.b2.v3.inline ], [ %el.b2.v3.lib, %el.b2.v3.library ] ; exp (test_llvm_golden.cpp:121)
   %el.out2.p.2 = getelementptr inbounds float, ptr %el.out2, i64 %b2.flat
   store <16 x float> %el.b2.v3, ptr %el.out2.p.2, align 4                    ; out0 holds the operand of reduction 1 until the output pass
   %b3.r = add i64 %r, 48
   %b3.flat = add i64 %rowbase, %b3.r
   %el.b3.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b3.flat
-  %el.b3.v0.m = load <16 x float>, ptr %el.b3.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.b3.v0.m = load <16 x float>, ptr %el.b3.v0.p, align 4                  ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %rv0.p.3 = getelementptr inbounds i8, ptr %rv, i64 0
   %rv0.one.3 = load float, ptr %rv0.p.3, align 4                             ; row value of reduction 0
   %rv0.ins.3 = insertelement <16 x float> poison, float %rv0.one.3, i64 0
   %rv0.3 = shufflevector <16 x float> %rv0.ins.3, <16 x float> poison, <16 x i32> zeroinitializer
-  %el.b3.v2 = fsub <16 x float> %el.b3.v0.m, %rv0.3                          ; sub (test_llvm_golden.cpp:126)
+  %el.b3.v2 = fsub <16 x float> %el.b3.v0.m, %rv0.3                          ; sub (test_llvm_golden.cpp:121)
   br label %el.b3.v3.inline
 el.b3.v3.inline:
-  %el.b3.v3.d = fpext <16 x float> %el.b3.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:126): in double, rounded once to float32
+  %el.b3.v3.d = fpext <16 x float> %el.b3.v2 to <16 x double>                ; exp (test_llvm_golden.cpp:121): in double, rounded once to float32
   %el.b3.v3.kd = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.d, <16 x double> splat (double 0x40371547652B82FE), <16 x double> splat (double 0x4338000000000000)) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.b3.v3.k = fsub <16 x double> %el.b3.v3.kd, splat (double 0x4338000000000000)
   %el.b3.v3.r1 = call <16 x double> @llvm.fma.v16f64(<16 x double> %el.b3.v3.k, <16 x double> splat (double 0xBFA62E42FEFA39EF), <16 x double> %el.b3.v3.d)
@@ -572,12 +572,12 @@ el.b3.v3.library:
   %el.b3.v3.lib = load <16 x float>, ptr %el.b3.v3.lib.out, align 64
   br label %el.b3.v3.done
 el.b3.v3.done:
-  %el.b3.v3 = phi <16 x float> [ %el.b3.v3.f, %el.b3.v3.inline ], [ %el.b3.v3.lib, %el.b3.v3.library ] ; exp (test_llvm_golden.cpp:126)
+  %el.b3.v3 = phi <16 x float> [ %el.b3.v3.f, %el.b3.v3.inline ], [ %el.b3.v3.lib, %el.b3.v3.library ] ; exp (test_llvm_golden.cpp:121)
   %el.out2.p.3 = getelementptr inbounds float, ptr %el.out2, i64 %b3.flat
   store <16 x float> %el.b3.v3, ptr %el.out2.p.3, align 4                    ; out0 holds the operand of reduction 1 until the output pass
   %l4 = lshr i64 %block.w64, 2
   %lanes.at = and i64 %l4, 255                                               ; first lane of the block: (i / 4) mod 256
-  ; reduction 1: sum float32 -> float32 (test_llvm_golden.cpp:126)
+  ; reduction 1: sum float32 -> float32 (test_llvm_golden.cpp:121)
   %x1.u0 = shufflevector <16 x float> %el.b0.v3, <16 x float> %el.b1.v3, <16 x i32> <i32 0, i32 1, i32 4, i32 5, i32 8, i32 9, i32 12, i32 13, i32 16, i32 17, i32 20, i32 21, i32 24, i32 25, i32 28, i32 29>
   %x1.u1 = shufflevector <16 x float> %el.b0.v3, <16 x float> %el.b1.v3, <16 x i32> <i32 2, i32 3, i32 6, i32 7, i32 10, i32 11, i32 14, i32 15, i32 18, i32 19, i32 22, i32 23, i32 26, i32 27, i32 30, i32 31>
   %x1.u2 = shufflevector <16 x float> %el.b2.v3, <16 x float> %el.b3.v3, <16 x i32> <i32 0, i32 1, i32 4, i32 5, i32 8, i32 9, i32 12, i32 13, i32 16, i32 17, i32 20, i32 21, i32 24, i32 25, i32 28, i32 29>
@@ -606,13 +606,13 @@ block.tail.body:
   %tr = add i64 %first, %block.tail                                          ; reduced index
   %t.flat = add i64 %rowbase, %tr
   %el.t.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %t.flat
-  %el.t.v0.m = load float, ptr %el.t.v0.p, align 4                           ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:126)
+  %el.t.v0.m = load float, ptr %el.t.v0.p, align 4                           ; load in0: "x" float32 (contiguous, test_llvm_golden.cpp:121)
   %rv0.p.4 = getelementptr inbounds i8, ptr %rv, i64 0
   %rv0.4 = load float, ptr %rv0.p.4, align 4                                 ; row value of reduction 0
-  %el.t.v2 = fsub float %el.t.v0.m, %rv0.4                                   ; sub (test_llvm_golden.cpp:126)
+  %el.t.v2 = fsub float %el.t.v0.m, %rv0.4                                   ; sub (test_llvm_golden.cpp:121)
   br label %el.t.v3.inline
 el.t.v3.inline:
-  %el.t.v3.d = fpext float %el.t.v2 to double                                ; exp (test_llvm_golden.cpp:126): in double, rounded once to float32
+  %el.t.v3.d = fpext float %el.t.v2 to double                                ; exp (test_llvm_golden.cpp:121): in double, rounded once to float32
   %el.t.v3.kd = call double @llvm.fma.f64(double %el.t.v3.d, double 0x40371547652B82FE, double 0x4338000000000000) ; K = nearest integer to 16 x / ln 2, in the low bits
   %el.t.v3.k = fsub double %el.t.v3.kd, 0x4338000000000000
   %el.t.v3.r1 = call double @llvm.fma.f64(double %el.t.v3.k, double 0xBFA62E42FEFA39EF, double %el.t.v3.d)
@@ -647,7 +647,7 @@ el.t.v3.library:
   %el.t.v3.lib = call float @loom_exp_f32(float %el.t.v2)                    ; the reference's function for these lanes
   br label %el.t.v3.done
 el.t.v3.done:
-  %el.t.v3 = phi float [ %el.t.v3.f, %el.t.v3.inline ], [ %el.t.v3.lib, %el.t.v3.library ] ; exp (test_llvm_golden.cpp:126)
+  %el.t.v3 = phi float [ %el.t.v3.f, %el.t.v3.inline ], [ %el.t.v3.lib, %el.t.v3.library ] ; exp (test_llvm_golden.cpp:121)
   %el.out2.p.4 = getelementptr inbounds float, ptr %el.out2, i64 %t.flat
   store float %el.t.v3, ptr %el.out2.p.4, align 4                            ; out0 holds the operand of reduction 1 until the output pass
   %tl4 = lshr i64 %block.tail, 2
@@ -747,11 +747,11 @@ entry:
   %part1.at = getelementptr inbounds i8, ptr %p, i64 120
   %part1 = load ptr, ptr %part1.at, align 8                                  ; split workspace of reduction 1
   %el.in0.at = getelementptr inbounds i8, ptr %p, i64 0
-  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 "x" float32, contiguous (test_llvm_golden.cpp:126)
+  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 "x" float32, contiguous (test_llvm_golden.cpp:121)
   %el.in1.at = getelementptr inbounds i8, ptr %p, i64 8
-  %el.in1 = load ptr, ptr %el.in1.at, align 8                                ; input 1 "row value 0" float32, strided (test_llvm_golden.cpp:126)
+  %el.in1 = load ptr, ptr %el.in1.at, align 8                                ; input 1 "row value 0" float32, strided (test_llvm_golden.cpp:121)
   %el.in2.at = getelementptr inbounds i8, ptr %p, i64 16
-  %el.in2 = load ptr, ptr %el.in2.at, align 8                                ; input 2 "row value 1" float32, strided (test_llvm_golden.cpp:126)
+  %el.in2 = load ptr, ptr %el.in2.at, align 8                                ; input 2 "row value 1" float32, strided (test_llvm_golden.cpp:121)
   %el.out0.at = getelementptr inbounds i8, ptr %p, i64 24
   %el.out0 = load ptr, ptr %el.out0.at, align 8                              ; output 0, contiguous
   %el.out1.at = getelementptr inbounds i8, ptr %p, i64 32
@@ -838,7 +838,7 @@ s0.tree.inc:
 s0.tree.done:
   %s0.total0 = load float, ptr %s0.stack0, align 4
   %s0.rv0.p = getelementptr inbounds i8, ptr %rv, i64 0
-  store float %s0.total0, ptr %s0.rv0.p, align 4                             ; row value of reduction 0: max float32 -> float32 (test_llvm_golden.cpp:126)
+  store float %s0.total0, ptr %s0.rv0.p, align 4                             ; row value of reduction 0: max float32 -> float32 (test_llvm_golden.cpp:121)
   ; stage 1: every chunk of row o, combined by the pairwise tree
   store float 0x8000000000000000, ptr %s1.stack1, align 4
   store i64 0, ptr %s1.depth
@@ -892,7 +892,7 @@ s1.tree.done:
   %s1.value1.empty = icmp eq i64 %len, 0
   %s1.value1.sum = select i1 %s1.value1.empty, float 0x0000000000000000, float %s1.total1 ; the empty sum is +0
   %s1.rv1.p = getelementptr inbounds i8, ptr %rv, i64 256
-  store float %s1.value1.sum, ptr %s1.rv1.p, align 4                         ; row value of reduction 1: sum float32 -> float32 (test_llvm_golden.cpp:126)
+  store float %s1.value1.sum, ptr %s1.rv1.p, align 4                         ; row value of reduction 1: sum float32 -> float32 (test_llvm_golden.cpp:121)
   %eo.rowbase = mul i64 %o, %len
   store i64 0, ptr %eo.slot
   ; element outputs of row o: the last pass over the row, reading the row values
@@ -910,7 +910,7 @@ eo.w16.body:
   %rv1.one = load float, ptr %rv1.p, align 4                                 ; row value of reduction 1
   %rv1.ins = insertelement <16 x float> poison, float %rv1.one, i64 0
   %rv1 = shufflevector <16 x float> %rv1.ins, <16 x float> poison, <16 x i32> zeroinitializer
-  %el.eo.v5 = fdiv <16 x float> %el.out2.m, %rv1                             ; div (test_llvm_golden.cpp:126)
+  %el.eo.v5 = fdiv <16 x float> %el.out2.m, %rv1                             ; div (test_llvm_golden.cpp:121)
   %el.out2.p.1 = getelementptr inbounds float, ptr %el.out2, i64 %eo.flat
   store <16 x float> %el.eo.v5, ptr %el.out2.p.1, align 4                    ; store element output 0
   store i64 %eo.w16.next, ptr %eo.slot
@@ -928,7 +928,7 @@ eo.tail.body:
   %el.out2.m.1 = load float, ptr %el.out2.p.2, align 4                       ; the operand of reduction 1, kept in out0
   %rv1.p.1 = getelementptr inbounds i8, ptr %rv, i64 256
   %rv1.1 = load float, ptr %rv1.p.1, align 4                                 ; row value of reduction 1
-  %el.eot.v5 = fdiv float %el.out2.m.1, %rv1.1                               ; div (test_llvm_golden.cpp:126)
+  %el.eot.v5 = fdiv float %el.out2.m.1, %rv1.1                               ; div (test_llvm_golden.cpp:121)
   %el.out2.p.3 = getelementptr inbounds float, ptr %el.out2, i64 %eot.flat
   store float %el.eot.v5, ptr %el.out2.p.3, align 4                          ; store element output 0
   store i64 %eo.tail.next, ptr %eo.slot

@@ -1,7 +1,7 @@
 ; ---- Loom reduction kernel r1_row_sum (from "r1_row_sum"), LLVM IR for the host ----
 ; host schedule: 16 lanes per vector; 128 tasks of 4
 ; reduction: row (chunks of 8192, 256 lanes of runs of 4, butterfly, pairwise over chunks) order, 1 stage(s), 0 element output(s)
-; reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:114), stage 0
+; reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:109), stage 0
 ; element space:
 ; space: rank 1, 32-bit indices in the parameters
 ; in0: input 0, float32, contiguous
@@ -12,7 +12,7 @@
 ; out0: float32, contiguous
 
 ; row order, stage 0: the partial of chunk k of row o
-;   reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:114)
+;   reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:109)
 define internal void @r1_row_sum.chunk.s0(ptr noalias readonly %p, i64 %o, i64 %k, ptr noalias %rv, ptr noalias %part) #0 {
 entry:
   %lanes0 = alloca [256 x float], align 64
@@ -30,7 +30,7 @@ entry:
   %part0.at = getelementptr inbounds i8, ptr %p, i64 96
   %part0 = load ptr, ptr %part0.at, align 8                                  ; split workspace of reduction 0
   %el.in0.at = getelementptr inbounds i8, ptr %p, i64 0
-  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 float32, contiguous (test_llvm_golden.cpp:114)
+  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 float32, contiguous (test_llvm_golden.cpp:109)
   %el.out0.at = getelementptr inbounds i8, ptr %p, i64 8
   %el.out0 = load ptr, ptr %el.out0.at, align 8                              ; output 0, contiguous
   %el.n.at = getelementptr inbounds i8, ptr %p, i64 16
@@ -70,22 +70,22 @@ block.w64.body:
   %r = add i64 %first, %block.w64                                            ; reduced index
   %b0.flat = add i64 %rowbase, %r
   %el.b0.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b0.flat
-  %el.b0.v0.m = load <16 x float>, ptr %el.b0.v0.p, align 4                  ; load in0: float32 (contiguous, test_llvm_golden.cpp:114)
+  %el.b0.v0.m = load <16 x float>, ptr %el.b0.v0.p, align 4                  ; load in0: float32 (contiguous, test_llvm_golden.cpp:109)
   %b1.r = add i64 %r, 16
   %b1.flat = add i64 %rowbase, %b1.r
   %el.b1.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b1.flat
-  %el.b1.v0.m = load <16 x float>, ptr %el.b1.v0.p, align 4                  ; load in0: float32 (contiguous, test_llvm_golden.cpp:114)
+  %el.b1.v0.m = load <16 x float>, ptr %el.b1.v0.p, align 4                  ; load in0: float32 (contiguous, test_llvm_golden.cpp:109)
   %b2.r = add i64 %r, 32
   %b2.flat = add i64 %rowbase, %b2.r
   %el.b2.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b2.flat
-  %el.b2.v0.m = load <16 x float>, ptr %el.b2.v0.p, align 4                  ; load in0: float32 (contiguous, test_llvm_golden.cpp:114)
+  %el.b2.v0.m = load <16 x float>, ptr %el.b2.v0.p, align 4                  ; load in0: float32 (contiguous, test_llvm_golden.cpp:109)
   %b3.r = add i64 %r, 48
   %b3.flat = add i64 %rowbase, %b3.r
   %el.b3.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %b3.flat
-  %el.b3.v0.m = load <16 x float>, ptr %el.b3.v0.p, align 4                  ; load in0: float32 (contiguous, test_llvm_golden.cpp:114)
+  %el.b3.v0.m = load <16 x float>, ptr %el.b3.v0.p, align 4                  ; load in0: float32 (contiguous, test_llvm_golden.cpp:109)
   %l4 = lshr i64 %block.w64, 2
   %lanes.at = and i64 %l4, 255                                               ; first lane of the block: (i / 4) mod 256
-  ; reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:114)
+  ; reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:109)
   %x0.u0 = shufflevector <16 x float> %el.b0.v0.m, <16 x float> %el.b1.v0.m, <16 x i32> <i32 0, i32 1, i32 4, i32 5, i32 8, i32 9, i32 12, i32 13, i32 16, i32 17, i32 20, i32 21, i32 24, i32 25, i32 28, i32 29>
   %x0.u1 = shufflevector <16 x float> %el.b0.v0.m, <16 x float> %el.b1.v0.m, <16 x i32> <i32 2, i32 3, i32 6, i32 7, i32 10, i32 11, i32 14, i32 15, i32 18, i32 19, i32 22, i32 23, i32 26, i32 27, i32 30, i32 31>
   %x0.u2 = shufflevector <16 x float> %el.b2.v0.m, <16 x float> %el.b3.v0.m, <16 x i32> <i32 0, i32 1, i32 4, i32 5, i32 8, i32 9, i32 12, i32 13, i32 16, i32 17, i32 20, i32 21, i32 24, i32 25, i32 28, i32 29>
@@ -114,7 +114,7 @@ block.tail.body:
   %tr = add i64 %first, %block.tail                                          ; reduced index
   %t.flat = add i64 %rowbase, %tr
   %el.t.v0.p = getelementptr inbounds float, ptr %el.in0, i64 %t.flat
-  %el.t.v0.m = load float, ptr %el.t.v0.p, align 4                           ; load in0: float32 (contiguous, test_llvm_golden.cpp:114)
+  %el.t.v0.m = load float, ptr %el.t.v0.p, align 4                           ; load in0: float32 (contiguous, test_llvm_golden.cpp:109)
   %tl4 = lshr i64 %block.tail, 2
   %tlane = and i64 %tl4, 255                                                 ; lane (i / 4) mod 256
   %tl0.p = getelementptr inbounds float, ptr %lanes0, i64 %tlane
@@ -205,14 +205,14 @@ entry:
   %part0.at = getelementptr inbounds i8, ptr %p, i64 96
   %part0 = load ptr, ptr %part0.at, align 8                                  ; split workspace of reduction 0
   %el.in0.at = getelementptr inbounds i8, ptr %p, i64 0
-  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 float32, contiguous (test_llvm_golden.cpp:114)
+  %el.in0 = load ptr, ptr %el.in0.at, align 8                                ; input 0 float32, contiguous (test_llvm_golden.cpp:109)
   %el.out0.at = getelementptr inbounds i8, ptr %p, i64 8
   %el.out0 = load ptr, ptr %el.out0.at, align 8                              ; output 0, contiguous
   %el.n.at = getelementptr inbounds i8, ptr %p, i64 16
   %el.n = load i32, ptr %el.n.at, align 4                                    ; elements of the iteration space
   %el.n.i64 = sext i32 %el.n to i64
   %row.in0.at = getelementptr inbounds i8, ptr %p, i64 24
-  %row.in0 = load ptr, ptr %row.in0.at, align 8                              ; input 0 "row value 0" float32, contiguous (test_llvm_golden.cpp:114)
+  %row.in0 = load ptr, ptr %row.in0.at, align 8                              ; input 0 "row value 0" float32, contiguous (test_llvm_golden.cpp:109)
   %row.out0.at = getelementptr inbounds i8, ptr %p, i64 32
   %row.out0 = load ptr, ptr %row.out0.at, align 8                            ; output 0, contiguous
   %row.n.at = getelementptr inbounds i8, ptr %p, i64 40
@@ -278,7 +278,7 @@ s0.tree.done:
   %s0.value0.empty = icmp eq i64 %len, 0
   %s0.value0.sum = select i1 %s0.value0.empty, float 0x0000000000000000, float %s0.total0 ; the empty sum is +0
   %s0.rv0.p = getelementptr inbounds i8, ptr %rv, i64 0
-  store float %s0.value0.sum, ptr %s0.rv0.p, align 4                         ; row value of reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:114)
+  store float %s0.value0.sum, ptr %s0.rv0.p, align 4                         ; row value of reduction 0: sum float32 -> float32 (test_llvm_golden.cpp:109)
   %rv0.p = getelementptr inbounds i8, ptr %rv, i64 0
   %rv0 = load float, ptr %rv0.p, align 4                                     ; row value of reduction 0
   %row.out0.p = getelementptr inbounds float, ptr %row.out0, i64 %o

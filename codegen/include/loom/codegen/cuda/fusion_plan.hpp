@@ -1,22 +1,16 @@
-// The fusion plan: what an evaluation runs, as plain data. Two parts:
-//   * the partition (target-neutral): which nodes form which kernel, the values materialized between
-//     kernels (temporaries) and where each kernel reads and writes (a source of the graph, a temporary or a
-//     root), each boundary with its reason tied to the user's source lines; made by partition()
-//     (codegen/src/partition.cpp), a pure function of the roots and the options;
-//   * per target, a schedule: for the GPU, each kernel's family plan (pointwise_plan.hpp, reduce_plan.hpp)
-//     with its grid, block, vector width, splits and workspaces, the temporaries' offsets in one block and
-//     the kernel cache keys; made by plan_fusion() (codegen/src/fusion_plan.cpp) for the layouts of the
-//     graph's inputs and the target's facts.
-// It also holds what is not a kernel: the temporary block, the split workspaces (in each reduction's
-// binding) and the rule for outputs that alias inputs (written through a temporary, copied back after the
-// last kernel). Nothing in it names a back end's types: the CUDA emitters (cuda/emit.hpp) spell
-// them. The runtime builds and launches what the plan says and decides nothing (runtime/src/gpu_run.cpp).
+// The GPU schedule: plan_fusion() schedules the partition (plan/partition.hpp) for one GPU through the
+// schedule both back ends share (plan/schedule.hpp), giving each kernel its family's GPU plan (an alternative
+// of GpuSchedule: pointwise, tiled, reduction or matrix product, with its grid, block, vector width, splits
+// and workspaces) and its kernel cache key, for the layouts of the graph's inputs and the device's facts.
+// Plain data: the family objects (kernel_family.hpp) emit, explain and bind each kernel, and the runtime
+// builds and launches what the plan says and decides nothing (runtime/src/gpu_run.cpp).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "loom/codegen/cuda/device_info.hpp"
@@ -26,44 +20,67 @@
 #include "loom/codegen/plan/partition.hpp"
 #include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/codegen/plan/reduce_plan.hpp"
+#include "loom/codegen/plan/schedule.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/node.hpp"
 
 namespace loom::codegen {
 
-/// The GPU schedule of one kernel of the partition.
-struct GpuKernel {
-    PlannedPointwise pointwise;  // Family::Pointwise
-    /// Family::Pointwise: the tiled schedule (tile_plan.hpp) when the layouts show a transposed load or the
-    /// graph a stencil, else none (`tile.note` then says why a near-pattern was not taken). Whether a load is
-    /// transposed depends on the bound layouts (a transpose of a transposed view reads contiguously), which
-    /// the partition does not know, so the GPU schedule decides.
-    PlannedTile tile;
-    PlannedReduce reduce;  // Family::Reduction
-    PlannedMatmul matmul;  // Family::MatMul
-    /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs, or
-    /// PlannedReduce::inputs).
-    std::vector<Slot> reads;
-    std::int64_t numel = 0;  // pointwise: elements of the iteration space
-    /// Pointwise: the graph has a view (an output aliasing an input is then never written in place).
+/// Family::Pointwise on the GPU: one element, or one 16-byte vector, per thread (pointwise_plan.hpp).
+struct PointwiseKernel {
+    PlannedPointwise planned;
+    /// The graph has a view: an output that aliases an input is then written in place only where every read
+    /// of that input and the write are contiguous (the runtime's rule for outputs that alias inputs).
     bool has_views = false;
-    /// The in-memory kernel cache key: graph structure, plan and options.
-    std::uint64_t key = 0;
-    bool operator==(const GpuKernel& o) const;
+    /// Why a near-pattern was not tiled (PlannedTile::note), for the explain log; empty when nothing looked
+    /// like a transpose or a stencil.
+    std::string tile_note;
 };
 
-struct FusionPlan {
-    Partition partition;
-    Options options;
-    std::vector<GpuKernel> gpu;  // parallel to partition.kernels
-    std::vector<TempBuffer> temps;
-    std::size_t temp_bytes = 0;  // the temporary block (0: none)
-    std::size_t sources = 0;     // the number of sources the plan was made for
-    /// The sources the graph reads. An output sharing memory with one of them is written through a temporary
-    /// and copied back after the last kernel, unless the only kernel reading it is the one writing the
-    /// output, a pointwise kernel without views, and the source has the output's exact layout (each element
-    /// is read before it is written, in one thread).
-    std::vector<int> reads;
+/// Family::Tiled: a pointwise kernel of the partition walked in 2-D tiles (tile_plan.hpp), with the
+/// pointwise plan's parameters, body and binding.
+struct TiledKernel {
+    PlannedPointwise planned;
+    PlannedTile tile;
+    bool has_views = false;  // as PointwiseKernel::has_views
+};
+
+/// The GPU schedule of one kernel: one alternative per family, in the order of Family (Family::Reduction:
+/// PlannedReduce, Family::MatMul: PlannedMatmul). Each alternative's family object (kernel_family.hpp) emits,
+/// explains, prepares and binds its kernels.
+using GpuSchedule = std::variant<PointwiseKernel, TiledKernel, PlannedReduce, PlannedMatmul>;
+
+/// One kernel of a FusionPlan: its schedule, where it reads, its cache key.
+struct GpuKernel {
+    GpuSchedule schedule;
+    /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs,
+    /// PlannedReduce::inputs or PlannedMatmul::inputs).
+    std::vector<Slot> reads;
+    /// The in-memory kernel cache key: graph structure, plan and options.
+    std::uint64_t key = 0;
+
+    Family family() const { return static_cast<Family>(schedule.index()); }
+    /// Whether the kernel takes its parameters from device memory (PointwisePlan::params_in_memory): each
+    /// launch uploads them first, which a CUDA graph's replay would not.
+    bool params_in_memory() const;
+    /// The schedule of family `S`; InternalError when the kernel is of another family.
+    template <class S>
+    const S& as() const {
+        if (const S* s = std::get_if<S>(&schedule)) return *s;
+        throw_wrong_family(family());
+    }
+    /// Same family, plan, reads and key.
+    bool operator==(const GpuKernel& o) const;
+
+  private:
+    [[noreturn]] static void throw_wrong_family(Family f);
+};
+
+/// The GPU's plan of an evaluation: the scheduled partition (plan/schedule.hpp: the partition, the
+/// temporary block, the sources read) and each kernel's GPU schedule.
+struct FusionPlan : ScheduledPartition {
+    using Kernel = GpuKernel;
+    std::vector<GpuKernel> kernels;  // parallel to partition.kernels
 
     bool operator==(const FusionPlan&) const = default;
     std::uint64_t hash() const;
@@ -71,6 +88,12 @@ struct FusionPlan {
     /// temporary and every boundary with its reason.
     std::string to_string() const;
 };
+
+/// Whether kernel `k` of `plan` reads source `s` only at the element it writes root `r` to (so `r` may be
+/// written in place over `s` when both have one layout): a pointwise kernel whose graph has no view, or a
+/// flat one whose every read of `s` and whose write of `r` are contiguous (element index = flat index; a
+/// rank-0 step counter broadcast to every element is a view elsewhere). Never for the other families.
+bool reads_in_place(const FusionPlan& plan, std::size_t k, int s, std::size_t r);
 
 /// Plans the evaluation of `roots` (after the standard passes), whose Input nodes are among `sources` (a
 /// source the graph does not read is allowed) with layouts `layouts`, for the GPU `device`, under

@@ -307,6 +307,8 @@ MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* c
 /// wgmma plans: the tensor maps of A and B for one call (`inputs` as for select_matmul_loads). Throws
 /// InternalError when a pointer breaks the 16-byte alignment that planning assumed.
 std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm, std::span<const void* const> inputs);
+/// wgmma plans: the byte offsets of A's and B's tensor maps in the parameters (64-byte aligned fields).
+std::array<std::size_t, 2> matmul_tensor_map_offsets(const PlannedMatmul& pm);
 /// Bytes of the chunk tree's workspace (0 for one chunk): the tree's slots, and for split_k plans each
 /// group's slots and its partial.
 std::size_t matmul_workspace_bytes(const PlannedMatmul& pm);
@@ -317,7 +319,8 @@ std::int64_t matmul_counter_count(const PlannedMatmul& pm);
 /// here; the accumulator's entry is ignored), `outputs`, `workspace` (null for one chunk), `counters`
 /// (split_k plans: matmul_counter_count() zeroed counters; else null), the loads the kernel runs
 /// (select_matmul_loads), and for wgmma plans the two encoded tensor maps (A's, then B's: 2 x
-/// kTensorMapBytes, from matmul_tensor_maps).
+/// kTensorMapBytes, from matmul_tensor_maps), or none: their fields are left zero for the caller to encode
+/// the maps in place (matmul_tensor_map_offsets).
 void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> inputs,
                         std::span<void* const> outputs, void* workspace, void* counters, MatmulLoads loads,
                         std::span<std::byte> out, std::span<const std::byte> tensor_maps = {});

@@ -1,7 +1,8 @@
-// The host plan: a graph's target-neutral partition (fusion_plan.hpp) with, per kernel, its host schedule:
+// The host plan: a graph's target-neutral partition (plan/partition.hpp) with, per kernel, its host schedule:
 // how the LLVM back end runs the kernel on the CPU (vector width, tasks for the thread pool, whether a
 // reduction shares each row's chunks among tasks). Plain data with ==, hash and to_string, made by
-// plan_host() from the layouts of the graph's inputs and the host's facts (HostTarget), with no LLVM and no
+// plan_host() from the layouts of the graph's inputs and the host's facts (HostTarget) through the schedule
+// both back ends share (plan/schedule.hpp), with no LLVM and no
 // device: the runtime builds (codegen/llvm/emit.hpp, the loom_llvm module) and runs what it says
 // (runtime/src/host_run.cpp).
 //
@@ -16,12 +17,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "loom/codegen/options.hpp"
 #include "loom/codegen/plan/partition.hpp"
 #include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/codegen/plan/reduce_plan.hpp"
+#include "loom/codegen/plan/schedule.hpp"
 
 namespace loom::codegen {
 
@@ -97,30 +100,56 @@ struct HostSchedule {
     std::string to_string() const;
 };
 
-/// One kernel of a host plan: the family's target-neutral plan (a pointwise plan, or a reduction plan whose
-/// element and row spaces are pointwise plans; their GPU fields are ignored), where it reads, its schedule.
-/// A matmul kernel has no plan and no code: the runtime evaluates it on the CPU reference (there is no LLVM
-/// emitter for products yet), reading product_inputs(kernel) from `reads`; its key is 0.
-struct HostKernel {
-    PlannedPointwise pointwise;  // Family::Pointwise
-    PlannedReduce reduce;        // Family::Reduction
-    /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs,
-    /// PlannedReduce::inputs, or product_inputs).
-    std::vector<Slot> reads;
-    std::int64_t numel = 0;  // pointwise: elements of the iteration space
+/// Family::Pointwise on the host: the pointwise plan (its GPU fields ignored) and its tasks.
+struct HostPointwise {
+    PlannedPointwise planned;
     HostSchedule schedule;
-    /// The in-memory cache key: graph structure, plan, schedule (code part), options and target.
-    std::uint64_t key = 0;
-    bool operator==(const HostKernel& o) const;
 };
 
-struct HostPlan {
-    Partition partition;
-    Options options;
+/// Family::Reduction on the host: the reduction plan, whose element and row spaces are pointwise plans (their
+/// GPU fields ignored), and its tasks.
+struct HostReduction {
+    PlannedReduce planned;
+    HostSchedule schedule;
+};
+
+/// Family::MatMul on the host: no LLVM emitter yet, so no plan and no code. The runtime evaluates the
+/// kernel's graph on the CPU reference, reading its inputs (graph_inputs order) in place.
+struct HostProduct {};
+
+/// The host schedule of one kernel: one alternative per family the host runs (host_family.hpp holds each
+/// one's object). The GPU's tiled family has none: the host reads transposed and shifted operands through its
+/// caches.
+using HostKernelSchedule = std::variant<HostPointwise, HostReduction, HostProduct>;
+
+/// One kernel of a host plan: its schedule, where it reads, its cache key.
+struct HostKernel {
+    HostKernelSchedule schedule;
+    /// Where each kernel input is read from, in the plan's input order (pointwise_inputs of the outputs,
+    /// PlannedReduce::inputs, or graph_inputs).
+    std::vector<Slot> reads;
+    /// The in-memory cache key: graph structure, plan, schedule (code part), options and target (0: no code).
+    std::uint64_t key = 0;
+
+    Family family() const;
+    /// The schedule of family `S`; InternalError when the kernel is of another family.
+    template <class S>
+    const S& as() const {
+        if (const S* s = std::get_if<S>(&schedule)) return *s;
+        throw_wrong_family(family());
+    }
+    bool operator==(const HostKernel& o) const;
+
+  private:
+    [[noreturn]] static void throw_wrong_family(Family f);
+};
+
+/// The host's plan of an evaluation: the scheduled partition (plan/schedule.hpp) and each kernel's host
+/// schedule, for `target`.
+struct HostPlan : ScheduledPartition {
+    using Kernel = HostKernel;
     HostTarget target;
     std::vector<HostKernel> kernels;  // parallel to partition.kernels
-    std::size_t sources = 0;          // the number of sources the plan was made for
-    std::vector<int> reads;           // the sources the graph reads (as FusionPlan::reads)
 
     bool operator==(const HostPlan&) const = default;
     std::uint64_t hash() const;

@@ -4,7 +4,7 @@
 // a temporary or a root), each boundary with its reason tied to the user's source lines; made by partition()
 // (codegen/src/plan/partition.cpp), a pure function of the roots and the options. Each back end schedules
 // it for its target (cuda/fusion_plan.hpp: plan_fusion; llvm/host_plan.hpp: plan_host) through
-// schedule_partition().
+// schedule_plan() (plan/schedule.hpp).
 #pragma once
 
 #include <cstdint>
@@ -32,13 +32,21 @@ struct Slot {
 };
 std::string to_string(const Slot& s);  // "in2", "t0", "out1"
 
-/// The kernel families. Each is one plan type, one case of partition(), one emitter per back end and one
-/// launch arm of the runtime (docs/internals.md). MatMul: one matrix product (ir::Op::MatMul) reading its
-/// operands from memory, with the elementwise work over its shape after it (its epilogue) in the same
-/// kernel: a CUDA-core kernel on the GPU (matmul_plan.hpp); the host runs the kernel's graph on the CPU
-/// reference.
-enum class Family : std::uint8_t { Pointwise, Reduction, MatMul };
+/// The kernel families (docs/internals.md, "Adding a kernel family"). A family is one plan type (an
+/// alternative of each back end's schedule variant: cuda/fusion_plan.hpp's GpuSchedule, llvm/host_plan.hpp's
+/// HostSchedule), one case of partition(), one emitter per back end and one object per back end that emits,
+/// explains, prepares and launches its kernels (cuda/kernel_family.hpp, llvm/host_family.hpp). The partition
+/// makes Pointwise, Reduction and MatMul kernels. Tiled is the GPU schedule's choice for a pointwise kernel
+/// whose bound layouts show a transposed load or whose graph is a stencil (cuda/tile_plan.hpp): whether a
+/// load is transposed depends on the layouts, which the partition does not know. MatMul: one matrix product
+/// (ir::Op::MatMul) reading its operands from memory, with the elementwise work over its shape after it (its
+/// epilogue) in the same kernel.
+enum class Family : std::uint8_t { Pointwise, Tiled, Reduction, MatMul };
 std::string_view family_name(Family f);
+/// One bit per family, for sets of families.
+constexpr std::uint32_t family_bit(Family f) {
+    return std::uint32_t{1} << static_cast<unsigned>(f);
+}
 
 /// One kernel of a partition. Its graph has the values of other kernels replaced by placeholder inputs
 /// (Partition::temps[t].placeholder), so it reads only sources and temporaries.
@@ -58,6 +66,9 @@ struct FusedKernel {
     /// Why this kernel starts here: the boundary to what came before, with the user's source lines.
     std::string why;
 
+    /// The values the kernel writes, in `writes` order (reduction: the element outputs, then the row
+    /// outputs).
+    std::vector<ir::NodePtr> written() const;
     /// The graph's outputs in emission order (pointwise and matmul: outputs; reduction: reductions, element
     /// outputs, row outputs).
     std::vector<ir::NodePtr> graph() const;
@@ -67,8 +78,9 @@ struct FusedKernel {
 /// The product node of a matmul kernel's graph `outputs` (InternalError unless there is exactly one).
 const ir::NodePtr& product_of(const std::vector<ir::NodePtr>& outputs);
 
-/// The Input nodes (sources and temporaries' placeholders) of a matmul kernel's graph, in topological order.
-std::vector<const ir::Node*> product_inputs(const FusedKernel& k);
+/// The Input nodes (sources and temporaries' placeholders) of a pointwise or matmul kernel's graph (its
+/// outputs), in topological order: how a kernel that runs on the CPU reference reads.
+std::vector<const ir::Node*> graph_inputs(const FusedKernel& k);
 
 /// A value materialized between kernels: written by one kernel, read by later ones (contiguous).
 struct TempValue {
@@ -125,41 +137,5 @@ struct PartitionOptions {
 /// Partitions the graph of `roots` (after the standard passes) into kernels. Pure: prints nothing, needs no
 /// device, and serves graphs with and without reductions alike. Throws InternalError for a malformed graph.
 Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options = {});
-
-/// A back end's plan of `roots`: `schedule(partition)` of the partition under `options` (fusion, `name`,
-/// `cost`); when the schedule throws NotFusable (a group that cannot run as one kernel), once more with the
-/// strict partition, the reason kept. An unfused partition that is not plannable is an InternalError naming
-/// `api`. Every back end's planner (plan_fusion, plan_host) goes through here.
-template <class Schedule>
-auto schedule_partition(const std::vector<ir::NodePtr>& roots, const Options& options, std::string_view name,
-                        const FusionCostModel* cost, std::string_view api, Schedule&& schedule,
-                        bool half_operands_from_memory = false) {
-    PartitionOptions po;
-    po.fusion = options.fusion;
-    po.half_operands_from_memory = half_operands_from_memory;
-    po.name = std::string(name);
-    po.cost = cost;
-    try {
-        return schedule(partition(roots, po));
-    } catch (const NotFusable& e) {
-        if (!options.fusion)
-            throw InternalError(std::string(api) + "(): an unfused kernel is not plannable: " + e.what());
-        po.strict = true;
-        po.strict_reason = e.what();
-        return schedule(partition(roots, po));
-    }
-}
-
-/// The indices of `sources` (Input nodes) that the graph of `roots` reads, in order.
-std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots,
-                              std::span<const ir::Node* const> sources);
-
-/// A temporary's place in the evaluation's one temporary block (contiguous, 256-byte aligned).
-struct TempBuffer {
-    Shape shape;
-    DType dtype = DType::Float32;
-    std::size_t offset = 0;  // bytes
-    bool operator==(const TempBuffer&) const = default;
-};
 
 }  // namespace loom::codegen

@@ -1,0 +1,130 @@
+// The family object of matrix-product kernels on the GPU (kernel_family.hpp): the chunk tree's workspace and
+// a split K's counters, the grid, the operands' loads (16-byte pieces or elements) chosen from the pointers,
+// and on Hopper the two tensor maps the runtime encodes into the parameters.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "loom/codegen/cuda/kernel_family.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/graph.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+std::string where_of(const ir::Node& n) {
+    return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
+}
+
+}  // namespace
+
+KernelSource GpuFamily<PlannedMatmul>::emit(const FusedKernel& k, const PlannedMatmul& s) {
+    return emit_matmul(k.name, s);
+}
+
+std::string GpuFamily<PlannedMatmul>::plan_text(const PlannedMatmul& s) {
+    return s.plan.to_string() + "\nepilogue: " + s.plan.epilogue.describe(false);
+}
+
+std::string GpuFamily<PlannedMatmul>::explain(const FusionPlan& plan, std::size_t i, const PlannedMatmul& pm) {
+    const FusedKernel& k = plan.partition.kernels[i];
+    const MatmulPlan& p = pm.plan;
+    const ir::Node& m = *pm.product;
+    std::string epilogue;
+    for (const ir::Node* n : ir::topo_order(k.outputs))
+        if (ir::is_elementwise(n->op())) epilogue += fmt::format(" {}", where_of(*n));
+    std::string reads;
+    for (std::size_t j = 0; j < pm.inputs.size(); ++j) {
+        if (pm.inputs[j] == pm.accumulators.get()) continue;
+        reads += fmt::format("{}{} {} [{}]", reads.empty() ? "" : ", ",
+                             pm.inputs[j]->label().empty() ? "input" : pm.inputs[j]->label(),
+                             ir::describe(*pm.inputs[j]), to_string(plan.kernels[i].reads[j]));
+    }
+    std::vector<std::string> writes;
+    for (const Slot& w : k.writes) writes.push_back(to_string(w));
+    const bool vector_b = p.vector_b || p.vector_b_column;
+    std::string path;
+    if (p.wgmma)
+        path = fmt::format(
+            "{} and a producer warpgroup), {} bytes of shared memory, tensor cores (Hopper wgmma.mma_async "
+            "m64n{}k16, "
+            "within the bound of semantics.md section 12; a persistent grid of {} blocks)",
+            p.pingpong
+                ? std::string("2 consumer warpgroups taking whole tiles in turn")
+                : fmt::format("{} consumer warpgroup{} of 64 rows", p.consumers, p.consumers > 1 ? "s" : ""),
+            p.shared_bytes(), p.tile_n, pm.binding.persistent_blocks);
+    else if (p.tensor_cores)
+        path = fmt::format(
+            "{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync "
+            "m16n8k{}{}{})",
+            p.frags_m(), p.frags_n(), p.shared_bytes(), p.mma_k(),
+            p.in == DType::Int8                       ? ", exact"
+            : p.precision() == ProductPrecision::TF32 ? " TF32 into float32, product_precision=tf32: within "
+                                                        "the TF32 bound of semantics.md section 12"
+            : p.precision() == ProductPrecision::TF32x3 ? " TF32 into float32, product_precision=3xtf32: "
+                                                          "within the 3xTF32 bound of semantics.md section 12"
+                                                        : ", within the bound of semantics.md section 12",
+            p.wgmma_note.empty() ? std::string() : "; not wgmma: " + p.wgmma_note);
+    else
+        path = fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}",
+                           p.thread_m, p.thread_n, p.shared_bytes(), p.path_note());
+    return fmt::format(
+        "kernel {}  {}   matmul {} x {} -> {}: {}\n"
+        "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}; {}; K {} in {}{}\n"
+        "          epilogue:{}\n"
+        "          reads {}; writes {}; 1 launch\n",
+        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m),
+        p.tile_m, p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m,
+        p.warps_n, path,
+        p.wgmma ? fmt::format("bulk tensor copies of A ({}) and B ({}) into a ring, 128-byte swizzled",
+                              p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major")
+        : p.vector_a && vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
+        : p.vector_a             ? "A in cp.async 16-byte pieces where the pointers allow, B by element loads"
+        : vector_b               ? "A by element loads, B in cp.async 16-byte pieces where the pointers allow"
+                                 : "element loads",
+        pm.binding.K,
+        p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),
+        p.split_k
+            ? fmt::format(" (shared among {} blocks per tile along the grid's z, {} chunk(s) each: split K; "
+                          "the pairwise tree through a workspace)",
+                          pm.binding.k_groups, pm.binding.group_chunks)
+        : p.chunked ? std::string(" (pairwise tree through a workspace)")
+        : p.batch_pipelined
+            ? fmt::format(", one step; each block walking batch entries, the next one's tiles copying, "
+                          "{} blocks per multiprocessor",
+                          p.blocks_per_sm)
+            : std::string(),
+        epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue, reads,
+        fmt::join(writes, ", "));
+}
+
+LaunchNeeds GpuFamily<PlannedMatmul>::needs(const PlannedMatmul& s, KernelPointers) {
+    LaunchNeeds n;
+    n.param_bytes = s.plan.params.size;
+    if (!s.plan.chunked || s.product->numel() == 0) return n;
+    n.workspaces.push_back(matmul_workspace_bytes(s));  // written before it is read: no zeroing
+    n.counters = matmul_counter_count(s);                // split K
+    return n;
+}
+
+BoundLaunch GpuFamily<PlannedMatmul>::bind(const PlannedMatmul& s, KernelPointers p, const LaunchScratch& scratch,
+                                           std::span<std::byte> params) {
+    BoundLaunch b;
+    b.config = matmul_launch(s);
+    if (b.config.grid_x == 0) return b;
+    if (s.plan.chunked && scratch.workspaces.size() != 1)
+        throw InternalError("matmul kernel: a chunked product without its workspace");
+    if (s.plan.split_k && !scratch.counters) throw InternalError("matmul kernel: a split K without its counters");
+    b.shared_bytes = s.plan.shared_bytes();
+    if (s.plan.wgmma) {  // Hopper: the operands' tensor maps, which the runtime encodes in place
+        b.maps = matmul_tensor_maps(s, p.inputs);
+        b.map_offsets = matmul_tensor_map_offsets(s);
+        b.map_count = 2;
+    }
+    pack_matmul_params(s, p.inputs, p.outputs, s.plan.chunked ? scratch.workspaces[0] : nullptr,
+                       s.plan.split_k ? scratch.counters : nullptr, select_matmul_loads(s, p.inputs), params);
+    return b;
+}
+
+}  // namespace loom::codegen
