@@ -5,6 +5,7 @@
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/runtime/kernel_cache.hpp"
 
 namespace loom::detail {
 

@@ -19,6 +19,12 @@
 
 namespace loom::gpu {
 
+/// A plan with its kernels built: what a traced function keeps per specialization.
+struct Compiled {
+    codegen::FusionPlan plan;
+    Kernels kernels;
+};
+
 /// The tensor bound to an Input node (its payload).
 const Tensor::Impl& bound_tensor(const ir::Node& input);
 /// Layout of the tensor bound to an Input node (strides, dtype, 16-byte alignment of element 0); throws

@@ -85,8 +85,8 @@ void* counters_for(std::int64_t count, Device device, KernelScratch& s, RunMemor
 
 // Allocates what `needs` asks for into `s`. Returns false when a graph's run cannot take it
 // (mem->unsupported is then set).
-bool allocate_scratch(const codegen::LaunchNeeds& needs, Device device, std::string_view where, KernelScratch& s,
-                      RunMemory* mem) {
+bool allocate_scratch(const codegen::LaunchNeeds& needs, Device device, std::string_view where,
+                      KernelScratch& s, RunMemory* mem) {
     if (needs.params_in_memory) {
         if (mem) {  // the upload kernel's parameters are per call: not replayed by a graph
             mem->unsupported = true;
@@ -111,13 +111,13 @@ bool allocate_scratch(const codegen::LaunchNeeds& needs, Device device, std::str
 
 // The parameter bytes of one launch: on the stack up to 4 KiB (every plan short of hundreds of inputs).
 class ParamBytes {
-public:
+  public:
     explicit ParamBytes(std::size_t n) : size_(n) {
         if (n > kStack) heap_.resize(n);
     }
     std::span<std::byte> span() { return {size_ > kStack ? heap_.data() : stack_, size_}; }
 
-private:
+  private:
     static constexpr std::size_t kStack = 4096;
     alignas(16) std::byte stack_[kStack];
     std::vector<std::byte> heap_;
@@ -125,8 +125,8 @@ private:
 };
 
 // Launches `k`, or records the launch in `mem` (and launches it unless mem->launch is false).
-void issue(const Kernel& k, const LaunchConfig& cfg, std::span<const std::byte> params, std::string_view where,
-           RunMemory* mem) {
+void issue(const Kernel& k, const LaunchConfig& cfg, std::span<const std::byte> params,
+           std::string_view where, RunMemory* mem) {
     if (mem) {
         mem->record(k, cfg, params);
         if (!mem->launch) {
@@ -142,20 +142,23 @@ void issue(const Kernel& k, const LaunchConfig& cfg, std::span<const std::byte> 
 // Encodes the launch's tensor maps (Hopper products) into the parameters at their offsets.
 void encode_maps(const codegen::BoundLaunch& b, std::span<std::byte> params) {
     for (int m = 0; m < b.map_count; ++m) {
-        alignas(64) std::array<std::byte, codegen::kTensorMapBytes> map;  // the driver wants 64-byte alignment
+        alignas(64) std::array<std::byte, codegen::kTensorMapBytes>
+            map;  // the driver wants 64-byte alignment
         detail::encode_tensor_map(b.maps[static_cast<std::size_t>(m)], map);
         const std::size_t at = b.map_offsets[static_cast<std::size_t>(m)];
-        if (at + map.size() > params.size()) throw InternalError("run_plan(): a tensor map past the parameters");
+        if (at + map.size() > params.size())
+            throw InternalError("run_plan(): a tensor map past the parameters");
         std::memcpy(params.data() + at, map.data(), map.size());
     }
 }
 
 // Binds kernel `g` to its pointers and scratch and launches it through its family object.
-void launch_kernel(const CompiledKernel& kernel, const codegen::GpuKernel& g, const codegen::LaunchNeeds& needs,
-                   codegen::KernelPointers p, const KernelScratch* s, std::string_view where, RunMemory* mem) {
+void launch_kernel(const CompiledKernel& kernel, const codegen::GpuKernel& g,
+                   const codegen::LaunchNeeds& needs, codegen::KernelPointers p, const KernelScratch* s,
+                   std::string_view where, RunMemory* mem) {
     if (needs.needs_scratch() && !s) throw InternalError("run_plan(): a launch without its scratch");
-    const codegen::LaunchScratch scratch{s ? s->counters : nullptr,
-                                         s ? std::span<void* const>(s->workspaces) : std::span<void* const>()};
+    const codegen::LaunchScratch scratch{
+        s ? s->counters : nullptr, s ? std::span<void* const>(s->workspaces) : std::span<void* const>()};
     ParamBytes params(needs.param_bytes);
     const codegen::BoundLaunch b = std::visit(
         [&](const auto& f) {
@@ -170,13 +173,15 @@ void launch_kernel(const CompiledKernel& kernel, const codegen::GpuKernel& g, co
     cfg.shared_bytes = b.shared_bytes;
     cfg.dependent_launch = true;  // every kernel Loom emits waits for the prior grid first
     const Kernel& entry = b.config.vector ? kernel.vector_kernel : kernel.scalar_kernel;
-    if (needs.params_in_memory) return launch_with_params_in_memory(entry, cfg, params.span(), s->params, where);
+    if (needs.params_in_memory)
+        return launch_with_params_in_memory(entry, cfg, params.span(), s->params, where);
     issue(entry, cfg, params.span(), where, mem);
 }
 
 codegen::LaunchNeeds needs_of(const codegen::GpuKernel& g, codegen::KernelPointers p) {
     return std::visit(
-        [&](const auto& f) { return codegen::GpuFamily<std::decay_t<decltype(f)>>::needs(f, p); }, g.schedule);
+        [&](const auto& f) { return codegen::GpuFamily<std::decay_t<decltype(f)>>::needs(f, p); },
+        g.schedule);
 }
 
 }  // namespace
@@ -195,9 +200,10 @@ void RunMemory::record(const Kernel& k, const LaunchConfig& cfg, std::span<const
 void* RunMemory::block(std::size_t bytes, Device device) {
     if (next_block == blocks.size()) {
         if (is_capturing(current_stream()))
-            throw InternalError("RunMemory::block(): a graph's run allocates a block that its first run did not");
-        blocks.push_back(
-            Tensor::empty({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 16))}, DType::UInt8, device));
+            throw InternalError(
+                "RunMemory::block(): a graph's run allocates a block that its first run did not");
+        blocks.push_back(Tensor::empty({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 16))},
+                                       DType::UInt8, device));
     }
     Tensor& b = blocks[next_block++];
     if (b.nbytes() < bytes)
@@ -208,7 +214,8 @@ void* RunMemory::block(std::size_t bytes, Device device) {
 void* RunMemory::counter(int device, std::int64_t needed) {
     if (next_counter == counters.size()) {
         if (is_capturing(current_stream()))
-            throw InternalError("RunMemory::counter(): a graph's run takes counters that its first run did not");
+            throw InternalError(
+                "RunMemory::counter(): a graph's run takes counters that its first run did not");
         counters.push_back(split_counters(device, current_stream(), needed));
     }
     return counters[next_counter++];
@@ -226,7 +233,8 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
                                         sources.size(), kernels.size(), plan.sources, plan.kernels.size()));
     // Outputs: the user's, through a temporary where a later read of a source would see it overwritten.
     SmallArray<void*, 16> targets(outs.size());
-    std::vector<std::pair<Tensor, const Tensor*>> copy_back;  // allocates only when an output aliases a source
+    std::vector<std::pair<Tensor, const Tensor*>>
+        copy_back;  // allocates only when an output aliases a source
     const auto in_place = [&](std::size_t k, int s, std::size_t r) {
         return codegen::reads_in_place(plan, k, s, r);
     };
@@ -273,8 +281,8 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
         SmallArray<const void*, 64> ins(plan.kernels[k].reads.size());
         SmallArray<void*, 16> o(plan.partition.kernels[k].writes.size());
         const codegen::KernelPointers p = detail::kernel_pointers(plan, k, slots, ins.span(), o.span());
-        launch_kernel(*kernels[k], plan.kernels[k], needs[k], p, scratch.empty() ? nullptr : &scratch[k], where,
-                      mem);
+        launch_kernel(*kernels[k], plan.kernels[k], needs[k], p, scratch.empty() ? nullptr : &scratch[k],
+                      where, mem);
     }
     for (auto& [tmp, user] : copy_back) copy_back_into(*user, tmp, device);
     // `temps`, the copy-back temporaries and the scratch blocks are stream-ordered pool memory: freed after

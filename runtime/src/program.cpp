@@ -107,12 +107,14 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
         return;
     }
     DeviceGuard guard(device_.index);
-    plan_ = plan_for(
-        device_info(device_.index));  // partition, plan and build once: run() only binds and launches
-    if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(plan_.to_string().c_str(), stderr);
-    kernels_ = gpu::build_kernels(plan_, device_, where_);
-    if (options_.capture == CapturePolicy::Auto && gpu::ProgramGraphs::wanted(plan_))
+    // Partition, plan and build once: run() only binds and launches.
+    auto compiled = std::make_shared<gpu::Compiled>();
+    compiled->plan = plan_for(device_info(device_.index));
+    if (env_list_contains("LOOM_EXPLAIN", "fusion")) std::fputs(compiled->plan.to_string().c_str(), stderr);
+    compiled->kernels = gpu::build_kernels(compiled->plan, device_, where_);
+    if (options_.capture == CapturePolicy::Auto && gpu::ProgramGraphs::wanted(compiled->plan))
         graphs_ = std::make_shared<gpu::ProgramGraphs>();
+    gpu_ = std::move(compiled);
 }
 
 GraphStats Program::graph_stats() const {
@@ -120,7 +122,7 @@ GraphStats Program::graph_stats() const {
 }
 
 std::size_t Program::kernels() const {
-    return plan_.kernels.size();
+    return gpu_ ? gpu_->plan.kernels.size() : 0;
 }
 
 codegen::FusionPlan Program::plan_for(const codegen::DeviceInfo& info) const {
@@ -201,8 +203,9 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
     // The planned kernels, in order: the same launch path as an evaluation (gpu_run.cpp).
     detail::SmallArray<const Tensor::Impl*, 64> sources(args.size());
     for (std::size_t k = 0; k < args.size(); ++k) sources[k] = args[k]->impl().get();
-    if (graphs_ && graphs_->run(plan_, kernels_, sources.span(), outs, device_, name_, where_)) return;
-    gpu::run_plan(plan_, kernels_, sources.span(), outs, device_, where_);
+    if (graphs_ && graphs_->run(gpu_->plan, gpu_->kernels, sources.span(), outs, device_, name_, where_))
+        return;
+    gpu::run_plan(gpu_->plan, gpu_->kernels, sources.span(), outs, device_, where_);
 }
 
 std::string Program::cuda_source() const {
@@ -210,7 +213,7 @@ std::string Program::cuda_source() const {
     // current device (the H200 without a GPU), from the specialization's layouts alone.
     std::string s;
     if (device_.is_cuda()) {
-        for (const auto& k : kernels_) s += k->source.source;
+        for (const auto& k : gpu_->kernels) s += k->source.source;
         return s;
     }
     for (const auto& k : gpu::emit_kernels(plan_for(gpu::planning_device()))) s += k.source;

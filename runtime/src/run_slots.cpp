@@ -9,7 +9,8 @@ const void* address_of(const Tensor::Impl& t) {
 
 Tensor temporary_like(const Tensor& user, Device device) {
     const auto make = [&](const Shape& shape) {
-        return device.is_cuda() ? Tensor::empty(shape, user.dtype(), device) : Tensor::host(shape, user.dtype());
+        return device.is_cuda() ? Tensor::empty(shape, user.dtype(), device)
+                                : Tensor::host(shape, user.dtype());
     };
     if (user.is_contiguous() || user.numel() == 0) return make(user.shape());
     std::int64_t lo = 0, hi = 0;

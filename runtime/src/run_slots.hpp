@@ -16,7 +16,7 @@ namespace loom::detail {
 // Up to N values on the stack, more on the heap: the pointer arrays of one launch.
 template <class T, std::size_t N>
 class SmallArray {
-public:
+  public:
     explicit SmallArray(std::size_t n) : size_(n) {
         if (n > N) heap_.resize(n);
     }
@@ -24,7 +24,7 @@ public:
     std::span<T> span() { return {data(), size_}; }
     std::span<T> span(std::size_t from, std::size_t count) { return {data() + from, count}; }
 
-private:
+  private:
     T* data() { return size_ > N ? heap_.data() : stack_; }
     T stack_[N];
     std::vector<T> heap_;

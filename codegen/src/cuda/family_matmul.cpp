@@ -5,8 +5,8 @@
 #include <fmt/ranges.h>
 
 #include "loom/codegen/cuda/kernel_family.hpp"
-#include "loom/ir/error.hpp"
 #include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 
 namespace loom::codegen {
@@ -27,7 +27,8 @@ std::string GpuFamily<PlannedMatmul>::plan_text(const PlannedMatmul& s) {
     return s.plan.to_string() + "\nepilogue: " + s.plan.epilogue.describe(false);
 }
 
-std::string GpuFamily<PlannedMatmul>::explain(const FusionPlan& plan, std::size_t i, const PlannedMatmul& pm) {
+std::string GpuFamily<PlannedMatmul>::explain(const FusionPlan& plan, std::size_t i,
+                                              const PlannedMatmul& pm) {
     const FusedKernel& k = plan.partition.kernels[i];
     const MatmulPlan& p = pm.plan;
     const ir::Node& m = *pm.product;
@@ -104,18 +105,19 @@ LaunchNeeds GpuFamily<PlannedMatmul>::needs(const PlannedMatmul& s, KernelPointe
     n.param_bytes = s.plan.params.size;
     if (!s.plan.chunked || s.product->numel() == 0) return n;
     n.workspaces.push_back(matmul_workspace_bytes(s));  // written before it is read: no zeroing
-    n.counters = matmul_counter_count(s);                // split K
+    n.counters = matmul_counter_count(s);               // split K
     return n;
 }
 
-BoundLaunch GpuFamily<PlannedMatmul>::bind(const PlannedMatmul& s, KernelPointers p, const LaunchScratch& scratch,
-                                           std::span<std::byte> params) {
+BoundLaunch GpuFamily<PlannedMatmul>::bind(const PlannedMatmul& s, KernelPointers p,
+                                           const LaunchScratch& scratch, std::span<std::byte> params) {
     BoundLaunch b;
     b.config = matmul_launch(s);
     if (b.config.grid_x == 0) return b;
     if (s.plan.chunked && scratch.workspaces.size() != 1)
         throw InternalError("matmul kernel: a chunked product without its workspace");
-    if (s.plan.split_k && !scratch.counters) throw InternalError("matmul kernel: a split K without its counters");
+    if (s.plan.split_k && !scratch.counters)
+        throw InternalError("matmul kernel: a split K without its counters");
     b.shared_bytes = s.plan.shared_bytes();
     if (s.plan.wgmma) {  // Hopper: the operands' tensor maps, which the runtime encodes in place
         b.maps = matmul_tensor_maps(s, p.inputs);

@@ -13,8 +13,8 @@ namespace loom::codegen {
 namespace {
 
 // The explain text of pointwise kernel `i`: its nodes, reads, writes and vector width, or its tile.
-std::string pointwise_text(const FusionPlan& plan, std::size_t i, const PointwisePlan& pp, const TilePlan& tile,
-                           const std::string& note) {
+std::string pointwise_text(const FusionPlan& plan, std::size_t i, const PointwisePlan& pp,
+                           const TilePlan& tile, const std::string& note) {
     const FusedKernel& k = plan.partition.kernels[i];
     std::string nodes;
     for (const ir::Node* n : ir::topo_order(k.outputs))
@@ -37,15 +37,15 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i, const Pointwis
     if (!note.empty()) tiled += fmt::format("          {}\n", note);
     const std::string registers =
         pp.vector_registers > 0 && !tile.active()
-            ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})", pp.vector_registers,
-                          kVectorRegisterBudget)
+            ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
+                          pp.vector_registers, kVectorRegisterBudget)
             : std::string();
-    return fmt::format("kernel {}  {}   {} {}:{}\n          reads {}; writes {}; {}{}; 1 launch\n{}", i, k.name,
-                       tile.active() ? "pointwise, tiled" : "pointwise", loom::to_string(k.outputs[0]->shape()),
-                       nodes, reads.empty() ? std::string("nothing") : reads, fmt::join(writes, ", "),
-                       tile.active() ? std::string("no vector variant")
-                                     : fmt::format("vector width {}", pp.vector_width),
-                       registers, tiled);
+    return fmt::format(
+        "kernel {}  {}   {} {}:{}\n          reads {}; writes {}; {}{}; 1 launch\n{}", i, k.name,
+        tile.active() ? "pointwise, tiled" : "pointwise", loom::to_string(k.outputs[0]->shape()), nodes,
+        reads.empty() ? std::string("nothing") : reads, fmt::join(writes, ", "),
+        tile.active() ? std::string("no vector variant") : fmt::format("vector width {}", pp.vector_width),
+        registers, tiled);
 }
 
 LaunchNeeds pointwise_needs(const PlannedPointwise& planned) {
@@ -65,7 +65,8 @@ std::string GpuFamily<PointwiseKernel>::plan_text(const PointwiseKernel& s) {
     return s.planned.plan.to_string();
 }
 
-std::string GpuFamily<PointwiseKernel>::explain(const FusionPlan& plan, std::size_t i, const PointwiseKernel& s) {
+std::string GpuFamily<PointwiseKernel>::explain(const FusionPlan& plan, std::size_t i,
+                                                const PointwiseKernel& s) {
     return pointwise_text(plan, i, s.planned.plan, TilePlan{}, s.tile_note);
 }
 

@@ -34,7 +34,8 @@ std::string GpuFamily<PlannedReduce>::plan_text(const PlannedReduce& s) {
     return s.plan.to_string();
 }
 
-std::string GpuFamily<PlannedReduce>::explain(const FusionPlan& plan, std::size_t i, const PlannedReduce& pr) {
+std::string GpuFamily<PlannedReduce>::explain(const FusionPlan& plan, std::size_t i,
+                                              const PlannedReduce& pr) {
     const FusedKernel& k = plan.partition.kernels[i];
     const ReducePlan& rp = pr.plan;
     std::string red;
@@ -75,8 +76,8 @@ LaunchNeeds GpuFamily<PlannedReduce>::needs(const PlannedReduce& s, KernelPointe
     return n;
 }
 
-BoundLaunch GpuFamily<PlannedReduce>::bind(const PlannedReduce& s, KernelPointers p, const LaunchScratch& scratch,
-                                           std::span<std::byte> params) {
+BoundLaunch GpuFamily<PlannedReduce>::bind(const PlannedReduce& s, KernelPointers p,
+                                           const LaunchScratch& scratch, std::span<std::byte> params) {
     const auto [element_outputs, row_outputs] = split_outputs(s, p.outputs);
     BoundLaunch b;
     b.config = reduce_launch(s, p.inputs, element_outputs);

@@ -66,13 +66,14 @@ HostLaunch HostFamily<HostReduction>::launch(const HostReduction& s) {
     return l;
 }
 
-void HostFamily<HostReduction>::pack(const HostReduction& s, KernelPointers p, std::span<void* const> workspaces,
-                                     std::span<std::byte> params) {
+void HostFamily<HostReduction>::pack(const HostReduction& s, KernelPointers p,
+                                     std::span<void* const> workspaces, std::span<std::byte> params) {
     const std::size_t el = static_cast<std::size_t>(s.planned.plan.element_outputs);
     // The partials: [0] the GPU's counters (unused on the host), then one workspace per reduction.
     std::vector<void*> partials{nullptr};
     partials.insert(partials.end(), workspaces.begin(), workspaces.end());
-    pack_reduce_params(s.planned, p.inputs, p.outputs.subspan(0, el), p.outputs.subspan(el), partials, params);
+    pack_reduce_params(s.planned, p.inputs, p.outputs.subspan(0, el), p.outputs.subspan(el), partials,
+                       params);
 }
 
 std::optional<LlvmKernelSource> HostFamily<HostProduct>::emit(const FusedKernel&, const HostProduct&,
@@ -90,7 +91,8 @@ void HostFamily<HostProduct>::pack(const HostProduct&, KernelPointers, std::span
                                    std::span<std::byte>) {}
 
 bool has_code(const HostKernel& k) {
-    return std::visit([](const auto& s) { return HostFamily<std::decay_t<decltype(s)>>::has_code; }, k.schedule);
+    return std::visit([](const auto& s) { return HostFamily<std::decay_t<decltype(s)>>::has_code; },
+                      k.schedule);
 }
 
 std::optional<LlvmKernelSource> emit_host_kernel(const HostPlan& plan, std::size_t i) {

@@ -33,8 +33,8 @@ InputLayout ScheduleInputs::layout(const ir::Node& n) const {
     }
     const auto it = inputs_.find(&n);
     if (it == inputs_.end())
-        throw InternalError(fmt::format("{}(): input {} ({}) is neither a source nor a temporary", request_.api,
-                                        ir::describe(n), short_location(n.loc())));
+        throw InternalError(fmt::format("{}(): input {} ({}) is neither a source nor a temporary",
+                                        request_.api, ir::describe(n), short_location(n.loc())));
     return it->second.second;
 }
 
@@ -76,16 +76,16 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides, st
             const Strides& st = root_strides[static_cast<std::size_t>(w.index)];
             if (st.empty() || is_contiguous(v.shape(), st)) continue;
             const int t = static_cast<int>(P.temps.size());
-            const std::string why =
-                fmt::format("out{} is a strided view, which a {} kernel does not write", w.index,
-                            family_name(P.kernels[k].family));
+            const std::string why = fmt::format("out{} is a strided view, which a {} kernel does not write",
+                                                w.index, family_name(P.kernels[k].family));
             P.temps.push_back(
-                {outs[j], ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()),
-                 why});
+                {outs[j],
+                 ir::input(v.dtype(), v.shape(), fmt::format("t{} (out{})", t, w.index), {}, v.loc()), why});
             FusedKernel store;
             store.family = Family::Pointwise;
             store.name = P.kernels[k].name + "_store";
-            for (int n = 1;; ++n) {  // one name per kernel: the kernels of a plan may be compiled as one module
+            for (int n = 1;;
+                 ++n) {  // one name per kernel: the kernels of a plan may be compiled as one module
                 bool taken = false;
                 for (const FusedKernel& other : P.kernels) taken = taken || other.name == store.name;
                 if (!taken) break;
@@ -94,7 +94,8 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides, st
             store.outputs = {P.temps.back().placeholder};
             store.writes = {w};
             store.why = fmt::format("{}: written through t{}", why, t);
-            P.kernels[k].writes[j] = Slot{Slot::Kind::Temp, t};  // before the push_back, which may move kernels
+            P.kernels[k].writes[j] =
+                Slot{Slot::Kind::Temp, t};  // before the push_back, which may move kernels
             P.kernels.push_back(std::move(store));
         }
     }
@@ -110,7 +111,8 @@ void place_temporaries(ScheduledPartition& plan) {
     }
 }
 
-std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources) {
+std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots,
+                              std::span<const ir::Node* const> sources) {
     std::unordered_set<const ir::Node*> in_graph;
     for (const ir::Node* n : ir::topo_order(roots))
         if (n->op() == ir::Op::Input) in_graph.insert(n);

@@ -10,20 +10,23 @@
 #include <string>
 #include <vector>
 
-#include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/codegen/options.hpp"
 #include "loom/ir/node.hpp"
-#include "loom/runtime/gpu_executor.hpp"
 #include "loom/runtime/tensor.hpp"
 
 namespace loom {
 
+namespace codegen {
+struct DeviceInfo;
+struct FusionPlan;
+}  // namespace codegen
 namespace host {
 struct Compiled;  // a host plan with its kernels (runtime/src/host_internal.hpp)
 }
 namespace gpu {
+struct Compiled;      // a GPU plan with its kernels (runtime/src/gpu_internal.hpp)
 class ProgramGraphs;  // the CUDA graphs of a multi-kernel program (runtime/src/program_graph.hpp)
-}
+}  // namespace gpu
 
 /// Counters of a program's automatic CUDA graphs (Options::capture = Auto; docs/graph-capture.md).
 struct GraphStats {
@@ -97,8 +100,6 @@ class Program {
     bool uses_graphs() const { return graphs_ != nullptr; }
     GraphStats graph_stats() const;
 
-    /// The fusion plan of the specialization (device programs; empty on the host).
-    const codegen::FusionPlan& plan() const { return plan_; }
     const Options& options() const { return options_; }
 
   private:
@@ -110,9 +111,8 @@ class Program {
     std::vector<ArgSpec> specs_;
     std::vector<Strides> out_strides_;  // per output; empty: contiguous
     std::vector<std::size_t>
-        overlapping_;           // outputs whose view strides overlap themselves (run() refuses them)
-    codegen::FusionPlan plan_;  // device programs: planned and built once
-    gpu::Kernels kernels_;
+        overlapping_;  // outputs whose view strides overlap themselves (run() refuses them)
+    std::shared_ptr<const gpu::Compiled> gpu_;  // device programs: planned and built once
     std::shared_ptr<gpu::ProgramGraphs>
         graphs_;  // Options::capture = Auto and several kernels: one graph per stream
     std::shared_ptr<const host::Compiled>

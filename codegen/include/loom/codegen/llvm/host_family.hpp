@@ -49,7 +49,8 @@ struct HostFamily;
 template <>
 struct HostFamily<HostPointwise> {
     static constexpr bool has_code = true;
-    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostPointwise& s, const HostTarget& t);
+    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostPointwise& s,
+                                                const HostTarget& t);
     static std::string explain(const HostPlan& plan, std::size_t i, const HostPointwise& s);
     static HostLaunch launch(const HostPointwise& s);
     static void pack(const HostPointwise& s, KernelPointers p, std::span<void* const> workspaces,
@@ -59,7 +60,8 @@ struct HostFamily<HostPointwise> {
 template <>
 struct HostFamily<HostReduction> {
     static constexpr bool has_code = true;
-    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostReduction& s, const HostTarget& t);
+    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostReduction& s,
+                                                const HostTarget& t);
     static std::string explain(const HostPlan& plan, std::size_t i, const HostReduction& s);
     /// A split schedule: a workspace per reduction (16 bytes per (row, chunk) pair: the value, then
     /// argmin's and argmax's index), the partials pass, then the finishing pass.
@@ -71,7 +73,8 @@ struct HostFamily<HostReduction> {
 template <>
 struct HostFamily<HostProduct> {
     static constexpr bool has_code = false;  // runs on the CPU reference
-    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostProduct& s, const HostTarget& t);
+    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostProduct& s,
+                                                const HostTarget& t);
     static std::string explain(const HostPlan& plan, std::size_t i, const HostProduct& s);
     static HostLaunch launch(const HostProduct& s);
     static void pack(const HostProduct& s, KernelPointers p, std::span<void* const> workspaces,

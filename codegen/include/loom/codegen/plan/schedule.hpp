@@ -50,7 +50,7 @@ struct ScheduleRequest {
     std::span<const ir::Node* const> sources;  // the graph's Input nodes are among them
     std::span<const InputLayout> layouts;      // one per source
     Options options;
-    std::string_view name;                 // kernel names: the user's name, else named after their ops
+    std::string_view name;                  // kernel names: the user's name, else named after their ops
     const FusionCostModel* cost = nullptr;  // null: fuse everything that can be
     /// The strides of outputs that are views (empty: every root contiguous; an empty entry: that root
     /// contiguous). The caller checks that none overlaps itself.
@@ -61,8 +61,8 @@ struct ScheduleRequest {
     bool aligned = true;
     bool half_operands_from_memory = false;  // PartitionOptions::half_operands_from_memory
     /// The families whose kernels write a root that is a strided view at its own strides (family_bit of
-    /// each); a strided root of any other family's kernel goes through a temporary and a pointwise kernel that
-    /// stores it (route_strided_roots).
+    /// each); a strided root of any other family's kernel goes through a temporary and a pointwise kernel
+    /// that stores it (route_strided_roots).
     std::uint32_t view_writers = family_bit(Family::Pointwise);
 };
 
@@ -77,7 +77,7 @@ struct KernelPointers {
 /// layout (iota leaves are computed: Slot::Kind::Index, a virtual int64 layout), and the strides at which
 /// each kernel writes its roots.
 class ScheduleInputs {
-public:
+  public:
     ScheduleInputs(const Partition& P, const ScheduleRequest& request);
     /// The layout of an input of a kernel's graph. InternalError for an Input that is neither a source nor
     /// a temporary of the partition.
@@ -93,7 +93,7 @@ public:
     /// every other output contiguous; `strided` (optional) is set when any is a strided view.
     std::vector<Strides> output_strides(const FusedKernel& k, bool* strided = nullptr) const;
 
-private:
+  private:
     std::unordered_map<const ir::Node*, std::pair<Slot, InputLayout>> inputs_;
     const ScheduleRequest& request_;
 };
@@ -107,7 +107,8 @@ void route_strided_roots(Partition& P, std::span<const Strides> root_strides, st
 void place_temporaries(ScheduledPartition& plan);
 
 /// The indices of `sources` (Input nodes) that the graph of `roots` reads, in order.
-std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots, std::span<const ir::Node* const> sources);
+std::vector<int> sources_read(const std::vector<ir::NodePtr>& roots,
+                              std::span<const ir::Node* const> sources);
 
 namespace detail {
 /// partition() of the request's roots under its options (PartitionOptions), or with `strict` the strict
