@@ -143,12 +143,12 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     p.b_map_rank = lb.rank;
     b.a_batch_stride = la.batch_stride;
     b.b_batch_stride = lb.batch_stride;
-    // The tile: 128 x 256 for a long K (two consumers of m64n256k16 side by side: 697 TFLOP/s on M2, 8192^3,
-    // on the H200), else 128 x 128, narrower for short M or N. Tiles at most 128 wide run ping-pong: each
-    // consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two taking the block's tiles in turn, so
-    // one's epilogue runs on the CUDA cores while the other's MMAs keep the tensor cores busy (the ring hands
-    // them its stages in tile order). Side by side, both consumers' epilogues leave the tensor cores idle:
-    // with a K of 1024 (M4) that was half of each tile's time.
+    // The tile: 128 x 256 for a long K (two consumers of m64n256k16 side by side: M2's best, in
+    // docs/performance.md), else 128 x 128, narrower for short M or N. Tiles at most 128 wide run ping-pong:
+    // each consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two taking the block's tiles in turn,
+    // so one's epilogue runs on the CUDA cores while the other's MMAs keep the tensor cores busy (the ring
+    // hands them its stages in tile order). Side by side, both consumers' epilogues leave the tensor cores
+    // idle: with a K of 1024 (M4) that was half of each tile's time.
     p.tile_m = given.rows ? given.rows : b.M > 64 ? 128 : 64;
     p.tile_n = given.cols ? given.cols : b.N > 128 && b.K >= kWgmmaLongK ? 256 : b.N > 64 ? 128 : 64;
     p.tile_k = kWgmmaDepth;

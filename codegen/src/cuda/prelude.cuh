@@ -48,8 +48,8 @@ __device__ __forceinline__ void await_prior_grids() {
 // Then a kernel whose grid is sized by its data calls launch_dependent_grids: once every block of this grid
 // has, the next kernel's blocks may be scheduled into the room this grid's retiring blocks leave (they wait
 // in await_prior_grids). A grid sized to the machine (one wave of split blocks) does not: the next kernel's
-// blocks would be placed beside its blocks while they run, and a one-wave grid scheduled that way ran 25%
-// slower (R3 on the H200).
+// blocks would be placed beside its blocks while they run, and a one-wave grid scheduled that way ran a
+// quarter slower (docs/performance.md, R3).
 __device__ __forceinline__ void launch_dependent_grids() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -76,19 +76,19 @@ void HostFamily<HostReduction>::pack(const HostReduction& s, KernelPointers p,
                        params);
 }
 
-std::optional<LlvmKernelSource> HostFamily<HostProduct>::emit(const FusedKernel&, const HostProduct&,
-                                                              const HostTarget&) {
+std::optional<LlvmKernelSource> HostFamily<HostReference>::emit(const FusedKernel&, const HostReference&,
+                                                                const HostTarget&) {
     return std::nullopt;  // no LLVM emitter yet: the kernel runs on the reference
 }
 
-HostLaunch HostFamily<HostProduct>::launch(const HostProduct&) {
+HostLaunch HostFamily<HostReference>::launch(const HostReference&) {
     HostLaunch l;
     l.on_reference = true;
     return l;
 }
 
-void HostFamily<HostProduct>::pack(const HostProduct&, KernelPointers, std::span<void* const>,
-                                   std::span<std::byte>) {}
+void HostFamily<HostReference>::pack(const HostReference&, KernelPointers, std::span<void* const>,
+                                     std::span<std::byte>) {}
 
 bool has_code(const HostKernel& k) {
     return std::visit([](const auto& s) { return HostFamily<std::decay_t<decltype(s)>>::has_code; },
@@ -118,10 +118,17 @@ std::string HostFamily<HostReduction>::explain(const HostPlan& plan, std::size_t
         rp.element_outputs, k.group.row_outputs.size(), s.schedule.to_string());
 }
 
-std::string HostFamily<HostProduct>::explain(const HostPlan& plan, std::size_t i, const HostProduct&) {
+std::string HostFamily<HostReference>::explain(const HostPlan& plan, std::size_t i, const HostReference& s) {
     const FusedKernel& k = plan.partition.kernels[i];
     const HostKernel& h = plan.kernels[i];
-    const ir::Node& m = *product_of(k.outputs);
+    std::string what;
+    if (s.family == Family::MatMul) {
+        const ir::Node& m = *product_of(k.outputs);
+        what = fmt::format("matmul {} x {} -> {}: {}", ir::describe(*m.operand(0)),
+                           ir::describe(*m.operand(1)), ir::describe(m), where_of(m));
+    } else {
+        what = fmt::format("{} {}", family_name(s.family), loom::to_string(k.outputs.at(0)->shape()));
+    }
     std::string reads;
     const auto ins = graph_inputs(k);
     for (std::size_t j = 0; j < ins.size(); ++j)
@@ -131,10 +138,9 @@ std::string HostFamily<HostProduct>::explain(const HostPlan& plan, std::size_t i
     std::vector<std::string> writes;
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
     return fmt::format(
-        "kernel {}  {}   matmul {} x {} -> {}: {}\n          runs on the CPU reference (the matmul family "
-        "has no LLVM emitter); reads {}; writes {}\n",
-        i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m),
-        reads, fmt::join(writes, ", "));
+        "kernel {}  {}   {}\n          runs on the CPU reference (the {} family has no LLVM "
+        "emitter); reads {}; writes {}\n",
+        i, k.name, what, family_name(s.family), reads, fmt::join(writes, ", "));
 }
 
 std::string HostFamily<HostPointwise>::explain(const HostPlan& plan, std::size_t i, const HostPointwise& s) {

@@ -277,12 +277,12 @@ HostKernel schedule_reduction(const FusedKernel& k, const ScheduleInputs& in, co
     return h;
 }
 
-// No LLVM emitter yet: the runtime evaluates the product on the CPU reference, which reads the operands in
-// place through their views (graph_inputs order); nothing is built, so no key.
-HostKernel schedule_product(const FusedKernel& k, const ScheduleInputs& in) {
+// A family without an LLVM emitter: the runtime evaluates the kernel on the CPU reference, which reads its
+// inputs in place through their views (graph_inputs order); nothing is built, so no key.
+HostKernel schedule_on_reference(const FusedKernel& k, const ScheduleInputs& in) {
     HostKernel h;
     for (const ir::Node* input : graph_inputs(k)) h.reads.push_back(in.slot(input));
-    h.schedule = HostProduct{};
+    h.schedule = HostReference{k.family};
     return h;
 }
 
@@ -295,7 +295,7 @@ HostKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const
         case Family::Reduction:
             return schedule_reduction(k, in, r);
         case Family::MatMul:
-            return schedule_product(k, in);
+            return schedule_on_reference(k, in);
     }
     throw InternalError(
         fmt::format("plan_host(): kernel {} of the partition is of family {}, which the host "
@@ -313,14 +313,9 @@ const HostSchedule* schedule_of(const HostKernel& k) {
 }  // namespace
 
 Family HostKernel::family() const {
-    switch (schedule.index()) {
-        case 0:
-            return Family::Pointwise;
-        case 1:
-            return Family::Reduction;
-        default:
-            return Family::MatMul;
-    }
+    if (std::holds_alternative<HostPointwise>(schedule)) return Family::Pointwise;
+    if (std::holds_alternative<HostReduction>(schedule)) return Family::Reduction;
+    return std::get<HostReference>(schedule).family;
 }
 
 void HostKernel::throw_wrong_family(Family f) {

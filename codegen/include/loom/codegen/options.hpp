@@ -82,7 +82,7 @@ const char* product_precision_name(ProductPrecision p);
 /// taps shared between neighbouring outputs served again by L1; or the block's tile of the input plus its
 /// halo staged once in shared memory, every tap read from there.
 enum class StencilReuse : std::uint8_t {
-    /// The planner's choice, measured on the H200 (docs/tiling.md).
+    /// The planner's choice (L1 today; docs/tiling.md).
     Auto,
     L1,
     SharedHalo,

@@ -11,8 +11,8 @@
 //     `x[1:] - x[:-1]`, the 5-point Laplacian). A block computes a tile of outputs with its lanes along the
 //     fastest axis and each thread walking several rows, so the taps of neighbouring outputs are read from
 //     global memory once and served again from L1, or (StencilReuse::SharedHalo) from the block's tile of
-//     the input plus its halo, staged once in shared memory. L1 is the default: it was the faster on the
-//     H200 at every tile measured (docs/tiling.md).
+//     the input plus its halo, staged once in shared memory. L1 is the default: it was the faster at every
+//     tile measured (docs/tiling.md).
 //     Taps are summed in the user's order: the body is the pointwise body.
 // The walk needs no division per element (the tile's position comes from the block index once), which is
 // most of what the one-element-per-thread variant spends on rank-2 and rank-3 index maps.

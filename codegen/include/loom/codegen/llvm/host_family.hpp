@@ -71,13 +71,13 @@ struct HostFamily<HostReduction> {
 };
 
 template <>
-struct HostFamily<HostProduct> {
+struct HostFamily<HostReference> {
     static constexpr bool has_code = false;  // runs on the CPU reference
-    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostProduct& s,
+    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostReference& s,
                                                 const HostTarget& t);
-    static std::string explain(const HostPlan& plan, std::size_t i, const HostProduct& s);
-    static HostLaunch launch(const HostProduct& s);
-    static void pack(const HostProduct& s, KernelPointers p, std::span<void* const> workspaces,
+    static std::string explain(const HostPlan& plan, std::size_t i, const HostReference& s);
+    static HostLaunch launch(const HostReference& s);
+    static void pack(const HostReference& s, KernelPointers p, std::span<void* const> workspaces,
                      std::span<std::byte> params);
 };
 

@@ -113,14 +113,16 @@ struct HostReduction {
     HostSchedule schedule;
 };
 
-/// Family::MatMul on the host: no LLVM emitter yet, so no plan and no code. The runtime evaluates the
-/// kernel's graph on the CPU reference, reading its inputs (graph_inputs order) in place.
-struct HostProduct {};
+/// A family the host has no LLVM emitter for (matrix products, for now): no plan and no code. The runtime
+/// evaluates the kernel's graph on the CPU reference, reading its inputs (graph_inputs order) in place.
+struct HostReference {
+    Family family = Family::MatMul;
+};
 
-/// The host schedule of one kernel: one alternative per family the host runs (host_family.hpp holds each
-/// one's object). The GPU's tiled family has none: the host reads transposed and shifted operands through its
-/// caches.
-using HostKernelSchedule = std::variant<HostPointwise, HostReduction, HostProduct>;
+/// The host schedule of one kernel: one alternative per family the host compiles, and one for every family it
+/// runs on the reference (host_family.hpp holds each one's object). The GPU's tiled family has none: the host
+/// reads transposed and shifted operands through its caches.
+using HostKernelSchedule = std::variant<HostPointwise, HostReduction, HostReference>;
 
 /// One kernel of a host plan: its schedule, where it reads, its cache key.
 struct HostKernel {

@@ -163,16 +163,16 @@ inline int register_words(DType t) {
 }
 
 /// Transcendental functions and divisions per element from which a flat kernel is arithmetic-heavy and its
-/// vector variant becomes a pipelined grid-stride loop (PointwisePlan::grid_stride_blocks). Black-Scholes
-/// call and put (two divisions, log, exp, sqrt, two erf) on the H200: 3715-3722 GB/s with one vector per
-/// thread, 3853-3896 as a grid-stride loop over 16 blocks per SM; kernels with one or two such ops are
-/// memory-bound and keep one vector per thread.
+/// vector variant becomes a pipelined grid-stride loop (PointwisePlan::grid_stride_blocks): Black-Scholes
+/// call and put (two divisions, log, exp, sqrt, two erf) runs faster so, its loads overlapping its math
+/// (docs/performance.md, E3); kernels with one or two such ops are memory-bound and keep one vector per
+/// thread.
 inline constexpr int kGridStrideCostlyOps = 4;
 /// It also takes at least as many such ops as the arrays it reads and writes element by element (ops counted
 /// per element: rank-0 values are computed once per thread). An Adam step (four per element over seven
 /// arrays) needs the memory parallelism of one vector per thread: as a grid-stride loop it held 64 registers
-/// and ran at 2200 GB/s on the H200. Blocks per SM of a grid-stride vector variant (measured with 8 and 16 on
-/// the H200: 16 is faster).
+/// and lost a third of its bandwidth. Blocks per SM of a grid-stride vector variant: 16 were faster than 8
+/// (docs/performance.md, E3).
 inline constexpr int kGridStrideBlocksPerSM = 16;
 /// Registers per thread the vector variant's loaded vectors and outputs may take (see plan_pointwise). At
 /// 256 threads per block, 128 registers per thread still let 2 blocks share an SM (65,536 registers); a
