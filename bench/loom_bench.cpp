@@ -456,10 +456,560 @@ void bench_host(const BenchOptions& opt) {
     if (opt.wants("CC1") && hb.llvm) bench_host_compile();
 }
 
-}  // namespace
+// What the GPU workloads share: the options, the device and x, the elementwise workloads' input (N float32
+// values; COPY_ceiling, E1 and R3 read it).
+struct Gpu {
+    static constexpr std::int64_t N = std::int64_t{1} << 28;
+    const BenchOptions& opt;
+    const Device& dev;
+    const Tensor& x;
+};
 
-int main(int argc, char** argv) {
-    BenchOptions opt;
+// COPY_ceiling: a device-to-device cudaMemcpy of x, the bandwidth the elementwise rows compare with. It runs
+// whatever --only names.
+void bench_copy_ceiling(const Gpu& gpu) {
+    Tensor y = Tensor::empty({Gpu::N}, float32, gpu.dev);
+    const double ms = timed_ms(
+        [&] {
+            if (cudaMemcpyAsync(y.data(), gpu.x.data(), gpu.x.nbytes(), cudaMemcpyDeviceToDevice,
+                                current_stream()) != cudaSuccess)
+                throw Error("cudaMemcpyAsync failed");
+        },
+        gpu.opt.reps);
+    report("COPY_ceiling", "cudaMemcpy", ms, 8.0 * Gpu::N);
+}
+
+// Elementwise workloads (E1-E4). Compile time is excluded: the checked first call compiles.
+void bench_e1(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const Tensor& x = gpu.x;
+    const std::int64_t N = Gpu::N;
+    const int reps = gpu.opt.reps;
+    Tensor out = Tensor::empty({N}, float32, dev);
+    Array e1 = relu(x * 1.5 + 0.25);
+    assign(out, e1);
+    check({e1}, {out}, "E1");
+    report("E1_scale_bias_relu", "loom", timed_ms([&] { assign(out, e1); }, reps), 8.0 * N);
+    // Unfused contrast: one kernel per op, intermediates through memory.
+    Tensor t1 = Tensor::empty({N}, float32, dev), t2 = Tensor::empty({N}, float32, dev);
+    report("E1_scale_bias_relu", "loom_unfused",
+           timed_ms(
+               [&] {
+                   assign(t1, Array(x) * 1.5);
+                   assign(t2, Array(t1) + 0.25);
+                   assign(out, relu(t2));
+               },
+               reps),
+           8.0 * N);
+}
+
+void bench_e2(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const std::int64_t M = 16384;
+    Tensor x2 = random_normal({M, M}, float32, 2, dev);
+    Tensor b = random_normal({M}, float32, 3, dev), s = random_normal({M}, float32, 4, dev);
+    Tensor out = Tensor::empty({M, M}, float32, dev);
+    Array e2 = gelu_tanh(x2 + b) * s;
+    assign(out, e2);
+    check({e2}, {out}, "E2");
+    report("E2_bias_gelu_scale", "loom", timed_ms([&] { assign(out, e2); }, gpu.opt.reps), 8.0 * M * M);
+}
+
+void bench_e3(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const std::int64_t n3 = std::int64_t{1} << 26;
+    Tensor S = random_uniform({n3}, float32, 10, 110, 5, dev),
+           K = random_uniform({n3}, float32, 10, 110, 6, dev);
+    Tensor T = random_uniform({n3}, float32, 0.1, 2.1, 7, dev);
+    const double r = 0.02, v = 0.3;
+    Array sq = sqrt(T);
+    Array d1 = (log(Array(S) / K) + (r + 0.5 * v * v) * Array(T)) / (v * sq);
+    Array d2 = d1 - v * sq;
+    Array c1 = 0.5 * (1.0 + erf(d1 * 0.7071067811865476));
+    Array c2 = 0.5 * (1.0 + erf(d2 * 0.7071067811865476));
+    Array disc = K * exp(-r * Array(T));
+    Array call = S * c1 - disc * c2;
+    Array put = disc * (1.0 - c2) - S * (1.0 - c1);
+    Tensor oc = Tensor::empty({n3}, float32, dev), op = Tensor::empty({n3}, float32, dev);
+    assign({oc, op}, {call, put});
+    check({call, put}, {oc, op}, "E3");
+    report("E3_black_scholes", "loom",
+           timed_ms(
+               [&] {
+                   assign({oc, op}, {call, put});
+               },
+               gpu.opt.reps),
+           20.0 * n3);
+}
+
+void bench_e4(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const std::int64_t N = Gpu::N;
+    Tensor a = random_normal({N}, bfloat16, 8, dev), b = random_normal({N}, bfloat16, 9, dev);
+    Tensor out = Tensor::empty({N}, bfloat16, dev);
+    Array e4 = silu(a) * b;
+    assign(out, e4);
+    check({e4}, {out}, "E4");
+    report("E4_swiglu_bf16", "loom", timed_ms([&] { assign(out, e4); }, gpu.opt.reps), 6.0 * N);
+}
+
+// Reductions and normalizations (R, F, X1), outputs poisoned before the checked first call, and A1. A
+// workload whose evaluation throws loom::Error (a graph the GPU path does not run) is reported as not run and
+// fails the benchmark; the other workloads still run.
+
+// R1 and R2: the sums along the rows and along the columns of one matrix.
+void bench_r1_r2(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const int reps = gpu.opt.reps;
+    const std::int64_t M = 16384;
+    Tensor xr = random_normal({M, M}, float32, 12, dev);
+    if (gpu.opt.wants("R1_row_sum"))
+        guarded("R1_row_sum", [&] {
+            Tensor out = Tensor::empty({M}, float32, dev);
+            Array r1 = sum(xr, 1);
+            testing::poison(out);  // unwritten elements fail the check
+            assign(out, r1);
+            check({r1}, {out}, "R1");
+            report("R1_row_sum", "loom", timed_ms([&] { assign(out, r1); }, reps), 4.0 * M * M);
+        });
+    if (gpu.opt.wants("R2_col_sum"))
+        guarded("R2_col_sum", [&] {
+            Tensor out = Tensor::empty({M}, float32, dev);
+            Array r2 = sum(xr, 0);
+            testing::poison(out);  // unwritten elements fail the check
+            assign(out, r2);
+            check({r2}, {out}, "R2");
+            report("R2_col_sum", "loom", timed_ms([&] { assign(out, r2); }, reps), 4.0 * M * M);
+        });
+}
+
+void bench_r3(const Gpu& gpu) {
+    const Tensor& x = gpu.x;
+    Tensor out = Tensor::empty({}, float32, gpu.dev);
+    Array r3 = sum(x * x);
+    testing::poison(out);  // unwritten elements fail the check
+    assign(out, r3);
+    check({r3}, {out}, "R3");
+    report("R3_sum_squares", "loom", timed_ms([&] { assign(out, r3); }, gpu.opt.reps), 4.0 * Gpu::N);
+}
+
+// F1 and F2: softmax and layernorm along the rows of one matrix, into one output.
+void bench_f1_f2(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const int reps = gpu.opt.reps;
+    const std::int64_t Ms = 16384, Ns = 8192;
+    Tensor xs = random_normal({Ms, Ns}, float32, 13, dev);
+    Tensor out = Tensor::empty({Ms, Ns}, float32, dev);
+    if (gpu.opt.wants("F1_softmax"))
+        guarded("F1_softmax", [&] {
+            Array f1 = softmax(xs, -1);
+            testing::poison(out);  // unwritten elements fail the check
+            assign(out, f1);
+            check({f1}, {out}, "F1");
+            report("F1_softmax", "loom", timed_ms([&] { assign(out, f1); }, reps), 8.0 * Ms * Ns);
+        });
+    if (gpu.opt.wants("F2_layernorm"))
+        guarded("F2_layernorm", [&] {
+            Tensor w = random_normal({Ns}, float32, 14, dev), b = random_normal({Ns}, float32, 15, dev);
+            Array f2 = layernorm(xs, w, b, 1e-5, -1);
+            testing::poison(out);  // unwritten elements fail the check
+            assign(out, f2);
+            check({f2}, {out}, "F2");
+            report("F2_layernorm", "loom", timed_ms([&] { assign(out, f2); }, reps), 8.0 * Ms * Ns);
+        });
+}
+
+void bench_x1(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const std::int64_t Ms = 16384, Ns = 8192;
+    Tensor xl = random_normal({Ms, Ns}, float32, 17, dev);
+    Tensor out = Tensor::empty({Ms}, float32, dev);
+    Array x1 = logsumexp(xl, 1);
+    testing::poison(out);  // unwritten elements fail the check
+    assign(out, x1);
+    check({x1}, {out}, "X1");
+    report("X1_logsumexp", "loom", timed_ms([&] { assign(out, x1); }, gpu.opt.reps), 4.0 * Ms * Ns);
+}
+
+// A1: one traced function updates p, m, v and the step counter t (a 0-d tensor on the device) in place: the
+// bias corrections change every step without a recompile (samples/adam.cpp).
+void bench_a1(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const std::int64_t n = std::int64_t{1} << 26;
+    const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    auto adam = [=](Array p, Array g, Array m, Array v, Array t) {
+        const Array t1 = t + 1.0;
+        const Array m1 = b1 * m + (1.0 - b1) * g, v1 = b2 * v + (1.0 - b2) * g * g;
+        return std::tuple{p - lr * (m1 / (1.0 - pow(b1, t1))) / (sqrt(v1 / (1.0 - pow(b2, t1))) + eps), m1,
+                          v1, t1};
+    };
+    auto step = loom::function("adam_step", adam);
+    Tensor p = random_normal({n}, float32, 35, dev), g = random_normal({n}, float32, 36, dev);
+    Tensor m = (Array(random_normal({n}, float32, 37, dev)) * 0.1).eval();
+    Tensor v = random_uniform({n}, float32, 0.0, 0.01, 38, dev);
+    Tensor t = full({}, 9.0, float32, dev).eval();  // this is step 10, as the peers' step
+    Tensor p1 = Tensor::empty({n}, float32, dev), m1 = Tensor::empty({n}, float32, dev);
+    Tensor v1 = Tensor::empty({n}, float32, dev), t1 = Tensor::empty({}, float32, dev);
+    for (Tensor* o : {&p1, &m1, &v1, &t1}) testing::poison(*o);
+    step(p, g, m, v, t, p1, m1, v1, t1);
+    const auto [pr, mr, vr, tr] = adam(p, g, m, v, t);
+    check({pr, mr, vr, tr}, {p1, m1, v1, t1}, "A1");
+    report("A1_adam_step", "loom", timed_ms([&] { step(p, g, m, v, t, p, m, v, t); }, gpu.opt.reps),
+           28.0 * n);
+}
+
+// Tiled kernels: transposes and stencils, written with the public API as a user writes them.
+
+// T1 and S1: the transpose and the 5-point stencil of one matrix.
+void bench_t1_s1(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const int reps = gpu.opt.reps;
+    const std::int64_t M = 16384;
+    Tensor xr = random_normal({M, M}, float32, 16, dev);
+    if (gpu.opt.wants("T1_transpose"))
+        guarded("T1_transpose", [&] {
+            Tensor out = Tensor::empty({M, M}, float32, dev);
+            Array t1 = transpose(xr);
+            testing::poison(out);  // unwritten elements fail the check
+            assign(out, t1);
+            check({t1}, {out}, "T1");
+            report("T1_transpose", "loom", timed_ms([&] { assign(out, t1); }, reps), 8.0 * M * M);
+        });
+    if (gpu.opt.wants("S1_stencil5"))
+        guarded("S1_stencil5", [&] {
+            const std::int64_t E = ir::SliceSpec::kNone;
+            Tensor out = Tensor::empty({M - 2, M - 2}, float32, dev);
+            const Array x(xr);
+            Array s1 = 0.25 * (x.slice({{0, -2, 1}, {1, -1, 1}}) + x.slice({{2, E, 1}, {1, -1, 1}}) +
+                               x.slice({{1, -1, 1}, {0, -2, 1}}) + x.slice({{1, -1, 1}, {2, E, 1}}));
+            testing::poison(out);
+            assign(out, s1);
+            check({s1}, {out}, "S1");
+            report("S1_stencil5", "loom", timed_ms([&] { assign(out, s1); }, reps), 8.0 * M * M);
+        });
+}
+
+// T1 at 2-byte and 1-byte elements (Loom only; no peer row in WORKLOADS.md): the vector variant's 16-byte
+// accesses of 8 bfloat16 or 16 int8 elements. `id` is the row's.
+void bench_t1_narrow(const Gpu& gpu, const std::string& id, DType dt) {
+    const std::int64_t M = 16384;
+    Tensor x = random_normal({M, M}, dt == int8 ? float32 : dt, 19, gpu.dev);
+    if (dt == int8) x = (x * 40.0).astype(int8);  // spread over the int8 range
+    Tensor out = Tensor::empty({M, M}, dt, gpu.dev);
+    Array t = transpose(x);
+    testing::poison(out);
+    assign(out, t);
+    const std::string short_id = id.substr(0, id.find('_'));
+    check({t}, {out}, short_id.c_str());
+    report(id, "loom", timed_ms([&] { assign(out, t); }, gpu.opt.reps),
+           2.0 * static_cast<double>(itemsize(dt)) * M * M);
+}
+
+void bench_t2(const Gpu& gpu) {
+    Tensor xt = random_normal({32, 2048, 16, 128}, bfloat16, 17, gpu.dev);
+    Tensor out = Tensor::empty({32, 16, 2048, 128}, bfloat16, gpu.dev);
+    Array t2 = permute(xt, {0, 2, 1, 3});
+    testing::poison(out);
+    assign(out, t2);
+    check({t2}, {out}, "T2");
+    report("T2_permute_bf16", "loom", timed_ms([&] { assign(out, t2); }, gpu.opt.reps),
+           4.0 * static_cast<double>(xt.numel()));
+}
+
+void bench_s2(const Gpu& gpu) {
+    const std::int64_t n = 512, E = ir::SliceSpec::kNone;
+    Tensor x3 = random_normal({n, n, n}, float32, 18, gpu.dev);
+    Tensor out = Tensor::empty({n - 2, n - 2, n - 2}, float32, gpu.dev);
+    const Array x(x3);
+    auto at = [&](std::int64_t a, std::int64_t b,
+                  std::int64_t c) {  // the shift (a, b, c) in -1..1 per axis
+        auto range = [&](std::int64_t d) { return ir::SliceSpec{1 + d, d == 1 ? E : -1 + d, 1}; };
+        return x.slice({range(a), range(b), range(c)});
+    };
+    Array s2 =
+        (at(0, 0, 0) + at(-1, 0, 0) + at(1, 0, 0) + at(0, -1, 0) + at(0, 1, 0) + at(0, 0, -1) + at(0, 0, 1)) *
+        (1.0 / 7.0);
+    testing::poison(out);
+    assign(out, s2);
+    check({s2}, {out}, "S2");
+    report("S2_stencil7_3d", "loom", timed_ms([&] { assign(out, s2); }, gpu.opt.reps),
+           8.0 * static_cast<double>(x3.numel()));
+}
+
+// Matrix products on CUDA cores (float32), and the bfloat16 workloads M2 and M4 on tensor cores
+// (Options::product_path = TensorCores: Hopper's wgmma; and mma.sync forced, the fallback;
+// docs/performance.md).
+void bench_m1(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const int reps = gpu.opt.reps;
+    const std::int64_t n = 4096;
+    Tensor a = random_normal({n, n}, float32, 21, dev), b = random_normal({n, n}, float32, 22, dev);
+    Tensor out = Tensor::empty({n, n}, float32, dev);
+    Array m1 = matmul(a, b);
+    testing::poison(out);
+    assign(out, m1);
+    check({m1}, {out}, "M1");
+    report_flops("M1_gemm_f32", "loom", timed_ms([&] { assign(out, m1); }, reps), 0, 2.0 * n * n * n);
+    // The opt-in precisions on tensor cores (Options::product_precision), each checked against its bound.
+    for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
+        Options o = current_options();
+        o.product_precision = p;
+        const OptionsScope scope(o);
+        const Array mp = matmul(a, b);
+        testing::poison(out);
+        assign(out, mp);
+        synchronize();
+        check_bound(out, a, b, 64, p == ProductPrecision::TF32 ? "M1 TF32" : "M1 3xTF32", p);
+        report_flops("M1_gemm_f32", p == ProductPrecision::TF32 ? "loom_tf32" : "loom_3xtf32",
+                     timed_ms([&] { assign(out, mp); }, reps), 0, 2.0 * n * n * n);
+    }
+}
+
+void bench_m3(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const int reps = gpu.opt.reps;
+    const std::int64_t m = 4096, k = 256, n = 4096;
+    Tensor a = random_normal({m, k}, float32, 23, dev), b = random_normal({k, n}, float32, 24, dev);
+    Tensor bias = random_normal({n}, float32, 25, dev), out = Tensor::empty({m, n}, float32, dev);
+    Array m3 = gelu(matmul(a, b) + bias);
+    testing::poison(out);
+    assign(out, m3);
+    check({m3}, {out}, "M3");
+    report_flops("M3_gemm_bias_gelu_f32", "loom", timed_ms([&] { assign(out, m3); }, reps), 0,
+                 2.0 * m * n * k);
+    report_flops("M3_gemm_bias_gelu_f32", "loom_product", timed_ms([&] { assign(out, matmul(a, b)); }, reps),
+                 0, 2.0 * m * n * k);
+}
+
+void bench_m2(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const int reps = gpu.opt.reps;
+    const OptionsScope tc(with_path(ProductPath::TensorCores));
+    const std::int64_t n = 8192;
+    Tensor a = random_normal({n, n}, bfloat16, 30, dev), b = random_normal({n, n}, bfloat16, 31, dev);
+    Tensor out = Tensor::empty({n, n}, bfloat16, dev);
+    Array m2 = matmul(a, b);
+    testing::poison(out);
+    assign(out, m2);
+    check_bound(out, a, b, 32, "M2");
+    report_flops("M2_gemm_bf16", "loom", timed_ms([&] { assign(out, m2); }, reps), 0, 2.0 * n * n * n);
+    const OptionsScope mma(with_path(ProductPath::MmaSync, true));
+    testing::poison(out);
+    assign(out, m2);
+    check_bound(out, a, b, 32, "M2 (mma.sync)");
+    report_flops("M2_gemm_bf16", "loom_mma_sync", timed_ms([&] { assign(out, m2); }, reps), 0,
+                 2.0 * n * n * n);
+}
+
+void bench_m4(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const int reps = gpu.opt.reps;
+    const OptionsScope tc(with_path(ProductPath::TensorCores));
+    const std::int64_t m = 8192, k = 1024, n = 8192;
+    Tensor a = random_normal({m, k}, bfloat16, 32, dev), b = random_normal({k, n}, bfloat16, 33, dev);
+    Tensor bias = random_normal({n}, bfloat16, 34, dev), out = Tensor::empty({m, n}, bfloat16, dev);
+    Array m4 = gelu(matmul(a, b) + bias);
+    testing::poison(out);
+    assign(out, matmul(a, b));
+    check_bound(out, a, b, 64, "M4 (its product)");
+    report_flops("M4_gemm_bias_gelu_bf16", "loom", timed_ms([&] { assign(out, m4); }, reps), 0,
+                 2.0 * m * n * k);
+    report_flops("M4_gemm_bias_gelu_bf16", "loom_product", timed_ms([&] { assign(out, matmul(a, b)); }, reps),
+                 0, 2.0 * m * n * k);
+    const OptionsScope mma(with_path(ProductPath::MmaSync, true));
+    report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync", timed_ms([&] { assign(out, m4); }, reps), 0,
+                 2.0 * m * n * k);
+    report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync_product",
+                 timed_ms([&] { assign(out, matmul(a, b)); }, reps), 0, 2.0 * m * n * k);
+}
+
+void bench_m5(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const std::int64_t n = 16384;
+    Tensor a = random_normal({n, n}, float32, 26, dev), x = random_normal({n}, float32, 27, dev);
+    Tensor out = Tensor::empty({n}, float32, dev);
+    Array m5 = matmul(a, x);
+    testing::poison(out);
+    assign(out, m5);
+    check({m5}, {out}, "M5");
+    report("M5_gemv_f32", "loom", timed_ms([&] { assign(out, m5); }, gpu.opt.reps), 4.0 * n * n);
+}
+
+void bench_m6(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    Tensor a = random_normal({4096, 64, 64}, float32, 28, dev),
+           b = random_normal({4096, 64, 64}, float32, 29, dev);
+    Tensor out = Tensor::empty({4096, 64, 64}, float32, dev);
+    Array m6 = matmul(a, b);
+    testing::poison(out);
+    assign(out, m6);
+    check({m6}, {out}, "M6");
+    report_flops("M6_bmm_small_f32", "loom", timed_ms([&] { assign(out, m6); }, gpu.opt.reps), 0,
+                 2.0 * 4096 * 64 * 64 * 64);
+}
+
+// P1: 16 batches of 64 MiB in pinned memory through E1 with loom::Pipeline (three streams, two buffers per
+// side); wall time on the host clock from the first enqueue to the last download, median of 5, as
+// peer_baselines.py times its pipelines. Beside it the same two-stream copies with no kernel (the peers'
+// pipeline_copies_only), measured by this process.
+void bench_p1(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const std::int64_t nb = 16, per = std::int64_t{1} << 24;
+    const double total = 2.0 * static_cast<double>(nb * per) * 4.0;
+    Tensor hin = pinned_empty({nb, per}, float32), hout = pinned_empty({nb, per}, float32);
+    copy_async(hin, random_normal({nb, per}, float32, 39, dev));
+    synchronize();
+    auto e1f = loom::function("p1_e1", [](Array v) { return relu(v * 1.5 + 0.25); });
+    auto batch = [&](const Tensor& all, std::int64_t i) { return all.as_strided({per}, {1}, i * per); };
+    auto wall_ms = [](const std::function<void()>& fn) {
+        std::vector<double> ts;
+        for (int r = 0; r < 5; ++r) {
+            const auto t0 = std::chrono::steady_clock::now();
+            fn();
+            ts.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::sort(ts.begin(), ts.end());
+        return ts[2];
+    };
+    {
+        Pipeline pipe({hin}, {hout});
+        auto run = [&] {
+            pipe.run(
+                [&](std::int64_t, std::span<const Tensor> x, std::span<const Tensor> y) { e1f(x[0], y[0]); });
+            pipe.synchronize();
+        };
+        std::memset(hout.data(), 0xff, hout.nbytes());  // NaN: a batch not written fails the check
+        run();                                          // compiles the kernel, warms the copy engines
+        for (std::int64_t i : {std::int64_t{0}, nb / 2, nb - 1})
+            check({relu(Array(batch(hin, i)) * 1.5 + 0.25)}, {batch(hout, i)},
+                  fmt::format("P1 batch {}", i).c_str());
+        report("P1_pipeline", "loom_pipeline", wall_ms(run), total);
+    }
+    Stream s[2];
+    Tensor d[2] = {Tensor::empty({per}, float32, dev), Tensor::empty({per}, float32, dev)};
+    synchronize();
+    auto copies = [&] {
+        for (std::int64_t i = 0; i < nb; ++i) {
+            copy_async(d[i % 2], batch(hin, i), s[i % 2]);
+            copy_async(batch(hout, i), d[i % 2], s[i % 2]);
+        }
+        s[0].synchronize();
+        s[1].synchronize();
+    };
+    copies();
+    report("P1_pipeline", "loom_copies_only", wall_ms(copies), total);
+}
+
+// O1: a bare cudaLaunchKernel of an empty kernel, and Loom's paths for E1 on 1024 elements.
+void bench_o1(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    report_us("O1_overhead", "bare_launch", bare_launches_us(1));
+    Tensor small = random_normal({1024}, float32, 11, dev), out = Tensor::empty({1024}, float32, dev);
+    auto e1f = loom::function("e1", [](Array v) { return relu(v * 1.5 + 0.25); });
+    report_us("O1_overhead", "loom", host_us_per_call([&] { e1f(small, out); }));
+    report_us("O1_overhead", "loom_alloc", host_us_per_call([&] { (void)e1f(small); }));
+    report_us("O1_overhead", "loom_lazy", host_us_per_call([&] { assign(out, relu(small * 1.5 + 0.25)); }));
+    check({relu(small * 1.5 + 0.25)}, {out}, "O1");
+    // A traced bfloat16 product on tensor cores (on Hopper, wgmma with its two tensor maps, cached by buffer
+    // and shape: a call encodes none).
+    Tensor x = random_normal({128, 64}, bfloat16, 12, dev), w = random_normal({64, 128}, bfloat16, 13, dev);
+    Tensor y = Tensor::empty({128, 128}, bfloat16, dev);
+    auto mmf = loom::function(
+        "o1_product", [](Array p, Array q) { return matmul(p, q); },
+        Options{.product_path = ProductPath::TensorCores});
+    report_us("O1_overhead", "loom_product", host_us_per_call([&] { mmf(x, w, y); }));
+}
+
+// O2: host microseconds per call of a traced function of three kernels (two reductions of different shapes
+// and an elementwise result) on a small input: as one automatic CUDA graph (capture = Auto, the default),
+// kernel by kernel (capture = Never), against one cudaGraphLaunch of the same three kernels captured by hand
+// and three bare launches of an empty kernel.
+void bench_o2(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    auto three = [](Array v) { return std::tuple{sum(v, 0), max(v, 1), exp(v * 0.5) - v}; };
+    auto f = loom::function("o2_auto", three);
+    auto g = loom::function("o2_never", three, Options{.capture = CapturePolicy::Never});
+    Tensor small = random_normal({64, 256}, float32, 40, dev);
+    Tensor o1 = Tensor::empty({256}, float32, dev), o2 = Tensor::empty({64}, float32, dev);
+    Tensor o3 = Tensor::empty({64, 256}, float32, dev);
+    f(small, o1, o2, o3);
+    g(small, o1, o2, o3);
+    synchronize();
+    const auto [r1, r2, r3] = three(Array(small));
+    check({r1, r2, r3}, {o1, o2, o3}, "O2");
+    report_us("O2_graphs", "bare_3_launches", bare_launches_us(3));
+    const cudaStream_t stream = current_stream();
+    // The same three kernels captured by hand on a stream of its own: one cudaGraphLaunch per call.
+    Stream cs;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    with_stream(cs, [&] {
+        if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+            throw Error("cudaStreamBeginCapture failed");
+        g(small, o1, o2, o3);
+        if (cudaStreamEndCapture(cs, &graph) != cudaSuccess) throw Error("cudaStreamEndCapture failed");
+    });
+    if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) throw Error("cudaGraphInstantiate failed");
+    report_us("O2_graphs", "one_graph_launch", host_us_per_call([&] {
+                  if (cudaGraphLaunch(exec, stream) != cudaSuccess) throw Error("cudaGraphLaunch failed");
+              }));
+    report_us("O2_graphs", "loom_auto_graph", host_us_per_call([&] { f(small, o1, o2, o3); }));
+    report_us("O2_graphs", "loom_kernel_by_kernel", host_us_per_call([&] { g(small, o1, o2, o3); }));
+    synchronize();
+    (void)cudaGraphExecDestroy(exec);
+    (void)cudaGraphDestroy(graph);
+    check({r1, r2, r3}, {o1, o2, o3}, "O2 after the replays");
+    fmt::print("# O2: {} graph replays, {} captures of the automatic graph\n", f.stats().graph_replays,
+               f.stats().graph_captures);
+}
+
+// A GPU workload: the ids of the rows it prints (it runs when --only names one of them, or names none), the
+// function that runs it, and `guarded`: a loom::Error it throws is reported as its row's NOT RUN and the next
+// workload runs (guarded()); else the error ends the benchmark. Workloads of several rows share their inputs
+// and guard each row themselves.
+struct GpuWorkload {
+    std::vector<std::string> ids;
+    bool guarded;
+    void (*run)(const Gpu&);
+};
+
+// The GPU workloads in the order they run (after C1 and COPY_ceiling).
+const std::vector<GpuWorkload>& gpu_workloads() {
+    static const std::vector<GpuWorkload> table = {
+        {{"E1_scale_bias_relu"}, false, bench_e1},
+        {{"E2_bias_gelu_scale"}, false, bench_e2},
+        {{"E3_black_scholes"}, false, bench_e3},
+        {{"E4_swiglu_bf16"}, false, bench_e4},
+        {{"R1_row_sum", "R2_col_sum"}, false, bench_r1_r2},
+        {{"R3_sum_squares"}, true, bench_r3},
+        {{"F1_softmax", "F2_layernorm"}, false, bench_f1_f2},
+        {{"X1_logsumexp"}, true, bench_x1},
+        {{"A1_adam_step"}, true, bench_a1},
+        {{"T1_transpose", "S1_stencil5"}, false, bench_t1_s1},
+        {{"T1H_transpose_bf16"},
+         true,
+         [](const Gpu& gpu) { bench_t1_narrow(gpu, "T1H_transpose_bf16", bfloat16); }},
+        {{"T1B_transpose_int8"},
+         true,
+         [](const Gpu& gpu) { bench_t1_narrow(gpu, "T1B_transpose_int8", int8); }},
+        {{"T2_permute_bf16"}, true, bench_t2},
+        {{"S2_stencil7_3d"}, true, bench_s2},
+        {{"M1_gemm_f32"}, true, bench_m1},
+        {{"M3_gemm_bias_gelu_f32"}, true, bench_m3},
+        {{"M2_gemm_bf16"}, true, bench_m2},
+        {{"M4_gemm_bias_gelu_bf16"}, true, bench_m4},
+        {{"M5_gemv_f32"}, true, bench_m5},
+        {{"M6_bmm_small_f32"}, true, bench_m6},
+        {{"P1_pipeline"}, true, bench_p1},
+        {{"O1_overhead"}, false, bench_o1},
+        {{"O2_graphs"}, true, bench_o2},
+    };
+    return table;
+}
+
+// The command line into `opt` (--batch sets g_batch); false for arguments it does not take.
+bool parse_args(int argc, char** argv, BenchOptions& opt) {
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--only" && i + 1 < argc) {
@@ -480,11 +1030,20 @@ int main(int argc, char** argv) {
         } else if (a == "--reps" && i + 1 < argc) {
             opt.reps = std::atoi(argv[++i]);
         } else {
-            fmt::print(
-                stderr,
-                "usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]\n");
-            return 2;
+            return false;
         }
+    }
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    BenchOptions opt;
+    if (!parse_args(argc, argv, opt)) {
+        fmt::print(stderr,
+                   "usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]\n");
+        return 2;
     }
     g_check = opt.check;
     // The host workloads first: they need no GPU (--only CE1,CR1,CR3,CF1 runs them alone).
@@ -506,489 +1065,17 @@ int main(int argc, char** argv) {
     // First: C1 measures the process's first compile.
     if (opt.wants("C1_compile")) bench_c1(dev);
 
-    const std::int64_t N = std::int64_t{1} << 28;
-    Tensor x = random_normal({N}, float32, 1, dev);
-    {
-        Tensor y = Tensor::empty({N}, float32, dev);
-        const double ms = timed_ms(
-            [&] {
-                if (cudaMemcpyAsync(y.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice,
-                                    current_stream()) != cudaSuccess)
-                    throw Error("cudaMemcpyAsync failed");
-            },
-            opt.reps);
-        report("COPY_ceiling", "cudaMemcpy", ms, 8.0 * N);
+    const Tensor x = random_normal({Gpu::N}, float32, 1, dev);
+    const Gpu gpu{opt, dev, x};
+    bench_copy_ceiling(gpu);
+    for (const GpuWorkload& w : gpu_workloads()) {
+        if (std::none_of(w.ids.begin(), w.ids.end(), [&](const std::string& id) { return opt.wants(id); }))
+            continue;
+        if (w.guarded)
+            guarded(w.ids[0].c_str(), [&] { w.run(gpu); });
+        else
+            w.run(gpu);
     }
-
-    if (opt.wants("E1_scale_bias_relu")) {
-        Tensor out = Tensor::empty({N}, float32, dev);
-        Array e1 = relu(x * 1.5 + 0.25);
-        assign(out, e1);
-        check({e1}, {out}, "E1");
-        report("E1_scale_bias_relu", "loom", timed_ms([&] { assign(out, e1); }, opt.reps), 8.0 * N);
-        // Unfused contrast: one kernel per op, intermediates through memory.
-        Tensor t1 = Tensor::empty({N}, float32, dev), t2 = Tensor::empty({N}, float32, dev);
-        report("E1_scale_bias_relu", "loom_unfused",
-               timed_ms(
-                   [&] {
-                       assign(t1, Array(x) * 1.5);
-                       assign(t2, Array(t1) + 0.25);
-                       assign(out, relu(t2));
-                   },
-                   opt.reps),
-               8.0 * N);
-    }
-
-    if (opt.wants("E2_bias_gelu_scale")) {
-        const std::int64_t M = 16384;
-        Tensor x2 = random_normal({M, M}, float32, 2, dev);
-        Tensor b = random_normal({M}, float32, 3, dev), s = random_normal({M}, float32, 4, dev);
-        Tensor out = Tensor::empty({M, M}, float32, dev);
-        Array e2 = gelu_tanh(x2 + b) * s;
-        assign(out, e2);
-        check({e2}, {out}, "E2");
-        report("E2_bias_gelu_scale", "loom", timed_ms([&] { assign(out, e2); }, opt.reps), 8.0 * M * M);
-    }
-
-    if (opt.wants("E3_black_scholes")) {
-        const std::int64_t n3 = std::int64_t{1} << 26;
-        Tensor S = random_uniform({n3}, float32, 10, 110, 5, dev),
-               K = random_uniform({n3}, float32, 10, 110, 6, dev);
-        Tensor T = random_uniform({n3}, float32, 0.1, 2.1, 7, dev);
-        const double r = 0.02, v = 0.3;
-        Array sq = sqrt(T);
-        Array d1 = (log(Array(S) / K) + (r + 0.5 * v * v) * Array(T)) / (v * sq);
-        Array d2 = d1 - v * sq;
-        Array c1 = 0.5 * (1.0 + erf(d1 * 0.7071067811865476));
-        Array c2 = 0.5 * (1.0 + erf(d2 * 0.7071067811865476));
-        Array disc = K * exp(-r * Array(T));
-        Array call = S * c1 - disc * c2;
-        Array put = disc * (1.0 - c2) - S * (1.0 - c1);
-        Tensor oc = Tensor::empty({n3}, float32, dev), op = Tensor::empty({n3}, float32, dev);
-        assign({oc, op}, {call, put});
-        check({call, put}, {oc, op}, "E3");
-        report("E3_black_scholes", "loom",
-               timed_ms(
-                   [&] {
-                       assign({oc, op}, {call, put});
-                   },
-                   opt.reps),
-               20.0 * n3);
-    }
-
-    if (opt.wants("E4_swiglu_bf16")) {
-        Tensor a = random_normal({N}, bfloat16, 8, dev), b = random_normal({N}, bfloat16, 9, dev);
-        Tensor out = Tensor::empty({N}, bfloat16, dev);
-        Array e4 = silu(a) * b;
-        assign(out, e4);
-        check({e4}, {out}, "E4");
-        report("E4_swiglu_bf16", "loom", timed_ms([&] { assign(out, e4); }, opt.reps), 6.0 * N);
-    }
-
-    // Reductions and normalizations, outputs poisoned before the checked first call. A workload whose
-    // evaluation throws loom::Error (a graph the GPU path does not run) is reported as not run and fails
-    // the benchmark; the other workloads still run.
-    if (opt.wants("R1_row_sum") || opt.wants("R2_col_sum")) {
-        const std::int64_t M = 16384;
-        Tensor xr = random_normal({M, M}, float32, 12, dev);
-        if (opt.wants("R1_row_sum"))
-            guarded("R1_row_sum", [&] {
-                Tensor out = Tensor::empty({M}, float32, dev);
-                Array r1 = sum(xr, 1);
-                testing::poison(out);  // unwritten elements fail the check
-                assign(out, r1);
-                check({r1}, {out}, "R1");
-                report("R1_row_sum", "loom", timed_ms([&] { assign(out, r1); }, opt.reps), 4.0 * M * M);
-            });
-        if (opt.wants("R2_col_sum"))
-            guarded("R2_col_sum", [&] {
-                Tensor out = Tensor::empty({M}, float32, dev);
-                Array r2 = sum(xr, 0);
-                testing::poison(out);  // unwritten elements fail the check
-                assign(out, r2);
-                check({r2}, {out}, "R2");
-                report("R2_col_sum", "loom", timed_ms([&] { assign(out, r2); }, opt.reps), 4.0 * M * M);
-            });
-    }
-
-    if (opt.wants("R3_sum_squares"))
-        guarded("R3_sum_squares", [&] {
-            Tensor out = Tensor::empty({}, float32, dev);
-            Array r3 = sum(x * x);
-            testing::poison(out);  // unwritten elements fail the check
-            assign(out, r3);
-            check({r3}, {out}, "R3");
-            report("R3_sum_squares", "loom", timed_ms([&] { assign(out, r3); }, opt.reps), 4.0 * N);
-        });
-
-    if (opt.wants("F1_softmax") || opt.wants("F2_layernorm")) {
-        const std::int64_t Ms = 16384, Ns = 8192;
-        Tensor xs = random_normal({Ms, Ns}, float32, 13, dev);
-        Tensor out = Tensor::empty({Ms, Ns}, float32, dev);
-        if (opt.wants("F1_softmax"))
-            guarded("F1_softmax", [&] {
-                Array f1 = softmax(xs, -1);
-                testing::poison(out);  // unwritten elements fail the check
-                assign(out, f1);
-                check({f1}, {out}, "F1");
-                report("F1_softmax", "loom", timed_ms([&] { assign(out, f1); }, opt.reps), 8.0 * Ms * Ns);
-            });
-        if (opt.wants("F2_layernorm"))
-            guarded("F2_layernorm", [&] {
-                Tensor w = random_normal({Ns}, float32, 14, dev), b = random_normal({Ns}, float32, 15, dev);
-                Array f2 = layernorm(xs, w, b, 1e-5, -1);
-                testing::poison(out);  // unwritten elements fail the check
-                assign(out, f2);
-                check({f2}, {out}, "F2");
-                report("F2_layernorm", "loom", timed_ms([&] { assign(out, f2); }, opt.reps), 8.0 * Ms * Ns);
-            });
-    }
-
-    if (opt.wants("X1_logsumexp"))
-        guarded("X1_logsumexp", [&] {
-            const std::int64_t Ms = 16384, Ns = 8192;
-            Tensor xl = random_normal({Ms, Ns}, float32, 17, dev);
-            Tensor out = Tensor::empty({Ms}, float32, dev);
-            Array x1 = logsumexp(xl, 1);
-            testing::poison(out);  // unwritten elements fail the check
-            assign(out, x1);
-            check({x1}, {out}, "X1");
-            report("X1_logsumexp", "loom", timed_ms([&] { assign(out, x1); }, opt.reps), 4.0 * Ms * Ns);
-        });
-
-    if (opt.wants("A1_adam_step"))
-        guarded("A1_adam_step", [&] {
-            // One traced function updates p, m, v and the step counter t (a 0-d tensor on the device) in
-            // place: the bias corrections change every step without a recompile (samples/adam.cpp).
-            const std::int64_t n = std::int64_t{1} << 26;
-            const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8;
-            auto adam = [=](Array p, Array g, Array m, Array v, Array t) {
-                const Array t1 = t + 1.0;
-                const Array m1 = b1 * m + (1.0 - b1) * g, v1 = b2 * v + (1.0 - b2) * g * g;
-                return std::tuple{
-                    p - lr * (m1 / (1.0 - pow(b1, t1))) / (sqrt(v1 / (1.0 - pow(b2, t1))) + eps), m1, v1, t1};
-            };
-            auto step = loom::function("adam_step", adam);
-            Tensor p = random_normal({n}, float32, 35, dev), g = random_normal({n}, float32, 36, dev);
-            Tensor m = (Array(random_normal({n}, float32, 37, dev)) * 0.1).eval();
-            Tensor v = random_uniform({n}, float32, 0.0, 0.01, 38, dev);
-            Tensor t = full({}, 9.0, float32, dev).eval();  // this is step 10, as the peers' step
-            Tensor p1 = Tensor::empty({n}, float32, dev), m1 = Tensor::empty({n}, float32, dev);
-            Tensor v1 = Tensor::empty({n}, float32, dev), t1 = Tensor::empty({}, float32, dev);
-            for (Tensor* o : {&p1, &m1, &v1, &t1}) testing::poison(*o);
-            step(p, g, m, v, t, p1, m1, v1, t1);
-            const auto [pr, mr, vr, tr] = adam(p, g, m, v, t);
-            check({pr, mr, vr, tr}, {p1, m1, v1, t1}, "A1");
-            report("A1_adam_step", "loom", timed_ms([&] { step(p, g, m, v, t, p, m, v, t); }, opt.reps),
-                   28.0 * n);
-        });
-
-    // Tiled kernels: transposes and stencils, written with the public API as a user writes them.
-    if (opt.wants("T1_transpose") || opt.wants("S1_stencil5")) {
-        const std::int64_t M = 16384;
-        Tensor xr = random_normal({M, M}, float32, 16, dev);
-        if (opt.wants("T1_transpose"))
-            guarded("T1_transpose", [&] {
-                Tensor out = Tensor::empty({M, M}, float32, dev);
-                Array t1 = transpose(xr);
-                testing::poison(out);  // unwritten elements fail the check
-                assign(out, t1);
-                check({t1}, {out}, "T1");
-                report("T1_transpose", "loom", timed_ms([&] { assign(out, t1); }, opt.reps), 8.0 * M * M);
-            });
-        if (opt.wants("S1_stencil5"))
-            guarded("S1_stencil5", [&] {
-                const std::int64_t E = ir::SliceSpec::kNone;
-                Tensor out = Tensor::empty({M - 2, M - 2}, float32, dev);
-                const Array x(xr);
-                Array s1 = 0.25 * (x.slice({{0, -2, 1}, {1, -1, 1}}) + x.slice({{2, E, 1}, {1, -1, 1}}) +
-                                   x.slice({{1, -1, 1}, {0, -2, 1}}) + x.slice({{1, -1, 1}, {2, E, 1}}));
-                testing::poison(out);
-                assign(out, s1);
-                check({s1}, {out}, "S1");
-                report("S1_stencil5", "loom", timed_ms([&] { assign(out, s1); }, opt.reps), 8.0 * M * M);
-            });
-    }
-    // T1 at 2-byte and 1-byte elements (Loom only; no peer row in WORKLOADS.md): the vector variant's 16-byte
-    // accesses of 8 bfloat16 or 16 int8 elements.
-    for (const auto& [id, dt] :
-         {std::pair<const char*, DType>{"T1H_transpose_bf16", bfloat16}, {"T1B_transpose_int8", int8}}) {
-        if (!opt.wants(id)) continue;
-        guarded(id, [&, id = std::string(id), dt = dt] {
-            const std::int64_t M = 16384;
-            Tensor x = random_normal({M, M}, dt == int8 ? float32 : dt, 19, dev);
-            if (dt == int8) x = (x * 40.0).astype(int8);  // spread over the int8 range
-            Tensor out = Tensor::empty({M, M}, dt, dev);
-            Array t = transpose(x);
-            testing::poison(out);
-            assign(out, t);
-            const std::string short_id = id.substr(0, id.find('_'));
-            check({t}, {out}, short_id.c_str());
-            report(id, "loom", timed_ms([&] { assign(out, t); }, opt.reps),
-                   2.0 * static_cast<double>(itemsize(dt)) * M * M);
-        });
-    }
-    if (opt.wants("T2_permute_bf16"))
-        guarded("T2_permute_bf16", [&] {
-            Tensor xt = random_normal({32, 2048, 16, 128}, bfloat16, 17, dev);
-            Tensor out = Tensor::empty({32, 16, 2048, 128}, bfloat16, dev);
-            Array t2 = permute(xt, {0, 2, 1, 3});
-            testing::poison(out);
-            assign(out, t2);
-            check({t2}, {out}, "T2");
-            report("T2_permute_bf16", "loom", timed_ms([&] { assign(out, t2); }, opt.reps),
-                   4.0 * static_cast<double>(xt.numel()));
-        });
-    if (opt.wants("S2_stencil7_3d"))
-        guarded("S2_stencil7_3d", [&] {
-            const std::int64_t n = 512, E = ir::SliceSpec::kNone;
-            Tensor x3 = random_normal({n, n, n}, float32, 18, dev);
-            Tensor out = Tensor::empty({n - 2, n - 2, n - 2}, float32, dev);
-            const Array x(x3);
-            auto at = [&](std::int64_t a, std::int64_t b,
-                          std::int64_t c) {  // the shift (a, b, c) in -1..1 per axis
-                auto range = [&](std::int64_t d) { return ir::SliceSpec{1 + d, d == 1 ? E : -1 + d, 1}; };
-                return x.slice({range(a), range(b), range(c)});
-            };
-            Array s2 = (at(0, 0, 0) + at(-1, 0, 0) + at(1, 0, 0) + at(0, -1, 0) + at(0, 1, 0) + at(0, 0, -1) +
-                        at(0, 0, 1)) *
-                       (1.0 / 7.0);
-            testing::poison(out);
-            assign(out, s2);
-            check({s2}, {out}, "S2");
-            report("S2_stencil7_3d", "loom", timed_ms([&] { assign(out, s2); }, opt.reps),
-                   8.0 * static_cast<double>(x3.numel()));
-        });
-
-    // Matrix products on CUDA cores (float32), and the bfloat16 workloads M2 and M4 on tensor cores
-    // (Options::product_path = TensorCores: Hopper's wgmma; and mma.sync forced, the fallback;
-    // docs/performance.md).
-    if (opt.wants("M1_gemm_f32"))
-        guarded("M1_gemm_f32", [&] {
-            const std::int64_t n = 4096;
-            Tensor a = random_normal({n, n}, float32, 21, dev), b = random_normal({n, n}, float32, 22, dev);
-            Tensor out = Tensor::empty({n, n}, float32, dev);
-            Array m1 = matmul(a, b);
-            testing::poison(out);
-            assign(out, m1);
-            check({m1}, {out}, "M1");
-            report_flops("M1_gemm_f32", "loom", timed_ms([&] { assign(out, m1); }, opt.reps), 0,
-                         2.0 * n * n * n);
-            // The opt-in precisions on tensor cores (Options::product_precision), each checked against its
-            // bound.
-            for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
-                Options o = current_options();
-                o.product_precision = p;
-                const OptionsScope scope(o);
-                const Array mp = matmul(a, b);
-                testing::poison(out);
-                assign(out, mp);
-                synchronize();
-                check_bound(out, a, b, 64, p == ProductPrecision::TF32 ? "M1 TF32" : "M1 3xTF32", p);
-                report_flops("M1_gemm_f32", p == ProductPrecision::TF32 ? "loom_tf32" : "loom_3xtf32",
-                             timed_ms([&] { assign(out, mp); }, opt.reps), 0, 2.0 * n * n * n);
-            }
-        });
-    if (opt.wants("M3_gemm_bias_gelu_f32"))
-        guarded("M3_gemm_bias_gelu_f32", [&] {
-            const std::int64_t m = 4096, k = 256, n = 4096;
-            Tensor a = random_normal({m, k}, float32, 23, dev), b = random_normal({k, n}, float32, 24, dev);
-            Tensor bias = random_normal({n}, float32, 25, dev), out = Tensor::empty({m, n}, float32, dev);
-            Array m3 = gelu(matmul(a, b) + bias);
-            testing::poison(out);
-            assign(out, m3);
-            check({m3}, {out}, "M3");
-            report_flops("M3_gemm_bias_gelu_f32", "loom", timed_ms([&] { assign(out, m3); }, opt.reps), 0,
-                         2.0 * m * n * k);
-            report_flops("M3_gemm_bias_gelu_f32", "loom_product",
-                         timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0, 2.0 * m * n * k);
-        });
-    if (opt.wants("M2_gemm_bf16"))
-        guarded("M2_gemm_bf16", [&] {
-            const OptionsScope tc(with_path(ProductPath::TensorCores));
-            const std::int64_t n = 8192;
-            Tensor a = random_normal({n, n}, bfloat16, 30, dev), b = random_normal({n, n}, bfloat16, 31, dev);
-            Tensor out = Tensor::empty({n, n}, bfloat16, dev);
-            Array m2 = matmul(a, b);
-            testing::poison(out);
-            assign(out, m2);
-            check_bound(out, a, b, 32, "M2");
-            report_flops("M2_gemm_bf16", "loom", timed_ms([&] { assign(out, m2); }, opt.reps), 0,
-                         2.0 * n * n * n);
-            const OptionsScope mma(with_path(ProductPath::MmaSync, true));
-            testing::poison(out);
-            assign(out, m2);
-            check_bound(out, a, b, 32, "M2 (mma.sync)");
-            report_flops("M2_gemm_bf16", "loom_mma_sync", timed_ms([&] { assign(out, m2); }, opt.reps), 0,
-                         2.0 * n * n * n);
-        });
-    if (opt.wants("M4_gemm_bias_gelu_bf16"))
-        guarded("M4_gemm_bias_gelu_bf16", [&] {
-            const OptionsScope tc(with_path(ProductPath::TensorCores));
-            const std::int64_t m = 8192, k = 1024, n = 8192;
-            Tensor a = random_normal({m, k}, bfloat16, 32, dev), b = random_normal({k, n}, bfloat16, 33, dev);
-            Tensor bias = random_normal({n}, bfloat16, 34, dev), out = Tensor::empty({m, n}, bfloat16, dev);
-            Array m4 = gelu(matmul(a, b) + bias);
-            testing::poison(out);
-            assign(out, matmul(a, b));
-            check_bound(out, a, b, 64, "M4 (its product)");
-            report_flops("M4_gemm_bias_gelu_bf16", "loom", timed_ms([&] { assign(out, m4); }, opt.reps), 0,
-                         2.0 * m * n * k);
-            report_flops("M4_gemm_bias_gelu_bf16", "loom_product",
-                         timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0, 2.0 * m * n * k);
-            const OptionsScope mma(with_path(ProductPath::MmaSync, true));
-            report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync",
-                         timed_ms([&] { assign(out, m4); }, opt.reps), 0, 2.0 * m * n * k);
-            report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync_product",
-                         timed_ms([&] { assign(out, matmul(a, b)); }, opt.reps), 0, 2.0 * m * n * k);
-        });
-    if (opt.wants("M5_gemv_f32"))
-        guarded("M5_gemv_f32", [&] {
-            const std::int64_t n = 16384;
-            Tensor a = random_normal({n, n}, float32, 26, dev), x = random_normal({n}, float32, 27, dev);
-            Tensor out = Tensor::empty({n}, float32, dev);
-            Array m5 = matmul(a, x);
-            testing::poison(out);
-            assign(out, m5);
-            check({m5}, {out}, "M5");
-            report("M5_gemv_f32", "loom", timed_ms([&] { assign(out, m5); }, opt.reps), 4.0 * n * n);
-        });
-    if (opt.wants("M6_bmm_small_f32"))
-        guarded("M6_bmm_small_f32", [&] {
-            Tensor a = random_normal({4096, 64, 64}, float32, 28, dev),
-                   b = random_normal({4096, 64, 64}, float32, 29, dev);
-            Tensor out = Tensor::empty({4096, 64, 64}, float32, dev);
-            Array m6 = matmul(a, b);
-            testing::poison(out);
-            assign(out, m6);
-            check({m6}, {out}, "M6");
-            report_flops("M6_bmm_small_f32", "loom", timed_ms([&] { assign(out, m6); }, opt.reps), 0,
-                         2.0 * 4096 * 64 * 64 * 64);
-        });
-
-    if (opt.wants("P1_pipeline"))
-        guarded("P1_pipeline", [&] {
-            // 16 batches of 64 MiB in pinned memory through E1 with loom::Pipeline (three streams, two
-            // buffers per side); wall time on the host clock from the first enqueue to the last download,
-            // median of 5, as peer_baselines.py times its pipelines. Beside it the same two-stream copies
-            // with no kernel (the peers' pipeline_copies_only), measured by this process.
-            const std::int64_t nb = 16, per = std::int64_t{1} << 24;
-            const double total = 2.0 * static_cast<double>(nb * per) * 4.0;
-            Tensor hin = pinned_empty({nb, per}, float32), hout = pinned_empty({nb, per}, float32);
-            copy_async(hin, random_normal({nb, per}, float32, 39, dev));
-            synchronize();
-            auto e1f = loom::function("p1_e1", [](Array v) { return relu(v * 1.5 + 0.25); });
-            auto batch = [&](const Tensor& all, std::int64_t i) {
-                return all.as_strided({per}, {1}, i * per);
-            };
-            auto wall_ms = [](const std::function<void()>& fn) {
-                std::vector<double> ts;
-                for (int r = 0; r < 5; ++r) {
-                    const auto t0 = std::chrono::steady_clock::now();
-                    fn();
-                    ts.push_back(
-                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                            .count());
-                }
-                std::sort(ts.begin(), ts.end());
-                return ts[2];
-            };
-            {
-                Pipeline pipe({hin}, {hout});
-                auto run = [&] {
-                    pipe.run([&](std::int64_t, std::span<const Tensor> x, std::span<const Tensor> y) {
-                        e1f(x[0], y[0]);
-                    });
-                    pipe.synchronize();
-                };
-                std::memset(hout.data(), 0xff, hout.nbytes());  // NaN: a batch not written fails the check
-                run();                                          // compiles the kernel, warms the copy engines
-                for (std::int64_t i : {std::int64_t{0}, nb / 2, nb - 1})
-                    check({relu(Array(batch(hin, i)) * 1.5 + 0.25)}, {batch(hout, i)},
-                          fmt::format("P1 batch {}", i).c_str());
-                report("P1_pipeline", "loom_pipeline", wall_ms(run), total);
-            }
-            Stream s[2];
-            Tensor d[2] = {Tensor::empty({per}, float32, dev), Tensor::empty({per}, float32, dev)};
-            synchronize();
-            auto copies = [&] {
-                for (std::int64_t i = 0; i < nb; ++i) {
-                    copy_async(d[i % 2], batch(hin, i), s[i % 2]);
-                    copy_async(batch(hout, i), d[i % 2], s[i % 2]);
-                }
-                s[0].synchronize();
-                s[1].synchronize();
-            };
-            copies();
-            report("P1_pipeline", "loom_copies_only", wall_ms(copies), total);
-        });
-
-    if (opt.wants("O1_overhead")) {
-        // A bare cudaLaunchKernel of an empty kernel, and Loom's paths for E1 on 1024 elements.
-        report_us("O1_overhead", "bare_launch", bare_launches_us(1));
-        Tensor small = random_normal({1024}, float32, 11, dev), out = Tensor::empty({1024}, float32, dev);
-        auto e1f = loom::function("e1", [](Array v) { return relu(v * 1.5 + 0.25); });
-        report_us("O1_overhead", "loom", host_us_per_call([&] { e1f(small, out); }));
-        report_us("O1_overhead", "loom_alloc", host_us_per_call([&] { (void)e1f(small); }));
-        report_us("O1_overhead", "loom_lazy",
-                  host_us_per_call([&] { assign(out, relu(small * 1.5 + 0.25)); }));
-        check({relu(small * 1.5 + 0.25)}, {out}, "O1");
-        // A traced bfloat16 product on tensor cores (on Hopper, wgmma with its two tensor maps, cached by
-        // buffer and shape: a call encodes none).
-        Tensor x = random_normal({128, 64}, bfloat16, 12, dev),
-               w = random_normal({64, 128}, bfloat16, 13, dev);
-        Tensor y = Tensor::empty({128, 128}, bfloat16, dev);
-        auto mmf = loom::function(
-            "o1_product", [](Array p, Array q) { return matmul(p, q); },
-            Options{.product_path = ProductPath::TensorCores});
-        report_us("O1_overhead", "loom_product", host_us_per_call([&] { mmf(x, w, y); }));
-    }
-
-    if (opt.wants("O2_graphs"))
-        guarded("O2_graphs", [&] {
-            // Host microseconds per call of a traced function of three kernels (two reductions of different
-            // shapes and an elementwise result) on a small input: as one automatic CUDA graph (capture =
-            // Auto, the default), kernel by kernel (capture = Never), against one cudaGraphLaunch of the same
-            // three kernels captured by hand and three bare launches of an empty kernel.
-            auto three = [](Array v) { return std::tuple{sum(v, 0), max(v, 1), exp(v * 0.5) - v}; };
-            auto f = loom::function("o2_auto", three);
-            auto g = loom::function("o2_never", three, Options{.capture = CapturePolicy::Never});
-            Tensor small = random_normal({64, 256}, float32, 40, dev);
-            Tensor o1 = Tensor::empty({256}, float32, dev), o2 = Tensor::empty({64}, float32, dev);
-            Tensor o3 = Tensor::empty({64, 256}, float32, dev);
-            f(small, o1, o2, o3);
-            g(small, o1, o2, o3);
-            synchronize();
-            const auto [r1, r2, r3] = three(Array(small));
-            check({r1, r2, r3}, {o1, o2, o3}, "O2");
-            report_us("O2_graphs", "bare_3_launches", bare_launches_us(3));
-            const cudaStream_t stream = current_stream();
-            // The same three kernels captured by hand on a stream of its own: one cudaGraphLaunch per call.
-            Stream cs;
-            cudaGraph_t graph = nullptr;
-            cudaGraphExec_t exec = nullptr;
-            with_stream(cs, [&] {
-                if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
-                    throw Error("cudaStreamBeginCapture failed");
-                g(small, o1, o2, o3);
-                if (cudaStreamEndCapture(cs, &graph) != cudaSuccess)
-                    throw Error("cudaStreamEndCapture failed");
-            });
-            if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
-                throw Error("cudaGraphInstantiate failed");
-            report_us("O2_graphs", "one_graph_launch", host_us_per_call([&] {
-                          if (cudaGraphLaunch(exec, stream) != cudaSuccess)
-                              throw Error("cudaGraphLaunch failed");
-                      }));
-            report_us("O2_graphs", "loom_auto_graph", host_us_per_call([&] { f(small, o1, o2, o3); }));
-            report_us("O2_graphs", "loom_kernel_by_kernel", host_us_per_call([&] { g(small, o1, o2, o3); }));
-            synchronize();
-            (void)cudaGraphExecDestroy(exec);
-            (void)cudaGraphDestroy(graph);
-            check({r1, r2, r3}, {o1, o2, o3}, "O2 after the replays");
-            fmt::print("# O2: {} graph replays, {} captures of the automatic graph\n",
-                       f.stats().graph_replays, f.stats().graph_captures);
-        });
 
     if (!opt.json.empty()) write_json(opt.json);
     return g_failed ? 1 : 0;

@@ -178,74 +178,89 @@ Cache& cache() {
 // A kernel of a plan: the plan and the kernel's index in it.
 using PlanKernel = std::pair<const codegen::HostPlan*, std::size_t>;
 
-// Builds the kernels `which` (whose keys are new): emission, the code of kernels already built, the disk
-// cache, one LLVM compilation of those that missed both (several when two of them define functions of the
-// same name, as kernels of different plans may), the JIT.
-std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>& which) {
+// The kernels of one build() call, in the order asked for, and what the build learns of each: its disk-cache
+// key and object, the hash of its code text, the module it is compiled in. Its parts run in build()'s order.
+struct Batch {
     const Backend& be = backend();
     DiskCache& disk = disk_cache();
     Cache& c = cache();
     const bool dump_cache = env_list_contains("LOOM_DUMP", "cache");
+    // Per kernel: the kernel, its disk-cache key (when the disk cache is on), its object from the disk, the
+    // SHA-256 of its code text (code_text()), its module.
     std::vector<std::shared_ptr<CompiledKernel>> out;
     std::vector<std::optional<DiskCacheKey>> keys;
     std::vector<std::vector<char>> objects;
     std::vector<std::string> code_keys;
-    std::vector<std::size_t> to_compile;
-    std::vector<std::pair<std::size_t, std::size_t>>
-        twins;  // (j, i): kernel j has kernel i's code (i < j, both built here)
-    for (std::size_t j = 0; j < which.size(); ++j) {
+    std::vector<std::size_t> module_of;
+    std::vector<std::size_t> to_compile;  // the kernels that missed every cache
+    // (j, i): kernel j has kernel i's code (i < j, both built here).
+    std::vector<std::pair<std::size_t, std::size_t>> twins;
+    std::vector<std::vector<std::size_t>> modules;  // per module, the kernels compiled together
+    std::vector<std::vector<char>> compiled;        // per module, its object file
+
+    // Emits kernel `pk` and looks for its code: in the kernels already built, in this batch, on the disk;
+    // else it is one to compile.
+    void add(const PlanKernel& pk) {
+        const std::size_t j = out.size();
         auto k = std::make_shared<CompiledKernel>();
         const auto t0 = Clock::now();
-        k->source = emit_kernel(*which[j].first, which[j].second);
+        k->source = emit_kernel(*pk.first, pk.second);
         k->codegen_ms = ms_since(t0);
         keys.emplace_back();
         objects.emplace_back();
         code_keys.push_back(sha256_hex(code_text(k->source)));
-        {
-            std::lock_guard lock(c.mu);
-            if (auto it = c.code.find(code_keys.back()); it != c.code.end())
-                if (auto object = it->second.object.lock()) {
-                    k->object = std::move(object);
-                    k->entry = it->second.entry;
-                    k->partials = it->second.partials;
-                    k->finish = it->second.finish;
-                    k->shared = true;
-                }
-        }
-        if (!k->shared)
-            for (std::size_t i = 0; i < j && !k->shared; ++i)
-                if (code_keys[i] == code_keys[j]) {
-                    twins.emplace_back(j, i);
-                    k->shared = true;
-                }
+        share_code(*k, j);
         if (k->shared) {
             if (dump_cache)
                 fmt::print(stderr,
                            "loom cache: {} has the code of a kernel built before (host object shared)\n",
                            k->source.name);
             out.push_back(std::move(k));
-            continue;
+            return;
         }
-        if (disk.enabled()) {
-            keys.back() = host_cache_key(k->source, be);
-            const auto t1 = Clock::now();
-            bool is_ptx = false;
-            if (auto image = disk.load(*keys.back(), &is_ptx); image && !is_ptx) {
-                objects.back() = std::move(*image);
-                k->from_disk = true;
-                if (dump_cache)
-                    fmt::print(stderr, "loom cache: hit {} {} ({} bytes, {:.3f} ms, host object)\n",
-                               k->source.name, keys.back()->digest.substr(0, 16), objects.back().size(),
-                               ms_since(t1));
-            }
-        }
+        if (disk.enabled()) load_from_disk(*k, j);
         if (!k->from_disk) to_compile.push_back(j);
         out.push_back(std::move(k));
     }
-    // The misses, as few modules as their function names allow (one, for the kernels of one plan), each
-    // compiled and linked once.
-    std::vector<std::vector<std::size_t>> modules;
-    {
+
+    // Kernel j's code from a kernel of the same code text: one built before whose object is still loaded, or
+    // one earlier in this batch (a twin, given its code once it is linked).
+    void share_code(CompiledKernel& k, std::size_t j) {
+        {
+            std::lock_guard lock(c.mu);
+            if (auto it = c.code.find(code_keys[j]); it != c.code.end())
+                if (auto object = it->second.object.lock()) {
+                    k.object = std::move(object);
+                    k.entry = it->second.entry;
+                    k.partials = it->second.partials;
+                    k.finish = it->second.finish;
+                    k.shared = true;
+                }
+        }
+        if (!k.shared)
+            for (std::size_t i = 0; i < j && !k.shared; ++i)
+                if (code_keys[i] == code_keys[j]) {
+                    twins.emplace_back(j, i);
+                    k.shared = true;
+                }
+    }
+
+    void load_from_disk(CompiledKernel& k, std::size_t j) {
+        keys[j] = host_cache_key(k.source, be);
+        const auto t1 = Clock::now();
+        bool is_ptx = false;
+        if (auto image = disk.load(*keys[j], &is_ptx); image && !is_ptx) {
+            objects[j] = std::move(*image);
+            k.from_disk = true;
+            if (dump_cache)
+                fmt::print(stderr, "loom cache: hit {} {} ({} bytes, {:.3f} ms, host object)\n",
+                           k.source.name, keys[j]->digest.substr(0, 16), objects[j].size(), ms_since(t1));
+        }
+    }
+
+    // The misses, as few modules as their function names allow (one, for the kernels of one plan): each
+    // kernel goes into the first module that defines none of its functions.
+    void group_modules() {
         std::vector<std::set<std::string, std::less<>>> names;
         for (std::size_t j : to_compile) {
             const auto mine = defined_functions(out[j]->source.ir);
@@ -263,9 +278,15 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
             names[m].insert(mine.begin(), mine.end());
         }
     }
-    std::vector<std::vector<char>> compiled(modules.size());
-    std::vector<std::size_t> module_of(out.size(), 0);
-    for (std::size_t m = 0; m < modules.size(); ++m) {
+
+    // Each module compiled once by LLVM, its object stored on the disk under the key of each of its kernels.
+    void compile_modules() {
+        compiled.resize(modules.size());
+        module_of.assign(out.size(), 0);
+        for (std::size_t m = 0; m < modules.size(); ++m) compile_module(m);
+    }
+
+    void compile_module(std::size_t m) {
         const std::vector<std::size_t>& group = modules[m];
         std::vector<const codegen::LlvmKernelSource*> srcs;
         for (std::size_t j : group) srcs.push_back(&out[j]->source);
@@ -302,9 +323,8 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
                            compile_ms, ms[0], ms[1], compiled[m].size());
         }
     }
-    // Link: each compiled object once, each disk object once.
-    std::vector<std::shared_ptr<LoadedObject>> compiled_objs(modules.size());
-    auto link = [&](const std::vector<char>& bytes, const std::string& name) {
+
+    std::shared_ptr<LoadedObject> link(const std::vector<char>& bytes, const std::string& name) const {
         auto lo = std::make_shared<LoadedObject>();
         loom_hb_buffer err{};
         lo->handle = be.table->load(bytes.data(), bytes.size(), name.c_str(), &err);
@@ -312,37 +332,47 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
             throw InternalError(
                 fmt::format("host kernel {}: the JIT cannot link its object: {}", name, take(be, err)));
         return lo;
-    };
-    for (std::size_t j = 0; j < out.size(); ++j) {
-        CompiledKernel& k = *out[j];
-        if (k.shared) continue;
-        const auto t2 = Clock::now();
-        if (k.from_disk) {
-            k.object = link(objects[j], k.source.name);
-        } else {
-            const std::size_t m = module_of[j];
-            if (!compiled_objs[m]) compiled_objs[m] = link(compiled[m], k.source.name);
-            k.object = compiled_objs[m];
+    }
+
+    // Entry point `sym` of kernel k's object (none for an empty name).
+    CompiledKernel::Entry entry_point(const CompiledKernel& k, const std::string& sym) const {
+        if (sym.empty()) return nullptr;
+        loom_hb_buffer e{};
+        void* p = be.table->symbol(k.object->handle, sym.c_str(), &e);
+        if (!p) throw InternalError(fmt::format("host kernel {}: {}", k.source.name, take(be, e)));
+        return reinterpret_cast<CompiledKernel::Entry>(p);
+    }
+
+    // Link: each compiled object once, each disk object once; then every kernel's entry points.
+    void link_all() {
+        std::vector<std::shared_ptr<LoadedObject>> compiled_objs(modules.size());
+        for (std::size_t j = 0; j < out.size(); ++j) {
+            CompiledKernel& k = *out[j];
+            if (k.shared) continue;
+            const auto t2 = Clock::now();
+            if (k.from_disk) {
+                k.object = link(objects[j], k.source.name);
+            } else {
+                const std::size_t m = module_of[j];
+                if (!compiled_objs[m]) compiled_objs[m] = link(compiled[m], k.source.name);
+                k.object = compiled_objs[m];
+            }
+            k.entry = entry_point(k, k.source.entry);
+            k.partials = entry_point(k, k.source.partials_entry);
+            k.finish = entry_point(k, k.source.finish_entry);
+            k.load_ms = ms_since(t2);
         }
-        auto entry = [&](const std::string& sym) -> CompiledKernel::Entry {
-            if (sym.empty()) return nullptr;
-            loom_hb_buffer e{};
-            void* p = be.table->symbol(k.object->handle, sym.c_str(), &e);
-            if (!p) throw InternalError(fmt::format("host kernel {}: {}", k.source.name, take(be, e)));
-            return reinterpret_cast<CompiledKernel::Entry>(p);
-        };
-        k.entry = entry(k.source.entry);
-        k.partials = entry(k.source.partials_entry);
-        k.finish = entry(k.source.finish_entry);
-        k.load_ms = ms_since(t2);
     }
-    for (const auto& [j, i] : twins) {
-        out[j]->object = out[i]->object;
-        out[j]->entry = out[i]->entry;
-        out[j]->partials = out[i]->partials;
-        out[j]->finish = out[i]->finish;
-    }
-    {
+
+    // The twins take their code from the kernels they share it with; every kernel's code is remembered for
+    // the kernels of the same code text built later.
+    void share_twins_and_remember() {
+        for (const auto& [j, i] : twins) {
+            out[j]->object = out[i]->object;
+            out[j]->entry = out[i]->entry;
+            out[j]->partials = out[i]->partials;
+            out[j]->finish = out[i]->finish;
+        }
         std::lock_guard lock(c.mu);
         for (std::size_t j = 0; j < out.size(); ++j) {
             const CompiledKernel& k = *out[j];
@@ -350,7 +380,19 @@ std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>
             if (sc.object.expired()) sc = {k.object, k.entry, k.partials, k.finish};
         }
     }
-    return out;
+};
+
+// Builds the kernels `which` (whose keys are new): emission, the code of kernels already built, the disk
+// cache, one LLVM compilation of those that missed both (several when two of them define functions of the
+// same name, as kernels of different plans may), the JIT.
+std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<PlanKernel>& which) {
+    Batch batch;
+    for (const PlanKernel& pk : which) batch.add(pk);
+    batch.group_modules();
+    batch.compile_modules();
+    batch.link_all();
+    batch.share_twins_and_remember();
+    return std::move(batch.out);
 }
 
 }  // namespace

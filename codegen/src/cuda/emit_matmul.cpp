@@ -127,48 +127,46 @@ struct MatmulEmitter {
         if (p.a_prologue || p.b_prologue) line(s, ind, fmt::format("(void)a_off{0}; (void)b_off{0};", sfx));
     }
 
-    // The loaders of one operand's stage buffer: 16-byte cp.async pieces (when the plan allows them) and
-    // element loads through any strides, walking the operand's unit-stride axis across the threads.
-    std::string loaders() const {
+    // Zero in the operands' storage type: `T{0}` for float16 and bfloat16, `(T)0` for the others.
+    std::string zero() const {
+        return p.in == DType::Float16 || p.in == DType::BFloat16 ? fmt::format("{}{{0}}", st)
+                                                                 : fmt::format("({})0", st);
+    }
+    // The head of loader `<name>_load_<operand>_<what>` (what: pieces or elements) into stage buffer
+    // `buffer`.
+    std::string loader_head(const char* what, const char* operand, const char* buffer) const {
+        return fmt::format(
+            "__device__ __forceinline__ void {}_load_{}_{}(const {}_params& p, const {}* {}, {}* {},\n"
+            "        long long batch, long long m0, long long n0, long long k0) {{\n",
+            name, operand, what, name, st, operand[0] == 'a' ? "A" : "B", st, buffer);
+    }
+
+    // A's stage tile in 16-byte cp.async pieces, along k (A's rows divide into pieces).
+    std::string a_pieces_loader() const {
+        const int piece = p.piece();
+        const int a_pieces = p.tile_m * p.tile_k / piece, a_row = p.tile_k / piece;
+        const std::string am = fmt::format("p.a_s{}", rank() - 2);
+        std::string s = loader_head("pieces", "a", "as");
+        line(s, 4, "(void)batch; (void)n0;");
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_pieces, p.threads()),
+             fmt::format("{} pieces of {} elements", a_pieces, piece));
+        line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", a_row, a_row, piece));
+        line(s, 8, "const long long m = m0 + row, k = k0 + col;");
+        line(s, 8, "const bool in = m < p.M && k < p.K;");
+        line(s, 8,
+             fmt::format("lm::cp_async16(as + row * {} + col, in ? A + m * {} + k : A, in ? 16 : 0);",
+                         p.pitch_a, am));
+        line(s, 4, "}");
+        s += "}\n\n";
+        return s;
+    }
+
+    // A's stage tile element by element, through any strides or from A's prologue, consecutive threads along
+    // A's unit-stride axis.
+    std::string a_elements_loader() const {
         const int r = rank();
         const std::string am = fmt::format("p.a_s{}", r - 2), ak = fmt::format("p.a_s{}", r - 1);
-        const std::string bk = fmt::format("p.b_s{}", r - 2), bn = fmt::format("p.b_s{}", r - 1);
-        const int piece = p.piece();
-        const std::string zero = p.in == DType::Float16 || p.in == DType::BFloat16
-                                     ? fmt::format("{}{{0}}", st)
-                                     : fmt::format("({})0", st);
-        auto header = [&](const char* what, const char* operand, const char* buffer) {
-            return fmt::format(
-                "__device__ __forceinline__ void {}_load_{}_{}(const {}_params& p, const {}* {}, {}* {},\n"
-                "        long long batch, long long m0, long long n0, long long k0) {{\n",
-                name, operand, what, name, st, operand[0] == 'a' ? "A" : "B", st, buffer);
-        };
-        std::string s;
-        s += fmt::format(
-            "// Stage buffers `as` (A: {} rows of {}, k fastest, pitch {}) and `bs` (B: {} rows of {}, n "
-            "fastest, pitch {}) of\n"
-            "// the K step at k0, zeros outside the matrices: per operand, 16-byte cp.async pieces (its row "
-            "length divides\n"
-            "// into pieces) or element loads through any strides (transposed, sliced, broadcast views), "
-            "consecutive\n"
-            "// threads walking its unit-stride axis.\n",
-            p.tile_m, p.tile_k, p.pitch_a, p.tile_k, p.tile_n, p.pitch_b);
-        if (p.vector_a) {
-            const int a_pieces = p.tile_m * p.tile_k / piece, a_row = p.tile_k / piece;
-            s += header("pieces", "a", "as");
-            line(s, 4, "(void)batch; (void)n0;");
-            line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", a_pieces, p.threads()),
-                 fmt::format("{} pieces of {} elements", a_pieces, piece));
-            line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", a_row, a_row, piece));
-            line(s, 8, "const long long m = m0 + row, k = k0 + col;");
-            line(s, 8, "const bool in = m < p.M && k < p.K;");
-            line(s, 8,
-                 fmt::format("lm::cp_async16(as + row * {} + col, in ? A + m * {} + k : A, in ? 16 : 0);",
-                             p.pitch_a, am));
-            line(s, 4, "}");
-            s += "}\n\n";
-        }
-        s += header("elements", "a", "as");
+        std::string s = loader_head("elements", "a", "as");
         line(s, 4, "(void)batch; (void)n0;");
         line(s, 4,
              fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", p.tile_m * p.tile_k, p.threads()),
@@ -184,46 +182,62 @@ struct MatmulEmitter {
                              detail::store_expr(
                                  p.in, fmt::format("{}_pa_element(p.pa, ({})((batch * p.M + m) * p.K + k))",
                                                    name, pa_idx)),
-                             zero),
+                             zero()),
                  "the prologue's value of A[batch, m, k]");
         else
             line(s, 8,
                  fmt::format("as[row * {} + col] = m < p.M && k < p.K ? A[m * {} + k * {}] : {};", p.pitch_a,
-                             am, ak, zero));
+                             am, ak, zero()));
         line(s, 4, "}");
         s += "}\n\n";
-        if (p.vector_b) {
-            const int b_pieces = p.tile_k * p.tile_n / piece, b_row = p.tile_n / piece;
-            s += header("pieces", "b", "bs");
-            line(s, 4, "(void)batch; (void)m0;");
-            line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_pieces, p.threads()),
-                 fmt::format("{} pieces of {} elements", b_pieces, piece));
-            line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", b_row, b_row, piece));
-            line(s, 8, "const long long k = k0 + row, n = n0 + col;");
-            line(s, 8, "const bool in = k < p.K && n < p.N;");
-            line(s, 8,
-                 fmt::format("lm::cp_async16(bs + row * {} + col, in ? B + k * {} + n : B, in ? 16 : 0);",
-                             p.pitch_b, bk));
-            line(s, 4, "}");
-            s += "}\n\n";
-        }
-        if (p.vector_b_column) {
-            // A one-column B tile whose column is contiguous along k (a matrix times a vector): pieces along
-            // k.
-            const int b_pieces = p.tile_k / piece;
-            s += header("pieces", "b", "bs");
-            line(s, 4, "(void)batch; (void)m0;");
-            line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_pieces, p.threads()),
-                 fmt::format("{} pieces of {} consecutive k of the column", b_pieces, piece));
-            line(s, 8, fmt::format("const int row = q * {};", piece));
-            line(s, 8, "const long long k = k0 + row, n = n0;");
-            line(s, 8, "const bool in = k < p.K && n < p.N;");
-            line(s, 8, fmt::format("lm::cp_async16(bs + row, in ? B + k + n * {} : B, in ? 16 : 0);", bn),
-                 "B's stride along k is 1");
-            line(s, 4, "}");
-            s += "}\n\n";
-        }
-        s += header("elements", "b", "bs");
+        return s;
+    }
+
+    // B's stage tile in 16-byte cp.async pieces, along n (B's rows divide into pieces).
+    std::string b_pieces_loader() const {
+        const int piece = p.piece();
+        const int b_pieces = p.tile_k * p.tile_n / piece, b_row = p.tile_n / piece;
+        const std::string bk = fmt::format("p.b_s{}", rank() - 2);
+        std::string s = loader_head("pieces", "b", "bs");
+        line(s, 4, "(void)batch; (void)m0;");
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_pieces, p.threads()),
+             fmt::format("{} pieces of {} elements", b_pieces, piece));
+        line(s, 8, fmt::format("const int row = q / {}, col = q % {} * {};", b_row, b_row, piece));
+        line(s, 8, "const long long k = k0 + row, n = n0 + col;");
+        line(s, 8, "const bool in = k < p.K && n < p.N;");
+        line(s, 8,
+             fmt::format("lm::cp_async16(bs + row * {} + col, in ? B + k * {} + n : B, in ? 16 : 0);",
+                         p.pitch_b, bk));
+        line(s, 4, "}");
+        s += "}\n\n";
+        return s;
+    }
+
+    // A one-column B tile whose column is contiguous along k (a matrix times a vector): pieces along k.
+    std::string b_column_pieces_loader() const {
+        const int piece = p.piece();
+        const int b_pieces = p.tile_k / piece;
+        const std::string bn = fmt::format("p.b_s{}", rank() - 1);
+        std::string s = loader_head("pieces", "b", "bs");
+        line(s, 4, "(void)batch; (void)m0;");
+        line(s, 4, fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", b_pieces, p.threads()),
+             fmt::format("{} pieces of {} consecutive k of the column", b_pieces, piece));
+        line(s, 8, fmt::format("const int row = q * {};", piece));
+        line(s, 8, "const long long k = k0 + row, n = n0;");
+        line(s, 8, "const bool in = k < p.K && n < p.N;");
+        line(s, 8, fmt::format("lm::cp_async16(bs + row, in ? B + k + n * {} : B, in ? 16 : 0);", bn),
+             "B's stride along k is 1");
+        line(s, 4, "}");
+        s += "}\n\n";
+        return s;
+    }
+
+    // B's stage tile element by element, through any strides or from B's prologue, consecutive threads along
+    // B's unit-stride axis.
+    std::string b_elements_loader() const {
+        const int r = rank();
+        const std::string bk = fmt::format("p.b_s{}", r - 2), bn = fmt::format("p.b_s{}", r - 1);
+        std::string s = loader_head("elements", "b", "bs");
         line(s, 4, "(void)batch; (void)m0;");
         line(s, 4,
              fmt::format("for (int q = threadIdx.x; q < {}; q += {}) {{", p.tile_k * p.tile_n, p.threads()),
@@ -239,14 +253,19 @@ struct MatmulEmitter {
                              detail::store_expr(
                                  p.in, fmt::format("{}_pb_element(p.pb, ({})((batch * p.K + k) * p.N + n))",
                                                    name, pb_idx)),
-                             zero),
+                             zero()),
                  "the prologue's value of B[batch, k, n]");
         else
             line(s, 8,
                  fmt::format("bs[row * {} + col] = k < p.K && n < p.N ? B[k * {} + n * {}] : {};", p.pitch_b,
-                             bk, bn, zero));
+                             bk, bn, zero()));
         line(s, 4, "}");
         s += "}\n\n";
+        return s;
+    }
+
+    // `<name>_load`: both operands' loads of one K step, the pieces or the elements as p.pieces says.
+    std::string load_dispatch() const {
         auto pick = [&](bool pieces, const char* operand, int bit) {
             const std::string call = fmt::format("{}_load_{}_{{}}(p, {}, {}s, batch, m0, n0, k0);", name,
                                                  operand, operand[0] == 'a' ? "A" : "B", operand);
@@ -255,7 +274,7 @@ struct MatmulEmitter {
                                fmt::format(fmt::runtime(call), "pieces"),
                                fmt::format(fmt::runtime(call), "elements"));
         };
-        s += fmt::format(
+        std::string s = fmt::format(
             "// The loads the runtime chose for this call's operands (p.pieces, the same for every block).\n"
             "__device__ __forceinline__ void {0}_load(const {0}_params& p, const {1}* A, const {1}* B, {1}* "
             "as, {1}* bs,\n"
@@ -265,6 +284,27 @@ struct MatmulEmitter {
         s += pick(p.vector_a, "a", 1);
         s += pick(p.vector_b || p.vector_b_column, "b", 2);
         s += "}\n";
+        return s;
+    }
+
+    // The loaders of one operand's stage buffer: 16-byte cp.async pieces (when the plan allows them) and
+    // element loads through any strides, walking the operand's unit-stride axis across the threads.
+    std::string loaders() const {
+        std::string s = fmt::format(
+            "// Stage buffers `as` (A: {} rows of {}, k fastest, pitch {}) and `bs` (B: {} rows of {}, n "
+            "fastest, pitch {}) of\n"
+            "// the K step at k0, zeros outside the matrices: per operand, 16-byte cp.async pieces (its row "
+            "length divides\n"
+            "// into pieces) or element loads through any strides (transposed, sliced, broadcast views), "
+            "consecutive\n"
+            "// threads walking its unit-stride axis.\n",
+            p.tile_m, p.tile_k, p.pitch_a, p.tile_k, p.tile_n, p.pitch_b);
+        if (p.vector_a) s += a_pieces_loader();
+        s += a_elements_loader();
+        if (p.vector_b) s += b_pieces_loader();
+        if (p.vector_b_column) s += b_column_pieces_loader();
+        s += b_elements_loader();
+        s += load_dispatch();
         return s;
     }
 

@@ -235,9 +235,9 @@ struct ReduceEmitter {
     }
 
     // Operand loads. The column (outer) schedule reads its operands through the read-only data path
-    // (lm::ldg, lm::load_vec_ro; a reduction kernel never writes what it reads): measured on the H200 with
-    // the generated column-sum kernel, 3912 -> 4022 GB/s. The row (inner) schedule keeps plain loads: the
-    // read-only path measured the same there and took 5 more registers (a block fewer per SM for layernorm).
+    // (lm::ldg, lm::load_vec_ro; a reduction kernel never writes what it reads), which the column sums
+    // read faster. The row (inner) schedule keeps plain loads: there the read-only path was no faster and
+    // took more registers (a block fewer per multiprocessor for layernorm; docs/performance.md).
     std::string load_fn(bool uncached_only = false) const {
         std::string s = fmt::format(
             "// The operands of element (i0, i1) of the element space{} (row values come from registers).\n"
@@ -547,13 +547,52 @@ struct ReduceEmitter {
     }
 
     // ---- inner schedule -------------------------------------------------------------------------------
+    // A row's group of G lanes (G = 256: a block per row; G = 32: a warp per row) takes the chunks of 8192
+    // elements of the row in 8 blocks of 1024; lane w of the group holds A = 256 / G lane accumulators, and
+    // its positions in block m of chunk c are r0 = c * 8192 + m * 1024 + 4 * (w + G K), K < A, each the start
+    // of a run of 4 elements.
 
-    // Positions of one (c, m): for k < A, r0 = c * 8192 + m * 1024 + 4 * (w + G k).
-    // `use(k, r0expr, scope)` emits what to do with the 4 elements of the run.
+    // What every part of one variant of the inner kernel is written for.
+    struct InnerShape {
+        bool vec = false;     // the 4-wide variant: a run of 4 is loaded as one vector
+        int G = 256;          // lanes of a row's group
+        int A = 1;            // lane accumulators per thread: 256 / G
+        int M = 0;            // blocks of 1024 elements of the row held in registers (0: the row streams)
+        bool cached = false;  // the row is held in registers (M > 0)
+        // Held rows of a full-rows plan in the 4-wide variant: every position is inside the row, so no bounds
+        // check is written (the compiler then computes row-level values, such as a normalization's
+        // 1/sqrt(var + eps), once instead of once per guarded position).
+        bool inside = false;
+    };
+    InnerShape inner_shape(bool vec) const {
+        InnerShape sh;
+        sh.vec = vec;
+        sh.G = plan.group;
+        sh.A = 256 / sh.G;
+        sh.M = plan.cached_blocks;
+        sh.cached = plan.cached_blocks > 0;
+        sh.inside = sh.cached && vec && plan.full_rows;
+        return sh;
+    }
+
+    // The inner kernel `<name>_v` (4-wide runs) or `<name>_s` (general): the prologue, the held row, each
+    // stage's pass over the row, then the element outputs and the row's epilogue (a split kernel ends in the
+    // split finisher instead).
     std::string inner_kernel(bool vec) const {
-        const int G = plan.group;
-        const int A = 256 / G;
-        const std::string entry = vec ? name + "_v" : name + "_s";
+        const InnerShape sh = inner_shape(vec);
+        std::string s = inner_prologue(sh);
+        if (sh.cached) inner_held_row_load(s, sh);
+        for (int st = 0; st < plan.stages; ++st) inner_stage(s, sh, st);
+        if (plan.element_outputs > 0 && !plan.split) inner_element_outputs(s, sh);
+        if (has_row && !plan.split) inner_row_epilogue(s, sh);
+        s += "}\n";
+        return s;
+    }
+
+    // The signature and the binding of the kernel's indices: the lane w and row o of this thread, the block's
+    // range of the row's chunks [c_begin, c_end), and the row values rv<j> that later stages read.
+    std::string inner_prologue(const InnerShape& sh) const {
+        const std::string entry = sh.vec ? name + "_v" : name + "_s";
         // A split kernel runs as one wave of kSplitBlocksPerSM blocks per SM: the bound keeps them resident.
         const std::string bounds =
             plan.split ? fmt::format("{}, {}", plan.block, kSplitBlocksPerSM) : fmt::format("{}", plan.block);
@@ -564,10 +603,10 @@ struct ReduceEmitter {
         line(s, 4, "__shared__ __align__(16) unsigned char lm_smem[8192];",
              plan.split ? "butterfly exchange (two slots); the split finisher's trees"
                         : "butterfly exchange (two slots)");
-        if (G == 256) line(s, 4, "int lm_par = 0;", "the butterfly slot of the next chunk end");
+        if (sh.G == 256) line(s, 4, "int lm_par = 0;", "the butterfly slot of the next chunk end");
         line(s, 4, fmt::format("const {}_el_params& pe = p.el;", name));
         line(s, 4, "const int tid = threadIdx.x;");
-        if (G == 256) {
+        if (sh.G == 256) {
             line(s, 4, "const int w = tid;", "lane of the row's group");
             line(s, 4, "const long long o = blockIdx.x;", "one row per block");
         } else {
@@ -587,310 +626,332 @@ struct ReduceEmitter {
         line(s, 4, "(void)c_end; (void)w;");
         for (std::size_t j = 0; j < nred; ++j)
             line(s, 4, fmt::format("{} rv{} = {{}};", rv_type(j), j), "row value");
-        const bool cached = plan.cached_blocks > 0;
-        const int M = plan.cached_blocks;
-        const std::vector<std::size_t> csites = sites_of(false);  // every site read from memory
-        const std::vector<std::size_t> usites = sites_of(true);   // cached rows: the sites loaded where used
-        // Held rows of a full-rows plan in the 4-wide variant: every position is inside the row, so no bounds
-        // check is written (the compiler then computes row-level values, such as a normalization's
-        // 1/sqrt(var + eps), once instead of once per guarded position).
-        const bool inside = cached && vec && plan.full_rows;
-        if (cached) {
+        return s;
+    }
+
+    // The held row: the sites held in registers (plan.cached_sites) read once, as c<k>[q][j] for the M A
+    // positions q of the thread, so that every stage and the element outputs reuse them.
+    void inner_held_row_load(std::string& s, const InnerShape& sh) const {
+        const int G = sh.G, A = sh.A, M = sh.M;
+        line(s, 4,
+             fmt::format("// the row, held in registers: {} positions of 4 elements per thread", M * A));
+        for (int k : plan.cached_sites)
             line(s, 4,
-                 fmt::format("// the row, held in registers: {} positions of 4 elements per thread", M * A));
-            for (int k : plan.cached_sites)
-                line(s, 4,
-                     fmt::format("{} c{}[{}][4];",
-                                 register_type(plan.element.loads[static_cast<std::size_t>(k)].dtype), k,
-                                 M * A));
-            if (!plan.cached_sites.empty()) {
-                line(s, 4, "#pragma unroll");
-                line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
-                line(s, 8,
-                     fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));",
-                                 A, G, A));
-                emit_load_run(
-                    s, 8, vec, "r0", [&](std::size_t k) { return fmt::format("c{}[q]", k); }, false, true,
-                    inside);
-                line(s, 4, "}");
-            }
+                 fmt::format("{} c{}[{}][4];",
+                             register_type(plan.element.loads[static_cast<std::size_t>(k)].dtype), k, M * A));
+        if (plan.cached_sites.empty()) return;
+        line(s, 4, "#pragma unroll");
+        line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
+        line(s, 8,
+             fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A, G,
+                         A));
+        emit_load_run(
+            s, 8, sh.vec, "r0", [&](std::size_t k) { return fmt::format("c{}[q]", k); }, false, true,
+            sh.inside);
+        line(s, 4, "}");
+    }
+
+    // In the loops over a held row: site k's value at position q, element j (held, or loaded where used).
+    std::string held_value(std::size_t k) const {
+        return is_cached(k) ? fmt::format("c{}[q][j]", k) : fmt::format("u{}[j]", k);
+    }
+
+    // In the loops over a held row: the sites not held in registers, loaded as u<k>[4] at position q.
+    void load_unheld(std::string& s, int ind, const InnerShape& sh) const {
+        const std::vector<std::size_t> usites = sites_of(true);
+        if (usites.empty()) return;
+        for (std::size_t k : usites)
+            line(s, ind, fmt::format("{} u{}[4];", register_type(plan.element.loads[k].dtype), k));
+        emit_load_run(
+            s, ind, sh.vec, "r0", [&](std::size_t k) { return fmt::format("u{}", k); }, true, false,
+            sh.inside);
+    }
+
+    // Stage st in its own scope: its accumulators, the pass over the row that folds every element into them,
+    // then the row values (or, split, the split finisher, which ends the kernel).
+    void inner_stage(std::string& s, const InnerShape& sh, int st) const {
+        const std::vector<std::size_t> ops = stage_ops(st);
+        line(s, 4, fmt::format("{{  // ---- stage {} ----", st));
+        inner_stage_accumulators(s, sh, ops);
+        if (sh.cached)
+            inner_held_pass(s, sh, ops);
+        else if (sh.G == 256 && sites_of(false).size() <= 2)
+            inner_pipelined_pass(s, sh, ops);
+        else
+            inner_streamed_pass(s, sh, ops);
+        if (plan.split) {
+            line(s, 8, fmt::format("{}_split_finish(p, o, c_begin, c_end, lm_smem);", name),
+                 "the chunk partials climb the counter tree; whoever completes the row finishes it");
+            line(s, 8, "return;");
+        } else {
+            inner_row_values(s, sh, ops);
         }
-        // In cached loops: a site's value at position q, element j.
-        auto cval = [&](std::size_t k) {
-            return is_cached(k) ? fmt::format("c{}[q][j]", k) : fmt::format("u{}[j]", k);
-        };
-        auto load_uncached = [&](std::string& t, int ind) {
-            if (usites.empty()) return;
-            for (std::size_t k : usites)
-                line(t, ind, fmt::format("{} u{}[4];", register_type(plan.element.loads[k].dtype), k));
-            emit_load_run(
-                t, ind, vec, "r0", [&](std::size_t k) { return fmt::format("u{}", k); }, true, false, inside);
-        };
-        for (int st = 0; st < plan.stages; ++st) {
-            const auto ops = stage_ops(st);
-            line(s, 4, fmt::format("{{  // ---- stage {} ----", st));
-            const int cached_chunks = cached ? (M + 7) / 8 : 0;
-            for (std::size_t j : ops) {
-                declare_acc(s, 8, j, A, !(cached && G == 256) && !plan.split);
-                if (cached && G == 256)
-                    for (int c = 0; c < cached_chunks; ++c)
-                        line(s, 8,
-                             fmt::format("{} cp{}_{} = {};", acc_type(plan.ops[j]), j, c,
-                                         identity(plan.ops[j])),
-                             fmt::format("the partial of chunk {}", c));
-            }
-            auto accumulate = [&](std::string& t, int ind, const std::string& r0,
-                                  const std::function<std::string(std::size_t)>& val, bool guard) {
-                // A full run of 4 folds a float max or min with lm::max_run / lm::min_run: one FMNMX per
-                // element, the same bits as the exact fold (the run is folded again where they could differ).
-                auto run_fold = [&](std::size_t jj) { return !guard && run_foldable(plan.ops[jj]); };
-                for (std::size_t jj : ops)
-                    if (run_fold(jj))
-                        line(t, ind, fmt::format("float ry{}[4];", jj),
-                             fmt::format("reduction {}'s run of 4 values", jj));
-                line(t, ind, "#pragma unroll");
-                line(t, ind, "for (int j = 0; j < 4; ++j) {");
-                if (guard) line(t, ind + 4, row_end_guard(r0));
-                body_call(t, ind + 4, val);
-                for (std::size_t jj : ops) {
-                    if (run_fold(jj)) {
-                        line(t, ind + 4, fmt::format("ry{}[j] = y{};", jj, jj));
-                        continue;
-                    }
-                    line(t, ind + 4,
-                         fmt::format("acc{}[K] = {};", jj,
-                                     combine(plan.ops[jj], fmt::format("acc{}[K]", jj),
-                                             element_of(plan.ops[jj], fmt::format("y{}", jj),
-                                                        fmt::format("({} + j)", r0)))));
-                }
-                line(t, ind, "}");
-                for (std::size_t jj : ops)
-                    if (run_fold(jj))
-                        line(t, ind,
-                             fmt::format("acc{}[K] = lm::{}_run(acc{}[K], ry{});", jj,
-                                         plan.ops[jj].op == Op::Max ? "max" : "min", jj, jj),
-                             "ascending j, the exact fold's bits");
-            };
-            if (cached) {
-                // chunk c covers positions q in [c * 8 A, (c + 1) * 8 A)
-                const int chunks = (M + 7) / 8;
-                if (chunks > 2)
-                    throw InternalError("emit_reduce: rows held in registers span at most two chunks");
-                for (int c = 0; c < chunks; ++c) {
-                    const int q0 = c * 8 * A, q1 = std::min(M * A, (c + 1) * 8 * A);
-                    line(s, 8, fmt::format("if ({}LL * 8192 < p.len) {{", c), fmt::format("chunk {}", c));
-                    line(s, 12, "#pragma unroll");
-                    line(s, 12, fmt::format("for (int q = {}; q < {}; ++q) {{", q0, q1));
-                    line(s, 16,
-                         fmt::format(
-                             "const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A,
-                             G, A));
-                    line(s, 16, fmt::format("const int K = q % {};", A));
-                    line(s, 16, inside ? "{" : "if (r0 < p.len) {",
-                         inside ? "full rows: inside the row" : "");
-                    std::string t;
-                    load_uncached(t, 20);
-                    accumulate(t, 20, "r0", cval, !vec);
-                    s += t;
-                    line(s, 16, "}");
-                    line(s, 12, "}");
-                    for (std::size_t j : ops) inner_chunk_end(s, 12, j, c);
-                    line(s, 8, "}");
-                }
-            } else {
-                if (G == 256 && csites.size() <= 2) {
-                    // Software pipeline: the next chunk's loads are in flight while this chunk is accumulated
-                    // and its butterfly waits at its barrier.
-                    auto load_chunk = [&](const std::string& c, int ind) {
-                        line(s, ind, "#pragma unroll");
-                        line(s, ind, "for (int m = 0; m < 8; ++m) {");
-                        line(s, ind + 4,
-                             fmt::format("const long long r0 = ({}) * 8192 + m * 1024 + 4 * w;", c));
-                        emit_load_run(s, ind + 4, vec, "r0",
-                                      [&](std::size_t k) { return fmt::format("nx{}[m]", k); });
-                        line(s, ind, "}");
-                    };
-                    for (std::size_t k : csites)
-                        line(s, 8,
-                             fmt::format("{} nx{}[8][4];", register_type(plan.element.loads[k].dtype), k),
-                             "the next chunk's values");
-                    line(s, 8, "if (c_begin < c_end) {");
-                    load_chunk("c_begin", 12);
-                    line(s, 8, "}");
-                    line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
-                    for (std::size_t k : csites) {
-                        const std::string rt(register_type(plan.element.loads[k].dtype));
-                        line(s, 12, fmt::format("{} cu{}[8][4];", rt, k));
-                        line(s, 12, "#pragma unroll");
-                        line(s, 12,
-                             fmt::format("for (int m = 0; m < 8; ++m) for (int j = 0; j < 4; ++j) cu{}[m][j] "
-                                         "= nx{}[m][j];",
-                                         k, k));
-                    }
-                    line(s, 12, "if (c + 1 < c_end) {");
-                    load_chunk("c + 1", 16);
-                    line(s, 12, "}");
-                    line(s, 12, "#pragma unroll");
-                    line(s, 12, "for (int m = 0; m < 8; ++m) {");
-                    line(s, 16, "const int K = 0;");
-                    line(s, 16, "const long long r0 = c * 8192 + m * 1024 + 4 * w;");
-                    line(s, 16, "if (r0 < p.len) {");
-                    std::string t;
-                    accumulate(
-                        t, 20, "r0", [&](std::size_t k) { return fmt::format("cu{}[m][j]", k); }, !vec);
-                    s += t;
-                    line(s, 16, "}");
-                    line(s, 12, "}");
-                    for (std::size_t j : ops) inner_chunk_end(s, 12, j);
-                    line(s, 8, "}");
-                } else {
-                    line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
-                    if (G == 256)
-                        line(s, 12, "#pragma unroll");
-                    else
-                        line(s, 12, "#pragma unroll 1");
-                    line(s, 12, "for (int m = 0; m < 8; ++m) {");
-                    line(s, 16, "#pragma unroll");
-                    line(s, 16, fmt::format("for (int K = 0; K < {}; ++K) {{", A));
-                    line(s, 20,
-                         fmt::format("const long long r0 = c * 8192 + m * 1024 + 4 * (w + {} * K);", G));
-                    line(s, 20, "if (r0 < p.len) {");
-                    for (std::size_t k : csites)
-                        line(s, 24, fmt::format("{} v{}[4];", register_type(plan.element.loads[k].dtype), k));
-                    emit_load_run(s, 24, vec, "r0", [&](std::size_t k) { return fmt::format("v{}", k); });
-                    std::string t;
-                    accumulate(
-                        t, 24, "r0", [&](std::size_t k) { return fmt::format("v{}[j]", k); }, !vec);
-                    s += t;
-                    line(s, 20, "}");
-                    line(s, 16, "}");
-                    line(s, 12, "}");
-                    for (std::size_t j : ops) inner_chunk_end(s, 12, j);
-                    line(s, 8, "}");
-                }
-            }
-            // fold the counters, finish, broadcast
-            const std::string who = G == 256 ? "tid == 0" : "w == 0";
-            if (plan.split) {
-                line(s, 8, fmt::format("{}_split_finish(p, o, c_begin, c_end, lm_smem);", name),
-                     "the chunk partials climb the counter tree; whoever completes the row finishes it");
-                line(s, 8, "return;");
-                line(s, 4, "}");
+        line(s, 4, "}");
+    }
+
+    // The stage's lane accumulators; the binary counters over chunk partials, unless a held row's block keeps
+    // its (at most two) chunk partials cp<j>_<c> in registers or a split stores them.
+    void inner_stage_accumulators(std::string& s, const InnerShape& sh,
+                                  const std::vector<std::size_t>& ops) const {
+        const bool held_partials = sh.cached && sh.G == 256;
+        const int cached_chunks = sh.cached ? (sh.M + 7) / 8 : 0;
+        for (std::size_t j : ops) {
+            declare_acc(s, 8, j, sh.A, !held_partials && !plan.split);
+            if (held_partials)
+                for (int c = 0; c < cached_chunks; ++c)
+                    line(s, 8,
+                         fmt::format("{} cp{}_{} = {};", acc_type(plan.ops[j]), j, c, identity(plan.ops[j])),
+                         fmt::format("the partial of chunk {}", c));
+        }
+    }
+
+    // The fold of the run of 4 at r0 into the lane accumulators acc<j>[K] of the stage's reductions: the
+    // element body per element j of the run (site values from `val`), then each reduction's contribution at
+    // reduced index r0 + j. `guard`: the run may end past the row's end (the scalar variant).
+    void accumulate_run(std::string& s, int ind, const std::vector<std::size_t>& ops, const std::string& r0,
+                        const std::function<std::string(std::size_t)>& val, bool guard) const {
+        // A full run of 4 folds a float max or min with lm::max_run / lm::min_run: one FMNMX per element, the
+        // same bits as the exact fold (the run is folded again where they could differ).
+        auto run_fold = [&](std::size_t j) { return !guard && run_foldable(plan.ops[j]); };
+        for (std::size_t j : ops)
+            if (run_fold(j))
+                line(s, ind, fmt::format("float ry{}[4];", j),
+                     fmt::format("reduction {}'s run of 4 values", j));
+        line(s, ind, "#pragma unroll");
+        line(s, ind, "for (int j = 0; j < 4; ++j) {");
+        if (guard) line(s, ind + 4, row_end_guard(r0));
+        body_call(s, ind + 4, val);
+        for (std::size_t j : ops) {
+            if (run_fold(j)) {
+                line(s, ind + 4, fmt::format("ry{}[j] = y{};", j, j));
                 continue;
             }
-            for (std::size_t j : ops) {
-                const ReduceOpPlan& r = plan.ops[j];
-                if (G == 256 &&
-                    cached) {  // every thread holds the chunk partials: each finishes the row value itself
-                    const std::string fin =
-                        cached_chunks == 1
-                            ? fmt::format("cp{}_0", j)
-                            : fmt::format("(p.len > 8192 ? {} : cp{}_0)",
-                                          combine(r, fmt::format("cp{}_0", j), fmt::format("cp{}_1", j)), j);
-                    line(s, 8, fmt::format("rv{} = {};", j, finish(r, fin)),
-                         "the row value, in every thread (pairwise over the chunks)");
-                } else if (G == 256) {
-                    line(s, 8,
-                         fmt::format("if ({}) {{ {} rv{} = {}; }}", who, fold(j), j,
-                                     finish(r, fmt::format("fin{}", j))));
-                    line(s, 8,
-                         fmt::format(
-                             "{{ __shared__ {} b; if (tid == 0) b = rv{}; __syncthreads(); rv{} = b; }}",
-                             rv_type(j), j, j),
-                         "the row value to every thread");
-                } else {
-                    line(s, 8,
-                         fmt::format("if ({}) {{ {} rv{} = {}; }}", who, fold(j), j,
-                                     finish(plan.ops[j], fmt::format("fin{}", j))));
-                    line(s, 8, fmt::format("rv{} = lm::shfl0(rv{});", j, j), "the row value to every lane");
-                }
-            }
-            line(s, 4, "}");
+            line(s, ind + 4,
+                 fmt::format(
+                     "acc{}[K] = {};", j,
+                     combine(plan.ops[j], fmt::format("acc{}[K]", j),
+                             element_of(plan.ops[j], fmt::format("y{}", j), fmt::format("({} + j)", r0)))));
         }
-        if (plan.element_outputs > 0 && !plan.split) {
-            line(s, 4, "// ---- element outputs ----");
-            auto write = [&](std::string& t, int ind, const std::string& r0,
-                             const std::function<std::string(std::size_t)>& val) {
-                if (vec) {
-                    std::string outs;
-                    for (int e = 0; e < plan.element_outputs; ++e) {
-                        const DType dt = plan.element.outputs[nred + static_cast<std::size_t>(e)].dtype;
-                        line(t, ind, fmt::format("lm::vec<{}, 4> ov{};", storage_type(dt), e));
-                    }
-                    line(t, ind, "#pragma unroll");
-                    line(t, ind, "for (int j = 0; j < 4; ++j) {");
-                    body_call(t, ind + 4, val);
-                    for (int e = 0; e < plan.element_outputs; ++e) {
-                        const std::size_t oi = nred + static_cast<std::size_t>(e);
-                        line(t, ind + 4,
-                             fmt::format("ov{}.v[j] = {};", e,
-                                         store_expr(plan.element.outputs[oi].dtype, fmt::format("y{}", oi))));
-                    }
-                    line(t, ind, "}");
-                    for (int e = 0; e < plan.element_outputs; ++e) {
-                        const std::size_t oi = nred + static_cast<std::size_t>(e);
-                        const DType dt = plan.element.outputs[oi].dtype;
-                        line(t, ind,
-                             fmt::format("lm::store_vec<{}, 4>(pe.out{} + (o * p.len + {}), ov{});",
-                                         storage_type(dt), oi, r0, e));
-                    }
-                } else {
-                    line(t, ind, "#pragma unroll");
-                    line(t, ind, "for (int j = 0; j < 4; ++j) {");
-                    line(t, ind + 4, row_end_guard(r0));
-                    body_call(t, ind + 4, val);
-                    for (int e = 0; e < plan.element_outputs; ++e) {
-                        const std::size_t oi = nred + static_cast<std::size_t>(e);
-                        line(t, ind + 4,
-                             fmt::format("pe.out{}[o * p.len + {} + j] = {};", oi, r0,
-                                         store_expr(plan.element.outputs[oi].dtype, fmt::format("y{}", oi))));
-                    }
-                    line(t, ind, "}");
-                }
-            };
-            if (cached) {
-                line(s, 4, "#pragma unroll");
-                line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
+        line(s, ind, "}");
+        for (std::size_t j : ops)
+            if (run_fold(j))
+                line(s, ind,
+                     fmt::format("acc{}[K] = lm::{}_run(acc{}[K], ry{});", j,
+                                 plan.ops[j].op == Op::Max ? "max" : "min", j, j),
+                     "ascending j, the exact fold's bits");
+    }
+
+    // A held row's pass: chunk c covers positions q in [c * 8 A, (c + 1) * 8 A); each chunk present in the
+    // row is folded from registers and ends in its butterfly.
+    void inner_held_pass(std::string& s, const InnerShape& sh, const std::vector<std::size_t>& ops) const {
+        const int G = sh.G, A = sh.A, M = sh.M;
+        const int chunks = (M + 7) / 8;
+        if (chunks > 2) throw InternalError("emit_reduce: rows held in registers span at most two chunks");
+        for (int c = 0; c < chunks; ++c) {
+            const int q0 = c * 8 * A, q1 = std::min(M * A, (c + 1) * 8 * A);
+            line(s, 8, fmt::format("if ({}LL * 8192 < p.len) {{", c), fmt::format("chunk {}", c));
+            line(s, 12, "#pragma unroll");
+            line(s, 12, fmt::format("for (int q = {}; q < {}; ++q) {{", q0, q1));
+            line(s, 16,
+                 fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A,
+                             G, A));
+            line(s, 16, fmt::format("const int K = q % {};", A));
+            line(s, 16, sh.inside ? "{" : "if (r0 < p.len) {", sh.inside ? "full rows: inside the row" : "");
+            load_unheld(s, 20, sh);
+            accumulate_run(
+                s, 20, ops, "r0", [&](std::size_t k) { return held_value(k); }, !sh.vec);
+            line(s, 16, "}");
+            line(s, 12, "}");
+            for (std::size_t j : ops) inner_chunk_end(s, 12, j, c);
+            line(s, 8, "}");
+        }
+    }
+
+    // The loads of the 8 blocks of 1024 of chunk `c` into nx<k>[m] (the software pipeline's next chunk).
+    void load_next_chunk(std::string& s, int ind, bool vec, const std::string& c) const {
+        line(s, ind, "#pragma unroll");
+        line(s, ind, "for (int m = 0; m < 8; ++m) {");
+        line(s, ind + 4, fmt::format("const long long r0 = ({}) * 8192 + m * 1024 + 4 * w;", c));
+        emit_load_run(s, ind + 4, vec, "r0", [&](std::size_t k) { return fmt::format("nx{}[m]", k); });
+        line(s, ind, "}");
+    }
+
+    // A block per row reading at most two sites: a software pipeline, so that the next chunk's loads are in
+    // flight while this chunk is accumulated and its butterfly waits at its barrier.
+    void inner_pipelined_pass(std::string& s, const InnerShape& sh,
+                              const std::vector<std::size_t>& ops) const {
+        const std::vector<std::size_t> csites = sites_of(false);
+        for (std::size_t k : csites)
+            line(s, 8, fmt::format("{} nx{}[8][4];", register_type(plan.element.loads[k].dtype), k),
+                 "the next chunk's values");
+        line(s, 8, "if (c_begin < c_end) {");
+        load_next_chunk(s, 12, sh.vec, "c_begin");
+        line(s, 8, "}");
+        line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
+        for (std::size_t k : csites) {
+            const std::string rt(register_type(plan.element.loads[k].dtype));
+            line(s, 12, fmt::format("{} cu{}[8][4];", rt, k));
+            line(s, 12, "#pragma unroll");
+            line(s, 12,
+                 fmt::format(
+                     "for (int m = 0; m < 8; ++m) for (int j = 0; j < 4; ++j) cu{}[m][j] = nx{}[m][j];", k,
+                     k));
+        }
+        line(s, 12, "if (c + 1 < c_end) {");
+        load_next_chunk(s, 16, sh.vec, "c + 1");
+        line(s, 12, "}");
+        line(s, 12, "#pragma unroll");
+        line(s, 12, "for (int m = 0; m < 8; ++m) {");
+        line(s, 16, "const int K = 0;");
+        line(s, 16, "const long long r0 = c * 8192 + m * 1024 + 4 * w;");
+        line(s, 16, "if (r0 < p.len) {");
+        accumulate_run(
+            s, 20, ops, "r0", [&](std::size_t k) { return fmt::format("cu{}[m][j]", k); }, !sh.vec);
+        line(s, 16, "}");
+        line(s, 12, "}");
+        for (std::size_t j : ops) inner_chunk_end(s, 12, j);
+        line(s, 8, "}");
+    }
+
+    // Otherwise (a warp per row, or more sites): each position's run is loaded where it is folded.
+    void inner_streamed_pass(std::string& s, const InnerShape& sh,
+                             const std::vector<std::size_t>& ops) const {
+        line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
+        line(s, 12, sh.G == 256 ? "#pragma unroll" : "#pragma unroll 1");
+        line(s, 12, "for (int m = 0; m < 8; ++m) {");
+        line(s, 16, "#pragma unroll");
+        line(s, 16, fmt::format("for (int K = 0; K < {}; ++K) {{", sh.A));
+        line(s, 20, fmt::format("const long long r0 = c * 8192 + m * 1024 + 4 * (w + {} * K);", sh.G));
+        line(s, 20, "if (r0 < p.len) {");
+        for (std::size_t k : sites_of(false))
+            line(s, 24, fmt::format("{} v{}[4];", register_type(plan.element.loads[k].dtype), k));
+        emit_load_run(s, 24, sh.vec, "r0", [&](std::size_t k) { return fmt::format("v{}", k); });
+        accumulate_run(
+            s, 24, ops, "r0", [&](std::size_t k) { return fmt::format("v{}[j]", k); }, !sh.vec);
+        line(s, 20, "}");
+        line(s, 16, "}");
+        line(s, 12, "}");
+        for (std::size_t j : ops) inner_chunk_end(s, 12, j);
+        line(s, 8, "}");
+    }
+
+    // The stage's row values rv<j> in every thread of the row, from the chunk partials: each thread's own
+    // (a held row's block), or the counter folded by the thread that pushed, finished and broadcast.
+    void inner_row_values(std::string& s, const InnerShape& sh, const std::vector<std::size_t>& ops) const {
+        const std::string who = sh.G == 256 ? "tid == 0" : "w == 0";
+        const int cached_chunks = sh.cached ? (sh.M + 7) / 8 : 0;
+        for (std::size_t j : ops) {
+            const ReduceOpPlan& r = plan.ops[j];
+            if (sh.G == 256 &&
+                sh.cached) {  // every thread holds the chunk partials: each finishes the row value
+                const std::string fin =
+                    cached_chunks == 1
+                        ? fmt::format("cp{}_0", j)
+                        : fmt::format("(p.len > 8192 ? {} : cp{}_0)",
+                                      combine(r, fmt::format("cp{}_0", j), fmt::format("cp{}_1", j)), j);
+                line(s, 8, fmt::format("rv{} = {};", j, finish(r, fin)),
+                     "the row value, in every thread (pairwise over the chunks)");
+            } else if (sh.G == 256) {
                 line(s, 8,
-                     fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));",
-                                 A, G, A));
-                line(s, 8, inside ? "{" : "if (r0 < p.len) {", inside ? "full rows: inside the row" : "");
-                std::string t;
-                load_uncached(t, 12);
-                write(t, 12, "r0", cval);
-                s += t;
-                line(s, 8, "}");
-                line(s, 4, "}");
+                     fmt::format("if ({}) {{ {} rv{} = {}; }}", who, fold(j), j,
+                                 finish(r, fmt::format("fin{}", j))));
+                line(s, 8,
+                     fmt::format("{{ __shared__ {} b; if (tid == 0) b = rv{}; __syncthreads(); rv{} = b; }}",
+                                 rv_type(j), j, j),
+                     "the row value to every thread");
             } else {
-                line(s, 4, "for (long long c = 0; c < p.chunks; ++c) {");
-                line(s, 8, "#pragma unroll 1");
-                line(s, 8, "for (int m = 0; m < 8; ++m) {");
-                line(s, 12, "#pragma unroll");
-                line(s, 12, fmt::format("for (int K = 0; K < {}; ++K) {{", A));
-                line(s, 16, fmt::format("const long long r0 = c * 8192 + m * 1024 + 4 * (w + {} * K);", G));
-                line(s, 16, "if (r0 < p.len) {");
-                for (std::size_t k : csites)
-                    line(s, 20, fmt::format("{} v{}[4];", register_type(plan.element.loads[k].dtype), k));
-                emit_load_run(s, 20, vec, "r0", [&](std::size_t k) { return fmt::format("v{}", k); });
-                std::string t;
-                write(t, 20, "r0", [&](std::size_t k) { return fmt::format("v{}[j]", k); });
-                s += t;
-                line(s, 16, "}");
-                line(s, 12, "}");
-                line(s, 8, "}");
-                line(s, 4, "}");
+                line(s, 8,
+                     fmt::format("if ({}) {{ {} rv{} = {}; }}", who, fold(j), j,
+                                 finish(r, fmt::format("fin{}", j))));
+                line(s, 8, fmt::format("rv{} = lm::shfl0(rv{});", j, j), "the row value to every lane");
             }
         }
-        if (has_row && !plan.split) {
-            std::vector<std::string> a{"p.row", fmt::format("({})o", row.idx)};
-            for (std::size_t j = 0; j < nred; ++j) a.push_back(fmt::format("rv{}", j));
-            line(s, 4,
-                 fmt::format("if ({}) {}_row_at({});", G == 256 ? "tid == 0" : "w == 0", name,
-                             fmt::join(a, ", ")),
-                 "the epilogue, once per row");
+    }
+
+    // The element outputs of the run at r0 (site values from `val`): one vector store per output in the
+    // 4-wide variant, else a store per element inside the row.
+    void write_element_run(std::string& s, int ind, bool vec, const std::string& r0,
+                           const std::function<std::string(std::size_t)>& val) const {
+        if (!vec) {
+            line(s, ind, "#pragma unroll");
+            line(s, ind, "for (int j = 0; j < 4; ++j) {");
+            line(s, ind + 4, row_end_guard(r0));
+            body_call(s, ind + 4, val);
+            for (int e = 0; e < plan.element_outputs; ++e) {
+                const std::size_t oi = nred + static_cast<std::size_t>(e);
+                line(s, ind + 4,
+                     fmt::format("pe.out{}[o * p.len + {} + j] = {};", oi, r0,
+                                 store_expr(plan.element.outputs[oi].dtype, fmt::format("y{}", oi))));
+            }
+            line(s, ind, "}");
+            return;
         }
-        s += "}\n";
-        return s;
+        for (int e = 0; e < plan.element_outputs; ++e) {
+            const DType dt = plan.element.outputs[nred + static_cast<std::size_t>(e)].dtype;
+            line(s, ind, fmt::format("lm::vec<{}, 4> ov{};", storage_type(dt), e));
+        }
+        line(s, ind, "#pragma unroll");
+        line(s, ind, "for (int j = 0; j < 4; ++j) {");
+        body_call(s, ind + 4, val);
+        for (int e = 0; e < plan.element_outputs; ++e) {
+            const std::size_t oi = nred + static_cast<std::size_t>(e);
+            line(s, ind + 4,
+                 fmt::format("ov{}.v[j] = {};", e,
+                             store_expr(plan.element.outputs[oi].dtype, fmt::format("y{}", oi))));
+        }
+        line(s, ind, "}");
+        for (int e = 0; e < plan.element_outputs; ++e) {
+            const std::size_t oi = nred + static_cast<std::size_t>(e);
+            const DType dt = plan.element.outputs[oi].dtype;
+            line(s, ind,
+                 fmt::format("lm::store_vec<{}, 4>(pe.out{} + (o * p.len + {}), ov{});", storage_type(dt), oi,
+                             r0, e));
+        }
+    }
+
+    // The element outputs, once every stage's row values are known: a last pass over the row (from registers
+    // for a held row, else read again from memory).
+    void inner_element_outputs(std::string& s, const InnerShape& sh) const {
+        const int G = sh.G, A = sh.A;
+        line(s, 4, "// ---- element outputs ----");
+        if (sh.cached) {
+            line(s, 4, "#pragma unroll");
+            line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", sh.M * A));
+            line(s, 8,
+                 fmt::format("const long long r0 = (long long)(q / {}) * 1024 + 4 * (w + {} * (q % {}));", A,
+                             G, A));
+            line(s, 8, sh.inside ? "{" : "if (r0 < p.len) {", sh.inside ? "full rows: inside the row" : "");
+            load_unheld(s, 12, sh);
+            write_element_run(s, 12, sh.vec, "r0", [&](std::size_t k) { return held_value(k); });
+            line(s, 8, "}");
+            line(s, 4, "}");
+            return;
+        }
+        line(s, 4, "for (long long c = 0; c < p.chunks; ++c) {");
+        line(s, 8, "#pragma unroll 1");
+        line(s, 8, "for (int m = 0; m < 8; ++m) {");
+        line(s, 12, "#pragma unroll");
+        line(s, 12, fmt::format("for (int K = 0; K < {}; ++K) {{", A));
+        line(s, 16, fmt::format("const long long r0 = c * 8192 + m * 1024 + 4 * (w + {} * K);", G));
+        line(s, 16, "if (r0 < p.len) {");
+        for (std::size_t k : sites_of(false))
+            line(s, 20, fmt::format("{} v{}[4];", register_type(plan.element.loads[k].dtype), k));
+        emit_load_run(s, 20, sh.vec, "r0", [&](std::size_t k) { return fmt::format("v{}", k); });
+        write_element_run(s, 20, sh.vec, "r0", [&](std::size_t k) { return fmt::format("v{}[j]", k); });
+        line(s, 16, "}");
+        line(s, 12, "}");
+        line(s, 8, "}");
+        line(s, 4, "}");
+    }
+
+    // The row's epilogue: the row outputs from the row values, written once per row by its first lane.
+    void inner_row_epilogue(std::string& s, const InnerShape& sh) const {
+        std::vector<std::string> a{"p.row", fmt::format("({})o", row.idx)};
+        for (std::size_t j = 0; j < nred; ++j) a.push_back(fmt::format("rv{}", j));
+        line(s, 4,
+             fmt::format("if ({}) {}_row_at({});", sh.G == 256 ? "tid == 0" : "w == 0", name,
+                         fmt::join(a, ", ")),
+             "the epilogue, once per row");
     }
 
     // Loads the 4 elements of the run at r0 of row o into `dst(k)` (an array of 4 per site).
@@ -947,6 +1008,31 @@ struct ReduceEmitter {
     // block partials of each of its outputs in order (the same pairwise tree), one thread per output.
     std::string outer_kernel(bool vec) const {
         const int VO = vec ? 4 : 1;
+        std::string s = outer_prologue(vec);
+        for (int st = 0; st < plan.stages; ++st) {
+            const std::vector<std::size_t> ops = stage_ops(st);
+            line(s, 4, fmt::format("{{  // ---- stage {} ----", st));
+            outer_chunk_pass(s, vec, ops);
+            outer_block_partials(s, VO, ops);
+            if (plan.split) {
+                outer_split_finish(s, VO, ops);
+            } else {
+                for (std::size_t j : ops)
+                    line(s, 8,
+                         fmt::format("for (int v = 0; v < {}; ++v) rv{}[v] = {};", VO, j,
+                                     finish(plan.ops[j], fmt::format("blk{}[v]", j))));
+            }
+            line(s, 4, "}");
+        }
+        if (has_row) outer_row_epilogue(s, VO);
+        s += "}\n";
+        return s;
+    }
+
+    // The signature and the binding of the kernel's indices: this thread's first output o0, the block's range
+    // of chunks [c_first, c_last), and the row values rv<j>[VO] that later stages read.
+    std::string outer_prologue(bool vec) const {
+        const int VO = vec ? 4 : 1;
         const std::string entry = vec ? name + "_v" : name + "_s";
         std::string s = fmt::format(
             "extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ {}_params p) {{\n",
@@ -961,157 +1047,160 @@ struct ReduceEmitter {
         line(s, 4, "const long long c_last = c_first + p.cpb < p.chunks ? c_first + p.cpb : p.chunks;");
         for (std::size_t j = 0; j < nred; ++j)
             line(s, 4, fmt::format("{} rv{}[{}] = {{}};", rv_type(j), j, VO), "row values");
-        std::vector<std::size_t> sites = sites_of(false);
-        for (int st = 0; st < plan.stages; ++st) {
-            const auto ops = stage_ops(st);
-            line(s, 4, fmt::format("{{  // ---- stage {} ----", st));
-            for (std::size_t j : ops) {
-                const ReduceOpPlan& r = plan.ops[j];
-                line(s, 8,
-                     fmt::format("{} stk{}[{}][40]; int top{} = 0; long long cnt{} = 0;", acc_type(r), j, VO,
-                                 j, j),
-                     fmt::format("reduction {}: {} of {}; binary counter over chunk partials", j,
-                                 ir::op_name(r.op), name_of(r.in)));
-            }
-            line(s, 8, "for (long long c = c_first; live && c < c_last; ++c) {");
-            line(s, 12, "const long long r_end = (c + 1) * 256 < p.len ? (c + 1) * 256 : p.len;");
-            for (std::size_t j : ops)
-                line(s, 12,
-                     fmt::format("{} a{}[{}]; for (int v = 0; v < {}; ++v) a{}[v] = {};",
-                                 acc_type(plan.ops[j]), j, VO, VO, j, identity(plan.ops[j])));
-            const bool flat = plan.element.rank != 2;
-            // The flat index is of the element space's index type (32-bit when it fits): a signed induction
-            // variable the compiler turns into a pointer increment. 16 rows in flight per thread.
-            if (flat) {
-                line(s, 12,
-                     fmt::format("const {} f0 = ({})(c * 256 * p.n_out + o0), fs = ({})p.n_out;", el.idx,
-                                 el.idx, el.idx),
-                     "flat index of (row c * 256, output o0); row step");
-                line(s, 12, "const int nr = (int)(r_end - c * 256);");
-            }
-            line(s, 12, "#pragma unroll 16");
+        return s;
+    }
+
+    // The stage's pass over the block's chunks: per chunk, the accumulators a<j>[VO] folded over its rows in
+    // sequence, then the chunk partial of each output pushed on the stage's binary counters.
+    void outer_chunk_pass(std::string& s, bool vec, const std::vector<std::size_t>& ops) const {
+        const int VO = vec ? 4 : 1;
+        for (std::size_t j : ops) {
+            const ReduceOpPlan& r = plan.ops[j];
+            line(s, 8,
+                 fmt::format("{} stk{}[{}][40]; int top{} = 0; long long cnt{} = 0;", acc_type(r), j, VO, j,
+                             j),
+                 fmt::format("reduction {}: {} of {}; binary counter over chunk partials", j,
+                             ir::op_name(r.op), name_of(r.in)));
+        }
+        line(s, 8, "for (long long c = c_first; live && c < c_last; ++c) {");
+        line(s, 12, "const long long r_end = (c + 1) * 256 < p.len ? (c + 1) * 256 : p.len;");
+        for (std::size_t j : ops)
             line(s, 12,
-                 flat ? "for (int k = 0; k < nr; ++k) {" : "for (long long r = c * 256; r < r_end; ++r) {",
-                 "the chunk's rows, one after the other");
-            if (flat) {
-                line(s, 16, "const long long r = c * 256 + k; (void)r;");
-                line(s, 16, fmt::format("const {} fi = f0 + ({})k * fs;", el.idx, el.idx));
-            }
-            for (std::size_t k : sites)
-                line(s, 16, fmt::format("{} v{}[{}];", register_type(plan.element.loads[k].dtype), k, VO));
-            {
-                std::vector<std::string> a{"pe",
-                                           flat ? fmt::format("fi, ({})0", el.idx) : index_args("o0", "r")};
-                for (std::size_t k : sites)
-                    a.push_back(vec ? fmt::format("v{}", k) : fmt::format("v{}[0]", k));
-                if (!sites.empty())
-                    line(s, 16, fmt::format("{}_el_load{}({});", name, vec ? "4" : "", fmt::join(a, ", ")));
-            }
-            line(s, 16, "#pragma unroll");
-            line(s, 16, fmt::format("for (int v = 0; v < {}; ++v) {{", VO));
-            body_call(
-                s, 20, [&](std::size_t k) { return fmt::format("v{}[v]", k); }, "v");
-            for (std::size_t j : ops)
-                line(s, 20,
-                     fmt::format("a{}[v] = {};", j,
-                                 combine(plan.ops[j], fmt::format("a{}[v]", j),
-                                         element_of(plan.ops[j], fmt::format("y{}", j), "r"))));
-            line(s, 16, "}");
-            line(s, 12, "}");
-            for (std::size_t j : ops) {
-                const ReduceOpPlan& r = plan.ops[j];
-                line(s, 12,
-                     fmt::format(
-                         "for (int v = 0; v < {}; ++v) {{ {} xp = a{}[v]; int t = top{}; for (long long q = "
-                         "cnt{}; q & 1; q >>= 1) xp = {}; stk{}[v][t++] = xp; if (v == {}) top{} = t; }}",
-                         VO, acc_type(r), j, j, j, combine(r, fmt::format("stk{}[v][--t]", j), "xp"), j,
-                         VO - 1, j));
-                line(s, 12, fmt::format("++cnt{};", j));
-            }
-            line(s, 8, "}");
-            for (std::size_t j : ops) {
-                const ReduceOpPlan& r = plan.ops[j];
-                const std::string A = acc_type(r);
-                line(s, 8, fmt::format("{} blk{}[{}];", A, j, VO),
-                     fmt::format("reduction {}: this block's partial per output", j));
-                line(s, 8,
-                     fmt::format("for (int v = 0; v < {}; ++v) {{ int t = top{}; {} f = {}; if (t > 0) {{ f "
-                                 "= stk{}[v][--t]; while (t > 0) f = {}; }} blk{}[v] = f; }}",
-                                 VO, j, A, identity(r), j, combine(r, fmt::format("stk{}[v][--t]", j), "f"),
-                                 j));
-            }
-            if (plan.split) {
-                for (std::size_t j : ops)
-                    line(s, 8,
-                         fmt::format(
-                             "if (live) for (int v = 0; v < {}; ++v) "
+                 fmt::format("{} a{}[{}]; for (int v = 0; v < {}; ++v) a{}[v] = {};", acc_type(plan.ops[j]),
+                             j, VO, VO, j, identity(plan.ops[j])));
+        outer_chunk_rows(s, vec, ops);
+        for (std::size_t j : ops) {
+            const ReduceOpPlan& r = plan.ops[j];
+            line(s, 12,
+                 fmt::format(
+                     "for (int v = 0; v < {}; ++v) {{ {} xp = a{}[v]; int t = top{}; for (long long q = "
+                     "cnt{}; q & 1; q >>= 1) xp = {}; stk{}[v][t++] = xp; if (v == {}) top{} = t; }}",
+                     VO, acc_type(r), j, j, j, combine(r, fmt::format("stk{}[v][--t]", j), "xp"), j, VO - 1,
+                     j));
+            line(s, 12, fmt::format("++cnt{};", j));
+        }
+        line(s, 8, "}");
+    }
+
+    // The rows of chunk c, one after the other: the VO outputs' operands loaded (one 4-wide load per site in
+    // the vector variant), the element body per output, each reduction's contribution at reduced index r.
+    void outer_chunk_rows(std::string& s, bool vec, const std::vector<std::size_t>& ops) const {
+        const int VO = vec ? 4 : 1;
+        const std::vector<std::size_t> sites = sites_of(false);
+        const bool flat = plan.element.rank != 2;
+        // The flat index is of the element space's index type (32-bit when it fits): a signed induction
+        // variable the compiler turns into a pointer increment. 16 rows in flight per thread.
+        if (flat) {
+            line(s, 12,
+                 fmt::format("const {} f0 = ({})(c * 256 * p.n_out + o0), fs = ({})p.n_out;", el.idx, el.idx,
+                             el.idx),
+                 "flat index of (row c * 256, output o0); row step");
+            line(s, 12, "const int nr = (int)(r_end - c * 256);");
+        }
+        line(s, 12, "#pragma unroll 16");
+        line(s, 12, flat ? "for (int k = 0; k < nr; ++k) {" : "for (long long r = c * 256; r < r_end; ++r) {",
+             "the chunk's rows, one after the other");
+        if (flat) {
+            line(s, 16, "const long long r = c * 256 + k; (void)r;");
+            line(s, 16, fmt::format("const {} fi = f0 + ({})k * fs;", el.idx, el.idx));
+        }
+        for (std::size_t k : sites)
+            line(s, 16, fmt::format("{} v{}[{}];", register_type(plan.element.loads[k].dtype), k, VO));
+        std::vector<std::string> a{"pe", flat ? fmt::format("fi, ({})0", el.idx) : index_args("o0", "r")};
+        for (std::size_t k : sites) a.push_back(vec ? fmt::format("v{}", k) : fmt::format("v{}[0]", k));
+        if (!sites.empty())
+            line(s, 16, fmt::format("{}_el_load{}({});", name, vec ? "4" : "", fmt::join(a, ", ")));
+        line(s, 16, "#pragma unroll");
+        line(s, 16, fmt::format("for (int v = 0; v < {}; ++v) {{", VO));
+        body_call(
+            s, 20, [&](std::size_t k) { return fmt::format("v{}[v]", k); }, "v");
+        for (std::size_t j : ops)
+            line(s, 20,
+                 fmt::format("a{}[v] = {};", j,
+                             combine(plan.ops[j], fmt::format("a{}[v]", j),
+                                     element_of(plan.ops[j], fmt::format("y{}", j), "r"))));
+        line(s, 16, "}");
+        line(s, 12, "}");
+    }
+
+    // This block's partial blk<j>[v] of each output: the stage's binary counter folded from the top.
+    void outer_block_partials(std::string& s, int VO, const std::vector<std::size_t>& ops) const {
+        for (std::size_t j : ops) {
+            const ReduceOpPlan& r = plan.ops[j];
+            const std::string A = acc_type(r);
+            line(s, 8, fmt::format("{} blk{}[{}];", A, j, VO),
+                 fmt::format("reduction {}: this block's partial per output", j));
+            line(s, 8,
+                 fmt::format("for (int v = 0; v < {}; ++v) {{ int t = top{}; {} f = {}; if (t > 0) {{ f "
+                             "= stk{}[v][--t]; while (t > 0) f = {}; }} blk{}[v] = f; }}",
+                             VO, j, A, identity(r), j, combine(r, fmt::format("stk{}[v][--t]", j), "f"), j));
+        }
+    }
+
+    // Split: the block partials are written for the column group; the last block of the group to arrive
+    // (which resets the counter) goes on to fold every block's partials into the row values.
+    void outer_split_finish(std::string& s, int VO, const std::vector<std::size_t>& ops) const {
+        for (std::size_t j : ops)
+            line(s, 8,
+                 fmt::format("if (live) for (int v = 0; v < {}; ++v) "
                              "reinterpret_cast<{}*>(p.part{})[blockIdx.y * p.n_out + o0 + v] = blk{}[v];",
                              VO, acc_type(plan.ops[j]), j, j),
-                         "split: this block's partials, [block][output]");
-                line(s, 8, "__shared__ bool lm_last;");
-                line(s, 8, "__threadfence();", "the partials are visible device-wide before the count");
-                line(s, 8, "__syncthreads();");
-                line(s, 8,
-                     "if (tid == 0) lm_last = lm::arrive(reinterpret_cast<unsigned int*>(p.count) + "
-                     "blockIdx.x, 1u, (unsigned int)p.nblk);",
-                     "the last block of the row group; it resets the counter");
-                line(s, 8, "__syncthreads();");
-                line(s, 8, "if (!lm_last || !live) return;");
-                line(s, 8, "__threadfence();");
-                // The block partials in block order through the same binary counter (the pairwise tree over
-                // chunks): 8 blocks' partials of every output of the thread are loaded before any is
-                // combined, so that the finisher waits for one L2 round trip per 8 blocks, not per partial.
-                for (std::size_t j : ops) {
-                    const ReduceOpPlan& r = plan.ops[j];
-                    const std::string A = acc_type(r);
-                    line(s, 8, "{",
-                         fmt::format("reduction {}: the block partials in order, the same pairwise tree", j));
-                    line(
-                        s, 12,
-                        fmt::format("const {}* part = reinterpret_cast<const {}*>(p.part{}) + o0;", A, A, j));
-                    line(s, 12, fmt::format("{} st[{}][24]; int t = 0;", A, VO));
-                    line(s, 12, "for (long long b0 = 0; b0 < p.nblk; b0 += 8) {");
-                    line(s, 16, fmt::format("{} pv[8][{}];", A, VO));
-                    line(s, 16, "#pragma unroll");
-                    line(s, 16,
-                         fmt::format("for (int k = 0; k < 8; ++k) if (b0 + k < p.nblk) for (int v = 0; v < "
-                                     "{}; ++v) pv[k][v] = lm::ldcg(part + (b0 + k) * p.n_out + v);",
-                                     VO));
-                    line(s, 16, "#pragma unroll");
-                    line(s, 16, "for (int k = 0; k < 8; ++k) {");
-                    line(s, 20, "if (b0 + k >= p.nblk) break;");
-                    line(s, 20, "int u = t;");
-                    line(s, 20,
-                         fmt::format("for (int v = 0; v < {}; ++v) {{ {} xp = pv[k][v]; u = t; for (long "
-                                     "long q = b0 + k; q & 1; q >>= 1) xp = {}; st[v][u++] = xp; }}",
-                                     VO, A, combine(r, "st[v][--u]", "xp")));
-                    line(s, 20, "t = u;");
-                    line(s, 16, "}");
-                    line(s, 12, "}");
-                    line(s, 12,
-                         fmt::format("for (int v = 0; v < {}; ++v) {{ int u = t; {} f = st[v][--u]; while (u "
-                                     "> 0) f = {}; rv{}[v] = {}; }}",
-                                     VO, A, combine(r, "st[v][--u]", "f"), j, finish(r, "f")));
-                    line(s, 8, "}");
-                }
-            } else {
-                for (std::size_t j : ops)
-                    line(s, 8,
-                         fmt::format("for (int v = 0; v < {}; ++v) rv{}[v] = {};", VO, j,
-                                     finish(plan.ops[j], fmt::format("blk{}[v]", j))));
-            }
-            line(s, 4, "}");
-        }
-        if (has_row) {
-            std::vector<std::string> a{"p.row", fmt::format("({})(o0 + v)", row.idx)};
-            for (std::size_t j = 0; j < nred; ++j) a.push_back(fmt::format("rv{}[v]", j));
-            line(s, 4,
-                 fmt::format("if (live) for (int v = 0; v < {}; ++v) {}_row_at({});", VO, name,
-                             fmt::join(a, ", ")),
-                 "the epilogue, once per output");
-        }
-        s += "}\n";
-        return s;
+                 "split: this block's partials, [block][output]");
+        line(s, 8, "__shared__ bool lm_last;");
+        line(s, 8, "__threadfence();", "the partials are visible device-wide before the count");
+        line(s, 8, "__syncthreads();");
+        line(s, 8,
+             "if (tid == 0) lm_last = lm::arrive(reinterpret_cast<unsigned int*>(p.count) + "
+             "blockIdx.x, 1u, (unsigned int)p.nblk);",
+             "the last block of the row group; it resets the counter");
+        line(s, 8, "__syncthreads();");
+        line(s, 8, "if (!lm_last || !live) return;");
+        line(s, 8, "__threadfence();");
+        for (std::size_t j : ops) outer_split_tree(s, VO, j);
+    }
+
+    // The block partials of reduction j in block order through the same binary counter (the pairwise tree
+    // over chunks), finished into rv<j>[v]: 8 blocks' partials of every output of the thread are loaded
+    // before any is combined, so that the finisher waits for one L2 round trip per 8 blocks, not per partial.
+    void outer_split_tree(std::string& s, int VO, std::size_t j) const {
+        const ReduceOpPlan& r = plan.ops[j];
+        const std::string A = acc_type(r);
+        line(s, 8, "{", fmt::format("reduction {}: the block partials in order, the same pairwise tree", j));
+        line(s, 12, fmt::format("const {}* part = reinterpret_cast<const {}*>(p.part{}) + o0;", A, A, j));
+        line(s, 12, fmt::format("{} st[{}][24]; int t = 0;", A, VO));
+        line(s, 12, "for (long long b0 = 0; b0 < p.nblk; b0 += 8) {");
+        line(s, 16, fmt::format("{} pv[8][{}];", A, VO));
+        line(s, 16, "#pragma unroll");
+        line(s, 16,
+             fmt::format("for (int k = 0; k < 8; ++k) if (b0 + k < p.nblk) for (int v = 0; v < "
+                         "{}; ++v) pv[k][v] = lm::ldcg(part + (b0 + k) * p.n_out + v);",
+                         VO));
+        line(s, 16, "#pragma unroll");
+        line(s, 16, "for (int k = 0; k < 8; ++k) {");
+        line(s, 20, "if (b0 + k >= p.nblk) break;");
+        line(s, 20, "int u = t;");
+        line(s, 20,
+             fmt::format("for (int v = 0; v < {}; ++v) {{ {} xp = pv[k][v]; u = t; for (long "
+                         "long q = b0 + k; q & 1; q >>= 1) xp = {}; st[v][u++] = xp; }}",
+                         VO, A, combine(r, "st[v][--u]", "xp")));
+        line(s, 20, "t = u;");
+        line(s, 16, "}");
+        line(s, 12, "}");
+        line(s, 12,
+             fmt::format("for (int v = 0; v < {}; ++v) {{ int u = t; {} f = st[v][--u]; while (u "
+                         "> 0) f = {}; rv{}[v] = {}; }}",
+                         VO, A, combine(r, "st[v][--u]", "f"), j, finish(r, "f")));
+        line(s, 8, "}");
+    }
+
+    // The epilogue: the row outputs of each of the thread's VO outputs from their row values.
+    void outer_row_epilogue(std::string& s, int VO) const {
+        std::vector<std::string> a{"p.row", fmt::format("({})(o0 + v)", row.idx)};
+        for (std::size_t j = 0; j < nred; ++j) a.push_back(fmt::format("rv{}[v]", j));
+        line(s, 4,
+             fmt::format("if (live) for (int v = 0; v < {}; ++v) {}_row_at({});", VO, name,
+                         fmt::join(a, ", ")),
+             "the epilogue, once per output");
     }
 
     // ---- inner split: the chunk partials climb a counter tree

@@ -17,6 +17,97 @@ std::string where_of(const ir::Node& n) {
     return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
 }
 
+// What an mma.sync product gives: int8 exact, float32 within its TF32 or 3xTF32 bound, the half dtypes within
+// the bound of float32 accumulation.
+std::string_view mma_bound_text(const MatmulPlan& p) {
+    if (p.in == DType::Int8) return ", exact";
+    if (p.precision() == ProductPrecision::TF32)
+        return " TF32 into float32, product_precision=tf32: within the TF32 bound of semantics.md section 12";
+    if (p.precision() == ProductPrecision::TF32x3)
+        return " TF32 into float32, product_precision=3xtf32: within the 3xTF32 bound of semantics.md "
+               "section 12";
+    return ", within the bound of semantics.md section 12";
+}
+
+// The path, closing the threads' parenthesis: how the block's threads share the tile (warpgroups, MMA tiles
+// per warp or accumulators per thread), the shared memory, and the units that multiply with what they give;
+// why not wgmma where it did not apply.
+std::string path_text(const PlannedMatmul& pm) {
+    const MatmulPlan& p = pm.plan;
+    if (p.wgmma)
+        return fmt::format(
+            "{} and a producer warpgroup), {} bytes of shared memory, tensor cores (Hopper wgmma.mma_async "
+            "m64n{}k16, within the bound of semantics.md section 12; a persistent grid of {} blocks)",
+            p.pingpong
+                ? std::string("2 consumer warpgroups taking whole tiles in turn")
+                : fmt::format("{} consumer warpgroup{} of 64 rows", p.consumers, p.consumers > 1 ? "s" : ""),
+            p.shared_bytes(), p.tile_n, pm.binding.persistent_blocks);
+    if (p.tensor_cores)
+        return fmt::format(
+            "{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, "
+            "tensor cores (mma.sync m16n8k{}{}{})",
+            p.frags_m(), p.frags_n(), p.shared_bytes(), p.mma_k(), mma_bound_text(p),
+            p.wgmma_note.empty() ? std::string() : "; not wgmma: " + p.wgmma_note);
+    return fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}", p.thread_m,
+                       p.thread_n, p.shared_bytes(), p.path_note());
+}
+
+// How the operands reach shared memory: bulk tensor copies into the wgmma ring, else 16-byte cp.async pieces
+// for the operands whose layouts allow them (the pointers decide at launch) and element loads for the others.
+std::string loads_text(const MatmulPlan& p) {
+    const bool vector_b = p.vector_b || p.vector_b_column;
+    if (p.wgmma)
+        return fmt::format("bulk tensor copies of A ({}) and B ({}) into a ring, 128-byte swizzled",
+                           p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major");
+    if (p.vector_a && vector_b) return "cp.async 16-byte pieces where the pointers allow, element loads else";
+    if (p.vector_a) return "A in cp.async 16-byte pieces where the pointers allow, B by element loads";
+    if (vector_b) return "A by element loads, B in cp.async 16-byte pieces where the pointers allow";
+    return "element loads";
+}
+
+// K and how it is walked: in one pass on tensor cores, else in chunks, shared among blocks (split K) or
+// combined through a workspace, or in one step per batch entry for a batch_pipelined kernel.
+std::string k_text(const PlannedMatmul& pm) {
+    const MatmulPlan& p = pm.plan;
+    const MatmulBinding& b = pm.binding;
+    std::string how;
+    if (p.split_k)
+        how = fmt::format(
+            " (shared among {} blocks per tile along the grid's z, {} chunk(s) each: split K; the pairwise "
+            "tree through a workspace)",
+            b.k_groups, b.group_chunks);
+    else if (p.chunked)
+        how = " (pairwise tree through a workspace)";
+    else if (p.batch_pipelined)
+        how = fmt::format(
+            ", one step; each block walking batch entries, the next one's tiles copying, {} blocks per "
+            "multiprocessor",
+            p.blocks_per_sm);
+    return fmt::format("K {} in {}{}", b.K,
+                       p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", b.chunks), how);
+}
+
+// The epilogue's elementwise operations, each with where it was written; none when the product is stored as
+// it is.
+std::string epilogue_text(const FusedKernel& k) {
+    std::string epilogue;
+    for (const ir::Node* n : ir::topo_order(k.outputs))
+        if (ir::is_elementwise(n->op())) epilogue += fmt::format(" {}", where_of(*n));
+    return epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue;
+}
+
+// The kernel's reads: each input other than the placeholder for the product, and where it is read from.
+std::string reads_text(const FusionPlan& plan, std::size_t i, const PlannedMatmul& pm) {
+    std::string reads;
+    for (std::size_t j = 0; j < pm.inputs.size(); ++j) {
+        if (pm.inputs[j] == pm.accumulators.get()) continue;
+        reads += fmt::format("{}{} {} [{}]", reads.empty() ? "" : ", ",
+                             pm.inputs[j]->label().empty() ? "input" : pm.inputs[j]->label(),
+                             ir::describe(*pm.inputs[j]), to_string(plan.kernels[i].reads[j]));
+    }
+    return reads;
+}
+
 }  // namespace
 
 KernelSource GpuFamily<PlannedMatmul>::emit(const FusedKernel& k, const PlannedMatmul& s) {
@@ -32,71 +123,16 @@ std::string GpuFamily<PlannedMatmul>::explain(const FusionPlan& plan, std::size_
     const FusedKernel& k = plan.partition.kernels[i];
     const MatmulPlan& p = pm.plan;
     const ir::Node& m = *pm.product;
-    std::string epilogue;
-    for (const ir::Node* n : ir::topo_order(k.outputs))
-        if (ir::is_elementwise(n->op())) epilogue += fmt::format(" {}", where_of(*n));
-    std::string reads;
-    for (std::size_t j = 0; j < pm.inputs.size(); ++j) {
-        if (pm.inputs[j] == pm.accumulators.get()) continue;
-        reads += fmt::format("{}{} {} [{}]", reads.empty() ? "" : ", ",
-                             pm.inputs[j]->label().empty() ? "input" : pm.inputs[j]->label(),
-                             ir::describe(*pm.inputs[j]), to_string(plan.kernels[i].reads[j]));
-    }
     std::vector<std::string> writes;
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
-    const bool vector_b = p.vector_b || p.vector_b_column;
-    std::string path;
-    if (p.wgmma)
-        path = fmt::format(
-            "{} and a producer warpgroup), {} bytes of shared memory, tensor cores (Hopper wgmma.mma_async "
-            "m64n{}k16, "
-            "within the bound of semantics.md section 12; a persistent grid of {} blocks)",
-            p.pingpong
-                ? std::string("2 consumer warpgroups taking whole tiles in turn")
-                : fmt::format("{} consumer warpgroup{} of 64 rows", p.consumers, p.consumers > 1 ? "s" : ""),
-            p.shared_bytes(), p.tile_n, pm.binding.persistent_blocks);
-    else if (p.tensor_cores)
-        path = fmt::format(
-            "{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, tensor cores (mma.sync "
-            "m16n8k{}{}{})",
-            p.frags_m(), p.frags_n(), p.shared_bytes(), p.mma_k(),
-            p.in == DType::Int8                       ? ", exact"
-            : p.precision() == ProductPrecision::TF32 ? " TF32 into float32, product_precision=tf32: within "
-                                                        "the TF32 bound of semantics.md section 12"
-            : p.precision() == ProductPrecision::TF32x3 ? " TF32 into float32, product_precision=3xtf32: "
-                                                          "within the 3xTF32 bound of semantics.md section 12"
-                                                        : ", within the bound of semantics.md section 12",
-            p.wgmma_note.empty() ? std::string() : "; not wgmma: " + p.wgmma_note);
-    else
-        path = fmt::format("{}x{} accumulators per thread), {} bytes of shared memory, CUDA cores{}",
-                           p.thread_m, p.thread_n, p.shared_bytes(), p.path_note());
     return fmt::format(
         "kernel {}  {}   matmul {} x {} -> {}: {}\n"
-        "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}; {}; K {} in {}{}\n"
+        "          tile {}x{}x{}{}, {} stages, {} threads (warps {}x{}, {}; {}; {}\n"
         "          epilogue:{}\n"
         "          reads {}; writes {}; 1 launch\n",
         i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m),
         p.tile_m, p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m,
-        p.warps_n, path,
-        p.wgmma ? fmt::format("bulk tensor copies of A ({}) and B ({}) into a ring, 128-byte swizzled",
-                              p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major")
-        : p.vector_a && vector_b ? "cp.async 16-byte pieces where the pointers allow, element loads else"
-        : p.vector_a             ? "A in cp.async 16-byte pieces where the pointers allow, B by element loads"
-        : vector_b               ? "A by element loads, B in cp.async 16-byte pieces where the pointers allow"
-                                 : "element loads",
-        pm.binding.K,
-        p.tensor_cores ? std::string("one pass") : fmt::format("{} chunk(s)", pm.binding.chunks),
-        p.split_k
-            ? fmt::format(" (shared among {} blocks per tile along the grid's z, {} chunk(s) each: split K; "
-                          "the pairwise tree through a workspace)",
-                          pm.binding.k_groups, pm.binding.group_chunks)
-        : p.chunked ? std::string(" (pairwise tree through a workspace)")
-        : p.batch_pipelined
-            ? fmt::format(", one step; each block walking batch entries, the next one's tiles copying, "
-                          "{} blocks per multiprocessor",
-                          p.blocks_per_sm)
-            : std::string(),
-        epilogue.empty() ? std::string(" none (the product stored as it is)") : epilogue, reads,
+        p.warps_n, path_text(pm), loads_text(p), k_text(pm), epilogue_text(k), reads_text(plan, i, pm),
         fmt::join(writes, ", "));
 }
 

@@ -143,9 +143,8 @@ TileHint default_tile(std::int64_t M, std::int64_t N, std::int64_t K, DType in, 
     if (tensor_cores) return {std::min(fit(M), big), std::min(fit(N), big), in == DType::Int8 ? 64 : 32};
     if (N == 1 && M > 16) return {fit(M), 1, kMatrixVectorDepth};
     if (M == 1 && N > 16) return {1, fit(N), kMatrixVectorDepth};
-    int depth = in == DType::Int8 || in == DType::Float32
-                    ? 32
-                    : 16;  // float32: half the barriers of 16 (M1 +11% on the H200)
+    // float32 stages 32 deep: half the barriers of 16 per product (docs/performance.md, M1).
+    int depth = in == DType::Int8 || in == DType::Float32 ? 32 : 16;
     if (K > depth && K <= 64) depth = static_cast<int>(std::bit_ceil(static_cast<std::uint64_t>(K)));
     return {std::min(fit(M), big), std::min(fit(N), big), depth};
 }
@@ -348,6 +347,7 @@ std::uint64_t MatmulPlan::hash() const {
 }
 
 namespace {
+
 std::string loads_text(bool a_pieces, bool b_pieces) {
     if (a_pieces && b_pieces)
         return "A and B in 16-byte cp.async pieces where the pointers allow, else element loads";
@@ -359,120 +359,161 @@ std::string loads_text(bool a_pieces, bool b_pieces) {
                "loads";
     return "A and B by element loads through the strides";
 }
+
+// A wgmma operand's shared-memory layout: K-major, or M- or N-major (`axis`).
+std::string major_text(bool mn, const char* axis) {
+    return mn ? fmt::format("{}-major", axis) : std::string("K-major");
+}
+
+// The wgmma plan (Hopper): the path and its bound, the warpgroups and the persistent grid, the shared-memory
+// ring (and the epilogue buffers after it), the bulk tensor copies and where the epilogue reads from.
+std::string wgmma_text(const MatmulPlan& p) {
+    const std::string consumers =
+        p.pingpong
+            ? std::string(
+                  "2 consumer warpgroups taking whole tiles in turn (ping-pong: one's epilogue beside "
+                  "the other's MMAs)")
+            : fmt::format("{} consumer warpgroup{} of 64 rows", p.consumers, p.consumers > 1 ? "s" : "");
+    const std::string bytes =
+        p.staged_epilogue ? fmt::format("{} bytes, then {} bytes of epilogue buffers",
+                                        p.shared_bytes() - p.wgmma_epilogue_bytes(), p.wgmma_epilogue_bytes())
+                          : std::to_string(p.shared_bytes());
+    const std::string epilogue =
+        p.staged_epilogue
+            ? fmt::format(
+                  "the epilogue through shared memory, 64 rows of {} at a time per consumer, whole "
+                  "lines per warp",
+                  name(p.out))
+            : std::string("the epilogue from the accumulators in registers");
+    std::string s = fmt::format(
+        "matmul plan: {} x {} -> {}, rank {}, tensor cores (Hopper wgmma.mma_async m64n{}k16 into float32: "
+        "within the bound of docs/semantics.md, section 12{})\n",
+        name(p.in), name(p.in), name(p.out), p.rank, p.tile_n,
+        p.requested == ProductPath::TensorCores ? "" : "; tensor cores asked for");
+    s += fmt::format(
+        "tile {}x{}x{}{}: {} threads as a producer warpgroup (tensor memory accelerator copies) and {}; a "
+        "persistent grid walking the tiles in groups of {} tile rows\n",
+        p.tile_m, p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.threads(), consumers, kWgmmaGroupRows);
+    s += fmt::format(
+        "shared memory: a ring of {} stages of A {} x {} ({}) and B {} x {} ({}), 128-byte swizzled, full "
+        "and empty mbarriers, {} bytes\n",
+        p.stages, p.tile_m, p.tile_k, major_text(p.a_mn_major, "M"), p.tile_k, p.tile_n,
+        major_text(p.b_mn_major, "N"), bytes);
+    s += fmt::format(
+        "loads: bulk tensor copies of A (tensor map of rank {}) and B (rank {}), zeros past M, N and K; K in "
+        "steps of 16 over all of K; {}",
+        p.a_map_rank, p.b_map_rank, epilogue);
+    return s;
+}
+
+// The path of an mma.sync or CUDA-core plan and what it gives: TF32 or 3xTF32 on tensor cores within their
+// bounds, the other tensor-core dtypes (int8 exact), or CUDA cores in the contract's order.
+std::string path_text(const MatmulPlan& p) {
+    if (p.precision() == ProductPrecision::TF32)
+        return "tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=tf32: the operands "
+               "rounded to TF32 as the fragments are read; within the TF32 bound of docs/semantics.md, "
+               "section 12)";
+    if (p.precision() != ProductPrecision::Float32)
+        return "tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=3xtf32: each operand "
+               "split into big and small TF32 parts, three MMAs per step; within the 3xTF32 bound of "
+               "docs/semantics.md, section 12)";
+    if (p.tensor_cores)
+        return fmt::format("tensor cores (mma.sync m16n8k{} into {}{}{})", p.mma_k(),
+                           p.in == DType::Int8 ? "int32" : "float32",
+                           p.in == DType::Int8 ? ": exact, the reference's bits"
+                                               : ": within the bound of docs/semantics.md, section 12",
+                           p.wgmma_note.empty() ? std::string() : "; not wgmma: " + p.wgmma_note);
+    return "CUDA cores (one fma per k in the contract's order)" + p.path_note();
+}
+
+// How the block's threads cover the tile: warps of MMA tiles on tensor cores; on CUDA cores warps of lanes,
+// each with a register tile of accumulators, the fragments read several elements at once where they can,
+// and two blocks per multiprocessor for a product of few K steps.
+std::string threads_text(const MatmulPlan& p) {
+    if (p.tensor_cores)
+        return fmt::format("{} threads as {} x {} warps of {} x {} MMA tiles of 16 x 8", p.threads(),
+                           p.warps_m, p.warps_n, p.frags_m(), p.frags_n());
+    std::string s =
+        fmt::format("{} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread{}",
+                    p.threads(), p.warps_m, p.warps_n, p.lanes_m, p.lanes_n, p.thread_m, p.thread_n,
+                    p.a_read > 1 || p.b_read > 1
+                        ? fmt::format(", fragments read {} elements of A's rows and {} of B's at once",
+                                      p.a_read, p.b_read)
+                        : "");
+    if (p.blocks_per_sm == 2 && !p.batch_pipelined)
+        s += "; 2 blocks per multiprocessor (few K steps: at most 128 registers per thread)";
+    return s;
+}
+
+// How CUDA cores combine K's chunks: shared among blocks (split K), through the pairwise tree's workspace,
+// or a single chunk, which a batch_pipelined kernel takes in one step per batch entry.
+std::string chunks_text(const MatmulPlan& p) {
+    if (p.split_k)
+        return ", shared among blocks in aligned groups of chunks along the grid's z; each group's partial "
+               "(a subtree of the pairwise tree) through a workspace, the block that completes a tile's "
+               "counter combining them in the tree's order";
+    if (p.chunked) return ", partials combined in the pairwise tree through a workspace";
+    if (p.batch_pipelined)
+        return fmt::format(
+            " (one chunk: no partials); K in one step, each block walking batch entries with the next one's "
+            "tiles copying ({} blocks per multiprocessor)",
+            p.blocks_per_sm);
+    return " (one chunk: no partials)";
+}
+
+// The order over K (steps of the MMA's k on tensor cores, chunks of the contract's order on CUDA cores), and
+// the epilogue's path when it goes through shared memory.
+std::string order_text(const MatmulPlan& p) {
+    std::string s;
+    if (p.precision() != ProductPrecision::Float32)
+        s = "K in steps of 8 over all of K (zero-filled past K)";
+    else if (p.tensor_cores)
+        s = fmt::format("K in steps of {} over all of K (zero-filled past K){}", p.mma_k(),
+                        p.requested == ProductPath::Auto ? " (int8 runs on tensor cores by default)" : "");
+    else
+        s = fmt::format("K in chunks of {}{}", kProductChunk, chunks_text(p));
+    if (p.staged_epilogue)
+        s += "; the epilogue through a shared-memory tile of the outputs, whole lines per warp";
+    return s;
+}
+
+// The stage buffers' row padding: 16 bytes (a piece) for A; B's alike, wider under TF32, or none for a B
+// narrower than a piece.
+std::string padding_text(const MatmulPlan& p) {
+    if (p.pitch_b == p.tile_n) return "A's rows padded by 16 bytes, B's narrower than a piece";
+    if (p.pitch_b - p.tile_n == p.pitch_a - p.tile_k) return "rows padded by 16 bytes";
+    return fmt::format("A's rows padded by 16 bytes, B's by {}", (p.pitch_b - p.tile_n) * itemsize(p.in));
+}
+
+// The operands a prologue computes as their tiles load, on a line of its own; empty when there are none.
+std::string prologue_text(const MatmulPlan& p) {
+    if (!p.a_prologue && !p.b_prologue) return {};
+    return fmt::format("\nprologue: {} computed element by element as its tiles load",
+                       p.a_prologue && p.b_prologue ? "A and B"
+                       : p.a_prologue               ? "A"
+                                                    : "B");
+}
+
 }  // namespace
 
 std::string MatmulPlan::to_string() const {
-    std::string path, threads_text, order;
-    if (wgmma) {
-        const auto major = [](bool mn, const char* axis) {
-            return mn ? fmt::format("{}-major", axis) : std::string("K-major");
-        };
-        return fmt::format(
-            "matmul plan: {} x {} -> {}, rank {}, tensor cores (Hopper wgmma.mma_async m64n{}k16 into "
-            "float32: within the bound of "
-            "docs/semantics.md, section 12{})\n"
-            "tile {}x{}x{}{}: {} threads as a producer warpgroup (tensor memory accelerator copies) and {}; "
-            "a persistent grid "
-            "walking the tiles in groups of {} tile rows\n"
-            "shared memory: a ring of {} stages of A {} x {} ({}) and B {} x {} ({}), 128-byte swizzled, "
-            "full and empty mbarriers, {} "
-            "bytes\n"
-            "loads: bulk tensor copies of A (tensor map of rank {}) and B (rank {}), zeros past M, N and K; "
-            "K in steps of 16 over all "
-            "of K; {}",
-            name(in), name(in), name(out), rank, tile_n,
-            requested == ProductPath::TensorCores ? "" : "; tensor cores asked for", tile_m, tile_n, tile_k,
-            hinted ? " (hinted)" : "", threads(),
-            pingpong ? std::string("2 consumer warpgroups taking whole tiles in turn (ping-pong: one's "
-                                   "epilogue beside the other's MMAs)")
-                     : fmt::format("{} consumer warpgroup{} of 64 rows", consumers, consumers > 1 ? "s" : ""),
-            kWgmmaGroupRows, stages, tile_m, tile_k, major(a_mn_major, "M"), tile_k, tile_n,
-            major(b_mn_major, "N"),
-            staged_epilogue ? fmt::format("{} bytes, then {} bytes of epilogue buffers",
-                                          shared_bytes() - wgmma_epilogue_bytes(), wgmma_epilogue_bytes())
-                            : std::to_string(shared_bytes()),
-            a_map_rank, b_map_rank,
-            staged_epilogue ? fmt::format("the epilogue through shared memory, 64 rows of {} at a time per "
-                                          "consumer, whole lines per warp",
-                                          name(out))
-                            : std::string("the epilogue from the accumulators in registers"));
-    }
-    if (precision() != ProductPrecision::Float32) {
-        path = precision() == ProductPrecision::TF32
-                   ? std::string(
-                         "tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=tf32: the "
-                         "operands rounded to TF32 "
-                         "as the fragments are read; within the TF32 bound of docs/semantics.md, section 12)")
-                   : std::string(
-                         "tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=3xtf32: each "
-                         "operand split into "
-                         "big and small TF32 parts, three MMAs per step; within the 3xTF32 bound of "
-                         "docs/semantics.md, section 12)");
-        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} MMA tiles of 16 x 8", threads(),
-                                   warps_m, warps_n, frags_m(), frags_n());
-        order = "K in steps of 8 over all of K (zero-filled past K)";
-    } else if (tensor_cores) {
-        path = fmt::format("tensor cores (mma.sync m16n8k{} into {}{}{})", mma_k(),
-                           in == DType::Int8 ? "int32" : "float32",
-                           in == DType::Int8 ? ": exact, the reference's bits"
-                                             : ": within the bound of docs/semantics.md, section 12",
-                           wgmma_note.empty() ? std::string() : "; not wgmma: " + wgmma_note);
-        threads_text = fmt::format("{} threads as {} x {} warps of {} x {} MMA tiles of 16 x 8", threads(),
-                                   warps_m, warps_n, frags_m(), frags_n());
-        order = fmt::format("K in steps of {} over all of K (zero-filled past K){}", mma_k(),
-                            requested == ProductPath::Auto ? " (int8 runs on tensor cores by default)" : "");
-    } else {
-        path = "CUDA cores (one fma per k in the contract's order)" + path_note();
-        threads_text =
-            fmt::format("{} threads as {} x {} warps of {} x {} lanes, {} x {} accumulators per thread{}",
-                        threads(), warps_m, warps_n, lanes_m, lanes_n, thread_m, thread_n,
-                        a_read > 1 || b_read > 1
-                            ? fmt::format(", fragments read {} elements of A's rows and {} of B's at once",
-                                          a_read, b_read)
-                            : "");
-        if (blocks_per_sm == 2 && !batch_pipelined)
-            threads_text += "; 2 blocks per multiprocessor (few K steps: at most 128 registers per thread)";
-        order = fmt::format(
-            "K in chunks of {}{}", kProductChunk,
-            split_k
-                ? ", shared among blocks in aligned groups of chunks along the grid's z; each group's "
-                  "partial (a subtree of the pairwise tree) through a workspace, the block that completes "
-                  "a tile's counter combining them in the tree's order"
-            : chunked ? ", partials combined in the pairwise tree through a workspace"
-            : batch_pipelined
-                ? fmt::format(
-                      " (one chunk: no partials); K in one step, each block walking batch entries with "
-                      "the next one's tiles copying ({} blocks per multiprocessor)",
-                      blocks_per_sm)
-                : std::string(" (one chunk: no partials)"));
-    }
+    if (wgmma) return wgmma_text(*this);
     return fmt::format(
         "matmul plan: {} x {} -> {}, rank {}, {}\n"
         "tile {}x{}x{}{}: {}\n"
         "shared memory: {} stages of A {} x {} and B {} x {} ({}), {} bytes\n"
         "loads: {}; {}{}",
-        name(in), name(in), name(out), rank, path, tile_m, tile_n, tile_k, hinted ? " (hinted)" : "",
-        threads_text, stages, tile_m, pitch_a, tile_k, pitch_b,
-        pitch_b == tile_n ? std::string("A's rows padded by 16 bytes, B's narrower than a piece")
-        : pitch_b - tile_n == pitch_a - tile_k
-            ? fmt::format("rows padded by 16 bytes")
-            : fmt::format("A's rows padded by 16 bytes, B's by {}", (pitch_b - tile_n) * itemsize(in)),
-        shared_bytes(), loads_text(vector_a, vector_b || vector_b_column),
-        staged_epilogue
-            ? order + "; the epilogue through a shared-memory tile of the outputs, whole lines per warp"
-            : order,
-        a_prologue || b_prologue ? fmt::format("\nprologue: {} computed element by element as its tiles load",
-                                               a_prologue && b_prologue ? "A and B"
-                                               : a_prologue             ? "A"
-                                                                        : "B")
-                                 : std::string());
+        name(in), name(in), name(out), rank, path_text(*this), tile_m, tile_n, tile_k,
+        hinted ? " (hinted)" : "", threads_text(*this), stages, tile_m, pitch_a, tile_k, pitch_b,
+        padding_text(*this), shared_bytes(), loads_text(vector_a, vector_b || vector_b_column),
+        order_text(*this), prologue_text(*this));
 }
 
-PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of,
-                          const DeviceInfo& device, std::span<const Strides> output_strides,
-                          const Options& options) {
-    PlannedMatmul pm;
-    pm.product = product_of(outputs);
+namespace {
+
+// The product's dtypes and sizes: M x K times K x N over the batch axes, and K's chunks of the documented
+// order.
+void bind_sizes(PlannedMatmul& pm) {
     const ir::Node& m = *pm.product;
     MatmulPlan& p = pm.plan;
     MatmulBinding& b = pm.binding;
@@ -486,6 +527,15 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     b.batch.assign(m.shape().begin(), m.shape().end() - 2);
     for (std::int64_t e : b.batch) b.batches *= e;
     b.chunks = product_chunks(b.K);
+}
+
+// The path: tensor cores where the dtype, the device and the options allow them (use_tensor_cores), else CUDA
+// cores, which sum a K of several chunks chunk by chunk through the pairwise tree's workspace. A float32
+// product in TF32 or 3xTF32 runs on tensor cores, which product_path=cuda_cores forbids: that is an error.
+void choose_path(PlannedMatmul& pm, const DeviceInfo& device, const Options& options) {
+    const ir::Node& m = *pm.product;
+    MatmulPlan& p = pm.plan;
+    MatmulBinding& b = pm.binding;
     p.requested = options.product_path;
     if (p.in == DType::Float32 && options.product_precision != ProductPrecision::Float32 &&
         options.product_path == ProductPath::CudaCores)
@@ -500,44 +550,51 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     if (p.in == DType::Float32) p.requested_precision = options.product_precision;
     p.chunked = b.chunks > 1 && !p.tensor_cores;
     b.levels = p.chunked ? std::bit_width(static_cast<std::uint64_t>(b.chunks)) : 0;
-    // Each operand: a strided view of an input, or a prologue over the operand's shape.
-    p.a_prologue = !is_view_of_input(*m.operand(0));
-    p.b_prologue = !is_view_of_input(*m.operand(1));
-    std::vector<const ir::Node*> a_inputs, b_inputs;
-    auto operand = [&](int which, bool prologue, PointwisePlan& plan, PointwiseBinding& binding,
-                       Strides& strides, std::int64_t& offset, std::vector<const ir::Node*>& inputs) {
-        const ir::NodePtr& x = m.operand_ptr(which);
-        if (!prologue) {
-            const OperandView v = operand_view(*x, layout_of);
-            strides = v.strides;
-            offset = v.offset;
-            inputs = {v.input};
-            return;
-        }
-        strides.assign(r, 0);
-        inputs = pointwise_inputs({x});
-        std::vector<InputLayout> ls;
-        for (const ir::Node* in : inputs) ls.push_back(layout_of(*in));
-        PlannedPointwise pp = plan_pointwise({x}, ls, device.plan_target());
-        if (pp.plan.params_in_memory)
-            throw InternalError(fmt::format(
-                "plan_matmul(): the prologue of {} has more parameters than a launch takes", where_of(m)));
-        plan = std::move(pp.plan);
-        binding = std::move(pp.binding);
-    };
-    operand(0, p.a_prologue, p.prologue_a, b.prologue_a, b.a_strides, b.a_offset, a_inputs);
-    operand(1, p.b_prologue, p.prologue_b, b.prologue_b, b.b_strides, b.b_offset, b_inputs);
+}
 
-    // The tile: the hint, else the default; then threads, shared memory and its limits.
+// Operand `which` (0: A, 1: B): a strided view of one input, read as it lies, or a prologue, a pointwise plan
+// over the operand's shape that the kernel computes as the operand's tiles load. `inputs` receives the
+// operand's inputs.
+void plan_operand(PlannedMatmul& pm, int which, std::vector<const ir::Node*>& inputs,
+                  const LayoutOf& layout_of, const DeviceInfo& device) {
+    const ir::Node& m = *pm.product;
+    MatmulPlan& p = pm.plan;
+    MatmulBinding& b = pm.binding;
+    const bool a = which == 0;
+    Strides& strides = a ? b.a_strides : b.b_strides;
+    const ir::NodePtr& x = m.operand_ptr(which);
+    if (!(a ? p.a_prologue : p.b_prologue)) {
+        const OperandView v = operand_view(*x, layout_of);
+        strides = v.strides;
+        (a ? b.a_offset : b.b_offset) = v.offset;
+        inputs = {v.input};
+        return;
+    }
+    strides.assign(static_cast<std::size_t>(p.rank), 0);
+    inputs = pointwise_inputs({x});
+    std::vector<InputLayout> ls;
+    for (const ir::Node* in : inputs) ls.push_back(layout_of(*in));
+    PlannedPointwise pp = plan_pointwise({x}, ls, device.plan_target());
+    if (pp.plan.params_in_memory)
+        throw InternalError(fmt::format(
+            "plan_matmul(): the prologue of {} has more parameters than a launch takes", where_of(m)));
+    (a ? p.prologue_a : p.prologue_b) = std::move(pp.plan);
+    (a ? b.prologue_a : b.prologue_b) = std::move(pp.binding);
+}
+
+// The tile hint: the product's own (matmul(a, b, tile(...))), else the options'; empty for the planner's
+// choice.
+TileHint tile_hint(const ir::Node& m, const Options& options) {
     const ir::ProductTile hint = ir::product_tile(m);
-    const TileHint given = hint.empty() ? options.tile
-                                        : TileHint{static_cast<int>(hint.rows), static_cast<int>(hint.cols),
-                                                   static_cast<int>(hint.depth)};
-    const TileHint chosen = default_tile(b.M, b.N, b.K, p.in, p.tensor_cores);
-    p.hinted = !given.empty();
-    if (detail::plan_wgmma(pm, given, !p.a_prologue && layout_of(*a_inputs[0]).aligned16,
-                           !p.b_prologue && layout_of(*b_inputs[0]).aligned16, device))
-        return finish_matmul(pm, outputs, a_inputs, b_inputs, layout_of, device, output_strides), pm;
+    return hint.empty() ? options.tile
+                        : TileHint{static_cast<int>(hint.rows), static_cast<int>(hint.cols),
+                                   static_cast<int>(hint.depth)};
+}
+
+// The tile of an mma.sync or CUDA-core plan, each extent the hint's or else the default's (`chosen`), as the
+// kernel needs it: powers of two, tile_k within a chunk and in whole 16-byte pieces, and on tensor cores
+// tile_n too. Returns the tile as its errors show it.
+TileHint choose_tile(MatmulPlan& p, const ir::Node& m, const TileHint& given, const TileHint& chosen) {
     p.tile_m = given.rows ? given.rows : chosen.rows;
     p.tile_n = given.cols ? given.cols : chosen.cols;
     p.tile_k = given.depth ? given.depth : chosen.depth;
@@ -553,21 +610,25 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
                  fmt::format("is not divisible as the kernel needs: tile_k must be a multiple of {} {} "
                              "elements (16 bytes)",
                              piece, name(p.in)));
-    // Rows of the stage buffers: 16-byte aligned and padded by a piece; a B tile narrower than a piece (a
-    // matrix-vector product's) is loaded element by element, unpadded.
-    const bool b_whole_pieces = p.tile_n % piece == 0;
-    if (p.tensor_cores && !b_whole_pieces)
+    if (p.tensor_cores && p.tile_n % piece != 0)
         bad_tile(m, shown,
                  fmt::format("is not divisible as the kernel needs: on tensor cores tile_n must be a "
-                             "multiple of {} {} elements "
-                             "(16 bytes)",
+                             "multiple of {} {} elements (16 bytes)",
                              piece, name(p.in)));
+    return shown;
+}
+
+// The stage buffers. Rows 16-byte aligned and padded by a piece; a B tile narrower than a piece (a
+// matrix-vector product's) is loaded element by element, unpadded. TF32 fragments read B one word per lane,
+// k = tig down column grp: rows 8 words apart mod 32 keep the warp's 32 reads in distinct banks (4 words
+// apart would pair them). Three stages (two K steps in flight), two when K is one step (no pipeline to fill)
+// or when three do not fit the block's shared memory; an error when two do not.
+void plan_stages(MatmulPlan& p, const MatmulBinding& b, const ir::Node& m, const TileHint& shown,
+                 const DeviceInfo& device) {
+    const int piece = p.piece();
     p.pitch_a = p.tile_k + piece;
-    // TF32 fragments read B one word per lane, k = tig down column grp: rows 8 words apart mod 32 keep the
-    // warp's 32 reads in distinct banks (4 words apart would pair them).
     const bool tf32 = p.precision() != ProductPrecision::Float32;
-    p.pitch_b = tf32 ? p.tile_n + 2 * piece : b_whole_pieces ? p.tile_n + piece : p.tile_n;
-    // Three stages (two K steps in flight), two when K is one step (no pipeline to fill).
+    p.pitch_b = tf32 ? p.tile_n + 2 * piece : p.tile_n % piece == 0 ? p.tile_n + piece : p.tile_n;
     p.stages = (b.K + p.tile_k - 1) / p.tile_k <= 1 ? 2 : 3;
     const std::size_t limit = device.shared_mem_per_block_optin;
     if (p.shared_bytes() > limit) p.stages = 2;
@@ -576,76 +637,143 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
             m, shown,
             fmt::format("needs {} bytes of shared memory in 2 stages, more than the {} bytes per block of {}",
                         p.shared_bytes(), limit, device.name));
+}
+
+// A batch of products whose K is one step (CUDA cores): blocks walk the batch entries, copying the next while
+// multiplying this one, two blocks per multiprocessor where shared memory holds them and the register tile
+// is at most 32 accumulators (two blocks of 256 threads leave 128 registers per thread). Else a block per
+// tile and batch entry, the grid's y holding at most 65535 entries.
+void plan_batch_pipeline(MatmulPlan& p, MatmulBinding& b, const DeviceInfo& device) {
+    b.batch_blocks = std::min<std::int64_t>(b.batches, 65535);
+    if (p.tensor_cores || b.K > p.tile_k || b.batches <= 1) return;  // one K step: two stages, one per entry
+    const bool two = fits_blocks(p, device, 2) && p.thread_m * p.thread_n <= 32;
+    p.blocks_per_sm = two ? 2 : 1;
+    const std::int64_t resident = static_cast<std::int64_t>(device.sm_count) * p.blocks_per_sm;
+    p.batch_pipelined = true;
+    b.batch_blocks =
+        std::clamp<std::int64_t>(resident / std::max<std::int64_t>(output_tiles(p, b), 1), 1, b.batch_blocks);
+}
+
+// Split K: a product of chunks whose output tiles leave multiprocessors idle (a matrix times a vector with K
+// past a chunk) shares its chunks among blocks: the fewest groups (a power of two, at most 16) that give
+// every multiprocessor a block, each of a power of two chunks, within the split counters the runtime keeps.
+void plan_split_k(MatmulPlan& p, MatmulBinding& b, const DeviceInfo& device) {
+    if (!p.chunked || p.batch_pipelined || output_tiles(p, b) * b.batches > kSplitCounterLimit) return;
+    const std::int64_t blocks = output_tiles(p, b) * b.batch_blocks;
+    std::int64_t groups = 1;
+    while (groups < 16 && groups < b.chunks && blocks * groups < device.sm_count) groups *= 2;
+    if (groups == 1) return;
+    // chunks >= 2 and groups >= 2: groups of bit_ceil(ceil(chunks / groups)) chunks make at least two groups.
+    p.split_k = true;
+    b.group_chunks = static_cast<std::int64_t>(
+        std::bit_ceil(static_cast<std::uint64_t>((b.chunks + groups - 1) / groups)));
+    b.k_groups = (b.chunks + b.group_chunks - 1) / b.group_chunks;
+}
+
+// The operands' loads: 16-byte cp.async pieces (compute capability 8.0 and newer) of an operand that is an
+// input with unit stride along its rows and 16-byte aligned (B in whole pieces, or for a tile one column wide
+// along k), and which axis each has fastest. Fragments in 16-byte shared reads on CUDA cores for float32: 4
+// LDS.128 per k of an 8 x 8 register tile instead of 16 LDS.32.
+void plan_loads(MatmulPlan& p, const MatmulBinding& b, bool a_aligned, bool b_aligned,
+                const DeviceInfo& device) {
+    const std::size_t r = static_cast<std::size_t>(p.rank);
+    p.a_m_fastest = !p.a_prologue && b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
+    p.b_k_fastest = !p.b_prologue && b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
+    p.vector_a = device.cc_major >= 8 && !p.a_prologue && b.a_strides[r - 1] == 1 && a_aligned;
+    p.vector_b = device.cc_major >= 8 && !p.b_prologue && p.tile_n % p.piece() == 0 &&
+                 b.b_strides[r - 1] == 1 && b_aligned;
+    p.vector_b_column =
+        device.cc_major >= 8 && !p.b_prologue && p.tile_n == 1 && b.b_strides[r - 2] == 1 && b_aligned;
+    p.a_read = !p.tensor_cores && p.in == DType::Float32 ? 4 : 1;
+    p.b_read = !p.tensor_cores && p.in == DType::Float32 && p.thread_n % 4 == 0 && p.pitch_b % 4 == 0 ? 4 : 1;
+}
+
+// The epilogue through shared memory where a lane's columns come in groups of 4 (stored as 16-byte pieces)
+// and its tile fits the shared memory a block may have; not for batch_pipelined kernels, whose epilogue, a
+// large share of their time, stores faster from the registers. Two blocks per multiprocessor for a staged
+// product of few K steps (K at most kTwoBlocksDepth): each tile's fixed costs, the pipeline's fill and the
+// epilogue, are then a large share of its time, and the other block's K loop runs beside them.
+// __launch_bounds__(256, 2) caps the registers at 128 (a few words spill); a long K loses a little that way,
+// so it stays at one block.
+void plan_epilogue_staging(MatmulPlan& p, const MatmulBinding& b, const DeviceInfo& device) {
+    p.staged_epilogue =
+        p.b_read == 4 && !p.batch_pipelined && p.epilogue_tile_bytes() <= device.shared_mem_per_block_optin;
+    if (p.staged_epilogue && b.K <= kTwoBlocksDepth && fits_blocks(p, device, 2)) p.blocks_per_sm = 2;
+}
+
+}  // namespace
+
+PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutOf& layout_of,
+                          const DeviceInfo& device, std::span<const Strides> output_strides,
+                          const Options& options) {
+    PlannedMatmul pm;
+    pm.product = product_of(outputs);
+    const ir::Node& m = *pm.product;
+    MatmulPlan& p = pm.plan;
+    MatmulBinding& b = pm.binding;
+    bind_sizes(pm);
+    choose_path(pm, device, options);
+    // Each operand: a strided view of an input, or a prologue over the operand's shape.
+    p.a_prologue = !is_view_of_input(*m.operand(0));
+    p.b_prologue = !is_view_of_input(*m.operand(1));
+    std::vector<const ir::Node*> a_inputs, b_inputs;
+    plan_operand(pm, 0, a_inputs, layout_of, device);
+    plan_operand(pm, 1, b_inputs, layout_of, device);
+
+    // Hopper's warpgroup MMAs where they can run the product; else the tile, then its threads.
+    const TileHint given = tile_hint(m, options);
+    const TileHint chosen = default_tile(b.M, b.N, b.K, p.in, p.tensor_cores);
+    p.hinted = !given.empty();
+    const bool a_aligned = !p.a_prologue && layout_of(*a_inputs[0]).aligned16;
+    const bool b_aligned = !p.b_prologue && layout_of(*b_inputs[0]).aligned16;
+    if (detail::plan_wgmma(pm, given, a_aligned, b_aligned, device)) {
+        finish_matmul(pm, outputs, a_inputs, b_inputs, layout_of, device, output_strides);
+        return pm;
+    }
+    const TileHint shown = choose_tile(p, m, given, chosen);
+    plan_stages(p, b, m, shown, device);
     if (p.tensor_cores)
         shape_warps_mma(p, m, shown);
     else
         shape_threads(p, m, shown);
-    // A batch of products whose K is one step: blocks walk the batch entries, copying the next while
-    // multiplying this one, two blocks per multiprocessor where shared memory holds them and the register
-    // tile is at most 32 accumulators (two blocks of 256 threads leave 128 registers per thread).
-    b.batch_blocks = std::min<std::int64_t>(b.batches, 65535);
-    if (!p.tensor_cores && b.K <= p.tile_k && b.batches > 1) {  // one K step: two stages, one per entry
-        const bool two = fits_blocks(p, device, 2) && p.thread_m * p.thread_n <= 32;
-        p.blocks_per_sm = two ? 2 : 1;
-        const std::int64_t resident = static_cast<std::int64_t>(device.sm_count) * p.blocks_per_sm;
-        p.batch_pipelined = true;
-        b.batch_blocks = std::clamp<std::int64_t>(resident / std::max<std::int64_t>(output_tiles(p, b), 1), 1,
-                                                  b.batch_blocks);
-    }
-    // Split K: a product of chunks whose output tiles leave multiprocessors idle (a matrix times a vector
-    // with K past a chunk: M5's 128 tiles of 16384 x 16384 on 132) shares its chunks among blocks, the fewest
-    // groups (a power of two, at most 16) that give every multiprocessor a block. 16384 x 16384 x 1 in
-    // float32 went from 3391 to 3988 GB/s with two groups (H200).
-    if (p.chunked && !p.batch_pipelined && output_tiles(p, b) * b.batches <= kSplitCounterLimit) {
-        const std::int64_t blocks = output_tiles(p, b) * b.batch_blocks;
-        std::int64_t groups = 1;
-        while (groups < 16 && groups < b.chunks && blocks * groups < device.sm_count) groups *= 2;
-        // chunks >= 2 and groups >= 2: groups of bit_ceil(ceil(chunks / groups)) chunks make at least two
-        // groups.
-        if (groups > 1) {
-            p.split_k = true;
-            b.group_chunks = static_cast<std::int64_t>(
-                std::bit_ceil(static_cast<std::uint64_t>((b.chunks + groups - 1) / groups)));
-            b.k_groups = (b.chunks + b.group_chunks - 1) / b.group_chunks;
-        }
-    }
-    p.a_m_fastest = !p.a_prologue && b.a_strides[r - 2] == 1 && b.a_strides[r - 1] != 1;
-    p.b_k_fastest = !p.b_prologue && b.b_strides[r - 2] == 1 && b.b_strides[r - 1] != 1;
-    p.vector_a =
-        device.cc_major >= 8 && !p.a_prologue && b.a_strides[r - 1] == 1 && layout_of(*a_inputs[0]).aligned16;
-    p.vector_b = device.cc_major >= 8 && !p.b_prologue && b_whole_pieces && b.b_strides[r - 1] == 1 &&
-                 layout_of(*b_inputs[0]).aligned16;
-    p.vector_b_column = device.cc_major >= 8 && !p.b_prologue && p.tile_n == 1 && b.b_strides[r - 2] == 1 &&
-                        layout_of(*b_inputs[0]).aligned16;
-    // Fragments in 16-byte shared reads: 4 LDS.128 per k of an 8 x 8 register tile instead of 16 LDS.32.
-    p.a_read = !p.tensor_cores && p.in == DType::Float32 ? 4 : 1;
-    p.b_read = !p.tensor_cores && p.in == DType::Float32 && p.thread_n % 4 == 0 && p.pitch_b % 4 == 0 ? 4 : 1;
-    // The epilogue through shared memory where a lane's columns come in groups of 4 (stored as 16-byte
-    // pieces); its tile must fit the shared memory the block may have. Not for batch_pipelined kernels: M6
-    // ran at 19.8 TFLOP/s staged and 22.7 storing from the registers (H200), its epilogue a large share.
-    p.staged_epilogue = p.b_read == 4 && !p.batch_pipelined && p.epilogue_tile_bytes() <= limit;
-    // Two blocks per multiprocessor for a product of few K steps (K at most kTwoBlocksDepth): each tile's
-    // fixed costs, the pipeline's fill and the epilogue, are then a large share of its time, and the other
-    // block's K loop runs beside them. __launch_bounds__(256, 2) caps the registers at 128 (from 205: a few
-    // words spill). On the H200, gelu(A·B + bias) of 4096 x 256 x 4096 float32 ran 24.4 TFLOP/s with one
-    // block and 26.9 with two (the bare product 31.1 and 31.6); 4096^3 lost 1% (36.5 and 36.1), so long K
-    // stays at one.
-    if (p.staged_epilogue && b.K <= kTwoBlocksDepth && fits_blocks(p, device, 2)) p.blocks_per_sm = 2;
+    plan_batch_pipeline(p, b, device);
+    plan_split_k(p, b, device);
+    plan_loads(p, b, a_aligned, b_aligned, device);
+    plan_epilogue_staging(p, b, device);
     finish_matmul(pm, outputs, a_inputs, b_inputs, layout_of, device, output_strides);
     return pm;
 }
 
 namespace {
 
-// The epilogue's plan and the parameters, for every path.
-void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs,
+// The site where the epilogue reads the product: exactly one, element by element. A second site (a view of
+// the product) would read memory that holds no product; the partition refuses such kernels as epilogues.
+// Whatever access the pointwise plan gave the placeholder (an extent of 1 may make it a broadcast), element e
+// of the epilogue's space is element e of the product (the partition fused it so): its value is passed in.
+int accumulator_site(const PlannedMatmul& pm, const std::vector<const ir::Node*>& ep_inputs) {
+    const PointwisePlan& ep = pm.plan.epilogue;
+    int site = -1;
+    for (std::size_t s = 0; s < ep.loads.size(); ++s) {
+        if (ep_inputs[static_cast<std::size_t>(ep.loads[s].input)] != pm.accumulators.get()) continue;
+        if (site >= 0)
+            throw InternalError(fmt::format(
+                "plan_matmul(): the epilogue of {} reads the product at two sites", where_of(*pm.product)));
+        site = static_cast<int>(s);
+    }
+    if (site < 0)
+        throw InternalError(fmt::format("plan_matmul(): the epilogue of {} does not read the product",
+                                        where_of(*pm.product)));
+    return site;
+}
+
+// The epilogue: the kernel's outputs over a placeholder for the product ("accumulators"), a pointwise plan
+// over the product's shape, writing each output at its given strides (contiguous otherwise). The kernel's
+// inputs are A's, B's, then the epilogue's, the placeholder among them.
+void plan_epilogue(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs,
                    const std::vector<const ir::Node*>& a_inputs, const std::vector<const ir::Node*>& b_inputs,
                    const LayoutOf& layout_of, const DeviceInfo& device,
                    std::span<const Strides> output_strides) {
     const ir::Node& m = *pm.product;
-    MatmulPlan& p = pm.plan;
-    MatmulBinding& b = pm.binding;
-    // The epilogue: the kernel's outputs over a placeholder for the product.
     pm.accumulators = ir::input(m.dtype(), m.shape(), "accumulators", {}, m.loc());
     pm.epilogue_outputs =
         ir::rewrite(outputs, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
@@ -676,41 +804,30 @@ void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs,
     if (ep.plan.params_in_memory)
         throw InternalError(fmt::format(
             "plan_matmul(): the epilogue of {} has more parameters than a launch takes", where_of(m)));
-    p.epilogue = std::move(ep.plan);
-    b.epilogue = std::move(ep.binding);
-    p.acc_site = -1;
-    for (std::size_t s = 0; s < p.epilogue.loads.size(); ++s) {
-        if (ep_inputs[static_cast<std::size_t>(p.epilogue.loads[s].input)] != pm.accumulators.get()) continue;
-        // One read of the product, element by element: a second site (a view of it) would read memory that
-        // holds no product (the partition refuses such kernels as epilogues).
-        if (p.acc_site >= 0)
-            throw InternalError(
-                fmt::format("plan_matmul(): the epilogue of {} reads the product at two sites", where_of(m)));
-        p.acc_site = static_cast<int>(s);
-    }
-    // Whatever access the pointwise plan gave the placeholder (an extent of 1 may make it a broadcast),
-    // element e of the epilogue's space is element e of the product (the partition fused it so): its value is
-    // passed in.
-    if (p.acc_site < 0)
-        throw InternalError(
-            fmt::format("plan_matmul(): the epilogue of {} does not read the product", where_of(m)));
+    pm.plan.epilogue = std::move(ep.plan);
+    pm.binding.epilogue = std::move(ep.binding);
+    pm.plan.acc_site = accumulator_site(pm, ep_inputs);
+}
 
-    // Parameters: operands, sizes, batch extents, strides, workspace, then the epilogue's struct.
-    ParamLayout& L = p.params;
-    auto add = [&](int field, int axis, std::string fname, ParamType type, std::size_t size,
-                   std::size_t align) {
+// Appends the fields of a product kernel's parameter struct: its own (Product: field `a`, axis `b`) and the
+// structs of its epilogue and prologues (Epilogue: 2 the epilogue, 3 A's prologue, 4 B's).
+struct ProductParams {
+    ParamLayout& layout;
+    DType in;
+
+    void add(int field, int axis, std::string fname, ParamType type, std::size_t size, std::size_t align) {
         ParamField f;
         f.kind = ParamField::Kind::Product;
         f.a = field;
         f.b = axis;
         f.name = std::move(fname);
         f.type = type;
-        f.dtype = p.in;
+        f.dtype = in;
         f.size = size;
         f.align = align;
-        L.add(std::move(f));
-    };
-    auto add_part = [&](int which, const char* fname, const PointwisePlan& part) {
+        layout.add(std::move(f));
+    }
+    void add_part(int which, const char* fname, const PointwisePlan& part) {
         ParamField f;
         f.kind = ParamField::Kind::Epilogue;
         f.a = which;
@@ -718,46 +835,66 @@ void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs,
         f.type = ParamType::Struct;
         f.size = part.params.size;
         f.align = std::max<std::size_t>(part.params.align, 1);
-        L.add(std::move(f));
-    };
-    if (p.wgmma) {  // the tensor maps first: 64-byte aligned, passed by value (the kernel's parameter is
-                    // __grid_constant__)
-        add(FieldMapA, 0, "tmap_a", ParamType::Opaque, kTensorMapBytes, 64);
-        add(FieldMapB, 0, "tmap_b", ParamType::Opaque, kTensorMapBytes, 64);
-        add(FieldM, 0, "M", ParamType::Int64, 8, 8);
-        add(FieldN, 0, "N", ParamType::Int64, 8, 8);
-        add(FieldK, 0, "K", ParamType::Int64, 8, 8);
-        add(FieldBatches, 0, "batches", ParamType::Int64, 8, 8);
-        add_part(2, "ep", p.epilogue);
-        L.finish();
-        if (L.size > device.param_limit_bytes)
-            throw InternalError(
-                fmt::format("plan_matmul(): {} bytes of parameters for {}", L.size, where_of(m)));
-        return;
+        layout.add(std::move(f));
     }
-    if (!p.a_prologue) add(FieldA, 0, "a", ParamType::ConstPointer, 8, 8);
-    if (!p.b_prologue) add(FieldB, 0, "b", ParamType::ConstPointer, 8, 8);
-    add(FieldM, 0, "M", ParamType::Int64, 8, 8);
-    add(FieldN, 0, "N", ParamType::Int64, 8, 8);
-    add(FieldK, 0, "K", ParamType::Int64, 8, 8);
-    add(FieldChunks, 0, "chunks", ParamType::Int64, 8, 8);
-    add(FieldBatches, 0, "batches", ParamType::Int64, 8, 8);
+};
+
+// wgmma: the tensor maps first, 64-byte aligned and passed by value (the kernel's parameter is
+// __grid_constant__), then the sizes and the epilogue's struct.
+void layout_wgmma_params(MatmulPlan& p) {
+    ProductParams P{p.params, p.in};
+    P.add(FieldMapA, 0, "tmap_a", ParamType::Opaque, kTensorMapBytes, 64);
+    P.add(FieldMapB, 0, "tmap_b", ParamType::Opaque, kTensorMapBytes, 64);
+    P.add(FieldM, 0, "M", ParamType::Int64, 8, 8);
+    P.add(FieldN, 0, "N", ParamType::Int64, 8, 8);
+    P.add(FieldK, 0, "K", ParamType::Int64, 8, 8);
+    P.add(FieldBatches, 0, "batches", ParamType::Int64, 8, 8);
+    P.add_part(2, "ep", p.epilogue);
+    p.params.finish();
+}
+
+// mma.sync and CUDA cores: the operands (those no prologue computes), the sizes, the batch extents, both
+// operands' strides, the chunk tree's workspace, a split K's group size and counters, the pieces flag, then
+// the prologues' and the epilogue's structs.
+void layout_product_params(MatmulPlan& p) {
+    ProductParams P{p.params, p.in};
+    if (!p.a_prologue) P.add(FieldA, 0, "a", ParamType::ConstPointer, 8, 8);
+    if (!p.b_prologue) P.add(FieldB, 0, "b", ParamType::ConstPointer, 8, 8);
+    P.add(FieldM, 0, "M", ParamType::Int64, 8, 8);
+    P.add(FieldN, 0, "N", ParamType::Int64, 8, 8);
+    P.add(FieldK, 0, "K", ParamType::Int64, 8, 8);
+    P.add(FieldChunks, 0, "chunks", ParamType::Int64, 8, 8);
+    P.add(FieldBatches, 0, "batches", ParamType::Int64, 8, 8);
     for (int d = 0; d + 2 < p.rank; ++d)
-        add(FieldBatchExtent, d, fmt::format("batch{}", d), ParamType::Int64, 8, 8);
-    for (int d = 0; d < p.rank; ++d) add(FieldAStride, d, fmt::format("a_s{}", d), ParamType::Int64, 8, 8);
-    for (int d = 0; d < p.rank; ++d) add(FieldBStride, d, fmt::format("b_s{}", d), ParamType::Int64, 8, 8);
-    if (p.chunked) add(FieldWorkspace, 0, "ws", ParamType::RawPointer, 8, 8);
+        P.add(FieldBatchExtent, d, fmt::format("batch{}", d), ParamType::Int64, 8, 8);
+    for (int d = 0; d < p.rank; ++d) P.add(FieldAStride, d, fmt::format("a_s{}", d), ParamType::Int64, 8, 8);
+    for (int d = 0; d < p.rank; ++d) P.add(FieldBStride, d, fmt::format("b_s{}", d), ParamType::Int64, 8, 8);
+    if (p.chunked) P.add(FieldWorkspace, 0, "ws", ParamType::RawPointer, 8, 8);
     if (p.split_k) {
-        add(FieldGroupChunks, 0, "group_chunks", ParamType::Int64, 8, 8);
-        add(FieldCounters, 0, "count", ParamType::RawPointer, 8, 8);
+        P.add(FieldGroupChunks, 0, "group_chunks", ParamType::Int64, 8, 8);
+        P.add(FieldCounters, 0, "count", ParamType::RawPointer, 8, 8);
     }
-    add(FieldPieces, 0, "pieces", ParamType::Int64, 8, 8);
-    if (p.a_prologue) add_part(3, "pa", p.prologue_a);
-    if (p.b_prologue) add_part(4, "pb", p.prologue_b);
-    add_part(2, "ep", p.epilogue);
-    L.finish();
-    if (L.size > device.param_limit_bytes)
-        throw InternalError(fmt::format("plan_matmul(): {} bytes of parameters for {}", L.size, where_of(m)));
+    P.add(FieldPieces, 0, "pieces", ParamType::Int64, 8, 8);
+    if (p.a_prologue) P.add_part(3, "pa", p.prologue_a);
+    if (p.b_prologue) P.add_part(4, "pb", p.prologue_b);
+    P.add_part(2, "ep", p.epilogue);
+    p.params.finish();
+}
+
+// The epilogue's plan and the parameters, for every path; the parameters must fit one launch.
+void finish_matmul(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs,
+                   const std::vector<const ir::Node*>& a_inputs, const std::vector<const ir::Node*>& b_inputs,
+                   const LayoutOf& layout_of, const DeviceInfo& device,
+                   std::span<const Strides> output_strides) {
+    plan_epilogue(pm, outputs, a_inputs, b_inputs, layout_of, device, output_strides);
+    MatmulPlan& p = pm.plan;
+    if (p.wgmma)
+        layout_wgmma_params(p);
+    else
+        layout_product_params(p);
+    if (p.params.size > device.param_limit_bytes)
+        throw InternalError(fmt::format("plan_matmul(): {} bytes of parameters for {}", p.params.size,
+                                        where_of(*pm.product)));
 }
 
 }  // namespace

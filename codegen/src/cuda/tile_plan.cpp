@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "../plan/pointwise_graph.hpp"
 #include "loom/ir/error.hpp"
@@ -267,65 +269,112 @@ std::string TilePlan::to_string(const PointwisePlan& pw) const {
     return s;
 }
 
-PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& planned,
-                      const DeviceInfo& device, const TileHint& hint, StencilReuse reuse) {
-    // Measured on the H200 (docs/performance.md, 2026-12-02): taps from L1 beat a shared halo tile at every
-    // tile tried, 3601 against 2991 GB/s at best on S1 and 2956 against 2048 on S2 (the halo's staging pass
-    // and barrier cost more than the L1 hits it saves), so L1 is the choice; the halo stays as an option.
-    if (reuse == StencilReuse::Auto) reuse = StencilReuse::L1;
-    PlannedTile result;
-    const PointwisePlan& pw = planned.plan;
-    const PointwiseBinding& b = planned.binding;
-    const int R = pw.rank;
-    const auto inputs = pointwise_inputs(outputs);
-    if (b.numel == 0 || R < 2) {
-        // Rank 1 (after coalescing): the flat walk already reads neighbouring taps from L1; say so for a
-        // stencil.
-        std::map<int, int> per_input;
-        for (const OperandPlan& o : pw.loads)
-            if (!o.index && o.access != Access::Scalar) ++per_input[o.input];
-        for (const auto& [in, count] : per_input)
-            if (count >= 2 && b.numel > 0)
-                result.note = fmt::format(
-                    "{} taps of {} over a space of rank 1: no tile (the pointwise kernel's flat walk reads "
-                    "neighbouring taps from L1)",
-                    count, input_name(*inputs[static_cast<std::size_t>(in)], in));
-        return result;
-    }
-    for (const OperandPlan& o : pw.outputs)
-        if (o.access != Access::Contiguous && !o.unit_inner) {
-            result.note =
-                "no tile: an output is a view whose unit stride is not along the last dimension (written "
-                "where it lies)";
-            return result;
-        }
-    for (const OperandPlan& o : pw.loads)
-        if (o.access == Access::Gathered) {
-            result.note = "no tile: a load goes through a reshape that is not a strided view";
-            return result;
-        }
+namespace {
 
-    TilePlan tp;
-    // Transposed loads: unit stride along a dimension other than the last, which moves along the last.
+// Rank 1 after coalescing, or nothing to run: no tile. The flat walk of the pointwise kernel already reads
+// neighbouring taps from L1; the note says so for an input read at several taps.
+std::string rank1_note(const PointwisePlan& pw, const PointwiseBinding& b,
+                       const std::vector<const ir::Node*>& inputs) {
+    std::string note;
+    std::map<int, int> per_input;
+    for (const OperandPlan& o : pw.loads)
+        if (!o.index && o.access != Access::Scalar) ++per_input[o.input];
+    for (const auto& [in, count] : per_input)
+        if (count >= 2 && b.numel > 0)
+            note = fmt::format(
+                "{} taps of {} over a space of rank 1: no tile (the pointwise kernel's flat walk reads "
+                "neighbouring taps from L1)",
+                count, input_name(*inputs[static_cast<std::size_t>(in)], in));
+    return note;
+}
+
+// Why no tile can serve the kernel, whatever its loads: an output view whose unit stride is not along the
+// last dimension (it is written where it lies), or a load through a reshape that is not a strided view (no
+// tile walks it). Empty when a tile can.
+std::string untileable(const PointwisePlan& pw) {
+    for (const OperandPlan& o : pw.outputs)
+        if (o.access != Access::Contiguous && !o.unit_inner)
+            return "no tile: an output is a view whose unit stride is not along the last dimension (written "
+                   "where it lies)";
+    for (const OperandPlan& o : pw.loads)
+        if (o.access == Access::Gathered)
+            return "no tile: a load goes through a reshape that is not a strided view";
+    return {};
+}
+
+// Whether load site `s` is transposed along dimension `d` (not the last): unit stride along `d` and a longer
+// one along the last dimension, which the warps walk, so their reads of it would not coalesce.
+bool transposed_along(const PointwisePlan& pw, const PointwiseBinding& b, std::size_t s, int d) {
+    const OperandPlan& o = pw.loads[s];
+    if (o.index || o.access != Access::Strided) return false;
+    const auto& c = b.sites[s].coefs;
+    return c[static_cast<std::size_t>(d)] == 1 && c.back() != 0 && c.back() != 1;
+}
+
+// A transpose: the tile's rows go along the dimension (other than the last) where the transposed loads of
+// most bytes per element have their unit stride, and those loads are staged through shared memory, read
+// along the rows and used along the columns.
+void find_transpose(const PointwisePlan& pw, const PointwiseBinding& b, TilePlan& tp) {
+    const int R = pw.rank;
     std::vector<std::int64_t> staged_bytes(static_cast<std::size_t>(R), 0);
-    auto transposed_along = [&](std::size_t s, int d) {
-        const OperandPlan& o = pw.loads[s];
-        if (o.index || o.access != Access::Strided) return false;
-        const auto& c = b.sites[s].coefs;
-        return c[static_cast<std::size_t>(d)] == 1 && c.back() != 0 && c.back() != 1;
-    };
     for (std::size_t s = 0; s < pw.loads.size(); ++s)
         for (int d = 0; d + 1 < R; ++d)
-            if (transposed_along(s, d))
+            if (transposed_along(pw, b, s, d))
                 staged_bytes[static_cast<std::size_t>(d)] +=
                     static_cast<std::int64_t>(itemsize(pw.loads[s].dtype));
     const auto best = std::max_element(staged_bytes.begin(), staged_bytes.end() - 1);
-    if (*best > 0) {
-        tp.kind = TileKind::Transpose;
-        tp.dim_a = static_cast<int>(best - staged_bytes.begin());
-    }
+    if (*best == 0) return;
+    tp.kind = TileKind::Transpose;
+    tp.dim_a = static_cast<int>(best - staged_bytes.begin());
+    for (std::size_t s = 0; s < pw.loads.size(); ++s)
+        if (transposed_along(pw, b, s, tp.dim_a)) tp.staged.push_back({static_cast<int>(s), 0});
+}
 
-    // Stencils: several loads of one input with the same strides and different offsets.
+// The taps of input `in`, read at `sites`, when they make a stencil: one set of strides, and offsets that are
+// whole shifts of one another along the dimensions, not all the same (the halo from the first tap). Else
+// nothing, and `why` says what the loads do instead.
+std::optional<StencilTaps> stencil_taps(const PointwiseBinding& b, int in, const std::vector<int>& sites,
+                                        int R, std::string& why) {
+    const auto site = [&](int s) -> const PointwiseBinding::Site& {
+        return b.sites[static_cast<std::size_t>(s)];
+    };
+    const auto& c0 = site(sites[0]).coefs;
+    bool same = true;
+    for (int s : sites) same = same && site(s).coefs == c0;
+    if (!same) {
+        why = "walk it with different strides";
+        return std::nullopt;
+    }
+    StencilTaps taps;
+    taps.input = in;
+    taps.halo_lo.assign(static_cast<std::size_t>(R), 0);
+    taps.halo_hi.assign(static_cast<std::size_t>(R), 0);
+    bool shifts = true;
+    for (int s : sites) {
+        std::vector<std::int64_t> sh;
+        shifts = shifts && shifts_of(site(s).offset - site(sites[0]).offset, c0, sh);
+        for (int d = 0; d < R && shifts; ++d) {
+            const auto dd = static_cast<std::size_t>(d);
+            taps.halo_lo[dd] = std::min(taps.halo_lo[dd], sh[dd]);
+            taps.halo_hi[dd] = std::max(taps.halo_hi[dd], sh[dd]);
+        }
+        taps.shifts.push_back(std::move(sh));
+    }
+    bool distinct = false;
+    for (int s : sites) distinct = distinct || site(s).offset != site(sites[0]).offset;
+    if (!shifts || !distinct) {
+        why = distinct ? "are not whole shifts of one another" : "read the same elements";
+        return std::nullopt;
+    }
+    taps.sites = sites;
+    return taps;
+}
+
+// Stencils: the inputs loaded at several sites (other than scalars, row broadcasts and index sites) whose
+// taps make a stencil (stencil_taps). Returns the near misses, for the note: the inputs loaded at several
+// sites that are not a stencil, and why.
+std::string find_stencils(const PointwisePlan& pw, const PointwiseBinding& b,
+                          const std::vector<const ir::Node*>& inputs, TilePlan& tp) {
     std::map<int, std::vector<int>> by_input;
     for (std::size_t s = 0; s < pw.loads.size(); ++s) {
         const OperandPlan& o = pw.loads[s];
@@ -335,166 +384,184 @@ PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPoin
     std::string near;
     for (const auto& [in, sites] : by_input) {
         if (sites.size() < 2) continue;
-        const auto& c0 = b.sites[static_cast<std::size_t>(sites[0])].coefs;
-        bool same = true;
-        for (int s : sites) same = same && b.sites[static_cast<std::size_t>(s)].coefs == c0;
-        const std::string who = input_name(*inputs[static_cast<std::size_t>(in)], in);
-        if (!same) {
-            near += fmt::format("{}not a stencil: the {} loads of {} walk it with different strides",
-                                near.empty() ? "" : "; ", sites.size(), who);
+        std::string why;
+        if (std::optional<StencilTaps> taps = stencil_taps(b, in, sites, pw.rank, why)) {
+            tp.stencils.push_back(std::move(*taps));
             continue;
         }
-        StencilTaps taps;
-        taps.input = in;
-        taps.halo_lo.assign(static_cast<std::size_t>(R), 0);
-        taps.halo_hi.assign(static_cast<std::size_t>(R), 0);
-        bool shifts = true;
-        for (int s : sites) {
-            std::vector<std::int64_t> sh;
-            shifts = shifts && shifts_of(b.sites[static_cast<std::size_t>(s)].offset -
-                                             b.sites[static_cast<std::size_t>(sites[0])].offset,
-                                         c0, sh);
-            for (int d = 0; d < R && shifts; ++d) {
-                taps.halo_lo[static_cast<std::size_t>(d)] =
-                    std::min(taps.halo_lo[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
-                taps.halo_hi[static_cast<std::size_t>(d)] =
-                    std::max(taps.halo_hi[static_cast<std::size_t>(d)], sh[static_cast<std::size_t>(d)]);
-            }
-            taps.shifts.push_back(std::move(sh));
-        }
-        bool distinct = false;
-        for (int s : sites)
-            distinct = distinct || b.sites[static_cast<std::size_t>(s)].offset !=
-                                       b.sites[static_cast<std::size_t>(sites[0])].offset;
-        if (!shifts || !distinct) {
-            near +=
-                fmt::format("{}not a stencil: the {} loads of {} {}", near.empty() ? "" : "; ", sites.size(),
-                            who, distinct ? "are not whole shifts of one another" : "read the same elements");
-            continue;
-        }
-        taps.sites = sites;
-        tp.stencils.push_back(std::move(taps));
+        near += fmt::format("{}not a stencil: the {} loads of {} {}", near.empty() ? "" : "; ", sites.size(),
+                            input_name(*inputs[static_cast<std::size_t>(in)], in), why);
     }
+    return near;
+}
+
+// Sets the tile's rows and columns, and the padded pitch of each staged load for them.
+void set_shape(TilePlan& tp, const PointwisePlan& pw, int rows, int cols) {
+    tp.tile_rows = rows;
+    tp.tile_cols = cols;
+    for (StagedLoad& st : tp.staged)
+        st.pitch = padded_pitch(rows, itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype));
+}
+
+// The hinted tile, as its errors name it.
+std::string hinted_tile(const TileHint& hint, TileKind kind, const std::vector<ir::NodePtr>& outputs) {
+    return fmt::format("tile({}, {}{}) for the tiled {} at {}", hint.rows, hint.cols,
+                       hint.depth ? fmt::format(", {}", hint.depth) : std::string(), tile_kind_name(kind),
+                       short_location(outputs[0]->loc()));
+}
+
+// A hinted tile stands as given, or raises loom::Error naming the limit it breaks: rows and columns only,
+// positive; at least a thread per element; columns in whole warps; a transpose's rows in whole warps too (its
+// lanes read the transposed operand along the rows); rows in whole multiples of the block's warps; at most
+// kMaxElementsPerThread elements per thread; staged loads within a block's shared memory.
+void apply_hint(TilePlan& tp, const PointwisePlan& pw, const TileHint& hint, const DeviceInfo& device,
+                const std::vector<ir::NodePtr>& outputs) {
+    const std::string what = hinted_tile(hint, tp.kind, outputs);
+    const std::int64_t elements = static_cast<std::int64_t>(hint.rows) * hint.cols;
+    if (hint.depth != 0)
+        throw Error(
+            fmt::format("{}: a tiled {} takes rows and columns, not a depth", what, tile_kind_name(tp.kind)));
+    if (hint.rows <= 0 || hint.cols <= 0)
+        throw Error(fmt::format("{}: rows and columns must both be given and positive", what));
+    if (elements < kTileBlock)
+        throw Error(fmt::format("{}: {} elements are fewer than the {} threads per block", what, elements,
+                                kTileBlock));
+    if (hint.cols % 32 != 0)
+        throw Error(fmt::format("{}: columns must be a multiple of 32 (the lanes of a warp)", what));
+    if (tp.kind == TileKind::Transpose && hint.rows % 32 != 0)
+        throw Error(fmt::format(
+            "{}: rows must be a multiple of 32 (the lanes read the transposed operand along the rows)",
+            what));
+    if (hint.rows % kWarps != 0)
+        throw Error(fmt::format("{}: rows must be a multiple of {} (the warps of a block)", what, kWarps));
+    if (elements > static_cast<std::int64_t>(kMaxElementsPerThread) * kTileBlock)
+        throw Error(fmt::format("{}: {} elements per thread exceed the {} that fit in registers", what,
+                                elements / kTileBlock, kMaxElementsPerThread));
+    set_shape(tp, pw, hint.rows, hint.cols);
+    if (tp.shared_bytes(pw) > device.shared_mem_per_block)
+        throw Error(
+            fmt::format("{}: its staged loads take {} bytes of shared memory, above the {} bytes per block",
+                        what, tp.shared_bytes(pw), device.shared_mem_per_block));
+    tp.hinted = true;
+}
+
+// The transpose's own tile: 64 x 64, and 128 rows for 1- and 2-byte elements, so that the vector variant's
+// 16-element vectors fill a warp's staging reads (8 vectors of 16 along dim_a): 128 x 32 for 1-byte elements,
+// 128 x 64 for 2-byte ones, each faster than 64 x 64 (docs/performance.md). Smaller while the staged loads
+// do not fit a block's shared memory; false when not even 32 x 32 fits.
+bool default_transpose_shape(TilePlan& tp, const PointwisePlan& pw, const DeviceInfo& device) {
+    const std::size_t size = uniform_element_size(tp, pw);
+    if (size == 1)
+        set_shape(tp, pw, 128, 32);
+    else if (size == 2)
+        set_shape(tp, pw, 128, 64);
+    else
+        set_shape(tp, pw, 64, 64);
+    for (auto [rows, cols] : {std::pair{64, 64}, std::pair{32, 64}, std::pair{32, 32}})
+        if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(tp, pw, rows, cols);
+    return tp.shared_bytes(pw) <= device.shared_mem_per_block;
+}
+
+// The stencil's own tile (docs/performance.md): 32 x 64 for a 2-D stencil (S1); a 3-D stencil, whose taps
+// along the outer dimension come from other blocks through L2, runs best in flat 8 x 128 tiles (S2).
+void default_stencil_shape(TilePlan& tp, const PointwisePlan& pw) {
+    if (pw.rank >= 3)
+        set_shape(tp, pw, 8, 128);
+    else
+        set_shape(tp, pw, 32, 64);
+}
+
+// Every thread holds its elements' direct loads at once (they are issued together): keep that within
+// kVectorRegisterBudget registers by taking fewer rows, down to a warp's rows for a transpose (its lanes
+// read along the rows) and a row per warp for a stencil.
+void cap_rows_for_registers(TilePlan& tp, const PointwisePlan& pw) {
+    int words = 0;
+    for (std::size_t s = 0; s < pw.loads.size(); ++s) {
+        const OperandPlan& o = pw.loads[s];
+        bool staged = false;
+        for (const StagedLoad& st : tp.staged) staged = staged || st.site == static_cast<int>(s);
+        if (!staged && !o.index && o.access != Access::Scalar) words += register_words(o.dtype);
+    }
+    const int min_rows = tp.kind == TileKind::Transpose ? 32 : kWarps;
+    while (tp.tile_rows > min_rows &&
+           tp.tile_rows * tp.tile_cols / kTileBlock * words > kVectorRegisterBudget)
+        set_shape(tp, pw, tp.tile_rows / 2, tp.tile_cols);
+}
+
+// The stencil's shared halo tiles (StencilReuse::SharedHalo). None, with a `note`, when no stencil has two
+// taps shifted within the tile's dimensions or when the tiles would not fit a block's shared memory (an error
+// for a hinted tile, which stands as given): the taps then come from L1.
+void plan_shared_halo(TilePlan& tp, const PointwisePlan& pw, const DeviceInfo& device, const TileHint& hint,
+                      const std::vector<ir::NodePtr>& outputs, std::string& note) {
+    if (!plan_halos(tp, pw)) {
+        note = "no shared halo: no stencil has two taps shifted within the tile's dimensions; taps from L1";
+        return;
+    }
+    if (tp.shared_bytes(pw) <= device.shared_mem_per_block) return;
+    if (tp.hinted)
+        throw Error(fmt::format(
+            "{}: its halo tiles take {} bytes of shared memory, above the {} bytes per block",
+            hinted_tile(hint, tp.kind, outputs), tp.shared_bytes(pw), device.shared_mem_per_block));
+    tp.halos.clear();
+    note = "no shared halo: it would not fit in shared memory; taps from L1";
+}
+
+// The transpose's vector variant moves 16-byte vectors of V = 16 / size elements, so the staged loads and the
+// outputs must share one element size of 4, 2 or 1 bytes, and the tile must hold whole warps of vectors in
+// both phases: 8 vectors along dim_a per warp row when staging, 32 columns when storing.
+void plan_transpose_vector(TilePlan& tp, const PointwisePlan& pw) {
+    const std::size_t size = uniform_element_size(tp, pw);
+    const int V = size == 4 || size == 2 || size == 1 ? static_cast<int>(16 / size) : 1;
+    if (V > 1 && tp.tile_rows % (8 * V) == 0 && tp.tile_cols % 32 == 0) tp.vector_width = V;
+}
+
+}  // namespace
+
+PlannedTile plan_tile(const std::vector<ir::NodePtr>& outputs, const PlannedPointwise& planned,
+                      const DeviceInfo& device, const TileHint& hint, StencilReuse reuse) {
+    // Taps from L1 beat a shared halo tile at every tile tried (docs/performance.md): the halo's staging pass
+    // and barrier cost more than the L1 hits it saves, so L1 is the choice; the halo stays as an option.
+    if (reuse == StencilReuse::Auto) reuse = StencilReuse::L1;
+    PlannedTile result;
+    const PointwisePlan& pw = planned.plan;
+    const PointwiseBinding& b = planned.binding;
+    const auto inputs = pointwise_inputs(outputs);
+    if (b.numel == 0 || pw.rank < 2) {
+        result.note = rank1_note(pw, b, inputs);
+        return result;
+    }
+    result.note = untileable(pw);
+    if (!result.note.empty()) return result;
+
+    // The pattern: a transpose where there are transposed loads, else a stencil, over the last two
+    // dimensions.
+    TilePlan tp;
+    find_transpose(pw, b, tp);
+    const std::string near = find_stencils(pw, b, inputs, tp);
     if (!tp.active() && !tp.stencils.empty()) {
         tp.kind = TileKind::Stencil;
-        tp.dim_a = R - 2;
+        tp.dim_a = pw.rank - 2;
     }
     if (!tp.active()) {
         result.note = near;
         return result;
     }
-    if (tp.kind == TileKind::Transpose)
-        for (std::size_t s = 0; s < pw.loads.size(); ++s)
-            if (transposed_along(s, tp.dim_a)) tp.staged.push_back({static_cast<int>(s), 0});
 
-    auto set_shape = [&](int rows, int cols) {
-        tp.tile_rows = rows;
-        tp.tile_cols = cols;
-        for (StagedLoad& st : tp.staged)
-            st.pitch = padded_pitch(rows, itemsize(pw.loads[static_cast<std::size_t>(st.site)].dtype));
-    };
-    // The hinted tile, as its errors name it (only formatted for an error).
-    auto hinted_tile = [&] {
-        return fmt::format("tile({}, {}{}) for the tiled {} at {}", hint.rows, hint.cols,
-                           hint.depth ? fmt::format(", {}", hint.depth) : std::string(),
-                           tile_kind_name(tp.kind), short_location(outputs[0]->loc()));
-    };
+    // The tile: the hint as given, else the pattern's own, with no more rows than the registers allow.
     if (!hint.empty()) {
-        const std::string what = hinted_tile();
-        if (hint.depth != 0)
-            throw Error(fmt::format("{}: a tiled {} takes rows and columns, not a depth", what,
-                                    tile_kind_name(tp.kind)));
-        if (hint.rows <= 0 || hint.cols <= 0)
-            throw Error(fmt::format("{}: rows and columns must both be given and positive", what));
-        if (static_cast<std::int64_t>(hint.rows) * hint.cols < kTileBlock)
-            throw Error(fmt::format("{}: {} elements are fewer than the {} threads per block", what,
-                                    static_cast<std::int64_t>(hint.rows) * hint.cols, kTileBlock));
-        if (hint.cols % 32 != 0)
-            throw Error(fmt::format("{}: columns must be a multiple of 32 (the lanes of a warp)", what));
-        if (tp.kind == TileKind::Transpose && hint.rows % 32 != 0)
-            throw Error(fmt::format(
-                "{}: rows must be a multiple of 32 (the lanes read the transposed operand along the rows)",
-                what));
-        if (hint.rows % kWarps != 0)
-            throw Error(
-                fmt::format("{}: rows must be a multiple of {} (the warps of a block)", what, kWarps));
-        if (static_cast<std::int64_t>(hint.rows) * hint.cols >
-            static_cast<std::int64_t>(kMaxElementsPerThread) * kTileBlock)
-            throw Error(fmt::format("{}: {} elements per thread exceed the {} that fit in registers", what,
-                                    static_cast<std::int64_t>(hint.rows) * hint.cols / kTileBlock,
-                                    kMaxElementsPerThread));
-        set_shape(hint.rows, hint.cols);
-        if (tp.shared_bytes(pw) > device.shared_mem_per_block)
-            throw Error(fmt::format(
-                "{}: its staged loads take {} bytes of shared memory, above the {} bytes per block", what,
-                tp.shared_bytes(pw), device.shared_mem_per_block));
-        tp.hinted = true;
-    } else if (tp.kind == TileKind::Transpose) {
-        // 1- and 2-byte elements: 128 rows, so that the vector variant's 16-element vectors fill a warp's
-        // staging reads (8 vectors of 16 along dim_a). Measured on the H200 (16384^2, GB/s): int8 3100 in
-        // 128 x 32 tiles, 2883 in 128 x 64, 1377 in 64 x 64 (scalar); bfloat16 4031 in 128 x 64, 3929 in 64
-        // x 64.
-        const std::size_t size = uniform_element_size(tp, pw);
-        if (size == 1)
-            set_shape(128, 32);
-        else if (size == 2)
-            set_shape(128, 64);
-        else
-            set_shape(64, 64);
-        if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(64, 64);
-        if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 64);
-        if (tp.shared_bytes(pw) > device.shared_mem_per_block) set_shape(32, 32);
-        if (tp.shared_bytes(pw) > device.shared_mem_per_block) {
-            result.note = fmt::format(
-                "no tile: {} transposed loads would take {} bytes of shared memory, above the {} per block",
-                tp.staged.size(), tp.shared_bytes(pw), device.shared_mem_per_block);
-            return result;
-        }
-    } else {
-        // Measured on the H200 (docs/performance.md): 32 x 64 for the 5-point stencil of S1; a 3-D stencil,
-        // whose taps along the outer dimension come from other blocks through L2, runs best in flat
-        // 8 x 128 tiles (S2).
-        if (R >= 3)
-            set_shape(8, 128);
-        else
-            set_shape(32, 64);
+        apply_hint(tp, pw, hint, device, outputs);
+    } else if (tp.kind == TileKind::Stencil) {
+        default_stencil_shape(tp, pw);
+    } else if (!default_transpose_shape(tp, pw, device)) {
+        result.note = fmt::format(
+            "no tile: {} transposed loads would take {} bytes of shared memory, above the {} per block",
+            tp.staged.size(), tp.shared_bytes(pw), device.shared_mem_per_block);
+        return result;
     }
-    if (hint.empty()) {  // a hint stands as given
-        // Every thread holds its elements' direct loads at once (they are issued together): keep that within
-        // kVectorRegisterBudget registers by taking fewer rows.
-        int words = 0;
-        for (std::size_t s = 0; s < pw.loads.size(); ++s) {
-            const OperandPlan& o = pw.loads[s];
-            bool staged = false;
-            for (const StagedLoad& st : tp.staged) staged = staged || st.site == static_cast<int>(s);
-            if (!staged && !o.index && o.access != Access::Scalar) words += register_words(o.dtype);
-        }
-        const int min_rows = tp.kind == TileKind::Transpose ? 32 : kWarps;
-        while (tp.tile_rows > min_rows &&
-               tp.tile_rows * tp.tile_cols / kTileBlock * words > kVectorRegisterBudget)
-            set_shape(tp.tile_rows / 2, tp.tile_cols);
-    }
-    if (tp.kind == TileKind::Stencil && reuse == StencilReuse::SharedHalo) {
-        if (!plan_halos(tp, pw)) {
-            result.note =
-                "no shared halo: no stencil has two taps shifted within the tile's dimensions; taps from L1";
-        } else if (tp.shared_bytes(pw) > device.shared_mem_per_block) {
-            if (tp.hinted)
-                throw Error(fmt::format(
-                    "{}: its halo tiles take {} bytes of shared memory, above the {} bytes per block",
-                    hinted_tile(), tp.shared_bytes(pw), device.shared_mem_per_block));
-            tp.halos.clear();
-            result.note = "no shared halo: it would not fit in shared memory; taps from L1";
-        }
-    }
-    if (tp.kind == TileKind::Transpose) {
-        // The vector variant moves 16-byte vectors of V = 16 / size elements, so the staged loads and the
-        // outputs must share one element size of 4, 2 or 1 bytes, and the tile must hold whole warps of
-        // vectors in both phases: 8 vectors along dim_a per warp row when staging, 32 columns when storing.
-        const std::size_t size = uniform_element_size(tp, pw);
-        const int V = size == 4 || size == 2 || size == 1 ? static_cast<int>(16 / size) : 1;
-        if (V > 1 && tp.tile_rows % (8 * V) == 0 && tp.tile_cols % 32 == 0) tp.vector_width = V;
-    }
+    if (hint.empty()) cap_rows_for_registers(tp, pw);
+    if (tp.kind == TileKind::Stencil && reuse == StencilReuse::SharedHalo)
+        plan_shared_halo(tp, pw, device, hint, outputs, result.note);
+    if (tp.kind == TileKind::Transpose) plan_transpose_vector(tp, pw);
     if (result.note.empty())
         result.note = near;
     else if (!near.empty())

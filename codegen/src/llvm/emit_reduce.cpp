@@ -309,121 +309,178 @@ struct ReduceEmitter {
         return Point{{}, flat, flat};
     }
 
+    // What the parts of a row-order chunk function share: the stage's reductions, their 256 lanes on the
+    // stack, the element space, and the chunk's extent.
+    struct RowChunk {
+        std::vector<int> members;      // the reductions of the stage
+        std::vector<Ptrs> lanes;       // lanes[q]: the 256 lane accumulators of reduction members[q]
+        std::unique_ptr<Space> el;     // the element space, its row values read from %rv
+        std::string first, n, active;  // the chunk's first element, its elements, the lanes holding elements
+        std::string rowbase;           // the flat index of (o, 0)
+    };
+
     // Row order: the partial of chunk k of row o for the reductions of stage s, into `part`.
     std::string chunk_function(int s) {
         Function f(m);
         for (const char* a : {"p", "o", "k", "rv", "part"}) f.reserve(a);
         Builder b{f, target};
-        const std::vector<int> members = stage_members(s);
-        const Params P = load_params(b);
-        const std::unique_ptr<Space> el = element_space(b, "%rv");
-        std::vector<Ptrs> lanes;
-        for (int j : members) lanes.push_back(arrays(f, j, 256, 1, "lanes"));
-        m.declare("llvm.smin.i64", "declare i64 @llvm.smin.i64(i64, i64)");
-        m.declare("llvm.smax.i64", "declare i64 @llvm.smax.i64(i64, i64)");
-        f.note(
-            fmt::format("chunk k of row o: elements [8192 k, min(L, 8192 (k + 1))); element i goes to lane "
-                        "(i / 4) mod 256"));
-        const std::string first = b.let("first", "mul i64 %k, 8192");
-        const std::string rest = b.let("rest", fmt::format("sub i64 {}, {}", P.len, first));
-        const std::string n = b.let("n", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 8192)", rest),
-                                    "elements in this chunk");
-        const std::string runs = b.let("runs", fmt::format("add i64 {}, 3", n));
-        const std::string r4 = b.let("runs4", fmt::format("lshr i64 {}, 2", runs));
-        const std::string active = b.let(
-            "active", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 256)", r4), "lanes holding elements");
-        const std::string rowbase =
-            b.let("rowbase", fmt::format("mul i64 %o, {}", P.len), "flat index of (o, 0)");
-        // Stores of the kept operands (HostSchedule::keep) into the element outputs that hold them.
-        auto keep = [&](const std::vector<std::string>& vals, const std::string& flat, int w) {
-            for (std::size_t q = 0; q < members.size(); ++q)
-                for (int e : keepers(members[q]))
-                    el->store_output(
-                        static_cast<int>(nred) + e, vals[q], flat, w,
-                        fmt::format("out{} holds the operand of reduction {} until the output pass", e,
-                                    members[q]));
-        };
-
+        const RowChunk ch = chunk_setup(b, s);
         f.note("every lane starts at the identity");
         b.for_range("init", "0", "256", W, [&](const std::string& l) {
-            for (std::size_t q = 0; q < members.size(); ++q) {
-                const int j = members[q];
-                const Ptrs p = element_ptrs(b, j, lanes[q], l, 1, "init.p");
+            for (std::size_t q = 0; q < ch.members.size(); ++q) {
+                const int j = ch.members[q];
+                const Ptrs p = element_ptrs(b, j, ch.lanes[q], l, 1, "init.p");
                 A(j).store(b, A(j).identity(W), p.v, p.i, W);
             }
         });
+        chunk_elements(b, ch);
+        chunk_butterfly(b, ch);
+        f.note("the chunk's partial is lane 0");
+        for (std::size_t q = 0; q < ch.members.size(); ++q) {
+            const int j = ch.members[q];
+            write_part(b, j, A(j).load(b, ch.lanes[q].v, ch.lanes[q].i, 1, fmt::format("partial{}", j)), 1);
+        }
+        f.emit("ret void");
+        const std::string fn = fmt::format("{}.chunk.s{}", name, s);
+        std::string members_text;
+        for (int j : ch.members)
+            members_text += fmt::format("\n;   reduction {}: {}", j, op_text(static_cast<std::size_t>(j)));
+        m.add_function(f.finish(
+            fmt::format("internal void @{}(ptr noalias readonly %p, i64 %o, i64 %k, ptr noalias %rv, ptr "
+                        "noalias %part) #0",
+                        fn),
+            fmt::format("; row order, stage {}: the partial of chunk k of row o{}\n", s, members_text)));
+        return fn;
+    }
 
-        // Whole blocks of 4 W elements, then the chunk's tail element by element.
+    // The chunk function's entry: the parameters and the element space loaded, the lanes allocated, and the
+    // extent of chunk k of row o computed (its elements, and the lanes they reach).
+    RowChunk chunk_setup(Builder& b, int s) {
+        RowChunk ch;
+        ch.members = stage_members(s);
+        const Params P = load_params(b);
+        ch.el = element_space(b, "%rv");
+        for (int j : ch.members) ch.lanes.push_back(arrays(b.f, j, 256, 1, "lanes"));
+        m.declare("llvm.smin.i64", "declare i64 @llvm.smin.i64(i64, i64)");
+        m.declare("llvm.smax.i64", "declare i64 @llvm.smax.i64(i64, i64)");
+        b.f.note(
+            fmt::format("chunk k of row o: elements [8192 k, min(L, 8192 (k + 1))); element i goes to lane "
+                        "(i / 4) mod 256"));
+        ch.first = b.let("first", "mul i64 %k, 8192");
+        const std::string rest = b.let("rest", fmt::format("sub i64 {}, {}", P.len, ch.first));
+        ch.n = b.let("n", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 8192)", rest),
+                     "elements in this chunk");
+        const std::string runs = b.let("runs", fmt::format("add i64 {}, 3", ch.n));
+        const std::string r4 = b.let("runs4", fmt::format("lshr i64 {}, 2", runs));
+        ch.active = b.let("active", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 256)", r4),
+                          "lanes holding elements");
+        ch.rowbase = b.let("rowbase", fmt::format("mul i64 %o, {}", P.len), "flat index of (o, 0)");
+        return ch;
+    }
+
+    // Stores of the kept operands (HostSchedule::keep) into the element outputs that hold them, so that the
+    // output pass reads them back instead of computing them again.
+    void keep_operands(const RowChunk& ch, const std::vector<std::string>& vals, const std::string& flat,
+                       int w) {
+        for (std::size_t q = 0; q < ch.members.size(); ++q)
+            for (int e : keepers(ch.members[q]))
+                ch.el->store_output(
+                    static_cast<int>(nred) + e, vals[q], flat, w,
+                    fmt::format("out{} holds the operand of reduction {} until the output pass", e,
+                                ch.members[q]));
+    }
+
+    // The chunk's elements into the lanes: whole blocks of 4 W elements, then the chunk's tail element by
+    // element.
+    void chunk_elements(Builder& b, const RowChunk& ch) {
         const int B = 4 * W;
-        const std::string islot = f.alloca_("i.slot", "i64");
-        f.emit(fmt::format("store i64 0, ptr {}", islot));
-        f.note(fmt::format(
+        const std::string islot = b.f.alloca_("i.slot", "i64");
+        b.f.emit(fmt::format("store i64 0, ptr {}", islot));
+        b.f.note(fmt::format(
             "blocks of {} elements: {} lanes, each taking its run of 4 in order; the values are computed as "
             "4 vectors of {} consecutive elements and deinterleaved into runs",
             B, W, W));
-        b.steps("block", islot, n, {B, 1}, [&](const std::string& i, int w) {
+        b.steps("block", islot, ch.n, {B, 1}, [&](const std::string& i, int w) {
             const std::string r =
-                b.let(w > 1 ? "r" : "tr", fmt::format("add i64 {}, {}", first, i), "reduced index");
-            if (w == 1) {  // the tail
-                const Point pt = point_inner(b, "%o", r, rowbase, "t.");
-                const std::vector<std::string> vals = el->evaluate(members, pt, 1, "t.");
-                keep(vals, pt.flat, 1);
-                const std::string l4 = b.let("tl4", fmt::format("lshr i64 {}, 2", i));
-                const std::string lane =
-                    b.let("tlane", fmt::format("and i64 {}, 255", l4), "lane (i / 4) mod 256");
-                for (std::size_t q = 0; q < members.size(); ++q)
-                    accumulate(
-                        b, members[q],
-                        element_ptrs(b, members[q], lanes[q], lane, 1, fmt::format("tl{}.p", members[q])),
-                        vals[q], r, 1, "t");
-                return;
-            }
-            std::array<std::vector<std::string>, 4> vals;
-            for (int v = 0; v < 4; ++v) {
-                const std::string tag = fmt::format("b{}.", v);
-                const std::string rv =
-                    v == 0 ? r : b.let(fmt::format("{}r", tag), fmt::format("add i64 {}, {}", r, v * W));
-                const Point pt = point_inner(b, "%o", rv, rowbase, tag);
-                vals[static_cast<std::size_t>(v)] = el->evaluate(members, pt, W, tag);
-                keep(vals[static_cast<std::size_t>(v)], pt.flat, W);
-            }
-            const std::string l4 = b.let("l4", fmt::format("lshr i64 {}, 2", i));
-            const std::string lo = b.let("lanes.at", fmt::format("and i64 {}, 255", l4),
-                                         "first lane of the block: (i / 4) mod 256");
-            std::array<std::string, 4> idx;
-            if (any_arg(members)) {
-                const std::string rs = b.splat("r.all", "i64", r, W);
-                for (int pos = 0; pos < 4; ++pos) {
-                    std::vector<std::string> offs;
-                    for (int l = 0; l < W; ++l) offs.push_back(fmt::format("i64 {}", 4 * l + pos));
-                    idx[static_cast<std::size_t>(pos)] =
-                        b.let(fmt::format("idx{}", pos),
-                              fmt::format("add <{} x i64> {}, <{}>", W, rs, fmt::join(offs, ", ")),
-                              pos == 0 ? "reduced indices of the lanes' elements" : "");
-                }
-            }
-            for (std::size_t q = 0; q < members.size(); ++q) {
-                const int j = members[q];
-                const LaneAccumulator& a = A(j);
-                f.note(fmt::format("reduction {}: {}", j, op_text(static_cast<std::size_t>(j))));
-                const std::array<std::string, 4> run = deinterleave(
-                    b, {vals[0][q], vals[1][q], vals[2][q], vals[3][q]}, a.c, W, fmt::format("x{}", j));
-                const Ptrs p = element_ptrs(b, j, lanes[q], lo, 1, fmt::format("lanes{}.p", j));
-                Acc cur = a.load(b, p.v, p.i, W, fmt::format("acc{}", j));
-                for (int pos = 0; pos < 4; ++pos) {
-                    const Acc e = a.element(b, run[static_cast<std::size_t>(pos)],
-                                            idx[static_cast<std::size_t>(pos)], W, fmt::format("e{}", j));
-                    cur = a.combine(b, cur, e, W, fmt::format("acc{}", j));
-                }
-                a.store(b, cur, p.v, p.i, W);
-            }
+                b.let(w > 1 ? "r" : "tr", fmt::format("add i64 {}, {}", ch.first, i), "reduced index");
+            if (w == 1)
+                chunk_tail_element(b, ch, i, r);
+            else
+                chunk_block(b, ch, i, r);
         });
+    }
 
-        // Butterfly over the active lanes: for s = 128, 64, ..., 1, lane l < s takes lane l + s (lanes past
-        // the active ones hold the identity, which combines exactly: they are skipped, as the reference
-        // does). Whole vectors of W lanes while s >= W, then lane by lane.
+    // One element of the chunk's tail (element i, reduced index r) into its lane (i / 4) mod 256.
+    void chunk_tail_element(Builder& b, const RowChunk& ch, const std::string& i, const std::string& r) {
+        const Point pt = point_inner(b, "%o", r, ch.rowbase, "t.");
+        const std::vector<std::string> vals = ch.el->evaluate(ch.members, pt, 1, "t.");
+        keep_operands(ch, vals, pt.flat, 1);
+        const std::string l4 = b.let("tl4", fmt::format("lshr i64 {}, 2", i));
+        const std::string lane = b.let("tlane", fmt::format("and i64 {}, 255", l4), "lane (i / 4) mod 256");
+        for (std::size_t q = 0; q < ch.members.size(); ++q)
+            accumulate(
+                b, ch.members[q],
+                element_ptrs(b, ch.members[q], ch.lanes[q], lane, 1, fmt::format("tl{}.p", ch.members[q])),
+                vals[q], r, 1, "t");
+    }
+
+    // The block of 4 W elements from element i (reduced index r): its values as 4 vectors of W, deinterleaved
+    // so that each of the W lanes from (i / 4) mod 256 folds its run of 4 in order.
+    void chunk_block(Builder& b, const RowChunk& ch, const std::string& i, const std::string& r) {
+        std::array<std::vector<std::string>, 4> vals;
+        for (int v = 0; v < 4; ++v) {
+            const std::string tag = fmt::format("b{}.", v);
+            const std::string rv =
+                v == 0 ? r : b.let(fmt::format("{}r", tag), fmt::format("add i64 {}, {}", r, v * W));
+            const Point pt = point_inner(b, "%o", rv, ch.rowbase, tag);
+            vals[static_cast<std::size_t>(v)] = ch.el->evaluate(ch.members, pt, W, tag);
+            keep_operands(ch, vals[static_cast<std::size_t>(v)], pt.flat, W);
+        }
+        const std::string l4 = b.let("l4", fmt::format("lshr i64 {}, 2", i));
+        const std::string lo =
+            b.let("lanes.at", fmt::format("and i64 {}, 255", l4), "first lane of the block: (i / 4) mod 256");
+        const std::array<std::string, 4> idx = run_indices(b, ch, r);
+        for (std::size_t q = 0; q < ch.members.size(); ++q) {
+            const int j = ch.members[q];
+            const LaneAccumulator& a = A(j);
+            b.f.note(fmt::format("reduction {}: {}", j, op_text(static_cast<std::size_t>(j))));
+            const std::array<std::string, 4> run = deinterleave(
+                b, {vals[0][q], vals[1][q], vals[2][q], vals[3][q]}, a.c, W, fmt::format("x{}", j));
+            const Ptrs p = element_ptrs(b, j, ch.lanes[q], lo, 1, fmt::format("lanes{}.p", j));
+            Acc cur = a.load(b, p.v, p.i, W, fmt::format("acc{}", j));
+            for (int pos = 0; pos < 4; ++pos) {
+                const Acc e = a.element(b, run[static_cast<std::size_t>(pos)],
+                                        idx[static_cast<std::size_t>(pos)], W, fmt::format("e{}", j));
+                cur = a.combine(b, cur, e, W, fmt::format("acc{}", j));
+            }
+            a.store(b, cur, p.v, p.i, W);
+        }
+    }
+
+    // Argmin/argmax in the stage: the reduced indices of run position pos of the W lanes of the block at r
+    // (r + 4 l + pos for lane l); empty otherwise.
+    std::array<std::string, 4> run_indices(Builder& b, const RowChunk& ch, const std::string& r) {
+        std::array<std::string, 4> idx;
+        if (!any_arg(ch.members)) return idx;
+        const std::string rs = b.splat("r.all", "i64", r, W);
+        for (int pos = 0; pos < 4; ++pos) {
+            std::vector<std::string> offs;
+            for (int l = 0; l < W; ++l) offs.push_back(fmt::format("i64 {}", 4 * l + pos));
+            idx[static_cast<std::size_t>(pos)] =
+                b.let(fmt::format("idx{}", pos),
+                      fmt::format("add <{} x i64> {}, <{}>", W, rs, fmt::join(offs, ", ")),
+                      pos == 0 ? "reduced indices of the lanes' elements" : "");
+        }
+        return idx;
+    }
+
+    // Butterfly over the active lanes: for s = 128, 64, ..., 1, lane l < s takes lane l + s (lanes past the
+    // active ones hold the identity, which combines exactly: they are skipped, as the reference does). Whole
+    // vectors of W lanes while s >= W, then lane by lane.
+    void chunk_butterfly(Builder& b, const RowChunk& ch) {
+        Function& f = b.f;
         const std::string aslot = f.alloca_("active.slot", "i64");
-        f.emit(fmt::format("store i64 {}, ptr {}", active, aslot));
+        f.emit(fmt::format("store i64 {}, ptr {}", ch.active, aslot));
         b.loop_from(
             "s", "128",
             [&](const std::string& sv) { return b.let("bf.more", fmt::format("icmp ne i64 {}, 0", sv)); },
@@ -441,31 +498,17 @@ struct ReduceEmitter {
                                                "the lanes in whole vectors");
                 const std::string lslot = f.alloca_("bf.l.slot", "i64");
                 f.emit(fmt::format("store i64 0, ptr {}", lslot));
-                b.steps("bf", lslot, wcnt, {W},
-                        [&](const std::string& l, int w) { butterfly_step(b, members, lanes, l, sv, w); });
-                b.steps("bf", lslot, cnt, {1},
-                        [&](const std::string& l, int w) { butterfly_step(b, members, lanes, l, sv, w); });
+                b.steps("bf", lslot, wcnt, {W}, [&](const std::string& l, int w) {
+                    butterfly_step(b, ch.members, ch.lanes, l, sv, w);
+                });
+                b.steps("bf", lslot, cnt, {1}, [&](const std::string& l, int w) {
+                    butterfly_step(b, ch.members, ch.lanes, l, sv, w);
+                });
                 const std::string na =
                     b.let("act.next", fmt::format("call i64 @llvm.umin.i64(i64 {}, i64 {})", act, sv));
                 f.emit(fmt::format("store i64 {}, ptr {}", na, aslot));
             },
             [&](const std::string& sv) { return b.let("s.next", fmt::format("lshr i64 {}, 1", sv)); });
-        f.note("the chunk's partial is lane 0");
-        for (std::size_t q = 0; q < members.size(); ++q) {
-            const int j = members[q];
-            write_part(b, j, A(j).load(b, lanes[q].v, lanes[q].i, 1, fmt::format("partial{}", j)), 1);
-        }
-        f.emit("ret void");
-        const std::string fn = fmt::format("{}.chunk.s{}", name, s);
-        std::string members_text;
-        for (int j : members)
-            members_text += fmt::format("\n;   reduction {}: {}", j, op_text(static_cast<std::size_t>(j)));
-        m.add_function(f.finish(
-            fmt::format("internal void @{}(ptr noalias readonly %p, i64 %o, i64 %k, ptr noalias %rv, ptr "
-                        "noalias %part) #0",
-                        fn),
-            fmt::format("; row order, stage {}: the partial of chunk k of row o{}\n", s, members_text)));
-        return fn;
     }
 
     // One butterfly step on lanes [l, l + w): lane l takes lane l + s.

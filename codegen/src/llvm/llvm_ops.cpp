@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "loom/ir/error.hpp"
 
@@ -474,36 +475,17 @@ std::string emit_cast(Builder& b, DType from, DType to, const std::string& v, in
     return o.out(fmt::format("bitcast {} {} to {}", T, r, T));
 }
 
-std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<std::string>& args, int w,
-                             std::string_view hint, std::string_view comment) {
-    const Op op = n.op();
-    const DType rt = n.dtype();
-    if (op == Op::Cast) return emit_cast(b, n.operand(0)->dtype(), rt, args.at(0), w, hint, comment);
-    Ops o{b, w, std::string(hint), std::string(comment)};
-    const DType at = op == Op::Where ? n.operand(1)->dtype() : n.operand(0)->dtype();  // operand dtype
+namespace {
+
+// Sign, magnitude, rounding and classification: one operand.
+std::optional<std::string> unary_value(Ops& o, Op op, DType rt, DType at,
+                                       const std::vector<std::string>& args) {
     const std::string A = o.ty(at);
     const bool fl = is_float(at);
     const bool uns = is_unsigned(at);
-    const std::string& x = args.at(0);
-    auto y = [&]() -> const std::string& { return args.at(1); };
     const std::string st(scalar_type(at));
-
-    if (library_op(op)) {
-        // The reference's function at the compute type (float for float16, bfloat16 and float32), then one
-        // rounding to a half dtype.
-        std::vector<std::string> tys(args.size(), st);
-        const std::string name = library_function(op, at == DType::Float64 ? DType::Float64 : DType::Float32);
-        const bool inline_exp = op == Op::Exp && st == "float";
-        if (!is_half(rt))
-            return inline_exp ? exp_float(b, x, w, hint, comment)
-                              : b.scalar_call(hint, name, st, tys, args, w, comment);
-        const std::string v =
-            inline_exp ? exp_float(b, x, w, fmt::format("{}.f32", hint), comment)
-                       : b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
-        const std::string r = b.round_half(rt, v, w);
-        return o.out(fmt::format("bitcast {} {} to {}", A, r, A));
-    }
-
+    const std::string& x = args.at(0);
+    const int w = o.w;
     switch (op) {
         case Op::Neg:
             if (fl) return o.out(fmt::format("fneg {} {}", A, x));
@@ -570,6 +552,24 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
             return o.zext_bool(
                 o.tmp("c", fmt::format("fcmp {} {} {}, {}", op == Op::IsInf ? "oeq" : "olt", A, a, inf)));
         }
+        default:
+            return std::nullopt;
+    }
+}
+
+// Arithmetic, division and its remainders, minimum and maximum.
+std::optional<std::string> arithmetic_value(Ops& o, Op op, DType rt, DType at,
+                                            const std::vector<std::string>& args) {
+    const std::string A = o.ty(at);
+    const bool fl = is_float(at);
+    const bool uns = is_unsigned(at);
+    const std::string st(scalar_type(at));
+    const std::string& x = args.at(0);
+    auto y = [&]() -> const std::string& { return args.at(1); };
+    Builder& b = o.b;
+    const int w = o.w;
+    const std::string_view hint = o.hint, comment = o.comment;
+    switch (op) {
         case Op::Add:
         case Op::Sub:
         case Op::Mul:
@@ -623,6 +623,24 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
                 op == Op::Minimum ? (uns ? "llvm.umin" : "llvm.smin") : (uns ? "llvm.umax" : "llvm.smax");
             return o.intr(base, at, {x, y()}, true);
         }
+        default:
+            return std::nullopt;
+    }
+}
+
+// Comparisons, logic, bits, shifts, where, fma and clamp.
+std::optional<std::string> comparison_logic_value(Ops& o, Op op, DType rt, DType at,
+                                                  const std::vector<std::string>& args) {
+    const std::string A = o.ty(at);
+    const bool fl = is_float(at);
+    const bool uns = is_unsigned(at);
+    const std::string st(scalar_type(at));
+    const std::string& x = args.at(0);
+    auto y = [&]() -> const std::string& { return args.at(1); };
+    Builder& b = o.b;
+    const int w = o.w;
+    const std::string_view hint = o.hint, comment = o.comment;
+    switch (op) {
         case Op::Eq:
         case Op::Ne:
         case Op::Lt:
@@ -670,8 +688,40 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
             return o.intr(mn, at, {lo, args.at(2)}, true);
         }
         default:
-            break;
+            return std::nullopt;
     }
+}
+
+}  // namespace
+
+std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<std::string>& args, int w,
+                             std::string_view hint, std::string_view comment) {
+    const Op op = n.op();
+    const DType rt = n.dtype();
+    if (op == Op::Cast) return emit_cast(b, n.operand(0)->dtype(), rt, args.at(0), w, hint, comment);
+    Ops o{b, w, std::string(hint), std::string(comment)};
+    const DType at = op == Op::Where ? n.operand(1)->dtype() : n.operand(0)->dtype();  // operand dtype
+    if (library_op(op)) {
+        const std::string A = o.ty(at);
+        const std::string st(scalar_type(at));
+        const std::string& x = args.at(0);
+        // The reference's function at the compute type (float for float16, bfloat16 and float32), then one
+        // rounding to a half dtype.
+        std::vector<std::string> tys(args.size(), st);
+        const std::string name = library_function(op, at == DType::Float64 ? DType::Float64 : DType::Float32);
+        const bool inline_exp = op == Op::Exp && st == "float";
+        if (!is_half(rt))
+            return inline_exp ? exp_float(b, x, w, hint, comment)
+                              : b.scalar_call(hint, name, st, tys, args, w, comment);
+        const std::string v =
+            inline_exp ? exp_float(b, x, w, fmt::format("{}.f32", hint), comment)
+                       : b.scalar_call(fmt::format("{}.f32", hint), name, st, tys, args, w, comment);
+        const std::string r = b.round_half(rt, v, w);
+        return o.out(fmt::format("bitcast {} {} to {}", A, r, A));
+    }
+
+    for (auto* value : {&unary_value, &arithmetic_value, &comparison_logic_value})
+        if (std::optional<std::string> v = (*value)(o, op, rt, at, args)) return *v;
     throw InternalError(fmt::format("emit_elementwise: no LLVM IR for {} on {}", ir::op_name(op), name(at)));
 }
 

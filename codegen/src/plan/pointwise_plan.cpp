@@ -399,12 +399,8 @@ int costly_ops(const detail::PwGraph& g) {
     return n;
 }
 
-}  // namespace
-
-PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
-                                const std::vector<InputLayout>& layouts, const PlanTarget& target,
-                                PointwiseUse use, std::span<const Strides> output_strides) {
-    if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
+// The outputs of one kernel share one iteration space: the first output's shape.
+void check_one_space(const std::vector<ir::NodePtr>& outputs) {
     const Shape& shape = outputs[0]->shape();
     for (const auto& o : outputs)
         if (o->shape() != shape)
@@ -413,7 +409,11 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
                             "({}) and {} ({})",
                             to_string(shape), short_location(outputs[0]->loc()), to_string(o->shape()),
                             short_location(o->loc())));
-    const PwGraph g = detail::build_pw_graph(outputs);
+}
+
+// One layout per input of the graph, of its dtype and rank; output strides, when given, one per output.
+void check_layouts(const PwGraph& g, const std::vector<InputLayout>& layouts, std::size_t outputs,
+                   std::span<const Strides> output_strides) {
     if (layouts.size() != g.inputs.size())
         throw InternalError(
             fmt::format("plan_pointwise: {} layouts for {} inputs", layouts.size(), g.inputs.size()));
@@ -423,15 +423,20 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
             throw InternalError(
                 fmt::format("plan_pointwise: layout {} ({}, {} strides) does not fit input {}", k,
                             name(layouts[k].dtype), layouts[k].strides.size(), g.inputs[k]->label()));
+    if (!output_strides.empty() && output_strides.size() != outputs)
+        throw InternalError(
+            fmt::format("plan_pointwise: {} output layouts for {} outputs", output_strides.size(), outputs));
+}
 
-    if (!output_strides.empty() && output_strides.size() != outputs.size())
-        throw InternalError(fmt::format("plan_pointwise: {} output layouts for {} outputs",
-                                        output_strides.size(), outputs.size()));
-    const std::int64_t n = numel(shape);
+// The iteration space and the index maps of every load site, output and derived index: the views composed
+// down to each load (analyze), reshape groups that are strided views folded back (simplify), the outputs'
+// strides over the space (an extent-1 dimension moves nothing), then extent-1 dimensions dropped and
+// neighbours that every map walks as one merged (coalesce). An empty space is one dimension of extent 0.
+Analysis index_maps(const PwGraph& g, const Shape& shape, const std::vector<InputLayout>& layouts,
+                    std::size_t outputs, std::span<const Strides> output_strides) {
     Analysis an = analyze(g, shape, layouts);
     simplify(an);
-    for (std::size_t o = 0; o < outputs.size();
-         ++o) {  // the outputs' index maps: their strides over the space
+    for (std::size_t o = 0; o < outputs; ++o) {
         Form f;
         f.c = output_strides.empty() ? contiguous_strides(shape) : output_strides[o];
         if (f.c.size() != shape.size())
@@ -440,7 +445,7 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
             if (shape[d] == 1) f.c[d] = 0;
         an.outputs.push_back(std::move(f));
     }
-    if (n == 0) {  // nothing runs: the simplest plan
+    if (numel(shape) == 0) {  // nothing runs: the simplest plan
         an.extents = {0};
         for (auto& f : an.sites) f = Form{f.off, {0}, {}};
         for (auto& f : an.outputs) f = Form{0, {1}, {}};
@@ -448,22 +453,25 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
     } else {
         coalesce(an);
     }
+    return an;
+}
 
-    PlannedPointwise out;
-    PointwisePlan& p = out.plan;
-    PointwiseBinding& b = out.binding;
-    p.rank = static_cast<int>(an.extents.size());
-    if (p.rank > 32) throw InternalError("plan_pointwise: rank above 32");
-    b.numel = n;
-    b.extents = an.extents;
-
-    const int R = p.rank;
+// Row-major strides of the coalesced space: the index map of a contiguous operand.
+Strides row_major(const Shape& extents) {
+    const int R = static_cast<int>(extents.size());
     Strides cs(static_cast<std::size_t>(R), 1);
     for (int d = R - 2; d >= 0; --d)
         cs[static_cast<std::size_t>(d)] =
-            cs[static_cast<std::size_t>(d) + 1] * an.extents[static_cast<std::size_t>(d) + 1];
+            cs[static_cast<std::size_t>(d) + 1] * extents[static_cast<std::size_t>(d) + 1];
+    return cs;
+}
 
-    // Classify the load sites.
+// Each load site's access from its index map: gathered (through a derived index), scalar, contiguous, a
+// row broadcast (the last dimension alone, at unit stride) or strided. Sites that stream from memory count
+// their bytes per element; scalars, row broadcasts and index (iota) sites, which are computed, do not.
+void classify_loads(const PwGraph& g, const Analysis& an, const Strides& cs, PointwisePlan& p,
+                    PointwiseBinding& b) {
+    const int R = p.rank;
     for (std::size_t s = 0; s < g.sites.size(); ++s) {
         const Form& f = an.sites[s];
         OperandPlan o;
@@ -497,12 +505,16 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
         site.dcoefs = f.t;
         b.sites.push_back(std::move(site));
     }
+}
+
+// Each output: contiguous, or strided when `given` strides (a view the user writes into) are not the
+// contiguous ones.
+void plan_outputs(const std::vector<ir::NodePtr>& outputs, const Analysis& an, const Strides& cs, bool given,
+                  PointwisePlan& p, PointwiseBinding& b) {
     for (std::size_t k = 0; k < outputs.size(); ++k) {
         const Form& f = an.outputs[k];
         OperandPlan op;
         op.dtype = outputs[k]->dtype();
-        // A strided output: a view the user writes into (given strides that are not the contiguous ones).
-        const bool given = !output_strides.empty() && n > 1;
         op.access = !given || f.c == cs ? Access::Contiguous : Access::Strided;
         if (op.access == Access::Strided) {
             op.dim_mask = mask_of(f);
@@ -512,6 +524,11 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
         p.outputs.push_back(op);
         b.outputs.push_back(f.c);
     }
+}
+
+// The derived indices (a reshape's quotients and remainders) and the scalars: their shapes in the plan,
+// their numbers in the binding.
+void plan_derived_and_scalars(const PwGraph& g, const Analysis& an, PointwisePlan& p, PointwiseBinding& b) {
     for (const auto& d : an.derived) {
         DerivedPlan dp;
         dp.dim_mask = mask_of(d.L);
@@ -531,67 +548,109 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
         p.scalar_dtypes.push_back(s->dtype());
         b.scalars.push_back(s->value());
     }
+}
 
-    // Vector width: one 16-byte vector of the widest streamed dtype per thread.
+// What the operands allow of a vector variant: the widest dtype streamed, whether every streamed operand is
+// contiguous (a flat variant, no multi-index), and whether each can move a vector at a time: unit stride
+// along the last dimension (a strided site that does not move along it takes one scalar load per vector),
+// 16-byte aligned, outputs contiguous (a strided output is written element by element). An index site has no
+// memory to align: a vector's lanes take consecutive indices (stride 1) or one.
+struct VectorFit {
     std::size_t widest = 1;
-    bool all_flat = true, vector_ok = true;
+    bool all_flat = true;
+    bool ok = true;
+};
+
+VectorFit vector_fit(const PointwisePlan& p, const PointwiseBinding& b,
+                     const std::vector<InputLayout>& layouts) {
+    const int R = p.rank;
+    VectorFit v;
     for (std::size_t s = 0; s < p.loads.size(); ++s) {
         const OperandPlan& o = p.loads[s];
         const InputLayout& lay = layouts[static_cast<std::size_t>(o.input)];
         if (o.access == Access::Scalar) continue;
-        if (o.index) {  // computed: no memory to align; a vector's lanes take consecutive indices (stride 1)
-                        // or one
-            if (o.access != Access::Contiguous) all_flat = false;
-            if (o.access == Access::Gathered) vector_ok = false;
-            if (o.access == Access::Strided && !o.unit_inner && (o.dim_mask >> (R - 1) & 1u))
-                vector_ok = false;
+        if (o.index) {
+            if (o.access != Access::Contiguous) v.all_flat = false;
+            if (o.access == Access::Gathered) v.ok = false;
+            if (o.access == Access::Strided && !o.unit_inner && (o.dim_mask >> (R - 1) & 1u)) v.ok = false;
             continue;
         }
         const bool inner_zero = (o.access == Access::Strided) && !(o.dim_mask >> (R - 1) & 1u);
-        if (o.access != Access::Contiguous) all_flat = false;
-        if (o.access == Access::Gathered) vector_ok = false;
-        if (o.access == Access::Strided && !o.unit_inner && !inner_zero) vector_ok = false;
+        if (o.access != Access::Contiguous) v.all_flat = false;
+        if (o.access == Access::Gathered) v.ok = false;
+        if (o.access == Access::Strided && !o.unit_inner && !inner_zero) v.ok = false;
         if (inner_zero) continue;  // one scalar load per vector
-        widest = std::max(widest, itemsize(o.dtype));
+        v.widest = std::max(v.widest, itemsize(o.dtype));
         if (!lay.aligned16 || (b.sites[s].offset * static_cast<std::int64_t>(itemsize(o.dtype))) % 16 != 0)
-            vector_ok = false;
+            v.ok = false;
     }
     for (const auto& o : p.outputs) {
-        widest = std::max(widest, itemsize(o.dtype));
-        if (o.access != Access::Contiguous)
-            vector_ok = false;  // a strided output is written element by element
+        v.widest = std::max(v.widest, itemsize(o.dtype));
+        if (o.access != Access::Contiguous) v.ok = false;
     }
-    int vw = static_cast<int>(16 / widest);
-    if (vector_ok && !all_flat && an.extents.back() % vw != 0) vector_ok = false;
-    if (vector_ok && !all_flat) {  // every streamed row must start on a vector boundary
-        for (std::size_t s = 0; s < p.loads.size(); ++s) {
-            const OperandPlan& o = p.loads[s];
-            if (o.access != Access::Strided || !o.unit_inner || o.index) continue;
-            for (int d = 0; d + 1 < R; ++d)
-                vector_ok = vector_ok && b.sites[s].coefs[static_cast<std::size_t>(d)] % vw == 0;
-        }
+    return v;
+}
+
+// Whether every streamed row of a strided site starts on a boundary of `vw` elements.
+bool rows_on_vector_boundaries(const PointwisePlan& p, const PointwiseBinding& b, int vw) {
+    bool ok = true;
+    for (std::size_t s = 0; s < p.loads.size(); ++s) {
+        const OperandPlan& o = p.loads[s];
+        if (o.access != Access::Strided || !o.unit_inner || o.index) continue;
+        for (int d = 0; d + 1 < p.rank; ++d)
+            ok = ok && b.sites[s].coefs[static_cast<std::size_t>(d)] % vw == 0;
     }
-    const bool own_kernel = use == PointwiseUse::Kernel;
-    if (vector_ok && vw > 1 && own_kernel) {
-        int regs = 0;
-        for (const OperandPlan& o : p.loads)
-            if (o.access != Access::Scalar && !(o.access == Access::Strided && !(o.dim_mask >> (R - 1) & 1u)))
-                regs += vw * register_words(o.dtype);
-        for (const OperandPlan& o : p.outputs) regs += vw * register_words(o.dtype);
+    return ok;
+}
+
+// Registers a thread of the vector variant holds: a vector of every load that moves along the last dimension
+// and of every output.
+int vector_registers(const PointwisePlan& p, int vw) {
+    const int R = p.rank;
+    int regs = 0;
+    for (const OperandPlan& o : p.loads)
+        if (o.access != Access::Scalar && !(o.access == Access::Strided && !(o.dim_mask >> (R - 1) & 1u)))
+            regs += vw * register_words(o.dtype);
+    for (const OperandPlan& o : p.outputs) regs += vw * register_words(o.dtype);
+    return regs;
+}
+
+// The vector width: one 16-byte vector of the widest streamed dtype per thread, where the operands allow it
+// (vector_fit). With a multi-index the last extent must divide into vectors and every streamed row start on
+// a vector. A kernel of its own gives its vector variant up above kVectorRegisterBudget registers per
+// thread, and the plan notes the estimate.
+void plan_vector_width(PointwisePlan& p, const PointwiseBinding& b, const std::vector<InputLayout>& layouts,
+                       bool own_kernel) {
+    const VectorFit fit = vector_fit(p, b, layouts);
+    const int vw = static_cast<int>(16 / fit.widest);
+    bool ok = fit.ok;
+    if (ok && !fit.all_flat && b.extents.back() % vw != 0) ok = false;
+    if (ok && !fit.all_flat) ok = rows_on_vector_boundaries(p, b, vw);
+    if (ok && vw > 1 && own_kernel) {
+        const int regs = vector_registers(p, vw);
         if (regs > kVectorRegisterBudget) {
-            vector_ok = false;
+            ok = false;
             p.vector_registers = regs;
         }
     }
-    p.vector_width = vector_ok && vw > 1 ? vw : 1;
-    p.vector_flat = p.vector_width > 1 && all_flat;
+    p.vector_width = ok && vw > 1 ? vw : 1;
+    p.vector_flat = p.vector_width > 1 && fit.all_flat;
+}
+
+// A grid-stride vector variant for an arithmetic-heavy flat kernel of its own: at least kGridStrideCostlyOps
+// transcendental functions and divisions per element, and no fewer than the arrays it streams, so that a
+// thread's next loads overlap this vector's arithmetic.
+void plan_grid_stride(const PwGraph& g, PointwisePlan& p, bool own_kernel, const PlanTarget& target) {
     int streams = static_cast<int>(p.outputs.size());  // arrays read or written element by element
     for (const auto& o : p.loads) streams += o.bytes_per_element > 0 ? 1 : 0;
     if (const int costly = costly_ops(g);
         own_kernel && p.vector_flat && costly >= kGridStrideCostlyOps && costly >= streams)
         p.grid_stride_blocks = kGridStrideBlocksPerSM * target.multiprocessors;
+}
 
-    // Index width: 32-bit when the element count, every extent and every byte offset stays below 2^31.
+// The index width: 32-bit when the element count, every extent and every byte offset (through the derived
+// indices' largest values too) stays below 2^31, else 64-bit.
+IndexWidth index_width(const Analysis& an, const PointwisePlan& p, std::int64_t n) {
     auto bound = [&](const Form& f, const std::vector<double>& tmax) {
         double s = 0;
         for (std::size_t d = 0; d < f.c.size(); ++d)
@@ -615,8 +674,37 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
         fits = fits && static_cast<double>(std::max<std::int64_t>(n - 1, 0)) *
                                static_cast<double>(itemsize(o.dtype)) <
                            kI32Limit;
-    p.index = fits ? IndexWidth::I32 : IndexWidth::I64;
+    return fits ? IndexWidth::I32 : IndexWidth::I64;
+}
 
+}  // namespace
+
+PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
+                                const std::vector<InputLayout>& layouts, const PlanTarget& target,
+                                PointwiseUse use, std::span<const Strides> output_strides) {
+    if (outputs.empty()) throw InternalError("plan_pointwise: no outputs");
+    check_one_space(outputs);
+    const PwGraph g = detail::build_pw_graph(outputs);
+    check_layouts(g, layouts, outputs.size(), output_strides);
+    const Shape& shape = outputs[0]->shape();
+    const std::int64_t n = numel(shape);
+    const Analysis an = index_maps(g, shape, layouts, outputs.size(), output_strides);
+
+    PlannedPointwise out;
+    PointwisePlan& p = out.plan;
+    PointwiseBinding& b = out.binding;
+    p.rank = static_cast<int>(an.extents.size());
+    if (p.rank > 32) throw InternalError("plan_pointwise: rank above 32");
+    b.numel = n;
+    b.extents = an.extents;
+    const Strides cs = row_major(an.extents);
+    classify_loads(g, an, cs, p, b);
+    plan_outputs(outputs, an, cs, !output_strides.empty() && n > 1, p, b);
+    plan_derived_and_scalars(g, an, p, b);
+    const bool own_kernel = use == PointwiseUse::Kernel;
+    plan_vector_width(p, b, layouts, own_kernel);
+    plan_grid_stride(g, p, own_kernel, target);
+    p.index = index_width(an, p, n);
     p.params = layout_params(p);
     // Beyond the kernel parameter limit the struct travels in device memory (the kernel takes a pointer).
     p.params_in_memory = p.params.size > target.param_limit_bytes;

@@ -214,7 +214,20 @@ std::string ReducePlan::to_string() const {
     return s;
 }
 
-PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const PlanTarget& target) {
+namespace {
+
+// The shape of a reduction group: O outputs ("rows") of L reduced elements each, and the axes behind them.
+struct GroupShape {
+    int rank = 0;
+    std::vector<std::int64_t> kept, reduced;  // the operand's axes, in order
+    std::int64_t O = 1, L = 1;
+    bool trailing = true;  // the reduced axes are the operand's last ones
+    bool outer = false;    // the innermost axis is kept: the outer schedule
+};
+
+// The group's shape, read from its first reduction: every reduction of a group has the same operand shape
+// and axes, so one iteration space serves them all.
+GroupShape group_shape(const ReduceGroupSpec& spec) {
     if (spec.reductions.empty()) throw InternalError("plan_reduce: no reductions");
     const ir::Node& first = *spec.reductions[0];
     const Shape S = first.operand(0)->shape();
@@ -222,39 +235,36 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     for (const auto& r : spec.reductions)
         if (!ir::is_reduction(r->op()) || r->operand(0)->shape() != S || r->ints() != axes)
             throw InternalError("plan_reduce: the reductions of a group must share operand shape and axes");
-    const int rank = static_cast<int>(S.size());
-    std::vector<std::int64_t> kept, reduced;
-    std::int64_t O = 1, L = 1;
-    for (int d = 0; d < rank; ++d) {
+    GroupShape g;
+    g.rank = static_cast<int>(S.size());
+    for (int d = 0; d < g.rank; ++d) {
         const bool red = std::find(axes.begin(), axes.end(), d) != axes.end();
-        (red ? reduced : kept).push_back(d);
-        (red ? L : O) *= S[static_cast<std::size_t>(d)];
+        (red ? g.reduced : g.kept).push_back(d);
+        (red ? g.L : g.O) *= S[static_cast<std::size_t>(d)];
     }
-    const bool trailing = [&] {
-        for (std::size_t k = 0; k < reduced.size(); ++k)
-            if (reduced[k] != rank - static_cast<std::int64_t>(reduced.size() - k)) return false;
-        return true;
-    }();
+    for (std::size_t k = 0; k < g.reduced.size(); ++k)
+        if (g.reduced[k] != g.rank - static_cast<std::int64_t>(g.reduced.size() - k)) g.trailing = false;
+    g.outer = !g.reduced.empty() && g.reduced.back() != g.rank - 1;
+    return g;
+}
 
-    PlannedReduce pr;
-    ReducePlan& plan = pr.plan;
-    ReduceBinding& b = pr.binding;
-    b.outputs = O;
-    b.length = L;
-    b.chunks = (L + kReduceChunk - 1) / kReduceChunk;
+// The number of `n` among the group's reductions, or -1 when it is not one of them.
+int group_index(const ReduceGroupSpec& spec, const ir::Node* n) {
+    for (std::size_t k = 0; k < spec.reductions.size(); ++k)
+        if (spec.reductions[k].get() == n) return static_cast<int>(k);
+    return -1;
+}
 
-    // Stages: 1 + the highest stage of a group reduction read by the operand.
+// The reductions and their stages: a reduction runs one stage after the latest reduction of the group that
+// its operand reads (layernorm: the variance after the mean), so a stage reads only row values finished
+// before it. An operand may read only earlier reductions of its own group.
+void plan_stages(const ReduceGroupSpec& spec, ReducePlan& plan) {
     const std::size_t nred = spec.reductions.size();
     std::vector<int> stage(nred, 0);
-    auto index_of = [&](const ir::Node* n) -> int {
-        for (std::size_t k = 0; k < nred; ++k)
-            if (spec.reductions[k].get() == n) return static_cast<int>(k);
-        return -1;
-    };
     for (std::size_t k = 0; k < nred; ++k) {
         for (const ir::Node* n : ir::topo_order({spec.reductions[k]->operands()[0]})) {
             if (!ir::is_reduction(n->op())) continue;
-            const int j = index_of(n);
+            const int j = group_index(spec, n);
             if (j < 0 || static_cast<std::size_t>(j) >= k)
                 throw InternalError(
                     "plan_reduce: an operand reads a reduction outside the group or a later one");
@@ -265,136 +275,164 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     for (std::size_t k = 0; k < nred; ++k)
         plan.ops.push_back({spec.reductions[k]->op(), spec.reductions[k]->operand(0)->dtype(),
                             spec.reductions[k]->dtype(), stage[k]});
+}
 
-    // Placeholders and substitution.
-    for (std::size_t k = 0; k < nred; ++k)
+// A placeholder input per reduction: its row value, which later stages, the element outputs and the row
+// outputs read in its place (held in registers, never in memory).
+void make_placeholders(const ReduceGroupSpec& spec, PlannedReduce& pr) {
+    for (std::size_t k = 0; k < spec.reductions.size(); ++k)
         pr.placeholders.push_back(ir::input(spec.reductions[k]->dtype(), spec.reductions[k]->shape(),
                                             fmt::format("row value {}", k), {}, spec.reductions[k]->loc()));
-    const ir::Rewriter subst = [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+}
+
+// The rewriter that replaces each reduction of the group by its placeholder. Every reduction the graphs
+// read must be the group's: the partition materializes the others.
+ir::Rewriter row_value_substitution(const ReduceGroupSpec& spec, const PlannedReduce& pr) {
+    return [&spec, &pr](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
         if (!ir::is_reduction(n.op())) return nullptr;
-        const int j = index_of(&n);
+        const int j = group_index(spec, &n);
         if (j < 0) throw InternalError("plan_reduce: a reduction outside the group was not materialized");
         return pr.placeholders[static_cast<std::size_t>(j)];
     };
+}
 
-    // Schedule: outer (the column order) when the innermost axis is kept, else inner (the lane order).
-    const bool outer = !reduced.empty() && reduced.back() != rank - 1;
-    plan.schedule = outer ? ReduceSchedule::Outer : ReduceSchedule::Inner;
-    if (!spec.element_outputs.empty() && (!trailing || outer))
+// The schedule: outer (the column order) when the innermost axis is kept, else inner (the lane order), as
+// docs/semantics.md fixes it from the shape and the axes; the outer schedule's chunks are kColumnChunk rows.
+// Element outputs are written along the inner schedule's rows, so they need the reduced axes trailing.
+void plan_schedule(const ReduceGroupSpec& spec, const GroupShape& g, ReducePlan& plan, ReduceBinding& b) {
+    plan.schedule = g.outer ? ReduceSchedule::Outer : ReduceSchedule::Inner;
+    if (!spec.element_outputs.empty() && (!g.trailing || g.outer))
         throw NotFusable("element outputs need the reduced axes to be the trailing axes");
-    if (outer) b.chunks = (L + kColumnChunk - 1) / kColumnChunk;
+    b.outputs = g.O;
+    b.length = g.L;
+    b.chunks = g.outer ? (g.L + kColumnChunk - 1) / kColumnChunk : (g.L + kReduceChunk - 1) / kReduceChunk;
+}
 
-    std::vector<std::int64_t> perm;
-    if (outer) {
-        perm = reduced;
-        perm.insert(perm.end(), kept.begin(), kept.end());
-    } else {
-        perm = kept;
-        perm.insert(perm.end(), reduced.begin(), reduced.end());
-    }
+// The element space's graph: each reduction's operand, its row values substituted, permuted so that the
+// reduced axes come last (inner) or first (outer) and reshaped to (O, L) or (L, O); then the element outputs
+// (inner, reduced axes trailing: the reshape alone).
+void element_space_roots(const ReduceGroupSpec& spec, const GroupShape& g, const ir::Rewriter& subst,
+                         PlannedReduce& pr) {
+    std::vector<std::int64_t> perm = g.outer ? g.reduced : g.kept;
+    const std::vector<std::int64_t>& rest = g.outer ? g.kept : g.reduced;
+    perm.insert(perm.end(), rest.begin(), rest.end());
     bool identity = true;
-    for (int d = 0; d < rank; ++d) identity = identity && perm[static_cast<std::size_t>(d)] == d;
-    const Shape space = outer ? Shape{L, O} : Shape{O, L};
-    std::vector<ir::NodePtr> operands;
-    for (const auto& r : spec.reductions) operands.push_back(r->operands()[0]);
-    std::vector<ir::NodePtr> el_src = operands;
-    el_src.insert(el_src.end(), spec.element_outputs.begin(), spec.element_outputs.end());
-    const std::vector<ir::NodePtr> el_sub = ir::rewrite(el_src, subst);
-    for (std::size_t k = 0; k < el_sub.size(); ++k) {
-        ir::NodePtr v = el_sub[k];
-        if (k < nred && !identity) v = ir::permute(v, perm, v->loc());
+    for (int d = 0; d < g.rank; ++d) identity = identity && perm[static_cast<std::size_t>(d)] == d;
+    const Shape space = g.outer ? Shape{g.L, g.O} : Shape{g.O, g.L};
+    std::vector<ir::NodePtr> roots;
+    for (const auto& r : spec.reductions) roots.push_back(r->operands()[0]);
+    roots.insert(roots.end(), spec.element_outputs.begin(), spec.element_outputs.end());
+    const std::vector<ir::NodePtr> substituted = ir::rewrite(roots, subst);
+    for (std::size_t k = 0; k < substituted.size(); ++k) {
+        ir::NodePtr v = substituted[k];
+        if (k < spec.reductions.size() && !identity) v = ir::permute(v, perm, v->loc());
         pr.element_roots.push_back(ir::reshape(v, space, v->loc()));
     }
-    plan.element_outputs = static_cast<int>(spec.element_outputs.size());
+    pr.plan.element_outputs = static_cast<int>(spec.element_outputs.size());
+}
 
-    auto layouts_for = [&](const std::vector<ir::NodePtr>& roots, std::vector<int>& row_value) {
-        std::vector<InputLayout> ls;
-        row_value.clear();
-        for (const ir::Node* in : pointwise_inputs(roots)) {
-            int j = -1;
-            for (std::size_t k = 0; k < nred; ++k)
-                if (pr.placeholders[k].get() == in) j = static_cast<int>(k);
-            row_value.push_back(j);
-            if (j >= 0) {
-                ls.push_back({in->dtype(), contiguous_strides(in->shape()), true});
-            } else {
-                ls.push_back(layout_of(*in));
-                pr.inputs.push_back(in);  // element plan first, then row plan: the packing order
-            }
+// The layouts of a space's inputs. `row_value` receives, per input, the reduction whose placeholder it is,
+// or -1; a placeholder is laid out contiguously (it is never read from memory). The bound inputs join
+// pr.inputs: the element space's first, then the row space's, the order in which they are packed.
+std::vector<InputLayout> space_layouts(const std::vector<ir::NodePtr>& roots, const LayoutOf& layout_of,
+                                       PlannedReduce& pr, std::vector<int>& row_value) {
+    std::vector<InputLayout> ls;
+    row_value.clear();
+    for (const ir::Node* in : pointwise_inputs(roots)) {
+        int j = -1;
+        for (std::size_t k = 0; k < pr.placeholders.size(); ++k)
+            if (pr.placeholders[k].get() == in) j = static_cast<int>(k);
+        row_value.push_back(j);
+        if (j >= 0) {
+            ls.push_back({in->dtype(), contiguous_strides(in->shape()), true});
+        } else {
+            ls.push_back(layout_of(*in));
+            pr.inputs.push_back(in);
         }
-        return ls;
-    };
+    }
+    return ls;
+}
+
+// The element and row spaces as pointwise plans: the element space over (O, L) or (L, O), the row space
+// over the O rows (the row outputs, each reshaped to O elements). A space may read a row value only at its
+// own row: one thread holds it, so a read at another row cannot be one kernel.
+void plan_spaces(const ReduceGroupSpec& spec, const GroupShape& g, const ir::Rewriter& subst,
+                 const LayoutOf& layout_of, const PlanTarget& target, PlannedReduce& pr) {
+    ReducePlan& plan = pr.plan;
+    ReduceBinding& b = pr.binding;
     {
-        PlannedPointwise pe =
-            plan_pointwise(pr.element_roots, layouts_for(pr.element_roots, plan.element_row_value), target,
-                           PointwiseUse::ReductionSpace);
+        PlannedPointwise pe = plan_pointwise(
+            pr.element_roots, space_layouts(pr.element_roots, layout_of, pr, plan.element_row_value), target,
+            PointwiseUse::ReductionSpace);
         plan.element = std::move(pe.plan);
         b.element = std::move(pe.binding);
     }
-    check_row_values(plan.element, b.element, plan.element_row_value, O, L, !outer, "element");
-
-    if (!spec.row_outputs.empty()) {
-        for (const auto& r : ir::rewrite(spec.row_outputs, subst)) {
-            if (r->numel() != O)
-                throw InternalError("plan_reduce: a row output does not have one element per row");
-            pr.row_roots.push_back(ir::reshape(r, {O}, r->loc()));
-        }
-        PlannedPointwise pw = plan_pointwise(pr.row_roots, layouts_for(pr.row_roots, plan.row_row_value),
-                                             target, PointwiseUse::ReductionSpace);
-        plan.row = std::move(pw.plan);
-        b.row = std::move(pw.binding);
-        check_row_values(plan.row, b.row, plan.row_row_value, O, 1, true, "row");
+    check_row_values(plan.element, b.element, plan.element_row_value, g.O, g.L, !g.outer, "element");
+    if (spec.row_outputs.empty()) return;
+    for (const auto& r : ir::rewrite(spec.row_outputs, subst)) {
+        if (r->numel() != g.O)
+            throw InternalError("plan_reduce: a row output does not have one element per row");
+        pr.row_roots.push_back(ir::reshape(r, {g.O}, r->loc()));
     }
+    PlannedPointwise pw =
+        plan_pointwise(pr.row_roots, space_layouts(pr.row_roots, layout_of, pr, plan.row_row_value), target,
+                       PointwiseUse::ReductionSpace);
+    plan.row = std::move(pw.plan);
+    b.row = std::move(pw.binding);
+    check_row_values(plan.row, b.row, plan.row_row_value, g.O, 1, true, "row");
+}
 
-    // Threads, caching, vector variant, split.
-    const bool multi = plan.stages > 1 || plan.element_outputs > 0;
-    plan.block = 256;
-    plan.group = outer ? 1 : (L <= 2048 ? 32 : 256);
-    if (!outer) {
-        // Sites that differ from row to row are held in registers; scalars are loaded where they are used,
-        // row broadcasts as well unless they fit beside the row (below).
-        std::vector<int> varying;
-        for (std::size_t s = 0; s < plan.element.loads.size(); ++s) {
-            const OperandPlan& o = plan.element.loads[s];
-            if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0) continue;
-            const bool v = o.access == Access::Contiguous || o.access == Access::Gathered ||
-                           (o.access == Access::Strided && (plan.element.rank == 1 || (o.dim_mask & 1u)));
-            if (v) varying.push_back(static_cast<int>(s));
-        }
-        const std::int64_t streamed = static_cast<std::int64_t>(varying.size());
-        const std::int64_t blocks1024 = std::max<std::int64_t>(1, (L + 1023) / 1024);
-        const std::int64_t per_thread = blocks1024 * 1024 / plan.group;  // elements of a row per thread
-        if (multi && blocks1024 <= 16 && streamed * per_thread <= 64) {
-            plan.cached_blocks = static_cast<int>(blocks1024);
-            plan.full_rows = L == blocks1024 * 1024;
-            plan.cached_sites = varying;
-            // A block per row: row broadcasts (a weight, a bias) are held too while the held values fit in
-            // kHeldRegisters registers per thread (an 8-byte value takes two). Loaded with the row, their
-            // latency overlaps the reductions instead of following the last one: layernorm of 16384 x 8192
-            // float32 on the H200 runs 4004-4028 GB/s with weight and bias loaded after the variance,
-            // 4118-4130 with them held (114 registers, 2 blocks per SM).
-            constexpr std::int64_t kHeldRegisters = 96;
-            auto registers = [&](std::size_t site) {
-                return per_thread * register_words(plan.element.loads[site].dtype);
-            };
-            std::int64_t held = 0;
-            for (int k : varying) held += registers(static_cast<std::size_t>(k));
-            for (std::size_t k = 0; k < plan.element.loads.size() && plan.group == 256; ++k) {
-                const OperandPlan& o = plan.element.loads[k];
-                if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 ||
-                    o.access == Access::Scalar)
-                    continue;
-                if (std::find(varying.begin(), varying.end(), static_cast<int>(k)) != varying.end()) continue;
-                if (held + registers(k) > kHeldRegisters) continue;
-                held += registers(k);
-                plan.cached_sites.push_back(static_cast<int>(k));
-            }
-            std::sort(plan.cached_sites.begin(), plan.cached_sites.end());
-        }
+// The element-space sites read from memory that differ from row to row (contiguous, gathered, or strided
+// along the row index): the ones a held row must hold.
+std::vector<int> varying_sites(const ReducePlan& plan) {
+    std::vector<int> varying;
+    for (std::size_t s = 0; s < plan.element.loads.size(); ++s) {
+        const OperandPlan& o = plan.element.loads[s];
+        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0) continue;
+        const bool v = o.access == Access::Contiguous || o.access == Access::Gathered ||
+                       (o.access == Access::Strided && (plan.element.rank == 1 || (o.dim_mask & 1u)));
+        if (v) varying.push_back(static_cast<int>(s));
     }
-    // A 4-wide variant along the innermost dimension of the element space (the reduced index for inner, the
-    // output index for outer): every site read from memory moves by 1 or 0 elements along it.
-    const std::int64_t inner_extent = outer ? O : L;
+    return varying;
+}
+
+// Held rows (inner schedule, several passes over each row): a row of at most 16 blocks of 1024 elements whose
+// varying sites take at most 64 values per thread is loaded once into registers, and every pass works from
+// them. With a block per row, row broadcasts (a weight, a bias) are held too while the held values fit in
+// kHeldRegisters registers per thread (an 8-byte value takes two): loaded with the row, their latency
+// overlaps the reductions instead of following the last one. Scalars, and row broadcasts that do not fit,
+// are loaded where they are used.
+void plan_held_rows(ReducePlan& plan, std::int64_t L) {
+    const std::vector<int> varying = varying_sites(plan);
+    const std::int64_t streamed = static_cast<std::int64_t>(varying.size());
+    const std::int64_t blocks1024 = std::max<std::int64_t>(1, (L + 1023) / 1024);
+    const std::int64_t per_thread = blocks1024 * 1024 / plan.group;  // elements of a row per thread
+    if (blocks1024 > 16 || streamed * per_thread > 64) return;
+    plan.cached_blocks = static_cast<int>(blocks1024);
+    plan.full_rows = L == blocks1024 * 1024;
+    plan.cached_sites = varying;
+    constexpr std::int64_t kHeldRegisters = 96;
+    auto registers = [&](std::size_t site) {
+        return per_thread * register_words(plan.element.loads[site].dtype);
+    };
+    std::int64_t held = 0;
+    for (int k : varying) held += registers(static_cast<std::size_t>(k));
+    for (std::size_t k = 0; k < plan.element.loads.size() && plan.group == 256; ++k) {
+        const OperandPlan& o = plan.element.loads[k];
+        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar)
+            continue;
+        if (std::find(varying.begin(), varying.end(), static_cast<int>(k)) != varying.end()) continue;
+        if (held + registers(k) > kHeldRegisters) continue;
+        held += registers(k);
+        plan.cached_sites.push_back(static_cast<int>(k));
+    }
+    std::sort(plan.cached_sites.begin(), plan.cached_sites.end());
+}
+
+// Whether the element space has a 4-wide variant along its innermost dimension (the reduced index for inner,
+// the output index for outer, `inner_extent` long): every site read from memory moves by 1 or 0 elements
+// along it, and coalescing left that dimension whole.
+bool has_vector_variant(const ReducePlan& plan, const ReduceBinding& b, std::int64_t inner_extent) {
     bool vec = inner_extent > 1;
     const int rdim = plan.element.rank - 1;
     for (std::size_t s = 0; s < plan.element.loads.size() && vec; ++s) {
@@ -415,60 +453,104 @@ PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of
     }
     if (plan.element.rank == 2 && b.element.extents.size() == 2 && b.element.extents[1] != inner_extent)
         vec = false;
-    plan.vector_variant = vec;
+    return vec;
+}
 
-    const std::int64_t per_block = outer && vec && O % 4 == 0 ? 1024 : plan.rows_per_block();
-    const std::int64_t row_blocks = (O + per_block - 1) / per_block;
+// Blocks along the grid's x: rows_per_block rows each, or 1024 outputs for the outer schedule's 4-wide loads.
+std::int64_t row_blocks(const ReducePlan& plan, const GroupShape& g) {
+    const std::int64_t per_block =
+        g.outer && plan.vector_variant && g.O % 4 == 0 ? 1024 : plan.rows_per_block();
+    return (g.O + per_block - 1) / per_block;
+}
+
+// Outer split: 2 blocks per SM to aim for, each thread keeping 16 rows of 16-byte loads in flight; a power of
+// two chunks per block, and at most as many block partials per row as the finisher's tree holds in 16 KiB.
+void split_outer(ReducePlan& plan, ReduceBinding& b, std::int64_t row_blocks, const PlanTarget& target) {
+    const std::int64_t aim = 2LL * target.multiprocessors;
+    std::size_t acc = 1;
+    for (const auto& op : plan.ops) acc = std::max(acc, accumulator_bytes(op));
+    const std::int64_t max_blocks =
+        std::min<std::int64_t>(2048, static_cast<std::int64_t>(16384 / (2 * acc)));
+    const std::int64_t want_blocks = (aim + row_blocks - 1) / row_blocks;
+    std::int64_t cpb = pow2_at_least((b.chunks + want_blocks - 1) / want_blocks);
+    cpb = std::max(cpb, pow2_at_least((b.chunks + max_blocks - 1) / max_blocks));
+    b.chunks_per_block = cpb;
+    b.blocks_per_row = (b.chunks + cpb - 1) / cpb;
+    plan.split = b.blocks_per_row > 1;
+}
+
+// Inner split: block y of a row takes the balanced contiguous range [y C / B, (y + 1) C / B) of its C chunks
+// and writes one partial per chunk; the chunk partials then climb a counter tree (groups of 256, then the
+// row), so the order is the pairwise tree over chunks whatever B is. B is chosen so that the waves of
+// kSplitBlocksPerSM blocks per SM (the kernel's __launch_bounds__ keeps that many resident) are full: one
+// wave when the rows divide it, as for a full reduction. Power-of-two ranges instead left the last wave
+// part-empty.
+void split_inner(ReducePlan& plan, ReduceBinding& b, std::int64_t row_blocks, const PlanTarget& target) {
+    b.blocks_per_row = split_blocks_per_row(row_blocks, b.chunks, kSplitBlocksPerSM * target.multiprocessors);
+    b.chunks_per_block = (b.chunks + b.blocks_per_row - 1) / b.blocks_per_row;
+    plan.split = b.blocks_per_row > 1;
+}
+
+// The split: when the row blocks fall short of 2 per SM and the rows span several chunks, several blocks
+// share each row's chunks. A group of several passes over each row (`multi`) cannot share a row among
+// blocks: it runs unsplit while its rows span few chunks, else it is not one kernel. Unsplit, one block
+// takes all of a row's chunks.
+void plan_split(ReducePlan& plan, ReduceBinding& b, const GroupShape& g, bool multi, std::int64_t row_blocks,
+                const PlanTarget& target) {
     const std::int64_t fill = 2LL * target.multiprocessors;
-    if (O > 0 && row_blocks < fill && b.chunks > 1) {
+    if (g.O > 0 && row_blocks < fill && b.chunks > 1) {
         if (multi) {
-            if (b.chunks > (outer ? 64 : 2))
+            if (b.chunks > (g.outer ? 64 : 2))
                 throw NotFusable(
                     fmt::format("{} rows of {} elements are too few to fill the device in one pass per "
                                 "stage; each reduction runs as its own split kernel",
-                                O, L));
-        } else if (outer) {
-            // Blocks to aim for: 2 per SM; each thread keeps 16 rows of 16-byte loads in flight (on the H200,
-            // 16384^2 float32 column sums: 256 blocks 4170 GB/s, 512 blocks 3990, 128 blocks 3700). At most
-            // as many block partials per row as the finisher's tree holds in 16 KiB.
-            const std::int64_t aim = 2LL * target.multiprocessors;
-            std::size_t acc = 1;
-            for (const auto& op : plan.ops) acc = std::max(acc, accumulator_bytes(op));
-            const std::int64_t max_blocks =
-                std::min<std::int64_t>(2048, static_cast<std::int64_t>(16384 / (2 * acc)));
-            const std::int64_t want_blocks = (aim + row_blocks - 1) / row_blocks;
-            std::int64_t cpb = pow2_at_least((b.chunks + want_blocks - 1) / want_blocks);
-            cpb = std::max(cpb, pow2_at_least((b.chunks + max_blocks - 1) / max_blocks));
-            b.chunks_per_block = cpb;
-            b.blocks_per_row = (b.chunks + cpb - 1) / cpb;
-            plan.split = b.blocks_per_row > 1;
+                                g.O, g.L));
+        } else if (g.outer) {
+            split_outer(plan, b, row_blocks, target);
         } else {
-            // Block y of a row takes the balanced contiguous range [y C / B, (y + 1) C / B) of its C chunks
-            // and writes one partial per chunk; the chunk partials then climb a counter tree (groups of 256,
-            // then the row), so the order is the pairwise tree over chunks whatever B is. B is chosen so that
-            // the waves of kSplitBlocksPerSM blocks per SM (the kernel's __launch_bounds__ keeps that many
-            // resident) are full: one wave when the rows divide it, as for a full reduction. Power-of-two
-            // ranges instead left the last wave part-empty: 2^28 float32 sum(x*x) on the H200 ran 4211-4250
-            // GB/s at 1024 blocks of 32 chunks, 4315-4346 in one wave of 264.
-            b.blocks_per_row =
-                split_blocks_per_row(row_blocks, b.chunks, kSplitBlocksPerSM * target.multiprocessors);
-            b.chunks_per_block = (b.chunks + b.blocks_per_row - 1) / b.blocks_per_row;
-            plan.split = b.blocks_per_row > 1;
+            split_inner(plan, b, row_blocks, target);
         }
     }
     if (!plan.split) {
         b.chunks_per_block = std::max<std::int64_t>(b.chunks, 1);
         b.blocks_per_row = 1;
     }
-    if (row_blocks > 0x7fffffffLL)
-        throw Error(fmt::format("reduce(): {} rows need more than 2^31 - 1 blocks", O));
-    plan.params = layout_reduce_params(plan, !pr.row_roots.empty());
-    const std::size_t psize = plan.params.size;
+}
+
+// The parameter struct, which must fit the device's kernel parameter limit.
+void plan_params(PlannedReduce& pr, const ReduceGroupSpec& spec, const PlanTarget& target) {
+    pr.plan.params = layout_reduce_params(pr.plan, !pr.row_roots.empty());
+    const std::size_t psize = pr.plan.params.size;
     if (psize > target.param_limit_bytes)
         throw Error(fmt::format(
             "reduce(): the kernel parameters need {} bytes, above the device's limit of {} bytes; "
             "split the computation ({})",
-            psize, target.param_limit_bytes, short_location(first.loc())));
+            psize, target.param_limit_bytes, short_location(spec.reductions[0]->loc())));
+}
+
+}  // namespace
+
+PlannedReduce plan_reduce(const ReduceGroupSpec& spec, const LayoutOf& layout_of, const PlanTarget& target) {
+    const GroupShape g = group_shape(spec);
+    PlannedReduce pr;
+    ReducePlan& plan = pr.plan;
+    plan_stages(spec, plan);
+    make_placeholders(spec, pr);
+    const ir::Rewriter subst = row_value_substitution(spec, pr);
+    plan_schedule(spec, g, plan, pr.binding);
+    element_space_roots(spec, g, subst, pr);
+    plan_spaces(spec, g, subst, layout_of, target, pr);
+    // Threads: 256 a block; inner, a warp per row up to 2048 elements, else the block; outer, one per output.
+    const bool multi = plan.stages > 1 || plan.element_outputs > 0;
+    plan.block = 256;
+    plan.group = g.outer ? 1 : (g.L <= 2048 ? 32 : 256);
+    if (!g.outer && multi) plan_held_rows(plan, g.L);
+    plan.vector_variant = has_vector_variant(plan, pr.binding, g.outer ? g.O : g.L);
+    const std::int64_t blocks = row_blocks(plan, g);
+    plan_split(plan, pr.binding, g, multi, blocks, target);
+    if (blocks > 0x7fffffffLL)
+        throw Error(fmt::format("reduce(): {} rows need more than 2^31 - 1 blocks", g.O));
+    plan_params(pr, spec, target);
     return pr;
 }
 
