@@ -1,6 +1,9 @@
 // Golden tests of the matmul emitter (matmul_plan.hpp): a float32 product with a bias-GELU epilogue
 // compared as text, a float16 product on tensor cores (mma.sync) likewise, and every dtype, layout, path and
 // schedule the planner produces compiled with NVRTC for sm_90.
+#include <cstring>
+#include <vector>
+
 #include "golden_util.hpp"
 #include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/codegen/cuda/matmul_plan.hpp"
@@ -365,6 +368,71 @@ TEST_CASE(
         CHECK(codegen::emit_matmul("mm_one", pm1).kernel.find("__launch_bounds__(256)") != std::string::npos);
     }
     SUBCASE(
+        "the epilogue 4 columns at a time where N and every pointer it streams allow (M3's shape, M6's)") {
+        auto bias = input(float32, {4096}, "bias");
+        const auto m3 = plan_of(
+            {unary(Op::GeluErf,
+                   binary(Op::Add, matmul(input(float32, {4096, 256}, "a"), input(float32, {256, 4096}, "b")),
+                          bias))});
+        const codegen::PlannedMatmul& pm = m3.kernels.at(0).as<codegen::PlannedMatmul>();
+        REQUIRE(pm.plan.vector_epilogue == 4);
+        CHECK(pm.plan.to_string().find("4 columns at a time (16-byte vectors) where the pointers allow") !=
+              std::string::npos);
+        alignas(16) static float storage[16];
+        auto inputs = [&](const codegen::PlannedMatmul& p, const void* bias_ptr) {
+            std::vector<const void*> v;
+            for (const ir::Node* in : p.inputs)
+                v.push_back(in == p.accumulators.get() ? nullptr
+                            : in->label() == "bias"    ? bias_ptr
+                                                       : static_cast<const void*>(storage));
+            return v;
+        };
+        void* const aligned_out[] = {storage};
+        void* const off_out[] = {storage + 2};  // 8 bytes past a 16-byte boundary
+        CHECK(select_matmul_loads(pm, inputs(pm, storage), aligned_out).epilogue_vectors);
+        CHECK(!select_matmul_loads(pm, inputs(pm, storage), off_out).epilogue_vectors);
+        CHECK(!select_matmul_loads(pm, inputs(pm, storage + 1), aligned_out)
+                   .epilogue_vectors);  // the bias 4 bytes off
+        // The bit reaches the kernel as `pieces` bit 2, which picks the vector walk.
+        std::vector<std::byte> bytes(pm.plan.params.size);
+        codegen::pack_matmul_params(pm, inputs(pm, storage), aligned_out, nullptr, nullptr,
+                                    select_matmul_loads(pm, inputs(pm, storage), aligned_out), bytes);
+        std::int64_t pieces = 0;
+        for (const codegen::ParamField& f : pm.plan.params.fields)
+            if (f.name == "pieces") std::memcpy(&pieces, bytes.data() + f.offset, sizeof pieces);
+        CHECK(pieces == 7);
+        const auto ks = codegen::emit_matmul("mm_ep4", pm);
+        CHECK(ks.kernel.find("if (p.pieces & 4) {") != std::string::npos);
+        CHECK(ks.kernel.find("mm_ep4_ep_element4(p.ep, (int)((batch * p.M + m) * p.N + n), "
+                             "lm::load_vec<float, 4>(ct + row * 132 + col));") != std::string::npos);
+        golden::compile_sm90(ks);
+        // A flat epilogue (no bias) of a row length that is not whole vectors: the plan has vectors, the call
+        // not.
+        const auto odd = plan_of(
+            {unary(Op::Relu, matmul(input(float32, {64, 256}, "a"), input(float32, {256, 4095}, "b")))});
+        const codegen::PlannedMatmul& po = odd.kernels.at(0).as<codegen::PlannedMatmul>();
+        if (po.plan.vector_epilogue == 4)
+            CHECK(!select_matmul_loads(po, inputs(po, storage), aligned_out).epilogue_vectors);
+        // A bias row that is not whole vectors: no vector variant planned.
+        const auto odd_bias =
+            plan_of({binary(Op::Add, matmul(input(float32, {64, 256}, "a"), input(float32, {256, 4094}, "b")),
+                            input(float32, {4094}, "bias"))});
+        CHECK(odd_bias.kernels.at(0).as<codegen::PlannedMatmul>().plan.vector_epilogue == 0);
+        // M6: the batch-pipelined kernel stores from its registers, 4 columns per store.
+        const auto m6 =
+            plan_of({matmul(input(float32, {4096, 64, 64}, "a"), input(float32, {4096, 64, 64}, "b"))});
+        const codegen::PlannedMatmul& p6 = m6.kernels.at(0).as<codegen::PlannedMatmul>();
+        REQUIRE(p6.plan.batch_pipelined);
+        CHECK(p6.plan.vector_epilogue == 4);
+        const auto k6 = codegen::emit_matmul("mm6_ep4", p6);
+        CHECK(k6.kernel.find("mm6_ep4_ep_element4(p.ep,") != std::string::npos);
+        golden::compile_sm90(k6);
+        // Tensor cores keep element stores.
+        const auto tc = plan_of({matmul(input(float16, {256, 256}, "a"), input(float16, {256, 256}, "b"))},
+                                Options{.product_path = ProductPath::TensorCores});
+        CHECK(tc.kernels.at(0).as<codegen::PlannedMatmul>().plan.vector_epilogue == 0);
+    }
+    SUBCASE(
         "a matrix times a vector: the vector's pieces along k where the pointer, K and the strides allow") {
         auto a = input(float32, {4096, 4096}, "a"), x = input(float32, {4096}, "x");
         const auto plan = plan_of({matmul(a, x)});
@@ -374,17 +442,18 @@ TEST_CASE(
         const void* aligned = storage;
         const void* off = storage + 1;  // 4 bytes past a 16-byte boundary
         const void* both[] = {aligned, aligned};
-        CHECK(select_matmul_loads(pm, both).b_pieces);
-        CHECK(select_matmul_loads(pm, both).a_pieces);
+        void* const outs[] = {storage};
+        CHECK(select_matmul_loads(pm, both, outs).b_pieces);
+        CHECK(select_matmul_loads(pm, both, outs).a_pieces);
         const void* vector_off[] = {aligned, off};
-        CHECK(!select_matmul_loads(pm, vector_off).b_pieces);
-        CHECK(select_matmul_loads(pm, vector_off).a_pieces);
+        CHECK(!select_matmul_loads(pm, vector_off, outs).b_pieces);
+        CHECK(select_matmul_loads(pm, vector_off, outs).a_pieces);
         // K not whole pieces: element loads for both.
         const auto odd = plan_of({matmul(input(float32, {4096, 4097}, "a"), input(float32, {4097}, "x"))});
         const codegen::PlannedMatmul& po = odd.kernels.at(0).as<codegen::PlannedMatmul>();
         CHECK(po.plan.vector_b_column);
-        CHECK(!select_matmul_loads(po, both).b_pieces);
-        CHECK(!select_matmul_loads(po, both).a_pieces);
+        CHECK(!select_matmul_loads(po, both, outs).b_pieces);
+        CHECK(!select_matmul_loads(po, both, outs).a_pieces);
         // A row-major B of one column read through a k-stride of N is not a column in pieces.
         const auto wide =
             plan_of({matmul(a, input(float32, {4096, 64}, "w"))}, Options{.tile = TileHint{128, 1, 128}});

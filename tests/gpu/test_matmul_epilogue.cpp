@@ -333,3 +333,42 @@ TEST_CASE("matmul: results written into views of larger tensors, the memory arou
     pwtest::wait_device();
     pwtest::require_same_bits(tp.transposed(), plain, "the bare product into a transposed view");
 }
+
+TEST_CASE(
+    "matmul: epilogues store a thread's 4 columns together where N and the pointers allow, element by "
+    "element else: the same bits") {
+    std::uint64_t seed = 1000;
+    // N = 132: a partial last column tile, whole vectors; M not whole tiles.
+    const std::int64_t m = small_shapes() ? 70 : 260, n = 132, k = 96;
+    const Tensor a = pwtest::rand({m, k}, float32, seed++), b = pwtest::rand({k, n}, float32, seed++);
+    const Tensor bias = pwtest::rand({n}, float32, seed++), r = pwtest::rand({m, n}, float32, seed++);
+    const Tensor v = run_fused(gelu(matmul(a, b) + bias), "gelu(a @ b + bias), N = 132: 4 columns at a time");
+    run_fused(matmul(a, b) * 0.5 - r, "(a @ b) * 0.5 - r: a residual read 16 bytes at a time");
+    // The same bias 4 bytes past a 16-byte boundary: its loads, and so the epilogue, go element by element.
+    const Tensor wide = pwtest::rand({n + 1}, float32, seed++);
+    const Tensor bias1 = wide.slice({{1, kNone}});
+    assign(bias1, Array(bias));
+    pwtest::wait_device();
+    pwtest::require_same_bits(
+        run_fused(gelu(matmul(a, b) + bias1), "gelu(a @ b + bias[1:]) (a misaligned bias)"), v,
+        "misaligned bias against aligned");
+    // Into columns 1 .. N of an [M, N + 4] tensor (a strided output: element stores).
+    Tensor big = Tensor::empty({m, n + 4}, float32, pwtest::dev());
+    testing::poison(big);
+    const Tensor inner = big.slice({{kNone, kNone}, {1, n + 1}});
+    assign(inner, gelu(matmul(a, b) + bias));
+    pwtest::wait_device();
+    pwtest::require_same_bits(inner, v, "into columns 1 .. N against a whole tensor");
+    // A row length that is not whole vectors, with a flat epilogue (no bias): element by element.
+    const Tensor b3 = pwtest::rand({k, 131}, float32, seed++);
+    run_fused(relu(matmul(a, b3)) * 2.0, "relu(a @ b) * 2, N = 131");
+    // Batched 64 x 64 products (M6's kernel, storing from its registers) with a bias, and with N = 62.
+    const std::int64_t batches = small_shapes() ? 8 : 300;
+    const Tensor ba = pwtest::rand({batches, 64, 64}, float32, seed++),
+                 bb = pwtest::rand({batches, 64, 64}, float32, seed++);
+    const Tensor b64 = pwtest::rand({64}, float32, seed++);
+    run_fused(gelu(matmul(ba, bb) + b64), "gelu([B, 64, 64] @ [B, 64, 64] + bias)");
+    const Tensor bb62 = pwtest::rand({batches, 64, 62}, float32, seed++),
+                 b62 = pwtest::rand({62}, float32, seed++);
+    run_fused(gelu(matmul(ba, bb62) + b62), "gelu([B, 64, 64] @ [B, 64, 62] + bias), N = 62");
+}

@@ -2,6 +2,7 @@
 // struct, the two tile loaders (cp.async pieces, element loads), the stage pipeline, the CUDA-core and the
 // tensor-core (mma.sync) loops over K, the epilogue and the entry point.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "emit_internal.hpp"
 #include "loom/codegen/cuda/emit.hpp"
@@ -60,9 +61,11 @@ struct MatmulEmitter {
                 comment = fmt::format("the tensor map of {} (CUtensorMap, encoded by the runtime)",
                                       f.name == "tmap_a" ? "A" : "B");
             } else if (f.name == "pieces") {
-                comment =
-                    "bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else "
-                    "element loads";
+                comment = p.vector_epilogue > 0
+                              ? "bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async "
+                                "pieces; else element loads; bit 2: the epilogue in vectors"
+                              : "bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async "
+                                "pieces; else element loads";
             } else if (f.name == "ws") {
                 comment = p.split_k ? "per group of chunks, its tree's stack (bit_width(group_chunks) "
                                       "slots), then per group its partial; "
@@ -756,13 +759,39 @@ struct MatmulEmitter {
         line(s, ind, fmt::format("for (int i = 0; i < {}; ++i) {{", p.thread_m));
         line(s, ind + 4, fmt::format("const long long m = m0 + row0 + {} * i;", p.lanes_m));
         line(s, ind + 4, "if (m >= p.M) continue;");
-        line(s, ind + 4, "#pragma unroll");
-        line(s, ind + 4, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
-        line(s, ind + 8, fmt::format("const long long n = n0 + {};", column("j")));
-        line(s, ind + 8, "if (n >= p.N) continue;");
-        line(s, ind + 8, element, "element (batch, m, n) of the product's shape");
-        line(s, ind + 4, "}");
+        int in = ind + 4;
+        if (p.vector_epilogue > 0) {
+            const int W = p.vector_epilogue;
+            line(s, ind + 4, "if (p.pieces & 4) {",
+                 fmt::format("the epilogue's pointers aligned and N whole vectors: {} columns at once", W));
+            line(s, ind + 8, "#pragma unroll");
+            line(s, ind + 8, fmt::format("for (int j = 0; j < {}; j += {}) {{", p.thread_n, W));
+            line(s, ind + 12, fmt::format("const long long n = n0 + {};", column("j")),
+                 fmt::format("{} consecutive columns", W));
+            line(s, ind + 12, "if (n >= p.N) continue;");
+            line(s, ind + 12,
+                 fmt::format("{}_ep_element{}(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, W, ep_idx,
+                             vector_of("c[i][j", W)),
+                 "elements (batch, m, n .. n + 3)");
+            line(s, ind + 8, "}");
+            line(s, ind + 8, "continue;");
+            line(s, ind + 4, "}");
+        }
+        line(s, in, "#pragma unroll");
+        line(s, in, fmt::format("for (int j = 0; j < {}; ++j) {{", p.thread_n));
+        line(s, in + 4, fmt::format("const long long n = n0 + {};", column("j")));
+        line(s, in + 4, "if (n >= p.N) continue;");
+        line(s, in + 4, element, "element (batch, m, n) of the product's shape");
+        line(s, in, "}");
         line(s, ind, "}");
+    }
+
+    // `lm::vec<acc, W>{{c[i][j], c[i][j + 1], ...}}` of the accumulators named `prefix` + "]" (j + 0), ...
+    std::string vector_of(const std::string& prefix, int W) const {
+        std::vector<std::string> lanes;
+        for (int q = 0; q < W; ++q)
+            lanes.push_back(q == 0 ? prefix + "]" : fmt::format("{} + {}]", prefix, q));
+        return fmt::format("lm::vec<{}, {}>{{{{{}}}}}", acc, W, fmt::join(lanes, ", "));
     }
 
     // The epilogue through shared memory (staged_epilogue): the accumulators go to a tile of tile_m rows of
@@ -788,18 +817,44 @@ struct MatmulEmitter {
                          acc, p.b_read, p.lanes_m, pitch, column("j"), acc, p.b_read),
              "a quarter warp: 128 consecutive bytes");
         line(s, ind, "__syncthreads();");
-        line(s, ind, "#pragma unroll 4");
-        line(s, ind, fmt::format("for (int r = 0; r < {}; ++r) {{", per_thread));
-        line(s, ind + 4,
+        int in = ind;
+        if (p.vector_epilogue > 0) {
+            const int W = p.vector_epilogue;
+            line(s, ind, "if (p.pieces & 4) {",
+                 fmt::format("the epilogue's pointers aligned and N whole vectors: a thread's {} consecutive "
+                             "columns at once",
+                             W));
+            line(s, ind + 4, "#pragma unroll 2");
+            line(s, ind + 4, fmt::format("for (int r = 0; r < {}; ++r) {{", per_thread / W));
+            line(s, ind + 8,
+                 fmt::format("const int e = (threadIdx.x + {} * r) * {}, row = e / {}, col = e % {};",
+                             p.threads(), W, p.tile_n, p.tile_n),
+                 fmt::format("a warp: {} consecutive bytes of a row", 32 * W * 4));
+            line(s, ind + 8, "const long long m = m0 + row, n = n0 + col;");
+            line(s, ind + 8, "if (m < p.M && n < p.N)",
+                 fmt::format("N is whole vectors: n .. n + {} all in the product", W - 1));
+            line(s, ind + 12,
+                 fmt::format("{}_ep_element{}(p.ep, ({})((batch * p.M + m) * p.N + n), lm::load_vec<{}, "
+                             "{}>(ct + row * {} + col));",
+                             name, W, ep_idx, acc, W, pitch),
+                 "elements (batch, m, n .. n + 3)");
+            line(s, ind + 4, "}");
+            line(s, ind, "} else {");
+            in = ind + 4;
+        }
+        line(s, in, "#pragma unroll 4");
+        line(s, in, fmt::format("for (int r = 0; r < {}; ++r) {{", per_thread));
+        line(s, in + 4,
              fmt::format("const int e = threadIdx.x + {} * r, row = e / {}, col = e % {};", p.threads(),
                          p.tile_n, p.tile_n));
-        line(s, ind + 4, "const long long m = m0 + row, n = n0 + col;");
-        line(s, ind + 4, "if (m < p.M && n < p.N)");
-        line(s, ind + 8,
+        line(s, in + 4, "const long long m = m0 + row, n = n0 + col;");
+        line(s, in + 4, "if (m < p.M && n < p.N)");
+        line(s, in + 8,
              fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx,
                          value_of(fmt::format("ct[row * {} + col]", pitch))),
              "element (batch, m, n) of the product's shape");
-        line(s, ind, "}");
+        line(s, in, "}");
+        if (p.vector_epilogue > 0) line(s, ind, "}");
         line(s, ind, "__syncthreads();", "the tile read by every thread before the stage buffers fill again");
     }
 
@@ -947,7 +1002,7 @@ KernelSource emit_matmul(std::string_view user_name, const PlannedMatmul& pm) {
                      pa_idx, pb_idx};
     const detail::EpiloguePart ep =
         detail::epilogue_part(ks.name + "_ep", pm.epilogue_outputs, pm.plan.epilogue, pm.plan.acc_site,
-                              pm.plan.staged_epilogue || pm.plan.wgmma);
+                              pm.plan.staged_epilogue || pm.plan.wgmma, pm.plan.vector_epilogue > 0);
     std::string& s = ks.kernel;
     s += detail::banner("matmul", ks.name, user_name,
                         pm.plan.to_string() + "\nepilogue: " + pm.plan.epilogue.describe(false));

@@ -441,6 +441,23 @@ struct Emitter {
         return s;
     }
 
+    // A matmul epilogue's vector of W elements: `<name>_element<W>(p, i, acc)` computes and stores elements
+    // i .. i + W - 1 (i a multiple of W, the W in one row of the outputs' shape) with 16-byte loads and
+    // stores; the caller vouches that every streamed pointer is 16-byte aligned. Each element goes through
+    // the same body as in `<name>_element`: the same bits.
+    std::string element_vector() const {
+        const int W = plan.vector_width;
+        const std::string_view at = register_type(plan.loads[static_cast<std::size_t>(acc_site)].dtype);
+        std::string s = fmt::format(
+            "__device__ {} void {}_element{}(const {}_params& p, const {} i, const lm::vec<{}, {}> acc) {{\n",
+            out_of_line ? "__noinline__" : "__forceinline__", name, W, name, idx, at, W);
+        const std::vector<std::string> args = vector_operands(s);
+        call_uniforms(s, 4);
+        compute_and_store_vector(s, 4, args);
+        s += "}\n";
+        return s;
+    }
+
     // The opening of an entry point: the Params struct by value (__grid_constant__), or, when it exceeds the
     // kernel parameter limit, a pointer to it in device memory bound to the same name `p`.
     std::string entry(const std::string& entry_name) const {
@@ -551,27 +568,13 @@ struct Emitter {
         return s;
     }
 
-    std::string vector_kernel() const {
-        if (plan.grid_stride_blocks > 0) return grid_stride_vector_kernel();
+    // The operands of the vector of W elements at flat element `i` (one row's: the multi-index is decomposed
+    // once), at indentation 4: 16-byte loads of the streamed operands, one load of those that are the same in
+    // every lane, and for a matmul epilogue the accumulator site's lanes from `acc`. Returns the body's
+    // arguments, indexed by the lane j.
+    std::vector<std::string> vector_operands(std::string& s) const {
         const int W = plan.vector_width;
         const int R = plan.rank;
-        std::string s = entry(fmt::format("{}_v{}", name, W));
-        if (plan.index == IndexWidth::I32) {
-            line(s, 4, fmt::format("const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * {}u;", W),
-                 "first element of this thread's vector");
-            line(s, 4, "if (g >= (unsigned)p.n) return;");
-            line(s, 4, "const int i = (int)g;");
-        } else {
-            line(s, 4,
-                 fmt::format("const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {};",
-                             W),
-                 "first element of this thread's vector");
-            line(s, 4, "if (i >= p.n) return;");
-        }
-        line(s, 4, fmt::format("if (p.n - i < {}) {{", W), "tail: fewer elements left than a vector");
-        line(s, 8, fmt::format("for ({} e = i; e < p.n; ++e) {}_element(p, e);", idx, name));
-        line(s, 8, "return;");
-        line(s, 4, "}");
         std::uint32_t dims = 0;
         for (const auto& o : plan.loads) {
             if (o.access == Access::Strided) dims |= o.dim_mask;
@@ -584,6 +587,10 @@ struct Emitter {
             const int v = g.sites[k].value;
             const std::string_view st = storage_type(o.dtype);
             const std::string_view rt = register_type(o.dtype);
+            if (static_cast<int>(k) == acc_site) {  // the product's W values, from the accumulators
+                args.push_back("acc.v[j]");
+                continue;
+            }
             const bool inner_zero = o.access == Access::Strided && !(o.dim_mask >> (R - 1) & 1u);
             if (o.access == Access::Scalar || inner_zero) {
                 const std::string off = o.access == Access::Scalar ? "0" : site_terms(k, true);
@@ -617,6 +624,30 @@ struct Emitter {
                              W * static_cast<int>(itemsize(o.dtype))));
             args.push_back(fmt::format("lm::to_reg(a{}.v[j])", k));
         }
+        return args;
+    }
+
+    std::string vector_kernel() const {
+        if (plan.grid_stride_blocks > 0) return grid_stride_vector_kernel();
+        const int W = plan.vector_width;
+        std::string s = entry(fmt::format("{}_v{}", name, W));
+        if (plan.index == IndexWidth::I32) {
+            line(s, 4, fmt::format("const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * {}u;", W),
+                 "first element of this thread's vector");
+            line(s, 4, "if (g >= (unsigned)p.n) return;");
+            line(s, 4, "const int i = (int)g;");
+        } else {
+            line(s, 4,
+                 fmt::format("const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {};",
+                             W),
+                 "first element of this thread's vector");
+            line(s, 4, "if (i >= p.n) return;");
+        }
+        line(s, 4, fmt::format("if (p.n - i < {}) {{", W), "tail: fewer elements left than a vector");
+        line(s, 8, fmt::format("for ({} e = i; e < p.n; ++e) {}_element(p, e);", idx, name));
+        line(s, 8, "return;");
+        line(s, 4, "}");
+        const std::vector<std::string> args = vector_operands(s);
         call_uniforms(s, 4);
         compute_and_store_vector(s, 4, args);
         s += "}\n";
@@ -722,7 +753,8 @@ detail::PointwisePart detail::pointwise_part(std::string_view name, const std::v
 }
 
 detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
-                                           const PointwisePlan& plan, int acc_site, bool one_call_site) {
+                                           const PointwisePlan& plan, int acc_site, bool one_call_site,
+                                           bool vector) {
     const PwGraph g = detail::build_pw_graph(outputs);
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size() || acc_site < 0 ||
         static_cast<std::size_t>(acc_site) >= g.sites.size())
@@ -737,7 +769,13 @@ detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vec
         if (!one_call_site && ir::is_elementwise(v.node->op()) &&
             ir::info(v.node->op()).cost != ir::Cost::Cheap)
             em.out_of_line = true;
-    return {em.params_struct(), em.body(), em.element(), em.idx};
+    EpiloguePart part{em.params_struct(), em.body(), em.element(), em.idx};
+    if (vector) {
+        if (!plan.has_vector_variant())
+            throw InternalError("epilogue_part: a vector epilogue of a plan without a vector variant");
+        part.element += '\n' + em.element_vector();
+    }
+    return part;
 }
 
 detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::NodePtr& operand,

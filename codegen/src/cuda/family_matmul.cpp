@@ -161,7 +161,8 @@ BoundLaunch GpuFamily<PlannedMatmul>::bind(const PlannedMatmul& s, KernelPointer
         b.map_count = 2;
     }
     pack_matmul_params(s, p.inputs, p.outputs, s.plan.chunked ? scratch.workspaces[0] : nullptr,
-                       s.plan.split_k ? scratch.counters : nullptr, select_matmul_loads(s, p.inputs), params);
+                       s.plan.split_k ? scratch.counters : nullptr,
+                       select_matmul_loads(s, p.inputs, p.outputs), params);
     return b;
 }
 

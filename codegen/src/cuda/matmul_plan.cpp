@@ -323,6 +323,7 @@ std::uint64_t MatmulPlan::hash() const {
                   static_cast<int>(batch_pipelined),
                   blocks_per_sm,
                   static_cast<int>(staged_epilogue),
+                  vector_epilogue,
                   static_cast<int>(a_m_fastest),
                   static_cast<int>(b_k_fastest),
                   acc_site,
@@ -474,6 +475,9 @@ std::string order_text(const MatmulPlan& p) {
         s = fmt::format("K in chunks of {}{}", kProductChunk, chunks_text(p));
     if (p.staged_epilogue)
         s += "; the epilogue through a shared-memory tile of the outputs, whole lines per warp";
+    if (p.vector_epilogue > 0)
+        s += fmt::format(", {} columns at a time (16-byte vectors) where the pointers allow",
+                         p.vector_epilogue);
     return s;
 }
 
@@ -766,6 +770,19 @@ int accumulator_site(const PlannedMatmul& pm, const std::vector<const ir::Node*>
     return site;
 }
 
+// 4 columns at once where a thread's columns come in groups of 4 (b_read) and the product's float32 values
+// are read as they are, contiguously: in the staged walk a warp then covers 512 bytes of a row per step, and
+// from registers (batch-pipelined kernels) each lane's 16 bytes instead of 4-byte stores 16 bytes apart.
+// 0 (element by element) elsewhere.
+int vector_epilogue_width(const MatmulPlan& p) {
+    const OperandPlan& acc = p.epilogue.loads[static_cast<std::size_t>(p.acc_site)];
+    const bool float32 = p.in == DType::Float32 && p.out == DType::Float32 && acc.dtype == DType::Float32;
+    if (!p.tensor_cores && !p.wgmma && float32 && p.b_read == 4 && p.epilogue.vector_width == 4 &&
+        acc.access == Access::Contiguous && p.tile_n % 4 == 0 && p.epilogue_pitch() % 4 == 0)
+        return 4;
+    return 0;
+}
+
 // The epilogue: the kernel's outputs over a placeholder for the product ("accumulators"), a pointwise plan
 // over the product's shape, writing each output at its given strides (contiguous otherwise). The kernel's
 // inputs are A's, B's, then the epilogue's, the placeholder among them.
@@ -807,6 +824,7 @@ void plan_epilogue(PlannedMatmul& pm, const std::vector<ir::NodePtr>& outputs,
     pm.plan.epilogue = std::move(ep.plan);
     pm.binding.epilogue = std::move(ep.binding);
     pm.plan.acc_site = accumulator_site(pm, ep_inputs);
+    pm.plan.vector_epilogue = vector_epilogue_width(pm.plan);
 }
 
 // Appends the fields of a product kernel's parameter struct: its own (Product: field `a`, axis `b`) and the
@@ -921,7 +939,8 @@ LaunchConfig matmul_launch(const PlannedMatmul& pm) {
     return lc;
 }
 
-MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* const> inputs) {
+MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* const> inputs,
+                                std::span<void* const> outputs) {
     const void* a = inputs[0];
     const void* b = inputs[pm.a_inputs];
     const MatmulPlan& p = pm.plan;
@@ -949,6 +968,10 @@ MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* c
         if (bd.N > 1 && bd.b_strides[rank - 1] % piece != 0) ok = false;
         loads.b_pieces = ok;
     }
+    if (p.vector_epilogue > 0 && bd.N % p.vector_epilogue == 0)
+        loads.epilogue_vectors =
+            select_variant(p.epilogue, bd.epilogue, inputs.subspan(pm.a_inputs + pm.b_inputs), outputs) ==
+            Variant::Vector;
     return loads;
 }
 
@@ -1047,8 +1070,9 @@ void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> in
                 put(workspace);
                 break;
             case FieldPieces:
-                put(static_cast<std::int64_t>(loads.a_pieces) | static_cast<std::int64_t>(loads.b_pieces)
-                                                                    << 1);
+                put(static_cast<std::int64_t>(loads.a_pieces) |
+                    static_cast<std::int64_t>(loads.b_pieces) << 1 |
+                    static_cast<std::int64_t>(loads.epilogue_vectors) << 2);
                 break;
             case FieldGroupChunks:
                 put(bd.group_chunks);

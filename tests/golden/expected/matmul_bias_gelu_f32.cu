@@ -2,7 +2,7 @@
 // matmul plan: float32 x float32 -> float32, rank 2, CUDA cores (one fma per k in the contract's order)
 // tile 128x128x32: 256 threads as 4 x 2 warps of 4 x 8 lanes, 8 x 8 accumulators per thread, fragments read 4 elements of A's rows and 4 of B's at once; 2 blocks per multiprocessor (few K steps: at most 128 registers per thread)
 // shared memory: 3 stages of A 128 x 36 and B 32 x 132 (rows padded by 16 bytes), 105984 bytes
-// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192 (one chunk: no partials); the epilogue through a shared-memory tile of the outputs, whole lines per warp
+// loads: A and B in 16-byte cp.async pieces where the pointers allow, else element loads; K in chunks of 8192 (one chunk: no partials); the epilogue through a shared-memory tile of the outputs, whole lines per warp, 4 columns at a time (16-byte vectors) where the pointers allow
 // epilogue: pointwise plan: rank 2, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 32 bytes
 // in0: input 0, float32, contiguous, 4 B/element
@@ -11,8 +11,8 @@
 // entry point: matmul_bias_gelu_f32 (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
 
 struct matmul_bias_gelu_f32_ep_params {
-    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:36)
-    const float* in1;                                        // input 1 "bias", row broadcast (test_matmul_golden.cpp:35)
+    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:39)
+    const float* in1;                                        // input 1 "bias", row broadcast (test_matmul_golden.cpp:38)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -20,8 +20,8 @@ struct matmul_bias_gelu_f32_ep_params {
 static_assert(sizeof(matmul_bias_gelu_f32_ep_params) == 32, "kernel parameter layout differs from the host's");
 
 struct matmul_bias_gelu_f32_params {
-    const float* a;                                                      // A: [512, 256] float32, a view of input "x" float32 (test_matmul_golden.cpp:34)
-    const float* b;                                                      // B: [256, 384] float32, a view of input "w" float32 (test_matmul_golden.cpp:34)
+    const float* a;                                                      // A: [512, 256] float32, a view of input "x" float32 (test_matmul_golden.cpp:37)
+    const float* b;                                                      // B: [256, 384] float32, a view of input "w" float32 (test_matmul_golden.cpp:37)
     long long M;                                                         // M: the product's rows
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
@@ -31,16 +31,16 @@ struct matmul_bias_gelu_f32_params {
     long long a_s1;                                                      // A stride along axis 1 (k), elements
     long long b_s0;                                                      // B stride along axis 0 (k), elements
     long long b_s1;                                                      // B stride along axis 1 (n), elements
-    long long pieces;                                                    // bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads
+    long long pieces;                                                    // bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async pieces; else element loads; bit 2: the epilogue in vectors
     matmul_bias_gelu_f32_ep_params ep;                                   // the epilogue's parameters
 };
 static_assert(sizeof(matmul_bias_gelu_f32_params) == 128, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void matmul_bias_gelu_f32_ep_body(const float v0, const float v1, float& r0) {
-    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:36
-    // v1 = in1: input 1 "bias" float32                      // test_matmul_golden.cpp:35
-    const float v2 = lm::add(v0, v1);                        // add (test_matmul_golden.cpp:36)
-    const float v3 = lm::gelu_erf(v2);                       // gelu (test_matmul_golden.cpp:36)
+    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:39
+    // v1 = in1: input 1 "bias" float32                      // test_matmul_golden.cpp:38
+    const float v2 = lm::add(v0, v1);                        // add (test_matmul_golden.cpp:39)
+    const float v3 = lm::gelu_erf(v2);                       // gelu (test_matmul_golden.cpp:39)
     r0 = v3;                                                 // output 0
 }
 
@@ -52,6 +52,20 @@ __device__ __forceinline__ void matmul_bias_gelu_f32_ep_element(const matmul_bia
     float r0;
     matmul_bias_gelu_f32_ep_body(v0, v1, r0);
     p.out0[e] = r0;
+}
+
+__device__ __forceinline__ void matmul_bias_gelu_f32_ep_element4(const matmul_bias_gelu_f32_ep_params& p, const int i, const lm::vec<float, 4> acc) {
+    int q = i;                                               // flat index -> multi-index (row-major)
+    const int i1 = q % p.ext1;
+    const lm::vec<float, 4> a1 = lm::load_vec<float, 4>(p.in1 + i1); // load in1 (row broadcast, 16 bytes)
+    lm::vec<float, 4> o0;
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float r0;
+        matmul_bias_gelu_f32_ep_body(acc.v[j], lm::to_reg(a1.v[j]), r0);
+        o0.v[j] = r0;
+    }
+    lm::store_vec<float, 4>(p.out0 + i, o0);                 // store out0 (16 bytes)
 }
 
 extern __shared__ __align__(16) unsigned char matmul_bias_gelu_f32_smem[];  // 105984 bytes: the stage buffers
@@ -206,12 +220,22 @@ extern "C" __global__ void __launch_bounds__(256, 2) matmul_bias_gelu_f32(const 
             for (int j = 0; j < 8; j += 4)
                 lm::store_vec<float, 4>(ct + (row0 + 4 * i) * 132 + col0 + 32 * (j / 4) + j % 4, lm::vec<float, 4>{{c[i][j], c[i][j + 1], c[i][j + 2], c[i][j + 3]}}); // a quarter warp: 128 consecutive bytes
         __syncthreads();
-        #pragma unroll 4
-        for (int r = 0; r < 64; ++r) {
-            const int e = threadIdx.x + 256 * r, row = e / 128, col = e % 128;
-            const long long m = m0 + row, n = n0 + col;
-            if (m < p.M && n < p.N)
-                matmul_bias_gelu_f32_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), ct[row * 132 + col]); // element (batch, m, n) of the product's shape
+        if (p.pieces & 4) {                                              // the epilogue's pointers aligned and N whole vectors: a thread's 4 consecutive columns at once
+            #pragma unroll 2
+            for (int r = 0; r < 16; ++r) {
+                const int e = (threadIdx.x + 256 * r) * 4, row = e / 128, col = e % 128; // a warp: 512 consecutive bytes of a row
+                const long long m = m0 + row, n = n0 + col;
+                if (m < p.M && n < p.N)                                  // N is whole vectors: n .. n + 3 all in the product
+                    matmul_bias_gelu_f32_ep_element4(p.ep, (int)((batch * p.M + m) * p.N + n), lm::load_vec<float, 4>(ct + row * 132 + col)); // elements (batch, m, n .. n + 3)
+            }
+        } else {
+            #pragma unroll 4
+            for (int r = 0; r < 64; ++r) {
+                const int e = threadIdx.x + 256 * r, row = e / 128, col = e % 128;
+                const long long m = m0 + row, n = n0 + col;
+                if (m < p.M && n < p.N)
+                    matmul_bias_gelu_f32_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), ct[row * 132 + col]); // element (batch, m, n) of the product's shape
+            }
         }
         __syncthreads();                                                 // the tile read by every thread before the stage buffers fill again
     }

@@ -11,8 +11,8 @@
 // entry point: matmul_relu_f16_mma (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
 
 struct matmul_relu_f16_mma_ep_params {
-    const lm::f16* in0;                                      // input 0 "accumulators", contiguous (test_matmul_golden.cpp:70)
-    const lm::f16* in1;                                      // input 1 "bias", row broadcast (test_matmul_golden.cpp:68)
+    const lm::f16* in0;                                      // input 0 "accumulators", contiguous (test_matmul_golden.cpp:73)
+    const lm::f16* in1;                                      // input 1 "bias", row broadcast (test_matmul_golden.cpp:71)
     lm::f16* out0;                                           // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -20,8 +20,8 @@ struct matmul_relu_f16_mma_ep_params {
 static_assert(sizeof(matmul_relu_f16_mma_ep_params) == 32, "kernel parameter layout differs from the host's");
 
 struct matmul_relu_f16_mma_params {
-    const lm::f16* a;                                                    // A: [256, 160] float16, a view of input "a" float16 (test_matmul_golden.cpp:67)
-    const lm::f16* b;                                                    // B: [160, 192] float16, a view of input "b" float16 (test_matmul_golden.cpp:67)
+    const lm::f16* a;                                                    // A: [256, 160] float16, a view of input "a" float16 (test_matmul_golden.cpp:70)
+    const lm::f16* b;                                                    // B: [160, 192] float16, a view of input "b" float16 (test_matmul_golden.cpp:70)
     long long M;                                                         // M: the product's rows
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
@@ -37,10 +37,10 @@ struct matmul_relu_f16_mma_params {
 static_assert(sizeof(matmul_relu_f16_mma_params) == 128, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void matmul_relu_f16_mma_ep_body(const float v0, const float v1, float& r0) {
-    // v0 = in0: input 0 "accumulators" float16              // test_matmul_golden.cpp:70
-    // v1 = in1: input 1 "bias" float16                      // test_matmul_golden.cpp:68
-    const float v2 = lm::round_f16(lm::add(v0, v1));         // add (test_matmul_golden.cpp:70)
-    const float v3 = lm::relu(v2);                           // relu (test_matmul_golden.cpp:70)
+    // v0 = in0: input 0 "accumulators" float16              // test_matmul_golden.cpp:73
+    // v1 = in1: input 1 "bias" float16                      // test_matmul_golden.cpp:71
+    const float v2 = lm::round_f16(lm::add(v0, v1));         // add (test_matmul_golden.cpp:73)
+    const float v3 = lm::relu(v2);                           // relu (test_matmul_golden.cpp:73)
     r0 = v3;                                                 // output 0
 }
 

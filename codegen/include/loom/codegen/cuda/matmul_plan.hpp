@@ -175,6 +175,12 @@ struct MatmulPlan {
     ///   values whose 16-byte pieces are swizzled by the row (piece ^ row % 8), so that neither the
     ///   accumulators' stores nor the row-wise reads meet in a bank.
     bool staged_epilogue = false;
+    /// CUDA cores, float32 (B read 4 columns at a time, a 4-wide vector variant of the epilogue's pointwise
+    /// plan, the product read contiguously): the epilogue takes a thread's 4 consecutive columns at once, one
+    /// index computation and 16-byte loads and stores per 4 outputs, where the call's pointers and N allow
+    /// (MatmulLoads::epilogue_vectors); else element by element. The same body per element: the same bits.
+    /// 4, or 0 for none.
+    int vector_epilogue = 0;
     /// Hopper: warpgroup MMAs on tiles the tensor memory accelerator copies (see above). tile_k is
     /// kWgmmaDepth; threads() is 128 x (1 + consumers).
     bool wgmma = false;
@@ -298,12 +304,16 @@ LaunchConfig matmul_launch(const PlannedMatmul& pm);
 /// How one call's operands reach shared memory: 16-byte cp.async pieces or element loads, per operand.
 struct MatmulLoads {
     bool a_pieces = false, b_pieces = false;
+    /// The epilogue in vectors of MatmulPlan::vector_epilogue columns (the parameter `pieces`, bit 2).
+    bool epilogue_vectors = false;
     bool operator==(const MatmulLoads&) const = default;
 };
 /// Pieces for each operand whose plan allows them (vector_a, vector_b) and whose pointer (`inputs`: element 0
 /// of each of PlannedMatmul::inputs; the views' offsets are added here), strides and row length (K for A, N
-/// for B) allow 16-byte pieces; else element loads.
-MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* const> inputs);
+/// for B) allow 16-byte pieces; else element loads. Epilogue vectors where the plan has them, N is whole
+/// vectors and every pointer the epilogue streams, `outputs` among them, is 16-byte aligned.
+MatmulLoads select_matmul_loads(const PlannedMatmul& pm, std::span<const void* const> inputs,
+                                std::span<void* const> outputs);
 /// wgmma plans: the tensor maps of A and B for one call (`inputs` as for select_matmul_loads). Throws
 /// InternalError when a pointer breaks the 16-byte alignment that planning assumed.
 std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm, std::span<const void* const> inputs);
