@@ -322,6 +322,15 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, std:
     LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+Device pointer_device(const void* ptr) {
+    if (!ptr || !cuda_available()) return Device::cpu();
+    cudaPointerAttributes attributes{};
+    LOOM_CUDA_CHECK(cudaPointerGetAttributes(&attributes, ptr));
+    const bool on_device =
+        attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+    return on_device ? Device::cuda(attributes.device) : Device::cpu();
+}
+
 }  // namespace memory
 
 }  // namespace loom

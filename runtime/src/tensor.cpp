@@ -66,15 +66,23 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
     return Tensor(std::move(impl));
 }
 
-Tensor Tensor::view(void* ptr, const Shape& shape, DType dtype, Strides strides, Device device) {
-    check_shape("Tensor::view()", shape, dtype);
+Tensor Tensor::view(void* ptr, const Shape& shape, DType dtype, Strides strides, std::optional<Device> device,
+                    std::source_location loc) {
+    try {
+        check_shape("Tensor::view()", shape, dtype);
+    } catch (const Error& e) {
+        throw Error(fmt::format("{} ({})", e.what(), short_location(loc)));
+    }
     if (strides.empty()) strides = contiguous_strides(shape);
     if (strides.size() != shape.size())
-        throw Error(fmt::format("Tensor::view(): {} strides for shape {}", strides.size(), to_string(shape)));
-    if (!ptr && loom::numel(shape) > 0) throw Error("Tensor::view(): null pointer for a non-empty tensor");
+        throw Error(fmt::format("Tensor::view(): {} strides for shape {} ({})", strides.size(),
+                                to_string(shape), short_location(loc)));
+    if (!ptr && loom::numel(shape) > 0)
+        throw Error(fmt::format("Tensor::view(): a null pointer for the non-empty shape {} ({})",
+                                to_string(shape), short_location(loc)));
     auto st = std::make_shared<Storage>();
     st->ptr = ptr;
-    st->device = device;
+    st->device = device ? *device : memory::pointer_device(ptr);
     auto impl = std::make_shared<Impl>();
     impl->storage = std::move(st);
     impl->dtype = dtype;
@@ -143,8 +151,14 @@ Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, std::int64
     return Tensor(std::move(impl));
 }
 
-Tensor Tensor::to(Device device) const {
-    if (device == this->device() && is_contiguous()) return *this;
+void Tensor::check_one_element(const char* api, const std::source_location& loc) const {
+    if (numel() != 1)
+        throw Error(fmt::format("{}: the tensor {} {} has {} elements, not one ({})", api, to_string(shape()),
+                                name(dtype()), numel(), short_location(loc)));
+}
+
+Tensor Tensor::to(Device device, bool copy) const {
+    if (!copy && device == this->device() && is_contiguous()) return *this;
     Tensor out = empty(shape(), dtype(), device);
     const std::size_t esz = itemsize(dtype());
     if (is_contiguous()) {

@@ -27,10 +27,15 @@ ir::NodePtr stand_in(const Tensor& t) {
     return ir::input(t.dtype(), t.shape(), "tensor");
 }
 
+// A view's error, naming the caller's file:line.
+[[noreturn]] void fail_at(const std::source_location& loc, const std::string& message) {
+    throw Error(fmt::format("{} ({})", message, short_location(loc)));
+}
+
 }  // namespace
 
-Tensor Tensor::slice(const std::vector<ir::SliceSpec>& spec) const {
-    const ir::NodePtr v = ir::slice(stand_in(*this), spec);
+Tensor Tensor::slice(const std::vector<ir::SliceSpec>& spec, std::source_location loc) const {
+    const ir::NodePtr v = ir::slice(stand_in(*this), spec, loc);
     if (v->op() != ir::Op::Slice) return *this;  // the whole tensor
     std::int64_t off = offset();
     Strides st(strides());
@@ -42,26 +47,27 @@ Tensor Tensor::slice(const std::vector<ir::SliceSpec>& spec) const {
     return as_strided(v->shape(), st, off);
 }
 
-Tensor Tensor::permute(const std::vector<std::int64_t>& perm) const {
-    const ir::NodePtr v = ir::permute(stand_in(*this), perm);
+Tensor Tensor::permute(const std::vector<std::int64_t>& perm, std::source_location loc) const {
+    const ir::NodePtr v = ir::permute(stand_in(*this), perm, loc);
     if (v->op() != ir::Op::Permute) return *this;
     Strides st(strides().size());
     for (std::size_t k = 0; k < st.size(); ++k) st[k] = strides()[static_cast<std::size_t>(v->ints()[k])];
     return as_strided(v->shape(), st, offset());
 }
 
-Tensor Tensor::transposed() const {
+Tensor Tensor::transposed(std::source_location loc) const {
     if (rank() < 2)
-        throw Error(fmt::format("transposed(): a tensor of rank {} ({}) has no two axes to swap", rank(),
-                                describe(*this)));
+        fail_at(loc, fmt::format("transposed(): a tensor of rank {} ({}) has no two axes to swap", rank(),
+                                 describe(*this)));
     std::vector<std::int64_t> perm(static_cast<std::size_t>(rank()));
     std::iota(perm.begin(), perm.end(), 0);
     std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-    return permute(perm);
+    return permute(perm, loc);
 }
 
-Tensor Tensor::reshape(Shape shape) const {
-    shape = ir::reshape(stand_in(*this), std::move(shape))->shape();  // checks the element count, infers -1
+Tensor Tensor::reshape(Shape shape, std::source_location loc) const {
+    shape =
+        ir::reshape(stand_in(*this), std::move(shape), loc)->shape();  // checks the element count, infers -1
     if (shape == this->shape()) return *this;
     // Strides without a copy (NumPy's attempt_nocopy_reshape): walk the old and new dimensions in groups of
     // equal element counts; each old group must be laid out as one run (stride[k] = stride[k+1] *
@@ -75,10 +81,12 @@ Tensor Tensor::reshape(Shape shape) const {
         }
     Strides nst(shape.size(), 0);
     const auto fail = [&] {
-        throw Error(fmt::format(
-            "reshape(): {} cannot be viewed as {} without a copy (its dimensions are not laid out one "
-            "after the other); reshape a lazy Array instead, which copies",
-            describe(*this), to_string(shape)));
+        fail_at(
+            loc,
+            fmt::format(
+                "reshape(): {} cannot be viewed as {} without a copy (its dimensions are not laid out one "
+                "after the other); reshape a lazy Array instead, which copies",
+                describe(*this), to_string(shape)));
     };
     if (numel() == 0) {  // any strides do
         std::int64_t s = 1;
@@ -128,12 +136,12 @@ Tensor Tensor::squeeze() const {
     return as_strided(s, st, offset());
 }
 
-Tensor Tensor::squeeze(std::int64_t axis) const {
+Tensor Tensor::squeeze(std::int64_t axis, std::source_location loc) const {
     const int a = normalize_axis(axis, rank());
-    if (a < 0) throw Error(fmt::format("squeeze(): axis {} is out of range for {}", axis, describe(*this)));
+    if (a < 0) fail_at(loc, fmt::format("squeeze(): axis {} is out of range for {}", axis, describe(*this)));
     if (shape()[static_cast<std::size_t>(a)] != 1)
-        throw Error(fmt::format("squeeze(): axis {} of {} has extent {}, not 1", axis, describe(*this),
-                                shape()[static_cast<std::size_t>(a)]));
+        fail_at(loc, fmt::format("squeeze(): axis {} of {} has extent {}, not 1", axis, describe(*this),
+                                 shape()[static_cast<std::size_t>(a)]));
     Shape s(shape());
     Strides st(strides());
     s.erase(s.begin() + a);
@@ -141,14 +149,14 @@ Tensor Tensor::squeeze(std::int64_t axis) const {
     return as_strided(s, st, offset());
 }
 
-Tensor Tensor::unsqueeze(std::int64_t axis) const {
+Tensor Tensor::unsqueeze(std::int64_t axis, std::source_location loc) const {
     const int a = normalize_axis(axis, rank() + 1);
     if (a < 0)
-        throw Error(fmt::format("unsqueeze(): axis {} is out of range for {} (0 to {})", axis,
-                                describe(*this), rank()));
+        fail_at(loc, fmt::format("unsqueeze(): axis {} is out of range for {} (0 to {})", axis,
+                                 describe(*this), rank()));
     if (rank() + 1 > kMaxRank)
-        throw Error(
-            fmt::format("unsqueeze(): {} has the maximum rank {} already", describe(*this), kMaxRank));
+        fail_at(loc,
+                fmt::format("unsqueeze(): {} has the maximum rank {} already", describe(*this), kMaxRank));
     Shape s(shape());
     Strides st(strides());
     const std::size_t k = static_cast<std::size_t>(a);
@@ -157,7 +165,7 @@ Tensor Tensor::unsqueeze(std::int64_t axis) const {
     return as_strided(s, st, offset());
 }
 
-Tensor Tensor::view(DType to) const {
+Tensor Tensor::view(DType to, std::source_location loc) const {
     const std::size_t from_size = itemsize(dtype()), to_size = itemsize(to);
     const auto misaligned = [&](std::size_t bytes) {
         return reinterpret_cast<std::uintptr_t>(data()) % bytes != 0;
@@ -169,21 +177,23 @@ Tensor Tensor::view(DType to) const {
         return Tensor(std::move(impl));
     }
     if (rank() == 0 || strides().back() != 1 || shape().back() == 0)
-        throw Error(
-            fmt::format("view(): {} as {} changes the element size, which needs a contiguous last axis",
-                        describe(*this), name(to)));
+        fail_at(loc,
+                fmt::format("view(): {} as {} changes the element size, which needs a contiguous last axis",
+                            describe(*this), name(to)));
     const std::size_t row_bytes = static_cast<std::size_t>(shape().back()) * from_size;
     const std::size_t off_bytes = static_cast<std::size_t>(offset()) * from_size;
     if (row_bytes % to_size != 0 || off_bytes % to_size != 0 || misaligned(to_size))
-        throw Error(fmt::format(
-            "view(): {} as {}: the last axis ({} bytes) and element 0 (byte {} of its storage) must "
-            "divide by {} bytes",
-            describe(*this), name(to), row_bytes, off_bytes, to_size));
+        fail_at(loc,
+                fmt::format(
+                    "view(): {} as {}: the last axis ({} bytes) and element 0 (byte {} of its storage) must "
+                    "divide by {} bytes",
+                    describe(*this), name(to), row_bytes, off_bytes, to_size));
     for (std::size_t k = 0; k + 1 < strides().size(); ++k)
         if ((static_cast<std::size_t>(strides()[k]) * from_size) % to_size != 0)
-            throw Error(fmt::format(
-                "view(): {} as {}: the stride of axis {} is not a whole number of {}-byte elements",
-                describe(*this), name(to), k, to_size));
+            fail_at(loc,
+                    fmt::format(
+                        "view(): {} as {}: the stride of axis {} is not a whole number of {}-byte elements",
+                        describe(*this), name(to), k, to_size));
     auto impl = std::make_shared<Impl>();
     impl->storage = impl_->storage;
     impl->dtype = to;

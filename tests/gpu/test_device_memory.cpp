@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "loom/ir/half.hpp"
+#include "loom/loom.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/memory.hpp"
@@ -208,4 +209,27 @@ TEST_CASE("Tensor::view of a device pointer the user owns: read, not freed by Lo
         for (std::int64_t i = 0; i < 64; ++i) REQUIRE(col.get_double(i) == h.get_double(i * 64));
     }
     CHECK(cudaFree(p) == cudaSuccess);  // still ours: Loom did not free it
+}
+
+TEST_CASE(
+    "Tensor::view without a device takes the pointer's: device and managed memory on the GPU, host "
+    "memory (pinned or not) on the host") {
+    void* d = nullptr;
+    void* m = nullptr;
+    void* pinned = nullptr;
+    REQUIRE(cudaMalloc(&d, 256) == cudaSuccess);
+    REQUIRE(cudaMallocManaged(&m, 256) == cudaSuccess);
+    REQUIRE(cudaMallocHost(&pinned, 256) == cudaSuccess);
+    std::vector<float> plain(64, 1.0f);
+    CHECK(Tensor::view(d, {64}, float32).device() == Device::cuda(current_device()));
+    CHECK(Tensor::view(m, {64}, float32).device() == Device::cuda(current_device()));
+    CHECK(Tensor::view(pinned, {64}, float32).device() == Device::cpu());
+    CHECK(Tensor::view(plain.data(), {64}, float32).device() == Device::cpu());
+    // A host view evaluates on the host: the same values as the buffer, doubled.
+    const Tensor twice = eval(Array(Tensor::view(plain.data(), {64}, float32)) * 2.0f);
+    CHECK(twice.device() == Device::cpu());
+    CHECK(twice.to_vector<float>() == std::vector<float>(64, 2.0f));
+    CHECK(cudaFree(d) == cudaSuccess);
+    CHECK(cudaFree(m) == cudaSuccess);
+    CHECK(cudaFreeHost(pinned) == cudaSuccess);
 }

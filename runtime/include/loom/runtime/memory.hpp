@@ -14,5 +14,9 @@ void* allocate(Device device, std::size_t bytes);
 void release(Device device, void* ptr) noexcept;
 /// Copies `bytes` between any two devices; returns when the copy is complete (synchronous).
 void copy(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+/// The device whose memory `ptr` points into: the CUDA device of device or managed memory, else the host
+/// (host memory, pinned or not, and every pointer when no GPU is present). Throws loom::CudaError when the
+/// query itself fails.
+Device pointer_device(const void* ptr);
 
 }  // namespace loom::memory

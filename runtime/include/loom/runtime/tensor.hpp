@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <source_location>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -57,9 +59,13 @@ class Tensor {
     /// pages (madvise MADV_HUGEPAGE, as NumPy does for its arrays).
     static Tensor host(const Shape& shape, DType dtype) { return empty(shape, dtype, Device::cpu()); }
     /// Non-owning view of memory the caller owns (from their own CUDA code or another library): no copy,
-    /// never freed by Loom. `strides` in elements; empty means contiguous row-major.
+    /// never freed by Loom. `strides` in elements; empty means contiguous row-major. Without `device`, the
+    /// pointer's own: the CUDA device whose memory (device or managed) it points into, else the host (host
+    /// memory, pinned or not, and every pointer when no GPU is present). Throws loom::Error, naming the
+    /// caller's line, for a bad shape, strides of another rank, or a null pointer to a non-empty tensor.
     static Tensor view(void* ptr, const Shape& shape, DType dtype, Strides strides = {},
-                       Device device = Device::cuda(0));
+                       std::optional<Device> device = std::nullopt,
+                       std::source_location loc = std::source_location::current());
 
     bool defined() const { return impl_ != nullptr; }
     DType dtype() const;
@@ -80,27 +86,29 @@ class Tensor {
     Tensor as_strided(const Shape& shape, const Strides& strides, std::int64_t offset) const;
 
     // Views: the same memory, no copy (Array has the same operations lazily). Each throws loom::Error naming
-    // the operation, the shape and the arguments when they do not fit.
+    // the operation, the shape, the arguments and the caller's file:line when they do not fit.
     /// Python-style slicing, one {start, stop, step} per leading axis (SliceSpec::kNone for a default;
     /// negative indices count from the end; a negative step walks backwards). An index outside
     /// [-extent, extent] is an error, as for Array::slice.
-    Tensor slice(const std::vector<ir::SliceSpec>& spec) const;
+    Tensor slice(const std::vector<ir::SliceSpec>& spec,
+                 std::source_location loc = std::source_location::current()) const;
     /// Dimension k of the result is dimension perm[k] of this tensor.
-    Tensor permute(const std::vector<std::int64_t>& perm) const;
+    Tensor permute(const std::vector<std::int64_t>& perm,
+                   std::source_location loc = std::source_location::current()) const;
     /// Swaps the last two axes.
-    Tensor transposed() const;
+    Tensor transposed(std::source_location loc = std::source_location::current()) const;
     /// The same elements in row-major order with another shape (one extent may be -1, inferred), when
     /// that needs no copy: the dimensions merged or split must be laid out one after the other in memory.
-    Tensor reshape(Shape shape) const;
+    Tensor reshape(Shape shape, std::source_location loc = std::source_location::current()) const;
     /// Without the size-1 axes (all of them, or `axis` only).
     Tensor squeeze() const;
-    Tensor squeeze(std::int64_t axis) const;
+    Tensor squeeze(std::int64_t axis, std::source_location loc = std::source_location::current()) const;
     /// With a size-1 axis inserted before `axis` (0 ... rank; negative counts from the end).
-    Tensor unsqueeze(std::int64_t axis) const;
+    Tensor unsqueeze(std::int64_t axis, std::source_location loc = std::source_location::current()) const;
     /// The same bytes as `dtype`: of the same element size, any layout; of another size, the last axis must
     /// be contiguous and its byte length (and the offset's) must divide by the new size (the last extent is
     /// scaled). Element 0 must be aligned for `dtype`.
-    Tensor view(DType dtype) const;
+    Tensor view(DType dtype, std::source_location loc = std::source_location::current()) const;
     /// True when no two elements share memory (no stride-0 dimension of extent above 1, no overlapping rows):
     /// the condition for writing into this tensor.
     bool is_non_overlapping() const;
@@ -114,10 +122,25 @@ class Tensor {
         return out;
     }
 
-    /// Synchronous copy to another device (or the host); the result is contiguous.
-    Tensor to(Device device) const;
-    /// Host copy with contiguous layout (a no-op handle copy when already a contiguous host tensor).
+    /// This tensor on `device`, contiguous, as PyTorch's Tensor.to: when it is already there and contiguous
+    /// (and `copy` is false) the result is this tensor's handle, sharing its memory; otherwise a synchronous
+    /// copy into new memory. `copy = true` always copies (clone() on the same device).
+    Tensor to(Device device, bool copy = false) const;
+    /// A host tensor with contiguous layout (this tensor's handle when it is one already; see to()).
     Tensor to_host() const { return to(Device::cpu()); }
+    /// A contiguous copy in new memory on the same device: writes to either leave the other as it was.
+    Tensor clone() const { return to(device(), true); }
+
+    /// The value of a one-element tensor (any rank, e.g. a reduction's result), converted to T as a cast
+    /// converts; one synchronous copy from a device. Throws loom::Error, naming the caller's line, when the
+    /// tensor has another number of elements.
+    template <class T>
+    T item(std::source_location loc = std::source_location::current()) const {
+        check_one_element("Tensor::item()", loc);
+        T value{};
+        copy_converted(&value, dtype_of<T>());
+        return value;
+    }
 
     /// Elements of a host tensor at a logical (row-major) index, converted to double / int64.
     double get_double(std::int64_t linear_index) const;
@@ -162,6 +185,7 @@ class Tensor {
     }
     /// Writes numel() elements converted to `to` (row-major) at `dst`.
     void copy_converted(void* dst, DType to) const;
+    void check_one_element(const char* api, const std::source_location& loc) const;
     const Impl& checked() const;  // throws loom::Error for an undefined Tensor
     std::shared_ptr<Impl> impl_;
 };
