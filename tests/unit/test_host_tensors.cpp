@@ -38,7 +38,8 @@ TEST_CASE("Tensor::view of a host buffer without a device is a host tensor, and 
     CHECK(Tensor::view(buffer.data(), {4}, float32, {}, Device::cpu()).device() == Device::cpu());
 }
 
-TEST_CASE("to() shares memory when the tensor is already there and contiguous, to(d, true) and clone() copy") {
+TEST_CASE(
+    "to() shares memory when the tensor is already there and contiguous, to(d, true) and clone() copy") {
     Tensor a = Tensor::host({3, 4}, float32);
     std::vector<float> values(12);
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.5f * static_cast<float>(i) - 2.0f;
@@ -66,7 +67,8 @@ TEST_CASE("to() shares memory when the tensor is already there and contiguous, t
     CHECK(cc.to_vector<float>() == column.to_vector<float>());
 }
 
-TEST_CASE("Tensor::item reads the value of a one-element tensor, converted, and other sizes name the caller") {
+TEST_CASE(
+    "Tensor::item reads the value of a one-element tensor, converted, and other sizes name the caller") {
     std::vector<double> one = {2.75};
     const Tensor t = Tensor::view(one.data(), {1, 1}, float64);
     CHECK(t.item<double>() == 2.75);
@@ -99,8 +101,9 @@ TEST_CASE("Tensor view errors name the caller's file and line, not Loom's") {
     CHECK(contains(unsqueeze, "test_host_tensors.cpp:"));
     const std::string transposed = error_message([&] { (void)Tensor::host({4}, float32).transposed(); });
     CHECK(contains(transposed, "test_host_tensors.cpp:"));
-    const std::string as_float64 =
-        error_message([&] { (void)a.slice({{0, 4, 1}, {0, 3, 1}}).view(DType::Float64); });
+    const std::string as_float64 = error_message([&] {
+        (void)a.slice({{0, 4, 1}, {0, 3, 1}}).view(DType::Float64);
+    });
     CHECK(contains(as_float64, "test_host_tensors.cpp:"));
     const std::string null_view = error_message([&] { (void)Tensor::view(nullptr, {3}, float32); });
     CHECK(contains(null_view, "Tensor::view()"));
@@ -130,4 +133,29 @@ TEST_CASE("time_calls and median_ms time host work by the wall clock and say so"
         // GPU work named explicitly still needs a GPU.
         CHECK_THROWS_AS(time_calls(work, Device::cuda(0)), NoDeviceError);
     }
+}
+
+TEST_CASE("a refused host call leaves its outputs' bytes as they were") {
+    Tensor out = testing::random_tensor({8, 12}, float32, 7);
+    const Tensor before = out.clone();
+    const Tensor x = testing::random_tensor({8, 12}, float32, 8);
+    const auto untouched = [&](const char* what) {
+        INFO(what);
+        CHECK(testing::compare(out, before, testing::Tolerance::exact()).ok);
+    };
+    // A shape that does not match the view.
+    CHECK_THROWS_AS(assign(out.slice({{0, 4, 1}}), relu(Array(x))), Error);
+    untouched("assign() of [8, 12] into a [4, 12] view");
+    // A dtype the output cannot hold without a cast.
+    CHECK_THROWS_AS(assign(out, Array(x) > 0.0f), Error);
+    untouched("assign() of bool into float32");
+    // A traced function whose output overlaps itself, and one whose output has another shape.
+    auto f = loom::function("scaled", [](Array a) { return a * 3.0f + 1.0f; });
+    CHECK_THROWS_AS(f(x, out.slice({{0, 1, 1}}).as_strided({8, 12}, {0, 1}, out.offset())), Error);
+    untouched("a traced output that overlaps itself");
+    CHECK_THROWS_AS(f(x, out.transposed()), Error);
+    untouched("a traced output of shape [12, 8]");
+    // The same calls with good arguments do write.
+    f(x, out);
+    CHECK(!testing::compare(out, before, testing::Tolerance::exact()).ok);
 }
