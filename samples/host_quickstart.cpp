@@ -11,10 +11,10 @@ using namespace loom;
 int main() {
     const Device cpu = Device::cpu();
     Tensor x = random_normal({1 << 20}, float32, /*seed=*/1, cpu);  // host memory
-    Array y = relu(x * 1.5 + 0.25);   // lazy: nothing has run
-    Tensor out = y;                   // one fused host kernel: x read once, out written once
-    Array energy = sum(out * out);    // a reduction fused with its producer
-    Tensor total = energy;            // rank 0
+    Array y = relu(x * 1.5 + 0.25);                                 // lazy: nothing has run
+    Tensor out = y;                 // one fused host kernel: x read once, out written once
+    Array energy = sum(out * out);  // a reduction fused with its producer
+    Tensor total = energy;          // rank 0
     std::printf("sum(relu(x * 1.5 + 0.25)^2) over 2^20 elements: %.6g\n", total.item<double>());
 
     Tensor x2 = random_normal({1024, 512}, float32, 2, cpu), scale = random_normal({512}, float32, 3, cpu);
@@ -28,7 +28,7 @@ int main() {
 
     const testing::Comparison a = testing::check_against_reference({y, energy});
     const testing::Comparison b = testing::compare(y2, Tensor(gelu(Array(x2) * scale + bias)),
-                                          testing::Tolerance::exact(), "scale_bias_act");
+                                                   testing::Tolerance::exact(), "scale_bias_act");
     std::printf("against the CPU reference: %s; the traced call against assign(): %s\n",
                 a.ok ? "PASS" : a.message.c_str(), b.ok ? "PASS (bit for bit)" : b.message.c_str());
     return a.ok && b.ok ? 0 : 1;

@@ -21,6 +21,7 @@
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/reference.hpp"
 #include "run_slots.hpp"
+#include "stats_internal.hpp"
 
 namespace loom::host {
 
@@ -68,6 +69,7 @@ void run_on_reference(const codegen::HostPlan& plan, std::size_t k, const detail
 
 // The passes of one kernel on the thread pool.
 void run_passes(const CompiledKernel& kernel, const codegen::HostLaunch& l, const void* params) {
+    detail::count_host_kernel_run();
     for (int i = 0; i < l.pass_count; ++i) {
         const codegen::HostPass& pass = l.passes[static_cast<std::size_t>(i)];
         const CompiledKernel::Entry entry = pass.entry == codegen::HostPass::Entry::Main ? kernel.entry

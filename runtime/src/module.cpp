@@ -15,6 +15,7 @@
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
+#include "stats_internal.hpp"
 
 namespace loom {
 
@@ -129,6 +130,7 @@ void Kernel::launch(const LaunchConfig& cfg, const void* args, std::size_t args_
     cudaError_t e =
         cudaLaunchKernelExC(&lc, reinterpret_cast<const void*>(s.kernel), args_bytes ? params : nullptr);
     if (e == cudaSuccess) e = cudaGetLastError();
+    if (e == cudaSuccess) detail::count_gpu_launch();
     if (e != cudaSuccess) {
         const std::string call = fmt::format(
             "cudaLaunchKernelExC({}, grid {}, block {}, {} bytes shared{}){}", s.name, dims(cfg.grid),

@@ -8,6 +8,7 @@
 #include "loom/ir/error.hpp"
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/errors.hpp"
+#include "stats_internal.hpp"
 
 namespace loom::gpu {
 
@@ -149,6 +150,7 @@ bool StreamGraph::run(const codegen::FusionPlan& plan, const Kernels& kernels,
                 __FILE__, __LINE__);
     }
     ++stats.replays;
+    detail::count_graph_replay();
     return true;
 }
 

@@ -19,6 +19,7 @@
 #include "loom/runtime/pinned.hpp"
 #include "loom/runtime/pipeline.hpp"
 #include "loom/runtime/random.hpp"
+#include "loom/runtime/stats.hpp"
 #include "loom/runtime/stream.hpp"
 #include "loom/runtime/tensor.hpp"
 #include "loom/runtime/timing.hpp"

@@ -1,0 +1,133 @@
+// loom::stats(): the caches' own counters, the launch counters below, and the pool, less the values at the
+// last reset_stats(). LOOM_DUMP=stats prints them at exit.
+#include "loom/runtime/stats.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "loom/ir/env.hpp"
+#include "loom/runtime/device.hpp"
+#include "loom/runtime/disk_cache.hpp"
+#include "loom/runtime/host_backend.hpp"
+#include "loom/runtime/kernel_cache.hpp"
+#include "stats_internal.hpp"
+
+namespace loom {
+
+namespace {
+
+std::atomic<std::uint64_t> g_gpu_launches{0}, g_graph_replays{0}, g_host_kernel_runs{0};
+
+std::mutex g_baseline_mu;
+Stats g_baseline;  // the counts at the last reset_stats()
+
+void print_at_exit() {
+    std::fprintf(stderr, "%s", stats().to_string().c_str());
+}
+
+// LOOM_DUMP=stats: the handler is registered by the first counted launch or run, after the caches it reads
+// exist, so it runs before they are destroyed.
+void register_dump() noexcept {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (env_list_contains("LOOM_DUMP", "stats")) std::atexit(print_at_exit);
+    });
+}
+
+// Every count and millisecond field of `now` less `base`'s; the pool's bytes as they are.
+Stats since(const Stats& now, const Stats& base) {
+    Stats d = now;
+    d.nvrtc_compiles -= base.nvrtc_compiles;
+    d.nvrtc_compile_ms -= base.nvrtc_compile_ms;
+    d.llvm_compiles -= base.llvm_compiles;
+    d.llvm_compile_ms -= base.llvm_compile_ms;
+    d.gpu_kernel_hits -= base.gpu_kernel_hits;
+    d.gpu_kernel_misses -= base.gpu_kernel_misses;
+    d.host_kernel_hits -= base.host_kernel_hits;
+    d.host_kernel_misses -= base.host_kernel_misses;
+    d.disk_hits -= base.disk_hits;
+    d.disk_misses -= base.disk_misses;
+    d.disk_stores -= base.disk_stores;
+    d.host_disk_hits -= base.host_disk_hits;
+    d.gpu_launches -= base.gpu_launches;
+    d.graph_replays -= base.graph_replays;
+    d.host_kernel_runs -= base.host_kernel_runs;
+    return d;
+}
+
+// The counters since the process started.
+Stats totals() {
+    Stats s;
+    const KernelCacheStats gpu = kernel_cache_stats();
+    s.nvrtc_compiles = gpu.compiles;
+    s.nvrtc_compile_ms = gpu.compile_ms;
+    s.gpu_kernel_hits = gpu.hits;
+    s.gpu_kernel_misses = gpu.misses;
+    const HostKernelCacheStats host = host_kernel_cache_stats();
+    s.llvm_compiles = host.compiles;
+    s.llvm_compile_ms = host.compile_ms;
+    s.host_kernel_hits = host.hits;
+    s.host_kernel_misses = host.misses;
+    s.host_disk_hits = host.disk_hits;
+    const DiskCacheStats disk = disk_cache_stats();
+    s.disk_hits = disk.hits;
+    s.disk_misses = disk.misses;
+    s.disk_stores = disk.stores;
+    s.gpu_launches = g_gpu_launches.load(std::memory_order_relaxed);
+    s.graph_replays = g_graph_replays.load(std::memory_order_relaxed);
+    s.host_kernel_runs = g_host_kernel_runs.load(std::memory_order_relaxed);
+    if (cuda_available()) {
+        const PoolStats pool = pool_stats(current_device());
+        s.pool_used_bytes = pool.used_bytes;
+        s.pool_reserved_bytes = pool.reserved_bytes;
+    }
+    return s;
+}
+
+}  // namespace
+
+namespace detail {
+void count_gpu_launch() noexcept {
+    g_gpu_launches.fetch_add(1, std::memory_order_relaxed);
+    register_dump();
+}
+void count_graph_replay() noexcept {
+    g_graph_replays.fetch_add(1, std::memory_order_relaxed);
+    register_dump();
+}
+void count_host_kernel_run() noexcept {
+    g_host_kernel_runs.fetch_add(1, std::memory_order_relaxed);
+    register_dump();
+}
+}  // namespace detail
+
+std::string Stats::to_string() const {
+    return fmt::format(
+        "loom stats:\n"
+        "  compiles: {} NVRTC in {:.1f} ms, {} LLVM in {:.1f} ms\n"
+        "  kernel caches in memory: GPU {} hits, {} misses; host {} hits, {} misses\n"
+        "  disk cache: {} hits, {} misses, {} stores; host objects loaded: {}\n"
+        "  work: {} GPU launches, {} graph replays, {} host kernel runs\n"
+        "  pool of the current device: {} bytes in use, {} reserved\n",
+        nvrtc_compiles, nvrtc_compile_ms, llvm_compiles, llvm_compile_ms, gpu_kernel_hits, gpu_kernel_misses,
+        host_kernel_hits, host_kernel_misses, disk_hits, disk_misses, disk_stores, host_disk_hits,
+        gpu_launches, graph_replays, host_kernel_runs, pool_used_bytes, pool_reserved_bytes);
+}
+
+Stats stats() {
+    const Stats now = totals();
+    std::lock_guard lock(g_baseline_mu);
+    return since(now, g_baseline);
+}
+
+void reset_stats() {
+    const Stats now = totals();
+    std::lock_guard lock(g_baseline_mu);
+    g_baseline = now;
+}
+
+}  // namespace loom
