@@ -177,8 +177,12 @@ TEST_CASE("tensor views: the same memory, checked arguments, clear errors") {
     CHECK(msg.rfind("permute(): ", 0) == 0);
     msg = loom_test::error_message([&] { (void)a.slice({{0, 9, 1}}); });
     CHECK(msg.rfind("slice(): stop 9 out of range on axis 0", 0) == 0);
+    const std::string squeeze_line = std::to_string(__LINE__ + 1);
     msg = loom_test::error_message([&] { (void)a.squeeze(0); });
-    CHECK(msg == "squeeze(): axis 0 of [3, 4] float32 (strides [4, 1]) has extent 3, not 1");
+    CHECK(msg ==
+          "squeeze(): axis 0 of [3, 4] float32 (strides [4, 1]) has extent 3, not 1 "
+          "(test_factories_views.cpp:" +
+              squeeze_line + ")");
     msg = loom_test::error_message([&] { (void)t.view(bfloat16); });
     CHECK(msg.rfind("view(): [4, 3] float32 (strides [1, 4]) as bfloat16 changes the element size", 0) == 0);
     msg = loom_test::error_message([&] {
