@@ -21,6 +21,15 @@ void assign(const std::vector<Tensor>& outs, const std::vector<Array>& arrays, L
 /// the current GPU or an H200 when none is present. `name` names the kernel. Needs no GPU.
 std::string cuda_source(const std::vector<Array>& arrays, std::string_view name = {});
 
+/// The LLVM IR Loom generates for `arrays` on the host: one module per host kernel (the text LOOM_DUMP=llvm
+/// writes: a banner with the plan and schedule, each instruction commented with its op and the user's
+/// `file:line`), concatenated in launch order, for the inputs' layouts and this machine's target (an
+/// AVX-512 target when the LLVM back end's module is not loaded). Planned for the host whatever device
+/// the inputs are on, as cuda_source() plans for the GPU. Kernels without LLVM code (matrix products,
+/// which run on the CPU reference) add no text. `name` names the kernels. Needs no GPU and no LLVM.
+/// Throws loom::Error naming llvm_source() for an empty Array.
+std::string llvm_source(const std::vector<Array>& arrays, std::string_view name = {});
+
 /// Generates and compiles the kernels of `arrays` with NVRTC without running them. Needs no GPU.
 CompileReport compile(const std::vector<Array>& arrays, std::string_view name = {});
 
