@@ -4,14 +4,14 @@
 // Loom plans the product as one CUDA-core kernel (docs/semantics.md, section 12) whose blocks each compute a
 // tile of the result in registers and apply the bias and GELU to it before storing it: A and B are read
 // through shared memory, y is written once, and nothing between the product and the activation goes to
-// memory. loom::explain prints the plan with the tile (rows x columns x K step).
+// memory. loom::explain prints the plan that runs (with a GPU, the tile: rows x columns x K step).
 //
 // With a GPU: prints the plan and the number of kernels, evaluates y, and checks 16 sampled rows against
 // the CPU reference, evaluated on those rows of A alone (each output's order of summation depends on K only,
 // so a row of A @ B is the same sum either way): the pre-activation A @ B + bias bit for bit, y within the
 // ulps the contract allows GELU; then prints TFLOP/s (2 n^3 flops; CUDA events, the median of 20 calls after
-// warm-up). Without one: the same checks for a small matrix on the host, the GPU plan when there is one, and
-// a note that no GPU was found.
+// warm-up). Without one: the host plan (the product and its epilogue on the CPU reference), the GPU kernel
+// compiled with NVRTC, the same checks for a small matrix on the host, and a note that no GPU was found.
 // Arguments: [n] (default 4096 with a GPU, 256 without).
 #include <algorithm>
 #include <cstdio>

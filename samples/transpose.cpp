@@ -3,7 +3,8 @@
 //
 // Loom plans it as a tiled kernel: each block reads a 64 x 64 tile of x along x's rows (coalesced) into
 // shared memory, whose rows are padded to an odd number of 4-byte words (no bank conflicts), and writes the
-// tile of y along y's rows (coalesced). loom::explain prints the tile; LOOM_DUMP=cuda writes the kernel.
+// tile of y along y's rows (coalesced). loom::explain prints the plan that runs (with a GPU, the tile);
+// LOOM_DUMP=cuda writes the kernel.
 //
 // With a GPU: evaluates both on the device, checks them against the CPU reference (a move and an exact
 // add: bit for bit) and prints GB/s (8 bytes per element: x read once, y written once; CUDA events after

@@ -1,9 +1,10 @@
-// assign(), cuda_source(), compile() and check_against_reference() over Arrays.
+// assign(), cuda_source(), llvm_source(), compile(), explain() and check_against_reference() over Arrays.
 #include "loom/dsl/evaluation.hpp"
 
 #include <fmt/format.h>
 
 #include "loom/ir/error.hpp"
+#include "loom/runtime/host_backend.hpp"
 
 namespace loom {
 
@@ -29,6 +30,10 @@ void assign(const std::vector<Tensor>& outs, const std::vector<Array>& arrays, L
 
 std::string cuda_source(const std::vector<Array>& arrays, std::string_view name) {
     return cuda_source(roots_of(arrays, "cuda_source", Loc::current()), name);
+}
+
+std::string llvm_source(const std::vector<Array>& arrays, std::string_view name) {
+    return llvm_source(roots_of(arrays, "llvm_source", Loc::current()), name);
 }
 
 CompileReport compile(const std::vector<Array>& arrays, std::string_view name) {

@@ -33,9 +33,10 @@ Device device_of_code(std::int64_t code) {
 
 // The device every input lives on; inputs on two devices are an error naming both. A graph that reads no
 // tensor runs where its factories (arange, full, ...) say, else at `fallback`: factories have no memory, so
-// next to tensors they take the tensors' device.
+// next to tensors they take the tensors' device. `api` begins the error messages.
 Device placement(const std::vector<const ir::Node*>& order, const std::source_location& loc,
-                 Device fallback = Device::cpu(), bool fallback_over_factories = false) {
+                 Device fallback = Device::cpu(), bool fallback_over_factories = false,
+                 std::string_view api = "eval") {
     const ir::Node* first = nullptr;
     Device dev = fallback;
     const ir::Node* factory = nullptr;
@@ -47,7 +48,7 @@ Device placement(const std::vector<const ir::Node*>& order, const std::source_lo
                 if (std::none_of(order.begin(), order.end(),
                                  [](const ir::Node* m) { return m->op() == ir::Op::Input; }))
                     throw Error(fmt::format(
-                        "eval(): factories on different devices: {} on {} ({}) and {} on {} ({}) ({})",
+                        "{}(): factories on different devices: {} on {} ({}) and {} on {} ({}) ({})", api,
                         ir::describe(*factory), device_of_code(ir::factory_device(*factory)).to_string(),
                         short_location(factory->loc()), ir::describe(*n),
                         device_of_code(ir::factory_device(*n)).to_string(), short_location(n->loc()),
@@ -59,7 +60,7 @@ Device placement(const std::vector<const ir::Node*>& order, const std::source_lo
     for (const ir::Node* n : order) {
         if (n->op() != ir::Op::Input) continue;
         if (!n->payload())
-            throw Error(fmt::format("eval(): input {} ({}) is a placeholder with no tensor bound ({})",
+            throw Error(fmt::format("{}(): input {} ({}) is a placeholder with no tensor bound ({})", api,
                                     n->label().empty() ? "<unnamed>" : n->label(), ir::describe(*n),
                                     short_location(loc)));
         const auto* impl = static_cast<const Tensor::Impl*>(n->payload().get());
@@ -68,13 +69,20 @@ Device placement(const std::vector<const ir::Node*>& order, const std::source_lo
             first = n;
             dev = d;
         } else if (!(d == dev)) {
-            throw Error(
-                fmt::format("eval(): inputs on different devices: {} on {} ({}) and {} on {} ({}) ({})",
-                            ir::describe(*first), dev.to_string(), short_location(first->loc()),
-                            ir::describe(*n), d.to_string(), short_location(n->loc()), short_location(loc)));
+            throw Error(fmt::format("{}(): inputs on different devices: {} on {} ({}) and {} on {} ({}) ({})",
+                                    api, ir::describe(*first), dev.to_string(), short_location(first->loc()),
+                                    ir::describe(*n), d.to_string(), short_location(n->loc()),
+                                    short_location(loc)));
         }
     }
     return dev;
+}
+
+// Where evaluate() runs `roots` (a GPU, else the host), decided before lowering, which turns fills into
+// scalars. explain() asks the same, so that it describes the plan an evaluation would run.
+Device evaluation_device(const std::vector<ir::NodePtr>& roots, const std::source_location& loc,
+                         std::string_view api) {
+    return placement(ir::topo_order(roots), loc, Device::cpu(), false, api);
 }
 
 std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
@@ -86,8 +94,7 @@ std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, std::source_location loc,
                              std::string_view name) {
     if (roots.empty()) return {};
-    const Device dev =
-        placement(ir::topo_order(roots), loc);  // before lowering, which turns fills into scalars
+    const Device dev = evaluation_device(roots, loc, "eval");
     const std::vector<ir::NodePtr> graph = lower(roots);
     if (!dev.is_cuda()) {
         // Host tensors: the LLVM back end unless LOOM_CPU_BACKEND=reference or its module is not there.
@@ -150,7 +157,14 @@ std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view 
 }
 
 std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name) {
-    return gpu::explain(lower(roots), name);
+    // explain() takes no call site: errors name the first root's line, where the user wrote the expression.
+    const std::source_location loc = roots.empty() ? std::source_location::current() : roots.front()->loc();
+    const Device dev = evaluation_device(roots, loc, "explain");
+    const std::vector<ir::NodePtr> graph = lower(roots);
+    if (dev.is_cuda()) return gpu::explain(graph, name);
+    if (!host::use_llvm()) return host::explain(nullptr);  // why every host kernel runs on the reference
+    const codegen::HostPlan plan = host::plan_bound(graph, current_options(), name, nullptr);
+    return host::explain(&plan);
 }
 
 CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view name) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/gpu_explain.hpp"
 #include "disk_cache_test_util.hpp"
 #include "error_message.hpp"
 #include "loom/codegen/llvm/host_plan.hpp"
@@ -362,7 +363,7 @@ TEST_CASE(
     const int line = __LINE__ + 1;
     const Array y = matmul(x, w);
     {
-        const std::string text = loom::explain({relu(y + Array(bias)).node()});
+        const std::string text = loom_test::gpu_explain({relu(y + Array(bias)).node()});
         CHECK(
             text.find(fmt::format(
                 "matmul [64, 32] float32 x [32, 16] float32 -> [64, 16] float32: matmul (test_matmul.cpp:{})",
@@ -376,24 +377,26 @@ TEST_CASE(
     }
     {  // a reduction over the product is a boundary the log names, and so is a read through a transposing
        // view
-        const std::string text = loom::explain({sum(y, 1).node()});
+        const std::string text = loom_test::gpu_explain({sum(y, 1).node()});
         CHECK(text.find("not an epilogue: a reduction kernel") != std::string::npos);
-        const std::string t2 = loom::explain({(y.transposed() + 1).node()});
+        const std::string t2 = loom_test::gpu_explain({(y.transposed() + 1).node()});
         CHECK(t2.find("reads it through a view (permute") != std::string::npos);
     }
     {  // hints: honoured, or refused with the limit they break
         const Tensor a = Tensor::host({256, 256}, float32), b = Tensor::host({256, 256}, float32);
-        CHECK(loom::explain({matmul(a, b, tile(64, 32, 32)).node()}).find("tile 64x32x32 (hinted)") !=
-              std::string::npos);
+        CHECK(
+            loom_test::gpu_explain({matmul(a, b, tile(64, 32, 32)).node()}).find("tile 64x32x32 (hinted)") !=
+            std::string::npos);
         {  // the options value's tile, for products without a hint of their own; 0: the planner's choice
             OptionsScope scope({.tile = tile(64, 32)});
-            CHECK(loom::explain({matmul(a, b).node()}).find("tile 64x32x32 (hinted)") != std::string::npos);
-            CHECK(loom::explain({matmul(a, b, tile(32, 32, 32)).node()}).find("tile 32x32x32 (hinted)") !=
+            CHECK(loom_test::gpu_explain({matmul(a, b).node()}).find("tile 64x32x32 (hinted)") !=
                   std::string::npos);
+            CHECK(loom_test::gpu_explain({matmul(a, b, tile(32, 32, 32)).node()})
+                      .find("tile 32x32x32 (hinted)") != std::string::npos);
         }
         const int l2 = __LINE__ + 1;
         const ir::NodePtr big = matmul(a, b, tile(256, 256, 16)).node();
-        CHECK(loom_test::error_message([&] { (void)loom::explain({big}); }) ==
+        CHECK(loom_test::error_message([&] { (void)loom_test::gpu_explain({big}); }) ==
               fmt::format("matmul(): operands [256, 256] float32 and [256, 256] float32: tile(256, 256, 16) "
                           "needs 256 accumulators "
                           "per thread (256 registers), more than the 64 registers per thread the kernel "
@@ -401,11 +404,11 @@ TEST_CASE(
                           "(test_matmul.cpp:{})",
                           l2));
         const std::string smem = loom_test::error_message(
-            [&] { (void)loom::explain({matmul(a, b, tile(128, 128, 512)).node()}); });
+            [&] { (void)loom_test::gpu_explain({matmul(a, b, tile(128, 128, 512)).node()}); });
         CHECK(smem.find("bytes of shared memory in 2 stages, more than the 232448 bytes per block") !=
               std::string::npos);
-        const std::string odd =
-            loom_test::error_message([&] { (void)loom::explain({matmul(a, b, tile(96, 128, 16)).node()}); });
+        const std::string odd = loom_test::error_message(
+            [&] { (void)loom_test::gpu_explain({matmul(a, b, tile(96, 128, 16)).node()}); });
         CHECK(odd.find("tile(96, 128, 16) is not divisible as the kernel needs: every extent must be a power "
                        "of two") != std::string::npos);
         CHECK(loom_test::error_message([&] {

@@ -13,6 +13,7 @@
 #include <loom/loom.hpp>
 #include <vector>
 
+#include "../common/gpu_explain.hpp"
 #include "loom/runtime/testing.hpp"
 
 using namespace loom;
@@ -119,7 +120,7 @@ TEST_CASE("TF32 and 3xTF32 in the explain log: the path and the precision on the
         INFO(text.substr(0, 600));
         CHECK(text.find("tensor cores (mma.sync m16n8k8 TF32 into float32") != std::string::npos);
         CHECK(text.find(fmt::format("product_precision={}", product_precision_name(p))) != std::string::npos);
-        const std::string log = loom::explain({matmul(x, w).node()});
+        const std::string log = loom_test::gpu_explain({matmul(x, w).node()});
         INFO(log);
         CHECK(log.find("tensor cores (mma.sync m16n8k8 TF32 into float32") != std::string::npos);
     }

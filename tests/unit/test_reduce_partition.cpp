@@ -7,6 +7,7 @@
 #include <loom/loom.hpp>
 #include <string>
 
+#include "../common/gpu_explain.hpp"
 #include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/codegen/plan/reduce_plan.hpp"
 #include "loom/ir/pass.hpp"
@@ -108,7 +109,7 @@ TEST_CASE("reduce partition: the explain text of a plan") {
     const Array X(x);
     // One row of 65,536 elements read back at every element: too few rows for one pass per stage, so the
     // mean runs as a split kernel of its own into a temporary, and a pointwise kernel reads it.
-    const std::string centered = explain({X - mean(X)});
+    const std::string centered = loom_test::gpu_explain({X - mean(X)});
     CHECK(contains(
         centered,
         "plan     one kernel per reduction: 1 rows of 65536 elements are too few to fill the device"));
@@ -126,7 +127,7 @@ TEST_CASE("reduce partition: the explain text of a plan") {
                    "width 4; 1 launch"));
     CHECK(contains(centered,
                    "boundary  kernel 1: results of shape [128, 512] read reduced values of other kernels"));
-    const std::string fused = explain({sum(X, 1), max(X, 1)});
+    const std::string fused = loom_test::gpu_explain({sum(X, 1), max(X, 1)});
     CHECK(contains(fused, "boundary  kernel 0: first reduction of its operand shape and axes"));
 }
 
@@ -139,7 +140,7 @@ TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA c
     // chunk ranges need not be powers of two: 512 chunks go to 264 blocks.
     CHECK(plan.kernels[0].as<codegen::PlannedReduce>().binding.blocks_per_row == 264);
     CHECK(contains(
-        explain({sum(Array(x))}),
+        loom_test::gpu_explain({sum(Array(x))}),
         "split over 264 blocks per row (balanced chunk ranges in full waves; groups of 256 chunk partials"));
     // Three rows share the wave: 88 blocks each; fewer chunks than the share: a block per chunk.
     Tensor three = Tensor::host({3, 1 << 22}, float32);

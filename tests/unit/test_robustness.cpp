@@ -6,6 +6,8 @@
 #include <climits>
 #include <loom/loom.hpp>
 
+#include "../common/gpu_explain.hpp"
+
 using namespace loom;
 
 TEST_CASE("shapes whose element count overflows 64 bits are errors") {
@@ -86,8 +88,9 @@ TEST_CASE("explain() says when the register estimate rules out the 16-byte vecto
     for (int k = 0; k < 40; ++k) ins.push_back(Tensor::host({1024}, float32));
     Array acc(ins[0]);
     for (int k = 1; k < 40; ++k) acc = acc + Array(ins[static_cast<std::size_t>(k)]);  // 40 inputs, 1 output
-    const std::string text = explain({acc});
+    const std::string text = loom_test::gpu_explain({acc});
     CHECK(text.find("vector width 1 (register estimate of 16-byte vectors: 164 per thread, above 128)") !=
           std::string::npos);
-    CHECK(explain({Array(ins[0]) + Array(ins[1])}).find("vector width 4;") != std::string::npos);
+    CHECK(loom_test::gpu_explain({Array(ins[0]) + Array(ins[1])}).find("vector width 4;") !=
+          std::string::npos);
 }

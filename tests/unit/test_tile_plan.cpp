@@ -3,6 +3,7 @@
 // writing into views (the Jacobi sweep's interior) on the host.
 #include <doctest/doctest.h>
 
+#include "../common/gpu_explain.hpp"
 #include "error_message.hpp"
 #include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/codegen/cuda/tile_plan.hpp"
@@ -132,11 +133,11 @@ TEST_CASE("tile plan: hints are taken, and an impossible one names the limit it 
 
 TEST_CASE("tile plan: LOOM_EXPLAIN's text names the tile and the staged load") {
     const Tensor x = testing::random_tensor({200, 300}, float32, 1);
-    const std::string text = explain({transpose(x) * 2.0});
+    const std::string text = loom_test::gpu_explain({transpose(x) * 2.0});
     CHECK(text.find("pointwise, tiled") != std::string::npos);
     CHECK(text.find("tiled plan: transpose, tile 64 x 64") != std::string::npos);
     CHECK(text.find("staged: in0") != std::string::npos);
-    const std::string st = explain({five_point(Array(x))});
+    const std::string st = loom_test::gpu_explain({five_point(Array(x))});
     CHECK(st.find("tiled plan: stencil") != std::string::npos);
     CHECK(st.find("halo") != std::string::npos);
 }

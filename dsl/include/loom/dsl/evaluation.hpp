@@ -21,10 +21,26 @@ void assign(const std::vector<Tensor>& outs, const std::vector<Array>& arrays, L
 /// the current GPU or an H200 when none is present. `name` names the kernel. Needs no GPU.
 std::string cuda_source(const std::vector<Array>& arrays, std::string_view name = {});
 
+/// The LLVM IR Loom generates for `arrays` on the host: one module per host kernel (the text LOOM_DUMP=llvm
+/// writes: a banner with the plan and schedule, each instruction commented with its op and the user's
+/// `file:line`), concatenated in launch order, for the inputs' layouts and this machine's target (an
+/// AVX-512 target when the LLVM back end's module is not loaded). Planned for the host whatever device
+/// the inputs are on, as cuda_source() plans for the GPU. Kernels without LLVM code (matrix products,
+/// which run on the CPU reference) add no text. `name` names the kernels. Needs no GPU and no LLVM.
+/// Throws loom::Error naming llvm_source() for an empty Array.
+std::string llvm_source(const std::vector<Array>& arrays, std::string_view name = {});
+
 /// Generates and compiles the kernels of `arrays` with NVRTC without running them. Needs no GPU.
 CompileReport compile(const std::vector<Array>& arrays, std::string_view name = {});
 
-/// The fusion decisions for `arrays` (what LOOM_EXPLAIN=fusion prints). Needs no GPU.
+/// The fusion decisions of the plan that evaluating `arrays` runs (what LOOM_EXPLAIN=fusion prints then):
+/// each kernel, the nodes in it with the user's lines, what it reads and writes, and why kernels are
+/// separate. The device is decided as eval() decides it: arrays placed on a GPU (by their inputs, or, with
+/// none, by their factories' device) get the GPU plan (threads per block, vector width, launches), planned
+/// for the current GPU or an H200 when none is present; host arrays get the host plan (a `host     LLVM
+/// back end: <cpu>` line, then each kernel's lanes per vector and tasks), or one line saying why every host
+/// kernel runs on the CPU reference. Needs no GPU. Throws loom::Error for an empty Array, inputs on
+/// different devices, an unbound placeholder, or a tile hint the GPU plan cannot take.
 std::string explain(const std::vector<Array>& arrays, std::string_view name = {});
 
 namespace testing {

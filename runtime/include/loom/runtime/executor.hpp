@@ -1,5 +1,5 @@
 // Evaluation of IR graphs: on the GPU (fused kernels, compiled and cached) when any input lives on a
-// CUDA device, else on the host through the CPU reference evaluator.
+// CUDA device, else on the host (the LLVM back end, or the CPU reference evaluator).
 #pragma once
 
 #include <source_location>
@@ -31,8 +31,13 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
 /// the current GPU, or for an H200 when there is none. Needs no GPU.
 std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
 
-/// The fusion decisions for `roots` (what LOOM_EXPLAIN=fusion prints): the kernels, the nodes in each
-/// with their source lines, what each reads and writes, and why kernels are separate. Needs no GPU.
+/// The fusion decisions for `roots` (what LOOM_EXPLAIN=fusion prints when they are evaluated): the kernels,
+/// the nodes in each with their source lines, what each reads and writes, and why kernels are separate.
+/// For the plan that evaluate() would run, placed as it places them: roots placed on a GPU get the GPU plan
+/// (planned for the current GPU, or an H200 when there is none); host roots get the host plan (the LLVM back
+/// end's kernels and schedules, or one line saying why every kernel runs on the CPU reference). Needs no
+/// GPU. Throws loom::Error naming explain() for inputs (or factories) on different devices or unbound
+/// placeholders, and the planner's errors (a tile hint the GPU cannot take).
 std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
 
 /// What compile() did.
