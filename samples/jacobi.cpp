@@ -3,10 +3,10 @@
 // written from shifted slices in a traced function, called with the interior of the other grid as its
 // output (two grids, swapped every sweep; the boundary values stay as they were set).
 //
-// Loom recognizes the four shifted slices of one input as a stencil (loom::explain says so, with its tile
-// and halo) and runs each sweep as one tiled kernel that reads every element from global memory about once,
-// neighbours coming again from L1. The taps are summed in the order written, so the result equals the CPU
-// reference bit for bit.
+// On a GPU, Loom recognizes the four shifted slices of one input as a stencil (loom::explain says so, with
+// its tile and halo) and runs each sweep as one tiled kernel that reads every element from global memory
+// about once, neighbours coming again from L1; on the host, explain prints the host plan that runs instead.
+// The taps are summed in the order written, so the result equals the CPU reference bit for bit.
 //
 // With a GPU: runs the sweeps on the device, then the same sweeps on the host, compares the grids bit for
 // bit and prints GB/s per sweep (8 bytes per interior element: read once, written once). Without one: a
