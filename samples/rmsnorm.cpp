@@ -6,8 +6,8 @@
 // With a GPU: prints the fusion plan (loom::explain), evaluates y on the device, checks it against the CPU
 // reference and prints GB/s (x read once, y written once, w read once; CUDA events after warm-up).
 // Without one: evaluates a small matrix on the host (the LLVM back end, or the CPU reference), compares it
-// with an rmsnorm computed here in double precision and compiles the kernel with NVRTC. Arguments: [rows]
-// [cols].
+// with an rmsnorm computed here in double precision and compiles the kernel with NVRTC.
+// Arguments: [rows] [cols].
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -6,7 +6,8 @@
 // With a GPU: prints the fusion plan (loom::explain), evaluates y on the device, checks it against the CPU
 // reference and prints GB/s (8 bytes per element: x read once, y written once; CUDA events after warm-up).
 // Without one: evaluates a small matrix on the host (the LLVM back end, or the CPU reference), checks that
-// every row sums to 1 and compiles the kernel with NVRTC. Arguments: [rows] [cols].
+// every row sums to 1 and compiles the kernel with NVRTC.
+// Arguments: [rows] [cols].
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
