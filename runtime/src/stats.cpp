@@ -38,25 +38,19 @@ void register_dump() noexcept {
     });
 }
 
-// Every count and millisecond field of `now` less `base`'s; the pool's bytes as they are.
-Stats since(const Stats& now, const Stats& base) {
-    Stats d = now;
-    d.nvrtc_compiles -= base.nvrtc_compiles;
-    d.nvrtc_compile_ms -= base.nvrtc_compile_ms;
-    d.llvm_compiles -= base.llvm_compiles;
-    d.llvm_compile_ms -= base.llvm_compile_ms;
-    d.gpu_kernel_hits -= base.gpu_kernel_hits;
-    d.gpu_kernel_misses -= base.gpu_kernel_misses;
-    d.host_kernel_hits -= base.host_kernel_hits;
-    d.host_kernel_misses -= base.host_kernel_misses;
-    d.disk_hits -= base.disk_hits;
-    d.disk_misses -= base.disk_misses;
-    d.disk_stores -= base.disk_stores;
-    d.host_disk_hits -= base.host_disk_hits;
-    d.gpu_launches -= base.gpu_launches;
-    d.graph_replays -= base.graph_replays;
-    d.host_kernel_runs -= base.host_kernel_runs;
-    return d;
+// The fields that count from a reset (the pool's bytes are a state, not a count).
+constexpr std::uint64_t Stats::*kCounts[] = {
+    &Stats::nvrtc_compiles,   &Stats::llvm_compiles,      &Stats::gpu_kernel_hits, &Stats::gpu_kernel_misses,
+    &Stats::host_kernel_hits, &Stats::host_kernel_misses, &Stats::disk_hits,       &Stats::disk_misses,
+    &Stats::disk_stores,      &Stats::host_disk_hits,     &Stats::gpu_launches,    &Stats::graph_replays,
+    &Stats::host_kernel_runs};
+constexpr double Stats::*kMilliseconds[] = {&Stats::nvrtc_compile_ms, &Stats::llvm_compile_ms};
+
+// `now` less `base` in every count and millisecond field.
+Stats since(Stats now, const Stats& base) {
+    for (auto field : kCounts) now.*field -= base.*field;
+    for (auto field : kMilliseconds) now.*field -= base.*field;
+    return now;
 }
 
 // The counters since the process started.

@@ -21,20 +21,27 @@ Storage::~Storage() {
 
 namespace {
 
-void check_shape(const char* api, const Shape& shape, DType dtype) {
+// " (file:line)" of the caller, or nothing for an API without a call site; built only for a message.
+std::string at(const std::source_location* loc) {
+    return loc ? fmt::format(" ({})", short_location(*loc)) : std::string();
+}
+
+void check_shape(const char* api, const Shape& shape, DType dtype,
+                 const std::source_location* loc = nullptr) {
     if (shape.size() > static_cast<std::size_t>(kMaxRank))
-        throw Error(fmt::format("{}: rank {} of shape {} exceeds the maximum rank {}", api, shape.size(),
-                                to_string(shape), kMaxRank));
+        throw Error(fmt::format("{}: rank {} of shape {} exceeds the maximum rank {}{}", api, shape.size(),
+                                to_string(shape), kMaxRank, at(loc)));
     std::int64_t n = 1;
     bool overflow = false;
     for (auto e : shape) {
-        if (e < 0) throw Error(fmt::format("{}: negative extent in shape {}", api, to_string(shape)));
+        if (e < 0)
+            throw Error(fmt::format("{}: negative extent in shape {}{}", api, to_string(shape), at(loc)));
         overflow = overflow || __builtin_mul_overflow(n, e, &n);
     }
     std::int64_t bytes = 0;
     if (overflow || __builtin_mul_overflow(n, static_cast<std::int64_t>(itemsize(dtype)), &bytes))
-        throw Error(fmt::format("{}: shape {} {} has more elements or bytes than a 64-bit count can hold",
-                                api, to_string(shape), name(dtype)));
+        throw Error(fmt::format("{}: shape {} {} has more elements or bytes than a 64-bit count can hold{}",
+                                api, to_string(shape), name(dtype), at(loc)));
 }
 
 std::int64_t storage_offset_of(const Tensor& t, std::int64_t linear) {
@@ -68,18 +75,14 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::view(void* ptr, const Shape& shape, DType dtype, Strides strides, std::optional<Device> device,
                     std::source_location loc) {
-    try {
-        check_shape("Tensor::view()", shape, dtype);
-    } catch (const Error& e) {
-        throw Error(fmt::format("{} ({})", e.what(), short_location(loc)));
-    }
+    check_shape("Tensor::view()", shape, dtype, &loc);
     if (strides.empty()) strides = contiguous_strides(shape);
     if (strides.size() != shape.size())
-        throw Error(fmt::format("Tensor::view(): {} strides for shape {} ({})", strides.size(),
-                                to_string(shape), short_location(loc)));
+        throw Error(fmt::format("Tensor::view(): {} strides for shape {}{}", strides.size(), to_string(shape),
+                                at(&loc)));
     if (!ptr && loom::numel(shape) > 0)
-        throw Error(fmt::format("Tensor::view(): a null pointer for the non-empty shape {} ({})",
-                                to_string(shape), short_location(loc)));
+        throw Error(fmt::format("Tensor::view(): a null pointer for the non-empty shape {}{}",
+                                to_string(shape), at(&loc)));
     auto st = std::make_shared<Storage>();
     st->ptr = ptr;
     st->device = device ? *device : memory::pointer_device(ptr);

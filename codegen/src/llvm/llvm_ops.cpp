@@ -477,15 +477,29 @@ std::string emit_cast(Builder& b, DType from, DType to, const std::string& v, in
 
 namespace {
 
-// Sign, magnitude, rounding and classification: one operand.
-std::optional<std::string> unary_value(Ops& o, Op op, DType rt, DType at,
-                                       const std::vector<std::string>& args) {
-    const std::string A = o.ty(at);
-    const bool fl = is_float(at);
-    const bool uns = is_unsigned(at);
-    const std::string st(scalar_type(at));
+// One elementwise op at its operand dtype `at` (the result's is `rt`): what every case reads, computed once.
+struct Elementwise {
+    Ops& o;
+    Builder& b;
+    Op op;
+    DType rt, at;
+    const std::vector<std::string>& args;
+    int w;
+    std::string_view hint, comment;
+    std::string A = o.ty(at);         // the operand's IR type at the vector width
+    std::string st{scalar_type(at)};  // its scalar type
+    bool fl = is_float(at), uns = is_unsigned(at);
     const std::string& x = args.at(0);
-    const int w = o.w;
+    const std::string& y() const { return args.at(1); }
+
+    // Each returns the op's result, or nothing when the op is not of its group.
+    std::optional<std::string> unary() const;
+    std::optional<std::string> arithmetic() const;
+    std::optional<std::string> comparison_logic() const;
+};
+
+// Sign, magnitude, rounding and classification: one operand.
+std::optional<std::string> Elementwise::unary() const {
     switch (op) {
         case Op::Neg:
             if (fl) return o.out(fmt::format("fneg {} {}", A, x));
@@ -558,17 +572,7 @@ std::optional<std::string> unary_value(Ops& o, Op op, DType rt, DType at,
 }
 
 // Arithmetic, division and its remainders, minimum and maximum.
-std::optional<std::string> arithmetic_value(Ops& o, Op op, DType rt, DType at,
-                                            const std::vector<std::string>& args) {
-    const std::string A = o.ty(at);
-    const bool fl = is_float(at);
-    const bool uns = is_unsigned(at);
-    const std::string st(scalar_type(at));
-    const std::string& x = args.at(0);
-    auto y = [&]() -> const std::string& { return args.at(1); };
-    Builder& b = o.b;
-    const int w = o.w;
-    const std::string_view hint = o.hint, comment = o.comment;
+std::optional<std::string> Elementwise::arithmetic() const {
     switch (op) {
         case Op::Add:
         case Op::Sub:
@@ -629,17 +633,7 @@ std::optional<std::string> arithmetic_value(Ops& o, Op op, DType rt, DType at,
 }
 
 // Comparisons, logic, bits, shifts, where, fma and clamp.
-std::optional<std::string> comparison_logic_value(Ops& o, Op op, DType rt, DType at,
-                                                  const std::vector<std::string>& args) {
-    const std::string A = o.ty(at);
-    const bool fl = is_float(at);
-    const bool uns = is_unsigned(at);
-    const std::string st(scalar_type(at));
-    const std::string& x = args.at(0);
-    auto y = [&]() -> const std::string& { return args.at(1); };
-    Builder& b = o.b;
-    const int w = o.w;
-    const std::string_view hint = o.hint, comment = o.comment;
+std::optional<std::string> Elementwise::comparison_logic() const {
     switch (op) {
         case Op::Eq:
         case Op::Ne:
@@ -701,10 +695,11 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
     if (op == Op::Cast) return emit_cast(b, n.operand(0)->dtype(), rt, args.at(0), w, hint, comment);
     Ops o{b, w, std::string(hint), std::string(comment)};
     const DType at = op == Op::Where ? n.operand(1)->dtype() : n.operand(0)->dtype();  // operand dtype
+    const Elementwise e{o, b, op, rt, at, args, w, hint, comment};
     if (library_op(op)) {
-        const std::string A = o.ty(at);
-        const std::string st(scalar_type(at));
-        const std::string& x = args.at(0);
+        const std::string& A = e.A;
+        const std::string& st = e.st;
+        const std::string& x = e.x;
         // The reference's function at the compute type (float for float16, bfloat16 and float32), then one
         // rounding to a half dtype.
         std::vector<std::string> tys(args.size(), st);
@@ -720,8 +715,8 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
         return o.out(fmt::format("bitcast {} {} to {}", A, r, A));
     }
 
-    for (auto* value : {&unary_value, &arithmetic_value, &comparison_logic_value})
-        if (std::optional<std::string> v = (*value)(o, op, rt, at, args)) return *v;
+    for (auto group : {&Elementwise::unary, &Elementwise::arithmetic, &Elementwise::comparison_logic})
+        if (std::optional<std::string> v = (e.*group)()) return *v;
     throw InternalError(fmt::format("emit_elementwise: no LLVM IR for {} on {}", ir::op_name(op), name(at)));
 }
 
