@@ -307,7 +307,7 @@ double product_bound_factor(std::int64_t K, ProductPrecision precision) {
         case ProductPrecision::Float32:
             return product_gamma(K, kMmaUnit);
         case ProductPrecision::TF32:
-            return 0x1p-10 + 0x1p-22 + product_gamma(K, kMmaUnit) * (1.0 + 0x1p-10 + 0x1p-22);
+            return 0x1p-9 + 0x1p-20 + product_gamma(K, kMmaUnit) * (1.0 + 0x1p-9 + 0x1p-20);
         case ProductPrecision::TF32x3:
             return (3.0 * 0x1p-22 + product_gamma(3 * K, kMmaUnit)) * (1.0 + 0x1p-9);
     }

@@ -75,9 +75,9 @@ void encode_tensor_map(const codegen::TensorMapSpec& spec,
             return;
         }
     }
-    if (spec.dtype != DType::BFloat16 && spec.dtype != DType::Float16)
+    if (spec.dtype != DType::BFloat16 && spec.dtype != DType::Float16 && spec.dtype != DType::Float32)
         throw InternalError(
-            fmt::format("encode_tensor_map(): {} maps only 16-bit elements", spec.to_string()));
+            fmt::format("encode_tensor_map(): {} maps only 16-bit and float32 elements", spec.to_string()));
     Entry e{spec, {}};
     const cuuint64_t dims[3] = {spec.dims[0], spec.dims[1], spec.dims[2]};
     const cuuint64_t strides[2] = {spec.strides[0], spec.strides[1]};
@@ -85,7 +85,9 @@ void encode_tensor_map(const codegen::TensorMapSpec& spec,
     const cuuint32_t element_strides[3] = {1, 1, 1};
     const CUresult r = encode_tiled()(
         &e.map,
-        spec.dtype == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        spec.dtype == DType::BFloat16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+        : spec.dtype == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,  // copied as is: see semantics.md
         static_cast<cuuint32_t>(spec.rank), const_cast<void*>(spec.address), dims, strides, box,
         element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -114,7 +114,9 @@ TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync; a conflicting pro
 }
 
 TEST_CASE("TF32 and 3xTF32 kernels: every layout and schedule compiles with NVRTC") {
-    for (const Options& o : {kTF32, k3xTF32}) {
+    // The mma.sync kernel (Hopper's wgmma kernels in TF32: test_matmul_wgmma_tf32_golden.cpp).
+    for (Options o : {kTF32, k3xTF32}) {
+        o.product_path = ProductPath::MmaSync;
         const std::string tag = product_precision_name(o.product_precision);
         SUBCASE("odd sizes, K = 8, transposed operands") {
             auto a = input(float32, {33, 8}, "a"), b = input(float32, {17, 8}, "b");

@@ -1,9 +1,10 @@
 // float32 products on tensor cores, opted into with Options::product_precision (docs/semantics.md, section
-// 12, "TF32"): single-pass TF32 and the 3xTF32 split, on mma.sync m16n8k8. Each result lies within its stated
-// componentwise bound of the exact product; its bits are fixed (into poisoned and random-filled outputs,
-// fused and unfused, for every tile and loader); 3xTF32 is far more accurate than TF32; Inf and NaN reach
-// their rows and columns as IEEE says, and finite values near float32's largest do not overflow in the split.
-// Neither is the default. The cases are named "tf32: ...".
+// 12, "TF32"): single-pass TF32 and the 3xTF32 split, on mma.sync m16n8k8 (and TF32 on Hopper's wgmma where
+// the default path takes it; tests/gpu/test_matmul_wgmma_tf32.cpp tests that kernel's layouts). Each result
+// lies within its stated componentwise bound of the exact product; its bits are fixed (into poisoned and
+// random-filled outputs, fused and unfused, for every tile and loader); 3xTF32 is far more accurate than
+// TF32; Inf and NaN reach their rows and columns as IEEE says, and finite values near float32's largest do
+// not overflow in the split. Neither is the default. The cases are named "tf32: ...".
 #include <doctest/doctest.h>
 
 #include <array>
@@ -24,15 +25,22 @@ using mmtest::on_gpu;
 
 constexpr std::array<ProductPrecision, 2> kPrecisions = {ProductPrecision::TF32, ProductPrecision::TF32x3};
 
-Options with_precision(ProductPrecision p) {
-    return Options{.product_precision = p};
+Options with_precision(ProductPrecision p, ProductPath path = ProductPath::Auto) {
+    return Options{.product_path = path, .product_precision = p};
 }
 
-// mmtest::run_within_bound with the precision's bound; on a GPU with mma.sync the product must run in TF32.
+// mmtest::run_within_bound with the precision's bound; on a GPU with mma.sync the product must run in TF32
+// (on mma.sync, or on Hopper's wgmma unless mma.sync is asked for).
 Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const std::string& what) {
     const ProductPrecision p = current_options().product_precision;
-    if (on_gpu() && device_info().cc_major >= 8 && y.numel() > 0)
-        CHECK_MESSAGE(mmtest::product_path_of(y) == (p == ProductPrecision::TF32 ? "TF32" : "3xTF32"), what);
+    if (on_gpu() && device_info().cc_major >= 8 && y.numel() > 0) {
+        const std::string path = mmtest::product_path_of(y);
+        const bool wgmma_allowed = p == ProductPrecision::TF32 && device_info().cc_major == 9 &&
+                                   current_options().product_path != ProductPath::MmaSync;
+        CHECK_MESSAGE(
+            (path == (p == ProductPrecision::TF32 ? "TF32" : "3xTF32") || (wgmma_allowed && path == "wgmma")),
+            what);
+    }
     return mmtest::run_within_bound(y, a, b, fmt::format("{} ({})", what, product_precision_name(p)), p);
 }
 
@@ -68,13 +76,15 @@ TEST_CASE(
                                                              {257, 520, 1000},
                                                              {16, 16, mmtest::small_shapes() ? 8200 : 20000}};
     std::uint64_t seed = 7000;
-    for (ProductPrecision p : kPrecisions) {
-        const OptionsScope scope(with_precision(p));
-        for (const auto& [m, n, k] : shapes) {
-            const Tensor a = pwtest::rand({m, k}, float32, seed++), b = pwtest::rand({k, n}, float32, seed++);
-            run_within_bound(matmul(a, b), a, b, fmt::format("[{}, {}] x [{}, {}]", m, k, k, n));
+    for (ProductPrecision p : kPrecisions)
+        for (ProductPath path : {ProductPath::Auto, ProductPath::MmaSync}) {
+            const OptionsScope scope(with_precision(p, path));
+            for (const auto& [m, n, k] : shapes) {
+                const Tensor a = pwtest::rand({m, k}, float32, seed++),
+                             b = pwtest::rand({k, n}, float32, seed++);
+                run_within_bound(matmul(a, b), a, b, fmt::format("[{}, {}] x [{}, {}]", m, k, k, n));
+            }
         }
-    }
 }
 
 TEST_CASE("tf32: 3xTF32 is far more accurate than TF32; neither is the default") {
@@ -132,9 +142,10 @@ TEST_CASE("tf32: Inf and NaN reach their rows and columns; values near float32's
 TEST_CASE(
     "tf32: batches, broadcast batches, transposed views, prologues and every epilogue, fused equals "
     "unfused") {
+    // The mma.sync kernel, whose views and tiles share one MMA step order (wgmma's kernels differ by layout).
     std::uint64_t seed = 7200;
     for (ProductPrecision p : kPrecisions) {
-        const OptionsScope scope(with_precision(p));
+        const OptionsScope scope(with_precision(p, ProductPath::MmaSync));
         INFO(product_precision_name(p));
         const Tensor a = pwtest::rand({3, 100, 72}, float32, seed++),
                      b = pwtest::rand({3, 72, 40}, float32, seed++);

@@ -114,14 +114,21 @@ TEST_CASE("LOOM_PRODUCT_PRECISION sets the default precision; an unknown value w
 TEST_CASE("TF32 and 3xTF32 in the explain log: the path and the precision on the GPU planner") {
     const Tensor x = Tensor::host({64, 32}, float32),
                  w = Tensor::host({32, 16}, float32);  // planned, never run
-    for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
-        const OptionsScope scope({.product_precision = p});
-        const std::string text = loom::cuda_source({matmul(x, w).node()});
-        INFO(text.substr(0, 600));
-        CHECK(text.find("tensor cores (mma.sync m16n8k8 TF32 into float32") != std::string::npos);
-        CHECK(text.find(fmt::format("product_precision={}", product_precision_name(p))) != std::string::npos);
-        const std::string log = loom_test::gpu_explain({matmul(x, w).node()});
-        INFO(log);
-        CHECK(log.find("tensor cores (mma.sync m16n8k8 TF32 into float32") != std::string::npos);
-    }
+    // Planned for Hopper (the H200 without a GPU): TF32 takes wgmma, 3xTF32 and a forced mma.sync the
+    // mma.sync kernel.
+    for (ProductPath path : {ProductPath::Auto, ProductPath::MmaSync})
+        for (ProductPrecision p : {ProductPrecision::TF32, ProductPrecision::TF32x3}) {
+            const OptionsScope scope({.product_path = path, .product_precision = p});
+            const bool wgmma = p == ProductPrecision::TF32 && path == ProductPath::Auto;
+            const std::string text = loom::cuda_source({matmul(x, w).node()});
+            INFO(text.substr(0, 600));
+            CHECK(text.find(wgmma ? "wgmma.mma_async m64n64k8 TF32 (product_precision=tf32"
+                                  : "tensor cores (mma.sync m16n8k8 TF32 into float32") != std::string::npos);
+            CHECK(text.find(fmt::format("product_precision={}", product_precision_name(p))) !=
+                  std::string::npos);
+            const std::string log = loom_test::gpu_explain({matmul(x, w).node()});
+            INFO(log);
+            CHECK(log.find(wgmma ? "wgmma.mma_async m64n64k8 TF32 into float32, product_precision=tf32"
+                                 : "tensor cores (mma.sync m16n8k8 TF32 into float32") != std::string::npos);
+        }
 }

@@ -173,13 +173,16 @@ void kernel_head(std::string& s, const MatmulPlan& p, const std::string& name) {
          fmt::format("const long long tiles_m = (p.M + {}) / {}, tiles_n = (p.N + {}) / {};", tm - 1, tm,
                      tn - 1, tn));
     line(s, 4, "const long long tiles = tiles_m * tiles_n * p.batches;");
-    line(s, 4, fmt::format("const int k_steps = (int)((p.K + {}) / {});", kWgmmaDepth - 1, kWgmmaDepth),
+    line(s, 4,
+         fmt::format("const int k_steps = (int)((p.K + {}) / {});", p.wgmma_depth() - 1, p.wgmma_depth()),
          "one pass over all of K");
 }
 
 // The producer's bulk tensor copies of one K step into stage s: per operand, a box of `extent` rows
-// (columns) of 64 k when K-major, else one box of 64 k rows of 64 m (n) per 64 of the extent, 8 KiB apart.
+// (columns) of a stage's k when K-major, else one box of the stage's k rows of 128 bytes of m (n) per 128
+// bytes of the extent (64 k rows of 64 16-bit values, 8 KiB; 32 k rows of 32 float32 values, 4 KiB).
 void producer_copies(std::string& s, const MatmulPlan& p) {
+    const int depth = p.wgmma_depth();
     auto copy = [&](int rank, const char* map, const std::string& dst, const std::string& c0,
                     const std::string& c1) {
         if (rank == 3)
@@ -193,14 +196,14 @@ void producer_copies(std::string& s, const MatmulPlan& p) {
         const std::string origin = fmt::format("(int){}0", axis);
         if (!mn_major) {
             line(s, 20, copy(rank, map.c_str(), dst, "k0", origin),
-                 fmt::format("{}: {} {} of 64 k", op, extent, lines));
+                 fmt::format("{}: {} {} of {} k", op, extent, lines, depth));
             return;
         }
-        for (int i = 0; i < extent / 64; ++i)
+        for (int i = 0; i < extent / depth; ++i)
             line(s, 20,
-                 copy(rank, map.c_str(), i ? fmt::format("{} + {}u", dst, 8192 * i) : dst,
-                      fmt::format("{} + {}", origin, 64 * i), "k0"),
-                 i == 0 ? fmt::format("{}: 64 k rows of 64 {} per copy", op, axis) : "");
+                 copy(rank, map.c_str(), i ? fmt::format("{} + {}u", dst, 128 * depth * i) : dst,
+                      fmt::format("{} + {}", origin, depth * i), "k0"),
+                 i == 0 ? fmt::format("{}: {} k rows of {} {} per copy", op, depth, depth, axis) : "");
     };
     operand_copies('A', p.a_mn_major, p.a_map_rank, p.tile_m, "rows", 'm');
     operand_copies('B', p.b_mn_major, p.b_map_rank, p.tile_n, "columns", 'n');
@@ -229,7 +232,7 @@ void producer_loop(std::string& s, const MatmulPlan& p, const std::string& name)
          "whole boxes: zeros past M, N and K count too");
     line(s, 20,
          fmt::format("const unsigned as = ring + s * {}u, bs = as + {}u;", ring.stage_bytes, ring.a_bytes));
-    line(s, 20, fmt::format("const int k0 = ks * {};", kWgmmaDepth));
+    line(s, 20, fmt::format("const int k0 = ks * {};", p.wgmma_depth()));
     producer_copies(s, p);
     line(s, 16, "}");
     line(s, 12, "}");
@@ -239,7 +242,7 @@ void producer_loop(std::string& s, const MatmulPlan& p, const std::string& name)
 // A consumer warpgroup's walk over its tiles, up to its first K step: whole tiles in turn with the other
 // consumer (ping-pong plans) or 64 rows of every tile, and the tile's accumulators, zero.
 void consumer_tile_start(std::string& s, const MatmulPlan& p, const std::string& name) {
-    const int mmas = p.consumer_mmas(), regs = p.tile_n / 2;
+    const int mmas = p.consumer_mmas(), regs = p.wgmma_n() / 2;
     if (p.pingpong) {
         line(s, 8,
              "// A consumer warpgroup: whole tiles, the two consumers taking the block's tiles in turn (tile "
@@ -273,13 +276,64 @@ void consumer_tile_start(std::string& s, const MatmulPlan& p, const std::string&
     line(s, 12, "int held = -1;", "the stage whose MMAs may still read it");
 }
 
+// The MMAs of one stage with both operands from shared memory: per MMA k step, B's descriptor, then one
+// MMA per 64 rows of A; the stage's MMAs committed as one group.
+void shared_operand_mmas(std::string& s, const MatmulPlan& p, const std::string& name) {
+    const OperandTile ta{p.a_mn_major}, tb{p.b_mn_major};
+    const int mmas = p.consumer_mmas(), k = p.wgmma_k();
+    line(s, 16, "lm::wgmma_fence();");
+    line(s, 16, "#pragma unroll");
+    line(s, 16, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", p.wgmma_depth() / k),
+         fmt::format("{} k per MMA", k));
+    line(s, 20,
+         fmt::format("const unsigned long long desc_b = lm::wgmma_desc(bs + kk * {}u, {}u, {}u);",
+                     tb.k_step_bytes(), tb.leading_bytes(), OperandTile::stride_bytes));
+    line(s, 20, "#pragma unroll");
+    line(s, 20, fmt::format("for (int r = 0; r < {}; ++r)", mmas),
+         mmas > 1 ? "64 rows of A per MMA (8 KiB apart)" : "");
+    line(s, 24,
+         fmt::format("{}_mma(d[r], lm::wgmma_desc(as + r * 8192u + kk * {}u, {}u, {}u), desc_b);", name,
+                     ta.k_step_bytes(), ta.leading_bytes(), OperandTile::stride_bytes));
+    line(s, 16, "}");
+    line(s, 16, "lm::wgmma_commit();");
+}
+
+// TF32 with an MN-major operand: per k step of 8, the MMAs' A fragments read from that operand's tile (A's,
+// or B's when swapped) into registers, then one MMA per 64 of its rows against the K-major operand's
+// descriptor, each k step its own group. The fragments alternate between two sets, so the loads of step kk
+// + 1 run beside step kk's MMAs, and a set is loaded again only once the group that read it is done (the
+// wait for all but the newest group before each load).
+void register_operand_mmas(std::string& s, const MatmulPlan& p, const std::string& name) {
+    const int mmas = p.consumer_mmas(), steps = p.wgmma_depth() / p.wgmma_k();
+    const char* regs_tile = p.wgmma_swap ? "bs" : "as";
+    const char* desc_tile = p.wgmma_swap ? "as" : "bs";
+    line(s, 16, "#pragma unroll");
+    line(s, 16, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", steps), "8 k per MMA");
+    line(s, 20, "unsigned (&a)[" + std::to_string(mmas) + "][4] = frag[kk % 2];");
+    line(s, 20, "#pragma unroll");
+    line(s, 20, fmt::format("for (int r = 0; r < {}; ++r)", mmas), "64 rows of the MMAs' A: 8 KiB apart");
+    line(s, 24, fmt::format("{}_fragment(a[r], {} + r * 8192u, 8 * kk, warp, lane);", name, regs_tile));
+    line(s, 20, "lm::wgmma_fence();");
+    line(s, 20,
+         fmt::format("const unsigned long long desc_b = lm::wgmma_desc({} + kk * 32u, 16u, {}u);", desc_tile,
+                     OperandTile::stride_bytes),
+         p.wgmma_swap ? "A's K-major tile as the MMAs' B" : "B's K-major tile");
+    line(s, 20, "#pragma unroll");
+    line(s, 20, fmt::format("for (int r = 0; r < {}; ++r) {}_mma(d[r], a[r], desc_b);", mmas, name));
+    line(s, 20, "lm::wgmma_commit();");
+    line(s, 20, "lm::wgmma_wait<1>();", "the step before is done: its fragments may be loaded again");
+    line(s, 20, "if (kk == 0 && held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);",
+         "and the stage before is read");
+    line(s, 20, "if (kk == 0) held = -1;");
+    line(s, 16, "}");
+}
+
 // A consumer's K steps of one tile: its turn at the ring (ping-pong plans), then per step the wait for the
-// stage's copies, the MMAs over its 64 k, and the release of the stage before once its MMAs are done; at the
+// stage's copies, the MMAs over its k, and the release of the stage before once its MMAs are done; at the
 // end the last stage's release and the accumulators, final.
 void consumer_k_steps(std::string& s, const MatmulPlan& p, const std::string& name) {
-    const int mmas = p.consumer_mmas(), regs = p.tile_n / 2, stages = p.stages;
+    const int mmas = p.consumer_mmas(), regs = p.wgmma_n() / 2, stages = p.stages;
     const StageRing ring(p);
-    const OperandTile ta{p.a_mn_major}, tb{p.b_mn_major};
     if (p.pingpong) {
         line(s, 12,
              "// The consumers' turns at the ring, in tile order: this one waits until the other has taken "
@@ -289,6 +343,8 @@ void consumer_k_steps(std::string& s, const MatmulPlan& p, const std::string& na
              "producer).");
         line(s, 12, "if (j >= 2 || c == 1) lm::named_barrier_sync(1 + c, 256);");
     }
+    if (p.wgmma_a_registers)
+        line(s, 12, fmt::format("unsigned frag[2][{}][4];", mmas), "the MMAs' A operand: two sets");
     line(s, 12, "for (int ks = 0; ks < k_steps; ++ks, ++it) {");
     line(s, 16, fmt::format("const int s = it % {};", stages));
     line(s, 16, fmt::format("lm::mbar_wait(full0 + 8 * s, (it / {}) & 1);", stages),
@@ -302,23 +358,14 @@ void consumer_k_steps(std::string& s, const MatmulPlan& p, const std::string& na
              fmt::format("const unsigned as = ring + s * {}u + c * 8192u, bs = ring + s * {}u + {}u;",
                          ring.stage_bytes, ring.stage_bytes, ring.a_bytes),
              "this consumer's 64 rows of A");
-    line(s, 16, "lm::wgmma_fence();");
-    line(s, 16, "#pragma unroll");
-    line(s, 16, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", kWgmmaDepth / 16), "16 k per MMA");
-    line(s, 20,
-         fmt::format("const unsigned long long desc_b = lm::wgmma_desc(bs + kk * {}u, {}u, {}u);",
-                     tb.k_step_bytes(), tb.leading_bytes(), OperandTile::stride_bytes));
-    line(s, 20, "#pragma unroll");
-    line(s, 20, fmt::format("for (int r = 0; r < {}; ++r)", mmas),
-         mmas > 1 ? "64 rows of A per MMA (8 KiB apart)" : "");
-    line(s, 24,
-         fmt::format("{}_mma(d[r], lm::wgmma_desc(as + r * 8192u + kk * {}u, {}u, {}u), desc_b);", name,
-                     ta.k_step_bytes(), ta.leading_bytes(), OperandTile::stride_bytes));
-    line(s, 16, "}");
-    line(s, 16, "lm::wgmma_commit();");
-    line(s, 16, "lm::wgmma_wait<1>();", "the previous step's MMAs are done ...");
-    line(s, 16, "if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);",
-         "... so its stage goes back to the producer");
+    if (p.wgmma_a_registers) {
+        register_operand_mmas(s, p, name);
+    } else {
+        shared_operand_mmas(s, p, name);
+        line(s, 16, "lm::wgmma_wait<1>();", "the previous step's MMAs are done ...");
+        line(s, 16, "if (held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);",
+             "... so its stage goes back to the producer");
+    }
     line(s, 16, "held = s;");
     line(s, 12, "}");
     if (p.pingpong)
@@ -334,7 +381,9 @@ void consumer_k_steps(std::string& s, const MatmulPlan& p, const std::string& na
 }
 
 // The epilogue from registers: each thread runs the epilogue on the values its accumulators hold (the
-// layout of wgmma_mma_function's comment), `value_of` giving the product's value in its dtype.
+// layout of wgmma_mma_function's comment), `value_of` giving the product's value in its dtype. The MMAs' row
+// of an accumulator is the tile's row (m), or its column (n) when the operands are swapped; with A fragments
+// from registers, the rows are permuted as <name>_fragment reads them.
 void register_epilogue(std::string& s, const MatmulPlan& p, const std::string& name,
                        const std::string& ep_idx,
                        const std::function<std::string(const std::string&)>& value_of) {
@@ -342,16 +391,24 @@ void register_epilogue(std::string& s, const MatmulPlan& p, const std::string& n
     line(s, 12,
          "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise "
          "work.");
+    const std::string first_row =
+        p.wgmma_a_registers ? "32 * (warp / 2) + 16 * (lane / 16) + 8 * (warp % 2) + 2 * (lane / 4 % 4)"
+                            : "16 * warp + lane / 4";
+    const char* row0 = p.wgmma_swap ? "n0" : p.pingpong ? "m0" : "m0 + 64 * c";
+    const char* col0 = p.wgmma_swap ? "m0" : "n0";
     line(s, 12,
-         fmt::format("const long long row = m0 + {}16 * warp + lane / 4, col = n0 + 2 * (lane % 4);",
-                     p.pingpong ? "" : "64 * c + "));
+         fmt::format("const long long row = {} + {}, col = {} + 2 * (lane % 4);", row0, first_row, col0),
+         p.wgmma_swap ? "the MMAs' rows are n, their columns m" : "");
     line(s, 12, "#pragma unroll");
     line(s, 12, fmt::format("for (int r = 0; r < {}; ++r)", mmas));
     line(s, 16, "#pragma unroll");
-    line(s, 16, fmt::format("for (int j = 0; j < {}; ++j)", p.tile_n / 8));
+    line(s, 16, fmt::format("for (int j = 0; j < {}; ++j)", p.wgmma_n() / 8));
     line(s, 20, "#pragma unroll");
     line(s, 20, "for (int v = 0; v < 4; ++v) {");
-    line(s, 24, "const long long m = row + 64 * r + 8 * (v / 2), n = col + 8 * j + v % 2;");
+    line(s, 24,
+         fmt::format("const long long {} = row + 64 * r + {}, {} = col + 8 * j + v % 2;",
+                     p.wgmma_swap ? "n" : "m", p.wgmma_a_registers ? "v / 2" : "8 * (v / 2)",
+                     p.wgmma_swap ? "m" : "n"));
     line(s, 24, "if (m < p.M && n < p.N)");
     line(s, 28,
          fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx,
@@ -360,46 +417,103 @@ void register_epilogue(std::string& s, const MatmulPlan& p, const std::string& n
     line(s, 20, "}");
 }
 
-}  // namespace
-
-std::string wgmma_mma_function(const MatmulPlan& p, const std::string& name) {
-    const int n = p.tile_n, regs = n / 2;
-    std::string s = fmt::format(
-        "// One warpgroup MMA, d (64 x {0}, float32) += A (64 x 16) B (16 x {0}), both operands from shared "
-        "memory through\n"
-        "// their descriptors; A {1}, B {2} (the transpose bits). Thread t of the warpgroup holds rows 16 (t "
-        "/ 32) + (t % 32) / 4\n"
-        "// and + 8 of columns 8 j + 2 (t % 4) and + 1: d[4 j + 2 h + c] is row + 8 h, column + c.\n",
-        n, p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major");
-    s += fmt::format(
-        "__device__ __forceinline__ void {}_mma(float (&d)[{}], unsigned long long desc_a, unsigned long "
-        "long desc_b) {{\n",
-        name, regs);
-    line(s, 4, "asm volatile(");
-    line(s, 8, "\"{\\n\"");
-    line(s, 8, "\".reg .pred scale_d;\\n\"");
-    line(s, 8, fmt::format("\"setp.ne.b32 scale_d, %{}, 0;\\n\"", regs + 2), "d += A B (scale-d 1)");
-    line(s, 8,
-         fmt::format("\"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{}\\n\"", n, operand_type(p.in),
-                     operand_type(p.in)));
+// The accumulators' operand list of the MMA's asm: "{%0, ..., %7,\n" lines of 8, the last ending "},".
+void accumulator_operands(std::string& s, int regs) {
     for (int r = 0; r < regs; r += 8) {
         std::string regs_text;
         for (int i = r; i < r + 8 && i < regs; ++i)
             regs_text += fmt::format("%{}{}", i, i + 1 == regs ? "" : i + 1 == r + 8 ? "," : ", ");
         line(s, 8, fmt::format("\"{}{}{}\\n\"", r == 0 ? "{" : "", regs_text, r + 8 >= regs ? "}," : ""));
     }
-    line(s, 8,
-         fmt::format("\"%{}, %{}, scale_d, 1, 1, {}, {};\\n\"", regs, regs + 1, p.a_mn_major ? 1 : 0,
-                     p.b_mn_major ? 1 : 0),
-         "descriptors, scale-d, scale A and B by 1, transpose A, B");
-    line(s, 8, "\"}\\n\"");
+}
+
+// The accumulators' constraints: "+f"(d[0]), ... in lines of 8.
+void accumulator_constraints(std::string& s, int regs) {
     for (int r = 0; r < regs; r += 8) {
         std::string ops;
         for (int i = r; i < r + 8 && i < regs; ++i)
             ops += fmt::format("\"+f\"(d[{}]){}", i, i + 1 == regs ? "" : i + 1 == r + 8 ? "," : ", ");
         line(s, 8, fmt::format("{}{}", r == 0 ? ": " : "  ", ops));
     }
-    line(s, 8, ": \"l\"(desc_a), \"l\"(desc_b), \"n\"(1));");
+}
+
+// TF32 with an MN-major operand: `<name>_fragment` reads the MMAs' A fragment of one k step from that
+// operand's tile (wgmma_mma_function's layout). The tile is boxes of 32 rows (of m, or n when swapped) by 32
+// k, 4 KiB each: each k a 128-byte row whose 16-byte pieces are swizzled by k % 8. A fragment's rows g and g
+// + 8 (g = lane / 4) are taken from two adjacent rows of the tile (one 8-byte read per k), and a warp's rows
+// from two halves of a box, so that each read of the warp meets every bank twice: the fewest wavefronts.
+// The values go in as they are: the tensor cores read TF32 from float32 (docs/semantics.md, "TF32").
+std::string fragment_function(const std::string& name) {
+    std::string s =
+        "// The MMAs' A fragment of k step k0 .. k0 + 7 from an MN-major tile (rows: 64 of the MMAs' M, in 2 "
+        "boxes of 32):\n"
+        "// a[0], a[1] are rows row, row + 1 at k0 + lane % 4; a[2], a[3] the same rows at 4 k further.\n";
+    s += fmt::format(
+        "__device__ __forceinline__ void {}_fragment(unsigned (&a)[4], unsigned rows, int k0, int warp, int "
+        "lane) {{\n",
+        name);
+    line(s, 4, "const int row = 16 * (lane / 16) + 8 * (warp % 2) + 2 * (lane / 4 % 4);",
+         "in box warp / 2; and row + 1");
+    line(s, 4, "const unsigned box = rows + (warp / 2) * 4096u;");
+    line(s, 4, "#pragma unroll");
+    line(s, 4, "for (int q = 0; q < 2; ++q) {");
+    line(s, 8, "const int k = k0 + lane % 4 + 4 * q;");
+    line(s, 8, "const unsigned at = box + k * 128u + (((row >> 2) ^ (k & 7)) << 4) + (row & 3) * 4u;");
+    line(s, 8,
+         "asm volatile(\"ld.shared.v2.b32 {%0, %1}, [%2];\\n\" : \"=r\"(a[2 * q]), \"=r\"(a[2 * q + 1]) : "
+         "\"r\"(at));");
+    line(s, 4, "}");
+    s += "}\n\n";
+    return s;
+}
+
+}  // namespace
+
+std::string wgmma_mma_function(const MatmulPlan& p, const std::string& name) {
+    const int n = p.wgmma_n(), regs = n / 2, k = p.wgmma_k();
+    const bool tf32 = p.in == DType::Float32;
+    const char* type = tf32 ? "tf32" : operand_type(p.in);
+    std::string s = p.wgmma_a_registers ? fragment_function(name) : std::string();
+    s += fmt::format(
+        "// One warpgroup MMA, d (64 x {0}, float32) += A (64 x {1}) B ({1} x {0}), {2}\n"
+        "// {3}; A {4}, B {5}{6}. Thread t of the warpgroup holds rows 16 (t / 32) + (t % 32) / 4\n"
+        "// and + 8 of columns 8 j + 2 (t % 4) and + 1: d[4 j + 2 h + c] is row + 8 h, column + c.\n",
+        n, k,
+        p.wgmma_a_registers ? "A from registers, B from shared memory"
+                            : "both operands from shared memory through",
+        p.wgmma_a_registers ? "through its descriptor" : "their descriptors",
+        p.wgmma_a_registers ? "in registers"
+        : p.a_mn_major      ? "M-major"
+                            : "K-major",
+        p.b_mn_major && !p.wgmma_swap ? "N-major" : "K-major",
+        tf32 ? " (TF32: no transpose bits)" : " (the transpose bits)");
+    s += fmt::format(
+        "__device__ __forceinline__ void {}_mma(float (&d)[{}], {}, unsigned long long desc_b) {{\n", name,
+        regs, p.wgmma_a_registers ? "const unsigned (&a)[4]" : "unsigned long long desc_a");
+    const int after = p.wgmma_a_registers ? regs + 4 : regs + 1;  // the operand after A's: desc_b
+    line(s, 4, "asm volatile(");
+    line(s, 8, "\"{\\n\"");
+    line(s, 8, "\".reg .pred scale_d;\\n\"");
+    line(s, 8, fmt::format("\"setp.ne.b32 scale_d, %{}, 0;\\n\"", after + 1), "d += A B (scale-d 1)");
+    line(s, 8, fmt::format("\"wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{}\\n\"", n, k, type, type));
+    accumulator_operands(s, regs);
+    const std::string a_operand =
+        p.wgmma_a_registers ? fmt::format("{{%{}, %{}, %{}, %{}}}", regs, regs + 1, regs + 2, regs + 3)
+                            : fmt::format("%{}", regs);
+    if (tf32)
+        line(s, 8, fmt::format("\"{}, %{}, scale_d, 1, 1;\\n\"", a_operand, after),
+             "A, B's descriptor, scale-d, scale A and B by 1 (TF32 has no transpose bits)");
+    else
+        line(s, 8,
+             fmt::format("\"{}, %{}, scale_d, 1, 1, {}, {};\\n\"", a_operand, after, p.a_mn_major ? 1 : 0,
+                         p.b_mn_major ? 1 : 0),
+             "descriptors, scale-d, scale A and B by 1, transpose A, B");
+    line(s, 8, "\"}\\n\"");
+    accumulator_constraints(s, regs);
+    if (p.wgmma_a_registers)
+        line(s, 8, ": \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b), \"n\"(1));");
+    else
+        line(s, 8, ": \"l\"(desc_a), \"l\"(desc_b), \"n\"(1));");
     s += "}\n";
     return s;
 }

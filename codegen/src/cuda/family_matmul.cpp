@@ -37,11 +37,18 @@ std::string path_text(const PlannedMatmul& pm) {
     if (p.wgmma)
         return fmt::format(
             "{} and a producer warpgroup), {} bytes of shared memory, tensor cores (Hopper wgmma.mma_async "
-            "m64n{}k16, within the bound of semantics.md section 12; a persistent grid of {} blocks)",
+            "m64n{}k{}{}; a persistent grid of {} blocks)",
             p.pingpong
                 ? std::string("2 consumer warpgroups taking whole tiles in turn")
                 : fmt::format("{} consumer warpgroup{} of 64 rows", p.consumers, p.consumers > 1 ? "s" : ""),
-            p.shared_bytes(), p.tile_n, pm.binding.persistent_blocks);
+            p.shared_bytes(), p.wgmma_n(), p.wgmma_k(),
+            p.in == DType::Float32
+                ? fmt::format("{}{}", mma_bound_text(p),
+                              p.wgmma_a_registers
+                                  ? fmt::format(", {}'s tile through registers", p.wgmma_swap ? "B" : "A")
+                                  : std::string())
+                : std::string(mma_bound_text(p)),
+            pm.binding.persistent_blocks);
     if (p.tensor_cores)
         return fmt::format(
             "{}x{} MMA tiles of 16x8 per warp), {} bytes of shared memory, "

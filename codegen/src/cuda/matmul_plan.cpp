@@ -334,6 +334,8 @@ std::uint64_t MatmulPlan::hash() const {
                   static_cast<int>(pingpong),
                   static_cast<int>(a_mn_major),
                   static_cast<int>(b_mn_major),
+                  static_cast<int>(wgmma_a_registers),
+                  static_cast<int>(wgmma_swap),
                   a_map_rank,
                   b_map_rank,
                   static_cast<int>(requested_precision),
@@ -386,11 +388,20 @@ std::string wgmma_text(const MatmulPlan& p) {
                   "lines per warp",
                   name(p.out))
             : std::string("the epilogue from the accumulators in registers");
+    const bool tf32 = p.in == DType::Float32;
     std::string s = fmt::format(
-        "matmul plan: {} x {} -> {}, rank {}, tensor cores (Hopper wgmma.mma_async m64n{}k16 into float32: "
-        "within the bound of docs/semantics.md, section 12{})\n",
-        name(p.in), name(p.in), name(p.out), p.rank, p.tile_n,
-        p.requested == ProductPath::TensorCores ? "" : "; tensor cores asked for");
+        "matmul plan: {} x {} -> {}, rank {}, tensor cores (Hopper wgmma.mma_async m64n{}k{} {}into float32: "
+        "within the {}bound of docs/semantics.md, section 12{})\n",
+        name(p.in), name(p.in), name(p.out), p.rank, p.wgmma_n(), p.wgmma_k(),
+        tf32 ? "TF32 (product_precision=tf32: the tensor cores read the float32 operands as TF32) " : "",
+        tf32 ? "TF32 " : "",
+        p.requested == ProductPath::TensorCores || tf32 ? "" : "; tensor cores asked for");
+    if (p.wgmma_a_registers)
+        s += fmt::format(
+            "operands: {}'s tile is read into registers as the MMAs' A operand (TF32 reads K-major shared "
+            "tiles only){}\n",
+            p.wgmma_swap ? "B" : "A",
+            p.wgmma_swap ? "; the MMAs compute the tile of C's transpose, stored transposed back" : "");
     s += fmt::format(
         "tile {}x{}x{}{}: {} threads as a producer warpgroup (tensor memory accelerator copies) and {}; a "
         "persistent grid walking the tiles in groups of {} tile rows\n",
@@ -402,8 +413,8 @@ std::string wgmma_text(const MatmulPlan& p) {
         major_text(p.b_mn_major, "N"), bytes);
     s += fmt::format(
         "loads: bulk tensor copies of A (tensor map of rank {}) and B (rank {}), zeros past M, N and K; K in "
-        "steps of 16 over all of K; {}",
-        p.a_map_rank, p.b_map_rank, epilogue);
+        "steps of {} over all of K; {}",
+        p.a_map_rank, p.b_map_rank, p.wgmma_k(), epilogue);
     return s;
 }
 

@@ -95,10 +95,22 @@ MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std:
 /// 128.
 constexpr std::int64_t kWgmmaLongK = 4096;
 
-bool wgmma_tile(const TileHint& t) {
+bool wgmma_tile(const TileHint& t, int depth, bool tf32) {
     return (t.rows == 0 || t.rows == 64 || t.rows == 128) &&
-           (t.cols == 0 || t.cols == 64 || t.cols == 128 || t.cols == 256) &&
-           (t.depth == 0 || t.depth == kWgmmaDepth);
+           (t.cols == 0 || t.cols == 64 || t.cols == 128 || (t.cols == 256 && !tf32)) &&
+           (t.depth == 0 || t.depth == depth);
+}
+
+// TF32 (wgmma's tf32 kind reads K-major shared tiles only): which operand's tile goes through registers. A
+// K-major A and B: neither. An MN-major B: B's, as the MMAs' A operand, the operands swapped (C^T = B^T
+// A^T). An MN-major A: A's. Both MN-major: none can; returns why.
+std::string place_tf32_operands(MatmulPlan& p) {
+    p.wgmma_a_registers = p.a_mn_major || p.b_mn_major;
+    p.wgmma_swap = p.b_mn_major;
+    if (p.a_mn_major && p.b_mn_major)
+        return "in TF32 the tensor cores read K-major tiles only, and A (M-major) and B (N-major) are both "
+               "transposed";
+    return {};
 }
 
 }  // namespace
@@ -117,28 +129,36 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     MatmulBinding& b = pm.binding;
     p.wgmma = false;
     p.wgmma_note.clear();
-    if (!p.tensor_cores || device.cc_major != 9 || (p.in != DType::Float16 && p.in != DType::BFloat16))
+    const bool tf32 = p.in == DType::Float32 && p.precision() == ProductPrecision::TF32;
+    p.wgmma_a_registers = p.wgmma_swap = false;
+    if (!p.tensor_cores || device.cc_major != 9 ||
+        (p.in != DType::Float16 && p.in != DType::BFloat16 && p.in != DType::Float32))
         return false;
     auto no = [&](std::string why) {
+        p.wgmma_a_registers = p.wgmma_swap = false;
         p.wgmma_note = std::move(why);
         return false;
     };
     if (p.requested == ProductPath::MmaSync) return no("mma_sync asked for");
+    if (p.in == DType::Float32 && !tf32)
+        return no("3xTF32 takes each operand's big and small parts, which only the mma.sync kernel splits");
     if (p.a_prologue || p.b_prologue)
         return no("an operand is computed by a prologue, which the tensor memory accelerator cannot copy");
     if (b.K == 0) return no("K is 0");
-    if (!wgmma_tile(given))
+    if (!wgmma_tile(given, p.wgmma_depth(), tf32))
         return no(fmt::format(
-            "the tile {}x{}x{} is not a wgmma tile (tile_m 64 or 128, tile_n 64, 128 or 256, tile_k {})",
-            given.rows, given.cols, given.depth, kWgmmaDepth));
+            "the tile {}x{}x{} is not a wgmma tile (tile_m 64 or 128, tile_n 64, 128{}, tile_k {})",
+            given.rows, given.cols, given.depth, tf32 ? "" : " or 256", p.wgmma_depth()));
     const std::int64_t piece = p.piece();
     const MapLayout la = map_layout(0, b.a_strides, b.batch, b.M, b.K, b.a_offset, a_aligned, piece);
     if (!la.ok) return no(la.why);
     const MapLayout lb = map_layout(1, b.b_strides, b.batch, b.K, b.N, b.b_offset, b_aligned, piece);
     if (!lb.ok) return no(lb.why);
-    p.wgmma = true;
     p.a_mn_major = la.mn_major;
     p.b_mn_major = lb.mn_major;
+    if (tf32)
+        if (std::string why = place_tf32_operands(p); !why.empty()) return no(std::move(why));
+    p.wgmma = true;
     p.a_map_rank = la.rank;
     p.b_map_rank = lb.rank;
     b.a_batch_stride = la.batch_stride;
@@ -150,15 +170,16 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     // hands them its stages in tile order). Side by side, both consumers' epilogues leave the tensor cores
     // idle: with a K of 1024 (M4) that was half of each tile's time.
     p.tile_m = given.rows ? given.rows : b.M > 64 ? 128 : 64;
-    p.tile_n = given.cols ? given.cols : b.N > 128 && b.K >= kWgmmaLongK ? 256 : b.N > 64 ? 128 : 64;
-    p.tile_k = kWgmmaDepth;
+    p.tile_n = given.cols ? given.cols : b.N > 128 && b.K >= kWgmmaLongK && !tf32 ? 256 : b.N > 64 ? 128 : 64;
+    p.tile_k = p.wgmma_depth();
     p.pingpong = p.tile_n <= 128;
     p.consumers = p.pingpong ? 2 : p.tile_m / 64;
     // Ping-pong: the epilogue through shared memory, 64 rows at a time per consumer, so that its stores are
     // whole lines per warp (from the registers each warp's store touches 8 rows: 8 partial sectors per
     // instruction). Side by side (a long K) it stays in registers: its buffers would cost the ring a stage,
-    // and the epilogue is a small part of a long K's tile.
-    p.staged_epilogue = p.pingpong;
+    // and the epilogue is a small part of a long K's tile. TF32's float32 products stay in registers too
+    // (the buffer holds 16-bit values).
+    p.staged_epilogue = p.pingpong && itemsize(p.out) == 2;
     p.warps_m = p.consumers;
     p.warps_n = 1;
     p.lanes_m = p.lanes_n = p.thread_m = p.thread_n = 0;
@@ -204,10 +225,11 @@ std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm,
         t.dims[0] = static_cast<std::uint64_t>(inner);
         t.dims[1] = static_cast<std::uint64_t>(outer);
         t.strides[0] = static_cast<std::uint64_t>(outer_stride * isz);
-        // The box: 64 inner elements (128 bytes, the swizzle's span) by the tile's extent along a K-major
-        // operand's rows, or by 64 k of an MN-major one (one copy per 64 of m or n).
-        t.box[0] = static_cast<std::uint32_t>(kWgmmaDepth);
-        t.box[1] = static_cast<std::uint32_t>(mn_major ? kWgmmaDepth : which == 0 ? p.tile_m : p.tile_n);
+        // The box: 128 bytes of inner elements (the swizzle's span: 64 16-bit elements or 32 float32 ones)
+        // by the tile's extent along a K-major operand's rows, or by a stage's k of an MN-major one (one copy
+        // per 128 bytes of m or n).
+        t.box[0] = static_cast<std::uint32_t>(p.wgmma_depth());
+        t.box[1] = static_cast<std::uint32_t>(mn_major ? p.wgmma_depth() : which == 0 ? p.tile_m : p.tile_n);
         if (t.rank == 3) {
             t.dims[2] = static_cast<std::uint64_t>(bd.batches);
             t.strides[1] =

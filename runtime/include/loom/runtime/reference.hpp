@@ -62,10 +62,10 @@ double product_gamma(std::int64_t K, double u);
 
 /// The componentwise factor f of a tensor-core product's bound |Ĉ - C| <= f (|A| |B|) (before the result's
 /// own rounding; docs/semantics.md, section 12): `Float32` (float16, bfloat16: the operands exact) gamma(K,
-/// kMmaUnit); `TF32` 2^-10 + 2^-22 + gamma(K, kMmaUnit) (1 + 2^-10 + 2^-22) (each operand rounded to TF32,
-/// relative error at most 2^-11); `TF32x3` (3 2^-22 + gamma(3K, kMmaUnit)) (1 + 2^-9) (the dropped a_small
-/// b_small and the small parts' own rounding, 2^-22 each, and 3K products accumulated). Infinite once the
-/// gamma's K u reaches 1.
+/// kMmaUnit); `TF32` 2^-9 + 2^-20 + gamma(K, kMmaUnit) (1 + 2^-9 + 2^-20) (each operand taken as TF32 with
+/// a relative error below 2^-10: rounded to nearest on mma.sync, cut toward zero by wgmma); `TF32x3` (3 2^-22
+/// + gamma(3K, kMmaUnit)) (1 + 2^-9) (the dropped a_small b_small and the small parts' own rounding, 2^-22
+/// each, and 3K products accumulated). Infinite once the gamma's K u reaches 1.
 double product_bound_factor(std::int64_t K, ProductPrecision precision = ProductPrecision::Float32);
 
 /// The exact product and the tensor-core bound of docs/semantics.md, section 12, for `a` and `b` with

@@ -77,14 +77,15 @@ namespace loom::codegen {
 /// under a `precision` of TF32 or 3xTF32).
 bool has_tensor_core_path(DType in, ProductPrecision precision = ProductPrecision::Float32);
 
-/// Hopper: the K step of a wgmma plan (64 16-bit elements: one 128-byte swizzled row), and the tile rows of
-/// one group of the persistent grid's order.
+/// Hopper: the K step of a wgmma plan of 16-bit operands (64 elements: one 128-byte swizzled row; float32
+/// operands in TF32 step 32, MatmulPlan::wgmma_depth()), and the tile rows of one group of the persistent
+/// grid's order.
 inline constexpr int kWgmmaDepth = 64;
 inline constexpr int kWgmmaGroupRows = 8;
 
 /// What the runtime encodes into a tensor map (cuTensorMapEncodeTiled) for one operand of a wgmma plan: a
-/// tiled map of 16-bit elements, the box copied 128-byte swizzled, zeros outside the tensor. Dimensions go
-/// innermost first; dimension 0 has unit stride.
+/// tiled map of 16-bit or float32 elements, the box copied 128-byte swizzled, zeros outside the tensor.
+/// Dimensions go innermost first; dimension 0 has unit stride.
 struct TensorMapSpec {
     DType dtype = DType::BFloat16;
     int rank = 2;                       // 2, or 3 with a batch axis
@@ -188,11 +189,24 @@ struct MatmulPlan {
     /// wgmma, tiles at most 128 wide: each consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two
     /// taking the block's tiles in turn, so that one's epilogue overlaps the other's MMAs.
     bool pingpong = false;
-    /// wgmma: the tile rows one consumer computes, and its MMAs per 16 k.
+    /// wgmma: the tile rows one consumer computes, and its MMAs per k step of an MMA (one per 64 rows of the
+    /// MMAs' M: the tile's rows, or its columns when swapped).
     int consumer_rows() const { return pingpong ? tile_m : 64; }
-    int consumer_mmas() const { return consumer_rows() / 64; }
+    int consumer_mmas() const { return (wgmma_swap ? tile_n : consumer_rows()) / 64; }
     bool a_mn_major = false;  // A's unit stride runs along m (a transposed view): M-major tiles
     bool b_mn_major = false;  // B's unit stride runs along n (a row-major B): N-major tiles
+    /// wgmma in TF32 (float32 operands under product_precision TF32): the tensor cores read K-major shared
+    /// tiles only. An MN-major operand's tile is read into registers instead (`wgmma_a_registers`), as the
+    /// MMAs' A operand, which is B's tile when `wgmma_swap` (the MMAs then compute the tile of C's
+    /// transpose, B^T A^T, and the epilogue stores it transposed back).
+    bool wgmma_a_registers = false;
+    bool wgmma_swap = false;
+    /// wgmma: elements of k per stage of the ring, one 128-byte swizzled row (64 for 16-bit operands, 32 for
+    /// float32), and of k per MMA (16, or 8 in TF32).
+    int wgmma_depth() const { return 128 / static_cast<int>(itemsize(in)); }
+    int wgmma_k() const { return in == DType::Float32 ? 8 : 16; }
+    /// wgmma: the extent of the MMAs' N (the tile's columns, or its rows when swapped).
+    int wgmma_n() const { return wgmma_swap ? tile_m : tile_n; }
     int a_map_rank = 2,
         b_map_rank = 2;  // the operand's tensor map: 3 with a batch axis, 2 when its batches broadcast
     /// Why a product that tensor cores were asked for runs on mma.sync on a device with wgmma (empty when it
@@ -214,11 +228,9 @@ struct MatmulPlan {
     ParamLayout params;
 
     int threads() const { return wgmma ? 128 * (1 + consumers) : warps_m * warps_n * 32; }
-    /// wgmma: bytes of one stage of the ring (A's tile_m rows and B's tile_n columns, 128 bytes per 64 k
+    /// wgmma: bytes of one stage of the ring (A's tile_m rows and B's tile_n columns, 128 bytes of k
     /// each).
-    std::size_t wgmma_stage_bytes() const {
-        return static_cast<std::size_t>(tile_m + tile_n) * kWgmmaDepth * itemsize(in);
-    }
+    std::size_t wgmma_stage_bytes() const { return static_cast<std::size_t>(tile_m + tile_n) * 128; }
     /// wgmma with staged_epilogue: bytes of the consumers' epilogue buffers (64 rows of tile_n product values
     /// each).
     std::size_t wgmma_epilogue_bytes() const {
