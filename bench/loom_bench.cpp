@@ -763,6 +763,26 @@ void bench_m1(const Gpu& gpu) {
         report_flops("M1_gemm_f32", p == ProductPrecision::TF32 ? "loom_tf32" : "loom_3xtf32",
                      timed_ms([&] { assign(out, mp); }, reps), 0, 2.0 * n * n * n);
     }
+    // TF32 with B a transposed view (x @ w.T, both operands K-major: the layout TF32's MMAs read directly).
+    Options o = current_options();
+    o.product_precision = ProductPrecision::TF32;
+    const OptionsScope scope(o);
+    const Array nt = matmul(a, b.transposed());
+    testing::poison(out);
+    assign(out, nt);
+    synchronize();
+    check_bound(out, a, b.transposed(), 64, "M1 TF32 (B transposed)", ProductPrecision::TF32);
+    report_flops("M1_gemm_f32", "loom_tf32_nt", timed_ms([&] { assign(out, nt); }, reps), 0, 2.0 * n * n * n);
+}
+
+// The product, then its epilogue as a pointwise kernel of its own: what the fused kernel must beat.
+double unfused_ms(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& product, Tensor& out, int reps) {
+    return timed_ms(
+        [&] {
+            assign(product, matmul(a, b));
+            assign(out, gelu(Array(product) + bias));
+        },
+        reps);
 }
 
 void bench_m3(const Gpu& gpu) {
@@ -779,6 +799,9 @@ void bench_m3(const Gpu& gpu) {
                  2.0 * m * n * k);
     report_flops("M3_gemm_bias_gelu_f32", "loom_product", timed_ms([&] { assign(out, matmul(a, b)); }, reps),
                  0, 2.0 * m * n * k);
+    Tensor product = Tensor::empty({m, n}, float32, dev);
+    report_flops("M3_gemm_bias_gelu_f32", "loom_unfused", unfused_ms(a, b, bias, product, out, reps), 0,
+                 2.0 * m * n * k);
 }
 
 void bench_m2(const Gpu& gpu) {
@@ -816,6 +839,9 @@ void bench_m4(const Gpu& gpu) {
                  2.0 * m * n * k);
     report_flops("M4_gemm_bias_gelu_bf16", "loom_product", timed_ms([&] { assign(out, matmul(a, b)); }, reps),
                  0, 2.0 * m * n * k);
+    Tensor product = Tensor::empty({m, n}, bfloat16, dev);
+    report_flops("M4_gemm_bias_gelu_bf16", "loom_unfused", unfused_ms(a, b, bias, product, out, reps), 0,
+                 2.0 * m * n * k);
     const OptionsScope mma(with_path(ProductPath::MmaSync, true));
     report_flops("M4_gemm_bias_gelu_bf16", "loom_mma_sync", timed_ms([&] { assign(out, m4); }, reps), 0,
                  2.0 * m * n * k);
