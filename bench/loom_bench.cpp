@@ -776,7 +776,8 @@ void bench_m1(const Gpu& gpu) {
 }
 
 // The product, then its epilogue as a pointwise kernel of its own: what the fused kernel must beat.
-double unfused_ms(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& product, Tensor& out, int reps) {
+double unfused_ms(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& product, Tensor& out,
+                  int reps) {
     return timed_ms(
         [&] {
             assign(product, matmul(a, b));

@@ -427,10 +427,14 @@ TEST_CASE(
         const auto k6 = codegen::emit_matmul("mm6_ep4", p6);
         CHECK(k6.kernel.find("mm6_ep4_ep_element4(p.ep,") != std::string::npos);
         golden::compile_sm90(k6);
-        // Tensor cores keep element stores.
-        const auto tc = plan_of({matmul(input(float16, {256, 256}, "a"), input(float16, {256, 256}, "b"))},
-                                Options{.product_path = ProductPath::TensorCores});
-        CHECK(tc.kernels.at(0).as<codegen::PlannedMatmul>().plan.vector_epilogue == 0);
+        // mma.sync keeps element stores; wgmma's staged epilogue takes vectors of one swizzled piece (8
+        // float16 values).
+        const auto a = input(float16, {256, 256}, "a"), b = input(float16, {256, 256}, "b");
+        const auto mma = plan_of({matmul(a, b)}, Options{.product_path = ProductPath::MmaSync});
+        CHECK(mma.kernels.at(0).as<codegen::PlannedMatmul>().plan.vector_epilogue == 0);
+        const auto tc = plan_of({matmul(a, b)}, Options{.product_path = ProductPath::TensorCores});
+        CHECK(tc.kernels.at(0).as<codegen::PlannedMatmul>().plan.wgmma);
+        CHECK(tc.kernels.at(0).as<codegen::PlannedMatmul>().plan.vector_epilogue == 8);
     }
     SUBCASE(
         "a matrix times a vector: the vector's pieces along k where the pointer, K and the strides allow") {

@@ -48,9 +48,9 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 in TF32 on Hopper's wgmma with
     CHECK(p.pingpong);
     CHECK(!p.staged_epilogue);  // float32 products: the epilogue from registers
     CHECK(!p.a_mn_major);
-    CHECK(p.b_mn_major);          // row-major B: N-major tiles, which TF32's MMAs cannot read ...
-    CHECK(p.wgmma_a_registers);   // ... so B's tile goes through registers
-    CHECK(p.wgmma_swap);          // as the MMAs' A operand: C^T = B^T A^T
+    CHECK(p.b_mn_major);            // row-major B: N-major tiles, which TF32's MMAs cannot read ...
+    CHECK(p.wgmma_a_registers);     // ... so B's tile goes through registers
+    CHECK(p.wgmma_swap);            // as the MMAs' A operand: C^T = B^T A^T
     CHECK(p.consumer_mmas() == 2);  // the tile's 128 columns are the MMAs' rows
     CHECK(p.wgmma_n() == 128);
     CHECK(p.stages == 6);  // 6 x 32 KiB
@@ -104,8 +104,8 @@ TEST_CASE("wgmma TF32 kernels of the other layouts compile for sm_90a; the rest 
         CHECK(p.wgmma_note.find("A (M-major) and B (N-major)") != std::string::npos);
     }
     SUBCASE("3xTF32: mma.sync") {
-        const codegen::MatmulPlan p = compile_product(
-            "tf32x3", {matmul(x, w)}, Options{.product_precision = ProductPrecision::TF32x3});
+        const codegen::MatmulPlan p =
+            compile_product("tf32x3", {matmul(x, w)}, Options{.product_precision = ProductPrecision::TF32x3});
         CHECK(!p.wgmma);
         CHECK(p.wgmma_note.find("only the mma.sync kernel splits") != std::string::npos);
     }

@@ -24,6 +24,7 @@ using mmtest::copy_of;
 using mmtest::fused_equals_unfused;
 using mmtest::on_gpu;
 using mmtest::run_both;
+using pwtest::kNone;
 
 const Options kTensorCores{.product_path = ProductPath::TensorCores};
 
@@ -248,5 +249,41 @@ TEST_CASE(
         const Tensor again = call % 2 ? f(a2, b2, bias) : f(a, b, bias);
         pwtest::wait_device();
         pwtest::require_same_bits(again, scoped, fmt::format("call {} of the traced function", call + 2));
+    }
+}
+
+TEST_CASE(
+    "wgmma: the staged epilogue in vectors where N and the pointers allow, element by element else: the same "
+    "bits") {
+    const OptionsScope tc(kTensorCores);
+    std::uint64_t seed = 5900;
+    for (DType d : {bfloat16, float16}) {
+        INFO(name(d));
+        // N = 264: a partial last column tile of whole vectors of 8; M not whole tiles; more tiles than
+        // blocks on a small grid.
+        const std::int64_t m = mmtest::small_shapes() ? 200 : 3000, n = 264, k = 136;
+        const Tensor a = pwtest::rand({m, k}, d, seed++), b = pwtest::rand({k, n}, d, seed++);
+        const Tensor bias = pwtest::rand({n}, d, seed++), r = pwtest::rand({m, n}, d, seed++);
+        const Array y = gelu(matmul(a, b) + bias);
+        if (hopper()) CHECK(mmtest::product_path_of(y) == "wgmma");
+        const Tensor v = run_both(y, "gelu(a @ b + bias): 8 columns at a time");
+        run_both(matmul(a, b) * 0.5 - r, "(a @ b) * 0.5 - r: a residual read 16 bytes at a time");
+        // The bias 2 bytes past a 16-byte boundary: the epilogue goes element by element, with the same bits.
+        const Tensor wide = pwtest::rand({n + 1}, d, seed++);
+        const Tensor bias1 = wide.slice({{1, kNone}});
+        assign(bias1, Array(bias));
+        pwtest::wait_device();
+        pwtest::require_same_bits(run_both(gelu(matmul(a, b) + bias1), "a misaligned bias"), v,
+                                  "a misaligned bias against an aligned one");
+        // Into columns 1 .. N of an [M, N + 8] tensor: a misaligned, strided output.
+        Tensor big = Tensor::empty({m, n + 8}, d, pwtest::dev());
+        testing::poison(big);
+        const Tensor inner = big.slice({{kNone, kNone}, {1, n + 1}});
+        assign(inner, y);
+        pwtest::wait_device();
+        pwtest::require_same_bits(inner, v, "into columns 1 .. N against a whole tensor");
+        // N = 260 is not whole vectors of 8: element by element.
+        const Tensor b2 = pwtest::rand({k, 260}, d, seed++);
+        run_both(relu(matmul(a, b2)) * 2.0, "relu(a @ b) * 2, N = 260");
     }
 }

@@ -3,9 +3,10 @@
 // can copy runs on wgmma. TF32's MMAs read K-major shared tiles only, so each operand layout takes its own
 // kernel: both K-major (A row-major, B a transposed view) from shared memory; an N-major B (both row-major)
 // read into registers with the operands swapped; an M-major A (a transposed view) read into registers when B
-// is a transposed view too; an M-major A with a row-major B falls back to mma.sync. For each: integer-valued operands (exact in TF32, so the reference's bits) catch
-// any misplaced element, random ones lie within the TF32 bound, and the bits are fixed, fused and unfused.
-// The cases are named "wgmma: TF32 ..." (the sanitizer step runs them).
+// is a transposed view too; an M-major A with a row-major B falls back to mma.sync. For each: integer-valued
+// operands (exact in TF32, so the reference's bits) catch any misplaced element, random ones lie within the
+// TF32 bound, and the bits are fixed, fused and unfused. The cases are named "wgmma: TF32 ..." (the sanitizer
+// step runs them).
 #include <doctest/doctest.h>
 
 #include <array>
@@ -39,13 +40,11 @@ struct Layout {
     bool a_transposed, b_transposed;
     const char* path;  // on Hopper
 };
-constexpr std::array<Layout, 4> kLayouts = {Layout{"NN (B N-major: B's tile in registers, swapped)", false,
-                                                   false, "wgmma"},
-                                            Layout{"NT (both K-major: shared tiles)", false, true, "wgmma"},
-                                            Layout{"TN (A M-major, B N-major: mma.sync)", true, false,
-                                                   "TF32"},
-                                            Layout{"TT (A M-major: A's tile in registers)", true, true,
-                                                   "wgmma"}};
+constexpr std::array<Layout, 4> kLayouts = {
+    Layout{"NN (B N-major: B's tile in registers, swapped)", false, false, "wgmma"},
+    Layout{"NT (both K-major: shared tiles)", false, true, "wgmma"},
+    Layout{"TN (A M-major, B N-major: mma.sync)", true, false, "TF32"},
+    Layout{"TT (A M-major: A's tile in registers)", true, true, "wgmma"}};
 
 // Fresh [rows, cols] operands drawn by `draw` in the layout asked for.
 template <class Draw>
@@ -65,8 +64,8 @@ TEST_CASE("wgmma: TF32 integer-valued operands in every layout give the referenc
     // Around the tiles (128 x 128 ping-pong, 64 wide for short M or N), K = 8 and K not a multiple of a
     // stage's 32, more tiles than multiprocessors with a K longer than the ring, and a batch.
     const std::vector<std::array<std::int64_t, 3>> shapes = {
-        {64, 64, 32},    {33, 40, 8},    {129, 136, 72},     {200, 264, 300},
-        {1, 64, 40},     {64, 1, 40},    {3000, 2000, 1000}, {130, 70, 4100}};
+        {64, 64, 32}, {33, 40, 8}, {129, 136, 72},     {200, 264, 300},
+        {1, 64, 40},  {64, 1, 40}, {3000, 2000, 1000}, {130, 70, 4100}};
     for (const Layout& l : kLayouts)
         for (const auto& [m, n, k] : shapes) {
             const std::string what = fmt::format("{}: [{}, {}] x [{}, {}]", l.name, m, k, k, n);
@@ -80,7 +79,8 @@ TEST_CASE("wgmma: TF32 integer-valued operands in every layout give the referenc
             if (m > 1 && n > 1) check_path(y, l, what);
             run_both(y, what);
         }
-    const Tensor a = integer_valued({4, 100, 72}, float32, seed++), b = integer_valued({4, 72, 136}, float32, seed++);
+    const Tensor a = integer_valued({4, 100, 72}, float32, seed++),
+                 b = integer_valued({4, 72, 136}, float32, seed++);
     run_both(matmul(a, b), "a batch of 4, NN");
     run_both(matmul(a, copy_of(b.transposed()).transposed()), "a batch of 4, NT");
 }
@@ -110,7 +110,8 @@ TEST_CASE("wgmma: TF32 epilogues fused equal unfused in one kernel; Inf and NaN 
         const Tensor x = pwtest::rand({300, 72}, float32, seed++);
         const Tensor y = draw_operand(72, 136, b_transposed,
                                       [&](const Shape& s) { return pwtest::rand(s, float32, seed++); });
-        const Tensor bias = pwtest::rand({136}, float32, seed++), res = pwtest::rand({300, 136}, float32, seed++);
+        const Tensor bias = pwtest::rand({136}, float32, seed++),
+                     res = pwtest::rand({300, 136}, float32, seed++);
         const Array prod = matmul(x, y);
         for (const auto& [label, e] :
              std::vector<std::pair<std::string, Array>>{{"gelu(x @ y + bias)", gelu(prod + bias)},
@@ -125,10 +126,10 @@ TEST_CASE("wgmma: TF32 epilogues fused equal unfused in one kernel; Inf and NaN 
     std::vector<float> av(64 * 32), bv(32 * 64);
     for (std::size_t i = 0; i < av.size(); ++i) av[i] = 0.25f + 0.001f * static_cast<float>(i % 13);
     for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = 0.5f + 0.002f * static_cast<float>(i % 7);
-    av[0 * 32 + 3] = inf;                                 // row 0: +Inf times positive values
-    av[1 * 32 + 2] = nan;                                 // row 1: NaN
+    av[0 * 32 + 3] = inf;                                // row 0: +Inf times positive values
+    av[1 * 32 + 2] = nan;                                // row 1: NaN
     av[2 * 32 + 5] = std::numeric_limits<float>::max();  // row 2: finite, never rounded up to Inf
-    bv[4 * 64 + 6] = -inf;                                // column 6: -Inf
+    bv[4 * 64 + 6] = -inf;                               // column 6: -Inf
     const Tensor a = from_host(av, {64, 32}, float32, pwtest::dev()),
                  b = from_host(bv, {32, 64}, float32, pwtest::dev());
     for (bool b_transposed : {false, true}) {

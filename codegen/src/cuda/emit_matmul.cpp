@@ -61,7 +61,8 @@ struct MatmulEmitter {
                 comment = fmt::format("the tensor map of {} (CUtensorMap, encoded by the runtime)",
                                       f.name == "tmap_a" ? "A" : "B");
             } else if (f.name == "pieces") {
-                comment = p.vector_epilogue > 0
+                comment = p.wgmma ? "bit 2: the epilogue in vectors (the pointers aligned, N whole vectors)"
+                          : p.vector_epilogue > 0
                               ? "bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async "
                                 "pieces; else element loads; bit 2: the epilogue in vectors"
                               : "bit 0 (A), bit 1 (B): the operand's K steps arrive as 16-byte cp.async "

@@ -33,6 +33,37 @@ const char* operand_type(DType in) {
     return in == DType::BFloat16 ? "bf16" : "f16";
 }
 
+// The staged epilogue's walk in vectors (MatmulPlan::vector_epilogue, where the call's pointers and N allow:
+// bit 2 of `pieces`): each thread takes W consecutive columns of a row, one read of the buffer (within one
+// swizzled 16-byte piece), one index computation, the epilogue's loads, then the W elements' arithmetic side
+// by side and W-wide stores. The same body per element: the same bits as the walk element by element.
+void staged_vectors(std::string& s, const MatmulPlan& p, const std::string& name, const std::string& ep_idx) {
+    const int tn = p.tile_n, w = p.vector_epilogue, per_row = tn / w, steps = 64 * tn / (128 * w);
+    const char* from_bits = p.out == DType::BFloat16 ? "lm::bf16_to_float" : "lm::f16_to_float";
+    line(s, 16, "if (p.pieces & 4) {",
+         fmt::format("the epilogue's pointers aligned and N whole vectors: {} columns at once", w));
+    line(s, 20, "#pragma unroll 2");
+    line(s, 20, fmt::format("for (int q = 0; q < {}; ++q) {{", steps));
+    line(s, 24,
+         fmt::format("const int e = tid + 128 * q, row = e / {}, col = e % {} * {};", per_row, per_row, w));
+    line(s, 24, "const long long m = m0 + 64 * r + row, n = n0 + col;");
+    line(s, 24, "if (m < p.M && n < p.N) {",
+         fmt::format("N is whole vectors: n .. n + {} all in the product", w - 1));
+    line(s, 28,
+         fmt::format(
+             "const lm::vec<unsigned short, {}> bits = *reinterpret_cast<const lm::vec<unsigned short, "
+             "{}>*>(ct + row * {} + (((col >> 3) ^ (row & 7)) << 4) + 2 * (col & 7));",
+             w, w, 2 * tn));
+    line(s, 28, fmt::format("lm::vec<float, {}> acc;", w));
+    line(s, 28, "#pragma unroll");
+    line(s, 28, fmt::format("for (int j = 0; j < {}; ++j) acc.v[j] = {}(bits.v[j]);", w, from_bits));
+    line(s, 28,
+         fmt::format("{}_ep_element{}(p.ep, ({})((batch * p.M + m) * p.N + n), acc);", name, w, ep_idx),
+         fmt::format("elements (batch, m, n .. n + {})", w - 1));
+    line(s, 24, "}");
+    line(s, 20, "}");
+}
+
 // The epilogue through shared memory (MatmulPlan::staged_epilogue, ping-pong plans): per 64 rows of the
 // consumer's tile, its threads store the accumulators rounded to the product's dtype (pairs of columns as 32
 // bits) into the consumer's buffer, then walk it in row-major order, consecutive threads on consecutive
@@ -75,21 +106,27 @@ void staged_epilogue(std::string& s, const MatmulPlan& p, const std::string& nam
              2 * tn));
     line(s, 20, "}");
     line(s, 16, "lm::named_barrier_sync(3 + c, 128);", "the 64 rows are in the buffer");
-    line(s, 16, "#pragma unroll 4");
-    line(s, 16, fmt::format("for (int q = 0; q < {}; ++q) {{", per_thread));
-    line(s, 20, fmt::format("const int e = tid + 128 * q, row = e / {}, col = e % {};", tn, tn));
-    line(s, 20, "const long long m = m0 + 64 * r + row, n = n0 + col;");
-    line(s, 20, "if (m < p.M && n < p.N) {");
-    line(s, 24,
+    if (p.vector_epilogue > 0) {
+        staged_vectors(s, p, name, ep_idx);
+        line(s, 16, "} else {");
+    }
+    const int ind = p.vector_epilogue > 0 ? 20 : 16;  // inside the vectors' else
+    line(s, ind, "#pragma unroll 4");
+    line(s, ind, fmt::format("for (int q = 0; q < {}; ++q) {{", per_thread));
+    line(s, ind + 4, fmt::format("const int e = tid + 128 * q, row = e / {}, col = e % {};", tn, tn));
+    line(s, ind + 4, "const long long m = m0 + 64 * r + row, n = n0 + col;");
+    line(s, ind + 4, "if (m < p.M && n < p.N) {");
+    line(s, ind + 8,
          fmt::format("const unsigned short bits = *reinterpret_cast<const unsigned short*>(ct + row * {} + "
                      "(((col >> 3) ^ (row & 7)) << 4) + 2 * (col & 7));",
                      2 * tn));
-    line(s, 24,
+    line(s, ind + 8,
          fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {}(bits));", name, ep_idx,
                      from_bits),
          "element (batch, m, n) of the product's shape");
-    line(s, 20, "}");
-    line(s, 16, "}");
+    line(s, ind + 4, "}");
+    line(s, ind, "}");
+    if (p.vector_epilogue > 0) line(s, 16, "}");
     line(s, 12, "}");
 }
 

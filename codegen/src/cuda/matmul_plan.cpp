@@ -791,6 +791,11 @@ int vector_epilogue_width(const MatmulPlan& p) {
     if (!p.tensor_cores && !p.wgmma && float32 && p.b_read == 4 && p.epilogue.vector_width == 4 &&
         acc.access == Access::Contiguous && p.tile_n % 4 == 0 && p.epilogue_pitch() % 4 == 0)
         return 4;
+    // wgmma's staged buffer holds 16-bit values in 16-byte pieces: a vector of 4 or 8 lies in one piece.
+    const int w = p.epilogue.vector_width;
+    if (p.wgmma && p.staged_epilogue && (w == 4 || w == 8) && acc.access == Access::Contiguous &&
+        (64 * p.tile_n) % (128 * w) == 0)
+        return w;
     return 0;
 }
 
@@ -878,6 +883,7 @@ void layout_wgmma_params(MatmulPlan& p) {
     P.add(FieldN, 0, "N", ParamType::Int64, 8, 8);
     P.add(FieldK, 0, "K", ParamType::Int64, 8, 8);
     P.add(FieldBatches, 0, "batches", ParamType::Int64, 8, 8);
+    if (p.vector_epilogue > 0) P.add(FieldPieces, 0, "pieces", ParamType::Int64, 8, 8);  // bit 2 only
     P.add_part(2, "ep", p.epilogue);
     p.params.finish();
 }

@@ -26,9 +26,10 @@ struct matmul_bias_gelu_cast_bf16_wgmma_params {
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
     long long batches;                                                   // batch entries (the product of the batch extents)
+    long long pieces;                                                    // bit 2: the epilogue in vectors (the pointers aligned, N whole vectors)
     matmul_bias_gelu_cast_bf16_wgmma_ep_params ep;                       // the epilogue's parameters
 };
-static_assert(sizeof(matmul_bias_gelu_cast_bf16_wgmma_params) == 320, "kernel parameter layout differs from the host's");
+static_assert(sizeof(matmul_bias_gelu_cast_bf16_wgmma_params) == 384, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_ep_body(const float v0, const float v1, float& r0) {
     // v0 = in0: input 0 "accumulators" bfloat16             // test_matmul_wgmma_golden.cpp:42
@@ -47,6 +48,20 @@ __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_ep_element(cons
     float r0;
     matmul_bias_gelu_cast_bf16_wgmma_ep_body(v0, v1, r0);
     p.out0[e] = r0;
+}
+
+__device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_ep_element4(const matmul_bias_gelu_cast_bf16_wgmma_ep_params& p, const int i, const lm::vec<float, 4> acc) {
+    int q = i;                                               // flat index -> multi-index (row-major)
+    const int i1 = q % p.ext1;
+    const lm::vec<lm::bf16, 4> a1 = lm::load_vec<lm::bf16, 4>(p.in1 + i1); // load in1 (row broadcast, 8 bytes)
+    lm::vec<float, 4> o0;
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float r0;
+        matmul_bias_gelu_cast_bf16_wgmma_ep_body(acc.v[j], lm::to_reg(a1.v[j]), r0);
+        o0.v[j] = r0;
+    }
+    lm::store_vec<float, 4>(p.out0 + i, o0);                 // store out0 (16 bytes)
 }
 
 extern __shared__ __align__(1024) unsigned char matmul_bias_gelu_cast_bf16_wgmma_smem[];  // 230496 bytes: the stage ring and its mbarriers
@@ -196,13 +211,28 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_cast_bf16_
                         *reinterpret_cast<unsigned*>(ct + row * 256 + ((j ^ (lane / 4)) << 4) + 4 * (lane % 4)) = pair;
                     }
                 lm::named_barrier_sync(3 + c, 128);                      // the 64 rows are in the buffer
-                #pragma unroll 4
-                for (int q = 0; q < 64; ++q) {
-                    const int e = tid + 128 * q, row = e / 128, col = e % 128;
-                    const long long m = m0 + 64 * r + row, n = n0 + col;
-                    if (m < p.M && n < p.N) {
-                        const unsigned short bits = *reinterpret_cast<const unsigned short*>(ct + row * 256 + (((col >> 3) ^ (row & 7)) << 4) + 2 * (col & 7));
-                        matmul_bias_gelu_cast_bf16_wgmma_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), lm::bf16_to_float(bits)); // element (batch, m, n) of the product's shape
+                if (p.pieces & 4) {                                      // the epilogue's pointers aligned and N whole vectors: 4 columns at once
+                    #pragma unroll 2
+                    for (int q = 0; q < 16; ++q) {
+                        const int e = tid + 128 * q, row = e / 32, col = e % 32 * 4;
+                        const long long m = m0 + 64 * r + row, n = n0 + col;
+                        if (m < p.M && n < p.N) {                        // N is whole vectors: n .. n + 3 all in the product
+                            const lm::vec<unsigned short, 4> bits = *reinterpret_cast<const lm::vec<unsigned short, 4>*>(ct + row * 256 + (((col >> 3) ^ (row & 7)) << 4) + 2 * (col & 7));
+                            lm::vec<float, 4> acc;
+                            #pragma unroll
+                            for (int j = 0; j < 4; ++j) acc.v[j] = lm::bf16_to_float(bits.v[j]);
+                            matmul_bias_gelu_cast_bf16_wgmma_ep_element4(p.ep, (int)((batch * p.M + m) * p.N + n), acc); // elements (batch, m, n .. n + 3)
+                        }
+                    }
+                } else {
+                    #pragma unroll 4
+                    for (int q = 0; q < 64; ++q) {
+                        const int e = tid + 128 * q, row = e / 128, col = e % 128;
+                        const long long m = m0 + 64 * r + row, n = n0 + col;
+                        if (m < p.M && n < p.N) {
+                            const unsigned short bits = *reinterpret_cast<const unsigned short*>(ct + row * 256 + (((col >> 3) ^ (row & 7)) << 4) + 2 * (col & 7));
+                            matmul_bias_gelu_cast_bf16_wgmma_ep_element(p.ep, (int)((batch * p.M + m) * p.N + n), lm::bf16_to_float(bits)); // element (batch, m, n) of the product's shape
+                        }
                     }
                 }
             }

@@ -180,7 +180,9 @@ struct MatmulPlan {
     /// plan, the product read contiguously): the epilogue takes a thread's 4 consecutive columns at once, one
     /// index computation and 16-byte loads and stores per 4 outputs, where the call's pointers and N allow
     /// (MatmulLoads::epilogue_vectors); else element by element. The same body per element: the same bits.
-    /// 4, or 0 for none.
+    /// 4, or 0 for none. wgmma's staged epilogue likewise, in vectors of the epilogue plan's width (8
+    /// 16-bit values: one swizzled 16-byte piece of the buffer per thread), so that each thread's loads come
+    /// before its vector's arithmetic and the vector's elements compute side by side.
     int vector_epilogue = 0;
     /// Hopper: warpgroup MMAs on tiles the tensor memory accelerator copies (see above). tile_k is
     /// kWgmmaDepth; threads() is 128 x (1 + consumers).
