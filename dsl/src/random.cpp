@@ -15,7 +15,8 @@ std::int64_t device_code(Device d) {
     return d.is_cuda() ? d.index : ir::kHostDeviceCode;
 }
 
-Array bernoulli_of(const ir::NodePtr& p, const Shape& shape, std::uint64_t seed, std::int64_t device, Loc loc) {
+Array bernoulli_of(const ir::NodePtr& p, const Shape& shape, std::uint64_t seed, std::int64_t device,
+                   Loc loc) {
     ir::NodePtr pb;
     try {
         pb = ir::broadcast_to(p, shape, loc);
@@ -24,7 +25,8 @@ Array bernoulli_of(const ir::NodePtr& p, const Shape& shape, std::uint64_t seed,
                                 to_string(shape), short_location(loc)));
     }
     const DType u_dtype = p->dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
-    const ir::NodePtr u = ir::random_values(ir::Op::RandomUniform, shape, seed, u_dtype, device, "bernoulli", loc);
+    const ir::NodePtr u =
+        ir::random_values(ir::Op::RandomUniform, shape, seed, u_dtype, device, "bernoulli", loc);
     return Array(ir::binary(ir::Op::Lt, u, pb, loc));
 }
 
@@ -36,8 +38,8 @@ Array random_uniform(const Shape& shape, std::uint64_t seed, DType dtype, Device
 }
 
 Array random_normal(const Shape& shape, std::uint64_t seed, DType dtype, Device device, Loc loc) {
-    return Array(
-        ir::random_values(ir::Op::RandomNormal, shape, seed, dtype, device_code(device), "random_normal", loc));
+    return Array(ir::random_values(ir::Op::RandomNormal, shape, seed, dtype, device_code(device),
+                                   "random_normal", loc));
 }
 
 Array bernoulli(const Array& p, const Shape& shape, std::uint64_t seed, Loc loc) {
@@ -46,7 +48,8 @@ Array bernoulli(const Array& p, const Shape& shape, std::uint64_t seed, Loc loc)
 }
 
 Array bernoulli(double p, const Shape& shape, std::uint64_t seed, Device device, Loc loc) {
-    const ir::NodePtr pn = ir::scalar(ir::make_scalar_value(p, DType::Float32, "bernoulli", loc), DType::Float32, loc);
+    const ir::NodePtr pn =
+        ir::scalar(ir::make_scalar_value(p, DType::Float32, "bernoulli", loc), DType::Float32, loc);
     return bernoulli_of(pn, shape, seed, device_code(device), loc);
 }
 

@@ -219,7 +219,8 @@ NodePtr row_major_index(const Shape& shape, std::int64_t device, std::string_vie
     std::int64_t stride = 1;
     for (auto d = static_cast<std::int64_t>(shape.size()) - 1; d >= 0; --d) {
         NodePtr term = iota(shape, d, device, api, loc);
-        if (stride != 1) term = binary(Op::Mul, term, scalar(ScalarValue::of_int(stride), DType::Int64, loc), loc);
+        if (stride != 1)
+            term = binary(Op::Mul, term, scalar(ScalarValue::of_int(stride), DType::Int64, loc), loc);
         index = index ? binary(Op::Add, term, index, loc) : term;
         stride *= std::max<std::int64_t>(shape[static_cast<std::size_t>(d)], 1);  // the count fits: checked
     }
@@ -342,13 +343,15 @@ NodePtr random(Op op, NodePtr index, NodePtr seed, DType dtype, Loc loc) {
     const OpInfo& oi = info(op);
     if (oi.rule != Rule::Random) throw InternalError(fmt::format("random(): {} is not a random op", oi.name));
     if (is_float(index->dtype()) || is_float(seed->dtype()))
-        fail(oi.name, loc,
-             fmt::format("index {} and seed {}: random ops take integers", describe(*index), describe(*seed)));
+        fail(
+            oi.name, loc,
+            fmt::format("index {} and seed {}: random ops take integers", describe(*index), describe(*seed)));
     if (!is_float(dtype)) fail(oi.name, loc, fmt::format("dtype {} is not a float dtype", name(dtype)));
     const Shape shape = broadcast_all(oi.name, {index, seed}, loc);
     index = cast_to(index, DType::Int64, loc);
     seed = cast_to(seed, DType::Int64, loc);
-    if (is_const(index) && is_const(seed)) return broadcast_to(fold(op, dtype, DType::Int64, {index, seed}, loc), shape, loc);
+    if (is_const(index) && is_const(seed))
+        return broadcast_to(fold(op, dtype, DType::Int64, {index, seed}, loc), shape, loc);
     index = broadcast_to(index, shape, loc);
     seed = broadcast_to(seed, shape, loc);
     return intern(desc_of(op, dtype, shape, {std::move(index), std::move(seed)}, loc));

@@ -137,7 +137,7 @@ const std::vector<loom_hb_symbol>& scalar_library() {
     static const std::vector<loom_hb_symbol> symbols = [] {
         std::vector<loom_hb_symbol> s;
 #define LOOM_UNARY(Id, name, R, cuda) add_unary<Op::Id, ir::Rule::R>(s, name);
-#define LOOM_BINARY(Id, name, R, cuda)         \
+#define LOOM_BINARY(Id, name, R, cuda)        \
     add_binary<Op::Id, ir::Rule::R>(s, name); \
     add_random<Op::Id, ir::Rule::R>(s, name);
 #include "loom/ir/ops.def"

@@ -1,6 +1,6 @@
 // Random tensors: the materialization of the lazy random ops (ir::random_values; docs/semantics.md, "Random
-// numbers"), evaluated on the tensor's device like any graph, so a tensor has the bits of the lazy op on every
-// device; integer and bool dtypes get a conversion of those values inside the same kernel.
+// numbers"), evaluated on the tensor's device like any graph, so a tensor has the bits of the lazy op on
+// every device; integer and bool dtypes get a conversion of those values inside the same kernel.
 #include "loom/runtime/random.hpp"
 
 #include <fmt/format.h>
@@ -41,13 +41,16 @@ double below(double hi, DType dtype) {
             return std::nextafter(hi, -std::numeric_limits<double>::infinity());
         case DType::Float32: {
             float f = static_cast<float>(hi);
-            while (static_cast<double>(f) >= hi) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+            while (static_cast<double>(f) >= hi)
+                f = std::nextafter(f, -std::numeric_limits<float>::infinity());
             return f;
         }
         default: {  // float16, bfloat16: step the bits down (sign-magnitude order)
             const bool h = dtype == DType::Float16;
             std::uint16_t b = h ? double_to_half_bits(hi) : double_to_bf16_bits(hi);
-            auto value = [&] { return static_cast<double>(h ? half_bits_to_float(b) : bf16_bits_to_float(b)); };
+            auto value = [&] {
+                return static_cast<double>(h ? half_bits_to_float(b) : bf16_bits_to_float(b));
+            };
             while (value() >= hi) {
                 if ((b & 0x7fffu) == 0)
                     b = 0x8001u;  // +-0 -> the smallest negative subnormal
@@ -71,6 +74,7 @@ std::uint64_t next_seed() {
 }
 
 Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed, Device device) {
+    if (device.is_cuda()) require_cuda("random_normal()");
     const DType f = is_float(dtype) ? dtype : DType::Float32;
     NodePtr z = ir::random_values(Op::RandomNormal, shape, seed, f, device_code(device), "random_normal");
     if (dtype == DType::Bool)
@@ -88,14 +92,17 @@ Tensor random_normal(const Shape& shape, DType dtype) {
     return random_normal(shape, dtype, next_seed(), default_device());
 }
 
-Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed, Device device) {
+Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed,
+                      Device device) {
     if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi))
         throw Error(fmt::format("random_uniform(): needs finite lo < hi, got lo={} hi={}", lo, hi));
+    if (device.is_cuda()) require_cuda("random_uniform()");
     // Float dtypes draw their own uniform values (so [0, 1) gives the lazy op's bits), others float64 ones.
     const DType u_dtype = is_float(dtype) ? dtype : DType::Float64;
-    NodePtr u = ir::random_values(Op::RandomUniform, shape, seed, u_dtype, device_code(device), "random_uniform");
-    const NodePtr v = ir::binary(Op::Add, f64(lo),
-                                 ir::binary(Op::Mul, f64(hi - lo), ir::cast(u, DType::Float64)));  // in [lo, hi]
+    NodePtr u =
+        ir::random_values(Op::RandomUniform, shape, seed, u_dtype, device_code(device), "random_uniform");
+    const NodePtr v = ir::binary(
+        Op::Add, f64(lo), ir::binary(Op::Mul, f64(hi - lo), ir::cast(u, DType::Float64)));  // in [lo, hi]
     if (is_float(dtype)) {  // rounded once; a value that rounds up to hi is the dtype's largest below hi
         const NodePtr r = ir::cast(v, dtype);
         const NodePtr at_hi = ir::binary(Op::Ge, ir::cast(r, DType::Float64), f64(hi));

@@ -1,8 +1,8 @@
-// GPU tests of random numbers drawn in kernels (docs/semantics.md, "Random numbers"): the GPU's bits equal the
-// CPU reference's for every float dtype, at sizes 0, 1, 31, 32, 33, 4097 and large, under every launch shape
-// (the vector and scalar variants, the grid-stride loop, reductions, 64-bit indexing), fused and unfused,
-// through views, in traced functions and for the materializing Tensor functions; the host's bits equal the
-// GPU's; moments, ranges and seeds of the Tensor functions in every dtype.
+// GPU tests of random numbers drawn in kernels (docs/semantics.md, "Random numbers"): the GPU's bits equal
+// the CPU reference's for every float dtype, at sizes 0, 1, 31, 32, 33, 4097 and large, under every launch
+// shape (the vector and scalar variants, the grid-stride loop, reductions, 64-bit indexing), fused and
+// unfused, through views, in traced functions and for the materializing Tensor functions; the host's bits
+// equal the GPU's; moments, ranges and seeds of the Tensor functions in every dtype.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -19,7 +19,7 @@ using namespace loom;
 
 namespace {
 
-const Device gpu = Device::cuda(0);
+const Device cuda0 = Device::cuda(0);
 const Device cpu = Device::cpu();
 
 struct Moments {
@@ -53,9 +53,10 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 
 // Evaluates `build(device)` on the GPU and the same graph on the CPU reference (host inputs), bit for bit.
 void gpu_equals_reference(const std::function<Array(Device)>& build, const char* what) {
-    const Tensor got = build(gpu);
+    const Tensor got = build(cuda0);
     const Tensor expected = reference::evaluate(build(cpu).node());
-    const testing::Comparison c = testing::compare(got.to_host(), expected, testing::Tolerance::exact(), what);
+    const testing::Comparison c =
+        testing::compare(got.to_host(), expected, testing::Tolerance::exact(), what);
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
 }
 
@@ -63,7 +64,8 @@ void gpu_equals_reference(const std::function<Array(Device)>& build, const char*
 
 TEST_CASE("random ops on the GPU equal the reference bit for bit: every float dtype and size") {
     for (DType t : {float32, float64, float16, bfloat16}) {
-        for (const Shape& s : std::vector<Shape>{{0}, {1}, {31}, {32}, {33}, {4097}, {3, 5, 7}, {}, {1 << 22}}) {
+        for (const Shape& s :
+             std::vector<Shape>{{0}, {1}, {31}, {32}, {33}, {4097}, {3, 5, 7}, {}, {1 << 22}}) {
             CAPTURE(name(t));
             CAPTURE(to_string(s));
             gpu_equals_reference([&](Device d) { return random_uniform(s, 11, t, d); }, "random_uniform");
@@ -74,8 +76,8 @@ TEST_CASE("random ops on the GPU equal the reference bit for bit: every float dt
 }
 
 TEST_CASE("random ops on the GPU: every launch shape gives the reference's bits") {
-    const Tensor xh = testing::random_tensor({4097, 33}, float32, 3, cpu);
-    const Tensor xg = xh.to(gpu);
+    const Tensor xh = testing::random_tensor({4097, 33}, float32, 3);
+    const Tensor xg = xh.to(cuda0);
     auto x = [&](Device d) { return Array(d.is_cuda() ? xg : xh); };
     const Shape s{4097, 33};
     // Vector variant (contiguous, aligned), and the scalar variant (an input at an odd offset).
@@ -101,11 +103,17 @@ TEST_CASE("random ops on the GPU: every launch shape gives the reference's bits"
                          "softmax");
     // Views of random arrays: transposed (a tiled kernel beside a tensor), sliced, broadcast.
     gpu_equals_reference(
-        [&](Device d) { return x(d) * random_uniform({33, 4097}, 10, float32, d).transposed(); }, "transposed");
+        [&](Device d) {
+            return x(d) * random_uniform({33, 4097}, 10, float32, d).transposed();
+        },
+        "transposed");
     gpu_equals_reference(
-        [&](Device d) { return random_normal({8200, 40}, 11, bfloat16, d).slice({{1, ir::SliceSpec::kNone, 2}, {3, 36}}); },
+        [&](Device d) {
+            return random_normal({8200, 40}, 11, bfloat16, d).slice({{1, ir::SliceSpec::kNone, 2}, {3, 36}});
+        },
         "sliced");
-    gpu_equals_reference([&](Device d) { return x(d) - random_normal({33}, 12, float32, d); }, "broadcast row");
+    gpu_equals_reference([&](Device d) { return x(d) - random_normal({33}, 12, float32, d); },
+                         "broadcast row");
     gpu_equals_reference([&](Device d) { return bernoulli(x(d) * 0.1 + 0.5, s, 13); }, "bernoulli");
     // 64-bit indexing: more than 2^31 elements of a broadcast (no memory) reduced.
     gpu_equals_reference(
@@ -117,12 +125,13 @@ TEST_CASE("random ops on the GPU: every launch shape gives the reference's bits"
 
 TEST_CASE("random ops on the GPU: fused equals unfused and materialized, traced functions too") {
     const Shape s{1 << 20};
-    const Tensor x = random_normal(s, float32, 21, gpu);
-    const Tensor fused = Array(x) + 0.1 * random_normal(s, 22, float32, gpu);
-    const Tensor materialized = Array(x) + 0.1 * Array(random_normal(s, float32, 22, gpu));
+    const Tensor x = random_normal(s, float32, 21, cuda0);
+    const Tensor fused = Array(x) + 0.1 * random_normal(s, 22, float32, cuda0);
+    const Tensor materialized = Array(x) + 0.1 * Array(random_normal(s, float32, 22, cuda0));
     CHECK(same_bytes(fused, materialized));
     auto unfused = loom::function(
-        "noise_unfused", [](Array v) { return v + 0.1 * random_normal({1 << 20}, 22, float32, Device::cuda(0)); },
+        "noise_unfused",
+        [](Array v) { return v + 0.1 * random_normal({1 << 20}, 22, float32, Device::cuda(0)); },
         Options{.fusion = false});
     CHECK(same_bytes(unfused(x), fused));
 }
@@ -130,11 +139,12 @@ TEST_CASE("random ops on the GPU: fused equals unfused and materialized, traced 
 TEST_CASE("random tensors: the host's bits are the GPU's, every dtype") {
     for (DType t : {float32, float64, float16, bfloat16, int32, int64, int8, uint8, bool_}) {
         CAPTURE(name(t));
-        CHECK(same_bytes(random_normal({4097}, t, 42, gpu), random_normal({4097}, t, 42, cpu)));
-        CHECK(same_bytes(random_uniform({4097}, t, -3.0, 110.0, 43, gpu),
+        CHECK(same_bytes(random_normal({4097}, t, 42, cuda0), random_normal({4097}, t, 42, cpu)));
+        CHECK(same_bytes(random_uniform({4097}, t, -3.0, 110.0, 43, cuda0),
                          random_uniform({4097}, t, -3.0, 110.0, 43, cpu)));
     }
-    CHECK(same_bytes(random_normal({1 << 24}, float32, 44, gpu), random_normal({1 << 24}, 44, float32, cpu)));
+    CHECK(
+        same_bytes(random_normal({1 << 24}, float32, 44, cuda0), random_normal({1 << 24}, 44, float32, cpu)));
 }
 
 TEST_CASE("random_normal float32 on the device: standard moments, seeded") {

@@ -29,10 +29,14 @@ long double cos_turns(long double j, int b) {
     const long double q = std::nearbyint(turns * 4.0L);
     const long double a = 2.0L * 3.141592653589793238462643383279502884L * (turns - q / 4.0L);
     switch (static_cast<long long>(q) & 3) {
-        case 0: return std::cos(a);
-        case 1: return -std::sin(a);
-        case 2: return -std::cos(a);
-        default: return std::sin(a);
+        case 0:
+            return std::cos(a);
+        case 1:
+            return -std::sin(a);
+        case 2:
+            return -std::cos(a);
+        default:
+            return std::sin(a);
     }
 }
 
@@ -49,10 +53,10 @@ TEST_CASE("random core: Philox4x32-10 gives Random123's known answers") {
     // Random123 1.14, tests/kat_vectors, the three philox4x32 10 lines: counter, key, result.
     const unsigned int kat[3][10] = {
         {0u, 0u, 0u, 0u, 0u, 0u, 0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
-        {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0x408f276du, 0x41c83b0eu,
-         0xa20bc7c6u, 0x6d5451fdu},
-        {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u, 0xd16cfe09u, 0x94fdccebu,
-         0x5001e420u, 0x24126ea1u}};
+        {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0x408f276du,
+         0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
+        {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u, 0xd16cfe09u,
+         0x94fdccebu, 0x5001e420u, 0x24126ea1u}};
     for (const auto& k : kat) {
         const rng::Words r = rng::philox4x32_10(k[0], k[1], k[2], k[3], k[4], k[5]);
         for (int i = 0; i < 4; ++i) CHECK(r.w[i] == k[6 + i]);
@@ -63,7 +67,7 @@ TEST_CASE("random core: Philox4x32-10 gives Random123's known answers") {
     for (int i = 0; i < 4; ++i) CHECK(d.w[i] == e.w[i]);
 }
 
-TEST_CASE("random core: uniform values are k 2^-p in [0, 1)") {
+TEST_CASE("random core: uniform values are k 2^-p, from 0 up to but excluding 1") {
     for (int p : {24, 11, 8}) {
         CHECK(rng::uniform_bits(0u, p) == 0.0f);
         CHECK(rng::uniform_bits(0xffffffffu, p) == 1.0f - std::ldexp(1.0f, -p));
@@ -87,7 +91,8 @@ TEST_CASE("random core: float32 log within 0.83 ulp on each of its 2^24 argument
     CHECK(worst < 0.83);
 }
 
-TEST_CASE("random core: float32 log within 0.83 ulp on every positive normal float (LOOM_TEST_EXHAUSTIVE=1)") {
+TEST_CASE(
+    "random core: float32 log within 0.83 ulp on every positive normal float (LOOM_TEST_EXHAUSTIVE=1)") {
     const char* all = std::getenv("LOOM_TEST_EXHAUSTIVE");
     if (!all || std::string_view(all) != "1") return;
     double worst = 0.0;
@@ -158,9 +163,11 @@ TEST_CASE("random core: normal values within their bound of Box-Muller's exact v
         (void)e32;
         worst32 = static_cast<double>(rel32) > worst32 ? static_cast<double>(rel32) : worst32;
         largest = std::fabs(z32) > largest ? std::fabs(z32) : largest;
-        const long double u64 = std::ldexp(static_cast<long double>((rng::word64(w.w[0], w.w[1]) >> 11) + 1), -53);
+        const long double u64 =
+            std::ldexp(static_cast<long double>((rng::word64(w.w[0], w.w[1]) >> 11) + 1), -53);
         const long double r64 = std::sqrt(-2.0L * std::log(u64));
-        const long double z = r64 * cos_turns(static_cast<long double>(rng::word64(w.w[2], w.w[3]) >> 11), 53);
+        const long double z =
+            r64 * cos_turns(static_cast<long double>(rng::word64(w.w[2], w.w[3]) >> 11), 53);
         const long double rel64 = std::fabs(rng::normal_f64(w) - z) / (r64 * 0x1p-53L);
         worst64 = static_cast<double>(rel64) > worst64 ? static_cast<double>(rel64) : worst64;
     }

@@ -1,8 +1,8 @@
 // The LLVM IR of elementwise ops and casts (llvm_ops.hpp). Every result equals the reference's
 // (ir/include/loom/ir/elementwise_impl.hpp) bit for bit: + - * / sqrt fma are the correctly rounded IEEE
 // instructions with no fast-math flag; integer rules that LLVM leaves undefined are selects; float -> integer
-// conversions are the saturating intrinsics; the functions of rule FloatMath and the random numbers (rule Random)
-// call the reference's own code.
+// conversions are the saturating intrinsics; the functions of rule FloatMath and the random numbers (rule
+// Random) call the reference's own code.
 #include "llvm_ops.hpp"
 
 #include <fmt/format.h>

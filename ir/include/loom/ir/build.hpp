@@ -42,12 +42,14 @@ inline constexpr std::int64_t kHostDeviceCode = -1;
 NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::string_view api = "iota",
              Loc loc = Loc::current());
 /// The int64 array of `shape` whose every element is its row-major index (the sum of its coordinates times
-/// the contiguous strides; 0 for shape []): a sum of iotas, computed in the kernel that uses it. `device`: see
-/// kHostDeviceCode. Throws loom::Error naming `api` for a bad shape.
-NodePtr row_major_index(const Shape& shape, std::int64_t device, std::string_view api, Loc loc = Loc::current());
-/// The lazy random array of `shape`: element i (row-major) is the random op `op` (RandomUniform, RandomNormal)
-/// of (i, seed) as `dtype`, the seed a run-time scalar (a new seed never recompiles). docs/semantics.md,
-/// "Random numbers". Throws loom::Error naming `api` for a bad shape or a dtype that is not a float.
+/// the contiguous strides; 0 for shape []): a sum of iotas, computed in the kernel that uses it. `device`:
+/// see kHostDeviceCode. Throws loom::Error naming `api` for a bad shape.
+NodePtr row_major_index(const Shape& shape, std::int64_t device, std::string_view api,
+                        Loc loc = Loc::current());
+/// The lazy random array of `shape`: element i (row-major) is the random op `op` (RandomUniform,
+/// RandomNormal) of (i, seed) as `dtype`, the seed a run-time scalar (a new seed never recompiles).
+/// docs/semantics.md, "Random numbers". Throws loom::Error naming `api` for a bad shape or a dtype that is
+/// not a float.
 NodePtr random_values(Op op, const Shape& shape, std::uint64_t seed, DType dtype, std::int64_t device,
                       std::string_view api, Loc loc = Loc::current());
 /// An array of `shape` holding `v` (a value of `dtype`) in every element: the lazy form of full, zeros and

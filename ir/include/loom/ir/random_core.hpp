@@ -21,23 +21,57 @@
 #define LOOM_RNG_FN __device__ __forceinline__
 namespace lm {
 namespace rng {
-LOOM_RNG_FN float add(float a, float b) { return __fadd_rn(a, b); }
-LOOM_RNG_FN double add(double a, double b) { return __dadd_rn(a, b); }
-LOOM_RNG_FN float sub(float a, float b) { return __fsub_rn(a, b); }
-LOOM_RNG_FN double sub(double a, double b) { return __dsub_rn(a, b); }
-LOOM_RNG_FN float mul(float a, float b) { return __fmul_rn(a, b); }
-LOOM_RNG_FN double mul(double a, double b) { return __dmul_rn(a, b); }
-LOOM_RNG_FN float div(float a, float b) { return __fdiv_rn(a, b); }
-LOOM_RNG_FN double div(double a, double b) { return __ddiv_rn(a, b); }
-LOOM_RNG_FN float fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
-LOOM_RNG_FN double fma(double a, double b, double c) { return __fma_rn(a, b, c); }
-LOOM_RNG_FN float sqrt(float a) { return __fsqrt_rn(a); }
-LOOM_RNG_FN double sqrt(double a) { return __dsqrt_rn(a); }
-LOOM_RNG_FN unsigned int bits_of(float x) { return __float_as_uint(x); }
-LOOM_RNG_FN float float_of(unsigned int b) { return __uint_as_float(b); }
-LOOM_RNG_FN unsigned long long bits_of(double x) { return (unsigned long long)__double_as_longlong(x); }
-LOOM_RNG_FN double double_of(unsigned long long b) { return __longlong_as_double((long long)b); }
-LOOM_RNG_FN unsigned int mulhi(unsigned int a, unsigned int b) { return __umulhi(a, b); }
+LOOM_RNG_FN float add(float a, float b) {
+    return __fadd_rn(a, b);
+}
+LOOM_RNG_FN double add(double a, double b) {
+    return __dadd_rn(a, b);
+}
+LOOM_RNG_FN float sub(float a, float b) {
+    return __fsub_rn(a, b);
+}
+LOOM_RNG_FN double sub(double a, double b) {
+    return __dsub_rn(a, b);
+}
+LOOM_RNG_FN float mul(float a, float b) {
+    return __fmul_rn(a, b);
+}
+LOOM_RNG_FN double mul(double a, double b) {
+    return __dmul_rn(a, b);
+}
+LOOM_RNG_FN float div(float a, float b) {
+    return __fdiv_rn(a, b);
+}
+LOOM_RNG_FN double div(double a, double b) {
+    return __ddiv_rn(a, b);
+}
+LOOM_RNG_FN float fma(float a, float b, float c) {
+    return __fmaf_rn(a, b, c);
+}
+LOOM_RNG_FN double fma(double a, double b, double c) {
+    return __fma_rn(a, b, c);
+}
+LOOM_RNG_FN float sqrt(float a) {
+    return __fsqrt_rn(a);
+}
+LOOM_RNG_FN double sqrt(double a) {
+    return __dsqrt_rn(a);
+}
+LOOM_RNG_FN unsigned int bits_of(float x) {
+    return __float_as_uint(x);
+}
+LOOM_RNG_FN float float_of(unsigned int b) {
+    return __uint_as_float(b);
+}
+LOOM_RNG_FN unsigned long long bits_of(double x) {
+    return (unsigned long long)__double_as_longlong(x);
+}
+LOOM_RNG_FN double double_of(unsigned long long b) {
+    return __longlong_as_double((long long)b);
+}
+LOOM_RNG_FN unsigned int mulhi(unsigned int a, unsigned int b) {
+    return __umulhi(a, b);
+}
 #else
 #include <bit>
 #include <cmath>
@@ -45,22 +79,54 @@ LOOM_RNG_FN unsigned int mulhi(unsigned int a, unsigned int b) { return __umulhi
 namespace loom::ir {
 namespace rng {
 // Loom compiles with -ffp-contract=off (CMakeLists.txt, loom_fp_contract): an operator is one rounding.
-LOOM_RNG_FN float add(float a, float b) { return a + b; }
-LOOM_RNG_FN double add(double a, double b) { return a + b; }
-LOOM_RNG_FN float sub(float a, float b) { return a - b; }
-LOOM_RNG_FN double sub(double a, double b) { return a - b; }
-LOOM_RNG_FN float mul(float a, float b) { return a * b; }
-LOOM_RNG_FN double mul(double a, double b) { return a * b; }
-LOOM_RNG_FN float div(float a, float b) { return a / b; }
-LOOM_RNG_FN double div(double a, double b) { return a / b; }
-LOOM_RNG_FN float fma(float a, float b, float c) { return std::fma(a, b, c); }
-LOOM_RNG_FN double fma(double a, double b, double c) { return std::fma(a, b, c); }
-LOOM_RNG_FN float sqrt(float a) { return std::sqrt(a); }
-LOOM_RNG_FN double sqrt(double a) { return std::sqrt(a); }
-LOOM_RNG_FN unsigned int bits_of(float x) { return std::bit_cast<unsigned int>(x); }
-LOOM_RNG_FN float float_of(unsigned int b) { return std::bit_cast<float>(b); }
-LOOM_RNG_FN unsigned long long bits_of(double x) { return std::bit_cast<unsigned long long>(x); }
-LOOM_RNG_FN double double_of(unsigned long long b) { return std::bit_cast<double>(b); }
+LOOM_RNG_FN float add(float a, float b) {
+    return a + b;
+}
+LOOM_RNG_FN double add(double a, double b) {
+    return a + b;
+}
+LOOM_RNG_FN float sub(float a, float b) {
+    return a - b;
+}
+LOOM_RNG_FN double sub(double a, double b) {
+    return a - b;
+}
+LOOM_RNG_FN float mul(float a, float b) {
+    return a * b;
+}
+LOOM_RNG_FN double mul(double a, double b) {
+    return a * b;
+}
+LOOM_RNG_FN float div(float a, float b) {
+    return a / b;
+}
+LOOM_RNG_FN double div(double a, double b) {
+    return a / b;
+}
+LOOM_RNG_FN float fma(float a, float b, float c) {
+    return std::fma(a, b, c);
+}
+LOOM_RNG_FN double fma(double a, double b, double c) {
+    return std::fma(a, b, c);
+}
+LOOM_RNG_FN float sqrt(float a) {
+    return std::sqrt(a);
+}
+LOOM_RNG_FN double sqrt(double a) {
+    return std::sqrt(a);
+}
+LOOM_RNG_FN unsigned int bits_of(float x) {
+    return std::bit_cast<unsigned int>(x);
+}
+LOOM_RNG_FN float float_of(unsigned int b) {
+    return std::bit_cast<float>(b);
+}
+LOOM_RNG_FN unsigned long long bits_of(double x) {
+    return std::bit_cast<unsigned long long>(x);
+}
+LOOM_RNG_FN double double_of(unsigned long long b) {
+    return std::bit_cast<double>(b);
+}
 LOOM_RNG_FN unsigned int mulhi(unsigned int a, unsigned int b) {
     return static_cast<unsigned int>((static_cast<unsigned long long>(a) * b) >> 32);
 }
@@ -70,7 +136,8 @@ LOOM_RNG_FN unsigned int mulhi(unsigned int a, unsigned int b) {
 // Philox4x32-10: J. K. Salmon, M. A. Moraes, R. O. Dror, D. E. Shaw, "Parallel random numbers: as easy as
 // 1, 2, 3", SC11 (2011), and Random123's philox.h: the multipliers 0xD2511F53 and 0xCD9E8D57, the key
 // increments 0x9E3779B9 (the golden ratio) and 0xBB67AE85 (sqrt(3) - 1), ten rounds, the key bumped before
-// every round but the first. Random123's kat_vectors give three known answers (tests/unit/test_random_core.cpp).
+// every round but the first. Random123's kat_vectors give three known answers
+// (tests/unit/test_random_core.cpp).
 
 struct Words {
     unsigned int w[4];
@@ -151,7 +218,8 @@ LOOM_RNG_FN double log_f64(double x) {
     const double s = div(f, add(2.0, f));
     const double z = mul(s, s), w = mul(z, z);
     // w (Lg2 + w (Lg4 + w Lg6)) and z (Lg1 + w (Lg3 + w (Lg5 + w Lg7)))
-    const double t1 = mul(w, fma(w, fma(w, 0x1.39a09d078c69fp-3, 0x1.c71c51d8e78afp-3), 0x1.999999997fa04p-2));
+    const double t1 =
+        mul(w, fma(w, fma(w, 0x1.39a09d078c69fp-3, 0x1.c71c51d8e78afp-3), 0x1.999999997fa04p-2));
     const double t2 =
         mul(z, fma(w, fma(w, fma(w, 0x1.2f112df3e5244p-3, 0x1.7466496cb03dep-3), 0x1.2492494229359p-2),
                    0x1.5555555555593p-1));
@@ -169,7 +237,7 @@ LOOM_RNG_FN double log_f64(double x) {
 // coefficients (2 pi)^n / n!, rounded to the format; the first of sine in two parts), truncated where the
 // next term is below 2^-30 (float32) or 2^-60 (float64) of the result, evaluated by fma in Horner's order.
 
-LOOM_RNG_FN float cos_turns_f32(unsigned int j) {  // j < 2^24
+LOOM_RNG_FN float cos_turns_f32(unsigned int j) {   // j < 2^24
     const unsigned int n = (j + (1u << 21)) >> 22;  // nearest quarter turn, 0 .. 4
     const float t = mul((float)((int)j - (int)(n << 22)), 0x1p-24f);
     const float t2 = mul(t, t);
@@ -183,10 +251,14 @@ LOOM_RNG_FN float cos_turns_f32(unsigned int j) {  // j < 2^24
     c = fma(t2, c, -0x1.3bd3ccp+4f);
     const float cosine = fma(t2, c, 1.0f);
     switch (n & 3u) {
-        case 0u: return cosine;
-        case 1u: return -sine;
-        case 2u: return -cosine;
-        default: return sine;
+        case 0u:
+            return cosine;
+        case 1u:
+            return -sine;
+        case 2u:
+            return -cosine;
+        default:
+            return sine;
     }
 }
 
@@ -212,10 +284,14 @@ LOOM_RNG_FN double cos_turns_f64(unsigned long long j) {  // j < 2^53
     c = fma(t2, c, -0x1.3bd3cc9be45dep+4);
     const double cosine = fma(t2, c, 1.0);
     switch ((unsigned int)(n & 3ull)) {
-        case 0u: return cosine;
-        case 1u: return -sine;
-        case 2u: return -cosine;
-        default: return sine;
+        case 0u:
+            return cosine;
+        case 1u:
+            return -sine;
+        case 2u:
+            return -cosine;
+        default:
+            return sine;
     }
 }
 

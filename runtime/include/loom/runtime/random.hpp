@@ -1,6 +1,7 @@
-// Seeded random tensors: the lazy random ops of <loom/dsl/random.hpp> (Philox4x32-10 keyed by the seed, counted
-// by each element's row-major index; docs/semantics.md, "Random numbers") evaluated into a tensor, with the same
-// bits on every device. For test inputs and benchmark set-up (never zeros: they hide unwritten outputs).
+// Seeded random tensors: the lazy random ops of <loom/dsl/random.hpp> (Philox4x32-10 keyed by the seed,
+// counted by each element's row-major index; docs/semantics.md, "Random numbers") evaluated into a tensor,
+// with the same bits on every device. For test inputs and benchmark set-up (never zeros: they hide unwritten
+// outputs).
 #pragma once
 
 #include <cstdint>
@@ -26,11 +27,11 @@ Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed);
 Tensor random_normal(const Shape& shape, DType dtype = DType::Float32);
 
 /// A tensor filled with values uniform in [lo, hi): lo + (hi - lo) u in float64 with u the lazy
-/// `random_uniform(shape, seed, d)` (d = `dtype` for float dtypes, float64 otherwise), rounded once to a float
-/// `dtype` (a value that rounds to hi becomes the largest value of `dtype` below hi; with lo = 0, hi = 1 the
-/// values are exactly the lazy op's); integer dtypes get the floor of the value, saturated (so [lo, hi) holds
-/// for integral bounds); bool gets that integer != 0. Evaluated as random_normal() is. Throws loom::Error
-/// naming random_uniform() unless lo < hi (both finite), and as random_normal() does.
+/// `random_uniform(shape, seed, d)` (d = `dtype` for float dtypes, float64 otherwise), rounded once to a
+/// float `dtype` (a value that rounds to hi becomes the largest value of `dtype` below hi; with lo = 0, hi =
+/// 1 the values are exactly the lazy op's); integer dtypes get the floor of the value, saturated (so [lo, hi)
+/// holds for integral bounds); bool gets that integer != 0. Evaluated as random_normal() is. Throws
+/// loom::Error naming random_uniform() unless lo < hi (both finite), and as random_normal() does.
 Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed,
                       Device device);
 /// random_uniform() on the current CUDA device when a GPU is usable, else on the host.
