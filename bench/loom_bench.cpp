@@ -503,6 +503,17 @@ void bench_e1(const Gpu& gpu) {
            8.0 * N);
 }
 
+// N1: x + 0.1 * normal noise, the normals drawn in the kernel from each element's index (never in memory):
+// read x, write the sum, 8 bytes per element.
+void bench_n1(const Gpu& gpu) {
+    const std::int64_t N = Gpu::N;
+    Tensor out = Tensor::empty({N}, float32, gpu.dev);
+    Array n1 = gpu.x + 0.1 * random_normal({N}, 7, float32, gpu.dev);
+    assign(out, n1);
+    check({n1}, {out}, "N1");
+    report("N1_add_normal_noise", "loom", timed_ms([&] { assign(out, n1); }, gpu.opt.reps), 8.0 * N);
+}
+
 void bench_e2(const Gpu& gpu) {
     const Device& dev = gpu.dev;
     const std::int64_t M = 16384;
@@ -1006,6 +1017,7 @@ const std::vector<GpuWorkload>& gpu_workloads() {
     static const std::vector<GpuWorkload> table = {
         {{"E1_scale_bias_relu"}, false, bench_e1},
         {{"E2_bias_gelu_scale"}, false, bench_e2},
+        {{"N1_add_normal_noise"}, true, bench_n1},
         {{"E3_black_scholes"}, false, bench_e3},
         {{"E4_swiglu_bf16"}, false, bench_e4},
         {{"R1_row_sum", "R2_col_sum"}, false, bench_r1_r2},

@@ -212,6 +212,28 @@ NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::st
     return intern(std::move(d));
 }
 
+NodePtr row_major_index(const Shape& shape, std::int64_t device, std::string_view api, Loc loc) {
+    check_shape(api, shape, loc);
+    if (shape.empty()) return reshape(iota({1}, 0, device, api, loc), {}, loc);
+    NodePtr index;
+    std::int64_t stride = 1;
+    for (auto d = static_cast<std::int64_t>(shape.size()) - 1; d >= 0; --d) {
+        NodePtr term = iota(shape, d, device, api, loc);
+        if (stride != 1)
+            term = binary(Op::Mul, term, scalar(ScalarValue::of_int(stride), DType::Int64, loc), loc);
+        index = index ? binary(Op::Add, term, index, loc) : term;
+        stride *= std::max<std::int64_t>(shape[static_cast<std::size_t>(d)], 1);  // the count fits: checked
+    }
+    return index;
+}
+
+NodePtr random_values(Op op, const Shape& shape, std::uint64_t seed, DType dtype, std::int64_t device,
+                      std::string_view api, Loc loc) {
+    if (!is_float(dtype)) fail(api, loc, fmt::format("dtype {} is not a float dtype", name(dtype)));
+    const NodePtr s = scalar(ScalarValue::of_int(static_cast<std::int64_t>(seed)), DType::Int64, loc);
+    return random(op, row_major_index(shape, device, api, loc), s, dtype, loc);
+}
+
 NodePtr fill(ScalarValue v, DType dtype, const Shape& shape, std::int64_t device, std::string_view api,
              Loc loc) {
     check_shape(api, shape, loc);
@@ -294,6 +316,8 @@ NodePtr binary(Op op, NodePtr a, NodePtr b, Loc loc) {
                 fail(oi.name, loc, fmt::format("{}: shifts take integers", operands_desc()));
             in = out = a->dtype();
             break;
+        case Rule::Random:
+            return random(op, std::move(a), std::move(b), DType::Float32, loc);
         default:
             throw InternalError(fmt::format("binary(): rule of {} is not a binary rule", oi.name));
     }
@@ -313,6 +337,24 @@ NodePtr binary(Op op, NodePtr a, NodePtr b, Loc loc) {
     a = broadcast_to(a, shape, loc);
     b = broadcast_to(b, shape, loc);
     return intern(desc_of(op, out, shape, {std::move(a), std::move(b)}, loc));
+}
+
+NodePtr random(Op op, NodePtr index, NodePtr seed, DType dtype, Loc loc) {
+    const OpInfo& oi = info(op);
+    if (oi.rule != Rule::Random) throw InternalError(fmt::format("random(): {} is not a random op", oi.name));
+    if (is_float(index->dtype()) || is_float(seed->dtype()))
+        fail(
+            oi.name, loc,
+            fmt::format("index {} and seed {}: random ops take integers", describe(*index), describe(*seed)));
+    if (!is_float(dtype)) fail(oi.name, loc, fmt::format("dtype {} is not a float dtype", name(dtype)));
+    const Shape shape = broadcast_all(oi.name, {index, seed}, loc);
+    index = cast_to(index, DType::Int64, loc);
+    seed = cast_to(seed, DType::Int64, loc);
+    if (is_const(index) && is_const(seed))
+        return broadcast_to(fold(op, dtype, DType::Int64, {index, seed}, loc), shape, loc);
+    index = broadcast_to(index, shape, loc);
+    seed = broadcast_to(seed, shape, loc);
+    return intern(desc_of(op, dtype, shape, {std::move(index), std::move(seed)}, loc));
 }
 
 NodePtr ternary(Op op, NodePtr a, NodePtr b, NodePtr c, Loc loc) {

@@ -62,6 +62,18 @@ ScalarValue eval_unary(DType out, DType in, const ScalarValue* args) {
 
 template <Op op>
 ScalarValue eval_binary(DType out, DType in, const ScalarValue* args) {
+    if constexpr (ew::rule_of(op) == Rule::Random) {
+        if (in != DType::Int64 || !is_float(out))
+            throw InternalError(fmt::format("eval_elementwise: {} of {} operands giving {}", op_name(op),
+                                            name(in), name(out)));
+        const auto index = from_scalar<DType::Int64>(args[0]), seed = from_scalar<DType::Int64>(args[1]);
+        return ew::visit_dtype(out, [&]<DType D>() {
+            if constexpr (is_float(D))
+                return to_scalar<D>(ew::random<op, D>(index, seed));
+            else
+                return ScalarValue{};  // not reached: checked above
+        });
+    }
     return ew::visit_dtype(in, [&]<DType D>() {
         const auto a = from_scalar<D>(args[0]);
         const auto b = from_scalar<D>(args[1]);

@@ -146,6 +146,10 @@ void verify(const std::vector<NodePtr>& roots) {
                     bad("float op with a non-float result");
                 if (oi.rule == Rule::Compare && n->operand(0)->dtype() != n->operand(1)->dtype())
                     bad("compared operands of different dtypes");
+                if (oi.rule == Rule::Random &&
+                    (n->operand(0)->dtype() != DType::Int64 || n->operand(1)->dtype() != DType::Int64 ||
+                     !is_float(n->dtype())))
+                    bad("random op operands not (int64, int64) or its result not a float");
                 if (oi.rule == Rule::Select &&
                     (n->operand(0)->dtype() != DType::Bool || n->operand(1)->dtype() != n->dtype() ||
                      n->operand(2)->dtype() != n->dtype()))

@@ -1,11 +1,12 @@
 // The host scalar library: the functions that LLVM-generated host code calls for what it does not spell
-// inline: the functions of rule FloatMath other than sqrt (exp ... gelu_tanh, pow, atan2), the casts to
+// inline: the functions of rule FloatMath other than sqrt (exp ... gelu_tanh, pow, atan2), the random numbers
+// of rule Random (random_uniform, random_normal: (index, seed) -> a value of each float dtype), the casts to
 // float16 and bfloat16 that round once from an int32, int64 or float64 value, and the float16 conversions
 // of a CPU without F16C. Each is an instantiation of the reference's own per-element code
 // (ir/include/loom/ir/elementwise_impl.hpp), so generated code and the reference call the same function and
 // get the same bits. Every function comes in two forms: `<name>(x)` for one element, and `<name>_v(x, out,
 // n)` for the n lanes of a vector (arrays in, array out), so that a vector step makes one call. The names are
-// those of codegen/src/llvm/llvm_ops.cpp (library_function, library_cast).
+// those of codegen/src/llvm/llvm_ops.cpp (library_function, library_random, library_cast).
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -37,6 +38,14 @@ C binary_fn(C a, C b) {
 template <Op op, class C>
 void binary_v(const C* a, const C* b, C* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = ew::binary<op>(a[i], b[i]);
+}
+template <Op op, DType D>
+ew::compute_t<D> random_fn(std::int64_t index, std::int64_t seed) {
+    return ew::random<op, D>(index, seed);
+}
+template <Op op, DType D>
+void random_v(const std::int64_t* index, const std::int64_t* seed, ew::compute_t<D>* out, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = ew::random<op, D>(index[i], seed[i]);
 }
 template <DType To, DType From>
 float cast_fn(ew::compute_t<From> x) {
@@ -99,6 +108,21 @@ void add_binary(std::vector<loom_hb_symbol>& s, const char* name) {
     }
 }
 
+template <Op op, DType D>
+void add_random_one(std::vector<loom_hb_symbol>& s, const char* name) {
+    add(s, std::string("loom_") + name + "_" + std::string(short_name(D)), address(&random_fn<op, D>),
+        address(&random_v<op, D>));
+}
+template <Op op, ir::Rule rule>
+void add_random(std::vector<loom_hb_symbol>& s, const char* name) {
+    if constexpr (rule == ir::Rule::Random) {  // random_uniform, random_normal: every float dtype
+        add_random_one<op, DType::Float16>(s, name);
+        add_random_one<op, DType::BFloat16>(s, name);
+        add_random_one<op, DType::Float32>(s, name);
+        add_random_one<op, DType::Float64>(s, name);
+    }
+}
+
 template <DType From>
 void add_casts(std::vector<loom_hb_symbol>& s, const char* from) {
     add(s, std::string("loom_cast_") + from + "_to_f16", address(&cast_fn<DType::Float16, From>),
@@ -113,7 +137,9 @@ const std::vector<loom_hb_symbol>& scalar_library() {
     static const std::vector<loom_hb_symbol> symbols = [] {
         std::vector<loom_hb_symbol> s;
 #define LOOM_UNARY(Id, name, R, cuda) add_unary<Op::Id, ir::Rule::R>(s, name);
-#define LOOM_BINARY(Id, name, R, cuda) add_binary<Op::Id, ir::Rule::R>(s, name);
+#define LOOM_BINARY(Id, name, R, cuda)        \
+    add_binary<Op::Id, ir::Rule::R>(s, name); \
+    add_random<Op::Id, ir::Rule::R>(s, name);
 #include "loom/ir/ops.def"
         add_casts<DType::Int32>(s, "i32");
         add_casts<DType::Int64>(s, "i64");

@@ -35,6 +35,9 @@ void kernel(const void* const* in, void* out, std::int64_t n) {
         const auto* b = static_cast<const SI*>(in[1]);
         for (std::int64_t i = 0; i < n; ++i)
             o[i] = ew::compare<op>(ew::load<In>(a[i]), ew::load<In>(b[i])) ? 1 : 0;
+    } else if constexpr (rule == Rule::Random) {
+        const auto* b = static_cast<const SI*>(in[1]);
+        for (std::int64_t i = 0; i < n; ++i) o[i] = ew::store<Out>(ew::random<op, Out>(a[i], b[i]));
     } else if constexpr (op == Op::Where) {
         const auto* c = static_cast<const std::uint8_t*>(in[0]);
         const auto* x = static_cast<const SI*>(in[1]);
@@ -76,6 +79,8 @@ constexpr bool defined_on() {
             return !is_float(D);
         case Rule::Shift:
             return is_integer(D);
+        case Rule::Random:
+            return D == DType::Int64;
         case Rule::None:
         case Rule::SumProd:
         case Rule::MinMax:
@@ -93,6 +98,14 @@ Kernel select_op(DType in, DType out) {
     if constexpr (op == Op::Cast) {
         return ew::visit_dtype(in, [&]<DType I>() {
             return ew::visit_dtype(out, [&]<DType O>() -> Kernel { return &kernel<op, I, O>; });
+        });
+    } else if constexpr (ew::rule_of(op) == Rule::Random) {
+        if (in != DType::Int64) return nullptr;
+        return ew::visit_dtype(out, [&]<DType O>() -> Kernel {
+            if constexpr (is_float(O))
+                return &kernel<op, DType::Int64, O>;
+            else
+                return nullptr;
         });
     } else {
         return ew::visit_dtype(in, [&]<DType I>() -> Kernel {

@@ -202,7 +202,7 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
         Op::Exp,  Op::Exp2,  Op::Expm1, Op::Log,   Op::Log2,     Op::Log1p, Op::Sqrt,    Op::Rsqrt,
         Op::Sin,  Op::Cos,   Op::Tan,   Op::Asin,  Op::Acos,     Op::Atan,  Op::Sinh,    Op::Cosh,
         Op::Tanh, Op::Asinh, Op::Acosh, Op::Atanh, Op::Sigmoid,  Op::Erf,   Op::GeluErf, Op::GeluTanh,
-        Op::Silu, Op::Pow,   Op::Atan2, Op::Div,   Op::FloorDiv, Op::Mod,   Op::Rem};
+        Op::Silu, Op::Pow,   Op::Atan2, Op::Div,   Op::FloorDiv, Op::Mod,   Op::Rem,     Op::RandomNormal};
     std::set<Op> classed;
     for (Op op : all_ops())
         if (info(op).cost == Cost::Division || info(op).cost == Cost::Transcendental) classed.insert(op);

@@ -59,8 +59,11 @@ TEST_CASE("without a GPU: cuda_available() is false and the first GPU use throws
 
     const std::string rn = no_device_message([] { (void)random_normal({8}, float32, 1, Device::cuda()); });
     CHECK(contains(rn, "no CUDA device found: random_normal() needs a GPU"));
-    CHECK(contains(no_device_message([] { (void)random_normal({8}); }), "random_normal()"));
-    CHECK(contains(no_device_message([] { (void)random_uniform({8}, float16, 0, 1); }), "random_uniform()"));
+    CHECK(contains(no_device_message([] { (void)random_uniform({8}, float16, 0, 1, 2, Device::cuda()); }),
+                   "random_uniform()"));
+    // The seedless forms draw on the host without a GPU (docs/semantics.md, "Random numbers").
+    CHECK(!random_normal({8}).device().is_cuda());
+    CHECK(!random_uniform({8}, float16, 0, 1).device().is_cuda());
     CHECK(contains(no_device_message([] { (void)Tensor::host({3}, float32).to(Device::cuda()); }),
                    "no CUDA device found"));
     CHECK(contains(no_device_message([] { PinnedBuffer b(64); }), "PinnedBuffer"));

@@ -177,7 +177,11 @@ bool keeps_representable(ir::Op op) {
 std::string op_expression(const ir::Node& n, const std::vector<std::string>& args) {
     const ir::OpInfo& oi = ir::info(n.op());
     if (n.op() == ir::Op::Cast) return fmt::format("lm::cast<{}>({})", storage_type(n.dtype()), args.at(0));
-    std::string call = fmt::format("{}({})", oi.cuda, fmt::join(args, ", "));
+    // A random op's function takes the result's storage type (float16 and bfloat16 values in a float).
+    std::string call =
+        oi.rule == ir::Rule::Random
+            ? fmt::format("{}<{}>({})", oi.cuda, storage_type(n.dtype()), fmt::join(args, ", "))
+            : fmt::format("{}({})", oi.cuda, fmt::join(args, ", "));
     if (n.dtype() == DType::Float16 && !keeps_representable(n.op()))
         return fmt::format("lm::round_f16({})", call);
     if (n.dtype() == DType::BFloat16 && !keeps_representable(n.op()))

@@ -724,3 +724,39 @@ template <int R> __device__ __forceinline__ void setmaxnreg_inc() { asm volatile
 #endif
 
 }  // namespace lm
+
+// ---------------------------------------------------------------------------------------------------------
+// Random numbers (rule Random): Philox4x32-10 and its transforms, the CPU reference's own source
+// (ir/include/loom/ir/random_core.hpp, namespace lm::rng here), pasted below by codegen/embed_prelude.cmake.
+// LOOM_RANDOM_CORE
+
+namespace lm {
+
+/// Element `index` of the stream `seed` as a value of the storage type T (float, double, f16, bf16; the
+/// halves in a float register): docs/semantics.md, "Random numbers". A float16 or bfloat16 normal value is
+/// the float32 one, which the generated code rounds once (lm::round_f16 / lm::round_bf16).
+template <class T> struct random_of;
+template <> struct random_of<float> {
+    static __device__ __forceinline__ float uniform(rng::Words w) { return rng::uniform_bits(w.w[0], 24); }
+    static __device__ __forceinline__ float normal(rng::Words w) { return rng::normal_f32(w); }
+};
+template <> struct random_of<double> {
+    static __device__ __forceinline__ double uniform(rng::Words w) { return rng::uniform_f64(w.w[0], w.w[1]); }
+    static __device__ __forceinline__ double normal(rng::Words w) { return rng::normal_f64(w); }
+};
+template <> struct random_of<f16> {
+    static __device__ __forceinline__ float uniform(rng::Words w) { return rng::uniform_bits(w.w[0], 11); }
+    static __device__ __forceinline__ float normal(rng::Words w) { return rng::normal_f32(w); }
+};
+template <> struct random_of<bf16> {
+    static __device__ __forceinline__ float uniform(rng::Words w) { return rng::uniform_bits(w.w[0], 8); }
+    static __device__ __forceinline__ float normal(rng::Words w) { return rng::normal_f32(w); }
+};
+template <class T> __device__ __forceinline__ auto random_uniform(long long index, long long seed) {
+    return random_of<T>::uniform(rng::draw(index, seed));
+}
+template <class T> __device__ __forceinline__ auto random_normal(long long index, long long seed) {
+    return random_of<T>::normal(rng::draw(index, seed));
+}
+
+}  // namespace lm

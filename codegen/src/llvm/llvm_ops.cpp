@@ -1,7 +1,8 @@
 // The LLVM IR of elementwise ops and casts (llvm_ops.hpp). Every result equals the reference's
 // (ir/include/loom/ir/elementwise_impl.hpp) bit for bit: + - * / sqrt fma are the correctly rounded IEEE
 // instructions with no fast-math flag; integer rules that LLVM leaves undefined are selects; float -> integer
-// conversions are the saturating intrinsics; the functions of rule FloatMath call the reference's own code.
+// conversions are the saturating intrinsics; the functions of rule FloatMath and the random numbers (rule
+// Random) call the reference's own code.
 #include "llvm_ops.hpp"
 
 #include <fmt/format.h>
@@ -424,6 +425,10 @@ std::string library_function(Op op, DType compute) {
     return fmt::format("loom_{}_{}", ir::op_name(op), compute == DType::Float64 ? "f64" : "f32");
 }
 
+std::string library_random(Op op, DType result) {
+    return fmt::format("loom_{}_{}", ir::op_name(op), short_name(result));
+}
+
 std::string library_cast(DType from, DType to) {
     return fmt::format("loom_cast_{}_to_{}", short_name(from), short_name(to));
 }
@@ -696,6 +701,8 @@ std::string emit_elementwise(Builder& b, const ir::Node& n, const std::vector<st
     Ops o{b, w, std::string(hint), std::string(comment)};
     const DType at = op == Op::Where ? n.operand(1)->dtype() : n.operand(0)->dtype();  // operand dtype
     const Elementwise e{o, b, op, rt, at, args, w, hint, comment};
+    if (ir::info(op).rule == ir::Rule::Random)  // the reference's function: a value of the dtype already
+        return b.scalar_call(hint, library_random(op, rt), scalar_type(rt), {"i64", "i64"}, args, w, comment);
     if (library_op(op)) {
         const std::string& A = e.A;
         const std::string& st = e.st;

@@ -35,5 +35,8 @@ std::string float_min_max(Builder& b, bool max, std::string_view ty, const std::
 /// must round from a double, and the float16 conversions used without F16C.
 std::string library_function(ir::Op op, DType compute);
 std::string library_cast(DType from, DType to);
+/// The host library's function of a random op (rule Random) giving values of the float dtype `result`:
+/// `loom_<op>_<f16|bf16|f32|f64>(i64 index, i64 seed)`, returning the value (halves in a float).
+std::string library_random(ir::Op op, DType result);
 
 }  // namespace loom::codegen::llvm_ir

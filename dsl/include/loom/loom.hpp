@@ -8,6 +8,7 @@
 #include "loom/dsl/factories.hpp"
 #include "loom/dsl/function.hpp"
 #include "loom/dsl/ops.hpp"
+#include "loom/dsl/random.hpp"
 #include "loom/ir/dtype.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/half.hpp"

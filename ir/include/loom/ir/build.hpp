@@ -41,6 +41,17 @@ inline constexpr std::int64_t kHostDeviceCode = -1;
 /// kHostDeviceCode. Throws loom::Error naming `api` for a bad shape or axis.
 NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::string_view api = "iota",
              Loc loc = Loc::current());
+/// The int64 array of `shape` whose every element is its row-major index (the sum of its coordinates times
+/// the contiguous strides; 0 for shape []): a sum of iotas, computed in the kernel that uses it. `device`:
+/// see kHostDeviceCode. Throws loom::Error naming `api` for a bad shape.
+NodePtr row_major_index(const Shape& shape, std::int64_t device, std::string_view api,
+                        Loc loc = Loc::current());
+/// The lazy random array of `shape`: element i (row-major) is the random op `op` (RandomUniform,
+/// RandomNormal) of (i, seed) as `dtype`, the seed a run-time scalar (a new seed never recompiles).
+/// docs/semantics.md, "Random numbers". Throws loom::Error naming `api` for a bad shape or a dtype that is
+/// not a float.
+NodePtr random_values(Op op, const Shape& shape, std::uint64_t seed, DType dtype, std::int64_t device,
+                      std::string_view api, Loc loc = Loc::current());
 /// An array of `shape` holding `v` (a value of `dtype`) in every element: the lazy form of full, zeros and
 /// ones. Lowered to a broadcast scalar (a kernel parameter) before planning (lower_factories). `device`:
 /// see kHostDeviceCode.
@@ -61,6 +72,11 @@ ScalarValue make_scalar_value(std::int64_t v, DType dtype, std::string_view api,
 NodePtr unary(Op op, NodePtr a, Loc loc = Loc::current());
 NodePtr cast(NodePtr a, DType to, Loc loc = Loc::current());
 NodePtr binary(Op op, NodePtr a, NodePtr b, Loc loc = Loc::current());
+/// A random op (rule Random: RandomUniform, RandomNormal) of element indices `index` and a `seed` (integer
+/// dtypes or bool, cast to int64, broadcast per NumPy) giving values of the float `dtype`
+/// (docs/semantics.md, "Random numbers"). binary() of a random op is this with float32. Throws loom::Error
+/// naming the op for float operands or a dtype that is not a float.
+NodePtr random(Op op, NodePtr index, NodePtr seed, DType dtype, Loc loc = Loc::current());
 NodePtr ternary(Op op, NodePtr a, NodePtr b, NodePtr c, Loc loc = Loc::current());
 
 /// NumPy broadcast of `a` to `shape` (rank may grow; extents of 1 stretch).

@@ -22,6 +22,7 @@
 #include "loom/ir/error.hpp"
 #include "loom/ir/half.hpp"
 #include "loom/ir/op.hpp"
+#include "loom/ir/random_core.hpp"
 
 namespace loom::ir::ew {
 
@@ -608,6 +609,32 @@ inline C ternary(C a, C b, C c) {
         return minimum(maximum(a, b), c);  // clamp(x, lo, hi); lo > hi gives hi
     } else {
         unsupported(op, "three operands");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Random numbers (rule Random): element `index` of the stream `seed`, as a value of the float dtype D
+// (docs/semantics.md, "Random numbers"; the generator and the transforms are loom/ir/random_core.hpp, which
+// the GPU prelude compiles too). float16 and bfloat16: uniform values of 11 and 8 bits (values of the dtype),
+// normal values the float32 ones rounded once.
+
+template <Op op, DType D>
+inline compute_t<D> random(std::int64_t index, std::int64_t seed) {
+    const rng::Words w = rng::draw(index, seed);
+    if constexpr (!is_float(D)) {
+        unsupported(op, "a result that is not a float");
+    } else if constexpr (op == Op::RandomUniform) {
+        if constexpr (D == DType::Float64)
+            return rng::uniform_f64(w.w[0], w.w[1]);
+        else
+            return rng::uniform_bits(w.w[0], D == DType::Float32 ? 24 : D == DType::Float16 ? 11 : 8);
+    } else if constexpr (op == Op::RandomNormal) {
+        if constexpr (D == DType::Float64)
+            return rng::normal_f64(w);
+        else
+            return round_result<D>(rng::normal_f32(w));
+    } else {
+        unsupported(op, "an index and a seed");
     }
 }
 

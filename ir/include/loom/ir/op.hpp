@@ -34,6 +34,7 @@ enum class Rule : std::uint8_t {
     Logical,     // any dtypes (truthiness), result bool
     Bitwise,     // bool or integers only, promoted
     Shift,       // integers only, result has the left operand's dtype
+    Random,      // random_uniform, random_normal: int64 index and seed, result the float dtype asked for
     Select,      // where(cond, a, b): cond any dtype (truthiness), result promote(a, b)
     Clamp,       // clamp(x, lo, hi): promoted; bool is an error
     SumProd,     // integers and bool -> int64, floats keep dtype

@@ -1,5 +1,7 @@
-// Seeded random tensors: normal and uniform values from cuRAND on CUDA devices, from std::mt19937_64 on
-// the host. For test inputs and benchmark set-up (never zeros: they hide unwritten outputs).
+// Seeded random tensors: the lazy random ops of <loom/dsl/random.hpp> (Philox4x32-10 keyed by the seed,
+// counted by each element's row-major index; docs/semantics.md, "Random numbers") evaluated into a tensor,
+// with the same bits on every device. For test inputs and benchmark set-up (never zeros: they hide unwritten
+// outputs).
 #pragma once
 
 #include <cstdint>
@@ -8,40 +10,39 @@
 
 namespace loom {
 
-/// A tensor of `shape` and `dtype` on `device` filled with standard normal values (mean 0, std 1).
-///
-/// CUDA: cuRAND's Philox4x32-10 generator seeded with `seed`, on the current stream. float32 and float64
-/// are generated in place (curandGenerateNormal / curandGenerateNormalDouble; an odd count goes through a
-/// scratch buffer one element longer, since Box-Muller makes values in pairs). float16 and bfloat16 are
-/// generated as float32 on the device, copied to the host, rounded once (round to nearest even,
-/// ir/half.hpp) and copied back; integer dtypes get the float32 value rounded half to even and saturated;
-/// bool gets `value > 0`. The round trip through the host is set-up cost, not for hot loops.
-/// CPU: the same kinds of values from std::mt19937_64 seeded with `seed` (not the same values as cuRAND).
-/// The same seed, shape, dtype and device give the same values.
-/// Throws loom::NoDeviceError for a CUDA device without a GPU, loom::Error for a bad shape,
-/// loom::OutOfMemory, loom::CudaError, loom::Error naming the cuRAND call when cuRAND fails.
+/// A tensor of `shape` and `dtype` on `device` filled with standard normal values (mean 0, std 1): for a
+/// float dtype, exactly the values of the lazy `random_normal(shape, seed, dtype)` (float16 and bfloat16: the
+/// float32 values rounded once); integer dtypes get the float32 value rounded half to even and saturated;
+/// bool gets `value > 0`. One kernel on the device (the LLVM back end or the CPU reference on the host). The
+/// same seed, shape and dtype give the same values on every device. These streams replaced the cuRAND
+/// (GPU) and std::mt19937_64 (host) ones of earlier versions of Loom: a seed gives other values than it did.
+/// Throws loom::NoDeviceError for a CUDA device without a GPU, loom::Error naming random_normal() for a bad
+/// shape, and the errors of an evaluation (loom::OutOfMemory, loom::CompileError, loom::CudaError).
 Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed, Device device);
-/// random_normal() on the calling thread's current CUDA device.
+/// random_normal() on the current CUDA device when a GPU is usable, else on the host (as factories are made:
+/// default_factory_device()).
 Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed);
-/// random_normal() on the current CUDA device with the next seed of the process (1, 2, 3, ... in call
-/// order), so that successive calls give different tensors.
+/// random_normal() with the next seed of the process (next_seed()), on the current CUDA device when a GPU is
+/// usable, else on the host, so that successive calls give different tensors and run without a GPU.
 Tensor random_normal(const Shape& shape, DType dtype = DType::Float32);
 
-/// A tensor filled with values uniform in [lo, hi), generated as random_normal() describes (cuRAND's
-/// uniform values u in (0, 1], mapped to hi - (hi - lo) * u in double precision and rounded once to
-/// `dtype`; a value that rounds to hi becomes the largest value of `dtype` below hi). On CUDA devices
-/// the mapping runs on the host (float64 draws for float64, float32 draws otherwise), then the values are
-/// copied to the device. Integer dtypes get floor of the value (so [lo, hi)
-/// holds for integral bounds); bool gets that integer != 0. Throws loom::Error unless lo < hi (both
-/// finite), and as random_normal() does.
+/// A tensor filled with values uniform in [lo, hi): lo + (hi - lo) u in float64 with u the lazy
+/// `random_uniform(shape, seed, d)` (d = `dtype` for float dtypes, float64 otherwise), rounded once to a
+/// float `dtype` (a value that rounds to hi becomes the largest value of `dtype` below hi; with lo = 0, hi =
+/// 1 the values are exactly the lazy op's); integer dtypes get the floor of the value, saturated (so [lo, hi)
+/// holds for integral bounds); bool gets that integer != 0. Evaluated as random_normal() is. Throws
+/// loom::Error naming random_uniform() unless lo < hi (both finite), and as random_normal() does.
 Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed,
                       Device device);
-/// random_uniform() on the calling thread's current CUDA device.
+/// random_uniform() on the current CUDA device when a GPU is usable, else on the host.
 Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed);
-/// random_uniform() on the current CUDA device with the next seed of the process.
+/// random_uniform() with the next seed of the process, on the current CUDA device when a GPU is usable, else
+/// on the host.
 Tensor random_uniform(const Shape& shape, DType dtype = DType::Float32, double lo = 0.0, double hi = 1.0);
 
-/// The next seed of the process-wide sequence used by the seedless overloads (1, 2, 3, ...).
+/// The next seed of the process-wide sequence that the seedless overloads use: 1, 2, 3, ... in call order
+/// (atomic: threads calling at once get distinct seeds). A seedless lazy op is `random_normal(shape,
+/// next_seed())`.
 std::uint64_t next_seed();
 
 }  // namespace loom

@@ -1,0 +1,67 @@
+// ---- Loom pointwise kernel add_mul_random_normal (from "add_mul_random_normal") ----
+// pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
+// grid: ceil(n / 1024) blocks of 256 (vector variant, 4 elements per thread, flat), ceil(n / 256) blocks of 256 (scalar variant)
+// bytes per element: 8; parameters: 40 bytes
+// in0: input 0, float32, contiguous, 4 B/element
+// in1: input 1, int64, contiguous, an index, computed (no memory)
+// out0: float32, contiguous, 4 B/element
+// scalars: float32, int64
+// entry points: add_mul_random_normal_v4 (vector), add_mul_random_normal_s (scalar)
+
+struct add_mul_random_normal_params {
+    const float* in0;                                        // input 0 "", contiguous (test_random_golden.cpp:33)
+    long long in1_base;                                      // input 1 "", contiguous (test_random_golden.cpp:33)
+    float* out0;                                             // output 0, contiguous
+    int n;                                                   // elements in the iteration space
+    float s0;                                                // scalar float32 (test_random_golden.cpp:33)
+    long long s1;                                            // scalar int64 (test_random_golden.cpp:33)
+};
+static_assert(sizeof(add_mul_random_normal_params) == 40, "kernel parameter layout differs from the host's");
+
+__device__ __forceinline__ void add_mul_random_normal_body(const add_mul_random_normal_params& p, const float v0, const long long v2, float& r0) {
+    // v0 = in0: input 0 "" float32                          // test_random_golden.cpp:33
+    const float v1 = p.s0;                                   // scalar float32 (test_random_golden.cpp:33)
+    // v2 = in1: the index along axis 0, int64               // test_random_golden.cpp:33
+    const long long v3 = p.s1;                               // scalar int64 (test_random_golden.cpp:33)
+    const float v4 = lm::random_normal<float>(v2, v3);       // random_normal (test_random_golden.cpp:33)
+    const float v5 = lm::mul(v1, v4);                        // mul (test_random_golden.cpp:33)
+    const float v6 = lm::add(v0, v5);                        // add (test_random_golden.cpp:33)
+    r0 = v6;                                                 // output 0
+}
+
+__device__ __forceinline__ void add_mul_random_normal_element(const add_mul_random_normal_params& p, const int e) {
+    const float v0 = lm::to_reg(p.in0[e]);                   // load in0 (contiguous)
+    const long long v2 = p.in1_base + (long long)(e);        // index in1 (contiguous): computed
+    float r0;
+    add_mul_random_normal_body(p, v0, v2, r0);
+    p.out0[e] = r0;
+}
+
+extern "C" __global__ void __launch_bounds__(256) add_mul_random_normal_v4(const __grid_constant__ add_mul_random_normal_params p) {
+    lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
+    const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) * 4u; // first element of this thread's vector
+    if (g >= (unsigned)p.n) return;
+    const int i = (int)g;
+    if (p.n - i < 4) {                                       // tail: fewer elements left than a vector
+        for (int e = i; e < p.n; ++e) add_mul_random_normal_element(p, e);
+        return;
+    }
+    const lm::vec<float, 4> a0 = lm::load_vec<float, 4>(p.in0 + i); // load in0 (contiguous, 16 bytes)
+    lm::vec<float, 4> o0;
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float r0;
+        add_mul_random_normal_body(p, lm::to_reg(a0.v[j]), (p.in1_base + (long long)(i + j)), r0);
+        o0.v[j] = r0;
+    }
+    lm::store_vec<float, 4>(p.out0 + i, o0);                 // store out0 (16 bytes)
+}
+
+extern "C" __global__ void __launch_bounds__(256) add_mul_random_normal_s(const __grid_constant__ add_mul_random_normal_params p) {
+    lm::await_prior_grids();                                 // the stream's previous kernel complete
+    lm::launch_dependent_grids();                            // the next kernel may be scheduled
+    const unsigned g = blockIdx.x * blockDim.x + threadIdx.x; // one element per thread
+    if (g >= (unsigned)p.n) return;
+    add_mul_random_normal_element(p, (int)g);
+}
