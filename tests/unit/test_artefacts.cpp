@@ -19,13 +19,14 @@ namespace {
 
 std::size_t count(const std::string& text, std::string_view what) {
     std::size_t n = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
+        ++n;
     return n;
 }
 
-// A body of two kernels on both back ends: the columns' sums of an array divided by its total (a value reduced
-// over the whole array, broadcast back, then reduced again). One function, so that the traced graph and the
-// graph built directly have the same source lines.
+// A body of two kernels on both back ends: the columns' sums of an array divided by its total (a value
+// reduced over the whole array, broadcast back, then reduced again). One function, so that the traced graph
+// and the graph built directly have the same source lines.
 Array column_shares(Array x) {
     return sum(x / sum(x), 0);
 }
@@ -33,7 +34,8 @@ Array column_shares(Array x) {
 // `t` as the traced function's placeholder for argument 0 is labelled and placed: "arg0", at the function's
 // definition `where`. Generated code names inputs so, so the direct graph's text equals the traced one's.
 Array as_argument0(const Tensor& t, std::source_location where) {
-    return Array(ir::input(t.dtype(), t.shape(), "arg0", std::static_pointer_cast<const void>(t.impl()), where));
+    return Array(
+        ir::input(t.dtype(), t.shape(), "arg0", std::static_pointer_cast<const void>(t.impl()), where));
 }
 
 }  // namespace
@@ -46,7 +48,7 @@ TEST_CASE("a traced function's cuda_source, ptx and llvm_source give every kerne
     const Array direct = column_shares(as_argument0(x, where));
 
     const std::string cuda = f.cuda_source(x);
-    CHECK(cuda == cuda_source({direct}, "column_shares"));  // the kernels an evaluation plans
+    CHECK(cuda == cuda_source({direct}, "column_shares"));     // the kernels an evaluation plans
     const std::size_t kernels = count(cuda, "// ---- Loom ");  // one translation unit per kernel
     CHECK(kernels == 2);
 
