@@ -22,6 +22,7 @@
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/reference.hpp"
 #include "loom/runtime/testing.hpp"
+#include "nvtx.hpp"
 
 namespace loom {
 
@@ -94,6 +95,8 @@ std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, std::source_location loc,
                              std::string_view name) {
     if (roots.empty()) return {};
+    const detail::NvtxRange range(
+        [&] { return fmt::format("eval{}{} ({})", name.empty() ? "" : " ", name, short_location(loc)); });
     const Device dev = evaluation_device(roots, loc, "eval");
     const std::vector<ir::NodePtr> graph = lower(roots);
     if (!dev.is_cuda()) {
@@ -110,6 +113,8 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
     if (roots.size() != outs.size())
         throw Error(fmt::format("assign(): {} outputs for {} arrays ({})", outs.size(), roots.size(),
                                 short_location(loc)));
+    const detail::NvtxRange range(
+        [&] { return fmt::format("assign{}{} ({})", name.empty() ? "" : " ", name, short_location(loc)); });
     const std::vector<ir::NodePtr> graph = lower(roots);
     // A graph that reads no tensor runs where its outputs live (factories included: they take that device).
     const Device dev = placement(ir::topo_order(graph), loc,

@@ -15,6 +15,7 @@
 #include "loom/ir/env.hpp"
 #include "loom/ir/hash.hpp"
 #include "loom/runtime/dump.hpp"
+#include "nvtx.hpp"
 
 namespace loom::nvrtc {
 
@@ -143,6 +144,7 @@ Result compile(std::string_view name, std::string_view source, const Options& op
                                        fmt::join(r.options, " "), log),
                            log, r.options, std::string());
     }
+    const detail::NvtxRange range([&] { return fmt::format("NVRTC {}", nm); });
     const auto t0 = std::chrono::steady_clock::now();
     Program prog(source, nm);
     ++g_compile_count;
@@ -184,6 +186,7 @@ std::string ptx(std::string_view name, std::string_view source, const Options& o
     const std::string arch = opts.front().substr(flag.size());
     if (arch.starts_with("sm_")) opts.front() = fmt::format("{}compute_{}", flag, arch.substr(3));
     const std::string nm(name);
+    const detail::NvtxRange range([&] { return fmt::format("NVRTC PTX {}", nm); });
     Program prog(source, nm);
     const nvrtcResult res = prog.compile(opts);
     if (res == NVRTC_ERROR_COMPILATION) {

@@ -18,6 +18,7 @@
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/pinned.hpp"
 #include "loom/runtime/reference.hpp"
+#include "nvtx.hpp"
 #include "program_graph.hpp"
 #include "run_slots.hpp"
 
@@ -155,6 +156,7 @@ bool Program::outputs_match(std::span<const Tensor* const> outs) const noexcept 
 
 void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
                   std::source_location call) const {
+    const detail::NvtxRange range([&] { return fmt::format("{} ({})", name_, short_location(call)); });
     if (outs.size() != roots_.size())
         throw Error(fmt::format("{}(): {} outputs for {} results ({}; the function is defined at {})", name_,
                                 outs.size(), roots_.size(), short_location(call), where_));
