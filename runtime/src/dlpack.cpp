@@ -131,8 +131,8 @@ std::string device_name(DLDeviceType type) {
 
 DType checked_dtype(DLDataType t, const std::source_location& loc) {
     if (const auto d = dlpack::dtype_from_dlpack(t)) return *d;
-    const std::string what = fmt::format("DLPack dtype {} of {} bits and {} lanes", code_name(t.code), t.bits,
-                                         t.lanes);
+    const std::string what =
+        fmt::format("DLPack dtype {} of {} bits and {} lanes", code_name(t.code), t.bits, t.lanes);
     if (t.lanes != 1)
         fail(loc, fmt::format("{}: vector dtypes are not supported; Loom takes one lane", what));
     fail(loc, fmt::format("{} has no Loom dtype (Loom takes kDLInt 8/32/64, kDLUInt 8, kDLFloat 16/32/64, "
@@ -152,9 +152,10 @@ Device checked_device(const DLTensor& t, void* element0, const std::source_locat
         case kDLCUDAManaged:  // DLPack gives id 0: the device is the pointer's own
             return memory::pointer_device(element0);
         default:
-            fail(loc, fmt::format("DLPack device {} (id {}) is not supported; Loom takes kDLCPU, kDLCUDAHost, "
-                                  "kDLCUDA and kDLCUDAManaged",
-                                  device_name(t.device.device_type), t.device.device_id));
+            fail(loc,
+                 fmt::format("DLPack device {} (id {}) is not supported; Loom takes kDLCPU, kDLCUDAHost, "
+                             "kDLCUDA and kDLCUDAManaged",
+                             device_name(t.device.device_type), t.device.device_id));
     }
 }
 
@@ -166,7 +167,8 @@ struct Extent {
 };
 
 Extent checked_extent(const DLTensor& t, std::size_t item, const std::source_location& loc) {
-    if (t.ndim < 0 || t.ndim > kMaxRank) fail(loc, fmt::format("rank {} is outside 0 to {}", t.ndim, kMaxRank));
+    if (t.ndim < 0 || t.ndim > kMaxRank)
+        fail(loc, fmt::format("rank {} is outside 0 to {}", t.ndim, kMaxRank));
     if (t.ndim > 0 && !t.shape) fail(loc, fmt::format("a null shape for rank {}", t.ndim));
     Extent e;
     e.shape.assign(t.shape, t.shape + t.ndim);
@@ -178,10 +180,12 @@ Extent checked_extent(const DLTensor& t, std::size_t item, const std::source_loc
     for (std::size_t k = 0; k < e.shape.size(); ++k) {
         std::int64_t reach = 0;
         overflow = overflow || __builtin_mul_overflow(e.strides[k], e.shape[k] - 1, &reach);
-        overflow = overflow || __builtin_add_overflow(reach < 0 ? e.lo : e.hi, reach, reach < 0 ? &e.lo : &e.hi);
+        overflow =
+            overflow || __builtin_add_overflow(reach < 0 ? e.lo : e.hi, reach, reach < 0 ? &e.lo : &e.hi);
     }
     std::int64_t span = 0, bytes = 0;
-    overflow = overflow || __builtin_sub_overflow(e.hi, e.lo, &span) || __builtin_add_overflow(span, 1, &span) ||
+    overflow = overflow || __builtin_sub_overflow(e.hi, e.lo, &span) ||
+               __builtin_add_overflow(span, 1, &span) ||
                __builtin_mul_overflow(span, static_cast<std::int64_t>(item), &bytes);
     if (overflow)
         fail(loc, fmt::format("shape {} with strides {} reaches elements beyond a 64-bit byte count",
@@ -211,15 +215,16 @@ Tensor from_dlpack(DLManagedTensor* managed, std::optional<cudaStream_t> produce
     const std::size_t item = itemsize(dtype);
     const Extent e = checked_extent(t, item, loc);
     if (t.byte_offset % item != 0)
-        fail(loc, fmt::format("byte_offset {} is not a multiple of the {} bytes of a {} element", t.byte_offset,
-                              item, name(dtype)));
+        fail(loc, fmt::format("byte_offset {} is not a multiple of the {} bytes of a {} element",
+                              t.byte_offset, item, name(dtype)));
     auto* element0 = static_cast<std::byte*>(t.data) + t.byte_offset;
     if (loom::numel(e.shape) > 0 && !t.data)
         fail(loc, fmt::format("a null data pointer for the non-empty shape {}", to_string(e.shape)));
     if (reinterpret_cast<std::uintptr_t>(element0) % item != 0)
-        fail(loc, fmt::format("element 0 at {} (data {} + byte_offset {}) is not aligned to the {} bytes of a {} "
-                              "element",
-                              static_cast<const void*>(element0), t.data, t.byte_offset, item, name(dtype)));
+        fail(loc,
+             fmt::format("element 0 at {} (data {} + byte_offset {}) is not aligned to the {} bytes of a {} "
+                         "element",
+                         static_cast<const void*>(element0), t.data, t.byte_offset, item, name(dtype)));
     const Device device = checked_device(t, element0, loc);
 
     if (producer_stream && device.is_cuda()) {  // Loom's current stream waits for the producer's
@@ -264,7 +269,8 @@ void delete_exported(DLManagedTensor* self) {
 
 }  // namespace
 
-DLManagedTensor* Tensor::to_dlpack(std::optional<cudaStream_t> consumer_stream, std::source_location loc) const {
+DLManagedTensor* Tensor::to_dlpack(std::optional<cudaStream_t> consumer_stream,
+                                   std::source_location loc) const {
     if (!impl_) throw Error(fmt::format("to_dlpack(): an undefined Tensor ({})", short_location(loc)));
     const Device dev = device();
     if (dev.is_cuda()) {  // the consumer's stream waits for what Loom issued on its current stream

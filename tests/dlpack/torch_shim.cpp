@@ -46,8 +46,8 @@ DLManagedTensor* loom_shim_halves(std::int64_t n, int device, std::uintptr_t str
     try {
         g_error.clear();
         loom::DeviceGuard guard(device);
-        const loom::Tensor t = loom::arange(0, static_cast<double>(n), 1.0, loom::float32,
-                                            loom::Device::cuda(device)) * 0.5;
+        const loom::Tensor t =
+            loom::arange(0, static_cast<double>(n), 1.0, loom::float32, loom::Device::cuda(device)) * 0.5;
         return t.to_dlpack(stream_of(stream));
     } catch (const std::exception& e) {
         g_error = e.what();

@@ -88,7 +88,8 @@ TEST_CASE("dlpack: dtype codes, bfloat16 and bool included") {
     CHECK(dlpack::dtype_from_dlpack(dl(dlpack::kBoolCode, 8)) == bool_);  // code 6 with any header
     CHECK(dlpack::dtype_from_dlpack(dl(kDLBfloat, 16)) == bfloat16);
     CHECK(dlpack::dtype_from_dlpack(dl(kDLUInt, 8)) == uint8);
-    for (const DType dt : kAllDTypes) CHECK(dlpack::dtype_from_dlpack(dlpack::dtype_to_dlpack(dt)).has_value());
+    for (const DType dt : kAllDTypes)
+        CHECK(dlpack::dtype_from_dlpack(dlpack::dtype_to_dlpack(dt)).has_value());
     CHECK_FALSE(dlpack::dtype_from_dlpack(dl(kDLFloat, 32, 4)).has_value());
     CHECK_FALSE(dlpack::dtype_from_dlpack(dl(kDLUInt, 16)).has_value());
     CHECK_FALSE(dlpack::dtype_from_dlpack(dl(kDLComplex, 64)).has_value());
