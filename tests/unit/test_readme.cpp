@@ -36,7 +36,8 @@ std::string region(const std::string& file, const std::string& name) {
             continue;
         }
         if (trimmed == close) inside = false;
-        if (inside && !trimmed.starts_with("// [readme ") && !trimmed.starts_with("// [/readme ")) body.push_back(l);
+        if (inside && !trimmed.starts_with("// [readme ") && !trimmed.starts_with("// [/readme "))
+            body.push_back(l);
     }
     REQUIRE_MESSAGE(found, file << " has no region " << name);
     std::size_t indent = std::string::npos;
