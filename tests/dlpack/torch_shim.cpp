@@ -1,7 +1,7 @@
 // A small shared library that Python loads with ctypes to hand PyTorch CUDA tensors to Loom and back through
-// DLPack (torch_roundtrip.py). Each function takes and returns DLManagedTensor pointers (the contents of
-// PyTorch's "dltensor" capsules) and a CUDA stream handle (PyTorch's current stream); errors come back as
-// null with the message in loom_shim_error().
+// DLPack (torch_roundtrip.py), and host memory without torch (ctypes_host.py). Each function takes and
+// returns DLManagedTensor pointers (the contents of PyTorch's "dltensor" capsules) and a CUDA stream handle
+// (PyTorch's current stream); errors come back as null with the message in loom_shim_error().
 #include <cstdint>
 #include <exception>
 #include <loom/loom.hpp>
