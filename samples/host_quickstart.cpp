@@ -9,6 +9,7 @@
 using namespace loom;
 
 int main() {
+    // [readme quickstart]
     const Device cpu = Device::cpu();
     Tensor x = random_normal({1 << 20}, float32, /*seed=*/1, cpu);  // host memory
     Array y = relu(x * 1.5 + 0.25);                                 // lazy: nothing has run
@@ -25,6 +26,7 @@ int main() {
 
     const Timing t = time_calls([&] { scale_bias_act(x2, scale, bias, y2); }, cpu);
     std::printf("scale_bias_act on [1024, 512] float32: %s\n", t.to_string().c_str());
+    // [/readme quickstart]
 
     const testing::Comparison a = testing::check_against_reference({y, energy});
     const testing::Comparison b = testing::compare(y2, Tensor(gelu(Array(x2) * scale + bias)),

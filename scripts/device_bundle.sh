@@ -59,6 +59,12 @@ for f in "$bundle"/bin/*; do
 done
 
 cp scripts/device_run.sh scripts/plot_performance.py "$bundle/"
+# The DLPack round trip with PyTorch (tests/dlpack): the ctypes shim and the script that loads it.
+if [[ -f $build/tests/libloom_dlpack_shim.so ]]; then
+    mkdir -p "$bundle/dlpack"
+    cp "$build/tests/libloom_dlpack_shim.so" tests/dlpack/torch_roundtrip.py "$bundle/dlpack/"
+    strip --strip-unneeded "$bundle/dlpack/libloom_dlpack_shim.so"
+fi
 peers="$root/../shared/bench/peer_baselines.py"
 if [[ -f $peers ]]; then cp "$peers" "$bundle/"; else echo "device_bundle: $peers not found" >&2; fi
 if [[ -d tests/golden/expected ]]; then

@@ -167,6 +167,13 @@ if want gpu_tests && [[ -x $bin/loom_disk_cache_stress ]]; then
     run_step disk_cache_run "$OUT/gpu_tests.log" append "$bin/loom_disk_cache_stress" --dir "$(mktemp -d)" \
         --processes 8 --rounds 3 --kernels 50 --run
 fi
+if want gpu_tests && [[ -f $bundle/dlpack/torch_roundtrip.py ]]; then
+    # PyTorch CUDA tensors to Loom and back through DLPack (tests/dlpack): the same pointer, Loom's values.
+    # The script exits 77 when torch is not importable or sees no GPU: reported as skipped, not failed.
+    run_step dlpack_torch "$OUT/gpu_tests.log" append bash -c \
+        'python3 "$0" "$1"; rc=$?; if [[ $rc -eq 77 ]]; then echo "dlpack_torch: skipped"; rc=0; fi; exit $rc' \
+        "$bundle/dlpack/torch_roundtrip.py" "$bundle/dlpack/libloom_dlpack_shim.so"
+fi
 if want sanitizer; then
     # compute-sanitizer as a routine step: memcheck over a small-shape subset of the GPU tests
     # (LOOM_TEST_SMALL=1; the cases that fault, run out of memory or fail CUDA calls on purpose, and the

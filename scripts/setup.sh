@@ -2,7 +2,8 @@
 # Installs what Loom's build needs on a Debian 12 machine (idempotent) and checks the CUDA toolkit.
 #
 # Debian packages: cmake, ninja-build, g++, libfmt-dev, doctest-dev, nettle-dev (SHA-256 of the disk
-# kernel cache, linked statically), python3, llvm-19-dev (the host back end's module loom_llvm: ORC JIT from
+# kernel cache, linked statically), libdlpack-dev (the DLPack header dlpack/dlpack.h, 0.6: from_dlpack and
+# Tensor::to_dlpack), python3, llvm-19-dev (the host back end's module loom_llvm: ORC JIT from
 # LLVM 19; without it the build skips the module and host tensors run on the CPU reference), clang-format
 # (Debian 12's, version 14: scripts/format.sh, which CI runs) (only the missing ones are installed; `apt-get
 # update` runs only when something is missing). Runs as root, or through sudo.
@@ -10,7 +11,7 @@
 # from Debian's archive; install it from NVIDIA (https://developer.nvidia.com/cuda-downloads).
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libfmt-dev doctest-dev nettle-dev python3 llvm-19-dev clang-format)
+packages=(cmake ninja-build g++ libfmt-dev doctest-dev nettle-dev libdlpack-dev python3 llvm-19-dev clang-format)
 
 installed() {
     [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]

@@ -1,4 +1,5 @@
-// assign(), cuda_source(), llvm_source(), compile(), explain() and check_against_reference() over Arrays.
+// assign(), cuda_source(), ptx(), llvm_source(), compile(), explain() and check_against_reference() over
+// Arrays.
 #include "loom/dsl/evaluation.hpp"
 
 #include <fmt/format.h>
@@ -30,6 +31,10 @@ void assign(const std::vector<Tensor>& outs, const std::vector<Array>& arrays, L
 
 std::string cuda_source(const std::vector<Array>& arrays, std::string_view name) {
     return cuda_source(roots_of(arrays, "cuda_source", Loc::current()), name);
+}
+
+std::string ptx(const std::vector<Array>& arrays, std::string_view name) {
+    return ptx(roots_of(arrays, "ptx", Loc::current()), name);
 }
 
 std::string llvm_source(const std::vector<Array>& arrays, std::string_view name) {

@@ -12,6 +12,7 @@
 #include "loom/ir/env.hpp"
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/dump.hpp"
+#include "nvtx.hpp"
 
 #ifndef LOOM_VERSION_STRING
 #error "LOOM_VERSION_STRING (the project version) must be defined by the build"
@@ -183,6 +184,7 @@ CachedCompile compile_cached(std::string_view name, std::string_view source, con
     if (cache.enabled()) {
         key = make_disk_cache_key(source, opts, is_ptx, is_ptx ? driver_version() : 0);
         if (!dump_ptx) {
+            const detail::NvtxRange range([&] { return fmt::format("disk cache load {}", name); });
             const auto t0 = std::chrono::steady_clock::now();
             bool stored_ptx = false;
             if (auto image = cache.load(*key, &stored_ptx); image && stored_ptx == is_ptx) {

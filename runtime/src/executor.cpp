@@ -22,6 +22,7 @@
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/reference.hpp"
 #include "loom/runtime/testing.hpp"
+#include "nvtx.hpp"
 
 namespace loom {
 
@@ -94,6 +95,8 @@ std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, std::source_location loc,
                              std::string_view name) {
     if (roots.empty()) return {};
+    const detail::NvtxRange range(
+        [&] { return fmt::format("eval{}{} ({})", name.empty() ? "" : " ", name, short_location(loc)); });
     const Device dev = evaluation_device(roots, loc, "eval");
     const std::vector<ir::NodePtr> graph = lower(roots);
     if (!dev.is_cuda()) {
@@ -110,6 +113,8 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
     if (roots.size() != outs.size())
         throw Error(fmt::format("assign(): {} outputs for {} arrays ({})", outs.size(), roots.size(),
                                 short_location(loc)));
+    const detail::NvtxRange range(
+        [&] { return fmt::format("assign{}{} ({})", name.empty() ? "" : " ", name, short_location(loc)); });
     const std::vector<ir::NodePtr> graph = lower(roots);
     // A graph that reads no tensor runs where its outputs live (factories included: they take that device).
     const Device dev = placement(ir::topo_order(graph), loc,
@@ -156,6 +161,12 @@ std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view 
     return out;
 }
 
+std::string ptx(const std::vector<ir::NodePtr>& roots, std::string_view name) {
+    const codegen::DeviceInfo info = gpu::planning_device();
+    const codegen::FusionPlan plan = gpu::plan_bound(lower(roots), info, current_options(), name, nullptr);
+    return gpu::ptx(gpu::emit_kernels(plan), info, plan.options);
+}
+
 std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name) {
     // explain() takes no call site: errors name the first root's line, where the user wrote the expression.
     const std::source_location loc = roots.empty() ? std::source_location::current() : roots.front()->loc();
@@ -179,17 +190,32 @@ CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view na
         gpu::compile_kernels(plan, info, &kernels);  // through the disk cache
     for (std::size_t i = 0; i < kernels.size(); ++i) {
         const nvrtc::Result& r = results[i].result;
+        const KernelCompile k{kernels[i].name,     r.arch,       r.is_ptx ? "PTX" : "cubin",
+                              r.binary.size(),     r.compile_ms, results[i].lookup_ms,
+                              results[i].from_disk};
         if (rep.kernels++ == 0) {
-            rep.kernel = kernels[i].name;
-            rep.arch = r.arch;
-            rep.image_kind = r.is_ptx ? "PTX" : "cubin";
+            rep.kernel = k.name;
+            rep.arch = k.arch;
+            rep.image_kind = k.image_kind;
         }
-        rep.image_bytes += r.binary.size();
-        rep.compile_ms += r.compile_ms;
-        rep.lookup_ms += results[i].lookup_ms;
-        if (results[i].from_disk) ++rep.disk_hits;
+        rep.image_bytes += k.image_bytes;
+        rep.compile_ms += k.compile_ms;
+        rep.lookup_ms += k.lookup_ms;
+        if (k.from_disk) ++rep.disk_hits;
+        rep.per_kernel.push_back(k);
     }
     return rep;
+}
+
+std::string CompileReport::to_string() const {
+    std::string s;
+    for (const KernelCompile& k : per_kernel)
+        s += fmt::format(
+            "kernel {}: {} {} bytes, {}, {}\n", k.name, k.image_kind, k.image_bytes, k.arch,
+            k.from_disk ? std::string("disk cache") : fmt::format("NVRTC {:.1f} ms", k.compile_ms));
+    s += fmt::format("{} kernel(s), {} bytes; codegen {:.1f} ms, NVRTC {:.1f} ms, {} from the disk cache\n",
+                     kernels, image_bytes, codegen_ms, compile_ms, disk_hits);
+    return s;
 }
 
 void testing::build_host_kernels(const std::vector<std::vector<ir::NodePtr>>& graphs,

@@ -190,6 +190,17 @@ std::vector<CachedCompile> compile_kernels(const FusionPlan& plan, const codegen
     return out;
 }
 
+std::string ptx(const std::vector<codegen::KernelSource>& kernels, const codegen::DeviceInfo& info,
+                const Options& options) {
+    std::vector<std::string> texts(kernels.size());
+    detail::run_concurrently(kernels.size(), [&](std::size_t k) {
+        texts[k] = nvrtc::ptx(kernels[k].name, kernels[k].source, compile_options(kernels[k], info, options));
+    });
+    std::string out;
+    for (const std::string& t : texts) out += t;
+    return out;
+}
+
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device device, std::source_location loc,
                              const std::vector<Tensor>* outs, std::string_view name) {
     require_cuda("eval()");

@@ -31,6 +31,7 @@
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/dump.hpp"
 #include "loom/runtime/nvrtc.hpp"
+#include "nvtx.hpp"
 
 #ifndef LOOM_VERSION_STRING
 #error "LOOM_VERSION_STRING (the project version) must be defined by the build"
@@ -218,7 +219,10 @@ struct Batch {
             out.push_back(std::move(k));
             return;
         }
-        if (disk.enabled()) load_from_disk(*k, j);
+        if (disk.enabled()) {
+            const detail::NvtxRange range([&] { return fmt::format("disk cache load {}", k->source.name); });
+            load_from_disk(*k, j);
+        }
         if (!k->from_disk) to_compile.push_back(j);
         out.push_back(std::move(k));
     }
@@ -295,6 +299,7 @@ struct Batch {
             srcs.size() == 1 ? srcs[0]->name : fmt::format("{}_and_{}_more", srcs[0]->name, srcs.size() - 1);
         loom_hb_buffer obj{}, err{};
         double ms[2] = {0, 0};
+        const detail::NvtxRange range([&] { return fmt::format("LLVM {}", name); });
         const auto t1 = Clock::now();
         if (be.table->compile(merged.data(), merged.size(), name.c_str(), &obj, &err, ms) != 0) {
             const std::string log = take(be, err);

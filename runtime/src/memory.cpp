@@ -24,6 +24,7 @@
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/stream.hpp"
 #include "memory_internal.hpp"
+#include "nvtx.hpp"
 
 namespace loom {
 
@@ -316,6 +317,9 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, std:
         fmt::format("copying {} bytes from {} to {}", bytes, src_device.to_string(), dst_device.to_string()),
         "a synchronous copy", "use copy_async() with pinned host memory inside a capture");
     DeviceGuard guard(dev.index);
+    const detail::NvtxRange range([&] {
+        return fmt::format("copy {} bytes {} -> {}", bytes, src_device.to_string(), dst_device.to_string());
+    });
     const cudaStream_t stream = current_stream();
     // cudaMemcpyDefault: the direction follows from the pointers (unified virtual addressing).
     LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));

@@ -15,6 +15,7 @@
 #include "loom/ir/env.hpp"
 #include "loom/ir/hash.hpp"
 #include "loom/runtime/dump.hpp"
+#include "nvtx.hpp"
 
 namespace loom::nvrtc {
 
@@ -143,6 +144,7 @@ Result compile(std::string_view name, std::string_view source, const Options& op
                                        fmt::join(r.options, " "), log),
                            log, r.options, std::string());
     }
+    const detail::NvtxRange range([&] { return fmt::format("NVRTC {}", nm); });
     const auto t0 = std::chrono::steady_clock::now();
     Program prog(source, nm);
     ++g_compile_count;
@@ -168,20 +170,34 @@ Result compile(std::string_view name, std::string_view source, const Options& op
     r.binary = r.is_ptx ? prog.ptx() : prog.cubin();
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-    if (env_list_contains("LOOM_DUMP", "ptx")) {
-        if (r.is_ptx) {
-            dump::write(nm + ".ptx",
-                        std::string_view(r.binary.data(), r.binary.size() ? r.binary.size() - 1 : 0));
-        } else {  // a cubin compile holds no PTX: compile once more for the matching virtual arch
-            Options po = options;
-            po.arch = "compute_" + r.arch.substr(3);
-            Program p2(source, nm);
-            check(p2.compile(option_list(po)), "nvrtcCompileProgram(prog, ptx options)");
-            const auto ptx = p2.ptx();
-            dump::write(nm + ".ptx", std::string_view(ptx.data(), ptx.size() ? ptx.size() - 1 : 0));
-        }
+    if (env_list_contains("LOOM_DUMP", "ptx")) {  // a cubin compile holds no PTX: ptx() compiles again
+        const std::string text = r.is_ptx
+                                     ? std::string(r.binary.data(), r.binary.size() ? r.binary.size() - 1 : 0)
+                                     : ptx(name, source, options);
+        dump::write(nm + ".ptx", text);
     }
     return r;
+}
+
+std::string ptx(std::string_view name, std::string_view source, const Options& options) {
+    // compile()'s target, as its virtual arch: a cubin compile holds no PTX (sm_90a -> compute_90a).
+    std::vector<std::string> opts = option_list(options);
+    const std::string_view flag = "--gpu-architecture=";
+    const std::string arch = opts.front().substr(flag.size());
+    if (arch.starts_with("sm_")) opts.front() = fmt::format("{}compute_{}", flag, arch.substr(3));
+    const std::string nm(name);
+    const detail::NvtxRange range([&] { return fmt::format("NVRTC PTX {}", nm); });
+    Program prog(source, nm);
+    const nvrtcResult res = prog.compile(opts);
+    if (res == NVRTC_ERROR_COMPILATION) {
+        std::string log = program_log(prog.p);
+        throw CompileError(fmt::format("NVRTC failed for kernel {} (PTX; source not saved; options: {}):\n{}",
+                                       nm, fmt::join(opts, " "), log),
+                           std::move(log), opts, std::string());
+    }
+    check(res, "nvrtcCompileProgram(prog, ptx options)");
+    const std::vector<char> text = prog.ptx();
+    return std::string(text.data(), text.size() && text.back() == '\0' ? text.size() - 1 : text.size());
 }
 
 }  // namespace loom::nvrtc

@@ -7,6 +7,7 @@
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
+#include "nvtx.hpp"
 
 namespace loom {
 
@@ -47,6 +48,7 @@ void require_contiguous(const char* api, const Tensor& t) {
 void enqueue(void* dst, const void* src, std::size_t bytes, const Tensor& t, cudaStream_t stream) {
     if (bytes == 0) return;
     require_cuda("copy_async()");
+    const detail::NvtxRange range([&] { return fmt::format("copy_async {} bytes", bytes); });
     if (t.device().is_cuda()) {
         DeviceGuard guard(t.device().index);
         LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));

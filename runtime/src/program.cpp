@@ -8,6 +8,7 @@
 
 #include "gpu_internal.hpp"
 #include "host_internal.hpp"
+#include "loom/codegen/llvm/host_family.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/env.hpp"
 #include "loom/ir/error.hpp"
@@ -17,6 +18,7 @@
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/pinned.hpp"
 #include "loom/runtime/reference.hpp"
+#include "nvtx.hpp"
 #include "program_graph.hpp"
 #include "run_slots.hpp"
 
@@ -154,6 +156,7 @@ bool Program::outputs_match(std::span<const Tensor* const> outs) const noexcept 
 
 void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
                   std::source_location call) const {
+    const detail::NvtxRange range([&] { return fmt::format("{} ({})", name_, short_location(call)); });
     if (outs.size() != roots_.size())
         throw Error(fmt::format("{}(): {} outputs for {} results ({}; the function is defined at {})", name_,
                                 outs.size(), roots_.size(), short_location(call), where_));
@@ -218,6 +221,40 @@ std::string Program::cuda_source() const {
     }
     for (const auto& k : gpu::emit_kernels(plan_for(gpu::planning_device()))) s += k.source;
     return s;
+}
+
+std::string Program::ptx() const {
+    const codegen::DeviceInfo info = device_.is_cuda() ? device_info(device_.index) : gpu::planning_device();
+    std::vector<codegen::KernelSource> sources;
+    if (gpu_) {
+        for (const auto& k : gpu_->kernels) sources.push_back(k->source);
+    } else {
+        sources = gpu::emit_kernels(plan_for(info));
+    }
+    return gpu::ptx(sources, info, options_);
+}
+
+std::string Program::llvm_source() const {
+    // On the host with the LLVM back end, the plan built at construction; else planned now for the host from
+    // the specialization's layouts (the placeholders are the sources, as in plan_for).
+    const auto text = [](const codegen::HostPlan& plan) {
+        std::string s;
+        for (std::size_t i = 0; i < plan.kernels.size(); ++i)
+            if (codegen::has_code(plan.kernels[i])) s += host::emit_kernel(plan, i).ir;
+        return s;
+    };
+    if (host_) return text(host_->plan);
+    std::vector<const ir::Node*> sources;
+    std::vector<codegen::InputLayout> layouts;
+    for (std::size_t k = 0; k < params_.size(); ++k) {
+        sources.push_back(params_[k].get());
+        layouts.push_back({specs_[k].dtype, specs_[k].strides, false});
+    }
+    bool strided = false;
+    for (const Strides& st : out_strides_) strided = strided || !st.empty();
+    return text(
+        codegen::plan_host(roots_, sources, layouts, host::planning_target(), options_, name_, nullptr,
+                           strided ? std::span<const Strides>(out_strides_) : std::span<const Strides>()));
 }
 
 }  // namespace loom

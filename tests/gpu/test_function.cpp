@@ -99,3 +99,24 @@ TEST_CASE("traced function on the GPU: arguments on two devices name the call an
                                def_line)) != std::string::npos);
     CHECK(f.stats().specializations == 0);  // nothing was built
 }
+
+TEST_CASE("traced function on the GPU: cuda_source, ptx and llvm_source of device arguments run nothing") {
+    auto f = loom::function("column_shares", [](Array x) { return sum(x / sum(x), 0); });
+    Tensor x = rand({96, 64}, float32, 7);
+    const std::string cuda = f.cuda_source(x);  // the kernels built for the device, in launch order
+    std::size_t units = 0;
+    for (std::size_t at = cuda.find("// ---- Loom "); at != std::string::npos;
+         at = cuda.find("// ---- Loom ", at + 1))
+        ++units;
+    CHECK(units == 2);
+    const codegen::DeviceInfo& info = device_info();
+    const std::string ptx = f.ptx(x);
+    CHECK(ptx.find(fmt::format(".target sm_{}{}", info.cc_major, info.cc_minor)) != std::string::npos);
+    CHECK(f.llvm_source(x).find("define void @column_shares") != std::string::npos);
+    CHECK(f.stats().calls == 0);
+    CHECK(f.stats().specializations == 1);
+    const Tensor y = f(x);  // the same specialization runs
+    wait_device();
+    CHECK(f.stats().specializations == 1);
+    require_reference({sum(Array(x) / sum(Array(x)), 0)}, {y}, "column_shares");
+}

@@ -14,6 +14,7 @@
 #include "loom/ir/half.hpp"
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
+#include "loom/runtime/dlpack.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/executor.hpp"
 #include "loom/runtime/nvrtc.hpp"

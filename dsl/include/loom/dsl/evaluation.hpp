@@ -21,6 +21,12 @@ void assign(const std::vector<Tensor>& outs, const std::vector<Array>& arrays, L
 /// the current GPU or an H200 when none is present. `name` names the kernel. Needs no GPU.
 std::string cuda_source(const std::vector<Array>& arrays, std::string_view name = {});
 
+/// The PTX of every kernel of cuda_source(arrays, name), one module per kernel in launch order, for the
+/// virtual arch of the cubin Loom would load (`compute_90` for an H100, H200 or no GPU). Runs NVRTC for
+/// each kernel (no cache); launches nothing; needs no GPU. Throws loom::Error naming ptx() for an empty
+/// Array, loom::CompileError.
+std::string ptx(const std::vector<Array>& arrays, std::string_view name = {});
+
 /// The LLVM IR Loom generates for `arrays` on the host: one module per host kernel (the text LOOM_DUMP=llvm
 /// writes: a banner with the plan and schedule, each instruction commented with its op and the user's
 /// `file:line`), concatenated in launch order, for the inputs' layouts and this machine's target (an

@@ -131,6 +131,10 @@ class Function {
     static constexpr std::size_t kInputs = detail::callable_arity<F>::value;
     using Result = decltype(std::apply(std::declval<F&>(), std::declval<std::array<Array, kInputs>>()));
     static constexpr std::size_t kOutputs = detail::result_count<std::decay_t<Result>>::value;
+    /// Whether `first, T...` are the function's inputs (Tensors, one per parameter of the callable).
+    template <class... T>
+    static constexpr bool takes_inputs = (std::is_same_v<std::decay_t<T>, Tensor> && ...) &&
+                                         sizeof...(T) + 1 == kInputs;
 
     Function(std::string name, F fn, std::source_location loc, Options options)
         : core_(std::make_shared<detail::FunctionCore>(std::move(name), loc, std::move(options))),
@@ -171,19 +175,39 @@ class Function {
         }
     }
 
-    /// The generated CUDA for these arguments (traces and compiles the specialization if needed).
+    /// The kernels of the specialization for these arguments (inputs only, as in f(inputs...)), as text:
+    /// every kernel, in launch order. The first use of a kind of arguments (dtype, shape, strides, 16-byte
+    /// alignment, device) traces the function and builds its specialization as a call would (kept for
+    /// later calls); nothing is launched. Throws as a call does for arguments that do not fit.
+    ///
+    /// cuda_source(): the generated CUDA C++, one complete translation unit per kernel (prelude included);
+    /// for host arguments planned for the current GPU, or an H200 when there is none. Needs no GPU for host
+    /// arguments.
     template <class... T>
-    requires((std::is_same_v<std::decay_t<T>, Tensor> && ...) && sizeof...(T) + 1 == kInputs) std::string
-        cuda_source(TensorAt first, const T&... rest)
-    const {
-        const std::array<const Tensor*, kInputs> all{&first.tensor, &rest...};
-        return program(all, {}, first.loc).cuda_source();
-    }
+    requires takes_inputs<T...> std::string cuda_source(TensorAt first, const T&... rest)
+    const { return specialization(first, rest...).cuda_source(); }
+    /// ptx(): the PTX of every kernel of cuda_source(), for the virtual arch of the cubin Loom loads
+    /// (`compute_90` on an H100 or H200); runs NVRTC for each kernel (no cache). Throws loom::CompileError.
+    template <class... T>
+    requires takes_inputs<T...> std::string ptx(TensorAt first, const T&... rest)
+    const { return specialization(first, rest...).ptx(); }
+    /// llvm_source(): the LLVM IR of every host kernel (one module per kernel, the text LOOM_DUMP=llvm
+    /// writes; matrix products run on the CPU reference and add none); for device arguments planned for this
+    /// machine's host as if the arguments were host tensors. Needs no GPU and no LLVM for that planning.
+    template <class... T>
+    requires takes_inputs<T...> std::string llvm_source(TensorAt first, const T&... rest)
+    const { return specialization(first, rest...).llvm_source(); }
 
     const std::string& name() const { return core_->name(); }
     detail::FunctionStats stats() const { return core_->stats(); }
 
   private:
+    template <class... T>
+    const Program& specialization(const TensorAt& first, const T&... rest) const {
+        const std::array<const Tensor*, kInputs> all{&first.tensor, &rest...};
+        return program(all, {}, first.loc);
+    }
+
     const Program& program(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
                            std::source_location call) const {
         if (const Program* p = core_->find(args, outs)) return *p;

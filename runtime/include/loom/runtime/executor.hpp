@@ -31,6 +31,12 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
 /// the current GPU, or for an H200 when there is none. Needs no GPU.
 std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
 
+/// The PTX of every kernel of `roots` (one module per kernel, concatenated in launch order), planned and
+/// compiled as cuda_source() plans them: for the current GPU, or an H200 when there is none, for the
+/// virtual arch of the cubin Loom would load (`compute_90` for sm_90). Runs NVRTC each time (no cache);
+/// launches nothing; needs no GPU. Throws loom::CompileError.
+std::string ptx(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
+
 /// The fusion decisions for `roots` (what LOOM_EXPLAIN=fusion prints when they are evaluated): the kernels,
 /// the nodes in each with their source lines, what each reads and writes, and why kernels are separate.
 /// For the plan that evaluate() would run, placed as it places them: roots placed on a GPU get the GPU plan
@@ -40,17 +46,31 @@ std::string cuda_source(const std::vector<ir::NodePtr>& roots, std::string_view 
 /// placeholders, and the planner's errors (a tile hint the GPU cannot take).
 std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name = {});
 
-/// What compile() did.
-struct CompileReport {
-    std::string kernel;      // kernel base name (of the first kernel when there are several)
+/// One kernel of a compile(), in launch order.
+struct KernelCompile {
+    std::string name;        // the kernel's name (its entry points are `<name>` and `<name>_vec`, ...)
     std::string arch;        // "sm_90", or "compute_XY" when NVRTC emitted PTX
     std::string image_kind;  // "cubin" or "PTX"
     std::size_t image_bytes = 0;
+    double compile_ms = 0;   // NVRTC, milliseconds (0 when the image came from the disk cache)
+    double lookup_ms = 0;    // the disk cache lookup, milliseconds
+    bool from_disk = false;  // the image came from the disk cache (docs/kernel-cache.md)
+};
+
+/// What compile() did: every kernel (`per_kernel`, in launch order) and the totals over them.
+struct CompileReport {
+    std::string kernel;           // the first kernel's name (every name: per_kernel)
+    std::string arch;             // the first kernel's arch: "sm_90", or "compute_XY" when NVRTC emitted PTX
+    std::string image_kind;       // the first kernel's image: "cubin" or "PTX"
+    std::size_t image_bytes = 0;  // every kernel's image, bytes
     int kernels = 0;
     double codegen_ms = 0;  // planning and CUDA emission
     double compile_ms = 0;  // NVRTC (0 for kernels found in the disk cache)
     int disk_hits = 0;      // kernels whose image came from the disk cache (docs/kernel-cache.md)
     double lookup_ms = 0;   // disk cache lookups
+    std::vector<KernelCompile> per_kernel;  // every kernel, in launch order
+    /// One line per kernel (name, image kind and bytes, arch, NVRTC ms or "disk cache"), then the totals.
+    std::string to_string() const;
 };
 
 /// Generates and compiles the kernels of `roots` with NVRTC without launching them (no GPU needed), through

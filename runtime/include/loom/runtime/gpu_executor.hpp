@@ -46,6 +46,12 @@ Kernels build_kernels(const codegen::FusionPlan& plan, Device device, std::strin
 std::vector<CachedCompile> compile_kernels(const codegen::FusionPlan& plan, const codegen::DeviceInfo& info,
                                            std::vector<codegen::KernelSource>* sources = nullptr);
 
+/// The PTX of `kernels` for `info`'s device under `options` (fast math, line info), one module per kernel,
+/// concatenated in launch order; compiled concurrently by NVRTC (nvrtc::ptx: no cache). Needs no GPU.
+/// Throws loom::CompileError.
+std::string ptx(const std::vector<codegen::KernelSource>& kernels, const codegen::DeviceInfo& info,
+                const Options& options);
+
 /// Copies `tmp` (an output written through a temporary) into `user`, stream-ordered: one copy when both are
 /// contiguous, else a pointwise kernel storing into the view.
 void copy_back_into(const Tensor& user, const Tensor& tmp, Device device);

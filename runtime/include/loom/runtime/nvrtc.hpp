@@ -69,6 +69,12 @@ struct Result {
 /// saved first), loom::Error when an NVRTC call fails otherwise (the message names the call).
 Result compile(std::string_view name, std::string_view source, const Options& options);
 
+/// The PTX of `source` for the virtual arch of compile()'s target (`sm_90` -> `compute_90`, `sm_90a` ->
+/// `compute_90a`; a `compute_XY` target as it is), as text: what the driver or ptxas would assemble into the
+/// cubin that compile() returns. Always runs NVRTC (no cache; not counted by compile_count()). Throws
+/// loom::CompileError when NVRTC rejects the source (nothing is saved), loom::Error when an NVRTC call fails.
+std::string ptx(std::string_view name, std::string_view source, const Options& options);
+
 /// The options compile() passes to NVRTC for `options` (arch resolved): always -std=c++17 and
 /// --fmad=true (user arithmetic is spelled with rounded intrinsics, so contraction cannot change it).
 std::vector<std::string> option_list(const Options& options);

@@ -90,8 +90,19 @@ class Program {
     bool outputs_match(std::span<const Tensor* const> outs) const noexcept;
     const std::vector<ir::NodePtr>& roots() const { return roots_; }
     Device device() const { return device_; }
-    /// The generated CUDA of every kernel of the program.
+    /// The generated CUDA of every kernel of the program (complete translation units, in launch order): on
+    /// a device the kernels built for it; on the host planned now for the current GPU (an H200 without
+    /// one) from the specialization's layouts. Launches nothing.
     std::string cuda_source() const;
+    /// The PTX of every kernel of cuda_source(), one module per kernel in launch order, for the virtual arch
+    /// of the cubin that is (or would be) loaded (`compute_90` for sm_90). Runs NVRTC for each kernel (no
+    /// cache); launches nothing; needs no GPU. Throws loom::CompileError.
+    std::string ptx() const;
+    /// The LLVM IR of every host kernel of the specialization (one module per kernel with LLVM code, in
+    /// launch order; matrix products run on the CPU reference and add none): on the host the kernels built
+    /// for it; for a device program planned now for this machine's host target from the specialization's
+    /// layouts, as if its arguments were host tensors. Launches nothing; needs no GPU and no LLVM.
+    std::string llvm_source() const;
     /// Kernels launched per run (0 on the host).
     std::size_t kernels() const;
     bool has_reductions() const { return reductions_; }

@@ -1,0 +1,80 @@
+// DLPack interop: tensors of other libraries (PyTorch, CuPy, JAX, NumPy) as Loom tensors and Loom tensors
+// handed to them, without a copy (docs/interop.md). Built on the header <dlpack/dlpack.h> of the system
+// (Debian's libdlpack-dev: DLPack 0.6) or of any later release (1.x): the unversioned DLManagedTensor, which
+// every release has. What a release lacks, Loom names here.
+//
+// Dtypes: bool, int8, uint8, int32, int64, float16, bfloat16 (kDLBfloat), float32 and float64, one lane
+// each. Bool is kDLBool (code 6) from DLPack 0.8 on. DLPack 0.6 has no bool code: built with it, Loom
+// exports bool as kDLUInt with 8 bits (the convention of producers of that time, so a consumer built on 0.6
+// reads bytes of 0 and 1 as uint8), and still imports code 6 as bool, since the code's value is part of the
+// ABI whatever header a producer was built with.
+//
+// Streams follow DLPack's convention: the consumer's stream waits for the producer's work, by an event, with
+// no host synchronization.
+#pragma once
+
+#include <dlpack/dlpack.h>
+#include <driver_types.h>
+
+#include <cstdint>
+#include <optional>
+#include <source_location>
+
+#include "loom/runtime/tensor.hpp"
+
+namespace loom {
+
+namespace dlpack {
+
+/// The DLPack release of <dlpack/dlpack.h> as major * 100 + minor * 10: 60 for 0.6, 100 for 1.0.
+#if defined(DLPACK_MAJOR_VERSION)
+inline constexpr int kHeaderVersion = DLPACK_MAJOR_VERSION * 100 + DLPACK_MINOR_VERSION * 10;
+#else
+inline constexpr int kHeaderVersion = DLPACK_VERSION;
+#endif
+
+/// kDLBool's value (DLPack 0.8 and later): what from_dlpack() takes as bool with any header.
+inline constexpr std::uint8_t kBoolCode = 6;
+
+/// Whether the header names a bool code (DLPack 0.8 and later); when not, to_dlpack() exports bool as
+/// kDLUInt of 8 bits.
+inline constexpr bool kHeaderHasBool = kHeaderVersion >= 80;
+
+/// The DLPack dtype Loom exports for `dtype` (one lane).
+DLDataType dtype_to_dlpack(DType dtype);
+
+/// The Loom dtype of a DLPack dtype, or none for one Loom has no dtype for (more than one lane, complex,
+/// float8, opaque handles, other widths).
+std::optional<DType> dtype_from_dlpack(DLDataType dtype);
+
+}  // namespace dlpack
+
+/// A Loom tensor over the memory of `managed` (a DLManagedTensor from PyTorch's torch.utils.dlpack.to_dlpack,
+/// CuPy's toDlpack, JAX's jax.dlpack.to_dlpack, NumPy's __dlpack__, ...), without a copy. On success Loom
+/// owns `managed`: its deleter is called exactly once, when the last Loom tensor (views included) over that
+/// memory goes away; until then the producer keeps the memory alive. On error nothing is taken: the caller
+/// still owns `managed` (and calls its deleter).
+///
+/// The shape and strides (in elements; null strides: contiguous row-major) are DLPack's; element 0 lies at
+/// `data + byte_offset`. Negative and zero strides are views Loom reads as any other (a zero stride
+/// broadcasts, so such a tensor cannot be written by assign()). Devices: kDLCPU and kDLCUDAHost (pinned)
+/// give host tensors, kDLCUDA the CUDA device `device_id`, kDLCUDAManaged the device the pointer belongs to
+/// (the host without a GPU).
+///
+/// Streams: with `producer_stream` (the stream on which the producer wrote the memory) the calling
+/// thread's current Loom stream (loom::current_stream()) waits for the producer's work before anything Loom
+/// issues next reads it (an event; for kDLCUDAHost memory the host waits for that stream; for kDLCPU memory
+/// it is ignored). Without it Loom assumes
+/// the producer has done that already, as Python's protocol does when the consumer passes its own stream to
+/// `__dlpack__(stream=...)`: pass loom::current_stream() there.
+///
+/// Throws loom::Error naming from_dlpack(), the DLPack dtype or device and the caller's file:line for a null
+/// `managed`, a null shape of a non-empty rank, a rank above 8, a negative extent, a dtype without a Loom
+/// dtype (dlpack::dtype_from_dlpack), another device, a byte_offset that is not a multiple of the element
+/// size, element 0 not aligned to the element size, a null data pointer to a non-empty tensor, or extents
+/// and strides whose elements lie beyond a 64-bit byte count. loom::CudaError when a CUDA call of the stream
+/// handshake fails, loom::NoDeviceError for it without a GPU.
+Tensor from_dlpack(DLManagedTensor* managed, std::optional<cudaStream_t> producer_stream = std::nullopt,
+                   std::source_location loc = std::source_location::current());
+
+}  // namespace loom
