@@ -33,7 +33,7 @@ fi
 [[ -d $bundle/golden/expected ]] && export LOOM_GOLDEN_DIR="$bundle/golden/expected"
 export LOOM_SOURCE_DIR="$root"
 
-# Libraries the binaries need (libnvrtc.so.13, libcurand.so.10): when the toolkit folder lacks one, look for
+# Libraries the binaries need (libnvrtc.so.13): when the toolkit folder lacks one, look for
 # it elsewhere (other CUDA folders, Python's nvidia-* wheels).
 if [[ -x $bin/loom_gpu_tests ]] && ldd "$bin/loom_gpu_tests" | grep -q 'not found'; then
     for lib in $(ldd "$bin/loom_gpu_tests" | awk '/not found/ {print $1}'); do

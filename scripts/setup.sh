@@ -40,9 +40,9 @@ else
     echo "setup: Debian packages present: ${packages[*]}"
 fi
 
-# CUDA toolkit 13: NVRTC (headers and library), the static CUDA runtime and cuRAND.
+# CUDA toolkit 13: NVRTC (headers and library) and the static CUDA runtime.
 cuda=${CUDA_HOME:-/usr/local/cuda}
-needed=(bin/nvcc include/nvrtc.h lib64/libnvrtc.so lib64/libcudart_static.a lib64/libcurand.so)
+needed=(bin/nvcc include/nvrtc.h lib64/libnvrtc.so lib64/libcudart_static.a)
 absent=()
 for f in "${needed[@]}"; do
     [[ -e "$cuda/$f" ]] || absent+=("$cuda/$f")
@@ -60,5 +60,5 @@ if [[ "${version%%.*}" != 13 ]]; then
     echo "setup: (install it from NVIDIA, or set CUDA_HOME to a CUDA 13 installation)." >&2
     exit 1
 fi
-echo "setup: CUDA toolkit $version at $cuda (nvcc, NVRTC, cudart_static, cuRAND)"
+echo "setup: CUDA toolkit $version at $cuda (nvcc, NVRTC, cudart_static)"
 echo "setup: ready"
