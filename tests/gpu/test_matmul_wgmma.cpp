@@ -42,6 +42,13 @@ Tensor run_within_bound(const Array& y, const Tensor& a, const Tensor& b, const 
     return mmtest::run_within_bound(y, a, b, what);
 }
 
+// The epilogue fused equals the product and a separate pointwise kernel, bit for bit (random operands: the
+// product is within its bound, not the reference's bits); returns the fused result.
+Tensor fused(const Array& y, const std::string& what) {
+    fused_equals_unfused(y, what);
+    return y.eval();
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -266,14 +273,14 @@ TEST_CASE(
         const Tensor bias = pwtest::rand({n}, d, seed++), r = pwtest::rand({m, n}, d, seed++);
         const Array y = gelu(matmul(a, b) + bias);
         if (hopper()) CHECK(mmtest::product_path_of(y) == "wgmma");
-        const Tensor v = run_both(y, "gelu(a @ b + bias): 8 columns at a time");
-        run_both(matmul(a, b) * 0.5 - r, "(a @ b) * 0.5 - r: a residual read 16 bytes at a time");
+        const Tensor v = fused(y, "gelu(a @ b + bias): 8 columns at a time");
+        fused(matmul(a, b) * 0.5 - r, "(a @ b) * 0.5 - r: a residual read 16 bytes at a time");
         // The bias 2 bytes past a 16-byte boundary: the epilogue goes element by element, with the same bits.
         const Tensor wide = pwtest::rand({n + 1}, d, seed++);
         const Tensor bias1 = wide.slice({{1, kNone}});
         assign(bias1, Array(bias));
         pwtest::wait_device();
-        pwtest::require_same_bits(run_both(gelu(matmul(a, b) + bias1), "a misaligned bias"), v,
+        pwtest::require_same_bits(fused(gelu(matmul(a, b) + bias1), "a misaligned bias"), v,
                                   "a misaligned bias against an aligned one");
         // Into columns 1 .. N of an [M, N + 8] tensor: a misaligned, strided output.
         Tensor big = Tensor::empty({m, n + 8}, d, pwtest::dev());
@@ -284,6 +291,6 @@ TEST_CASE(
         pwtest::require_same_bits(inner, v, "into columns 1 .. N against a whole tensor");
         // N = 260 is not whole vectors of 8: element by element.
         const Tensor b2 = pwtest::rand({k, 260}, d, seed++);
-        run_both(relu(matmul(a, b2)) * 2.0, "relu(a @ b) * 2, N = 260");
+        fused(relu(matmul(a, b2)) * 2.0, "relu(a @ b) * 2, N = 260");
     }
 }
