@@ -2,6 +2,8 @@
 // prints one row per workload and method, in the format of peer_baselines.py:
 //     workload  method  median_ms  GB/s (minimum bytes moved)
 // Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]
+// An id of --only that no workload has, like a workload that throws, is reported NOT RUN and fails the run
+// (exit 1); without a GPU the exit is 77 (skipped) unless something failed.
 // The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them
 // alone, through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a
 // hand-written read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the
@@ -1075,6 +1077,30 @@ bool parse_args(int argc, char** argv, BenchOptions& opt) {
     return true;
 }
 
+// The ids `--only` may name: the host workloads', C1 and COPY, and every GPU workload's (the part before
+// '_').
+std::set<std::string> known_ids() {
+    std::set<std::string> ids = {"CE1", "CR1", "CR3", "CF1", "CC1", "READ", "C1", "COPY"};
+    for (const GpuWorkload& w : gpu_workloads())
+        for (const std::string& id : w.ids) ids.insert(id.substr(0, id.find('_')));
+    return ids;
+}
+
+// Each id of `--only` that no workload has is reported NOT RUN (stdout and stderr, as a failed workload is);
+// true when every id is known. A misspelt id must not pass as a run that measured nothing.
+bool check_ids(const BenchOptions& opt) {
+    const std::set<std::string> ids = known_ids();
+    bool ok = true;
+    for (const std::string& id : opt.only) {
+        if (ids.count(id)) continue;
+        fmt::print("# {} not run: loom_bench has no workload {}\n", id, id);
+        fmt::print(stderr, "{}: NOT RUN: loom_bench has no workload {} (known: {})\n", id, id,
+                   fmt::join(ids, ", "));
+        ok = false;
+    }
+    return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1085,6 +1111,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     g_check = opt.check;
+    if (!check_ids(opt)) g_failed = true;
     // The host workloads first: they need no GPU (--only CE1,CR1,CR3,CF1 runs them alone).
     bool host_only = !opt.only.empty();
     for (const std::string& id : opt.only)
@@ -1096,7 +1123,7 @@ int main(int argc, char** argv) {
     }
     if (!cuda_available()) {
         fmt::print(stderr, "loom_bench: no CUDA device found; the benchmark needs a GPU\n");
-        return 77;
+        return g_failed ? 1 : 77;
     }
     const Device dev = Device::cuda(0);
     fmt::print("# loom_bench on {}\n", device_info(0).name);
