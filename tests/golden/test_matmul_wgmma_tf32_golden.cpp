@@ -49,8 +49,8 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 in TF32 on Hopper's wgmma with
     CHECK(!p.staged_epilogue);  // float32 products: the epilogue from registers
     CHECK(!p.a_mn_major);
     CHECK(p.b_mn_major);            // row-major B: N-major tiles, which TF32's MMAs cannot read ...
-    CHECK(p.wgmma_a_registers);     // ... so B's tile goes through registers
-    CHECK(p.wgmma_swap);            // as the MMAs' A operand: C^T = B^T A^T
+    CHECK(p.wgmma_a_registers());   // ... so B's tile goes through registers
+    CHECK(p.wgmma_swap());          // as the MMAs' A operand: C^T = B^T A^T
     CHECK(p.consumer_mmas() == 2);  // the tile's 128 columns are the MMAs' rows
     CHECK(p.wgmma_n() == 128);
     CHECK(p.stages == 6);  // 6 x 32 KiB
@@ -80,22 +80,22 @@ TEST_CASE("wgmma TF32 kernels of the other layouts compile for sm_90a; the rest 
     SUBCASE("x @ wt^T: both K-major, from shared memory") {
         const codegen::MatmulPlan p = compile_product("tf32_nt", {matmul(x, permute(wt, {1, 0}))});
         CHECK(p.wgmma);
-        CHECK(!p.wgmma_a_registers);
-        CHECK(!p.wgmma_swap);
+        CHECK(!p.wgmma_a_registers());
+        CHECK(!p.wgmma_swap());
     }
     SUBCASE("xt^T @ wt^T: an M-major A, into registers") {
         const codegen::MatmulPlan p =
             compile_product("tf32_tt", {matmul(permute(xt, {1, 0}), permute(wt, {1, 0}))});
         CHECK(p.wgmma);
-        CHECK(p.wgmma_a_registers);
-        CHECK(!p.wgmma_swap);
+        CHECK(p.wgmma_a_registers());
+        CHECK(!p.wgmma_swap());
     }
     SUBCASE("a batch of row-major products") {
         auto xb = input(float32, {4, 100, 64}, "xb"), wb = input(float32, {4, 64, 72}, "wb");
         const codegen::MatmulPlan p = compile_product("tf32_batched", {matmul(xb, wb)});
         CHECK(p.wgmma);
         CHECK(p.a_map_rank == 3);
-        CHECK(p.wgmma_swap);
+        CHECK(p.wgmma_swap());
     }
     SUBCASE("xt^T @ w: an M-major A and an N-major B, mma.sync") {
         const codegen::MatmulPlan p = compile_product("tf32_tn", {matmul(permute(xt, {1, 0}), w)});

@@ -342,8 +342,8 @@ void shared_operand_mmas(std::string& s, const MatmulPlan& p, const std::string&
 // wait for all but the newest group before each load).
 void register_operand_mmas(std::string& s, const MatmulPlan& p, const std::string& name) {
     const int mmas = p.consumer_mmas(), steps = p.wgmma_depth() / p.wgmma_k();
-    const char* regs_tile = p.wgmma_swap ? "bs" : "as";
-    const char* desc_tile = p.wgmma_swap ? "as" : "bs";
+    const char* regs_tile = p.wgmma_swap() ? "bs" : "as";
+    const char* desc_tile = p.wgmma_swap() ? "as" : "bs";
     line(s, 16, "#pragma unroll");
     line(s, 16, fmt::format("for (int kk = 0; kk < {}; ++kk) {{", steps), "8 k per MMA");
     line(s, 20, "unsigned (&a)[" + std::to_string(mmas) + "][4] = frag[kk % 2];");
@@ -354,14 +354,13 @@ void register_operand_mmas(std::string& s, const MatmulPlan& p, const std::strin
     line(s, 20,
          fmt::format("const unsigned long long desc_b = lm::wgmma_desc({} + kk * 32u, 16u, {}u);", desc_tile,
                      OperandTile::stride_bytes),
-         p.wgmma_swap ? "A's K-major tile as the MMAs' B" : "B's K-major tile");
+         p.wgmma_swap() ? "A's K-major tile as the MMAs' B" : "B's K-major tile");
     line(s, 20, "#pragma unroll");
     line(s, 20, fmt::format("for (int r = 0; r < {}; ++r) {}_mma(d[r], a[r], desc_b);", mmas, name));
     line(s, 20, "lm::wgmma_commit();");
     line(s, 20, "lm::wgmma_wait<1>();", "the step before is done: its fragments may be loaded again");
     line(s, 20, "if (kk == 0 && held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held);",
          "and the stage before is read");
-    line(s, 20, "if (kk == 0) held = -1;");
     line(s, 16, "}");
 }
 
@@ -380,7 +379,7 @@ void consumer_k_steps(std::string& s, const MatmulPlan& p, const std::string& na
              "producer).");
         line(s, 12, "if (j >= 2 || c == 1) lm::named_barrier_sync(1 + c, 256);");
     }
-    if (p.wgmma_a_registers)
+    if (p.wgmma_a_registers())
         line(s, 12, fmt::format("unsigned frag[2][{}][4];", mmas), "the MMAs' A operand: two sets");
     line(s, 12, "for (int ks = 0; ks < k_steps; ++ks, ++it) {");
     line(s, 16, fmt::format("const int s = it % {};", stages));
@@ -395,7 +394,7 @@ void consumer_k_steps(std::string& s, const MatmulPlan& p, const std::string& na
              fmt::format("const unsigned as = ring + s * {}u + c * 8192u, bs = ring + s * {}u + {}u;",
                          ring.stage_bytes, ring.stage_bytes, ring.a_bytes),
              "this consumer's 64 rows of A");
-    if (p.wgmma_a_registers) {
+    if (p.wgmma_a_registers()) {
         register_operand_mmas(s, p, name);
     } else {
         shared_operand_mmas(s, p, name);
@@ -429,13 +428,13 @@ void register_epilogue(std::string& s, const MatmulPlan& p, const std::string& n
          "// The epilogue on the accumulators: the product's value in its dtype, then the fused elementwise "
          "work.");
     const std::string first_row =
-        p.wgmma_a_registers ? "32 * (warp / 2) + 16 * (lane / 16) + 8 * (warp % 2) + 2 * (lane / 4 % 4)"
-                            : "16 * warp + lane / 4";
-    const char* row0 = p.wgmma_swap ? "n0" : p.pingpong ? "m0" : "m0 + 64 * c";
-    const char* col0 = p.wgmma_swap ? "m0" : "n0";
+        p.wgmma_a_registers() ? "32 * (warp / 2) + 16 * (lane / 16) + 8 * (warp % 2) + 2 * (lane / 4 % 4)"
+                              : "16 * warp + lane / 4";
+    const char* row0 = p.wgmma_swap() ? "n0" : p.pingpong ? "m0" : "m0 + 64 * c";
+    const char* col0 = p.wgmma_swap() ? "m0" : "n0";
     line(s, 12,
          fmt::format("const long long row = {} + {}, col = {} + 2 * (lane % 4);", row0, first_row, col0),
-         p.wgmma_swap ? "the MMAs' rows are n, their columns m" : "");
+         p.wgmma_swap() ? "the MMAs' rows are n, their columns m" : "");
     line(s, 12, "#pragma unroll");
     line(s, 12, fmt::format("for (int r = 0; r < {}; ++r)", mmas));
     line(s, 16, "#pragma unroll");
@@ -444,8 +443,8 @@ void register_epilogue(std::string& s, const MatmulPlan& p, const std::string& n
     line(s, 20, "for (int v = 0; v < 4; ++v) {");
     line(s, 24,
          fmt::format("const long long {} = row + 64 * r + {}, {} = col + 8 * j + v % 2;",
-                     p.wgmma_swap ? "n" : "m", p.wgmma_a_registers ? "v / 2" : "8 * (v / 2)",
-                     p.wgmma_swap ? "m" : "n"));
+                     p.wgmma_swap() ? "n" : "m", p.wgmma_a_registers() ? "v / 2" : "8 * (v / 2)",
+                     p.wgmma_swap() ? "m" : "n"));
     line(s, 24, "if (m < p.M && n < p.N)");
     line(s, 28,
          fmt::format("{}_ep_element(p.ep, ({})((batch * p.M + m) * p.N + n), {});", name, ep_idx,
@@ -510,24 +509,24 @@ std::string wgmma_mma_function(const MatmulPlan& p, const std::string& name) {
     const int n = p.wgmma_n(), regs = n / 2, k = p.wgmma_k();
     const bool tf32 = p.in == DType::Float32;
     const char* type = tf32 ? "tf32" : operand_type(p.in);
-    std::string s = p.wgmma_a_registers ? fragment_function(name) : std::string();
+    std::string s = p.wgmma_a_registers() ? fragment_function(name) : std::string();
     s += fmt::format(
         "// One warpgroup MMA, d (64 x {0}, float32) += A (64 x {1}) B ({1} x {0}), {2}\n"
         "// {3}; A {4}, B {5}{6}. Thread t of the warpgroup holds rows 16 (t / 32) + (t % 32) / 4\n"
         "// and + 8 of columns 8 j + 2 (t % 4) and + 1: d[4 j + 2 h + c] is row + 8 h, column + c.\n",
         n, k,
-        p.wgmma_a_registers ? "A from registers, B from shared memory"
-                            : "both operands from shared memory through",
-        p.wgmma_a_registers ? "through its descriptor" : "their descriptors",
-        p.wgmma_a_registers ? "in registers"
-        : p.a_mn_major      ? "M-major"
-                            : "K-major",
-        p.b_mn_major && !p.wgmma_swap ? "N-major" : "K-major",
+        p.wgmma_a_registers() ? "A from registers, B from shared memory"
+                              : "both operands from shared memory through",
+        p.wgmma_a_registers() ? "through its descriptor" : "their descriptors",
+        p.wgmma_a_registers() ? "in registers"
+        : p.a_mn_major        ? "M-major"
+                              : "K-major",
+        p.b_mn_major && !p.wgmma_swap() ? "N-major" : "K-major",
         tf32 ? " (TF32: no transpose bits)" : " (the transpose bits)");
     s += fmt::format(
         "__device__ __forceinline__ void {}_mma(float (&d)[{}], {}, unsigned long long desc_b) {{\n", name,
-        regs, p.wgmma_a_registers ? "const unsigned (&a)[4]" : "unsigned long long desc_a");
-    const int after = p.wgmma_a_registers ? regs + 4 : regs + 1;  // the operand after A's: desc_b
+        regs, p.wgmma_a_registers() ? "const unsigned (&a)[4]" : "unsigned long long desc_a");
+    const int after = p.wgmma_a_registers() ? regs + 4 : regs + 1;  // the operand after A's: desc_b
     line(s, 4, "asm volatile(");
     line(s, 8, "\"{\\n\"");
     line(s, 8, "\".reg .pred scale_d;\\n\"");
@@ -535,8 +534,8 @@ std::string wgmma_mma_function(const MatmulPlan& p, const std::string& name) {
     line(s, 8, fmt::format("\"wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{}\\n\"", n, k, type, type));
     accumulator_operands(s, regs);
     const std::string a_operand =
-        p.wgmma_a_registers ? fmt::format("{{%{}, %{}, %{}, %{}}}", regs, regs + 1, regs + 2, regs + 3)
-                            : fmt::format("%{}", regs);
+        p.wgmma_a_registers() ? fmt::format("{{%{}, %{}, %{}, %{}}}", regs, regs + 1, regs + 2, regs + 3)
+                              : fmt::format("%{}", regs);
     if (tf32)
         line(s, 8, fmt::format("\"{}, %{}, scale_d, 1, 1;\\n\"", a_operand, after),
              "A, B's descriptor, scale-d, scale A and B by 1 (TF32 has no transpose bits)");
@@ -547,7 +546,7 @@ std::string wgmma_mma_function(const MatmulPlan& p, const std::string& name) {
              "descriptors, scale-d, scale A and B by 1, transpose A, B");
     line(s, 8, "\"}\\n\"");
     accumulator_constraints(s, regs);
-    if (p.wgmma_a_registers)
+    if (p.wgmma_a_registers())
         line(s, 8, ": \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b), \"n\"(1));");
     else
         line(s, 8, ": \"l\"(desc_a), \"l\"(desc_b), \"n\"(1));");

@@ -44,8 +44,8 @@ std::string path_text(const PlannedMatmul& pm) {
             p.shared_bytes(), p.wgmma_n(), p.wgmma_k(),
             p.in == DType::Float32
                 ? fmt::format("{}{}", mma_bound_text(p),
-                              p.wgmma_a_registers
-                                  ? fmt::format(", {}'s tile through registers", p.wgmma_swap ? "B" : "A")
+                              p.wgmma_a_registers()
+                                  ? fmt::format(", {}'s tile through registers", p.wgmma_swap() ? "B" : "A")
                                   : std::string())
                 : std::string(mma_bound_text(p)),
             pm.binding.persistent_blocks);

@@ -334,8 +334,6 @@ std::uint64_t MatmulPlan::hash() const {
                   static_cast<int>(pingpong),
                   static_cast<int>(a_mn_major),
                   static_cast<int>(b_mn_major),
-                  static_cast<int>(wgmma_a_registers),
-                  static_cast<int>(wgmma_swap),
                   a_map_rank,
                   b_map_rank,
                   static_cast<int>(requested_precision),
@@ -396,12 +394,12 @@ std::string wgmma_text(const MatmulPlan& p) {
         tf32 ? "TF32 (product_precision=tf32: the tensor cores read the float32 operands as TF32) " : "",
         tf32 ? "TF32 " : "",
         p.requested == ProductPath::TensorCores || tf32 ? "" : "; tensor cores asked for");
-    if (p.wgmma_a_registers)
+    if (p.wgmma_a_registers())
         s += fmt::format(
             "operands: {}'s tile is read into registers as the MMAs' A operand (TF32 reads K-major shared "
             "tiles only){}\n",
-            p.wgmma_swap ? "B" : "A",
-            p.wgmma_swap ? "; the MMAs compute the tile of C's transpose, stored transposed back" : "");
+            p.wgmma_swap() ? "B" : "A",
+            p.wgmma_swap() ? "; the MMAs compute the tile of C's transpose, stored transposed back" : "");
     s += fmt::format(
         "tile {}x{}x{}{}: {} threads as a producer warpgroup (tensor memory accelerator copies) and {}; a "
         "persistent grid walking the tiles in groups of {} tile rows\n",

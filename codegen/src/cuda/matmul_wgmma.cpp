@@ -101,18 +101,6 @@ bool wgmma_tile(const TileHint& t, int depth, bool tf32) {
            (t.depth == 0 || t.depth == depth);
 }
 
-// TF32 (wgmma's tf32 kind reads K-major shared tiles only): which operand's tile goes through registers. A
-// K-major A and B: neither. An MN-major B: B's, as the MMAs' A operand, the operands swapped (C^T = B^T
-// A^T). An MN-major A: A's. Both MN-major: none can; returns why.
-std::string place_tf32_operands(MatmulPlan& p) {
-    p.wgmma_a_registers = p.a_mn_major || p.b_mn_major;
-    p.wgmma_swap = p.b_mn_major;
-    if (p.a_mn_major && p.b_mn_major)
-        return "in TF32 the tensor cores read K-major tiles only, and A (M-major) and B (N-major) are both "
-               "transposed";
-    return {};
-}
-
 }  // namespace
 
 std::string TensorMapSpec::to_string() const {
@@ -130,12 +118,10 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     p.wgmma = false;
     p.wgmma_note.clear();
     const bool tf32 = p.in == DType::Float32 && p.precision() == ProductPrecision::TF32;
-    p.wgmma_a_registers = p.wgmma_swap = false;
     if (!p.tensor_cores || device.cc_major != 9 ||
         (p.in != DType::Float16 && p.in != DType::BFloat16 && p.in != DType::Float32))
         return false;
     auto no = [&](std::string why) {
-        p.wgmma_a_registers = p.wgmma_swap = false;
         p.wgmma_note = std::move(why);
         return false;
     };
@@ -156,8 +142,13 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     if (!lb.ok) return no(lb.why);
     p.a_mn_major = la.mn_major;
     p.b_mn_major = lb.mn_major;
-    if (tf32)
-        if (std::string why = place_tf32_operands(p); !why.empty()) return no(std::move(why));
+    // TF32's MMAs read K-major shared tiles only: an MN-major tile goes through registers as the MMAs' A
+    // operand (MatmulPlan::wgmma_a_registers(); B's with the operands swapped, wgmma_swap()), which only one
+    // operand can.
+    if (tf32 && p.a_mn_major && p.b_mn_major)
+        return no(
+            "in TF32 the tensor cores read K-major tiles only, and A (M-major) and B (N-major) are both "
+            "transposed");
     p.wgmma = true;
     p.a_map_rank = la.rank;
     p.b_map_rank = lb.rank;

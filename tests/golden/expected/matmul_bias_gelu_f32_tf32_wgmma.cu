@@ -188,7 +188,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_bias_gelu_f32_tf32_w
                     lm::wgmma_commit();
                     lm::wgmma_wait<1>();                                 // the step before is done: its fragments may be loaded again
                     if (kk == 0 && held >= 0 && lane == 0) lm::mbar_arrive(empty0 + 8 * held); // and the stage before is read
-                    if (kk == 0) held = -1;
                 }
                 held = s;
             }

@@ -194,21 +194,21 @@ struct MatmulPlan {
     /// wgmma: the tile rows one consumer computes, and its MMAs per k step of an MMA (one per 64 rows of the
     /// MMAs' M: the tile's rows, or its columns when swapped).
     int consumer_rows() const { return pingpong ? tile_m : 64; }
-    int consumer_mmas() const { return (wgmma_swap ? tile_n : consumer_rows()) / 64; }
+    int consumer_mmas() const { return (wgmma_swap() ? tile_n : consumer_rows()) / 64; }
     bool a_mn_major = false;  // A's unit stride runs along m (a transposed view): M-major tiles
     bool b_mn_major = false;  // B's unit stride runs along n (a row-major B): N-major tiles
     /// wgmma in TF32 (float32 operands under product_precision TF32): the tensor cores read K-major shared
-    /// tiles only. An MN-major operand's tile is read into registers instead (`wgmma_a_registers`), as the
-    /// MMAs' A operand, which is B's tile when `wgmma_swap` (the MMAs then compute the tile of C's
+    /// tiles only. An MN-major operand's tile is read into registers instead (`wgmma_a_registers()`), as the
+    /// MMAs' A operand, which is B's tile when `wgmma_swap()` (the MMAs then compute the tile of C's
     /// transpose, B^T A^T, and the epilogue stores it transposed back).
-    bool wgmma_a_registers = false;
-    bool wgmma_swap = false;
+    bool wgmma_a_registers() const { return wgmma && in == DType::Float32 && (a_mn_major || b_mn_major); }
+    bool wgmma_swap() const { return wgmma && in == DType::Float32 && b_mn_major; }
     /// wgmma: elements of k per stage of the ring, one 128-byte swizzled row (64 for 16-bit operands, 32 for
     /// float32), and of k per MMA (16, or 8 in TF32).
     int wgmma_depth() const { return 128 / static_cast<int>(itemsize(in)); }
     int wgmma_k() const { return in == DType::Float32 ? 8 : 16; }
     /// wgmma: the extent of the MMAs' N (the tile's columns, or its rows when swapped).
-    int wgmma_n() const { return wgmma_swap ? tile_m : tile_n; }
+    int wgmma_n() const { return wgmma_swap() ? tile_m : tile_n; }
     int a_map_rank = 2,
         b_map_rank = 2;  // the operand's tensor map: 3 with a batch axis, 2 when its batches broadcast
     /// Why a product that tensor cores were asked for runs on mma.sync on a device with wgmma (empty when it
