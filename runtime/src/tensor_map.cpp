@@ -43,8 +43,8 @@ std::uint64_t key_of(const codegen::TensorMapSpec& s) {
     Hasher h;
     h.add(static_cast<std::uint64_t>(s.dtype));
     h.add(static_cast<std::uint64_t>(s.rank));
-    for (int d = 0; d < 3; ++d) h.add(s.dims[d]), h.add(static_cast<std::uint64_t>(s.box[d]));
-    for (int d = 0; d < 2; ++d) h.add(s.strides[d]);
+    for (int d = 0; d < 5; ++d) h.add(s.dims[d]), h.add(static_cast<std::uint64_t>(s.box[d]));
+    for (int d = 0; d < 4; ++d) h.add(s.strides[d]);
     h.add(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(s.address)));
     return h.digest();
 }
@@ -78,11 +78,14 @@ void encode_tensor_map(const codegen::TensorMapSpec& spec,
     if (spec.dtype != DType::BFloat16 && spec.dtype != DType::Float16 && spec.dtype != DType::Float32)
         throw InternalError(
             fmt::format("encode_tensor_map(): {} maps only 16-bit and float32 elements", spec.to_string()));
+    if (spec.rank < 2 || spec.rank > 5)
+        throw InternalError(
+            fmt::format("encode_tensor_map(): {} has rank {}, not 2 to 5", spec.to_string(), spec.rank));
     Entry e{spec, {}};
-    const cuuint64_t dims[3] = {spec.dims[0], spec.dims[1], spec.dims[2]};
-    const cuuint64_t strides[2] = {spec.strides[0], spec.strides[1]};
-    const cuuint32_t box[3] = {spec.box[0], spec.box[1], spec.box[2]};
-    const cuuint32_t element_strides[3] = {1, 1, 1};
+    cuuint64_t dims[5], strides[4];
+    cuuint32_t box[5], element_strides[5];
+    for (int d = 0; d < 5; ++d) dims[d] = spec.dims[d], box[d] = spec.box[d], element_strides[d] = 1;
+    for (int d = 0; d < 4; ++d) strides[d] = spec.strides[d];
     const CUresult r = encode_tiled()(
         &e.map,
         spec.dtype == DType::BFloat16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16

@@ -9,6 +9,7 @@
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/ir/view.hpp"
 #include "loom/runtime/reference.hpp"
 #include "loom/runtime/tensor.hpp"
 
@@ -69,60 +70,14 @@ Tensor Tensor::reshape(Shape shape, std::source_location loc) const {
     shape =
         ir::reshape(stand_in(*this), std::move(shape), loc)->shape();  // checks the element count, infers -1
     if (shape == this->shape()) return *this;
-    // Strides without a copy (NumPy's attempt_nocopy_reshape): walk the old and new dimensions in groups of
-    // equal element counts; each old group must be laid out as one run (stride[k] = stride[k+1] *
-    // extent[k+1]) and its new dimensions get the run's strides.
-    Shape os;
-    Strides ost;
-    for (std::size_t k = 0; k < this->shape().size(); ++k)
-        if (this->shape()[k] != 1) {
-            os.push_back(this->shape()[k]);
-            ost.push_back(strides()[k]);
-        }
-    Strides nst(shape.size(), 0);
-    const auto fail = [&] {
-        fail_at(
-            loc,
-            fmt::format(
-                "reshape(): {} cannot be viewed as {} without a copy (its dimensions are not laid out one "
-                "after the other); reshape a lazy Array instead, which copies",
-                describe(*this), to_string(shape)));
-    };
-    if (numel() == 0) {  // any strides do
-        std::int64_t s = 1;
-        for (std::size_t k = shape.size(); k-- > 0;) {
-            nst[k] = s;
-            s *= std::max<std::int64_t>(shape[k], 1);
-        }
-        return as_strided(shape, nst, offset());
-    }
-    std::size_t oi = 0, ni = 0;
-    while (ni < shape.size() || oi < os.size()) {
-        if (ni < shape.size() && shape[ni] == 1) {  // a new unit dimension: any stride
-            nst[ni] = 1;
-            ++ni;
-            continue;
-        }
-        if (oi >= os.size() || ni >= shape.size()) fail();
-        std::size_t oj = oi + 1, nj = ni + 1;
-        std::int64_t op = os[oi], np = shape[ni];
-        while (op != np) {
-            if (op < np) {
-                if (oj >= os.size()) fail();
-                op *= os[oj++];
-            } else {
-                if (nj >= shape.size()) fail();
-                np *= shape[nj++];
-            }
-        }
-        for (std::size_t k = oi; k + 1 < oj; ++k)
-            if (ost[k] != ost[k + 1] * os[k + 1]) fail();
-        nst[nj - 1] = ost[oj - 1];
-        for (std::size_t k = nj - 1; k > ni; --k) nst[k - 1] = nst[k] * shape[k];
-        oi = oj;
-        ni = nj;
-    }
-    return as_strided(shape, nst, offset());
+    // Strides without a copy (NumPy's attempt_nocopy_reshape, ir::reshape_strides).
+    const std::optional<Strides> nst = ir::reshape_strides(this->shape(), strides(), shape);
+    if (!nst)
+        fail_at(loc,
+                fmt::format("reshape(): {} cannot be viewed as {} without a copy (its dimensions are not "
+                            "laid out one after the other); reshape a lazy Array instead, which copies",
+                            describe(*this), to_string(shape)));
+    return as_strided(shape, *nst, offset());
 }
 
 Tensor Tensor::squeeze() const {

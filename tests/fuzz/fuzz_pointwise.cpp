@@ -15,8 +15,10 @@
 // operands, smaller shapes, simpler layouts and axis sets) and printed with ir::print.
 //
 // Modes:
-//   (default)       on the GPU: fused against the reference, unfused against fused bit for bit; graphs with a
-//                   float16 or bfloat16 product again on tensor cores, unfused against fused bit for bit;
+//   (default)       on the GPU: fused against the reference, unfused against fused bit for bit (float16 and
+//                   bfloat16 products on CUDA cores, which give the reference's bits); graphs with a float16
+//                   or bfloat16 product again on tensor cores (their default), unfused against fused bit for
+//                   bit;
 //   --compile-only  each graph's kernels generated and compiled with NVRTC (the GPU path's planner and
 //                   emitters), plus the partition checks of --reference; the default without a GPU;
 //   --reference     no NVRTC, no GPU: each graph's fused, strict and unfused partitions are followed kernel
@@ -202,6 +204,13 @@ Outcome run_gpu(const Program& p) {
         return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
     }
     if (!b) return {Kind::Invalid, {}};
+    // float16 and bfloat16 products run on tensor cores by default (within a bound, not the reference's
+    // bits): the runs compared with the reference put them on CUDA cores, and tensor_core_runs() takes them
+    // to tensor cores after.
+    Options pinned = current_options();
+    if (pinned.product_path == ProductPath::Auto && has_product(b->roots, [](DType d) { return is_half(d); }))
+        pinned.product_path = ProductPath::CudaCores;
+    const OptionsScope pin(pinned);
     return guarded([&]() -> Outcome {
         const bool misaligned = p.data_seed % 8 == 0;
         auto make_outputs = [&] {

@@ -90,8 +90,13 @@ TEST_CASE("golden: matmul float16 256 x 192 x 160 on tensor cores (mma.sync m16n
     CHECK(ks.kernel.find("lm::mma_m16n8k16_f16(c[i][j], fa[i], fb[j])") != std::string::npos);
     CHECK(plan.to_string().find("tensor cores (mma.sync m16n8k16, within the bound") != std::string::npos);
     CHECK(ks.kernel.find("tensor cores (mma.sync m16n8k16 into float32") != std::string::npos);
-    // The default keeps float16 on CUDA cores (the reference's bits) and puts int8 on tensor cores (exact).
-    CHECK(!plan_of({matmul(a, b)}).kernels.at(0).as<codegen::PlannedMatmul>().plan.tensor_cores);
+    // The default puts float16 and int8 on tensor cores (int8 exact); CudaCores keeps float16 there, with the
+    // reference's bits.
+    CHECK(plan_of({matmul(a, b)}).kernels.at(0).as<codegen::PlannedMatmul>().plan.tensor_cores);
+    CHECK(!plan_of({matmul(a, b)}, Options{.product_path = ProductPath::CudaCores})
+               .kernels.at(0)
+               .as<codegen::PlannedMatmul>()
+               .plan.tensor_cores);
     auto i8a = input(int8, {64, 96}, "i"), i8b = input(int8, {96, 64}, "j");
     CHECK(plan_of({matmul(i8a, i8b)}).kernels.at(0).as<codegen::PlannedMatmul>().plan.tensor_cores);
     CHECK(!plan_of({matmul(i8a, i8b)}, Options{.product_path = ProductPath::CudaCores})
@@ -159,9 +164,9 @@ TEST_CASE("matmul kernels of every dtype, layout and schedule compile with NVRTC
         auto a = f16({3, 1, 33, 40}, "a"), b = f16({4, 40, 17}, "b");
         compile_product("mm_f16", {cast(matmul(a, b), float32)});
     }
-    SUBCASE("bfloat16 with a transposed operand: the scalar variant only") {
+    SUBCASE("bfloat16 with a transposed operand on CUDA cores: the scalar variant only") {
         auto a = input(bfloat16, {64, 48}, "a"), w = input(bfloat16, {80, 48}, "w");
-        const auto plan = plan_of({matmul(a, transpose(w))});
+        const auto plan = plan_of({matmul(a, transpose(w))}, Options{.product_path = ProductPath::CudaCores});
         CHECK(plan.kernels.at(0)
                   .as<codegen::PlannedMatmul>()
                   .plan.vector_a);  // A's rows are contiguous: 16-byte pieces

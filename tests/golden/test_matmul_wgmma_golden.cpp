@@ -2,6 +2,8 @@
 // bias-GELU-cast epilogue compared as text and compiled with NVRTC for sm_90a; the plan's tile, ring,
 // majorness and tensor maps; every operand layout the copies take compiled; and each reason a product falls
 // back to mma.sync, named in the plan.
+#include <cstring>
+
 #include "golden_util.hpp"
 #include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/codegen/cuda/matmul_plan.hpp"
@@ -189,14 +191,22 @@ TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync
               .plan.a_prologue);
     auto hinted = matmul(a, b, Loc::current(), ProductTile{32, 32, 32});
     CHECK(note(plan_of({hinted})).find("the tile 32x32x32 is not a wgmma tile") == 0);
-    auto mixed = matmul(input(bfloat16, {3, 1, 64, 64}, "a"), input(bfloat16, {4, 64, 64}, "b"));
-    CHECK(note(plan_of({mixed})).find("A's batch axes do not form one axis of the tensor map") == 0);
+    // Four batch axes that do not merge (reversed): more than a tensor map's 3 batch dimensions.
+    auto reversed = permute(input(bfloat16, {2, 2, 2, 2, 64, 64}, "a"), {3, 2, 1, 0, 4, 5});
+    CHECK(note(plan_of({matmul(reversed, input(bfloat16, {64, 64}, "b"))}))
+              .find("A's batch axes form more than the tensor map's 3 batch dimensions") == 0);
     const auto fallback = plan_of({matmul(input(bfloat16, {64, 15}, "a"), input(bfloat16, {15, 64}, "b"))});
     CHECK(fallback.to_string().find("; not wgmma: A's rows are 15 elements apart") != std::string::npos);
-    // int8 keeps mma.sync (exact either way) without a note; the default keeps half precision on CUDA cores.
+    // int8 keeps mma.sync (exact either way) without a note; half precision runs on tensor cores by default
+    // (wgmma here), CUDA cores only when asked for.
     auto i = input(int8, {64, 64}, "i"), j = input(int8, {64, 64}, "j");
     CHECK(note(plan_of({matmul(i, j)})).empty());
-    CHECK(!golden::matmul_of(plan_of({matmul(a, b)}, Options{})).plan.tensor_cores);
+    const auto by_default = plan_of({matmul(a, b)}, Options{});
+    CHECK(golden::matmul_of(by_default).plan.wgmma);
+    INFO(by_default.to_string());
+    CHECK(by_default.to_string().find("bfloat16 runs on tensor cores by default") != std::string::npos);
+    CHECK(!golden::matmul_of(plan_of({matmul(a, b)}, Options{.product_path = ProductPath::CudaCores}))
+               .plan.tensor_cores);
     // A device without wgmma (compute capability 8.0) plans mma.sync, with no note.
     codegen::DeviceInfo a100 = codegen::DeviceInfo::h200();
     a100.cc_major = 8;
@@ -211,4 +221,91 @@ TEST_CASE("wgmma plan: each product that cannot take the copies runs on mma.sync
     CHECK(bare.tile_m == fused.tile_m);
     CHECK(bare.tile_n == fused.tile_n);
     CHECK(bare.stages == fused.stages);
+}
+
+// Attention's head products: q, k and v sliced from one fused projection [B, T, 3, H, D], so a head's rows
+// are 3 H D elements apart and the heads D apart inside them. The batch axes (B, H) do not merge: the maps
+// take them as two batch dimensions, each at coordinates taken from the batch entry.
+TEST_CASE("wgmma plan: heads sliced from a fused projection take the copies as rank-4 tensor maps") {
+    constexpr std::int64_t B = 2, T = 192, H = 4, D = 64;
+    auto qkv = input(bfloat16, {B, T, 3, H, D}, "qkv");
+    auto head = [&](std::int64_t which) {  // [B, H, T, D]
+        auto part = slice(qkv, {{}, {}, {which, which + 1}, {}, {}});
+        return permute(reshape(part, {B, T, H, D}), {0, 2, 1, 3});
+    };
+    auto q = head(0), k = head(1), v = head(2);
+    SUBCASE("q k^T: A K-major, B K-major (k^T is a transposed view)") {
+        const codegen::FusionPlan plan = plan_of({matmul(q, permute(k, {0, 1, 3, 2}))}, Options{});
+        const codegen::PlannedMatmul& pm = golden::matmul_of(plan);
+        INFO(plan.to_string());
+        REQUIRE(pm.plan.wgmma);
+        CHECK(!pm.plan.a_mn_major);
+        CHECK(!pm.plan.b_mn_major);
+        CHECK(pm.plan.a_map_rank == 4);
+        CHECK(pm.plan.b_map_rank == 4);
+        CHECK(!pm.plan.a_map_flat);
+        alignas(16) static unsigned char storage[4096];
+        const std::vector<const void*> ins(pm.inputs.size(), storage);
+        const auto maps = codegen::matmul_tensor_maps(pm, ins);
+        const codegen::TensorMapSpec& a = maps[0];
+        CHECK(a.rank == 4);
+        CHECK(a.dims[0] == D);  // k, innermost
+        CHECK(a.dims[1] == T);
+        CHECK(a.dims[2] == H);  // the heads, D elements apart
+        CHECK(a.dims[3] == B);
+        CHECK(a.strides[0] == 3 * H * D * 2);  // rows: 3 H D elements
+        CHECK(a.strides[1] == D * 2);
+        CHECK(a.strides[2] == T * 3 * H * D * 2);
+        CHECK(a.box[2] == 1);
+        CHECK(a.box[3] == 1);
+        CHECK(pm.binding.a_map_batch[0].divisor == 1);
+        CHECK(pm.binding.a_map_batch[0].extent == H);
+        CHECK(pm.binding.a_map_batch[1].divisor == H);
+        CHECK(pm.binding.a_map_batch[1].extent == B);
+        CHECK(maps[1].address == storage + D * H * 2);  // k: one block of heads further
+        const codegen::KernelSource ks = codegen::emit_matmul("wgmma_heads_qk", pm);
+        CHECK(ks.kernel.find("const int a_b0 = (int)(batch / p.a_bdiv0 % p.a_bext0), a_b1 = (int)(batch / "
+                             "p.a_bdiv1 % p.a_bext1);") != std::string::npos);
+        CHECK(ks.kernel.find("lm::tma_load_4d(as, &p.tmap_a, full0 + 8 * s, k0, (int)m0, a_b0, a_b1);") !=
+              std::string::npos);
+        golden::compile_sm90(ks);
+        CHECK(pm.plan.to_string().find("2 batch dimensions at coordinates taken from the batch entry") !=
+              std::string::npos);
+        const codegen::MatmulBinding& bd = pm.binding;
+        std::vector<std::byte> params(pm.plan.params.size);
+        void* const outs[] = {storage};
+        codegen::pack_matmul_params(pm, ins, outs, nullptr, nullptr, {}, params);
+        const auto field = [&](const char* name) {
+            std::int64_t v = 0;
+            for (const auto& f : pm.plan.params.fields)
+                if (f.name == name) std::memcpy(&v, params.data() + f.offset, sizeof v);
+            return v;
+        };
+        CHECK(field("a_bdiv1") == H);
+        CHECK(field("a_bext1") == B);
+        CHECK(field("b_bext0") == H);
+        CHECK(bd.batches == B * H);
+    }
+    SUBCASE("p v: B a head of v (N-major), A a contiguous batch of [T, T] (one flat batch dimension)") {
+        auto p = input(bfloat16, {B, H, T, T}, "p");
+        const codegen::MatmulPlan plan = compile_product("wgmma_heads_pv", {matmul(p, v)}, Options{});
+        CHECK(plan.wgmma);
+        CHECK(plan.b_mn_major);
+        CHECK(plan.a_map_rank == 3);
+        CHECK(plan.a_map_flat);
+        CHECK(plan.b_map_rank == 4);
+    }
+    SUBCASE("float32 in TF32: the same maps, B's K-major tile by descriptor") {
+        auto qkv32 = input(float32, {B, T, 3, H, D}, "qkv32");
+        auto h32 = [&](std::int64_t which) {
+            return permute(reshape(slice(qkv32, {{}, {}, {which, which + 1}, {}, {}}), {B, T, H, D}),
+                           {0, 2, 1, 3});
+        };
+        const codegen::MatmulPlan plan =
+            compile_product("wgmma_heads_qk_tf32", {matmul(h32(0), permute(h32(1), {0, 1, 3, 2}))},
+                            Options{.product_precision = ProductPrecision::TF32});
+        CHECK(plan.wgmma);
+        CHECK(plan.a_map_rank == 4);
+        CHECK(plan.b_map_rank == 4);
+    }
 }

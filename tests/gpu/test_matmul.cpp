@@ -117,6 +117,7 @@ TEST_CASE("matmul: float32 sizes around tile edges (1, 31, 32, 33, 127, 129, 520
 }
 
 TEST_CASE("matmul: every dtype, float16 and bfloat16 widened to float32 and rounded once, int8 into int32") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     const std::vector<std::array<std::int64_t, 3>> shapes = {{33, 31, 17},   {64, 64, 64},  {129, 127, 33},
                                                              {1, 129, 31},   {127, 1, 129}, {31, 33, 1},
                                                              {128, 136, 520}};
@@ -133,6 +134,7 @@ TEST_CASE("matmul: every dtype, float16 and bfloat16 widened to float32 and roun
 }
 
 TEST_CASE("matmul: mixed operand dtypes promote as binary ops do before the product") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     const Tensor h = pwtest::rand({33, 40}, float16, 150), f = pwtest::rand({40, 17}, float32, 151);
     const Tensor bf = pwtest::rand({40, 17}, bfloat16, 152), i = pwtest::rand({40, 17}, int8, 153);
     const Tensor w = pwtest::rand({40, 17}, float64, 154);
@@ -144,6 +146,7 @@ TEST_CASE("matmul: mixed operand dtypes promote as binary ops do before the prod
 }
 
 TEST_CASE("matmul: K = 0 gives +0 everywhere") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 200;
     for (DType d : kProductDTypes) {
         INFO(name(d));
@@ -164,6 +167,7 @@ TEST_CASE("matmul: K = 0 gives +0 everywhere") {
 }
 
 TEST_CASE("matmul: results of one element or none: dot products, [1, K] x [K, 1], empty shapes") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 250;
     for (DType d : kProductDTypes) {
         INFO(name(d));
@@ -198,6 +202,7 @@ TEST_CASE("matmul: results of one element or none: dot products, [1, K] x [K, 1]
 }
 
 TEST_CASE("matmul: K = 1 and vectors (NumPy's 1-D rules)") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 300;
     for (DType d : kProductDTypes) {
         for (std::int64_t k : {1, 33, 520}) {
@@ -221,6 +226,7 @@ TEST_CASE("matmul: K = 1 and vectors (NumPy's 1-D rules)") {
 TEST_CASE(
     "matmul: matrix-vector products on one-wide tiles: a thread per output, matrix and vector in pieces, the "
     "bits of any tile") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 350;
     const std::int64_t m = small_shapes() ? 300 : 4100,
                        k = small_shapes() ? 700 : 8192 + 260;  // past a chunk when not small
@@ -277,6 +283,7 @@ TEST_CASE(
 }
 
 TEST_CASE("matmul: batched, broadcast batches, and many small products") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 400;
     struct Case {
         Shape a, b;
@@ -310,6 +317,7 @@ TEST_CASE("matmul: batched, broadcast batches, and many small products") {
 
 TEST_CASE(
     "matmul: batches whose K is one step walk their entries, the next entry's tiles copying, bit for bit") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     // The batch-pipelined schedule (MatmulPlan::batch_pipelined): a block per resident slot walks entries
     // blockIdx.y, + gridDim.y, ...; more entries than slots, several tiles per entry, a partial K step, an
     // epilogue and a broadcast operand.
@@ -338,6 +346,7 @@ TEST_CASE(
 }
 
 TEST_CASE("matmul: transposed, sliced, reversed and broadcast operands give the bits of contiguous copies") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     // Contiguous operands whose rows are 16-byte aligned for every dtype (the vector loads), and views of
     // the same values that are not (the scalar loads): both give the reference's bits, so the same bits.
     const std::int64_t m = 96, n = 64, k = 128;
@@ -398,6 +407,7 @@ TEST_CASE("matmul: transposed, sliced, reversed and broadcast operands give the 
 }
 
 TEST_CASE("matmul: K past one chunk of 8192: the chunk partials combine in the pairwise tree") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 600;
     // 8192 is one chunk; 8193 two (the second of one element); 16384 two full ones; 20000 three; 3 * 8192 + 5
     // four (an odd partial carried up the tree); 5 * 8192 + 1 six.
@@ -514,6 +524,7 @@ TEST_CASE(
 }
 
 TEST_CASE("matmul: NaN, Inf, -0 and overflow follow IEEE in the fixed order") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     const double inf = std::numeric_limits<double>::infinity(),
                  nan = std::numeric_limits<double>::quiet_NaN();
     const std::int64_t m = 5, k = 8, n = 3;
@@ -612,6 +623,7 @@ TEST_CASE("matmul: int8 extremes: -128 x -128 sums that wrap modulo 2^32, exactl
 }
 
 TEST_CASE("matmul: a valid tile hint gives the bits of the planner's choice, and the plan names it") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 800;
     for (DType d : {float32, float64, float16, int8}) {
         INFO(name(d));

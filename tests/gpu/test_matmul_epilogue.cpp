@@ -98,6 +98,7 @@ TEST_CASE("matmul: gelu(a @ b + bias) with a row bias [N] or a column bias [M, 1
 }
 
 TEST_CASE("matmul: a residual add, scalars and a cast to a narrower dtype run in the product's kernel") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 100;
     const std::int64_t m = 129, n = 127, k = 96;
     const Tensor a = pwtest::rand({m, k}, float32, seed++), b = pwtest::rand({k, n}, float32, seed++);
@@ -120,6 +121,7 @@ TEST_CASE("matmul: a residual add, scalars and a cast to a narrower dtype run in
 }
 
 TEST_CASE("matmul: several outputs of one product come out of its kernel") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 200;
     const std::int64_t m = small_shapes() ? 100 : 200, k = small_shapes() ? 75 : 150,
                        n = small_shapes() ? 150 : 300;
@@ -166,6 +168,7 @@ TEST_CASE("matmul: a transposed view, a reduction or another product of the resu
 }
 
 TEST_CASE("matmul: epilogues in every dtype round the product to its dtype first") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 400;
     const std::int64_t m = 67, n = 129, k = 80;
     for (DType d : {float16, bfloat16, float32, float64}) {
@@ -193,6 +196,7 @@ TEST_CASE("matmul: epilogues in every dtype round the product to its dtype first
 }
 
 TEST_CASE("matmul: batched and broadcast-batch products with epilogues") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 500;
     const Tensor a = pwtest::rand({4, 33, 31}, float32, seed++),
                  b = pwtest::rand({4, 31, 45}, float32, seed++);
@@ -217,6 +221,7 @@ TEST_CASE("matmul: batched and broadcast-batch products with epilogues") {
 }
 
 TEST_CASE("matmul: epilogues over transposed and misaligned operands, and over K past one chunk") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 600;
     const std::int64_t m = 96, n = 64, k = 128;
     const Tensor a = pwtest::rand({m, k}, float32, seed++), b = pwtest::rand({k, n}, float32, seed++);
@@ -251,6 +256,7 @@ TEST_CASE("matmul: epilogues over transposed and misaligned operands, and over K
 }
 
 TEST_CASE("matmul: operands computed by elementwise prologues, and products of products") {
+    const OptionsScope cores(mmtest::cuda_cores());  // halves with the reference's bits
     std::uint64_t seed = 700;
     const Tensor x = pwtest::rand({65, 40}, float32, seed++), w = pwtest::rand({33, 40}, float32, seed++);
     const Tensor bias = pwtest::rand({33}, float32, seed++), h = pwtest::rand({65, 40}, float16, seed++);

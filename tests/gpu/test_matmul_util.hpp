@@ -47,6 +47,14 @@ inline Tensor run_both(const Array& a, const std::string& what) {
     return run_both(std::vector<Array>{a}, what).at(0);
 }
 
+// The current options with every product on CUDA cores: float16 and bfloat16 products (which run on tensor
+// cores by default) in the contract's order, with the reference's bits.
+inline Options cuda_cores() {
+    Options o = current_options();
+    o.product_path = ProductPath::CudaCores;
+    return o;
+}
+
 // The kernels that `arrays` plan into on this GPU, and how many of them are products.
 struct Kernels {
     std::size_t total = 0;

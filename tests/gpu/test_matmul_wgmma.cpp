@@ -107,9 +107,10 @@ TEST_CASE("wgmma: batches, broadcast batches and transposed views; views take th
         const Tensor many_a = pwtest::rand({300, 64, 64}, d, seed++),
                      many_b = pwtest::rand({300, 64, 64}, d, seed++);
         run_within_bound(matmul(many_a, many_b), many_a, many_b, "300 products of 64 x 64 x 64");
-        // Broadcast batch axes that do not collapse: mma.sync, still within the bound.
+        // Broadcast batch axes that do not collapse: a batch dimension each, at coordinates taken from the
+        // batch entry.
         const Tensor ab = pwtest::rand({3, 1, 64, 40}, d, seed++), bb = pwtest::rand({4, 40, 24}, d, seed++);
-        run_within_bound(matmul(ab, bb), ab, bb, "mixed broadcast batch axes (mma.sync)", "mma.sync");
+        run_within_bound(matmul(ab, bb), ab, bb, "mixed broadcast batch axes");
         // Transposed views: an M-major A and a K-major B, exact for integer values and within the bound else.
         const Tensor at = pwtest::rand({136, 200}, d, seed++), bt = pwtest::rand({72, 136}, d, seed++);
         run_within_bound(matmul(at.transposed(), bt.transposed()), at.transposed(), bt.transposed(),
@@ -293,4 +294,79 @@ TEST_CASE(
         const Tensor b2 = pwtest::rand({k, 260}, d, seed++);
         fused(relu(matmul(a, b2)) * 2.0, "relu(a @ b) * 2, N = 260");
     }
+}
+
+// Attention's head products on views of one fused projection qkv [B, T, 3 H D], by default (half precision
+// runs on tensor cores unasked): q, k and v are [B, H, T, D] views whose rows are 3 H D elements apart and
+// whose heads are D apart, so the batch axes (B, H) are two dimensions of each tensor map. Within the bound;
+// integer-valued operands give the bits of contiguous copies of the heads.
+TEST_CASE("wgmma: heads sliced from a fused projection, q k^T and p v, by default") {
+    constexpr std::int64_t B = 2, T = 136, H = 3, D = 64;
+    std::uint64_t seed = 5600;
+    for (DType d : {float16, bfloat16}) {
+        INFO(name(d));
+        for (bool integers : {false, true}) {
+            const Tensor qkv = integers ? integer_valued({B, T, 3 * H * D}, d, seed++)
+                                        : pwtest::rand({B, T, 3 * H * D}, d, seed++);
+            auto head = [&](std::int64_t which) {  // [B, H, T, D]
+                return qkv.slice({{}, {}, {which * H * D, (which + 1) * H * D}})
+                    .reshape({B, T, H, D})
+                    .permute({0, 2, 1, 3});
+            };
+            const Tensor q = head(0), kt = head(1).permute({0, 1, 3, 2}), v = head(2);
+            const Array scores = matmul(q, kt);
+            if (hopper()) CHECK(mmtest::product_path_of(scores) == "wgmma");
+            const Tensor p =
+                integers ? integer_valued({B, H, T, T}, d, seed++) : pwtest::rand({B, H, T, T}, d, seed++);
+            const Array pv = matmul(p, v);
+            if (hopper()) CHECK(mmtest::product_path_of(pv) == "wgmma");
+            if (!integers) {
+                run_within_bound(scores, q, kt, "q k^T on head views");
+                run_within_bound(pv, p, v, "p v on a head view");
+                continue;
+            }
+            pwtest::require_same_bits(run_both(scores, "integer-valued q k^T on head views"),
+                                      run_both(matmul(copy_of(q), copy_of(kt)), "contiguous heads"),
+                                      "q k^T: views against contiguous copies");
+            pwtest::require_same_bits(run_both(pv, "integer-valued p v on a head view"),
+                                      run_both(matmul(p, copy_of(v)), "a contiguous v"),
+                                      "p v: views against contiguous copies");
+        }
+    }
+    // The same views in TF32: K-major q and k^T read by descriptor; v (N-major) through registers.
+    const Tensor qkv = pwtest::rand({B, T, 3 * H * D}, float32, seed++);
+    auto head = [&](std::int64_t which) {
+        return qkv.slice({{}, {}, {which * H * D, (which + 1) * H * D}})
+            .reshape({B, T, H, D})
+            .permute({0, 2, 1, 3});
+    };
+    Options tf32 = current_options();
+    tf32.product_precision = ProductPrecision::TF32;
+    const OptionsScope scope(tf32);
+    const Tensor q = head(0), kt = head(1).permute({0, 1, 3, 2});
+    const Array scores = matmul(q, kt);
+    if (hopper()) CHECK(mmtest::product_path_of(scores) == "wgmma");
+    mmtest::run_within_bound(scores, q, kt, "TF32 q k^T on head views", ProductPrecision::TF32);
+}
+
+TEST_CASE("wgmma: float16 and bfloat16 products run on tensor cores by default, CUDA cores when asked") {
+    std::uint64_t seed = 5700;
+    for (DType d : {float16, bfloat16}) {
+        INFO(name(d));
+        const Tensor a = pwtest::rand({200, 136}, d, seed++), b = pwtest::rand({136, 72}, d, seed++);
+        const Array y = matmul(a, b);
+        const Tensor by_default = run_within_bound(y, a, b, "by default");
+        if (on_gpu()) CHECK(explain({y}).find("runs on tensor cores by default") != std::string::npos);
+        {
+            const OptionsScope tc(kTensorCores);
+            pwtest::require_same_bits(y.eval(), by_default, "TensorCores asked for: the default's bits");
+        }
+        const OptionsScope cores({.product_path = ProductPath::CudaCores});
+        if (on_gpu()) CHECK(mmtest::product_path_of(y) == "CUDA cores");
+        run_both(y, "CUDA cores asked for: the reference's bits");
+    }
+    // Rows that are not whole 16-byte pieces: the mma.sync fallback, within the bound.
+    const Tensor odd_a = pwtest::rand({50, 30}, bfloat16, seed++),
+                 odd_b = pwtest::rand({30, 21}, bfloat16, seed++);
+    run_within_bound(matmul(odd_a, odd_b), odd_a, odd_b, "K = 30, N = 21 by default (mma.sync)", "mma.sync");
 }

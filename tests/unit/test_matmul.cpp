@@ -18,6 +18,7 @@
 #include "loom/codegen/llvm/host_plan.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
+#include "loom/ir/view.hpp"
 #include "loom/runtime/reference_plan.hpp"
 #include "loom/runtime/testing.hpp"
 
@@ -277,6 +278,56 @@ TEST_CASE(
                 testing::compare(parts[i], whole[i], testing::Tolerance::exact(), "root");
             CHECK_MESSAGE(cmp.ok, cmp.message);
         }
+    }
+}
+
+// Attention's head products over a fused projection, written as a model is: qkv = x w + bias, heads by a
+// slice and a reshape of qkv, then permutes. The bias is qkv's epilogue (computed once), not a prologue of
+// every head product; the heads' reshapes have strides (qkv is contiguous), so the head products read qkv in
+// place; a reshape without strides is materialized.
+TEST_CASE(
+    "partition: head products read a fused projection in place, its bias in the projection's epilogue") {
+    constexpr std::int64_t B = 2, T = 8, H = 2, D = 4, C = H * D;
+    const Tensor xt = filled({B, T, C}, float32, 11), wt = filled({C, 3 * C}, float32, 12),
+                 bt = filled({3 * C}, float32, 13);
+    const Array qkv = matmul(Array(xt), Array(wt)) + Array(bt);  // [B, T, 3C]
+    auto head = [&](std::int64_t which) {                        // [B, H, T, D]
+        return qkv.slice({{}, {}, {which * C, (which + 1) * C}}).reshape({B, T, H, D}).permute({0, 2, 1, 3});
+    };
+    const Array scores = matmul(head(0), head(1).permute({0, 1, 3, 2}));  // [B, H, T, T]
+    const Array out = matmul(scores, head(2));                            // [B, H, T, D]
+    // The heads merged back into rows (permuted, then reshaped) have no strides: that operand is computed (a
+    // prologue here: a copy costs no less).
+    const Array merged =
+        matmul(out.permute({0, 2, 1, 3}).reshape({B, T, C}), Array(filled({C, 3}, float32, 14)));
+    const std::vector<ir::NodePtr> roots =
+        ir::run_pipeline({out.node(), merged.node()}, ir::standard_passes());
+    const codegen::Partition P = codegen::partition(roots);
+    int products = 0, views = 0;
+    for (const codegen::FusedKernel& k : P.kernels) {
+        if (k.family != codegen::Family::MatMul) continue;
+        ++products;
+        const ir::NodePtr& m = codegen::product_of(k.outputs);
+        for (const auto& operand : m->operands()) {  // views of a source of the kernel, read in place
+            const ir::Node& base = ir::view_base(*operand);
+            views += base.op() == ir::Op::Input &&
+                     ir::compose_views(*operand, contiguous_strides(base.shape())).has_value();
+        }
+    }
+    CHECK(products == 4);
+    CHECK(P.kernels.size() == 4);
+    CHECK(views == 7);  // all but the merged heads
+    const std::string text = P.to_string();
+    CAPTURE(text);
+    // qkv's bias is the projection's epilogue: computed once, the result read by the head products.
+    CHECK(text.find("its epilogue runs on the accumulators: add") != std::string::npos);
+    CHECK(text.find("whose epilogue computes it once") != std::string::npos);
+    const std::vector<Tensor> parts = reference::evaluate_partition(P, roots);
+    const std::vector<Tensor> whole = reference::evaluate(roots);
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+        const testing::Comparison cmp =
+            testing::compare(parts[i], whole[i], testing::Tolerance::exact(), "root");
+        CHECK_MESSAGE(cmp.ok, cmp.message);
     }
 }
 

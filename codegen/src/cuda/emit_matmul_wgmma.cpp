@@ -220,30 +220,49 @@ void kernel_head(std::string& s, const MatmulPlan& p, const std::string& name) {
 // bytes of the extent (64 k rows of 64 16-bit values, 8 KiB; 32 k rows of 32 float32 values, 4 KiB).
 void producer_copies(std::string& s, const MatmulPlan& p) {
     const int depth = p.wgmma_depth();
-    auto copy = [&](int rank, const char* map, const std::string& dst, const std::string& c0,
-                    const std::string& c1) {
-        if (rank == 3)
-            return fmt::format("lm::tma_load_3d({}, &p.{}, full0 + 8 * s, {}, {}, (int)batch);", dst, map, c0,
-                               c1);
-        return fmt::format("lm::tma_load_2d({}, &p.{}, full0 + 8 * s, {}, {});", dst, map, c0, c1);
+    // One copy of operand `o` ('a' or 'b') at (c0, c1) and the tile's batch coordinates: the flat batch entry
+    // of a flat rank-3 map, else those map_coordinates() computed.
+    auto copy = [&](char o, const std::string& dst, const std::string& c0, const std::string& c1) {
+        const int rank = o == 'a' ? p.a_map_rank : p.b_map_rank;
+        std::string coords = fmt::format("{}, {}", c0, c1);
+        if (rank == 3 && (o == 'a' ? p.a_map_flat : p.b_map_flat))
+            coords += ", (int)batch";
+        else
+            for (int d = 0; d + 2 < rank; ++d) coords += fmt::format(", {}_b{}", o, d);
+        return fmt::format("lm::tma_load_{}d({}, &p.tmap_{}, full0 + 8 * s, {});", rank, dst, o, coords);
     };
-    auto operand_copies = [&](char op, bool mn_major, int rank, int extent, const char* lines, char axis) {
-        const std::string map = fmt::format("tmap_{}", op == 'A' ? 'a' : 'b'),
-                          dst = fmt::format("{}s", map.back());
-        const std::string origin = fmt::format("(int){}0", axis);
+    auto operand_copies = [&](char op, bool mn_major, int extent, const char* lines, char axis) {
+        const char o = op == 'A' ? 'a' : 'b';
+        const std::string dst = fmt::format("{}s", o), origin = fmt::format("(int){}0", axis);
         if (!mn_major) {
-            line(s, 20, copy(rank, map.c_str(), dst, "k0", origin),
+            line(s, 20, copy(o, dst, "k0", origin),
                  fmt::format("{}: {} {} of {} k", op, extent, lines, depth));
             return;
         }
         for (int i = 0; i < extent / depth; ++i)
             line(s, 20,
-                 copy(rank, map.c_str(), i ? fmt::format("{} + {}u", dst, 128 * depth * i) : dst,
+                 copy(o, i ? fmt::format("{} + {}u", dst, 128 * depth * i) : dst,
                       fmt::format("{} + {}", origin, depth * i), "k0"),
                  i == 0 ? fmt::format("{}: {} k rows of {} {} per copy", op, depth, depth, axis) : "");
     };
-    operand_copies('A', p.a_mn_major, p.a_map_rank, p.tile_m, "rows", 'm');
-    operand_copies('B', p.b_mn_major, p.b_map_rank, p.tile_n, "columns", 'n');
+    operand_copies('A', p.a_mn_major, p.tile_m, "rows", 'm');
+    operand_copies('B', p.b_mn_major, p.tile_n, "columns", 'n');
+}
+
+// The producer's coordinates of the tile's batch entry in each operand's tensor map whose batch dimensions
+// are not the flat entry: dimension d at (batch / divisor) % extent (MatmulBinding::MapBatch).
+void map_coordinates(std::string& s, const MatmulPlan& p) {
+    for (int which : {0, 1}) {
+        const int rank = which == 0 ? p.a_map_rank : p.b_map_rank;
+        if (rank == 2 || (which == 0 ? p.a_map_flat : p.b_map_flat)) continue;
+        const char op = which == 0 ? 'a' : 'b';
+        std::vector<std::string> dims;
+        for (int d = 0; d + 2 < rank; ++d)
+            dims.push_back(
+                fmt::format("{}_b{} = (int)(batch / p.{}_bdiv{} % p.{}_bext{})", op, d, op, d, op, d));
+        line(s, 16, fmt::format("const int {};", fmt::join(dims, ", ")),
+             fmt::format("{}'s batch coordinates", which == 0 ? 'A' : 'B'));
+    }
 }
 
 // The producer warpgroup's loop: one thread walks the block's tiles and their K steps, waits for each
@@ -261,6 +280,7 @@ void producer_loop(std::string& s, const MatmulPlan& p, const std::string& name)
     line(s, 12, "for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {");
     line(s, 16, "long long batch, m0, n0;");
     line(s, 16, fmt::format("{}_tile(t, tiles_m, tiles_n, batch, m0, n0);", name));
+    map_coordinates(s, p);
     line(s, 16, "for (int ks = 0; ks < k_steps; ++ks, ++it) {");
     line(s, 20, fmt::format("const int s = it % {};", stages));
     line(s, 20, fmt::format("lm::mbar_wait(empty0 + 8 * s, ((it / {}) & 1) ^ 1);", stages),

@@ -18,15 +18,18 @@ std::string where_of(const ir::Node& n) {
 }
 
 // What an mma.sync product gives: int8 exact, float32 within its TF32 or 3xTF32 bound, the half dtypes within
-// the bound of float32 accumulation.
-std::string_view mma_bound_text(const MatmulPlan& p) {
+// the bound of float32 accumulation (and, unasked, why they are on tensor cores).
+std::string mma_bound_text(const MatmulPlan& p) {
     if (p.in == DType::Int8) return ", exact";
     if (p.precision() == ProductPrecision::TF32)
         return " TF32 into float32, product_precision=tf32: within the TF32 bound of semantics.md section 12";
     if (p.precision() == ProductPrecision::TF32x3)
         return " TF32 into float32, product_precision=3xtf32: within the 3xTF32 bound of semantics.md "
                "section 12";
-    return ", within the bound of semantics.md section 12";
+    return fmt::format(", within the bound of semantics.md section 12{}",
+                       p.requested == ProductPath::Auto
+                           ? fmt::format("; {} runs on tensor cores by default", name(p.in))
+                           : std::string());
 }
 
 // The path, closing the threads' parenthesis: how the block's threads share the tile (warpgroups, MMA tiles
@@ -47,7 +50,7 @@ std::string path_text(const PlannedMatmul& pm) {
                               p.wgmma_a_registers()
                                   ? fmt::format(", {}'s tile through registers", p.wgmma_swap() ? "B" : "A")
                                   : std::string())
-                : std::string(mma_bound_text(p)),
+                : mma_bound_text(p),
             pm.binding.persistent_blocks);
     if (p.tensor_cores)
         return fmt::format(

@@ -15,6 +15,7 @@
 #include "loom/ir/graph.hpp"
 #include "loom/ir/hash.hpp"
 #include "loom/ir/reduce_order.hpp"
+#include "loom/ir/view.hpp"
 #include "matmul_internal.hpp"
 
 namespace loom::codegen {
@@ -52,72 +53,20 @@ enum MatmulField : int {
     FieldMapA,
     FieldMapB,
     FieldGroupChunks,
-    FieldCounters
+    FieldCounters,
+    FieldMapDivisorA,  // wgmma: a batch dimension's divisor and extent (MatmulBinding::MapBatch), per axis
+    FieldMapExtentA,
+    FieldMapDivisorB,
+    FieldMapExtentB
 };
 
-/// An operand of the product as a strided view of one input: the input, its element offset and strides.
-struct OperandView {
-    const ir::Node* input = nullptr;
-    std::int64_t offset = 0;
-    Strides strides;
-};
-
-// Whether the product's operand is broadcasts, permutes and slices of an Input (else a prologue computes it).
-bool is_view_of_input(const ir::Node& x) {
-    const ir::Node* n = &x;
-    while (ir::is_view(n->op()) && n->op() != ir::Op::Reshape) n = n->operand(0);
-    return n->op() == ir::Op::Input;
-}
-
-// Composes the chain of views from the product's operand down to its Input into one strided view.
-OperandView operand_view(const ir::Node& x, const LayoutOf& layout_of) {
-    std::vector<const ir::Node*> chain;
-    const ir::Node* n = &x;
-    while (ir::is_view(n->op())) {
-        chain.push_back(n);
-        n = n->operand(0);
-    }
-    if (n->op() != ir::Op::Input)
-        throw InternalError(
-            fmt::format("plan_matmul(): operand {} is not a view of an input", ir::describe(x)));
-    OperandView v;
-    v.input = n;
-    v.strides = layout_of(*n).strides;
-    Shape shape = n->shape();
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-        const ir::Node& view = **it;
-        const Shape& to = view.shape();
-        switch (view.op()) {
-            case ir::Op::BroadcastTo: {
-                Strides st(to.size(), 0);
-                const std::size_t lead = to.size() - shape.size();
-                for (std::size_t d = 0; d < shape.size(); ++d)
-                    st[lead + d] = shape[d] == to[lead + d] ? v.strides[d] : 0;
-                v.strides = std::move(st);
-                break;
-            }
-            case ir::Op::Permute: {
-                Strides st(to.size());
-                for (std::size_t d = 0; d < to.size(); ++d)
-                    st[d] = v.strides[static_cast<std::size_t>(view.ints()[d])];
-                v.strides = std::move(st);
-                break;
-            }
-            case ir::Op::Slice:
-                for (std::size_t d = 0; d < to.size(); ++d) {
-                    v.offset += view.ints()[2 * d] * v.strides[d];
-                    v.strides[d] *= view.ints()[2 * d + 1];
-                }
-                break;
-            default:
-                throw InternalError(fmt::format(
-                    "plan_matmul(): operand view {} is not a broadcast, permute or slice (the partition "
-                    "materializes reshaped operands)",
-                    ir::describe(view)));
-        }
-        shape = to;
-    }
-    return v;
+// An operand of the product as a strided view of one input (its broadcasts, permutes, slices and reshapes
+// composed for the input's layout), or empty: a prologue computes it (an operand that is not views of an
+// input, or a reshape that has no strides for the input's layout).
+std::optional<ir::StridedView> operand_view(const ir::Node& x, const LayoutOf& layout_of) {
+    const ir::Node& base = ir::view_base(x);
+    if (base.op() != ir::Op::Input) return std::nullopt;
+    return ir::compose_views(x, layout_of(base).strides);
 }
 
 bool pow2(int v) {
@@ -150,15 +99,16 @@ TileHint default_tile(std::int64_t M, std::int64_t N, std::int64_t K, DType in, 
 }
 
 /// Whether the product runs on tensor cores: the dtype has an mma.sync path (float16, bfloat16, int8; float32
-/// under TF32 or 3xTF32), the device has it (compute capability 8.0), and the options ask for it (int8 by
-/// default: exact either way; float32 whenever its precision is TF32 or 3xTF32).
+/// under TF32 or 3xTF32), the device has it (compute capability 8.0), and the options do not forbid it
+/// (float16, bfloat16 and int8 by default, as every peer runs them; float32 whenever its precision is TF32 or
+/// 3xTF32).
 bool use_tensor_cores(DType in, ProductPath path, ProductPrecision precision, const DeviceInfo& device) {
     if (!has_tensor_core_path(in, precision) || device.cc_major < 8) return false;
     if (in == DType::Float32)
         return true;  // TF32 or 3xTF32 asked for (a conflicting CudaCores is refused before)
     switch (path) {
         case ProductPath::Auto:
-            return in == DType::Int8;
+            return true;
         case ProductPath::CudaCores:
             return false;
         case ProductPath::TensorCores:
@@ -287,6 +237,8 @@ std::string MatmulPlan::path_note() const {
     if (!tensor_cores && in == DType::Float32 && requested_precision != ProductPrecision::Float32)
         return fmt::format(" (product_precision={} asked for; this device has no mma.sync)",
                            product_precision_name(requested_precision));
+    if (!tensor_cores && requested == ProductPath::Auto && in != DType::Int8 && has_tensor_core_path(in))
+        return fmt::format(" ({} runs on tensor cores by default; this device has no mma.sync)", name(in));
     if (tensor_cores || (requested != ProductPath::TensorCores && requested != ProductPath::MmaSync))
         return {};
     if (has_tensor_core_path(in)) return " (tensor cores asked for; this device has no mma.sync)";
@@ -336,6 +288,8 @@ std::uint64_t MatmulPlan::hash() const {
                   static_cast<int>(b_mn_major),
                   a_map_rank,
                   b_map_rank,
+                  static_cast<int>(a_map_flat),
+                  static_cast<int>(b_map_flat),
                   static_cast<int>(requested_precision),
                   static_cast<int>(split_k)})
         h.add(static_cast<std::uint64_t>(v));
@@ -366,6 +320,14 @@ std::string major_text(bool mn, const char* axis) {
     return mn ? fmt::format("{}-major", axis) : std::string("K-major");
 }
 
+// A tensor map's batch dimensions in words, where they are not the flat batch entry (rank 3, flat) or none
+// (rank 2: one matrix for every entry): coordinates taken from the entry's index.
+std::string map_batch_text(int rank, bool flat) {
+    if (rank == 2 || flat) return "";
+    return fmt::format(", {} batch dimension{} at coordinates taken from the batch entry", rank - 2,
+                       rank > 3 ? "s" : "");
+}
+
 // The wgmma plan (Hopper): the path and its bound, the warpgroups and the persistent grid, the shared-memory
 // ring (and the epilogue buffers after it), the bulk tensor copies and where the epilogue reads from.
 std::string wgmma_text(const MatmulPlan& p) {
@@ -393,7 +355,9 @@ std::string wgmma_text(const MatmulPlan& p) {
         name(p.in), name(p.in), name(p.out), p.rank, p.wgmma_n(), p.wgmma_k(),
         tf32 ? "TF32 (product_precision=tf32: the tensor cores read the float32 operands as TF32) " : "",
         tf32 ? "TF32 " : "",
-        p.requested == ProductPath::TensorCores || tf32 ? "" : "; tensor cores asked for");
+        tf32                               ? ""
+        : p.requested == ProductPath::Auto ? fmt::format("; {} runs on tensor cores by default", name(p.in))
+                                           : "");
     if (p.wgmma_a_registers())
         s += fmt::format(
             "operands: {}'s tile is read into registers as the MMAs' A operand (TF32 reads K-major shared "
@@ -410,9 +374,11 @@ std::string wgmma_text(const MatmulPlan& p) {
         p.stages, p.tile_m, p.tile_k, major_text(p.a_mn_major, "M"), p.tile_k, p.tile_n,
         major_text(p.b_mn_major, "N"), bytes);
     s += fmt::format(
-        "loads: bulk tensor copies of A (tensor map of rank {}) and B (rank {}), zeros past M, N and K; K in "
-        "steps of {} over all of K; {}",
-        p.a_map_rank, p.b_map_rank, p.wgmma_k(), epilogue);
+        "loads: bulk tensor copies of A (tensor map of rank {}{}) and B (rank {}{}), zeros past M, N and K; "
+        "K "
+        "in steps of {} over all of K; {}",
+        p.a_map_rank, map_batch_text(p.a_map_rank, p.a_map_flat), p.b_map_rank,
+        map_batch_text(p.b_map_rank, p.b_map_flat), p.wgmma_k(), epilogue);
     return s;
 }
 
@@ -479,7 +445,9 @@ std::string order_text(const MatmulPlan& p) {
         s = "K in steps of 8 over all of K (zero-filled past K)";
     else if (p.tensor_cores)
         s = fmt::format("K in steps of {} over all of K (zero-filled past K){}", p.mma_k(),
-                        p.requested == ProductPath::Auto ? " (int8 runs on tensor cores by default)" : "");
+                        p.requested == ProductPath::Auto
+                            ? fmt::format(" ({} runs on tensor cores by default)", name(p.in))
+                            : "");
     else
         s = fmt::format("K in chunks of {}{}", kProductChunk, chunks_text(p));
     if (p.staged_epilogue)
@@ -577,10 +545,10 @@ void plan_operand(PlannedMatmul& pm, int which, std::vector<const ir::Node*>& in
     Strides& strides = a ? b.a_strides : b.b_strides;
     const ir::NodePtr& x = m.operand_ptr(which);
     if (!(a ? p.a_prologue : p.b_prologue)) {
-        const OperandView v = operand_view(*x, layout_of);
+        const ir::StridedView v = operand_view(*x, layout_of).value();
         strides = v.strides;
         (a ? b.a_offset : b.b_offset) = v.offset;
-        inputs = {v.input};
+        inputs = {v.base};
         return;
     }
     strides.assign(static_cast<std::size_t>(p.rank), 0);
@@ -727,8 +695,8 @@ PlannedMatmul plan_matmul(const std::vector<ir::NodePtr>& outputs, const LayoutO
     bind_sizes(pm);
     choose_path(pm, device, options);
     // Each operand: a strided view of an input, or a prologue over the operand's shape.
-    p.a_prologue = !is_view_of_input(*m.operand(0));
-    p.b_prologue = !is_view_of_input(*m.operand(1));
+    p.a_prologue = !operand_view(*m.operand(0), layout_of);
+    p.b_prologue = !operand_view(*m.operand(1), layout_of);
     std::vector<const ir::Node*> a_inputs, b_inputs;
     plan_operand(pm, 0, a_inputs, layout_of, device);
     plan_operand(pm, 1, b_inputs, layout_of, device);
@@ -881,6 +849,18 @@ void layout_wgmma_params(MatmulPlan& p) {
     P.add(FieldN, 0, "N", ParamType::Int64, 8, 8);
     P.add(FieldK, 0, "K", ParamType::Int64, 8, 8);
     P.add(FieldBatches, 0, "batches", ParamType::Int64, 8, 8);
+    // The coordinates of batch dimensions that are not the flat batch entry: (batch / divisor) % extent.
+    for (int which : {0, 1}) {
+        const int rank = which == 0 ? p.a_map_rank : p.b_map_rank;
+        if (rank == 2 || (which == 0 ? p.a_map_flat : p.b_map_flat)) continue;
+        const char op = which == 0 ? 'a' : 'b';
+        for (int d = 0; d + 2 < rank; ++d) {
+            P.add(which == 0 ? FieldMapDivisorA : FieldMapDivisorB, d, fmt::format("{}_bdiv{}", op, d),
+                  ParamType::Int64, 8, 8);
+            P.add(which == 0 ? FieldMapExtentA : FieldMapExtentB, d, fmt::format("{}_bext{}", op, d),
+                  ParamType::Int64, 8, 8);
+        }
+    }
     if (p.vector_epilogue > 0) P.add(FieldPieces, 0, "pieces", ParamType::Int64, 8, 8);  // bit 2 only
     P.add_part(2, "ep", p.epilogue);
     p.params.finish();
@@ -1091,6 +1071,18 @@ void pack_matmul_params(const PlannedMatmul& pm, std::span<const void* const> in
                 break;
             case FieldGroupChunks:
                 put(bd.group_chunks);
+                break;
+            case FieldMapDivisorA:
+                put(bd.a_map_batch.at(axis).divisor);
+                break;
+            case FieldMapExtentA:
+                put(bd.a_map_batch.at(axis).extent);
+                break;
+            case FieldMapDivisorB:
+                put(bd.b_map_batch.at(axis).divisor);
+                break;
+            case FieldMapExtentB:
+                put(bd.b_map_batch.at(axis).extent);
                 break;
             case FieldCounters:
                 if (!counters)

@@ -17,9 +17,10 @@ struct MapLayout {
     bool ok = false;
     bool mn_major = false;          // the inner axis is m (A) or n (B); else k
     std::int64_t outer_stride = 0;  // elements
-    int rank = 2;                   // 3 with a batch axis
-    std::int64_t batch_stride = 0;  // elements
-    std::string why;                // when not ok
+    int rank = 2;                   // 2 + the batch dimensions
+    bool flat = false;              // one batch dimension: the product's flat batch index
+    std::array<MatmulBinding::MapBatch, 3> batch{};
+    std::string why;  // when not ok
 };
 
 std::int64_t round_up(std::int64_t v, std::int64_t to) {
@@ -62,31 +63,36 @@ MapLayout map_layout(int which, const Strides& strides, const Shape& batch, std:
         return l;
     }
     l.outer_stride = outer_stride;
-    // Batch axes: all broadcast (one matrix for every entry), or one axis in effect (each axis of more than
-    // one entry a whole number of the next such axis apart).
-    std::int64_t stride = 0;
-    bool any = false, broadcast = true, collapses = true;
-    for (std::size_t d = 0; d < batch.size(); ++d) {
+    // Batch axes: those of more than one entry along which the operand moves (a broadcast one, stride 0,
+    // adds no dimension), innermost first, each merged into the one inside it where the strides chain (the
+    // heads and batches of a contiguous tensor form one dimension).
+    int dims = 0;
+    std::int64_t divisor = 1;
+    bool chains = false;  // the axis just inside is this operand's innermost batch dimension so far
+    for (std::size_t d = batch.size(); d-- > 0;) {
         if (batch[d] == 1) continue;
-        if (strides[d] != 0) broadcast = false;
-        if (any && stride != strides[d] * batch[d]) collapses = false;
-        any = true;
-        stride = strides[d];
+        if (strides[d] == 0) {
+            chains = false;
+        } else if (chains && strides[d] == l.batch[static_cast<std::size_t>(dims - 1)].stride *
+                                               l.batch[static_cast<std::size_t>(dims - 1)].extent) {
+            l.batch[static_cast<std::size_t>(dims - 1)].extent *= batch[d];
+        } else if (dims == 3) {
+            l.why =
+                fmt::format("{}'s batch axes form more than the tensor map's 3 batch dimensions (strides {})",
+                            op, fmt::join(strides, ", "));
+            return l;
+        } else if (strides[d] < 0 || strides[d] % piece != 0) {
+            l.why = fmt::format("{}'s batch entries are {} elements apart, not whole 16-byte pieces", op,
+                                strides[d]);
+            return l;
+        } else {
+            l.batch[static_cast<std::size_t>(dims++)] = {batch[d], strides[d], divisor};
+            chains = true;
+        }
+        divisor *= batch[d];
     }
-    if (!any || broadcast) {
-        l.rank = 2;
-    } else if (!collapses || stride <= 0) {
-        l.why = fmt::format("{}'s batch axes do not form one axis of the tensor map (strides {})", op,
-                            fmt::join(strides, ", "));
-        return l;
-    } else if (stride % piece != 0 || stride < outer_stride * outer) {
-        l.why = fmt::format(
-            "{}'s batch entries are {} elements apart, not whole 16-byte pieces past its matrix", op, stride);
-        return l;
-    } else {
-        l.rank = 3;
-        l.batch_stride = stride;
-    }
+    l.rank = 2 + dims;
+    l.flat = dims == 1 && l.batch[0].divisor == 1 && l.batch[0].extent == divisor;
     l.ok = true;
     return l;
 }
@@ -152,8 +158,10 @@ bool plan_wgmma(PlannedMatmul& pm, const TileHint& given, bool a_aligned, bool b
     p.wgmma = true;
     p.a_map_rank = la.rank;
     p.b_map_rank = lb.rank;
-    b.a_batch_stride = la.batch_stride;
-    b.b_batch_stride = lb.batch_stride;
+    p.a_map_flat = la.flat;
+    p.b_map_flat = lb.flat;
+    b.a_map_batch = la.batch;
+    b.b_map_batch = lb.batch;
     // The tile: 128 x 256 for a long K (two consumers of m64n256k16 side by side: M2's best, in
     // docs/performance.md), else 128 x 128, narrower for short M or N. Tiles at most 128 wide run ping-pong:
     // each consumer owns whole tiles (tile_m / 64 MMAs per 16 k), the two taking the block's tiles in turn,
@@ -221,11 +229,12 @@ std::array<TensorMapSpec, 2> matmul_tensor_maps(const PlannedMatmul& pm,
         // per 128 bytes of m or n).
         t.box[0] = static_cast<std::uint32_t>(p.wgmma_depth());
         t.box[1] = static_cast<std::uint32_t>(mn_major ? p.wgmma_depth() : which == 0 ? p.tile_m : p.tile_n);
-        if (t.rank == 3) {
-            t.dims[2] = static_cast<std::uint64_t>(bd.batches);
-            t.strides[1] =
-                static_cast<std::uint64_t>((which == 0 ? bd.a_batch_stride : bd.b_batch_stride) * isz);
-            t.box[2] = 1;
+        const auto& batch = which == 0 ? bd.a_map_batch : bd.b_map_batch;
+        for (int d = 2; d < t.rank; ++d) {
+            const auto& m = batch[static_cast<std::size_t>(d - 2)];
+            t.dims[d] = static_cast<std::uint64_t>(m.extent);
+            t.strides[d - 1] = static_cast<std::uint64_t>(m.stride * isz);
+            t.box[d] = 1;
         }
     }
     return maps;

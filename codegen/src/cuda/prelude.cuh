@@ -681,7 +681,7 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
             : "memory");
     } while (!done);
 }
-/// Bulk tensor copies of the box at coordinates (c0, c1[, c2]) (innermost first, elements) of `map` (an
+/// Bulk tensor copies of the box at coordinates (c0, c1[, c2[, c3[, c4]]]) (innermost first, elements) of `map` (an
 /// encoded CUtensorMap, 128 bytes, 64-byte aligned, in the kernel's __grid_constant__ parameter) into
 /// shared memory at `dst`, completing on the mbarrier `bar`; elements outside the tensor arrive as zeros.
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, unsigned bar, int c0, int c1) {
@@ -692,6 +692,16 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* map, unsig
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const void* map, unsigned bar, int c0, int c1, int c2) {
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
                  "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const void* map, unsigned bar, int c0, int c1, int c2, int c3) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
+                 "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_load_5d(unsigned dst, const void* map, unsigned bar, int c0, int c1, int c2, int c3, int c4) {
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(dst),
+                 "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
                  : "memory");
 }
 /// Named barrier `id` (1 to 15; 0 is __syncthreads') over `threads` threads: wait for the others, or arrive

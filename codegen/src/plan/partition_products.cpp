@@ -6,7 +6,7 @@
 //   * each operand of a product is read in place when it is an input, a product's result or a view of one
 //     (a transposed, sliced or broadcast operand stays a view of the kernel's graph, read without a copy);
 //     any other operand is materialized as computed, below its views (a broadcast batch is not expanded),
-//     and so is a reshape among the views;
+//     and so is a reshape among the views that has no strides (view_base);
 //   * a product's result is a temporary when another node reads it, and is written to the roots it is;
 //   * then (with fusion on) a product whose result one pointwise kernel alone reads, element by element over
 //     the product's shape, takes that kernel as its epilogue (fuse_epilogues);
@@ -26,6 +26,7 @@
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
+#include "loom/ir/view.hpp"
 #include "partition_internal.hpp"
 
 namespace loom::codegen::detail {
@@ -36,13 +37,24 @@ std::string where_of(const ir::Node& n) {
     return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
 }
 
-// The node below a product operand's chain of broadcasts, permutes and slices, which the kernel reads
-// through strides: an input, a product, or a value to materialize (a reshape among the views is one: its
-// strides need not exist for every layout of what is below it).
+// The node below a product operand's chain of views, which the kernel reads through strides: an input, a
+// product, or a value to materialize. A reshape among the views stays a view where it has strides for a
+// contiguous node below it (a product's result and a temporary are contiguous; an input is taken to be,
+// and where its layout gives the reshape no strides the plan computes the operand in a prologue instead);
+// else the reshape is materialized, and the views above it read the temporary.
 const ir::NodePtr& view_base(const ir::NodePtr& n) {
+    std::vector<const ir::NodePtr*> chain;  // the views, outermost first
     const ir::NodePtr* p = &n;
-    while (ir::is_view((*p)->op()) && (*p)->op() != ir::Op::Reshape) p = &(*p)->operand_ptr(0);
-    return *p;
+    while (ir::is_view((*p)->op())) {
+        chain.push_back(p);
+        p = &(*p)->operand_ptr(0);
+    }
+    const ir::NodePtr* base = p;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+        if ((**it)->op() == ir::Op::Reshape &&
+            !ir::compose_views(***it, contiguous_strides((*base)->shape()), base->get()))
+            base = *it;
+    return *base;
 }
 
 /// The partition being assembled from the stages and the product kernels.
@@ -126,6 +138,25 @@ std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
     if (inputs.size() > 32)
         return fmt::format("it reads {} inputs, more than a prologue's 32", inputs.size());
     return {};
+}
+
+// The product whose result `base` is elementwise work over, element by element (only elementwise ops between
+// them, the same shape), or null. Such work is the product's epilogue: computed once as that product's
+// result is stored, rather than again as a prologue in every block column of each product reading it (qkv's
+// bias, read by the attention products of every head), and its readers keep their vector loads.
+const ir::Node* elementwise_over_product(const ir::Node& base) {
+    if (!ir::is_elementwise(base.op())) return nullptr;
+    std::vector<const ir::Node*> stack{&base};
+    std::unordered_set<const ir::Node*> seen;
+    while (!stack.empty()) {
+        const ir::Node* n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        if (ir::is_product(n->op()) && n->shape() == base.shape()) return n;
+        if (ir::is_elementwise(n->op()))
+            for (const auto& o : n->operands()) stack.push_back(o.get());
+    }
+    return nullptr;
 }
 
 /// Inputs an epilogue may read besides the product: its parameters then stay a small part of the kernel's.
@@ -277,12 +308,19 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                     continue;
                 const bool half =
                     m->operand(0)->dtype() == DType::Float16 || m->operand(0)->dtype() == DType::BFloat16;
-                std::string why = !options.fusion ? std::string("fusion is off")
-                                  : options.half_operands_from_memory && half
-                                      ? std::string(
-                                            "the product runs on Hopper's wgmma, whose operands the tensor "
-                                            "memory accelerator copies from memory")
-                                      : prologue_refusal(x, A);
+                const ir::Node* over = elementwise_over_product(*base);
+                std::string why =
+                    !options.fusion ? std::string("fusion is off")
+                    : options.half_operands_from_memory && half
+                        ? std::string(
+                              "the product runs on Hopper's wgmma, whose operands the tensor memory "
+                              "accelerator copies from memory")
+                    : over ? fmt::format(
+                                 "it is elementwise work over the result of {}, whose epilogue "
+                                 "computes it once (not again in each block column here), and this "
+                                 "product reads it with vector loads",
+                                 where_of(*over))
+                           : prologue_refusal(x, A);
                 if (why.empty()) continue;  // a prologue: computed in the product's kernel as its tiles load
                 const int t = A.materialize(
                     base, fmt::format("an operand of {}, computed first: {}", where_of(*m), why));

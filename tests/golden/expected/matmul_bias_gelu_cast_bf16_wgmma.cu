@@ -11,8 +11,8 @@
 // entry point: matmul_bias_gelu_cast_bf16_wgmma (compiled for sm_90a: wgmma and setmaxnreg)
 
 struct matmul_bias_gelu_cast_bf16_wgmma_ep_params {
-    const lm::bf16* in0;                                     // input 0 "accumulators", contiguous (test_matmul_wgmma_golden.cpp:42)
-    const lm::bf16* in1;                                     // input 1 "bias", row broadcast (test_matmul_wgmma_golden.cpp:41)
+    const lm::bf16* in0;                                     // input 0 "accumulators", contiguous (test_matmul_wgmma_golden.cpp:44)
+    const lm::bf16* in1;                                     // input 1 "bias", row broadcast (test_matmul_wgmma_golden.cpp:43)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
@@ -32,11 +32,11 @@ struct matmul_bias_gelu_cast_bf16_wgmma_params {
 static_assert(sizeof(matmul_bias_gelu_cast_bf16_wgmma_params) == 384, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void matmul_bias_gelu_cast_bf16_wgmma_ep_body(const float v0, const float v1, float& r0) {
-    // v0 = in0: input 0 "accumulators" bfloat16             // test_matmul_wgmma_golden.cpp:42
-    // v1 = in1: input 1 "bias" bfloat16                     // test_matmul_wgmma_golden.cpp:41
-    const float v2 = lm::round_bf16(lm::add(v0, v1));        // add (test_matmul_wgmma_golden.cpp:42)
-    const float v3 = lm::round_bf16(lm::gelu_erf(v2));       // gelu (test_matmul_wgmma_golden.cpp:42)
-    const float v4 = lm::cast<float>(v3);                    // cast to float32 (test_matmul_wgmma_golden.cpp:42)
+    // v0 = in0: input 0 "accumulators" bfloat16             // test_matmul_wgmma_golden.cpp:44
+    // v1 = in1: input 1 "bias" bfloat16                     // test_matmul_wgmma_golden.cpp:43
+    const float v2 = lm::round_bf16(lm::add(v0, v1));        // add (test_matmul_wgmma_golden.cpp:44)
+    const float v3 = lm::round_bf16(lm::gelu_erf(v2));       // gelu (test_matmul_wgmma_golden.cpp:44)
+    const float v4 = lm::cast<float>(v3);                    // cast to float32 (test_matmul_wgmma_golden.cpp:44)
     r0 = v4;                                                 // output 0
 }
 

@@ -10,15 +10,15 @@
 // entry point: mm_gemv (the loads, 16-byte pieces or elements per operand, are the parameter `pieces`)
 
 struct mm_gemv_ep_params {
-    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:193)
+    const float* in0;                                        // input 0 "accumulators", contiguous (test_matmul_golden.cpp:198)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
 static_assert(sizeof(mm_gemv_ep_params) == 24, "kernel parameter layout differs from the host's");
 
 struct mm_gemv_params {
-    const float* a;                                                      // A: [4096, 16384] float32, a view of input "a" float32 (test_matmul_golden.cpp:192)
-    const float* b;                                                      // B: [16384, 1] float32, a view of input "x" float32 (test_matmul_golden.cpp:192)
+    const float* a;                                                      // A: [4096, 16384] float32, a view of input "a" float32 (test_matmul_golden.cpp:197)
+    const float* b;                                                      // B: [16384, 1] float32, a view of input "x" float32 (test_matmul_golden.cpp:197)
     long long M;                                                         // M: the product's rows
     long long N;                                                         // N: the product's columns
     long long K;                                                         // K: the contraction's length
@@ -37,7 +37,7 @@ struct mm_gemv_params {
 static_assert(sizeof(mm_gemv_params) == 144, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void mm_gemv_ep_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:193
+    // v0 = in0: input 0 "accumulators" float32              // test_matmul_golden.cpp:198
     r0 = v0;                                                 // output 0
 }
 

@@ -41,17 +41,20 @@ enum class CapturePolicy : std::uint8_t {
 
 /// The units a matrix product runs on (docs/semantics.md, section 12; matmul_plan.hpp).
 enum class ProductPath : std::uint8_t {
-    /// int8 products on tensor cores (exact: the same bits as CUDA cores), float products on CUDA cores
-    /// (the reference's bits), except float32 under a product_precision of TF32 or 3xTF32 (tensor cores).
+    /// float16, bfloat16 and int8 products on tensor cores where the device has them (compute capability 8.0
+    /// and newer), as TensorCores; float32 and float64 products on CUDA cores (the reference's bits), except
+    /// float32 under a product_precision of TF32 or 3xTF32 (tensor cores). A half-precision product's bits
+    /// are then fixed per device and plan (docs/semantics.md, section 12), within the stated bound.
     Auto,
-    /// Every product on CUDA cores: one fma per k in the contract's order, the reference's bits.
+    /// Every product on CUDA cores: one fma per k in the contract's order, the reference's bits (half
+    /// precision included).
     CudaCores,
     /// float16, bfloat16 and int8 products on tensor cores (compute capability 8.0 and newer): half precision
     /// within the stated componentwise bound, int8 exact; float32 products stay on CUDA cores unless
     /// product_precision asks for TF32 or 3xTF32, float64 products always (the explain log says so). On
-    /// Hopper (compute capability 9.0)
-    /// float16 and bfloat16 products whose operands the tensor memory accelerator can copy run as warpgroup
-    /// MMAs (wgmma, matmul_plan.hpp); the rest, and int8, run on mma.sync.
+    /// Hopper (compute capability 9.0) float16 and bfloat16 products whose operands the tensor memory
+    /// accelerator can copy run as warpgroup MMAs (wgmma, matmul_plan.hpp); the rest, and int8, run on
+    /// mma.sync.
     TensorCores,
     /// Tensor cores through mma.sync only (the Ampere path), on Hopper too: the fallback, forceable.
     MmaSync,

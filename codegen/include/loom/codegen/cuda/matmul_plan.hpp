@@ -88,11 +88,11 @@ inline constexpr int kWgmmaGroupRows = 8;
 /// Dimensions go innermost first; dimension 0 has unit stride.
 struct TensorMapSpec {
     DType dtype = DType::BFloat16;
-    int rank = 2;                       // 2, or 3 with a batch axis
-    std::uint64_t dims[3] = {0, 0, 0};  // elements
-    std::uint64_t strides[2] = {0, 0};  // bytes between consecutive entries of dimensions 1 and 2
-    std::uint32_t box[3] = {0, 0, 0};   // elements per copy
-    const void* address = nullptr;      // element 0 (16-byte aligned)
+    int rank = 2;                   // 2, or 3 to 5 with one to three batch dimensions
+    std::uint64_t dims[5] = {};     // elements
+    std::uint64_t strides[4] = {};  // bytes between consecutive entries of dimensions 1 to rank - 1
+    std::uint32_t box[5] = {};      // elements per copy
+    const void* address = nullptr;  // element 0 (16-byte aligned)
     bool operator==(const TensorMapSpec&) const = default;
     /// "bfloat16 [8192, 8192] strides [16384] bytes, box [64, 128], at 0x..."
     std::string to_string() const;
@@ -209,8 +209,16 @@ struct MatmulPlan {
     int wgmma_k() const { return in == DType::Float32 ? 8 : 16; }
     /// wgmma: the extent of the MMAs' N (the tile's columns, or its rows when swapped).
     int wgmma_n() const { return wgmma_swap() ? tile_m : tile_n; }
-    int a_map_rank = 2,
-        b_map_rank = 2;  // the operand's tensor map: 3 with a batch axis, 2 when its batches broadcast
+    /// wgmma: the rank of the operand's tensor map: 2 (one matrix for every batch entry: no batch axis, or
+    /// all broadcast), or 2 + its batch dimensions (up to 3): the product's batch axes along which the
+    /// operand moves, those whose strides chain merged into one (MatmulBinding::a_map_batch). So a head
+    /// sliced from a fused projection, [B, H, T, D] with strides [T * 3C, D, 3C, 1], is a rank-4 map of [D,
+    /// T, H, B].
+    int a_map_rank = 2, b_map_rank = 2;
+    /// wgmma, a rank-3 map whose batch dimension is the product's flat batch index (every batch axis of more
+    /// than one entry moves the operand, and they merge into one): its coordinate is the batch entry itself,
+    /// with no division.
+    bool a_map_flat = false, b_map_flat = false;
     /// Why a product that tensor cores were asked for runs on mma.sync on a device with wgmma (empty when it
     /// runs on wgmma or the device has none).
     std::string wgmma_note;
@@ -274,10 +282,15 @@ struct MatmulBinding {
     std::int64_t batch_blocks =
         0;  // blocks along the grid's y (batch entries; batch_pipelined: resident ones)
     std::int64_t persistent_blocks = 0;  // wgmma: the persistent grid (at most one block per multiprocessor)
-    std::int64_t a_batch_stride = 0,
-                 b_batch_stride = 0;  // wgmma: elements between batch entries of a 3-dimensional map
-    int levels = 0;                   // workspace slots of the chunk tree (0: one chunk)
-    std::int64_t k_groups = 1;        // split_k: blocks along the grid's z, one per group of chunks
+    /// wgmma: the batch dimensions of each operand's tensor map, innermost first: `extent` entries `stride`
+    /// elements apart, at coordinate (batch / divisor) % extent of the product's flat batch index.
+    struct MapBatch {
+        std::int64_t extent = 1, stride = 0, divisor = 1;
+        bool operator==(const MapBatch&) const = default;
+    };
+    std::array<MapBatch, 3> a_map_batch{}, b_map_batch{};
+    int levels = 0;             // workspace slots of the chunk tree (0: one chunk)
+    std::int64_t k_groups = 1;  // split_k: blocks along the grid's z, one per group of chunks
     std::int64_t group_chunks =
         0;  // split_k: chunks per group (a power of two; the last group may be shorter)
     PointwiseBinding epilogue;
