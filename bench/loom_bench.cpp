@@ -188,8 +188,10 @@ void check(const std::vector<Array>& arrays, const std::vector<Tensor>& outs, co
 void check_bound(const Tensor& out, const Tensor& a, const Tensor& b, std::int64_t rows, const char* what,
                  ProductPrecision precision = ProductPrecision::Float32) {
     if (!g_check) return;
+    // Batched operands: the first `rows` batch entries of both; a matrix B: all of it.
     const std::vector<ir::SliceSpec> first{{0, rows, 1}};
-    const auto c = testing::compare_product_bound(out.slice(first), a.slice(first), b, what, precision);
+    const auto c = testing::compare_product_bound(out.slice(first), a.slice(first),
+                                                  b.shape().size() > 2 ? b.slice(first) : b, what, precision);
     fmt::print("# {} (first {} rows) checked against the tensor-core bound: {}\n", what, rows,
                c.ok ? "PASS" : "FAIL");
     if (!c.ok) {
@@ -888,6 +890,58 @@ void bench_m6(const Gpu& gpu) {
                  2.0 * 4096 * 64 * 64 * 64);
 }
 
+// M7: the operand layouts (T: a transposed view of a row-major matrix) at 4096^3 float32 (CUDA cores) and
+// 8192^3 bfloat16 (tensor cores, the default), and attention's head products q k^T and p v on heads sliced
+// from one qkv tensor [8, 1024, 2304] (GPT-2 small: 12 heads of 64), in float32 and bfloat16, all on the
+// default path. Each checked against the product's bound on its first rows or batch entry.
+void bench_m7(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    const int reps = gpu.opt.reps;
+    for (DType dt : {float32, bfloat16}) {
+        const std::string tag = dt == float32 ? "f32" : "bf16";
+        const std::int64_t n = dt == float32 ? 4096 : 8192;
+        guarded(fmt::format("M7 layouts {}", tag).c_str(), [&] {
+            Tensor a = random_normal({n, n}, dt, 60, dev), b = random_normal({n, n}, dt, 61, dev);
+            Tensor out = Tensor::empty({n, n}, dt, dev);
+            for (int l = 0; l < 4; ++l) {
+                const char* layout[] = {"NN", "NT", "TN", "TT"};
+                const Tensor x = l & 2 ? a.transposed() : a, y = l & 1 ? b.transposed() : b;
+                const Array c = matmul(x, y);
+                testing::poison(out);
+                assign(out, c);
+                synchronize();
+                const std::string id = fmt::format("M7_{}_{}", layout[l], tag);
+                check_bound(out, x, y, 16, id.c_str());
+                report_flops(id, "loom", timed_ms([&] { assign(out, c); }, reps), 0, 2.0 * n * n * n);
+            }
+        });
+        guarded(fmt::format("M7 heads {}", tag).c_str(), [&] {
+            constexpr std::int64_t B = 8, T = 1024, C = 768, H = 12, D = 64;
+            const Tensor qkv = random_normal({B, T, 3 * C}, dt, 62, dev),
+                         p = random_normal({B, H, T, T}, dt, 63, dev);
+            auto head = [&](std::int64_t which) {  // [B, H, T, D], rows 3C apart
+                return qkv.slice({{}, {}, {which * C, (which + 1) * C, 1}})
+                    .reshape({B, T, H, D})
+                    .permute({0, 2, 1, 3});
+            };
+            const Tensor q = head(0), kt = head(1).permute({0, 1, 3, 2}), v = head(2);
+            const double flops = 2.0 * B * H * T * T * D;
+            Tensor scores = Tensor::empty({B, H, T, T}, dt, dev), out = Tensor::empty({B, H, T, D}, dt, dev);
+            const Array qk = matmul(q, kt), pv = matmul(p, v);
+            testing::poison(scores);
+            assign(scores, qk);
+            testing::poison(out);
+            assign(out, pv);
+            synchronize();
+            const std::string qk_id = "M7_heads_qk_" + tag, pv_id = "M7_heads_pv_" + tag;
+            check_bound(scores, q, kt, 1, qk_id.c_str());
+            check_bound(out, p, v, 1, pv_id.c_str());
+            report_flops(qk_id, "loom", timed_ms([&] { assign(scores, qk); }, reps), 0, flops);
+            report_flops(pv_id, "loom", timed_ms([&] { assign(out, pv); }, reps), 0, flops);
+        });
+    }
+}
+
 // P1: 16 batches of 64 MiB in pinned memory through E1 with loom::Pipeline (three streams, two buffers per
 // side); wall time on the host clock from the first enqueue to the last download, median of 5, as
 // peer_baselines.py times its pipelines. Beside it the same two-stream copies with no kernel (the peers'
@@ -1042,6 +1096,10 @@ const std::vector<GpuWorkload>& gpu_workloads() {
         {{"M4_gemm_bias_gelu_bf16"}, true, bench_m4},
         {{"M5_gemv_f32"}, true, bench_m5},
         {{"M6_bmm_small_f32"}, true, bench_m6},
+        {{"M7_NN_f32", "M7_NT_f32", "M7_TN_f32", "M7_TT_f32", "M7_heads_qk_f32", "M7_heads_pv_f32",
+          "M7_NN_bf16", "M7_NT_bf16", "M7_TN_bf16", "M7_TT_bf16", "M7_heads_qk_bf16", "M7_heads_pv_bf16"},
+         false,
+         bench_m7},
         {{"P1_pipeline"}, true, bench_p1},
         {{"O1_overhead"}, false, bench_o1},
         {{"O2_graphs"}, true, bench_o2},
