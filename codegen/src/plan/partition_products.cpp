@@ -6,7 +6,9 @@
 //   * each operand of a product is read in place when it is an input, a product's result or a view of one
 //     (a transposed, sliced or broadcast operand stays a view of the kernel's graph, read without a copy);
 //     any other operand is materialized as computed, below its views (a broadcast batch is not expanded),
-//     and so is a reshape among the views that has no strides (view_base);
+//     and so is a reshape among the views that has no strides (view_base); elementwise work over another
+//     product's result (qkv's bias, read by attention's head products) is materialized too, to become that
+//     product's epilogue, rather than recomputed as a prologue in each block column of every reader;
 //   * a product's result is a temporary when another node reads it, and is written to the roots it is;
 //   * then (with fusion on) a product whose result one pointwise kernel alone reads, element by element over
 //     the product's shape, takes that kernel as its epilogue (fuse_epilogues);
