@@ -62,17 +62,39 @@ std::string path_text(const PlannedMatmul& pm) {
                        p.thread_n, p.shared_bytes(), p.path_note());
 }
 
+// Why operand `which` (0: A, 1: B) of a CUDA-core or mma.sync plan loads element by element: computed by a
+// prologue, its unit stride along the other matrix axis (a transposed view: the loads walk that axis so a
+// warp's stay coalesced), no unit stride, or a pointer or row length off 16 bytes.
+std::string element_loads_why(const PlannedMatmul& pm, int which) {
+    const MatmulPlan& p = pm.plan;
+    const Strides& s = which == 0 ? pm.binding.a_strides : pm.binding.b_strides;
+    const std::size_t r = s.size();
+    if (which == 0 ? p.a_prologue : p.b_prologue) return "computed by a prologue";
+    if (which == 0 ? p.a_m_fastest : p.b_k_fastest)
+        return which == 0 ? "its unit stride runs along m (a transposed view)"
+                          : "its unit stride runs along k (a transposed view)";
+    if (r == 0 || s[r - 1] != 1) return "no axis of unit stride";
+    if (which == 1 && p.tile_n % p.piece() != 0) return "the tile's columns are not whole 16-byte pieces";
+    return "not 16-byte aligned, or a device without cp.async";
+}
+
 // How the operands reach shared memory: bulk tensor copies into the wgmma ring, else 16-byte cp.async pieces
-// for the operands whose layouts allow them (the pointers decide at launch) and element loads for the others.
-std::string loads_text(const MatmulPlan& p) {
+// for the operands whose layouts allow them (the pointers decide at launch) and element loads for the others,
+// with the reason.
+std::string loads_text(const PlannedMatmul& pm) {
+    const MatmulPlan& p = pm.plan;
     const bool vector_b = p.vector_b || p.vector_b_column;
     if (p.wgmma)
         return fmt::format("bulk tensor copies of A ({}) and B ({}) into a ring, 128-byte swizzled",
                            p.a_mn_major ? "M-major" : "K-major", p.b_mn_major ? "N-major" : "K-major");
     if (p.vector_a && vector_b) return "cp.async 16-byte pieces where the pointers allow, element loads else";
-    if (p.vector_a) return "A in cp.async 16-byte pieces where the pointers allow, B by element loads";
-    if (vector_b) return "A by element loads, B in cp.async 16-byte pieces where the pointers allow";
-    return "element loads";
+    if (p.vector_a)
+        return fmt::format("A in cp.async 16-byte pieces where the pointers allow, B by element loads ({})",
+                           element_loads_why(pm, 1));
+    if (vector_b)
+        return fmt::format("A by element loads ({}), B in cp.async 16-byte pieces where the pointers allow",
+                           element_loads_why(pm, 0));
+    return fmt::format("element loads (A: {}; B: {})", element_loads_why(pm, 0), element_loads_why(pm, 1));
 }
 
 // K and how it is walked: in one pass on tensor cores, else in chunks, shared among blocks (split K) or
@@ -142,7 +164,7 @@ std::string GpuFamily<PlannedMatmul>::explain(const FusionPlan& plan, std::size_
         "          reads {}; writes {}; 1 launch\n",
         i, k.name, ir::describe(*m.operand(0)), ir::describe(*m.operand(1)), ir::describe(m), where_of(m),
         p.tile_m, p.tile_n, p.tile_k, p.hinted ? " (hinted)" : "", p.stages, p.threads(), p.warps_m,
-        p.warps_n, path_text(pm), loads_text(p), k_text(pm), epilogue_text(k), reads_text(plan, i, pm),
+        p.warps_n, path_text(pm), loads_text(pm), k_text(pm), epilogue_text(k), reads_text(plan, i, pm),
         fmt::join(writes, ", "));
 }
 
