@@ -275,6 +275,7 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     case ir::OpKind::View:
                     case ir::OpKind::Reduce:
                     case ir::OpKind::Product:
+                    case ir::OpKind::Gather:
                         return false;
                 }
                 break;
