@@ -79,6 +79,8 @@ int level_of(const Instr& ins, const std::vector<int>& lv, const std::vector<DTy
             return mx == 0 ? 0 : -1;  // reduction programs: see State::wide_level
         case Instr::Kind::MatMul:
             return mx == 0 ? 0 : -1;
+        case Instr::Kind::Gather:  // moves values of its operand; an approximate index could pick another one
+            return lv.size() == 2 && lv[1] == 0 ? lv[0] : -1;
         case Instr::Kind::Elementwise:
             break;
     }
@@ -293,6 +295,18 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                 if (args.size() != 2) return false;
                 n = ir::matmul(args[0], args[1]);
                 break;
+            case Instr::Kind::Gather: {
+                if (args.size() != 2 || args[0]->rank() == 0 || args[0]->rank() != args[1]->rank())
+                    return false;
+                const DType it = args[1]->dtype();
+                const ir::NodePtr idx =
+                    it == DType::Int32 || it == DType::Int64 ? args[1] : ir::cast(args[1], DType::Int32);
+                n = ir::take_along_axis(
+                    args[0], idx,
+                    static_cast<std::int64_t>(ins.key % static_cast<std::uint64_t>(args[0]->rank())),
+                    ir::IndexMode::Clamp);
+                break;
+            }
         }
     } catch (const Error&) {
         return false;  // the constructors reject this combination: not a valid graph
@@ -385,6 +399,7 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
             return r;
         }
         case Instr::Kind::View:
+        case Instr::Kind::Gather:
             return arg(0);
         case Instr::Kind::Cast:
             if (!is_float(node(ins.args[0]).dtype())) return r;
@@ -669,6 +684,9 @@ std::string describe(const Program& p) {
                 break;
             case Instr::Kind::MatMul:
                 what = "matmul";
+                break;
+            case Instr::Kind::Gather:
+                what = fmt::format("take_along_axis clamped (key {})", ins.key % 1000);
                 break;
         }
         s += fmt::format("  #{} = {} ({})\n", i, what, fmt::join(ins.args, ", "));
