@@ -83,6 +83,10 @@ std::string attr_text(const Node& n) {
                        ? fmt::format("k={}", n.operand(0)->shape().back())  // the contraction's length
                        : fmt::format("k={} tile={}x{}x{}", n.operand(0)->shape().back(), n.ints()[0],
                                      n.ints()[1], n.ints()[2]);
+        case OpKind::Gather:
+            return fmt::format("axis={}{} ({})", n.ints().at(0),
+                               static_cast<IndexMode>(n.ints().at(1)) == IndexMode::Clamp ? " clamp" : "",
+                               gather_api_name(static_cast<GatherApi>(n.ints().at(2))));
         default:
             return "";
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/ir/graph.hpp"
 #include "loom/runtime/reference.hpp"
 #include "loom/runtime/testing.hpp"
 
@@ -186,6 +187,9 @@ TEST_CASE("gathers fuse with producers and consumers: fused equals unfused bit f
         u2 = g2();
     }
     CHECK(same_bits(f2, u2));
+    // A gather of a reduced value at other rows than its own: the reduction is materialized first.
+    const Tensor r = random_of({40, 16}, float32, 26);
+    check_bits(Array(r) - take(sum(r, 1, true), indices({40}, int32, 40, 27), 0), "x - take(sum(x), ids)");
 }
 
 TEST_CASE("gathers: an out-of-range index raises with the user's line and leaves the outputs untouched") {
@@ -255,6 +259,11 @@ TEST_CASE("gathers: errors of building one") {
     CHECK(error_of([&] {
               (void)take_along_axis(x, tensor_of(std::vector<std::int64_t>{0}, {1}), 0);
           }).find("must have the rank of the operand") != std::string::npos);
+    // The IR prints the op with its axis, its mode and the function that built it.
+    const std::string text =
+        ir::print({take(x, tensor_of(std::vector<std::int32_t>{1}, {1}), 1, IndexMode::Clamp).node()});
+    CHECK_MESSAGE(text.find("gather") != std::string::npos, text);
+    CHECK_MESSAGE(text.find("axis=1 clamp (take)") != std::string::npos, text);
     // An empty take from an empty axis is fine.
     CHECK(Tensor(take(Tensor::host({0, 3}, float32), Tensor::host({0}, int32), 0)).shape() == Shape{0, 3});
 }

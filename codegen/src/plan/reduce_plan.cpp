@@ -40,7 +40,7 @@ void check_row_values(const PointwisePlan& plan, const PointwiseBinding& b, cons
         const int input = plan.loads[s].input;
         if (row_value[static_cast<std::size_t>(input)] < 0) continue;
         const auto& site = b.sites[s];
-        bool ok = site.offset == 0 && plan.loads[s].derived.empty();
+        bool ok = site.offset == 0 && plan.loads[s].derived.empty() && plan.loads[s].positions.empty();
         if (ok && plan.rank == 2) {
             ok = inner ? (site.coefs[0] == 1 && site.coefs[1] == 0)
                        : (site.coefs[0] == 0 && site.coefs[1] == 1);
