@@ -13,6 +13,7 @@
 #include "fuzz_program_internal.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
 #include "loom/ir/op.hpp"
 
 namespace loom::fuzz {
@@ -298,6 +299,10 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
             case Instr::Kind::Gather: {
                 if (args.size() != 2 || args[0]->rank() == 0 || args[0]->rank() != args[1]->rank())
                     return false;
+                // A reshape beneath the gather may be one the planner refuses (no strided view of what it
+                // reads; docs/semantics.md, "Gathers"): such a graph is not drawn.
+                for (const ir::Node* m : ir::topo_order({args[0]}))
+                    if (m->op() == Op::Reshape) return false;
                 const DType it = args[1]->dtype();
                 const ir::NodePtr idx =
                     it == DType::Int32 || it == DType::Int64 ? args[1] : ir::cast(args[1], DType::Int32);
