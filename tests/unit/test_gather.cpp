@@ -85,7 +85,7 @@ TEST_CASE("take: host back end against the reference, every dtype, int32 and int
     }
 }
 
-TEST_CASE("take: negative indices count from the end; an index array of any rank; one index") {
+TEST_CASE("take: negative indices count from the end, an index array of any rank, one index") {
     const Tensor x = random_of({4, 6}, float32, 4);
     const std::vector<std::int64_t> iv{-1, -6, 0, 5, 2, -3};
     const Tensor idx = tensor_of(iv, {2, 3});
