@@ -518,6 +518,21 @@ void bench_n1(const Gpu& gpu) {
     report("N1_add_normal_noise", "loom", timed_ms([&] { assign(out, n1); }, gpu.opt.reps), 8.0 * N);
 }
 
+// G1: an embedding lookup, 65,536 int64 ids into a [2^20, 256] float32 table (1 GiB): each gathered row read
+// once, the result written once, the ids read once (2 * 4 * 2^16 * 256 + 8 * 2^16 bytes). Checked indices.
+void bench_g1(const Gpu& gpu) {
+    const std::int64_t rows = std::int64_t{1} << 20, cols = 256, n = std::int64_t{1} << 16;
+    const Tensor table = random_normal({rows, cols}, float32, 11, gpu.dev);
+    const Tensor ids = random_uniform({n}, int64, 0.0, static_cast<double>(rows), 12, gpu.dev);
+    Tensor out = Tensor::empty({n, cols}, float32, gpu.dev);
+    const Array g1 = take(table, ids, 0);
+    assign(out, g1);
+    synchronize();  // an out-of-range id would be raised here
+    check({g1}, {out}, "G1");
+    report("G1_embedding_gather", "loom", timed_ms([&] { assign(out, g1); }, gpu.opt.reps),
+           2.0 * 4.0 * static_cast<double>(n * cols) + 8.0 * static_cast<double>(n));
+}
+
 void bench_e2(const Gpu& gpu) {
     const Device& dev = gpu.dev;
     const std::int64_t M = 16384;
@@ -1074,6 +1089,7 @@ const std::vector<GpuWorkload>& gpu_workloads() {
         {{"E1_scale_bias_relu"}, false, bench_e1},
         {{"E2_bias_gelu_scale"}, false, bench_e2},
         {{"N1_add_normal_noise"}, true, bench_n1},
+        {{"G1_embedding_gather"}, true, bench_g1},
         {{"E3_black_scholes"}, false, bench_e3},
         {{"E4_swiglu_bf16"}, false, bench_e4},
         {{"R1_row_sum", "R2_col_sum"}, false, bench_r1_r2},

@@ -148,6 +148,21 @@ Array transpose(const Operand& x, Loc loc) {
     return Array(ir::transpose(x.resolve_alone("transpose"), loc));
 }
 
+Array take(const Operand& x, const Operand& idx, std::int64_t axis, IndexMode mode, Loc loc) {
+    return Array(ir::take(x.resolve_alone("take"), idx.resolve_alone("take"), axis, mode, loc));
+}
+Array take_along_axis(const Operand& x, const Operand& idx, std::int64_t axis, IndexMode mode, Loc loc) {
+    return Array(ir::take_along_axis(x.resolve_alone("take_along_axis"), idx.resolve_alone("take_along_axis"),
+                                     axis, mode, loc));
+}
+Array index_select(const Operand& x, std::int64_t axis, const Operand& idx, IndexMode mode, Loc loc) {
+    return Array(ir::index_select(x.resolve_alone("index_select"), axis, idx.resolve_alone("index_select"),
+                                  mode, loc));
+}
+Array one_hot(const Operand& idx, std::int64_t classes, DType dtype, IndexMode mode, Loc loc) {
+    return Array(ir::one_hot(idx.resolve_alone("one_hot"), classes, dtype, mode, loc));
+}
+
 #define LOOM_DSL_REDUCE(fn, Id)                                      \
     Array fn(const Operand& x, Axes axes, bool keepdims, Loc loc) {  \
         return reduce_op(Op::Id, x, std::move(axes), keepdims, loc); \

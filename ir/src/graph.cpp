@@ -83,6 +83,10 @@ std::string attr_text(const Node& n) {
                        ? fmt::format("k={}", n.operand(0)->shape().back())  // the contraction's length
                        : fmt::format("k={} tile={}x{}x{}", n.operand(0)->shape().back(), n.ints()[0],
                                      n.ints()[1], n.ints()[2]);
+        case OpKind::Gather:
+            return fmt::format("axis={}{} ({})", n.ints().at(0),
+                               static_cast<IndexMode>(n.ints().at(1)) == IndexMode::Clamp ? " clamp" : "",
+                               gather_api_name(static_cast<GatherApi>(n.ints().at(2))));
         default:
             return "";
     }
@@ -193,6 +197,26 @@ void verify(const std::vector<NodePtr>& roots) {
                                     name(n->dtype())));
                 break;
             }
+            case OpKind::Gather: {
+                const Node& x = *n->operand(0);
+                const Node& idx = *n->operand(1);
+                if (n->ints().size() != 3 || n->ints()[0] < 0 || n->ints()[0] >= n->rank() ||
+                    n->ints()[1] < 0 || n->ints()[1] > 1 || n->ints()[2] < 0 || n->ints()[2] > 3)
+                    bad("gather attributes not {axis, mode, api}");
+                else if (x.rank() != n->rank() || idx.shape() != n->shape())
+                    bad("gather result not of the index's shape and the operand's rank");
+                else
+                    for (int d = 0; d < n->rank(); ++d)
+                        if (d != n->ints()[0] &&
+                            x.shape()[static_cast<std::size_t>(d)] != n->shape()[static_cast<std::size_t>(d)])
+                            bad("gather operand differs from the result off the axis");
+                if (x.dtype() != n->dtype()) bad("gather changes dtype");
+                if (idx.dtype() != DType::Int32 && idx.dtype() != DType::Int64)
+                    bad("gather index not int32 or int64");
+                if (n->numel() > 0 && x.shape()[static_cast<std::size_t>(n->ints()[0])] == 0)
+                    bad("gather from an axis of extent 0");
+                break;
+            }
         }
     }
 }
@@ -242,6 +266,9 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
             return reduce(n.op(), ops[0], n.ints(), n.keepdims(), n.loc());
         case OpKind::Product:
             return matmul(ops[0], ops[1], n.loc(), product_tile(n));
+        case OpKind::Gather:
+            return gather(ops[0], ops[1], static_cast<int>(n.ints()[0]), static_cast<IndexMode>(n.ints()[1]),
+                          static_cast<GatherApi>(n.ints()[2]), n.loc());
     }
     throw InternalError(fmt::format("rebuild: unhandled op {}", oi.name));
 }

@@ -29,6 +29,8 @@ constexpr OpInfo kRows[] = {
     {name, 1, OpKind::Reduce, Rule::R, "", Cost::None, Exactness::X, U},
 #define LOOM_PRODUCT_ROW(Id, name, R, X, U) \
     {name, 2, OpKind::Product, Rule::R, "", Cost::None, Exactness::X, U},
+#define LOOM_GATHER(Id, name) \
+    {name, 2, OpKind::Gather, Rule::None, "", Cost::None, Exactness::Exact, Ulp(0, 0)},
 #include "loom/ir/ops.def"
 };
 constexpr std::size_t kCount = std::size(kRows);
@@ -73,6 +75,19 @@ static_assert(rows_are_complete(), "ops.def: a row lacks a cost class, or states
 
 const OpInfo& info(Op op) {
     return kInfos[static_cast<std::size_t>(op)];
+}
+std::string_view gather_api_name(GatherApi api) {
+    switch (api) {
+        case GatherApi::Take:
+            return "take";
+        case GatherApi::TakeAlongAxis:
+            return "take_along_axis";
+        case GatherApi::IndexSelect:
+            return "index_select";
+        case GatherApi::OneHot:
+            return "one_hot";
+    }
+    return "gather";
 }
 int num_ops() {
     return static_cast<int>(kCount);

@@ -10,6 +10,7 @@
 #include <thread>
 #include <tuple>
 
+#include "gather_errors.hpp"
 #include "gpu_internal.hpp"
 #include "loom/codegen/cuda/kernel_family.hpp"
 #include "loom/ir/error.hpp"
@@ -277,10 +278,16 @@ void run_plan(const FusionPlan& plan, const Kernels& kernels, std::span<const Te
         if (scratch.empty()) scratch.resize(plan.kernels.size());
         if (!allocate_scratch(needs[k], device, where, scratch[k], mem)) return;  // mem->unsupported
     }
+    // Kernels with checked gathers record an out-of-range index in the device's error word, which the next
+    // synchronization reads (gather_errors.hpp); it is allocated (once per device) before the first launch.
+    void* error_word = nullptr;
+    for (std::size_t k = 0; k < plan.kernels.size(); ++k)
+        if (needs[k].error_word && !error_word) error_word = detail::gather_error_word();
     for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
         SmallArray<const void*, 64> ins(plan.kernels[k].reads.size());
         SmallArray<void*, 16> o(plan.partition.kernels[k].writes.size());
-        const codegen::KernelPointers p = detail::kernel_pointers(plan, k, slots, ins.span(), o.span());
+        codegen::KernelPointers p = detail::kernel_pointers(plan, k, slots, ins.span(), o.span());
+        if (needs[k].error_word) p.error_word = error_word;
         launch_kernel(*kernels[k], plan.kernels[k], needs[k], p, scratch.empty() ? nullptr : &scratch[k],
                       where, mem);
     }

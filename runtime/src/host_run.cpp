@@ -7,6 +7,7 @@
 // one error that can come after earlier kernels of the plan have written outputs.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -157,12 +158,22 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels,
     // Outputs sharing memory with a source that a kernel from their writer on reads are written through a
     // temporary of their layout (a kernel may still read the source after an element of the output was
     // written), copied in after the last kernel.
+    // A plan with checked gathers writes every output through a temporary too, copied in only once no index
+    // was out of range: an out-of-range index raises and leaves the outputs as they were.
+    const std::size_t n = plan.kernels.size();
+    std::vector<codegen::HostLaunch> launches(n);
+    bool checks = false;
+    for (std::size_t k = 0; k < n; ++k) {
+        launches[k] = launch_of(plan.kernels[k]);
+        checks = checks || launches[k].error_word;
+    }
     SmallArray<void*, 16> targets(outs.size());
     std::vector<std::pair<Tensor, const Tensor*>> copy_back;
     const auto never_in_place = [](std::size_t, int, std::size_t) { return false; };
     for (std::size_t i = 0; i < outs.size(); ++i) {
         const Tensor& user = *outs[i];
-        if (user.nbytes() > 0 && detail::needs_temporary(plan, sources, user, i, never_in_place)) {
+        if (user.nbytes() > 0 &&
+            (checks || detail::needs_temporary(plan, sources, user, i, never_in_place))) {
             Tensor tmp = detail::temporary_like(user, Device::cpu());
             targets[i] = tmp.data();
             copy_back.emplace_back(std::move(tmp), &user);
@@ -176,13 +187,10 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels,
     if (plan.temp_bytes > 0) temps = Tensor::host({static_cast<std::int64_t>(plan.temp_bytes)}, DType::UInt8);
     const detail::RunSlots slots{sources, targets.span(),
                                  temps.defined() ? static_cast<char*>(temps.data()) : nullptr, plan.temps};
-    const std::size_t n = plan.kernels.size();
-    std::vector<codegen::HostLaunch> launches(n);
     std::vector<Tensor> workspaces;
     std::vector<std::vector<void*>> workspace_ptrs(n);
     std::vector<std::size_t> at(n + 1, 0);
     for (std::size_t k = 0; k < n; ++k) {
-        launches[k] = launch_of(plan.kernels[k]);
         for (const std::size_t bytes : launches[k].workspaces) {
             workspaces.push_back(Tensor::host({static_cast<std::int64_t>(bytes)}, DType::UInt8));
             workspace_ptrs[k].push_back(workspaces.back().data());
@@ -192,11 +200,13 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels,
     Tensor param_block;
     if (at.back() > 0) param_block = Tensor::host({static_cast<std::int64_t>(at.back())}, DType::UInt8);
     auto* params = param_block.defined() ? static_cast<std::byte*>(param_block.data()) : nullptr;
+    ir::GatherErrorWord error_word;
     for (std::size_t k = 0; k < n; ++k) {
         if (at[k + 1] == at[k]) continue;
         SmallArray<const void*, 64> ins(plan.kernels[k].reads.size());
         SmallArray<void*, 16> o(plan.partition.kernels[k].writes.size());
-        const codegen::KernelPointers p = detail::kernel_pointers(plan, k, slots, ins.span(), o.span());
+        codegen::KernelPointers p = detail::kernel_pointers(plan, k, slots, ins.span(), o.span());
+        if (launches[k].error_word) p.error_word = &error_word;
         const std::span<std::byte> block(params + at[k], at[k + 1] - at[k]);
         std::visit(
             [&](const auto& s) {
@@ -204,7 +214,8 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels,
             },
             plan.kernels[k].schedule);
     }
-    // Generated code cannot fail: from here on nothing throws but the reference's allocations.
+    // From here on nothing throws but the reference (its allocations, a checked gather's index) and, after
+    // the last kernel, an out-of-range index that a kernel recorded.
     for (std::size_t k = 0; k < n; ++k) {
         if (launches[k].on_reference) {
             SmallArray<const void*, 64> ins(plan.kernels[k].reads.size());
@@ -214,6 +225,8 @@ void run_plan(const codegen::HostPlan& plan, const Kernels& kernels,
         }
         if (at[k + 1] > at[k]) run_passes(*kernels[k], launches[k], params + at[k]);
     }
+    if (std::atomic_ref<std::uint32_t>(error_word.flag).load() != 0)
+        throw Error(ir::gather_error_message(error_word.id, error_word.value));
     for (auto& [tmp, user] : copy_back) copy_into(*user, tmp);
 }
 

@@ -2,17 +2,20 @@
 // inline: the functions of rule FloatMath other than sqrt (exp ... gelu_tanh, pow, atan2), the random numbers
 // of rule Random (random_uniform, random_normal: (index, seed) -> a value of each float dtype), the casts to
 // float16 and bfloat16 that round once from an int32, int64 or float64 value, and the float16 conversions
-// of a CPU without F16C. Each is an instantiation of the reference's own per-element code
-// (ir/include/loom/ir/elementwise_impl.hpp), so generated code and the reference call the same function and
-// get the same bits. Every function comes in two forms: `<name>(x)` for one element, and `<name>_v(x, out,
-// n)` for the n lanes of a vector (arrays in, array out), so that a vector step makes one call. The names are
-// those of codegen/src/llvm/llvm_ops.cpp (library_function, library_random, library_cast).
+// of a CPU without F16C, and the recording of a checked gather's out-of-range index. Each is an instantiation
+// of the reference's own per-element code (ir/include/loom/ir/elementwise_impl.hpp), so generated code and
+// the reference call the same function and get the same bits. Every function comes in two forms: `<name>(x)`
+// for one element, and `<name>_v(x, out, n)` for the n lanes of a vector (arrays in, array out), so that a
+// vector step makes one call. The names are those of codegen/src/llvm/llvm_ops.cpp (library_function,
+// library_random, library_cast).
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
 
 #include "host_internal.hpp"
+#include "loom/ir/build.hpp"
 #include "loom/ir/elementwise_impl.hpp"
 #include "loom/ir/half.hpp"
 
@@ -69,6 +72,17 @@ void f32_to_f16_bits_v(const float* x, std::uint16_t* out, std::int64_t n) {
 }
 void f16_bits_to_f32_v(const std::uint16_t* x, float* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = half_bits_to_float(x[i]);
+}
+
+// A checked gather's out-of-range index (codegen/src/llvm/llvm_space.cpp, gather_position): the first one
+// of the run is kept in its error word (ir::GatherErrorWord), which the run loop reads after the last kernel.
+void gather_error(void* word, std::int64_t id, std::int64_t value) {
+    auto* w = static_cast<ir::GatherErrorWord*>(word);
+    std::uint32_t expected = 0;
+    if (std::atomic_ref<std::uint32_t>(w->flag).compare_exchange_strong(expected, 1u)) {
+        w->id = static_cast<std::uint32_t>(id);
+        w->value = value;
+    }
 }
 
 template <class F>
@@ -146,6 +160,7 @@ const std::vector<loom_hb_symbol>& scalar_library() {
         add_casts<DType::Float64>(s, "f64");
         add(s, "loom_f32_to_f16_bits", address(&f32_to_f16_bits), address(&f32_to_f16_bits_v));
         add(s, "loom_f16_bits_to_f32", address(&f16_bits_to_f32), address(&f16_bits_to_f32_v));
+        s.push_back({keep("loom_gather_error"), address(&gather_error)});
         return s;
     }();
     return symbols;

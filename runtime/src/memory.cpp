@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "faults_internal.hpp"
+#include "gather_errors.hpp"
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
@@ -324,6 +325,7 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, std:
     // cudaMemcpyDefault: the direction follows from the pointers (unified virtual addressing).
     LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
     LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    detail::check_gather_errors(stream);
 }
 
 Device pointer_device(const void* ptr) {

@@ -54,4 +54,9 @@ Tensor eval_reduction_node(const ir::Node& n, const Tensor& x, DType out);
 /// docs/semantics.md, section 12; the result is a new contiguous tensor of dtype `out`.
 Tensor eval_product_node(const ir::Node& n, const Tensor& a, const Tensor& b, DType out);
 
+/// Evaluates a gather node (ir::Op::Gather) on the values `x` and `idx` of its operands (any strides); the
+/// result is a new contiguous tensor of dtype `out` (x's). Throws loom::Error (ir::gather_error_message) at
+/// the first index, in row-major order, outside [-n, n) in checked mode.
+Tensor eval_gather_node(const ir::Node& n, const Tensor& x, const Tensor& idx, DType out);
+
 }  // namespace loom::reference::detail

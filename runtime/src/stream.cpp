@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gather_errors.hpp"
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
@@ -67,6 +68,7 @@ void synchronize(cudaStream_t stream) {
             "then "
             "launch the graph and synchronize");
     LOOM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    detail::check_gather_errors(stream);
 }
 
 Stream::Stream(unsigned flags) {
@@ -119,6 +121,7 @@ void Event::wait(cudaStream_t stream) const {
 
 void Event::synchronize() const {
     LOOM_CUDA_CHECK(cudaEventSynchronize(event_));
+    if (!is_capturing(current_stream())) detail::check_gather_errors(current_stream());
 }
 
 bool Event::done() const {

@@ -110,6 +110,7 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
                 e = 0.0;
                 break;
             case ir::OpKind::View:
+            case ir::OpKind::Gather:  // moves values (its index operand is compared exactly as an integer)
                 e = in_max;
                 break;
             case ir::OpKind::Unary:

@@ -13,6 +13,7 @@
 #include "fuzz_program_internal.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
 #include "loom/ir/op.hpp"
 
 namespace loom::fuzz {
@@ -79,6 +80,8 @@ int level_of(const Instr& ins, const std::vector<int>& lv, const std::vector<DTy
             return mx == 0 ? 0 : -1;  // reduction programs: see State::wide_level
         case Instr::Kind::MatMul:
             return mx == 0 ? 0 : -1;
+        case Instr::Kind::Gather:  // moves values of its operand; an approximate index could pick another one
+            return lv.size() == 2 && lv[1] == 0 ? lv[0] : -1;
         case Instr::Kind::Elementwise:
             break;
     }
@@ -275,6 +278,7 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     case ir::OpKind::View:
                     case ir::OpKind::Reduce:
                     case ir::OpKind::Product:
+                    case ir::OpKind::Gather:
                         return false;
                 }
                 break;
@@ -292,6 +296,22 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                 if (args.size() != 2) return false;
                 n = ir::matmul(args[0], args[1]);
                 break;
+            case Instr::Kind::Gather: {
+                if (args.size() != 2 || args[0]->rank() == 0 || args[0]->rank() != args[1]->rank())
+                    return false;
+                // A reshape beneath the gather may be one the planner refuses (no strided view of what it
+                // reads; docs/semantics.md, "Gathers"): such a graph is not drawn.
+                for (const ir::Node* m : ir::topo_order({args[0]}))
+                    if (m->op() == Op::Reshape) return false;
+                const DType it = args[1]->dtype();
+                const ir::NodePtr idx =
+                    it == DType::Int32 || it == DType::Int64 ? args[1] : ir::cast(args[1], DType::Int32);
+                n = ir::take_along_axis(
+                    args[0], idx,
+                    static_cast<std::int64_t>(ins.key % static_cast<std::uint64_t>(args[0]->rank())),
+                    ir::IndexMode::Clamp);
+                break;
+            }
         }
     } catch (const Error&) {
         return false;  // the constructors reject this combination: not a valid graph
@@ -384,6 +404,7 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
             return r;
         }
         case Instr::Kind::View:
+        case Instr::Kind::Gather:
             return arg(0);
         case Instr::Kind::Cast:
             if (!is_float(node(ins.args[0]).dtype())) return r;
@@ -668,6 +689,9 @@ std::string describe(const Program& p) {
                 break;
             case Instr::Kind::MatMul:
                 what = "matmul";
+                break;
+            case Instr::Kind::Gather:
+                what = fmt::format("take_along_axis clamped (key {})", ins.key % 1000);
                 break;
         }
         s += fmt::format("  #{} = {} ({})\n", i, what, fmt::join(ins.args, ", "));

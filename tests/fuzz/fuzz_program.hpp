@@ -48,7 +48,19 @@ enum class ViewKind : std::uint8_t {
 std::string_view view_name(ViewKind v);
 
 struct Instr {
-    enum class Kind : std::uint8_t { Input, Scalar, Constant, Elementwise, Cast, View, Reduce, MatMul };
+    // Gather: take_along_axis(args[0], args[1], key % rank, IndexMode::Clamp), args[1] cast to int32 unless
+    // it is int32 or int64 (clamped: the fuzzer's data holds indices of any value).
+    enum class Kind : std::uint8_t {
+        Input,
+        Scalar,
+        Constant,
+        Elementwise,
+        Cast,
+        View,
+        Reduce,
+        MatMul,
+        Gather
+    };
     Kind kind = Kind::Input;
     DType dtype = DType::Float32;  // leaves: their dtype; Cast: the target dtype
     ir::Op op = ir::Op::Add;       // Elementwise and Reduce

@@ -281,6 +281,25 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
     }
     if (rank0 >= 0 && std::find(p.outputs.begin(), p.outputs.end(), rank0) == p.outputs.end())
         p.outputs.push_back(rank0);
+    // A quarter of the programs gather too: take_along_axis of two earlier results (clamped), an output of
+    // its own. Drawn from a generator of their own, so the rest of every program is what the seed made
+    // before gathers were drawn.
+    Rng gg(seed * 0xD1B54A32D192ED03ULL + 0x8CB92BA72F3D8DD7ULL);
+    if (chance(gg, 0.25)) {
+        for (int attempt = 0; attempt < 8; ++attempt) {
+            Instr ins;
+            ins.kind = Instr::Kind::Gather;
+            ins.key = gg();
+            ins.args = {operand(gg, p.code.size()), operand(gg, p.code.size())};
+            p.code.push_back(ins);
+            if (st.add(p, p.code.size() - 1, false, Device::cpu()) && st.has_input[p.code.size() - 1]) {
+                p.outputs.push_back(static_cast<int>(p.code.size() - 1));
+                break;
+            }
+            st.truncate(p, p.code.size() - 1);
+            p.code.pop_back();
+        }
+    }
     return collect(p);
 }
 

@@ -45,6 +45,7 @@ NodePtr apply(Op op, DType t, const Shape& shape = {33}) {
             case OpKind::View:
             case OpKind::Reduce:
             case OpKind::Product:
+            case OpKind::Gather:
                 return nullptr;
         }
     } catch (const Error&) {
@@ -234,6 +235,7 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
                     case OpKind::View:
                     case OpKind::Reduce:
                     case OpKind::Product:
+                    case OpKind::Gather:
                         return nullptr;
                 }
                 if (v->op() != op || v->dtype() != t) return nullptr;  // simplified away, or a bool result

@@ -60,7 +60,7 @@ struct Emitter {
                               !plan.loads[static_cast<std::size_t>(v.site)].index);
                 continue;
             }
-            bool all = true;
+            bool all = !ir::is_gather(n.op());  // a gather's position is computed where its loads are
             for (int a : v.args) all = all && uniform[static_cast<std::size_t>(a)];
             uniform[k] = all;
             costly = costly || (all && ir::info(n.op()).cost != ir::Cost::Cheap);
@@ -179,6 +179,22 @@ struct Emitter {
                 case ParamField::Kind::OutputCoef:
                     comment = fmt::format("out{} stride of dimension {}", f.a, f.b);
                     break;
+                case ParamField::Kind::SitePosition:
+                    comment = fmt::format("in{} stride of gather position g{}", f.a, f.b);
+                    break;
+                case ParamField::Kind::GatherExtent: {
+                    const ir::Node& gn = *g.gathers[static_cast<std::size_t>(f.a)].node;
+                    comment = fmt::format("g{}: extent of the axis {} reads ({})", f.a,
+                                          ir::gather_api_name(static_cast<ir::GatherApi>(gn.ints().at(2))),
+                                          short_location(gn.loc()));
+                    break;
+                }
+                case ParamField::Kind::GatherId:
+                    comment = fmt::format("g{}: the gather's number in the error table", f.a);
+                    break;
+                case ParamField::Kind::ErrorWord:
+                    comment = "the error word: the first out-of-range index of a checked gather";
+                    break;
                 case ParamField::Kind::ElementSpace:
                 case ParamField::Kind::RowSpace:
                 case ParamField::Kind::Rows:
@@ -212,7 +228,25 @@ struct Emitter {
         const int vi = static_cast<int>(k);
         switch (ir::info(n.op()).kind) {
             case ir::OpKind::Leaf:
-                if (n.op() == ir::Op::Input) {
+                if (indirect(v.site)) {  // loaded (or an iota's index computed) here, after its positions
+                    std::vector<std::string> terms{fmt::format("o{}", v.site)};
+                    for (int q : plan.loads[static_cast<std::size_t>(v.site)].positions)
+                        terms.push_back(fmt::format("{} * p.in{}_g{}",
+                                                    vname(g.gathers[static_cast<std::size_t>(q)].value),
+                                                    v.site, q));
+                    if (n.op() == ir::Op::Iota)
+                        line(s, 4,
+                             fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(vi),
+                                         v.site, fmt::join(terms, " + ")),
+                             fmt::format("index in{} (indirect): the index along axis {} ({})", v.site,
+                                         n.ints().at(0), where));
+                    else
+                        line(
+                            s, 4,
+                            fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", rt, vname(vi), v.site,
+                                        fmt::join(terms, " + ")),
+                            fmt::format("load in{} (indirect): input \"{}\" ({})", v.site, n.label(), where));
+                } else if (n.op() == ir::Op::Input) {
                     line(s, 4,
                          fmt::format("// {} = in{}: input {} \"{}\" {}", vname(vi), v.site,
                                      g.sites[static_cast<std::size_t>(v.site)].input, n.label(),
@@ -243,6 +277,21 @@ struct Emitter {
                      fmt::format("{} ({})", op, where));
                 return;
             }
+            case ir::OpKind::Gather: {
+                const int q = v.gather;
+                const std::string api(ir::gather_api_name(static_cast<ir::GatherApi>(n.ints().at(2))));
+                if (plan.gathers[static_cast<std::size_t>(q)].mode == ir::IndexMode::Checked)
+                    line(s, 4,
+                         fmt::format("const long long {} = lm::gather_checked({}, p.g{}_n, p.err, p.g{}_id);",
+                                     vname(vi), vname(v.args.at(0)), q, q),
+                         fmt::format("{} position g{}, checked ({})", api, q, where));
+                else
+                    line(s, 4,
+                         fmt::format("const long long {} = lm::gather_clamped({}, p.g{}_n);", vname(vi),
+                                     vname(v.args.at(0)), q),
+                         fmt::format("{} position g{}, clamped ({})", api, q, where));
+                return;
+            }
             case ir::OpKind::View:
             case ir::OpKind::Reduce:
             case ir::OpKind::Product:
@@ -250,13 +299,21 @@ struct Emitter {
         }
     }
 
+    bool indirect(int site) const {
+        return site >= 0 && plan.loads[static_cast<std::size_t>(site)].access == Access::Indirect;
+    }
+    // The body's parameter of a load site: its value, or the affine part of an indirect site's offset.
+    std::string site_param(const detail::PwSite& site, std::size_t k) const {
+        if (indirect(static_cast<int>(k))) return fmt::format("const {} o{}", idx, k);
+        return fmt::format("const {} {}",
+                           register_type(g.values[static_cast<std::size_t>(site.value)].node->dtype()),
+                           vname(site.value));
+    }
+
     std::string body() const {
         std::vector<std::string> sig;
         if (body_needs_params) sig.push_back(fmt::format("const {}_params& p", name));
-        for (const auto& site : g.sites)
-            sig.push_back(fmt::format(
-                "const {} {}", register_type(g.values[static_cast<std::size_t>(site.value)].node->dtype()),
-                vname(site.value)));
+        for (std::size_t k = 0; k < g.sites.size(); ++k) sig.push_back(site_param(g.sites[k], k));
         for (int f : frontier)
             sig.push_back(fmt::format(
                 "const {} {}", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), vname(f)));
@@ -354,7 +411,8 @@ struct Emitter {
     std::uint32_t element_dims() const {
         std::uint32_t m = 0;
         for (const auto& o : plan.loads) {
-            if (o.access == Access::Strided || o.access == Access::Gathered) m |= o.dim_mask;
+            if (o.access == Access::Strided || o.access == Access::Gathered || o.access == Access::Indirect)
+                m |= o.dim_mask;
             if (o.access == Access::RowBroadcast) m |= 1u << (plan.rank - 1);
         }
         for (const auto& o : plan.outputs)
@@ -400,10 +458,15 @@ struct Emitter {
                     break;
                 case Access::Strided:
                 case Access::Gathered:
+                case Access::Indirect:
                     off = site_terms(k, false);
                     break;
             }
             const int v = g.sites[k].value;
+            if (o.access == Access::Indirect) {  // the body loads it once its gathers' positions are known
+                args.push_back(fmt::format("({})({})", idx, off));
+                continue;
+            }
             if (static_cast<int>(k) == acc_site)
                 line(s, 4, fmt::format("const {} {} = acc;", register_type(o.dtype), vname(v)),
                      fmt::format("in{}: the product, from the accumulators", k));
@@ -692,7 +755,8 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     ks.param_bytes =
         plan.params_in_memory ? sizeof(void*) : plan.params.size;  // a pointer to the uploaded struct
 
-    Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty()};
+    Emitter em{g, plan, ks.name, plan.index == IndexWidth::I32 ? "int" : "long long",
+               !g.scalars.empty() || !g.gathers.empty()};
     em.plan_uniforms();
     std::string& s = ks.kernel;
     s += detail::banner("pointwise", ks.name, user_name, plan.to_string());
@@ -724,7 +788,7 @@ detail::PointwisePart detail::pointwise_part(std::string_view name, const std::v
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size())
         throw InternalError("pointwise_part: the plan does not belong to this graph");
     Emitter em{g, plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long",
-               !g.scalars.empty()};
+               !g.scalars.empty() || !g.gathers.empty()};
     PointwisePart part;
     part.params_struct = em.params_struct();
     part.body = em.body();
@@ -745,6 +809,7 @@ detail::PointwisePart detail::pointwise_part(std::string_view name, const std::v
                 break;
             case Access::Strided:
             case Access::Gathered:
+            case Access::Indirect:
                 part.site_offset.push_back(em.site_terms(k, false));
                 break;
         }
@@ -763,7 +828,7 @@ detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vec
                plan,
                std::string(name),
                plan.index == IndexWidth::I32 ? "int" : "long long",
-               !g.scalars.empty(),
+               !g.scalars.empty() || !g.gathers.empty(),
                acc_site};
     for (const auto& v : g.values)
         if (!one_call_site && ir::is_elementwise(v.node->op()) &&
@@ -783,9 +848,13 @@ detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::Node
     const PwGraph g = detail::build_pw_graph({operand});
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != 1 || plan.outputs.size() != 1)
         throw InternalError("prologue_part: the plan does not belong to this graph");
-    Emitter em{
-        g,  plan, std::string(name), plan.index == IndexWidth::I32 ? "int" : "long long", !g.scalars.empty(),
-        -1, true};
+    Emitter em{g,
+               plan,
+               std::string(name),
+               plan.index == IndexWidth::I32 ? "int" : "long long",
+               !g.scalars.empty() || !g.gathers.empty(),
+               -1,
+               true};
     return {em.params_struct(), em.body(), em.element(), em.idx};
 }
 

@@ -201,6 +201,12 @@ struct ReduceEmitter {
     bool inner = true;
 
     std::string ev(std::size_t s) const { return fmt::format("s{}", s); }  // site value name
+    // The register of element-space site k: its value, or for an indirect site (a gather's operand) the
+    // affine part of its offset, which the body completes with the gathers' positions and loads.
+    std::string site_type(std::size_t k) const {
+        const OperandPlan& o = plan.element.loads[k];
+        return o.access == Access::Indirect ? el.idx : std::string(register_type(o.dtype));
+    }
     bool is_rv_site(std::size_t s) const {
         return plan.element_row_value[static_cast<std::size_t>(plan.element.loads[s].input)] >= 0;
     }
@@ -245,14 +251,16 @@ struct ReduceEmitter {
             uncached_only ? " not held in registers" : "", name, uncached_only ? "u" : "", name, el.idx,
             el.idx);
         for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
-            if (covers(k, uncached_only))
-                s += fmt::format(", {}& {}", register_type(plan.element.loads[k].dtype), ev(k));
+            if (covers(k, uncached_only)) s += fmt::format(", {}& {}", site_type(k), ev(k));
         s += ") {\n";
         line(s, 4, "(void)i0; (void)i1;");
         s += el.derived;  // already indented by 4
         for (std::size_t k = 0; k < plan.element.loads.size(); ++k) {
             if (!covers(k, uncached_only)) continue;
-            if (plan.element.loads[k].index)
+            if (plan.element.loads[k].access == Access::Indirect)
+                line(s, 4, fmt::format("{} = ({})({});", ev(k), el.idx, el.site_offset[k]),
+                     fmt::format("in{} (indirect): the affine part of its offset, loaded by the body", k));
+            else if (plan.element.loads[k].index)
                 line(s, 4, fmt::format("{} = p.in{}_base + (long long)({});", ev(k), k, el.site_offset[k]),
                      fmt::format("in{} ({}): an index, computed", k,
                                  access_name(plan.element.loads[k].access)));
@@ -275,8 +283,7 @@ struct ReduceEmitter {
             uncached_only ? ", sites not held in registers" : "", name, uncached_only ? "u" : "", name,
             el.idx, el.idx);
         for (std::size_t k = 0; k < plan.element.loads.size(); ++k)
-            if (covers(k, uncached_only))
-                s += fmt::format(", {} (&{})[4]", register_type(plan.element.loads[k].dtype), ev(k));
+            if (covers(k, uncached_only)) s += fmt::format(", {} (&{})[4]", site_type(k), ev(k));
         s += ") {\n";
         line(s, 4, "(void)i0; (void)i1;");
         const int rdim = plan.element.rank - 1;
@@ -327,6 +334,8 @@ struct ReduceEmitter {
             const int j = plan.row_row_value[static_cast<std::size_t>(plan.row.loads[k].input)];
             if (j >= 0) {
                 args.push_back(fmt::format("rv{}", j));
+            } else if (plan.row.loads[k].access == Access::Indirect) {
+                args.push_back(fmt::format("({})({})", row.idx, row.site_offset[k]));
             } else if (plan.row.loads[k].index) {
                 line(s, 4,
                      fmt::format("const long long s{} = p.in{}_base + (long long)({});", k, k,
@@ -401,6 +410,10 @@ struct ReduceEmitter {
                 case K::DerivedMod:
                 case K::Scalar:
                 case K::OutputCoef:
+                case K::SitePosition:
+                case K::GatherExtent:
+                case K::GatherId:
+                case K::ErrorWord:
                 case K::Product:
                 case K::Epilogue:
                     throw InternalError(
@@ -636,9 +649,7 @@ struct ReduceEmitter {
         line(s, 4,
              fmt::format("// the row, held in registers: {} positions of 4 elements per thread", M * A));
         for (int k : plan.cached_sites)
-            line(s, 4,
-                 fmt::format("{} c{}[{}][4];",
-                             register_type(plan.element.loads[static_cast<std::size_t>(k)].dtype), k, M * A));
+            line(s, 4, fmt::format("{} c{}[{}][4];", site_type(static_cast<std::size_t>(k)), k, M * A));
         if (plan.cached_sites.empty()) return;
         line(s, 4, "#pragma unroll");
         line(s, 4, fmt::format("for (int q = 0; q < {}; ++q) {{", M * A));
@@ -660,8 +671,7 @@ struct ReduceEmitter {
     void load_unheld(std::string& s, int ind, const InnerShape& sh) const {
         const std::vector<std::size_t> usites = sites_of(true);
         if (usites.empty()) return;
-        for (std::size_t k : usites)
-            line(s, ind, fmt::format("{} u{}[4];", register_type(plan.element.loads[k].dtype), k));
+        for (std::size_t k : usites) line(s, ind, fmt::format("{} u{}[4];", site_type(k), k));
         emit_load_run(
             s, ind, sh.vec, "r0", [&](std::size_t k) { return fmt::format("u{}", k); }, true, false,
             sh.inside);
@@ -782,14 +792,13 @@ struct ReduceEmitter {
                               const std::vector<std::size_t>& ops) const {
         const std::vector<std::size_t> csites = sites_of(false);
         for (std::size_t k : csites)
-            line(s, 8, fmt::format("{} nx{}[8][4];", register_type(plan.element.loads[k].dtype), k),
-                 "the next chunk's values");
+            line(s, 8, fmt::format("{} nx{}[8][4];", site_type(k), k), "the next chunk's values");
         line(s, 8, "if (c_begin < c_end) {");
         load_next_chunk(s, 12, sh.vec, "c_begin");
         line(s, 8, "}");
         line(s, 8, "for (long long c = c_begin; c < c_end; ++c) {", "the chunks of this block");
         for (std::size_t k : csites) {
-            const std::string rt(register_type(plan.element.loads[k].dtype));
+            const std::string rt(site_type(k));
             line(s, 12, fmt::format("{} cu{}[8][4];", rt, k));
             line(s, 12, "#pragma unroll");
             line(s, 12,
@@ -823,8 +832,7 @@ struct ReduceEmitter {
         line(s, 16, fmt::format("for (int K = 0; K < {}; ++K) {{", sh.A));
         line(s, 20, fmt::format("const long long r0 = c * 8192 + m * 1024 + 4 * (w + {} * K);", sh.G));
         line(s, 20, "if (r0 < p.len) {");
-        for (std::size_t k : sites_of(false))
-            line(s, 24, fmt::format("{} v{}[4];", register_type(plan.element.loads[k].dtype), k));
+        for (std::size_t k : sites_of(false)) line(s, 24, fmt::format("{} v{}[4];", site_type(k), k));
         emit_load_run(s, 24, sh.vec, "r0", [&](std::size_t k) { return fmt::format("v{}", k); });
         accumulate_run(
             s, 24, ops, "r0", [&](std::size_t k) { return fmt::format("v{}[j]", k); }, !sh.vec);
@@ -934,8 +942,7 @@ struct ReduceEmitter {
         line(s, 12, fmt::format("for (int K = 0; K < {}; ++K) {{", A));
         line(s, 16, fmt::format("const long long r0 = c * 8192 + m * 1024 + 4 * (w + {} * K);", G));
         line(s, 16, "if (r0 < p.len) {");
-        for (std::size_t k : sites_of(false))
-            line(s, 20, fmt::format("{} v{}[4];", register_type(plan.element.loads[k].dtype), k));
+        for (std::size_t k : sites_of(false)) line(s, 20, fmt::format("{} v{}[4];", site_type(k), k));
         emit_load_run(s, 20, sh.vec, "r0", [&](std::size_t k) { return fmt::format("v{}", k); });
         write_element_run(s, 20, sh.vec, "r0", [&](std::size_t k) { return fmt::format("v{}[j]", k); });
         line(s, 16, "}");
@@ -971,9 +978,7 @@ struct ReduceEmitter {
             const std::string nm = fmt::format("scratch{}", k);
             if (std::find(scratch.begin(), scratch.end(), nm) == scratch.end()) {
                 scratch.push_back(nm);
-                line(s, ind,
-                     fmt::format("{} {}{};", register_type(plan.element.loads[k].dtype), nm,
-                                 four ? "[4]" : ""));
+                line(s, ind, fmt::format("{} {}{};", site_type(k), nm, four ? "[4]" : ""));
             }
             return nm;
         };
@@ -1104,8 +1109,7 @@ struct ReduceEmitter {
             line(s, 16, "const long long r = c * 256 + k; (void)r;");
             line(s, 16, fmt::format("const {} fi = f0 + ({})k * fs;", el.idx, el.idx));
         }
-        for (std::size_t k : sites)
-            line(s, 16, fmt::format("{} v{}[{}];", register_type(plan.element.loads[k].dtype), k, VO));
+        for (std::size_t k : sites) line(s, 16, fmt::format("{} v{}[{}];", site_type(k), k, VO));
         std::vector<std::string> a{"pe", flat ? fmt::format("fi, ({})0", el.idx) : index_args("o0", "r")};
         for (std::size_t k : sites) a.push_back(vec ? fmt::format("v{}", k) : fmt::format("v{}[0]", k));
         if (!sites.empty())

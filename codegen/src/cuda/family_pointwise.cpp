@@ -18,7 +18,7 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i, const Pointwis
     const FusedKernel& k = plan.partition.kernels[i];
     std::string nodes;
     for (const ir::Node* n : ir::topo_order(k.outputs))
-        if (ir::is_elementwise(n->op()) || ir::is_view(n->op()))
+        if (ir::is_elementwise(n->op()) || ir::is_view(n->op()) || ir::is_gather(n->op()))
             nodes += fmt::format(" {} ({})", ir::op_name(n->op()), short_location(n->loc()));
     std::string reads;
     const auto ins = pointwise_inputs(k.outputs);
@@ -52,6 +52,7 @@ LaunchNeeds pointwise_needs(const PlannedPointwise& planned) {
     LaunchNeeds n;
     n.param_bytes = planned.plan.params.size;
     n.params_in_memory = planned.plan.params_in_memory && planned.binding.numel > 0;
+    n.error_word = planned.plan.checks_indices();
     return n;
 }
 
@@ -80,7 +81,7 @@ BoundLaunch GpuFamily<PointwiseKernel>::bind(const PointwiseKernel& s, KernelPoi
     const Variant v = select_variant(pw.plan, pw.binding, p.inputs, p.outputs);
     BoundLaunch b;
     b.config = pw.plan.launch(pw.binding.numel, v);
-    if (b.config.grid_x > 0) pack_params(pw.plan, pw.binding, p.inputs, p.outputs, params);
+    if (b.config.grid_x > 0) pack_params(pw.plan, pw.binding, p.inputs, p.outputs, params, p.error_word);
     return b;
 }
 
@@ -106,7 +107,7 @@ BoundLaunch GpuFamily<TiledKernel>::bind(const TiledKernel& s, KernelPointers p,
     BoundLaunch b;
     b.config = s.tile.plan.launch(pw.binding);
     b.config.vector = s.tile.plan.select_variant(pw.plan, pw.binding, p.inputs, p.outputs) == Variant::Vector;
-    if (b.config.grid_x > 0) pack_params(pw.plan, pw.binding, p.inputs, p.outputs, params);
+    if (b.config.grid_x > 0) pack_params(pw.plan, pw.binding, p.inputs, p.outputs, params, p.error_word);
     return b;
 }
 

@@ -67,6 +67,7 @@ std::string GpuFamily<PlannedReduce>::explain(const FusionPlan& plan, std::size_
 LaunchNeeds GpuFamily<PlannedReduce>::needs(const PlannedReduce& s, KernelPointers p) {
     LaunchNeeds n;
     n.param_bytes = reduce_params_size(s.plan);
+    n.error_word = checks_indices(s.plan);
     if (!s.plan.split) return n;
     const LaunchConfig l = reduce_launch(s, p.inputs, split_outputs(s, p.outputs).first);
     if (l.grid_x == 0) return n;
@@ -90,7 +91,7 @@ BoundLaunch GpuFamily<PlannedReduce>::bind(const PlannedReduce& s, KernelPointer
         partials.push_back(scratch.counters);
         partials.insert(partials.end(), scratch.workspaces.begin(), scratch.workspaces.end());
     }
-    pack_reduce_params(s, p.inputs, element_outputs, row_outputs, partials, params);
+    pack_reduce_params(s, p.inputs, element_outputs, row_outputs, partials, params, p.error_word);
     return b;
 }
 

@@ -742,6 +742,30 @@ template <int R> __device__ __forceinline__ void setmaxnreg_inc() { asm volatile
 
 namespace lm {
 
+// Gathers (docs/semantics.md, "Gathers"): the position an index names along an axis of n > 0 elements, v + n
+// for v in [-n, 0) and v for v in [0, n); what lies outside is never read. Checked: position 0 is read instead
+// and the first such index is recorded in the runtime's error word (ir::GatherErrorWord: flag, the gather's
+// id, the index), which the runtime reads at its next synchronization. Clamped: the nearer end.
+struct gather_error_word {
+    unsigned int flag;
+    unsigned int id;
+    long long value;
+};
+__device__ __forceinline__ long long gather_checked(long long v, long long n, void* err, long long id) {
+    const long long k = v < 0 ? v + n : v;
+    if (k >= 0 && k < n) return k;
+    gather_error_word* e = static_cast<gather_error_word*>(err);
+    if (atomicCAS(&e->flag, 0u, 1u) == 0u) {
+        e->id = static_cast<unsigned int>(id);
+        e->value = v;
+    }
+    return 0;
+}
+__device__ __forceinline__ long long gather_clamped(long long v, long long n) {
+    const long long k = v < 0 ? v + n : v;
+    return k < 0 ? 0 : (k >= n ? n - 1 : k);
+}
+
 /// Element `index` of the stream `seed` as a value of the storage type T (float, double, f16, bf16; the
 /// halves in a float register): docs/semantics.md, "Random numbers". A float16 or bfloat16 normal value is
 /// the float32 one, which the generated code rounds once (lm::round_f16 / lm::round_bf16).

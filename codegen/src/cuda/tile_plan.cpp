@@ -299,6 +299,8 @@ std::string untileable(const PointwisePlan& pw) {
     for (const OperandPlan& o : pw.loads)
         if (o.access == Access::Gathered)
             return "no tile: a load goes through a reshape that is not a strided view";
+        else if (o.access == Access::Indirect)
+            return "no tile: a load is a gather's, at positions the kernel computes";
     return {};
 }
 

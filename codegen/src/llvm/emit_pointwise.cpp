@@ -234,11 +234,12 @@ std::string host_space_text(const PointwisePlan& plan) {
     for (std::size_t k = 0; k < plan.loads.size(); ++k) {
         const OperandPlan& o = plan.loads[k];
         std::string dims;
-        if (o.access == Access::Strided || o.access == Access::Gathered) {
+        if (o.access == Access::Strided || o.access == Access::Gathered || o.access == Access::Indirect) {
             for (int d = 0; d < plan.rank; ++d)
                 if (o.dim_mask >> d & 1u) dims += fmt::format("{}{}", dims.empty() ? " dims {" : ",", d);
             if (!dims.empty()) dims += "}";
             for (int t : o.derived) dims += fmt::format(" t{}", t);
+            for (int q : o.positions) dims += fmt::format(" g{}", q);
             if (o.unit_inner) dims += " unit-inner";
         }
         if (o.index)

@@ -29,6 +29,7 @@ HostLaunch HostFamily<HostPointwise>::launch(const HostPointwise& s) {
     const std::int64_t n = s.planned.binding.numel;
     if (n == 0) return l;
     l.param_bytes = s.planned.plan.params.size;
+    l.error_word = s.planned.plan.checks_indices();
     l.passes[0] = {HostPass::Entry::Main, s.schedule.tasks, s.schedule.task, n};
     l.pass_count = 1;
     return l;
@@ -36,7 +37,7 @@ HostLaunch HostFamily<HostPointwise>::launch(const HostPointwise& s) {
 
 void HostFamily<HostPointwise>::pack(const HostPointwise& s, KernelPointers p, std::span<void* const>,
                                      std::span<std::byte> params) {
-    pack_params(s.planned.plan, s.planned.binding, p.inputs, p.outputs, params);
+    pack_params(s.planned.plan, s.planned.binding, p.inputs, p.outputs, params, p.error_word);
 }
 
 std::optional<LlvmKernelSource> HostFamily<HostReduction>::emit(const FusedKernel& k, const HostReduction& s,
@@ -51,6 +52,7 @@ HostLaunch HostFamily<HostReduction>::launch(const HostReduction& s) {
     const std::int64_t O = pr.binding.outputs;
     if (O == 0) return l;
     l.param_bytes = reduce_params_size(pr.plan);
+    l.error_word = checks_indices(pr.plan);
     if (!hs.split) {
         l.passes[0] = {HostPass::Entry::Main, hs.tasks, hs.task, O};
         l.pass_count = 1;
@@ -72,8 +74,8 @@ void HostFamily<HostReduction>::pack(const HostReduction& s, KernelPointers p,
     // The partials: [0] the GPU's counters (unused on the host), then one workspace per reduction.
     std::vector<void*> partials{nullptr};
     partials.insert(partials.end(), workspaces.begin(), workspaces.end());
-    pack_reduce_params(s.planned, p.inputs, p.outputs.subspan(0, el), p.outputs.subspan(el), partials,
-                       params);
+    pack_reduce_params(s.planned, p.inputs, p.outputs.subspan(0, el), p.outputs.subspan(el), partials, params,
+                       p.error_word);
 }
 
 std::optional<LlvmKernelSource> HostFamily<HostReference>::emit(const FusedKernel&, const HostReference&,
@@ -148,7 +150,8 @@ std::string HostFamily<HostPointwise>::explain(const HostPlan& plan, std::size_t
     const HostKernel& h = plan.kernels[i];
     std::string nodes;
     for (const ir::Node* n : ir::topo_order(k.outputs))
-        if (ir::is_elementwise(n->op()) || ir::is_view(n->op())) nodes += fmt::format(" {}", where_of(*n));
+        if (ir::is_elementwise(n->op()) || ir::is_view(n->op()) || ir::is_gather(n->op()))
+            nodes += fmt::format(" {}", where_of(*n));
     std::string reads;
     const auto ins = pointwise_inputs(k.outputs);
     for (std::size_t j = 0; j < ins.size(); ++j)

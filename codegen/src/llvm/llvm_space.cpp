@@ -232,6 +232,7 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
             return {Address::One, "0"};
         case Access::Strided:
         case Access::Gathered:
+        case Access::Indirect:
             break;
     }
     // The row part: the outer dimensions' terms (the same for every lane).
@@ -256,7 +257,7 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
         const std::string ob = b_.splat(fmt::format("{}.ob", name), "i64", off, w);
         return {Address::Lanes, b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, ob, p))};
     }
-    // Gathered: the derived indices too.
+    // Gathered: the derived indices too; Indirect: the gathers' positions.
     std::string offs = b_.splat(fmt::format("{}.ob", name), "i64", off, w);
     if (inner) {
         const std::string iv = index_vector(pt, R - 1, w);
@@ -275,7 +276,68 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
                                      fmt::format("mul {} {}, {}", I, t.at(static_cast<std::size_t>(m)), c));
         offs = b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, offs, p));
     }
+    for (int q : o.positions) {
+        const std::string c =
+            b_.splat(fmt::format("{}.gc{}", name, q), "i64", field(K::SitePosition, s, q), w);
+        const std::string p =
+            b_.let(fmt::format("{}.gp{}", name, q), fmt::format("mul {} {}, {}", I, positions_.at(q), c));
+        offs = b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, offs, p));
+    }
     return {Address::Lanes, offs};
+}
+
+std::string Space::gather_position(int q, const std::string& v, DType index_dtype, int w,
+                                   std::string_view name, std::string_view comment) {
+    const std::string I = vec("i64", w), B = vec("i1", w);
+    const std::string nm(name);
+    const std::string v64 = index_dtype == DType::Int64
+                                ? v
+                                : b_.let(nm + ".x", fmt::format("sext {} {} to {}", vec("i32", w), v, I));
+    const std::string n = b_.splat(nm + ".n", "i64", field(K::GatherExtent, q), w);
+    const std::string zero = splat_constant("i64", "0", w);
+    const std::string neg = b_.let(nm + ".neg", fmt::format("icmp slt {} {}, {}", I, v64, zero));
+    const std::string adj = b_.let(nm + ".adj", fmt::format("add {} {}, {}", I, v64, n));
+    const std::string k =
+        b_.let(nm + ".k", fmt::format("select {} {}, {} {}, {} {}", B, neg, I, adj, I, v64), comment);
+    const bool checked = plan_.gathers.at(static_cast<std::size_t>(q)).mode == ir::IndexMode::Checked;
+    if (!checked) {  // the nearer end
+        const std::string low = b_.let(nm + ".low", fmt::format("icmp slt {} {}, {}", I, k, zero));
+        const std::string k1 =
+            b_.let(nm + ".k1", fmt::format("select {} {}, {} {}, {} {}", B, low, I, zero, I, k));
+        const std::string last =
+            b_.let(nm + ".last", fmt::format("sub {} {}, {}", I, n, splat_constant("i64", "1", w)));
+        const std::string high = b_.let(nm + ".high", fmt::format("icmp sge {} {}, {}", I, k1, n));
+        return b_.let(nm, fmt::format("select {} {}, {} {}, {} {}", B, high, I, last, I, k1), "clamped");
+    }
+    const std::string lo = b_.let(nm + ".lo", fmt::format("icmp sge {} {}, {}", I, k, zero));
+    const std::string hi = b_.let(nm + ".hi", fmt::format("icmp slt {} {}, {}", I, k, n));
+    const std::string ok = b_.let(nm + ".ok", fmt::format("and {} {}, {}", B, lo, hi));
+    const std::string bad =
+        b_.let(nm + ".bad", fmt::format("xor {} {}, {}", B, ok, splat_constant("i1", "true", w)));
+    std::string any = bad;
+    if (w > 1)
+        any = b_.intrinsic(nm + ".any", "llvm.vector.reduce.or", "i1", w, {fmt::format("{} {}", B, bad)}, {},
+                           "i1");
+    const std::string err_label = b_.f.fresh_label(nm + ".err");
+    const std::string cont_label = b_.f.fresh_label(nm + ".cont");
+    b_.f.emit(fmt::format("br i1 {}, label %{}, label %{}", any, err_label, cont_label),
+              "an index out of range: recorded, never read");
+    b_.f.label(err_label);
+    std::string first = v64;
+    if (w > 1) {  // the first offending lane's index
+        const std::string bits = b_.let(nm + ".bits", fmt::format("bitcast <{} x i1> {} to i{}", w, bad, w));
+        const std::string cz = fmt::format("llvm.cttz.i{}", w);
+        b_.module().declare(cz, fmt::format("declare i{} @{}(i{}, i1 immarg)", w, cz, w));
+        const std::string lane =
+            b_.let(nm + ".lane", fmt::format("call i{} @{}(i{} {}, i1 true)", w, cz, w, bits));
+        first = b_.let(nm + ".first", fmt::format("extractelement <{} x i64> {}, i{} {}", w, v64, w, lane));
+    }
+    b_.module().declare("loom_gather_error", "declare void @loom_gather_error(ptr, i64, i64)");
+    b_.f.emit(fmt::format("call void @loom_gather_error(ptr {}, i64 {}, i64 {})", field(K::ErrorWord),
+                          field(K::GatherId, q), first));
+    b_.f.emit(fmt::format("br label %{}", cont_label));
+    b_.f.label(cont_label);
+    return b_.let(nm, fmt::format("select {} {}, {} {}, {} {}", B, ok, I, k, I, zero), "checked");
 }
 
 std::string Space::site_value(int s, const Point& pt, int w, std::string_view name) {
@@ -378,9 +440,14 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
         value[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = v;
     std::vector<bool> needed(g_.values.size(), false);
     for (int o : outputs) needed[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = true;
-    for (std::size_t k = g_.values.size(); k-- > 0;)
-        if (needed[k] && value[k].empty())
-            for (int a : g_.values[k].args) needed[static_cast<std::size_t>(a)] = true;
+    for (std::size_t k = g_.values.size(); k-- > 0;) {
+        if (!needed[k] || !value[k].empty()) continue;
+        for (int a : g_.values[k].args) needed[static_cast<std::size_t>(a)] = true;
+        const int site = g_.values[k].site;  // an indirect load needs its gathers' positions first
+        if (site >= 0)
+            for (int q : plan_.loads[static_cast<std::size_t>(site)].positions)
+                needed[static_cast<std::size_t>(g_.gathers[static_cast<std::size_t>(q)].value)] = true;
+    }
     for (std::size_t k = 0; k < g_.values.size(); ++k) {
         if (!needed[k] || !value[k].empty()) continue;
         const detail::PwValue& v = g_.values[k];
@@ -405,6 +472,14 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
                 const std::string op = n.op() == ir::Op::Cast ? fmt::format("cast to {}", name(n.dtype()))
                                                               : std::string(ir::op_name(n.op()));
                 value[k] = emit_elementwise(b_, n, args, w, nm, fmt::format("{} ({})", op, where(n)));
+                break;
+            }
+            case ir::OpKind::Gather: {
+                const std::string api(ir::gather_api_name(static_cast<ir::GatherApi>(n.ints().at(2))));
+                value[k] = gather_position(v.gather, value[static_cast<std::size_t>(v.args.at(0))],
+                                           n.operand(1)->dtype(), w, nm,
+                                           fmt::format("{} position g{} ({})", api, v.gather, where(n)));
+                positions_[v.gather] = value[k];
                 break;
             }
             case ir::OpKind::View:

@@ -81,12 +81,17 @@ class Space {
     std::string site_value(int site, const Point& pt, int w, std::string_view name);
     std::vector<std::string> derived_indices(const Point& pt, int w, std::string_view tag);
     std::string index_vector(const Point& pt, int d, int w);
+    /// Gather q's position from its index value `v` (w lanes): normalized, then checked (an out-of-range
+    /// lane reads position 0 and the first one is recorded through loom_gather_error) or clamped.
+    std::string gather_position(int q, const std::string& v, DType index_dtype, int w, std::string_view name,
+                                std::string_view comment);
 
     Builder& b_;
     const detail::PwGraph& g_;
     const PointwisePlan& plan_;
     std::string tag_;
     std::map<std::tuple<int, int, int>, std::string> fields_;
+    std::map<int, std::string> positions_;  // per gather, its position in the current evaluate()
 };
 
 }  // namespace loom::codegen::llvm_ir

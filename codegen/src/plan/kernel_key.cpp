@@ -34,9 +34,10 @@ std::uint64_t structural_key(const std::vector<ir::NodePtr>& outputs) {
             case ir::OpKind::View:
             case ir::OpKind::Reduce:
             case ir::OpKind::Product:
+            case ir::OpKind::Gather:
                 h.add(n->operands().size());
                 for (const auto& o : n->operands()) h.add(pos.at(o.get()));
-                if (ir::info(n->op()).kind == ir::OpKind::Reduce) {
+                if (ir::info(n->op()).kind == ir::OpKind::Reduce || ir::is_gather(n->op())) {
                     for (auto a : n->ints()) h.add(static_cast<std::uint64_t>(a));
                     h.add(n->keepdims() ? 1u : 0u);
                 }

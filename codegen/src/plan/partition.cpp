@@ -9,12 +9,13 @@
 //   * A root whose reduced values all come from one reduction kernel is written by it: as a row output when
 //     it has one element per row, as an element output when it has the operand's shape. Any other root is
 //     written by a pointwise kernel over materialized reduced values; roots of one shape share one.
-//   * Elementwise ops, casts and views fuse into the kernel of their consumer's iteration space; an input
-//     read by several outputs of a kernel is read once.
+//   * Elementwise ops, casts, views and gathers fuse into the kernel of their consumer's iteration space (a
+//     gather's operand is read at the positions its index gives); an input read by several outputs of a
+//     kernel is read once.
 // Strict (PartitionOptions::strict, plan_fusion's fallback when a reduction kernel cannot be planned): every
 // reduction a kernel of its own, everything else pointwise.
-// Unfused (PartitionOptions::fusion false, for debugging and the differential fuzzer): every elementwise op
-// and every reduction is a kernel of its own, every value between kernels a temporary in its dtype; views
+// Unfused (PartitionOptions::fusion false, for debugging and the differential fuzzer): every elementwise op,
+// gather and reduction is a kernel of its own, every value between kernels a temporary in its dtype; views
 // stay index maps of the kernel that reads them, and a root that is a view or an input gets a copy kernel.
 // Matrix products (partition_products.cpp): each is a kernel of its own, and the graph between them is
 // partitioned as above, in stages.
@@ -84,7 +85,7 @@ std::string ops_name(const std::vector<ir::NodePtr>& outputs) {
     std::vector<std::string> names;
     const auto order = ir::topo_order(outputs);
     for (auto it = order.rbegin(); it != order.rend() && names.size() < 3; ++it) {
-        if (!ir::is_elementwise((*it)->op())) continue;
+        if (!ir::is_elementwise((*it)->op()) && !ir::is_gather((*it)->op())) continue;
         std::string nm(ir::op_name((*it)->op()));
         if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
     }
@@ -332,7 +333,9 @@ Partition partition_unfused(const std::vector<ir::NodePtr>& roots, const Partiti
     std::unordered_set<const ir::Node*> used;  // nodes some other node reads
     for (const ir::NodePtr& n : order)
         for (const auto& o : n->operands()) used.insert(o.get());
-    auto is_op = [](const ir::Node& n) { return ir::is_elementwise(n.op()) || ir::is_reduction(n.op()); };
+    auto is_op = [](const ir::Node& n) {
+        return ir::is_elementwise(n.op()) || ir::is_reduction(n.op()) || ir::is_gather(n.op());
+    };
     // Kernels in the graph's topological order, so each reads only what earlier ones wrote.
     std::vector<Group> groups;
     std::vector<Step> steps;
@@ -517,7 +520,8 @@ std::string Partition::to_string() const {
             for (const auto& m : k.members) nodes.push_back(where_of(*m));
         else
             for (const ir::Node* n : ir::topo_order(k.outputs))
-                if (ir::is_elementwise(n->op()) || ir::is_product(n->op())) nodes.push_back(where_of(*n));
+                if (ir::is_elementwise(n->op()) || ir::is_product(n->op()) || ir::is_gather(n->op()))
+                    nodes.push_back(where_of(*n));
         for (const Slot& w : k.writes) writes.push_back(codegen::to_string(w));
         s += fmt::format("kernel {}  {} {}: {}; writes {}\n", i, family_name(k.family), k.name,
                          nodes.empty() ? std::string("(copy)") : fmt::format("{}", fmt::join(nodes, " ")),

@@ -133,6 +133,7 @@ std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
             continue;
         }
         if (ir::is_reduction(n->op())) return fmt::format("it holds a reduction ({})", where_of(*n));
+        if (ir::is_gather(n->op())) return fmt::format("it holds a gather ({})", where_of(*n));
         if (ir::is_elementwise(n->op()) && ir::info(n->op()).cost != ir::Cost::Cheap)
             return fmt::format("{} is not cheap enough to recompute for every block column", where_of(*n));
         for (const auto& o : n->operands()) stack.push_back(o.get());
@@ -204,6 +205,8 @@ std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, cons
     }
     if (pointwise_inputs(q.outputs).size() > kEpilogueInputs)
         return fmt::format("kernel {} reads more than {} inputs", q.name, kEpilogueInputs);
+    for (const ir::Node* x : ir::topo_order(q.outputs))  // a product kernel takes no error word
+        if (ir::is_gather(x->op())) return fmt::format("kernel {} holds a gather ({})", q.name, where_of(*x));
     return {};
 }
 

@@ -52,6 +52,38 @@ PwGraph build_pw_graph(const std::vector<ir::NodePtr>& outputs) {
                 stack.pop_back();
                 continue;
             }
+            if (ir::is_gather(f.node->op())) {  // the index, the position, then x in the gather's context
+                const ir::Node* gn = f.node;
+                const int ctx = f.ctx;
+                const ir::Node* ix = gn->operand(1);
+                const ir::Node* x = gn->operand(0);
+                if (f.next == 0) {
+                    f.next = 1;
+                    if (!memo.count({ix, norm(ix, ctx)})) stack.push_back({ix, norm(ix, ctx), 0});
+                    continue;
+                }
+                const auto key = std::make_pair(ctx, gn);
+                const bool fresh = !child_ctx.count(key);
+                const int inner = child_of(ctx, gn);
+                if (fresh) {
+                    PwValue pos;
+                    pos.node = gn;
+                    pos.ctx = ctx;
+                    pos.args = {memo.at({ix, norm(ix, ctx)})};
+                    pos.gather = static_cast<int>(g.gathers.size());
+                    g.contexts[static_cast<std::size_t>(inner)].gather = pos.gather;
+                    g.gathers.push_back({gn, static_cast<int>(g.values.size()), inner});
+                    g.values.push_back(std::move(pos));
+                }
+                if (f.next == 1) {
+                    f.next = 2;
+                    if (!memo.count({x, norm(x, inner)})) stack.push_back({x, norm(x, inner), 0});
+                    continue;
+                }
+                memo[{gn, ctx}] = memo.at({x, norm(x, inner)});
+                stack.pop_back();
+                continue;
+            }
             const bool view = ir::is_view(f.node->op());
             const int op_ctx = view ? child_of(f.ctx, f.node) : f.ctx;
             if (f.next < f.node->operands().size()) {

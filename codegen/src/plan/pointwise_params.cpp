@@ -29,6 +29,12 @@ LaunchConfig PointwisePlan::launch(std::int64_t numel, Variant v) const {
     return c;
 }
 
+bool PointwisePlan::checks_indices() const {
+    for (const GatherPlan& g : gathers)
+        if (g.mode == ir::IndexMode::Checked) return true;
+    return false;
+}
+
 int PointwisePlan::bytes_per_element() const {
     int s = 0;
     for (const auto& o : loads) s += o.bytes_per_element;
@@ -46,6 +52,10 @@ void hash_operand(Hasher& h, const OperandPlan& o) {
     h.add(o.unit_inner ? 1u : 0u);
     h.add(o.derived.size());
     for (int m : o.derived) h.add(static_cast<std::uint64_t>(m));
+    if (!o.positions.empty()) {  // (absent from plans without gathers: their hashes are unchanged)
+        h.add(o.positions.size());
+        for (int q : o.positions) h.add(static_cast<std::uint64_t>(q));
+    }
 }
 }  // namespace
 
@@ -72,6 +82,11 @@ std::uint64_t PointwisePlan::hash() const {
     }
     h.add(scalar_dtypes.size());
     for (DType t : scalar_dtypes) h.add(static_cast<std::uint64_t>(t));
+    if (!gathers.empty()) {
+        h.add(std::string_view("gathers"));
+        h.add(gathers.size());
+        for (const GatherPlan& g : gathers) h.add(static_cast<std::uint64_t>(g.mode));
+    }
     h.add(params_in_memory ? 1u : 0u);  // the device's parameter limit decides it, not the fields above
     return h.digest();                  // params are a function of the fields above
 }
@@ -120,7 +135,8 @@ std::string PointwisePlan::describe(bool kernel_grid) const {
     else
         fmt::format_to(out, "parameters: {} bytes\n", params.size);
     auto mask_text = [&](const OperandPlan& o) {
-        if (o.access != Access::Strided && o.access != Access::Gathered) return std::string();
+        if (o.access != Access::Strided && o.access != Access::Gathered && o.access != Access::Indirect)
+            return std::string();
         std::string m = " dims {";
         bool first = true;
         for (int d = 0; d < rank; ++d)
@@ -130,6 +146,7 @@ std::string PointwisePlan::describe(bool kernel_grid) const {
             }
         m += "}";
         for (int t : o.derived) m += fmt::format(" t{}", t);
+        for (int q : o.positions) m += fmt::format(" g{}", q);
         if (o.unit_inner) m += " unit-inner";
         return m;
     };
@@ -147,6 +164,12 @@ std::string PointwisePlan::describe(bool kernel_grid) const {
     for (std::size_t m = 0; m < derived.size(); ++m)
         fmt::format_to(out, "t{}: derived index{}{}\n", m, derived[m].has_div ? " div" : "",
                        derived[m].has_mod ? " mod" : "");
+    for (std::size_t q = 0; q < gathers.size(); ++q)
+        fmt::format_to(
+            out, "g{}: gather position, {}\n", q,
+            gathers[q].mode == ir::IndexMode::Checked
+                ? "checked (an out-of-range index is recorded in the error word; position 0 is read)"
+                : "clamped");
     if (!scalar_dtypes.empty()) {
         std::string ts;
         for (std::size_t k = 0; k < scalar_dtypes.size(); ++k)
@@ -213,7 +236,7 @@ const void* site_pointer(const PointwisePlan& plan, const PointwiseBinding& b,
 }
 
 void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span<const void* const> inputs,
-                 std::span<void* const> outputs, std::span<std::byte> out) {
+                 std::span<void* const> outputs, std::span<std::byte> out, void* error_word) {
     if (out.size() < plan.params.size || outputs.size() != plan.outputs.size() ||
         b.sites.size() != plan.loads.size())
         throw InternalError(fmt::format("pack_params: buffer of {} bytes for {}, {} outputs for {}",
@@ -270,6 +293,20 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span
             case K::OutputCoef:
                 put_index(out, f, b.outputs[a][c]);
                 break;
+            case K::SitePosition:
+                put_index(out, f, b.sites[a].pcoefs[c]);
+                break;
+            case K::GatherExtent:
+                put(out, f.offset, b.gather_extents[a]);
+                break;
+            case K::GatherId:
+                put(out, f.offset, static_cast<std::int64_t>(b.gather_ids[a]));
+                break;
+            case K::ErrorWord:
+                if (!error_word)
+                    throw InternalError("pack_params: a kernel with checked gathers and no error word");
+                put(out, f.offset, error_word);
+                break;
             case K::ElementSpace:
             case K::RowSpace:
             case K::Rows:
@@ -288,9 +325,10 @@ void pack_params(const PointwisePlan& plan, const PointwiseBinding& b, std::span
 }
 
 std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBinding& binding,
-                                   std::span<const void* const> inputs, std::span<void* const> outputs) {
+                                   std::span<const void* const> inputs, std::span<void* const> outputs,
+                                   void* error_word) {
     std::vector<std::byte> bytes(plan.params.size);
-    pack_params(plan, binding, inputs, outputs, bytes);
+    pack_params(plan, binding, inputs, outputs, bytes, error_word);
     return bytes;
 }
 

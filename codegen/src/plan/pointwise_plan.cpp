@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "pointwise_graph.hpp"
 
@@ -16,11 +17,13 @@ namespace {
 
 using detail::PwGraph;
 
-// An affine index: off + sum_d c[d] * idx_d + sum_m t[m] * derived_m.
+// An affine index: off + sum_d c[d] * idx_d + sum_m t[m] * derived_m + sum_k p[k] * position_k (a gather's
+// position along its axis, a value of the kernel).
 struct Form {
     std::int64_t off = 0;
     std::vector<std::int64_t> c;
     std::vector<std::int64_t> t;
+    std::vector<std::int64_t> p;
 };
 
 void add_scaled(Form& f, const Form& g, std::int64_t k) {
@@ -29,6 +32,14 @@ void add_scaled(Form& f, const Form& g, std::int64_t k) {
     for (std::size_t d = 0; d < g.c.size(); ++d) f.c[d] += k * g.c[d];
     if (f.t.size() < g.t.size()) f.t.resize(g.t.size(), 0);
     for (std::size_t m = 0; m < g.t.size(); ++m) f.t[m] += k * g.t[m];
+    if (f.p.size() < g.p.size()) f.p.resize(g.p.size(), 0);
+    for (std::size_t q = 0; q < g.p.size(); ++q) f.p[q] += k * g.p[q];
+}
+
+bool has_position(const Form& f) {
+    for (auto v : f.p)
+        if (v != 0) return true;
+    return false;
 }
 
 std::int64_t tcoef(const Form& f, std::size_t m) {
@@ -48,13 +59,17 @@ struct Analysis {
     std::vector<Form> sites;    // per load site, in elements of the bound tensor
     std::vector<Form> outputs;  // per output, in elements of its tensor (contiguous unless given strides)
     std::vector<Derived> derived;
-    std::vector<std::vector<int>> groups;  // derived indices of one reshape group, outermost first
+    std::vector<std::vector<int>> groups;      // derived indices of one reshape group, outermost first
+    std::vector<std::int64_t> gather_extents;  // per gather position: the extent of its axis
 };
 
 // Index maps of every context, from the root down; the forms of every load site.
 Analysis analyze(const PwGraph& g, const Shape& out_shape, const std::vector<InputLayout>& layouts) {
     Analysis an;
     an.extents = out_shape;
+    for (const auto& gt : g.gathers)
+        an.gather_extents.push_back(
+            gt.node->operand(0)->shape().at(static_cast<std::size_t>(gt.node->ints().at(0))));
     const std::size_t R = out_shape.size();
     std::vector<std::vector<Form>> maps(g.contexts.size());
     maps[detail::kRootContext].resize(R);
@@ -67,6 +82,15 @@ Analysis analyze(const PwGraph& g, const Shape& out_shape, const std::vector<Inp
         const ir::Node* v = cx.view;
         const ir::Node* a = v->operand(0);
         const std::vector<Form>& C = maps[static_cast<std::size_t>(cx.parent)];
+        if (cx.gather >= 0) {  // x of a gather: the parent's map, and the gather's position along the axis
+            std::vector<Form> A = C;
+            Form pos;
+            pos.p.assign(static_cast<std::size_t>(cx.gather) + 1, 0);
+            pos.p[static_cast<std::size_t>(cx.gather)] = 1;
+            A.at(static_cast<std::size_t>(v->ints().at(0))) = std::move(pos);
+            maps[k] = std::move(A);
+            continue;
+        }
         std::vector<Form> A(static_cast<std::size_t>(a->rank()));
         const Shape& tv = v->shape();
         const Shape& ta = a->shape();
@@ -246,6 +270,13 @@ std::uint32_t mask_of(const Form& f) {
     return m;
 }
 
+std::vector<int> positions_of(const Form& f) {
+    std::vector<int> r;
+    for (std::size_t q = 0; q < f.p.size(); ++q)
+        if (f.p[q] != 0) r.push_back(static_cast<int>(q));
+    return r;
+}
+
 std::vector<int> derived_of(const Form& f) {
     std::vector<int> r;
     for (std::size_t m = 0; m < f.t.size(); ++m)
@@ -292,6 +323,7 @@ ParamLayout layout_params(const PointwisePlan& p) {
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
         add(K::OutputPointer, static_cast<int>(o), 0, fmt::format("out{}", o), T::Pointer, p.outputs[o].dtype,
             8);
+    if (p.checks_indices()) add(K::ErrorWord, 0, 0, "err", T::RawPointer, DType::Int64, 8);
     add(K::NumElements, 0, 0, "n", T::Index, DType::Int64, isz);
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const OperandPlan& op = p.outputs[o];
@@ -306,7 +338,8 @@ ParamLayout layout_params(const PointwisePlan& p) {
         add(K::Extent, d, 0, fmt::format("ext{}", d), T::Index, DType::Int64, isz);
     for (std::size_t s = 0; s < p.loads.size(); ++s) {
         const OperandPlan& o = p.loads[s];
-        if (o.access != Access::Strided && o.access != Access::Gathered) continue;
+        if (o.access != Access::Strided && o.access != Access::Gathered && o.access != Access::Indirect)
+            continue;
         for (int d = 0; d < p.rank; ++d) {
             if (!(o.dim_mask >> d & 1u) || (o.unit_inner && d == p.rank - 1)) continue;
             add(K::SiteCoef, static_cast<int>(s), d, fmt::format("in{}_s{}", s, d), T::Index, DType::Int64,
@@ -315,6 +348,14 @@ ParamLayout layout_params(const PointwisePlan& p) {
         for (int m : o.derived)
             add(K::SiteDerived, static_cast<int>(s), m, fmt::format("in{}_t{}", s, m), T::Index, DType::Int64,
                 isz);
+        for (int q : o.positions)
+            add(K::SitePosition, static_cast<int>(s), q, fmt::format("in{}_g{}", s, q), T::Index,
+                DType::Int64, isz);
+    }
+    for (std::size_t q = 0; q < p.gathers.size(); ++q) {
+        add(K::GatherExtent, static_cast<int>(q), 0, fmt::format("g{}_n", q), T::Int64, DType::Int64, 8);
+        if (p.gathers[q].mode == ir::IndexMode::Checked)
+            add(K::GatherId, static_cast<int>(q), 0, fmt::format("g{}_id", q), T::Int64, DType::Int64, 8);
     }
     for (std::size_t m = 0; m < p.derived.size(); ++m) {
         const DerivedPlan& dv = p.derived[m];
@@ -371,6 +412,8 @@ std::string_view access_name(Access a) {
             return "strided";
         case Access::Gathered:
             return "gathered";
+        case Access::Indirect:
+            return "indirect";
     }
     return "?";
 }
@@ -436,6 +479,15 @@ Analysis index_maps(const PwGraph& g, const Shape& shape, const std::vector<Inpu
                     std::size_t outputs, std::span<const Strides> output_strides) {
     Analysis an = analyze(g, shape, layouts);
     simplify(an);
+    for (const auto& d : an.derived)
+        if (has_position(d.L)) {  // a reshape beneath a gather that is no strided view of what it reads
+            const ir::Node& gn = *g.gathers.at(0).node;
+            throw Error(fmt::format(
+                "{}(): the gathered operand is a reshape that merges or splits axes of a view that has no "
+                "strides for it (a transposed or sliced tensor); evaluate the reshaped operand into a tensor "
+                "first ({})",
+                ir::gather_api_name(static_cast<ir::GatherApi>(gn.ints().at(2))), short_location(gn.loc())));
+        }
     for (std::size_t o = 0; o < outputs; ++o) {
         Form f;
         f.c = output_strides.empty() ? contiguous_strides(shape) : output_strides[o];
@@ -478,9 +530,12 @@ void classify_loads(const PwGraph& g, const Analysis& an, const Strides& cs, Poi
         o.input = g.sites[s].input;
         o.dtype = g.inputs[static_cast<std::size_t>(o.input)]->dtype();
         o.derived = derived_of(f);
+        o.positions = positions_of(f);
         o.dim_mask = mask_of(f);
         const bool row = R >= 2 && o.dim_mask == (1u << (R - 1)) && f.c.back() == 1;
-        if (!o.derived.empty())
+        if (!o.positions.empty())
+            o.access = Access::Indirect;
+        else if (!o.derived.empty())
             o.access = Access::Gathered;
         else if (o.dim_mask == 0)
             o.access = Access::Scalar;
@@ -490,7 +545,7 @@ void classify_loads(const PwGraph& g, const Analysis& an, const Strides& cs, Poi
             o.access = Access::RowBroadcast;
         else
             o.access = Access::Strided;
-        if (o.access == Access::Strided || o.access == Access::Gathered) {
+        if (o.access == Access::Strided || o.access == Access::Gathered || o.access == Access::Indirect) {
             o.unit_inner = f.c.back() == 1;
         } else {
             o.dim_mask = 0;
@@ -503,6 +558,8 @@ void classify_loads(const PwGraph& g, const Analysis& an, const Strides& cs, Poi
         site.offset = f.off;
         site.coefs = f.c;
         site.dcoefs = f.t;
+        site.pcoefs = f.p;
+        site.pcoefs.resize(g.gathers.size(), 0);
         b.sites.push_back(std::move(site));
     }
 }
@@ -548,6 +605,14 @@ void plan_derived_and_scalars(const PwGraph& g, const Analysis& an, PointwisePla
         p.scalar_dtypes.push_back(s->dtype());
         b.scalars.push_back(s->value());
     }
+    for (std::size_t k = 0; k < g.gathers.size(); ++k) {
+        const ir::Node& gn = *g.gathers[k].node;
+        GatherPlan gp;
+        gp.mode = static_cast<ir::IndexMode>(gn.ints().at(1));
+        p.gathers.push_back(gp);
+        b.gather_extents.push_back(an.gather_extents[k]);
+        b.gather_ids.push_back(gp.mode == ir::IndexMode::Checked ? ir::gather_error_id(gn) : 0);
+    }
 }
 
 // What the operands allow of a vector variant: the widest dtype streamed, whether every streamed operand is
@@ -569,6 +634,11 @@ VectorFit vector_fit(const PointwisePlan& p, const PointwiseBinding& b,
         const OperandPlan& o = p.loads[s];
         const InputLayout& lay = layouts[static_cast<std::size_t>(o.input)];
         if (o.access == Access::Scalar) continue;
+        if (o.access == Access::Indirect) {  // loaded one element at a time, after its gathers' positions
+            v.all_flat = false;
+            v.ok = false;
+            continue;
+        }
         if (o.index) {
             if (o.access != Access::Contiguous) v.all_flat = false;
             if (o.access == Access::Gathered) v.ok = false;
@@ -658,6 +728,9 @@ IndexWidth index_width(const Analysis& an, const PointwisePlan& p, std::int64_t 
                  static_cast<double>(std::max<std::int64_t>(an.extents[d] - 1, 0));
         for (std::size_t m = 0; m < f.t.size() && m < tmax.size(); ++m)
             s += std::fabs(static_cast<double>(f.t[m])) * tmax[m];
+        for (std::size_t q = 0; q < f.p.size(); ++q)
+            s += std::fabs(static_cast<double>(f.p[q])) *
+                 static_cast<double>(std::max<std::int64_t>(an.gather_extents[q] - 1, 0));
         return s;
     };
     bool fits = static_cast<double>(n) < kI32Limit;

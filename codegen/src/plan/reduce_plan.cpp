@@ -40,7 +40,7 @@ void check_row_values(const PointwisePlan& plan, const PointwiseBinding& b, cons
         const int input = plan.loads[s].input;
         if (row_value[static_cast<std::size_t>(input)] < 0) continue;
         const auto& site = b.sites[s];
-        bool ok = site.offset == 0 && plan.loads[s].derived.empty();
+        bool ok = site.offset == 0 && plan.loads[s].derived.empty() && plan.loads[s].positions.empty();
         if (ok && plan.rank == 2) {
             ok = inner ? (site.coefs[0] == 1 && site.coefs[1] == 0)
                        : (site.coefs[0] == 0 && site.coefs[1] == 1);
@@ -419,7 +419,8 @@ void plan_held_rows(ReducePlan& plan, std::int64_t L) {
     for (int k : varying) held += registers(static_cast<std::size_t>(k));
     for (std::size_t k = 0; k < plan.element.loads.size() && plan.group == 256; ++k) {
         const OperandPlan& o = plan.element.loads[k];
-        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar)
+        if (plan.element_row_value[static_cast<std::size_t>(o.input)] >= 0 || o.access == Access::Scalar ||
+            o.access == Access::Indirect)  // loaded where used, at its gathers' positions
             continue;
         if (std::find(varying.begin(), varying.end(), static_cast<int>(k)) != varying.end()) continue;
         if (held + registers(k) > kHeldRegisters) continue;
@@ -447,6 +448,7 @@ bool has_vector_variant(const ReducePlan& plan, const ReduceBinding& b, std::int
                 vec = o.unit_inner || !(o.dim_mask >> rdim & 1u);
                 break;
             case Access::Gathered:
+            case Access::Indirect:
                 vec = false;
                 break;
         }
@@ -560,7 +562,7 @@ std::size_t reduce_params_size(const ReducePlan& plan) {
 
 void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> inputs,
                         std::span<void* const> el_outputs, std::span<void* const> row_outputs,
-                        std::span<void* const> partials, std::span<std::byte> out) {
+                        std::span<void* const> partials, std::span<std::byte> out, void* error_word) {
     const ReducePlan& plan = pr.plan;
     const ParamLayout& L = plan.params;
     if (out.size() < L.size) throw InternalError("pack_reduce_params: buffer too small");
@@ -577,12 +579,14 @@ void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> in
         auto put = [&](auto v) { std::memcpy(at, &v, sizeof v); };
         switch (f.kind) {
             case K::ElementSpace:
-                pack_params(plan.element, pr.binding.element, el_in, el_out, out.subspan(f.offset, f.size));
+                pack_params(plan.element, pr.binding.element, el_in, el_out, out.subspan(f.offset, f.size),
+                            error_word);
                 break;
             case K::RowSpace: {
                 std::vector<const void*> rw_in;
                 for (int rv : plan.row_row_value) rw_in.push_back(rv < 0 ? inputs[next++] : nullptr);
-                pack_params(plan.row, pr.binding.row, rw_in, row_outputs, out.subspan(f.offset, f.size));
+                pack_params(plan.row, pr.binding.row, rw_in, row_outputs, out.subspan(f.offset, f.size),
+                            error_word);
                 break;
             }
             case K::Rows:
@@ -622,6 +626,10 @@ void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> in
             case K::DerivedMod:
             case K::Scalar:
             case K::OutputCoef:
+            case K::SitePosition:
+            case K::GatherExtent:
+            case K::GatherId:
+            case K::ErrorWord:
             case K::Product:
             case K::Epilogue:
                 throw InternalError(

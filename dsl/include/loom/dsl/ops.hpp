@@ -110,6 +110,32 @@ Array reshape(const Operand& x, Shape shape, Loc loc = Loc::current());
 Array permute(const Operand& x, std::vector<std::int64_t> perm, Loc loc = Loc::current());
 Array transpose(const Operand& x, Loc loc = Loc::current());
 
+// ---- gathers (docs/semantics.md, "Gathers") ----
+// Indices are int32 or int64 Arrays or Tensors (a C++ integer is one int64 index); an index in [-n, 0) counts
+// from the end of an axis of extent n. IndexMode::Checked (the default): an index outside [-n, n) is never
+// read and raises loom::Error naming the function, the index, the extent and the call's file:line, at the
+// evaluation on the host and at the next synchronization on a GPU. IndexMode::Clamp: such an index reads
+// the nearest end (0 or n - 1) and raises nothing. Gathers fuse with their elementwise producers and
+// consumers: the load of `x` takes its index from the kernel's value of `idx`.
+using IndexMode = ir::IndexMode;
+/// NumPy's take: x.shape[:axis] + idx.shape + x.shape[axis+1:], element [a..., j..., b...] =
+/// x[a..., idx[j...], b...]. Throws loom::Error naming take for a rank-0 `x`, an axis out of range, an index
+/// dtype other than int32 and int64, or a non-empty index into an axis of extent 0.
+Array take(const Operand& x, const Operand& idx, std::int64_t axis, IndexMode mode = IndexMode::Checked,
+           Loc loc = Loc::current());
+/// NumPy's take_along_axis: `idx` has x's rank; off `axis` x and idx broadcast against each other; element i
+/// of the result is x[i with i[axis] replaced by idx[i]].
+Array take_along_axis(const Operand& x, const Operand& idx, std::int64_t axis,
+                      IndexMode mode = IndexMode::Checked, Loc loc = Loc::current());
+/// PyTorch's index_select: take along `axis` with an index of rank 0 or 1.
+Array index_select(const Operand& x, std::int64_t axis, const Operand& idx,
+                   IndexMode mode = IndexMode::Checked, Loc loc = Loc::current());
+/// idx.shape + [classes] of `dtype` (int64 by default, as PyTorch's): 1 where the last coordinate is the
+/// index (negative indices counted from the end of the classes), else 0; indices checked or clamped as
+/// take's.
+Array one_hot(const Operand& idx, std::int64_t classes, DType dtype = DType::Int64,
+              IndexMode mode = IndexMode::Checked, Loc loc = Loc::current());
+
 // ---- reductions: `axes` empty = all axes; negative axes count from the end ----
 // The one-axis form is a template over integer types so that `sum(x, {}, true)` means all axes: an empty
 // brace list would otherwise convert to an integer axis 0 in preference to an empty Axes.

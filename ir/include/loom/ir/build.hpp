@@ -115,6 +115,57 @@ inline ProductTile product_tile(const Node& n) {
     return n.ints().size() == 3 ? ProductTile{n.ints()[0], n.ints()[1], n.ints()[2]} : ProductTile{};
 }
 
+/// Gathers (docs/semantics.md, "Gathers"). The node: out[i] = x[i with i[axis] replaced by idx[i]], `x` and
+/// `idx` (int32 or int64) of one rank and equal off `axis` (every broadcast an explicit view), the result of
+/// idx's shape and x's dtype; an index in [-n, 0) counts from the end of the axis (extent n); one outside
+/// [-n, n) raises loom::Error when evaluated (IndexMode::Checked) or is moved to the nearest end (Clamp).
+/// `api` is the function named in errors. Throws loom::Error for a non-empty index into an axis of extent 0;
+/// InternalError for operands that do not fit.
+NodePtr gather(NodePtr x, NodePtr idx, int axis, IndexMode mode, GatherApi api, Loc loc = Loc::current());
+/// The position a gather reads for index `v` into an axis of `extent` (> 0) elements: v + extent for v in
+/// [-extent, 0), v for v in [0, extent); outside, 0 or extent - 1 (the nearer end) in Clamp mode and -1 in
+/// Checked mode (the caller raises gather_error_message). The one rule of every back end.
+inline std::int64_t gather_index(std::int64_t v, std::int64_t extent, IndexMode mode) {
+    if (v < 0) v += extent;
+    if (v >= 0 && v < extent) return v;
+    if (mode == IndexMode::Checked) return -1;
+    return v < 0 ? 0 : extent - 1;
+}
+/// The message of the loom::Error of an out-of-range index `v` of gather node `n`: the DSL function, the
+/// index, the extent and the user's file:line ("take(): index 7 is out of range for an axis of extent 5
+/// (valid: -5 to 4) (app.cpp:12)").
+std::string gather_error_message(const Node& n, std::int64_t v);
+std::string gather_error_message(GatherApi api, std::int64_t v, std::int64_t extent, const Loc& loc);
+/// Where a kernel records its first out-of-range index of a checked gather (16 bytes that the runtime owns
+/// and zeroes): the kernel that sets `flag` from 0 to 1 (an atomic compare-and-swap) writes `id` and `value`.
+struct GatherErrorWord {
+    std::uint32_t flag = 0;
+    std::uint32_t id = 0;    // gather_error_id of the gather
+    std::int64_t value = 0;  // the index as the user gave it
+};
+/// A number for checked gather `n` that kernels record in the error word: the same for every gather of one
+/// function, extent and call site (a process-wide table that only grows by distinct call sites).
+std::uint32_t gather_error_id(const Node& n);
+/// The message of gather_error_id `id` for the index `value` (gather_error_message); InternalError for an
+/// unknown id.
+std::string gather_error_message(std::uint32_t id, std::int64_t value);
+/// NumPy's take: x.shape[:axis] + idx.shape + x.shape[axis+1:], element [a, j, b] = x[a, idx[j], b] (axis
+/// negative counts from the end). Throws loom::Error naming take for a rank-0 `x`, an axis out of range, an
+/// index dtype other than int32 and int64, or a result of more than kMaxRank axes.
+NodePtr take(NodePtr x, NodePtr idx, std::int64_t axis, IndexMode mode = IndexMode::Checked,
+             Loc loc = Loc::current());
+/// NumPy's take_along_axis: `idx` of x's rank; off `axis` x and idx broadcast against each other; the result
+/// has the broadcast shape with idx's extent along `axis`.
+NodePtr take_along_axis(NodePtr x, NodePtr idx, std::int64_t axis, IndexMode mode = IndexMode::Checked,
+                        Loc loc = Loc::current());
+/// PyTorch's index_select: take with an index of rank 0 or 1.
+NodePtr index_select(NodePtr x, std::int64_t axis, NodePtr idx, IndexMode mode = IndexMode::Checked,
+                     Loc loc = Loc::current());
+/// idx.shape + [classes] of `dtype`: 1 where the last coordinate is the (normalized) index, else 0. The
+/// indices are checked (or clamped) as take's are.
+NodePtr one_hot(NodePtr idx, std::int64_t classes, DType dtype, IndexMode mode = IndexMode::Checked,
+                Loc loc = Loc::current());
+
 /// "add(): " prefix helpers for error messages: "[4096, 512] float32".
 std::string describe(const Node& n);
 

@@ -142,6 +142,9 @@ constexpr Rule rule_of(Op op) {
 #define LOOM_PRODUCT(Id, name, R) \
     case Op::Id:                  \
         return Rule::R;
+#define LOOM_GATHER(Id, name) \
+    case Op::Id:              \
+        return Rule::None;
 #include "loom/ir/ops.def"
     }
     return Rule::None;
@@ -171,6 +174,9 @@ constexpr OpKind kind_of(Op op) {
 #define LOOM_PRODUCT(Id, name, R) \
     case Op::Id:                  \
         return OpKind::Product;
+#define LOOM_GATHER(Id, name) \
+    case Op::Id:              \
+        return OpKind::Gather;
 #include "loom/ir/ops.def"
     }
     return OpKind::Leaf;

@@ -15,10 +15,11 @@ enum class Op : std::uint8_t {
 #define LOOM_VIEW(Id, name) Id,
 #define LOOM_REDUCE_ROW(Id, name, Rule, Exactness, Ulp) Id,
 #define LOOM_PRODUCT_ROW(Id, name, Rule, Exactness, Ulp) Id,
+#define LOOM_GATHER(Id, name) Id,
 #include "loom/ir/ops.def"
 };
 
-enum class OpKind : std::uint8_t { Leaf, Unary, Binary, Ternary, View, Reduce, Product };
+enum class OpKind : std::uint8_t { Leaf, Unary, Binary, Ternary, View, Reduce, Product, Gather };
 
 /// Typing rules (docs/semantics.md, "Op typing").
 enum class Rule : std::uint8_t {
@@ -104,6 +105,17 @@ inline bool is_leaf(Op op) {
 inline bool is_product(Op op) {
     return info(op).kind == OpKind::Product;
 }
+/// A read of one operand at the indices another holds (ir::Op::Gather): fused into elementwise kernels as a
+/// load at a computed index.
+inline bool is_gather(Op op) {
+    return info(op).kind == OpKind::Gather;
+}
+/// How a gather treats an index outside [-extent, extent) (docs/semantics.md, "Gathers"): Checked raises a
+/// loom::Error, Clamp moves it to the nearest end. The value of Gather's ints[1].
+enum class IndexMode : std::uint8_t { Checked, Clamp };
+/// The DSL function that built a gather, named in its errors. The value of Gather's ints[2].
+enum class GatherApi : std::uint8_t { Take, TakeAlongAxis, IndexSelect, OneHot };
+std::string_view gather_api_name(GatherApi api);
 /// Whether operands of the op's dtype give a result that needs no rounding (column Exactness of ops.def).
 inline bool is_exact(Op op) {
     return info(op).exactness == Exactness::Exact;

@@ -28,6 +28,9 @@ struct LaunchNeeds {
     std::int64_t counters = 0;
     /// Workspaces of these many bytes each, written before they are read (no zeroing).
     std::vector<std::size_t> workspaces;
+    /// The kernel has checked gathers: it takes the device's error word (KernelPointers::error_word), which
+    /// the runtime reads at the next synchronization.
+    bool error_word = false;
     bool needs_scratch() const { return params_in_memory || counters > 0 || !workspaces.empty(); }
 };
 

@@ -34,6 +34,9 @@ struct HostLaunch {
     /// No code: the runtime evaluates the kernel's graph (FusedKernel::outputs over its Input nodes, bound
     /// in place to `reads`) on the CPU reference into its outputs.
     bool on_reference = false;
+    /// The kernel has checked gathers: it takes the run's error word (KernelPointers::error_word), which the
+    /// runtime reads after the last kernel.
+    bool error_word = false;
 };
 
 /// The family object of HostKernelSchedule alternative `S`. Each specialization provides:

@@ -17,6 +17,7 @@
 
 #include "loom/codegen/plan/target.hpp"
 #include "loom/ir/node.hpp"
+#include "loom/ir/op.hpp"
 
 namespace loom::codegen {
 
@@ -38,6 +39,7 @@ enum class Access : std::uint8_t {
     Scalar,        // the same element everywhere: loaded once
     Strided,       // general affine index over the iteration space's dimensions
     Gathered,      // affine over derived indices too (a reshape that is not a strided view)
+    Indirect,      // affine, plus gathers' positions (values of the kernel) times strides: loaded after them
 };
 std::string_view access_name(Access a);
 
@@ -52,6 +54,8 @@ struct OperandPlan {
     bool unit_inner = false;
     /// Gathered: indices of the derived indices with a nonzero coefficient.
     std::vector<int> derived;
+    /// Indirect: the gathers (PointwisePlan::gathers) whose position has a nonzero coefficient.
+    std::vector<int> positions;
     /// Bytes moved per element of the iteration space (itemsize; 0 for Scalar and RowBroadcast, which
     /// are read once per row or once, and for an index).
     int bytes_per_element = 0;
@@ -68,6 +72,14 @@ struct DerivedPlan {
     bool has_div = false;
     bool has_mod = false;
     bool operator==(const DerivedPlan&) const = default;
+};
+
+/// A gather of the kernel (ir::Op::Gather): its position along the axis is computed from its index value,
+/// normalized and checked (an out-of-range index is reported through the error word and position 0 read
+/// instead) or clamped (docs/semantics.md, "Gathers").
+struct GatherPlan {
+    ir::IndexMode mode = ir::IndexMode::Checked;
+    bool operator==(const GatherPlan&) const = default;
 };
 
 enum class IndexWidth : std::uint8_t { I32, I64 };
@@ -114,6 +126,10 @@ struct ParamField {
         DerivedMod,      // a = derived index
         Scalar,          // a = scalar number (order of pointwise_scalars())
         OutputCoef,      // a = output, b = iteration dimension: a strided output's stride
+        SitePosition,    // a = load site, b = gather: the stride of the gather's position
+        GatherExtent,    // a = gather: the extent of its axis
+        GatherId,        // a = gather: its number in the process's table of checked gathers (errors)
+        ErrorWord,       // the error word a checked gather's out-of-range index is recorded in (RawPointer)
         // Reduction kernels (reduce_plan.hpp): the element and row spaces, then the numbers of the order.
         ElementSpace,    // the element space's pointwise parameters (Struct)
         RowSpace,        // the row space's pointwise parameters (Struct)
@@ -199,6 +215,7 @@ struct PointwisePlan {
     std::vector<OperandPlan> loads;    // load sites, in emission order
     std::vector<OperandPlan> outputs;  // Contiguous (row-major), or Strided: a view the user writes into
     std::vector<DerivedPlan> derived;
+    std::vector<GatherPlan> gathers;   // one per gather position of the graph, in emission order
     std::vector<DType> scalar_dtypes;  // one per Scalar node (order of pointwise_scalars())
     ParamLayout params;
     /// The Params struct exceeds the device's kernel parameter limit (PlanTarget::param_limit_bytes): the
@@ -207,6 +224,8 @@ struct PointwisePlan {
     bool params_in_memory = false;
 
     bool has_vector_variant() const { return vector_width > 1; }
+    /// Whether a gather checks its indices: the kernel takes the error word.
+    bool checks_indices() const;
     /// Grid and block for `numel` elements and a variant: grid_x = ceil(numel / (block * elements per
     /// thread)), at most grid_stride_blocks for a grid-stride vector variant. Throws loom::Error when the
     /// grid would exceed 2^31 - 1 blocks.
@@ -230,6 +249,7 @@ struct PointwiseBinding {
         std::int64_t offset = 0;           // elements from the bound tensor's element 0
         std::vector<std::int64_t> coefs;   // per iteration dimension
         std::vector<std::int64_t> dcoefs;  // per derived index
+        std::vector<std::int64_t> pcoefs;  // per gather position
     };
     std::vector<Site> sites;                         // parallel to plan.loads
     std::vector<std::vector<std::int64_t>> outputs;  // per output: its stride per iteration dimension
@@ -238,7 +258,9 @@ struct PointwiseBinding {
         std::vector<std::int64_t> coefs, dcoefs;
     };
     std::vector<Derived> derived;
-    std::vector<ir::ScalarValue> scalars;  // order of pointwise_scalars()
+    std::vector<std::int64_t> gather_extents;  // per gather: the extent of its axis
+    std::vector<std::int64_t> gather_ids;      // per gather: ir::gather_error_id (checked gathers; else 0)
+    std::vector<ir::ScalarValue> scalars;      // order of pointwise_scalars()
 };
 
 struct PlannedPointwise {
@@ -277,11 +299,14 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
 /// Writes the kernel parameter bytes for one call into `out` (at least plan.params.size bytes).
 /// `inputs`: address of element 0 of each bound tensor (order of pointwise_inputs()); `outputs`: the
 /// contiguous output buffers. Load-site offsets (from slices and views) are folded into the pointers.
+/// `error_word`: where checked gathers record an out-of-range index (ErrorWord; the runtime's, see
+/// loom/codegen/plan/gather_error.hpp); null for a plan without one.
 void pack_params(const PointwisePlan& plan, const PointwiseBinding& binding,
                  std::span<const void* const> inputs, std::span<void* const> outputs,
-                 std::span<std::byte> out);
+                 std::span<std::byte> out, void* error_word = nullptr);
 std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBinding& binding,
-                                   std::span<const void* const> inputs, std::span<void* const> outputs);
+                                   std::span<const void* const> inputs, std::span<void* const> outputs,
+                                   void* error_word = nullptr);
 
 /// The address load site `s` reads at the iteration space's element 0: its input's element 0 plus the site's
 /// offset (from slices and views).

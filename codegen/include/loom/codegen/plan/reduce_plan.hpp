@@ -172,7 +172,12 @@ std::size_t accumulator_bytes(const ReduceOpPlan& op);
 std::size_t reduce_params_size(const ReducePlan& plan);
 void pack_reduce_params(const PlannedReduce& pr, std::span<const void* const> inputs,
                         std::span<void* const> el_outputs, std::span<void* const> row_outputs,
-                        std::span<void* const> partials, std::span<std::byte> out);
+                        std::span<void* const> partials, std::span<std::byte> out,
+                        void* error_word = nullptr);
+/// Whether a plan's element or row space has a checked gather (the kernel takes the error word).
+inline bool checks_indices(const ReducePlan& plan) {
+    return plan.element.checks_indices() || plan.row.checks_indices();
+}
 
 /// Launch shape (grid x: row blocks, grid y: blocks per row, block) and whether the vector entry point can
 /// be used with these pointers (`inputs` in PlannedReduce::inputs order; the element outputs).

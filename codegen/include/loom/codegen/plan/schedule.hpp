@@ -71,6 +71,10 @@ struct ScheduleRequest {
 struct KernelPointers {
     std::span<const void* const> inputs;
     std::span<void* const> outputs;
+    /// Where checked gathers record an out-of-range index (ir::GatherErrorWord): the runtime's, given to a
+    /// kernel whose needs ask for it (LaunchNeeds::error_word on the GPU, HostLaunch::error_word on the
+    /// host).
+    void* error_word = nullptr;
 };
 
 /// The inputs of a partition as a back end's schedule sees them: each source's and temporary's slot and

@@ -1,0 +1,269 @@
+// Gathers (take, take_along_axis, index_select, one_hot; docs/semantics.md, "Gathers") on host tensors: the
+// host back end against the CPU reference bit for bit, every dtype of the operand, int32 and int64 indices,
+// negative indices, views as operand and index, broadcast indices, sizes 0, 1, 31, 32, 33 and 4097; fused
+// producers and consumers equal to the unfused kernels bit for bit; an out-of-range index raises loom::Error
+// with the user's line and leaves the outputs as they were; clamp mode; the errors of building a gather.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <functional>
+#include <loom/loom.hpp>
+#include <string>
+#include <vector>
+
+#include "loom/ir/graph.hpp"
+#include "loom/runtime/reference.hpp"
+#include "loom/runtime/testing.hpp"
+
+using namespace loom;
+
+namespace {
+
+const DType kAll[] = {bool_, int8, uint8, int32, int64, float16, bfloat16, float32, float64};
+
+// Random values, never zeros alone: floats normal, integers and bools uniform.
+Tensor random_of(const Shape& s, DType t, std::uint64_t seed) {
+    return testing::random_tensor(
+        s, t, seed, is_float(t) ? testing::Random::normal() : testing::Random::uniform(-100, 100));
+}
+
+// Indices in [-extent, extent) of `dtype`.
+Tensor indices(const Shape& s, DType dtype, std::int64_t extent, std::uint64_t seed) {
+    return testing::random_tensor(
+        s, dtype, seed,
+        testing::Random::uniform(static_cast<double>(-extent), static_cast<double>(extent - 1)));
+}
+
+template <class T>
+Tensor tensor_of(const std::vector<T>& v, const Shape& s) {
+    Tensor t = Tensor::host(s, sizeof(T) == 8 ? int64 : int32);
+    if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(T));
+    return t;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+    const Tensor x = a.clone(), y = b.clone();
+    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
+           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
+}
+
+// Evaluates `y` into a poisoned output and checks it against the reference, bit for bit.
+void check_bits(const Array& y, const char* what) {
+    Tensor out = Tensor::host(y.shape(), y.dtype());
+    testing::poison(out);
+    assign(out, y);
+    const Tensor expected = reference::evaluate(y.node());
+    const testing::Comparison c = testing::compare(out, expected, testing::Tolerance::exact(), what);
+    CHECK_MESSAGE(c.ok, what << ": " << c.message);
+}
+
+std::string error_of(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("take: host back end against the reference, every dtype, int32 and int64 indices, sizes") {
+    for (DType t : kAll) {
+        CAPTURE(name(t));
+        const Tensor x = random_of({33, 5}, t, 1);
+        for (DType it : {int32, int64}) {
+            CAPTURE(name(it));
+            for (std::int64_t m : {0, 1, 31, 32, 33, 4097}) {
+                CAPTURE(m);
+                const Tensor rows = indices({m}, it, 33, static_cast<std::uint64_t>(m) + 2);
+                check_bits(take(x, rows, 0), "take axis 0");
+                const Tensor cols = indices({m}, it, 5, static_cast<std::uint64_t>(m) + 3);
+                check_bits(take(x, cols, -1), "take axis -1");
+            }
+        }
+    }
+}
+
+TEST_CASE("take: negative indices count from the end, an index array of any rank, one index") {
+    const Tensor x = random_of({4, 6}, float32, 4);
+    const std::vector<std::int64_t> iv{-1, -6, 0, 5, 2, -3};
+    const Tensor idx = tensor_of(iv, {2, 3});
+    const Tensor y = take(x, idx, 1);
+    CHECK(y.shape() == Shape{4, 2, 3});
+    const auto xv = x.to_vector<float>(), yv = y.to_vector<float>();
+    for (int r = 0; r < 4; ++r)
+        for (int j = 0; j < 6; ++j) {
+            const std::int64_t c = iv[static_cast<std::size_t>(j)] < 0 ? iv[static_cast<std::size_t>(j)] + 6
+                                                                       : iv[static_cast<std::size_t>(j)];
+            CHECK(yv[static_cast<std::size_t>(r * 6 + j)] == xv[static_cast<std::size_t>(r * 6 + c)]);
+        }
+    // A scalar index drops the axis (NumPy).
+    const Tensor row = take(x, -2, 0);
+    CHECK(row.shape() == Shape{6});
+    CHECK(same_bits(row, x.slice({{2, 3}}).reshape({6})));
+    check_bits(take(x, tensor_of(std::vector<std::int64_t>{-4, 3, 0, 1, -1, 2}, {3, 2}), 0),
+               "take of a [3, 2] index along axis 0");
+}
+
+TEST_CASE("take and take_along_axis: views as the operand and the index") {
+    const Tensor base = random_of({40, 12}, float64, 5);
+    const Tensor xt = base.transposed();                  // [12, 40], strided
+    const Tensor xs = base.slice({{1, 39, 2}, {2, 11}});  // [19, 9], a step
+    const Tensor ib = indices({64}, int32, 12, 6);
+    const Tensor iv = ib.slice({{3, 64, 3}});  // [21], a stride of 3
+    check_bits(take(xt, iv, 0), "take from a transposed view by a strided index");
+    check_bits(take(xs, indices({7}, int64, 9, 7), 1), "take from a sliced view");
+    check_bits(take(xt * 2 + 1, iv, 0) - 3, "take of an elementwise producer, then a consumer");
+    const Tensor ia = indices({19, 4}, int64, 9, 8);
+    check_bits(take_along_axis(xs, ia.transposed().transposed(), 1), "take_along_axis, views");
+}
+
+TEST_CASE("take_along_axis: the index broadcasts against the operand off the axis (NumPy)") {
+    const Tensor x = random_of({4, 7, 5}, float32, 9);
+    const Tensor i1 = indices({4, 3, 1}, int64, 7, 10);  // broadcast along the last axis
+    const Tensor y = take_along_axis(x, i1, 1);
+    CHECK(y.shape() == Shape{4, 3, 5});
+    check_bits(take_along_axis(x, i1, 1), "index [4, 3, 1]");
+    check_bits(take_along_axis(x, indices({1, 3, 5}, int32, 7, 11), 1), "index [1, 3, 5]");
+    const Tensor x1 = random_of({1, 7, 5}, int32, 12);  // the operand broadcasts too
+    const Array z = take_along_axis(x1, indices({4, 2, 5}, int64, 7, 13), -2);
+    CHECK(z.shape() == Shape{4, 2, 5});
+    check_bits(z, "operand [1, 7, 5], index [4, 2, 5]");
+    // The argmax along an axis picks the maximum (NumPy's idiom).
+    const Tensor m = take_along_axis(x, argmax(x, 2, true), 2);
+    CHECK(same_bits(m, Tensor(max(x, 2, true))));
+}
+
+TEST_CASE("index_select and one_hot") {
+    const Tensor x = random_of({6, 4}, bfloat16, 14);
+    const Tensor idx = tensor_of(std::vector<std::int32_t>{3, -1, 0}, {3});
+    const Tensor y = index_select(x, 1, idx);
+    CHECK(y.shape() == Shape{6, 3});
+    CHECK(same_bits(y, Tensor(take(x, idx, 1))));
+    CHECK_THROWS_AS((void)index_select(x, 0, tensor_of(std::vector<std::int64_t>{0, 1}, {1, 2})), Error);
+
+    const std::vector<std::int64_t> labels{2, 0, -1, 9, 4};
+    const Tensor lt = tensor_of(labels, {5});
+    const Tensor h = one_hot(lt, 10, float32);
+    CHECK(h.shape() == Shape{5, 10});
+    const auto hv = h.to_vector<float>();
+    for (int i = 0; i < 5; ++i)
+        for (int c = 0; c < 10; ++c) {
+            const std::int64_t l = labels[static_cast<std::size_t>(i)] < 0
+                                       ? labels[static_cast<std::size_t>(i)] + 10
+                                       : labels[static_cast<std::size_t>(i)];
+            CHECK(hv[static_cast<std::size_t>(i * 10 + c)] == (c == l ? 1.0f : 0.0f));
+        }
+    check_bits(one_hot(lt, 10), "one_hot int64");
+    CHECK(Tensor(one_hot(lt, 10)).dtype() == int64);
+    const std::string msg = error_of([&] { (void)Tensor(one_hot(lt, 9)); });
+    CHECK_MESSAGE(msg.find("one_hot(): index 9 is out of range for an axis of extent 9") != std::string::npos,
+                  msg);
+}
+
+TEST_CASE("gathers fuse with producers and consumers: fused equals unfused bit for bit") {
+    const Tensor table = random_of({300, 64}, float32, 15);
+    const Tensor w = random_of({64}, float32, 16), b = random_of({64}, float32, 17);
+    const Tensor ids = indices({77}, int64, 300, 18);
+    const auto graph = [&] { return layernorm(take(table, ids, 0), w, b, 1e-5); };
+    const Tensor fused = graph();
+    Tensor unfused;
+    {
+        OptionsScope off({.fusion = false});
+        unfused = graph();
+    }
+    CHECK(same_bits(fused, unfused));
+    check_bits(graph(), "layernorm(take(table, ids, 0))");
+    // One kernel: the gathered rows are read by the normalization kernel itself.
+    const std::string plan = explain({graph()});
+    CHECK_MESSAGE(plan.find("kernel 1") == std::string::npos, plan);
+    // An elementwise producer of the operand and of the index, and a consumer.
+    const auto g2 = [&] { return relu(take(table * 0.5 + 1, (ids + 1) % 300, 0)) * 2; };
+    const Tensor f2 = g2();
+    Tensor u2;
+    {
+        OptionsScope off({.fusion = false});
+        u2 = g2();
+    }
+    CHECK(same_bits(f2, u2));
+    // A gather of a reduced value at other rows than its own: the reduction is materialized first.
+    const Tensor r = random_of({40, 16}, float32, 26);
+    check_bits(Array(r) - take(sum(r, 1, true), indices({40}, int32, 40, 27), 0), "x - take(sum(x), ids)");
+}
+
+TEST_CASE("gathers: an out-of-range index raises with the user's line and leaves the outputs untouched") {
+    const Tensor x = random_of({33, 8}, float32, 19);
+    const Tensor w = random_of({8}, float32, 20), b = random_of({8}, float32, 21);
+    for (std::int64_t bad : {33, -34, 1000000}) {
+        CAPTURE(bad);
+        std::vector<std::int64_t> iv(100, 3);
+        iv[57] = bad;
+        const Tensor idx = tensor_of(iv, {100});
+        Tensor out = Tensor::host({100, 8}, float32);
+        testing::poison(out);
+        const Tensor before = out.clone();
+        const int line = __LINE__ + 1;
+        const Array y = take(x, idx, 0);
+        const std::string expect =
+            fmt::format("take(): index {} is out of range for an axis of extent 33", bad);
+        std::string msg = error_of([&] { assign(out, y); });
+        CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
+        CHECK_MESSAGE(msg.find(fmt::format("test_gather.cpp:{}", line)) != std::string::npos, msg);
+        CHECK(same_bits(out, before));
+        // Fused into a normalization, and on the reference.
+        Tensor out2 = Tensor::host({100, 8}, float32);
+        testing::poison(out2);
+        const Tensor before2 = out2.clone();
+        msg = error_of([&] { assign(out2, layernorm(y, w, b, 1e-5)); });
+        CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
+        CHECK(same_bits(out2, before2));
+        msg = error_of([&] { (void)reference::evaluate(y.node()); });
+        CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
+        // The runtime is usable after the error.
+        iv[57] = 5;
+        const Tensor good = take(x, tensor_of(iv, {100}), 0);
+        CHECK(same_bits(good.slice({{57, 58}}), x.slice({{5, 6}})));
+    }
+    // int32 indices, a take_along_axis.
+    const Tensor i32 = tensor_of(std::vector<std::int32_t>{0, 1, 8}, {1, 3});
+    const std::string msg = error_of([&] { (void)Tensor(take_along_axis(x, i32, 1)); });
+    CHECK_MESSAGE(
+        msg.find("take_along_axis(): index 8 is out of range for an axis of extent 8") != std::string::npos,
+        msg);
+}
+
+TEST_CASE("gathers: clamp mode moves an out-of-range index to the nearer end") {
+    const Tensor x = random_of({9, 3}, int64, 22);
+    const std::vector<std::int64_t> iv{-100, -10, -9, -1, 0, 8, 9, 500};
+    const std::vector<std::int64_t> at{0, 0, 0, 8, 0, 8, 8, 8};
+    const Tensor idx = tensor_of(iv, {8});
+    const Tensor y = take(x, idx, 0, IndexMode::Clamp);
+    const Tensor expected = take(x, tensor_of(at, {8}), 0);
+    CHECK(same_bits(y, expected));
+    check_bits(take(x, idx, 0, IndexMode::Clamp), "clamp");
+    check_bits(take_along_axis(x, indices({9, 5}, int32, 40, 23), 1, IndexMode::Clamp), "clamp along axis");
+}
+
+TEST_CASE("gathers: errors of building one") {
+    const Tensor x = random_of({4, 3}, float32, 24);
+    const Tensor fi = random_of({2}, float32, 25);
+    CHECK(error_of([&] { (void)take(x, fi, 0); }).find("take(): indices must be int32 or int64") !=
+          std::string::npos);
+    CHECK(error_of([&] {
+              (void)take(x, tensor_of(std::vector<std::int64_t>{0}, {1}), 2);
+          }).find("take(): axis 2 is out of range") != std::string::npos);
+    CHECK(error_of([&] {
+              (void)take(Tensor::host({0, 3}, float32), tensor_of(std::vector<std::int64_t>{0}, {1}), 0);
+          }).find("there is no element to take") != std::string::npos);
+    CHECK(error_of([&] {
+              (void)take_along_axis(x, tensor_of(std::vector<std::int64_t>{0}, {1}), 0);
+          }).find("must have the rank of the operand") != std::string::npos);
+    // The IR prints the op with its axis, its mode and the function that built it.
+    const std::string text =
+        ir::print({take(x, tensor_of(std::vector<std::int32_t>{1}, {1}), 1, IndexMode::Clamp).node()});
+    CHECK_MESSAGE(text.find("gather") != std::string::npos, text);
+    CHECK_MESSAGE(text.find("axis=1 clamp (take)") != std::string::npos, text);
+    // An empty take from an empty axis is fine.
+    CHECK(Tensor(take(Tensor::host({0, 3}, float32), Tensor::host({0}, int32), 0)).shape() == Shape{0, 3});
+}
