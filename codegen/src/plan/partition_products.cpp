@@ -278,6 +278,8 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                 const bool half =
                     m->operand(0)->dtype() == DType::Float16 || m->operand(0)->dtype() == DType::BFloat16;
                 std::string why = !options.fusion ? std::string("fusion is off")
+                                  : options.operands_from_memory
+                                      ? std::string("the host's product packs its operands from memory")
                                   : options.half_operands_from_memory && half
                                       ? std::string(
                                             "the product runs on Hopper's wgmma, whose operands the tensor "
