@@ -250,6 +250,29 @@ struct ProductEmitter {
 
     std::string zero() const { return is_int ? "0" : "0.0"; }
 
+    // The packed layout (host_plan.hpp, HostProduct): an operand's panels of `width` values per k, K step by
+    // K step: step s (k in [256 s, 256 s + kc)) holds every panel's kc values of k, panel after panel, so
+    // that the panels a block walks in one step lie one after the other. The element offset of (panel, k)
+    // within a batch entry's panels.
+    std::string packed_at(Builder& b, const std::string& K, const std::string& panels,
+                          const std::string& panel, const std::string& k, int width) {
+        const std::string k0 = b.let("pk.k0", fmt::format("and i64 {}, {}", k, -kHostProductDepth));
+        const std::string kk = b.let("pk.kk", fmt::format("and i64 {}, {}", k, kHostProductDepth - 1));
+        const std::string left = b.let("pk.left", fmt::format("sub i64 {}, {}", K, k0));
+        const std::string kc = b.intrinsic("pk.kc", "llvm.umin", "i64", 1,
+                                           {"i64 " + left, fmt::format("i64 {}", kHostProductDepth)});
+        return step_panel(b, panels, panel, k0, kc, kk, width);
+    }
+    // The element offset of panel `panel`'s value k0 + kk in the K step from k0 (kc values of k).
+    std::string step_panel(Builder& b, const std::string& panels, const std::string& panel,
+                           const std::string& k0, const std::string& kc, const std::string& kk, int width) {
+        const std::string s0 = b.let("pk.s0", fmt::format("mul i64 {}, {}", k0, panels));
+        const std::string s1 = b.let("pk.s1", fmt::format("mul i64 {}, {}", panel, kc));
+        const std::string s2 = b.let("pk.s2", fmt::format("add i64 {}, {}", s0, s1));
+        const std::string s3 = kk == "0" ? s2 : b.let("pk.s3", fmt::format("add i64 {}, {}", s2, kk));
+        return b.let("pk.at", fmt::format("mul i64 {}, {}", s3, width));
+    }
+
     // <name>_pack(p, begin, end): panels [begin, end) of A's panels, then B's.
     void pack() {
         Function f(m);
@@ -281,9 +304,10 @@ struct ProductEmitter {
                     p.a_batched ? b.let("a.ip", fmt::format("urem i64 {}, {}", u, rowp)) : u;
                 const std::string off = batch_offset(b, batch, 1);
                 const std::string src = b.let("a.src", gep(S, A, off));
-                const std::string po = b.let("a.po", fmt::format("mul i64 {}, {}", u, K));
-                const std::string po2 = b.let("a.po2", fmt::format("mul i64 {}, {}", po, MR));
-                const std::string dst = b.let("a.dst", gep(T, Ap, po2));
+                const std::string po = b.let("a.po", fmt::format("mul i64 {}, {}", batch, rowp));
+                const std::string po1 = b.let("a.po1", fmt::format("mul i64 {}, {}", po, K));
+                const std::string po2 = b.let("a.po2", fmt::format("mul i64 {}, {}", po1, MR));
+                const std::string dst = b.let("a.dst", gep(T, Ap, po2), "the batch entry's A panels");
                 const std::string row0 = b.let("row0", fmt::format("mul i64 {}, {}", ip, MR));
                 std::vector<std::string> valid, roff;
                 for (int r = 0; r < MR; ++r) {
@@ -299,7 +323,7 @@ struct ProductEmitter {
                 }
                 b.for_range("ak", "0", K, 1, [&](const std::string& k) {
                     const std::string ko = b.let("ak.off", fmt::format("mul i64 {}, {}", k, sak));
-                    const std::string dk = b.let("ak.dst", fmt::format("mul i64 {}, {}", k, MR));
+                    const std::string dk = packed_at(b, K, rowp, ip, k, MR);
                     for (int r = 0; r < MR; ++r) {
                         const std::string at = b.let(
                             "a.at", fmt::format("add i64 {}, {}", roff[static_cast<std::size_t>(r)], ko));
@@ -319,7 +343,7 @@ struct ProductEmitter {
             }
             // B's panel: nr columns, k-major; whole vectors where the columns are contiguous and all exist.
             f.label(lb);
-            std::string u2, dst, src, col0;
+            std::string u2, dst, src, col0, jpanel;
             {
                 u2 = b.let("b.u", fmt::format("sub i64 {}, {}", u, a_units));
                 const std::string batch =
@@ -328,9 +352,11 @@ struct ProductEmitter {
                     p.b_batched ? b.let("b.jp", fmt::format("urem i64 {}, {}", u2, colp)) : u2;
                 const std::string off = batch_offset(b, batch, 2);
                 src = b.let("b.src", gep(S, B, off));
-                const std::string po = b.let("b.po", fmt::format("mul i64 {}, {}", u2, K));
-                const std::string po2 = b.let("b.po2", fmt::format("mul i64 {}, {}", po, NR));
-                dst = b.let("b.dst", gep(T, Bp, po2));
+                const std::string po = b.let("b.po", fmt::format("mul i64 {}, {}", batch, colp));
+                const std::string po1 = b.let("b.po1", fmt::format("mul i64 {}, {}", po, K));
+                const std::string po2 = b.let("b.po2", fmt::format("mul i64 {}, {}", po1, NR));
+                dst = b.let("b.dst", gep(T, Bp, po2), "the batch entry's B panels");
+                jpanel = jp;
                 col0 = b.let("col0", fmt::format("mul i64 {}, {}", jp, NR));
                 const std::string colend = b.let("col.end", fmt::format("add i64 {}, {}", col0, NR));
                 const std::string whole = b.let("b.whole", fmt::format("icmp sle i64 {}, {}", colend, N));
@@ -342,7 +368,7 @@ struct ProductEmitter {
             b.for_range("bkv", "0", K, 1, [&](const std::string& k) {
                 const std::string ko = b.let("bk.off", fmt::format("mul i64 {}, {}", k, sbk));
                 const std::string base = b.let("bk.base", fmt::format("add i64 {}, {}", ko, col0));
-                const std::string dk = b.let("bk.dst", fmt::format("mul i64 {}, {}", k, NR));
+                const std::string dk = packed_at(b, K, colp, jpanel, k, NR);
                 for (int v = 0; v < V; ++v) {
                     const std::string at = b.let("b.at", fmt::format("add i64 {}, {}", base, v * W));
                     const std::string ptr = b.let("b.ptr", gep(S, src, at));
@@ -372,7 +398,7 @@ struct ProductEmitter {
                     const std::string w = widen(b, x, 1);
                     const std::string v =
                         b.let("b.v", fmt::format("select i1 {}, {} {}, {} {}", valid, T, w, T, zero()));
-                    const std::string dk = b.let("bk.dst", fmt::format("mul i64 {}, {}", k, NR));
+                    const std::string dk = packed_at(b, K, colp, jpanel, k, NR);
                     const std::string d = b.let("b.d", fmt::format("add i64 {}, {}", dk, c));
                     const std::string dp = b.let("b.dp", gep(T, dst, d));
                     f.emit(fmt::format("store {} {}, ptr {}, align {}", T, v, dp, acc_bytes()));
@@ -457,16 +483,16 @@ struct ProductEmitter {
             const std::string jpn = b.let("jpn", fmt::format("udiv i64 {}, {}", jpn0, NR));
             const std::string ab =
                 p.a_batched ? b.let("a.b", fmt::format("mul i64 {}, {}", batch, rowp)) : "0";
-            const std::string ap0 = b.let("a.p0", fmt::format("mul i64 {}, {}", ib, kHostProductBlockPanels));
-            const std::string ap1 = b.let("a.p1", fmt::format("add i64 {}, {}", ab, ap0));
-            const std::string ap2 = b.let("a.p2", fmt::format("mul i64 {}, {}", ap1, KMR));
-            const std::string abase = b.let("a.base", gep(T, Ap, ap2), "the block's first A panel");
+            const std::string ap2 = p.a_batched ? b.let("a.p2", fmt::format("mul i64 {}, {}", ab, KMR)) : "0";
+            const std::string abase = b.let("a.base", gep(T, Ap, ap2), "the batch entry's A panels");
+            const std::string ap0 = b.let("a.p0", fmt::format("mul i64 {}, {}", ib, kHostProductBlockPanels),
+                                          "the block's first A panel");
             const std::string bb =
                 p.b_batched ? b.let("b.b", fmt::format("mul i64 {}, {}", batch, colp)) : "0";
-            const std::string bp0 = b.let("b.p0", fmt::format("mul i64 {}, {}", jb, kHostProductBlockPanels));
-            const std::string bp1 = b.let("b.p1", fmt::format("add i64 {}, {}", bb, bp0));
-            const std::string bp2 = b.let("b.p2", fmt::format("mul i64 {}, {}", bp1, KNR));
-            const std::string bbase = b.let("b.base", gep(T, Bp, bp2), "the block's first B panel");
+            const std::string bp2 = p.b_batched ? b.let("b.p2", fmt::format("mul i64 {}, {}", bb, KNR)) : "0";
+            const std::string bbase = b.let("b.base", gep(T, Bp, bp2), "the batch entry's B panels");
+            const std::string bp0 = b.let("b.p0", fmt::format("mul i64 {}, {}", jb, kHostProductBlockPanels),
+                                          "the block's first B panel");
             const std::string bm = b.let("b.m", fmt::format("mul i64 {}, {}", batch, M));
             const std::string bmi = b.let("b.mi", fmt::format("add i64 {}, {}", bm, i0));
             const std::string out0 = b.let("out0", fmt::format("mul i64 {}, {}", bmi, N));
@@ -496,15 +522,13 @@ struct ProductEmitter {
                         const std::string start = b.let("start", fmt::format("icmp eq i64 {}, {}", kb, k0),
                                                         "the chunk's first K step: from +0");
                         b.for_range("jj", "0", jpn, 1, [&](const std::string& jj) {
-                            const std::string bo0 = b.let("bo", fmt::format("mul i64 {}, {}", jj, K));
-                            const std::string bo1 = b.let("bo", fmt::format("add i64 {}, {}", bo0, kb));
-                            const std::string bo2 = b.let("bo", fmt::format("mul i64 {}, {}", bo1, NR));
+                            const std::string jp = b.let("jp", fmt::format("add i64 {}, {}", bp0, jj));
+                            const std::string bo2 = step_panel(b, colp, jp, kb, kc, "0", NR);
                             const std::string bptr = b.let("bptr", gep(T, bbase, bo2));
                             const std::string co = b.let("co", fmt::format("mul i64 {}, {}", jj, NR));
                             b.for_range("ii", "0", ipn, 1, [&](const std::string& ii) {
-                                const std::string ao0 = b.let("ao", fmt::format("mul i64 {}, {}", ii, K));
-                                const std::string ao1 = b.let("ao", fmt::format("add i64 {}, {}", ao0, kb));
-                                const std::string ao2 = b.let("ao", fmt::format("mul i64 {}, {}", ao1, MR));
+                                const std::string ip = b.let("ip", fmt::format("add i64 {}, {}", ap0, ii));
+                                const std::string ao2 = step_panel(b, rowp, ip, kb, kc, "0", MR);
                                 const std::string aptr = b.let("aptr", gep(T, abase, ao2));
                                 const std::string cr =
                                     b.let("cr", fmt::format("mul i64 {}, {}", ii, MR * BC));

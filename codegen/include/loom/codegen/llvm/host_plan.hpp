@@ -123,8 +123,10 @@ struct HostReduction {
 /// Two passes. The first packs the operands into workspaces, converted to the accumulation type: A in
 /// panels of kHostProductRows rows (k-major, `mr` values per k), B in panels of `nr` columns (`nr` values
 /// per k), the rows and columns past M and N zero (their outputs are never stored), once per batch entry an
-/// operand varies over. The second takes blocks of block_rows x block_cols outputs of one batch entry: per
-/// chunk of kProductChunk, per K step of kHostProductDepth, it runs a micro tile of mr x nr accumulators
+/// operand varies over; K step by K step (every panel's values of one step of kHostProductDepth together,
+/// so that the panels a block walks in one step lie one after the other, a stream the prefetchers follow).
+/// The second takes blocks of block_rows x block_cols outputs of one batch entry: per chunk of kProductChunk,
+/// per K step of kHostProductDepth, it runs a micro tile of mr x nr accumulators
 /// (`nr` / lanes vectors per row, each lane its own output column) over each panel pair, one fma per k in
 /// ascending k, the accumulators starting from +0 at the chunk's start and reloaded from the block's scratch
 /// tile (where the previous K step stored them) after it, so each output accumulates its chunk as one fma
