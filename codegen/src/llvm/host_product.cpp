@@ -225,8 +225,12 @@ std::optional<HostProduct> plan_host_product(const FusedKernel& k, const LayoutO
                               ? InputLayout{p.acc, contiguous_strides(m->shape()), false}
                               : layout_of(*in));
     }
-    p.epilogue =
-        plan_pointwise(p.epilogue_outputs, layouts, target.plan_target(), PointwiseUse::ReductionSpace);
+    try {
+        p.epilogue =
+            plan_pointwise(p.epilogue_outputs, layouts, target.plan_target(), PointwiseUse::ReductionSpace);
+    } catch (const Error&) {
+        return std::nullopt;  // outputs of different shapes: the reference runs the kernel
+    }
 
     // Tasks: about 64 Ki values packed per task; one block of outputs per task.
     const std::int64_t a_units = (p.a_batched ? p.batches : 1) * p.row_panels(),
