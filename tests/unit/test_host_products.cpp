@@ -129,6 +129,8 @@ TEST_CASE("host products: transposed, sliced, reversed and batch-broadcast opera
     const Tensor A21 = random({2, 1, 13, 70}, float32, seed++);
     require_reference_bits(matmul(Array(A3), Array(B)), "[3, 13, 70] x [70, 45]");
     require_reference_bits(matmul(Array(A21), Array(B3)), "[2, 1, 13, 70] x [3, 70, 45]");
+    require_reference_bits(matmul(Array(A).slice({{0, 13}}), Array(B3)),
+                           "[13, 70] x [3, 70, 45] (A broadcast)");
     require_reference_bits(matmul(Array(B3).permute({0, 2, 1}), Array(A3).permute({0, 2, 1})),
                            "[3, 45, 70] x [3, 70, 13] transposed views");
 }
