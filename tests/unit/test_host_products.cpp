@@ -143,6 +143,7 @@ TEST_CASE("host products: matrix-vector and vector-matrix products") {
             w(random({37}, dt, seed++));
         const Array mv = matmul(m, v), vm = matmul(w, m), vv = matmul(v, v);
         CHECK(product_on_llvm(mv));
+        CHECK(explain({mv}).find("computed as the vector times the matrix's transpose") != std::string::npos);
         require_reference_bits(mv, fmt::format("{} [37, 300] x [300]", name(dt)));
         require_reference_bits(vm, fmt::format("{} [37] x [37, 300]", name(dt)));
         require_reference_bits(vv, fmt::format("{} [300] x [300]", name(dt)));

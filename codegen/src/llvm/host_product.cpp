@@ -144,7 +144,7 @@ std::uint64_t HostProduct::hash() const {
         h.add(static_cast<std::uint64_t>(v));
     for (std::int64_t v : a_strides) h.add(static_cast<std::uint64_t>(v));
     for (std::int64_t v : b_strides) h.add(static_cast<std::uint64_t>(v));
-    h.add((a_batched ? 1u : 0u) | (b_batched ? 2u : 0u));
+    h.add((a_batched ? 1u : 0u) | (b_batched ? 2u : 0u) | (swapped ? 4u : 0u));
     return h.digest();
 }
 
@@ -153,10 +153,10 @@ bool HostProduct::operator==(const HostProduct& o) const {
            M == o.M && N == o.N && K == o.K && batches == o.batches && chunks == o.chunks &&
            batch == o.batch && a_strides == o.a_strides && b_strides == o.b_strides &&
            a_offset == o.a_offset && b_offset == o.b_offset && a_batched == o.a_batched &&
-           b_batched == o.b_batched && inputs == o.inputs && epilogue.plan == o.epilogue.plan &&
-           pack_task == o.pack_task && pack_units == o.pack_units && pack_tasks == o.pack_tasks &&
-           row_blocks == o.row_blocks && col_blocks == o.col_blocks && tasks == o.tasks &&
-           structural_key(epilogue_outputs) == structural_key(o.epilogue_outputs);
+           b_batched == o.b_batched && swapped == o.swapped && inputs == o.inputs &&
+           epilogue.plan == o.epilogue.plan && pack_task == o.pack_task && pack_units == o.pack_units &&
+           pack_tasks == o.pack_tasks && row_blocks == o.row_blocks && col_blocks == o.col_blocks &&
+           tasks == o.tasks && structural_key(epilogue_outputs) == structural_key(o.epilogue_outputs);
 }
 
 std::string HostProduct::to_string() const {
@@ -170,9 +170,10 @@ std::string HostProduct::to_string() const {
         "in "
         "ascending k from +0), blocks of {}x{} outputs stepping {} k at a time, the accumulators stored in "
         "the block's scratch tile between steps and reloaded; {}; operands packed into panels first "
-        "({} tasks of {} panels), then {} tasks of one block",
+        "({} tasks of {} panels), then {} tasks of one block{}",
         mr, nr, nr / lanes, lanes, block_rows(), block_cols(), kHostProductDepth, chunk_text, pack_tasks,
-        pack_task, tasks);
+        pack_task, tasks,
+        swapped ? "; a matrix times a vector, computed as the vector times the matrix's transpose" : "");
 }
 
 std::optional<HostProduct> plan_host_product(const FusedKernel& k, const LayoutOf& layout_of,
@@ -198,6 +199,18 @@ std::optional<HostProduct> plan_host_product(const FusedKernel& k, const LayoutO
     p.b_strides = b->strides;
     p.a_offset = a->offset;
     p.b_offset = b->offset;
+    if (p.N == 1 && p.M > 1) {
+        // A matrix times a vector: the kernel computes the transposed product, the vector times the matrix's
+        // transpose (C^T = B^T A^T: M' = 1, N' = M), whose outputs lie in the same order. Each output's sum
+        // is the same fma chain (a product of two values does not depend on their order), and a micro tile
+        // then has one row of outputs in 6 instead of one column in 16.
+        p.swapped = true;
+        std::swap(p.M, p.N);
+        std::swap(p.a_strides, p.b_strides);
+        std::swap(p.a_offset, p.b_offset);
+        std::swap(p.a_strides[r - 2], p.a_strides[r - 1]);
+        std::swap(p.b_strides[r - 2], p.b_strides[r - 1]);
+    }
     for (std::size_t d = 0; d + 2 < r; ++d) {
         p.a_batched = p.a_batched || (p.batch[d] > 1 && p.a_strides[d] != 0);
         p.b_batched = p.b_batched || (p.batch[d] > 1 && p.b_strides[d] != 0);
@@ -289,8 +302,11 @@ void HostFamily<HostProduct>::pack(const HostProduct& s, KernelPointers p, std::
         at += 8;
     };
     const std::size_t in_bytes = itemsize(s.in);
-    const auto* a = static_cast<const char*>(p.inputs[0]) + s.a_offset * static_cast<std::int64_t>(in_bytes);
-    const auto* b = static_cast<const char*>(p.inputs[1]) + s.b_offset * static_cast<std::int64_t>(in_bytes);
+    // The kernel's A and B: the product's operands, or B's and A's for a swapped (transposed) product.
+    const auto* a = static_cast<const char*>(p.inputs[s.swapped ? 1 : 0]) +
+                    s.a_offset * static_cast<std::int64_t>(in_bytes);
+    const auto* b = static_cast<const char*>(p.inputs[s.swapped ? 0 : 1]) +
+                    s.b_offset * static_cast<std::int64_t>(in_bytes);
     const std::size_t r = static_cast<std::size_t>(s.rank);
     put(a);
     put(b);

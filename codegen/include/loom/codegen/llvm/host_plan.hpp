@@ -147,6 +147,10 @@ struct HostProduct {
     std::int64_t a_offset = 0, b_offset = 0;
     bool a_batched = false,
          b_batched = false;  // the operand varies over the batch entries (packed per entry)
+    /// A matrix times a vector (N = 1 < M): the kernel computes the transposed product B^T A^T (its outputs
+    /// in the same order), so M, N, the strides and offsets above are the transposed product's, its A the
+    /// product's B (inputs[1]) and its B the product's A (inputs[0]).
+    bool swapped = false;
     /// The kernel's inputs: A's, B's, then the epilogue's in pointwise_inputs order (the placeholder among
     /// them; it reads no memory).
     std::vector<const ir::Node*> inputs;
