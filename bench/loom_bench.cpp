@@ -4,8 +4,8 @@
 // Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]
 // An id of --only that no workload has, like a workload that throws, is reported NOT RUN and fails the run
 // (exit 1); without a GPU the exit is 77 (skipped) unless something failed.
-// The host workloads (CE1, CR1, CR3, CF1) run first and need no GPU: `--only CE1,CR1,CR3,CF1` runs them
-// alone, through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a
+// The host workloads (CE1, CR1, CR3, CF1, CM1) run first and need no GPU: `--only CE1,CR1,CR3,CF1,CM1` runs
+// them alone, through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a
 // hand-written read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the
 // LLVM back end) measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
 // T1, T2, S1 and S2 (transposes and stencils) run as tiled kernels (docs/performance.md). M1, M3, M5 and M6
@@ -100,6 +100,15 @@ void report_flops(const std::string& workload, const std::string& method, double
     g_rows.push_back({workload, method, ms, gbs, -1, {}, tf});
     fmt::print("{:16s} {:14s} {:9.4f} ms {}{:9.1f} TFLOP/s\n", workload, method, ms,
                bytes > 0 ? fmt::format("{:9.1f} GB/s", gbs) : std::string(), tf);
+    std::fflush(stdout);
+}
+
+// A host matrix product's row: GFLOP/s of `flops`, as cpu_peers.py prints its peers' (the JSON keeps
+// TFLOP/s).
+void report_gflops(const std::string& workload, const std::string& method, double ms, double flops) {
+    const double gf = flops / ms / 1e6;
+    g_rows.push_back({workload, method, ms, 0, -1, {}, gf / 1e3});
+    fmt::print("{:16s} {:14s} {:9.4f} ms {:9.1f} GFLOP/s\n", workload, method, ms, gf);
     std::fflush(stdout);
 }
 
@@ -389,8 +398,8 @@ void bench_host_compile() {
     clear_host_kernel_cache();
 }
 
-// The host workloads (CE1, CR1, CR3, CF1): host tensors through the back end that host tensors use (the LLVM
-// back end, or the reference when LOOM_CPU_BACKEND=reference or its module is missing; the method says
+// The host workloads (CE1, CR1, CR3, CF1, CM1): host tensors through the back end that host tensors use (the
+// LLVM back end, or the reference when LOOM_CPU_BACKEND=reference or its module is missing; the method says
 // which), and the CPU reference interpreter beside it (method "reference", fewer repetitions: it is slow).
 // No GPU needed; cpu_peers.py measures the peers and COPY_cpu.
 void bench_host(const BenchOptions& opt) {
@@ -456,6 +465,21 @@ void bench_host(const BenchOptions& opt) {
     if (opt.wants("CF1")) {
         Tensor x = random_normal({4096, 4096}, float32, 4, cpu);
         both("CF1", softmax(x), Tensor::host({4096, 4096}, float32), 8.0 * static_cast<double>(N / 4));
+    }
+    if (opt.wants("CM1")) {
+        // A 2048^3 float32 product (2 n^3 FLOP) with the contract's bits, beside cpu_peers.py's NumPy (BLAS)
+        // and Dr.Jit; the reference once.
+        const std::int64_t n = 2048;
+        const double flops = 2.0 * static_cast<double>(n * n * n);
+        Tensor a = random_normal({n, n}, float32, 6, cpu), b = random_normal({n, n}, float32, 7, cpu);
+        const Array y = matmul(Array(a), Array(b));
+        Tensor out = Tensor::host({n, n}, float32);
+        assign(out, y);
+        check({y}, {out}, "CM1");
+        report_gflops("CM1_matmul_f32", method, host_median_ms([&] { assign(out, y); }, reps), flops);
+        const std::vector<ir::NodePtr> roots{y.node()};
+        report_gflops("CM1_matmul_f32", "reference",
+                      host_median_ms([&] { (void)reference::evaluate(roots); }, 1), flops);
     }
     if (opt.wants("CC1") && hb.llvm) bench_host_compile();
 }
@@ -1154,7 +1178,7 @@ bool parse_args(int argc, char** argv, BenchOptions& opt) {
 // The ids `--only` may name: the host workloads', C1 and COPY, and every GPU workload's (the part before
 // '_').
 std::set<std::string> known_ids() {
-    std::set<std::string> ids = {"CE1", "CR1", "CR3", "CF1", "CC1", "READ", "C1", "COPY"};
+    std::set<std::string> ids = {"CE1", "CR1", "CR3", "CF1", "CM1", "CC1", "READ", "C1", "COPY"};
     for (const GpuWorkload& w : gpu_workloads())
         for (const std::string& id : w.ids) ids.insert(id.substr(0, id.find('_')));
     return ids;
@@ -1186,7 +1210,7 @@ int main(int argc, char** argv) {
     }
     g_check = opt.check;
     if (!check_ids(opt)) g_failed = true;
-    // The host workloads first: they need no GPU (--only CE1,CR1,CR3,CF1 runs them alone).
+    // The host workloads first: they need no GPU (--only CE1,CR1,CR3,CF1,CM1 runs them alone).
     bool host_only = !opt.only.empty();
     for (const std::string& id : opt.only)
         host_only = host_only && id.size() > 1 && id[0] == 'C' && id != "C1";

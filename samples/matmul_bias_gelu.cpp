@@ -10,7 +10,7 @@
 // the CPU reference, evaluated on those rows of A alone (each output's order of summation depends on K only,
 // so a row of A @ B is the same sum either way): the pre-activation A @ B + bias bit for bit, y within the
 // ulps the contract allows GELU; then prints TFLOP/s (2 n^3 flops; CUDA events, the median of 20 calls after
-// warm-up). Without one: the host plan (the product and its epilogue on the CPU reference), the GPU kernel
+// warm-up). Without one: the host plan (the product and its epilogue on the LLVM back end), the GPU kernel
 // compiled with NVRTC, the same checks for a small matrix on the host, and a note that no GPU was found.
 // Arguments: [n] (default 4096 with a GPU, 256 without).
 #include <algorithm>
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     const bool ok = exact.ok && act.ok && same.ok;
     if (!gpu) {
         std::printf(
-            "no CUDA GPU was found: evaluated on the host (the product on the CPU reference), not on a "
+            "no CUDA GPU was found: evaluated on the host (the product on the host back end), not on a "
             "GPU\n");
         return ok ? 0 : 1;
     }

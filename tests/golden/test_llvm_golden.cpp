@@ -138,3 +138,21 @@ TEST_CASE("golden llvm: comments leave the disk cache key") {
     CHECK(a[0].ir != b[0].ir);
     CHECK(codegen::strip_llvm_comments(a[0].ir) == codegen::strip_llvm_comments(b[0].ir));
 }
+
+TEST_CASE("golden llvm: a float32 product with a bias and GELU (CM1's kernel, its epilogue fused)") {
+    const Array x(ir::input(float32, {2048, 2048}, "x")), w(ir::input(float32, {2048, 2048}, "w")),
+        bias(ir::input(float32, {2048}, "bias"));
+    const auto ks = llvm_kernels({gelu(matmul(x, w) + bias)}, "cm1_matmul_bias_gelu");
+    REQUIRE(ks.size() == 1);
+    golden::check_text("cm1_matmul_bias_gelu", ks[0].ir, ".ll");
+    CHECK(ks[0].entry == "cm1_matmul_bias_gelu");
+    CHECK(ks[0].partials_entry == "cm1_matmul_bias_gelu_pack");
+    CHECK(contains(ks[0].ir, "define internal void @cm1_matmul_bias_gelu_micro("));
+    // Two vectors of 16 lanes per row of the micro tile, one fma per k: no fast-math flag, no reassociation.
+    CHECK(contains(ks[0].ir, "call <16 x float> @llvm.fma.v16f32("));
+    CHECK(!contains(ks[0].ir, "fast"));
+    CHECK(!contains(ks[0].ir, "reassoc"));
+    CHECK(!contains(ks[0].ir, "contract"));
+    CHECK(contains(ks[0].ir, "; gelu (test_llvm_golden.cpp:"));  // the epilogue's ops with the user's lines
+    compile_with_module(ks[0]);
+}

@@ -286,6 +286,18 @@ HostKernel schedule_on_reference(const FusedKernel& k, const ScheduleInputs& in)
     return h;
 }
 
+// A product kernel: the host's product family when plan_host_product takes it, else the reference.
+HostKernel schedule_product(const FusedKernel& k, const ScheduleInputs& in, const HostRequest& r) {
+    std::optional<HostProduct> p = plan_host_product(k, in.layout_of(), r.target);
+    if (!p) return schedule_on_reference(k, in);
+    HostKernel h;
+    for (const ir::Node* input : p->inputs)
+        h.reads.push_back(input == p->accumulators.get() ? Slot{Slot::Kind::Index, 0} : in.slot(input));
+    h.key = with(p->code_hash(), r.base);
+    h.schedule = std::move(*p);
+    return h;
+}
+
 HostKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const HostRequest& r) {
     switch (k.family) {
         case Family::Pointwise:
@@ -295,7 +307,7 @@ HostKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const
         case Family::Reduction:
             return schedule_reduction(k, in, r);
         case Family::MatMul:
-            return schedule_on_reference(k, in);
+            return schedule_product(k, in, r);
     }
     throw InternalError(
         fmt::format("plan_host(): kernel {} of the partition is of family {}, which the host "
@@ -315,6 +327,7 @@ const HostSchedule* schedule_of(const HostKernel& k) {
 Family HostKernel::family() const {
     if (std::holds_alternative<HostPointwise>(schedule)) return Family::Pointwise;
     if (std::holds_alternative<HostReduction>(schedule)) return Family::Reduction;
+    if (std::holds_alternative<HostProduct>(schedule)) return Family::MatMul;
     return std::get<HostReference>(schedule).family;
 }
 
@@ -332,6 +345,7 @@ bool HostKernel::operator==(const HostKernel& o) const {
         const auto& t = std::get<HostReduction>(o.schedule);
         return s->planned.plan == t.planned.plan && s->schedule == t.schedule;
     }
+    if (const auto* s = std::get_if<HostProduct>(&schedule)) return *s == std::get<HostProduct>(o.schedule);
     return true;
 }
 
@@ -343,6 +357,7 @@ std::uint64_t HostPlan::hash() const {
     for (const HostKernel& k : kernels) {
         h.add(k.key);
         if (const HostSchedule* s = schedule_of(k)) h.add(s->hash());
+        if (const auto* p = std::get_if<HostProduct>(&k.schedule)) h.add(p->hash());
     }
     h.add(sources);
     for (int r : reads) h.add(static_cast<std::uint64_t>(r));
@@ -388,6 +403,8 @@ HostPlan plan_host(const std::vector<ir::NodePtr>& roots, std::span<const ir::No
     // The host reads with unaligned vector loads: every layout plans as not 16-byte aligned, so that the
     // plans (and the kernels) do not depend on the pointers' alignment.
     r.aligned = false;
+    // The host's products pack their operands from strided views: a prologue is computed first.
+    r.operands_from_memory = true;
     const HostRequest request{target, with(options.hash(), target.hash())};
     HostPlan plan = schedule_plan<HostPlan>(
         r, [&](const FusedKernel& k, const ScheduleInputs& in) { return schedule_kernel(k, in, request); });

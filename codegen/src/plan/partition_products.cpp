@@ -316,6 +316,8 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                 const ir::Node* over = elementwise_over_product(*base);
                 std::string why =
                     !options.fusion ? std::string("fusion is off")
+                    : options.operands_from_memory
+                        ? std::string("the host's product packs its operands from memory")
                     : options.half_operands_from_memory && half
                         ? std::string(
                               "the product runs on Hopper's wgmma, whose operands the tensor memory "

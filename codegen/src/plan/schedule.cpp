@@ -128,6 +128,7 @@ Partition partition_for(const ScheduleRequest& r, bool strict, const std::string
     PartitionOptions po;
     po.fusion = r.options.fusion;
     po.half_operands_from_memory = r.half_operands_from_memory;
+    po.operands_from_memory = r.operands_from_memory;
     po.name = std::string(r.name);
     po.cost = r.cost;
     po.strict = strict;

@@ -42,6 +42,11 @@ LlvmKernelSource emit_pointwise_llvm(std::string_view user_name, const std::vect
 LlvmKernelSource emit_reduce_llvm(std::string_view user_name, const PlannedReduce& pr,
                                   const HostSchedule& schedule, const HostTarget& target);
 
+/// The host kernel of a matrix product and its epilogue (plan_host_product): `<name>_pack`, the packing
+/// pass over panels, and `<name>`, the blocks of outputs (host_plan.hpp, HostProduct).
+LlvmKernelSource emit_product_llvm(std::string_view user_name, const HostProduct& p,
+                                   const HostTarget& target);
+
 /// The IR text that enters a disk cache key: `text` without its `; ` comments (outside quoted strings)
 /// and without the spaces then left at the ends of lines, so that two call sites of one graph (whose
 /// comments name different file:line) share an entry.

@@ -74,6 +74,19 @@ struct HostFamily<HostReduction> {
 };
 
 template <>
+struct HostFamily<HostProduct> {
+    static constexpr bool has_code = true;
+    static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostProduct& s,
+                                                const HostTarget& t);
+    static std::string explain(const HostPlan& plan, std::size_t i, const HostProduct& s);
+    /// The packing pass (Entry::Partials, tasks of panels), then the blocks of outputs (Entry::Main); the
+    /// workspaces of host_product_workspaces().
+    static HostLaunch launch(const HostProduct& s);
+    static void pack(const HostProduct& s, KernelPointers p, std::span<void* const> workspaces,
+                     std::span<std::byte> params);
+};
+
+template <>
 struct HostFamily<HostReference> {
     static constexpr bool has_code = false;  // runs on the CPU reference
     static std::optional<LlvmKernelSource> emit(const FusedKernel& k, const HostReference& s,

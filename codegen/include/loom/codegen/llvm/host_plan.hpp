@@ -13,7 +13,9 @@
 // chunks), never by the number of threads.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -113,8 +115,89 @@ struct HostReduction {
     HostSchedule schedule;
 };
 
-/// A family the host has no LLVM emitter for (matrix products, for now): no plan and no code. The runtime
-/// evaluates the kernel's graph on the CPU reference, reading its inputs (graph_inputs order) in place.
+/// Family::MatMul on the host (codegen/src/llvm/host_product.cpp, emit_product.cpp): one matrix product
+/// whose operands are strided views of inputs (the host partition computes any other operand first), and
+/// its epilogue, the kernel's outputs over a placeholder for the product, applied to each output's final
+/// accumulators before the store. The order is docs/semantics.md's, section 12, whatever the tiles.
+///
+/// Two passes. The first packs the operands into workspaces, converted to the accumulation type: A in
+/// panels of kHostProductRows rows (k-major, `mr` values per k), B in panels of `nr` columns (`nr` values
+/// per k), the rows and columns past M and N zero (their outputs are never stored), once per batch entry an
+/// operand varies over; K step by K step (every panel's values of one step of kHostProductDepth together,
+/// so that the panels a block walks in one step lie one after the other, a stream the prefetchers follow).
+/// The second takes blocks of block_rows x block_cols outputs of one batch entry: per chunk of kProductChunk,
+/// per K step of kHostProductDepth, it runs a micro tile of mr x nr accumulators
+/// (`nr` / lanes vectors per row, each lane its own output column) over each panel pair, one fma per k in
+/// ascending k, the accumulators starting from +0 at the chunk's start and reloaded from the block's scratch
+/// tile (where the previous K step stored them) after it, so each output accumulates its chunk as one fma
+/// chain. A K of several chunks keeps each chunk's partials in a workspace and combines them by the pairwise
+/// tree; then the epilogue runs on the block's final values and stores the outputs.
+struct HostProduct {
+    DType in = DType::Float32;  // the operands' dtype
+    DType acc =
+        DType::Float32;   // the accumulation type: float32 (float16, bfloat16, float32), float64, int32
+    int rank = 2;         // the product's rank (batch axes + 2)
+    int lanes = 8;        // accumulator lanes per vector
+    int mr = 6, nr = 16;  // the micro tile: rows, columns (2 vectors)
+    // The call: sizes, the operands' strides (elements, per axis of [B..., M, K] and [B..., K, N]) and
+    // offsets of their element 0 in their inputs.
+    std::int64_t M = 0, N = 0, K = 0, batches = 1, chunks = 0;
+    Shape batch;
+    Strides a_strides, b_strides;
+    std::int64_t a_offset = 0, b_offset = 0;
+    bool a_batched = false,
+         b_batched = false;  // the operand varies over the batch entries (packed per entry)
+    /// A matrix times a vector (N = 1 < M): the kernel computes the transposed product B^T A^T (its outputs
+    /// in the same order), so M, N, the strides and offsets above are the transposed product's, its A the
+    /// product's B (inputs[1]) and its B the product's A (inputs[0]).
+    bool swapped = false;
+    /// The kernel's inputs: A's, B's, then the epilogue's in pointwise_inputs order (the placeholder among
+    /// them; it reads no memory).
+    std::vector<const ir::Node*> inputs;
+    ir::NodePtr product, accumulators;          // the product node; its placeholder in the epilogue
+    std::vector<ir::NodePtr> epilogue_outputs;  // the kernel's outputs over the placeholder
+    PlannedPointwise epilogue;                  // over the product's shape (rank of its coalesced space)
+    // Tasks: packing (panels per task), then blocks of outputs (one per task).
+    std::int64_t pack_task = 1, pack_units = 0, pack_tasks = 0;
+    std::int64_t row_blocks = 0, col_blocks = 0, tasks = 0;
+
+    std::int64_t row_panels() const { return (M + mr - 1) / mr; }
+    std::int64_t col_panels() const { return (N + nr - 1) / nr; }
+    int block_rows() const;  // outputs per block
+    int block_cols() const;
+    /// What enters the generated code (dtypes, rank, tiles, the epilogue's plan and structure).
+    std::uint64_t code_hash() const;
+    std::uint64_t hash() const;
+    std::string to_string() const;
+    bool operator==(const HostProduct& o) const;
+};
+
+/// The parameters of a product kernel: 16 eight-byte fields (A and B at their views' element 0, the
+/// workspaces of packed A, packed B and the chunk partials; M, N, K; A's row and k strides, B's k and column
+/// strides; row blocks, column blocks, row panels, column panels), then per batch axis its extent and A's and
+/// B's strides, then, 64-byte aligned, the epilogue's pack_params struct.
+inline constexpr std::size_t kProductHeaderFields = 16;
+std::size_t host_product_header_bytes(const HostProduct& p);
+std::size_t host_product_epilogue_offset(const HostProduct& p);
+/// Bytes of the workspaces: packed A, packed B, the chunk partials (64 at least each).
+std::array<std::size_t, 3> host_product_workspaces(const HostProduct& p);
+/// The host plan of product kernel `k` (a graph with one product and elementwise work after it), or none
+/// when the kernel is not one the host's product family runs: an operand that is not a strided view of an
+/// input, or an epilogue that reads the product other than at each output's own element.
+std::optional<HostProduct> plan_host_product(const FusedKernel& k, const LayoutOf& layout_of,
+                                             const HostTarget& target);
+
+/// The micro tile's rows, and the values of k per K step of a host product (a micro tile's A and B panels,
+/// kHostProductDepth x (mr + nr) values, stay in the first-level cache; the block's A panels and scratch
+/// tile in the second).
+inline constexpr int kHostProductRows = 6;
+inline constexpr std::int64_t kHostProductDepth = 256;
+/// Micro tiles per block, down and across (a block of 96 x 256 float32 outputs on AVX2).
+inline constexpr int kHostProductBlockPanels = 16;
+
+/// A family the host has no LLVM emitter for: no plan and no code. The runtime evaluates the kernel's
+/// graph on the CPU reference, reading its inputs (graph_inputs order) in place. Every family has an emitter
+/// now; a product whose epilogue reads the product other than element by element runs here.
 struct HostReference {
     Family family = Family::MatMul;
 };
@@ -122,7 +205,7 @@ struct HostReference {
 /// The host schedule of one kernel: one alternative per family the host compiles, and one for every family it
 /// runs on the reference (host_family.hpp holds each one's object). The GPU's tiled family has none: the host
 /// reads transposed and shifted operands through its caches.
-using HostKernelSchedule = std::variant<HostPointwise, HostReduction, HostReference>;
+using HostKernelSchedule = std::variant<HostPointwise, HostReduction, HostProduct, HostReference>;
 
 /// One kernel of a host plan: its schedule, where it reads, its cache key.
 struct HostKernel {

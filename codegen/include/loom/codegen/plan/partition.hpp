@@ -132,6 +132,9 @@ struct PartitionOptions {
     /// tensor memory accelerator copies): an operand that would be a prologue is computed first, as a stage
     /// of its own, and the explain log says so.
     bool half_operands_from_memory = false;
+    /// Every product reads its operands from memory (the host's product kernels pack their operands from
+    /// strided views): an operand that would be a prologue is computed first, as a stage of its own.
+    bool operands_from_memory = false;
 };
 
 /// Partitions the graph of `roots` (after the standard passes) into kernels. Pure: prints nothing, needs no

@@ -60,6 +60,7 @@ struct ScheduleRequest {
     /// kernels do not depend on the pointers).
     bool aligned = true;
     bool half_operands_from_memory = false;  // PartitionOptions::half_operands_from_memory
+    bool operands_from_memory = false;       // PartitionOptions::operands_from_memory
     /// The families whose kernels write a root that is a strided view at its own strides (family_bit of
     /// each); a strided root of any other family's kernel goes through a temporary and a pointwise kernel
     /// that stores it (route_strided_roots).
