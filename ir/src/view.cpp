@@ -99,4 +99,11 @@ std::optional<StridedView> compose_views(const Node& x, const Strides& base_stri
     return v;
 }
 
+std::optional<StridedView> view_of_input(const Node& x,
+                                         const std::function<Strides(const Node&)>& strides_of) {
+    const Node& base = view_base(x);
+    if (base.op() != Op::Input) return std::nullopt;
+    return compose_views(x, strides_of(base));
+}
+
 }  // namespace loom::ir

@@ -60,13 +60,10 @@ enum MatmulField : int {
     FieldMapExtentB
 };
 
-// An operand of the product as a strided view of one input (its broadcasts, permutes, slices and reshapes
-// composed for the input's layout), or empty: a prologue computes it (an operand that is not views of an
-// input, or a reshape that has no strides for the input's layout).
+// An operand of the product as a strided view of one input (ir::view_of_input for the inputs' layouts), or
+// empty: a prologue computes it.
 std::optional<ir::StridedView> operand_view(const ir::Node& x, const LayoutOf& layout_of) {
-    const ir::Node& base = ir::view_base(x);
-    if (base.op() != ir::Op::Input) return std::nullopt;
-    return ir::compose_views(x, layout_of(base).strides);
+    return ir::view_of_input(x, [&](const ir::Node& n) { return layout_of(n).strides; });
 }
 
 bool pow2(int v) {

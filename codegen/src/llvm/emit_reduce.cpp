@@ -31,12 +31,6 @@
 
 namespace loom::codegen {
 
-namespace detail {
-std::string host_space_text(const PointwisePlan& plan);
-std::string llvm_banner(std::string_view kind, const std::string& name, std::string_view user,
-                        const std::string& lines);
-}  // namespace detail
-
 namespace {
 
 using namespace llvm_ir;

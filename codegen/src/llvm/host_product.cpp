@@ -32,9 +32,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 // composed for the input's layout, ir::compose_views); none when the operand is computed, or a reshape has no
 // strides for the input's layout.
 std::optional<ir::StridedView> operand_view(const ir::Node& x, const LayoutOf& layout_of) {
-    const ir::Node& base = ir::view_base(x);
-    if (base.op() != ir::Op::Input) return std::nullopt;
-    return ir::compose_views(x, layout_of(base).strides);
+    return ir::view_of_input(x, [&](const ir::Node& n) { return layout_of(n).strides; });
 }
 
 DType accumulation_type(DType in) {

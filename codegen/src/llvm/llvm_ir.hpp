@@ -151,3 +151,13 @@ struct Builder {
 };
 
 }  // namespace loom::codegen::llvm_ir
+
+namespace loom::codegen::detail {
+
+/// The host kernels' banners (emit_pointwise.cpp), shared by every host emitter: a pointwise plan's iteration
+/// space in words, and the comment block that opens a kernel's module.
+std::string host_space_text(const PointwisePlan& plan);
+std::string llvm_banner(std::string_view kind, const std::string& name, std::string_view user,
+                        const std::string& lines);
+
+}  // namespace loom::codegen::detail

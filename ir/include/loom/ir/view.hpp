@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "loom/ir/node.hpp"
@@ -32,5 +33,11 @@ std::optional<StridedView> compose_views(const Node& x, const Strides& base_stri
 
 /// The node below `x`'s chain of views.
 const Node& view_base(const Node& x);
+
+/// `x` as a strided view of the Input below its views, laid out with `strides_of(input)`: how a product's
+/// kernel reads an operand in place. Empty when the node below is not an Input (a computed operand) or a
+/// reshape has no strides for that layout.
+std::optional<StridedView> view_of_input(const Node& x,
+                                         const std::function<Strides(const Node&)>& strides_of);
 
 }  // namespace loom::ir
