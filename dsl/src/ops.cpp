@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "loom/ir/error.hpp"
 
 namespace loom {
@@ -148,6 +150,17 @@ Array transpose(const Operand& x, Loc loc) {
     return Array(ir::transpose(x.resolve_alone("transpose"), loc));
 }
 
+Array attention(const Operand& q, const Operand& k, const Operand& v, const AttentionOptions& options,
+                Loc loc) {
+    ir::NodePtr qn = q.resolve_alone("attention"), kn = k.resolve_alone("attention"),
+                vn = v.resolve_alone("attention");
+    const double scale = options.scale ? *options.scale
+                         : qn->rank() >= 1 && qn->shape().back() > 0
+                             ? 1.0 / std::sqrt(static_cast<double>(qn->shape().back()))
+                             : 1.0;
+    return Array(ir::attention(std::move(qn), std::move(kn), std::move(vn),
+                               options.bias ? options.bias->node() : nullptr, options.causal, scale, loc));
+}
 Array take(const Operand& x, const Operand& idx, std::int64_t axis, IndexMode mode, Loc loc) {
     return Array(ir::take(x.resolve_alone("take"), idx.resolve_alone("take"), axis, mode, loc));
 }

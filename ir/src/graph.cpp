@@ -87,6 +87,8 @@ std::string attr_text(const Node& n) {
             return fmt::format("axis={}{} ({})", n.ints().at(0),
                                static_cast<IndexMode>(n.ints().at(1)) == IndexMode::Clamp ? " clamp" : "",
                                gather_api_name(static_cast<GatherApi>(n.ints().at(2))));
+        case OpKind::Attention:
+            return attention_attributes(n);
         default:
             return "";
     }
@@ -197,6 +199,24 @@ void verify(const std::vector<NodePtr>& roots) {
                                     name(n->dtype())));
                 break;
             }
+            case OpKind::Attention: {
+                const auto m = static_cast<std::size_t>(n->operands().size());
+                if (m != 3 && m != 4)
+                    bad("attention takes q, k, v and an optional bias");
+                else if (n->ints().size() != 1 || n->ints()[0] < 0 || n->ints()[0] > 2)
+                    bad("attention attributes not {causal mask}");
+                else if (n->rank() < 3 || n->shape() != n->operand(0)->shape())
+                    bad("attention result not of q's shape");
+                else {
+                    Shape scores = n->shape();
+                    scores.back() = n->operand(1)->shape()[static_cast<std::size_t>(n->rank() - 2)];
+                    if (m == 4 && n->operand(3)->shape() != scores)
+                        bad("attention bias not of the scores' shape");
+                }
+                for (const auto& o : n->operands())
+                    if (o->dtype() != n->dtype()) bad("attention operands of another dtype");
+                break;
+            }
             case OpKind::Gather: {
                 const Node& x = *n->operand(0);
                 const Node& idx = *n->operand(1);
@@ -269,6 +289,9 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
         case OpKind::Gather:
             return gather(ops[0], ops[1], static_cast<int>(n.ints()[0]), static_cast<IndexMode>(n.ints()[1]),
                           static_cast<GatherApi>(n.ints()[2]), n.loc());
+        case OpKind::Attention:
+            return attention(ops[0], ops[1], ops[2], ops.size() == 4 ? ops[3] : nullptr, attention_causal(n),
+                             n.value().f, n.loc());
     }
     throw InternalError(fmt::format("rebuild: unhandled op {}", oi.name));
 }

@@ -31,6 +31,8 @@ constexpr OpInfo kRows[] = {
     {name, 2, OpKind::Product, Rule::R, "", Cost::None, Exactness::X, U},
 #define LOOM_GATHER(Id, name) \
     {name, 2, OpKind::Gather, Rule::None, "", Cost::None, Exactness::Exact, Ulp(0, 0)},
+#define LOOM_ATTENTION(Id, name) \
+    {name, -1, OpKind::Attention, Rule::None, "", Cost::None, Exactness::Rounded, Ulp(0, 0)},
 #include "loom/ir/ops.def"
 };
 constexpr std::size_t kCount = std::size(kRows);
@@ -75,6 +77,17 @@ static_assert(rows_are_complete(), "ops.def: a row lacks a cost class, or states
 
 const OpInfo& info(Op op) {
     return kInfos[static_cast<std::size_t>(op)];
+}
+std::string_view causal_mask_name(CausalMask m) {
+    switch (m) {
+        case CausalMask::None:
+            return "none";
+        case CausalMask::TopLeft:
+            return "top_left";
+        case CausalMask::BottomRight:
+            return "bottom_right";
+    }
+    return "causal";
 }
 std::string_view gather_api_name(GatherApi api) {
     switch (api) {

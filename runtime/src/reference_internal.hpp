@@ -59,4 +59,9 @@ Tensor eval_product_node(const ir::Node& n, const Tensor& a, const Tensor& b, DT
 /// the first index, in row-major order, outside [-n, n) in checked mode.
 Tensor eval_gather_node(const ir::Node& n, const Tensor& x, const Tensor& idx, DType out);
 
+/// Evaluates an attention node (ir::Op::Attention) on the values of its operands q, k, v and the optional
+/// bias (any strides) in the order of docs/semantics.md, "Attention"; the result is a new contiguous tensor
+/// of dtype `out` (q's).
+Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, DType out);
+
 }  // namespace loom::reference::detail

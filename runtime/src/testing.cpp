@@ -113,6 +113,13 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
             case ir::OpKind::Gather:  // moves values (its index operand is compared exactly as an integer)
                 e = in_max;
                 break;
+            case ir::OpKind::Attention:
+                // float32: the reference's order and functions on CUDA cores (docs/semantics.md,
+                // "Attention"); halves: tensor-core products and probabilities rounded to the dtype, within a
+                // few units of the dtype at the largest |v| (attention_bound gives the componentwise bound).
+                e = dt == DType::Float32 ? (in_sum > 0.0 ? 4.0 * in_sum + 2.0 : 0.0) : 4.0 + 2.0 * in_sum;
+                if (e > 0.0) parts["attention"] += e;
+                break;
             case ir::OpKind::Unary:
             case ir::OpKind::Binary:
             case ir::OpKind::Ternary:

@@ -46,6 +46,7 @@ NodePtr apply(Op op, DType t, const Shape& shape = {33}) {
             case OpKind::Reduce:
             case OpKind::Product:
             case OpKind::Gather:
+            case OpKind::Attention:
                 return nullptr;
         }
     } catch (const Error&) {
@@ -236,6 +237,7 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
                     case OpKind::Reduce:
                     case OpKind::Product:
                     case OpKind::Gather:
+                    case OpKind::Attention:
                         return nullptr;
                 }
                 if (v->op() != op || v->dtype() != t) return nullptr;  // simplified away, or a bool result

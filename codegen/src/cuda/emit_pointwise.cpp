@@ -295,7 +295,8 @@ struct Emitter {
             case ir::OpKind::View:
             case ir::OpKind::Reduce:
             case ir::OpKind::Product:
-                throw InternalError("emit_pointwise: view, reduction or product as a value");
+            case ir::OpKind::Attention:
+                throw InternalError("emit_pointwise: view, reduction, product or attention as a value");
         }
     }
 

@@ -92,6 +92,19 @@ GpuKernel schedule_matmul(const FusedKernel& k, const ScheduleInputs& in, const 
     return g;
 }
 
+GpuKernel schedule_attention(const FusedKernel& k, const ScheduleInputs& in, const GpuTarget& t) {
+    GpuKernel g;
+    const Strides* st = k.writes.size() == 1 ? in.strided_root(k.writes[0], k.outputs[0]->shape()) : nullptr;
+    PlannedAttention pa = plan_attention(k, in.layout_of(), t.device, st ? *st : Strides{}, t.options);
+    for (const ir::Node* input : pa.inputs) g.reads.push_back(in.slot(input));
+    Hasher h;
+    h.add(0x617474656e740002ull);
+    h.add(pa.plan.hash());
+    g.key = with(h.digest(), t.options.hash());
+    g.schedule = std::move(pa);
+    return g;
+}
+
 // One kernel of the partition for the GPU. Throws NotFusable from plan_reduce.
 GpuKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const GpuTarget& t) {
     switch (k.family) {
@@ -103,6 +116,8 @@ GpuKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const 
             return schedule_reduction(k, in, t);
         case Family::MatMul:
             return schedule_matmul(k, in, t);
+        case Family::Attention:
+            return schedule_attention(k, in, t);
     }
     throw InternalError(
         fmt::format("plan_fusion(): kernel {} of the partition is of family {}, which only "
@@ -217,7 +232,8 @@ FusionPlan plan_fusion(const std::vector<ir::NodePtr>& roots, std::span<const ir
     r.name = name;
     r.cost = cost;
     r.root_strides = root_strides;
-    r.view_writers = family_bit(Family::Pointwise) | family_bit(Family::Tiled) | family_bit(Family::MatMul);
+    r.view_writers = family_bit(Family::Pointwise) | family_bit(Family::Tiled) | family_bit(Family::MatMul) |
+                     family_bit(Family::Attention);
     // On Hopper, tensor cores asked for: half-precision products take wgmma, whose operands come from memory.
     r.half_operands_from_memory = device.cc_major == 9 && options.product_path == ProductPath::TensorCores;
     const GpuTarget target{device, options};

@@ -128,6 +128,11 @@ std::string HostFamily<HostReference>::explain(const HostPlan& plan, std::size_t
         const ir::Node& m = *product_of(k.outputs);
         what = fmt::format("matmul {} x {} -> {}: {}", ir::describe(*m.operand(0)),
                            ir::describe(*m.operand(1)), ir::describe(m), where_of(m));
+    } else if (s.family == Family::Attention) {
+        const ir::Node& a = *k.outputs.at(0);
+        what = fmt::format("attention q {}, k {}, v {} -> {} ({}): {}", ir::describe(*a.operand(0)),
+                           ir::describe(*a.operand(1)), ir::describe(*a.operand(2)), ir::describe(a),
+                           ir::attention_attributes(a), where_of(a));
     } else {
         what = fmt::format("{} {}", family_name(s.family), loom::to_string(k.outputs.at(0)->shape()));
     }

@@ -308,6 +308,8 @@ HostKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const
             return schedule_reduction(k, in, r);
         case Family::MatMul:
             return schedule_product(k, in, r);
+        case Family::Attention:  // no LLVM emitter yet: the reference evaluates the node, in the same order
+            return schedule_on_reference(k, in);
     }
     throw InternalError(
         fmt::format("plan_host(): kernel {} of the partition is of family {}, which the host "

@@ -485,7 +485,8 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
             case ir::OpKind::View:
             case ir::OpKind::Reduce:
             case ir::OpKind::Product:
-                throw InternalError("llvm Space: a view, reduction or product as a value");
+            case ir::OpKind::Attention:
+                throw InternalError("llvm Space: a view, reduction, product or attention as a value");
         }
     }
     std::vector<std::string> out;

@@ -430,6 +430,8 @@ std::string_view family_name(Family f) {
             return "reduction";
         case Family::MatMul:
             return "matmul";
+        case Family::Attention:
+            return "attention";
     }
     return "?";
 }
@@ -520,7 +522,8 @@ std::string Partition::to_string() const {
             for (const auto& m : k.members) nodes.push_back(where_of(*m));
         else
             for (const ir::Node* n : ir::topo_order(k.outputs))
-                if (ir::is_elementwise(n->op()) || ir::is_product(n->op()) || ir::is_gather(n->op()))
+                if (ir::is_elementwise(n->op()) || ir::is_product(n->op()) || ir::is_gather(n->op()) ||
+                    ir::is_attention(n->op()))
                     nodes.push_back(where_of(*n));
         for (const Slot& w : k.writes) writes.push_back(codegen::to_string(w));
         s += fmt::format("kernel {}  {} {}: {}; writes {}\n", i, family_name(k.family), k.name,

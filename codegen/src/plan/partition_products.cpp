@@ -39,6 +39,12 @@ std::string where_of(const ir::Node& n) {
     return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
 }
 
+// The nodes that are kernels of their own, reading their operands from memory: matrix products
+// (Family::MatMul) and attention (Family::Attention).
+bool own_kernel(const ir::Node& n) {
+    return ir::is_product(n.op()) || ir::is_attention(n.op());
+}
+
 // The node below a product operand's chain of views, which the kernel reads through strides: an input, a
 // product, or a value to materialize. A reshape among the views stays a view where it has strides for a
 // contiguous node below it (a product's result and a temporary are contiguous; an input is taken to be,
@@ -128,7 +134,7 @@ std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
         const ir::Node* n = stack.back();
         stack.pop_back();
         if (!seen.insert(n).second) continue;
-        if (n->op() == ir::Op::Input || ir::is_product(n->op()) || A.temp_of(n) >= 0) {
+        if (n->op() == ir::Op::Input || own_kernel(*n) || A.temp_of(n) >= 0) {
             inputs.insert(n);
             continue;
         }
@@ -265,7 +271,7 @@ void fuse_epilogues(Partition& P) {
 
 bool has_product(const std::vector<ir::NodePtr>& roots) {
     for (const ir::Node* n : ir::topo_order(roots))
-        if (ir::is_product(n->op())) return true;
+        if (own_kernel(*n)) return true;
     return false;
 }
 
@@ -290,7 +296,7 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             d = std::max(d, depth.at(o.get()));
             read.insert(o.get());
         }
-        if (ir::is_product(n->op())) {
+        if (own_kernel(*n)) {
             ++d;
             if (products.size() < static_cast<std::size_t>(d)) products.resize(static_cast<std::size_t>(d));
             products[static_cast<std::size_t>(d - 1)].push_back(n);
@@ -309,13 +315,14 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
         for (const ir::NodePtr& m : products[level])
             for (const ir::NodePtr& x : m->operands()) {
                 const ir::NodePtr& base = view_base(x);
-                if (base->op() == ir::Op::Input || ir::is_product(base->op()) || A.temp_of(base.get()) >= 0)
-                    continue;
+                if (base->op() == ir::Op::Input || own_kernel(*base) || A.temp_of(base.get()) >= 0) continue;
                 const bool half =
                     m->operand(0)->dtype() == DType::Float16 || m->operand(0)->dtype() == DType::BFloat16;
                 const ir::Node* over = elementwise_over_product(*base);
                 std::string why =
                     !options.fusion ? std::string("fusion is off")
+                    : ir::is_attention(m->op())
+                        ? std::string("attention reads q, k, v and its bias from memory (or views of it)")
                     : options.operands_from_memory
                         ? std::string("the host's product packs its operands from memory")
                     : options.half_operands_from_memory && half
@@ -342,27 +349,30 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
         }
         for (const ir::NodePtr& m : products[level]) {
             FusedKernel k;
-            k.family = Family::MatMul;
+            const bool attention = ir::is_attention(m->op());
+            k.family = attention ? Family::Attention : Family::MatMul;
             std::vector<Slot> writes;
             if (read.count(m.get()))
-                writes.push_back(Slot{Slot::Kind::Temp,
-                                      A.materialize(m, "a matrix product's result, read by another kernel")});
+                writes.push_back(
+                    Slot{Slot::Kind::Temp,
+                         A.materialize(m, attention ? "attention's result, read by another kernel"
+                                                    : "a matrix product's result, read by another kernel")});
             if (const auto it = roots_of.find(m.get()); it != roots_of.end())
                 for (std::size_t i : it->second)
                     writes.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
             const ir::NodePtr sub = A.substitute({m}, {m.get()}).at(0);
             k.outputs.assign(writes.size(), sub);
             k.writes = std::move(writes);
-            k.name = "matmul";
+            k.name = attention ? "attention" : "matmul";
             std::string prologue;
             for (const ir::NodePtr& x : sub->operands())
                 for (const ir::Node* n : ir::topo_order({x}))
                     if (ir::is_elementwise(n->op())) prologue += fmt::format(" {}", where_of(*n));
-            k.why = fmt::format(
-                "a matrix product ({}) is a kernel of its own: its operands come from memory{}",
-                short_location(m->loc()),
-                prologue.empty() ? std::string()
-                                 : fmt::format("; its prologue runs as the tiles load:{}", prologue));
+            k.why = fmt::format("{} ({}) is a kernel of its own: its operands come from memory{}",
+                                attention ? "attention" : "a matrix product", short_location(m->loc()),
+                                prologue.empty()
+                                    ? std::string()
+                                    : fmt::format("; its prologue runs as the tiles load:{}", prologue));
             A.P.kernels.push_back(std::move(k));
         }
     }
@@ -370,7 +380,7 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
     std::vector<ir::NodePtr> rest;
     std::vector<Slot> rest_slots;
     for (std::size_t i = 0; i < roots.size(); ++i) {
-        if (ir::is_product(roots[i]->op())) continue;
+        if (own_kernel(*roots[i])) continue;
         rest.push_back(roots[i]);
         rest_slots.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
     }

@@ -7,6 +7,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "loom/codegen/options.hpp"
@@ -176,6 +177,31 @@ Array matmul(const Operand& a, const Operand& b, Loc loc = Loc::current());
 /// the product is planned, naming the limit it breaks (shared memory per block, registers per thread, or a
 /// divisibility the kernel needs); a negative extent raises it here.
 Array matmul(const Operand& a, const Operand& b, const TileHint& hint, Loc loc = Loc::current());
+
+// ---- attention ----
+/// Which keys attention's causal mask hides (docs/semantics.md, "Attention"): TopLeft, query t sees keys
+/// s <= t (PyTorch's is_causal); BottomRight, query t sees keys s <= t + S - T (FlashAttention's: the last
+/// query sees every key, as decoding against a KV cache needs).
+using CausalMask = ir::CausalMask;
+struct AttentionOptions {
+    CausalMask causal = CausalMask::None;
+    /// Multiplies the scores q·kᵀ; unset: 1/sqrt(D). Rounded to float32.
+    std::optional<double> scale;
+    /// Added to the scaled scores; broadcasts to [B..., H, T, S], of q's dtype. A key whose bias is -inf is
+    /// masked: absent from the row, so an Inf or NaN in its value never reaches the output.
+    std::optional<Array> bias;
+};
+/// Scaled dot-product attention over heads as one kernel, the scores never stored: for q [B..., H, T, D],
+/// k and v [B..., Hkv, S, D] (float32, float16 or bfloat16; H a multiple of Hkv, query head h reading kv
+/// head h / (H / Hkv): grouped-query attention), the result [B..., H, T, D] of q's dtype is
+/// softmax(q kᵀ · scale + bias, masked) v. Its order is fixed by the shapes alone (docs/semantics.md,
+/// "Attention"): float32 gives the reference's bits on every back end; float16 and bfloat16 run on tensor
+/// cores within the stated bound. A row whose every key is masked gives 0 (as PyTorch's
+/// scaled_dot_product_attention; softmax of such a row gives NaN). Views (heads sliced from a fused qkv
+/// projection, permuted heads) are read in place. Throws loom::Error naming attention, the shapes and dtypes
+/// and the call's file:line for operands that do not fit, D outside 1 to 256, or a scale that is not finite.
+Array attention(const Operand& q, const Operand& k, const Operand& v, const AttentionOptions& options = {},
+                Loc loc = Loc::current());
 
 // ---- operators ----
 Array operator+(const Operand& a, const Operand& b);

@@ -166,6 +166,38 @@ NodePtr index_select(NodePtr x, std::int64_t axis, NodePtr idx, IndexMode mode =
 NodePtr one_hot(NodePtr idx, std::int64_t classes, DType dtype, IndexMode mode = IndexMode::Checked,
                 Loc loc = Loc::current());
 
+/// Attention (docs/semantics.md, "Attention"): softmax(q kᵀ · scale + bias, masked) v over heads, one node.
+/// q is [B..., H, T, D], k and v [B..., Hkv, S, D] (the batch axes B... equal to q's, H a multiple of Hkv:
+/// query head h reads kv head h / (H / Hkv)), all of one float dtype (float16, bfloat16 or float32), and
+/// D from 1 to kAttentionMaxHeadDim; `bias` (null: none) is an array of q's dtype that broadcasts to
+/// [B..., H, T, S] (a padding mask is a bias of -inf), made an explicit view here. The result is
+/// [B..., H, T, D] of q's dtype. `scale` is rounded to float32 (its default, 1/sqrt(D), is the caller's).
+/// Throws loom::Error naming attention, the operands' shapes and dtypes and `loc` for ranks below 3, shapes
+/// or dtypes that do not fit, a scale that is not finite, or a mask alignment outside CausalMask.
+inline constexpr std::int64_t kAttentionMaxHeadDim = 256;
+/// The keys of one block of the float32 order: the online softmax's (m, l, o) update takes them together.
+inline constexpr std::int64_t kAttentionKeyBlock = 64;
+/// The runs of 4 keys whose partial sums the block's row sum combines (the reductions' row order).
+inline constexpr int kAttentionKeyRuns = 16;
+NodePtr attention(NodePtr q, NodePtr k, NodePtr v, NodePtr bias, CausalMask causal, double scale,
+                  Loc loc = Loc::current());
+/// The causal mask of an attention node (its ints[0]) and its scale (a float32 value).
+inline CausalMask attention_causal(const Node& n) {
+    return static_cast<CausalMask>(n.ints().at(0));
+}
+inline float attention_scale(const Node& n) {
+    return static_cast<float>(n.value().f);
+}
+/// "scale=0.125 causal=top_left bias": an attention node's attributes, as printed and explained.
+std::string attention_attributes(const Node& n);
+/// Whether key s is visible to query t under mask `m` for T queries and S keys (docs/semantics.md,
+/// "Attention"): TopLeft, s <= t; BottomRight, s <= t + S - T.
+inline bool attention_visible(CausalMask m, std::int64_t t, std::int64_t s, std::int64_t T, std::int64_t S) {
+    if (m == CausalMask::TopLeft) return s <= t;
+    if (m == CausalMask::BottomRight) return s <= t + S - T;
+    return true;
+}
+
 /// "add(): " prefix helpers for error messages: "[4096, 512] float32".
 std::string describe(const Node& n);
 

@@ -145,6 +145,9 @@ constexpr Rule rule_of(Op op) {
 #define LOOM_GATHER(Id, name) \
     case Op::Id:              \
         return Rule::None;
+#define LOOM_ATTENTION(Id, name) \
+    case Op::Id:                 \
+        return Rule::None;
 #include "loom/ir/ops.def"
     }
     return Rule::None;
@@ -177,6 +180,9 @@ constexpr OpKind kind_of(Op op) {
 #define LOOM_GATHER(Id, name) \
     case Op::Id:              \
         return OpKind::Gather;
+#define LOOM_ATTENTION(Id, name) \
+    case Op::Id:                 \
+        return OpKind::Attention;
 #include "loom/ir/ops.def"
     }
     return OpKind::Leaf;

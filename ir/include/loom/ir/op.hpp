@@ -16,10 +16,11 @@ enum class Op : std::uint8_t {
 #define LOOM_REDUCE_ROW(Id, name, Rule, Exactness, Ulp) Id,
 #define LOOM_PRODUCT_ROW(Id, name, Rule, Exactness, Ulp) Id,
 #define LOOM_GATHER(Id, name) Id,
+#define LOOM_ATTENTION(Id, name) Id,
 #include "loom/ir/ops.def"
 };
 
-enum class OpKind : std::uint8_t { Leaf, Unary, Binary, Ternary, View, Reduce, Product, Gather };
+enum class OpKind : std::uint8_t { Leaf, Unary, Binary, Ternary, View, Reduce, Product, Gather, Attention };
 
 /// Typing rules (docs/semantics.md, "Op typing").
 enum class Rule : std::uint8_t {
@@ -110,6 +111,15 @@ inline bool is_product(Op op) {
 inline bool is_gather(Op op) {
     return info(op).kind == OpKind::Gather;
 }
+/// Fused attention over heads (ir::Op::Attention): a kernel family of its own.
+inline bool is_attention(Op op) {
+    return info(op).kind == OpKind::Attention;
+}
+/// Which keys an attention's causal mask hides (Attention's ints[0]; docs/semantics.md, "Attention"): none;
+/// TopLeft, query t sees keys s <= t (PyTorch's is_causal); BottomRight, query t sees keys
+/// s <= t + S - T (FlashAttention's, which decoding against a KV cache needs).
+enum class CausalMask : std::uint8_t { None, TopLeft, BottomRight };
+std::string_view causal_mask_name(CausalMask m);
 /// How a gather treats an index outside [-extent, extent) (docs/semantics.md, "Gathers"): Checked raises a
 /// loom::Error, Clamp moves it to the nearest end. The value of Gather's ints[1].
 enum class IndexMode : std::uint8_t { Checked, Clamp };

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "loom/codegen/cuda/attention_plan.hpp"
 #include "loom/codegen/cuda/device_info.hpp"
 #include "loom/codegen/cuda/matmul_plan.hpp"
 #include "loom/codegen/cuda/tile_plan.hpp"
@@ -46,9 +47,10 @@ struct TiledKernel {
 };
 
 /// The GPU schedule of one kernel: one alternative per family, in the order of Family (Family::Reduction:
-/// PlannedReduce, Family::MatMul: PlannedMatmul). Each alternative's family object (kernel_family.hpp) emits,
-/// explains, prepares and binds its kernels.
-using GpuSchedule = std::variant<PointwiseKernel, TiledKernel, PlannedReduce, PlannedMatmul>;
+/// PlannedReduce, Family::MatMul: PlannedMatmul, Family::Attention: PlannedAttention). Each alternative's
+/// family object (kernel_family.hpp) emits, explains, prepares and binds its kernels.
+using GpuSchedule =
+    std::variant<PointwiseKernel, TiledKernel, PlannedReduce, PlannedMatmul, PlannedAttention>;
 
 /// One kernel of a FusionPlan: its schedule, where it reads, its cache key.
 struct GpuKernel {

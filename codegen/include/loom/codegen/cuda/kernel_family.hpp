@@ -104,4 +104,16 @@ struct GpuFamily<PlannedMatmul> {
                             std::span<std::byte> params);
 };
 
+template <>
+struct GpuFamily<PlannedAttention> {
+    static KernelSource emit(const FusedKernel& k, const PlannedAttention& s);
+    static std::string plan_text(const PlannedAttention& s);
+    static std::string explain(const FusionPlan& plan, std::size_t i, const PlannedAttention& s);
+    static LaunchNeeds needs(const PlannedAttention& s, KernelPointers p);
+    /// One block per 64 queries of each head, the longest (causal) blocks first; the operands' loads in
+    /// 16-byte pieces where every d stride is 1 and every row and pointer is aligned.
+    static BoundLaunch bind(const PlannedAttention& s, KernelPointers p, const LaunchScratch& scratch,
+                            std::span<std::byte> params);
+};
+
 }  // namespace loom::codegen

@@ -40,8 +40,9 @@ std::string to_string(const Slot& s);  // "in2", "t0", "out1"
 /// whose bound layouts show a transposed load or whose graph is a stencil (cuda/tile_plan.hpp): whether a
 /// load is transposed depends on the layouts, which the partition does not know. MatMul: one matrix product
 /// (ir::Op::MatMul) reading its operands from memory, with the elementwise work over its shape after it (its
-/// epilogue) in the same kernel.
-enum class Family : std::uint8_t { Pointwise, Tiled, Reduction, MatMul };
+/// epilogue) in the same kernel. Attention: one attention node (ir::Op::Attention) reading q, k, v and its
+/// bias from memory (or views of them) and writing its result.
+enum class Family : std::uint8_t { Pointwise, Tiled, Reduction, MatMul, Attention };
 std::string_view family_name(Family f);
 /// One bit per family, for sets of families.
 constexpr std::uint32_t family_bit(Family f) {

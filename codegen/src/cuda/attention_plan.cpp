@@ -1,0 +1,94 @@
+// plan_attention: the GPU plan of one attention node (attention_plan.hpp).
+#include "loom/codegen/cuda/attention_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+#include "loom/ir/hash.hpp"
+
+namespace loom::codegen {
+
+namespace {
+
+std::string where_of(const ir::Node& n) {
+    return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
+}
+
+// The shared memory of the CUDA-core kernel (lm::att::SimtShape): queries and keys transposed, values with a
+// row pitch of D rounded up to 64, the block's probabilities; float32.
+std::size_t simt_shared_bytes(int D) {
+    const std::size_t pitch = static_cast<std::size_t>((D + 63) / 64 * 64);
+    return (2 * static_cast<std::size_t>(D) * 64 + 64 * pitch + 64 * 64) * sizeof(float);
+}
+
+}  // namespace
+
+std::uint64_t AttentionPlan::hash() const {
+    Hasher h;
+    h.add(0x617474656e740001ull);
+    h.add(static_cast<std::uint64_t>(dtype));
+    h.add(static_cast<std::uint64_t>(head_dim));
+    h.add(causal ? 1u : 0u);
+    h.add(bias ? 1u : 0u);
+    h.add(static_cast<std::uint64_t>(path));
+    h.add(static_cast<std::uint64_t>(block_queries));
+    h.add(static_cast<std::uint64_t>(block_keys));
+    h.add(static_cast<std::uint64_t>(threads));
+    h.add(shared_bytes);
+    return h.digest();
+}
+
+std::string AttentionPlan::to_string() const {
+    return fmt::format(
+        "attention of {} heads of D = {}{}{}\n"
+        "path: CUDA cores in float32, the reference's order bit for bit (the one float32 exp)\n"
+        "block: {} queries; keys in steps of {} (the order's key block) through shared memory; {} threads as "
+        "{} row groups of 16 lanes\n"
+        "shared memory: {} bytes (queries and keys transposed, values, the step's probabilities)",
+        name(dtype), head_dim, causal ? ", causal" : "", bias ? ", with a bias" : "", block_queries, block_keys,
+        threads, threads / 16, shared_bytes);
+}
+
+PlannedAttention plan_attention(const FusedKernel& k, const LayoutOf& layout_of, const DeviceInfo& device,
+                                const Strides& out_strides, const Options&) {
+    if (k.outputs.empty() || !ir::is_attention(k.outputs[0]->op()))
+        throw InternalError(fmt::format("plan_attention(): kernel {} is not one attention node", k.name));
+    PlannedAttention pa;
+    pa.node = k.outputs[0];
+    const ir::Node& a = *pa.node;
+    const int r = a.rank();
+    if (r - 3 > kAttentionBatchAxes)
+        throw Error(fmt::format("attention(): {} batch axes; an attention kernel takes at most {} ({})", r - 3,
+                                kAttentionBatchAxes, short_location(a.loc())));
+    for (std::size_t j = 0; j < a.operands().size(); ++j) {
+        const ir::Node& x = *a.operand(static_cast<int>(j));
+        const std::optional<ir::StridedView> view =
+            ir::view_of_input(x, [&](const ir::Node& n) { return layout_of(n).strides; });
+        if (!view)
+            throw InternalError(fmt::format("plan_attention(): operand {} of {} is not a strided view of an input",
+                                            j, where_of(a)));
+        const auto it = std::find(pa.inputs.begin(), pa.inputs.end(), view->base);
+        const int input = static_cast<int>(it - pa.inputs.begin());
+        if (it == pa.inputs.end()) pa.inputs.push_back(view->base);
+        pa.operands[j] = AttentionOperand{input, view->offset, view->strides};
+    }
+    pa.out_strides = out_strides.empty() ? contiguous_strides(a.shape()) : out_strides;
+    AttentionPlan& p = pa.plan;
+    p.dtype = a.dtype();
+    p.head_dim = static_cast<int>(a.shape().back());
+    p.causal = ir::attention_causal(a) != ir::CausalMask::None;
+    p.bias = a.operands().size() == 4;
+    p.path = AttentionPath::Simt;
+    p.shared_bytes = simt_shared_bytes(p.head_dim);
+    if (p.shared_bytes > device.shared_mem_per_block_optin)
+        throw Error(fmt::format(
+            "attention(): the head dimension D = {} needs {} bytes of shared memory per block, more than the "
+            "device's {} ({})",
+            p.head_dim, p.shared_bytes, device.shared_mem_per_block_optin, short_location(a.loc())));
+    return pa;
+}
+
+}  // namespace loom::codegen
