@@ -557,6 +557,27 @@ void bench_g1(const Gpu& gpu) {
            2.0 * 4.0 * static_cast<double>(n * cols) + 8.0 * static_cast<double>(n));
 }
 
+// A2 and A3: causal attention over q, k, v of `shape` [B, H, T, D]; TFLOP/s of the causal products,
+// 4 B H D T (T + 1) / 2, as peer_baselines.py counts them. Checked on the first head of the first batch (the
+// same kernel, reading the views in place) against the reference.
+void bench_attention(const Gpu& gpu, const std::string& id, const Shape& shape, DType dt,
+                     std::uint64_t seed) {
+    const Tensor q = random_normal(shape, dt, seed, gpu.dev), k = random_normal(shape, dt, seed + 1, gpu.dev),
+                 v = random_normal(shape, dt, seed + 2, gpu.dev);
+    Tensor out = Tensor::empty(shape, dt, gpu.dev);
+    const Array y = attention(q, k, v, {.causal = CausalMask::TopLeft});
+    assign(out, y);
+    const std::vector<ir::SliceSpec> one{{0, 1, 1}, {0, 1, 1}};
+    const Array y1 = attention(q.slice(one), k.slice(one), v.slice(one), {.causal = CausalMask::TopLeft});
+    Tensor out1 = Tensor::empty(y1.shape(), dt, gpu.dev);
+    assign(out1, y1);
+    check({y1}, {out1}, id.c_str());
+    const double B = static_cast<double>(shape[0]), H = static_cast<double>(shape[1]),
+                 T = static_cast<double>(shape[2]), D = static_cast<double>(shape[3]);
+    report_flops(id, "loom", timed_ms([&] { assign(out, y); }, gpu.opt.reps), 0.0,
+                 4.0 * B * H * D * T * (T + 1) / 2);
+}
+
 void bench_e2(const Gpu& gpu) {
     const Device& dev = gpu.dev;
     const std::int64_t M = 16384;
@@ -1140,6 +1161,21 @@ const std::vector<GpuWorkload>& gpu_workloads() {
           "M7_NN_bf16", "M7_NT_bf16", "M7_TN_bf16", "M7_TT_bf16", "M7_heads_qk_bf16", "M7_heads_pv_bf16"},
          false,
          bench_m7},
+        {{"A2_attention_f32"},
+         true,
+         [](const Gpu& gpu) {
+             bench_attention(gpu, "A2_attention_f32", {8, 12, 1024, 64}, float32, 31);
+         }},
+        {{"A2_attention_bf16"},
+         true,
+         [](const Gpu& gpu) {
+             bench_attention(gpu, "A2_attention_bf16", {8, 12, 1024, 64}, bfloat16, 34);
+         }},
+        {{"A3_attention_bf16"},
+         true,
+         [](const Gpu& gpu) {
+             bench_attention(gpu, "A3_attention_bf16", {2, 16, 4096, 128}, bfloat16, 37);
+         }},
         {{"P1_pipeline"}, true, bench_p1},
         {{"O1_overhead"}, false, bench_o1},
         {{"O2_graphs"}, true, bench_o2},

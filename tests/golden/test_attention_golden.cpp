@@ -1,0 +1,58 @@
+// Attention kernels (Family::Attention; docs/semantics.md, "Attention"): causal attention over heads sliced
+// from a fused qkv tensor is one kernel reading them in place, whose text is the golden file; the CUDA-core
+// kernel of every dtype and of D = 16, 64, 80, 128 and 256, with and without a mask and a bias, compiles with
+// NVRTC for sm_90 (no GPU needed).
+#include <loom/loom.hpp>
+
+#include "golden_util.hpp"
+#include "loom/ir/pass.hpp"
+#include "loom/runtime/gpu_executor.hpp"
+#include "loom/runtime/testing.hpp"
+
+using namespace loom;
+
+namespace {
+
+std::vector<codegen::KernelSource> compile_plan(const std::vector<Array>& arrays, const Options& options = {}) {
+    std::vector<ir::NodePtr> roots;
+    for (const Array& a : arrays) roots.push_back(a.node());
+    const codegen::FusionPlan plan = gpu::plan_bound(ir::run_pipeline(roots, ir::standard_passes()),
+                                                     codegen::DeviceInfo::h200(), options, "", nullptr, {});
+    std::vector<codegen::KernelSource> sources = gpu::emit_kernels(plan);
+    REQUIRE(!sources.empty());
+    for (const codegen::KernelSource& ks : sources) golden::compile_sm90(ks);
+    return sources;
+}
+
+}  // namespace
+
+TEST_CASE("golden: causal attention over heads of a fused qkv is one kernel reading them in place") {
+    const std::int64_t B = 2, T = 128, H = 4, D = 64;
+    const Array x(testing::random_tensor({B, T, 3, H, D}, float32, 1));
+    const auto head = [&](std::int64_t j) {
+        return x.slice({{}, {}, {j, j + 1}}).reshape({B, T, H, D}).permute({0, 2, 1, 3});
+    };
+    const auto ks = compile_plan({attention(head(0), head(1), head(2), {.causal = CausalMask::TopLeft})});
+    REQUIRE(ks.size() == 1);
+    CHECK(ks[0].kernel.find("lm::att::attention_simt<float, 64, true, false>") != std::string::npos);
+    CHECK(ks[0].source.find("lm::expc::exp_f32") != std::string::npos);
+    golden::check_text("a2_attention_causal_f32", ks[0].kernel);
+}
+
+TEST_CASE("golden: the CUDA-core attention kernel of every dtype and D compiles") {
+    const Options cores{.product_path = ProductPath::CudaCores};
+    for (DType t : {float32, float16, bfloat16})
+        for (std::int64_t D : {16, 64, 80, 128, 256}) {
+            CAPTURE(name(t));
+            CAPTURE(D);
+            const Tensor q = testing::random_tensor({1, 2, 33, D}, t, 2),
+                         k = testing::random_tensor({1, 2, 70, D}, t, 3);
+            const bool masked = D % 32 == 0;
+            const Tensor bias = testing::random_tensor({33, 70}, t, 4);
+            AttentionOptions o;
+            if (masked) o.causal = CausalMask::BottomRight;
+            if (D == 80 || D == 256) o.bias = Array(bias);
+            const auto ks = compile_plan({attention(q, k, k, o)}, cores);
+            REQUIRE(ks.size() == 1);
+        }
+}

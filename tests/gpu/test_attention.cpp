@@ -1,0 +1,101 @@
+// GPU tests of attention on CUDA cores (docs/semantics.md, "Attention"): the kernel's bits equal the CPU
+// reference's in float32, and in float16 and bfloat16 on the CUDA-core path (ProductPath::CudaCores), for T and
+// S not multiples of the block, T != S with both causal alignments, D of 16, 64, 80 and 128, grouped heads, a
+// bias with whole rows of -inf, views of a fused qkv tensor as operands, NaN and Inf in q, Inf and NaN in
+// masked values; the result written into a permuted view (the layout the next product reads); one kernel.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <loom/loom.hpp>
+#include <string>
+#include <vector>
+
+#include "loom/runtime/reference.hpp"
+#include "loom/runtime/testing.hpp"
+
+using namespace loom;
+
+namespace {
+
+const Device cuda0 = Device::cuda(0);
+
+Tensor random_of(const Shape& s, DType t, std::uint64_t seed) {
+    return testing::random_tensor(s, t, seed, testing::Random::normal()).to(cuda0);
+}
+
+// Evaluates `y` on the GPU into a poisoned output, on CUDA cores, and checks it against the reference bit for
+// bit.
+void check_bits(const Array& y, const std::string& what) {
+    const OptionsScope cores(Options{.product_path = ProductPath::CudaCores});
+    Tensor out = Tensor::empty(y.shape(), y.dtype(), cuda0);
+    testing::poison(out);
+    assign(out, y);
+    const Tensor expected = reference::evaluate(y.node());
+    const testing::Comparison c = testing::compare(out, expected, testing::Tolerance::exact(), what);
+    CHECK_MESSAGE(c.ok, what << ": " << c.message);
+}
+
+}  // namespace
+
+TEST_CASE("attention on CUDA cores: the reference's bits, every dtype, D, mask and ragged T and S") {
+    for (DType t : {float32, bfloat16, float16}) {
+        for (std::int64_t D : {16, 64, 80, 128}) {
+            for (auto [T, S] : {std::pair<std::int64_t, std::int64_t>{64, 64}, {70, 131}, {129, 40}, {1, 300}}) {
+                const Tensor q = random_of({2, 3, T, D}, t, 1 + D), k = random_of({2, 3, S, D}, t, 2 + D),
+                             v = random_of({2, 3, S, D}, t, 3 + D);
+                for (CausalMask m : {CausalMask::None, CausalMask::TopLeft, CausalMask::BottomRight}) {
+                    const std::string what = fmt::format("{} D={} T={} S={} causal={}", name(t), D, T, S,
+                                                         ir::causal_mask_name(m));
+                    check_bits(attention(q, k, v, {.causal = m}), what);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("attention on CUDA cores: grouped heads, a bias with masked rows, NaN and Inf") {
+    const std::int64_t B = 2, H = 8, Hkv = 2, T = 77, S = 95, D = 64;
+    const Tensor q = random_of({B, H, T, D}, float32, 10), k = random_of({B, Hkv, S, D}, float32, 11),
+                 v = random_of({B, Hkv, S, D}, float32, 12);
+    check_bits(attention(q, k, v, {.causal = CausalMask::TopLeft}), "grouped heads");
+    // A padding bias [B, 1, 1, S] of -inf past each batch's length, and a [T, S] bias with whole rows of -inf.
+    Tensor pad = Tensor::host({B, 1, 1, S}, float32);
+    for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t s = 0; s < S; ++s) static_cast<float*>(pad.data())[b * S + s] = s < 50 + 30 * b ? 0.0f : -INFINITY;
+    check_bits(attention(q, k, v, {.bias = Array(pad.to(cuda0))}), "a padding mask");
+    Tensor rows = testing::random_tensor({T, S}, float32, 13);
+    for (std::int64_t s = 0; s < S; ++s)
+        static_cast<float*>(rows.data())[s] = static_cast<float*>(rows.data())[40 * S + s] = -INFINITY;
+    check_bits(attention(q, k, v, {.bias = Array(rows.to(cuda0))}), "whole rows of -inf give 0");
+    // Inf and NaN in values no query sees (keys past T under the top-left mask), NaN and Inf in q.
+    Tensor vh = v.to_host().clone();
+    for (std::int64_t s = T; s < S; ++s) static_cast<float*>(vh.data())[s * D + 3] = (s % 2) ? INFINITY : NAN;
+    Tensor qh = q.to_host().clone();
+    static_cast<float*>(qh.data())[5 * D] = NAN;
+    static_cast<float*>(qh.data())[9 * D + 1] = INFINITY;
+    check_bits(attention(qh.to(cuda0), k, vh.to(cuda0), {.causal = CausalMask::TopLeft}),
+               "masked Inf and NaN values, NaN and Inf in q");
+}
+
+TEST_CASE("attention on CUDA cores: heads sliced from a fused qkv, the result into a permuted view") {
+    for (DType t : {float32, bfloat16}) {
+        const std::int64_t B = 2, T = 100, H = 4, D = 64;
+        const Tensor qkv = random_of({B, T, 3, H, D}, t, 20);
+        const Array x(qkv);
+        const auto head = [&](std::int64_t j) {
+            return x.slice({{}, {}, {j, j + 1}}).reshape({B, T, H, D}).permute({0, 2, 1, 3});
+        };
+        const Array y = attention(head(0), head(1), head(2), {.causal = CausalMask::TopLeft});
+        check_bits(y, fmt::format("{} heads of qkv", name(t)));
+        // Written into [B, T, H, D] through a permuted view: the layout the output projection reads.
+        const OptionsScope cores(Options{.product_path = ProductPath::CudaCores});
+        Tensor out = Tensor::empty({B, T, H, D}, t, cuda0);
+        testing::poison(out);
+        assign(out.permute({0, 2, 1, 3}), y);
+        const Tensor expected = reference::evaluate(y.node());
+        const testing::Comparison c = testing::compare(Tensor(out.permute({0, 2, 1, 3})), expected,
+                                                       testing::Tolerance::exact(), "permuted store");
+        CHECK_MESSAGE(c.ok, c.message);
+    }
+}
