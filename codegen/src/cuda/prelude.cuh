@@ -740,6 +740,12 @@ template <int R> __device__ __forceinline__ void setmaxnreg_inc() { asm volatile
 // (ir/include/loom/ir/random_core.hpp, namespace lm::rng here), pasted below by codegen/embed_prelude.cmake.
 // LOOM_RANDOM_CORE
 
+// ---------------------------------------------------------------------------------------------------------
+// The float32 exp of the CPU reference and the host back end, correctly rounded (lm::expc::exp_f32; the CPU
+// reference's own source, ir/include/loom/ir/exp_core.hpp, pasted below by codegen/embed_prelude.cmake), for
+// kernels that must give the reference's bits. The elementwise `exp` op keeps CUDA's expf (lm::exp_ above).
+// LOOM_EXP_CORE
+
 namespace lm {
 
 // Gathers (docs/semantics.md, "Gathers"): the position an index names along an axis of n > 0 elements, v + n

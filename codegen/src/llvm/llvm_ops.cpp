@@ -8,11 +8,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <optional>
 
 #include "loom/ir/error.hpp"
+#include "loom/ir/exp_core.hpp"
 
 namespace loom::codegen::llvm_ir {
 
@@ -228,17 +230,16 @@ bool library_op(Op op) {
     return ir::info(op).rule == ir::Rule::FloatMath && op != Op::Sqrt;
 }
 
-// 2^(j/16) for j = 0 .. 15, rounded to the nearest double (the bits, so that no library computes them).
-constexpr std::uint64_t kExp2Sixteenths[16] = {
-    0x3FF0000000000000, 0x3FF0B5586CF9890F, 0x3FF172B83C7D517B, 0x3FF2387A6E756238,
-    0x3FF306FE0A31B715, 0x3FF3DEA64C123422, 0x3FF4BFDAD5362A27, 0x3FF5AB07DD485429,
-    0x3FF6A09E667F3BCD, 0x3FF7A11473EB0187, 0x3FF8ACE5422AA0DB, 0x3FF9C49182A3F090,
-    0x3FFAE89F995AD3AD, 0x3FFC199BDD85529C, 0x3FFD5818DCFBA487, 0x3FFEA4AFA2A490DA};
+// 2^(j/16) for j = 0 .. 15, rounded to the nearest double: exp_core.hpp's table, which the reference's exp
+// uses.
+std::uint64_t exp2_sixteenths(int j) {
+    return std::bit_cast<std::uint64_t>(ir::expc::kExp2Hi[j]);
+}
 
 std::string exp2_table_vector(int from, int count) {
     std::vector<std::string> e;
     for (int j = from; j < from + count; ++j)
-        e.push_back(fmt::format("double 0x{:016X}", kExp2Sixteenths[j]));
+        e.push_back(fmt::format("double 0x{:016X}", exp2_sixteenths(j)));
     return fmt::format("<{}>", fmt::join(e, ", "));
 }
 
@@ -282,7 +283,7 @@ std::string exp2_table(Builder& b, const std::string& kb, int w, std::string_vie
     }
     if (b.module().define_once("loom.exp2.sixteenths")) {
         std::vector<std::string> e;
-        for (std::uint64_t v : kExp2Sixteenths) e.push_back(fmt::format("double 0x{:016X}", v));
+        for (int j = 0; j < 16; ++j) e.push_back(fmt::format("double 0x{:016X}", exp2_sixteenths(j)));
         b.module().declare(
             "loom.exp2.sixteenths",
             fmt::format("@loom.exp2.sixteenths = internal constant [16 x double] [{}]", fmt::join(e, ", ")));
@@ -302,8 +303,9 @@ std::string exp2_table(Builder& b, const std::string& kb, int w, std::string_vie
 }
 
 // exp of float32 compute values (float32, and float16 / bfloat16, which compute in float32) with the contract
-// value's bits for every argument: `(float)exp((double)x)` of the host's C library (docs/semantics.md,
-// section 5), computed inline, `w` lanes at once:
+// value's bits for every argument: the correctly rounded float32 of exp(x), the reference's
+// ir::expc::exp_f32 (ir/include/loom/ir/exp_core.hpp; docs/semantics.md, section 5), computed inline, `w`
+// lanes at once, by exp_core's fast path with its constants:
 //
 //   K = the nearest integer to 16 x / ln 2 (in the low bits of 16 x / ln 2 + 1.5 * 2^52, one FMA), r = x - K
 //   ln 2 / 16 (two FMAs with ln 2 split in two doubles; |r| <= ln 2 / 32), p = exp(r) by its Taylor
@@ -312,13 +314,13 @@ std::string exp2_table(Builder& b, const std::string& kb, int w, std::string_vie
 //
 // The truncation error is below 2^-42.6 of the result and the roundings of the double steps add a few 2^-53,
 // so y is within 2^-42.5 of exp(x), relative: at most 1450 units in the last place of the double (measured
-// over every float32 x in [-87, 88]: 2^-42.6). The rounding of y to float32 is therefore the correct rounding
-// of exp(x), and the C library's (within 1 ulp of a double) is the same, except where a float32 rounding
-// boundary lies within that error of y: y's 29 bits below float32's precision within 4096 (about 3 times the
-// error) of the halfway pattern 2^28. Such lanes (one argument in 2^18 of [-87, 88]), and arguments outside
-// [-87, 88] (subnormal, overflowing, infinite and NaN results are the C library's to give), make the whole
-// vector call the reference's own function instead. tests/unit/test_llvm_backend.cpp checks the bits against
-// the reference, every float32 argument with LOOM_TEST_EXHAUSTIVE=1.
+// over every float32 x in [-104, 89]: 1289 units). The rounding of y to float32 is therefore the correct
+// rounding of exp(x), except where a float32 rounding boundary lies within that error of y: y's 29 bits below
+// float32's precision within exp_core's window (4096, about 3 times the error) of the halfway pattern 2^28.
+// Such lanes (about one argument in 2^18 of [-87, 88]), and arguments outside [-87, 88] (subnormal,
+// overflowing, infinite and NaN results), make the whole vector call the reference's own function instead,
+// whose slow path decides them. tests/unit/test_llvm_backend.cpp checks the bits against the reference, every
+// float32 argument with LOOM_TEST_EXHAUSTIVE=1.
 std::string exp_float(Builder& b, const std::string& x, int w, std::string_view hint,
                       std::string_view comment) {
     Function& f = b.f;
@@ -341,22 +343,19 @@ std::string exp_float(Builder& b, const std::string& x, int w, std::string_view 
     f.label(fast);
     const std::string xd = let("d", fmt::format("fpext {} {} to {}", X, x, D),
                                fmt::format("{}: in double, rounded once to float32", comment));
-    const double shifter =
-        6755399441055744.0;  // 1.5 * 2^52: adding it leaves the nearest integer in the low bits
-    const std::string kd = fma("kd", xd, dc(16 * 1.4426950408889634), dc(shifter),
+    // The constants and steps of exp_core.hpp's fast path (ir::expc::exp_fast), so that y is its double.
+    namespace expc = ir::expc;
+    const std::string kd = fma("kd", xd, dc(expc::kSixteenOverLn2), dc(expc::kShifter),
                                "K = nearest integer to 16 x / ln 2, in the low bits");
-    const std::string k = let("k", fmt::format("fsub {} {}, {}", D, kd, dc(shifter)));
-    const std::string r1 =
-        fma("r1", k, dc(-0.6931471805599453 / 16), xd);  // ln 2 / 16, high part (ln 2: 0x3FE62E42FEFA39EF)
-    const std::string r =
-        fma("r", k, dc(-2.3190468138462996e-17 / 16), r1, "r = x - K ln 2 / 16");  // the rest of ln 2 / 16
-    double fact = 120.0;                                                           // 5!
-    std::string p = dc(1.0 / fact);
-    for (int n = 4; n >= 0; --n) {
-        fact = 1.0;
-        for (int m = 2; m <= n; ++m) fact *= m;
-        p = fma(fmt::format("p{}", n), p, r, dc(1.0 / fact));  // 1 / n!, correctly rounded
-    }
+    const std::string k = let("k", fmt::format("fsub {} {}, {}", D, kd, dc(expc::kShifter)));
+    const std::string r1 = fma("r1", k, dc(-expc::kLn2Over16Hi), xd);  // ln 2 / 16, high part
+    const std::string r = fma("r", k, dc(-expc::kLn2Over16Lo), r1, "r = x - K ln 2 / 16");  // the rest
+    std::string p = dc(expc::kInvFact5);
+    p = fma("p4", p, r, dc(expc::kInvFact4));
+    p = fma("p3", p, r, dc(expc::kInvFact3));
+    p = fma("p2", p, r, dc(expc::kInvFact2));
+    p = fma("p1", p, r, dc(1.0));
+    p = fma("p0", p, r, dc(1.0));  // 1 / n!, correctly rounded
     const std::string kb = let("kb", fmt::format("bitcast {} {} to {}", D, kd, I));
     const std::string t = exp2_table(b, kb, w, hint);
     const std::string e4 = let("e4", fmt::format("lshr {} {}, {}", I, kb, ic(4)));
@@ -370,8 +369,9 @@ std::string exp_float(Builder& b, const std::string& x, int w, std::string_view 
     const std::string yb = let("yb", fmt::format("bitcast {} {} to {}", D, y, I));
     const std::string low =
         let("low", fmt::format("and {} {}, {}", I, yb, ic(0x1FFFFFFF)), "the bits below float32's precision");
-    const std::string off = let("off", fmt::format("sub {} {}, {}", I, low, ic(0x10000000 - 4096)));
-    const std::string near = let("near", fmt::format("icmp ult {} {}, {}", I, off, ic(8192)),
+    constexpr auto window = static_cast<std::int64_t>(expc::kWindow);  // as exp_core.hpp's fast path
+    const std::string off = let("off", fmt::format("sub {} {}, {}", I, low, ic(0x10000000 - window)));
+    const std::string near = let("near", fmt::format("icmp ult {} {}, {}", I, off, ic(2 * window)),
                                  "within 4096 of halfway: the rounding is not certain");
     const std::string lo = let("lo", fmt::format("fcmp oge {} {}, {}", X, x,
                                                  splat_constant("float", float_constant(-87.0, "float"), w)));

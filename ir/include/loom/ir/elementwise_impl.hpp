@@ -20,6 +20,7 @@
 
 #include "loom/ir/dtype.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/ir/exp_core.hpp"
 #include "loom/ir/half.hpp"
 #include "loom/ir/op.hpp"
 #include "loom/ir/random_core.hpp"
@@ -414,7 +415,12 @@ inline C unary(C x) {
     } else if constexpr (!is_float_v<C>) {
         unsupported(op, "integer or bool operands");
     } else if constexpr (op == Op::Exp) {
-        return libm1<C>([](double v) { return std::exp(v); }, x);
+        // float32 compute (float32, float16, bfloat16): Loom's own correctly rounded exp, which the host back
+        // end and GPU kernels compile too (exp_core.hpp); float64: the C library's.
+        if constexpr (std::is_same_v<C, float>)
+            return expc::exp_f32(x);
+        else
+            return std::exp(x);
     } else if constexpr (op == Op::Exp2) {
         return libm1<C>([](double v) { return std::exp2(v); }, x);
     } else if constexpr (op == Op::Expm1) {
