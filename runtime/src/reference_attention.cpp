@@ -159,3 +159,154 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
 }
 
 }  // namespace loom::reference::detail
+
+namespace loom::reference {
+
+namespace {
+
+// The spacing of `t`'s values at magnitude y (its subnormal spacing below the normal range).
+double ulp_of(DType t, double y) {
+    const int p = t == DType::Float16 ? 11 : 8;         // significand bits
+    const int emin = t == DType::Float16 ? -14 : -126;  // the smallest normal exponent
+    int e = y > 0 && std::isfinite(y) ? std::ilogb(y) : emin;
+    if (e < emin) e = emin;
+    return std::ldexp(1.0, e - (p - 1));
+}
+
+}  // namespace
+
+AttentionBound attention_bound(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                               const Tensor* bias_in, ir::CausalMask causal, float scale) {
+    const int r = q_in.rank();
+    const DType dt = q_in.dtype();
+    if (r < 3 || k_in.rank() != r || v_in.rank() != r || (dt != DType::Float16 && dt != DType::BFloat16) ||
+        k_in.shape() != v_in.shape() || q_in.shape().back() != k_in.shape().back())
+        throw Error(
+            fmt::format("reference::attention_bound(): q {} {}, k {} and v {}: float16 or bfloat16 "
+                        "q [B..., H, T, D], k and v [B..., Hkv, S, D]",
+                        to_string(q_in.shape()), name(dt), to_string(k_in.shape()), to_string(v_in.shape())));
+    const Tensor q = cast(q_in, DType::Float64), k = cast(k_in, DType::Float64),
+                 v = cast(v_in, DType::Float64);
+    const auto at = [&](const Tensor& t, int from_end) {
+        return t.shape()[static_cast<std::size_t>(r - from_end)];
+    };
+    const std::int64_t H = at(q, 3), T = at(q, 2), D = at(q, 1), Hkv = at(k, 3), S = at(k, 2);
+    if (Hkv == 0 || H % Hkv != 0)
+        throw Error(fmt::format("reference::attention_bound(): {} query heads over {} kv heads", H, Hkv));
+    std::int64_t batches = 1;
+    for (int d = 0; d + 3 < r; ++d) batches *= q.shape()[static_cast<std::size_t>(d)];
+    // The bias as float64, broadcast to [B..., H, T, S] by strides (0 along its size-1 or absent axes).
+    Tensor bias;
+    std::vector<std::int64_t> bstride(static_cast<std::size_t>(r), 0);
+    if (bias_in) {
+        bias = cast(*bias_in, DType::Float64);
+        const int br = bias.rank();
+        std::int64_t st = 1;
+        for (int d = br - 1; d >= 0; --d) {
+            const int full = r - br + d;
+            if (full >= 0 && bias.shape()[static_cast<std::size_t>(d)] != 1)
+                bstride[static_cast<std::size_t>(full)] = st;
+            st *= bias.shape()[static_cast<std::size_t>(d)];
+        }
+    }
+    // Full-shape axes of the bias: batch axes (r - 3 of them), H, T, S.
+    const auto bias_at = [&](std::int64_t b, std::int64_t h, std::int64_t t, std::int64_t j) {
+        std::int64_t off = h * bstride[static_cast<std::size_t>(r - 3)] +
+                           t * bstride[static_cast<std::size_t>(r - 2)] +
+                           j * bstride[static_cast<std::size_t>(r - 1)];
+        for (int d = r - 4; d >= 0; --d) {
+            const std::int64_t e = q.shape()[static_cast<std::size_t>(d)];
+            off += (b % e) * bstride[static_cast<std::size_t>(d)];
+            b /= e;
+        }
+        return static_cast<const double*>(bias.data())[off];
+    };
+    const auto* qd = static_cast<const double*>(q.data());
+    const auto* kd = static_cast<const double*>(k.data());
+    const auto* vd = static_cast<const double*>(v.data());
+    AttentionBound out{Tensor::host(q.shape(), DType::Float64), Tensor::host(q.shape(), DType::Float64)};
+    auto* val = static_cast<double*>(out.value.data());
+    auto* bnd = static_cast<double*>(out.bound.data());
+    const double uT = dt == DType::Float16 ? 0x1p-11 : 0x1p-8;
+    const double c2 = dt == DType::Float16 ? 0x1p-23 : 0x1p-125;
+    const std::int64_t tiles = (S + 31) / 32;
+    const double g = product_gamma(S + 2 * tiles + 16, kMmaUnit);
+    const double gD = product_gamma(D, kMmaUnit);
+    const std::int64_t group = H / Hkv;
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    loom::detail::parallel_for(batches * H * T, 4, [&](std::int64_t lo, std::int64_t hi) {
+        std::vector<double> s(static_cast<std::size_t>(S)), mag(static_cast<std::size_t>(S)),
+            sq(static_cast<std::size_t>(S)), num(static_cast<std::size_t>(D)),
+            absn(static_cast<std::size_t>(D)), abs1(static_cast<std::size_t>(D));
+        std::vector<std::int64_t> vis;
+        for (std::int64_t row = lo; row < hi; ++row) {
+            const std::int64_t t = row % T, h = (row / T) % H, b = row / (T * H), hk = h / group;
+            const double* qr = qd + row * D;
+            const double* kh = kd + (b * Hkv + hk) * S * D;
+            const double* vh = vd + (b * Hkv + hk) * S * D;
+            vis.clear();
+            double smax = -kInf, sabs = 0.0;
+            bool finite = true;
+            for (std::int64_t j = 0; j < S; ++j) {
+                if (!ir::attention_visible(causal, t, j, T, S)) continue;
+                const double bj = bias_in ? bias_at(b, h, t, j) : 0.0;
+                if (bj == -kInf) continue;
+                double acc = 0.0, m = 0.0;
+                for (std::int64_t d = 0; d < D; ++d) {
+                    acc += qr[d] * kh[j * D + d];
+                    m += std::fabs(qr[d] * kh[j * D + d]);
+                }
+                const std::size_t js = static_cast<std::size_t>(j);
+                sq[js] = static_cast<double>(scale) * acc;
+                s[js] = sq[js] + bj;
+                mag[js] = m;
+                finite = finite && std::isfinite(s[js]);
+                smax = std::max(smax, s[js]);
+                sabs = std::max(sabs, std::fabs(s[js]));
+                vis.push_back(j);
+            }
+            double* vo = val + row * D;
+            double* bo = bnd + row * D;
+            if (vis.empty()) {
+                for (std::int64_t d = 0; d < D; ++d) vo[d] = 0.0, bo[d] = 0.0;
+                continue;
+            }
+            double l = 0.0, theta = 0.0;
+            std::fill(num.begin(), num.end(), 0.0);
+            std::fill(absn.begin(), absn.end(), 0.0);
+            std::fill(abs1.begin(), abs1.end(), 0.0);
+            const double shift = (static_cast<double>(tiles) + 1.0) * 0x1p-23 * (sabs + 1.0);
+            const double rounds = std::pow(1.0 + 0x1p-24, static_cast<double>(tiles + 1));
+            for (std::int64_t j : vis) {
+                const std::size_t js = static_cast<std::size_t>(j);
+                const double pj = finite ? std::exp(s[js] - smax) : 0.0;
+                const double delta = static_cast<double>(scale) * gD * mag[js] +
+                                     0x1p-23 * (std::fabs(sq[js]) + std::fabs(s[js])) + shift;
+                theta = std::max(theta, (1.0 + uT) * rounds * std::exp(delta) - 1.0);
+                l += pj;
+                for (std::int64_t d = 0; d < D; ++d) {
+                    const double x = vh[j * D + d];
+                    num[static_cast<std::size_t>(d)] += pj * x;
+                    absn[static_cast<std::size_t>(d)] += pj * std::fabs(x);
+                    abs1[static_cast<std::size_t>(d)] += std::fabs(x);
+                }
+            }
+            const double a = (1.0 + theta) * (1.0 + g) - 1.0;
+            const double c1 = a < 1.0 ? 4.0 * a / (1.0 - a) + 0x1p-23 : kInf;
+            for (std::int64_t d = 0; d < D; ++d) {
+                const std::size_t ds = static_cast<std::size_t>(d);
+                const double o = num[ds] / l;
+                vo[d] = finite ? o : std::numeric_limits<double>::quiet_NaN();
+                if (!finite || !std::isfinite(o)) {
+                    bo[d] = kInf;
+                    continue;
+                }
+                const double e = c1 * absn[ds] / l + c2 * abs1[ds] / l;
+                bo[d] = e + ulp_of(dt, std::fabs(o) + e);
+            }
+        }
+    });
+    return out;
+}
+
+}  // namespace loom::reference

@@ -45,18 +45,33 @@ KernelSource emit_attention(std::string_view user_name, const PlannedAttention& 
     std::string& s = ks.kernel;
     s += detail::banner("attention", ks.name, user_name, p.to_string());
     s += fmt::format(
-        "// entry point: {} (the operands' loads, 16-byte pieces or elements, are the parameter `vector_loads`)"
+        "// entry point: {} (the operands' loads, 16-byte pieces or elements, are the parameter "
+        "`vector_loads`)"
         "\n\n",
         ks.name);
-    s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const lm::AttentionParams p) {{\n",
-                     p.threads, ks.name);
+    s +=
+        fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const lm::AttentionParams p) {{\n",
+                    p.threads, ks.name);
     detail::write_kernel_prologue(s, true, kColumn);
     detail::write_line(s, 4, "extern __shared__ __align__(16) float smem[];",
                        fmt::format("{} bytes", p.shared_bytes), kColumn);
-    detail::write_line(s, 4,
-                       fmt::format("lm::att::attention_simt<{}, {}, {}, {}>(p, smem);", element_type(p.dtype),
-                                   p.head_dim, p.causal ? "true" : "false", p.bias ? "true" : "false"),
-                       "type, D, causal, bias", kColumn);
+    const std::string args = fmt::format("{}, {}, {}, {}", element_type(p.dtype), p.head_dim,
+                                         p.causal ? "true" : "false", p.bias ? "true" : "false");
+    if (p.path == AttentionPath::Mma) {
+        // The plan's block is the device code's (lm::att::MmaShape): asserted, so that neither drifts.
+        detail::write_line(
+            s, 4,
+            fmt::format("static_assert(lm::att::MmaShape<{0}>::kQueries == {1} && "
+                        "lm::att::MmaShape<{0}>::kKeys == {2} && lm::att::MmaShape<{0}>::kThreads "
+                        "== {3} && lm::att::MmaShape<{0}>::kBytes == {4}, \"the plan's block\");",
+                        p.head_dim, p.block_queries, p.block_keys, p.threads, p.shared_bytes),
+            "", kColumn);
+        detail::write_line(s, 4, fmt::format("lm::att::attention_mma<{}>(p, smem);", args),
+                           "type, D, causal, bias", kColumn);
+    } else {
+        detail::write_line(s, 4, fmt::format("lm::att::attention_simt<{}>(p, smem);", args),
+                           "type, D, causal, bias", kColumn);
+    }
     s += "}\n";
     ks.source = fmt::format("{}\n{}\n{}", prelude_source(), detail::attention_device_source(), ks.kernel);
     return ks;

@@ -68,22 +68,27 @@ std::string GpuFamily<PlannedAttention>::plan_text(const PlannedAttention& s) {
     return s.plan.to_string();
 }
 
-std::string GpuFamily<PlannedAttention>::explain(const FusionPlan& plan, std::size_t i, const PlannedAttention& s) {
+std::string GpuFamily<PlannedAttention>::explain(const FusionPlan& plan, std::size_t i,
+                                                 const PlannedAttention& s) {
     const FusedKernel& k = plan.partition.kernels[i];
     const ir::Node& a = *s.node;
     std::vector<std::string> reads, writes;
     for (std::size_t j = 0; j < s.inputs.size(); ++j)
-        reads.push_back(fmt::format("{} {} [{}]", s.inputs[j]->label().empty() ? "input" : s.inputs[j]->label(),
+        reads.push_back(fmt::format("{} {} [{}]",
+                                    s.inputs[j]->label().empty() ? "input" : s.inputs[j]->label(),
                                     ir::describe(*s.inputs[j]), to_string(plan.kernels[i].reads[j])));
     for (const Slot& w : k.writes) writes.push_back(to_string(w));
+    const char* path = s.plan.path == AttentionPath::Mma
+                           ? "tensor cores (mma.sync, float32 accumulators), within the stated bound"
+                           : "CUDA cores, float32 in the reference's order";
     return fmt::format(
         "kernel {}  {}   attention q {} x k {} x v {} -> {} ({}): {}\n"
-        "          CUDA cores, float32 in the reference's order; {} queries per block, keys in steps of {}, {} "
-        "threads, {} bytes of shared memory\n"
+        "          {}; {} queries per block, keys in steps of {}, {} threads, {} bytes of shared memory\n"
         "          reads {}; writes {}; 1 launch\n",
         i, k.name, ir::describe(*a.operand(0)), ir::describe(*a.operand(1)), ir::describe(*a.operand(2)),
-        ir::describe(a), ir::attention_attributes(a), where_of(a), s.plan.block_queries, s.plan.block_keys,
-        s.plan.threads, s.plan.shared_bytes, fmt::join(reads, ", "), fmt::join(writes, ", "));
+        ir::describe(a), ir::attention_attributes(a), where_of(a), path, s.plan.block_queries,
+        s.plan.block_keys, s.plan.threads, s.plan.shared_bytes, fmt::join(reads, ", "),
+        fmt::join(writes, ", "));
 }
 
 LaunchNeeds GpuFamily<PlannedAttention>::needs(const PlannedAttention&, KernelPointers) {
@@ -92,8 +97,8 @@ LaunchNeeds GpuFamily<PlannedAttention>::needs(const PlannedAttention&, KernelPo
     return n;
 }
 
-BoundLaunch GpuFamily<PlannedAttention>::bind(const PlannedAttention& s, KernelPointers p, const LaunchScratch&,
-                                              std::span<std::byte> params) {
+BoundLaunch GpuFamily<PlannedAttention>::bind(const PlannedAttention& s, KernelPointers p,
+                                              const LaunchScratch&, std::span<std::byte> params) {
     const ir::Node& a = *s.node;
     const int r = a.rank();
     const auto ext = [&](const ir::Node& n, int from_end) {
@@ -111,7 +116,9 @@ BoundLaunch GpuFamily<PlannedAttention>::bind(const PlannedAttention& s, KernelP
         ap.batch[j] = d >= 0 ? static_cast<long long>(a.shape()[static_cast<std::size_t>(d)]) : 1;
         batches *= ap.batch[j];
     }
-    const auto strides = [&](int j) -> const Strides& { return s.operands[static_cast<std::size_t>(j)].strides; };
+    const auto strides = [&](int j) -> const Strides& {
+        return s.operands[static_cast<std::size_t>(j)].strides;
+    };
     batch_strides(strides(0), r, ap.q_batch);
     batch_strides(strides(1), r, ap.k_batch);
     batch_strides(strides(2), r, ap.v_batch);
@@ -138,7 +145,8 @@ BoundLaunch GpuFamily<PlannedAttention>::bind(const PlannedAttention& s, KernelP
     ap.scale = ir::attention_scale(a);
     ap.vector_loads = pieces(s, p) ? 1 : 0;
     if (params.size() < sizeof ap)
-        throw InternalError(fmt::format("attention kernel: {} parameter bytes for {}", params.size(), sizeof ap));
+        throw InternalError(
+            fmt::format("attention kernel: {} parameter bytes for {}", params.size(), sizeof ap));
     std::memcpy(params.data(), &ap, sizeof ap);
     BoundLaunch b;
     const long long blocks = ap.query_blocks * ap.batch_heads;

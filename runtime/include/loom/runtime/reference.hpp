@@ -8,6 +8,7 @@
 
 #include "loom/codegen/options.hpp"
 #include "loom/ir/node.hpp"
+#include "loom/ir/op.hpp"
 #include "loom/ir/reduce_order.hpp"
 #include "loom/runtime/tensor.hpp"
 
@@ -81,6 +82,29 @@ struct ProductBound {
 };
 ProductBound product_bound(const Tensor& a, const Tensor& b,
                            ProductPrecision precision = ProductPrecision::Float32);
+
+/// The componentwise bound of attention on tensor cores (codegen AttentionPath::Mma: float16 and bfloat16;
+/// docs/semantics.md, "Attention in float16 and bfloat16 on tensor cores"), for q [B..., H, T, D], k and v
+/// [B..., Hkv, S, D] and an optional bias broadcasting to [B..., H, T, S] (any device, any strides; of
+/// attention's dtypes), a causal mask and the float32 scale: `value` the attention computed in float64 from
+/// the operands' values (0 for a row with no visible key), and `bound` such that a GPU result g and the
+/// reference's result r (reference::evaluate, rounded to q's dtype) satisfy |g - r| <= bound, both float64
+/// host tensors of q's shape. Per output (row t, column d), with p_j = exp(s_j - max s) over the row's
+/// visible keys and l = sum p_j:
+///     bound = c1 (sum_j p_j |v_jd|) / l + c2 (sum_j |v_jd|) / l + ulp_T(|value| + the first two terms),
+/// c1 = 4 a / (1 - a) + 2^-23, a = (1 + theta) (1 + gamma(S + 2 n + 16, 2^-22)) - 1 with n = ceil(S / 32)
+/// key tiles, theta the largest over the row's visible keys of (1 + u_T) (1 + 2^-24)^(n + 1) exp(delta_j) -
+/// 1, u_T = 2^-11 (float16) or 2^-8 (bfloat16), delta_j = scale gamma(D, 2^-22) sum_d |q_d k_jd| + 2^-23
+/// (|scale q·k_j| + |s_j|) + (n + 1) 2^-23 (max_j |s_j| + 1); c2 = 2^-23 for float16 (probabilities below
+/// float16's normal range) and 2^-125 for bfloat16. The bound is +inf where `value` is not finite (an Inf or
+/// NaN operand of a visible key: the results must then agree in kind; see the document). Throws loom::Error
+/// naming reference::attention_bound() for operands that do not fit.
+struct AttentionBound {
+    Tensor value;
+    Tensor bound;
+};
+AttentionBound attention_bound(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* bias,
+                               ir::CausalMask causal, float scale);
 
 /// A contiguous host copy of `t` converted element by element to `to` with the semantics of a Cast node
 /// (docs/semantics.md, "Casts"). Tensors on a CUDA device are copied to the host first.

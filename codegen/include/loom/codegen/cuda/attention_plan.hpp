@@ -22,8 +22,13 @@
 namespace loom::codegen {
 
 /// How an attention kernel computes. Simt: CUDA cores in float32, the reference's order bit for bit (every
-/// dtype: halves are read as float32).
-enum class AttentionPath : std::uint8_t { Simt };
+/// dtype: halves are read as float32). Mma: float16 and bfloat16 on tensor cores (mma.sync.m16n8k16, float32
+/// accumulators; FlashAttention-2's schedule), within the bound of docs/semantics.md, "Attention in float16
+/// and bfloat16 on tensor cores" (reference::attention_bound); for D a multiple of 16 up to 256 on devices of
+/// compute capability 8.0 and newer, unless Options::product_path is CudaCores.
+enum class AttentionPath : std::uint8_t { Simt, Mma };
+/// "simt", "mma".
+const char* attention_path_name(AttentionPath p);
 
 /// The batch axes an attention kernel indexes (more must merge into these).
 inline constexpr int kAttentionBatchAxes = 4;
@@ -36,8 +41,8 @@ struct AttentionPlan {
     bool causal = false;  // a causal mask (its alignment is the `diagonal` parameter)
     bool bias = false;
     AttentionPath path = AttentionPath::Simt;
-    int block_queries = 64;  // queries per block
-    int block_keys = 64;     // keys per step: the order's block (kAttentionKeyBlock)
+    int block_queries = 64;  // queries per block (Mma: 16 per warp)
+    int block_keys = 64;     // keys per step: the order's block (kAttentionKeyBlock); Mma: the key tile
     int threads = 128;
     std::size_t shared_bytes = 0;
 
@@ -77,7 +82,8 @@ struct PlannedAttention {
 PlannedAttention plan_attention(const FusedKernel& k, const LayoutOf& layout_of, const DeviceInfo& device,
                                 const Strides& out_strides, const Options& options);
 
-/// The bytes of an attention kernel's one parameter (lm::AttentionParams, codegen/src/cuda/attention_params.inc).
+/// The bytes of an attention kernel's one parameter (lm::AttentionParams,
+/// codegen/src/cuda/attention_params.inc).
 std::size_t attention_param_bytes();
 
 /// The CUDA source of an attention kernel (codegen/src/cuda/emit_attention.cpp): the prelude, the attention
