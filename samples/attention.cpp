@@ -1,10 +1,10 @@
 // attention: causal attention over GPT-2 small's heads, as one kernel, against the written-out form:
 //     y = attention(q, k, v, {.causal = CausalMask::TopLeft})
 //     written = matmul(softmax(where(col <= row, q kᵀ / sqrt(D), -inf)), v)
-// with q, k and v sliced from one fused [B, T, 3, H, D] projection and permuted to [B, H, T, D] (read in place,
-// no copy). The op's order is fixed by the shapes (docs/semantics.md, "Attention"); the written-out form
-// runs as three kernels over a materialized [B, H, T, T] score tensor, in its own order, so the two agree
-// within float32 rounding, not bit for bit.
+// with q, k and v sliced from one fused [B, T, 3, H, D] projection and permuted to [B, H, T, D] (read in
+// place, no copy). The op's order is fixed by the shapes (docs/semantics.md, "Attention"); the written-out
+// form runs as three kernels over a materialized [B, H, T, T] score tensor, in its own order, so the two
+// agree within float32 rounding, not bit for bit.
 //
 // Prints both plans, evaluates both on the GPU when there is one (else on the host), checks the op against
 // the CPU reference (bit for bit in float32) and against the written-out form, and prints the median time of
@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
         assign(out, y);
         assign(out_written, written);
         const testing::Comparison c = testing::check_against_reference({y});
-        std::printf("attention() against the CPU reference: %s\n", c.ok ? "equal within the contract" : "DIFFERENT");
+        std::printf("attention() against the CPU reference: %s\n",
+                    c.ok ? "equal within the contract" : "DIFFERENT");
         if (!c.ok) {
             std::printf("%s\n", c.message.c_str());
             return 1;
@@ -58,7 +59,8 @@ int main(int argc, char** argv) {
         const float* pa = static_cast<const float*>(a32.data());
         const float* pw = static_cast<const float*>(w32.data());
         double worst = 0;
-        for (std::int64_t i = 0; i < a32.numel(); ++i) worst = std::max(worst, std::abs(double(pa[i]) - pw[i]));
+        for (std::int64_t i = 0; i < a32.numel(); ++i)
+            worst = std::max(worst, std::abs(double(pa[i]) - pw[i]));
         const double tol = dt == float32 ? 1e-4 : 5e-2;
         std::printf("against the written-out form: largest difference %.3g (%s %.0e)\n", worst,
                     worst <= tol ? "within" : "BEYOND", tol);

@@ -31,9 +31,10 @@ NodePtr attention(NodePtr q, NodePtr k, NodePtr v, NodePtr bias, CausalMask caus
     const std::string ops = operands_text(*q, *k, *v);
     const int r = q->rank();
     if (r < 3 || k->rank() != r || v->rank() != r)
-        fail(loc, fmt::format("q, k and v must have one rank of 3 or more ([B..., H, T, D] and [B..., Hkv, S, "
-                              "D]): {}",
-                              ops));
+        fail(loc,
+             fmt::format("q, k and v must have one rank of 3 or more ([B..., H, T, D] and [B..., Hkv, S, "
+                         "D]): {}",
+                         ops));
     const DType dt = q->dtype();
     if (dt != DType::Float32 && dt != DType::Float16 && dt != DType::BFloat16)
         fail(loc, fmt::format("q, k and v must be float32, float16 or bfloat16: {}", ops));
@@ -50,7 +51,8 @@ NodePtr attention(NodePtr q, NodePtr k, NodePtr v, NodePtr bias, CausalMask caus
     if (ax(*v, 3) != Hkv || ax(*v, 2) != S || ax(*k, 1) != D || ax(*v, 1) != D)
         fail(loc, fmt::format("k and v must be [B..., Hkv, S, D] with q's D: {}", ops));
     if (D < 1 || D > kAttentionMaxHeadDim)
-        fail(loc, fmt::format("the head dimension D = {} is outside 1 to {}: {}", D, kAttentionMaxHeadDim, ops));
+        fail(loc,
+             fmt::format("the head dimension D = {} is outside 1 to {}: {}", D, kAttentionMaxHeadDim, ops));
     if (Hkv == 0 ? H != 0 : H % Hkv != 0)
         fail(loc, fmt::format("q's {} heads are not a multiple of k's and v's {}: {}", H, Hkv, ops));
     if (causal != CausalMask::None && causal != CausalMask::TopLeft && causal != CausalMask::BottomRight)

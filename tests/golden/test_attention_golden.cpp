@@ -13,7 +13,8 @@ using namespace loom;
 
 namespace {
 
-std::vector<codegen::KernelSource> compile_plan(const std::vector<Array>& arrays, const Options& options = {}) {
+std::vector<codegen::KernelSource> compile_plan(const std::vector<Array>& arrays,
+                                                const Options& options = {}) {
     std::vector<ir::NodePtr> roots;
     for (const Array& a : arrays) roots.push_back(a.node());
     const codegen::FusionPlan plan = gpu::plan_bound(ir::run_pipeline(roots, ir::standard_passes()),

@@ -1,8 +1,9 @@
 // GPU tests of attention on CUDA cores (docs/semantics.md, "Attention"): the kernel's bits equal the CPU
-// reference's in float32, and in float16 and bfloat16 on the CUDA-core path (ProductPath::CudaCores), for T and
-// S not multiples of the block, T != S with both causal alignments, D of 16, 64, 80 and 128, grouped heads, a
-// bias with whole rows of -inf, views of a fused qkv tensor as operands, NaN and Inf in q, Inf and NaN in
-// masked values; the result written into a permuted view (the layout the next product reads); one kernel.
+// reference's in float32, and in float16 and bfloat16 on the CUDA-core path (ProductPath::CudaCores), for T
+// and S not multiples of the block, T != S with both causal alignments, D of 16, 64, 80 and 128, grouped
+// heads, a bias with whole rows of -inf, views of a fused qkv tensor as operands, NaN and Inf in q, Inf and
+// NaN in masked values; the result written into a permuted view (the layout the next product reads); one
+// kernel.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -41,12 +42,13 @@ void check_bits(const Array& y, const std::string& what) {
 TEST_CASE("attention on CUDA cores: the reference's bits, every dtype, D, mask and ragged T and S") {
     for (DType t : {float32, bfloat16, float16}) {
         for (std::int64_t D : {16, 64, 80, 128}) {
-            for (auto [T, S] : {std::pair<std::int64_t, std::int64_t>{64, 64}, {70, 131}, {129, 40}, {1, 300}}) {
+            for (auto [T, S] :
+                 {std::pair<std::int64_t, std::int64_t>{64, 64}, {70, 131}, {129, 40}, {1, 300}}) {
                 const Tensor q = random_of({2, 3, T, D}, t, 1 + D), k = random_of({2, 3, S, D}, t, 2 + D),
                              v = random_of({2, 3, S, D}, t, 3 + D);
                 for (CausalMask m : {CausalMask::None, CausalMask::TopLeft, CausalMask::BottomRight}) {
-                    const std::string what = fmt::format("{} D={} T={} S={} causal={}", name(t), D, T, S,
-                                                         ir::causal_mask_name(m));
+                    const std::string what =
+                        fmt::format("{} D={} T={} S={} causal={}", name(t), D, T, S, ir::causal_mask_name(m));
                     check_bits(attention(q, k, v, {.causal = m}), what);
                 }
             }
@@ -59,10 +61,12 @@ TEST_CASE("attention on CUDA cores: grouped heads, a bias with masked rows, NaN 
     const Tensor q = random_of({B, H, T, D}, float32, 10), k = random_of({B, Hkv, S, D}, float32, 11),
                  v = random_of({B, Hkv, S, D}, float32, 12);
     check_bits(attention(q, k, v, {.causal = CausalMask::TopLeft}), "grouped heads");
-    // A padding bias [B, 1, 1, S] of -inf past each batch's length, and a [T, S] bias with whole rows of -inf.
+    // A padding bias [B, 1, 1, S] of -inf past each batch's length, and a [T, S] bias with whole rows of
+    // -inf.
     Tensor pad = Tensor::host({B, 1, 1, S}, float32);
     for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t s = 0; s < S; ++s) static_cast<float*>(pad.data())[b * S + s] = s < 50 + 30 * b ? 0.0f : -INFINITY;
+        for (std::int64_t s = 0; s < S; ++s)
+            static_cast<float*>(pad.data())[b * S + s] = s < 50 + 30 * b ? 0.0f : -INFINITY;
     check_bits(attention(q, k, v, {.bias = Array(pad.to(cuda0))}), "a padding mask");
     Tensor rows = testing::random_tensor({T, S}, float32, 13);
     for (std::int64_t s = 0; s < S; ++s)

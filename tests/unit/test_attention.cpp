@@ -1,8 +1,8 @@
 // Attention (loom::attention; docs/semantics.md, "Attention") on host tensors: the reference against a plain
-// float64 evaluation of softmax(q kᵀ · scale + bias) v; both causal alignments with T != S; grouped heads equal
-// to repeated kv heads bit for bit; masked keys absent (an Inf or NaN in a masked value never reaches the
-// output; a row whose every key is masked gives 0, where softmax gives NaN); NaN in q propagates; views as
-// operands read in place (one attention kernel, no copy); the host back end and an unfused run equal the
+// float64 evaluation of softmax(q kᵀ · scale + bias) v; both causal alignments with T != S; grouped heads
+// equal to repeated kv heads bit for bit; masked keys absent (an Inf or NaN in a masked value never reaches
+// the output; a row whose every key is masked gives 0, where softmax gives NaN); NaN in q propagates; views
+// as operands read in place (one attention kernel, no copy); the host back end and an unfused run equal the
 // reference bit for bit; the errors of building one.
 #include <doctest/doctest.h>
 
@@ -111,8 +111,7 @@ TEST_CASE("attention: the reference is softmax(q kᵀ · scale) v, with and with
                  v = random_of({H, S, D}, float32, 3);
     const double scale = 1.0 / std::sqrt(double(D));
     const auto all = [](std::int64_t, std::int64_t, std::int64_t) { return true; };
-    check_near(reference::evaluate(attention(q, k, v).node()), naive(q, k, v, scale, all), 2e-5,
-               "no mask");
+    check_near(reference::evaluate(attention(q, k, v).node()), naive(q, k, v, scale, all), 2e-5, "no mask");
     const auto top_left = [](std::int64_t, std::int64_t t, std::int64_t s) { return s <= t; };
     check_near(reference::evaluate(attention(q, k, v, {.causal = CausalMask::TopLeft}).node()),
                naive(q, k, v, scale, top_left), 2e-5, "causal, top-left");
@@ -123,8 +122,9 @@ TEST_CASE("attention: the reference is softmax(q kᵀ · scale) v, with and with
     const Tensor q2 = random_of({H, 50, D}, float32, 4), k2 = random_of({H, 20, D}, float32, 5),
                  v2 = random_of({H, 20, D}, float32, 6);
     const auto br2 = [](std::int64_t, std::int64_t t, std::int64_t s) { return s <= t - 30; };
-    check_near(reference::evaluate(attention(q2, k2, v2, {.causal = CausalMask::BottomRight, .scale = 0.3}).node()),
-               naive(q2, k2, v2, 0.3, br2), 2e-5, "bottom-right, T > S");
+    check_near(
+        reference::evaluate(attention(q2, k2, v2, {.causal = CausalMask::BottomRight, .scale = 0.3}).node()),
+        naive(q2, k2, v2, 0.3, br2), 2e-5, "bottom-right, T > S");
 }
 
 TEST_CASE("attention: grouped heads read kv head h / (H / Hkv), bit for bit as repeated heads") {
@@ -167,7 +167,9 @@ TEST_CASE("attention: masked keys are absent, a fully masked row gives 0, NaN in
         CHECK(yv[static_cast<std::size_t>(7 * D + d)] == 0.0f);
     }
     for (float x : yv) CHECK(std::isfinite(x));
-    const auto visible = [&](std::int64_t, std::int64_t t, std::int64_t s) { return bb[t * S + s] != -INFINITY; };
+    const auto visible = [&](std::int64_t, std::int64_t t, std::int64_t s) {
+        return bb[t * S + s] != -INFINITY;
+    };
     const auto bias_of = [&](std::int64_t, std::int64_t t, std::int64_t s) { return double(bb[t * S + s]); };
     check_near(y, naive(q, k, v, 1.0 / std::sqrt(double(D)), visible, bias_of), 2e-5, "bias masks");
     check_bits(attention(q, k, vbad3, {.bias = Array(bias)}), "bias masks, host");
@@ -231,16 +233,21 @@ TEST_CASE("attention: errors of building one name attention, the shapes and the 
     const Tensor q64 = random_of({2, 4, 8, 16}, float64, 1), k64 = random_of({2, 2, 10, 16}, float64, 2);
     has(error_of([&] { (void)attention(q64, k64, k64); }), "float32, float16");
     has(error_of([&] { (void)attention(q, random_of({2, 2, 10, 16}, bfloat16, 1), k); }), "differ in dtype");
-    has(error_of([&] { (void)attention(q, random_of({2, 3, 10, 16}, float32, 1), random_of({2, 3, 10, 16}, float32, 2)); }),
+    has(error_of([&] {
+            (void)attention(q, random_of({2, 3, 10, 16}, float32, 1), random_of({2, 3, 10, 16}, float32, 2));
+        }),
         "not a multiple");
     has(error_of([&] { (void)attention(q, random_of({2, 2, 10, 8}, float32, 1), k); }), "[B..., Hkv, S, D]");
-    has(error_of([&] { (void)attention(q, k, k, {.bias = Array(random_of({3, 10}, float32, 1))}); }),
+    has(error_of([&] {
+            (void)attention(q, k, k, {.bias = Array(random_of({3, 10}, float32, 1))});
+        }),
         "does not broadcast");
     has(error_of([&] { (void)attention(q, k, k, {.scale = INFINITY}); }), "not a finite");
     const Tensor big = random_of({1, 1, 2, 257}, float32, 1);
     has(error_of([&] { (void)attention(big, big, big); }), "outside 1 to 256");
     // The IR prints the op with its attributes.
-    const std::string text = ir::print({attention(q, k, k, {.causal = CausalMask::TopLeft, .scale = 0.5}).node()});
+    const std::string text =
+        ir::print({attention(q, k, k, {.causal = CausalMask::TopLeft, .scale = 0.5}).node()});
     CHECK_MESSAGE(text.find("attention") != std::string::npos, text);
     CHECK_MESSAGE(text.find("scale=0.5 causal=top_left") != std::string::npos, text);
 }

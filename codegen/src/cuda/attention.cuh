@@ -24,17 +24,20 @@ namespace lm {
 
 namespace att {
 
-constexpr int kQueries = 64;   // queries per block
-constexpr int kKeys = 64;      // keys per block: kAttentionKeyBlock, the order's block
-constexpr int kThreads = 128;  // 8 row groups x 16 lanes
+constexpr int kQueries = 64;               // queries per block
+constexpr int kKeys = 64;                  // keys per block: kAttentionKeyBlock, the order's block
+constexpr int kThreads = 128;              // 8 row groups x 16 lanes
 constexpr unsigned kAbsent = 0x80000000u;  // the bits of -0: a masked key's probability in shared memory
 
 __device__ __forceinline__ float max_nan(float a, float b) {
     return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
 }
-__device__ __forceinline__ bool finite(float x) { return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }
+__device__ __forceinline__ bool finite(float x) {
+    return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
+}
 
-template <class T> __device__ __forceinline__ float load(const void* base, long long i) {
+template <class T>
+__device__ __forceinline__ float load(const void* base, long long i) {
     return to_reg(static_cast<const T*>(base)[i]);
 }
 
@@ -65,7 +68,8 @@ __device__ __forceinline__ void load_rows(float* dst, int pitch, const void* bas
             const int c = kTransposed ? idx / kKeys : idx % P;
             float x[W];
             if (row0 + r < rows) {
-                const vec<T, W> v = load_vec<T, W>(static_cast<const T*>(base) + (row0 + r) * row_stride + c * W);
+                const vec<T, W> v =
+                    load_vec<T, W>(static_cast<const T*>(base) + (row0 + r) * row_stride + c * W);
 #pragma unroll
                 for (int e = 0; e < W; ++e) x[e] = to_reg(v.v[e]);
             } else {
@@ -74,8 +78,10 @@ __device__ __forceinline__ void load_rows(float* dst, int pitch, const void* bas
             }
 #pragma unroll
             for (int e = 0; e < W; ++e) {
-                if (kTransposed) dst[(c * W + e) * kKeys + r] = x[e];
-                else dst[r * pitch + c * W + e] = x[e];
+                if (kTransposed)
+                    dst[(c * W + e) * kKeys + r] = x[e];
+                else
+                    dst[r * pitch + c * W + e] = x[e];
             }
         }
     } else {
@@ -83,15 +89,18 @@ __device__ __forceinline__ void load_rows(float* dst, int pitch, const void* bas
             const int r = kTransposed ? idx % kKeys : idx / D;
             const int d = kTransposed ? idx / kKeys : idx % D;
             const float x = row0 + r < rows ? load<T>(base, (row0 + r) * row_stride + d * col_stride) : 0.0f;
-            if (kTransposed) dst[d * kKeys + r] = x;
-            else dst[r * pitch + d] = x;
+            if (kTransposed)
+                dst[d * kKeys + r] = x;
+            else
+                dst[r * pitch + d] = x;
         }
     }
 }
 
 // The shared memory of attention_simt, in floats: queries and keys transposed (D x 64 each), values row by
 // row (64 x the pitch), probabilities row by row (64 x 64).
-template <int D> struct SimtShape {
+template <int D>
+struct SimtShape {
     static constexpr int kPitch = (D + 63) / 64 * 64;  // a value row: the output columns 4 lane + 64 j
     static constexpr int kColumns = kPitch / 64;       // 16-byte column groups of the output per thread
     static constexpr int kFloats = 2 * D * 64 + 64 * kPitch + 64 * 64;
@@ -100,21 +109,24 @@ template <int D> struct SimtShape {
 template <class T, int D, bool kCausal, bool kBias>
 __device__ void attention_simt(const AttentionParams& p, float* smem) {
     typedef SimtShape<D> Shape;
-    float* qs = smem;                      // [D][64]
-    float* ks = qs + D * kQueries;         // [D][64]
-    float* vs = ks + D * kKeys;            // [64][pitch]
+    float* qs = smem;                        // [D][64]
+    float* ks = qs + D * kQueries;           // [D][64]
+    float* vs = ks + D * kKeys;              // [64][pitch]
     float* ps = vs + kKeys * Shape::kPitch;  // [64 queries][64 keys]
-    const int lane = threadIdx.x % 16;     // the keys 4 lane .. 4 lane + 3; the columns 4 lane + 64 j
-    const int group = threadIdx.x / 16;    // the queries 8 group .. 8 group + 7
+    const int lane = threadIdx.x % 16;       // the keys 4 lane .. 4 lane + 3; the columns 4 lane + 64 j
+    const int group = threadIdx.x / 16;      // the queries 8 group .. 8 group + 7
     // Longest query blocks first (a causal block's work grows with its position).
     const long long linear = blockIdx.x;
     const long long qblock = p.query_blocks - 1 - linear / p.batch_heads;
     const long long bh = linear % p.batch_heads;
     const long long b = bh / p.heads, h = bh % p.heads, hk = h / p.group;
     const long long q0 = qblock * kQueries;
-    const char* qbase = static_cast<const char*>(p.q) + head_offset(p, p.q_batch, p.q_head, b, h) * (long long)sizeof(T);
-    const char* kbase = static_cast<const char*>(p.k) + head_offset(p, p.k_batch, p.k_head, b, hk) * (long long)sizeof(T);
-    const char* vbase = static_cast<const char*>(p.v) + head_offset(p, p.v_batch, p.v_head, b, hk) * (long long)sizeof(T);
+    const char* qbase =
+        static_cast<const char*>(p.q) + head_offset(p, p.q_batch, p.q_head, b, h) * (long long)sizeof(T);
+    const char* kbase =
+        static_cast<const char*>(p.k) + head_offset(p, p.k_batch, p.k_head, b, hk) * (long long)sizeof(T);
+    const char* vbase =
+        static_cast<const char*>(p.v) + head_offset(p, p.v_batch, p.v_head, b, hk) * (long long)sizeof(T);
     const long long bias_off = kBias ? head_offset(p, p.bias_batch, p.bias_head, b, h) : 0;
     const bool pieces = p.vector_loads != 0;
     // Value rows past D are read by the column groups but never stored: zero them once.
@@ -163,8 +175,7 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
                 for (int e = 0; e < 4; ++e) s[i][e] = __fmaf_rn(qr[i], kr[e], s[i][e]);
         }
         // Whether every key of the block is visible to every query of the block: the update needs no test.
-        const bool full = !kBias && k0 + kKeys <= p.keys &&
-                          (!kCausal || k0 + kKeys - 1 <= q0 + p.diagonal);
+        const bool full = !kBias && k0 + kKeys <= p.keys && (!kCausal || k0 + kKeys - 1 <= q0 + p.diagonal);
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
             const long long t = q0 + 8 * group + i;
@@ -230,14 +241,18 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
 #pragma unroll
             for (int i = 0; i < 8; ++i) {
                 const float4 x = *reinterpret_cast<const float4*>(ps + (8 * group + i) * kKeys + j4);
-                pr[i][0] = x.x; pr[i][1] = x.y; pr[i][2] = x.z; pr[i][3] = x.w;
+                pr[i][0] = x.x;
+                pr[i][1] = x.y;
+                pr[i][2] = x.z;
+                pr[i][3] = x.w;
             }
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 if (j4 + e >= nkeys) break;
 #pragma unroll
                 for (int j = 0; j < Shape::kColumns; ++j) {
-                    const float4 x = *reinterpret_cast<const float4*>(vs + (j4 + e) * Shape::kPitch + 64 * j + 4 * lane);
+                    const float4 x =
+                        *reinterpret_cast<const float4*>(vs + (j4 + e) * Shape::kPitch + 64 * j + 4 * lane);
                     const float vr[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
                     for (int i = 0; i < 8; ++i)
@@ -255,7 +270,8 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
         }
     }
     // The result, divided once: o / l; a row that saw no key gives 0.
-    char* obase = static_cast<char*>(p.out) + head_offset(p, p.out_batch, p.out_head, b, h) * (long long)sizeof(T);
+    char* obase =
+        static_cast<char*>(p.out) + head_offset(p, p.out_batch, p.out_head, b, h) * (long long)sizeof(T);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         const long long t = q0 + 8 * group + i;
@@ -300,40 +316,46 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
 //    diagonal) is scanned for non-finite values: each thread checks the V pieces it copied itself (its
 //    cp.async writes are visible to it after the wait), and __syncthreads_or, which is also the barrier that
 //    publishes the tile, votes. If no V element is non-finite, 0 * v = 0 exactly for every masked key and the
-//    tensor-core product is exact in what it adds for them. Otherwise (rare: Inf or NaN values next to a mask)
-//    that tile's P V runs on CUDA cores: each lane takes its rows' probabilities from its quad with shuffles
-//    and adds p * v with fma for the visible keys only (a masked key's probability is held as -0, which exp
-//    never gives), so a masked key's value is never read into the output;
+//    tensor-core product is exact in what it adds for them. Otherwise (rare: Inf or NaN values next to a
+//    mask) that tile's P V runs on CUDA cores: each lane takes its rows' probabilities from its quad with
+//    shuffles and adds p * v with fma for the visible keys only (a masked key's probability is held as -0,
+//    which exp never gives), so a masked key's value is never read into the output;
 //  - tiles with every key visible to every row need no scan: an Inf or NaN value there belongs in the output.
 // A visible key's non-finite value propagates as the reference's does (p * Inf, 0 * Inf = NaN).
 
 // The block shape of attention_mma; AttentionPlan (attention_plan.cpp, mma_shape) mirrors it and the entry
 // point asserts that both agree.
-template <int D> struct MmaShape {
+template <int D>
+struct MmaShape {
     static_assert(D % 16 == 0 && D >= 16 && D <= 256, "attention_mma: D a multiple of 16, at most 256");
     static constexpr int kQueries = D <= 128 ? 128 : 64;  // queries per block: 16 per warp
     static constexpr int kWarps = kQueries / 16;
     static constexpr int kThreads = 32 * kWarps;
-    static constexpr int kKeys = D <= 128 ? 64 : 32;      // keys per tile (fewer for large D: registers)
-    static constexpr int kPitch = D + 8;                   // elements per shared row: an odd count of 16 bytes
-    static constexpr int kPieces = D / 8;                  // 16-byte pieces per row
+    static constexpr int kKeys = D <= 128 ? 64 : 32;  // keys per tile (fewer for large D: registers)
+    static constexpr int kPitch = D + 8;              // elements per shared row: an odd count of 16 bytes
+    static constexpr int kPieces = D / 8;             // 16-byte pieces per row
     static constexpr bool kQInRegisters = D <= 128;
     static constexpr int kQElems = kQueries * kPitch;
     static constexpr int kTileElems = kKeys * kPitch;
     static constexpr int kBytes = (kQElems + 4 * kTileElems) * 2;  // Q, then K and V twice
 };
 
-template <class T> struct MmaType;
-template <> struct MmaType<f16> {
-    static __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+template <class T>
+struct MmaType;
+template <>
+struct MmaType<f16> {
+    static __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4],
+                                               const unsigned (&b)[2]) {
         mma_m16n8k16_f16(c, a, b);
     }
     static __device__ __forceinline__ unsigned short bits(float x) { return float_to_f16(x); }
     static __device__ __forceinline__ float value(unsigned short h) { return f16_to_float(h); }
     static __device__ __forceinline__ bool finite(unsigned short h) { return (h & 0x7c00u) != 0x7c00u; }
 };
-template <> struct MmaType<bf16> {
-    static __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+template <>
+struct MmaType<bf16> {
+    static __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4],
+                                               const unsigned (&b)[2]) {
         mma_m16n8k16_bf16(c, a, b);
     }
     static __device__ __forceinline__ unsigned short bits(float x) { return float_to_bf16(x); }
@@ -348,14 +370,18 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const unsigned short* 
 #if __CUDA_ARCH__ >= 800
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
 #endif
 }
 __device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], const unsigned short* p) {
 #if __CUDA_ARCH__ >= 800
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
 #endif
 }
 
@@ -365,13 +391,14 @@ __device__ __forceinline__ unsigned pack_halves(unsigned short lo, unsigned shor
 }
 
 // Rows [row0, row0 + R) of an operand's head at `base` (elements of 16 bits) into shared memory `dst` with
-// row pitch `pitch`; rows at or past `rows` are zero. Thread i takes the pieces i, i + threads, ... (piece idx
-// is row idx / P, 16-byte column idx % P): cp.async when `pieces` (d stride 1, rows and pointer 16-byte
+// row pitch `pitch`; rows at or past `rows` are zero. Thread i takes the pieces i, i + threads, ... (piece
+// idx is row idx / P, 16-byte column idx % P): cp.async when `pieces` (d stride 1, rows and pointer 16-byte
 // aligned), element loads otherwise. When `scan` is set, returns whether a piece this thread copied holds a
 // non-finite value (after the thread's own copies completed: the caller waits first; see mma_scan).
 template <class T, int D, int R, int kThreadCount>
-__device__ __forceinline__ void mma_copy(unsigned short* dst, int pitch, const void* base, long long row_stride,
-                                         long long col_stride, long long row0, long long rows, bool pieces) {
+__device__ __forceinline__ void mma_copy(unsigned short* dst, int pitch, const void* base,
+                                         long long row_stride, long long col_stride, long long row0,
+                                         long long rows, bool pieces) {
     constexpr int P = D / 8;
     const unsigned short* src = static_cast<const unsigned short*>(base);
     for (int idx = threadIdx.x; idx < R * P; idx += kThreadCount) {
@@ -383,7 +410,8 @@ __device__ __forceinline__ void mma_copy(unsigned short* dst, int pitch, const v
         } else {
             unsigned short h[8];
 #pragma unroll
-            for (int e = 0; e < 8; ++e) h[e] = in ? src[(row0 + r) * row_stride + (c * 8 + e) * col_stride] : 0;
+            for (int e = 0; e < 8; ++e)
+                h[e] = in ? src[(row0 + r) * row_stride + (c * 8 + e) * col_stride] : 0;
             uint4 w;
             w.x = pack_halves(h[0], h[1]);
             w.y = pack_halves(h[2], h[3]);
@@ -404,7 +432,8 @@ __device__ __forceinline__ int mma_scan(const unsigned short* tile, int pitch) {
         const unsigned u[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-            bad |= !MmaType<T>::finite((unsigned short)(u[e] & 0xffffu)) | !MmaType<T>::finite((unsigned short)(u[e] >> 16));
+            bad |= !MmaType<T>::finite((unsigned short)(u[e] & 0xffffu)) |
+                   !MmaType<T>::finite((unsigned short)(u[e] >> 16));
     }
     return bad;
 }
@@ -429,9 +458,12 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
     const long long bh = linear % p.batch_heads;
     const long long b = bh / p.heads, h = bh % p.heads, hk = h / p.group;
     const long long q0 = qblock * kQ;
-    const unsigned short* qbase = static_cast<const unsigned short*>(p.q) + head_offset(p, p.q_batch, p.q_head, b, h);
-    const unsigned short* kbase = static_cast<const unsigned short*>(p.k) + head_offset(p, p.k_batch, p.k_head, b, hk);
-    const unsigned short* vbase = static_cast<const unsigned short*>(p.v) + head_offset(p, p.v_batch, p.v_head, b, hk);
+    const unsigned short* qbase =
+        static_cast<const unsigned short*>(p.q) + head_offset(p, p.q_batch, p.q_head, b, h);
+    const unsigned short* kbase =
+        static_cast<const unsigned short*>(p.k) + head_offset(p, p.k_batch, p.k_head, b, hk);
+    const unsigned short* vbase =
+        static_cast<const unsigned short*>(p.v) + head_offset(p, p.v_batch, p.v_head, b, hk);
     const long long bias_off = kBias ? head_offset(p, p.bias_batch, p.bias_head, b, h) : 0;
     const bool pieces = p.vector_loads != 0;
 
@@ -491,8 +523,10 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
         // The copy of the next tile runs while this one is computed.
         if (it + 1 < tiles) {
             const int nb = (it + 1) & 1;
-            mma_copy<T, D, kK, kN>(ks + nb * Shape::kTileElems, kPitch, kbase, p.k_row, p.k_col, k0 + kK, p.keys, pieces);
-            mma_copy<T, D, kK, kN>(vs + nb * Shape::kTileElems, kPitch, vbase, p.v_row, p.v_col, k0 + kK, p.keys, pieces);
+            mma_copy<T, D, kK, kN>(ks + nb * Shape::kTileElems, kPitch, kbase, p.k_row, p.k_col, k0 + kK,
+                                   p.keys, pieces);
+            mma_copy<T, D, kK, kN>(vs + nb * Shape::kTileElems, kPitch, vbase, p.v_row, p.v_col, k0 + kK,
+                                   p.keys, pieces);
         }
         cp_async_commit();
 
@@ -518,8 +552,8 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
             }
         }
 
-        // The online softmax of the lane's two rows. Accumulator e of key tile j is key k0 + 8 j + 2 tq + e % 2
-        // of row r0 + 8 (e / 2). The probabilities overwrite s, rounded to T (as float32 values); a masked
+        // The online softmax of the lane's two rows. Accumulator e of key tile j is key k0 + 8 j + 2 tq + e %
+        // 2 of row r0 + 8 (e / 2). The probabilities overwrite s, rounded to T (as float32 values); a masked
         // key's is -0 (exp never gives -0).
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
@@ -535,7 +569,8 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
                     bool v = full || (key < p.keys && (!kCausal || key <= t + p.diagonal));
                     float x = __fmul_rn(s[j][2 * i + e], p.scale);
                     if (kBias && v && t < p.queries) {
-                        const float bj = to_reg(static_cast<const T*>(p.bias)[bias_off + t * p.bias_row + key * p.bias_col]);
+                        const float bj = to_reg(
+                            static_cast<const T*>(p.bias)[bias_off + t * p.bias_row + key * p.bias_col]);
                         v = bj != __int_as_float(0xff800000);
                         x = __fadd_rn(x, bj);
                     }
@@ -546,7 +581,7 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
                         any = 1;
                     }
                 }
-            // The quad's 4 lanes hold the row's kK keys.
+                // The quad's 4 lanes hold the row's kK keys.
 #pragma unroll
             for (int hop = 1; hop <= 2; hop *= 2) {
                 bm = max_nan(bm, __shfl_xor_sync(0xffffffffu, bm, hop));
@@ -574,7 +609,8 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
                 }
             if (any) {
 #pragma unroll
-                for (int hop = 1; hop <= 2; hop *= 2) sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, hop));
+                for (int hop = 1; hop <= 2; hop *= 2)
+                    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, hop));
                 l[i] = __fadd_rn(__fmul_rn(l[i], alpha), sum);
 #pragma unroll
                 for (int j = 0; j < kDTiles; ++j) {
@@ -586,8 +622,8 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
 
         if (!bad_values) {
             // O += P V on tensor cores: P's accumulators are the A fragments of the 16-key steps; V's B
-            // fragments by ldmatrix.trans (lanes 0-7 and 16-23 keys 0-7 of the step, 8-15 and 24-31 keys 8-15;
-            // lanes 16-31 the columns 8-15 of the 16-column pair).
+            // fragments by ldmatrix.trans (lanes 0-7 and 16-23 keys 0-7 of the step, 8-15 and 24-31 keys
+            // 8-15; lanes 16-31 the columns 8-15 of the 16-column pair).
             const unsigned short* vrow = vt + (((lane / 8) % 2) * 8 + lane % 8) * kPitch + (lane / 16) * 8;
 #pragma unroll
             for (int kk = 0; kk < kK / 16; ++kk) {
@@ -617,7 +653,8 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
                         const int src = (lane & ~3) | q;
                         const float p0 = __shfl_sync(0xffffffffu, s[j][e], src);
                         const float p1 = __shfl_sync(0xffffffffu, s[j][2 + e], src);
-                        const bool use0 = __float_as_uint(p0) != kAbsent, use1 = __float_as_uint(p1) != kAbsent;
+                        const bool use0 = __float_as_uint(p0) != kAbsent,
+                                   use1 = __float_as_uint(p1) != kAbsent;
                         const unsigned short* vr = vt + (8 * j + 2 * q + e) * kPitch + 2 * tq;
 #pragma unroll
                         for (int nd = 0; nd < kDTiles; ++nd)
@@ -648,7 +685,6 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
             }
     }
 }
-
 
 }  // namespace att
 }  // namespace lm
