@@ -279,6 +279,7 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     case ir::OpKind::Reduce:
                     case ir::OpKind::Product:
                     case ir::OpKind::Gather:
+                    case ir::OpKind::Attention:
                         return false;
                 }
                 break;

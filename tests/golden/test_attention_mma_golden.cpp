@@ -55,7 +55,7 @@ TEST_CASE("golden: attention of float16 and bfloat16 heads runs on tensor cores;
         for (std::int64_t D : {16, 64, 80, 128, 256}) {
             CAPTURE(name(t));
             CAPTURE(D);
-            const codegen::AttentionPlan& p =
+            const codegen::AttentionPlan p =
                 attention_of(plan_of(attention_of_shape(t, D, CausalMask::None, false))).plan;
             CHECK(p.path == codegen::AttentionPath::Mma);
             CHECK(p.block_queries == (D <= 128 ? 128 : 64));

@@ -32,6 +32,10 @@ constexpr unsigned kAbsent = 0x80000000u;  // the bits of -0: a masked key's pro
 __device__ __forceinline__ float max_nan(float a, float b) {
     return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
 }
+// The result rounded once to the output's dtype (to nearest even).
+__device__ __forceinline__ void store_value(float* dst, float r) { *dst = r; }
+__device__ __forceinline__ void store_value(f16* dst, float r) { dst->bits = float_to_f16(r); }
+__device__ __forceinline__ void store_value(bf16* dst, float r) { dst->bits = float_to_bf16(r); }
 __device__ __forceinline__ bool finite(float x) {
     return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
 }
