@@ -207,23 +207,22 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
                 bm = max_nan(bm, __shfl_xor_sync(0xffffffffu, bm, h));
                 any |= __shfl_xor_sync(0xffffffffu, any, h);
             }
+            // Every lane of the warp takes part in the shuffles below (`any` differs between the warp's two
+            // row groups), so the probabilities are 0 and the update is skipped for a row without a visible key.
             float prob[4], alpha = 1.0f;
+            const float mn = max_nan(m[i], bm);
+            const float c = finite(mn) ? mn : 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) prob[e] = any && vis[e] ? expc::exp_f32(__fsub_rn(s[i][e], c)) : 0.0f;
+            // The row sum in the reductions' row order: this lane's run, then the butterfly over runs.
+            float run = __fadd_rn(__fadd_rn(__fadd_rn(prob[0], prob[1]), prob[2]), prob[3]);
+#pragma unroll
+            for (int w = 8; w >= 1; w /= 2) run = __fadd_rn(run, __shfl_xor_sync(0xffffffffu, run, w));
             if (any) {
-                const float mn = max_nan(m[i], bm);
-                const float c = finite(mn) ? mn : 0.0f;
                 alpha = expc::exp_f32(__fsub_rn(m[i], c));
-#pragma unroll
-                for (int e = 0; e < 4; ++e) prob[e] = vis[e] ? expc::exp_f32(__fsub_rn(s[i][e], c)) : 0.0f;
-                // The row sum in the reductions' row order: this lane's run, then the butterfly over runs.
-                float run = __fadd_rn(__fadd_rn(__fadd_rn(prob[0], prob[1]), prob[2]), prob[3]);
-#pragma unroll
-                for (int h = 8; h >= 1; h /= 2) run = __fadd_rn(run, __shfl_xor_sync(0xffffffffu, run, h));
                 l[i] = __fadd_rn(__fmul_rn(l[i], alpha), run);
                 m[i] = mn;
                 seen[i] = true;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) prob[e] = 0.0f;
             }
             float4 w;
             w.x = vis[0] ? prob[0] : __uint_as_float(kAbsent);
@@ -611,10 +610,10 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
                     }
                     s[j][2 * i + e] = pr;
                 }
-            if (any) {
+            // Every lane takes part in the shuffle (rows differ in `any` across the warp's quads).
 #pragma unroll
-                for (int hop = 1; hop <= 2; hop *= 2)
-                    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, hop));
+            for (int hop = 1; hop <= 2; hop *= 2) sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, hop));
+            if (any) {
                 l[i] = __fadd_rn(__fmul_rn(l[i], alpha), sum);
 #pragma unroll
                 for (int j = 0; j < kDTiles; ++j) {
