@@ -66,3 +66,17 @@ TEST_CASE("golden: the CUDA-core attention kernel of every dtype and D compiles"
             CHECK(ks[0].kernel.find("lm::att::attention_simt<") != std::string::npos);
         }
 }
+
+TEST_CASE(
+    "golden: an attention operand that is a reshape without strides for its input's layout is computed "
+    "first") {
+    // A column-major [7, 96] input reshaped to [2, 2, 24, 7]: no strides exist, so the plan partitions again
+    // with the operand materialized (a copy kernel before the attention kernel).
+    const Tensor stored = testing::random_tensor({96, 7}, float32, 5);
+    const Tensor column_major = stored.transposed();
+    const Array q = Array(column_major).reshape({2, 2, 24, 7});
+    const Tensor k = testing::random_tensor({2, 2, 30, 7}, float32, 6);
+    const auto ks = compile_plan({attention(q, k, k)});
+    REQUIRE(ks.size() == 2);
+    CHECK(ks[1].kernel.find("lm::att::attention_simt<float, 7, false, false>") != std::string::npos);
+}

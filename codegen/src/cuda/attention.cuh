@@ -33,9 +33,15 @@ __device__ __forceinline__ float max_nan(float a, float b) {
     return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
 }
 // The result rounded once to the output's dtype (to nearest even).
-__device__ __forceinline__ void store_value(float* dst, float r) { *dst = r; }
-__device__ __forceinline__ void store_value(f16* dst, float r) { dst->bits = float_to_f16(r); }
-__device__ __forceinline__ void store_value(bf16* dst, float r) { dst->bits = float_to_bf16(r); }
+__device__ __forceinline__ void store_value(float* dst, float r) {
+    *dst = r;
+}
+__device__ __forceinline__ void store_value(f16* dst, float r) {
+    dst->bits = float_to_f16(r);
+}
+__device__ __forceinline__ void store_value(bf16* dst, float r) {
+    dst->bits = float_to_bf16(r);
+}
 __device__ __forceinline__ bool finite(float x) {
     return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
 }
@@ -208,7 +214,8 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
                 any |= __shfl_xor_sync(0xffffffffu, any, h);
             }
             // Every lane of the warp takes part in the shuffles below (`any` differs between the warp's two
-            // row groups), so the probabilities are 0 and the update is skipped for a row without a visible key.
+            // row groups), so the probabilities are 0 and the update is skipped for a row without a visible
+            // key.
             float prob[4], alpha = 1.0f;
             const float mn = max_nan(m[i], bm);
             const float c = finite(mn) ? mn : 0.0f;
@@ -610,9 +617,10 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
                     }
                     s[j][2 * i + e] = pr;
                 }
-            // Every lane takes part in the shuffle (rows differ in `any` across the warp's quads).
+                // Every lane takes part in the shuffle (rows differ in `any` across the warp's quads).
 #pragma unroll
-            for (int hop = 1; hop <= 2; hop *= 2) sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, hop));
+            for (int hop = 1; hop <= 2; hop *= 2)
+                sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, hop));
             if (any) {
                 l[i] = __fadd_rn(__fmul_rn(l[i], alpha), sum);
 #pragma unroll

@@ -109,9 +109,10 @@ PlannedAttention plan_attention(const FusedKernel& k, const LayoutOf& layout_of,
         const ir::Node& x = *a.operand(static_cast<int>(j));
         const std::optional<ir::StridedView> view =
             ir::view_of_input(x, [&](const ir::Node& n) { return layout_of(n).strides; });
-        if (!view)
-            throw InternalError(fmt::format(
-                "plan_attention(): operand {} of {} is not a strided view of an input", j, where_of(a)));
+        if (!view)  // a reshape without strides for this input's layout: the strict partition computes it
+                    // first
+            throw NotFusable(fmt::format(
+                "operand {} of {} is a reshape that has no strides for its input's layout", j, where_of(a)));
         const auto it = std::find(pa.inputs.begin(), pa.inputs.end(), view->base);
         const int input = static_cast<int>(it - pa.inputs.begin());
         if (it == pa.inputs.end()) pa.inputs.push_back(view->base);

@@ -39,6 +39,13 @@ std::string where_of(const ir::Node& n) {
     return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
 }
 
+// Whether `x`'s chain of views holds a reshape.
+bool has_reshape(const ir::Node& x) {
+    for (const ir::Node* n = &x; ir::is_view(n->op()); n = n->operand(0))
+        if (n->op() == ir::Op::Reshape) return true;
+    return false;
+}
+
 // The nodes that are kernels of their own, reading their operands from memory: matrix products
 // (Family::MatMul) and attention (Family::Attention).
 bool own_kernel(const ir::Node& n) {
@@ -314,13 +321,22 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
         std::vector<Slot> slots;
         for (const ir::NodePtr& m : products[level])
             for (const ir::NodePtr& x : m->operands()) {
-                const ir::NodePtr& base = view_base(x);
-                if (base->op() == ir::Op::Input || own_kernel(*base) || A.temp_of(base.get()) >= 0) continue;
+                // Attention reads its operands through strides alone: in the strict partition (after a plan
+                // found a reshape without strides for its input's layout) an operand holding a reshape is
+                // computed first, whole.
+                const bool whole = options.strict && ir::is_attention(m->op()) && has_reshape(*x);
+                const ir::NodePtr& base = whole ? x : view_base(x);
+                if (!whole &&
+                    (base->op() == ir::Op::Input || own_kernel(*base) || A.temp_of(base.get()) >= 0))
+                    continue;
                 const bool half =
                     m->operand(0)->dtype() == DType::Float16 || m->operand(0)->dtype() == DType::BFloat16;
                 const ir::Node* over = elementwise_over_product(*base);
                 std::string why =
                     !options.fusion ? std::string("fusion is off")
+                    : whole         ? std::string(
+                                          "attention reads its operands through strides, and this reshape has none "
+                                                  "for its input's layout")
                     : ir::is_attention(m->op())
                         ? std::string("attention reads q, k, v and its bias from memory (or views of it)")
                     : options.operands_from_memory
