@@ -18,7 +18,8 @@
 //   (default)       on the GPU: fused against the reference, unfused against fused bit for bit (float16 and
 //                   bfloat16 products on CUDA cores, which give the reference's bits); graphs with a float16
 //                   or bfloat16 product again on tensor cores (their default), unfused against fused bit for
-//                   bit;
+//                   bit; graphs with float16 or bfloat16 attention likewise (on CUDA cores, the reference's
+//                   bits, against the reference; on tensor cores, unfused against fused bit for bit);
 //   --compile-only  each graph's kernels generated and compiled with NVRTC (the GPU path's planner and
 //                   emitters), plus the partition checks of --reference; the default without a GPU;
 //   --reference     no NVRTC, no GPU: each graph's fused, strict and unfused partitions are followed kernel
@@ -38,7 +39,7 @@
 //                   evaluations then find in the in-memory cache; `--batch 1` compiles each graph's alone.
 //
 //   loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | --reference | --llvm] [--max-numel N]
-//             [--reduce-share F] [--batch N] [--no-shrink] [--verbose]
+//             [--reduce-share F] [--attention-share F] [--batch N] [--no-shrink] [--verbose]
 //
 // Graph k of a run uses seed S + k, so `--seed S+k --count 1` replays it (with the same mode, --reduce-share
 // and --max-numel). Exit status 0 when every graph passed, 1 on any failure, 2 on bad arguments. The last
@@ -166,12 +167,20 @@ bool has_product(const std::vector<ir::NodePtr>& roots, Pick pick) {
     return false;
 }
 
+/// Whether `roots` hold an attention of float16 or bfloat16 (which runs on tensor cores by default).
+bool has_half_attention(const std::vector<ir::NodePtr>& roots) {
+    for (const ir::Node* n : ir::topo_order(roots))
+        if (n->op() == ir::Op::Attention && is_half(n->dtype())) return true;
+    return false;
+}
+
 /// The tensor-core runs of a graph's products, each checked fused against unfused: float16 and bfloat16 on
 /// both tensor-core paths (TensorCores: wgmma on Hopper where the copies allow; mma.sync forced), float32 in
-/// TF32 and in 3xTF32 (Options::product_precision).
+/// TF32 and in 3xTF32 (Options::product_precision). float16 and bfloat16 attention takes its tensor-core
+/// path (AttentionPath::Mma) on either.
 std::vector<Options> tensor_core_runs(const std::vector<ir::NodePtr>& roots) {
     std::vector<Options> runs;
-    if (has_product(roots, [](DType d) { return is_half(d); }))
+    if (has_product(roots, [](DType d) { return is_half(d); }) || has_half_attention(roots))
         for (ProductPath path : {ProductPath::TensorCores, ProductPath::MmaSync}) {
             Options o = current_options();
             o.product_path = path;
@@ -204,11 +213,13 @@ Outcome run_gpu(const Program& p) {
         return {Kind::Failure, fmt::format("building the inputs threw: {}", e.what())};
     }
     if (!b) return {Kind::Invalid, {}};
-    // float16 and bfloat16 products run on tensor cores by default (within a bound, not the reference's
-    // bits): the runs compared with the reference put them on CUDA cores, and tensor_core_runs() takes them
-    // to tensor cores after.
+    // float16 and bfloat16 products and attention run on tensor cores by default (within a bound, not the
+    // reference's bits): the runs compared with the reference put them on CUDA cores (where attention gives
+    // the reference's bits, docs/semantics.md section 13), and tensor_core_runs() takes them to tensor cores
+    // after.
     Options pinned = current_options();
-    if (pinned.product_path == ProductPath::Auto && has_product(b->roots, [](DType d) { return is_half(d); }))
+    if (pinned.product_path == ProductPath::Auto &&
+        (has_product(b->roots, [](DType d) { return is_half(d); }) || has_half_attention(b->roots)))
         pinned.product_path = ProductPath::CudaCores;
     const OptionsScope pin(pinned);
     return guarded([&]() -> Outcome {
@@ -581,6 +592,15 @@ std::vector<Program> candidates(const Program& p) {
             if (ins.negative) with([](Instr& x) { x.negative = false; });
             if (ins.keepdims) with([](Instr& x) { x.keepdims = false; });
         }
+        if (ins.kind == Instr::Kind::Attention) {
+            if (ins.args.size() == 4) {  // no bias
+                Program q = p;
+                q.code[i].args.pop_back();
+                out.push_back(collect(q));
+            }
+            if (ins.causal != ir::CausalMask::None) with([](Instr& x) { x.causal = ir::CausalMask::None; });
+            if (ins.scale != 1.0) with([](Instr& x) { x.scale = 1.0; });
+        }
     }
     return out;
 }
@@ -681,6 +701,10 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
             const char* v = value("--reduce-share");
             if (!v) return false;
             o.gen.reduce_share = std::clamp(std::atof(v), 0.0, 1.0);
+        } else if (a == "--attention-share") {
+            const char* v = value("--attention-share");
+            if (!v) return false;
+            o.gen.attention_share = std::clamp(std::atof(v), 0.0, 1.0);
         } else if (a == "--compile-only") {
             o.mode = Mode::CompileOnly;
         } else if (a == "--reference") {
@@ -699,7 +723,7 @@ bool parse(int argc, char** argv, FuzzOptions& o) {
             std::fprintf(stderr,
                          "usage: loom_fuzz [--seed S] [--count N] [--seconds T] [--compile-only | "
                          "--reference | --llvm] [--max-numel N] "
-                         "[--reduce-share F] [--batch N] [--no-shrink] [--verbose]\n");
+                         "[--reduce-share F] [--attention-share F] [--batch N] [--no-shrink] [--verbose]\n");
             return false;
         }
     }
@@ -740,7 +764,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     const auto t0 = Clock::now();
-    long long graphs = 0, failures = 0, invalid = 0, reduction_graphs = 0, product_graphs = 0;
+    long long graphs = 0, failures = 0, invalid = 0, reduction_graphs = 0, product_graphs = 0,
+              attention_graphs = 0;
     const bool batched = opt.mode == Mode::Llvm && opt.batch > 1;
     std::deque<Prepared> ready;  // --llvm: the rest of the current batch, from seed opt.seed + k on
     for (std::uint64_t k = 0;; ++k) {
@@ -785,12 +810,16 @@ int main(int argc, char** argv) {
             continue;
         }
         ++graphs;
-        product_graphs += p.products;
+        const bool attention = std::any_of(p.code.begin(), p.code.end(),
+                                           [](const Instr& x) { return x.kind == Instr::Kind::Attention; });
+        attention_graphs += attention;
+        product_graphs += p.products && !attention;
         reduction_graphs += p.reductions && !p.products;
         if (opt.verbose) {
             std::printf("graph seed %llu: %s, %zu instructions, %s (%.0f ms)\n",
                         static_cast<unsigned long long>(seed),
-                        p.products     ? "products"
+                        attention      ? "attention"
+                        : p.products   ? "products"
                         : p.reductions ? "reductions"
                                        : "pointwise",
                         p.code.size(), std::string(kind_name(o.kind)).c_str(), ms);
@@ -808,8 +837,12 @@ int main(int argc, char** argv) {
     }
     if (invalid > 0)
         std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
-    std::printf("loom_fuzz: %lld pointwise graphs, %lld graphs with reductions, %lld graphs with products\n",
-                graphs - reduction_graphs - product_graphs, reduction_graphs, product_graphs);
+    std::printf(
+        "loom_fuzz: %lld pointwise graphs, %lld graphs with reductions, %lld graphs with products, %lld "
+        "graphs "
+        "with attention\n",
+        graphs - reduction_graphs - product_graphs - attention_graphs, reduction_graphs, product_graphs,
+        attention_graphs);
     if (opt.mode == Mode::Llvm) {
         const HostKernelCacheStats hs = host_kernel_cache_stats();
         std::printf(

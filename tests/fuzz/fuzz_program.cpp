@@ -42,7 +42,8 @@ std::vector<std::int64_t> permutation(std::uint64_t key, int rank) {
 /// of approximate values, discrete results such as compares, rounding and integer casts) takes level-0
 /// operands only, so no comparison depends on the first-order ulp model being tight. A matrix product is
 /// level 0 of level-0 operands (the GPU and the reference sum in one order, docs/semantics.md section 12)
-/// and takes nothing else: one approximate element would reach a whole row of the result.
+/// and takes nothing else: one approximate element would reach a whole row of the result. So is attention
+/// (float32, and halves on CUDA cores, give the reference's bits: docs/semantics.md, section 13).
 ///
 /// Reduction programs (tame data) add rules for approximate values, within the tolerance that
 /// testing::tolerance_for derives (docs/semantics.md, section 9):
@@ -79,6 +80,7 @@ int level_of(const Instr& ins, const std::vector<int>& lv, const std::vector<DTy
         case Instr::Kind::Reduce:
             return mx == 0 ? 0 : -1;  // reduction programs: see State::wide_level
         case Instr::Kind::MatMul:
+        case Instr::Kind::Attention:
             return mx == 0 ? 0 : -1;
         case Instr::Kind::Gather:  // moves values of its operand; an approximate index could pick another one
             return lv.size() == 2 && lv[1] == 0 ? lv[0] : -1;
@@ -313,6 +315,11 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     ir::IndexMode::Clamp);
                 break;
             }
+            case Instr::Kind::Attention:
+                if (args.size() != 3 && args.size() != 4) return false;
+                n = ir::attention(args[0], args[1], args[2], args.size() == 4 ? args[3] : nullptr, ins.causal,
+                                  ins.scale);
+                break;
         }
     } catch (const Error&) {
         return false;  // the constructors reject this combination: not a valid graph
@@ -395,6 +402,7 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
     switch (ins.kind) {
         case Instr::Kind::Input:
         case Instr::Kind::MatMul:
+        case Instr::Kind::Attention:
             return r;
         case Instr::Kind::Scalar:
         case Instr::Kind::Constant: {
@@ -693,6 +701,10 @@ std::string describe(const Program& p) {
                 break;
             case Instr::Kind::Gather:
                 what = fmt::format("take_along_axis clamped (key {})", ins.key % 1000);
+                break;
+            case Instr::Kind::Attention:
+                what = fmt::format("attention causal {} scale {}{}", ir::causal_mask_name(ins.causal),
+                                   static_cast<float>(ins.scale), ins.args.size() == 4 ? " with a bias" : "");
                 break;
         }
         s += fmt::format("  #{} = {} ({})\n", i, what, fmt::join(ins.args, ", "));

@@ -4,7 +4,8 @@
 // programs (elementwise ops, casts and views), reduction programs (reductions over random axis sets with
 // prologues and epilogues, several reductions of one operand, normalizations such as softmax, layernorm and
 // rmsnorm that broadcast reduced values back, reductions of reductions) and product programs (small matrix
-// products of inputs or computed values with elementwise epilogues and the consumers that end them).
+// products of inputs or computed values with elementwise epilogues and the consumers that end them; a share
+// of them attention instead: q, k and v of small random heads, masks, scales and biases, with epilogues).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "loom/ir/node.hpp"
+#include "loom/ir/op.hpp"
 #include "loom/runtime/tensor.hpp"
 
 namespace loom::fuzz {
@@ -50,6 +52,8 @@ std::string_view view_name(ViewKind v);
 struct Instr {
     // Gather: take_along_axis(args[0], args[1], key % rank, IndexMode::Clamp), args[1] cast to int32 unless
     // it is int32 or int64 (clamped: the fuzzer's data holds indices of any value).
+    // Attention: ir::attention(args[0], args[1], args[2], args[3] or none, causal, scale): q, k, v and an
+    // optional bias.
     enum class Kind : std::uint8_t {
         Input,
         Scalar,
@@ -59,7 +63,8 @@ struct Instr {
         View,
         Reduce,
         MatMul,
-        Gather
+        Gather,
+        Attention
     };
     Kind kind = Kind::Input;
     DType dtype = DType::Float32;  // leaves: their dtype; Cast: the target dtype
@@ -91,6 +96,9 @@ struct Instr {
     std::uint32_t axes = 0;
     bool negative = false;
     bool keepdims = false;
+    // Attention: the causal mask and the scale (rounded to float32 by ir::attention).
+    ir::CausalMask causal = ir::CausalMask::None;
+    double scale = 1.0;
 };
 
 struct Program {
@@ -115,12 +123,17 @@ struct GenOptions {
     // The share of seeds that make product programs, taken first (the others split by reduce_share). Small
     // products are cheap to check, but each is a kernel of its own to compile.
     double product_share = 0.125;
+    // The share of the product seeds that make attention programs instead (drawn from a generator of its
+    // own, so that the other product seeds make the programs they made before attention was drawn).
+    double attention_share = 0.1;
 };
 
 /// Whether `seed` makes a reduction program (a hash of the seed against options.reduce_share).
 bool is_reduction_seed(std::uint64_t seed, const GenOptions& options);
 /// Whether `seed` makes a product program (another hash of the seed, against options.product_share).
 bool is_product_seed(std::uint64_t seed, const GenOptions& options);
+/// Whether a product seed makes an attention program (a third hash, against options.attention_share).
+bool is_attention_seed(std::uint64_t seed, const GenOptions& options);
 
 /// A random program from `seed` (deterministic): a product program when is_product_seed(), else a
 /// reduction program when is_reduction_seed(), else a pointwise one. Every program it returns builds (see

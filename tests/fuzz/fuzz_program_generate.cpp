@@ -103,8 +103,17 @@ bool is_product_seed(std::uint64_t seed, const GenOptions& opt) {
     return static_cast<double>(z >> 11) * 0x1.0p-53 < opt.product_share;
 }
 
+bool is_attention_seed(std::uint64_t seed, const GenOptions& opt) {
+    std::uint64_t z = seed * 0x9E6C63D0676A9A99ULL + 0xBB67AE8584CAA73BULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53 < opt.attention_share;
+}
+
 Program generate(std::uint64_t seed, const GenOptions& opt) {
-    if (is_product_seed(seed, opt)) return generate_products(seed, opt);
+    if (is_product_seed(seed, opt))
+        return is_attention_seed(seed, opt) ? generate_attention(seed, opt) : generate_products(seed, opt);
     if (is_reduction_seed(seed, opt)) return generate_reductions(seed, opt);
     Rng g(seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL);
     Program p;

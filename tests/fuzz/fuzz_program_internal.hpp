@@ -56,6 +56,8 @@ Program generate_reductions(std::uint64_t seed, const GenOptions& opt);
 
 /// A random product program from `seed` (generate() for the seeds of is_product_seed()).
 Program generate_products(std::uint64_t seed, const GenOptions& opt);
+/// A random attention program from `seed` (generate() for the product seeds of is_attention_seed()).
+Program generate_attention(std::uint64_t seed, const GenOptions& opt);
 
 // fuzz_program.cpp: the build state, and the facts the approximation levels of reduction programs rely on.
 

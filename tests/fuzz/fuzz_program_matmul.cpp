@@ -6,10 +6,19 @@
 // (float16, bfloat16, float32, float64 or int8, docs/semantics.md section 12) when its own differs; then
 // elementwise epilogues over the product's shape (a row bias [N], a column bias [M, 1], a residual,
 // activations, scalars, casts), several outputs of one product, and consumers that end the product's kernel
-// (a transposed view of the result, a reduction of it, another product of it).
+// (a transposed view of the result, a reduction of it, another product of it). A share of the product seeds
+// (is_attention_seed) make attention instead: q [B, H, T, D], k and v [B, Hkv, S, D] (no batch axis now and
+// then; H 1, 2 or 4, Hkv dividing it; T and S up to 150, mostly not multiples of the key block; D of 8, 16,
+// 24, 64 or 80) drawn as the products' operands are (every layout, permuted, sliced and reshaped views,
+// transposed storage, prologues, casts), of float32 mostly and float16 or bfloat16 now and then, with a
+// causal mask of either alignment or none, a random scale and now and then a bias (of [B, H, T, S], [T, S],
+// [B, 1, 1, S] or [S]), whose values below a threshold are -inf (masked keys, whole rows of them at times),
+// then elementwise epilogues (a residual, `y * c + x`, activations, casts, a reduction, a permuted view).
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "fuzz_program_internal.hpp"
@@ -33,6 +42,42 @@ bool is_product_dtype(DType d) {
 class ProductGen : GenBase {
   public:
     explicit ProductGen(std::uint64_t seed) : g_(seed * 0x9E3779B97F4A7C15ULL + 0x3C6EF372FE94F82BULL) {}
+    struct ForAttention {};
+    ProductGen(std::uint64_t seed, ForAttention) : g_(seed * 0x9E3779B97F4A7C15ULL + 0xA54FF53A5F1D36F1ULL) {}
+
+    /// An attention program (is_attention_seed()): base [B,] H, Hkv, T, S, D; the attention of q, k, v and
+    /// perhaps a bias, each backed out and drawn again (plain at last) when it does not build, then up to 3
+    /// epilogue moves.
+    Program run_attention() {
+        p_.products = true;  // the products' tame data: a row of keys that nearly all held a special value
+        p_.data_seed = g_();
+        choose_attention_base();
+        const double u = unit();
+        pd_ = u < 0.7 ? DType::Float32 : (u < 0.85 ? DType::Float16 : DType::BFloat16);
+        int att = -1;
+        for (int attempt = 0; attempt < 10 && att < 0; ++attempt) {
+            back_to(0);
+            att = attention(attempt >= 5);
+        }
+        if (att < 0)
+            throw std::logic_error(fmt::format("no attention of base shape {} builds", to_string(p_.base)));
+        int v = att;
+        const int moves = uniform(g_, 0, 3);
+        for (int k = 0; k < moves; ++k) {
+            for (int attempt = 0; attempt < 10; ++attempt) {
+                const int before = size();
+                const int y = attention_move(v);
+                if (y >= 0) {
+                    v = y;
+                    break;
+                }
+                back_to(before);
+            }
+        }
+        p_.outputs.push_back(v);
+        if (v != att && chance(g_, 0.35)) p_.outputs.push_back(att);
+        return collect(p_);
+    }
 
     Program run() {
         p_.products = true;
@@ -85,6 +130,12 @@ class ProductGen : GenBase {
 
     // Base dims: [B,] M, K, N.
     int md() const { return batched_ ? 1 : 0; }
+    // Attention's base dims: [B,] H, Hkv, T, S, D.
+    int hd() const { return batched_ ? 1 : 0; }
+    int hkvd() const { return hd() + 1; }
+    int td() const { return hd() + 2; }
+    int sd() const { return hd() + 3; }
+    int dd() const { return hd() + 4; }
     int kd() const { return md() + 1; }
     int nd() const { return md() + 2; }
     static std::uint32_t bit(int d) { return 1u << d; }
@@ -140,10 +191,157 @@ class ProductGen : GenBase {
             p_.base[static_cast<std::size_t>(chance(g_, 0.5) ? md() : nd())] = 0;  // empty
     }
 
+    void choose_attention_base() {
+        static const std::vector<std::int64_t> lengths{1,  2,  3,  5,  7,  13,  17,  31,  33,  50,
+                                                       63, 64, 65, 77, 99, 100, 127, 128, 129, 150};
+        static const std::vector<std::int64_t> heads{1, 2, 4}, batches{1, 2, 3}, dims{8, 16, 24, 64, 80};
+        batched_ = chance(g_, 0.75);
+        if (batched_) p_.base.push_back(pick(g_, batches));
+        const std::int64_t h = pick(g_, heads);
+        std::vector<std::int64_t> divisors;
+        for (std::int64_t d = 1; d <= h; ++d)
+            if (h % d == 0) divisors.push_back(d);
+        p_.base.push_back(h);
+        p_.base.push_back(pick(g_, divisors));
+        p_.base.push_back(pick(g_, lengths));
+        p_.base.push_back(chance(g_, 0.25) ? p_.base.back() : pick(g_, lengths));  // S = T now and then
+        p_.base.push_back(pick(g_, dims));
+        // The reference's work (B H T S D) kept below 2^18: the fuzzer checks many small attentions.
+        auto at = [&](int d) -> std::int64_t& { return p_.base[static_cast<std::size_t>(d)]; };
+        while (numel(p_.base) / std::max<std::int64_t>(at(hkvd()), 1) > (1 << 18)) {
+            std::int64_t& e = at(td()) >= at(sd()) ? at(td()) : at(sd());
+            e = (e + 1) / 2;
+        }
+    }
+
+    /// q (`which` 0: [B, H, T, D]), k or v (1, 2: [B, Hkv, S, D]) of attention: an input of the attention's
+    /// dtype most of the time (any pre-view and layout unless `plain`), sometimes stored transposed under a
+    /// Transpose view, or an exact elementwise op of one, cast to the attention's dtype when its own differs.
+    int attention_operand(int which, bool plain) {
+        std::uint32_t dims = (which == 0 ? bit(hd()) | bit(td()) : bit(hkvd()) | bit(sd())) | bit(dd());
+        if (batched_) dims |= bit(0);
+        const bool swap = !plain && chance(g_, 0.2);
+        int x = input(dims, 0, swap, pd_, plain, true);
+        if (swap) x = transpose(x);
+        if (x >= 0 && !plain && chance(g_, 0.2)) {
+            const int y = prologue(x, dims, 0);
+            if (y >= 0) x = y;
+        }
+        if (x >= 0 && node(x).dtype() != pd_) x = cast(x, pd_);
+        return x;
+    }
+
+    /// A bias of [B, H, T, S], [T, S], [B, 1, 1, S] or [S], its values below a threshold made -inf now and
+    /// then (masked keys: a threshold of -3 masks few of the data's normal values, 2 most of them).
+    int attention_bias(bool plain) {
+        const double u = unit();
+        std::uint32_t dims = bit(td()) | bit(sd()), ones = 0;
+        if (u < 0.3) {
+            dims |= bit(hd()) | (batched_ ? bit(0) : 0u);
+        } else if (u < 0.5) {
+            dims |= bit(hd()) | (batched_ ? bit(0) : 0u);
+            ones = bit(hd()) | bit(td());
+        } else if (u < 0.65) {
+            dims = bit(sd());
+        }
+        int b = input(dims, ones, false, pd_, plain, true);
+        if (b >= 0 && node(b).dtype() != pd_) b = cast(b, pd_);
+        if (b < 0 || plain || !chance(g_, 0.5)) return b;
+        static const std::vector<double> thresholds{-3.0, -1.5, 0.0, 2.0};
+        const ir::Loc loc = ir::Loc::current();
+        Instr t;
+        t.kind = Instr::Kind::Constant;
+        t.dtype = pd_;
+        t.value = ir::make_scalar_value(pick(g_, thresholds), pd_, "fuzz", loc);
+        const int th = emit(t);
+        t.value = ir::make_scalar_value(-std::numeric_limits<double>::infinity(), pd_, "fuzz", loc);
+        const int minf = emit(t);
+        const int keep = ew(Op::Lt, {th, b});
+        return keep < 0 || minf < 0 ? -1 : ew(Op::Where, {keep, b, minf});
+    }
+
+    /// The attention of q, k, v and perhaps a bias: its index, or -1.
+    int attention(bool plain) {
+        const int q = attention_operand(0, plain);
+        const int k = q >= 0 ? attention_operand(1, plain) : -1;
+        const int v = k >= 0 ? attention_operand(2, plain) : -1;
+        if (v < 0) return -1;
+        Instr a;
+        a.kind = Instr::Kind::Attention;
+        a.args = {q, k, v};
+        if (chance(g_, 0.4)) {
+            const int b = attention_bias(plain);
+            if (b < 0) return -1;
+            a.args.push_back(b);
+        }
+        static const std::vector<ir::CausalMask> masks{ir::CausalMask::None, ir::CausalMask::None,
+                                                       ir::CausalMask::TopLeft, ir::CausalMask::BottomRight};
+        a.causal = pick(g_, masks);
+        const double d = static_cast<double>(p_.base[static_cast<std::size_t>(dd())]);
+        static const std::vector<double> scales{1.0, 0.125, 0.3, 2.0, -0.5, 1e-3};
+        a.scale = chance(g_, 0.5) ? 1.0 / std::sqrt(d) : pick(g_, scales);
+        return emit(a);
+    }
+
+    /// One consumer of attention's result `v` (or an epilogue value of it): a residual `v * c + x` or
+    /// `v + x` (x of [B, H, T, D] or a row [D]), an activation, a scalar, a cast, a reduction over D, or a
+    /// permuted view (heads back to [B, T, H, D]) plus an input.
+    int attention_move(int v) {
+        const DType rd = node(v).dtype();
+        switch (g_() % 7) {
+            case 0:
+            case 1: {
+                std::uint32_t dims = chance(g_, 0.6) ? bit(hd()) | bit(td()) | bit(dd()) : bit(dd());
+                if (batched_ && dims != bit(dd())) dims |= bit(0);
+                const int x = input(dims, 0, false, rd);
+                const int y = chance(g_, 0.5) ? ew(Op::Mul, {v, scalar(rd)}) : v;
+                return ew(Op::Add, {y, x});
+            }
+            case 2: {
+                static const std::vector<Op> ops{Op::Relu, Op::GeluErf, Op::Sigmoid, Op::Tanh,
+                                                 Op::Exp,  Op::Abs,     Op::Neg};
+                return ew(pick(g_, ops), {v});
+            }
+            case 3: {
+                static const std::vector<Op> ops{Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Maximum};
+                return ew(pick(g_, ops), {v, scalar(rd)});
+            }
+            case 4: {
+                static const std::vector<DType> to{DType::Float16, DType::BFloat16, DType::Float32,
+                                                   DType::Float64, DType::Int32};
+                return cast(v, pick(g_, to));
+            }
+            case 5: {
+                static const std::vector<Op> ops{Op::Sum, Op::Max, Op::ArgMax};
+                Instr r;
+                r.kind = Instr::Kind::Reduce;
+                r.op = pick(g_, ops);
+                r.args = {v};
+                r.axes = bit(node(v).rank() - 1);
+                r.keepdims = chance(g_, 0.5);
+                return emit(r);
+            }
+            default: {
+                Instr t;
+                t.kind = Instr::Kind::View;
+                t.view = ViewKind::Permute;
+                t.key = g_();
+                t.args = {v};
+                const int y = emit(t);
+                return y >= 0 && chance(g_, 0.5) ? ew(Op::Add, {y, y}) : y;
+            }
+        }
+    }
+
     /// An input of the base dims `dims` (the last two swapped when `swap`), those of `ones` set to 1: dtype
     /// `d` most of the time, else any (the operands are cast to the product dtype after); any layout and
     /// pre-view unless `plain`.
-    int input(std::uint32_t dims, std::uint32_t ones, bool swap, DType d, bool plain = false) {
+    /// `in_place`: an operand attention reads in place, whose reshaped pre-view is of a row-major input only
+    /// (the CUDA planner takes a reshape of other strides for a strided view and throws, InternalError
+    /// "plan_attention(): operand N of attention ... is not a strided view of an input": such operands are
+    /// not drawn until it computes them first).
+    int input(std::uint32_t dims, std::uint32_t ones, bool swap, DType d, bool plain = false,
+              bool in_place = false) {
         static const std::vector<DType> any{DType::Float32, DType::Float16, DType::BFloat16,
                                             DType::Float64, DType::Int8,    DType::Int32,
                                             DType::UInt8,   DType::Int64,   DType::Bool};
@@ -161,6 +359,8 @@ class ProductGen : GenBase {
         in.swap = swap;
         in.pre = plain ? PreView::None : pick(g_, pre);
         in.layout = plain ? Layout::Contiguous : pick(g_, lay);
+        if (in_place && in.pre == PreView::Reshape && in.layout != Layout::Offset1)
+            in.layout = Layout::Contiguous;
         in.key = g_();
         in.step = pick(g_, steps);
         in.start1 = chance(g_, 0.5);
@@ -296,6 +496,10 @@ class ProductGen : GenBase {
 // The options' sizes are for the other generators: products keep their own small shapes.
 Program generate_products(std::uint64_t seed, const GenOptions&) {
     return ProductGen(seed).run();
+}
+
+Program generate_attention(std::uint64_t seed, const GenOptions&) {
+    return ProductGen(seed, ProductGen::ForAttention{}).run_attention();
 }
 
 }  // namespace loom::fuzz
