@@ -575,8 +575,9 @@ void bench_attention(const Gpu& gpu, const std::string& id, const Shape& shape, 
     if (dt == float32) {
         check({y1}, {out1}, id.c_str());
     } else if (g_check) {  // tensor cores: within reference::attention_bound (docs/semantics.md, section 13)
-        const reference::AttentionBound b = reference::attention_bound(
-            q.slice(one), k.slice(one), v.slice(one), nullptr, CausalMask::TopLeft, ir::attention_scale(*y1.node()));
+        const reference::AttentionBound b =
+            reference::attention_bound(q.slice(one), k.slice(one), v.slice(one), nullptr, CausalMask::TopLeft,
+                                       ir::attention_scale(*y1.node()));
         const Tensor got = reference::cast(out1, float64);
         const auto* g = static_cast<const double*>(got.data());
         const auto* r = static_cast<const double*>(b.value.data());
@@ -584,7 +585,8 @@ void bench_attention(const Gpu& gpu, const std::string& id, const Shape& shape, 
         std::int64_t bad = 0;
         for (std::int64_t i = 0; i < got.numel(); ++i)
             if (!(std::fabs(g[i] - r[i]) <= bd[i])) ++bad;
-        fmt::print("# {} (first head) checked against the tensor-core bound: {}\n", id, bad == 0 ? "PASS" : "FAIL");
+        fmt::print("# {} (first head) checked against the tensor-core bound: {}\n", id,
+                   bad == 0 ? "PASS" : "FAIL");
         if (bad) {
             fmt::print(stderr, "{}: RESULT MISMATCH: {} of {} outside the bound\n", id, bad, got.numel());
             g_failed = true;

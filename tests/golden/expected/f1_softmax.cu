@@ -19,9 +19,9 @@
 // entry points: f1_softmax_v (4-element runs), f1_softmax_s (general)
 
 struct f1_softmax_el_params {
-    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:77)
-    const float* in1;                                        // input 1 "row value 0", strided (test_reduce_golden.cpp:77)
-    const float* in2;                                        // input 2 "row value 1", strided (test_reduce_golden.cpp:79)
+    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:78)
+    const float* in1;                                        // input 1 "row value 0", strided (test_reduce_golden.cpp:78)
+    const float* in2;                                        // input 2 "row value 1", strided (test_reduce_golden.cpp:80)
     float* out0;                                             // output 0, contiguous
     float* out1;                                             // output 1, contiguous
     float* out2;                                             // output 2, contiguous
@@ -46,12 +46,12 @@ struct f1_softmax_params {
 static_assert(sizeof(f1_softmax_params) == 128, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void f1_softmax_el_body(const float v0, const float v1, const float v4, float& r0, float& r1, float& r2) {
-    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:77
-    // v1 = in1: input 1 "row value 0" float32               // test_reduce_golden.cpp:77
-    const float v2 = lm::sub(v0, v1);                        // sub (test_reduce_golden.cpp:78)
-    const float v3 = lm::exp_(v2);                           // exp (test_reduce_golden.cpp:78)
-    // v4 = in2: input 2 "row value 1" float32               // test_reduce_golden.cpp:79
-    const float v5 = lm::div(v3, v4);                        // div (test_reduce_golden.cpp:79)
+    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:78
+    // v1 = in1: input 1 "row value 0" float32               // test_reduce_golden.cpp:78
+    const float v2 = lm::sub(v0, v1);                        // sub (test_reduce_golden.cpp:79)
+    const float v3 = lm::exp_(v2);                           // exp (test_reduce_golden.cpp:79)
+    // v4 = in2: input 2 "row value 1" float32               // test_reduce_golden.cpp:80
+    const float v5 = lm::div(v3, v4);                        // div (test_reduce_golden.cpp:80)
     r0 = v0;                                                 // output 0
     r1 = v3;                                                 // output 1
     r2 = v5;                                                 // output 2

@@ -22,11 +22,11 @@
 // entry points: f2_layernorm_v (4-element runs), f2_layernorm_s (general)
 
 struct f2_layernorm_el_params {
-    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:89)
-    const float* in1;                                        // input 1 "row value 0", strided (test_reduce_golden.cpp:89)
-    const float* in2;                                        // input 2 "row value 1", strided (test_reduce_golden.cpp:91)
-    const float* in3;                                        // input 3 "", row broadcast (test_reduce_golden.cpp:92)
-    const float* in4;                                        // input 4 "", row broadcast (test_reduce_golden.cpp:92)
+    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:90)
+    const float* in1;                                        // input 1 "row value 0", strided (test_reduce_golden.cpp:90)
+    const float* in2;                                        // input 2 "row value 1", strided (test_reduce_golden.cpp:92)
+    const float* in3;                                        // input 3 "", row broadcast (test_reduce_golden.cpp:93)
+    const float* in4;                                        // input 4 "", row broadcast (test_reduce_golden.cpp:93)
     float* out0;                                             // output 0, contiguous
     float* out1;                                             // output 1, contiguous
     float* out2;                                             // output 2, contiguous
@@ -34,7 +34,7 @@ struct f2_layernorm_el_params {
     int ext1;                                                // extent of dimension 1
     int in1_s0;                                              // in1 stride of dimension 0
     int in2_s0;                                              // in2 stride of dimension 0
-    float s0;                                                // scalar float32 (test_reduce_golden.cpp:92)
+    float s0;                                                // scalar float32 (test_reduce_golden.cpp:93)
 };
 static_assert(sizeof(f2_layernorm_el_params) == 88, "kernel parameter layout differs from the host's");
 
@@ -52,19 +52,19 @@ struct f2_layernorm_params {
 static_assert(sizeof(f2_layernorm_params) == 152, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void f2_layernorm_el_body(const f2_layernorm_el_params& p, const float v0, const float v1, const float v4, const float v9, const float v11, float& r0, float& r1, float& r2) {
-    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:89
-    // v1 = in1: input 1 "row value 0" float32               // test_reduce_golden.cpp:89
-    const float v2 = lm::sub(v0, v1);                        // sub (test_reduce_golden.cpp:90)
-    const float v3 = lm::mul(v2, v2);                        // mul (test_reduce_golden.cpp:91)
-    // v4 = in2: input 2 "row value 1" float32               // test_reduce_golden.cpp:91
-    const float v5 = p.s0;                                   // scalar float32 (test_reduce_golden.cpp:92)
-    const float v6 = lm::add(v4, v5);                        // add (test_reduce_golden.cpp:92)
-    const float v7 = lm::rsqrt_(v6);                         // rsqrt (test_reduce_golden.cpp:92)
-    const float v8 = lm::mul(v2, v7);                        // mul (test_reduce_golden.cpp:92)
-    // v9 = in3: input 3 "" float32                          // test_reduce_golden.cpp:92
-    const float v10 = lm::mul(v8, v9);                       // mul (test_reduce_golden.cpp:92)
-    // v11 = in4: input 4 "" float32                         // test_reduce_golden.cpp:92
-    const float v12 = lm::add(v10, v11);                     // add (test_reduce_golden.cpp:92)
+    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:90
+    // v1 = in1: input 1 "row value 0" float32               // test_reduce_golden.cpp:90
+    const float v2 = lm::sub(v0, v1);                        // sub (test_reduce_golden.cpp:91)
+    const float v3 = lm::mul(v2, v2);                        // mul (test_reduce_golden.cpp:92)
+    // v4 = in2: input 2 "row value 1" float32               // test_reduce_golden.cpp:92
+    const float v5 = p.s0;                                   // scalar float32 (test_reduce_golden.cpp:93)
+    const float v6 = lm::add(v4, v5);                        // add (test_reduce_golden.cpp:93)
+    const float v7 = lm::rsqrt_(v6);                         // rsqrt (test_reduce_golden.cpp:93)
+    const float v8 = lm::mul(v2, v7);                        // mul (test_reduce_golden.cpp:93)
+    // v9 = in3: input 3 "" float32                          // test_reduce_golden.cpp:93
+    const float v10 = lm::mul(v8, v9);                       // mul (test_reduce_golden.cpp:93)
+    // v11 = in4: input 4 "" float32                         // test_reduce_golden.cpp:93
+    const float v12 = lm::add(v10, v11);                     // add (test_reduce_golden.cpp:93)
     r0 = v0;                                                 // output 0
     r1 = v3;                                                 // output 1
     r2 = v12;                                                // output 2

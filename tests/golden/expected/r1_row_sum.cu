@@ -19,14 +19,14 @@
 // entry points: r1_row_sum_v (4-element runs), r1_row_sum_s (general)
 
 struct r1_row_sum_el_params {
-    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:39)
+    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:40)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
 static_assert(sizeof(r1_row_sum_el_params) == 24, "kernel parameter layout differs from the host's");
 
 struct r1_row_sum_row_params {
-    const float* in0;                                        // input 0 "row value 0", contiguous (test_reduce_golden.cpp:39)
+    const float* in0;                                        // input 0 "row value 0", contiguous (test_reduce_golden.cpp:40)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
@@ -46,7 +46,7 @@ struct r1_row_sum_params {
 static_assert(sizeof(r1_row_sum_params) == 104, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void r1_row_sum_el_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:39
+    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:40
     r0 = v0;                                                 // output 0
 }
 
@@ -63,7 +63,7 @@ __device__ __forceinline__ void r1_row_sum_el_load4(const r1_row_sum_el_params& 
 }
 
 __device__ __forceinline__ void r1_row_sum_row_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "row value 0" float32               // test_reduce_golden.cpp:39
+    // v0 = in0: input 0 "row value 0" float32               // test_reduce_golden.cpp:40
     r0 = v0;                                                 // output 0
 }
 

@@ -19,14 +19,14 @@
 // entry points: r2_column_sum_v (4-element runs), r2_column_sum_s (general)
 
 struct r2_column_sum_el_params {
-    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:49)
+    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:50)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
 static_assert(sizeof(r2_column_sum_el_params) == 24, "kernel parameter layout differs from the host's");
 
 struct r2_column_sum_row_params {
-    const float* in0;                                        // input 0 "row value 0", contiguous (test_reduce_golden.cpp:49)
+    const float* in0;                                        // input 0 "row value 0", contiguous (test_reduce_golden.cpp:50)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
@@ -46,7 +46,7 @@ struct r2_column_sum_params {
 static_assert(sizeof(r2_column_sum_params) == 104, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void r2_column_sum_el_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:49
+    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:50
     r0 = v0;                                                 // output 0
 }
 
@@ -63,7 +63,7 @@ __device__ __forceinline__ void r2_column_sum_el_load4(const r2_column_sum_el_pa
 }
 
 __device__ __forceinline__ void r2_column_sum_row_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "row value 0" float32               // test_reduce_golden.cpp:49
+    // v0 = in0: input 0 "row value 0" float32               // test_reduce_golden.cpp:50
     r0 = v0;                                                 // output 0
 }
 

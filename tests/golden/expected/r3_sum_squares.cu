@@ -19,14 +19,14 @@
 // entry points: r3_sum_squares_v (4-element runs), r3_sum_squares_s (general)
 
 struct r3_sum_squares_el_params {
-    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:59)
+    const float* in0;                                        // input 0 "", contiguous (test_reduce_golden.cpp:60)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
 static_assert(sizeof(r3_sum_squares_el_params) == 24, "kernel parameter layout differs from the host's");
 
 struct r3_sum_squares_row_params {
-    const float* in0;                                        // input 0 "row value 0", scalar (test_reduce_golden.cpp:59)
+    const float* in0;                                        // input 0 "row value 0", scalar (test_reduce_golden.cpp:60)
     float* out0;                                             // output 0, contiguous
     int n;                                                   // elements in the iteration space
 };
@@ -46,8 +46,8 @@ struct r3_sum_squares_params {
 static_assert(sizeof(r3_sum_squares_params) == 104, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void r3_sum_squares_el_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:59
-    const float v1 = lm::mul(v0, v0);                        // mul (test_reduce_golden.cpp:59)
+    // v0 = in0: input 0 "" float32                          // test_reduce_golden.cpp:60
+    const float v1 = lm::mul(v0, v0);                        // mul (test_reduce_golden.cpp:60)
     r0 = v1;                                                 // output 0
 }
 
@@ -64,7 +64,7 @@ __device__ __forceinline__ void r3_sum_squares_el_load4(const r3_sum_squares_el_
 }
 
 __device__ __forceinline__ void r3_sum_squares_row_body(const float v0, float& r0) {
-    // v0 = in0: input 0 "row value 0" float32               // test_reduce_golden.cpp:59
+    // v0 = in0: input 0 "row value 0" float32               // test_reduce_golden.cpp:60
     r0 = v0;                                                 // output 0
 }
 
