@@ -58,6 +58,13 @@ for f in "$bundle"/bin/*; do
     fi
 done
 
+# Debian's shared libraries that the GPU machine's image lacks (libfmt): into lib/, which device_run.sh puts
+# on LD_LIBRARY_PATH.
+mkdir -p "$bundle/lib"
+for f in "$bundle"/bin/*; do
+    ldd "$f" 2>/dev/null | awk '$1 ~ /^libfmt\./ && $3 ~ /^\// {print $3}'
+done | sort -u | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+
 cp scripts/device_run.sh scripts/plot_performance.py "$bundle/"
 # The DLPack round trip with PyTorch (tests/dlpack): the ctypes shim and the script that loads it.
 if [[ -f $build/tests/libloom_dlpack_shim.so ]]; then

@@ -24,7 +24,7 @@ sanitizer_rows=()
 sanitizer_note=""
 
 export PYTHONUNBUFFERED=1
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Tests built elsewhere may name their source tree by its absolute path: point it here.
 if [[ -f $bundle/SOURCE_DIR ]]; then
     src=$(cat "$bundle/SOURCE_DIR")

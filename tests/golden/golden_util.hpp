@@ -3,6 +3,7 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -73,7 +74,7 @@ inline void check_kernels_wait_first(const std::string& name, const std::string&
 /// rewrites the file instead.
 inline void check_text(const std::string& name, const std::string& text,
                        const std::string& extension = ".cu") {
-    const std::string path = std::string(LOOM_GOLDEN_DIR) + "/" + name + extension;
+    const std::string path = fmt::format("{}/{}{}", LOOM_GOLDEN_DIR, name, extension);
     const std::string what = extension == ".ll" ? "LLVM IR" : "CUDA";
     if (extension == ".cu") check_kernels_wait_first(name, text);
     const char* upd = std::getenv("LOOM_UPDATE_GOLDEN");

@@ -290,12 +290,13 @@ HostKernel schedule_on_reference(const FusedKernel& k, const ScheduleInputs& in)
 HostKernel schedule_product(const FusedKernel& k, const ScheduleInputs& in, const HostRequest& r) {
     std::optional<HostProduct> p = plan_host_product(k, in.layout_of(), r.target);
     if (!p) return schedule_on_reference(k, in);
-    HostKernel h;
+    std::vector<Slot> reads;
     for (const ir::Node* input : p->inputs)
-        h.reads.push_back(input == p->accumulators.get() ? Slot{Slot::Kind::Index, 0} : in.slot(input));
-    h.key = with(p->code_hash(), r.base);
-    h.schedule = std::move(*p);
-    return h;
+        reads.push_back(input == p->accumulators.get() ? Slot{Slot::Kind::Index, 0} : in.slot(input));
+    const std::uint64_t key = with(p->code_hash(), r.base);
+    // Built with its schedule (not a default schedule assigned over), which also keeps GCC from a false
+    // maybe-uninitialized report on the default alternative's destruction.
+    return HostKernel{.schedule = std::move(*p), .reads = std::move(reads), .key = key};
 }
 
 HostKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const HostRequest& r) {
