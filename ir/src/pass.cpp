@@ -38,12 +38,16 @@ void dump(const std::vector<NodePtr>& roots, int index, const std::string& pass)
 
 }  // namespace
 
-std::vector<Pass> standard_passes() {
-    return {
-        {"lower_factories", lower_factories},
-        {"canonicalize_views", canonicalize_views},
-        {"hoist_uniform", hoist_uniform},
-    };
+std::vector<Pass> standard_passes(const PassOptions& options) {
+    std::vector<Pass> passes;
+    // First, while the scores' mask is still the arange comparisons and scalars the user wrote.
+    if (options.rewrite_attention) passes.push_back({"rewrite_attention", rewrite_attention});
+    passes.insert(passes.end(), {
+                                    {"lower_factories", lower_factories},
+                                    {"canonicalize_views", canonicalize_views},
+                                    {"hoist_uniform", hoist_uniform},
+                                });
+    return passes;
 }
 
 std::vector<NodePtr> run_pipeline(const std::vector<NodePtr>& roots, const std::vector<Pass>& passes) {

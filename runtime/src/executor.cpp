@@ -22,6 +22,7 @@
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/reference.hpp"
 #include "loom/runtime/testing.hpp"
+#include "lowering.hpp"
 #include "nvtx.hpp"
 
 namespace loom {
@@ -87,7 +88,7 @@ Device evaluation_device(const std::vector<ir::NodePtr>& roots, const std::sourc
 }
 
 std::vector<ir::NodePtr> lower(const std::vector<ir::NodePtr>& roots) {
-    return ir::run_pipeline(roots, ir::standard_passes());
+    return lower_graph(roots, current_options());
 }
 
 }  // namespace
@@ -171,11 +172,13 @@ std::string explain(const std::vector<ir::NodePtr>& roots, std::string_view name
     // explain() takes no call site: errors name the first root's line, where the user wrote the expression.
     const std::source_location loc = roots.empty() ? std::source_location::current() : roots.front()->loc();
     const Device dev = evaluation_device(roots, loc, "explain");
-    const std::vector<ir::NodePtr> graph = lower(roots);
-    if (dev.is_cuda()) return gpu::explain(graph, name);
-    if (!host::use_llvm()) return host::explain(nullptr);  // why every host kernel runs on the reference
+    const std::vector<ir::NodePtr> graph = lower_graph(roots, current_options(), false);
+    const std::string written = explain_written_attention(roots, current_options());
+    if (dev.is_cuda()) return written + gpu::explain(graph, name);
+    if (!host::use_llvm())
+        return written + host::explain(nullptr);  // why every host kernel runs on the reference
     const codegen::HostPlan plan = host::plan_bound(graph, current_options(), name, nullptr);
-    return host::explain(&plan);
+    return written + host::explain(&plan);
 }
 
 CompileReport compile(const std::vector<ir::NodePtr>& roots, std::string_view name) {

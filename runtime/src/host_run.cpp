@@ -21,6 +21,7 @@
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/reference.hpp"
+#include "lowering.hpp"
 #include "run_slots.hpp"
 #include "stats_internal.hpp"
 
@@ -259,7 +260,7 @@ std::string explain(const codegen::HostPlan* plan) {
 namespace loom {
 
 std::string llvm_source(const std::vector<ir::NodePtr>& roots, std::string_view name) {
-    const std::vector<ir::NodePtr> graph = ir::run_pipeline(roots, ir::standard_passes());
+    const std::vector<ir::NodePtr> graph = lower_graph(roots, current_options(), false);
     std::vector<const ir::Node*> sources;
     std::vector<codegen::InputLayout> layouts;
     for (const ir::Node* n : ir::topo_order(graph)) {

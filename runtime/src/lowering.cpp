@@ -8,7 +8,8 @@
 
 namespace loom {
 
-std::vector<ir::NodePtr> lower_graph(const std::vector<ir::NodePtr>& roots, const Options& options, bool log) {
+std::vector<ir::NodePtr> lower_graph(const std::vector<ir::NodePtr>& roots, const Options& options,
+                                     bool log) {
     if (log && env_list_contains("LOOM_EXPLAIN", "fusion"))
         std::fputs(explain_written_attention(roots, options).c_str(), stderr);
     return ir::run_pipeline(roots, ir::standard_passes({.rewrite_attention = options.attention_rewrite}));

@@ -18,6 +18,7 @@
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/pinned.hpp"
 #include "loom/runtime/reference.hpp"
+#include "lowering.hpp"
 #include "nvtx.hpp"
 #include "program_graph.hpp"
 #include "run_slots.hpp"
@@ -59,7 +60,7 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
                                     t.device().to_string(), device_.to_string(), where_));
         specs_.push_back(ArgSpec::of(t));
     }
-    roots_ = ir::run_pipeline(roots, ir::standard_passes());
+    roots_ = lower_graph(roots, options_);
     if (!out_strides_.empty() && out_strides_.size() != roots_.size())
         throw InternalError(
             fmt::format("Program: {} output layouts for {} results", out_strides_.size(), roots_.size()));

@@ -114,7 +114,8 @@ TEST_CASE("attention rewrite: bottom-right masks, a quotient scale, col < row + 
     const Array lt = sq.written(sq.col() < sq.row() + 1);
     CHECK(same_bits(run(lt), run(attention(sq.q, sq.k, sq.v, {.causal = CausalMask::TopLeft}))));
 
-    const Array quotient = matmul(softmax(matmul(Array(sq.q), Array(sq.k).transposed()) / 4.0, -1), Array(sq.v));
+    const Array quotient =
+        matmul(softmax(matmul(Array(sq.q), Array(sq.k).transposed()) / 4.0, -1), Array(sq.v));
     CHECK(has(explain({quotient}), "rewritten"));
     CHECK(same_bits(run(quotient), run(attention(sq.q, sq.k, sq.v, {.scale = 0.25}))));
 

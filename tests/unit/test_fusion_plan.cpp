@@ -170,7 +170,7 @@ TEST_CASE("fusion plan: options come from the scope, the environment or the trac
     CHECK(current_options() == defaults);
     CHECK(Options{}.to_string() ==
           "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto "
-          "product_precision=float32 stencil_reuse=auto");
+          "product_precision=float32 stencil_reuse=auto attention_rewrite=off");
     CHECK(Options{.product_path = ProductPath::TensorCores}.to_string().find("product_path=tensor_cores") !=
           std::string::npos);
     CHECK(Options{.product_path = ProductPath::MmaSync}.to_string().find("product_path=mma_sync") !=

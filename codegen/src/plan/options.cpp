@@ -108,17 +108,18 @@ std::uint64_t Options::hash() const {
     h.add(static_cast<std::uint64_t>(product_path));
     h.add(static_cast<std::uint64_t>(stencil_reuse));
     h.add(static_cast<std::uint64_t>(product_precision));
+    h.add(attention_rewrite);
     return h.digest();
 }
 
 std::string Options::to_string() const {
     return fmt::format(
         "fast_math={} line_info={} fusion={} capture={} tile={} product_path={} product_precision={} "
-        "stencil_reuse={}",
+        "stencil_reuse={} attention_rewrite={}",
         fast_math ? "on" : "off", line_info ? "on" : "off", fusion ? "on" : "off", capture_name(capture),
         tile.empty() ? std::string("auto") : fmt::format("{}x{}x{}", tile.rows, tile.cols, tile.depth),
         product_path_name(product_path), product_precision_name(product_precision),
-        stencil_reuse_name(stencil_reuse));
+        stencil_reuse_name(stencil_reuse), attention_rewrite ? "on" : "off");
 }
 
 Options environment_options() {
@@ -126,6 +127,7 @@ Options environment_options() {
     o.fast_math = env_is("LOOM_FAST_MATH", {"1", "on"});
     o.line_info = env_is("LOOM_LINEINFO", {"1", "on"});
     o.fusion = !env_is("LOOM_FUSION", {"0", "off"});
+    o.attention_rewrite = env_is("LOOM_ATTENTION_REWRITE", {"1", "on"});
     if (const char* t = std::getenv("LOOM_CAPTURE"); t && *t) {
         const std::string_view v(t);
         if (v == "never" || v == "off" || v == "0")

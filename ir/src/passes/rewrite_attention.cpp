@@ -75,42 +75,43 @@ std::optional<AxisIndex> shifted(const Node* n) {
 
 std::optional<AxisIndex> axis_index(const Node* n) {
     switch (n->op()) {
-    case Op::Iota:
-        return AxisIndex{static_cast<int>(n->ints().at(0)) - n->rank(), 0};
-    case Op::Add:
-    case Op::Sub:
-        return shifted(n);
-    case Op::Mul: {  // arange's index times a step of 1
-        const Node* a = n->operand(0);
-        const Node* b = n->operand(1);
-        if (constant_of(a)) std::swap(a, b);
-        if (constant_of(b) != 1.0) return std::nullopt;
-        return axis_index(a);
-    }
-    case Op::Cast:
-        if (!is_integer(n->dtype()) || !is_integer(n->operand(0)->dtype())) return std::nullopt;
-        return axis_index(n->operand(0));
-    case Op::BroadcastTo: {  // right-aligned: the varying axis keeps its place from the end and its extent
-        std::optional<AxisIndex> x = axis_index(n->operand(0));
-        const Node* src = n->operand(0);
-        if (!x || src->shape()[static_cast<std::size_t>(src->rank() + x->axis)] !=
-                      n->shape()[static_cast<std::size_t>(n->rank() + x->axis)])
-            return std::nullopt;
-        return x;
-    }
-    case Op::Reshape: {  // only unit axes inserted or removed: the varying axis maps to its new place
-        std::optional<AxisIndex> x = axis_index(n->operand(0));
-        const auto from = non_unit_axes(n->operand(0)->shape());
-        const auto to = non_unit_axes(n->shape());
-        if (!x || from.size() != to.size()) return std::nullopt;
-        for (std::size_t k = 0; k < from.size(); ++k) {
-            if (from[k].first != to[k].first) return std::nullopt;
-            if (from[k].second == x->axis) return AxisIndex{to[k].second, x->offset};
+        case Op::Iota:
+            return AxisIndex{static_cast<int>(n->ints().at(0)) - n->rank(), 0};
+        case Op::Add:
+        case Op::Sub:
+            return shifted(n);
+        case Op::Mul: {  // arange's index times a step of 1
+            const Node* a = n->operand(0);
+            const Node* b = n->operand(1);
+            if (constant_of(a)) std::swap(a, b);
+            if (constant_of(b) != 1.0) return std::nullopt;
+            return axis_index(a);
         }
-        return std::nullopt;
-    }
-    default:
-        return std::nullopt;
+        case Op::Cast:
+            if (!is_integer(n->dtype()) || !is_integer(n->operand(0)->dtype())) return std::nullopt;
+            return axis_index(n->operand(0));
+        case Op::BroadcastTo: {  // right-aligned: the varying axis keeps its place from the end and its
+                                 // extent
+            std::optional<AxisIndex> x = axis_index(n->operand(0));
+            const Node* src = n->operand(0);
+            if (!x || src->shape()[static_cast<std::size_t>(src->rank() + x->axis)] !=
+                          n->shape()[static_cast<std::size_t>(n->rank() + x->axis)])
+                return std::nullopt;
+            return x;
+        }
+        case Op::Reshape: {  // only unit axes inserted or removed: the varying axis maps to its new place
+            std::optional<AxisIndex> x = axis_index(n->operand(0));
+            const auto from = non_unit_axes(n->operand(0)->shape());
+            const auto to = non_unit_axes(n->shape());
+            if (!x || from.size() != to.size()) return std::nullopt;
+            for (std::size_t k = 0; k < from.size(); ++k) {
+                if (from[k].first != to[k].first) return std::nullopt;
+                if (from[k].second == x->axis) return AxisIndex{to[k].second, x->offset};
+            }
+            return std::nullopt;
+        }
+        default:
+            return std::nullopt;
     }
 }
 
@@ -168,19 +169,22 @@ bool match_scores(const Node* x, AttentionPattern& p) {
             return false;
         }
         if (*delta < 0 || (*delta > 0 && *delta != S - T)) {
-            p.reason = *delta < 0 ? fmt::format("its causal mask (col <= row - {}) hides every key of the "
-                                                "first rows, where softmax gives NaN and attention 0",
-                                                -*delta)
-                                  : fmt::format("its causal offset {} is neither 0 (top-left) nor S - T = {} "
-                                                "(bottom-right)",
-                                                *delta, S - T);
+            p.reason = *delta < 0 ? fmt::format(
+                                        "its causal mask (col <= row - {}) hides every key of the "
+                                        "first rows, where softmax gives NaN and attention 0",
+                                        -*delta)
+                                  : fmt::format(
+                                        "its causal offset {} is neither 0 (top-left) nor S - T = {} "
+                                        "(bottom-right)",
+                                        *delta, S - T);
             return false;
         }
         p.causal = *delta == 0 ? CausalMask::TopLeft : CausalMask::BottomRight;
         x = x->operand(1);
     } else if (x->op() == Op::Add || x->op() == Op::Where) {
-        p.reason = "its scores carry a bias or a mask other than a causal comparison, which could hide a whole "
-                   "row (softmax gives NaN there, attention 0): call attention() with .bias";
+        p.reason =
+            "its scores carry a bias or a mask other than a causal comparison, which could hide a whole "
+            "row (softmax gives NaN there, attention 0): call attention() with .bias";
         return false;
     }
     p.scale = 1.0;
@@ -265,18 +269,21 @@ std::string explain_attention_patterns(const std::vector<NodePtr>& roots, bool r
     for (const AttentionPattern& p : find_attention_patterns(roots)) {
         const std::string where = short_location(p.product->loc());
         if (!p.rewritable)
-            out += fmt::format("attention matmul(softmax(...), v) ({}) is written-out attention, run as written: "
-                               "{}\n",
-                               where, p.reason);
+            out += fmt::format(
+                "attention matmul(softmax(...), v) ({}) is written-out attention, run as written: "
+                "{}\n",
+                where, p.reason);
         else if (rewriting)
-            out += fmt::format("attention matmul(softmax(...), v) ({}) rewritten as one attention() kernel "
-                               "(Options::attention_rewrite; scale={} causal={})\n",
-                               where, static_cast<float>(p.scale), causal_mask_name(p.causal));
+            out += fmt::format(
+                "attention matmul(softmax(...), v) ({}) rewritten as one attention() kernel "
+                "(Options::attention_rewrite; scale={} causal={})\n",
+                where, static_cast<float>(p.scale), causal_mask_name(p.causal));
         else
-            out += fmt::format("attention matmul(softmax(...), v) ({}) could run as one attention() kernel "
-                               "(scale={} causal={}), its scores never in memory: Options::attention_rewrite "
-                               "rewrites it, in attention()'s order of sums\n",
-                               where, static_cast<float>(p.scale), causal_mask_name(p.causal));
+            out += fmt::format(
+                "attention matmul(softmax(...), v) ({}) could run as one attention() kernel "
+                "(scale={} causal={}), its scores never in memory: Options::attention_rewrite "
+                "rewrites it, in attention()'s order of sums\n",
+                where, static_cast<float>(p.scale), causal_mask_name(p.causal));
     }
     return out;
 }

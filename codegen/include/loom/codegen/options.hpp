@@ -120,11 +120,16 @@ struct Options {
     ProductPrecision product_precision = ProductPrecision::Float32;
     /// How a tiled stencil reuses its taps (StencilReuse). Every choice gives the same bits.
     StencilReuse stencil_reuse = StencilReuse::Auto;
+    /// Attention written out as matmul(softmax(q kᵀ · scale, causal mask), v) rewritten as one attention()
+    /// kernel before partitioning (off by default: it changes the order of the sums from the written one).
+    /// Only unmasked scores and causal masks of index comparisons that keep a key in every row are
+    /// rewritten; the explain log names each pattern and says what it did (docs/semantics.md, "Attention").
+    bool attention_rewrite = false;
 
     bool operator==(const Options&) const = default;
     std::uint64_t hash() const;
     /// "fast_math=off line_info=off fusion=on capture=auto tile=auto product_path=auto
-    /// product_precision=float32 stencil_reuse=auto".
+    /// product_precision=float32 stencil_reuse=auto attention_rewrite=off".
     std::string to_string() const;
 };
 
