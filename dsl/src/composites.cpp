@@ -179,4 +179,48 @@ Array rmsnorm(const Operand& x_in, const Operand& weight, double eps, std::int64
     return rounded_to(mul(mul(xa, rsqrt(add(ms, Operand(eps, loc), loc), loc), loc), weight, loc), out, loc);
 }
 
+Array cross_entropy(const Operand& logits_in, const Operand& labels_in, CrossEntropyOptions options,
+                    Loc loc) {
+    const Array x(logits_in.resolve_alone("cross_entropy"));
+    const Array labels(labels_in.resolve_alone("cross_entropy"));
+    const std::string shapes =
+        fmt::format("logits {}, labels {}", ir::describe(*x.node()), ir::describe(*labels.node()));
+    if (!is_float(x.dtype()) || x.rank() == 0)
+        fail("cross_entropy", loc, fmt::format("logits must be floats with a class axis ({})", shapes));
+    const std::int64_t classes = x.shape().back();
+    Shape rows = x.shape();
+    rows.pop_back();
+    if (classes == 0) fail("cross_entropy", loc, fmt::format("no classes ({})", shapes));
+    if (labels.dtype() != int32 && labels.dtype() != int64)
+        fail("cross_entropy", loc, fmt::format("labels must be int32 or int64 class indices ({})", shapes));
+    if (labels.shape() != rows)
+        fail("cross_entropy", loc,
+             fmt::format("labels must have the logits' shape without the class axis, {} ({})",
+                         to_string(rows), shapes));
+    const Array xa = at_accumulation(x, loc);
+    const Array ignored = eq(labels, Operand(options.ignore_index, loc), loc);
+    // The index read: 0 for an ignored row (its value is discarded); a negative label L becomes L - C, which
+    // the checked gather refuses (take's negative indices would wrap) and whose message gives L back.
+    const Array shifted =
+        where(lt(labels, Operand(0, loc), loc), sub(labels, Operand(classes, loc), loc), labels, loc);
+    const Array index = where(ignored, Operand(0, loc), shifted, loc);
+    Shape picked_shape = rows;
+    picked_shape.push_back(1);
+    const Array picked(ir::gather(xa.node(), index.reshape(picked_shape, loc).node(), x.rank() - 1,
+                                  ir::IndexMode::Checked, ir::GatherApi::CrossEntropy, loc));
+    const Array per_row = where(ignored, Operand(0.0, loc),
+                                sub(logsumexp(xa, -1, false, loc), picked.reshape(rows, loc), loc), loc);
+    const DType dt = result_dtype(x.dtype());
+    switch (options.reduction) {
+        case LossReduction::None:
+            return rounded_to(per_row, dt, loc);
+        case LossReduction::Sum:
+            return rounded_to(sum(per_row, {}, false, loc), dt, loc);
+        case LossReduction::Mean:
+            break;
+    }
+    const Array counted = sum(astype(logical_not(ignored, loc), xa.dtype(), loc), {}, false, loc);
+    return rounded_to(div(sum(per_row, {}, false, loc), counted, loc), dt, loc);
+}
+
 }  // namespace loom

@@ -40,6 +40,14 @@ Shape concat(const Shape& a, const Shape& b) {
 }  // namespace
 
 std::string gather_error_message(GatherApi api, std::int64_t v, std::int64_t extent, const Loc& loc) {
+    if (api == GatherApi::CrossEntropy) {
+        // cross_entropy reads a negative label L at L - C, never a valid index: the label is recovered here.
+        const std::int64_t label = v < 0 ? v + extent : v;
+        return fmt::format(
+            "cross_entropy(): label {} is out of range for {} classes (valid: 0 to {}, or the "
+            "ignore index) ({})",
+            label, extent, extent - 1, short_location(loc));
+    }
     return fmt::format("{}(): index {} is out of range for an axis of extent {} (valid: {} to {}) ({})",
                        gather_api_name(api), v, extent, -extent, extent - 1, short_location(loc));
 }

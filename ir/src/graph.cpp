@@ -221,7 +221,8 @@ void verify(const std::vector<NodePtr>& roots) {
                 const Node& x = *n->operand(0);
                 const Node& idx = *n->operand(1);
                 if (n->ints().size() != 3 || n->ints()[0] < 0 || n->ints()[0] >= n->rank() ||
-                    n->ints()[1] < 0 || n->ints()[1] > 1 || n->ints()[2] < 0 || n->ints()[2] > 3)
+                    n->ints()[1] < 0 || n->ints()[1] > 1 || n->ints()[2] < 0 ||
+                    n->ints()[2] > static_cast<std::int64_t>(GatherApi::CrossEntropy))
                     bad("gather attributes not {axis, mode, api}");
                 else if (x.rank() != n->rank() || idx.shape() != n->shape())
                     bad("gather result not of the index's shape and the operand's rank");

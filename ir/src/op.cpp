@@ -99,6 +99,8 @@ std::string_view gather_api_name(GatherApi api) {
             return "index_select";
         case GatherApi::OneHot:
             return "one_hot";
+        case GatherApi::CrossEntropy:
+            return "cross_entropy";
     }
     return "gather";
 }

@@ -114,4 +114,28 @@ Array layernorm(const Operand& x, const Operand& weight, const Operand& bias, do
 Array rmsnorm(const Operand& x, const Operand& weight, double eps, std::int64_t axis = -1,
               Loc loc = Loc::current());
 
+/// How a loss combines its per-row values: their mean over the rows that count, their sum, or none (the
+/// per-row values, in the labels' shape).
+enum class LossReduction : std::uint8_t { Mean, Sum, None };
+
+struct CrossEntropyOptions {
+    LossReduction reduction = LossReduction::Mean;
+    /// Rows whose label equals it add 0 and are not counted by the mean (PyTorch's default, -100).
+    std::int64_t ignore_index = -100;
+};
+
+/// Cross-entropy of `logits` [..., C] (classes along the last axis; float16, bfloat16, float32, float64)
+/// against integer class labels of shape [...] (int32 or int64), PyTorch's cross_entropy with class indices:
+///     loss[i] = logsumexp(x[i, :]) - x[i, label[i]]        (0 where label[i] == ignore_index)
+/// reduced by `options.reduction`: Mean divides the sum of the losses by the number of rows not ignored
+/// (NaN when every row is ignored, as PyTorch), Sum adds them, None returns them. logsumexp is the DSL's
+/// (the maximum shifted out); float16 and bfloat16 logits are computed in float32 and the result rounded
+/// once to their dtype. A label outside [0, C) other than ignore_index is never read: it raises a
+/// loom::Error naming cross_entropy, the label and the caller's line (at the evaluation on the host, at the
+/// next synchronization on a GPU; docs/semantics.md, "Gathers"). Errors when built: logits not of a float
+/// dtype or of rank 0, C = 0, labels not int32 or int64, or labels not of the logits' shape without the
+/// class axis.
+Array cross_entropy(const Operand& logits, const Operand& labels, CrossEntropyOptions options = {},
+                    Loc loc = Loc::current());
+
 }  // namespace loom

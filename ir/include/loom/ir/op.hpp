@@ -124,7 +124,7 @@ std::string_view causal_mask_name(CausalMask m);
 /// loom::Error, Clamp moves it to the nearest end. The value of Gather's ints[1].
 enum class IndexMode : std::uint8_t { Checked, Clamp };
 /// The DSL function that built a gather, named in its errors. The value of Gather's ints[2].
-enum class GatherApi : std::uint8_t { Take, TakeAlongAxis, IndexSelect, OneHot };
+enum class GatherApi : std::uint8_t { Take, TakeAlongAxis, IndexSelect, OneHot, CrossEntropy };
 std::string_view gather_api_name(GatherApi api);
 /// Whether operands of the op's dtype give a result that needs no rounding (column Exactness of ops.def).
 inline bool is_exact(Op op) {
