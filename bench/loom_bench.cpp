@@ -40,6 +40,8 @@
 #include <tuple>
 #include <vector>
 
+#include "gpt2_block.hpp"
+
 using namespace loom;
 
 namespace {
@@ -598,6 +600,22 @@ void bench_attention(const Gpu& gpu, const std::string& id, const Shape& shape, 
                  4.0 * B * H * D * T * (T + 1) / 2);
 }
 
+// B1 and B2: one GPT-2 small block forward (samples/gpt2_block.hpp; B = 8, T = 1024, C = 768, 12 heads) as a
+// traced function, with attention() (`written`: the written-out attention under Options::attention_rewrite);
+// TFLOP/s of the projections and the causal attention products, as peer_baselines.py counts them. The
+// block's bits are checked by samples/gpt2_block (the reference at B = 1, T = 64; float64 at full size).
+void bench_gpt2_block(const Gpu& gpu, const std::string& id, DType dt, gpt2::Form form) {
+    const std::int64_t B = 8, T = 1024;
+    const gpt2::Weights w = gpt2::weights(dt, gpu.dev);
+    const Tensor x = Tensor(astype(random_normal({B, T, gpt2::C}, float32, 1, gpu.dev), dt));
+    const OptionsScope scope(gpt2::options_for(form));
+    auto f = gpt2::traced_block(form, gpu.dev);
+    Tensor out = gpt2::call(f, x, w);
+    const double flops = 2.0 * B * T * gpt2::C * 12 * gpt2::C +
+                         4.0 * B * gpt2::NH * gpt2::HS * static_cast<double>(T) * (T + 1) / 2;
+    report_flops(id, "loom", timed_ms([&] { out = gpt2::call(f, x, w); }, gpu.opt.reps), 0.0, flops);
+}
+
 void bench_e2(const Gpu& gpu) {
     const Device& dev = gpu.dev;
     const std::int64_t M = 16384;
@@ -724,6 +742,22 @@ void bench_x1(const Gpu& gpu) {
     assign(out, x1);
     check({x1}, {out}, "X1");
     report("X1_logsumexp", "loom", timed_ms([&] { assign(out, x1); }, gpu.opt.reps), 4.0 * Ms * Ns);
+}
+
+// X2: cross-entropy of [16384, 8192] float32 logits against 16384 int64 labels, the mean over the rows
+// (PyTorch's F.cross_entropy): the logits read once, the labels once (4 * 2^27 + 8 * 2^14 bytes).
+void bench_x2(const Gpu& gpu) {
+    const std::int64_t rows = 16384, classes = 8192;
+    const Tensor logits = random_normal({rows, classes}, float32, 21, gpu.dev);
+    const Tensor labels = random_uniform({rows}, int64, 0.0, static_cast<double>(classes), 22, gpu.dev);
+    Tensor out = Tensor::empty({}, float32, gpu.dev);
+    const Array x2 = cross_entropy(logits, labels);
+    testing::poison(out);
+    assign(out, x2);
+    synchronize();  // an out-of-range label would be raised here
+    check({x2}, {out}, "X2");
+    report("X2_cross_entropy", "loom", timed_ms([&] { assign(out, x2); }, gpu.opt.reps),
+           4.0 * static_cast<double>(rows * classes) + 8.0 * static_cast<double>(rows));
 }
 
 // A1: one traced function updates p, m, v and the step counter t (a 0-d tensor on the device) in place: the
@@ -1161,6 +1195,7 @@ const std::vector<GpuWorkload>& gpu_workloads() {
         {{"R3_sum_squares"}, true, bench_r3},
         {{"F1_softmax", "F2_layernorm"}, false, bench_f1_f2},
         {{"X1_logsumexp"}, true, bench_x1},
+        {{"X2_cross_entropy"}, true, bench_x2},
         {{"A1_adam_step"}, true, bench_a1},
         {{"T1_transpose", "S1_stencil5"}, false, bench_t1_s1},
         {{"T1H_transpose_bf16"},
@@ -1181,6 +1216,24 @@ const std::vector<GpuWorkload>& gpu_workloads() {
           "M7_NN_bf16", "M7_NT_bf16", "M7_TN_bf16", "M7_TT_bf16", "M7_heads_qk_bf16", "M7_heads_pv_bf16"},
          false,
          bench_m7},
+        {{"B1_gpt2_block_f32"},
+         true,
+         [](const Gpu& gpu) { bench_gpt2_block(gpu, "B1_gpt2_block_f32", float32, gpt2::Form::Attention); }},
+        {{"B1_gpt2_block_f32_written"},
+         true,
+         [](const Gpu& gpu) {
+             bench_gpt2_block(gpu, "B1_gpt2_block_f32_written", float32, gpt2::Form::Rewrite);
+         }},
+        {{"B2_gpt2_block_bf16"},
+         true,
+         [](const Gpu& gpu) {
+             bench_gpt2_block(gpu, "B2_gpt2_block_bf16", bfloat16, gpt2::Form::Attention);
+         }},
+        {{"B2_gpt2_block_bf16_written"},
+         true,
+         [](const Gpu& gpu) {
+             bench_gpt2_block(gpu, "B2_gpt2_block_bf16_written", bfloat16, gpt2::Form::Rewrite);
+         }},
         {{"A2_attention_f32"},
          true,
          [](const Gpu& gpu) {
