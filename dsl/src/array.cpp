@@ -15,6 +15,7 @@
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/runtime/executor.hpp"
+#include "settle.hpp"
 
 namespace loom {
 
@@ -35,56 +36,16 @@ ir::NodePtr input_node_of(const Tensor& t, const Loc& loc) {
     return n;
 }
 
-// NVRTC's time grows faster than linearly with a kernel's size (about 3 s for a chain of 1,000 ops, 9 s for
-// 2,000 on one core): 1,024 nodes keeps every kernel that the limit allows quick to compile.
-constexpr std::uint32_t kDefaultLazyNodeLimit = 1024;
-
-std::uint32_t limit_from_environment() {
-    const char* v = std::getenv("LOOM_LAZY_MAX_NODES");
-    if (!v || !*v) return kDefaultLazyNodeLimit;
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end != '\0' || errno == ERANGE || n > UINT32_MAX || v[0] == '-') {
-        std::fprintf(stderr, "loom: LOOM_LAZY_MAX_NODES=%s is not a node count (0 to %u); using %u\n", v,
-                     UINT32_MAX, kDefaultLazyNodeLimit);
-        return kDefaultLazyNodeLimit;
-    }
-    return static_cast<std::uint32_t>(n);
-}
-
-std::atomic<std::uint32_t>& lazy_limit() {
-    static std::atomic<std::uint32_t> limit{limit_from_environment()};
-    return limit;
-}
-
-// `node` itself, or, past the lazy graph size limit with every input bound on one device, an input node
-// bound to its value (evaluated now).
-ir::NodePtr settle(ir::NodePtr node) {
-    const std::uint32_t limit = lazy_limit().load(std::memory_order_relaxed);
-    if (!node || limit == 0 || node->size_bound() <= limit || node->reads_placeholder()) return node;
-    std::optional<Device> device;
-    for (const ir::Node* n : ir::topo_order({node})) {
-        if (n->op() != ir::Op::Input) continue;
-        const Device d = static_cast<const Tensor::Impl*>(n->payload().get())->storage->device;
-        if (device && !(*device == d)) return node;  // evaluation would fail: left to the user's eval()
-        device = d;
-    }
-    if (!device) return node;  // no inputs: nothing to bound
-    const Loc loc = node->loc();
-    return input_node_of(evaluate({node}, loc).at(0), loc);
-}
-
 }  // namespace
 
 std::uint32_t lazy_node_limit() {
-    return lazy_limit().load(std::memory_order_relaxed);
+    return detail::lazy_limit().load(std::memory_order_relaxed);
 }
 std::uint32_t set_lazy_node_limit(std::uint32_t nodes) {
-    return lazy_limit().exchange(nodes);
+    return detail::lazy_limit().exchange(nodes);
 }
 
-Array::Array(ir::NodePtr node) : node_(settle(std::move(node))) {}
+Array::Array(ir::NodePtr node) : node_(detail::settle(std::move(node), input_node_of)) {}
 
 Operand::Operand(const Array& a, Loc loc)
     : kind_(a.node() ? Kind::Array : Kind::EmptyArray), node_(a.node()), loc_(loc) {}

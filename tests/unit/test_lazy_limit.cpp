@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <loom/loom.hpp>
 #include <memory>
 #include <vector>
@@ -146,4 +147,32 @@ TEST_CASE("a chain of 10,000 ops under the default limit evaluates on the host i
     const Tensor out = a;
     for (int k = 0; k < 16; ++k)
         CHECK(static_cast<const float*>(out.data())[k] == expect[static_cast<std::size_t>(k)]);
+}
+
+TEST_CASE("a loop of 252 steps over two state arrays settles at the same place of each step: few kernels") {
+    // A Monte Carlo path written naturally: the price and its running sum, one step per iteration, with
+    // normals drawn in the kernel. The sum's graph holds the price's; when it passes the limit, the price
+    // (which the loop holds) is evaluated with it, so both chains start again from tensors at that step.
+    const std::int64_t paths = 256, steps = 252;
+    const Tensor s0 = testing::random_tensor({paths}, float32, 1, testing::Random::uniform(90, 110));
+    const Tensor a0 = testing::random_tensor({paths}, float32, 2);
+    const auto path = [&] {
+        Array s = s0, acc = a0;
+        for (std::int64_t i = 0; i < steps; ++i) {
+            s = s * exp(0.0001 + 0.015 * random_normal({paths}, 1000 + static_cast<std::uint64_t>(i)));
+            acc = acc + s;
+        }
+        return acc / static_cast<double>(steps);
+    };
+    const Stats before = stats();
+    const Tensor split = path();
+    const std::uint64_t compiled = stats().host_kernel_misses - before.host_kernel_misses;
+    CHECK_MESSAGE(compiled <= 6, compiled << " host kernels compiled for " << steps << " steps");
+    Array whole;
+    {
+        const LazyLimit none(0);  // one graph of every step, on the reference
+        whole = path();
+    }
+    const Tensor expected = reference::evaluate(whole.node());
+    CHECK(std::memcmp(split.data(), expected.data(), split.nbytes()) == 0);
 }
