@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -193,24 +194,21 @@ Extent checked_extent(const DLTensor& t, std::size_t item, const std::source_loc
     return e;
 }
 
-// The producer's DLManagedTensor, handed back through its deleter when the last Loom handle goes (armed once
-// nothing can throw any more, so that a failed from_dlpack() leaves it to the caller).
+// The producer's tensor, handed back through its deleter when the last Loom handle goes (armed once nothing
+// can throw any more, so that a failed from_dlpack() leaves it to the caller).
 struct ProducerTensor {
-    DLManagedTensor* managed = nullptr;
+    std::function<void()> release;
     ProducerTensor() = default;
     ProducerTensor(const ProducerTensor&) = delete;
     ProducerTensor& operator=(const ProducerTensor&) = delete;
     ~ProducerTensor() {
-        if (managed->deleter) managed->deleter(managed);
+        if (release) release();
     }
 };
 
-}  // namespace
-
-Tensor from_dlpack(DLManagedTensor* managed, std::optional<cudaStream_t> producer_stream,
-                   std::source_location loc) {
-    if (!managed) fail(loc, "a null DLManagedTensor");
-    const DLTensor& t = managed->dl_tensor;
+// A Tensor over the memory `t` describes, which calls `release` when its last handle goes.
+Tensor wrap(const DLTensor& t, std::optional<cudaStream_t> producer_stream, std::function<void()> release,
+            const std::source_location& loc) {
     const DType dtype = checked_dtype(t.dtype, loc);
     const std::size_t item = itemsize(dtype);
     const Extent e = checked_extent(t, item, loc);
@@ -249,51 +247,98 @@ Tensor from_dlpack(DLManagedTensor* managed, std::optional<cudaStream_t> produce
     impl->strides = e.strides;
     impl->offset = -e.lo;
     impl->storage = std::move(st);
-    owner->managed = managed;
+    owner->release = std::move(release);
     return Tensor(std::move(impl));
-}
-
-namespace {
-
-// What a DLManagedTensor from Loom holds: the tensor (its memory stays alive), the shape and strides DLPack
-// points into.
-struct Exported {
-    DLManagedTensor managed{};
-    Tensor tensor;
-    std::vector<std::int64_t> shape, strides;
-};
-
-void delete_exported(DLManagedTensor* self) {
-    delete static_cast<Exported*>(self->manager_ctx);
 }
 
 }  // namespace
 
-DLManagedTensor* Tensor::to_dlpack(std::optional<cudaStream_t> consumer_stream,
-                                   std::source_location loc) const {
-    if (!impl_) throw Error(fmt::format("to_dlpack(): an undefined Tensor ({})", short_location(loc)));
-    const Device dev = device();
+Tensor from_dlpack(DLManagedTensor* managed, std::optional<cudaStream_t> producer_stream,
+                   std::source_location loc) {
+    if (!managed) fail(loc, "a null DLManagedTensor");
+    return wrap(
+        managed->dl_tensor, producer_stream,
+        [managed] {
+            if (managed->deleter) managed->deleter(managed);
+        },
+        loc);
+}
+
+Tensor from_dlpack(dlpack::ManagedTensorVersioned* managed, std::optional<cudaStream_t> producer_stream,
+                   std::source_location loc) {
+    if (!managed) fail(loc, "a null DLManagedTensorVersioned");
+    if (managed->version.major != dlpack::kMajorVersion)
+        fail(loc, fmt::format("DLPack version {}.{} is not supported; Loom takes versioned tensors of major "
+                              "version {}",
+                              managed->version.major, managed->version.minor, dlpack::kMajorVersion));
+    return wrap(
+        managed->dl_tensor, producer_stream,
+        [managed] {
+            if (managed->deleter) managed->deleter(managed);
+        },
+        loc);
+}
+
+namespace {
+
+// What a managed tensor from Loom holds: the tensor (its memory stays alive), the shape and strides DLPack
+// points into.
+template <class Managed>
+struct Exported {
+    Managed managed{};
+    Tensor tensor;
+    std::vector<std::int64_t> shape, strides;
+};
+
+template <class Managed>
+void delete_exported(Managed* self) {
+    delete static_cast<Exported<Managed>*>(self->manager_ctx);
+}
+
+// `t` in a new managed tensor of type `Managed`, after the consumer's stream waits for Loom's work on it.
+template <class Managed>
+Exported<Managed>* exported(const Tensor& tensor, std::optional<cudaStream_t> consumer_stream,
+                            std::string_view api, const std::source_location& loc) {
+    if (!tensor.defined())
+        throw Error(fmt::format("{}(): an undefined Tensor ({})", api, short_location(loc)));
+    const Device dev = tensor.device();
     if (dev.is_cuda()) {  // the consumer's stream waits for what Loom issued on its current stream
         DeviceGuard guard(dev.index);
         Event ready(false);
         ready.record(current_stream());
         ready.wait(consumer_stream ? *consumer_stream : cudaStreamLegacy);
     }
-    auto out = std::make_unique<Exported>();
-    out->tensor = *this;
-    out->shape.assign(shape().begin(), shape().end());
-    out->strides.assign(strides().begin(), strides().end());
+    auto out = std::make_unique<Exported<Managed>>();
+    out->tensor = tensor;
+    out->shape.assign(tensor.shape().begin(), tensor.shape().end());
+    out->strides.assign(tensor.strides().begin(), tensor.strides().end());
     DLTensor& t = out->managed.dl_tensor;
-    t.data = data();
+    t.data = tensor.data();
     t.device = dev.is_cuda() ? DLDevice{kDLCUDA, dev.index} : DLDevice{kDLCPU, 0};
-    t.ndim = rank();
-    t.dtype = dlpack::dtype_to_dlpack(dtype());
+    t.ndim = tensor.rank();
+    t.dtype = dlpack::dtype_to_dlpack(tensor.dtype());
     t.shape = out->shape.data();
     t.strides = out->strides.data();
     t.byte_offset = 0;
     out->managed.manager_ctx = out.get();
-    out->managed.deleter = &delete_exported;
-    return &out.release()->managed;
+    out->managed.deleter = &delete_exported<Managed>;
+    return out.release();
+}
+
+}  // namespace
+
+DLManagedTensor* Tensor::to_dlpack(std::optional<cudaStream_t> consumer_stream,
+                                   std::source_location loc) const {
+    return &exported<DLManagedTensor>(*this, consumer_stream, "to_dlpack", loc)->managed;
+}
+
+dlpack::ManagedTensorVersioned* to_dlpack_versioned(const Tensor& t,
+                                                    std::optional<cudaStream_t> consumer_stream,
+                                                    std::source_location loc) {
+    auto* out = exported<dlpack::ManagedTensorVersioned>(t, consumer_stream, "to_dlpack_versioned", loc);
+    out->managed.version = {dlpack::kMajorVersion, 0};
+    out->managed.flags = 0;
+    return &out->managed;
 }
 
 }  // namespace loom

@@ -209,9 +209,60 @@ TEST_CASE("dlpack: what Loom cannot take is an Error naming from_dlpack, the dty
     null_data.managed.dl_tensor.data = nullptr;
     CHECK(from_dlpack_error(null_data).find("a null data pointer") != std::string::npos);
 
-    CHECK(loom_test::error_message([] { (void)from_dlpack(nullptr); }).starts_with("from_dlpack(): a null"));
+    CHECK(loom_test::error_message([] {
+              (void)from_dlpack(static_cast<DLManagedTensor*>(nullptr));
+          }).starts_with("from_dlpack(): a null"));
     line = __LINE__ + 1;
     msg = loom_test::error_message([] { (void)Tensor().to_dlpack(); });
     CHECK(msg.starts_with("to_dlpack(): an undefined Tensor"));
     CHECK(at_line(msg, line));
+}
+
+TEST_CASE("dlpack: DLPack 1.0's versioned tensors both ways, and a major version Loom does not take") {
+    Producer p({2, 3}, dl(kDLFloat, 32));
+    for (int i = 0; i < 6; ++i) p.floats()[i] = static_cast<float>(i) + 0.5f;
+    struct Versioned {
+        dlpack::ManagedTensorVersioned managed{};
+        int deleted = 0;
+    } v;
+    v.managed.version = {1, 2};
+    v.managed.flags = dlpack::kFlagReadOnly;
+    v.managed.dl_tensor = p.managed.dl_tensor;
+    v.managed.manager_ctx = &v;
+    v.managed.deleter = [](dlpack::ManagedTensorVersioned* self) {
+        ++static_cast<Versioned*>(self->manager_ctx)->deleted;
+    };
+    {
+        const Tensor t = from_dlpack(&v.managed);
+        CHECK(t.data() == p.memory.data());
+        CHECK(t.to_vector<float>() == std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f});
+        CHECK(v.deleted == 0);
+    }
+    CHECK(v.deleted == 1);
+
+    v.managed.version = {2, 0};
+    const int line = __LINE__ + 1;
+    const std::string msg = loom_test::error_message([&] { (void)from_dlpack(&v.managed); });
+    CHECK_MESSAGE(msg.find("from_dlpack(): DLPack version 2.0 is not supported") != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find(fmt::format("test_dlpack.cpp:{}", line)) != std::string::npos, msg);
+    CHECK(v.deleted == 1);  // refused: still the caller's
+    CHECK(loom_test::error_message([] {
+              (void)from_dlpack(static_cast<dlpack::ManagedTensorVersioned*>(nullptr));
+          }).find("a null DLManagedTensorVersioned") != std::string::npos);
+
+    const Tensor source =
+        Tensor(Array(arange(0, 12, 1, float32, Device::cpu())).reshape({3, 4})).slice({{1, 3}});
+    dlpack::ManagedTensorVersioned* out = to_dlpack_versioned(source);
+    CHECK(out->version.major == 1);
+    CHECK(out->version.minor == 0);
+    CHECK(out->flags == 0);
+    CHECK(out->dl_tensor.data == source.data());
+    CHECK(out->dl_tensor.strides[0] == source.strides()[0]);
+    CHECK(out->dl_tensor.strides[1] == source.strides()[1]);
+    const Tensor back = from_dlpack(out);  // Loom takes its own export: same memory, the deleter frees it
+    CHECK(back.data() == source.data());
+    CHECK(back.to_vector<float>() == source.to_vector<float>());
+    CHECK(loom_test::error_message([] {
+              (void)to_dlpack_versioned(Tensor());
+          }).find("to_dlpack_versioned()") != std::string::npos);
 }

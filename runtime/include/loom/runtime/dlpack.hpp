@@ -40,6 +40,32 @@ inline constexpr std::uint8_t kBoolCode = 6;
 /// kDLUInt of 8 bits.
 inline constexpr bool kHeaderHasBool = kHeaderVersion >= 80;
 
+/// DLPack 1.0's versioned managed tensor (a producer's `__dlpack__(max_version=(1, 0))` capsule
+/// "dltensor_versioned"): the system header's when it has one (1.0 and later), else Loom's own declaration of
+/// the same layout (version, manager_ctx, deleter, flags, dl_tensor), which the ABI fixes.
+#if defined(DLPACK_MAJOR_VERSION) && DLPACK_MAJOR_VERSION >= 1
+using Version = ::DLPackVersion;
+using ManagedTensorVersioned = ::DLManagedTensorVersioned;
+#else
+struct Version {
+    std::uint32_t major;
+    std::uint32_t minor;
+};
+struct ManagedTensorVersioned {
+    Version version;
+    void* manager_ctx;
+    void (*deleter)(ManagedTensorVersioned* self);
+    std::uint64_t flags;
+    DLTensor dl_tensor;
+};
+#endif
+/// The flags of a versioned tensor (DLPack 1.0): the consumer must not write it; it is a copy made for
+/// the exchange.
+inline constexpr std::uint64_t kFlagReadOnly = 1ull << 0;
+inline constexpr std::uint64_t kFlagIsCopied = 1ull << 1;
+/// The versioned tensors Loom takes: major version 1 (any minor).
+inline constexpr std::uint32_t kMajorVersion = 1;
+
 /// The DLPack dtype Loom exports for `dtype` (one lane).
 DLDataType dtype_to_dlpack(DType dtype);
 
@@ -76,5 +102,19 @@ std::optional<DType> dtype_from_dlpack(DLDataType dtype);
 /// handshake fails, loom::NoDeviceError for it without a GPU.
 Tensor from_dlpack(DLManagedTensor* managed, std::optional<cudaStream_t> producer_stream = std::nullopt,
                    std::source_location loc = std::source_location::current());
+
+/// The same for DLPack 1.0's versioned tensor. Also refuses a major version other than 1 (naming it); a
+/// read-only tensor (kFlagReadOnly) is taken, and writing into it (assign()) is the caller's responsibility,
+/// as with PyTorch's from_dlpack.
+Tensor from_dlpack(dlpack::ManagedTensorVersioned* managed,
+                   std::optional<cudaStream_t> producer_stream = std::nullopt,
+                   std::source_location loc = std::source_location::current());
+
+/// `t` as DLPack 1.0's versioned tensor (version 1.0, flags 0), for a consumer that asks for one
+/// (`__dlpack__(max_version=(1, 0))`): otherwise as Tensor::to_dlpack(), ownership, streams and errors
+/// included (naming to_dlpack_versioned()).
+dlpack::ManagedTensorVersioned* to_dlpack_versioned(
+    const Tensor& t, std::optional<cudaStream_t> consumer_stream = std::nullopt,
+    std::source_location loc = std::source_location::current());
 
 }  // namespace loom
