@@ -282,6 +282,7 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     case ir::OpKind::Product:
                     case ir::OpKind::Gather:
                     case ir::OpKind::Attention:
+                    case ir::OpKind::Scan:
                         return false;
                 }
                 break;
