@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "loom/codegen/plan/partition.hpp"
 #include "loom/ir/build.hpp"
+#include "loom/ir/pass.hpp"
 #include "loom/runtime/reference.hpp"
 #include "loom/runtime/testing.hpp"
 
@@ -474,4 +476,43 @@ TEST_CASE("scan: errors name the op, the operand and the caller's line") {
     CHECK(ints.find("logcumsumexp()") != std::string::npos);
     CHECK(ints.find("[5] int32") != std::string::npos);
     CHECK(ints.find("test_scan.cpp:") != std::string::npos);
+}
+
+TEST_CASE("scan: the host back end and fusion off give the reference's bits; a scan is a kernel of its own") {
+    const Tensor x = testing::random_tensor({3, 4100}, DType::Float32, 21);
+    const Array y = cumsum(Array(x) * 0.5, 1) + 1.0;
+    const Tensor expected = reference::evaluate(y.node());
+    Tensor out = Tensor::host(y.shape(), y.dtype());
+    testing::poison(out);
+    assign(out, y);
+    CHECK(same_bits(out, expected));
+    {
+        const OptionsScope unfused(Options{.fusion = false});
+        testing::poison(out);
+        assign(out, y);
+    }
+    CHECK(same_bits(out, expected));
+    // The producer, the scan and the consumer: three kernels.
+    const codegen::Partition P = codegen::partition(ir::run_pipeline({y.node()}, ir::standard_passes()));
+    REQUIRE(P.kernels.size() == 3);
+    CHECK(P.kernels[1].family == codegen::Family::Scan);
+    CHECK(P.kernels[1].name.find("cumsum") != std::string::npos);
+    // A view of an input is read in place: one kernel, no temporary.
+    const Array v = logcumsumexp(x.permute({1, 0}), 0, {.exclusive = true});
+    const codegen::Partition Q = codegen::partition(ir::run_pipeline({v.node()}, ir::standard_passes()));
+    REQUIRE(Q.kernels.size() == 1);
+    CHECK(Q.temps.empty());
+    Tensor vo = Tensor::host(v.shape(), v.dtype());
+    assign(vo, v);
+    CHECK(same_bits(vo, reference::evaluate(v.node())));
+    // Every op and a few dtypes through the host back end.
+    for (const ScanOp& op : kOps)
+        for (DType t : {DType::Int8, DType::Float16, DType::Float64}) {
+            if (std::string(op.name) == "logcumsumexp" && !is_float(t)) continue;
+            const Array z =
+                op.fn(tensor_of(draw(op.name, t, 2 * 2100, 4), {2100, 2}, t), 0, {}, Loc::current());
+            Tensor zo = Tensor::host(z.shape(), z.dtype());
+            assign(zo, z);
+            CHECK_MESSAGE(same_bits(zo, reference::evaluate(z.node())), op.name << " " << name(t));
+        }
 }
