@@ -49,7 +49,7 @@ TEST_CASE("golden: the scan kernel of every op and dtype compiles, on both paths
     for (int o = 0; o < 5; ++o)
         for (DType t : kAllDTypes) {
             if (o == 4 && !is_float(t)) continue;
-            for (std::int64_t n : {100, 5000})
+            for (std::int64_t n : {100, 1000, 5000})
                 for (bool exclusive : {false, true}) {
                     if (!all && (k++ % 7) != 0) continue;
                     CAPTURE(o);
@@ -59,7 +59,11 @@ TEST_CASE("golden: the scan kernel of every op and dtype compiles, on both paths
                     const Tensor x = Tensor::host({3, n}, t);
                     const auto ks = compile_plan({ops[o](x, -1, {.exclusive = exclusive}, Loc::current())});
                     REQUIRE(ks.size() == 1);
-                    CHECK(ks[0].kernel.find(n > 2048 ? ", true>(p);" : ", false>(p);") != std::string::npos);
+                    const char* entry = n > 256 ? "lm::scan::scan_kernel<" : "lm::scan::scan_warp_rows<";
+                    CHECK(ks[0].kernel.find(entry) != std::string::npos);
+                    if (n > 256)
+                        CHECK(ks[0].kernel.find(n > 2048 ? ", true>(p);" : ", false>(p);") !=
+                              std::string::npos);
                 }
         }
 }
@@ -69,9 +73,8 @@ TEST_CASE("golden: a scan's elementwise producer and consumer are kernels of the
     const Array y = cummax(Array(x) * 2.0, 0) + 1.0;
     const auto ks = compile_plan({y}, false);
     REQUIRE(ks.size() == 3);
-    CHECK(
-        ks[1].kernel.find("lm::scan::scan_kernel<lm::scan::Max, lm::bf16, float, lm::bf16, false, false>") !=
-        std::string::npos);
+    CHECK(ks[1].kernel.find("lm::scan::scan_warp_rows<lm::scan::Max, lm::bf16, float, lm::bf16, false>") !=
+          std::string::npos);
     // A transposed input is read in place (strided loads): one kernel.
     const Tensor xt = Tensor::host({300, 8}, float64).transposed();
     const auto kt = compile_plan({logcumsumexp(xt, 1, {.exclusive = true})}, false);

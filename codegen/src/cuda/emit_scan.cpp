@@ -56,14 +56,18 @@ KernelSource emit_scan(std::string_view user_name, const PlannedScan& ps) {
                      p.threads, ks.name);
     // The tree path's blocks wait for earlier tiles: like a split reduction, it does not let the next
     // kernel's blocks in beside it.
-    detail::write_kernel_prologue(s, p.path == ScanPath::Tile, kColumn);
+    detail::write_kernel_prologue(s, p.path != ScanPath::Tree, kColumn);
     const std::string acc(register_type(p.acc));
-    detail::write_line(
-        s, 4,
-        fmt::format("lm::scan::scan_kernel<{}, {}, {}, {}, {}, {}>(p);", combine_of(p.op), storage_type(p.in),
-                    acc, storage_type(p.out), p.exclusive ? "true" : "false",
-                    p.path == ScanPath::Tree ? "true" : "false"),
-        "combine, in, accumulator, out, exclusive, tree", kColumn);
+    const std::string types = fmt::format("{}, {}, {}, {}, {}", combine_of(p.op), storage_type(p.in), acc,
+                                          storage_type(p.out), p.exclusive ? "true" : "false");
+    if (p.path == ScanPath::Warp)
+        detail::write_line(s, 4, fmt::format("lm::scan::scan_warp_rows<{}>(p);", types),
+                           "combine, in, accumulator, out, exclusive", kColumn);
+    else
+        detail::write_line(s, 4,
+                           fmt::format("lm::scan::scan_kernel<{}, {}>(p);", types,
+                                       p.path == ScanPath::Tree ? "true" : "false"),
+                           "combine, in, accumulator, out, exclusive, tree", kColumn);
     s += "}\n";
     ks.source = fmt::format("{}\n{}\n{}", prelude_source(), detail::scan_device_source(), ks.kernel);
     return ks;

@@ -15,7 +15,7 @@ namespace loom::codegen {
 
 #include "scan_params.inc"
 
-static_assert(sizeof(ScanParams) == 7 * 8 + 3 * 6 * 8 + 6 * 8 + 4 * 4,
+static_assert(sizeof(ScanParams) == 7 * 8 + 3 * 6 * 8 + 7 * 8 + 4 * 4,
               "scan_params.inc: the host's and the device's layouts must agree");
 
 std::size_t scan_param_bytes() {
@@ -111,9 +111,10 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
     std::string all_writes;
     for (const std::string& w : writes) all_writes += (all_writes.empty() ? "" : ", ") + w;
     const std::string path =
-        s.plan.path == ScanPath::Tile
-            ? fmt::format("one block per row ({} rows of {}; a block takes one row even when rows are short)",
-                          s.rows(), s.length)
+        s.plan.path == ScanPath::Warp
+            ? fmt::format("one warp per row, 8 rows per block ({} rows of {})", s.rows(), s.length)
+        : s.plan.path == ScanPath::Tile
+            ? fmt::format("one block per row ({} rows of {})", s.rows(), s.length)
             : fmt::format(
                   "single pass: {} rows of {} tiles, a block per tile in launch order, carries from the "
                   "tile tree",
@@ -155,6 +156,7 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
         sp.in_outer[a] = a < pad ? 0 : s.in_outer[a - pad];
         sp.out_outer[a] = a < pad ? 0 : s.out_outer[a - pad];
     }
+    sp.rows = s.rows();
     sp.length = s.length;
     sp.in_step = s.in_step;
     sp.out_step = s.out_step;
@@ -174,7 +176,9 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
         throw InternalError(fmt::format("scan kernel: {} parameter bytes for {}", params.size(), sizeof sp));
     std::memcpy(params.data(), &sp, sizeof sp);
     BoundLaunch b;
-    const std::int64_t blocks = s.length == 0 ? 0 : s.rows() * sp.tiles;
+    const std::int64_t blocks = s.length == 0                 ? 0
+                                : plan.path == ScanPath::Warp ? (s.rows() + 7) / 8
+                                                              : s.rows() * sp.tiles;
     if (blocks == 0) return b;
     if (blocks > 0x7fffffffll)
         throw Error(fmt::format("{}(): {} blocks of {} elements exceed a launch's {} ({})",

@@ -186,24 +186,16 @@ __device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, con
     }
 }
 
-// One tile of one row: steps 1 to 5 of the contract (and 6, 7 through tree_carry on the tree path), then the
-// stores.
-template <class Op, class In, class A, class Out, bool kExclusive, bool kTree>
-__device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, long long j) {
-    __shared__ A warp_scan[kWarps];
-    __shared__ A carry_value;
-    __shared__ int carry_present;
-    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-    long long in_row, out_row;
-    row_offsets(p, row, in_row, out_row);
-    const long long first = j * kTile + (long long)t * kPerThread;  // position of the thread's element 0
-    const int len = (int)(p.length - j * kTile < kTile ? p.length - j * kTile : kTile);
-    const int count = len - t * kPerThread >= kPerThread ? kPerThread : (len - t * kPerThread > 0 ? len - t * kPerThread : 0);
-    const int threads = (len + kPerThread - 1) / kPerThread, warps = (threads + 31) / 32;
+// The present elements of a thread whose element 0 is at `first` of `count` (0 to 8): the count.
+__device__ __forceinline__ int present(long long length, long long first) {
+    const long long left = length - first;
+    return left >= kPerThread ? kPerThread : (left > 0 ? (int)left : 0);
+}
 
-    // Step 1: the thread's values and total.
-    A v[kPerThread];
-    const In* in = static_cast<const In*>(p.in) + in_row;
+// Step 1: the thread's values (whole pieces where they allow) and its total.
+template <class Op, class In, class A>
+__device__ __forceinline__ A thread_total(const ScanParams& p, const In* in, long long first, int count,
+                                          A (&v)[kPerThread]) {
     if (count == kPerThread && p.vector_in) {
         __align__(16) In raw[kPerThread];
         load_pieces(raw, in + first);
@@ -218,13 +210,72 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, lo
 #pragma unroll
     for (int i = 1; i < kPerThread; ++i)
         if (i < count) x = Op::template combine<A>(x, v[i]);
+    return x;
+}
 
-    // Step 2: the lane scan (every lane shuffles; absent threads, a tail of lanes, do not combine).
+// Step 2: the lane scan (every lane shuffles; absent threads, a tail of lanes, do not combine).
+template <class Op, class A> __device__ __forceinline__ A lane_scan(A x, int lane, int count) {
 #pragma unroll
     for (int d = 1; d < 32; d *= 2) {
         const A y = __shfl_up_sync(0xffffffffu, x, d);
         if (lane >= d && count > 0) x = Op::template combine<A>(y, x);
     }
+    return x;
+}
+
+// Step 5: the outputs from the thread's prefix.
+template <class Op, class A> __device__ __forceinline__ void thread_outputs(const Maybe<A>& prefix, int count,
+                                                                           A (&v)[kPerThread]) {
+    A r = prefix.has ? Op::template combine<A>(prefix.v, v[0]) : v[0];
+    v[0] = r;
+#pragma unroll
+    for (int i = 1; i < kPerThread; ++i)
+        if (i < count) v[i] = r = Op::template combine<A>(r, v[i]);
+}
+
+// Rows of at most 256 elements (32 threads of 8): one warp per row, 8 rows per block. The contract's order
+// has then one warp and no carry: the prefix is the previous lane's lane scan value alone.
+template <class Op, class In, class A, class Out, bool kExclusive>
+__device__ __forceinline__ void scan_warp_rows(const ScanParams& p) {
+    const int lane = threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * kWarps + (threadIdx.x >> 5);
+    if (row >= p.rows) return;  // the whole warp
+    long long in_row, out_row;
+    row_offsets(p, row, in_row, out_row);
+    const long long first = (long long)lane * kPerThread;
+    const int count = present(p.length, first);
+    A v[kPerThread];
+    const A x = lane_scan<Op, A>(thread_total<Op, In, A>(p, static_cast<const In*>(p.in) + in_row, first, count, v),
+                                 lane, count);
+    const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
+    if (count == 0) return;
+    Maybe<A> prefix;
+    prefix.has = lane > 0;
+    prefix.v = previous_lane;
+    thread_outputs<Op, A>(prefix, count, v);
+    for (int o = 0; o < p.outputs; ++o)
+        store_outputs<A, Out, kExclusive>(p, static_cast<Out*>(p.out[o]) + out_row, v, first, count);
+}
+
+// One tile of one row: steps 1 to 5 of the contract (and 6, 7 through tree_carry on the tree path), then the
+// stores.
+template <class Op, class In, class A, class Out, bool kExclusive, bool kTree>
+__device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, long long j) {
+    __shared__ A warp_scan[kWarps];
+    __shared__ A carry_value;
+    __shared__ int carry_present;
+    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+    long long in_row, out_row;
+    row_offsets(p, row, in_row, out_row);
+    const long long first = j * kTile + (long long)t * kPerThread;  // position of the thread's element 0
+    const int len = (int)(p.length - j * kTile < kTile ? p.length - j * kTile : kTile);
+    const int count = present(p.length, first);
+    const int threads = (len + kPerThread - 1) / kPerThread, warps = (threads + 31) / 32;
+
+    // Steps 1 and 2.
+    A v[kPerThread];
+    const A x = lane_scan<Op, A>(thread_total<Op, In, A>(p, static_cast<const In*>(p.in) + in_row, first, count, v),
+                                 lane, count);
     const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
 
     // Step 3: the warp scan over the warp totals, by warp 0.
@@ -259,12 +310,7 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, lo
     prefix.v = carry_value;
     if (w > 0) fold<Op>(prefix, warp_scan[w - 1]);
     if (lane > 0) fold<Op>(prefix, previous_lane);
-    A r = prefix.has ? Op::template combine<A>(prefix.v, v[0]) : v[0];
-    v[0] = r;
-#pragma unroll
-    for (int i = 1; i < kPerThread; ++i)
-        if (i < count) v[i] = r = Op::template combine<A>(r, v[i]);
-
+    thread_outputs<Op, A>(prefix, count, v);
     for (int o = 0; o < p.outputs; ++o) store_outputs<A, Out, kExclusive>(p, static_cast<Out*>(p.out[o]) + out_row, v, first, count);
 }
 

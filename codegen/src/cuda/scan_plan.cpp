@@ -42,6 +42,8 @@ void merge_axes(std::vector<std::int64_t>& extent, std::vector<std::int64_t>& a,
 
 const char* scan_path_name(ScanPath p) {
     switch (p) {
+        case ScanPath::Warp:
+            return "warp";
         case ScanPath::Tile:
             return "tile";
         case ScanPath::Tree:
@@ -83,13 +85,15 @@ std::string ScanPlan::to_string() const {
         "{}{} of {} -> {}, accumulated in {}\n"
         "path: {}\n"
         "block: {} threads of {} elements (a tile of {}): thread totals, Kogge-Stone over lanes (shuffles) "
-        "and "
-        "over warps (shared memory), the thread prefixes, the outputs",
+        "and over warps (shared memory), the thread prefixes, the outputs",
         ir::op_name(op), exclusive ? " (exclusive)" : "", name(in), name(out), name(acc),
-        path == ScanPath::Tile ? "one block per row of at most one tile (no carry)"
-                               : "single pass: a block per tile in launch order (a counter), carries from "
-                                 "the pairwise tree of tile "
-                                 "aggregates that earlier tiles publish (release / acquire)",
+        path == ScanPath::Warp
+            ? "one warp per row of at most 256 elements, 8 rows per block (no warp scan, no "
+              "carry)"
+        : path == ScanPath::Tile ? "one block per row of at most one tile (no carry)"
+                                 : "single pass: a block per tile in launch order (a counter), carries from "
+                                   "the pairwise tree of tile "
+                                   "aggregates that earlier tiles publish (release / acquire)",
         threads, ir::kScanThreadElements, ir::kScanTile);
 }
 
@@ -130,7 +134,9 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of) {
     p.out = n.dtype();
     p.acc = scan_accumulator(n.dtype());
     p.exclusive = ir::scan_exclusive(n);
-    p.path = ps.length > ir::kScanTile ? ScanPath::Tree : ScanPath::Tile;
+    p.path = ps.length > ir::kScanTile                  ? ScanPath::Tree
+             : ps.length > 32 * ir::kScanThreadElements ? ScanPath::Tile
+                                                        : ScanPath::Warp;
     p.threads = ir::kScanThreads;
     return ps;
 }

@@ -20,12 +20,13 @@
 
 namespace loom::codegen {
 
-/// How a scan kernel walks its rows. Tile: a row of at most one tile (kScanTile elements) per block, no
+/// How a scan kernel walks its rows. Warp: rows of at most 256 elements (32 threads of 8), one per warp, 8
+/// per block: no warp scan, no carry. Tile: a row of at most one tile (kScanTile elements) per block, no
 /// carry. Tree: rows of several tiles, a block per tile taking its index from a counter in launch order, the
 /// tiles' carries from the nodes of the contract's pairwise tree that earlier tiles publish (one pass over
 /// memory).
-enum class ScanPath : std::uint8_t { Tile, Tree };
-/// "tile", "tree".
+enum class ScanPath : std::uint8_t { Warp, Tile, Tree };
+/// "warp", "tile", "tree".
 const char* scan_path_name(ScanPath p);
 
 /// The axes besides the scanned one that a scan kernel indexes (more must merge into these).
