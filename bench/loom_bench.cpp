@@ -15,7 +15,8 @@
 // --no-check. Compile time is excluded from the E, R and F timings (the first call compiles); C1 measures it:
 // cold codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and
 // F1-F2 (sums, softmax, layernorm) are written with the public reductions and loom::softmax /
-// loom::layernorm; X1 with loom::logsumexp. A1 is one Adam step in place (a traced function,
+// loom::layernorm; X1 with loom::logsumexp; SC1 with loom::cumsum (the single-pass scan, docs/semantics.md
+// section 14). A1 is one Adam step in place (a traced function,
 // samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall time on the host clock beside the
 // same copies with no kernel; O2 the host microseconds per call of a traced function of three kernels as an
 // automatic CUDA graph, kernel by kernel, and against one launch of the same graph captured by hand.
@@ -706,6 +707,17 @@ void bench_r3(const Gpu& gpu) {
     report("R3_sum_squares", "loom", timed_ms([&] { assign(out, r3); }, gpu.opt.reps), 4.0 * Gpu::N);
 }
 
+// SC1: the inclusive cumsum of x (2^28 float32 in one row: 131072 tiles of the single-pass tree); GB/s of the
+// 8 bytes each element moves (read once, written once).
+void bench_sc1(const Gpu& gpu) {
+    Tensor out = Tensor::empty({Gpu::N}, float32, gpu.dev);
+    Array sc1 = cumsum(gpu.x, 0);
+    testing::poison(out);  // unwritten elements fail the check
+    assign(out, sc1);
+    check({sc1}, {out}, "SC1");
+    report("SC1_cumsum", "loom", timed_ms([&] { assign(out, sc1); }, gpu.opt.reps), 8.0 * Gpu::N);
+}
+
 // F1 and F2: softmax and layernorm along the rows of one matrix, into one output.
 void bench_f1_f2(const Gpu& gpu) {
     const Device& dev = gpu.dev;
@@ -1193,6 +1205,7 @@ const std::vector<GpuWorkload>& gpu_workloads() {
         {{"E4_swiglu_bf16"}, false, bench_e4},
         {{"R1_row_sum", "R2_col_sum"}, false, bench_r1_r2},
         {{"R3_sum_squares"}, true, bench_r3},
+        {{"SC1_cumsum"}, true, bench_sc1},
         {{"F1_softmax", "F2_layernorm"}, false, bench_f1_f2},
         {{"X1_logsumexp"}, true, bench_x1},
         {{"X2_cross_entropy"}, true, bench_x2},

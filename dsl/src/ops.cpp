@@ -161,6 +161,17 @@ Array attention(const Operand& q, const Operand& k, const Operand& v, const Atte
     return Array(ir::attention(std::move(qn), std::move(kn), std::move(vn),
                                options.bias ? options.bias->node() : nullptr, options.causal, scale, loc));
 }
+#define LOOM_DSL_SCAN(fn, Id)                                                                   \
+    Array fn(const Operand& x, std::int64_t axis, ScanOptions options, Loc loc) {               \
+        return Array(ir::scan(ir::Op::Id, x.resolve_alone(#fn), axis, options.exclusive, loc)); \
+    }
+LOOM_DSL_SCAN(cumsum, CumSum)
+LOOM_DSL_SCAN(cumprod, CumProd)
+LOOM_DSL_SCAN(cummax, CumMax)
+LOOM_DSL_SCAN(cummin, CumMin)
+LOOM_DSL_SCAN(logcumsumexp, LogCumSumExp)
+#undef LOOM_DSL_SCAN
+
 Array take(const Operand& x, const Operand& idx, std::int64_t axis, IndexMode mode, Loc loc) {
     return Array(ir::take(x.resolve_alone("take"), idx.resolve_alone("take"), axis, mode, loc));
 }

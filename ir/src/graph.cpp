@@ -89,6 +89,8 @@ std::string attr_text(const Node& n) {
                                gather_api_name(static_cast<GatherApi>(n.ints().at(2))));
         case OpKind::Attention:
             return attention_attributes(n);
+        case OpKind::Scan:
+            return scan_attributes(n);
         default:
             return "";
     }
@@ -217,6 +219,16 @@ void verify(const std::vector<NodePtr>& roots) {
                     if (o->dtype() != n->dtype()) bad("attention operands of another dtype");
                 break;
             }
+            case OpKind::Scan: {
+                const Node& x = *n->operand(0);
+                if (n->ints().size() != 2 || n->ints()[0] < 0 || n->ints()[0] >= x.rank() ||
+                    (n->ints()[1] != 0 && n->ints()[1] != 1))
+                    bad("scan attributes not {axis, exclusive}");
+                if (n->shape() != x.shape()) bad("scan result not of its operand's shape");
+                if (n->dtype() != scan_result_dtype(n->op(), x.dtype()))
+                    bad(fmt::format("a scan of {} cannot give {}", name(x.dtype()), name(n->dtype())));
+                break;
+            }
             case OpKind::Gather: {
                 const Node& x = *n->operand(0);
                 const Node& idx = *n->operand(1);
@@ -293,6 +305,8 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
         case OpKind::Attention:
             return attention(ops[0], ops[1], ops[2], ops.size() == 4 ? ops[3] : nullptr, attention_causal(n),
                              n.value().f, n.loc());
+        case OpKind::Scan:
+            return scan(n.op(), ops[0], scan_axis(n), scan_exclusive(n), n.loc());
     }
     throw InternalError(fmt::format("rebuild: unhandled op {}", oi.name));
 }

@@ -33,6 +33,8 @@ constexpr OpInfo kRows[] = {
     {name, 2, OpKind::Gather, Rule::None, "", Cost::None, Exactness::Exact, Ulp(0, 0)},
 #define LOOM_ATTENTION(Id, name) \
     {name, -1, OpKind::Attention, Rule::None, "", Cost::None, Exactness::Rounded, Ulp(0, 0)},
+#define LOOM_SCAN(Id, name) \
+    {name, 1, OpKind::Scan, Rule::None, "", Cost::None, Exactness::Rounded, Ulp(0, 0)},
 #include "loom/ir/ops.def"
 };
 constexpr std::size_t kCount = std::size(kRows);

@@ -129,6 +129,7 @@ Kernel select(Op op, DType in, DType out) {
 #define LOOM_PRODUCT(Id, name, Rule) case Op::Id:
 #define LOOM_GATHER(Id, name) case Op::Id:
 #define LOOM_ATTENTION(Id, name) case Op::Id:
+#define LOOM_SCAN(Id, name) case Op::Id:
 #include "loom/ir/ops.def"
         return nullptr;
 #define LOOM_UNARY(Id, name, Rule, cuda) \

@@ -64,4 +64,9 @@ Tensor eval_gather_node(const ir::Node& n, const Tensor& x, const Tensor& idx, D
 /// of dtype `out` (q's).
 Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, DType out);
 
+/// Evaluates a scan node (cumsum, cumprod, cummax, cummin, logcumsumexp) on the value `x` of its operand (its
+/// effective dtype, any strides) in the order of docs/semantics.md, "Scans"; the result is a new contiguous
+/// tensor of dtype `out`.
+Tensor eval_scan_node(const ir::Node& n, const Tensor& x, DType out);
+
 }  // namespace loom::reference::detail

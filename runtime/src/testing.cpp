@@ -120,6 +120,17 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
                 e = dt == DType::Float32 ? (in_sum > 0.0 ? 4.0 * in_sum + 2.0 : 0.0) : 4.0 + 2.0 * in_sum;
                 if (e > 0.0) parts["attention"] += e;
                 break;
+            case ir::OpKind::Scan:
+                // Every back end computes the reference's bits from the same operands (docs/semantics.md,
+                // "Scans"); cummax and cummin select operands, the others round like a sum of approximate
+                // operands.
+                if (!is_float(dt))
+                    unstable = unstable || in_max > 0.0;
+                else if (op == Op::CumMax || op == Op::CumMin)
+                    e = in_max;
+                else
+                    e = in_sum > 0.0 ? 2.0 * in_sum + 1.0 : 0.0;
+                break;
             case ir::OpKind::Unary:
             case ir::OpKind::Binary:
             case ir::OpKind::Ternary:

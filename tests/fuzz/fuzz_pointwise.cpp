@@ -584,6 +584,10 @@ std::vector<Program> candidates(const Program& p) {
                 x.value = is_float(x.dtype) ? ir::ScalarValue::of_float(1.0) : ir::ScalarValue::of_int(1);
             });
         if (ins.kind == Instr::Kind::View && ins.step != 1) with([](Instr& x) { x.step = 1; });
+        if (ins.kind == Instr::Kind::Scan) {
+            if (ins.keepdims) with([](Instr& x) { x.keepdims = false; });  // inclusive
+            if (ins.op != ir::Op::CumSum) with([](Instr& x) { x.op = ir::Op::CumSum; });
+        }
         if (ins.kind == Instr::Kind::Reduce) {
             if (ins.axes == 0) with([](Instr& x) { x.axes = 1; });
             if ((ins.axes & (ins.axes - 1)) != 0)  // several axes: each one alone
@@ -765,7 +769,7 @@ int main(int argc, char** argv) {
 
     const auto t0 = Clock::now();
     long long graphs = 0, failures = 0, invalid = 0, reduction_graphs = 0, product_graphs = 0,
-              attention_graphs = 0;
+              attention_graphs = 0, scan_graphs = 0;
     const bool batched = opt.mode == Mode::Llvm && opt.batch > 1;
     std::deque<Prepared> ready;  // --llvm: the rest of the current batch, from seed opt.seed + k on
     for (std::uint64_t k = 0;; ++k) {
@@ -813,6 +817,8 @@ int main(int argc, char** argv) {
         const bool attention = std::any_of(p.code.begin(), p.code.end(),
                                            [](const Instr& x) { return x.kind == Instr::Kind::Attention; });
         attention_graphs += attention;
+        scan_graphs += std::any_of(p.code.begin(), p.code.end(),
+                                   [](const Instr& x) { return x.kind == Instr::Kind::Scan; });
         product_graphs += p.products && !attention;
         reduction_graphs += p.reductions && !p.products;
         if (opt.verbose) {
@@ -839,10 +845,9 @@ int main(int argc, char** argv) {
         std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
     std::printf(
         "loom_fuzz: %lld pointwise graphs, %lld graphs with reductions, %lld graphs with products, %lld "
-        "graphs "
-        "with attention\n",
+        "graphs with attention, %lld pointwise graphs with a scan\n",
         graphs - reduction_graphs - product_graphs - attention_graphs, reduction_graphs, product_graphs,
-        attention_graphs);
+        attention_graphs, scan_graphs);
     if (opt.mode == Mode::Llvm) {
         const HostKernelCacheStats hs = host_kernel_cache_stats();
         std::printf(

@@ -81,6 +81,7 @@ int level_of(const Instr& ins, const std::vector<int>& lv, const std::vector<DTy
             return mx == 0 ? 0 : -1;  // reduction programs: see State::wide_level
         case Instr::Kind::MatMul:
         case Instr::Kind::Attention:
+        case Instr::Kind::Scan:  // the reference's order and combines on every back end: exact operands only
             return mx == 0 ? 0 : -1;
         case Instr::Kind::Gather:  // moves values of its operand; an approximate index could pick another one
             return lv.size() == 2 && lv[1] == 0 ? lv[0] : -1;
@@ -282,6 +283,7 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     case ir::OpKind::Product:
                     case ir::OpKind::Gather:
                     case ir::OpKind::Attention:
+                    case ir::OpKind::Scan:
                         return false;
                 }
                 break;
@@ -315,6 +317,12 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     ir::IndexMode::Clamp);
                 break;
             }
+            case Instr::Kind::Scan:
+                if (args.size() != 1 || args[0]->rank() == 0 || !ir::is_scan(ins.op)) return false;
+                n = ir::scan(ins.op, args[0],
+                             static_cast<std::int64_t>(ins.key % static_cast<std::uint64_t>(args[0]->rank())),
+                             ins.keepdims);
+                break;
             case Instr::Kind::Attention:
                 if (args.size() != 3 && args.size() != 4) return false;
                 n = ir::attention(args[0], args[1], args[2], args.size() == 4 ? args[3] : nullptr, ins.causal,
@@ -403,6 +411,7 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
         case Instr::Kind::Input:
         case Instr::Kind::MatMul:
         case Instr::Kind::Attention:
+        case Instr::Kind::Scan:
             return r;
         case Instr::Kind::Scalar:
         case Instr::Kind::Constant: {
@@ -701,6 +710,10 @@ std::string describe(const Program& p) {
                 break;
             case Instr::Kind::Gather:
                 what = fmt::format("take_along_axis clamped (key {})", ins.key % 1000);
+                break;
+            case Instr::Kind::Scan:
+                what = fmt::format("{} (key {}){}", ir::op_name(ins.op), ins.key % 1000,
+                                   ins.keepdims ? " exclusive" : "");
                 break;
             case Instr::Kind::Attention:
                 what = fmt::format("attention causal {} scale {}{}", ir::causal_mask_name(ins.causal),

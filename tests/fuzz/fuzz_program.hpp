@@ -54,6 +54,8 @@ struct Instr {
     // it is int32 or int64 (clamped: the fuzzer's data holds indices of any value).
     // Attention: ir::attention(args[0], args[1], args[2], args[3] or none, causal, scale): q, k, v and an
     // optional bias.
+    // Scan: ir::scan(op, args[0], key % rank, keepdims as exclusive): cumsum, cumprod, cummax, cummin or
+    // logcumsumexp along one axis.
     enum class Kind : std::uint8_t {
         Input,
         Scalar,
@@ -64,7 +66,8 @@ struct Instr {
         Reduce,
         MatMul,
         Gather,
-        Attention
+        Attention,
+        Scan
     };
     Kind kind = Kind::Input;
     DType dtype = DType::Float32;  // leaves: their dtype; Cast: the target dtype

@@ -309,6 +309,27 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             p.code.pop_back();
         }
     }
+    // A small share scans: cumsum, cumprod, cummax, cummin or logcumsumexp of an earlier result along one of
+    // its axes, inclusive or exclusive, an output of its own; from a generator of its own too.
+    Rng sg(seed * 0x9E6C63D0676A9A99ULL + 0x5851F42D4C957F2DULL);
+    if (chance(sg, 0.08)) {
+        constexpr Op kScans[] = {Op::CumSum, Op::CumProd, Op::CumMax, Op::CumMin, Op::LogCumSumExp};
+        for (int attempt = 0; attempt < 8; ++attempt) {
+            Instr ins;
+            ins.kind = Instr::Kind::Scan;
+            ins.op = kScans[sg() % 5];
+            ins.key = sg();
+            ins.keepdims = chance(sg, 0.3);
+            ins.args = {operand(sg, p.code.size())};
+            p.code.push_back(ins);
+            if (st.add(p, p.code.size() - 1, false, Device::cpu()) && st.has_input[p.code.size() - 1]) {
+                p.outputs.push_back(static_cast<int>(p.code.size() - 1));
+                break;
+            }
+            st.truncate(p, p.code.size() - 1);
+            p.code.pop_back();
+        }
+    }
     return collect(p);
 }
 

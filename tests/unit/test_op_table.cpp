@@ -47,6 +47,7 @@ NodePtr apply(Op op, DType t, const Shape& shape = {33}) {
             case OpKind::Product:
             case OpKind::Gather:
             case OpKind::Attention:
+            case OpKind::Scan:
                 return nullptr;
         }
     } catch (const Error&) {
@@ -238,6 +239,7 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
                     case OpKind::Product:
                     case OpKind::Gather:
                     case OpKind::Attention:
+                    case OpKind::Scan:
                         return nullptr;
                 }
                 if (v->op() != op || v->dtype() != t) return nullptr;  // simplified away, or a bool result

@@ -296,7 +296,8 @@ struct Emitter {
             case ir::OpKind::Reduce:
             case ir::OpKind::Product:
             case ir::OpKind::Attention:
-                throw InternalError("emit_pointwise: view, reduction, product or attention as a value");
+            case ir::OpKind::Scan:
+                throw InternalError("emit_pointwise: view, reduction, product, attention or scan as a value");
         }
     }
 

@@ -105,6 +105,18 @@ GpuKernel schedule_attention(const FusedKernel& k, const ScheduleInputs& in, con
     return g;
 }
 
+GpuKernel schedule_scan(const FusedKernel& k, const ScheduleInputs& in, const GpuTarget& t) {
+    GpuKernel g;
+    PlannedScan ps = plan_scan(k, in.layout_of());
+    g.reads.push_back(in.slot(ps.input));
+    Hasher h;
+    h.add(0x7363616e00000002ull);
+    h.add(ps.plan.hash());
+    g.key = with(h.digest(), t.options.hash());
+    g.schedule = std::move(ps);
+    return g;
+}
+
 // One kernel of the partition for the GPU. Throws NotFusable from plan_reduce.
 GpuKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const GpuTarget& t) {
     switch (k.family) {
@@ -118,6 +130,8 @@ GpuKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const 
             return schedule_matmul(k, in, t);
         case Family::Attention:
             return schedule_attention(k, in, t);
+        case Family::Scan:
+            return schedule_scan(k, in, t);
     }
     throw InternalError(
         fmt::format("plan_fusion(): kernel {} of the partition is of family {}, which only "

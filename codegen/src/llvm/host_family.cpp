@@ -133,6 +133,10 @@ std::string HostFamily<HostReference>::explain(const HostPlan& plan, std::size_t
         what = fmt::format("attention q {}, k {}, v {} -> {} ({}): {}", ir::describe(*a.operand(0)),
                            ir::describe(*a.operand(1)), ir::describe(*a.operand(2)), ir::describe(a),
                            ir::attention_attributes(a), where_of(a));
+    } else if (s.family == Family::Scan) {
+        const ir::Node& n = *k.outputs.at(0);
+        what = fmt::format("{} {} -> {} ({}): {}", ir::op_name(n.op()), ir::describe(*n.operand(0)),
+                           ir::describe(n), ir::scan_attributes(n), where_of(n));
     } else {
         what = fmt::format("{} {}", family_name(s.family), loom::to_string(k.outputs.at(0)->shape()));
     }

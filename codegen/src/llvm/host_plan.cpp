@@ -310,6 +310,7 @@ HostKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const
         case Family::MatMul:
             return schedule_product(k, in, r);
         case Family::Attention:  // no LLVM emitter yet: the reference evaluates the node, in the same order
+        case Family::Scan:
             return schedule_on_reference(k, in);
     }
     throw InternalError(

@@ -486,7 +486,8 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
             case ir::OpKind::Reduce:
             case ir::OpKind::Product:
             case ir::OpKind::Attention:
-                throw InternalError("llvm Space: a view, reduction, product or attention as a value");
+            case ir::OpKind::Scan:
+                throw InternalError("llvm Space: a view, reduction, product, attention or scan as a value");
         }
     }
     std::vector<std::string> out;

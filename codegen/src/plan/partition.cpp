@@ -432,6 +432,8 @@ std::string_view family_name(Family f) {
             return "matmul";
         case Family::Attention:
             return "attention";
+        case Family::Scan:
+            return "scan";
     }
     return "?";
 }
@@ -523,7 +525,7 @@ std::string Partition::to_string() const {
         else
             for (const ir::Node* n : ir::topo_order(k.outputs))
                 if (ir::is_elementwise(n->op()) || ir::is_product(n->op()) || ir::is_gather(n->op()) ||
-                    ir::is_attention(n->op()))
+                    ir::is_attention(n->op()) || ir::is_scan(n->op()))
                     nodes.push_back(where_of(*n));
         for (const Slot& w : k.writes) writes.push_back(codegen::to_string(w));
         s += fmt::format("kernel {}  {} {}: {}; writes {}\n", i, family_name(k.family), k.name,

@@ -47,9 +47,14 @@ bool has_reshape(const ir::Node& x) {
 }
 
 // The nodes that are kernels of their own, reading their operands from memory: matrix products
-// (Family::MatMul) and attention (Family::Attention).
+// (Family::MatMul), attention (Family::Attention) and scans (Family::Scan).
 bool own_kernel(const ir::Node& n) {
-    return ir::is_product(n.op()) || ir::is_attention(n.op());
+    return ir::is_product(n.op()) || ir::is_attention(n.op()) || ir::is_scan(n.op());
+}
+
+// The family and the kernel name of an own_kernel node.
+Family own_family(const ir::Node& n) {
+    return ir::is_attention(n.op()) ? Family::Attention : ir::is_scan(n.op()) ? Family::Scan : Family::MatMul;
 }
 
 // The node below a product operand's chain of views, which the kernel reads through strides: an input, a
@@ -324,7 +329,8 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                 // Attention reads its operands through strides alone: in the strict partition (after a plan
                 // found a reshape without strides for its input's layout) an operand holding a reshape is
                 // computed first, whole.
-                const bool whole = options.strict && ir::is_attention(m->op()) && has_reshape(*x);
+                const bool strided = ir::is_attention(m->op()) || ir::is_scan(m->op());
+                const bool whole = options.strict && strided && has_reshape(*x);
                 const ir::NodePtr& base = whole ? x : view_base(x);
                 if (!whole &&
                     (base->op() == ir::Op::Input || own_kernel(*base) || A.temp_of(base.get()) >= 0))
@@ -334,9 +340,13 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                 const ir::Node* over = elementwise_over_product(*base);
                 std::string why =
                     !options.fusion ? std::string("fusion is off")
-                    : whole         ? std::string(
-                                          "attention reads its operands through strides, and this reshape has none "
-                                                  "for its input's layout")
+                    : whole ? fmt::format("{} reads its operands through strides, and this reshape has none "
+                                          "for its input's layout",
+                                          ir::op_name(m->op()))
+                    : ir::is_scan(m->op())
+                        ? std::string(
+                              "a scan reads its operand from memory (or a view of it); elementwise producers "
+                              "are not fused as its prologue")
                     : ir::is_attention(m->op())
                         ? std::string("attention reads q, k, v and its bias from memory (or views of it)")
                     : options.operands_from_memory
@@ -365,27 +375,33 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
         }
         for (const ir::NodePtr& m : products[level]) {
             FusedKernel k;
-            const bool attention = ir::is_attention(m->op());
-            k.family = attention ? Family::Attention : Family::MatMul;
+            k.family = own_family(*m);
+            const char* what = k.family == Family::Attention ? "attention"
+                               : k.family == Family::Scan    ? "a scan"
+                                                             : "a matrix product";
             std::vector<Slot> writes;
             if (read.count(m.get()))
-                writes.push_back(
-                    Slot{Slot::Kind::Temp,
-                         A.materialize(m, attention ? "attention's result, read by another kernel"
-                                                    : "a matrix product's result, read by another kernel")});
+                writes.push_back(Slot{
+                    Slot::Kind::Temp,
+                    A.materialize(m, k.family == Family::Scan
+                                         ? "a scan's result, read by another kernel (its elementwise consumers "
+                                           "are not fused as its epilogue)"
+                                         : fmt::format("{}'s result, read by another kernel",
+                                                       k.family == Family::Attention ? "attention"
+                                                                                     : "a matrix product"))});
             if (const auto it = roots_of.find(m.get()); it != roots_of.end())
                 for (std::size_t i : it->second)
                     writes.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
             const ir::NodePtr sub = A.substitute({m}, {m.get()}).at(0);
             k.outputs.assign(writes.size(), sub);
             k.writes = std::move(writes);
-            k.name = attention ? "attention" : "matmul";
+            k.name = k.family == Family::Scan ? std::string(ir::op_name(m->op())) : std::string(family_name(k.family));
             std::string prologue;
             for (const ir::NodePtr& x : sub->operands())
                 for (const ir::Node* n : ir::topo_order({x}))
                     if (ir::is_elementwise(n->op())) prologue += fmt::format(" {}", where_of(*n));
-            k.why = fmt::format("{} ({}) is a kernel of its own: its operands come from memory{}",
-                                attention ? "attention" : "a matrix product", short_location(m->loc()),
+            k.why = fmt::format("{} ({}) is a kernel of its own: its operands come from memory{}", what,
+                                short_location(m->loc()),
                                 prologue.empty()
                                     ? std::string()
                                     : fmt::format("; its prologue runs as the tiles load:{}", prologue));

@@ -203,6 +203,29 @@ struct AttentionOptions {
 Array attention(const Operand& q, const Operand& k, const Operand& v, const AttentionOptions& options = {},
                 Loc loc = Loc::current());
 
+// ---- scans (docs/semantics.md, "Scans"): along one axis, negative counting from the end ----
+struct ScanOptions {
+    /// Element i combines elements 0 to i - 1, and element 0 is the op's identity (0, 1, the dtype's lowest
+    /// or -inf, its highest or +inf, -inf for logcumsumexp), instead of elements 0 to i.
+    bool exclusive = false;
+};
+/// The running sum along `axis`, of x's shape. bool and integers accumulate in int64 (wrapping) and give
+/// int64; float16 and bfloat16 accumulate in float32 and round each output once. The order of the additions
+/// is fixed by the shape alone (tiles of 2048 elements, a tree over threads, warps and tiles), so every back
+/// end gives the reference's bits. Throws loom::Error naming cumsum, x's shape and dtype and the call's
+/// file:line for an axis out of range.
+Array cumsum(const Operand& x, std::int64_t axis, ScanOptions options = {}, Loc loc = Loc::current());
+/// The running product, typed and ordered as cumsum.
+Array cumprod(const Operand& x, std::int64_t axis, ScanOptions options = {}, Loc loc = Loc::current());
+/// The running maximum, of x's dtype; a NaN makes every later element NaN.
+Array cummax(const Operand& x, std::int64_t axis, ScanOptions options = {}, Loc loc = Loc::current());
+/// The running minimum, of x's dtype; a NaN makes every later element NaN.
+Array cummin(const Operand& x, std::int64_t axis, ScanOptions options = {}, Loc loc = Loc::current());
+/// log(sum of exp) of elements 0 to i, floats only (halves in float32), combined pairwise as
+/// m + log(1 + exp(n - m)) with m and n the larger and smaller operand, from the exp and log every back end
+/// shares. Throws loom::Error for integer and bool operands.
+Array logcumsumexp(const Operand& x, std::int64_t axis, ScanOptions options = {}, Loc loc = Loc::current());
+
 // ---- operators ----
 Array operator+(const Operand& a, const Operand& b);
 Array operator-(const Operand& a, const Operand& b);

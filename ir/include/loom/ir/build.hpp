@@ -198,6 +198,29 @@ inline bool attention_visible(CausalMask m, std::int64_t t, std::int64_t s, std:
     return true;
 }
 
+/// A scan along one axis (docs/semantics.md, "Scans"): `op` one of cumsum, cumprod, cummax, cummin and
+/// logcumsumexp; `axis` counts from the end when negative; the result has x's shape. Element i along the
+/// axis combines elements 0 to i, or, `exclusive`, 0 to i - 1 (the first element then the op's identity).
+/// cumsum and cumprod of bool and integers give int64; the others keep x's dtype. Throws loom::Error naming
+/// the op, x's shape and dtype and `loc` for an axis out of range (a rank-0 x has none) or, for
+/// logcumsumexp, a dtype that is not a float.
+NodePtr scan(Op op, NodePtr x, std::int64_t axis, bool exclusive, Loc loc = Loc::current());
+/// The elements of one tile of a scan's row: 256 threads of 8 elements (the contract's order).
+inline constexpr std::int64_t kScanTile = 2048;
+inline constexpr int kScanThreadElements = 8;
+inline constexpr int kScanThreads = 256;
+/// The axis of a scan node (its ints[0], normalized) and whether it is exclusive (ints[1]).
+inline int scan_axis(const Node& n) {
+    return static_cast<int>(n.ints().at(0));
+}
+inline bool scan_exclusive(const Node& n) {
+    return n.ints().at(1) != 0;
+}
+/// The result dtype of scan `op` over `x`: int64 for cumsum and cumprod of bool and integers, else x's.
+DType scan_result_dtype(Op op, DType x);
+/// "axis=1 exclusive": a scan node's attributes, as printed and explained.
+std::string scan_attributes(const Node& n);
+
 /// "add(): " prefix helpers for error messages: "[4096, 512] float32".
 std::string describe(const Node& n);
 

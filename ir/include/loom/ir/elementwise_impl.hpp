@@ -149,6 +149,9 @@ constexpr Rule rule_of(Op op) {
 #define LOOM_ATTENTION(Id, name) \
     case Op::Id:                 \
         return Rule::None;
+#define LOOM_SCAN(Id, name) \
+    case Op::Id:            \
+        return Rule::None;
 #include "loom/ir/ops.def"
     }
     return Rule::None;
@@ -184,6 +187,9 @@ constexpr OpKind kind_of(Op op) {
 #define LOOM_ATTENTION(Id, name) \
     case Op::Id:                 \
         return OpKind::Attention;
+#define LOOM_SCAN(Id, name) \
+    case Op::Id:            \
+        return OpKind::Scan;
 #include "loom/ir/ops.def"
     }
     return OpKind::Leaf;

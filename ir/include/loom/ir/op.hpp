@@ -17,10 +17,22 @@ enum class Op : std::uint8_t {
 #define LOOM_PRODUCT_ROW(Id, name, Rule, Exactness, Ulp) Id,
 #define LOOM_GATHER(Id, name) Id,
 #define LOOM_ATTENTION(Id, name) Id,
+#define LOOM_SCAN(Id, name) Id,
 #include "loom/ir/ops.def"
 };
 
-enum class OpKind : std::uint8_t { Leaf, Unary, Binary, Ternary, View, Reduce, Product, Gather, Attention };
+enum class OpKind : std::uint8_t {
+    Leaf,
+    Unary,
+    Binary,
+    Ternary,
+    View,
+    Reduce,
+    Product,
+    Gather,
+    Attention,
+    Scan
+};
 
 /// Typing rules (docs/semantics.md, "Op typing").
 enum class Rule : std::uint8_t {
@@ -114,6 +126,10 @@ inline bool is_gather(Op op) {
 /// Fused attention over heads (ir::Op::Attention): a kernel family of its own.
 inline bool is_attention(Op op) {
     return info(op).kind == OpKind::Attention;
+}
+/// A scan along one axis (cumsum, cumprod, cummax, cummin, logcumsumexp): a kernel family of its own.
+inline bool is_scan(Op op) {
+    return info(op).kind == OpKind::Scan;
 }
 /// Which keys an attention's causal mask hides (Attention's ints[0]; docs/semantics.md, "Attention"): none;
 /// TopLeft, query t sees keys s <= t (PyTorch's is_causal); BottomRight, query t sees keys

@@ -16,6 +16,7 @@
 #include "loom/codegen/cuda/attention_plan.hpp"
 #include "loom/codegen/cuda/device_info.hpp"
 #include "loom/codegen/cuda/matmul_plan.hpp"
+#include "loom/codegen/cuda/scan_plan.hpp"
 #include "loom/codegen/cuda/tile_plan.hpp"
 #include "loom/codegen/options.hpp"
 #include "loom/codegen/plan/partition.hpp"
@@ -47,10 +48,11 @@ struct TiledKernel {
 };
 
 /// The GPU schedule of one kernel: one alternative per family, in the order of Family (Family::Reduction:
-/// PlannedReduce, Family::MatMul: PlannedMatmul, Family::Attention: PlannedAttention). Each alternative's
-/// family object (kernel_family.hpp) emits, explains, prepares and binds its kernels.
+/// PlannedReduce, Family::MatMul: PlannedMatmul, Family::Attention: PlannedAttention, Family::Scan:
+/// PlannedScan). Each alternative's family object (kernel_family.hpp) emits, explains, prepares and binds its
+/// kernels.
 using GpuSchedule =
-    std::variant<PointwiseKernel, TiledKernel, PlannedReduce, PlannedMatmul, PlannedAttention>;
+    std::variant<PointwiseKernel, TiledKernel, PlannedReduce, PlannedMatmul, PlannedAttention, PlannedScan>;
 
 /// One kernel of a FusionPlan: its schedule, where it reads, its cache key.
 struct GpuKernel {

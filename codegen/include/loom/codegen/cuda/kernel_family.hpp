@@ -116,4 +116,16 @@ struct GpuFamily<PlannedAttention> {
                             std::span<std::byte> params);
 };
 
+template <>
+struct GpuFamily<PlannedScan> {
+    static KernelSource emit(const FusedKernel& k, const PlannedScan& s);
+    static std::string plan_text(const PlannedScan& s);
+    static std::string explain(const FusionPlan& plan, std::size_t i, const PlannedScan& s);
+    /// The tree path: the tickets, the blocks done and a flag per tree node (counters), the nodes' values.
+    static LaunchNeeds needs(const PlannedScan& s, KernelPointers p);
+    /// One block per tile of every row; whole 16-byte pieces where the rows are contiguous and aligned.
+    static BoundLaunch bind(const PlannedScan& s, KernelPointers p, const LaunchScratch& scratch,
+                            std::span<std::byte> params);
+};
+
 }  // namespace loom::codegen

@@ -41,8 +41,9 @@ std::string to_string(const Slot& s);  // "in2", "t0", "out1"
 /// load is transposed depends on the layouts, which the partition does not know. MatMul: one matrix product
 /// (ir::Op::MatMul) reading its operands from memory, with the elementwise work over its shape after it (its
 /// epilogue) in the same kernel. Attention: one attention node (ir::Op::Attention) reading q, k, v and its
-/// bias from memory (or views of them) and writing its result.
-enum class Family : std::uint8_t { Pointwise, Tiled, Reduction, MatMul, Attention };
+/// bias from memory (or views of them) and writing its result. Scan: one scan (cumsum, cumprod, cummax,
+/// cummin, logcumsumexp) reading its operand from memory (or a view of it) and writing its result.
+enum class Family : std::uint8_t { Pointwise, Tiled, Reduction, MatMul, Attention, Scan };
 std::string_view family_name(Family f);
 /// One bit per family, for sets of families.
 constexpr std::uint32_t family_bit(Family f) {

@@ -1,0 +1,90 @@
+// The GPU plan of one scan node (Family::Scan; docs/semantics.md, "Scans"): which kernel runs it (a block per
+// row of one tile, or the single-pass tree over tiles), and where its operand and result lie (strides of the
+// other axes and along the axis). Plain data: codegen/src/cuda/emit_scan.cpp emits the kernel and
+// codegen/src/cuda/family_scan.cpp binds one call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loom/codegen/cuda/device_info.hpp"
+#include "loom/codegen/cuda/emit.hpp"
+#include "loom/codegen/options.hpp"
+#include "loom/codegen/plan/partition.hpp"
+#include "loom/codegen/plan/reduce_plan.hpp"
+#include "loom/ir/node.hpp"
+#include "loom/ir/op.hpp"
+
+namespace loom::codegen {
+
+/// How a scan kernel walks its rows. Warp: rows of at most 256 elements (32 threads of 8), one per warp, 8
+/// per block: no warp scan, no carry. Tile: a row of at most one tile (kScanTile elements) per block, no
+/// carry. Tree: rows of several tiles, a block per tile taking its index from a counter in launch order, the
+/// tiles' carries from the nodes of the contract's pairwise tree that earlier tiles publish (one pass over
+/// memory).
+enum class ScanPath : std::uint8_t { Warp, Tile, Tree };
+/// "warp", "tile", "tree".
+const char* scan_path_name(ScanPath p);
+
+/// The axes besides the scanned one that a scan kernel indexes (more must merge into these).
+inline constexpr int kScanOuterAxes = 6;
+
+/// What the kernel's code depends on (the cache key): the op, the dtypes, exclusive, the path.
+struct ScanPlan {
+    ir::Op op = ir::Op::CumSum;
+    DType in = DType::Float32;   // the operand's dtype
+    DType acc = DType::Float32;  // the accumulator: float32 (float32, halves), float64, int64 (bool, ints)
+    DType out = DType::Float32;  // the result's dtype
+    bool exclusive = false;
+    ScanPath path = ScanPath::Tile;
+    int threads = 256;  // kScanThreads: 8 elements each
+
+    bool operator==(const ScanPlan&) const = default;
+    std::uint64_t hash() const;
+    /// The plan's banner lines.
+    std::string to_string() const;
+};
+
+/// A scan kernel's GPU schedule: the plan, the node, the input it reads (a strided view of it) and the
+/// result's strides; the other axes merged where their strides allow, outermost first.
+struct PlannedScan {
+    ScanPlan plan;
+    ir::NodePtr node;
+    const ir::Node* input = nullptr;
+    std::int64_t in_offset = 0;  // elements
+    std::int64_t length = 0;     // the row's length: the axis's extent
+    std::int64_t in_step = 0;    // strides along the axis, in elements
+    std::int64_t out_step = 0;
+    std::vector<std::int64_t> outer;      // the other axes' extents (merged), outermost first
+    std::vector<std::int64_t> in_outer;   // their strides in the operand
+    std::vector<std::int64_t> out_outer;  // and in the result
+    bool operator==(const PlannedScan& o) const {
+        return plan == o.plan && in_offset == o.in_offset && length == o.length && in_step == o.in_step &&
+               out_step == o.out_step && outer == o.outer && in_outer == o.in_outer &&
+               out_outer == o.out_outer;
+    }
+    std::int64_t rows() const;
+    std::int64_t tiles() const;  // per row
+};
+
+/// The accumulator dtype of a scan of `in` giving `out`.
+DType scan_accumulator(DType out);
+
+/// Plans the scan kernel `k` (Family::Scan: the scan node over a view of its input, written to one or more
+/// contiguous outputs: a strided root goes through a temporary), whose input has the layout `layout_of`.
+/// Throws NotFusable for an operand that is a reshape without strides for its input's layout (the strict
+/// partition computes it first), loom::Error for more than kScanOuterAxes other axes that do not merge.
+PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of);
+
+/// The bytes of a scan kernel's one parameter (lm::ScanParams, codegen/src/cuda/scan_params.inc).
+std::size_t scan_param_bytes();
+
+/// The CUDA source of a scan kernel (codegen/src/cuda/emit_scan.cpp): the prelude, the scan device code
+/// (codegen/src/cuda/scan.cuh, with loom/ir/scan_core.hpp) and the entry point `<name>`, which instantiates
+/// the plan's kernel; one parameter, lm::ScanParams (scan_params.inc).
+KernelSource emit_scan(std::string_view user_name, const PlannedScan& ps);
+
+}  // namespace loom::codegen

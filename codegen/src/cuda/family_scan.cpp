@@ -1,0 +1,192 @@
+// The GPU family object of scan kernels (GpuFamily<PlannedScan>, kernel_family.hpp): emits the kernel,
+// explains it, says what a launch needs (the tree path's counters and node values) and binds one call (the
+// parameter struct, the grid).
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstring>
+#include <limits>
+
+#include "loom/codegen/cuda/kernel_family.hpp"
+#include "loom/ir/build.hpp"
+#include "loom/ir/error.hpp"
+
+namespace loom::codegen {
+
+#include "scan_params.inc"
+
+static_assert(sizeof(ScanParams) == 7 * 8 + 3 * 6 * 8 + 7 * 8 + 4 * 4,
+              "scan_params.inc: the host's and the device's layouts must agree");
+
+std::size_t scan_param_bytes() {
+    return sizeof(ScanParams);
+}
+
+namespace {
+
+std::string where_of(const ir::Node& n) {
+    return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
+}
+
+// The tree nodes of a row of `tiles` tiles: tiles >> k complete nodes at each level k.
+std::int64_t row_nodes(std::int64_t tiles) {
+    std::int64_t n = 0;
+    for (std::int64_t t = tiles; t > 0; t >>= 1) n += t;
+    return n;
+}
+
+// The bits of the exclusive scan's identity in the accumulator's type (ScanParams::identity).
+long long identity_bits(const ScanPlan& p) {
+    const bool ints = p.acc == DType::Int64;
+    const auto float_bits = [&](double v) -> long long {
+        if (p.acc == DType::Float64) return std::bit_cast<long long>(v);
+        return static_cast<long long>(std::bit_cast<std::uint32_t>(static_cast<float>(v)));
+    };
+    const auto lowest = [&]() -> long long {
+        switch (p.out) {
+            case DType::Int8:
+                return std::numeric_limits<std::int8_t>::lowest();
+            case DType::Int32:
+                return std::numeric_limits<std::int32_t>::lowest();
+            case DType::Int64:
+                return std::numeric_limits<long long>::lowest();
+            default:  // bool, uint8
+                return 0;
+        }
+    };
+    const auto highest = [&]() -> long long {
+        switch (p.out) {
+            case DType::Bool:
+                return 1;
+            case DType::Int8:
+                return std::numeric_limits<std::int8_t>::max();
+            case DType::UInt8:
+                return std::numeric_limits<std::uint8_t>::max();
+            case DType::Int32:
+                return std::numeric_limits<std::int32_t>::max();
+            default:
+                return std::numeric_limits<long long>::max();
+        }
+    };
+    switch (p.op) {
+        case ir::Op::CumSum:
+            return ints ? 0 : float_bits(0.0);
+        case ir::Op::CumProd:
+            return ints ? 1 : float_bits(1.0);
+        case ir::Op::CumMax:
+        case ir::Op::LogCumSumExp:
+            return ints ? lowest() : float_bits(-std::numeric_limits<double>::infinity());
+        case ir::Op::CumMin:
+            return ints ? highest() : float_bits(std::numeric_limits<double>::infinity());
+        default:
+            throw InternalError(fmt::format("scan kernel: {} is not a scan", ir::op_name(p.op)));
+    }
+}
+
+// Whether every row's 8-element pieces are whole aligned pieces: step 1, the pointer and every other axis's
+// stride a multiple of 16 bytes.
+bool pieces(const void* base, std::int64_t step, const std::vector<std::int64_t>& outer_strides, DType t) {
+    const auto size = static_cast<std::int64_t>(itemsize(t));
+    if (step != 1 || reinterpret_cast<std::uintptr_t>(base) % 16 != 0) return false;
+    for (std::int64_t s : outer_strides)
+        if ((s * size) % 16 != 0) return false;
+    return true;
+}
+
+}  // namespace
+
+KernelSource GpuFamily<PlannedScan>::emit(const FusedKernel& k, const PlannedScan& s) {
+    return emit_scan(k.name, s);
+}
+
+std::string GpuFamily<PlannedScan>::plan_text(const PlannedScan& s) {
+    return s.plan.to_string();
+}
+
+std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t i, const PlannedScan& s) {
+    const FusedKernel& k = plan.partition.kernels[i];
+    const ir::Node& n = *s.node;
+    std::vector<std::string> writes;
+    for (const Slot& w : k.writes) writes.push_back(to_string(w));
+    std::string all_writes;
+    for (const std::string& w : writes) all_writes += (all_writes.empty() ? "" : ", ") + w;
+    const std::string path =
+        s.plan.path == ScanPath::Warp
+            ? fmt::format("one warp per row, 8 rows per block ({} rows of {})", s.rows(), s.length)
+        : s.plan.path == ScanPath::Tile
+            ? fmt::format("one block per row ({} rows of {})", s.rows(), s.length)
+            : fmt::format(
+                  "single pass: {} rows of {} tiles, a block per tile in launch order, carries from the "
+                  "tile tree",
+                  s.rows(), s.tiles());
+    return fmt::format(
+        "kernel {}  {}   {} {} -> {} ({}): {}\n"
+        "          {}; 256 threads of 8 elements; elementwise producers and consumers are separate kernels\n"
+        "          reads {} {} [{}]; writes {}; 1 launch\n",
+        i, k.name, ir::op_name(n.op()), ir::describe(*n.operand(0)), ir::describe(n), ir::scan_attributes(n),
+        where_of(n), path, s.input->label().empty() ? "input" : s.input->label(), ir::describe(*s.input),
+        to_string(plan.kernels[i].reads.at(0)), all_writes);
+}
+
+LaunchNeeds GpuFamily<PlannedScan>::needs(const PlannedScan& s, KernelPointers) {
+    LaunchNeeds n;
+    n.param_bytes = sizeof(ScanParams);
+    if (s.plan.path == ScanPath::Tree && s.rows() > 0) {
+        const std::int64_t nodes = s.rows() * row_nodes(s.tiles());
+        n.counters = 2 + nodes;
+        n.workspaces.push_back(static_cast<std::size_t>(nodes) * itemsize(s.plan.acc));
+    }
+    return n;
+}
+
+BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p, const LaunchScratch& scratch,
+                                         std::span<std::byte> params) {
+    const ScanPlan& plan = s.plan;
+    ScanParams sp{};
+    sp.in =
+        static_cast<const char*>(p.inputs[0]) + s.in_offset * static_cast<std::int64_t>(itemsize(plan.in));
+    if (p.outputs.size() > 4)
+        throw Error(fmt::format("{}(): a scan kernel writes at most 4 outputs, not {} ({})",
+                                ir::op_name(s.node->op()), p.outputs.size(), short_location(s.node->loc())));
+    sp.outputs = static_cast<int>(p.outputs.size());
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) sp.out[o] = p.outputs[o];
+    const std::size_t axes = s.outer.size(), pad = 6 - axes;
+    for (std::size_t a = 0; a < 6; ++a) {
+        sp.outer[a] = a < pad ? 1 : s.outer[a - pad];
+        sp.in_outer[a] = a < pad ? 0 : s.in_outer[a - pad];
+        sp.out_outer[a] = a < pad ? 0 : s.out_outer[a - pad];
+    }
+    sp.rows = s.rows();
+    sp.length = s.length;
+    sp.in_step = s.in_step;
+    sp.out_step = s.out_step;
+    sp.tiles = s.tiles();
+    sp.row_nodes = row_nodes(sp.tiles);
+    sp.identity = identity_bits(plan);
+    sp.vector_in = pieces(sp.in, s.in_step, s.in_outer, plan.in) ? 1 : 0;
+    bool out_pieces = !plan.exclusive;
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        out_pieces = out_pieces && pieces(sp.out[o], s.out_step, s.out_outer, plan.out);
+    sp.vector_out = out_pieces ? 1 : 0;
+    if (plan.path == ScanPath::Tree && s.rows() > 0) {
+        sp.counters = static_cast<unsigned int*>(scratch.counters);
+        sp.nodes = scratch.workspaces.empty() ? nullptr : scratch.workspaces[0];
+    }
+    if (params.size() < sizeof sp)
+        throw InternalError(fmt::format("scan kernel: {} parameter bytes for {}", params.size(), sizeof sp));
+    std::memcpy(params.data(), &sp, sizeof sp);
+    BoundLaunch b;
+    const std::int64_t blocks = s.length == 0                 ? 0
+                                : plan.path == ScanPath::Warp ? (s.rows() + 7) / 8
+                                                              : s.rows() * sp.tiles;
+    if (blocks == 0) return b;
+    if (blocks > 0x7fffffffll)
+        throw Error(fmt::format("{}(): {} blocks of {} elements exceed a launch's {} ({})",
+                                ir::op_name(s.node->op()), blocks, ir::kScanTile, 0x7fffffff,
+                                short_location(s.node->loc())));
+    b.config.grid_x = static_cast<std::uint32_t>(blocks);
+    b.config.block_x = static_cast<std::uint32_t>(plan.threads);
+    return b;
+}
+
+}  // namespace loom::codegen

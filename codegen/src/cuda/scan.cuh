@@ -1,0 +1,427 @@
+// The device code of scan kernels (Family::Scan; docs/semantics.md, "Scans"), pasted after the prelude into
+// every scan kernel's source by codegen/embed_scan.cmake (never into other kernels), with the combines of
+// loom/ir/scan_core.hpp, which the CPU reference compiles too. The emitted entry point
+// (codegen/src/cuda/emit_scan.cpp) instantiates scan_kernel with its plan's op, types and path.
+//
+// A block of 256 threads scans one tile of 2048 elements of a row, in the contract's order: each thread's 8
+// consecutive elements (one or more 16-byte loads where the row is contiguous and aligned), its total, the
+// Kogge-Stone lane scan by warp shuffles, the warp scan over the 8 warp totals by warp 0 in shared memory,
+// each thread's prefix (carry, previous warp, previous lane: absent terms omitted), its 8 outputs. Tile
+// path: a row of at most one tile per block. Tree path: blocks take tickets (row-major tile indices) from a
+// counter in launch order; tile j publishes its aggregate and the tree nodes that end at it, and waits (its
+// first warp's lanes together) for the nodes its carry folds, all published by tiles with smaller tickets,
+// which are already running (no deadlock). The last block to finish sets the counters back to zero, as the
+// runtime requires. The result goes to every output of the kernel (a root and a temporary another kernel
+// reads), each contiguous.
+
+// LOOM_SCAN_CORE
+
+namespace lm {
+
+// LOOM_SCAN_PARAMS
+
+namespace scan {
+
+constexpr int kThreads = 256;  // kScanThreads
+constexpr int kPerThread = 8;  // kScanThreadElements
+constexpr int kWarps = kThreads / 32;
+constexpr int kTile = kThreads * kPerThread;  // kScanTile
+
+// The combines (scan_core.hpp).
+struct Sum {
+    template <class A>
+    __device__ __forceinline__ static A combine(A a, A b) {
+        return scanc::add(a, b);
+    }
+};
+struct Prod {
+    template <class A>
+    __device__ __forceinline__ static A combine(A a, A b) {
+        return scanc::mul(a, b);
+    }
+};
+struct Max {
+    template <class A>
+    __device__ __forceinline__ static A combine(A a, A b) {
+        return scanc::max_of(a, b);
+    }
+};
+struct Min {
+    template <class A>
+    __device__ __forceinline__ static A combine(A a, A b) {
+        return scanc::min_of(a, b);
+    }
+};
+struct LogAddExp {
+    template <class A>
+    __device__ __forceinline__ static A combine(A a, A b) {
+        return scanc::log_add_exp(a, b);
+    }
+};
+
+// An element as the accumulator: halves exactly as float32, bool and integers as int64.
+__device__ __forceinline__ float widen(float x) {
+    return x;
+}
+__device__ __forceinline__ double widen(double x) {
+    return x;
+}
+__device__ __forceinline__ float widen(f16 x) {
+    return to_reg(x);
+}
+__device__ __forceinline__ float widen(bf16 x) {
+    return to_reg(x);
+}
+__device__ __forceinline__ long long widen(bool x) {
+    return (long long)widened(x);
+}
+__device__ __forceinline__ long long widen(signed char x) {
+    return (long long)x;
+}
+__device__ __forceinline__ long long widen(unsigned char x) {
+    return (long long)x;
+}
+__device__ __forceinline__ long long widen(int x) {
+    return (long long)x;
+}
+__device__ __forceinline__ long long widen(long long x) {
+    return x;
+}
+
+// An accumulator as the result's element, rounded once (halves) or narrowed exactly (cummax, cummin).
+__device__ __forceinline__ void narrow(float* d, float r) {
+    *d = r;
+}
+__device__ __forceinline__ void narrow(double* d, double r) {
+    *d = r;
+}
+__device__ __forceinline__ void narrow(f16* d, float r) {
+    d->bits = float_to_f16(r);
+}
+__device__ __forceinline__ void narrow(bf16* d, float r) {
+    d->bits = float_to_bf16(r);
+}
+__device__ __forceinline__ void narrow(bool* d, long long r) {
+    *d = r != 0;
+}
+__device__ __forceinline__ void narrow(signed char* d, long long r) {
+    *d = (signed char)r;
+}
+__device__ __forceinline__ void narrow(unsigned char* d, long long r) {
+    *d = (unsigned char)r;
+}
+__device__ __forceinline__ void narrow(int* d, long long r) {
+    *d = (int)r;
+}
+__device__ __forceinline__ void narrow(long long* d, long long r) {
+    *d = r;
+}
+
+// The exclusive scans' identity from its bits (ScanParams::identity).
+template <class A>
+__device__ __forceinline__ A from_bits(long long b);
+template <>
+__device__ __forceinline__ float from_bits<float>(long long b) {
+    return __uint_as_float((unsigned)b);
+}
+template <>
+__device__ __forceinline__ double from_bits<double>(long long b) {
+    return __longlong_as_double(b);
+}
+template <>
+__device__ __forceinline__ long long from_bits<long long>(long long b) {
+    return b;
+}
+
+// A term of the order that may not exist: omitted, never an identity.
+template <class A>
+struct Maybe {
+    A v;
+    bool has;
+};
+template <class Op, class A>
+__device__ __forceinline__ void fold(Maybe<A>& m, A x) {
+    m.v = m.has ? Op::template combine<A>(m.v, x) : x;
+    m.has = true;
+}
+
+// 8 consecutive elements of 8 * sizeof(T) bytes at `p`, aligned to 16 bytes (8 for 1-byte types): whole
+// 16-byte (or 8-byte) pieces.
+template <class T>
+__device__ __forceinline__ void load_pieces(T (&v)[kPerThread], const T* p) {
+    constexpr int bytes = kPerThread * (int)sizeof(T);
+    if constexpr (bytes >= 16) {
+#pragma unroll
+        for (int k = 0; k < bytes / 16; ++k)
+            reinterpret_cast<uint4*>(v)[k] = __ldg(reinterpret_cast<const uint4*>(p) + k);
+    } else {
+        reinterpret_cast<uint2*>(v)[0] = __ldg(reinterpret_cast<const uint2*>(p));
+    }
+}
+template <class T>
+__device__ __forceinline__ void store_pieces(T* p, const T (&v)[kPerThread]) {
+    constexpr int bytes = kPerThread * (int)sizeof(T);
+    if constexpr (bytes >= 16) {
+#pragma unroll
+        for (int k = 0; k < bytes / 16; ++k)
+            reinterpret_cast<uint4*>(p)[k] = reinterpret_cast<const uint4*>(v)[k];
+    } else {
+        reinterpret_cast<uint2*>(p)[0] = reinterpret_cast<const uint2*>(v)[0];
+    }
+}
+
+// The offsets of row `row` (over the other axes, innermost last) in the operand and the result.
+__device__ __forceinline__ void row_offsets(const ScanParams& p, long long row, long long& in,
+                                            long long& out) {
+    in = 0;
+    out = 0;
+#pragma unroll
+    for (int a = 5; a >= 0; --a) {
+        const long long i = row % p.outer[a];
+        row /= p.outer[a];
+        in += i * p.in_outer[a];
+        out += i * p.out_outer[a];
+    }
+}
+
+// The tree's flags and values: node (k, i) combines the aggregates of tiles [i 2^k, (i + 1) 2^k) of a row;
+// its position among the row's nodes is the count of nodes of the levels below plus i.
+__device__ __forceinline__ long long node_position(const ScanParams& p, long long row, int k, long long i) {
+    long long pos = row * p.row_nodes + i;
+    for (int q = 0; q < k; ++q) pos += p.tiles >> q;
+    return pos;
+}
+__device__ __forceinline__ unsigned load_acquire(const unsigned* f) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
+    return v;
+}
+__device__ __forceinline__ void store_release(unsigned* f, unsigned v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(f), "r"(v) : "memory");
+}
+template <class A>
+__device__ __forceinline__ void publish(const ScanParams& p, long long pos, A v) {
+    static_cast<A*>(p.nodes)[pos] = v;
+    store_release(p.counters + 2 + pos, 1u);  // orders the value's store before the flag's
+}
+template <class A>
+__device__ __forceinline__ A await_node(const ScanParams& p, long long pos) {
+    while (load_acquire(p.counters + 2 + pos) == 0u) {
+    }
+    return __ldcg(static_cast<const A*>(p.nodes) + pos);
+}
+
+// Warp 0 of tile j of `row` in the tree path (steps 6 and 7 of the contract): lane 0 publishes the aggregate
+// and the nodes N(j + 1 - 2^k, 2^k) for each k with 2^k dividing j + 1 (its own half and the half of tile
+// j - 2^(k-1)); meanwhile lane k awaits the node of j's binary digit k, N(j with digits k and below cleared,
+// 2^k), so the carry waits once, not once per digit; the digits' nodes are then folded highest first. Tiles
+// per row stay below 2^31 (a launch's blocks), so 31 lanes hold every digit.
+template <class Op, class A>
+__device__ Maybe<A> tree_carry(const ScanParams& p, long long row, long long j, A aggregate, int lane) {
+    if (lane == 0) {
+        A node = aggregate;
+        publish<A>(p, node_position(p, row, 0, j), node);
+        for (int k = 1; ((j + 1) & ((1ll << k) - 1)) == 0; ++k) {
+            const A left = await_node<A>(p, node_position(p, row, k - 1, ((j + 1) >> (k - 1)) - 2));
+            node = Op::template combine<A>(left, node);
+            publish<A>(p, node_position(p, row, k, ((j + 1) >> k) - 1), node);
+        }
+    }
+    A digit = aggregate;
+    if (lane < 31 && ((j >> lane) & 1))
+        digit = await_node<A>(p, node_position(p, row, lane, (j >> (lane + 1)) << 1));
+    Maybe<A> carry;
+    carry.has = false;
+    for (int k = 30; k >= 0; --k) {
+        const A v = __shfl_sync(0xffffffffu, digit, k);
+        if ((j >> k) & 1) fold<Op>(carry, v);
+    }
+    return carry;
+}
+
+// The thread's outputs into one output: inclusive at the elements' own positions (whole pieces where they
+// allow), exclusive one position later (the row's first output the identity).
+template <class A, class Out, bool kExclusive>
+__device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, const A (&v)[kPerThread],
+                                              long long first, int count) {
+    if constexpr (kExclusive) {
+        if (first == 0) narrow(out, from_bits<A>(p.identity));
+#pragma unroll
+        for (int i = 0; i < kPerThread; ++i)
+            if (i < count && first + i + 1 < p.length) narrow(out + (first + i + 1) * p.out_step, v[i]);
+    } else if (count == kPerThread && p.vector_out) {
+        __align__(16) Out raw[kPerThread];
+#pragma unroll
+        for (int i = 0; i < kPerThread; ++i) narrow(raw + i, v[i]);
+        store_pieces(out + first, raw);
+    } else {
+#pragma unroll
+        for (int i = 0; i < kPerThread; ++i)
+            if (i < count) narrow(out + (first + i) * p.out_step, v[i]);
+    }
+}
+
+// The present elements of a thread whose element 0 is at `first` of `count` (0 to 8): the count.
+__device__ __forceinline__ int present(long long length, long long first) {
+    const long long left = length - first;
+    return left >= kPerThread ? kPerThread : (left > 0 ? (int)left : 0);
+}
+
+// Step 1: the thread's values (whole pieces where they allow) and its total.
+template <class Op, class In, class A>
+__device__ __forceinline__ A thread_total(const ScanParams& p, const In* in, long long first, int count,
+                                          A (&v)[kPerThread]) {
+    if (count == kPerThread && p.vector_in) {
+        __align__(16) In raw[kPerThread];
+        load_pieces(raw, in + first);
+#pragma unroll
+        for (int i = 0; i < kPerThread; ++i) v[i] = widen(raw[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < kPerThread; ++i)
+            if (i < count) v[i] = widen(in[(first + i) * p.in_step]);
+    }
+    A x = v[0];
+#pragma unroll
+    for (int i = 1; i < kPerThread; ++i)
+        if (i < count) x = Op::template combine<A>(x, v[i]);
+    return x;
+}
+
+// Step 2: the lane scan (every lane shuffles; absent threads, a tail of lanes, do not combine).
+template <class Op, class A>
+__device__ __forceinline__ A lane_scan(A x, int lane, int count) {
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        const A y = __shfl_up_sync(0xffffffffu, x, d);
+        if (lane >= d && count > 0) x = Op::template combine<A>(y, x);
+    }
+    return x;
+}
+
+// Step 5: the outputs from the thread's prefix.
+template <class Op, class A>
+__device__ __forceinline__ void thread_outputs(const Maybe<A>& prefix, int count, A (&v)[kPerThread]) {
+    A r = prefix.has ? Op::template combine<A>(prefix.v, v[0]) : v[0];
+    v[0] = r;
+#pragma unroll
+    for (int i = 1; i < kPerThread; ++i)
+        if (i < count) v[i] = r = Op::template combine<A>(r, v[i]);
+}
+
+// Rows of at most 256 elements (32 threads of 8): one warp per row, 8 rows per block. The contract's order
+// has then one warp and no carry: the prefix is the previous lane's lane scan value alone.
+template <class Op, class In, class A, class Out, bool kExclusive>
+__device__ __forceinline__ void scan_warp_rows(const ScanParams& p) {
+    const int lane = threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * kWarps + (threadIdx.x >> 5);
+    if (row >= p.rows) return;  // the whole warp
+    long long in_row, out_row;
+    row_offsets(p, row, in_row, out_row);
+    const long long first = (long long)lane * kPerThread;
+    const int count = present(p.length, first);
+    A v[kPerThread];
+    const A x = lane_scan<Op, A>(
+        thread_total<Op, In, A>(p, static_cast<const In*>(p.in) + in_row, first, count, v), lane, count);
+    const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
+    if (count == 0) return;
+    Maybe<A> prefix;
+    prefix.has = lane > 0;
+    prefix.v = previous_lane;
+    thread_outputs<Op, A>(prefix, count, v);
+    for (int o = 0; o < p.outputs; ++o)
+        store_outputs<A, Out, kExclusive>(p, static_cast<Out*>(p.out[o]) + out_row, v, first, count);
+}
+
+// One tile of one row: steps 1 to 5 of the contract (and 6, 7 through tree_carry on the tree path), then the
+// stores.
+template <class Op, class In, class A, class Out, bool kExclusive, bool kTree>
+__device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, long long j) {
+    __shared__ A warp_scan[kWarps];
+    __shared__ A carry_value;
+    __shared__ int carry_present;
+    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+    long long in_row, out_row;
+    row_offsets(p, row, in_row, out_row);
+    const long long first = j * kTile + (long long)t * kPerThread;  // position of the thread's element 0
+    const int len = (int)(p.length - j * kTile < kTile ? p.length - j * kTile : kTile);
+    const int count = present(p.length, first);
+    const int threads = (len + kPerThread - 1) / kPerThread, warps = (threads + 31) / 32;
+
+    // Steps 1 and 2.
+    A v[kPerThread];
+    const A x = lane_scan<Op, A>(
+        thread_total<Op, In, A>(p, static_cast<const In*>(p.in) + in_row, first, count, v), lane, count);
+    const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
+
+    // Step 3: the warp scan over the warp totals, by warp 0.
+    if (count > 0 && (lane == 31 || t == threads - 1)) warp_scan[w] = x;
+    __syncthreads();
+    if (w == 0) {
+        A s = warp_scan[lane < warps ? lane : 0];
+#pragma unroll
+        for (int d = 1; d < kWarps; d *= 2) {
+            const A y = __shfl_up_sync(0xffffffffu, s, d);
+            if (lane >= d && lane < warps) s = Op::template combine<A>(y, s);
+        }
+        if (lane < warps) warp_scan[lane] = s;
+    }
+    __syncthreads();
+
+    // Steps 6 and 7: the tile's aggregate and carry.
+    if (w == 0) {
+        Maybe<A> c;
+        c.has = false;
+        if constexpr (kTree) c = tree_carry<Op, A>(p, row, j, warp_scan[warps - 1], lane);
+        if (lane == 0) {
+            carry_value = c.v;
+            carry_present = c.has ? 1 : 0;
+        }
+    }
+    __syncthreads();
+
+    // Steps 4 and 5: the thread's prefix, then its outputs.
+    if (count == 0) return;
+    Maybe<A> prefix;
+    prefix.has = carry_present != 0;
+    prefix.v = carry_value;
+    if (w > 0) fold<Op>(prefix, warp_scan[w - 1]);
+    if (lane > 0) fold<Op>(prefix, previous_lane);
+    thread_outputs<Op, A>(prefix, count, v);
+    for (int o = 0; o < p.outputs; ++o)
+        store_outputs<A, Out, kExclusive>(p, static_cast<Out*>(p.out[o]) + out_row, v, first, count);
+}
+
+// The kernel: the tile path takes row blockIdx.x; the tree path takes a ticket, tile ticket % tiles of row
+// ticket / tiles, and the last block to finish sets the counters and flags back to zero.
+template <class Op, class In, class A, class Out, bool kExclusive, bool kTree>
+__device__ __forceinline__ void scan_kernel(const ScanParams& p) {
+    if constexpr (!kTree) {
+        scan_tile<Op, In, A, Out, kExclusive, false>(p, (long long)blockIdx.x, 0);
+    } else {
+        __shared__ unsigned ticket;
+        __shared__ int last;
+        if (threadIdx.x == 0) ticket = atomicAdd(p.counters, 1u);
+        __syncthreads();
+        scan_tile<Op, In, A, Out, kExclusive, true>(p, (long long)ticket / p.tiles,
+                                                    (long long)ticket % p.tiles);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            last = atomicAdd(p.counters + 1, 1u) == gridDim.x - 1 ? 1 : 0;
+        }
+        __syncthreads();
+        if (last) {
+            __threadfence();
+            const long long flags = p.row_nodes * (long long)(gridDim.x / p.tiles);
+            for (long long i = threadIdx.x; i < flags; i += kThreads) p.counters[2 + i] = 0u;
+            if (threadIdx.x == 0) {
+                p.counters[0] = 0u;
+                p.counters[1] = 0u;
+            }
+        }
+    }
+}
+
+}  // namespace scan
+}  // namespace lm

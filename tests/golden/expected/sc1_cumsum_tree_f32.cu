@@ -1,0 +1,10 @@
+// ---- Loom scan kernel cumsum (from "cumsum") ----
+// cumsum of float32 -> float32, accumulated in float32
+// path: single pass: a block per tile in launch order (a counter), carries from the pairwise tree of tile aggregates that earlier tiles publish (release / acquire)
+// block: 256 threads of 8 elements (a tile of 2048): thread totals, Kogge-Stone over lanes (shuffles) and over warps (shared memory), the thread prefixes, the outputs
+// entry point: cumsum (loads and stores in whole 16-byte pieces or by elements: the parameters `vector_in`, `vector_out`)
+
+extern "C" __global__ void __launch_bounds__(256) cumsum(const lm::ScanParams p) {
+    lm::await_prior_grids();                                             // the stream's previous kernel complete
+    lm::scan::scan_kernel<lm::scan::Sum, float, float, float, false, true>(p); // combine, in, accumulator, out, exclusive, tree
+}

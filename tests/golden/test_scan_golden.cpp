@@ -1,0 +1,114 @@
+// Scan kernels (Family::Scan; docs/semantics.md, "Scans"): a float32 cumsum over long rows is one kernel on
+// the single-pass tree path, whose text is the golden file; the kernels of every op and dtype, on both paths,
+// inclusive and exclusive, compile with NVRTC for sm_90 (no GPU needed); elementwise producers and consumers
+// are kernels of their own.
+#include <cstdlib>
+#include <loom/loom.hpp>
+
+#include "golden_util.hpp"
+#include "loom/ir/pass.hpp"
+#include "loom/runtime/gpu_executor.hpp"
+#include "loom/runtime/testing.hpp"
+
+using namespace loom;
+
+namespace {
+
+std::vector<codegen::KernelSource> compile_plan(const std::vector<Array>& arrays, bool compile = true) {
+    std::vector<ir::NodePtr> roots;
+    for (const Array& a : arrays) roots.push_back(a.node());
+    const codegen::FusionPlan plan = gpu::plan_bound(ir::run_pipeline(roots, ir::standard_passes()),
+                                                     codegen::DeviceInfo::h200(), {}, "", nullptr, {});
+    std::vector<codegen::KernelSource> sources = gpu::emit_kernels(plan);
+    REQUIRE(!sources.empty());
+    if (compile)
+        for (const codegen::KernelSource& ks : sources) golden::compile_sm90(ks);
+    return sources;
+}
+
+using ScanFn = Array (*)(const Operand&, std::int64_t, ScanOptions, Loc);
+
+}  // namespace
+
+TEST_CASE("golden: a float32 cumsum over rows of many tiles is one single-pass kernel") {
+    const Tensor x = Tensor::host({4, 3 * 2048 + 5}, float32);
+    const auto ks = compile_plan({cumsum(x, 1)});
+    REQUIRE(ks.size() == 1);
+    CHECK(ks[0].kernel.find("lm::scan::scan_kernel<lm::scan::Sum, float, float, float, false, true>") !=
+          std::string::npos);
+    golden::check_text("sc1_cumsum_tree_f32", ks[0].kernel);
+}
+
+TEST_CASE("golden: the scan kernel of every op and dtype compiles, on both paths") {
+    // Each kernel takes about a second of NVRTC: by default each op with a sample of dtypes that covers every
+    // dtype and both paths; LOOM_TEST_EXHAUSTIVE=1 compiles every op, dtype and path, inclusive and
+    // exclusive.
+    const bool all = std::getenv("LOOM_TEST_EXHAUSTIVE") != nullptr;
+    const ScanFn ops[] = {cumsum, cumprod, cummax, cummin, logcumsumexp};
+    int k = 0;
+    for (int o = 0; o < 5; ++o)
+        for (DType t : kAllDTypes) {
+            if (o == 4 && !is_float(t)) continue;
+            for (std::int64_t n : {100, 1000, 5000})
+                for (bool exclusive : {false, true}) {
+                    if (!all && (k++ % 7) != 0) continue;
+                    CAPTURE(o);
+                    CAPTURE(name(t));
+                    CAPTURE(n);
+                    CAPTURE(exclusive);
+                    const Tensor x = Tensor::host({3, n}, t);
+                    const auto ks = compile_plan({ops[o](x, -1, {.exclusive = exclusive}, Loc::current())});
+                    REQUIRE(ks.size() == 1);
+                    const char* entry = n > 256 ? "lm::scan::scan_kernel<" : "lm::scan::scan_warp_rows<";
+                    CHECK(ks[0].kernel.find(entry) != std::string::npos);
+                    if (n > 256)
+                        CHECK(ks[0].kernel.find(n > 2048 ? ", true>(p);" : ", false>(p);") !=
+                              std::string::npos);
+                }
+        }
+}
+
+TEST_CASE("golden: a scan's elementwise producer and consumer are kernels of their own") {
+    const Tensor x = Tensor::host({8, 300}, bfloat16);
+    const Array y = cummax(Array(x) * 2.0, 0) + 1.0;
+    const auto ks = compile_plan({y}, false);
+    REQUIRE(ks.size() == 3);
+    CHECK(ks[1].kernel.find("lm::scan::scan_warp_rows<lm::scan::Max, lm::bf16, float, lm::bf16, false>") !=
+          std::string::npos);
+    // A transposed input is read in place (strided loads): one kernel.
+    const Tensor xt = Tensor::host({300, 8}, float64).transposed();
+    const auto kt = compile_plan({logcumsumexp(xt, 1, {.exclusive = true})}, false);
+    REQUIRE(kt.size() == 1);
+}
+
+TEST_CASE("golden: the scan plan's path, strides and explain text") {
+    const auto plan_of = [](const Array& y) {
+        return gpu::plan_bound(ir::run_pipeline({y.node()}, ir::standard_passes()),
+                               codegen::DeviceInfo::h200(), {}, "", nullptr, {});
+    };
+    // A permuted [4, 3000, 5] input scanned along its axis of 3000 (stride 1 in memory): the tree path; the
+    // other two axes follow each other in the input (strides 15000 and 3000) but not in the contiguous result
+    // (15000 and 1), so they stay two.
+    const Tensor x = Tensor::host({4, 5, 3000}, float32);
+    const codegen::FusionPlan p = plan_of(cumsum(x.permute({0, 2, 1}), 1));
+    REQUIRE(p.kernels.size() == 1);
+    const auto& s = std::get<codegen::PlannedScan>(p.kernels[0].schedule);
+    CHECK(s.plan.path == codegen::ScanPath::Tree);
+    CHECK(s.length == 3000);
+    CHECK(s.tiles() == 2);
+    CHECK(s.in_step == 1);
+    CHECK(s.outer == std::vector<std::int64_t>{4, 5});
+    CHECK(s.in_outer == std::vector<std::int64_t>{15000, 3000});
+    CHECK(s.out_outer == std::vector<std::int64_t>{15000, 1});
+    CHECK(s.rows() == 20);
+    const std::string text = p.to_string();
+    CHECK(text.find("cumsum") != std::string::npos);
+    CHECK(text.find("single pass") != std::string::npos);
+    // A row of 2048: the tile path; int8 cumsum accumulates and stores int64.
+    const codegen::FusionPlan q = plan_of(cumsum(Tensor::host({7, 2048}, int8), -1, {.exclusive = true}));
+    const auto& t = std::get<codegen::PlannedScan>(q.kernels[0].schedule);
+    CHECK(t.plan.path == codegen::ScanPath::Tile);
+    CHECK(t.plan.acc == int64);
+    CHECK(t.plan.out == int64);
+    CHECK(t.plan.exclusive);
+}

@@ -1,0 +1,126 @@
+// GPU tests of the scans (docs/semantics.md, "Scans"): the kernels' bits equal the CPU reference's for every
+// op and dtype on rows of 0 to 70000 elements (one tile and the single-pass tree), inclusive and exclusive;
+// long rows of many tiles (2^22 + 3 elements: 2049 tiles, eleven levels of the tree); a non-last axis; views
+// (a permuted and a sliced input read in place, a result written into a permuted view); NaN, -0.0 and
+// infinities; a kernel run twice (the counters left zero).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <loom/loom.hpp>
+#include <string>
+#include <vector>
+
+#include "loom/runtime/reference.hpp"
+#include "loom/runtime/testing.hpp"
+
+using namespace loom;
+
+namespace {
+
+const Device cuda0 = Device::cuda(0);
+
+using ScanFn = Array (*)(const Operand&, std::int64_t, ScanOptions, Loc);
+struct ScanOp {
+    const char* name;
+    ScanFn fn;
+};
+const ScanOp kOps[] = {{"cumsum", cumsum},
+                       {"cumprod", cumprod},
+                       {"cummax", cummax},
+                       {"cummin", cummin},
+                       {"logcumsumexp", logcumsumexp}};
+
+// Values for `op` of dtype t on the GPU: normal floats (cumprod: near 1, so products stay finite for long),
+// integers in [-100, 100) (cumprod: mostly 1, some 2 and -1), bools.
+Tensor values_for(const std::string& op, const Shape& s, DType t, std::uint64_t seed) {
+    if (!is_float(t)) {
+        const Tensor u = testing::random_tensor(s, DType::Float64, seed, testing::Random::uniform(0.0, 1.0));
+        const Array x(u);
+        const Array v = t == DType::Bool  ? Array(x < 0.5)
+                        : op == "cumprod" ? where(x < 0.9, 1.0, where(x < 0.95, 2.0, -1.0)).astype(t)
+                                          : floor(x * 200.0 - 100.0).astype(t);
+        return v.eval().to(cuda0);
+    }
+    const Tensor n = op == "cumprod"
+                         ? testing::random_tensor(s, t, seed, testing::Random::uniform(0.99, 1.01))
+                         : testing::random_tensor(s, t, seed, testing::Random::normal(0.0, 4.0));
+    return n.to(cuda0);
+}
+
+// Evaluates `y` on the GPU into a poisoned output and checks it against the reference bit for bit (NaN
+// matches NaN; zeros by sign).
+void check_bits(const Array& y, const std::string& what) {
+    Tensor out = Tensor::empty(y.shape(), y.dtype(), cuda0);
+    testing::poison(out);
+    assign(out, y);
+    const Tensor expected = reference::evaluate(y.node());
+    const testing::Comparison c = testing::compare(out, expected, testing::Tolerance::exact(), what);
+    CHECK_MESSAGE(c.ok, what << ": " << c.message);
+}
+
+}  // namespace
+
+TEST_CASE("scan on the GPU: the reference's bits, every op, dtype and row length, inclusive and exclusive") {
+    for (const ScanOp& op : kOps)
+        for (DType t : kAllDTypes) {
+            if (std::string(op.name) == "logcumsumexp" && !is_float(t)) continue;
+            for (std::int64_t n : {0, 1, 31, 32, 33, 2047, 2048, 2049, 4097, 3 * 2048 + 5, 70000}) {
+                const Tensor x = values_for(op.name, {3, n}, t, static_cast<std::uint64_t>(n) + 1);
+                for (bool exclusive : {false, true})
+                    check_bits(
+                        op.fn(x, 1, {.exclusive = exclusive}, Loc::current()),
+                        fmt::format("{} {} n={}{}", op.name, name(t), n, exclusive ? " exclusive" : ""));
+            }
+        }
+}
+
+TEST_CASE("scan on the GPU: long rows of many tiles, run twice") {
+    const std::int64_t n = (std::int64_t{1} << 22) + 3;
+    for (DType t : {DType::Float32, DType::Float64, DType::BFloat16, DType::Int32}) {
+        const Tensor x = values_for("cumsum", {n}, t, 7);
+        for (int run = 0; run < 2; ++run)
+            check_bits(cumsum(x, 0), fmt::format("cumsum {} 2^22 + 3, run {}", name(t), run));
+    }
+    const Tensor f = values_for("logcumsumexp", {2, n}, DType::Float32, 8);
+    check_bits(logcumsumexp(f, -1), "logcumsumexp float32 [2, 2^22 + 3]");
+    check_bits(cummax(f, -1, {.exclusive = true}), "cummax exclusive float32 [2, 2^22 + 3]");
+    check_bits(cumprod(values_for("cumprod", {n}, DType::Float32, 9), 0), "cumprod float32 2^22 + 3");
+}
+
+TEST_CASE("scan on the GPU: a non-last axis, views read in place and a result written into a view") {
+    const Tensor x = values_for("cumsum", {5, 4099, 3}, DType::Float32, 10);
+    for (const ScanOp& op : kOps) {
+        check_bits(op.fn(x, 1, {}, Loc::current()), fmt::format("{} axis 1 of [5, 4099, 3]", op.name));
+        check_bits(op.fn(x, 0, {}, Loc::current()), fmt::format("{} axis 0 of [5, 4099, 3]", op.name));
+        check_bits(op.fn(x.permute({2, 0, 1}), 2, {}, Loc::current()),
+                   fmt::format("{} of a permuted view", op.name));
+    }
+    const Tensor h = values_for("cumsum", {9000}, DType::Float16, 11);
+    check_bits(cumsum(h.slice({{1, ir::SliceSpec::kNone, 3}}), 0), "cumsum of a sliced float16 view");
+    // The result stored into a permuted view of the output.
+    const Array y = cumsum(x, 1);
+    Tensor out = Tensor::empty({3, 5, 4099}, DType::Float32, cuda0);
+    testing::poison(out);
+    assign(out.permute({1, 2, 0}), y);
+    const Tensor expected = reference::evaluate(y.node());
+    const testing::Comparison c = testing::compare(out.permute({1, 2, 0}).clone(), expected,
+                                                   testing::Tolerance::exact(), "into a view");
+    CHECK_MESSAGE(c.ok, c.message);
+}
+
+TEST_CASE("scan on the GPU: NaN, -0.0 and infinities") {
+    const std::int64_t n = 3 * 2048 + 5;
+    std::vector<float> v(static_cast<std::size_t>(n), -0.0f);
+    Tensor z = Tensor::host({n}, DType::Float32);
+    std::memcpy(z.data(), v.data(), v.size() * 4);
+    check_bits(cumsum(z.to(cuda0), 0), "cumsum of -0.0 over tiles");
+    v[100] = 1.0f;
+    v[3000] = NAN;
+    v[5000] = INFINITY;
+    v[5001] = -INFINITY;
+    std::memcpy(z.data(), v.data(), v.size() * 4);
+    const Tensor zd = z.to(cuda0);
+    for (const ScanOp& op : kOps)
+        check_bits(op.fn(zd, 0, {}, Loc::current()), fmt::format("{} with NaN and Inf", op.name));
+}
