@@ -340,8 +340,9 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                 const ir::Node* over = elementwise_over_product(*base);
                 std::string why =
                     !options.fusion ? std::string("fusion is off")
-                    : whole ? fmt::format("{} reads its operands through strides, and this reshape has none "
-                                          "for its input's layout",
+                    : whole         ? fmt::format(
+                                          "{} reads its operands through strides, and this reshape has none "
+                                                  "for its input's layout",
                                           ir::op_name(m->op()))
                     : ir::is_scan(m->op())
                         ? std::string(
@@ -381,21 +382,23 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                                                              : "a matrix product";
             std::vector<Slot> writes;
             if (read.count(m.get()))
-                writes.push_back(Slot{
-                    Slot::Kind::Temp,
-                    A.materialize(m, k.family == Family::Scan
-                                         ? "a scan's result, read by another kernel (its elementwise consumers "
-                                           "are not fused as its epilogue)"
-                                         : fmt::format("{}'s result, read by another kernel",
-                                                       k.family == Family::Attention ? "attention"
-                                                                                     : "a matrix product"))});
+                writes.push_back(
+                    Slot{Slot::Kind::Temp,
+                         A.materialize(
+                             m, k.family == Family::Scan
+                                    ? "a scan's result, read by another kernel (its elementwise consumers "
+                                      "are not fused as its epilogue)"
+                                    : fmt::format("{}'s result, read by another kernel",
+                                                  k.family == Family::Attention ? "attention"
+                                                                                : "a matrix product"))});
             if (const auto it = roots_of.find(m.get()); it != roots_of.end())
                 for (std::size_t i : it->second)
                     writes.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
             const ir::NodePtr sub = A.substitute({m}, {m.get()}).at(0);
             k.outputs.assign(writes.size(), sub);
             k.writes = std::move(writes);
-            k.name = k.family == Family::Scan ? std::string(ir::op_name(m->op())) : std::string(family_name(k.family));
+            k.name = k.family == Family::Scan ? std::string(ir::op_name(m->op()))
+                                              : std::string(family_name(k.family));
             std::string prologue;
             for (const ir::NodePtr& x : sub->operands())
                 for (const ir::Node* n : ir::topo_order({x}))
