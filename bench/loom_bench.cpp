@@ -97,6 +97,13 @@ void report(const std::string& workload, const std::string& method, double ms, d
     std::fflush(stdout);
 }
 
+// A row measured in milliseconds alone (no bytes or FLOP counted, as WORKLOADS.md's MC1).
+void report_ms(const std::string& workload, const std::string& method, double ms) {
+    g_rows.push_back({workload, method, ms, 0});
+    fmt::print("{:16s} {:14s} {:9.4f} ms\n", workload, method, ms);
+    std::fflush(stdout);
+}
+
 // A matrix product's row: GB/s of `bytes` (0: not shown) and TFLOP/s of `flops`.
 void report_flops(const std::string& workload, const std::string& method, double ms, double bytes,
                   double flops) {
@@ -615,6 +622,29 @@ void bench_gpt2_block(const Gpu& gpu, const std::string& id, DType dt, gpt2::For
     const double flops = 2.0 * B * T * gpt2::C * 12 * gpt2::C +
                          4.0 * B * gpt2::NH * gpt2::HS * static_cast<double>(T) * (T + 1) / 2;
     report_flops(id, "loom", timed_ms([&] { out = gpt2::call(f, x, w); }, gpu.opt.reps), 0.0, flops);
+}
+
+// MC1: the arithmetic-average Asian call of WORKLOADS.md, 2^20 paths x 252 steps (S0 = K = 100, r = 0.05,
+// sigma = 0.2, T = 1): normals drawn in the kernel, the log path by cumsum, the average, the discounted mean
+// payoff; ms per price, as one traced function (samples/monte_carlo.cpp prices the same option).
+void bench_mc1(const Gpu& gpu) {
+    const std::int64_t paths = std::int64_t{1} << 20, steps = 252;
+    const double dt = 1.0 / static_cast<double>(steps), r = 0.05, sigma = 0.2;
+    auto price = function("asian_call", [=](Array shift) {
+        const Array z = random_normal({paths, steps}, 5, float32, gpu.dev);
+        const Array log_s =
+            std::log(100.0) + cumsum((r - 0.5 * sigma * sigma) * dt + sigma * std::sqrt(dt) * z, 1);
+        return mean(maximum(mean(exp(log_s), {1}) - 100.0, 0.0)) * std::exp(-r) + shift;
+    });
+    const Tensor zero = Tensor(full({}, 0.0, float32, gpu.dev));
+    Tensor out = price(zero);
+    const double p = out.to_host().item<float>();
+    fmt::print("# MC1 price {:.4f}\n", p);
+    if (!(p > 5.0 && p < 7.0)) {  // the Asian call of these parameters is worth about 5.8
+        fmt::print(stderr, "MC1: RESULT MISMATCH: price {} outside [5, 7]\n", p);
+        g_failed = true;
+    }
+    report_ms("MC1_asian_mc", "loom", timed_ms([&] { out = price(zero); }, gpu.opt.reps));
 }
 
 void bench_e2(const Gpu& gpu) {
@@ -1229,6 +1259,7 @@ const std::vector<GpuWorkload>& gpu_workloads() {
           "M7_NN_bf16", "M7_NT_bf16", "M7_TN_bf16", "M7_TT_bf16", "M7_heads_qk_bf16", "M7_heads_pv_bf16"},
          false,
          bench_m7},
+        {{"MC1_asian_mc"}, true, bench_mc1},
         {{"B1_gpt2_block_f32"},
          true,
          [](const Gpu& gpu) { bench_gpt2_block(gpu, "B1_gpt2_block_f32", float32, gpt2::Form::Attention); }},
