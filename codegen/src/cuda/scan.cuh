@@ -16,6 +16,11 @@
 
 // LOOM_SCAN_CORE
 
+// Loops the compiler unrolls (empty in the host simulation of tests/unit/test_scan_kernel.cpp).
+#ifndef LM_SCAN_UNROLL
+#define LM_SCAN_UNROLL _Pragma("unroll")
+#endif
+
 namespace lm {
 
 // LOOM_SCAN_PARAMS
@@ -151,7 +156,7 @@ template <class T>
 __device__ __forceinline__ void load_pieces(T (&v)[kPerThread], const T* p) {
     constexpr int bytes = kPerThread * (int)sizeof(T);
     if constexpr (bytes >= 16) {
-#pragma unroll
+LM_SCAN_UNROLL
         for (int k = 0; k < bytes / 16; ++k)
             reinterpret_cast<uint4*>(v)[k] = __ldg(reinterpret_cast<const uint4*>(p) + k);
     } else {
@@ -162,7 +167,7 @@ template <class T>
 __device__ __forceinline__ void store_pieces(T* p, const T (&v)[kPerThread]) {
     constexpr int bytes = kPerThread * (int)sizeof(T);
     if constexpr (bytes >= 16) {
-#pragma unroll
+LM_SCAN_UNROLL
         for (int k = 0; k < bytes / 16; ++k)
             reinterpret_cast<uint4*>(p)[k] = reinterpret_cast<const uint4*>(v)[k];
     } else {
@@ -175,7 +180,7 @@ __device__ __forceinline__ void row_offsets(const ScanParams& p, long long row, 
                                             long long& out) {
     in = 0;
     out = 0;
-#pragma unroll
+LM_SCAN_UNROLL
     for (int a = 5; a >= 0; --a) {
         const long long i = row % p.outer[a];
         row /= p.outer[a];
@@ -191,6 +196,9 @@ __device__ __forceinline__ long long node_position(const ScanParams& p, long lon
     for (int q = 0; q < k; ++q) pos += p.tiles >> q;
     return pos;
 }
+// The flags' acquire and release. LOOM_SCAN_HOST_SIMULATION: tests/unit/test_scan_kernel.cpp runs this code
+// on host threads, with its own definitions of these two.
+#ifndef LOOM_SCAN_HOST_SIMULATION
 __device__ __forceinline__ unsigned load_acquire(const unsigned* f) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
@@ -199,6 +207,7 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* f) {
 __device__ __forceinline__ void store_release(unsigned* f, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(f), "r"(v) : "memory");
 }
+#endif
 template <class A>
 __device__ __forceinline__ void publish(const ScanParams& p, long long pos, A v) {
     static_cast<A*>(p.nodes)[pos] = v;
@@ -230,8 +239,7 @@ __device__ Maybe<A> tree_carry(const ScanParams& p, long long row, long long j, 
     A digit = aggregate;
     if (lane < 31 && ((j >> lane) & 1))
         digit = await_node<A>(p, node_position(p, row, lane, (j >> (lane + 1)) << 1));
-    Maybe<A> carry;
-    carry.has = false;
+    Maybe<A> carry = {A(), false};
     for (int k = 30; k >= 0; --k) {
         const A v = __shfl_sync(0xffffffffu, digit, k);
         if ((j >> k) & 1) fold<Op>(carry, v);
@@ -246,16 +254,16 @@ __device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, con
                                               long long first, int count) {
     if constexpr (kExclusive) {
         if (first == 0) narrow(out, from_bits<A>(p.identity));
-#pragma unroll
+LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
             if (i < count && first + i + 1 < p.length) narrow(out + (first + i + 1) * p.out_step, v[i]);
     } else if (count == kPerThread && p.vector_out) {
         __align__(16) Out raw[kPerThread];
-#pragma unroll
+LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i) narrow(raw + i, v[i]);
         store_pieces(out + first, raw);
     } else {
-#pragma unroll
+LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
             if (i < count) narrow(out + (first + i) * p.out_step, v[i]);
     }
@@ -274,15 +282,15 @@ __device__ __forceinline__ A thread_total(const ScanParams& p, const In* in, lon
     if (count == kPerThread && p.vector_in) {
         __align__(16) In raw[kPerThread];
         load_pieces(raw, in + first);
-#pragma unroll
+LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i) v[i] = widen(raw[i]);
     } else {
-#pragma unroll
+LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
             if (i < count) v[i] = widen(in[(first + i) * p.in_step]);
     }
     A x = v[0];
-#pragma unroll
+LM_SCAN_UNROLL
     for (int i = 1; i < kPerThread; ++i)
         if (i < count) x = Op::template combine<A>(x, v[i]);
     return x;
@@ -291,7 +299,7 @@ __device__ __forceinline__ A thread_total(const ScanParams& p, const In* in, lon
 // Step 2: the lane scan (every lane shuffles; absent threads, a tail of lanes, do not combine).
 template <class Op, class A>
 __device__ __forceinline__ A lane_scan(A x, int lane, int count) {
-#pragma unroll
+LM_SCAN_UNROLL
     for (int d = 1; d < 32; d *= 2) {
         const A y = __shfl_up_sync(0xffffffffu, x, d);
         if (lane >= d && count > 0) x = Op::template combine<A>(y, x);
@@ -304,7 +312,7 @@ template <class Op, class A>
 __device__ __forceinline__ void thread_outputs(const Maybe<A>& prefix, int count, A (&v)[kPerThread]) {
     A r = prefix.has ? Op::template combine<A>(prefix.v, v[0]) : v[0];
     v[0] = r;
-#pragma unroll
+LM_SCAN_UNROLL
     for (int i = 1; i < kPerThread; ++i)
         if (i < count) v[i] = r = Op::template combine<A>(r, v[i]);
 }
@@ -359,7 +367,7 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, lo
     __syncthreads();
     if (w == 0) {
         A s = warp_scan[lane < warps ? lane : 0];
-#pragma unroll
+LM_SCAN_UNROLL
         for (int d = 1; d < kWarps; d *= 2) {
             const A y = __shfl_up_sync(0xffffffffu, s, d);
             if (lane >= d && lane < warps) s = Op::template combine<A>(y, s);
@@ -370,8 +378,7 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, lo
 
     // Steps 6 and 7: the tile's aggregate and carry.
     if (w == 0) {
-        Maybe<A> c;
-        c.has = false;
+        Maybe<A> c = {A(), false};
         if constexpr (kTree) c = tree_carry<Op, A>(p, row, j, warp_scan[warps - 1], lane);
         if (lane == 0) {
             carry_value = c.v;
