@@ -237,12 +237,12 @@ TEST_CASE("scan kernel (simulated): float32, every op, the three paths, inclusiv
     using namespace lm::scan;
     for (std::int64_t n : kLengths)
         for (bool ex : {false, true}) {
-            const Tensor x = testing::random_tensor({3, n}, DType::Float32, static_cast<std::uint64_t>(n));
+            const Tensor x = testing::random_tensor({2, n}, DType::Float32, static_cast<std::uint64_t>(n));
             const ScanOptions o{.exclusive = ex};
             const std::string w = fmt::format("n={}{}", n, ex ? " exclusive" : "");
             check<Sum, float, float, float>(cumsum(x, 1, o), x, "cumsum " + w);
-            check<LogAddExp, float, float, float>(logcumsumexp(x, 1, o), x, "logcumsumexp " + w);
             if (n > 3000) continue;  // the others on fewer lengths: time
+            check<LogAddExp, float, float, float>(logcumsumexp(x, 1, o), x, "logcumsumexp " + w);
             check<Prod, float, float, float>(cumprod(x, 1, o), x, "cumprod " + w);
             check<Max, float, float, float>(cummax(x, 1, o), x, "cummax " + w);
             check<Min, float, float, float>(cummin(x, 1, o), x, "cummin " + w);
