@@ -3,7 +3,7 @@
 // exchange between barriers of its 32 threads, the counters and flags std::atomic_ref. Its parameters come
 // from the GPU plan and the family's bind, as on a device, so this checks the plan, the binding and the
 // kernel's indexing, stores and tree (not the device's memory model) against the reference, bit for bit, on
-// all three paths (a warp per row, a block per row, the single pass), here where no GPU runs them.
+// all three paths (a warp per row; 2, 4 or 8 warps per row; the single pass), here where no GPU runs them.
 #pragma GCC optimize("no-strict-aliasing")  // the kernel moves 16-byte pieces through uint4
 
 #include <doctest/doctest.h>
@@ -161,9 +161,16 @@ Entry entry_for(const codegen::ScanPlan& p) {
     if (p.path == ScanPath::Warp)
         return p.exclusive ? lm::scan::scan_warp_rows<Op, In, A, Out, true>
                            : lm::scan::scan_warp_rows<Op, In, A, Out, false>;
-    if (p.path == ScanPath::Tile)
-        return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false>
-                           : lm::scan::scan_kernel<Op, In, A, Out, false, false>;
+    if (p.path == ScanPath::Tile) {
+        if (p.row_warps == 2)
+            return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 2>
+                               : lm::scan::scan_kernel<Op, In, A, Out, false, false, 2>;
+        if (p.row_warps == 4)
+            return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 4>
+                               : lm::scan::scan_kernel<Op, In, A, Out, false, false, 4>;
+        return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 8>
+                           : lm::scan::scan_kernel<Op, In, A, Out, false, false, 8>;
+    }
     return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, true>
                        : lm::scan::scan_kernel<Op, In, A, Out, false, true>;
 }
@@ -228,8 +235,8 @@ void check(const Array& y, const Tensor& input, const std::string& what) {
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
 }
 
-const std::int64_t kLengths[] = {1,    33,   256,         257,
-                                 2048, 2049, 8 * 2048 + 1};  // 9 tiles: tile 7 folds 3 digits
+// The paths: a warp (up to 256), 2, 4 and 8 warps per row, the tree (9 tiles: tile 7 folds 3 digits).
+const std::int64_t kLengths[] = {1, 33, 256, 257, 700, 1025, 2048, 2049, 8 * 2048 + 1};
 
 }  // namespace
 
