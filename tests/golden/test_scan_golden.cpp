@@ -62,7 +62,7 @@ TEST_CASE("golden: the scan kernel of every op and dtype compiles, on both paths
                     const char* entry = n > 256 ? "lm::scan::scan_kernel<" : "lm::scan::scan_warp_rows<";
                     CHECK(ks[0].kernel.find(entry) != std::string::npos);
                     if (n > 256)
-                        CHECK(ks[0].kernel.find(n > 2048 ? ", true>(p);" : ", false>(p);") !=
+                        CHECK(ks[0].kernel.find(n > 2048 ? ", true>(p);" : ", false, 4>(p);") !=
                               std::string::npos);
                 }
         }

@@ -65,7 +65,8 @@ TEST_CASE("scan on the GPU: the reference's bits, every op, dtype and row length
     for (const ScanOp& op : kOps)
         for (DType t : kAllDTypes) {
             if (std::string(op.name) == "logcumsumexp" && !is_float(t)) continue;
-            for (std::int64_t n : {0, 1, 31, 32, 33, 2047, 2048, 2049, 4097, 3 * 2048 + 5, 70000}) {
+            for (std::int64_t n :
+                 {0, 1, 31, 32, 33, 300, 1000, 2047, 2048, 2049, 4097, 3 * 2048 + 5, 70000}) {
                 const Tensor x = values_for(op.name, {3, n}, t, static_cast<std::uint64_t>(n) + 1);
                 for (bool exclusive : {false, true})
                     check_bits(

@@ -65,8 +65,9 @@ KernelSource emit_scan(std::string_view user_name, const PlannedScan& ps) {
                            "combine, in, accumulator, out, exclusive", kColumn);
     else
         detail::write_line(s, 4,
-                           fmt::format("lm::scan::scan_kernel<{}, {}>(p);", types,
-                                       p.path == ScanPath::Tree ? "true" : "false"),
+                           p.path == ScanPath::Tree
+                               ? fmt::format("lm::scan::scan_kernel<{}, true>(p);", types)
+                               : fmt::format("lm::scan::scan_kernel<{}, false, {}>(p);", types, p.row_warps),
                            "combine, in, accumulator, out, exclusive, tree", kColumn);
     s += "}\n";
     ks.source = fmt::format("{}\n{}\n{}", prelude_source(), detail::scan_device_source(), ks.kernel);

@@ -114,7 +114,8 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
         s.plan.path == ScanPath::Warp
             ? fmt::format("one warp per row, 8 rows per block ({} rows of {})", s.rows(), s.length)
         : s.plan.path == ScanPath::Tile
-            ? fmt::format("one block per row ({} rows of {})", s.rows(), s.length)
+            ? fmt::format("{} warps per row, {} rows per block ({} rows of {})", s.plan.row_warps,
+                          8 / s.plan.row_warps, s.rows(), s.length)
             : fmt::format(
                   "single pass: {} rows of {} tiles, a block per tile in launch order, carries from the "
                   "tile tree",
@@ -176,9 +177,11 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
         throw InternalError(fmt::format("scan kernel: {} parameter bytes for {}", params.size(), sizeof sp));
     std::memcpy(params.data(), &sp, sizeof sp);
     BoundLaunch b;
-    const std::int64_t blocks = s.length == 0                 ? 0
-                                : plan.path == ScanPath::Warp ? (s.rows() + 7) / 8
-                                                              : s.rows() * sp.tiles;
+    const std::int64_t rows_per_block = plan.path == ScanPath::Warp ? 8 : 8 / plan.row_warps;
+    const std::int64_t blocks = s.length == 0 ? 0
+                                : plan.path == ScanPath::Tree
+                                    ? s.rows() * sp.tiles
+                                    : (s.rows() + rows_per_block - 1) / rows_per_block;
     if (blocks == 0) return b;
     if (blocks > 0x7fffffffll)
         throw Error(fmt::format("{}(): {} blocks of {} elements exceed a launch's {} ({})",

@@ -16,6 +16,11 @@
 
 // LOOM_SCAN_CORE
 
+// Loops the compiler unrolls (empty in the host simulation of tests/unit/test_scan_kernel.cpp).
+#ifndef LM_SCAN_UNROLL
+#define LM_SCAN_UNROLL _Pragma("unroll")
+#endif
+
 namespace lm {
 
 // LOOM_SCAN_PARAMS
@@ -151,7 +156,7 @@ template <class T>
 __device__ __forceinline__ void load_pieces(T (&v)[kPerThread], const T* p) {
     constexpr int bytes = kPerThread * (int)sizeof(T);
     if constexpr (bytes >= 16) {
-#pragma unroll
+        LM_SCAN_UNROLL
         for (int k = 0; k < bytes / 16; ++k)
             reinterpret_cast<uint4*>(v)[k] = __ldg(reinterpret_cast<const uint4*>(p) + k);
     } else {
@@ -162,7 +167,7 @@ template <class T>
 __device__ __forceinline__ void store_pieces(T* p, const T (&v)[kPerThread]) {
     constexpr int bytes = kPerThread * (int)sizeof(T);
     if constexpr (bytes >= 16) {
-#pragma unroll
+        LM_SCAN_UNROLL
         for (int k = 0; k < bytes / 16; ++k)
             reinterpret_cast<uint4*>(p)[k] = reinterpret_cast<const uint4*>(v)[k];
     } else {
@@ -175,7 +180,7 @@ __device__ __forceinline__ void row_offsets(const ScanParams& p, long long row, 
                                             long long& out) {
     in = 0;
     out = 0;
-#pragma unroll
+    LM_SCAN_UNROLL
     for (int a = 5; a >= 0; --a) {
         const long long i = row % p.outer[a];
         row /= p.outer[a];
@@ -191,6 +196,9 @@ __device__ __forceinline__ long long node_position(const ScanParams& p, long lon
     for (int q = 0; q < k; ++q) pos += p.tiles >> q;
     return pos;
 }
+// The flags' acquire and release. LOOM_SCAN_HOST_SIMULATION: tests/unit/test_scan_kernel.cpp runs this code
+// on host threads, with its own definitions of these two.
+#ifndef LOOM_SCAN_HOST_SIMULATION
 __device__ __forceinline__ unsigned load_acquire(const unsigned* f) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
@@ -199,6 +207,7 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* f) {
 __device__ __forceinline__ void store_release(unsigned* f, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(f), "r"(v) : "memory");
 }
+#endif
 template <class A>
 __device__ __forceinline__ void publish(const ScanParams& p, long long pos, A v) {
     static_cast<A*>(p.nodes)[pos] = v;
@@ -230,8 +239,7 @@ __device__ Maybe<A> tree_carry(const ScanParams& p, long long row, long long j, 
     A digit = aggregate;
     if (lane < 31 && ((j >> lane) & 1))
         digit = await_node<A>(p, node_position(p, row, lane, (j >> (lane + 1)) << 1));
-    Maybe<A> carry;
-    carry.has = false;
+    Maybe<A> carry = {A(), false};
     for (int k = 30; k >= 0; --k) {
         const A v = __shfl_sync(0xffffffffu, digit, k);
         if ((j >> k) & 1) fold<Op>(carry, v);
@@ -246,16 +254,16 @@ __device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, con
                                               long long first, int count) {
     if constexpr (kExclusive) {
         if (first == 0) narrow(out, from_bits<A>(p.identity));
-#pragma unroll
+        LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
             if (i < count && first + i + 1 < p.length) narrow(out + (first + i + 1) * p.out_step, v[i]);
     } else if (count == kPerThread && p.vector_out) {
         __align__(16) Out raw[kPerThread];
-#pragma unroll
+        LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i) narrow(raw + i, v[i]);
         store_pieces(out + first, raw);
     } else {
-#pragma unroll
+        LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
             if (i < count) narrow(out + (first + i) * p.out_step, v[i]);
     }
@@ -274,15 +282,15 @@ __device__ __forceinline__ A thread_total(const ScanParams& p, const In* in, lon
     if (count == kPerThread && p.vector_in) {
         __align__(16) In raw[kPerThread];
         load_pieces(raw, in + first);
-#pragma unroll
+        LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i) v[i] = widen(raw[i]);
     } else {
-#pragma unroll
+        LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
             if (i < count) v[i] = widen(in[(first + i) * p.in_step]);
     }
     A x = v[0];
-#pragma unroll
+    LM_SCAN_UNROLL
     for (int i = 1; i < kPerThread; ++i)
         if (i < count) x = Op::template combine<A>(x, v[i]);
     return x;
@@ -291,7 +299,7 @@ __device__ __forceinline__ A thread_total(const ScanParams& p, const In* in, lon
 // Step 2: the lane scan (every lane shuffles; absent threads, a tail of lanes, do not combine).
 template <class Op, class A>
 __device__ __forceinline__ A lane_scan(A x, int lane, int count) {
-#pragma unroll
+    LM_SCAN_UNROLL
     for (int d = 1; d < 32; d *= 2) {
         const A y = __shfl_up_sync(0xffffffffu, x, d);
         if (lane >= d && count > 0) x = Op::template combine<A>(y, x);
@@ -304,7 +312,7 @@ template <class Op, class A>
 __device__ __forceinline__ void thread_outputs(const Maybe<A>& prefix, int count, A (&v)[kPerThread]) {
     A r = prefix.has ? Op::template combine<A>(prefix.v, v[0]) : v[0];
     v[0] = r;
-#pragma unroll
+    LM_SCAN_UNROLL
     for (int i = 1; i < kPerThread; ++i)
         if (i < count) v[i] = r = Op::template combine<A>(r, v[i]);
 }
@@ -334,19 +342,25 @@ __device__ __forceinline__ void scan_warp_rows(const ScanParams& p) {
 }
 
 // One tile of one row: steps 1 to 5 of the contract (and 6, 7 through tree_carry on the tree path), then the
-// stores.
-template <class Op, class In, class A, class Out, bool kExclusive, bool kTree>
-__device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, long long j) {
+// stores. kRowWarps warps take a row: the block's 8 (the tree path, rows longer than 1024 elements), or 4 or
+// 2 for shorter rows, 8 / kRowWarps rows per block from `row0` on (a group of warps past the last row loads
+// and stores nothing but takes part in every barrier).
+template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps>
+__device__ __forceinline__ void scan_tile(const ScanParams& p, long long row0, long long j) {
     __shared__ A warp_scan[kWarps];
     __shared__ A carry_value;
     __shared__ int carry_present;
-    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-    long long in_row, out_row;
-    row_offsets(p, row, in_row, out_row);
+    const int lane = threadIdx.x & 31, group = (threadIdx.x >> 5) / kRowWarps,
+              w = (threadIdx.x >> 5) % kRowWarps;
+    const int t = (int)threadIdx.x - group * kRowWarps * 32;  // the thread within its row's warps
+    const long long row = row0 + group;
+    long long in_row = 0, out_row = 0;
+    if (row < p.rows) row_offsets(p, row, in_row, out_row);
     const long long first = j * kTile + (long long)t * kPerThread;  // position of the thread's element 0
     const int len = (int)(p.length - j * kTile < kTile ? p.length - j * kTile : kTile);
-    const int count = present(p.length, first);
+    const int count = row < p.rows ? present(p.length, first) : 0;
     const int threads = (len + kPerThread - 1) / kPerThread, warps = (threads + 31) / 32;
+    A* const scan = warp_scan + group * kRowWarps;  // the warp values of this row
 
     // Steps 1 and 2.
     A v[kPerThread];
@@ -354,25 +368,25 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, lo
         thread_total<Op, In, A>(p, static_cast<const In*>(p.in) + in_row, first, count, v), lane, count);
     const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
 
-    // Step 3: the warp scan over the warp totals, by warp 0.
-    if (count > 0 && (lane == 31 || t == threads - 1)) warp_scan[w] = x;
+    // Step 3: the warp scan over the row's warp totals, by its first warp (steps d >= kRowWarps would change
+    // nothing: no present warp has an index that large).
+    if (count > 0 && (lane == 31 || t == threads - 1)) scan[w] = x;
     __syncthreads();
     if (w == 0) {
-        A s = warp_scan[lane < warps ? lane : 0];
-#pragma unroll
-        for (int d = 1; d < kWarps; d *= 2) {
+        A s = scan[lane < warps ? lane : 0];
+        LM_SCAN_UNROLL
+        for (int d = 1; d < kRowWarps; d *= 2) {
             const A y = __shfl_up_sync(0xffffffffu, s, d);
             if (lane >= d && lane < warps) s = Op::template combine<A>(y, s);
         }
-        if (lane < warps) warp_scan[lane] = s;
+        if (lane < warps) scan[lane] = s;
     }
     __syncthreads();
 
-    // Steps 6 and 7: the tile's aggregate and carry.
-    if (w == 0) {
-        Maybe<A> c;
-        c.has = false;
-        if constexpr (kTree) c = tree_carry<Op, A>(p, row, j, warp_scan[warps - 1], lane);
+    // Steps 6 and 7: the tile's aggregate and carry (the tree path: one row per block).
+    if (threadIdx.x < 32) {
+        Maybe<A> c = {A(), false};
+        if constexpr (kTree) c = tree_carry<Op, A>(p, row, j, scan[warps - 1], lane);
         if (lane == 0) {
             carry_value = c.v;
             carry_present = c.has ? 1 : 0;
@@ -385,26 +399,28 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, long long row, lo
     Maybe<A> prefix;
     prefix.has = carry_present != 0;
     prefix.v = carry_value;
-    if (w > 0) fold<Op>(prefix, warp_scan[w - 1]);
+    if (w > 0) fold<Op>(prefix, scan[w - 1]);
     if (lane > 0) fold<Op>(prefix, previous_lane);
     thread_outputs<Op, A>(prefix, count, v);
     for (int o = 0; o < p.outputs; ++o)
         store_outputs<A, Out, kExclusive>(p, static_cast<Out*>(p.out[o]) + out_row, v, first, count);
 }
 
-// The kernel: the tile path takes row blockIdx.x; the tree path takes a ticket, tile ticket % tiles of row
-// ticket / tiles, and the last block to finish sets the counters and flags back to zero.
-template <class Op, class In, class A, class Out, bool kExclusive, bool kTree>
+// The kernel: the tile path takes rows from blockIdx.x * (8 / kRowWarps) on; the tree path takes a ticket,
+// tile ticket % tiles of row ticket / tiles, and the last block to finish sets the counters and flags back to
+// zero.
+template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps = kWarps>
 __device__ __forceinline__ void scan_kernel(const ScanParams& p) {
     if constexpr (!kTree) {
-        scan_tile<Op, In, A, Out, kExclusive, false>(p, (long long)blockIdx.x, 0);
+        scan_tile<Op, In, A, Out, kExclusive, false, kRowWarps>(
+            p, (long long)blockIdx.x * (kWarps / kRowWarps), 0);
     } else {
         __shared__ unsigned ticket;
         __shared__ int last;
         if (threadIdx.x == 0) ticket = atomicAdd(p.counters, 1u);
         __syncthreads();
-        scan_tile<Op, In, A, Out, kExclusive, true>(p, (long long)ticket / p.tiles,
-                                                    (long long)ticket % p.tiles);
+        scan_tile<Op, In, A, Out, kExclusive, true, kWarps>(p, (long long)ticket / p.tiles,
+                                                            (long long)ticket % p.tiles);
         __syncthreads();
         if (threadIdx.x == 0) {
             __threadfence();

@@ -77,6 +77,7 @@ std::uint64_t ScanPlan::hash() const {
     h.add(exclusive ? 1u : 0u);
     h.add(static_cast<std::uint64_t>(path));
     h.add(static_cast<std::uint64_t>(threads));
+    h.add(static_cast<std::uint64_t>(row_warps));
     return h.digest();
 }
 
@@ -90,10 +91,14 @@ std::string ScanPlan::to_string() const {
         path == ScanPath::Warp
             ? "one warp per row of at most 256 elements, 8 rows per block (no warp scan, no "
               "carry)"
-        : path == ScanPath::Tile ? "one block per row of at most one tile (no carry)"
-                                 : "single pass: a block per tile in launch order (a counter), carries from "
-                                   "the pairwise tree of tile "
-                                   "aggregates that earlier tiles publish (release / acquire)",
+        : path == ScanPath::Tile
+            ? (row_warps == 8
+                   ? std::string("one block per row of at most one tile (no carry)")
+                   : fmt::format("{} warps per row of at most {} elements, {} rows per block (no carry)",
+                                 row_warps, row_warps * 32 * ir::kScanThreadElements, 8 / row_warps))
+            : "single pass: a block per tile in launch order (a counter), carries from "
+              "the pairwise tree of tile "
+              "aggregates that earlier tiles publish (release / acquire)",
         threads, ir::kScanThreadElements, ir::kScanTile);
 }
 
@@ -138,6 +143,13 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of) {
              : ps.length > 32 * ir::kScanThreadElements ? ScanPath::Tile
                                                         : ScanPath::Warp;
     p.threads = ir::kScanThreads;
+    const std::int64_t warps =
+        (ps.length + 32 * ir::kScanThreadElements - 1) / (32 * ir::kScanThreadElements);
+    p.row_warps = p.path == ScanPath::Tile   ? (warps <= 2   ? 2
+                                                : warps <= 4 ? 4
+                                                             : 8)
+                  : p.path == ScanPath::Warp ? 1
+                                             : 8;
     return ps;
 }
 

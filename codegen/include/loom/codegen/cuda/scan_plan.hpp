@@ -41,6 +41,7 @@ struct ScanPlan {
     bool exclusive = false;
     ScanPath path = ScanPath::Tile;
     int threads = 256;  // kScanThreads: 8 elements each
+    int row_warps = 8;  // the tile path: the warps of a row (2, 4 or 8; 8 / row_warps rows per block)
 
     bool operator==(const ScanPlan&) const = default;
     std::uint64_t hash() const;

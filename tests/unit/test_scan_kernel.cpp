@@ -1,0 +1,279 @@
+// The scan kernels' device code (codegen/src/cuda/scan.cuh) run on host threads, a block at a time in
+// launch order: 256 std::threads per block, __syncthreads a barrier of the block, each warp's shuffles an
+// exchange between barriers of its 32 threads, the counters and flags std::atomic_ref. Its parameters come
+// from the GPU plan and the family's bind, as on a device, so this checks the plan, the binding and the
+// kernel's indexing, stores and tree (not the device's memory model) against the reference, bit for bit, on
+// all three paths (a warp per row; 2, 4 or 8 warps per row; the single pass), here where no GPU runs them.
+#pragma GCC optimize("no-strict-aliasing")  // the kernel moves 16-byte pieces through uint4
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <barrier>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <loom/loom.hpp>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loom/codegen/cuda/kernel_family.hpp"
+#include "loom/ir/half.hpp"
+#include "loom/ir/pass.hpp"
+#include "loom/ir/scan_core.hpp"
+#include "loom/runtime/gpu_executor.hpp"
+#include "loom/runtime/reference.hpp"
+#include "loom/runtime/testing.hpp"
+
+// ---- what the kernel uses of CUDA and of the prelude, on the host ----
+namespace sim {
+struct Dim {
+    unsigned x = 0;
+};
+thread_local Dim thread_index, block_index;
+Dim grid;
+std::barrier<>* block_barrier = nullptr;
+std::barrier<>* warp_barriers[8] = {};
+alignas(16) unsigned char exchange[8][32][8];  // each warp's shuffle slots
+}  // namespace sim
+
+#undef __device__
+#undef __forceinline__
+#undef __shared__
+#undef __align__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) alignas(n)
+#define LM_SCAN_UNROLL
+#define threadIdx (sim::thread_index)
+#define blockIdx (sim::block_index)
+#define gridDim (sim::grid)
+#define LOOM_SCAN_HOST_SIMULATION 1
+
+inline uint4 __ldg(const uint4* p) {
+    return *p;
+}
+inline uint2 __ldg(const uint2* p) {
+    return *p;
+}
+template <class T>
+T __ldcg(const T* p) {
+    return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_relaxed);
+}
+inline float __uint_as_float(unsigned b) {
+    return std::bit_cast<float>(b);
+}
+inline double __longlong_as_double(long long b) {
+    return std::bit_cast<double>(b);
+}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    return std::atomic_ref<unsigned>(*p).fetch_add(v);
+}
+inline void __threadfence() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void __syncthreads() {
+    sim::block_barrier->arrive_and_wait();
+}
+// A shuffle: every lane of the warp leaves its value, then reads lane `from(lane)`'s (its own when none).
+template <class T>
+T shuffle(T v, const std::function<int(int)>& from) {
+    static_assert(sizeof(T) <= 8);
+    const int lane = static_cast<int>(sim::thread_index.x % 32),
+              w = static_cast<int>(sim::thread_index.x / 32);
+    std::barrier<>& b = *sim::warp_barriers[w];
+    b.arrive_and_wait();
+    std::memcpy(sim::exchange[w][lane], &v, sizeof(T));
+    b.arrive_and_wait();
+    const int src = from(lane);
+    T r = v;
+    if (src >= 0 && src < 32) std::memcpy(&r, sim::exchange[w][src], sizeof(T));
+    b.arrive_and_wait();
+    return r;
+}
+template <class T>
+T __shfl_up_sync(unsigned, T v, int d) {
+    return shuffle(v, [d](int lane) { return lane - d; });
+}
+template <class T>
+T __shfl_sync(unsigned, T v, int src) {
+    return shuffle(v, [src](int) { return src; });
+}
+
+namespace lm {
+namespace scanc = loom::ir::scanc;
+struct f16 {
+    unsigned short bits;
+};
+struct bf16 {
+    unsigned short bits;
+};
+inline float to_reg(f16 x) {
+    return loom::half_bits_to_float(x.bits);
+}
+inline float to_reg(bf16 x) {
+    return loom::bf16_bits_to_float(x.bits);
+}
+inline unsigned short float_to_f16(float f) {
+    return loom::float_to_half_bits(f);
+}
+inline unsigned short float_to_bf16(float f) {
+    return loom::float_to_bf16_bits(f);
+}
+inline int widened(bool x) {
+    return x ? 1 : 0;
+}
+#include "../../codegen/src/cuda/scan_params.inc"
+namespace scan {
+inline unsigned load_acquire(const unsigned* f) {
+    return std::atomic_ref<unsigned>(*const_cast<unsigned*>(f)).load(std::memory_order_acquire);
+}
+inline void store_release(unsigned* f, unsigned v) {
+    std::atomic_ref<unsigned>(*f).store(v, std::memory_order_release);
+}
+}  // namespace scan
+}  // namespace lm
+
+#include "../../codegen/src/cuda/scan.cuh"
+
+#undef threadIdx
+#undef blockIdx
+#undef gridDim
+#undef __shared__
+#undef __device__
+#undef __forceinline__
+#undef __align__
+
+using namespace loom;
+
+namespace {
+
+using Entry = void (*)(const lm::ScanParams&);
+
+// The entry point the emitter would instantiate for the plan (emit_scan.cpp), for the dtypes tested here.
+template <class Op, class In, class A, class Out>
+Entry entry_for(const codegen::ScanPlan& p) {
+    using codegen::ScanPath;
+    if (p.path == ScanPath::Warp)
+        return p.exclusive ? lm::scan::scan_warp_rows<Op, In, A, Out, true>
+                           : lm::scan::scan_warp_rows<Op, In, A, Out, false>;
+    if (p.path == ScanPath::Tile) {
+        if (p.row_warps == 2)
+            return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 2>
+                               : lm::scan::scan_kernel<Op, In, A, Out, false, false, 2>;
+        if (p.row_warps == 4)
+            return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 4>
+                               : lm::scan::scan_kernel<Op, In, A, Out, false, false, 4>;
+        return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 8>
+                           : lm::scan::scan_kernel<Op, In, A, Out, false, false, 8>;
+    }
+    return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, true>
+                       : lm::scan::scan_kernel<Op, In, A, Out, false, true>;
+}
+
+// Runs the one scan kernel of `y`'s GPU plan on host threads, reading `input` (the tensor of y's one input,
+// a view or not) and writing a new contiguous output; checks that the counters are left zero.
+Tensor run_simulated(const Array& y, const Tensor& input, Entry entry_of(const codegen::ScanPlan&)) {
+    const codegen::FusionPlan plan = gpu::plan_bound(ir::run_pipeline({y.node()}, ir::standard_passes()),
+                                                     codegen::DeviceInfo::h200(), {}, "", nullptr, {});
+    REQUIRE(plan.kernels.size() == 1);
+    const auto& s = std::get<codegen::PlannedScan>(plan.kernels[0].schedule);
+    Tensor out = Tensor::host(y.shape(), y.dtype());
+    testing::poison(out);
+    const void* ins[] = {input.data()};
+    void* outs[] = {out.data()};
+    const codegen::KernelPointers kp{ins, outs};
+    const codegen::LaunchNeeds needs = codegen::GpuFamily<codegen::PlannedScan>::needs(s, kp);
+    std::vector<unsigned> counters(static_cast<std::size_t>(needs.counters), 0u);
+    std::vector<std::vector<double>> workspaces;
+    std::vector<void*> workspace_pointers;
+    for (std::size_t bytes : needs.workspaces) {
+        workspaces.emplace_back(bytes / 8 + 1);
+        workspace_pointers.push_back(workspaces.back().data());
+    }
+    const codegen::LaunchScratch scratch{counters.empty() ? nullptr : counters.data(), workspace_pointers};
+    std::vector<std::byte> params(needs.param_bytes);
+    const codegen::BoundLaunch b = codegen::GpuFamily<codegen::PlannedScan>::bind(s, kp, scratch, params);
+    lm::ScanParams sp;
+    REQUIRE(params.size() == sizeof sp);
+    std::memcpy(&sp, params.data(), sizeof sp);
+    REQUIRE((b.config.grid_x == 0 || b.config.block_x == 256));
+    const Entry entry = entry_of(s.plan);
+    sim::grid.x = b.config.grid_x;
+    for (unsigned block = 0; block < b.config.grid_x; ++block) {  // launch order
+        std::barrier<> block_barrier(256);
+        std::vector<std::unique_ptr<std::barrier<>>> warps;
+        for (int w = 0; w < 8; ++w) {
+            warps.push_back(std::make_unique<std::barrier<>>(32));
+            sim::warp_barriers[w] = warps.back().get();
+        }
+        sim::block_barrier = &block_barrier;
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < 256; ++t)
+            threads.emplace_back([&, t] {
+                sim::thread_index.x = t;
+                sim::block_index.x = block;
+                entry(sp);
+            });
+        for (std::thread& t : threads) t.join();
+    }
+    bool zero = true;
+    for (unsigned c : counters) zero = zero && c == 0u;
+    CHECK_MESSAGE(zero, "the kernel leaves its counters zero");
+    return out;
+}
+
+template <class Op, class In, class A, class Out>
+void check(const Array& y, const Tensor& input, const std::string& what) {
+    const Tensor got = run_simulated(y, input, entry_for<Op, In, A, Out>);
+    const testing::Comparison c =
+        testing::compare(got, reference::evaluate(y.node()), testing::Tolerance::exact(), what);
+    CHECK_MESSAGE(c.ok, what << ": " << c.message);
+}
+
+// The paths: a warp (up to 256), 2, 4 and 8 warps per row, the tree (9 tiles: tile 7 folds 3 digits).
+const std::int64_t kLengths[] = {1, 33, 256, 257, 700, 1025, 2048, 2049, 8 * 2048 + 1};
+
+}  // namespace
+
+TEST_CASE("scan kernel (simulated): float32, every op, the three paths, inclusive and exclusive") {
+    using namespace lm::scan;
+    for (std::int64_t n : kLengths)
+        for (bool ex : {false, true}) {
+            const Tensor x = testing::random_tensor({2, n}, DType::Float32, static_cast<std::uint64_t>(n));
+            const ScanOptions o{.exclusive = ex};
+            const std::string w = fmt::format("n={}{}", n, ex ? " exclusive" : "");
+            check<Sum, float, float, float>(cumsum(x, 1, o), x, "cumsum " + w);
+            if (n > 3000) continue;  // the others on fewer lengths: time
+            check<LogAddExp, float, float, float>(logcumsumexp(x, 1, o), x, "logcumsumexp " + w);
+            check<Prod, float, float, float>(cumprod(x, 1, o), x, "cumprod " + w);
+            check<Max, float, float, float>(cummax(x, 1, o), x, "cummax " + w);
+            check<Min, float, float, float>(cummin(x, 1, o), x, "cummin " + w);
+        }
+}
+
+TEST_CASE("scan kernel (simulated): other dtypes, a non-last axis and views") {
+    using namespace lm::scan;
+    for (std::int64_t n : {40, 3000, 4097}) {
+        const std::string w = fmt::format("n={}", n);
+        const Tensor h = testing::random_tensor({2, n}, DType::Float16, 3);
+        check<Sum, lm::f16, float, lm::f16>(cumsum(h, 1), h, "cumsum float16 " + w);
+        const Tensor i8 = testing::random_tensor({2, n}, DType::Int8, 4, testing::Random::uniform(-100, 100));
+        check<Sum, signed char, long long, long long>(cumsum(i8, -1, {.exclusive = true}), i8,
+                                                      "cumsum int8 exclusive " + w);
+        const Tensor b = testing::random_tensor({2, n}, DType::Bool, 5);
+        check<Max, bool, long long, bool>(cummax(b, 1), b, "cummax bool " + w);
+        const Tensor d = testing::random_tensor({2, n}, DType::Float64, 6);
+        check<LogAddExp, double, double, double>(logcumsumexp(d, 1), d, "logcumsumexp float64 " + w);
+    }
+    // A non-last axis of a contiguous tensor, and a permuted view (strided loads).
+    const Tensor x = testing::random_tensor({3, 2100, 5}, DType::Float32, 7);
+    check<Sum, float, float, float>(cumsum(x, 1), x, "cumsum axis 1 of [3, 2100, 5]");
+    const Tensor v = x.permute({2, 0, 1});
+    check<Sum, float, float, float>(cumsum(v, 2), v, "cumsum of a permuted view");
+    check<Min, float, float, float>(cummin(v, 0, {.exclusive = true}), v, "cummin axis 0 of a permuted view");
+}
