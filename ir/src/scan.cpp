@@ -2,6 +2,9 @@
 // checks. docs/semantics.md, "Scans".
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
+
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 
@@ -18,6 +21,41 @@ namespace {
 DType scan_result_dtype(Op op, DType x) {
     if ((op == Op::CumSum || op == Op::CumProd) && !is_float(x)) return DType::Int64;
     return x;
+}
+
+ScalarValue scan_identity(Op op, DType out) {
+    const bool ints = !is_float(out);
+    const auto extreme = [&](bool highest) {
+        switch (out) {
+            case DType::Bool:
+                return ScalarValue::of_int(highest ? 1 : 0);
+            case DType::Int8:
+                return ScalarValue::of_int(highest ? std::numeric_limits<std::int8_t>::max()
+                                                   : std::numeric_limits<std::int8_t>::lowest());
+            case DType::UInt8:
+                return ScalarValue::of_int(highest ? std::numeric_limits<std::uint8_t>::max() : 0);
+            case DType::Int32:
+                return ScalarValue::of_int(highest ? std::numeric_limits<std::int32_t>::max()
+                                                   : std::numeric_limits<std::int32_t>::lowest());
+            default:
+                return ScalarValue::of_int(highest ? std::numeric_limits<std::int64_t>::max()
+                                                   : std::numeric_limits<std::int64_t>::lowest());
+        }
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    switch (op) {
+        case Op::CumSum:
+            return ints ? ScalarValue::of_int(0) : ScalarValue::of_float(0.0);
+        case Op::CumProd:
+            return ints ? ScalarValue::of_int(1) : ScalarValue::of_float(1.0);
+        case Op::CumMax:
+        case Op::LogCumSumExp:
+            return ints ? extreme(false) : ScalarValue::of_float(-inf);
+        case Op::CumMin:
+            return ints ? extreme(true) : ScalarValue::of_float(inf);
+        default:
+            throw InternalError(fmt::format("scan_identity: {} is not a scan", op_name(op)));
+    }
 }
 
 std::string scan_attributes(const Node& n) {

@@ -137,57 +137,13 @@ void scan_row(const C* v, std::int64_t n, F op, C* out) {
     }
 }
 
-// The least and the greatest value of bool or an integer dtype.
-std::int64_t lowest_of(DType t) {
-    switch (t) {
-        case DType::Int8:
-            return std::numeric_limits<std::int8_t>::lowest();
-        case DType::Int32:
-            return std::numeric_limits<std::int32_t>::lowest();
-        case DType::Int64:
-            return std::numeric_limits<std::int64_t>::lowest();
-        default:  // bool, uint8
-            return 0;
-    }
-}
-std::int64_t highest_of(DType t) {
-    switch (t) {
-        case DType::Bool:
-            return 1;
-        case DType::Int8:
-            return std::numeric_limits<std::int8_t>::max();
-        case DType::UInt8:
-            return std::numeric_limits<std::uint8_t>::max();
-        case DType::Int32:
-            return std::numeric_limits<std::int32_t>::max();
-        default:
-            return std::numeric_limits<std::int64_t>::max();
-    }
-}
-
-// The identity that opens an exclusive scan.
+// A scan's identity (ir::scan_identity) in the accumulator type C.
 template <class C>
-C scan_identity(ir::Op op, DType out) {
-    constexpr bool is_int = std::is_integral_v<C>;
-    switch (op) {
-        case ir::Op::CumSum:
-            return C(0);
-        case ir::Op::CumProd:
-            return C(1);
-        case ir::Op::CumMax:
-        case ir::Op::LogCumSumExp:
-            if constexpr (is_int)
-                return lowest_of(out);
-            else
-                return -std::numeric_limits<C>::infinity();
-        case ir::Op::CumMin:
-            if constexpr (is_int)
-                return highest_of(out);
-            else
-                return std::numeric_limits<C>::infinity();
-        default:
-            throw InternalError(fmt::format("reference: {} is not a scan", ir::op_name(op)));
-    }
+C identity_of(const ir::ScalarValue& v) {
+    if constexpr (std::is_integral_v<C>)
+        return static_cast<C>(v.i);
+    else
+        return static_cast<C>(v.f);
 }
 
 // Scans every row of `x` (contiguous, of the accumulator type C) along `axis` into `out` (contiguous, C).
@@ -200,7 +156,7 @@ void scan_rows(const ir::Node& n, const C* x, C* out, DType out_dtype, F op) {
     for (std::size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
     const std::int64_t len = shape[axis];
     const bool exclusive = ir::scan_exclusive(n);
-    const C identity = len > 0 && exclusive ? scan_identity<C>(n.op(), out_dtype) : C{};
+    const C identity = len > 0 && exclusive ? identity_of<C>(ir::scan_identity(n.op(), out_dtype)) : C{};
     loom::detail::parallel_for(outer * inner, 16, [&](std::int64_t begin, std::int64_t end) {
         std::vector<C> row(static_cast<std::size_t>(len)), result(static_cast<std::size_t>(len));
         for (std::int64_t r = begin; r < end; ++r) {

@@ -35,52 +35,13 @@ std::int64_t row_nodes(std::int64_t tiles) {
     return n;
 }
 
-// The bits of the exclusive scan's identity in the accumulator's type (ScanParams::identity).
+// The bits of the exclusive scan's identity (ir::scan_identity) in the accumulator's type
+// (ScanParams::identity).
 long long identity_bits(const ScanPlan& p) {
-    const bool ints = p.acc == DType::Int64;
-    const auto float_bits = [&](double v) -> long long {
-        if (p.acc == DType::Float64) return std::bit_cast<long long>(v);
-        return static_cast<long long>(std::bit_cast<std::uint32_t>(static_cast<float>(v)));
-    };
-    const auto lowest = [&]() -> long long {
-        switch (p.out) {
-            case DType::Int8:
-                return std::numeric_limits<std::int8_t>::lowest();
-            case DType::Int32:
-                return std::numeric_limits<std::int32_t>::lowest();
-            case DType::Int64:
-                return std::numeric_limits<long long>::lowest();
-            default:  // bool, uint8
-                return 0;
-        }
-    };
-    const auto highest = [&]() -> long long {
-        switch (p.out) {
-            case DType::Bool:
-                return 1;
-            case DType::Int8:
-                return std::numeric_limits<std::int8_t>::max();
-            case DType::UInt8:
-                return std::numeric_limits<std::uint8_t>::max();
-            case DType::Int32:
-                return std::numeric_limits<std::int32_t>::max();
-            default:
-                return std::numeric_limits<long long>::max();
-        }
-    };
-    switch (p.op) {
-        case ir::Op::CumSum:
-            return ints ? 0 : float_bits(0.0);
-        case ir::Op::CumProd:
-            return ints ? 1 : float_bits(1.0);
-        case ir::Op::CumMax:
-        case ir::Op::LogCumSumExp:
-            return ints ? lowest() : float_bits(-std::numeric_limits<double>::infinity());
-        case ir::Op::CumMin:
-            return ints ? highest() : float_bits(std::numeric_limits<double>::infinity());
-        default:
-            throw InternalError(fmt::format("scan kernel: {} is not a scan", ir::op_name(p.op)));
-    }
+    const ir::ScalarValue v = ir::scan_identity(p.op, p.out);
+    if (!v.is_float) return v.i;
+    if (p.acc == DType::Float64) return std::bit_cast<long long>(v.f);
+    return static_cast<long long>(std::bit_cast<std::uint32_t>(static_cast<float>(v.f)));
 }
 
 // Whether every row's 8-element pieces are whole aligned pieces: step 1, the pointer and every other axis's

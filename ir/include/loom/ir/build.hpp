@@ -218,6 +218,11 @@ inline bool scan_exclusive(const Node& n) {
 }
 /// The result dtype of scan `op` over `x`: int64 for cumsum and cumprod of bool and integers, else x's.
 DType scan_result_dtype(Op op, DType x);
+/// The identity that opens an exclusive scan `op` whose result has dtype `out`: 0 for cumsum, 1 for cumprod,
+/// -inf for cummax and logcumsumexp and +inf for cummin of floats, out's lowest and highest value for cummax
+/// and cummin of bool and integers (ScalarValue::is_float tells which). Shared by the reference and the
+/// kernels.
+ScalarValue scan_identity(Op op, DType out);
 /// "axis=1 exclusive": a scan node's attributes, as printed and explained.
 std::string scan_attributes(const Node& n);
 
