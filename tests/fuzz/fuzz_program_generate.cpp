@@ -290,46 +290,43 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
     }
     if (rank0 >= 0 && std::find(p.outputs.begin(), p.outputs.end(), rank0) == p.outputs.end())
         p.outputs.push_back(rank0);
-    // A quarter of the programs gather too: take_along_axis of two earlier results (clamped), an output of
-    // its own. Drawn from a generator of their own, so the rest of every program is what the seed made
-    // before gathers were drawn.
-    Rng gg(seed * 0xD1B54A32D192ED03ULL + 0x8CB92BA72F3D8DD7ULL);
-    if (chance(gg, 0.25)) {
+    // Extra outputs of their own, each from a generator of its own so that the rest of every program is what
+    // the seed made before they were drawn: up to 8 draws of `make` until one builds and reads an input.
+    const auto append_output = [&](Rng& r, const auto& make) {
         for (int attempt = 0; attempt < 8; ++attempt) {
+            p.code.push_back(make(r));
+            if (st.add(p, p.code.size() - 1, false, Device::cpu()) && st.has_input[p.code.size() - 1]) {
+                p.outputs.push_back(static_cast<int>(p.code.size() - 1));
+                return;
+            }
+            st.truncate(p, p.code.size() - 1);
+            p.code.pop_back();
+        }
+    };
+    // A quarter of the programs gather too: take_along_axis of two earlier results (clamped).
+    Rng gg(seed * 0xD1B54A32D192ED03ULL + 0x8CB92BA72F3D8DD7ULL);
+    if (chance(gg, 0.25))
+        append_output(gg, [&](Rng& r) {
             Instr ins;
             ins.kind = Instr::Kind::Gather;
-            ins.key = gg();
-            ins.args = {operand(gg, p.code.size()), operand(gg, p.code.size())};
-            p.code.push_back(ins);
-            if (st.add(p, p.code.size() - 1, false, Device::cpu()) && st.has_input[p.code.size() - 1]) {
-                p.outputs.push_back(static_cast<int>(p.code.size() - 1));
-                break;
-            }
-            st.truncate(p, p.code.size() - 1);
-            p.code.pop_back();
-        }
-    }
+            ins.key = r();
+            ins.args = {operand(r, p.code.size()), operand(r, p.code.size())};
+            return ins;
+        });
     // A small share scans: cumsum, cumprod, cummax, cummin or logcumsumexp of an earlier result along one of
-    // its axes, inclusive or exclusive, an output of its own; from a generator of its own too.
+    // its axes, inclusive or exclusive.
     Rng sg(seed * 0x9E6C63D0676A9A99ULL + 0x5851F42D4C957F2DULL);
-    if (chance(sg, 0.08)) {
-        constexpr Op kScans[] = {Op::CumSum, Op::CumProd, Op::CumMax, Op::CumMin, Op::LogCumSumExp};
-        for (int attempt = 0; attempt < 8; ++attempt) {
+    if (chance(sg, 0.08))
+        append_output(sg, [&](Rng& r) {
+            constexpr Op kScans[] = {Op::CumSum, Op::CumProd, Op::CumMax, Op::CumMin, Op::LogCumSumExp};
             Instr ins;
             ins.kind = Instr::Kind::Scan;
-            ins.op = kScans[sg() % 5];
-            ins.key = sg();
-            ins.keepdims = chance(sg, 0.3);
-            ins.args = {operand(sg, p.code.size())};
-            p.code.push_back(ins);
-            if (st.add(p, p.code.size() - 1, false, Device::cpu()) && st.has_input[p.code.size() - 1]) {
-                p.outputs.push_back(static_cast<int>(p.code.size() - 1));
-                break;
-            }
-            st.truncate(p, p.code.size() - 1);
-            p.code.pop_back();
-        }
-    }
+            ins.op = kScans[r() % 5];
+            ins.key = r();
+            ins.keepdims = chance(r, 0.3);
+            ins.args = {operand(r, p.code.size())};
+            return ins;
+        });
     return collect(p);
 }
 
