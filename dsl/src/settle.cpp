@@ -87,18 +87,18 @@ ir::NodePtr with_settled_operands(ir::NodePtr node) {
     return changed ? ir::rebuild(*node, ops) : node;
 }
 
-// The non-leaf nodes of `root`'s graph that something outside the graph holds (a user's Array, another lazy
-// graph): their shared_ptr count passes the graph's own references to them.
-std::vector<ir::NodePtr> held_values(const ir::NodePtr& root) {
+// The non-leaf nodes of a graph (`order`: its topological order) that something outside the graph holds (a
+// user's Array, another lazy graph): their shared_ptr count passes the graph's own references to them.
+std::vector<ir::NodePtr> held_values(const std::vector<const ir::Node*>& order) {
     std::unordered_map<const ir::Node*, std::pair<ir::NodePtr, long>> refs;
-    for (const ir::Node* n : ir::topo_order({root}))
+    for (const ir::Node* n : order)
         for (const ir::NodePtr& o : n->operands()) {
             auto& r = refs[o.get()];
             r.first = o;
             ++r.second;
         }
     std::vector<ir::NodePtr> out;
-    for (const ir::Node* n : ir::topo_order({root})) {
+    for (const ir::Node* n : order) {
         const auto it = refs.find(n);
         if (it == refs.end() || ir::info(n->op()).kind == ir::OpKind::Leaf || n->numel() == 0) continue;
         // The count includes the map's own copy.
@@ -121,8 +121,9 @@ ir::NodePtr settle(ir::NodePtr node,
     node = with_settled_operands(std::move(node));
     const std::uint32_t limit = lazy_limit().load(std::memory_order_relaxed);
     if (limit == 0 || node->size_bound() <= limit || node->reads_placeholder()) return node;
+    const std::vector<const ir::Node*> order = ir::topo_order({node});
     std::optional<Device> device;
-    for (const ir::Node* n : ir::topo_order({node})) {
+    for (const ir::Node* n : order) {
         if (n->op() != ir::Op::Input) continue;
         const Device d = static_cast<const Tensor::Impl*>(n->payload().get())->storage->device;
         if (device && !(*device == d)) return node;  // evaluation would fail: left to the user's eval()
@@ -130,7 +131,7 @@ ir::NodePtr settle(ir::NodePtr node,
     }
     if (!device) return node;  // no inputs: nothing to bound
     const std::source_location loc = node->loc();
-    std::vector<ir::NodePtr> roots = held_values(node);
+    std::vector<ir::NodePtr> roots = held_values(order);
     roots.insert(roots.begin(), node);
     const std::vector<Tensor> values = evaluate(roots, loc);
     std::vector<ir::NodePtr> inputs;

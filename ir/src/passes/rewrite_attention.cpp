@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
@@ -253,13 +253,14 @@ std::vector<AttentionPattern> find_attention_patterns(const std::vector<NodePtr>
 }
 
 std::vector<NodePtr> rewrite_attention(const std::vector<NodePtr>& roots) {
-    std::unordered_set<const Node*> rewritable;
-    for (const AttentionPattern& p : find_attention_patterns(roots))
-        if (p.rewritable) rewritable.insert(p.product);
+    std::unordered_map<const Node*, AttentionPattern> rewritable;
+    for (AttentionPattern& p : find_attention_patterns(roots))
+        if (p.rewritable) rewritable.emplace(p.product, std::move(p));
     if (rewritable.empty()) return roots;
     return rewrite(roots, [&](const Node& n, const std::vector<NodePtr>&) -> NodePtr {
-        if (!rewritable.count(&n)) return nullptr;
-        const AttentionPattern p = *match(n);
+        const auto it = rewritable.find(&n);
+        if (it == rewritable.end()) return nullptr;
+        const AttentionPattern& p = it->second;
         return attention(p.q, p.k, p.v, nullptr, p.causal, p.scale, n.loc());
     });
 }
