@@ -27,6 +27,8 @@ lib = ctypes.CDLL(sys.argv[1])
 lib.loom_shim_error.restype = ctypes.c_char_p
 lib.loom_shim_double.restype = ctypes.c_void_p
 lib.loom_shim_double.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+lib.loom_shim_double_versioned.restype = ctypes.c_void_p
+lib.loom_shim_double_versioned.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 lib.loom_shim_halves.restype = ctypes.c_void_p
 lib.loom_shim_halves.argtypes = [ctypes.c_int64, ctypes.c_int, ctypes.c_size_t]
 
@@ -35,22 +37,40 @@ api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 api.PyCapsule_SetName.restype = ctypes.c_int
 api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+api.PyCapsule_IsValid.restype = ctypes.c_int
+api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 api.PyCapsule_New.restype = ctypes.py_object
 api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 
-def take(capsule):
-    """The DLManagedTensor of a "dltensor" capsule; the capsule is marked used, as a consumer must."""
-    ptr = api.PyCapsule_GetPointer(capsule, b"dltensor")
-    api.PyCapsule_SetName(capsule, b"used_dltensor")
+def take(capsule, name=b"dltensor"):
+    """The DLManagedTensor of a "dltensor" capsule (DLManagedTensorVersioned of a "dltensor_versioned" one); the
+    capsule is marked used, as a consumer must."""
+    ptr = api.PyCapsule_GetPointer(capsule, name)
+    api.PyCapsule_SetName(capsule, b"used_" + name)
     return ptr
 
 
-def give(ptr):
-    """A "dltensor" capsule over a DLManagedTensor from Loom, for torch.utils.dlpack.from_dlpack."""
+def give(ptr, name=b"dltensor"):
+    """A capsule over a DLManagedTensor (or DLManagedTensorVersioned) from Loom, for torch's from_dlpack."""
     if not ptr:
         raise RuntimeError(lib.loom_shim_error().decode())
-    return api.PyCapsule_New(ptr, b"dltensor", None)
+    return api.PyCapsule_New(ptr, name, None)
+
+
+class Versioned:
+    """A producer of DLPack 1.0 capsules: torch.from_dlpack() calls its __dlpack__ with max_version."""
+
+    def __init__(self, capsule, device):
+        self.capsule, self.device = capsule, device
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        if max_version is None or max_version[0] < 1:
+            raise BufferError("only a versioned capsule here")
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (2, self.device)  # kDLCUDA
 
 
 def double_with_loom(x):
@@ -83,6 +103,22 @@ want = t * 2
 y = double_with_loom(t)
 check(y.data_ptr() == t.data_ptr() and y.stride() == t.stride(), "transposed view: same memory and strides")
 check(torch.equal(base.t(), want), "transposed view: doubled in place")
+
+# DLPack 1.0: torch's versioned capsule to Loom, Loom's versioned tensor back to torch.
+x = torch.arange(4096, device="cuda", dtype=torch.float32) - 100
+want = x * 2
+try:
+    capsule = x.__dlpack__(stream=torch.cuda.current_stream().cuda_stream, max_version=(1, 0))
+except TypeError:
+    capsule = None
+if capsule is None or not api.PyCapsule_IsValid(capsule, b"dltensor_versioned"):
+    print(f"versioned: skipped (torch {torch.__version__} gives no DLPack 1.0 capsule)")
+else:
+    stream = torch.cuda.current_stream(x.device).cuda_stream
+    back = give(lib.loom_shim_double_versioned(take(capsule, b"dltensor_versioned"), stream), b"dltensor_versioned")
+    y = torch.from_dlpack(Versioned(back, x.device.index))
+    check(y.data_ptr() == x.data_ptr(), "versioned: Loom's result is the same memory (no copy)")
+    check(torch.equal(y, want) and torch.equal(x, want), "versioned: doubled by Loom, seen by torch")
 
 stream = torch.cuda.current_stream().cuda_stream
 h = tdl.from_dlpack(give(lib.loom_shim_halves(1000, torch.cuda.current_device(), stream)))

@@ -40,6 +40,22 @@ DLManagedTensor* loom_shim_double(DLManagedTensor* managed, std::uintptr_t strea
     }
 }
 
+/// The same through DLPack 1.0's versioned tensor (a "dltensor_versioned" capsule's contents, from
+/// `__dlpack__(max_version=(1, 0))`): doubles it in place and returns a versioned tensor over the same
+/// memory.
+loom::dlpack::ManagedTensorVersioned* loom_shim_double_versioned(
+    loom::dlpack::ManagedTensorVersioned* managed, std::uintptr_t stream) {
+    try {
+        g_error.clear();
+        const loom::Tensor t = loom::from_dlpack(managed, stream_of(stream));
+        loom::assign(t, loom::Array(t) * 2.0);
+        return loom::to_dlpack_versioned(t, stream_of(stream));
+    } catch (const std::exception& e) {
+        g_error = e.what();
+        return nullptr;
+    }
+}
+
 /// A new Loom tensor on CUDA device `device`: float32 values 0, 1, ..., n - 1 times 0.5, handed out through
 /// DLPack with `stream` ordered after Loom's kernel.
 DLManagedTensor* loom_shim_halves(std::int64_t n, int device, std::uintptr_t stream) {
