@@ -1,7 +1,7 @@
 // Scan kernels (Family::Scan; docs/semantics.md, "Scans"): a float32 cumsum over long rows is one kernel on
 // the single-pass tree path, whose text is the golden file; the kernels of every op and dtype, on both paths,
 // inclusive and exclusive, compile with NVRTC for sm_90 (no GPU needed); elementwise producers and consumers
-// are kernels of their own.
+// are the scan kernel's prologue and epilogue.
 #include <cstdlib>
 #include <loom/loom.hpp>
 
@@ -68,17 +68,41 @@ TEST_CASE("golden: the scan kernel of every op and dtype compiles, on both paths
         }
 }
 
-TEST_CASE("golden: a scan's elementwise producer and consumer are kernels of their own") {
-    const Tensor x = Tensor::host({8, 300}, bfloat16);
-    const Array y = cummax(Array(x) * 2.0, 0) + 1.0;
-    const auto ks = compile_plan({y}, false);
-    REQUIRE(ks.size() == 3);
-    CHECK(ks[1].kernel.find("lm::scan::scan_warp_rows<lm::scan::Max, lm::bf16, float, lm::bf16, false>") !=
-          std::string::npos);
-    // A transposed input is read in place (strided loads): one kernel.
+TEST_CASE("golden: a scan's elementwise producer and consumer are its prologue and epilogue") {
+    // The Monte Carlo path: log-prices by a cumsum over in-kernel normals, the prices by exp: one kernel,
+    // whose text is the golden file, compiled with NVRTC.
+    const Tensor x0 = Tensor::host({1}, float32);
+    const Array z = random_normal({64, 252}, 7);
+    const Array paths = exp(cumsum(z * 0.0126 + 0.0002, 1) + Array(x0));
+    const auto ks = compile_plan({paths});
+    REQUIRE(ks.size() == 1);
+    CHECK(ks[0].kernel.find("_pro_element(p.pro, ") != std::string::npos);
+    CHECK(ks[0].kernel.find("_ep_element(p.ep, ") != std::string::npos);
+    CHECK(ks[0].kernel.find("static constexpr bool kLoads = true;") != std::string::npos);
+    golden::check_text("sc2_cumsum_fused_f32", ks[0].kernel);
+    // bfloat16 through the warp path, the tile path and the tree path, inclusive and exclusive: the prologue
+    // alone, the epilogue alone, both.
+    const Tensor h = Tensor::host({8, 300}, bfloat16);
+    const auto kp = compile_plan({cummax(Array(h) * 2.0, 0)});
+    REQUIRE(kp.size() == 1);
+    CHECK(kp[0].kernel.find("static constexpr bool kStores = false;") != std::string::npos);
+    const auto ke = compile_plan({cumsum(h, 1, {.exclusive = true}) - Array(h)});
+    REQUIRE(ke.size() == 1);
+    CHECK(ke[0].kernel.find("static constexpr bool kLoads = false;") != std::string::npos);
+    const Tensor l = Tensor::host({3, 5000}, float64);
+    const auto kl = compile_plan({logcumsumexp(Array(l) * 0.5, 1, {.exclusive = true}) * 2.0});
+    REQUIRE(kl.size() == 1);
+    CHECK(kl[0].kernel.find(", true, 8, ") != std::string::npos);
+    // A transposed input is read in place (strided loads): one kernel, no prologue.
     const Tensor xt = Tensor::host({300, 8}, float64).transposed();
     const auto kt = compile_plan({logcumsumexp(xt, 1, {.exclusive = true})}, false);
     REQUIRE(kt.size() == 1);
+    CHECK(kt[0].kernel.find("_io") == std::string::npos);
+    // A reduction below the scan is computed first; a consumer that is a reduction reads the scan from
+    // memory.
+    const Tensor m = Tensor::host({16, 100}, float32);
+    const auto kr = compile_plan({sum(cumsum(Array(m) - mean(Array(m), 1, true), 1), 1)}, false);
+    CHECK(kr.size() == 3);
 }
 
 TEST_CASE("golden: the scan plan's path, strides and explain text") {

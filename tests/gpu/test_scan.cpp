@@ -2,7 +2,8 @@
 // op and dtype on rows of 0 to 70000 elements (one tile and the single-pass tree), inclusive and exclusive;
 // long rows of many tiles (2^22 + 3 elements: 2049 tiles, eleven levels of the tree); a non-last axis; views
 // (a permuted and a sliced input read in place, a result written into a permuted view); NaN, -0.0 and
-// infinities; a kernel run twice (the counters left zero).
+// infinities; a kernel run twice (the counters left zero); elementwise producers and consumers fused as the
+// kernel's prologue and epilogue.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -124,4 +125,46 @@ TEST_CASE("scan on the GPU: NaN, -0.0 and infinities") {
     const Tensor zd = z.to(cuda0);
     for (const ScanOp& op : kOps)
         check_bits(op.fn(zd, 0, {}, Loc::current()), fmt::format("{} with NaN and Inf", op.name));
+}
+
+TEST_CASE("scan on the GPU: elementwise prologues and epilogues fused into the scan kernel") {
+    // Each is one kernel (the explain text says which prologue and epilogue), and its bits are the
+    // reference's: the fused kernel scans the same values in the same order as the three kernels would.
+    struct Case {
+        std::string what;
+        Array y;
+    };
+    const Tensor x = values_for("cumsum", {5, 3000}, DType::Float32, 41);
+    const Tensor h = values_for("cumsum", {300, 6}, DType::BFloat16, 42);
+    const Tensor d = values_for("cumsum", {2, 70000}, DType::Float64, 43);
+    const Tensor s0 =
+        testing::random_tensor({1}, DType::Float32, 44, testing::Random::uniform(1.0, 5.0)).to(cuda0);
+    const std::vector<Case> cases = {
+        {"Monte Carlo paths: exp(cumsum(0.0126 z + 0.0002) + log s0), z drawn in the kernel",
+         exp(cumsum(random_normal({64, 252}, 7) * 0.0126 + 0.0002, 1) + log(Array(s0)))},
+        {"cumsum(x * 0.5) - x over rows of two tiles", cumsum(Array(x) * 0.5, 1) - Array(x)},
+        {"exclusive cumsum of exp(x), tree path", cumsum(exp(Array(x) * 0.25), 1, {.exclusive = true})},
+        {"bfloat16 cummax over axis 0 of relu(h), times 2", cummax(relu(Array(h)), 0) * 2.0},
+        {"logcumsumexp of a float64 row of 70000, then exp", exp(logcumsumexp(Array(d) * 0.01, 1))},
+        {"cumprod of a transposed input's square (prologue over a view)",
+         cumprod(Array(x).transposed() * Array(x).transposed() * 0.001 + 1.0, 0)},
+    };
+    for (const Case& c : cases) {
+        const std::string text = explain({c.y});
+        const bool fused = text.find("prologue: none") == std::string::npos ||
+                           text.find("epilogue: none") == std::string::npos;
+        CHECK_MESSAGE(fused, c.what << ":\n" << text);
+        CHECK_MESSAGE(text.find("kernel 1") == std::string::npos, c.what << ": one kernel\n" << text);
+        check_bits(c.y, c.what);
+    }
+    // The prologue's value is also a root: computed twice (the scan's and the store's), the same bits.
+    const Array p = Array(x) * 3.0;
+    Tensor po = Tensor::empty(p.shape(), p.dtype(), cuda0), so = Tensor::empty(p.shape(), p.dtype(), cuda0);
+    testing::poison(po);
+    testing::poison(so);
+    assign({po, so}, {p, cumsum(p, 1) + 1.0});
+    CHECK(testing::compare(po, reference::evaluate(p.node()), testing::Tolerance::exact(), "p").ok);
+    CHECK(testing::compare(so, reference::evaluate((cumsum(p, 1) + 1.0).node()), testing::Tolerance::exact(),
+                           "cumsum(p) + 1")
+              .ok);
 }

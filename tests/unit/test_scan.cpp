@@ -478,7 +478,8 @@ TEST_CASE("scan: errors name the op, the operand and the caller's line") {
     CHECK(ints.find("test_scan.cpp:") != std::string::npos);
 }
 
-TEST_CASE("scan: the host back end and fusion off give the reference's bits; a scan is a kernel of its own") {
+TEST_CASE(
+    "scan: the host back end and fusion off give the reference's bits; elementwise work fuses on the GPU") {
     const Tensor x = testing::random_tensor({3, 4100}, DType::Float32, 21);
     const Array y = cumsum(Array(x) * 0.5, 1) + 1.0;
     const Tensor expected = reference::evaluate(y.node());
@@ -492,11 +493,20 @@ TEST_CASE("scan: the host back end and fusion off give the reference's bits; a s
         assign(out, y);
     }
     CHECK(same_bits(out, expected));
-    // The producer, the scan and the consumer: three kernels.
-    const codegen::Partition P = codegen::partition(ir::run_pipeline({y.node()}, ir::standard_passes()));
-    REQUIRE(P.kernels.size() == 3);
-    CHECK(P.kernels[1].family == codegen::Family::Scan);
-    CHECK(P.kernels[1].name.find("cumsum") != std::string::npos);
+    // On the GPU the producer is the scan's prologue and the consumer its epilogue: one kernel, no temporary.
+    const std::vector<ir::NodePtr> g = ir::run_pipeline({y.node()}, ir::standard_passes());
+    const codegen::Partition P = codegen::partition(g);
+    REQUIRE(P.kernels.size() == 1);
+    CHECK(P.temps.empty());
+    CHECK(P.kernels[0].family == codegen::Family::Scan);
+    CHECK(P.kernels[0].name.find("cumsum") != std::string::npos);
+    CHECK(P.kernels[0].why.find("its prologue computes the operand as it loads: mul") != std::string::npos);
+    CHECK(P.kernels[0].why.find("its epilogue runs on the scan's elements as they are stored: add") !=
+          std::string::npos);
+    // The host runs scans on the reference, from memory: the producer, the scan and the consumer.
+    const codegen::Partition H = codegen::partition(g, {.operands_from_memory = true});
+    REQUIRE(H.kernels.size() == 3);
+    CHECK(H.kernels[1].family == codegen::Family::Scan);
     // A view of an input is read in place: one kernel, no temporary.
     const Array v = logcumsumexp(x.permute({1, 0}), 0, {.exclusive = true});
     const codegen::Partition Q = codegen::partition(ir::run_pipeline({v.node()}, ir::standard_passes()));

@@ -152,39 +152,54 @@ using namespace loom;
 
 namespace {
 
-using Entry = void (*)(const lm::ScanParams&);
+// An entry point: the kernel of one plan with its Io (scan.cuh), over the parameters' first bytes.
+using Entry = std::function<void(const lm::ScanParams&)>;
 
-// The entry point the emitter would instantiate for the plan (emit_scan.cpp), for the dtypes tested here.
-template <class Op, class In, class A, class Out>
-Entry entry_for(const codegen::ScanPlan& p) {
+// The entry point the emitter would instantiate for the plan (emit_scan.cpp), for the dtypes tested here,
+// with the Io `io` (lm::scan::MemoryIo: from memory to memory).
+template <class Op, class In, class A, class Out, class Io = lm::scan::MemoryIo>
+Entry entry_for(const codegen::ScanPlan& p, Io io = Io()) {
     using codegen::ScanPath;
+    using P = const lm::ScanParams&;
     if (p.path == ScanPath::Warp)
-        return p.exclusive ? lm::scan::scan_warp_rows<Op, In, A, Out, true>
-                           : lm::scan::scan_warp_rows<Op, In, A, Out, false>;
+        return p.exclusive ? Entry([io](P s) { lm::scan::scan_warp_rows<Op, In, A, Out, true, Io>(s, io); })
+                           : Entry([io](P s) { lm::scan::scan_warp_rows<Op, In, A, Out, false, Io>(s, io); });
     if (p.path == ScanPath::Tile) {
         if (p.row_warps == 2)
-            return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 2>
-                               : lm::scan::scan_kernel<Op, In, A, Out, false, false, 2>;
+            return p.exclusive ? Entry([io](P s) {
+                lm::scan::scan_kernel<Op, In, A, Out, true, false, 2, Io>(s, io);
+            })
+                               : Entry([io](P s) {
+                                     lm::scan::scan_kernel<Op, In, A, Out, false, false, 2, Io>(s, io);
+                                 });
         if (p.row_warps == 4)
-            return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 4>
-                               : lm::scan::scan_kernel<Op, In, A, Out, false, false, 4>;
-        return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, false, 8>
-                           : lm::scan::scan_kernel<Op, In, A, Out, false, false, 8>;
+            return p.exclusive ? Entry([io](P s) {
+                lm::scan::scan_kernel<Op, In, A, Out, true, false, 4, Io>(s, io);
+            })
+                               : Entry([io](P s) {
+                                     lm::scan::scan_kernel<Op, In, A, Out, false, false, 4, Io>(s, io);
+                                 });
+        return p.exclusive
+                   ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, false, 8, Io>(s, io); })
+                   : Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, false, 8, Io>(s, io); });
     }
-    return p.exclusive ? lm::scan::scan_kernel<Op, In, A, Out, true, true>
-                       : lm::scan::scan_kernel<Op, In, A, Out, false, true>;
+    return p.exclusive
+               ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, true, 8, Io>(s, io); })
+               : Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, true, 8, Io>(s, io); });
 }
 
 // Runs the one scan kernel of `y`'s GPU plan on host threads, reading `input` (the tensor of y's one input,
 // a view or not) and writing a new contiguous output; checks that the counters are left zero.
-Tensor run_simulated(const Array& y, const Tensor& input, Entry entry_of(const codegen::ScanPlan&)) {
+template <class EntryOf>
+Tensor run_simulated(const Array& y, const Tensor& input, EntryOf entry_of) {
     const codegen::FusionPlan plan = gpu::plan_bound(ir::run_pipeline({y.node()}, ir::standard_passes()),
                                                      codegen::DeviceInfo::h200(), {}, "", nullptr, {});
     REQUIRE(plan.kernels.size() == 1);
     const auto& s = std::get<codegen::PlannedScan>(plan.kernels[0].schedule);
     Tensor out = Tensor::host(y.shape(), y.dtype());
     testing::poison(out);
-    const void* ins[] = {input.data()};
+    std::vector<const void*> ins;  // the operand's input, or the prologue's; the epilogue's placeholder null
+    for (const ir::Node* in : s.inputs) ins.push_back(in == s.accumulators.get() ? nullptr : input.data());
     void* outs[] = {out.data()};
     const codegen::KernelPointers kp{ins, outs};
     const codegen::LaunchNeeds needs = codegen::GpuFamily<codegen::PlannedScan>::needs(s, kp);
@@ -199,10 +214,11 @@ Tensor run_simulated(const Array& y, const Tensor& input, Entry entry_of(const c
     std::vector<std::byte> params(needs.param_bytes);
     const codegen::BoundLaunch b = codegen::GpuFamily<codegen::PlannedScan>::bind(s, kp, scratch, params);
     lm::ScanParams sp;
-    REQUIRE(params.size() == sizeof sp);
+    REQUIRE(params.size() == codegen::scan_param_layout(s.plan).size);
+    REQUIRE(params.size() >= sizeof sp);
     std::memcpy(&sp, params.data(), sizeof sp);
     REQUIRE((b.config.grid_x == 0 || b.config.block_x == 256));
-    const Entry entry = entry_of(s.plan);
+    const Entry entry = entry_of(s.plan, out);
     sim::grid.x = b.config.grid_x;
     for (unsigned block = 0; block < b.config.grid_x; ++block) {  // launch order
         std::barrier<> block_barrier(256);
@@ -229,7 +245,8 @@ Tensor run_simulated(const Array& y, const Tensor& input, Entry entry_of(const c
 
 template <class Op, class In, class A, class Out>
 void check(const Array& y, const Tensor& input, const std::string& what) {
-    const Tensor got = run_simulated(y, input, entry_for<Op, In, A, Out>);
+    const Tensor got = run_simulated(
+        y, input, [](const codegen::ScanPlan& p, const Tensor&) { return entry_for<Op, In, A, Out>(p); });
     const testing::Comparison c =
         testing::compare(got, reference::evaluate(y.node()), testing::Tolerance::exact(), what);
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
@@ -276,4 +293,64 @@ TEST_CASE("scan kernel (simulated): other dtypes, a non-last axis and views") {
     const Tensor v = x.permute({2, 0, 1});
     check<Sum, float, float, float>(cumsum(v, 2), v, "cumsum of a permuted view");
     check<Min, float, float, float>(cummin(v, 0, {.exclusive = true}), v, "cummin axis 0 of a permuted view");
+}
+
+namespace {
+
+// What a fused kernel's emitted Io computes, written out for `cumsum(x * 2) * 3` over a contiguous float32
+// x: the prologue's element e is 2 x[e], the epilogue stores 3 times the scan's element e at e.
+struct TimesTwoThenThree {
+    static constexpr bool kLoads = true;
+    static constexpr bool kStores = true;
+    const float* x;
+    float* out;
+    float load(long long e) const { return x[e] * 2.0f; }
+    void store(long long e, float v) const { out[e] = v * 3.0f; }
+};
+// Only the prologue: cumsum(x * 2) stored from memory.
+struct TimesTwo {
+    static constexpr bool kLoads = true;
+    static constexpr bool kStores = false;
+    const float* x;
+    float load(long long e) const { return x[e] * 2.0f; }
+};
+
+}  // namespace
+
+TEST_CASE("scan kernel (simulated): a fused prologue and epilogue index the scan's elements row-major") {
+    using namespace lm::scan;
+    for (std::int64_t n : {1, 33, 700, 2049, 3 * 2048 + 5})
+        for (bool ex : {false, true}) {
+            const Tensor x =
+                testing::random_tensor({3, n}, DType::Float32, static_cast<std::uint64_t>(n) + 11);
+            const std::string w = fmt::format("n={}{}", n, ex ? " exclusive" : "");
+            const Array both = cumsum(x * 2.0, 1, {.exclusive = ex}) * 3.0;
+            const Tensor got = run_simulated(both, x, [&](const codegen::ScanPlan& p, const Tensor& out) {
+                CHECK((p.prologue && p.epilogue));
+                return entry_for<Sum, float, float, float>(
+                    p,
+                    TimesTwoThenThree{static_cast<const float*>(x.data()), static_cast<float*>(out.data())});
+            });
+            const testing::Comparison c =
+                testing::compare(got, reference::evaluate(both.node()), testing::Tolerance::exact(), w);
+            CHECK_MESSAGE(c.ok, "cumsum(x * 2) * 3 " << w << ": " << c.message);
+            const Array pro = cumsum(x * 2.0, 1, {.exclusive = ex});
+            const Tensor got2 = run_simulated(pro, x, [&](const codegen::ScanPlan& p, const Tensor&) {
+                CHECK((p.prologue && !p.epilogue));
+                return entry_for<Sum, float, float, float>(p, TimesTwo{static_cast<const float*>(x.data())});
+            });
+            const testing::Comparison c2 =
+                testing::compare(got2, reference::evaluate(pro.node()), testing::Tolerance::exact(), w);
+            CHECK_MESSAGE(c2.ok, "cumsum(x * 2) " << w << ": " << c2.message);
+        }
+    // A scan over axis 0 (rows strided by the row-major layout of the scan's shape).
+    const Tensor x = testing::random_tensor({2100, 3}, DType::Float32, 5);
+    const Array y = cumsum(x * 2.0, 0) * 3.0;
+    const Tensor got = run_simulated(y, x, [&](const codegen::ScanPlan& p, const Tensor& out) {
+        return entry_for<Sum, float, float, float>(
+            p, TimesTwoThenThree{static_cast<const float*>(x.data()), static_cast<float*>(out.data())});
+    });
+    const testing::Comparison c =
+        testing::compare(got, reference::evaluate(y.node()), testing::Tolerance::exact(), "axis 0");
+    CHECK_MESSAGE(c.ok, "cumsum(x * 2, axis 0) * 3: " << c.message);
 }

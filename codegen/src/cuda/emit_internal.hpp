@@ -70,9 +70,10 @@ struct EpiloguePart {
 /// caller calls it from one loop, not once per unrolled register of a tile), so that NVRTC compiles it once.
 /// `vector` (the plan has a vector variant of width W) adds `<name>_element<W>(p, i, lm::vec<type, W> acc)`:
 /// elements i .. i + W - 1 of one row, with 16-byte loads and stores, each through the same body.
+/// `acc_what` (empty: a product's accumulators) says in a comment what `acc` holds.
 EpiloguePart epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
                            const PointwisePlan& plan, int acc_site, bool one_call_site = false,
-                           bool vector = false);
+                           bool vector = false, std::string_view acc_what = {});
 /// A matmul operand computed as its tiles load (a prologue): the pieces of the pointwise graph of `operand`,
 /// whose `<name>_element(const <name>_params& p, const <idx> e)` returns element `e` (row-major over the
 /// operand's shape) in its register type; the plan's output pointer is unused.

@@ -28,7 +28,7 @@ struct Emitter {
     std::string idx;  // index type
     bool body_needs_params = false;
     /// A matmul epilogue: the load site whose value is the product's accumulator, passed in as `acc` (-1:
-    /// none).
+    /// none); a scan's epilogue: the scan's element.
     int acc_site = -1;
     /// A matmul prologue: the element function returns its one output's value instead of storing it.
     bool returns_value = false;
@@ -42,6 +42,8 @@ struct Emitter {
     std::vector<bool> uniform;
     std::vector<int> frontier;
     std::vector<bool> used_per_element;  // by a value computed per element, or an output
+    /// What `acc` holds, for its comment.
+    std::string acc_what = "the product, from the accumulators";
 
     std::string vname(int v) const { return fmt::format("v{}", v); }
 
@@ -471,7 +473,7 @@ struct Emitter {
             }
             if (static_cast<int>(k) == acc_site)
                 line(s, 4, fmt::format("const {} {} = acc;", register_type(o.dtype), vname(v)),
-                     fmt::format("in{}: the product, from the accumulators", k));
+                     fmt::format("in{}: {}", k, acc_what));
             else if (o.index)
                 line(s, 4,
                      fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
@@ -821,7 +823,7 @@ detail::PointwisePart detail::pointwise_part(std::string_view name, const std::v
 
 detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
                                            const PointwisePlan& plan, int acc_site, bool one_call_site,
-                                           bool vector) {
+                                           bool vector, std::string_view acc_what) {
     const PwGraph g = detail::build_pw_graph(outputs);
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != plan.outputs.size() || acc_site < 0 ||
         static_cast<std::size_t>(acc_site) >= g.sites.size())
@@ -832,6 +834,7 @@ detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vec
                plan.index == IndexWidth::I32 ? "int" : "long long",
                !g.scalars.empty() || !g.gathers.empty(),
                acc_site};
+    if (!acc_what.empty()) em.acc_what = std::string(acc_what);
     for (const auto& v : g.values)
         if (!one_call_site && ir::is_elementwise(v.node->op()) &&
             ir::info(v.node->op()).cost != ir::Cost::Cheap)

@@ -3,6 +3,8 @@
 // with its op, types and path.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "emit_internal.hpp"
 #include "loom/codegen/cuda/prelude.hpp"
 #include "loom/codegen/cuda/scan_plan.hpp"
@@ -39,36 +41,107 @@ const char* combine_of(ir::Op op) {
 
 }  // namespace
 
+namespace {
+
+// The entry point's call of the plan's kernel with `params` (the ScanParams) and, for a fused kernel, the Io
+// of `io` (`<io>_io`), with the comment that names its template arguments.
+std::pair<std::string, std::string> kernel_call(const ScanPlan& p, const std::string& params,
+                                                const std::string& io) {
+    const std::string acc(register_type(p.acc));
+    const std::string types = fmt::format("{}, {}, {}, {}, {}", combine_of(p.op), storage_type(p.in), acc,
+                                          storage_type(p.out), p.exclusive ? "true" : "false");
+    const std::string io_arg = io.empty() ? std::string() : fmt::format(", {}_io{{p}}", io);
+    const std::string io_type = io.empty() ? std::string() : fmt::format(", {}_io", io);
+    const std::string io_comment = io.empty() ? std::string() : ", io";
+    if (p.path == ScanPath::Warp)
+        return {fmt::format("lm::scan::scan_warp_rows<{}{}>({}{});", types, io_type, params, io_arg),
+                "combine, in, accumulator, out, exclusive" + io_comment};
+    if (p.path == ScanPath::Tree)
+        return {
+            io.empty()
+                ? fmt::format("lm::scan::scan_kernel<{}, true>({});", types, params)
+                : fmt::format("lm::scan::scan_kernel<{}, true, 8{}>({}{});", types, io_type, params, io_arg),
+            "combine, in, accumulator, out, exclusive, tree" + (io.empty() ? std::string() : ", warps, io")};
+    return {fmt::format("lm::scan::scan_kernel<{}, false, {}{}>({}{});", types, p.row_warps, io_type, params,
+                        io_arg),
+            "combine, in, accumulator, out, exclusive, tree" + (io.empty() ? std::string() : ", warps, io")};
+}
+
+// A fused kernel's pieces: the prologue's and the epilogue's, the parameter struct `<name>_params` holding
+// lm::ScanParams and theirs, and the Io policy `<name>_io` of scan.cuh that computes the operand's element e
+// and hands the result's element e to the epilogue.
+std::string fused_parts(const std::string& name, const PlannedScan& ps) {
+    const ScanPlan& p = ps.plan;
+    std::string s;
+    std::string fields = "    lm::ScanParams scan;\n";
+    std::string pro_idx = "long long", ep_idx = "long long";
+    if (p.prologue) {
+        const detail::EpiloguePart pro =
+            detail::prologue_part(name + "_pro", ps.node->operand_ptr(0), p.prologue_plan);
+        pro_idx = pro.idx;
+        s += pro.params_struct + '\n' + pro.body + '\n' + pro.element + '\n';
+        fields += fmt::format("    {}_pro_params pro;  // the prologue's parameters\n", name);
+    }
+    if (p.epilogue) {
+        const detail::EpiloguePart ep =
+            detail::epilogue_part(name + "_ep", ps.epilogue_outputs, p.epilogue_plan, p.acc_site, true, false,
+                                  "the scan's element, rounded to its dtype");
+        ep_idx = ep.idx;
+        s += ep.params_struct + '\n' + ep.body + '\n' + ep.element + '\n';
+        fields += fmt::format("    {}_ep_params ep;  // the epilogue's parameters\n", name);
+    }
+    s += fmt::format("struct {}_params {{\n{}}};\n\n", name, fields);
+    s += fmt::format("// The scan's loads{} and stores{} (scan.cuh's Io policy).\n",
+                     p.prologue ? " from its prologue" : "", p.epilogue ? " into its epilogue" : "");
+    s += fmt::format("struct {}_io {{\n", name);
+    detail::write_line(s, 4, fmt::format("static constexpr bool kLoads = {};", p.prologue ? "true" : "false"),
+                       {}, kColumn);
+    detail::write_line(
+        s, 4, fmt::format("static constexpr bool kStores = {};", p.epilogue ? "true" : "false"), {}, kColumn);
+    detail::write_line(s, 4, fmt::format("const {}_params& p;", name), {}, kColumn);
+    if (p.prologue)
+        s += fmt::format(
+            "    __device__ __forceinline__ auto load(long long e) const {{\n"
+            "        return {}_pro_element(p.pro, ({})e);  // element e of the operand, in its register "
+            "type\n"
+            "    }}\n",
+            name, pro_idx);
+    if (p.epilogue)
+        s += fmt::format(
+            "    template <class Out>\n"
+            "    __device__ __forceinline__ void store(long long e, Out v) const {{\n"
+            "        {}_ep_element(p.ep, ({})e, lm::to_reg(v));  // the outputs of element e from the scan's "
+            "value\n"
+            "    }}\n",
+            name, ep_idx);
+    s += "};\n\n";
+    return s;
+}
+
+}  // namespace
+
 KernelSource emit_scan(std::string_view user_name, const PlannedScan& ps) {
     const ScanPlan& p = ps.plan;
+    const bool fused = p.prologue || p.epilogue;
     KernelSource ks;
     ks.user_name = std::string(user_name);
     ks.name = kernel_name(user_name);
     ks.scalar_entry = ks.name;  // one entry point: whole pieces or elements are `vector_in` / `vector_out`
-    ks.param_bytes = scan_param_bytes();
+    ks.param_bytes = scan_param_layout(p).size;
     std::string& s = ks.kernel;
     s += detail::banner("scan", ks.name, user_name, p.to_string());
     s += fmt::format(
         "// entry point: {} (loads and stores in whole 16-byte pieces or by elements: the parameters "
         "`vector_in`, `vector_out`)\n\n",
         ks.name);
-    s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const lm::ScanParams p) {{\n",
-                     p.threads, ks.name);
+    if (fused) s += fused_parts(ks.name, ps);
+    s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {} p) {{\n", p.threads,
+                     ks.name, fused ? fmt::format("__grid_constant__ {}_params", ks.name) : "lm::ScanParams");
     // The tree path's blocks wait for earlier tiles: like a split reduction, it does not let the next
     // kernel's blocks in beside it.
     detail::write_kernel_prologue(s, p.path != ScanPath::Tree, kColumn);
-    const std::string acc(register_type(p.acc));
-    const std::string types = fmt::format("{}, {}, {}, {}, {}", combine_of(p.op), storage_type(p.in), acc,
-                                          storage_type(p.out), p.exclusive ? "true" : "false");
-    if (p.path == ScanPath::Warp)
-        detail::write_line(s, 4, fmt::format("lm::scan::scan_warp_rows<{}>(p);", types),
-                           "combine, in, accumulator, out, exclusive", kColumn);
-    else
-        detail::write_line(s, 4,
-                           p.path == ScanPath::Tree
-                               ? fmt::format("lm::scan::scan_kernel<{}, true>(p);", types)
-                               : fmt::format("lm::scan::scan_kernel<{}, false, {}>(p);", types, p.row_warps),
-                           "combine, in, accumulator, out, exclusive, tree", kColumn);
+    const auto [call, comment] = kernel_call(p, fused ? "p.scan" : "p", fused ? ks.name : std::string());
+    detail::write_line(s, 4, call, comment, kColumn);
     s += "}\n";
     ks.source = fmt::format("{}\n{}\n{}", prelude_source(), detail::scan_device_source(), ks.kernel);
     return ks;

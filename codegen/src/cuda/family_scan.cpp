@@ -3,6 +3,7 @@
 // parameter struct, the grid).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,7 @@
 #include "loom/codegen/cuda/kernel_family.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
 
 namespace loom::codegen {
 
@@ -22,10 +24,40 @@ std::size_t scan_param_bytes() {
     return sizeof(ScanParams);
 }
 
+ScanParamLayout scan_param_layout(const ScanPlan& p) {
+    auto up = [](std::size_t n, std::size_t a) { return (n + a - 1) / a * a; };
+    ScanParamLayout l;
+    l.size = sizeof(ScanParams);
+    l.align = alignof(ScanParams);
+    if (p.prologue) {
+        const std::size_t a = std::max<std::size_t>(p.prologue_plan.params.align, 1);
+        l.prologue_offset = up(l.size, a);
+        l.size = l.prologue_offset + p.prologue_plan.params.size;
+        l.align = std::max(l.align, a);
+    }
+    if (p.epilogue) {
+        const std::size_t a = std::max<std::size_t>(p.epilogue_plan.params.align, 1);
+        l.epilogue_offset = up(l.size, a);
+        l.size = l.epilogue_offset + p.epilogue_plan.params.size;
+        l.align = std::max(l.align, a);
+    }
+    l.size = up(l.size, l.align);
+    return l;
+}
+
 namespace {
 
 std::string where_of(const ir::Node& n) {
     return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
+}
+
+// The elementwise operations of a prologue or epilogue graph, each with where it was written; `none` when
+// there are none.
+std::string fused_nodes(const std::vector<ir::NodePtr>& outputs, const char* none) {
+    std::string s;
+    for (const ir::Node* n : ir::topo_order(outputs))
+        if (ir::is_elementwise(n->op())) s += fmt::format(" {}", where_of(*n));
+    return s.empty() ? std::string(none) : s;
 }
 
 // The tree nodes of a row of `tiles` tiles: tiles >> k complete nodes at each level k.
@@ -81,18 +113,29 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
                   "single pass: {} rows of {} tiles, a block per tile in launch order, carries from the "
                   "tile tree",
                   s.rows(), s.tiles());
+    std::string reads;
+    for (std::size_t j = 0; j < s.inputs.size(); ++j) {
+        const ir::Node& in = *s.inputs[j];
+        if (&in == s.accumulators.get()) continue;
+        reads +=
+            fmt::format("{}{} {} [{}]", reads.empty() ? "" : ", ", in.label().empty() ? "input" : in.label(),
+                        ir::describe(in), to_string(plan.kernels[i].reads.at(j)));
+    }
     return fmt::format(
         "kernel {}  {}   {} {} -> {} ({}): {}\n"
-        "          {}; 256 threads of 8 elements; elementwise producers and consumers are separate kernels\n"
-        "          reads {} {} [{}]; writes {}; 1 launch\n",
+        "          {}; 256 threads of 8 elements\n"
+        "          prologue:{}\n"
+        "          epilogue:{}\n"
+        "          reads {}; writes {}; 1 launch\n",
         i, k.name, ir::op_name(n.op()), ir::describe(*n.operand(0)), ir::describe(n), ir::scan_attributes(n),
-        where_of(n), path, s.input->label().empty() ? "input" : s.input->label(), ir::describe(*s.input),
-        to_string(plan.kernels[i].reads.at(0)), all_writes);
+        where_of(n), path, fused_nodes({n.operand_ptr(0)}, " none (the operand read from memory)"),
+        fused_nodes(s.epilogue_outputs, " none (the scan stored as it is)"),
+        reads.empty() ? "nothing" : reads, all_writes);
 }
 
 LaunchNeeds GpuFamily<PlannedScan>::needs(const PlannedScan& s, KernelPointers) {
     LaunchNeeds n;
-    n.param_bytes = sizeof(ScanParams);
+    n.param_bytes = scan_param_layout(s.plan).size;
     if (s.plan.path == ScanPath::Tree && s.rows() > 0) {
         const std::int64_t nodes = s.rows() * row_nodes(s.tiles());
         n.counters = 2 + nodes;
@@ -104,14 +147,32 @@ LaunchNeeds GpuFamily<PlannedScan>::needs(const PlannedScan& s, KernelPointers) 
 BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p, const LaunchScratch& scratch,
                                          std::span<std::byte> params) {
     const ScanPlan& plan = s.plan;
+    const ScanParamLayout layout = scan_param_layout(plan);
+    if (params.size() < layout.size)
+        throw InternalError(
+            fmt::format("scan kernel: {} parameter bytes for {}", params.size(), layout.size));
+    std::memset(params.data(), 0, layout.size);
+    if (p.inputs.size() != s.inputs.size())
+        throw InternalError(
+            fmt::format("scan kernel: {} input pointers for {}", p.inputs.size(), s.inputs.size()));
+    const std::span<const void* const> operand_inputs = p.inputs.subspan(0, s.operand_inputs);
+    if (plan.prologue) {
+        static void* const no_output[1] = {nullptr};
+        pack_params(plan.prologue_plan, s.prologue_binding, operand_inputs, no_output,
+                    params.subspan(layout.prologue_offset, plan.prologue_plan.params.size));
+    }
+    if (plan.epilogue)
+        pack_params(plan.epilogue_plan, s.epilogue_binding, p.inputs.subspan(s.operand_inputs), p.outputs,
+                    params.subspan(layout.epilogue_offset, plan.epilogue_plan.params.size));
     ScanParams sp{};
-    sp.in =
-        static_cast<const char*>(p.inputs[0]) + s.in_offset * static_cast<std::int64_t>(itemsize(plan.in));
-    if (p.outputs.size() > 4)
+    if (!plan.prologue)
+        sp.in = static_cast<const char*>(p.inputs[0]) +
+                s.in_offset * static_cast<std::int64_t>(itemsize(plan.in));
+    if (!plan.epilogue && p.outputs.size() > 4)
         throw Error(fmt::format("{}(): a scan kernel writes at most 4 outputs, not {} ({})",
                                 ir::op_name(s.node->op()), p.outputs.size(), short_location(s.node->loc())));
-    sp.outputs = static_cast<int>(p.outputs.size());
-    for (std::size_t o = 0; o < p.outputs.size(); ++o) sp.out[o] = p.outputs[o];
+    sp.outputs = plan.epilogue ? 0 : static_cast<int>(p.outputs.size());
+    for (std::size_t o = 0; o < static_cast<std::size_t>(sp.outputs); ++o) sp.out[o] = p.outputs[o];
     const std::size_t axes = s.outer.size(), pad = 6 - axes;
     for (std::size_t a = 0; a < 6; ++a) {
         sp.outer[a] = a < pad ? 1 : s.outer[a - pad];
@@ -125,17 +186,15 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     sp.tiles = s.tiles();
     sp.row_nodes = row_nodes(sp.tiles);
     sp.identity = identity_bits(plan);
-    sp.vector_in = pieces(sp.in, s.in_step, s.in_outer, plan.in) ? 1 : 0;
-    bool out_pieces = !plan.exclusive;
-    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+    sp.vector_in = !plan.prologue && pieces(sp.in, s.in_step, s.in_outer, plan.in) ? 1 : 0;
+    bool out_pieces = !plan.exclusive && !plan.epilogue;
+    for (std::size_t o = 0; o < static_cast<std::size_t>(sp.outputs); ++o)
         out_pieces = out_pieces && pieces(sp.out[o], s.out_step, s.out_outer, plan.out);
     sp.vector_out = out_pieces ? 1 : 0;
     if (plan.path == ScanPath::Tree && s.rows() > 0) {
         sp.counters = static_cast<unsigned int*>(scratch.counters);
         sp.nodes = scratch.workspaces.empty() ? nullptr : scratch.workspaces[0];
     }
-    if (params.size() < sizeof sp)
-        throw InternalError(fmt::format("scan kernel: {} parameter bytes for {}", params.size(), sizeof sp));
     std::memcpy(params.data(), &sp, sizeof sp);
     BoundLaunch b;
     const std::int64_t rows_per_block = plan.path == ScanPath::Warp ? 8 : 8 / plan.row_warps;

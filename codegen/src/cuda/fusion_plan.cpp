@@ -107,11 +107,13 @@ GpuKernel schedule_attention(const FusedKernel& k, const ScheduleInputs& in, con
 
 GpuKernel schedule_scan(const FusedKernel& k, const ScheduleInputs& in, const GpuTarget& t) {
     GpuKernel g;
-    PlannedScan ps = plan_scan(k, in.layout_of());
-    g.reads.push_back(in.slot(ps.input));
+    PlannedScan ps = plan_scan(k, in.layout_of(), t.device);
+    for (const ir::Node* input : ps.inputs)
+        g.reads.push_back(input == ps.accumulators.get() ? Slot{Slot::Kind::Index, 0} : in.slot(input));
     Hasher h;
     h.add(0x7363616e00000002ull);
     h.add(ps.plan.hash());
+    if (ps.plan.prologue || ps.plan.epilogue) h.add(structural_key(k.outputs));
     g.key = with(h.digest(), t.options.hash());
     g.schedule = std::move(ps);
     return g;

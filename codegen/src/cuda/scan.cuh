@@ -12,7 +12,8 @@
 // first warp's lanes together) for the nodes its carry folds, all published by tiles with smaller tickets,
 // which are already running (no deadlock). The last block to finish sets the counters back to zero, as the
 // runtime requires. The result goes to every output of the kernel (a root and a temporary another kernel
-// reads), each contiguous.
+// reads), each contiguous; or, in a fused kernel, the operand comes from an elementwise prologue and the
+// result goes to an elementwise epilogue (the Io policy below).
 
 // LOOM_SCAN_CORE
 
@@ -269,6 +270,56 @@ __device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, con
     }
 }
 
+// Where a kernel's elements come from and go to. MemoryIo: the operand read from memory (ScanParams::in, at
+// its strides), the result stored into every output (ScanParams::out). A fused kernel's emitted Io instead
+// computes the operand's element e (row-major over the scan's shape) with its prologue (`load(e)`), and/or
+// hands the result's element e to its epilogue (`store(e, value)`), which computes and stores the kernel's
+// outputs; kLoads / kStores say which of the two it has.
+struct MemoryIo {
+    static constexpr bool kLoads = false;
+    static constexpr bool kStores = false;
+};
+
+// The thread's outputs through the Io's epilogue: element e of the result is at `out_row + position *
+// out_step` (the result's strides are row-major), each rounded to the result's dtype first, as a stored
+// result would be.
+template <class A, class Out, bool kExclusive, class Io>
+__device__ __forceinline__ void store_fused(const ScanParams& p, const Io& io, long long out_row,
+                                            const A (&v)[kPerThread], long long first, int count) {
+    Out d;
+    if constexpr (kExclusive) {
+        if (first == 0) {
+            narrow(&d, from_bits<A>(p.identity));
+            io.store(out_row, d);
+        }
+        LM_SCAN_UNROLL
+        for (int i = 0; i < kPerThread; ++i)
+            if (i < count && first + i + 1 < p.length) {
+                narrow(&d, v[i]);
+                io.store(out_row + (first + i + 1) * p.out_step, d);
+            }
+    } else {
+        LM_SCAN_UNROLL
+        for (int i = 0; i < kPerThread; ++i)
+            if (i < count) {
+                narrow(&d, v[i]);
+                io.store(out_row + (first + i) * p.out_step, d);
+            }
+    }
+}
+
+// Every output of the thread's elements: into memory, or through the Io's epilogue.
+template <class A, class Out, bool kExclusive, class Io>
+__device__ __forceinline__ void store_all(const ScanParams& p, const Io& io, long long out_row,
+                                          const A (&v)[kPerThread], long long first, int count) {
+    if constexpr (Io::kStores) {
+        store_fused<A, Out, kExclusive>(p, io, out_row, v, first, count);
+    } else {
+        for (int o = 0; o < p.outputs; ++o)
+            store_outputs<A, Out, kExclusive>(p, static_cast<Out*>(p.out[o]) + out_row, v, first, count);
+    }
+}
+
 // The present elements of a thread whose element 0 is at `first` of `count` (0 to 8): the count.
 __device__ __forceinline__ int present(long long length, long long first) {
     const long long left = length - first;
@@ -276,18 +327,25 @@ __device__ __forceinline__ int present(long long length, long long first) {
 }
 
 // Step 1: the thread's values (whole pieces where they allow) and its total.
-template <class Op, class In, class A>
-__device__ __forceinline__ A thread_total(const ScanParams& p, const In* in, long long first, int count,
-                                          A (&v)[kPerThread]) {
-    if (count == kPerThread && p.vector_in) {
-        __align__(16) In raw[kPerThread];
-        load_pieces(raw, in + first);
-        LM_SCAN_UNROLL
-        for (int i = 0; i < kPerThread; ++i) v[i] = widen(raw[i]);
-    } else {
+template <class Op, class In, class A, class Io>
+__device__ __forceinline__ A thread_total(const ScanParams& p, const Io& io, long long in_row,
+                                          long long first, int count, A (&v)[kPerThread]) {
+    if constexpr (Io::kLoads) {  // the prologue's elements, at the row-major positions of the scan's shape
         LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
-            if (i < count) v[i] = widen(in[(first + i) * p.in_step]);
+            if (i < count) v[i] = widen(io.load(in_row + (first + i) * p.in_step));
+    } else {
+        const In* in = static_cast<const In*>(p.in) + in_row;
+        if (count == kPerThread && p.vector_in) {
+            __align__(16) In raw[kPerThread];
+            load_pieces(raw, in + first);
+            LM_SCAN_UNROLL
+            for (int i = 0; i < kPerThread; ++i) v[i] = widen(raw[i]);
+        } else {
+            LM_SCAN_UNROLL
+            for (int i = 0; i < kPerThread; ++i)
+                if (i < count) v[i] = widen(in[(first + i) * p.in_step]);
+        }
     }
     A x = v[0];
     LM_SCAN_UNROLL
@@ -319,8 +377,8 @@ __device__ __forceinline__ void thread_outputs(const Maybe<A>& prefix, int count
 
 // Rows of at most 256 elements (32 threads of 8): one warp per row, 8 rows per block. The contract's order
 // has then one warp and no carry: the prefix is the previous lane's lane scan value alone.
-template <class Op, class In, class A, class Out, bool kExclusive>
-__device__ __forceinline__ void scan_warp_rows(const ScanParams& p) {
+template <class Op, class In, class A, class Out, bool kExclusive, class Io = MemoryIo>
+__device__ __forceinline__ void scan_warp_rows(const ScanParams& p, const Io& io = Io()) {
     const int lane = threadIdx.x & 31;
     const long long row = (long long)blockIdx.x * kWarps + (threadIdx.x >> 5);
     if (row >= p.rows) return;  // the whole warp
@@ -329,24 +387,22 @@ __device__ __forceinline__ void scan_warp_rows(const ScanParams& p) {
     const long long first = (long long)lane * kPerThread;
     const int count = present(p.length, first);
     A v[kPerThread];
-    const A x = lane_scan<Op, A>(
-        thread_total<Op, In, A>(p, static_cast<const In*>(p.in) + in_row, first, count, v), lane, count);
+    const A x = lane_scan<Op, A>(thread_total<Op, In, A>(p, io, in_row, first, count, v), lane, count);
     const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
     if (count == 0) return;
     Maybe<A> prefix;
     prefix.has = lane > 0;
     prefix.v = previous_lane;
     thread_outputs<Op, A>(prefix, count, v);
-    for (int o = 0; o < p.outputs; ++o)
-        store_outputs<A, Out, kExclusive>(p, static_cast<Out*>(p.out[o]) + out_row, v, first, count);
+    store_all<A, Out, kExclusive>(p, io, out_row, v, first, count);
 }
 
 // One tile of one row: steps 1 to 5 of the contract (and 6, 7 through tree_carry on the tree path), then the
 // stores. kRowWarps warps take a row: the block's 8 (the tree path, rows longer than 1024 elements), or 4 or
 // 2 for shorter rows, 8 / kRowWarps rows per block from `row0` on (a group of warps past the last row loads
 // and stores nothing but takes part in every barrier).
-template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps>
-__device__ __forceinline__ void scan_tile(const ScanParams& p, long long row0, long long j) {
+template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps, class Io>
+__device__ __forceinline__ void scan_tile(const ScanParams& p, const Io& io, long long row0, long long j) {
     __shared__ A warp_scan[kWarps];
     __shared__ A carry_value;
     __shared__ int carry_present;
@@ -364,8 +420,7 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, long long row0, l
 
     // Steps 1 and 2.
     A v[kPerThread];
-    const A x = lane_scan<Op, A>(
-        thread_total<Op, In, A>(p, static_cast<const In*>(p.in) + in_row, first, count, v), lane, count);
+    const A x = lane_scan<Op, A>(thread_total<Op, In, A>(p, io, in_row, first, count, v), lane, count);
     const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
 
     // Step 3: the warp scan over the row's warp totals, by its first warp (steps d >= kRowWarps would change
@@ -402,24 +457,24 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, long long row0, l
     if (w > 0) fold<Op>(prefix, scan[w - 1]);
     if (lane > 0) fold<Op>(prefix, previous_lane);
     thread_outputs<Op, A>(prefix, count, v);
-    for (int o = 0; o < p.outputs; ++o)
-        store_outputs<A, Out, kExclusive>(p, static_cast<Out*>(p.out[o]) + out_row, v, first, count);
+    store_all<A, Out, kExclusive>(p, io, out_row, v, first, count);
 }
 
 // The kernel: the tile path takes rows from blockIdx.x * (8 / kRowWarps) on; the tree path takes a ticket,
 // tile ticket % tiles of row ticket / tiles, and the last block to finish sets the counters and flags back to
 // zero.
-template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps = kWarps>
-__device__ __forceinline__ void scan_kernel(const ScanParams& p) {
+template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps = kWarps,
+          class Io = MemoryIo>
+__device__ __forceinline__ void scan_kernel(const ScanParams& p, const Io& io = Io()) {
     if constexpr (!kTree) {
         scan_tile<Op, In, A, Out, kExclusive, false, kRowWarps>(
-            p, (long long)blockIdx.x * (kWarps / kRowWarps), 0);
+            p, io, (long long)blockIdx.x * (kWarps / kRowWarps), 0);
     } else {
         __shared__ unsigned ticket;
         __shared__ int last;
         if (threadIdx.x == 0) ticket = atomicAdd(p.counters, 1u);
         __syncthreads();
-        scan_tile<Op, In, A, Out, kExclusive, true, kWarps>(p, (long long)ticket / p.tiles,
+        scan_tile<Op, In, A, Out, kExclusive, true, kWarps>(p, io, (long long)ticket / p.tiles,
                                                             (long long)ticket % p.tiles);
         __syncthreads();
         if (threadIdx.x == 0) {

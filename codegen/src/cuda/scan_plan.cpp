@@ -5,6 +5,7 @@
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
+#include "loom/ir/graph.hpp"
 #include "loom/ir/hash.hpp"
 #include "loom/ir/view.hpp"
 
@@ -78,15 +79,41 @@ std::uint64_t ScanPlan::hash() const {
     h.add(static_cast<std::uint64_t>(path));
     h.add(static_cast<std::uint64_t>(threads));
     h.add(static_cast<std::uint64_t>(row_warps));
+    h.add(static_cast<std::uint64_t>(prologue) | static_cast<std::uint64_t>(epilogue) << 1);
+    if (prologue) h.add(prologue_plan.hash());
+    if (epilogue) {
+        h.add(epilogue_plan.hash());
+        h.add(static_cast<std::uint64_t>(acc_site));
+    }
     return h.digest();
 }
+
+namespace {
+
+// A fused kernel's prologue and epilogue lines of the banner; empty for a scan from memory to memory.
+std::string fused_text(const ScanPlan& p) {
+    auto trimmed = [](std::string t) {
+        while (!t.empty() && t.back() == '\n') t.pop_back();
+        return t;
+    };
+    std::string s;
+    if (p.prologue)
+        s += "\nprologue: the operand computed element by element as it loads\n" +
+             trimmed(p.prologue_plan.describe(false));
+    if (p.epilogue)
+        s += "\nepilogue: the kernel's outputs computed from the scan's elements as they are stored\n" +
+             trimmed(p.epilogue_plan.describe(false));
+    return s;
+}
+
+}  // namespace
 
 std::string ScanPlan::to_string() const {
     return fmt::format(
         "{}{} of {} -> {}, accumulated in {}\n"
         "path: {}\n"
         "block: {} threads of {} elements (a tile of {}): thread totals, Kogge-Stone over lanes (shuffles) "
-        "and over warps (shared memory), the thread prefixes, the outputs",
+        "and over warps (shared memory), the thread prefixes, the outputs{}",
         ir::op_name(op), exclusive ? " (exclusive)" : "", name(in), name(out), name(acc),
         path == ScanPath::Warp
             ? "one warp per row of at most 256 elements, 8 rows per block (no warp scan, no "
@@ -99,32 +126,130 @@ std::string ScanPlan::to_string() const {
             : "single pass: a block per tile in launch order (a counter), carries from "
               "the pairwise tree of tile "
               "aggregates that earlier tiles publish (release / acquire)",
-        threads, ir::kScanThreadElements, ir::kScanTile);
+        threads, ir::kScanThreadElements, ir::kScanTile, fused_text(*this));
 }
 
-PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of) {
-    if (k.outputs.empty() || !ir::is_scan(k.outputs[0]->op()))
-        throw InternalError(fmt::format("plan_scan(): kernel {} is not one scan node", k.name));
+namespace {
+
+// The kernel's one scan node: its output, or below its epilogue's elementwise nodes.
+ir::NodePtr scan_node(const FusedKernel& k) {
+    ir::NodePtr found;
+    for (const ir::NodePtr& o : k.outputs) {
+        std::vector<ir::NodePtr> stack{o};
+        while (!stack.empty()) {
+            ir::NodePtr n = std::move(stack.back());
+            stack.pop_back();
+            if (ir::is_scan(n->op())) {
+                if (found && found != n)
+                    throw InternalError(fmt::format("plan_scan(): kernel {} holds two scans", k.name));
+                found = std::move(n);
+                continue;
+            }
+            for (const auto& x : n->operands()) stack.push_back(x);
+        }
+    }
+    if (!found) throw InternalError(fmt::format("plan_scan(): kernel {} holds no scan", k.name));
+    return found;
+}
+
+// Whether the operand `x` is computed (elementwise work below its views), not a view of an input.
+bool computed_operand(const ir::Node& x) {
+    const ir::Node* b = &x;
+    while (ir::is_view(b->op())) b = b->operand(0);
+    return b->op() != ir::Op::Input;
+}
+
+// The prologue: the operand as a pointwise plan over the scan's shape (element e row-major), its inputs the
+// kernel's first.
+void plan_prologue(PlannedScan& ps, const LayoutOf& layout_of, const DeviceInfo& device) {
+    const ir::NodePtr& x = ps.node->operand_ptr(0);
+    ps.inputs = pointwise_inputs({x});
+    std::vector<InputLayout> layouts;
+    for (const ir::Node* in : ps.inputs) layouts.push_back(layout_of(*in));
+    PlannedPointwise pp = plan_pointwise({x}, layouts, device.plan_target());
+    if (pp.plan.params_in_memory)
+        throw InternalError(fmt::format(
+            "plan_scan(): the prologue of {} has more parameters than a launch takes", where_of(*ps.node)));
+    ps.plan.prologue = true;
+    ps.plan.prologue_plan = std::move(pp.plan);
+    ps.prologue_binding = std::move(pp.binding);
+}
+
+// The epilogue: the kernel's outputs over a placeholder for the scan's value ("accumulators"), a pointwise
+// plan over their shape (the scan's, or a reshape of it that keeps the row-major order), every output
+// contiguous; its inputs follow the operand's.
+void plan_epilogue(PlannedScan& ps, const FusedKernel& k, const LayoutOf& layout_of,
+                   const DeviceInfo& device) {
+    const ir::Node& n = *ps.node;
+    ps.accumulators = ir::input(n.dtype(), n.shape(), "accumulators", {}, n.loc());
+    ps.epilogue_outputs =
+        ir::rewrite(k.outputs, [&](const ir::Node& x, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+            return &x == &n ? ps.accumulators : nullptr;
+        });
+    const std::vector<const ir::Node*> ep_inputs = pointwise_inputs(ps.epilogue_outputs);
+    std::vector<InputLayout> layouts;
+    for (const ir::Node* in : ep_inputs) {
+        ps.inputs.push_back(in);
+        layouts.push_back(in == ps.accumulators.get()
+                              ? InputLayout{n.dtype(), contiguous_strides(n.shape()), true}
+                              : layout_of(*in));
+    }
+    PlannedPointwise ep = plan_pointwise(ps.epilogue_outputs, layouts, device.plan_target());
+    if (ep.plan.params_in_memory)
+        throw InternalError(fmt::format(
+            "plan_scan(): the epilogue of {} has more parameters than a launch takes", where_of(n)));
+    int site = -1;
+    for (std::size_t s = 0; s < ep.plan.loads.size(); ++s) {
+        if (ep_inputs[static_cast<std::size_t>(ep.plan.loads[s].input)] != ps.accumulators.get()) continue;
+        if (site >= 0)
+            throw InternalError(
+                fmt::format("plan_scan(): the epilogue of {} reads the scan at two sites", where_of(n)));
+        site = static_cast<int>(s);
+    }
+    if (site < 0)
+        throw InternalError(
+            fmt::format("plan_scan(): the epilogue of {} does not read the scan", where_of(n)));
+    ps.plan.epilogue = true;
+    ps.plan.epilogue_plan = std::move(ep.plan);
+    ps.plan.acc_site = site;
+    ps.epilogue_binding = std::move(ep.binding);
+}
+
+}  // namespace
+
+PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const DeviceInfo& device) {
+    if (k.outputs.empty()) throw InternalError(fmt::format("plan_scan(): kernel {} has no outputs", k.name));
     PlannedScan ps;
-    ps.node = k.outputs[0];
+    ps.node = scan_node(k);
     const ir::Node& n = *ps.node;
     const ir::Node& x = *n.operand(0);
-    const std::optional<ir::StridedView> view =
-        ir::view_of_input(x, [&](const ir::Node& in) { return layout_of(in).strides; });
-    if (!view)
-        throw NotFusable(fmt::format(
-            "the operand of {} is a reshape that has no strides for its input's layout", where_of(n)));
-    ps.input = view->base;
-    ps.in_offset = view->offset;
     const Strides out = contiguous_strides(n.shape());
+    Strides in = out;  // a prologue's element e is row-major over the scan's shape
+    if (computed_operand(x)) {
+        plan_prologue(ps, layout_of, device);
+    } else {
+        const std::optional<ir::StridedView> view =
+            ir::view_of_input(x, [&](const ir::Node& i) { return layout_of(i).strides; });
+        if (!view)
+            throw NotFusable(fmt::format(
+                "the operand of {} is a reshape that has no strides for its input's layout", where_of(n)));
+        ps.input = view->base;
+        ps.inputs = {view->base};
+        ps.in_offset = view->offset;
+        in = view->strides;
+    }
+    ps.operand_inputs = ps.inputs.size();
+    bool fused_store = false;
+    for (const ir::NodePtr& o : k.outputs) fused_store = fused_store || o != ps.node;
+    if (fused_store) plan_epilogue(ps, k, layout_of, device);
     const auto axis = static_cast<std::size_t>(ir::scan_axis(n));
     ps.length = n.shape()[axis];
-    ps.in_step = view->strides[axis];
+    ps.in_step = in[axis];
     ps.out_step = out[axis];
     for (std::size_t d = 0; d < n.shape().size(); ++d) {
         if (d == axis) continue;
         ps.outer.push_back(n.shape()[d]);
-        ps.in_outer.push_back(view->strides[d]);
+        ps.in_outer.push_back(in[d]);
         ps.out_outer.push_back(out[d]);
     }
     merge_axes(ps.outer, ps.in_outer, ps.out_outer);

@@ -161,6 +161,32 @@ std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
     return {};
 }
 
+// Why operand `x` of a scan cannot be its prologue, or empty. A scan computes each element of its operand
+// once, so any elementwise op may be its prologue (views, random numbers and costly functions included);
+// not a reduction, and not a gather (a scan kernel takes no error word for its indices).
+std::string scan_prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
+    std::vector<const ir::Node*> stack{x.get()};
+    std::unordered_set<const ir::Node*> seen;
+    std::unordered_set<const ir::Node*> inputs;
+    while (!stack.empty()) {
+        const ir::Node* n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        if (n->op() == ir::Op::Input || own_kernel(*n) || A.temp_of(n) >= 0) {
+            inputs.insert(n);
+            continue;
+        }
+        if (ir::is_reduction(n->op())) return fmt::format("it holds a reduction ({})", where_of(*n));
+        if (ir::is_gather(n->op()))
+            return fmt::format("it holds a gather ({}), whose index checks a scan kernel does not make",
+                               where_of(*n));
+        for (const auto& o : n->operands()) stack.push_back(o.get());
+    }
+    if (inputs.size() > 32)
+        return fmt::format("it reads {} inputs, more than a prologue's 32", inputs.size());
+    return {};
+}
+
 // The product whose result `base` is elementwise work over, element by element (only elementwise ops between
 // them, the same shape), or null. Such work is the product's epilogue: computed once as that product's
 // result is stored, rather than again as a prologue in every block column of each product reading it (qkv's
@@ -189,19 +215,20 @@ bool reads_node(const FusedKernel& k, const ir::Node* n) {
     return false;
 }
 
-// Why the pointwise kernel `q` cannot be the epilogue of a product whose placeholder is `ph`, or empty.
+// Why the pointwise kernel `q` cannot be the epilogue of a product (or a scan) whose placeholder is `ph`, or
+// empty.
 std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, const ir::Node* ph) {
+    const char* what = ir::is_scan(product.op()) ? "scan" : "product";
     if (q.family != Family::Pointwise)
-        return fmt::format(
-            "a {} kernel ({}) reads it: a reduction over a product's result reads it from memory",
-            family_name(q.family), q.name);
+        return fmt::format("a {} kernel ({}) reads it: a reduction over a {}'s result reads it from memory",
+                           family_name(q.family), q.name, what);
     // Element e of the kernel's iteration space must be element e of the product: the same shape, or (a
     // vector's squeezed axis) only reshapes of the product to the kernel's shape, which keep the row-major
     // order.
     const Shape& space = q.outputs[0]->shape();
     if (numel(space) != product.numel())
-        return fmt::format("kernel {} computes over {}, not the product's {}", q.name, loom::to_string(space),
-                           loom::to_string(product.shape()));
+        return fmt::format("kernel {} computes over {}, not the {}'s {}", q.name, loom::to_string(space),
+                           what, loom::to_string(product.shape()));
     for (const auto& o : q.outputs)
         if (o.get() == ph && space != product.shape())
             return fmt::format("kernel {} writes it as {}", q.name, loom::to_string(space));
@@ -218,12 +245,12 @@ std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, cons
             return fmt::format("kernel {} reads it through a view ({}), not element by element", q.name,
                                where_of(*x));
         if (!ir::is_view(x->op()) && space != product.shape())
-            return fmt::format("kernel {} computes over {}, not the product's {}", q.name,
-                               loom::to_string(space), loom::to_string(product.shape()));
+            return fmt::format("kernel {} computes over {}, not the {}'s {}", q.name, loom::to_string(space),
+                               what, loom::to_string(product.shape()));
     }
     if (pointwise_inputs(q.outputs).size() > kEpilogueInputs)
         return fmt::format("kernel {} reads more than {} inputs", q.name, kEpilogueInputs);
-    for (const ir::Node* x : ir::topo_order(q.outputs))  // a product kernel takes no error word
+    for (const ir::Node* x : ir::topo_order(q.outputs))  // a product or scan kernel takes no error word
         if (ir::is_gather(x->op())) return fmt::format("kernel {} holds a gather ({})", q.name, where_of(*x));
     return {};
 }
@@ -232,9 +259,11 @@ std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, cons
 // product's shape, takes that kernel's work onto its accumulators (one kernel, the result never stored
 // unless it is a root). The merged kernel sits where the pointwise kernel was (its other inputs are ready
 // there; nothing between reads the product). Otherwise the temporary's reason says what kept them apart.
-void fuse_epilogues(Partition& P) {
+void fuse_epilogues(Partition& P, const PartitionOptions& options) {
     for (std::size_t p = 0; p < P.kernels.size(); ++p) {
-        if (P.kernels[p].family != Family::MatMul) continue;
+        const Family family = P.kernels[p].family;
+        // The host runs a scan on the CPU reference: its consumers stay LLVM kernels of their own.
+        if (family != Family::MatMul && (family != Family::Scan || options.operands_from_memory)) continue;
         int t = -1;
         for (const Slot& w : P.kernels[p].writes)
             if (w.kind == Slot::Kind::Temp) t = w.index;
@@ -252,7 +281,7 @@ void fuse_epilogues(Partition& P) {
         }
         FusedKernel& q = P.kernels[readers[0]];
         FusedKernel f;
-        f.family = Family::MatMul;
+        f.family = family;
         f.name = P.kernels[p].name;
         f.outputs =
             ir::rewrite(q.outputs, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
@@ -267,7 +296,8 @@ void fuse_epilogues(Partition& P) {
         std::string nodes;
         for (const ir::Node* n : ir::topo_order(q.outputs))
             if (ir::is_elementwise(n->op())) nodes += fmt::format(" {}", where_of(*n));
-        f.why = fmt::format("{}; its epilogue runs on the accumulators:{}", P.kernels[p].why,
+        f.why = fmt::format("{}; its epilogue runs on the {}:{}", P.kernels[p].why,
+                            family == Family::Scan ? "scan's elements as they are stored" : "accumulators",
                             nodes.empty() ? " a store" : nodes);
         q = std::move(f);
         P.kernels.erase(P.kernels.begin() + static_cast<std::ptrdiff_t>(p));
@@ -344,10 +374,11 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                                           "{} reads its operands through strides, and this reshape has none "
                                                   "for its input's layout",
                                           ir::op_name(m->op()))
-                    : ir::is_scan(m->op())
+                    : ir::is_scan(m->op()) && options.operands_from_memory
                         ? std::string(
-                              "a scan reads its operand from memory (or a view of it); elementwise producers "
-                              "are not fused as its prologue")
+                              "the host runs a scan on the CPU reference, which reads its operand from "
+                              "memory")
+                    : ir::is_scan(m->op()) ? scan_prologue_refusal(x, A)
                     : ir::is_attention(m->op())
                         ? std::string("attention reads q, k, v and its bias from memory (or views of it)")
                     : options.operands_from_memory
@@ -384,13 +415,10 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             if (read.count(m.get()))
                 writes.push_back(
                     Slot{Slot::Kind::Temp,
-                         A.materialize(
-                             m, k.family == Family::Scan
-                                    ? "a scan's result, read by another kernel (its elementwise consumers "
-                                      "are not fused as its epilogue)"
-                                    : fmt::format("{}'s result, read by another kernel",
-                                                  k.family == Family::Attention ? "attention"
-                                                                                : "a matrix product"))});
+                         A.materialize(m, fmt::format("{}'s result, read by another kernel",
+                                                      k.family == Family::Attention ? "attention"
+                                                      : k.family == Family::Scan    ? "a scan"
+                                                                                    : "a matrix product"))});
             if (const auto it = roots_of.find(m.get()); it != roots_of.end())
                 for (std::size_t i : it->second)
                     writes.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
@@ -403,11 +431,13 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             for (const ir::NodePtr& x : sub->operands())
                 for (const ir::Node* n : ir::topo_order({x}))
                     if (ir::is_elementwise(n->op())) prologue += fmt::format(" {}", where_of(*n));
-            k.why = fmt::format("{} ({}) is a kernel of its own: its operands come from memory{}", what,
-                                short_location(m->loc()),
-                                prologue.empty()
-                                    ? std::string()
-                                    : fmt::format("; its prologue runs as the tiles load:{}", prologue));
+            k.why =
+                fmt::format("{} ({}) is a kernel of its own: its operands come from memory{}", what,
+                            short_location(m->loc()),
+                            prologue.empty() ? std::string()
+                            : k.family == Family::Scan
+                                ? fmt::format("; its prologue computes the operand as it loads:{}", prologue)
+                                : fmt::format("; its prologue runs as the tiles load:{}", prologue));
             A.P.kernels.push_back(std::move(k));
         }
     }
@@ -420,7 +450,7 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
         rest_slots.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
     }
     if (!rest.empty()) A.append(plain(A.substitute(rest, {}), stage_options), rest_slots);
-    if (options.fusion) fuse_epilogues(A.P);
+    if (options.fusion) fuse_epilogues(A.P, options);
     // Names: the user's, else each kernel's own; a position suffix when there are several.
     const std::size_t nk = A.P.kernels.size();
     for (std::size_t k = 0; k < nk; ++k) {

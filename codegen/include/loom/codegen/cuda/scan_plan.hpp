@@ -14,6 +14,7 @@
 #include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/options.hpp"
 #include "loom/codegen/plan/partition.hpp"
+#include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/codegen/plan/reduce_plan.hpp"
 #include "loom/ir/node.hpp"
 #include "loom/ir/op.hpp"
@@ -42,6 +43,15 @@ struct ScanPlan {
     ScanPath path = ScanPath::Tile;
     int threads = 256;  // kScanThreads: 8 elements each
     int row_warps = 8;  // the tile path: the warps of a row (2, 4 or 8; 8 / row_warps rows per block)
+    /// A fused kernel: the operand computed element by element by an elementwise prologue (a pointwise plan
+    /// over the scan's shape) instead of read from memory, and/or the result handed element by element to an
+    /// elementwise epilogue (a pointwise plan over the scan's shape, the scan's value at site `acc_site`),
+    /// which computes and stores the kernel's outputs.
+    bool prologue = false;
+    bool epilogue = false;
+    PointwisePlan prologue_plan;
+    PointwisePlan epilogue_plan;
+    int acc_site = -1;
 
     bool operator==(const ScanPlan&) const = default;
     std::uint64_t hash() const;
@@ -54,7 +64,17 @@ struct ScanPlan {
 struct PlannedScan {
     ScanPlan plan;
     ir::NodePtr node;
-    const ir::Node* input = nullptr;
+    const ir::Node* input =
+        nullptr;  // the operand's input when it is read from memory (null with a prologue)
+    /// The kernel's inputs, in the order of its pointers: the operand's (`input`, or the prologue's inputs),
+    /// then the epilogue's (`accumulators` among them, a placeholder for the scan's value that takes no
+    /// pointer).
+    std::vector<const ir::Node*> inputs;
+    std::size_t operand_inputs = 0;
+    ir::NodePtr accumulators;
+    std::vector<ir::NodePtr> epilogue_outputs;  // the kernel's outputs over `accumulators`
+    PointwiseBinding prologue_binding;
+    PointwiseBinding epilogue_binding;
     std::int64_t in_offset = 0;  // elements
     std::int64_t length = 0;     // the row's length: the axis's extent
     std::int64_t in_step = 0;    // strides along the axis, in elements
@@ -74,11 +94,19 @@ struct PlannedScan {
 /// The accumulator dtype of a scan of `in` giving `out`.
 DType scan_accumulator(DType out);
 
-/// Plans the scan kernel `k` (Family::Scan: the scan node over a view of its input, written to one or more
-/// contiguous outputs: a strided root goes through a temporary), whose input has the layout `layout_of`.
-/// Throws NotFusable for an operand that is a reshape without strides for its input's layout (the strict
-/// partition computes it first), loom::Error for more than kScanOuterAxes other axes that do not merge.
-PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of);
+/// Plans the scan kernel `k` (Family::Scan: the scan node over a view of its input or over an elementwise
+/// prologue, written to one or more contiguous outputs or through an elementwise epilogue: a strided root
+/// goes through a temporary), whose inputs have the layouts `layout_of`. Throws NotFusable for an operand
+/// that is a reshape without strides for its input's layout (the strict partition computes it first),
+/// loom::Error for more than kScanOuterAxes other axes that do not merge.
+PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const DeviceInfo& device);
+
+/// The bytes of a scan kernel's parameters: lm::ScanParams, then the prologue's and the epilogue's structs
+/// (a fused kernel), each at its alignment.
+struct ScanParamLayout {
+    std::size_t prologue_offset = 0, epilogue_offset = 0, size = 0, align = 8;
+};
+ScanParamLayout scan_param_layout(const ScanPlan& p);
 
 /// The bytes of a scan kernel's one parameter (lm::ScanParams, codegen/src/cuda/scan_params.inc).
 std::size_t scan_param_bytes();

@@ -135,7 +135,8 @@ struct PartitionOptions {
     /// of its own, and the explain log says so.
     bool half_operands_from_memory = false;
     /// Every product reads its operands from memory (the host's product kernels pack their operands from
-    /// strided views): an operand that would be a prologue is computed first, as a stage of its own.
+    /// strided views): an operand that would be a prologue is computed first, as a stage of its own. A scan
+    /// then takes no prologue and no epilogue either (the host runs scans on the CPU reference).
     bool operands_from_memory = false;
 };
 
