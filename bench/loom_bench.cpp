@@ -6,7 +6,9 @@
 // (exit 1); without a GPU the exit is 77 (skipped) unless something failed.
 // The host workloads (CE1, CR1, CR3, CF1, CM1) run first and need no GPU: `--only CE1,CR1,CR3,CF1,CM1` runs
 // them alone, through the LLVM back end with the CPU reference interpreter's figures beside, and READ_cpu, a
-// hand-written read-only stream (the ceiling of the reductions, which only read) beside them; CC1 (with the
+// hand-written read-only stream (the ceiling of the reductions, which only read) beside them; CN1, CG1, CX2,
+// CSC1 and CMC1 are the host rows of the gathers, scans and random numbers (bench/cpu_peers_ops.py runs
+// NumPy on them); CC1 (with the
 // LLVM back end) measures its compile time: a cold JIT of a small kernel and a warm load from the disk cache.
 // T1, T2, S1 and S2 (transposes and stencils) run as tiled kernels (docs/performance.md). M1, M3, M5 and M6
 // (float32 matrix products) run on the CUDA-core matmul kernel and print TFLOP/s (M5: GB/s of the matrix); M2
@@ -409,7 +411,56 @@ void bench_host_compile() {
     clear_host_kernel_cache();
 }
 
-// The host workloads (CE1, CR1, CR3, CF1, CM1): host tensors through the back end that host tensors use (the
+// The host rows of the gathers, scans and random numbers (the GPU's N1, G1, X2, SC1 and MC1 at host sizes),
+// beside bench/cpu_peers_ops.py's NumPy: CN1 x + 0.1 * normal noise (2^26 float32, 8 bytes per element), CG1
+// an embedding lookup (2^14 int64 ids into a [2^18, 256] float32 table), CX2 cross-entropy of [4096, 8192]
+// logits, CSC1 the cumsum of 2^26 float32 in one row, CMC1 the Asian call of MC1 over 2^16 paths (ms per
+// price). `both` runs a row through the host's back end and the reference.
+template <class Both>
+void bench_host_ops(const BenchOptions& opt, Both&& both) {
+    const std::int64_t N = std::int64_t{1} << 26;
+    const Device cpu = Device::cpu();
+    if (opt.wants("CN1")) {
+        Tensor x = random_normal({N}, float32, 31, cpu);
+        both("CN1_add_normal_noise", Array(x) + 0.1 * random_normal({N}, 7, float32, cpu), Tensor::host({N}, float32),
+             8.0 * static_cast<double>(N));
+    }
+    if (opt.wants("CG1")) {
+        const std::int64_t rows = std::int64_t{1} << 18, cols = 256, n = std::int64_t{1} << 14;
+        const Tensor table = random_normal({rows, cols}, float32, 32, cpu);
+        const Tensor ids = random_uniform({n}, int64, 0.0, static_cast<double>(rows), 33, cpu);
+        both("CG1_embedding_gather", take(table, ids, 0), Tensor::host({n, cols}, float32),
+             2.0 * 4.0 * static_cast<double>(n * cols) + 8.0 * static_cast<double>(n));
+    }
+    if (opt.wants("CX2")) {
+        const std::int64_t rows = 4096, classes = 8192;
+        const Tensor logits = random_normal({rows, classes}, float32, 34, cpu);
+        const Tensor labels = random_uniform({rows}, int64, 0.0, static_cast<double>(classes), 35, cpu);
+        both("CX2_cross_entropy", cross_entropy(logits, labels), Tensor::host({}, float32),
+             4.0 * static_cast<double>(rows * classes) + 8.0 * static_cast<double>(rows));
+    }
+    if (opt.wants("CSC1")) {
+        Tensor x = random_normal({N}, float32, 36, cpu);
+        both("CSC1_cumsum", cumsum(x, 0), Tensor::host({N}, float32), 8.0 * static_cast<double>(N));
+    }
+    if (opt.wants("CMC1")) {
+        const std::int64_t paths = std::int64_t{1} << 16, steps = 252;
+        const double dt = 1.0 / static_cast<double>(steps), r = 0.05, sigma = 0.2;
+        const Array z = random_normal({paths, steps}, 5, float32, cpu);
+        const Array log_s =
+            std::log(100.0) + cumsum((r - 0.5 * sigma * sigma) * dt + sigma * std::sqrt(dt) * z, 1);
+        const Array price = mean(maximum(mean(exp(log_s), {1}) - 100.0, 0.0)) * std::exp(-r);
+        Tensor out = Tensor::host({}, float32);
+        assign(out, price);
+        check({price}, {out}, "CMC1");
+        const double ms = host_median_ms([&] { assign(out, price); }, 3);
+        report_ms("CMC1_asian_mc", host_backend_info().llvm ? "loom_llvm" : "loom_reference", ms);
+        const std::vector<ir::NodePtr> roots{price.node()};
+        report_ms("CMC1_asian_mc", "reference", host_median_ms([&] { (void)reference::evaluate(roots); }, 1));
+    }
+}
+
+// The host workloads (CE1, CR1, CR3, CF1, CM1, and bench_host_ops's): host tensors through the back end that host tensors use (the
 // LLVM back end, or the reference when LOOM_CPU_BACKEND=reference or its module is missing; the method says
 // which), and the CPU reference interpreter beside it (method "reference", fewer repetitions: it is slow).
 // No GPU needed; cpu_peers.py measures the peers and COPY_cpu.
@@ -492,6 +543,7 @@ void bench_host(const BenchOptions& opt) {
         report_gflops("CM1_matmul_f32", "reference",
                       host_median_ms([&] { (void)reference::evaluate(roots); }, 1), flops);
     }
+    bench_host_ops(opt, both);
     if (opt.wants("CC1") && hb.llvm) bench_host_compile();
 }
 
@@ -1331,7 +1383,8 @@ bool parse_args(int argc, char** argv, BenchOptions& opt) {
 // The ids `--only` may name: the host workloads', C1 and COPY, and every GPU workload's (the part before
 // '_').
 std::set<std::string> known_ids() {
-    std::set<std::string> ids = {"CE1", "CR1", "CR3", "CF1", "CM1", "CC1", "READ", "C1", "COPY"};
+    std::set<std::string> ids = {"CE1", "CR1",  "CR3",  "CF1", "CM1",  "CN1",  "CG1", "CX2",
+                                 "CSC1", "CMC1", "CC1", "READ", "C1", "COPY"};
     for (const GpuWorkload& w : gpu_workloads())
         for (const std::string& id : w.ids) ids.insert(id.substr(0, id.find('_')));
     return ids;
@@ -1363,7 +1416,8 @@ int main(int argc, char** argv) {
     }
     g_check = opt.check;
     if (!check_ids(opt)) g_failed = true;
-    // The host workloads first: they need no GPU (--only CE1,CR1,CR3,CF1,CM1 runs them alone).
+    // The host workloads first: they need no GPU (--only CE1,CR1,CR3,CF1,CM1 or CN1,CG1,CX2,CSC1,CMC1 runs
+    // them alone).
     bool host_only = !opt.only.empty();
     for (const std::string& id : opt.only)
         host_only = host_only && id.size() > 1 && id[0] == 'C' && id != "C1";
