@@ -51,7 +51,7 @@ Array attention_of_shape(DType t, std::int64_t D, CausalMask causal, bool bias) 
 
 }  // namespace
 
-TEST_CASE("golden: attention of float16 and bfloat16 heads runs on tensor cores; the plan's block") {
+TEST_CASE("golden: attention of float16 and bfloat16 heads runs on tensor cores, the plan's block") {
     for (DType t : {float16, bfloat16}) {
         for (std::int64_t D : {16, 64, 80, 128, 256}) {
             CAPTURE(name(t));

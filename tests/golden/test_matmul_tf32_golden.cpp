@@ -56,7 +56,7 @@ TEST_CASE(
     CHECK(p.to_string().find("product_precision=3xtf32") != std::string::npos);
 }
 
-TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync; a conflicting product path refused") {
+TEST_CASE("TF32 and 3xTF32: opt-in, float32 only, on mma.sync, a conflicting product path refused") {
     auto x = input(float32, {64, 96}, "x"), w = input(float32, {96, 48}, "w");
     // The default: float32 products on CUDA cores, the reference's bits.
     CHECK(!plan_of({matmul(x, w)}).tensor_cores);

@@ -74,7 +74,7 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 in TF32 on Hopper's wgmma with
     CHECK(maps[1].strides[0] == 384 * 4);
 }
 
-TEST_CASE("wgmma TF32 kernels of the other layouts compile for sm_90a; the rest keep mma.sync and say why") {
+TEST_CASE("wgmma TF32 kernels of the other layouts compile for sm_90a, the rest keep mma.sync and say why") {
     auto x = input(float32, {300, 200}, "x"), wt = input(float32, {136, 200}, "wt"),
          xt = input(float32, {200, 300}, "xt"), w = input(float32, {200, 136}, "w");
     SUBCASE("x @ wt^T: both K-major, from shared memory") {

@@ -193,7 +193,7 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("tensor cores: every tile gives the same bits; a tile that is not whole MMA tiles is an error") {
+TEST_CASE("tensor cores: every tile gives the same bits, a tile that is not whole MMA tiles is an error") {
     const OptionsScope tc(kTensorCores);
     const Tensor a = pwtest::rand({257, 129}, float16, 3600), b = pwtest::rand({129, 193}, float16, 3601);
     const Tensor c = run_within_bound(matmul(a, b), a, b, "no hint");

@@ -87,7 +87,7 @@ TEST_CASE(
         }
 }
 
-TEST_CASE("tf32: 3xTF32 is far more accurate than TF32; neither is the default") {
+TEST_CASE("tf32: 3xTF32 is far more accurate than TF32, neither is the default") {
     const Tensor a = pwtest::rand({256, 64}, float32, 7100), b = pwtest::rand({64, 256}, float32, 7101);
     double err[2] = {0, 0};
     for (int i = 0; i < 2; ++i) {
@@ -110,7 +110,7 @@ TEST_CASE("tf32: 3xTF32 is far more accurate than TF32; neither is the default")
     pwtest::require_same_bits(traced, matmul(a, b).eval(), "a traced 3xTF32 function against the scope's");
 }
 
-TEST_CASE("tf32: Inf and NaN reach their rows and columns; values near float32's largest stay finite") {
+TEST_CASE("tf32: Inf and NaN reach their rows and columns, values near float32's largest stay finite") {
     const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
     const float big = std::numeric_limits<float>::max();
     std::vector<float> av(16 * 8), bv(8 * 8);

@@ -92,7 +92,7 @@ TEST_CASE("wgmma: integer-valued operands give the reference's bits, with more t
         }
 }
 
-TEST_CASE("wgmma: batches, broadcast batches and transposed views; views take the copies too") {
+TEST_CASE("wgmma: batches, broadcast batches and transposed views, views take the copies too") {
     const OptionsScope tc(kTensorCores);
     std::uint64_t seed = 5200;
     for (DType d : {float16, bfloat16}) {
@@ -194,7 +194,7 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("wgmma: each path forced; every wgmma tile gives the same bits; hints that are not wgmma tiles") {
+TEST_CASE("wgmma: each path forced, every wgmma tile gives the same bits, hints that are not wgmma tiles") {
     const Tensor a = pwtest::rand({257, 136}, bfloat16, 5500), b = pwtest::rand({136, 264}, bfloat16, 5501);
     Tensor by_wgmma;
     {

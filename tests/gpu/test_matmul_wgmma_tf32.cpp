@@ -102,7 +102,7 @@ TEST_CASE("wgmma: TF32 random operands in every layout lie within the TF32 bound
         }
 }
 
-TEST_CASE("wgmma: TF32 epilogues fused equal unfused in one kernel; Inf and NaN reach their rows") {
+TEST_CASE("wgmma: TF32 epilogues fused equal unfused in one kernel, Inf and NaN reach their rows") {
     const OptionsScope scope(kTF32);
     std::uint64_t seed = 9300;
     for (bool b_transposed : {false, true}) {

@@ -110,7 +110,7 @@ TEST_CASE("pipeline: the current stream waits for the run, so its later work see
     }
 }
 
-TEST_CASE("pipeline: errors name the tensor, its shape and dtype, and the caller's line; a throwing step") {
+TEST_CASE("pipeline: errors name the tensor, its shape and dtype, and the caller's line, a throwing step") {
     Tensor pinned = pinned_random({4, 1000}, 31), out = pinned_nan({4, 1000});
     const Tensor pageable = Tensor::host({4, 1000}, float32);
     std::string e = message_of([&] { Pipeline p({pageable}, {out}); });

@@ -54,7 +54,7 @@ void require_same_state(const AdamState& a, const AdamState& b, const std::strin
 }  // namespace
 
 TEST_CASE(
-    "rank-0 results: an Adam step with its counter in place; 40 steps equal the unfused steps bit for bit") {
+    "rank-0 results: an Adam step with its counter in place, 40 steps equal the unfused steps bit for bit") {
     const std::int64_t n = (std::int64_t{1} << 22) + 3;  // 4097 blocks of the vector variant, and a tail
     AdamState a = adam_state(n, 0x0a00), b = adam_state(n, 0x0a00);
     // One step into fresh outputs against the reference.

@@ -186,7 +186,7 @@ TEST_CASE("attention: masked keys are absent, a fully masked row gives 0, NaN in
             CHECK(std::isnan(yn[static_cast<std::size_t>(t * D + d)]) == (t == 5));
 }
 
-TEST_CASE("attention: halves compute in float32 and round once; views of a fused qkv are read in place") {
+TEST_CASE("attention: halves compute in float32 and round once, views of a fused qkv are read in place") {
     for (DType t : {float16, bfloat16, float32}) {
         CAPTURE(name(t));
         const std::int64_t B = 2, T = 37, H = 4, D = 16;

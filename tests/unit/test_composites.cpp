@@ -422,7 +422,7 @@ TEST_CASE("softmax is the documented graph, and rows sum to 1 and match an exact
     }
 }
 
-TEST_CASE("logsumexp is the documented graph and matches an exact log-sum-exp; non-finite rows as NumPy") {
+TEST_CASE("logsumexp is the documented graph and matches an exact log-sum-exp, non-finite rows as NumPy") {
     const std::uint64_t seed = fresh_seed();
     CAPTURE(seed);
     const std::int64_t R = 64, C = 1000;

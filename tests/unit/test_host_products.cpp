@@ -183,7 +183,7 @@ TEST_CASE("host products: fused epilogues equal the unfused kernels and the refe
     }
 }
 
-TEST_CASE("host products: prologues are computed first; half and int8 operands") {
+TEST_CASE("host products: prologues are computed first, half and int8 operands") {
     if (!llvm()) return;
     std::uint64_t seed = 6000;
     const Array a(random({33, 41}, float32, seed++)), b(random({41, 29}, float32, seed++));

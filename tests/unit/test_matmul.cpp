@@ -241,7 +241,7 @@ TEST_CASE("matmul in the printer and the verifier") {
 }
 
 TEST_CASE(
-    "partition: a product is a kernel of its own; operands other than inputs and views are materialized") {
+    "partition: a product is a kernel of its own, operands other than inputs and views are materialized") {
     const Tensor xt = filled({6, 5}, float32, 3), wt = filled({7, 5}, float32, 4),
                  ct = filled({7, 3}, float32, 5);
     const Tensor bias = filled({7}, float32, 6);
@@ -416,7 +416,7 @@ TEST_CASE("matmul eval on host tensors: the explain log says where the product r
 }
 
 TEST_CASE(
-    "matmul on the GPU planner: one kernel with its epilogue; boundaries named; impossible hints refused") {
+    "matmul on the GPU planner: one kernel with its epilogue, boundaries named, impossible hints refused") {
     const Tensor x = Tensor::host({64, 32}, float32),
                  w = Tensor::host({32, 16}, float32);  // planned, never run
     const Tensor bias = Tensor::host({16}, float32);

@@ -96,7 +96,7 @@ TEST_CASE("TF32 and 3xTF32 bounds: an emulation lies within its own, and TF32 ou
     CHECK(v.message.find("vacuous (3K 2^-22 >= 1)") != std::string::npos);
 }
 
-TEST_CASE("LOOM_PRODUCT_PRECISION sets the default precision; an unknown value warns and keeps float32") {
+TEST_CASE("LOOM_PRODUCT_PRECISION sets the default precision, an unknown value warns and keeps float32") {
     const char* before = std::getenv("LOOM_PRODUCT_PRECISION");
     const std::string saved = before ? before : "";
     setenv("LOOM_PRODUCT_PRECISION", "3xtf32", 1);

@@ -451,7 +451,7 @@ TEST_CASE("scan: NaN, -0.0 and infinities") {
     CHECK(std::abs(two[1] - std::log(2.0f)) <= 0x1p-24f);
 }
 
-TEST_CASE("scan: empty axes give empty results; rank-1 rows of one element") {
+TEST_CASE("scan: empty axes give empty results, rank-1 rows of one element") {
     const Tensor e = ref(cumsum(Tensor::host({3, 0}, DType::Float32), 1));
     CHECK(e.shape() == Shape{3, 0});
     CHECK(ref(cummax(Tensor::host({0, 5}, DType::Int32), 1)).shape() == Shape{0, 5});
@@ -479,7 +479,7 @@ TEST_CASE("scan: errors name the op, the operand and the caller's line") {
 }
 
 TEST_CASE(
-    "scan: the host back end and fusion off give the reference's bits; elementwise work fuses on the GPU") {
+    "scan: the host back end and fusion off give the reference's bits, elementwise work fuses on the GPU") {
     const Tensor x = testing::random_tensor({3, 4100}, DType::Float32, 21);
     const Array y = cumsum(Array(x) * 0.5, 1) + 1.0;
     const Tensor expected = reference::evaluate(y.node());
