@@ -284,6 +284,7 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     case ir::OpKind::Gather:
                     case ir::OpKind::Attention:
                     case ir::OpKind::Scan:
+                    case ir::OpKind::Scatter:
                         return false;
                 }
                 break;
