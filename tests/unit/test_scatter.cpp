@@ -214,7 +214,7 @@ TEST_CASE("scatter: hand-computed small cases") {
           std::vector<std::uint8_t>{1, 0});
 }
 
-TEST_CASE("scatter: float16 accumulates in float32 and rounds once; untouched targets keep x's bits") {
+TEST_CASE("scatter: float16 accumulates in float32 and rounds once, and untouched targets keep x's bits") {
     // 2048 + 1 + 1 in float16 would stay 2048 (2049 rounds to even); in float32 it is 2050.
     const Tensor x =
         reference::evaluate(astype(Array(tensor_of<float>({0, -0.0f}, {2}, float32)), float16).node());
@@ -233,6 +233,21 @@ TEST_CASE("scatter: float16 accumulates in float32 and rounds once; untouched ta
     const std::vector<float> z = host_bits(scatter_add(xz, iz, vz, 0), "zeros").to_vector<float>();
     CHECK(std::signbit(z[0]));
     CHECK(!std::signbit(z[1]));
+}
+
+TEST_CASE("scatter: a NaN value reaches its target only, and infinities add as IEEE says") {
+    const Tensor x = tensor_of<float>({1, 2, 3, 4}, {4}, float32);
+    const Tensor v = tensor_of<float>({NAN, 5, INFINITY, -INFINITY, 7}, {5}, float32);
+    const Tensor i = tensor_of<std::int64_t>({0, 1, 2, 2, 3}, {5}, int64);
+    const std::vector<float> a = host_bits(scatter_add(x, i, v, 0), "nan").to_vector<float>();
+    CHECK(std::isnan(a[0]));
+    CHECK(a[1] == 7.0f);
+    CHECK(std::isnan(a[2]));  // inf + -inf
+    CHECK(a[3] == 11.0f);
+    const std::vector<float> b = host_bits(scatter(x, i, v, 0), "nan scatter").to_vector<float>();
+    CHECK(std::isnan(b[0]));
+    CHECK(b[2] == -INFINITY);  // the later position wins
+    CHECK(b[3] == 7.0f);
 }
 
 TEST_CASE("scatter: the reference and the host back end give the contract's bits on every dtype and size") {
@@ -334,7 +349,7 @@ TEST_CASE("scatter: clamp mode moves out-of-range indices to the nearer end") {
                     host_bits(index_add(x, fixed.reshape({6}), v, 0), "fixed")));
 }
 
-TEST_CASE("scatter: an out-of-range index raises with the function and the user's line; outputs untouched") {
+TEST_CASE("scatter: an out-of-range index raises with the function and the user's line, outputs untouched") {
     const Tensor x = random_of({33, 4}, float32, 51);
     const Tensor v = random_of({100, 4}, float32, 52);
     for (std::int64_t bad : {33, -34, 1000000}) {
@@ -435,7 +450,7 @@ TEST_CASE("scatter: errors of building one name the function, the operands and t
         int8);
 }
 
-TEST_CASE("scatter: a kernel of its own; fusion off and the host back end give the reference's bits") {
+TEST_CASE("scatter: a kernel of its own, and fusion off and the host back end give the reference's bits") {
     const Tensor x = random_of({50, 8}, float32, 71);
     const Tensor v = random_of({300, 8}, float32, 72);
     const Tensor idx = indices({300}, int32, -50, 49, 73);
