@@ -1,10 +1,10 @@
 // GPU tests of the scatters (docs/semantics.md, "Scatters"): the kernels' bits equal the CPU reference's for
 // every dtype, int32 and int64 indices, negative and broadcast indices, sizes 0, 1, 31, 32, 33, 4097 and
 // large; heavy duplicates (100,000 and 2^22 values into 3 targets, whose chunks run on threads of their own);
-// many columns (index_add of rows of 512 features); views read in place and a result written into a permuted
-// view; a kernel run twice gives the same bits; clamp mode; an out-of-range index raises loom::Error naming
-// the function, the index and the user's line at the next synchronization, not sticky; the atomic mode within
-// a bound of the reference.
+// many columns (index_add of rows of 512 features), also assigned into x itself; views read in place and a
+// result written into a permuted view; a kernel run twice gives the same bits; clamp mode; an out-of-range
+// index raises loom::Error naming the function, the index and the user's line at the next synchronization,
+// not sticky; the atomic mode within a bound of the reference.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -107,6 +107,11 @@ TEST_CASE("scatters on the GPU: heavy duplicates, many columns, views, runs twic
         const Tensor xh = random_of({1000, 512}, float16, 24), sh = random_of({20000, 512}, float16, 25);
         check_bits(index_add(xh, ids, sh, 0), "float16 index_add");
         check_bits(scatter(x, ids.reshape({20000, 1}), src, 0), "scatter rows");
+        // Assigned into x itself (an update in place): the bits of the functional result.
+        Tensor acc = x.clone();
+        const Tensor want = reference::evaluate(index_add(acc, ids, src, 0).node());
+        assign(acc, index_add(acc, ids, src, 0));
+        CHECK(same_bits(acc, want));
     }
     // Views: a permuted x and values, a broadcast index, a sliced x, an axis in the middle; a result stored
     // into a permuted view.

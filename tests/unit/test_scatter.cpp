@@ -477,6 +477,11 @@ TEST_CASE("scatter: a kernel of its own, and fusion off and the host back end gi
     CHECK(scatters == 1);
     CHECK(P.kernels.size() == 4);
     CHECK(P.kernels[2].family == codegen::Family::Scatter);
+    // Assigned into x itself (an update in place): the bits of the functional result.
+    Tensor acc = x.clone();
+    const Tensor want = reference::evaluate(index_add(acc, idx, v, 0).node());
+    assign(acc, index_add(acc, idx, v, 0));
+    CHECK(same_bits(acc, want));
     // Operands that are views of inputs are read in place: one kernel, no temporary.
     const Array w = scatter(x.permute({1, 0}), idx.reshape({1, 300}), v.permute({1, 0}), 1);
     const codegen::Partition Q = codegen::partition(ir::run_pipeline({w.node()}, ir::standard_passes()));
