@@ -103,6 +103,17 @@ TEST_CASE("golden: the scatter plan's columns, strides, workspace and explain te
     const auto& atomic = std::get<codegen::PlannedScatter>(p_atomic.kernels[0].schedule);
     CHECK(atomic.plan.path == codegen::ScatterPath::Atomic);
     CHECK(atomic.work_words() == 0);
+    // Many columns with a large workspace each: fewer blocks, within the budget (each takes columns in turn).
+    // (The values a broadcast row: nothing that large is allocated.)
+    const Tensor xw = Tensor::host({16, 4096}, float32), row = Tensor::host({1, 4096}, float32);
+    const Array vw = broadcast_to(Array(row), {1 << 18, 4096});
+    const Tensor iw = Tensor::host({1 << 18}, int64);
+    const codegen::FusionPlan p_wide = plan_of(index_add(xw, iw, vw, 0));
+    const auto& wide = std::get<codegen::PlannedScatter>(p_wide.kernels[0].schedule);
+    CHECK(wide.columns() == 4096);
+    CHECK(wide.blocks() == codegen::kScatterWorkspaceBudget / (8 * wide.work_words()));
+    CHECK(wide.blocks() < 300);
+    CHECK(wide.blocks() * 8 * wide.work_words() <= codegen::kScatterWorkspaceBudget);
     // An elementwise producer and consumer are kernels of their own.
     const auto ks = compile_plan(scatter_add(Array(x) * 2.0, idx, v.permute({2, 1, 0}), 1) + 1.0, false);
     CHECK(ks.size() == 3);

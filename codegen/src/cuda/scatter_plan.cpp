@@ -67,7 +67,10 @@ std::int64_t PlannedScatter::columns() const {
 std::int64_t PlannedScatter::blocks() const {
     const std::int64_t c = columns();
     if (c == 0 || extent == 0) return 0;
-    return std::min(c, kScatterMaxBlocks);
+    const std::int64_t bytes = 8 * work_words();
+    const std::int64_t fit =
+        bytes == 0 ? kScatterMaxBlocks : std::max<std::int64_t>(1, kScatterWorkspaceBudget / bytes);
+    return std::min({c, kScatterMaxBlocks, fit});
 }
 
 std::int64_t PlannedScatter::work_words() const {

@@ -32,9 +32,11 @@ const char* scatter_path_name(ScatterPath p);
 
 /// The column axes (the axes besides the scattered one) a scatter kernel indexes (more must merge).
 inline constexpr int kScatterColumnAxes = 6;
-/// The most blocks a scatter launch runs (each takes columns blockIdx.x, + gridDim.x, ...), bounding the
-/// workspace, which is per block.
+/// The most blocks a scatter launch runs (each takes columns blockIdx.x, + gridDim.x, ...), and the bytes
+/// their workspaces (one per block) may take together before fewer blocks run: at least one block runs, with
+/// the workspace one column needs.
 inline constexpr std::int64_t kScatterMaxBlocks = 1024;
+inline constexpr std::int64_t kScatterWorkspaceBudget = std::int64_t{1} << 30;
 
 /// What the kernel's code depends on (the cache key): the path, the dtypes, the index mode.
 struct ScatterPlan {
@@ -78,7 +80,8 @@ struct PlannedScatter {
                step == o.step && col_extents == o.col_extents && col_strides == o.col_strides;
     }
     std::int64_t columns() const;
-    /// The blocks of a launch: min(columns, kScatterMaxBlocks), 0 when there is nothing to do.
+    /// The blocks of a launch: min(columns, kScatterMaxBlocks), fewer where their workspaces would pass
+    /// kScatterWorkspaceBudget (at least 1), 0 when there is nothing to do.
     std::int64_t blocks() const;
     /// The workspace of one block, in 8-byte words (scatter_params.inc, `work`).
     std::int64_t work_words() const;
