@@ -18,10 +18,11 @@
 // cold codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and
 // F1-F2 (sums, softmax, layernorm) are written with the public reductions and loom::softmax /
 // loom::layernorm; X1 with loom::logsumexp; SC1 with loom::cumsum (the single-pass scan, docs/semantics.md
-// section 14). A1 is one Adam step in place (a traced function,
-// samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall time on the host clock beside the
-// same copies with no kernel; O2 the host microseconds per call of a traced function of three kernels as an
-// automatic CUDA graph, kernel by kernel, and against one launch of the same graph captured by hand.
+// section 14); SR1 with loom::index_add (the deterministic scatter, section 15). A1 is one Adam step in place
+// (a traced function, samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall time on the host
+// clock beside the same copies with no kernel; O2 the host microseconds per call of a traced function of
+// three kernels as an automatic CUDA graph, kernel by kernel, and against one launch of the same graph
+// captured by hand.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -618,6 +619,25 @@ void bench_g1(const Gpu& gpu) {
     check({g1}, {out}, "G1");
     report("G1_embedding_gather", "loom", timed_ms([&] { assign(out, g1); }, gpu.opt.reps),
            2.0 * 4.0 * static_cast<double>(n * cols) + 8.0 * static_cast<double>(n));
+}
+
+// SR1 (not in WORKLOADS.md yet): the embedding gradient, index_add of 2^16 rows of 256 float32 at int64 ids
+// into a [2^14, 256] table (4 rows per id on average), deterministic (docs/semantics.md, section 15); GB/s of
+// the table read and written, the rows and the ids read once.
+void bench_sr1(const Gpu& gpu) {
+    const std::int64_t rows = std::int64_t{1} << 14, cols = 256, n = std::int64_t{1} << 16;
+    const Tensor table = random_normal({rows, cols}, float32, 21, gpu.dev);
+    const Tensor grads = random_normal({n, cols}, float32, 22, gpu.dev);
+    const Tensor ids = random_uniform({n}, int64, 0.0, static_cast<double>(rows), 23, gpu.dev);
+    Tensor out = Tensor::empty({rows, cols}, float32, gpu.dev);
+    const Array sr1 = index_add(table, ids, grads, 0);
+    testing::poison(out);  // unwritten elements fail the check
+    assign(out, sr1);
+    synchronize();  // an out-of-range id would be raised here
+    check({sr1}, {out}, "SR1");
+    report("SR1_index_add", "loom", timed_ms([&] { assign(out, sr1); }, gpu.opt.reps),
+           2.0 * 4.0 * static_cast<double>(rows * cols) + 4.0 * static_cast<double>(n * cols) +
+               8.0 * static_cast<double>(n));
 }
 
 // A2 and A3: causal attention over q, k, v of `shape` [B, H, T, D]; TFLOP/s of the causal products,
@@ -1288,6 +1308,7 @@ const std::vector<GpuWorkload>& gpu_workloads() {
         {{"R1_row_sum", "R2_col_sum"}, false, bench_r1_r2},
         {{"R3_sum_squares"}, true, bench_r3},
         {{"SC1_cumsum"}, true, bench_sc1},
+        {{"SR1_index_add"}, true, bench_sr1},
         {{"F1_softmax", "F2_layernorm"}, false, bench_f1_f2},
         {{"X1_logsumexp"}, true, bench_x1},
         {{"X2_cross_entropy"}, true, bench_x2},

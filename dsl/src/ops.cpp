@@ -186,6 +186,22 @@ Array index_select(const Operand& x, std::int64_t axis, const Operand& idx, Inde
 Array one_hot(const Operand& idx, std::int64_t classes, DType dtype, IndexMode mode, Loc loc) {
     return Array(ir::one_hot(idx.resolve_alone("one_hot"), classes, dtype, mode, loc));
 }
+Array scatter(const Operand& x, const Operand& idx, const Operand& values, std::int64_t axis, IndexMode mode,
+              Loc loc) {
+    return Array(ir::scatter(x.resolve_alone("scatter"), idx.resolve_alone("scatter"),
+                             values.resolve_alone("scatter"), axis, mode, loc));
+}
+Array scatter_add(const Operand& x, const Operand& idx, const Operand& values, std::int64_t axis,
+                  ScatterOptions options, Loc loc) {
+    return Array(ir::scatter_add(x.resolve_alone("scatter_add"), idx.resolve_alone("scatter_add"),
+                                 values.resolve_alone("scatter_add"), axis, options.mode, options.atomic,
+                                 loc));
+}
+Array index_add(const Operand& x, const Operand& index, const Operand& source, std::int64_t axis,
+                ScatterOptions options, Loc loc) {
+    return Array(ir::index_add(x.resolve_alone("index_add"), index.resolve_alone("index_add"),
+                               source.resolve_alone("index_add"), axis, options.mode, options.atomic, loc));
+}
 
 #define LOOM_DSL_REDUCE(fn, Id)                                      \
     Array fn(const Operand& x, Axes axes, bool keepdims, Loc loc) {  \

@@ -111,6 +111,7 @@ ScalarValue eval_elementwise(Op op, DType out, DType in, const ScalarValue* args
 #define LOOM_GATHER(Id, name) case Op::Id:
 #define LOOM_ATTENTION(Id, name) case Op::Id:
 #define LOOM_SCAN(Id, name) case Op::Id:
+#define LOOM_SCATTER(Id, name) case Op::Id:
 #include "loom/ir/ops.def"
         throw InternalError(fmt::format("eval_elementwise: {} is not an elementwise op", op_name(op)));
 #define LOOM_UNARY(Id, name, Rule, cuda) \

@@ -91,6 +91,8 @@ std::string attr_text(const Node& n) {
             return attention_attributes(n);
         case OpKind::Scan:
             return scan_attributes(n);
+        case OpKind::Scatter:
+            return scatter_attributes(n);
         default:
             return "";
     }
@@ -229,6 +231,28 @@ void verify(const std::vector<NodePtr>& roots) {
                     bad(fmt::format("a scan of {} cannot give {}", name(x.dtype()), name(n->dtype())));
                 break;
             }
+            case OpKind::Scatter: {
+                const Node& x = *n->operand(0);
+                const Node& idx = *n->operand(1);
+                const Node& v = *n->operand(2);
+                if (n->ints().size() != 4 || n->ints()[0] < 0 || n->ints()[0] >= n->rank() ||
+                    n->ints()[1] < 0 || n->ints()[1] > 1 ||
+                    n->ints()[2] < static_cast<std::int64_t>(GatherApi::Scatter) ||
+                    n->ints()[2] > static_cast<std::int64_t>(GatherApi::IndexAdd) || n->ints()[3] < 0 ||
+                    n->ints()[3] > 1 || (n->ints()[3] == 1 && n->op() != Op::ScatterAdd))
+                    bad("scatter attributes not {axis, mode, api, atomic}");
+                else if (x.shape() != n->shape() || idx.shape() != v.shape() || v.rank() != n->rank())
+                    bad("scatter result not of x's shape, or index not of the values' shape");
+                else
+                    for (int d = 0; d < n->rank(); ++d)
+                        if (d != n->ints()[0] &&
+                            v.shape()[static_cast<std::size_t>(d)] != n->shape()[static_cast<std::size_t>(d)])
+                            bad("scatter values differ from x off the axis");
+                if (x.dtype() != n->dtype() || v.dtype() != n->dtype()) bad("scatter changes dtype");
+                if (idx.dtype() != DType::Int32 && idx.dtype() != DType::Int64)
+                    bad("scatter index not int32 or int64");
+                break;
+            }
             case OpKind::Gather: {
                 const Node& x = *n->operand(0);
                 const Node& idx = *n->operand(1);
@@ -307,6 +331,9 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
                              n.value().f, n.loc());
         case OpKind::Scan:
             return scan(n.op(), ops[0], scan_axis(n), scan_exclusive(n), n.loc());
+        case OpKind::Scatter:
+            return scatter_node(n.op(), ops[0], ops[1], ops[2], scatter_axis(n), scatter_mode(n),
+                                scatter_api(n), scatter_atomic(n), n.loc());
     }
     throw InternalError(fmt::format("rebuild: unhandled op {}", oi.name));
 }

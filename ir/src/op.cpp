@@ -35,6 +35,8 @@ constexpr OpInfo kRows[] = {
     {name, -1, OpKind::Attention, Rule::None, "", Cost::None, Exactness::Rounded, Ulp(0, 0)},
 #define LOOM_SCAN(Id, name) \
     {name, 1, OpKind::Scan, Rule::None, "", Cost::None, Exactness::Rounded, Ulp(0, 0)},
+#define LOOM_SCATTER(Id, name) \
+    {name, 3, OpKind::Scatter, Rule::None, "", Cost::None, Exactness::Rounded, Ulp(0, 0)},
 #include "loom/ir/ops.def"
 };
 constexpr std::size_t kCount = std::size(kRows);
@@ -103,6 +105,12 @@ std::string_view gather_api_name(GatherApi api) {
             return "one_hot";
         case GatherApi::CrossEntropy:
             return "cross_entropy";
+        case GatherApi::Scatter:
+            return "scatter";
+        case GatherApi::ScatterAdd:
+            return "scatter_add";
+        case GatherApi::IndexAdd:
+            return "index_add";
     }
     return "gather";
 }

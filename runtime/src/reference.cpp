@@ -142,6 +142,8 @@ Tensor eval_node(const Node& n, const std::vector<Tensor>& args, const Overrides
             return eval_attention_node(n, args, dt);
         case ir::OpKind::Scan:
             return eval_scan_node(n, args.at(0), dt);
+        case ir::OpKind::Scatter:
+            return eval_scatter_node(n, args.at(0), args.at(1), args.at(2), dt);
     }
     throw InternalError(fmt::format("reference: cannot evaluate {}", ir::op_name(n.op())));
 }
@@ -181,7 +183,7 @@ std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, const Overri
                            kind == ir::OpKind::Ternary || kind == ir::OpKind::Reduce ||
                            kind == ir::OpKind::Product || kind == ir::OpKind::Gather ||
                            kind == ir::OpKind::Attention || kind == ir::OpKind::Scan ||
-                           r->op() == Op::Scalar || r->op() == Op::Constant;
+                           kind == ir::OpKind::Scatter || r->op() == Op::Scalar || r->op() == Op::Constant;
         // Fresh contiguous buffers are returned as they are; inputs and views are copied, so no result
         // aliases a user's tensor. (An Oracle-mode Cast between float dtypes passes its operand through.)
         const bool passed_through = r->op() == Op::Cast && mode == Mode::Oracle;

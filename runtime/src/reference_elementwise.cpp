@@ -130,6 +130,7 @@ Kernel select(Op op, DType in, DType out) {
 #define LOOM_GATHER(Id, name) case Op::Id:
 #define LOOM_ATTENTION(Id, name) case Op::Id:
 #define LOOM_SCAN(Id, name) case Op::Id:
+#define LOOM_SCATTER(Id, name) case Op::Id:
 #include "loom/ir/ops.def"
         return nullptr;
 #define LOOM_UNARY(Id, name, Rule, cuda) \

@@ -69,4 +69,11 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
 /// tensor of dtype `out`.
 Tensor eval_scan_node(const ir::Node& n, const Tensor& x, DType out);
 
+/// Evaluates a scatter node (scatter, scatter_add) on the values of its operands x, idx and values (their
+/// effective dtypes, any strides) in the order of docs/semantics.md, "Scatters"; the result is a new
+/// contiguous tensor of dtype `out` (x's). Throws loom::Error naming the DSL function for the first
+/// out-of-range index in row-major order of the values (Checked mode).
+Tensor eval_scatter_node(const ir::Node& n, const Tensor& x, const Tensor& idx, const Tensor& values,
+                         DType out);
+
 }  // namespace loom::reference::detail

@@ -131,6 +131,19 @@ Tolerance tolerance_for(const ir::NodePtr& root, double scale, bool fast_math) {
                 else
                     e = in_sum > 0.0 ? 2.0 * in_sum + 1.0 : 0.0;
                 break;
+            case ir::OpKind::Scatter:
+                // scatter moves values; scatter_add sums in the reference's order on every back end
+                // (docs/semantics.md, "Scatters") but in its opt-in atomic mode, whose order is the GPU's.
+                if (op == Op::Scatter)
+                    e = in_max;
+                else if (!is_float(dt))
+                    unstable = unstable || in_max > 0.0;
+                else if (ir::scatter_atomic(*n)) {
+                    e = 2.0 * in_sum + 64.0;
+                    parts["atomic scatter_add"] += e;
+                } else
+                    e = in_sum > 0.0 ? 2.0 * in_sum + 1.0 : 0.0;
+                break;
             case ir::OpKind::Unary:
             case ir::OpKind::Binary:
             case ir::OpKind::Ternary:

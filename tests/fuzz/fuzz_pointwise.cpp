@@ -588,6 +588,8 @@ std::vector<Program> candidates(const Program& p) {
             if (ins.keepdims) with([](Instr& x) { x.keepdims = false; });  // inclusive
             if (ins.op != ir::Op::CumSum) with([](Instr& x) { x.op = ir::Op::CumSum; });
         }
+        if (ins.kind == Instr::Kind::Scatter && ins.op != ir::Op::Scatter)
+            with([](Instr& x) { x.op = ir::Op::Scatter; });  // no sum
         if (ins.kind == Instr::Kind::Reduce) {
             if (ins.axes == 0) with([](Instr& x) { x.axes = 1; });
             if ((ins.axes & (ins.axes - 1)) != 0)  // several axes: each one alone
@@ -769,7 +771,7 @@ int main(int argc, char** argv) {
 
     const auto t0 = Clock::now();
     long long graphs = 0, failures = 0, invalid = 0, reduction_graphs = 0, product_graphs = 0,
-              attention_graphs = 0, scan_graphs = 0;
+              attention_graphs = 0, scan_graphs = 0, scatter_graphs = 0;
     const bool batched = opt.mode == Mode::Llvm && opt.batch > 1;
     std::deque<Prepared> ready;  // --llvm: the rest of the current batch, from seed opt.seed + k on
     for (std::uint64_t k = 0;; ++k) {
@@ -819,6 +821,8 @@ int main(int argc, char** argv) {
         attention_graphs += attention;
         scan_graphs += std::any_of(p.code.begin(), p.code.end(),
                                    [](const Instr& x) { return x.kind == Instr::Kind::Scan; });
+        scatter_graphs += std::any_of(p.code.begin(), p.code.end(),
+                                      [](const Instr& x) { return x.kind == Instr::Kind::Scatter; });
         product_graphs += p.products && !attention;
         reduction_graphs += p.reductions && !p.products;
         if (opt.verbose) {
@@ -845,9 +849,9 @@ int main(int argc, char** argv) {
         std::printf("loom_fuzz: %lld generated programs did not build (generator bug)\n", invalid);
     std::printf(
         "loom_fuzz: %lld pointwise graphs, %lld graphs with reductions, %lld graphs with products, %lld "
-        "graphs with attention, %lld pointwise graphs with a scan\n",
+        "graphs with attention, %lld pointwise graphs with a scan, %lld with a scatter\n",
         graphs - reduction_graphs - product_graphs - attention_graphs, reduction_graphs, product_graphs,
-        attention_graphs, scan_graphs);
+        attention_graphs, scan_graphs, scatter_graphs);
     if (opt.mode == Mode::Llvm) {
         const HostKernelCacheStats hs = host_kernel_cache_stats();
         std::printf(

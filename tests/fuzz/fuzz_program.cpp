@@ -85,6 +85,10 @@ int level_of(const Instr& ins, const std::vector<int>& lv, const std::vector<DTy
             return mx == 0 ? 0 : -1;
         case Instr::Kind::Gather:  // moves values of its operand; an approximate index could pick another one
             return lv.size() == 2 && lv[1] == 0 ? lv[0] : -1;
+        case Instr::Kind::Scatter:  // scatter moves values; scatter_add sums in the reference's order: exact
+                                    // only
+            if (lv.size() != 3 || lv[1] != 0) return -1;
+            return ins.op == Op::Scatter ? std::max(lv[0], lv[2]) : (mx == 0 ? 0 : -1);
         case Instr::Kind::Elementwise:
             break;
     }
@@ -284,6 +288,7 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                     case ir::OpKind::Gather:
                     case ir::OpKind::Attention:
                     case ir::OpKind::Scan:
+                    case ir::OpKind::Scatter:
                         return false;
                 }
                 break;
@@ -323,6 +328,25 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                              static_cast<std::int64_t>(ins.key % static_cast<std::uint64_t>(args[0]->rank())),
                              ins.keepdims);
                 break;
+            case Instr::Kind::Scatter: {
+                if (args.size() != 3 || !ir::is_scatter(ins.op)) return false;
+                const ir::NodePtr& x = args[0];
+                const int r = x->rank();
+                if (r == 0 || args[2]->rank() != r) return false;
+                const auto axis = static_cast<int>(ins.key % static_cast<std::uint64_t>(r));
+                for (int d = 0; d < r; ++d)
+                    if (d != axis && args[2]->shape()[static_cast<std::size_t>(d)] !=
+                                         x->shape()[static_cast<std::size_t>(d)])
+                        return false;
+                const DType it = args[1]->dtype();
+                const ir::NodePtr idx =
+                    it == DType::Int32 || it == DType::Int64 ? args[1] : ir::cast(args[1], DType::Int32);
+                const ir::NodePtr v =
+                    args[2]->dtype() == x->dtype() ? args[2] : ir::cast(args[2], x->dtype());
+                n = ins.op == Op::Scatter ? ir::scatter(x, idx, v, axis, ir::IndexMode::Clamp)
+                                          : ir::scatter_add(x, idx, v, axis, ir::IndexMode::Clamp);
+                break;
+            }
             case Instr::Kind::Attention:
                 if (args.size() != 3 && args.size() != 4) return false;
                 n = ir::attention(args[0], args[1], args[2], args.size() == 4 ? args[3] : nullptr, ins.causal,
@@ -412,6 +436,7 @@ Facts State::facts_of(const Program& p, std::size_t i) const {
         case Instr::Kind::MatMul:
         case Instr::Kind::Attention:
         case Instr::Kind::Scan:
+        case Instr::Kind::Scatter:
             return r;
         case Instr::Kind::Scalar:
         case Instr::Kind::Constant: {
@@ -714,6 +739,9 @@ std::string describe(const Program& p) {
             case Instr::Kind::Scan:
                 what = fmt::format("{} (key {}){}", ir::op_name(ins.op), ins.key % 1000,
                                    ins.keepdims ? " exclusive" : "");
+                break;
+            case Instr::Kind::Scatter:
+                what = fmt::format("{} clamped (key {})", ir::op_name(ins.op), ins.key % 1000);
                 break;
             case Instr::Kind::Attention:
                 what = fmt::format("attention causal {} scale {}{}", ir::causal_mask_name(ins.causal),

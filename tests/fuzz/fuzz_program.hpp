@@ -56,6 +56,8 @@ struct Instr {
     // optional bias.
     // Scan: ir::scan(op, args[0], key % rank, keepdims as exclusive): cumsum, cumprod, cummax, cummin or
     // logcumsumexp along one axis.
+    // Scatter: ir::scatter or ir::scatter_add (op) of x = args[0], indices args[1] (cast to int32 unless
+    // int32 or int64) and values args[2] (cast to x's dtype) along key % rank, IndexMode::Clamp.
     enum class Kind : std::uint8_t {
         Input,
         Scalar,
@@ -67,7 +69,8 @@ struct Instr {
         MatMul,
         Gather,
         Attention,
-        Scan
+        Scan,
+        Scatter
     };
     Kind kind = Kind::Input;
     DType dtype = DType::Float32;  // leaves: their dtype; Cast: the target dtype

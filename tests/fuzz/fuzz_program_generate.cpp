@@ -327,6 +327,20 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             ins.args = {operand(r, p.code.size())};
             return ins;
         });
+    // A small share scatters: scatter or scatter_add (clamped) of values into an earlier result along one of
+    // its axes (a draw builds only where the shapes fit: values of x's extents off the axis, an index that
+    // broadcasts to them).
+    Rng rg(seed * 0xA0761D6478BD642FULL + 0xE7037ED1A0B428DBULL);
+    if (chance(rg, 0.08))
+        append_output(rg, [&](Rng& r) {
+            Instr ins;
+            ins.kind = Instr::Kind::Scatter;
+            ins.op = chance(r, 0.5) ? Op::ScatterAdd : Op::Scatter;
+            ins.key = r();
+            const int x = operand(r, p.code.size());
+            ins.args = {x, operand(r, p.code.size()), chance(r, 0.5) ? x : operand(r, p.code.size())};
+            return ins;
+        });
     return collect(p);
 }
 

@@ -48,6 +48,7 @@ NodePtr apply(Op op, DType t, const Shape& shape = {33}) {
             case OpKind::Gather:
             case OpKind::Attention:
             case OpKind::Scan:
+            case OpKind::Scatter:
                 return nullptr;
         }
     } catch (const Error&) {
@@ -240,6 +241,7 @@ TEST_CASE("the grid-stride variant counts the Division and Transcendental ops of
                     case OpKind::Gather:
                     case OpKind::Attention:
                     case OpKind::Scan:
+                    case OpKind::Scatter:
                         return nullptr;
                 }
                 if (v->op() != op || v->dtype() != t) return nullptr;  // simplified away, or a bool result

@@ -299,7 +299,9 @@ struct Emitter {
             case ir::OpKind::Product:
             case ir::OpKind::Attention:
             case ir::OpKind::Scan:
-                throw InternalError("emit_pointwise: view, reduction, product, attention or scan as a value");
+            case ir::OpKind::Scatter:
+                throw InternalError(
+                    "emit_pointwise: view, reduction, product, attention, scan or scatter as a value");
         }
     }
 

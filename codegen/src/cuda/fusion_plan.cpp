@@ -119,6 +119,18 @@ GpuKernel schedule_scan(const FusedKernel& k, const ScheduleInputs& in, const Gp
     return g;
 }
 
+GpuKernel schedule_scatter(const FusedKernel& k, const ScheduleInputs& in, const GpuTarget& t) {
+    GpuKernel g;
+    PlannedScatter ps = plan_scatter(k, in.layout_of());
+    for (const ir::Node* input : ps.inputs) g.reads.push_back(in.slot(input));
+    Hasher h;
+    h.add(0x7363617474657202ull);
+    h.add(ps.plan.hash());
+    g.key = with(h.digest(), t.options.hash());
+    g.schedule = std::move(ps);
+    return g;
+}
+
 // One kernel of the partition for the GPU. Throws NotFusable from plan_reduce.
 GpuKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const GpuTarget& t) {
     switch (k.family) {
@@ -134,6 +146,8 @@ GpuKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const 
             return schedule_attention(k, in, t);
         case Family::Scan:
             return schedule_scan(k, in, t);
+        case Family::Scatter:
+            return schedule_scatter(k, in, t);
     }
     throw InternalError(
         fmt::format("plan_fusion(): kernel {} of the partition is of family {}, which only "

@@ -83,9 +83,10 @@ std::optional<LlvmKernelSource> HostFamily<HostReference>::emit(const FusedKerne
     return std::nullopt;  // no LLVM emitter yet: the kernel runs on the reference
 }
 
-HostLaunch HostFamily<HostReference>::launch(const HostReference&) {
+HostLaunch HostFamily<HostReference>::launch(const HostReference& s) {
     HostLaunch l;
     l.on_reference = true;
+    l.error_word = s.checks_indices;
     return l;
 }
 
@@ -137,6 +138,12 @@ std::string HostFamily<HostReference>::explain(const HostPlan& plan, std::size_t
         const ir::Node& n = *k.outputs.at(0);
         what = fmt::format("{} {} -> {} ({}): {}", ir::op_name(n.op()), ir::describe(*n.operand(0)),
                            ir::describe(n), ir::scan_attributes(n), where_of(n));
+    } else if (s.family == Family::Scatter) {
+        const ir::Node& n = *k.outputs.at(0);
+        what =
+            fmt::format("{} x {}, index {}, values {} -> {} ({}): {}", ir::op_name(n.op()),
+                        ir::describe(*n.operand(0)), ir::describe(*n.operand(1)), ir::describe(*n.operand(2)),
+                        ir::describe(n), ir::scatter_attributes(n), where_of(n));
     } else {
         what = fmt::format("{} {}", family_name(s.family), loom::to_string(k.outputs.at(0)->shape()));
     }

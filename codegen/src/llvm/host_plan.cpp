@@ -282,7 +282,10 @@ HostKernel schedule_reduction(const FusedKernel& k, const ScheduleInputs& in, co
 HostKernel schedule_on_reference(const FusedKernel& k, const ScheduleInputs& in) {
     HostKernel h;
     for (const ir::Node* input : graph_inputs(k)) h.reads.push_back(in.slot(input));
-    h.schedule = HostReference{k.family};
+    bool checks = false;
+    for (const ir::Node* n : ir::topo_order(k.outputs))
+        checks = checks || (ir::is_scatter(n->op()) && ir::scatter_mode(*n) == ir::IndexMode::Checked);
+    h.schedule = HostReference{k.family, checks};
     return h;
 }
 
@@ -311,6 +314,7 @@ HostKernel schedule_kernel(const FusedKernel& k, const ScheduleInputs& in, const
             return schedule_product(k, in, r);
         case Family::Attention:  // no LLVM emitter yet: the reference evaluates the node, in the same order
         case Family::Scan:
+        case Family::Scatter:
             return schedule_on_reference(k, in);
     }
     throw InternalError(

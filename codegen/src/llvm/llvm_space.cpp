@@ -487,7 +487,9 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
             case ir::OpKind::Product:
             case ir::OpKind::Attention:
             case ir::OpKind::Scan:
-                throw InternalError("llvm Space: a view, reduction, product, attention or scan as a value");
+            case ir::OpKind::Scatter:
+                throw InternalError(
+                    "llvm Space: a view, reduction, product, attention, scan or scatter as a value");
         }
     }
     std::vector<std::string> out;

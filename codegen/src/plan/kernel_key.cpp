@@ -37,11 +37,12 @@ std::uint64_t structural_key(const std::vector<ir::NodePtr>& outputs) {
             case ir::OpKind::Gather:
             case ir::OpKind::Attention:
             case ir::OpKind::Scan:
+            case ir::OpKind::Scatter:
                 h.add(n->operands().size());
                 for (const auto& o : n->operands()) h.add(pos.at(o.get()));
                 if (ir::is_attention(n->op())) h.add(std::bit_cast<std::uint64_t>(n->value().f));
                 if (ir::info(n->op()).kind == ir::OpKind::Reduce || ir::is_gather(n->op()) ||
-                    ir::is_attention(n->op()) || ir::is_scan(n->op())) {
+                    ir::is_attention(n->op()) || ir::is_scan(n->op()) || ir::is_scatter(n->op())) {
                     for (auto a : n->ints()) h.add(static_cast<std::uint64_t>(a));
                     h.add(n->keepdims() ? 1u : 0u);
                 }

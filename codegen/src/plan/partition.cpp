@@ -434,6 +434,8 @@ std::string_view family_name(Family f) {
             return "attention";
         case Family::Scan:
             return "scan";
+        case Family::Scatter:
+            return "scatter";
     }
     return "?";
 }
@@ -525,7 +527,7 @@ std::string Partition::to_string() const {
         else
             for (const ir::Node* n : ir::topo_order(k.outputs))
                 if (ir::is_elementwise(n->op()) || ir::is_product(n->op()) || ir::is_gather(n->op()) ||
-                    ir::is_attention(n->op()) || ir::is_scan(n->op()))
+                    ir::is_attention(n->op()) || ir::is_scan(n->op()) || ir::is_scatter(n->op()))
                     nodes.push_back(where_of(*n));
         for (const Slot& w : k.writes) writes.push_back(codegen::to_string(w));
         s += fmt::format("kernel {}  {} {}: {}; writes {}\n", i, family_name(k.family), k.name,

@@ -47,14 +47,18 @@ bool has_reshape(const ir::Node& x) {
 }
 
 // The nodes that are kernels of their own, reading their operands from memory: matrix products
-// (Family::MatMul), attention (Family::Attention) and scans (Family::Scan).
+// (Family::MatMul), attention (Family::Attention), scans (Family::Scan) and scatters (Family::Scatter).
 bool own_kernel(const ir::Node& n) {
-    return ir::is_product(n.op()) || ir::is_attention(n.op()) || ir::is_scan(n.op());
+    return ir::is_product(n.op()) || ir::is_attention(n.op()) || ir::is_scan(n.op()) ||
+           ir::is_scatter(n.op());
 }
 
 // The family and the kernel name of an own_kernel node.
 Family own_family(const ir::Node& n) {
-    return ir::is_attention(n.op()) ? Family::Attention : ir::is_scan(n.op()) ? Family::Scan : Family::MatMul;
+    return ir::is_attention(n.op()) ? Family::Attention
+           : ir::is_scan(n.op())    ? Family::Scan
+           : ir::is_scatter(n.op()) ? Family::Scatter
+                                    : Family::MatMul;
 }
 
 // The node below a product operand's chain of views, which the kernel reads through strides: an input, a
@@ -359,7 +363,8 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                 // Attention reads its operands through strides alone: in the strict partition (after a plan
                 // found a reshape without strides for its input's layout) an operand holding a reshape is
                 // computed first, whole.
-                const bool strided = ir::is_attention(m->op()) || ir::is_scan(m->op());
+                const bool strided =
+                    ir::is_attention(m->op()) || ir::is_scan(m->op()) || ir::is_scatter(m->op());
                 const bool whole = options.strict && strided && has_reshape(*x);
                 const ir::NodePtr& base = whole ? x : view_base(x);
                 if (!whole &&
@@ -374,6 +379,10 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                                           "{} reads its operands through strides, and this reshape has none "
                                                   "for its input's layout",
                                           ir::op_name(m->op()))
+                    : ir::is_scatter(m->op())
+                        ? std::string(
+                              "a scatter reads x, its indices and its values from memory (or views of them); "
+                              "elementwise producers are not fused as its prologue")
                     : ir::is_scan(m->op()) && options.operands_from_memory
                         ? std::string(
                               "the host runs a scan on the CPU reference, which reads its operand from "
@@ -410,23 +419,29 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             k.family = own_family(*m);
             const char* what = k.family == Family::Attention ? "attention"
                                : k.family == Family::Scan    ? "a scan"
+                               : k.family == Family::Scatter ? "a scatter"
                                                              : "a matrix product";
             std::vector<Slot> writes;
             if (read.count(m.get()))
                 writes.push_back(
                     Slot{Slot::Kind::Temp,
-                         A.materialize(m, fmt::format("{}'s result, read by another kernel",
-                                                      k.family == Family::Attention ? "attention"
-                                                      : k.family == Family::Scan    ? "a scan"
-                                                                                    : "a matrix product"))});
+                         A.materialize(
+                             m, k.family == Family::Scatter
+                                    ? "a scatter's result, read by another kernel (its elementwise consumers "
+                                      "are not fused as its epilogue)"
+                                    : fmt::format("{}'s result, read by another kernel",
+                                                  k.family == Family::Attention ? "attention"
+                                                  : k.family == Family::Scan    ? "a scan"
+                                                                                : "a matrix product"))});
             if (const auto it = roots_of.find(m.get()); it != roots_of.end())
                 for (std::size_t i : it->second)
                     writes.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
             const ir::NodePtr sub = A.substitute({m}, {m.get()}).at(0);
             k.outputs.assign(writes.size(), sub);
             k.writes = std::move(writes);
-            k.name = k.family == Family::Scan ? std::string(ir::op_name(m->op()))
-                                              : std::string(family_name(k.family));
+            k.name = k.family == Family::Scan || k.family == Family::Scatter
+                         ? std::string(ir::op_name(m->op()))
+                         : std::string(family_name(k.family));
             std::string prologue;
             for (const ir::NodePtr& x : sub->operands())
                 for (const ir::Node* n : ir::topo_order({x}))

@@ -137,6 +137,36 @@ Array index_select(const Operand& x, std::int64_t axis, const Operand& idx,
 Array one_hot(const Operand& idx, std::int64_t classes, DType dtype = DType::Int64,
               IndexMode mode = IndexMode::Checked, Loc loc = Loc::current());
 
+// ---- scatters (docs/semantics.md, "Scatters") ----
+// Functional: each returns a new array of x's shape and dtype (x is not modified). Indices are checked or
+// clamped as the gathers' are (IndexMode above), and an out-of-range index raises loom::Error naming the
+// function and the call's file:line. A scatter is a kernel of its own: x, the indices and the values are read
+// from memory (or views of them).
+/// x with out[i with i[axis] = idx[i]] = values[i] for every position i of `values`: `values` has x's dtype
+/// and rank and x's extents off `axis`; `idx` (int32 or int64) broadcasts to the values' shape. Of the values
+/// that land on one element, the one at the largest position along the axis wins. Throws loom::Error naming
+/// scatter, the operands' shapes and dtypes and the call's file:line for operands that do not fit.
+Array scatter(const Operand& x, const Operand& idx, const Operand& values, std::int64_t axis,
+              IndexMode mode = IndexMode::Checked, Loc loc = Loc::current());
+struct ScatterOptions {
+    /// On a GPU, add the values with atomics: faster on heavily duplicated targets, but float results then
+    /// depend on timing (not reproducible, not the reference's bits). The host ignores it.
+    bool atomic = false;
+    IndexMode mode = IndexMode::Checked;
+};
+/// x plus, at each element t, the sum of the values whose index names t (shapes as scatter's). The values
+/// of one target are added in ascending position, in chunks of 256 in sequence whose partials a pairwise
+/// tree combines (the reductions' column order), then added to x[t] once; float16 and bfloat16 accumulate in
+/// float32 and round once; integers and bool in int64, wrapping, converted back as a cast does. An element
+/// no value lands on keeps x's bits. Every back end gives the reference's bits (but options.atomic on a GPU).
+Array scatter_add(const Operand& x, const Operand& idx, const Operand& values, std::int64_t axis,
+                  ScatterOptions options = {}, Loc loc = Loc::current());
+/// PyTorch's index_add: `index` 1-D (int32 or int64) of length source.shape[axis]; source[..., j, ...] is
+/// added to x[..., index[j], ...]. scatter_add with the index broadcast along the axis: the same order and
+/// bits. Errors name index_add.
+Array index_add(const Operand& x, const Operand& index, const Operand& source, std::int64_t axis,
+                ScatterOptions options = {}, Loc loc = Loc::current());
+
 // ---- reductions: `axes` empty = all axes; negative axes count from the end ----
 // The one-axis form is a template over integer types so that `sum(x, {}, true)` means all axes: an empty
 // brace list would otherwise convert to an integer axis 0 in preference to an empty Axes.

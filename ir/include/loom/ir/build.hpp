@@ -226,6 +226,49 @@ ScalarValue scan_identity(Op op, DType out);
 /// "axis=1 exclusive": a scan node's attributes, as printed and explained.
 std::string scan_attributes(const Node& n);
 
+/// Scatters (docs/semantics.md, "Scatters"). The node (op Scatter or ScatterAdd): x, idx (int32 or int64) of
+/// values' shape and values of x's dtype and rank, equal to x off `axis`; the result has x's shape and dtype.
+/// scatter: out is x with out[i with i[axis] = idx[i]] = values[i], the largest position along the axis
+/// winning among duplicates; scatter_add: out[t] = x[t] + S(t), S(t) the sum of the values whose index is t
+/// in ascending position, chunks of kColumnChunk in sequence combined by pairwise_tree (reduce_order.hpp),
+/// accumulated as sum's (float32 for halves, int64 wrapping for integers), and x[t] itself where no value
+/// lands. Indices count from the end when negative, and one outside [-n, n) raises loom::Error when
+/// evaluated (IndexMode::Checked) or is moved to the nearest end (Clamp), as a gather's (gather_index,
+/// gather_error_message). `api` is the function named in errors; `atomic` (scatter_add only) lets a GPU add
+/// with atomics (not reproducible). Throws loom::Error for values into an axis of extent 0; InternalError
+/// for operands that do not fit.
+NodePtr scatter_node(Op op, NodePtr x, NodePtr idx, NodePtr values, int axis, IndexMode mode, GatherApi api,
+                     bool atomic, Loc loc = Loc::current());
+/// scatter(x, idx, values, axis): `idx` broadcasts to values' shape (NumPy's rules); `axis` counts from the
+/// end when negative. Throws loom::Error naming scatter, the operands' shapes and dtypes and `loc` for a
+/// rank-0 x, an axis out of range, an index dtype other than int32 and int64, values of another dtype or
+/// rank or other extents than x's off the axis, an index that does not broadcast to the values' shape.
+NodePtr scatter(NodePtr x, NodePtr idx, NodePtr values, std::int64_t axis,
+                IndexMode mode = IndexMode::Checked, Loc loc = Loc::current());
+/// scatter_add(x, idx, values, axis): as scatter, the values summed into their targets.
+NodePtr scatter_add(NodePtr x, NodePtr idx, NodePtr values, std::int64_t axis,
+                    IndexMode mode = IndexMode::Checked, bool atomic = false, Loc loc = Loc::current());
+/// PyTorch's index_add(x, axis, index, source): `index` 1-D of length source.shape[axis], source of x's
+/// dtype and rank and x's extents off the axis; scatter_add with the index broadcast along the axis (the
+/// same node, order and bits). Errors name index_add.
+NodePtr index_add(NodePtr x, NodePtr index, NodePtr source, std::int64_t axis,
+                  IndexMode mode = IndexMode::Checked, bool atomic = false, Loc loc = Loc::current());
+/// A scatter node's attributes: the axis (ints[0]), the index mode, the DSL function, atomic.
+inline int scatter_axis(const Node& n) {
+    return static_cast<int>(n.ints().at(0));
+}
+inline IndexMode scatter_mode(const Node& n) {
+    return static_cast<IndexMode>(n.ints().at(1));
+}
+inline GatherApi scatter_api(const Node& n) {
+    return static_cast<GatherApi>(n.ints().at(2));
+}
+inline bool scatter_atomic(const Node& n) {
+    return n.ints().at(3) != 0;
+}
+/// "axis=0 clamp atomic (scatter_add)": a scatter node's attributes, as printed and explained.
+std::string scatter_attributes(const Node& n);
+
 /// "add(): " prefix helpers for error messages: "[4096, 512] float32".
 std::string describe(const Node& n);
 

@@ -152,6 +152,9 @@ constexpr Rule rule_of(Op op) {
 #define LOOM_SCAN(Id, name) \
     case Op::Id:            \
         return Rule::None;
+#define LOOM_SCATTER(Id, name) \
+    case Op::Id:               \
+        return Rule::None;
 #include "loom/ir/ops.def"
     }
     return Rule::None;
@@ -190,6 +193,9 @@ constexpr OpKind kind_of(Op op) {
 #define LOOM_SCAN(Id, name) \
     case Op::Id:            \
         return OpKind::Scan;
+#define LOOM_SCATTER(Id, name) \
+    case Op::Id:               \
+        return OpKind::Scatter;
 #include "loom/ir/ops.def"
     }
     return OpKind::Leaf;

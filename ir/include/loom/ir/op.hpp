@@ -18,6 +18,7 @@ enum class Op : std::uint8_t {
 #define LOOM_GATHER(Id, name) Id,
 #define LOOM_ATTENTION(Id, name) Id,
 #define LOOM_SCAN(Id, name) Id,
+#define LOOM_SCATTER(Id, name) Id,
 #include "loom/ir/ops.def"
 };
 
@@ -31,7 +32,8 @@ enum class OpKind : std::uint8_t {
     Product,
     Gather,
     Attention,
-    Scan
+    Scan,
+    Scatter
 };
 
 /// Typing rules (docs/semantics.md, "Op typing").
@@ -131,6 +133,11 @@ inline bool is_attention(Op op) {
 inline bool is_scan(Op op) {
     return info(op).kind == OpKind::Scan;
 }
+/// A write of values at the positions an index array names (scatter, scatter_add): a kernel family of its
+/// own.
+inline bool is_scatter(Op op) {
+    return info(op).kind == OpKind::Scatter;
+}
 /// Which keys an attention's causal mask hides (Attention's ints[0]; docs/semantics.md, "Attention"): none;
 /// TopLeft, query t sees keys s <= t (PyTorch's is_causal); BottomRight, query t sees keys
 /// s <= t + S - T (FlashAttention's, which decoding against a KV cache needs).
@@ -139,8 +146,18 @@ std::string_view causal_mask_name(CausalMask m);
 /// How a gather treats an index outside [-extent, extent) (docs/semantics.md, "Gathers"): Checked raises a
 /// loom::Error, Clamp moves it to the nearest end. The value of Gather's ints[1].
 enum class IndexMode : std::uint8_t { Checked, Clamp };
-/// The DSL function that built a gather, named in its errors. The value of Gather's ints[2].
-enum class GatherApi : std::uint8_t { Take, TakeAlongAxis, IndexSelect, OneHot, CrossEntropy };
+/// The DSL function that built a gather or a scatter, named in its errors. The value of Gather's and
+/// Scatter's ints[2].
+enum class GatherApi : std::uint8_t {
+    Take,
+    TakeAlongAxis,
+    IndexSelect,
+    OneHot,
+    CrossEntropy,
+    Scatter,
+    ScatterAdd,
+    IndexAdd
+};
 std::string_view gather_api_name(GatherApi api);
 /// Whether operands of the op's dtype give a result that needs no rounding (column Exactness of ops.def).
 inline bool is_exact(Op op) {

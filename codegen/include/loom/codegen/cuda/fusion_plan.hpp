@@ -17,6 +17,7 @@
 #include "loom/codegen/cuda/device_info.hpp"
 #include "loom/codegen/cuda/matmul_plan.hpp"
 #include "loom/codegen/cuda/scan_plan.hpp"
+#include "loom/codegen/cuda/scatter_plan.hpp"
 #include "loom/codegen/cuda/tile_plan.hpp"
 #include "loom/codegen/options.hpp"
 #include "loom/codegen/plan/partition.hpp"
@@ -49,10 +50,10 @@ struct TiledKernel {
 
 /// The GPU schedule of one kernel: one alternative per family, in the order of Family (Family::Reduction:
 /// PlannedReduce, Family::MatMul: PlannedMatmul, Family::Attention: PlannedAttention, Family::Scan:
-/// PlannedScan). Each alternative's family object (kernel_family.hpp) emits, explains, prepares and binds its
-/// kernels.
-using GpuSchedule =
-    std::variant<PointwiseKernel, TiledKernel, PlannedReduce, PlannedMatmul, PlannedAttention, PlannedScan>;
+/// PlannedScan, Family::Scatter: PlannedScatter). Each alternative's family object (kernel_family.hpp) emits,
+/// explains, prepares and binds its kernels.
+using GpuSchedule = std::variant<PointwiseKernel, TiledKernel, PlannedReduce, PlannedMatmul, PlannedAttention,
+                                 PlannedScan, PlannedScatter>;
 
 /// One kernel of a FusionPlan: its schedule, where it reads, its cache key.
 struct GpuKernel {

@@ -128,4 +128,16 @@ struct GpuFamily<PlannedScan> {
                             std::span<std::byte> params);
 };
 
+template <>
+struct GpuFamily<PlannedScatter> {
+    static KernelSource emit(const FusedKernel& k, const PlannedScatter& s);
+    static std::string plan_text(const PlannedScatter& s);
+    static std::string explain(const FusionPlan& plan, std::size_t i, const PlannedScatter& s);
+    /// The sorted and last paths' per-block workspace; the error word of checked indices.
+    static LaunchNeeds needs(const PlannedScatter& s, KernelPointers p);
+    /// A block per column, at most kScatterMaxBlocks (each then takes several columns in turn).
+    static BoundLaunch bind(const PlannedScatter& s, KernelPointers p, const LaunchScratch& scratch,
+                            std::span<std::byte> params);
+};
+
 }  // namespace loom::codegen

@@ -200,6 +200,9 @@ inline constexpr int kHostProductBlockPanels = 16;
 /// now; a product whose epilogue reads the product other than element by element runs here.
 struct HostReference {
     Family family = Family::MatMul;
+    /// The kernel holds a checked scatter: the run writes every output through a temporary, copied in only
+    /// when no index was out of range (docs/semantics.md, "Scatters").
+    bool checks_indices = false;
 };
 
 /// The host schedule of one kernel: one alternative per family the host compiles, and one for every family it

@@ -42,8 +42,10 @@ std::string to_string(const Slot& s);  // "in2", "t0", "out1"
 /// (ir::Op::MatMul) reading its operands from memory, with the elementwise work over its shape after it (its
 /// epilogue) in the same kernel. Attention: one attention node (ir::Op::Attention) reading q, k, v and its
 /// bias from memory (or views of them) and writing its result. Scan: one scan (cumsum, cumprod, cummax,
-/// cummin, logcumsumexp) reading its operand from memory (or a view of it) and writing its result.
-enum class Family : std::uint8_t { Pointwise, Tiled, Reduction, MatMul, Attention, Scan };
+/// cummin, logcumsumexp) reading its operand from memory (or a view of it) and writing its result. Scatter:
+/// one scatter (scatter, scatter_add) reading x, its indices and its values from memory (or views of them)
+/// and writing its result.
+enum class Family : std::uint8_t { Pointwise, Tiled, Reduction, MatMul, Attention, Scan, Scatter };
 std::string_view family_name(Family f);
 /// One bit per family, for sets of families.
 constexpr std::uint32_t family_bit(Family f) {
