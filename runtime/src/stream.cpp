@@ -10,6 +10,8 @@
 
 namespace loom {
 
+static_assert(kStreamNonBlocking == cudaStreamNonBlocking);
+
 namespace {
 
 thread_local cudaStream_t t_current = cudaStreamPerThread;
