@@ -3,9 +3,10 @@
 # directory (default build-host, or $LOOM_HOST_BUILD_DIR) with the CUDA toolkit hidden from CMake, so that
 # LOOM_CUDA's default must come out OFF; builds the library, the host back end's module and
 # samples/host_quickstart; fails when any compile command names a CUDA include directory or any object
-# depends on a CUDA header, or when anything links cudart or NVRTC; runs the sample; then installs the
-# library into a scratch prefix and builds and runs tests/install/consumer against it
-# (tests/install/run_consumer.cmake), also with the toolkit hidden. The tests themselves are not built here
+# depends on a CUDA header, when anything links cudart or NVRTC, or when the libraries call a function of
+# Loom that no file of this build defines; runs the sample; then installs the library into a scratch prefix
+# and builds and runs tests/install/consumer against it (tests/install/run_consumer.cmake), also with the
+# toolkit hidden. The tests themselves are not built here
 # (`ctest -LE gpu` of a host-only build runs them; CI keeps to this subset for time).
 #
 #   scripts/host_only.sh       # LOOM_JOBS (default 2) parallel compile jobs
@@ -46,6 +47,19 @@ if ninja -C "$build" -t deps | grep -E "$toolkit|/(cuda|cuda_runtime|cuda_runtim
 fi
 if ninja -C "$build" -t commands host_quickstart | grep -E 'cudart|nvrtc|libcuda'; then
     echo "host-only: the sample links a CUDA library (above)" >&2
+    exit 1
+fi
+# Every function of Loom that its libraries call is defined in them: runtime/src/gpu_stubs.cpp stands in for
+# each one the CUDA build defines in a file that a host-only build leaves out.
+libs=("$build"/ir/libloom_ir.a "$build"/codegen/libloom_codegen.a "$build"/runtime/libloom_runtime.a
+      "$build"/dsl/libloom_dsl.a)
+missing=$(comm -23 <(nm -P --undefined-only "${libs[@]}" 2>/dev/null | awk '$2 == "U" {print $1}' | sort -u) \
+                   <(nm -P --defined-only "${libs[@]}" 2>/dev/null | awk 'NF >= 2 && $2 != "U" {print $1}' | sort -u) |
+          c++filt | grep '^loom::' || true)
+if [[ -n $missing ]]; then
+    echo "$missing"
+    echo "host-only: Loom's libraries call these, and no file of the host-only build defines them (add them to" >&2
+    echo "host-only: runtime/src/gpu_stubs.cpp)" >&2
     exit 1
 fi
 
