@@ -30,7 +30,8 @@ if ! grep -q '^LOOM_CUDA:BOOL=OFF$' "$build/CMakeCache.txt"; then
     exit 1
 fi
 targets=(loom_dsl host_quickstart)
-if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^loom_llvm:'; then targets+=(loom_llvm); fi
+# (grep reads the whole list: with -q it would stop early, and pipefail would count ninja's broken pipe.)
+if ninja -C "$build" -t targets all 2>/dev/null | grep '^loom_llvm:' >/dev/null; then targets+=(loom_llvm); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 built=$(date +%s)
 
