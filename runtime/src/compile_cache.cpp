@@ -1,6 +1,5 @@
 // Disk cache keys (comment-stripped source, options, arch, versions) and NVRTC compilation through the
 // process-wide disk cache.
-#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <atomic>
@@ -8,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "cuda_internal.hpp"
 #include "disk_cache_internal.hpp"
 #include "loom/ir/env.hpp"
 #include "loom/runtime/disk_cache.hpp"
@@ -131,14 +131,6 @@ void print_summary() {
                s.compile_ms, s.lookup_ms, s.store_ms);
 }
 
-int driver_version() {
-    static const int v = [] {
-        int d = 0;
-        return cudaDriverGetVersion(&d) == cudaSuccess ? d : 0;  // 0 without a driver
-    }();
-    return v;
-}
-
 }  // namespace
 
 DiskCache& disk_cache() {
@@ -182,7 +174,7 @@ CachedCompile compile_cached(std::string_view name, std::string_view source, con
     std::optional<DiskCacheKey> key;
     const bool dump_ptx = env_list_contains("LOOM_DUMP", "ptx");  // every kernel is compiled to dump its PTX
     if (cache.enabled()) {
-        key = make_disk_cache_key(source, opts, is_ptx, is_ptx ? driver_version() : 0);
+        key = make_disk_cache_key(source, opts, is_ptx, is_ptx ? detail::driver_version() : 0);
         if (!dump_ptx) {
             const detail::NvtxRange range([&] { return fmt::format("disk cache load {}", name); });
             const auto t0 = std::chrono::steady_clock::now();

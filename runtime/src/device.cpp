@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_internal.hpp"
+
 namespace loom {
 
 namespace {
@@ -132,6 +134,14 @@ const codegen::DeviceInfo& device_info(int index) {
     auto& slot = c.infos[static_cast<std::size_t>(index)];
     if (!slot) slot = std::make_unique<codegen::DeviceInfo>(query(index));
     return *slot;
+}
+
+int detail::driver_version() noexcept {
+    static const int v = [] {
+        int d = 0;
+        return cudaDriverGetVersion(&d) == cudaSuccess ? d : 0;  // 0 without a driver
+    }();
+    return v;
 }
 
 DeviceGuard::DeviceGuard(int index) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_internal.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
@@ -306,7 +307,7 @@ Exported<Managed>* exported(const Tensor& tensor, std::optional<cudaStream_t> co
         DeviceGuard guard(dev.index);
         Event ready(false);
         ready.record(current_stream());
-        ready.wait(consumer_stream ? *consumer_stream : cudaStreamLegacy);
+        ready.wait(consumer_stream ? *consumer_stream : detail::legacy_stream());
     }
     auto out = std::make_unique<Exported<Managed>>();
     out->tensor = tensor;

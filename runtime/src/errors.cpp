@@ -1,13 +1,15 @@
-// CUDA status codes converted to exceptions, the sticky-error state and the record of the last launch.
+// The sticky-error state and the record of the last launch (errors_cuda.cpp converts CUDA status codes to
+// exceptions; a host-only build has none to convert).
 #include "loom/runtime/errors.hpp"
 
-#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+
+#include "errors_internal.hpp"
 
 namespace loom {
 
@@ -31,36 +33,7 @@ LaunchRecord& record() {
 std::atomic<bool> g_poisoned{false};
 std::atomic<bool> g_exiting{false};
 
-const char* base_name(const char* path) {
-    const char* slash = std::strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-std::string describe(cudaError_t code) {
-    return fmt::format("{} ({}): {}", cudaGetErrorName(code), static_cast<int>(code),
-                       cudaGetErrorString(code));
-}
-
 }  // namespace
-
-bool is_sticky(cudaError_t code) {
-    switch (code) {
-        case cudaErrorIllegalAddress:
-        case cudaErrorLaunchFailure:
-        case cudaErrorLaunchTimeout:
-        case cudaErrorAssert:
-        case cudaErrorHardwareStackError:
-        case cudaErrorIllegalInstruction:
-        case cudaErrorMisalignedAddress:
-        case cudaErrorInvalidAddressSpace:
-        case cudaErrorInvalidPc:
-        case cudaErrorECCUncorrectable:
-        case cudaErrorContextIsDestroyed:
-            return true;
-        default:
-            return false;
-    }
-}
 
 void note_launch(std::string_view kernel, std::string_view where) {
     auto& r = record();
@@ -114,44 +87,26 @@ void note_cuda_initialized() noexcept {
     std::call_once(once, [] { std::atexit([] { g_exiting.store(true, std::memory_order_relaxed); }); });
 }
 
-void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
-    if (is_sticky(code)) {
-        std::string launch = last_launch();
-        {
-            auto& r = record();
-            std::lock_guard lock(r.mutex);
-            if (r.count > 1)
-                launch +=
-                    fmt::format(" (the launch before it: {})", launch_text(r.prev_kernel, r.prev_where));
+std::string last_launches() {
+    std::string launch = last_launch();
+    auto& r = record();
+    std::lock_guard lock(r.mutex);
+    if (r.count > 1)
+        launch += fmt::format(" (the launch before it: {})", launch_text(r.prev_kernel, r.prev_where));
+    return launch;
+}
+
+void poison(const std::string& message, cudaError_t code, const char* call) {
+    {
+        auto& r = record();
+        std::lock_guard lock(r.mutex);
+        if (r.poison_message.empty()) {
+            r.poison_message = message;
+            r.poison_code = code;
+            r.poison_call = call;
         }
-        std::string msg = fmt::format(
-            "CUDA error: {} failed with {} ({}:{}); last launched kernel: {}. This error is sticky: the CUDA "
-            "context is unusable and every later GPU call in this process fails{}",
-            call, describe(code), base_name(file), line, launch,
-            sync_after_launch() ? "" : "; run with LOOM_SYNC=1 to tie an asynchronous fault to its kernel");
-        {
-            auto& r = record();
-            std::lock_guard lock(r.mutex);
-            if (r.poison_message.empty()) {
-                r.poison_message = msg;
-                r.poison_code = code;
-                r.poison_call = call;
-            }
-        }
-        g_poisoned.store(true, std::memory_order_release);
-        throw CudaError(code, call, msg);
     }
-    if (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver || code == cudaErrorStubLibrary) {
-        (void)cudaGetLastError();
-        throw NoDeviceError(fmt::format("no CUDA device found: {} failed with {} ({}:{})", call,
-                                        describe(code), base_name(file), line));
-    }
-    // A non-sticky error is also recorded as CUDA's "last error": clear it so that the check after the
-    // next launch does not report it again.
-    (void)cudaGetLastError();
-    throw CudaError(
-        code, call,
-        fmt::format("CUDA error: {} failed with {} ({}:{})", call, describe(code), base_name(file), line));
+    g_poisoned.store(true, std::memory_order_release);
 }
 
 void throw_poisoned() {

@@ -1,6 +1,5 @@
 // The GPU path: plan the evaluation (codegen::plan_fusion), build the kernels it names, run it. One build
 // function and one launch path serve every kernel family; each family is one arm of run_plan().
-#include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -27,7 +26,6 @@
 #include "loom/runtime/nvrtc.hpp"
 #include "loom/runtime/pinned.hpp"
 #include "loom/runtime/stream.hpp"
-#include "memory_internal.hpp"
 #include "parallel.hpp"
 #include "run_slots.hpp"
 

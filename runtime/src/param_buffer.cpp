@@ -32,40 +32,6 @@ namespace loom::gpu {
 
 namespace {
 
-constexpr const char* kUploadName = "loom_param_upload";
-constexpr std::size_t kHeaderBytes = 16;  // dst pointer and word count before the data words
-constexpr unsigned kUploadBlock = 256;
-
-}  // namespace
-
-std::string param_upload_source(std::size_t words) {
-    return fmt::format(
-        "// ---- Loom parameter upload: copies a kernel's parameters beyond the parameter limit into device\n"
-        "// memory, {} 8-byte words per launch (runtime/src/param_buffer.cpp) ----\n"
-        "struct loom_param_chunk {{\n"
-        "    unsigned long long* dst;      // where this chunk goes\n"
-        "    unsigned long long words;     // words of `data` to copy\n"
-        "    unsigned long long data[{}];\n"
-        "}};\n"
-        "extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ loom_param_chunk c) "
-        "{{\n"
-        "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
-        "    // Launched like every Loom kernel (programmatic dependent launch): the stream's previous "
-        "kernel\n"
-        "    // complete before the first store, since the buffer may be memory that kernel freed.\n"
-        "    asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-        "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
-        "#endif\n"
-        "    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < "
-        "c.words;\n"
-        "         i += (unsigned long long)gridDim.x * blockDim.x)\n"
-        "        c.dst[i] = c.data[i];\n"
-        "}}\n",
-        words, words, kUploadBlock, kUploadName);
-}
-
-namespace {
-
 struct Uploader {
     Module module;
     Kernel kernel;
@@ -88,15 +54,11 @@ const Uploader& uploader(int device, std::string_view where) {
     const CachedCompile cc = compile_cached(kUploadName, param_upload_source(up->words), opt);
     up->module =
         Module::load(std::string_view(cc.result.binary.data(), cc.result.binary.size()), kUploadName);
-    up->kernel = up->module.kernel(kUploadName, static_cast<long>(kHeaderBytes + 8 * up->words));
+    up->kernel = up->module.kernel(kUploadName, static_cast<long>(kUploadHeaderBytes + 8 * up->words));
     return *uploaders.emplace(device, std::move(up)).first->second;
 }
 
 }  // namespace
-
-std::size_t param_upload_words(std::size_t param_limit_bytes) {
-    return (param_limit_bytes - kHeaderBytes) / 8;
-}
 
 Tensor reserve_param_buffer(std::size_t params_bytes, std::string_view where) {
     int device = 0;
@@ -124,7 +86,7 @@ void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg,
             buffer.defined() ? buffer.nbytes() : 0,
             buffer.defined() ? buffer.device().to_string() : "<undefined>", params.size(), device));
 
-    std::vector<std::byte> chunk(kHeaderBytes + up.words * 8);
+    std::vector<std::byte> chunk(kUploadHeaderBytes + up.words * 8);
     for (std::size_t first = 0; first < words; first += up.words) {
         const std::size_t n = std::min(up.words, words - first);
         auto* dst = static_cast<unsigned long long*>(buffer.data()) + first;
@@ -132,8 +94,8 @@ void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg,
         std::memcpy(chunk.data(), &dst, sizeof(dst));
         std::memcpy(chunk.data() + 8, &count, sizeof(count));
         const std::size_t begin = first * 8, end = std::min(params.size(), (first + n) * 8);
-        std::memcpy(chunk.data() + kHeaderBytes, params.data() + begin, end - begin);
-        std::memset(chunk.data() + kHeaderBytes + (end - begin), 0,
+        std::memcpy(chunk.data() + kUploadHeaderBytes, params.data() + begin, end - begin);
+        std::memset(chunk.data() + kUploadHeaderBytes + (end - begin), 0,
                     n * 8 - (end - begin));  // the last word's tail
         LaunchConfig ucfg;
         ucfg.grid = {static_cast<unsigned>((n + kUploadBlock - 1) / kUploadBlock), 1, 1};

@@ -1,5 +1,6 @@
 // Launching a kernel whose parameter struct exceeds the kernel parameter limit (codegen::PointwisePlan::
-// params_in_memory): the bytes go to device memory first and the kernel gets a pointer to them.
+// params_in_memory): the bytes go to device memory first and the kernel gets a pointer to them
+// (param_buffer.cpp; the upload kernel's source is param_upload.cpp's).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,12 @@ Tensor reserve_param_buffer(std::size_t params_bytes, std::string_view where);
 void launch_with_params_in_memory(const Kernel& kernel, const LaunchConfig& cfg,
                                   std::span<const std::byte> params, const Tensor& buffer,
                                   std::string_view where);
+
+/// The upload kernel: its name, the bytes of its parameter struct before the data words (the destination
+/// pointer and the word count), and its block size in threads.
+inline constexpr const char* kUploadName = "loom_param_upload";
+inline constexpr std::size_t kUploadHeaderBytes = 16;
+inline constexpr unsigned kUploadBlock = 256;
 
 /// The CUDA source of the upload kernel (loom_param_upload) for chunks of `words` 8-byte words; its one
 /// parameter is a struct of 16 + 8 * words bytes. Exposed for tests (compiled with NVRTC without a GPU).

@@ -3,12 +3,15 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda_internal.hpp"
 #include "gather_errors.hpp"
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 
 namespace loom {
+
+static_assert(kStreamNonBlocking == cudaStreamNonBlocking);
 
 namespace {
 
@@ -31,6 +34,10 @@ cudaEvent_t join_event() {
 }
 
 }  // namespace
+
+cudaStream_t detail::legacy_stream() noexcept {
+    return cudaStreamLegacy;
+}
 
 cudaStream_t current_stream() noexcept {
     return t_current;

@@ -24,7 +24,8 @@ std::string entry_ptx(const loom::nvrtc::Result& r) {
 
 }  // namespace
 
-TEST_CASE("golden: lm::expc::exp_f32 compiles for sm_90, to the same code with and without fast math") {
+TEST_CASE("golden: lm::expc::exp_f32 compiles for sm_90, to the same code with and without fast math" *
+          loom_test::needs_cuda()) {
     loom::codegen::KernelSource ks;
     ks.name = loom_test::kExpCoreKernel;
     ks.source = loom_test::exp_core_source();

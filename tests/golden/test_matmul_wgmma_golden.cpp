@@ -69,7 +69,7 @@ TEST_CASE(
     golden::check_text("matmul_bias_gelu_cast_bf16_wgmma", ks.kernel);
     CHECK(ks.arch_specific);
     const nvrtc::Result r = golden::compile_sm90(ks);
-    CHECK(r.arch == "sm_90a");
+    if (LOOM_HAS_CUDA) CHECK(r.arch == "sm_90a");  // a host-only build compiles nothing
     CHECK(ks.kernel.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != std::string::npos);
     CHECK(ks.kernel.find("lm::tma_load_2d(") != std::string::npos);
     CHECK(ks.kernel.find("lm::setmaxnreg_inc<232>()") != std::string::npos);

@@ -57,7 +57,7 @@ TEST_CASE("golden: matmul float32 512 x 256 x 384 in TF32 on Hopper's wgmma with
     const codegen::KernelSource ks = codegen::emit_matmul("matmul_bias_gelu_f32_tf32_wgmma", pm);
     golden::check_text("matmul_bias_gelu_f32_tf32_wgmma", ks.kernel);
     const nvrtc::Result r = golden::compile_sm90(ks);
-    CHECK(r.arch == "sm_90a");
+    if (LOOM_HAS_CUDA) CHECK(r.arch == "sm_90a");  // a host-only build compiles nothing
     CHECK(ks.kernel.find("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") != std::string::npos);
     CHECK(ks.kernel.find("_fragment(a[r], bs + r * 8192u") != std::string::npos);
     CHECK(ks.kernel.find("m64n128k8 TF32") != std::string::npos);  // the banner

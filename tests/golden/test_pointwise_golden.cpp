@@ -128,7 +128,7 @@ TEST_CASE("golden: reshape of a transposed input goes through derived indices") 
     CHECK(ks.plan.derived.size() == 2);
 }
 
-TEST_CASE("a broken source throws CompileError with the log and the options") {
+TEST_CASE("a broken source throws CompileError with the log and the options" * loom_test::needs_cuda()) {
     codegen::KernelSource ks;
     ks.name = "broken_kernel";
     ks.source = "extern \"C\" __global__ void broken_kernel(float* p) { p[0] = undefined_name; }\n";

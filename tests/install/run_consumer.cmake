@@ -1,8 +1,10 @@
 # Installs a built Loom into a scratch prefix, checks the installed package, then configures, builds and
-# runs tests/install/consumer against it (CMAKE_PREFIX_PATH only), expecting it to print "ok".
+# runs tests/install/consumer against it (CMAKE_PREFIX_PATH only), expecting it to print "ok". The consumer
+# checks that the package says what the build was configured with (LOOM_CUDA); CONSUMER_ARGS (optional, a
+# list) go to its configuration, e.g. -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON for a host-only Loom.
 #
 #   cmake -DLOOM_BUILD_DIR=<build> -DCONSUMER_SOURCE_DIR=<tests/install/consumer> -DWORK_DIR=<scratch>
-#         -P run_consumer.cmake
+#         [-DCONSUMER_ARGS=<arguments>] -P run_consumer.cmake
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var LOOM_BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR)
@@ -39,7 +41,7 @@ foreach(f loomConfigVersion.cmake loomTargets.cmake)
     message(FATAL_ERROR "run_consumer.cmake: ${config_dir}/${f} is not installed")
   endif()
 endforeach()
-foreach(h loom/loom.hpp loom/ir/node.hpp loom/runtime/tensor.hpp loom/dsl/array.hpp)
+foreach(h loom/loom.hpp loom/ir/node.hpp loom/runtime/tensor.hpp loom/runtime/config.hpp loom/dsl/array.hpp)
   if(NOT EXISTS ${prefix}/include/${h})
     message(FATAL_ERROR "run_consumer.cmake: header ${h} is not installed")
   endif()
@@ -59,9 +61,10 @@ endforeach()
 
 # 3. Configure and build the consumer with Loom's compiler and generator, finding only the installed package.
 load_cache(${LOOM_BUILD_DIR} READ_WITH_PREFIX loom_ CMAKE_CXX_COMPILER CMAKE_GENERATOR CMAKE_MAKE_PROGRAM
-           CMAKE_BUILD_TYPE CUDAToolkit_ROOT)
+           CMAKE_BUILD_TYPE CUDAToolkit_ROOT LOOM_CUDA)
 set(args -S ${CONSUMER_SOURCE_DIR} -B ${build} -DCMAKE_PREFIX_PATH=${prefix}
-         -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_CXX_COMPILER=${loom_CMAKE_CXX_COMPILER})
+         -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_CXX_COMPILER=${loom_CMAKE_CXX_COMPILER}
+         -DEXPECT_LOOM_CUDA=${loom_LOOM_CUDA} ${CONSUMER_ARGS})
 if(loom_CMAKE_GENERATOR)
   list(APPEND args -G ${loom_CMAKE_GENERATOR})
 endif()

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/needs_cuda.hpp"
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/kernel_cache.hpp"
 #include "loom/runtime/testing.hpp"
@@ -120,8 +121,8 @@ TEST_CASE(
     CHECK(f.stats().traces == 1);
 }
 
-TEST_CASE(
-    "threads: 8 threads build kernels through the disk and in-memory caches with NVRTC: each key once") {
+TEST_CASE("threads: 8 threads build kernels through the disk and in-memory caches with NVRTC: each key once" *
+          loom_test::needs_cuda()) {
     const CacheDir dir;
     const Inputs in;
     // Four kernels every thread needs: each compiled by compile() (disk cache, NVRTC), and built through the

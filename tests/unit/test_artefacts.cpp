@@ -10,6 +10,7 @@
 #include <source_location>
 #include <string>
 
+#include "../common/needs_cuda.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/runtime/nvrtc.hpp"
 
@@ -40,7 +41,8 @@ Array as_argument0(const Tensor& t, std::source_location where) {
 
 }  // namespace
 
-TEST_CASE("a traced function's cuda_source, ptx and llvm_source give every kernel of its specialization") {
+TEST_CASE("a traced function's cuda_source, ptx and llvm_source give every kernel of its specialization" *
+          loom_test::needs_cuda()) {
     const std::source_location where = std::source_location::current();
     auto f = loom::function(
         "column_shares", [](Array x) { return column_shares(x); }, where);
@@ -69,7 +71,8 @@ TEST_CASE("a traced function's cuda_source, ptx and llvm_source give every kerne
     CHECK(y.shape() == Shape{64});
 }
 
-TEST_CASE("a traced function's artefacts need no run and follow the arguments' kind") {
+TEST_CASE("a traced function's artefacts need no run and follow the arguments' kind" *
+          loom_test::needs_cuda()) {
     auto f = loom::function("scaled", [](Array x) { return x * 2.0; });
     const Tensor contiguous = testing::random_tensor({32, 48}, float32, 4);
     const Tensor transposed = contiguous.transposed();
@@ -83,7 +86,7 @@ TEST_CASE("a traced function's artefacts need no run and follow the arguments' k
     CHECK(count(f.ptx(h), ".entry ") == count(f.cuda_source(h), "__global__"));
 }
 
-TEST_CASE("compile() reports every kernel, in launch order") {
+TEST_CASE("compile() reports every kernel, in launch order" * loom_test::needs_cuda()) {
     const Tensor x = testing::random_tensor({96, 64}, float32, 6);
     const Array y = column_shares(x);
     const CompileReport rep = compile({y}, "column_shares");
@@ -108,7 +111,8 @@ TEST_CASE("compile() reports every kernel, in launch order") {
     CHECK(text.find("2 kernel(s)") != std::string::npos);
 }
 
-TEST_CASE("nvrtc::ptx gives the virtual arch of the cubin target, arch-specific kernels included") {
+TEST_CASE("nvrtc::ptx gives the virtual arch of the cubin target, arch-specific kernels included" *
+          loom_test::needs_cuda()) {
     const std::string src = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n";
     nvrtc::Options o;
     o.cc_major = 9;

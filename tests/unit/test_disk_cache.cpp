@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "../common/needs_cuda.hpp"
 #include "disk_cache_test_util.hpp"
 #include "loom/loom.hpp"
 #include "loom/runtime/disk_cache.hpp"
@@ -182,7 +183,8 @@ TEST_CASE("size cap: least recently used entries are evicted first") {
     CHECK(c.size_bytes() <= 35000);
 }
 
-TEST_CASE("compile_cached: a second process finds the kernel without NVRTC, a change misses") {
+TEST_CASE("compile_cached: a second process finds the kernel without NVRTC, a change misses" *
+          loom_test::needs_cuda()) {
     TempDir t;
     ::setenv("LOOM_CACHE_DIR", (t.path / "cache").c_str(), 1);
     reset_disk_cache();
@@ -217,7 +219,7 @@ TEST_CASE("compile_cached: a second process finds the kernel without NVRTC, a ch
     reset_disk_cache();
 }
 
-TEST_CASE("LOOM_DISK_CACHE=off compiles every time and writes nothing") {
+TEST_CASE("LOOM_DISK_CACHE=off compiles every time and writes nothing" * loom_test::needs_cuda()) {
     TempDir t;
     ::setenv("LOOM_CACHE_DIR", (t.path / "cache").c_str(), 1);
     ::setenv("LOOM_DISK_CACHE", "off", 1);

@@ -6,6 +6,8 @@
 #include <loom/loom.hpp>
 #include <string>
 
+#include "../common/needs_cuda.hpp"
+
 using namespace loom;
 
 namespace {
@@ -58,7 +60,7 @@ TEST_CASE("cuda_source of several outputs and of constants") {
     CHECK(contains(src, "r1 = "));  // a second output
 }
 
-TEST_CASE("compile() returns an sm_90 cubin (NVRTC, no GPU)") {
+TEST_CASE("compile() returns an sm_90 cubin (NVRTC, no GPU)" * loom_test::needs_cuda()) {
     Tensor x = Tensor::host({1 << 20}, float32);
     const Array y = relu(x * 1.5 + 0.25);
     const CompileReport rep = compile({y}, "scale_bias_relu");

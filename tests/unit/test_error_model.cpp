@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/needs_cuda.hpp"
 #include "error_message.hpp"
 
 using namespace loom;
@@ -287,7 +288,8 @@ TEST_CASE(
 
 TEST_CASE(
     "error model: NVRTC rejecting a kernel is a CompileError raised at the call, with log, options and "
-    "source") {
+    "source" *
+    loom_test::needs_cuda()) {
     // Loom's own kernels are generated from the IR and kernel names are sanitized (codegen/src/names.cpp), so
     // no input to assign(), eval(), compile() or a traced function reaches NVRTC as unchecked text: through
     // those a CompileError means a bug in Loom's code generator. The NVRTC wrapper is public API
@@ -317,7 +319,8 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("nvrtc: arch-specific kernels compile for sm_XYa, and a PTX-only target for them is an Error") {
+TEST_CASE("nvrtc: arch-specific kernels compile for sm_XYa, and a PTX-only target for them is an Error" *
+          loom_test::needs_cuda()) {
     nvrtc::Options options;  // compute capability 9.0 (an H200)
     options.arch_specific = true;
     CHECK(nvrtc::option_list(options).front() == "--gpu-architecture=sm_90a");

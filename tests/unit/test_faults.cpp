@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/needs_cuda.hpp"
 #include "disk_cache_test_util.hpp"
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/testing.hpp"
@@ -211,7 +212,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "faults: every NVRTC compilation of compile() fails in turn: CompileError, nothing stored, next works") {
+    "faults: every NVRTC compilation of compile() fails in turn: CompileError, nothing stored, next works" *
+    loom_test::needs_cuda()) {
     test::TempDir dir;
     const char* saved = std::getenv("LOOM_CACHE_DIR");
     const std::string saved_value = saved ? saved : "";
@@ -341,7 +343,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "faults: compile() on a full disk cache: one warning, every kernel still compiled and kept in memory") {
+    "faults: compile() on a full disk cache: one warning, every kernel still compiled and kept in memory" *
+    loom_test::needs_cuda()) {
     test::TempDir t;
     const char* saved = std::getenv("LOOM_CACHE_DIR");
     const std::string saved_value = saved ? saved : "";

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../../runtime/src/nvtx.hpp"
+#include "../common/needs_cuda.hpp"
 
 using namespace loom;
 
@@ -26,7 +27,8 @@ TEST_CASE("nvtx: ranges follow LOOM_NVTX, and a disabled range builds no name") 
     CHECK(named == (want ? 1 : 0));
 }
 
-TEST_CASE("nvtx: evaluations, traced calls, compiles and copies under ranges give the same results") {
+TEST_CASE("nvtx: evaluations, traced calls, compiles and copies under ranges give the same results" *
+          loom_test::needs_cuda()) {
     const Tensor x = testing::random_tensor({1000}, float32, 9);
     const Tensor y = relu(Array(x) * 1.5 + 0.25);
     Tensor out = Tensor::host({1000}, float32);

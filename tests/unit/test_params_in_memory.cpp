@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../runtime/src/param_buffer.hpp"
+#include "../common/needs_cuda.hpp"
 #include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/plan/pointwise_plan.hpp"
 #include "loom/ir/build.hpp"
@@ -93,7 +94,7 @@ TEST_CASE("a graph reading 3,000 inputs plans its parameters in device memory, t
     CHECK(first == in[0]);
 }
 
-TEST_CASE("a kernel taking its parameters by pointer compiles with NVRTC") {
+TEST_CASE("a kernel taking its parameters by pointer compiles with NVRTC" * loom_test::needs_cuda()) {
     // NVRTC's time grows faster than linearly with the kernel (minutes for the 3,000 inputs above), so the
     // compiled kernel is one of 300 inputs planned for a device with the old 4,096-byte limit: the same
     // emission path, in seconds.
@@ -111,7 +112,7 @@ TEST_CASE("a kernel taking its parameters by pointer compiles with NVRTC") {
                         planned.plan.params.size, r.compile_ms));
 }
 
-TEST_CASE("the parameter upload kernel compiles for both parameter limits") {
+TEST_CASE("the parameter upload kernel compiles for both parameter limits" * loom_test::needs_cuda()) {
     CHECK(gpu::param_upload_words(32764) == 4093);  // 16 + 8 * 4093 = 32,760 bytes
     CHECK(gpu::param_upload_words(4096) == 510);
     for (std::size_t limit : {std::size_t{32764}, std::size_t{4096}}) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../common/gpu_explain.hpp"
+#include "../common/needs_cuda.hpp"
 #include "loom/codegen/cuda/fusion_plan.hpp"
 #include "loom/codegen/plan/reduce_plan.hpp"
 #include "loom/ir/pass.hpp"
@@ -131,7 +132,8 @@ TEST_CASE("reduce partition: the explain text of a plan") {
     CHECK(contains(fused, "boundary  kernel 0: first reduction of its operand shape and axes"));
 }
 
-TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA compiles") {
+TEST_CASE("reduce partition: split plans for few long rows, the generated CUDA compiles" *
+          loom_test::needs_cuda()) {
     Tensor x = Tensor::host({1 << 22}, float32);
     const codegen::FusionPlan plan = plan_of({sum(Array(x))});
     REQUIRE(plan.partition.kernels.size() == 1);  // a split reduction is one launch, not two

@@ -7,6 +7,7 @@
 #include <loom/loom.hpp>
 
 #include "../common/gpu_explain.hpp"
+#include "../common/needs_cuda.hpp"
 
 using namespace loom;
 
@@ -57,7 +58,7 @@ TEST_CASE("outputs of one assign() may not share memory") {
                          Error);
 }
 
-TEST_CASE("a kernel name with control characters still compiles") {
+TEST_CASE("a kernel name with control characters still compiles" * loom_test::needs_cuda()) {
     Tensor x = Tensor::host({64}, float32);
     const CompileReport r = compile({relu(x * 1.5)}, "a\nb\tc");
     CHECK(r.image_bytes > 0);

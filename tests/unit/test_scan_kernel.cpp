@@ -54,6 +54,14 @@ alignas(16) unsigned char exchange[8][32][8];  // each warp's shuffle slots
 #define gridDim (sim::grid)
 #define LOOM_SCAN_HOST_SIMULATION 1
 
+#if !LOOM_HAS_CUDA  // with CUDA, <loom/loom.hpp> brings the toolkit's vector types (<vector_types.h>)
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
+#endif
 inline uint4 __ldg(const uint4* p) {
     return *p;
 }

@@ -1,5 +1,6 @@
 // Uses the installed Loom: builds a lazy expression on host tensors, evaluates it (on the host: the CPU
-// reference evaluator, no GPU needed), checks the values and the error path, and prints "ok".
+// reference evaluator, no GPU needed), checks the values and the error paths (a GPU entry point without a
+// GPU, as in a host-only Loom, among them), and prints "ok".
 #include <cstdio>
 #include <loom/loom.hpp>
 #include <string>
@@ -44,6 +45,23 @@ int main() {
         if (std::string(e.what()).rfind("add(): ", 0) != 0) {
             std::fprintf(stderr, "consumer: unexpected error message: %s\n", e.what());
             return 1;
+        }
+    }
+    // Without a GPU (always, in a host-only Loom: LOOM_HAS_CUDA 0) a GPU entry point throws NoDeviceError.
+    if (LOOM_HAS_CUDA == 0 && cuda_available()) {
+        std::fprintf(stderr, "consumer: a host-only Loom reports a CUDA device\n");
+        return 1;
+    }
+    if (!cuda_available()) {
+        try {
+            Stream s;
+            std::fprintf(stderr, "consumer: a Stream was made without a GPU\n");
+            return 1;
+        } catch (const NoDeviceError& e) {
+            if (std::string(e.what()).rfind("no CUDA device found: Stream", 0) != 0) {
+                std::fprintf(stderr, "consumer: unexpected error message: %s\n", e.what());
+                return 1;
+            }
         }
     }
     std::printf("ok\n");

@@ -10,10 +10,9 @@
 // docs/graph-capture.md has the rules for users.
 #pragma once
 
-#include <driver_types.h>
-
 #include <string_view>
 
+#include "loom/runtime/cuda_types.hpp"
 #include "loom/runtime/stream.hpp"
 
 namespace loom {

@@ -14,12 +14,12 @@
 #pragma once
 
 #include <dlpack/dlpack.h>
-#include <driver_types.h>
 
 #include <cstdint>
 #include <optional>
 #include <source_location>
 
+#include "loom/runtime/cuda_types.hpp"
 #include "loom/runtime/tensor.hpp"
 
 namespace loom {

@@ -2,13 +2,12 @@
 // LOOM_CUDA_CHECK, through which every CUDA runtime call goes.
 #pragma once
 
-#include <driver_types.h>
-
 #include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "loom/ir/error.hpp"
+#include "loom/runtime/cuda_types.hpp"
 
 namespace loom {
 

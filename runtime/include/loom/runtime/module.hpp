@@ -2,13 +2,12 @@
 // (cudaLibraryLoadData; no libcuda), its kernels by name, and launches of kernels that take one struct.
 #pragma once
 
-#include <driver_types.h>
-
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "loom/runtime/cuda_types.hpp"
 #include "loom/runtime/stream.hpp"
 
 namespace loom {

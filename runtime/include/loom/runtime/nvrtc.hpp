@@ -86,7 +86,9 @@ std::string resolve_arch(int cc_major, int cc_minor);
 /// Archs NVRTC supports (e.g. 75, 80, ..., 120). Cached after the first call.
 const std::vector<int>& supported_archs();
 
-/// NVRTC version as major * 1000 + minor * 10 (e.g. 13000).
+/// NVRTC version as major * 1000 + minor * 10 (e.g. 13000); 0 in a host-only build (LOOM_CUDA=OFF), which has
+/// no NVRTC: there compile(), ptx(), option_list(), resolve_arch() and supported_archs() throw
+/// loom::NoDeviceError naming themselves.
 int version();
 
 /// Number of compile() calls that ran nvrtcCompileProgram since the process started (all threads). A

@@ -2,11 +2,10 @@
 // so that copies overlap kernels and other copies.
 #pragma once
 
-#include <driver_types.h>
-
 #include <cstddef>
 #include <utility>
 
+#include "loom/runtime/cuda_types.hpp"
 #include "loom/runtime/stream.hpp"
 #include "loom/runtime/tensor.hpp"
 

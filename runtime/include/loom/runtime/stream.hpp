@@ -17,9 +17,9 @@
 // with an Event (record on B, wait on A) or synchronize B before the last handle goes.
 #pragma once
 
-#include <driver_types.h>
-
 #include <utility>
+
+#include "loom/runtime/cuda_types.hpp"
 
 namespace loom {
 
@@ -59,8 +59,9 @@ void synchronize(cudaStream_t stream);
 /// kernels on separate Streams overlap. Destruction does not wait for the stream's work (cudaStreamDestroy).
 class Stream {
   public:
-    /// Throws loom::NoDeviceError without a GPU, loom::CudaError.
-    explicit Stream(unsigned flags = cudaStreamNonBlocking);
+    /// `flags`: cudaStreamCreateWithFlags's (kStreamNonBlocking is cudaStreamNonBlocking). Throws
+    /// loom::NoDeviceError without a GPU, loom::CudaError.
+    explicit Stream(unsigned flags = kStreamNonBlocking);
     ~Stream();
     Stream(Stream&& other) noexcept
         : stream_(std::exchange(other.stream_, nullptr)), device_(other.device_) {}

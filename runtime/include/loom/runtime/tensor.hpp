@@ -1,8 +1,6 @@
 // Tensors: typed, strided views of memory on the host or on a CUDA device.
 #pragma once
 
-#include <driver_types.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -15,6 +13,7 @@
 
 #include "loom/ir/dtype.hpp"
 #include "loom/ir/shape.hpp"
+#include "loom/runtime/cuda_types.hpp"
 
 struct DLManagedTensor;  // <dlpack/dlpack.h>, through <loom/runtime/dlpack.hpp>
 
