@@ -52,7 +52,7 @@ done < <(find "$build" -type f -perm -u+x -not -path '*/CMakeFiles/*' -not -path
 # driver). FindCUDAToolkit's CUDA::nvrtc names the stub, and the linker's --as-needed drops it unless some
 # object really calls the driver API.
 for f in "$bundle"/bin/*; do
-    if readelf -d "$f" | grep -q 'NEEDED.*libcuda\.so'; then
+    if readelf -d "$f" | grep 'NEEDED.*libcuda\.so' >/dev/null; then
         echo "device_bundle: $(basename "$f") links libcuda directly; only cudart_static may load the driver" >&2
         exit 1
     fi

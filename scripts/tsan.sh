@@ -29,7 +29,7 @@ cmake -S . -B "$build" -G Ninja \
 # generated kernels are not, so TSan sees the pool's synchronization but not the kernels' own loads and
 # stores; docs/llvm-backend.md). Without it they run on the CPU reference.
 targets=(loom_threads_host)
-if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^loom_llvm:'; then targets+=(loom_llvm); fi
+if ninja -C "$build" -t targets all 2>/dev/null | grep '^loom_llvm:' >/dev/null; then targets+=(loom_llvm); fi
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 built=$(date +%s)
 # halt_on_error: the first report fails the run; the exit code tells a report (66) from a failed check (1).
