@@ -104,7 +104,7 @@ TEST_CASE("host-only build: NVRTC's entry points throw NoDeviceError, the genera
 }
 
 TEST_CASE(
-    "host-only build: host tensors, evaluation and traced functions work; stream scopes are bookkeeping") {
+    "host-only build: host tensors, evaluation and traced functions work, stream scopes are bookkeeping") {
     Tensor x = Tensor::host({5}, float32);
     for (int i = 0; i < 5; ++i) static_cast<float*>(x.data())[i] = static_cast<float>(i - 2);
     const Tensor y = relu(Array(x) * 1.5 + 0.5);
