@@ -423,8 +423,8 @@ void bench_host_ops(const BenchOptions& opt, Both&& both) {
     const Device cpu = Device::cpu();
     if (opt.wants("CN1")) {
         Tensor x = random_normal({N}, float32, 31, cpu);
-        both("CN1_add_normal_noise", Array(x) + 0.1 * random_normal({N}, 7, float32, cpu), Tensor::host({N}, float32),
-             8.0 * static_cast<double>(N));
+        both("CN1_add_normal_noise", Array(x) + 0.1 * random_normal({N}, 7, float32, cpu),
+             Tensor::host({N}, float32), 8.0 * static_cast<double>(N));
     }
     if (opt.wants("CG1")) {
         const std::int64_t rows = std::int64_t{1} << 18, cols = 256, n = std::int64_t{1} << 14;
@@ -461,10 +461,10 @@ void bench_host_ops(const BenchOptions& opt, Both&& both) {
     }
 }
 
-// The host workloads (CE1, CR1, CR3, CF1, CM1, and bench_host_ops's): host tensors through the back end that host tensors use (the
-// LLVM back end, or the reference when LOOM_CPU_BACKEND=reference or its module is missing; the method says
-// which), and the CPU reference interpreter beside it (method "reference", fewer repetitions: it is slow).
-// No GPU needed; cpu_peers.py measures the peers and COPY_cpu.
+// The host workloads (CE1, CR1, CR3, CF1, CM1, and bench_host_ops's): host tensors through the back end that
+// host tensors use (the LLVM back end, or the reference when LOOM_CPU_BACKEND=reference or its module is
+// missing; the method says which), and the CPU reference interpreter beside it (method "reference", fewer
+// repetitions: it is slow). No GPU needed; cpu_peers.py measures the peers and COPY_cpu.
 void bench_host(const BenchOptions& opt) {
     const HostBackendInfo& hb = host_backend_info();
     const std::string method = hb.llvm ? "loom_llvm" : "loom_reference";
@@ -1404,8 +1404,8 @@ bool parse_args(int argc, char** argv, BenchOptions& opt) {
 // The ids `--only` may name: the host workloads', C1 and COPY, and every GPU workload's (the part before
 // '_').
 std::set<std::string> known_ids() {
-    std::set<std::string> ids = {"CE1", "CR1",  "CR3",  "CF1", "CM1",  "CN1",  "CG1", "CX2",
-                                 "CSC1", "CMC1", "CC1", "READ", "C1", "COPY"};
+    std::set<std::string> ids = {"CE1", "CR1",  "CR3",  "CF1", "CM1",  "CN1", "CG1",
+                                 "CX2", "CSC1", "CMC1", "CC1", "READ", "C1",  "COPY"};
     for (const GpuWorkload& w : gpu_workloads())
         for (const std::string& id : w.ids) ids.insert(id.substr(0, id.find('_')));
     return ids;
