@@ -108,7 +108,9 @@ check(torch.equal(base.t(), want), "transposed view: doubled in place")
 x = torch.arange(4096, device="cuda", dtype=torch.float32) - 100
 want = x * 2
 try:
-    capsule = x.__dlpack__(stream=torch.cuda.current_stream().cuda_stream, max_version=(1, 0))
+    # DLPack's stream argument: 1 for the legacy default stream (0 is not allowed), else the handle.
+    current = torch.cuda.current_stream().cuda_stream
+    capsule = x.__dlpack__(stream=current if current != 0 else 1, max_version=(1, 0))
 except TypeError:
     capsule = None
 if capsule is None or not api.PyCapsule_IsValid(capsule, b"dltensor_versioned"):

@@ -134,7 +134,14 @@ TEST_CASE("scatters on the GPU: heavy duplicates, many columns, views, runs twic
     // Lazily computed operands and a consumer: separate kernels, the same bits.
     const Tensor x = random_of({64, 32}, float32, 41), v = random_of({5000, 32}, float32, 42);
     const Tensor ids = indices({5000}, int64, -64, 63, 43);
-    check_bits(index_add(Array(x) * 0.5, ids, exp(Array(v)), 0) + 1.0, "lazy operands");
+    // exp is CUDA's on the GPU (within its ulp bound of the reference's, docs/semantics.md): the result is
+    // checked with the tolerance derived from the ops, not bit for bit.
+    const Array lazy = index_add(Array(x) * 0.5, ids, exp(Array(v)), 0) + 1.0;
+    Tensor lo = Tensor::empty(lazy.shape(), lazy.dtype(), cuda0);
+    testing::poison(lo);
+    assign(lo, lazy);
+    const testing::Comparison lc = testing::check_against_reference({lazy.node()}, {lo});
+    CHECK_MESSAGE(lc.ok, "lazy operands: " << lc.message);
 }
 
 TEST_CASE("scatters on the GPU: clamp mode, and an out-of-range index raises at the next synchronization") {
