@@ -283,7 +283,7 @@ TEST_CASE("scan kernel (simulated): float32, every op, the three paths, inclusiv
 
 TEST_CASE("scan kernel (simulated): other dtypes, a non-last axis and views") {
     using namespace lm::scan;
-    for (std::int64_t n : {40, 3000, 4097}) {
+    for (std::int64_t n : {40, 4097}) {  // a warp per row, and the tree over 3 tiles
         const std::string w = fmt::format("n={}", n);
         const Tensor h = testing::random_tensor({2, n}, DType::Float16, 3);
         check<Sum, lm::f16, float, lm::f16>(cumsum(h, 1), h, "cumsum float16 " + w);
