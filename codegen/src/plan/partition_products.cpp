@@ -139,10 +139,12 @@ class Assembly {
     std::unordered_map<const ir::Node*, int> temp_;
 };
 
-// Why operand `x` of a product cannot be its prologue (computed in the product's kernel element by element
-// as its tiles load), or empty. A prologue is recomputed once per block column of the product, so it takes
-// cheap elementwise ops and views only, over inputs, products' results and materialized values.
-std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
+// Why operand `x` cannot be its kernel's prologue (computed in the kernel element by element as it loads), or
+// empty. A prologue takes elementwise ops and views over inputs, products' results and materialized values;
+// not a reduction, and not a gather (product and scan kernels take no error word for its index checks).
+// `recomputed`: a product's prologue runs again in every block column, so it takes cheap ops only; a scan
+// computes each element of its operand once, so costly functions and random numbers are fine there.
+std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A, bool recomputed) {
     std::vector<const ir::Node*> stack{x.get()};
     std::unordered_set<const ir::Node*> seen;
     std::unordered_set<const ir::Node*> inputs;
@@ -156,34 +158,8 @@ std::string prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
         }
         if (ir::is_reduction(n->op())) return fmt::format("it holds a reduction ({})", where_of(*n));
         if (ir::is_gather(n->op())) return fmt::format("it holds a gather ({})", where_of(*n));
-        if (ir::is_elementwise(n->op()) && ir::info(n->op()).cost != ir::Cost::Cheap)
+        if (recomputed && ir::is_elementwise(n->op()) && ir::info(n->op()).cost != ir::Cost::Cheap)
             return fmt::format("{} is not cheap enough to recompute for every block column", where_of(*n));
-        for (const auto& o : n->operands()) stack.push_back(o.get());
-    }
-    if (inputs.size() > 32)
-        return fmt::format("it reads {} inputs, more than a prologue's 32", inputs.size());
-    return {};
-}
-
-// Why operand `x` of a scan cannot be its prologue, or empty. A scan computes each element of its operand
-// once, so any elementwise op may be its prologue (views, random numbers and costly functions included);
-// not a reduction, and not a gather (a scan kernel takes no error word for its indices).
-std::string scan_prologue_refusal(const ir::NodePtr& x, const Assembly& A) {
-    std::vector<const ir::Node*> stack{x.get()};
-    std::unordered_set<const ir::Node*> seen;
-    std::unordered_set<const ir::Node*> inputs;
-    while (!stack.empty()) {
-        const ir::Node* n = stack.back();
-        stack.pop_back();
-        if (!seen.insert(n).second) continue;
-        if (n->op() == ir::Op::Input || own_kernel(*n) || A.temp_of(n) >= 0) {
-            inputs.insert(n);
-            continue;
-        }
-        if (ir::is_reduction(n->op())) return fmt::format("it holds a reduction ({})", where_of(*n));
-        if (ir::is_gather(n->op()))
-            return fmt::format("it holds a gather ({}), whose index checks a scan kernel does not make",
-                               where_of(*n));
         for (const auto& o : n->operands()) stack.push_back(o.get());
     }
     if (inputs.size() > 32)
@@ -387,7 +363,7 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                         ? std::string(
                               "the host runs a scan on the CPU reference, which reads its operand from "
                               "memory")
-                    : ir::is_scan(m->op()) ? scan_prologue_refusal(x, A)
+                    : ir::is_scan(m->op()) ? prologue_refusal(x, A, false)
                     : ir::is_attention(m->op())
                         ? std::string("attention reads q, k, v and its bias from memory (or views of it)")
                     : options.operands_from_memory
@@ -401,7 +377,7 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                                  "computes it once (not again in each block column here), and this "
                                  "product reads it with vector loads",
                                  where_of(*over))
-                           : prologue_refusal(x, A);
+                           : prologue_refusal(x, A, true);
                 if (why.empty()) continue;  // a prologue: computed in the product's kernel as its tiles load
                 const int t = A.materialize(
                     base, fmt::format("an operand of {}, computed first: {}", where_of(*m), why));
