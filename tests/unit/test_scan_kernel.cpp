@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernel_host_halves.hpp"
 #include "loom/codegen/cuda/kernel_family.hpp"
 #include "loom/ir/half.hpp"
 #include "loom/ir/pass.hpp"
@@ -114,24 +115,6 @@ T __shfl_sync(unsigned, T v, int src) {
 
 namespace lm {
 namespace scanc = loom::ir::scanc;
-struct f16 {
-    unsigned short bits;
-};
-struct bf16 {
-    unsigned short bits;
-};
-inline float to_reg(f16 x) {
-    return loom::half_bits_to_float(x.bits);
-}
-inline float to_reg(bf16 x) {
-    return loom::bf16_bits_to_float(x.bits);
-}
-inline unsigned short float_to_f16(float f) {
-    return loom::float_to_half_bits(f);
-}
-inline unsigned short float_to_bf16(float f) {
-    return loom::float_to_bf16_bits(f);
-}
 inline int widened(bool x) {
     return x ? 1 : 0;
 }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernel_host_halves.hpp"
 #include "loom/codegen/cuda/kernel_family.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/half.hpp"
@@ -79,24 +80,6 @@ inline long long min(long long a, long long b) {
 }  // namespace
 
 namespace lm {
-struct f16 {
-    unsigned short bits;
-};
-struct bf16 {
-    unsigned short bits;
-};
-inline float to_reg(f16 x) {
-    return loom::half_bits_to_float(x.bits);
-}
-inline float to_reg(bf16 x) {
-    return loom::bf16_bits_to_float(x.bits);
-}
-inline unsigned short float_to_f16(float f) {
-    return loom::float_to_half_bits(f);
-}
-inline unsigned short float_to_bf16(float f) {
-    return loom::float_to_bf16_bits(f);
-}
 struct gather_error_word {
     unsigned int flag;
     unsigned int id;
