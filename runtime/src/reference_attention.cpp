@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -78,6 +79,38 @@ float block_sum(const float* p) {
     return run[0];
 }
 
+// The online state of one query row over some of its keys: the running maximum m, the row sum l, the
+// unnormalized output o, and whether any key was visible (a state that saw none is absent).
+struct RowState {
+    float m = -std::numeric_limits<float>::infinity();
+    float l = 0.0f;
+    std::vector<float> o;
+    bool seen = false;
+    void reset(std::int64_t D) {
+        m = -std::numeric_limits<float>::infinity();
+        l = 0.0f;
+        o.assign(static_cast<std::size_t>(D), 0.0f);
+        seen = false;
+    }
+};
+
+// The chunks' combination (docs/semantics.md, "Decoding"): an absent state leaves the other unchanged;
+// otherwise m = max(a.m, b.m), c = m where finite else 0, each side scaled by exp(its m - c), products and
+// sums rounded separately (no fma). The result is left in `a`.
+void combine(RowState& a, const RowState& b) {
+    if (!b.seen) return;
+    if (!a.seen) {
+        a.m = b.m, a.l = b.l, a.o = b.o, a.seen = true;
+        return;
+    }
+    const float m = max_nan(a.m, b.m);
+    const float c = std::isfinite(m) ? m : 0.0f;
+    const float wa = exp32(a.m - c), wb = exp32(b.m - c);
+    a.l = a.l * wa + b.l * wb;
+    for (std::size_t d = 0; d < a.o.size(); ++d) a.o[d] = a.o[d] * wa + b.o[d] * wb;
+    a.m = m;
+}
+
 }  // namespace
 
 Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, DType out) {
@@ -97,62 +130,90 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
     const float scale = ir::attention_scale(n);
     const std::int64_t group = Hkv == 0 ? 1 : H / Hkv;
     const std::int64_t sq = q.strides().back(), sk = k.strides().back(), sv = v.strides().back();
+    const std::int64_t chunks = ir::attention_key_chunks(T, S);
+    const std::int64_t chunk_keys = chunks == 1 ? S : ir::kAttentionKeyChunk;
     Tensor result32 = Tensor::host(n.shape(), DType::Float32);
     auto* res = static_cast<float*>(result32.data());
     const std::int64_t rows = batches * H * T;
     constexpr std::int64_t B = ir::kAttentionKeyBlock;
     loom::detail::parallel_for(rows, 16, [&](std::int64_t lo, std::int64_t hi) {
-        std::vector<float> qrow(static_cast<std::size_t>(D)), o(static_cast<std::size_t>(D));
+        std::vector<float> qrow(static_cast<std::size_t>(D));
         float s[B], p[B];
         bool visible[B];
+        // One chunk's state, and the pairwise tree's pending states as a binary counter (stack[i] holds a
+        // subtree of 2^i chunks), which combines them in the tree's order.
+        RowState st;
+        std::vector<RowState> stack(
+            static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(chunks))));
         for (std::int64_t row = lo; row < hi; ++row) {
             const std::int64_t t = row % T, h = (row / T) % H, b = row / (T * H), hk = h / group;
             const std::int64_t qo = row_offset(q, b, h, t);
             for (std::int64_t d = 0; d < D; ++d) qrow[static_cast<std::size_t>(d)] = load(q, qo + d * sq);
-            float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
-            std::fill(o.begin(), o.end(), 0.0f);
-            bool seen = false;
-            for (std::int64_t j0 = 0; j0 < S; j0 += B) {
-                bool any = false;
-                float bm = -std::numeric_limits<float>::infinity();
-                for (std::int64_t jj = 0; jj < B; ++jj) {
-                    const std::int64_t j = j0 + jj;
-                    visible[jj] = j < S && ir::attention_visible(causal, t, j, T, S);
-                    float bj = 0.0f;
-                    if (visible[jj] && bias) {
-                        bj = load(*bias, row_offset(*bias, b, h, t) + j * bias->strides().back());
-                        visible[jj] = bj != -std::numeric_limits<float>::infinity();
+            std::int64_t pending = 0;  // chunks pushed: bit i set when stack[i] holds a subtree
+            for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+                st.reset(D);
+                const std::int64_t chunk_end = std::min(S, (chunk + 1) * chunk_keys);
+                for (std::int64_t j0 = chunk * chunk_keys; j0 < chunk_end; j0 += B) {
+                    bool any = false;
+                    float bm = -std::numeric_limits<float>::infinity();
+                    for (std::int64_t jj = 0; jj < B; ++jj) {
+                        const std::int64_t j = j0 + jj;
+                        visible[jj] = j < S && ir::attention_visible(causal, t, j, T, S);
+                        float bj = 0.0f;
+                        if (visible[jj] && bias) {
+                            bj = load(*bias, row_offset(*bias, b, h, t) + j * bias->strides().back());
+                            visible[jj] = bj != -std::numeric_limits<float>::infinity();
+                        }
+                        if (!visible[jj]) continue;
+                        const std::int64_t ko = row_offset(k, b, hk, j);
+                        float acc = 0.0f;
+                        for (std::int64_t d = 0; d < D; ++d)
+                            acc = std::fma(qrow[static_cast<std::size_t>(d)], load(k, ko + d * sk), acc);
+                        acc = acc * scale;
+                        if (bias) acc = acc + bj;
+                        s[jj] = acc;
+                        bm = any ? max_nan(bm, acc) : acc;
+                        any = true;
                     }
-                    if (!visible[jj]) continue;
-                    const std::int64_t ko = row_offset(k, b, hk, j);
-                    float acc = 0.0f;
-                    for (std::int64_t d = 0; d < D; ++d)
-                        acc = std::fma(qrow[static_cast<std::size_t>(d)], load(k, ko + d * sk), acc);
-                    acc = acc * scale;
-                    if (bias) acc = acc + bj;
-                    s[jj] = acc;
-                    bm = any ? max_nan(bm, acc) : acc;
-                    any = true;
+                    if (!any) continue;  // a block with every key masked changes nothing
+                    const float mn = max_nan(st.m, bm);
+                    const float c = std::isfinite(mn) ? mn : 0.0f;
+                    const float alpha = exp32(st.m - c);
+                    for (std::int64_t jj = 0; jj < B; ++jj) p[jj] = visible[jj] ? exp32(s[jj] - c) : 0.0f;
+                    st.l = st.l * alpha + block_sum(p);
+                    for (float& x : st.o) x = x * alpha;
+                    for (std::int64_t jj = 0; jj < B; ++jj) {
+                        if (!visible[jj]) continue;
+                        const std::int64_t vo = row_offset(v, b, hk, j0 + jj);
+                        for (std::int64_t d = 0; d < D; ++d)
+                            st.o[static_cast<std::size_t>(d)] =
+                                std::fma(p[jj], load(v, vo + d * sv), st.o[static_cast<std::size_t>(d)]);
+                    }
+                    st.m = mn;
+                    st.seen = true;
                 }
-                if (!any) continue;  // a block with every key masked changes nothing
-                const float mn = max_nan(m, bm);
-                const float c = std::isfinite(mn) ? mn : 0.0f;
-                const float alpha = exp32(m - c);
-                for (std::int64_t jj = 0; jj < B; ++jj) p[jj] = visible[jj] ? exp32(s[jj] - c) : 0.0f;
-                l = l * alpha + block_sum(p);
-                for (float& x : o) x = x * alpha;
-                for (std::int64_t jj = 0; jj < B; ++jj) {
-                    if (!visible[jj]) continue;
-                    const std::int64_t vo = row_offset(v, b, hk, j0 + jj);
-                    for (std::int64_t d = 0; d < D; ++d)
-                        o[static_cast<std::size_t>(d)] =
-                            std::fma(p[jj], load(v, vo + d * sv), o[static_cast<std::size_t>(d)]);
+                // Push the chunk: combine it with the subtrees of equal size below it, as a binary counter.
+                int level = 0;
+                for (; pending & (std::int64_t{1} << level); ++level) {
+                    combine(stack[static_cast<std::size_t>(level)], st);
+                    std::swap(stack[static_cast<std::size_t>(level)], st);
                 }
-                m = mn;
-                seen = true;
+                std::swap(stack[static_cast<std::size_t>(level)], st);
+                ++pending;
+            }
+            // The odd subtrees left, from the smallest up: the last chunks are carried up unchanged until
+            // they meet a subtree of their own level or above, as the pairwise tree does.
+            RowState* acc = nullptr;
+            for (int level = 0; level < static_cast<int>(stack.size()); ++level) {
+                if (!(pending & (std::int64_t{1} << level))) continue;
+                RowState& x = stack[static_cast<std::size_t>(level)];
+                if (acc) {
+                    combine(x, *acc);
+                }
+                acc = &x;
             }
             for (std::int64_t d = 0; d < D; ++d)
-                res[row * D + d] = seen ? o[static_cast<std::size_t>(d)] / l : 0.0f;
+                res[row * D + d] = acc->seen ? acc->o[static_cast<std::size_t>(d)] / acc->l : 0.0f;
         }
     });
     return out == DType::Float32 ? result32 : cast(result32, out);

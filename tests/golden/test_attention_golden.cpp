@@ -1,7 +1,10 @@
 // Attention kernels (Family::Attention; docs/semantics.md, "Attention"): causal attention over heads sliced
 // from a fused qkv tensor is one kernel reading them in place, whose text is the golden file; the CUDA-core
 // kernel of every dtype and of D = 16, 64, 80, 128 and 256, with and without a mask and a bias, compiles with
-// NVRTC for sm_90 (no GPU needed).
+// NVRTC for sm_90 (no GPU needed); so does the decoding kernel (8 queries per block, the keys split in chunks
+// whose states the last block combines), whose text is a golden file too.
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <loom/loom.hpp>
 
@@ -36,7 +39,8 @@ TEST_CASE("golden: causal attention over heads of a fused qkv is one kernel read
     };
     const auto ks = compile_plan({attention(head(0), head(1), head(2), {.causal = CausalMask::TopLeft})});
     REQUIRE(ks.size() == 1);
-    CHECK(ks[0].kernel.find("lm::att::attention_simt<float, 64, true, false>") != std::string::npos);
+    CHECK(ks[0].kernel.find("lm::att::attention_simt<float, 64, true, false, 8, false>") !=
+          std::string::npos);
     CHECK(ks[0].source.find("lm::expc::exp_f32") != std::string::npos);
     golden::check_text("a2_attention_causal_f32", ks[0].kernel);
 }
@@ -78,5 +82,39 @@ TEST_CASE(
     const Tensor k = testing::random_tensor({2, 2, 30, 7}, float32, 6);
     const auto ks = compile_plan({attention(q, k, k)});
     REQUIRE(ks.size() == 2);
-    CHECK(ks[1].kernel.find("lm::att::attention_simt<float, 7, false, false>") != std::string::npos);
+    CHECK(ks[1].kernel.find("lm::att::attention_simt<float, 7, false, false, 8, false>") !=
+          std::string::npos);
+}
+
+TEST_CASE("golden: decoding attention splits long rows' keys among blocks, for every dtype") {
+    // One query over 2000 keys (4 chunks of 512): 8 queries per block, a block per chunk, the last block of
+    // each row block combining the chunks' states; grouped heads (8 query heads over 2 kv heads) and the
+    // bottom-right mask of a KV cache. Halves take the same CUDA-core kernel (decoding never runs on tensor
+    // cores).
+    const DType dtypes[] = {float32, float16, bfloat16};
+    const std::int64_t dims[] = {64, 128, 80};
+    for (int i = 0; i < 3; ++i) {
+        const DType t = dtypes[i];
+        const std::int64_t D = dims[i];
+        CAPTURE(name(t));
+        const Tensor q = testing::random_tensor({2, 8, 1, D}, t, 7),
+                     k = testing::random_tensor({2, 2, 2000, D}, t, 8),
+                     v = testing::random_tensor({2, 2, 2000, D}, t, 9);
+        const auto ks = compile_plan({attention(q, k, v, {.causal = CausalMask::BottomRight})});
+        REQUIRE(ks.size() == 1);
+        CHECK(ks[0].kernel.find(fmt::format("lm::att::attention_simt<{}, {}, true, false, 1, true>",
+                                            t == float32   ? "float"
+                                            : t == float16 ? "lm::f16"
+                                                           : "lm::bf16",
+                                            D)) != std::string::npos);
+        CHECK(ks[0].kernel.find("decoding: the keys split in chunks of 512") != std::string::npos);
+        if (t == float32) golden::check_text("a4_attention_decode_split_f32", ks[0].kernel);
+    }
+    // Few queries over keys within one chunk: 8 queries per block, not split.
+    const Tensor q = testing::random_tensor({1, 4, 16, 64}, bfloat16, 10),
+                 k = testing::random_tensor({1, 4, 512, 64}, bfloat16, 11);
+    const auto ks = compile_plan({attention(q, k, k)});
+    REQUIRE(ks.size() == 1);
+    CHECK(ks[0].kernel.find("lm::att::attention_simt<lm::bf16, 64, false, false, 1, false>") !=
+          std::string::npos);
 }

@@ -3,7 +3,8 @@
 // equal to repeated kv heads bit for bit; masked keys absent (an Inf or NaN in a masked value never reaches
 // the output; a row whose every key is masked gives 0, where softmax gives NaN); NaN in q propagates; views
 // as operands read in place (one attention kernel, no copy); the host back end and an unfused run equal the
-// reference bit for bit; the errors of building one.
+// reference bit for bit; decoding's split of the keys into chunks against the contract written out here; the
+// errors of building one.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "loom/codegen/plan/partition.hpp"
+#include "loom/ir/elementwise_impl.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/reference.hpp"
@@ -101,6 +103,116 @@ void check_near(const Tensor& got, const std::vector<double>& want, double tol, 
         worst = std::max(worst, std::abs(g[i] - want[i]));
     }
     CHECK_MESSAGE(worst <= tol, what << ": largest error " << worst);
+}
+
+// The contract's decoding order (docs/semantics.md, "Decoding") written out for q [H, T, D] and k, v
+// [Hkv, S, D] of float32 with an optional bias [T, S]: each chunk of `chunk` keys runs the online order from
+// the initial state; the chunks' states combine level by level, (0, 1), (2, 3), ..., an odd last one carried
+// up. (The reference combines them as a binary counter, which must be the same tree.)
+struct ContractState {
+    float m = -INFINITY, l = 0.0f;
+    std::vector<float> o;
+    bool seen = false;
+};
+float exp_of(float x) {
+    return ir::ew::unary<ir::Op::Exp>(x);
+}
+float max_nan(float a, float b) {
+    return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
+}
+ContractState combine_of(const ContractState& a, const ContractState& b) {
+    if (!b.seen) return a;
+    if (!a.seen) return b;
+    ContractState r = a;
+    r.m = max_nan(a.m, b.m);
+    const float c = std::isfinite(r.m) ? r.m : 0.0f;
+    const float wa = exp_of(a.m - c), wb = exp_of(b.m - c);
+    const float la = a.l * wa, lb = b.l * wb;
+    r.l = la + lb;
+    for (std::size_t d = 0; d < r.o.size(); ++d) {
+        const float x = a.o[d] * wa, y = b.o[d] * wb;
+        r.o[d] = x + y;
+    }
+    return r;
+}
+std::vector<float> decoding_contract(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                                     CausalMask causal, std::int64_t chunk, const Tensor* bias = nullptr) {
+    const auto qv = q.to_vector<float>(), kv = k.to_vector<float>(), vv = v.to_vector<float>();
+    const std::vector<float> bv = bias ? bias->to_vector<float>() : std::vector<float>();
+    const std::int64_t H = q.shape()[0], T = q.shape()[1], D = q.shape()[2], Hkv = k.shape()[0],
+                       S = k.shape()[1];
+    std::vector<float> out(static_cast<std::size_t>(H * T * D));
+    for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t t = 0; t < T; ++t) {
+            const std::int64_t hk = h / (H / Hkv);
+            std::vector<ContractState> states;
+            for (std::int64_t c0 = 0; c0 < S; c0 += chunk) {
+                ContractState st;
+                st.o.assign(static_cast<std::size_t>(D), 0.0f);
+                for (std::int64_t j0 = c0; j0 < std::min(S, c0 + chunk); j0 += 64) {
+                    float sc[64], p[64];
+                    bool vis[64];
+                    float bm = -INFINITY;
+                    bool any = false;
+                    for (int jj = 0; jj < 64; ++jj) {
+                        const std::int64_t j = j0 + jj;
+                        vis[jj] = j < S && ir::attention_visible(causal, t, j, T, S);
+                        const float b = vis[jj] && bias ? bv[static_cast<std::size_t>(t * S + j)] : 0.0f;
+                        if (b == -INFINITY) vis[jj] = false;
+                        if (!vis[jj]) continue;
+                        float acc = 0.0f;
+                        for (std::int64_t d = 0; d < D; ++d)
+                            acc = std::fma(qv[static_cast<std::size_t>((h * T + t) * D + d)],
+                                           kv[static_cast<std::size_t>((hk * S + j) * D + d)], acc);
+                        acc = acc * scale;
+                        if (bias) acc = acc + b;
+                        sc[jj] = acc;
+                        bm = any ? max_nan(bm, acc) : acc;
+                        any = true;
+                    }
+                    if (!any) continue;
+                    const float mn = max_nan(st.m, bm), c = std::isfinite(mn) ? mn : 0.0f;
+                    const float alpha = exp_of(st.m - c);
+                    for (int jj = 0; jj < 64; ++jj) p[jj] = vis[jj] ? exp_of(sc[jj] - c) : 0.0f;
+                    float runs[16];
+                    for (int r = 0; r < 16; ++r)
+                        runs[r] = ((p[4 * r] + p[4 * r + 1]) + p[4 * r + 2]) + p[4 * r + 3];
+                    for (int w = 8; w >= 1; w /= 2)
+                        for (int r = 0; r < w; ++r) runs[r] = runs[r] + runs[r + w];
+                    const float la = st.l * alpha;
+                    st.l = la + runs[0];
+                    for (float& x : st.o) x = x * alpha;
+                    for (int jj = 0; jj < 64; ++jj)
+                        if (vis[jj])
+                            for (std::int64_t d = 0; d < D; ++d)
+                                st.o[static_cast<std::size_t>(d)] =
+                                    std::fma(p[jj], vv[static_cast<std::size_t>((hk * S + j0 + jj) * D + d)],
+                                             st.o[static_cast<std::size_t>(d)]);
+                    st.m = mn;
+                    st.seen = true;
+                }
+                states.push_back(st);
+            }
+            while (states.size() > 1) {
+                std::vector<ContractState> up;
+                for (std::size_t i = 0; i < states.size(); i += 2)
+                    up.push_back(i + 1 < states.size() ? combine_of(states[i], states[i + 1]) : states[i]);
+                states = up;
+            }
+            for (std::int64_t d = 0; d < D; ++d)
+                out[static_cast<std::size_t>((h * T + t) * D + d)] =
+                    states[0].seen ? states[0].o[static_cast<std::size_t>(d)] / states[0].l : 0.0f;
+        }
+    return out;
+}
+
+void check_contract(const Tensor& got, const std::vector<float>& want, const char* what) {
+    const auto g = got.to_vector<float>();
+    REQUIRE(g.size() == want.size());
+    std::int64_t differ = 0;
+    for (std::size_t i = 0; i < g.size(); ++i)
+        if (std::memcmp(&g[i], &want[i], sizeof(float)) != 0) ++differ;
+    CHECK_MESSAGE(differ == 0, what << ": " << differ << " of " << g.size() << " elements differ in bits");
 }
 
 }  // namespace
@@ -250,4 +362,68 @@ TEST_CASE("attention: errors of building one name attention, the shapes and the 
         ir::print({attention(q, k, k, {.causal = CausalMask::TopLeft, .scale = 0.5}).node()});
     CHECK_MESSAGE(text.find("attention") != std::string::npos, text);
     CHECK_MESSAGE(text.find("scale=0.5 causal=top_left") != std::string::npos, text);
+}
+
+TEST_CASE("attention: decoding splits the keys in chunks whose states combine in the pairwise tree") {
+    CHECK(ir::attention_key_chunks(1, 512) == 1);
+    CHECK(ir::attention_key_chunks(1, 513) == 2);
+    CHECK(ir::attention_key_chunks(16, 8192) == 16);
+    CHECK(ir::attention_key_chunks(17, 8192) == 1);
+    const std::int64_t D = 24, Hkv = 2;
+    // One query over 2000 keys (4 chunks, the last of 464), grouped heads; 7 and 11 chunks (odd subtrees
+    // carried up at two levels); 16 queries split, 17 not.
+    struct Case {
+        std::int64_t H, T, S;
+        CausalMask causal;
+    };
+    for (const Case& c : {Case{4, 1, 2000, CausalMask::None}, Case{2, 3, 3500, CausalMask::BottomRight},
+                          Case{2, 1, 5400, CausalMask::None}, Case{2, 16, 1100, CausalMask::BottomRight},
+                          Case{2, 17, 1100, CausalMask::BottomRight}, Case{2, 5, 700, CausalMask::TopLeft}}) {
+        CAPTURE(c.T);
+        CAPTURE(c.S);
+        const Tensor q = random_of({c.H, c.T, D}, float32, 20), k = random_of({Hkv, c.S, D}, float32, 21),
+                     v = random_of({Hkv, c.S, D}, float32, 22);
+        const Array y = attention(q, k, v, {.causal = c.causal});
+        const Tensor got = reference::evaluate(y.node());
+        const std::int64_t chunk = ir::attention_key_chunks(c.T, c.S) > 1 ? ir::kAttentionKeyChunk : c.S;
+        check_contract(got, decoding_contract(q, k, v, ir::attention_scale(*y.node()), c.causal, chunk),
+                       "the reference against the contract");
+        const auto visible = [&](std::int64_t, std::int64_t t, std::int64_t s) {
+            return ir::attention_visible(c.causal, t, s, c.T, c.S);
+        };
+        check_near(got, naive(q, k, v, ir::attention_scale(*y.node()), visible), 2e-5, "against float64");
+        check_bits(y, "decoding, host back end");
+    }
+    // A bias that masks the whole second chunk (an absent state, skipped by the tree), a row that sees no key
+    // (0), Inf and NaN values under the mask (never read), and NaN in one query (NaN in its row only).
+    const std::int64_t T = 3, S = 1800;
+    Tensor q = random_of({2, T, D}, float32, 23), k = random_of({2, S, D}, float32, 24),
+           v = random_of({2, S, D}, float32, 25);
+    Tensor bias = random_of({T, S}, float32, 26);
+    float* bb = static_cast<float*>(bias.data());
+    float* vb = static_cast<float*>(v.data());
+    for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t s = 512; s < 1024; ++s) bb[t * S + s] = -INFINITY;
+    for (std::int64_t s = 0; s < S; ++s) bb[1 * S + s] = -INFINITY;
+    for (std::int64_t s = 600; s < 700; ++s) vb[s * D + 3] = (s % 2) ? INFINITY : NAN;
+    static_cast<float*>(q.data())[2 * D + 5] = NAN;
+    const Array y = attention(q, k, v, {.bias = Array(bias)});
+    const Tensor got = reference::evaluate(y.node());
+    check_contract(got,
+                   decoding_contract(q, k, v, ir::attention_scale(*y.node()), CausalMask::None,
+                                     ir::kAttentionKeyChunk, &bias),
+                   "masked chunk, masked row, NaN query");
+    const auto g = got.to_vector<float>();
+    for (std::int64_t h = 0; h < 2; ++h)
+        for (std::int64_t t = 0; t < T; ++t)
+            for (std::int64_t d = 0; d < D; ++d) {
+                const float x = g[static_cast<std::size_t>((h * T + t) * D + d)];
+                if (t == 1)
+                    CHECK(x == 0.0f);
+                else if (t == 2 && h == 0)
+                    CHECK(std::isnan(x));
+                else
+                    CHECK(std::isfinite(x));
+            }
+    check_bits(y, "decoding with masks, host back end");
 }

@@ -24,7 +24,6 @@ namespace lm {
 
 namespace att {
 
-constexpr int kQueries = 64;               // queries per block
 constexpr int kKeys = 64;                  // keys per block: kAttentionKeyBlock, the order's block
 constexpr int kThreads = 128;              // 8 row groups x 16 lanes
 constexpr unsigned kAbsent = 0x80000000u;  // the bits of -0: a masked key's probability in shared memory
@@ -63,19 +62,20 @@ __device__ __forceinline__ long long head_offset(const AttentionParams& p, const
     return off;
 }
 
-// Rows [row0, row0 + 64) of an operand's head at `base` into shared memory as float32: transposed
-// (dst[d * 64 + r], the queries and keys: a thread's 4 or 8 consecutive rows are one 16-byte read) or row by
-// row (dst[r * pitch + d], the values). Rows at or past `rows` are zero. Consecutive threads take consecutive
-// rows for the transposed copy (conflict-free stores) and consecutive pieces of a row otherwise (coalesced).
-template <class T, int D, bool kTransposed>
+// Rows [row0, row0 + kRows) of an operand's head at `base` into shared memory as float32: transposed
+// (dst[d * kRows + r], the queries and keys: a thread's 4 or 8 consecutive rows are one 16-byte read) or row
+// by row (dst[r * pitch + d], the values). Rows at or past `rows` are zero. Consecutive threads take
+// consecutive rows for the transposed copy (conflict-free stores) and consecutive pieces of a row otherwise
+// (coalesced).
+template <class T, int D, bool kTransposed, int kRows = kKeys>
 __device__ __forceinline__ void load_rows(float* dst, int pitch, const void* base, long long row_stride,
                                           long long col_stride, long long row0, long long rows, bool pieces) {
     constexpr int W = 16 / (int)sizeof(T);  // elements of a 16-byte piece
     if (pieces && D % W == 0) {
         constexpr int P = D / W;  // pieces per row
-        for (int idx = threadIdx.x; idx < kKeys * P; idx += kThreads) {
-            const int r = kTransposed ? idx % kKeys : idx / P;
-            const int c = kTransposed ? idx / kKeys : idx % P;
+        for (int idx = threadIdx.x; idx < kRows * P; idx += kThreads) {
+            const int r = kTransposed ? idx % kRows : idx / P;
+            const int c = kTransposed ? idx / kRows : idx % P;
             float x[W];
             if (row0 + r < rows) {
                 const vec<T, W> v =
@@ -89,44 +89,112 @@ __device__ __forceinline__ void load_rows(float* dst, int pitch, const void* bas
 #pragma unroll
             for (int e = 0; e < W; ++e) {
                 if (kTransposed)
-                    dst[(c * W + e) * kKeys + r] = x[e];
+                    dst[(c * W + e) * kRows + r] = x[e];
                 else
                     dst[r * pitch + c * W + e] = x[e];
             }
         }
     } else {
-        for (int idx = threadIdx.x; idx < kKeys * D; idx += kThreads) {
-            const int r = kTransposed ? idx % kKeys : idx / D;
-            const int d = kTransposed ? idx / kKeys : idx % D;
+        for (int idx = threadIdx.x; idx < kRows * D; idx += kThreads) {
+            const int r = kTransposed ? idx % kRows : idx / D;
+            const int d = kTransposed ? idx / kRows : idx % D;
             const float x = row0 + r < rows ? load<T>(base, (row0 + r) * row_stride + d * col_stride) : 0.0f;
             if (kTransposed)
-                dst[d * kKeys + r] = x;
+                dst[d * kRows + r] = x;
             else
                 dst[r * pitch + d] = x;
         }
     }
 }
 
-// The shared memory of attention_simt, in floats: queries and keys transposed (D x 64 each), values row by
-// row (64 x the pitch), probabilities row by row (64 x 64).
-template <int D>
+// The shared memory of attention_simt with R queries per thread (8 R per block), in floats: queries and keys
+// transposed (D x 8 R and D x 64), values row by row (64 x the pitch), probabilities row by row (8 R x 64).
+template <int D, int R>
 struct SimtShape {
+    static constexpr int kQueries = 8 * R;             // 8 row groups of R queries
     static constexpr int kPitch = (D + 63) / 64 * 64;  // a value row: the output columns 4 lane + 64 j
     static constexpr int kColumns = kPitch / 64;       // 16-byte column groups of the output per thread
-    static constexpr int kFloats = 2 * D * 64 + 64 * kPitch + 64 * 64;
+    static constexpr int kFloats = D * kQueries + D * kKeys + kKeys * kPitch + kQueries * kKeys;
 };
 
-template <class T, int D, bool kCausal, bool kBias>
+// The state one split block leaves for a row (docs/semantics.md, "Decoding"): m, l, whether the chunk saw a
+// visible key, then o[0 .. D), at p.partials[((bh * T + t) * chunks + chunk) * (D + 3)].
+template <int D>
+__device__ __forceinline__ float* chunk_state(const AttentionParams& p, long long bh, long long t,
+                                              long long chunk) {
+    return p.partials + ((bh * p.queries + t) * p.chunks + chunk) * (D + 3);
+}
+
+// The combination of two chunk states (a before b), the reductions' pairwise tree's step: an absent state
+// leaves the other; otherwise m = max (NaN propagating), c = m where finite else 0, each side scaled by
+// exp(its m - c), products and sums rounded separately. One output column `o`; the result in a.
+struct ChunkState {
+    float m, l, o;
+    bool seen;
+};
+__device__ __forceinline__ void combine(ChunkState& a, const ChunkState& b) {
+    if (!b.seen) return;
+    if (!a.seen) {
+        a = b;
+        return;
+    }
+    const float m = max_nan(a.m, b.m);
+    const float c = finite(m) ? m : 0.0f;
+    const float wa = expc::exp_f32(__fsub_rn(a.m, c)), wb = expc::exp_f32(__fsub_rn(b.m, c));
+    a.l = __fadd_rn(__fmul_rn(a.l, wa), __fmul_rn(b.l, wb));
+    a.o = __fadd_rn(__fmul_rn(a.o, wa), __fmul_rn(b.o, wb));
+    a.m = m;
+}
+
+// The last block of a split row block: each thread takes (row, column) pairs and combines the chunks' states
+// in the pairwise tree (a binary counter: stack[i] holds a subtree of 2^i chunks, combined as chunks arrive,
+// the odd subtrees left combined from the smallest up at the end), then stores o / l, or 0 for a row that saw
+// no visible key.
+template <class T, int D, int kQueries>
+__device__ void combine_chunks(const AttentionParams& p, long long bh, long long q0, char* obase) {
+    for (int idx = threadIdx.x; idx < kQueries * D; idx += kThreads) {
+        const int i = idx / D, d = idx % D;
+        const long long t = q0 + i;
+        if (t >= p.queries) continue;
+        ChunkState stack[40];  // chunks < 2^40
+        long long pending = 0;
+        for (long long chunk = 0; chunk < p.chunks; ++chunk) {
+            const float* st = chunk_state<D>(p, bh, t, chunk);
+            ChunkState x{__ldcg(st), __ldcg(st + 1), __ldcg(st + 3 + d), __ldcg(st + 2) != 0.0f};
+            int level = 0;
+            for (; pending & (1ll << level); ++level) {
+                combine(stack[level], x);
+                x = stack[level];
+            }
+            stack[level] = x;
+            ++pending;
+        }
+        int top = -1;
+        for (int level = 0; level < 40; ++level) {
+            if (!(pending & (1ll << level))) continue;
+            if (top >= 0) combine(stack[level], stack[top]);
+            top = level;
+        }
+        const ChunkState& r = stack[top];
+        T* dst = reinterpret_cast<T*>(obase) + t * p.out_row + d * p.out_col;
+        store_value(dst, r.seen ? __fdiv_rn(r.o, r.l) : 0.0f);
+    }
+}
+
+template <class T, int D, bool kCausal, bool kBias, int R, bool kSplit>
 __device__ void attention_simt(const AttentionParams& p, float* smem) {
-    typedef SimtShape<D> Shape;
-    float* qs = smem;                        // [D][64]
+    typedef SimtShape<D, R> Shape;
+    constexpr int kQueries = Shape::kQueries;
+    float* qs = smem;                        // [D][8 R]
     float* ks = qs + D * kQueries;           // [D][64]
     float* vs = ks + D * kKeys;              // [64][pitch]
-    float* ps = vs + kKeys * Shape::kPitch;  // [64 queries][64 keys]
+    float* ps = vs + kKeys * Shape::kPitch;  // [8 R queries][64 keys]
     const int lane = threadIdx.x % 16;       // the keys 4 lane .. 4 lane + 3; the columns 4 lane + 64 j
-    const int group = threadIdx.x / 16;      // the queries 8 group .. 8 group + 7
-    // Longest query blocks first (a causal block's work grows with its position).
-    const long long linear = blockIdx.x;
+    const int group = threadIdx.x / 16;      // the queries R group .. R group + R - 1
+    // Split keys: consecutive blocks take the chunks of one row block. Longest query blocks first (a causal
+    // block's work grows with its position).
+    const long long chunk = kSplit ? blockIdx.x % p.chunks : 0;
+    const long long linear = kSplit ? blockIdx.x / p.chunks : blockIdx.x;
     const long long qblock = p.query_blocks - 1 - linear / p.batch_heads;
     const long long bh = linear % p.batch_heads;
     const long long b = bh / p.heads, h = bh % p.heads, hk = h / p.group;
@@ -141,12 +209,12 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
     const bool pieces = p.vector_loads != 0;
     // Value rows past D are read by the column groups but never stored: zero them once.
     for (int i = threadIdx.x; i < kKeys * Shape::kPitch; i += kThreads) vs[i] = 0.0f;
-    load_rows<T, D, true>(qs, 0, qbase, p.q_row, p.q_col, q0, p.queries, pieces);
+    load_rows<T, D, true, kQueries>(qs, 0, qbase, p.q_row, p.q_col, q0, p.queries, pieces);
 
-    float m[8], l[8], o[8][Shape::kColumns][4];
-    bool seen[8];
+    float m[R], l[R], o[R][Shape::kColumns][4];
+    bool seen[R];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < R; ++i) {
         m[i] = __int_as_float(0xff800000);  // -inf
         l[i] = 0.0f;
         seen[i] = false;
@@ -155,40 +223,49 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) o[i][j][e] = 0.0f;
     }
-    // The key blocks to visit: causal rows see keys up to t + diagonal.
-    long long key_end = p.keys;
+    // The key blocks to visit: this block's chunk, and causal rows see keys up to t + diagonal.
+    const long long key_begin = chunk * p.chunk_keys;
+    long long key_end = kSplit ? min(p.keys, key_begin + p.chunk_keys) : p.keys;
     if (kCausal) {
         const long long last = min(q0 + kQueries, p.queries) - 1 + p.diagonal + 1;
         key_end = max(0ll, min(key_end, last));
     }
-    for (long long k0 = 0; k0 < key_end; k0 += kKeys) {
+    for (long long k0 = key_begin; k0 < key_end; k0 += kKeys) {
         __syncthreads();  // the previous block's values are read
         load_rows<T, D, true>(ks, 0, kbase, p.k_row, p.k_col, k0, p.keys, pieces);
         load_rows<T, D, false>(vs, Shape::kPitch, vbase, p.v_row, p.v_col, k0, p.keys, pieces);
         __syncthreads();
-        // Scores: the fma chain over d from +0 (the contract's s), 8 queries x 4 keys per thread.
-        float s[8][4];
+        // Scores: the fma chain over d from +0 (the contract's s), R queries x 4 keys per thread.
+        float s[R][4];
 #pragma unroll
-        for (int i = 0; i < 8; ++i)
+        for (int i = 0; i < R; ++i)
 #pragma unroll
             for (int e = 0; e < 4; ++e) s[i][e] = 0.0f;
 #pragma unroll 4
         for (int d = 0; d < D; ++d) {
-            const float4 qa = *reinterpret_cast<const float4*>(qs + d * kQueries + 8 * group);
-            const float4 qb = *reinterpret_cast<const float4*>(qs + d * kQueries + 8 * group + 4);
+            float qr[R];
+            if constexpr (R % 4 == 0) {
+#pragma unroll
+                for (int i = 0; i < R; i += 4) {
+                    const float4 qa = *reinterpret_cast<const float4*>(qs + d * kQueries + R * group + i);
+                    qr[i] = qa.x, qr[i + 1] = qa.y, qr[i + 2] = qa.z, qr[i + 3] = qa.w;
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < R; ++i) qr[i] = qs[d * kQueries + R * group + i];
+            }
             const float4 kv = *reinterpret_cast<const float4*>(ks + d * kKeys + 4 * lane);
-            const float qr[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
             const float kr[4] = {kv.x, kv.y, kv.z, kv.w};
 #pragma unroll
-            for (int i = 0; i < 8; ++i)
+            for (int i = 0; i < R; ++i)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) s[i][e] = __fmaf_rn(qr[i], kr[e], s[i][e]);
         }
         // Whether every key of the block is visible to every query of the block: the update needs no test.
         const bool full = !kBias && k0 + kKeys <= p.keys && (!kCausal || k0 + kKeys - 1 <= q0 + p.diagonal);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const long long t = q0 + 8 * group + i;
+        for (int i = 0; i < R; ++i) {
+            const long long t = q0 + R * group + i;
             bool vis[4];
             float bm = __int_as_float(0xff800000);
             int any = 0;
@@ -236,7 +313,7 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
             w.y = vis[1] ? prob[1] : __uint_as_float(kAbsent);
             w.z = vis[2] ? prob[2] : __uint_as_float(kAbsent);
             w.w = vis[3] ? prob[3] : __uint_as_float(kAbsent);
-            *reinterpret_cast<float4*>(ps + (8 * group + i) * kKeys + 4 * lane) = w;
+            *reinterpret_cast<float4*>(ps + (R * group + i) * kKeys + 4 * lane) = w;
             if (any)
 #pragma unroll
                 for (int j = 0; j < Shape::kColumns; ++j)
@@ -247,10 +324,10 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
         // The output: fma over the block's keys in ascending order, absent keys skipped.
         const int nkeys = (int)min((long long)kKeys, p.keys - k0);
         for (int j4 = 0; j4 < nkeys; j4 += 4) {
-            float pr[8][4];
+            float pr[R][4];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                const float4 x = *reinterpret_cast<const float4*>(ps + (8 * group + i) * kKeys + j4);
+            for (int i = 0; i < R; ++i) {
+                const float4 x = *reinterpret_cast<const float4*>(ps + (R * group + i) * kKeys + j4);
                 pr[i][0] = x.x;
                 pr[i][1] = x.y;
                 pr[i][2] = x.z;
@@ -265,7 +342,7 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
                         *reinterpret_cast<const float4*>(vs + (j4 + e) * Shape::kPitch + 64 * j + 4 * lane);
                     const float vr[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
-                    for (int i = 0; i < 8; ++i)
+                    for (int i = 0; i < R; ++i)
 #pragma unroll
                         for (int c = 0; c < 4; ++c) {
                             if (full) {
@@ -279,12 +356,43 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
             }
         }
     }
-    // The result, divided once: o / l; a row that saw no key gives 0.
     char* obase =
         static_cast<char*>(p.out) + head_offset(p, p.out_batch, p.out_head, b, h) * (long long)sizeof(T);
+    if constexpr (kSplit) {
+        // This chunk's state for each of the block's rows; the last block of the row block to finish
+        // combines them all.
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const long long t = q0 + 8 * group + i;
+        for (int i = 0; i < R; ++i) {
+            const long long t = q0 + R * group + i;
+            if (t >= p.queries) continue;
+            float* st = chunk_state<D>(p, bh, t, chunk);
+            if (lane == 0) {
+                st[0] = m[i];
+                st[1] = l[i];
+                st[2] = seen[i] ? 1.0f : 0.0f;
+            }
+#pragma unroll
+            for (int j = 0; j < Shape::kColumns; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    const int d = 64 * j + 4 * lane + c;
+                    if (d < D) st[3 + d] = o[i][j][c];
+                }
+        }
+        __shared__ int is_last;
+        __threadfence();  // the states before the count
+        __syncthreads();
+        if (threadIdx.x == 0) is_last = arrive(p.counters + linear, 1u, (unsigned int)p.chunks) ? 1 : 0;
+        __syncthreads();
+        if (!is_last) return;
+        __threadfence();  // the other blocks' states after the count
+        combine_chunks<T, D, kQueries>(p, bh, q0, obase);
+        return;
+    }
+    // The result, divided once: o / l; a row that saw no key gives 0.
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+        const long long t = q0 + R * group + i;
         if (t >= p.queries) continue;
 #pragma unroll
         for (int j = 0; j < Shape::kColumns; ++j)

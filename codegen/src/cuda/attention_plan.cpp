@@ -17,11 +17,12 @@ std::string where_of(const ir::Node& n) {
     return fmt::format("{} ({})", ir::op_name(n.op()), short_location(n.loc()));
 }
 
-// The shared memory of the CUDA-core kernel (lm::att::SimtShape): queries and keys transposed, values with a
-// row pitch of D rounded up to 64, the block's probabilities; float32.
-std::size_t simt_shared_bytes(int D) {
+// The shared memory of the CUDA-core kernel (lm::att::SimtShape) for `queries` per block: queries and keys
+// transposed, values with a row pitch of D rounded up to 64, the block's probabilities; float32.
+std::size_t simt_shared_bytes(int D, int queries) {
     const std::size_t pitch = static_cast<std::size_t>((D + 63) / 64 * 64);
-    return (2 * static_cast<std::size_t>(D) * 64 + 64 * pitch + 64 * 64) * sizeof(float);
+    const std::size_t d = static_cast<std::size_t>(D), q = static_cast<std::size_t>(queries);
+    return (d * q + d * 64 + 64 * pitch + q * 64) * sizeof(float);
 }
 
 // The block of the tensor-core kernel (lm::att::MmaShape<D>, attention.cuh; the emitted entry point asserts
@@ -68,6 +69,7 @@ std::uint64_t AttentionPlan::hash() const {
     h.add(static_cast<std::uint64_t>(block_keys));
     h.add(static_cast<std::uint64_t>(threads));
     h.add(shared_bytes);
+    h.add(split ? 1u : 0u);
     return h.digest();
 }
 
@@ -89,9 +91,16 @@ std::string AttentionPlan::to_string() const {
         "path: CUDA cores in float32, the reference's order bit for bit (the one float32 exp)\n"
         "block: {} queries; keys in steps of {} (the order's key block) through shared memory; {} threads as "
         "{} row groups of 16 lanes\n"
+        "{}"
         "shared memory: {} bytes (queries and keys transposed, values, the step's probabilities)",
         name(dtype), head_dim, causal ? ", causal" : "", bias ? ", with a bias" : "", block_queries,
-        block_keys, threads, threads / 16, shared_bytes);
+        block_keys, threads, threads / 16,
+        split
+            ? fmt::format("decoding: the keys split in chunks of {}, a block per chunk; the last block of a "
+                          "row block combines the chunks' states in the pairwise tree\n",
+                          ir::kAttentionKeyChunk)
+            : std::string(),
+        shared_bytes);
 }
 
 PlannedAttention plan_attention(const FusedKernel& k, const LayoutOf& layout_of, const DeviceInfo& device,
@@ -124,12 +133,19 @@ PlannedAttention plan_attention(const FusedKernel& k, const LayoutOf& layout_of,
     p.head_dim = static_cast<int>(a.shape().back());
     p.causal = ir::attention_causal(a) != ir::CausalMask::None;
     p.bias = a.operands().size() == 4;
-    if (takes_mma(p, device, options)) {
+    const std::int64_t T = a.shape()[static_cast<std::size_t>(r - 2)];
+    const std::int64_t S = a.operand(1)->shape()[static_cast<std::size_t>(r - 2)];
+    const bool decoding = T <= ir::kAttentionSplitQueries;
+    if (!decoding && takes_mma(p, device, options)) {
         p.path = AttentionPath::Mma;
         set_mma_shape(p);
     } else {
+        // Decoding takes 8 queries per block (a thread's one query of each row group) rather than 64, and
+        // shares long rows' keys among blocks: both whatever the dtype, on CUDA cores.
         p.path = AttentionPath::Simt;
-        p.shared_bytes = simt_shared_bytes(p.head_dim);
+        p.block_queries = decoding ? 8 : 64;
+        p.split = ir::attention_key_chunks(T, S) > 1;
+        p.shared_bytes = simt_shared_bytes(p.head_dim, p.block_queries);
     }
     if (p.shared_bytes > device.shared_mem_per_block_optin)
         throw Error(fmt::format(

@@ -69,8 +69,10 @@ KernelSource emit_attention(std::string_view user_name, const PlannedAttention& 
         detail::write_line(s, 4, fmt::format("lm::att::attention_mma<{}>(p, smem);", args),
                            "type, D, causal, bias", kColumn);
     } else {
-        detail::write_line(s, 4, fmt::format("lm::att::attention_simt<{}>(p, smem);", args),
-                           "type, D, causal, bias", kColumn);
+        detail::write_line(s, 4,
+                           fmt::format("lm::att::attention_simt<{}, {}, {}>(p, smem);", args,
+                                       p.block_queries / 8, p.split ? "true" : "false"),
+                           "type, D, causal, bias, queries per thread, split keys", kColumn);
     }
     s += "}\n";
     ks.source = fmt::format("{}\n{}\n{}", prelude_source(), detail::attention_device_source(), ks.kernel);

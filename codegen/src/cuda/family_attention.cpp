@@ -13,7 +13,7 @@ namespace loom::codegen {
 
 #include "attention_params.inc"
 
-static_assert(sizeof(AttentionParams) == 5 * 8 + 6 * 4 * 8 + 15 * 8 + 7 * 8 + 8,
+static_assert(sizeof(AttentionParams) == 7 * 8 + 6 * 4 * 8 + 15 * 8 + 9 * 8 + 8,
               "attention_params.inc: the host's and the device's layouts must agree");
 
 std::size_t attention_param_bytes() {
@@ -58,6 +58,25 @@ bool pieces(const PlannedAttention& s, const KernelPointers& p) {
     return true;
 }
 
+// The extents of a split attention: the rows (B... x H x T), the chunks and the row blocks of each head.
+struct SplitExtents {
+    long long rows = 0, chunks = 1, row_blocks = 0;
+};
+SplitExtents split_extents(const PlannedAttention& s) {
+    const ir::Node& a = *s.node;
+    const int r = a.rank();
+    SplitExtents e;
+    const long long T = static_cast<long long>(a.shape()[static_cast<std::size_t>(r - 2)]);
+    const long long S = static_cast<long long>(a.operand(1)->shape()[static_cast<std::size_t>(r - 2)]);
+    long long batch_heads = 1;
+    for (int d = 0; d + 2 < r; ++d)
+        batch_heads *= static_cast<long long>(a.shape()[static_cast<std::size_t>(d)]);
+    e.rows = batch_heads * T;
+    e.chunks = ir::attention_key_chunks(T, S);
+    e.row_blocks = batch_heads * ((T + s.plan.block_queries - 1) / s.plan.block_queries);
+    return e;
+}
+
 }  // namespace
 
 KernelSource GpuFamily<PlannedAttention>::emit(const FusedKernel& k, const PlannedAttention& s) {
@@ -84,21 +103,34 @@ std::string GpuFamily<PlannedAttention>::explain(const FusionPlan& plan, std::si
     return fmt::format(
         "kernel {}  {}   attention q {} x k {} x v {} -> {} ({}): {}\n"
         "          {}; {} queries per block, keys in steps of {}, {} threads, {} bytes of shared memory\n"
+        "{}"
         "          reads {}; writes {}; 1 launch\n",
         i, k.name, ir::describe(*a.operand(0)), ir::describe(*a.operand(1)), ir::describe(*a.operand(2)),
         ir::describe(a), ir::attention_attributes(a), where_of(a), path, s.plan.block_queries,
-        s.plan.block_keys, s.plan.threads, s.plan.shared_bytes, fmt::join(reads, ", "),
-        fmt::join(writes, ", "));
+        s.plan.block_keys, s.plan.threads, s.plan.shared_bytes,
+        s.plan.split
+            ? fmt::format("          decoding: the keys split in {} chunks of {} among blocks, their "
+                          "states combined in the pairwise tree by each row block's last block\n",
+                          split_extents(s).chunks, ir::kAttentionKeyChunk)
+            : std::string(),
+        fmt::join(reads, ", "), fmt::join(writes, ", "));
 }
 
-LaunchNeeds GpuFamily<PlannedAttention>::needs(const PlannedAttention&, KernelPointers) {
+LaunchNeeds GpuFamily<PlannedAttention>::needs(const PlannedAttention& s, KernelPointers) {
     LaunchNeeds n;
     n.param_bytes = sizeof(AttentionParams);
+    if (s.plan.split) {
+        // Each chunk's state per row (m, l, seen, o), written before it is read; a counter per row block.
+        const SplitExtents e = split_extents(s);
+        n.workspaces.push_back(static_cast<std::size_t>(e.rows * e.chunks * (s.plan.head_dim + 3)) *
+                               sizeof(float));
+        n.counters = e.row_blocks;
+    }
     return n;
 }
 
 BoundLaunch GpuFamily<PlannedAttention>::bind(const PlannedAttention& s, KernelPointers p,
-                                              const LaunchScratch&, std::span<std::byte> params) {
+                                              const LaunchScratch& scratch, std::span<std::byte> params) {
     const ir::Node& a = *s.node;
     const int r = a.rank();
     const auto ext = [&](const ir::Node& n, int from_end) {
@@ -144,12 +176,23 @@ BoundLaunch GpuFamily<PlannedAttention>::bind(const PlannedAttention& s, KernelP
     ap.batch_heads = batches * ap.heads;
     ap.scale = ir::attention_scale(a);
     ap.vector_loads = pieces(s, p) ? 1 : 0;
+    ap.chunks = ir::attention_key_chunks(ap.queries, ap.keys);
+    ap.chunk_keys = ap.chunks > 1 ? ir::kAttentionKeyChunk : ap.keys;
+    if (s.plan.split != (ap.chunks > 1))
+        throw InternalError(fmt::format("attention kernel: a plan {}split for {} chunks",
+                                        s.plan.split ? "" : "not ", ap.chunks));
+    if (s.plan.split) {
+        if (scratch.workspaces.size() != 1 || !scratch.counters)
+            throw InternalError("attention kernel: split keys without their workspace and counters");
+        ap.partials = static_cast<float*>(scratch.workspaces[0]);
+        ap.counters = static_cast<unsigned int*>(scratch.counters);
+    }
     if (params.size() < sizeof ap)
         throw InternalError(
             fmt::format("attention kernel: {} parameter bytes for {}", params.size(), sizeof ap));
     std::memcpy(params.data(), &ap, sizeof ap);
     BoundLaunch b;
-    const long long blocks = ap.query_blocks * ap.batch_heads;
+    const long long blocks = ap.query_blocks * ap.batch_heads * ap.chunks;
     if (blocks == 0) return b;
     if (blocks > 0x7fffffffll)
         throw Error(fmt::format("attention(): {} blocks of {} queries exceed a launch's {} ({})", blocks,

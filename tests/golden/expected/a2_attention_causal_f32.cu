@@ -9,5 +9,5 @@ extern "C" __global__ void __launch_bounds__(128) attention(const lm::AttentionP
     lm::await_prior_grids();                                             // the stream's previous kernel complete
     lm::launch_dependent_grids();                                        // the next kernel may be scheduled
     extern __shared__ __align__(16) float smem[];                        // 65536 bytes
-    lm::att::attention_simt<float, 64, true, false>(p, smem);            // type, D, causal, bias
+    lm::att::attention_simt<float, 64, true, false, 8, false>(p, smem);  // type, D, causal, bias, queries per thread, split keys
 }

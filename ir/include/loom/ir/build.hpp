@@ -179,6 +179,18 @@ inline constexpr std::int64_t kAttentionMaxHeadDim = 256;
 inline constexpr std::int64_t kAttentionKeyBlock = 64;
 /// The runs of 4 keys whose partial sums the block's row sum combines (the reductions' row order).
 inline constexpr int kAttentionKeyRuns = 16;
+/// Decoding (few queries, many keys): attention of at most kAttentionSplitQueries queries over more than
+/// kAttentionKeyChunk keys cuts the keys into chunks of kAttentionKeyChunk (8 key blocks); each chunk runs
+/// the order from the initial state, and the chunks' (m, l, o) states combine in the reductions' pairwise
+/// tree (docs/semantics.md, "Attention", "Decoding"). A kernel can then share one row's keys among blocks.
+inline constexpr std::int64_t kAttentionKeyChunk = 512;
+inline constexpr std::int64_t kAttentionSplitQueries = 16;
+/// The key chunks of the order for T queries over S keys: 1 (the keys in one sequence) unless
+/// T <= kAttentionSplitQueries and S > kAttentionKeyChunk, then ceil(S / kAttentionKeyChunk).
+inline std::int64_t attention_key_chunks(std::int64_t T, std::int64_t S) {
+    if (T > kAttentionSplitQueries || S <= kAttentionKeyChunk) return 1;
+    return (S + kAttentionKeyChunk - 1) / kAttentionKeyChunk;
+}
 NodePtr attention(NodePtr q, NodePtr k, NodePtr v, NodePtr bias, CausalMask causal, double scale,
                   Loc loc = Loc::current());
 /// The causal mask of an attention node (its ints[0]) and its scale (a float32 value).

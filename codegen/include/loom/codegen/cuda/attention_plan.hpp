@@ -22,7 +22,8 @@
 namespace loom::codegen {
 
 /// How an attention kernel computes. Simt: CUDA cores in float32, the reference's order bit for bit (every
-/// dtype: halves are read as float32). Mma: float16 and bfloat16 on tensor cores (mma.sync.m16n8k16, float32
+/// dtype: halves are read as float32); the only path of decoding (at most ir::kAttentionSplitQueries
+/// queries), whatever the dtype. Mma: float16 and bfloat16 on tensor cores (mma.sync.m16n8k16, float32
 /// accumulators; FlashAttention-2's schedule), within the bound of docs/semantics.md, "Attention in float16
 /// and bfloat16 on tensor cores" (reference::attention_bound); for D a multiple of 16 up to 256 on devices of
 /// compute capability 8.0 and newer, unless Options::product_path is CudaCores.
@@ -41,8 +42,11 @@ struct AttentionPlan {
     bool causal = false;  // a causal mask (its alignment is the `diagonal` parameter)
     bool bias = false;
     AttentionPath path = AttentionPath::Simt;
-    int block_queries = 64;  // queries per block (Mma: 16 per warp)
-    int block_keys = 64;     // keys per step: the order's block (kAttentionKeyBlock); Mma: the key tile
+    int block_queries = 64;  // queries per block (Simt: 64, or 8 for decoding; Mma: 16 per warp)
+    /// Decoding (ir::attention_key_chunks > 1): blocks share a row's keys, chunk by chunk, and the last
+    /// block of each row block combines the chunks' states in the pairwise tree (Simt only).
+    bool split = false;
+    int block_keys = 64;  // keys per step: the order's block (kAttentionKeyBlock); Mma: the key tile
     int threads = 128;
     std::size_t shared_bytes = 0;
 

@@ -109,9 +109,11 @@ struct GpuFamily<PlannedAttention> {
     static KernelSource emit(const FusedKernel& k, const PlannedAttention& s);
     static std::string plan_text(const PlannedAttention& s);
     static std::string explain(const FusionPlan& plan, std::size_t i, const PlannedAttention& s);
+    /// Decoding with split keys: the chunks' states (a workspace) and a counter per row block.
     static LaunchNeeds needs(const PlannedAttention& s, KernelPointers p);
-    /// One block per 64 queries of each head, the longest (causal) blocks first; the operands' loads in
-    /// 16-byte pieces where every d stride is 1 and every row and pointer is aligned.
+    /// One block per block of queries of each head (and per key chunk when split), the longest (causal)
+    /// blocks first; the operands' loads in 16-byte pieces where every d stride is 1 and every row and
+    /// pointer is aligned.
     static BoundLaunch bind(const PlannedAttention& s, KernelPointers p, const LaunchScratch& scratch,
                             std::span<std::byte> params);
 };
