@@ -203,12 +203,24 @@ class ProductGen : GenBase {
             if (h % d == 0) divisors.push_back(d);
         p_.base.push_back(h);
         p_.base.push_back(pick(g_, divisors));
-        p_.base.push_back(pick(g_, lengths));
-        p_.base.push_back(chance(g_, 0.25) ? p_.base.back() : pick(g_, lengths));  // S = T now and then
-        p_.base.push_back(pick(g_, dims));
-        // The reference's work (B H T S D) kept below 2^18: the fuzzer checks many small attentions.
+        // Now and then decoding: at most 16 queries over more than 512 keys, whose keys the order cuts into
+        // chunks of 512 combined in a tree (and the GPU shares among blocks); small D keeps the work small.
+        static const std::vector<std::int64_t> few{1, 1, 2, 3, 16}, many{513, 700, 1030, 1600, 2100},
+            small_dims{8, 16, 24};
+        const bool decoding = chance(g_, 0.2);
+        if (decoding) {
+            p_.base.push_back(pick(g_, few));
+            p_.base.push_back(pick(g_, many));
+            p_.base.push_back(pick(g_, small_dims));
+        } else {
+            p_.base.push_back(pick(g_, lengths));
+            p_.base.push_back(chance(g_, 0.25) ? p_.base.back() : pick(g_, lengths));  // S = T now and then
+            p_.base.push_back(pick(g_, dims));
+        }
+        // The reference's work (B H T S D) kept below 2^18 (2^20 for decoding, whose S must stay long): the
+        // fuzzer checks many small attentions.
         auto at = [&](int d) -> std::int64_t& { return p_.base[static_cast<std::size_t>(d)]; };
-        while (numel(p_.base) / std::max<std::int64_t>(at(hkvd()), 1) > (1 << 18)) {
+        while (numel(p_.base) / std::max<std::int64_t>(at(hkvd()), 1) > (decoding ? (1 << 20) : (1 << 18))) {
             std::int64_t& e = at(td()) >= at(sd()) ? at(td()) : at(sd());
             e = (e + 1) / 2;
         }

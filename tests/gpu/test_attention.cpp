@@ -3,13 +3,15 @@
 // and S not multiples of the block, T != S with both causal alignments, D of 16, 64, 80 and 128, grouped
 // heads, a bias with whole rows of -inf, views of a fused qkv tensor as operands, NaN and Inf in q, Inf and
 // NaN in masked values; the result written into a permuted view (the layout the next product reads); one
-// kernel.
+// kernel. Decoding (T <= 16 over more than 512 keys, the keys split in chunks among blocks): the reference's
+// bits in every dtype under the default options, a KV cache read through a view, a masked chunk.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <loom/loom.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "loom/runtime/reference.hpp"
@@ -102,4 +104,75 @@ TEST_CASE("attention on CUDA cores: heads sliced from a fused qkv, the result in
                                                        testing::Tolerance::exact(), "permuted store");
         CHECK_MESSAGE(c.ok, c.message);
     }
+}
+
+TEST_CASE("attention decoding: long rows' keys split among blocks, the reference's bits in every dtype") {
+    // T <= 16 over more than 512 keys: chunks of 512 keys, a block each, combined in the pairwise tree by the
+    // last block of each row block (docs/semantics.md, "Decoding"). Halves take the CUDA-core kernel by
+    // default here, so the default options give the reference's bits too.
+    const auto check_default = [](const Array& y, const std::string& what) {
+        Tensor out = Tensor::empty(y.shape(), y.dtype(), cuda0);
+        for (int run = 0; run < 2; ++run) {  // twice: the counters are zero again after a launch
+            testing::poison(out);
+            assign(out, y);
+            const testing::Comparison c =
+                testing::compare(out, reference::evaluate(y.node()), testing::Tolerance::exact(), what);
+            CHECK_MESSAGE(c.ok, what << " (run " << run << "): " << c.message);
+        }
+    };
+    for (DType t : {float32, bfloat16, float16}) {
+        for (auto [T, S, D] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 513, 64},
+                               {1, 8192 + 37, 128},
+                               {3, 1100, 80},
+                               {16, 2049, 64},
+                               {9, 4000, 16}}) {
+            const std::int64_t B = 2, H = 8, Hkv = 2;
+            const Tensor q = random_of({B, H, T, D}, t, 30 + D), k = random_of({B, Hkv, S, D}, t, 31 + D),
+                         v = random_of({B, Hkv, S, D}, t, 32 + D);
+            for (CausalMask m : {CausalMask::None, CausalMask::BottomRight, CausalMask::TopLeft})
+                check_default(
+                    attention(q, k, v, {.causal = m}),
+                    fmt::format("{} T={} S={} D={} causal={}", name(t), T, S, D, ir::causal_mask_name(m)));
+        }
+    }
+    // A KV cache of 6000 slots read to its first 3333 (a view), 33 chunks of one query, and more heads than
+    // fill the GPU without the split.
+    const Tensor cache_k = random_of({4, 12, 6000, 64}, float32, 40),
+                 cache_v = random_of({4, 12, 6000, 64}, float32, 41);
+    const Tensor q = random_of({4, 12, 1, 64}, float32, 42);
+    const std::vector<ir::SliceSpec> first{{}, {}, {0, 3333, 1}};
+    check_default(attention(q, Array(cache_k).slice(first), Array(cache_v).slice(first),
+                            {.causal = CausalMask::BottomRight}),
+                  "a KV cache's first 3333 slots");
+    const Tensor q2 = random_of({1, 2, 1, 32}, float32, 43),
+                 k2 = random_of({1, 2, 33 * 512 - 7, 32}, float32, 44),
+                 v2 = random_of({1, 2, 33 * 512 - 7, 32}, float32, 45);
+    check_default(attention(q2, k2, v2), "33 chunks");
+    // A bias masking a whole chunk (an absent state), a row with no visible key (0), Inf and NaN in masked
+    // values (never read), NaN in one query (its row only).
+    const std::int64_t T = 4, S = 2000, D = 64;
+    Tensor qh = testing::random_tensor({1, 2, T, D}, float32, 46),
+           vh = testing::random_tensor({1, 2, S, D}, float32, 47);
+    Tensor bias = testing::random_tensor({T, S}, float32, 48);
+    float* bb = static_cast<float*>(bias.data());
+    for (std::int64_t t = 0; t < T; ++t)
+        for (std::int64_t s = 512; s < 1024; ++s) bb[t * S + s] = -INFINITY;
+    for (std::int64_t s = 0; s < S; ++s) bb[2 * S + s] = -INFINITY;
+    for (std::int64_t s = 600; s < 700; ++s)
+        static_cast<float*>(vh.data())[s * D + 7] = (s % 2) ? INFINITY : NAN;
+    static_cast<float*>(qh.data())[3 * D + 1] = NAN;
+    const Tensor k = random_of({1, 2, S, D}, float32, 49);
+    const Array y = attention(qh.to(cuda0), k, vh.to(cuda0), {.bias = Array(bias.to(cuda0))});
+    check_default(y, "masked chunk, masked row, NaN query");
+    const auto got = [&] {
+        Tensor out = Tensor::empty(y.shape(), y.dtype(), cuda0);
+        assign(out, y);
+        return out.to_host().to_vector<float>();
+    }();
+    for (std::int64_t h = 0; h < 2; ++h)
+        for (std::int64_t d = 0; d < D; ++d) {
+            CHECK(got[static_cast<std::size_t>((h * T + 2) * D + d)] == 0.0f);
+            CHECK(std::isnan(got[static_cast<std::size_t>((0 * T + 3) * D + d)]));
+            CHECK(std::isfinite(got[static_cast<std::size_t>((0 * T + 0) * D + d)]));
+        }
 }
