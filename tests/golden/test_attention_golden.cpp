@@ -9,6 +9,7 @@
 #include <loom/loom.hpp>
 
 #include "golden_util.hpp"
+#include "loom/codegen/cuda/kernel_family.hpp"
 #include "loom/ir/pass.hpp"
 #include "loom/runtime/gpu_executor.hpp"
 #include "loom/runtime/testing.hpp"
@@ -109,6 +110,26 @@ TEST_CASE("golden: decoding attention splits long rows' keys among blocks, for e
                                             D)) != std::string::npos);
         CHECK(ks[0].kernel.find("decoding: the keys split in chunks of 512") != std::string::npos);
         if (t == float32) golden::check_text("a4_attention_decode_split_f32", ks[0].kernel);
+    }
+    // The plan: 8 queries per block, split; the family asks for each row's chunk states (m, l, seen, o) and a
+    // counter per row block, and launches a block per chunk of each row block.
+    {
+        const Tensor q = testing::random_tensor({2, 8, 1, 64}, bfloat16, 12),
+                     k = testing::random_tensor({2, 2, 2000, 64}, bfloat16, 13);
+        const Array y = attention(q, k, k);
+        const codegen::FusionPlan plan = gpu::plan_bound(ir::run_pipeline({y.node()}, ir::standard_passes()),
+                                                         codegen::DeviceInfo::h200(), {}, "", nullptr, {});
+        REQUIRE(plan.kernels.size() == 1);
+        const auto* pa = std::get_if<codegen::PlannedAttention>(&plan.kernels[0].schedule);
+        REQUIRE(pa);
+        CHECK(pa->plan.path == codegen::AttentionPath::Simt);
+        CHECK(pa->plan.split);
+        CHECK(pa->plan.block_queries == 8);
+        const codegen::LaunchNeeds n = codegen::GpuFamily<codegen::PlannedAttention>::needs(*pa, {});
+        REQUIRE(n.workspaces.size() == 1);
+        CHECK(n.workspaces[0] ==
+              std::size_t{2 * 8 * 1 * 4 * (64 + 3) * 4});  // rows x chunks x (D + 3) floats
+        CHECK(n.counters == 2 * 8);                        // one row block per head
     }
     // Few queries over keys within one chunk: 8 queries per block, not split.
     const Tensor q = testing::random_tensor({1, 4, 16, 64}, bfloat16, 10),
