@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -115,26 +116,39 @@ std::vector<Maybe<C>> tile_carries(const std::vector<C>& aggregates, F op) {
     return carries;
 }
 
-// The inclusive scan of one row of n elements in the contract's order.
+// The inclusive scan of one row of n elements in the contract's order. The tiles' parts and outputs are
+// independent given the carries: `parallel` shares them among the reference's threads (a long row that is
+// one of few), else the row runs on the calling thread.
 template <class C, class F>
-void scan_row(const C* v, std::int64_t n, F op, C* out) {
+void scan_row(const C* v, std::int64_t n, F op, C* out, bool parallel) {
     if (n == 0) return;
     const std::int64_t tiles = (n + ir::kScanTile - 1) / ir::kScanTile;
     const auto len_of = [&](std::int64_t j) {
         return static_cast<int>(std::min(ir::kScanTile, n - j * ir::kScanTile));
     };
+    const auto over_tiles = [&](const std::function<void(std::int64_t, std::int64_t)>& body) {
+        if (parallel && tiles > 1)
+            loom::detail::parallel_for(tiles, 32, body);
+        else
+            body(0, tiles);
+    };
     std::vector<C> aggregates(static_cast<std::size_t>(tiles));
-    auto s = std::make_unique<TileScan<C>>();
-    for (std::int64_t j = 0; j < tiles; ++j) {
-        scan_tile_parts(v + j * ir::kScanTile, len_of(j), op, *s);
-        aggregates[static_cast<std::size_t>(j)] = s->aggregate();
-    }
+    over_tiles([&](std::int64_t lo, std::int64_t hi) {
+        auto s = std::make_unique<TileScan<C>>();
+        for (std::int64_t j = lo; j < hi; ++j) {
+            scan_tile_parts(v + j * ir::kScanTile, len_of(j), op, *s);
+            aggregates[static_cast<std::size_t>(j)] = s->aggregate();
+        }
+    });
     const std::vector<Maybe<C>> carries = tile_carries(aggregates, op);
-    for (std::int64_t j = 0; j < tiles; ++j) {
-        scan_tile_parts(v + j * ir::kScanTile, len_of(j), op, *s);
-        scan_tile_outputs(v + j * ir::kScanTile, len_of(j), *s, carries[static_cast<std::size_t>(j)], op,
-                          out + j * ir::kScanTile);
-    }
+    over_tiles([&](std::int64_t lo, std::int64_t hi) {
+        auto s = std::make_unique<TileScan<C>>();
+        for (std::int64_t j = lo; j < hi; ++j) {
+            scan_tile_parts(v + j * ir::kScanTile, len_of(j), op, *s);
+            scan_tile_outputs(v + j * ir::kScanTile, len_of(j), *s, carries[static_cast<std::size_t>(j)], op,
+                              out + j * ir::kScanTile);
+        }
+    });
 }
 
 // A scan's identity (ir::scan_identity) in the accumulator type C.
@@ -157,17 +171,37 @@ void scan_rows(const ir::Node& n, const C* x, C* out, DType out_dtype, F op) {
     const std::int64_t len = shape[axis];
     const bool exclusive = ir::scan_exclusive(n);
     const C identity = len > 0 && exclusive ? identity_of<C>(ir::scan_identity(n.op(), out_dtype)) : C{};
-    loom::detail::parallel_for(outer * inner, 16, [&](std::int64_t begin, std::int64_t end) {
-        std::vector<C> row(static_cast<std::size_t>(len)), result(static_cast<std::size_t>(len));
-        for (std::int64_t r = begin; r < end; ++r) {
-            const std::int64_t base = (r / inner) * len * inner + r % inner;
-            for (std::int64_t i = 0; i < len; ++i) row[static_cast<std::size_t>(i)] = x[base + i * inner];
-            scan_row(row.data(), len, op, result.data());
-            for (std::int64_t i = 0; i < len; ++i)
-                out[base + i * inner] = !exclusive ? result[static_cast<std::size_t>(i)]
-                                        : i == 0   ? identity
-                                                   : result[static_cast<std::size_t>(i - 1)];
+    // Row r: contiguous rows (inner 1) are scanned in place of the output, others gathered into `row` first.
+    const auto scan_one = [&](std::int64_t r, bool parallel, std::vector<C>& row, std::vector<C>& result) {
+        const std::int64_t base = (r / inner) * len * inner + r % inner;
+        if (inner == 1) {
+            C* dst = out + base;
+            scan_row(x + base, len, op, dst, parallel);
+            if (exclusive && len > 0) {
+                std::memmove(dst + 1, dst, static_cast<std::size_t>(len - 1) * sizeof(C));
+                dst[0] = identity;
+            }
+            return;
         }
+        row.resize(static_cast<std::size_t>(len));
+        result.resize(static_cast<std::size_t>(len));
+        for (std::int64_t i = 0; i < len; ++i) row[static_cast<std::size_t>(i)] = x[base + i * inner];
+        scan_row(row.data(), len, op, result.data(), parallel);
+        for (std::int64_t i = 0; i < len; ++i)
+            out[base + i * inner] = !exclusive ? result[static_cast<std::size_t>(i)]
+                                    : i == 0   ? identity
+                                               : result[static_cast<std::size_t>(i - 1)];
+    };
+    const std::int64_t rows = outer * inner;
+    if (rows < loom::detail::reference_threads() && len > 64 * ir::kScanTile) {
+        // Fewer rows than threads, and long: one row at a time, its tiles shared among the threads.
+        std::vector<C> row, result;
+        for (std::int64_t r = 0; r < rows; ++r) scan_one(r, true, row, result);
+        return;
+    }
+    loom::detail::parallel_for(rows, 16, [&](std::int64_t begin, std::int64_t end) {
+        std::vector<C> row, result;
+        for (std::int64_t r = begin; r < end; ++r) scan_one(r, false, row, result);
     });
 }
 

@@ -304,7 +304,8 @@ struct TreeSum {
 
 TEST_CASE("scan: the reference follows the contract's tree (an independent re-implementation)") {
     // Values of magnitudes 2^-20 to 2^20 and both signs: every order of the additions rounds differently.
-    for (std::int64_t n : {33, 2047, 2049, 3 * 2048 + 5, 5 * 2048 + 77, 8 * 2048}) {
+    // 70 tiles and more: a row that is the only one has its tiles shared among the reference's threads.
+    for (std::int64_t n : {33, 2047, 2049, 3 * 2048 + 5, 5 * 2048 + 77, 8 * 2048, 70 * 2048 + 13}) {
         CAPTURE(n);
         Words w{static_cast<std::uint64_t>(n)};
         std::vector<float> v(static_cast<std::size_t>(n));
@@ -324,6 +325,13 @@ TEST_CASE("scan: the reference follows the contract's tree (an independent re-im
         }
         CHECK(differ == 0);
         if (n > 1000) CHECK(serial_differ > 0);  // the values tell the tree from a serial sum
+        // Exclusive, scanned in place of the output: the inclusive result shifted by one after +0.
+        const std::vector<float> ex = ref(cumsum(t, 0, {.exclusive = true})).to_vector<float>();
+        CHECK(std::bit_cast<std::uint32_t>(ex[0]) == 0u);
+        std::int64_t shifted = 0;
+        for (std::size_t i = 1; i < ex.size(); ++i)
+            shifted += std::bit_cast<std::uint32_t>(ex[i]) != std::bit_cast<std::uint32_t>(got[i - 1]);
+        CHECK(shifted == 0);
     }
 }
 
