@@ -407,6 +407,8 @@ __device__ void attention_simt(const AttentionParams& p, float* smem) {
     }
 }
 
+// Left out of tests/unit/test_attention_kernel.cpp, which runs attention_simt on the host: inline PTX below.
+#ifndef LOOM_ATTENTION_HOST_SIMULATION
 // ---------------------------------------------------------------------------------------------------------
 // attention_mma: float16 and bfloat16 on tensor cores, FlashAttention-2's schedule on mma.sync.m16n8k16.
 //
@@ -804,6 +806,7 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
             }
     }
 }
+#endif  // LOOM_ATTENTION_HOST_SIMULATION
 
 }  // namespace att
 }  // namespace lm
