@@ -2,6 +2,8 @@
 // prints one row per workload and method, in the format of peer_baselines.py:
 //     workload  method  median_ms  GB/s (minimum bytes moved)
 // Usage: loom_bench [--only E1,E2,...] [--json FILE] [--reps N] [--no-check] [--batch]
+// --only takes row ids, the part of a row's name before '_' (A2nc of A2nc_attention_f32); an id also names
+// the rows of its variants, the ids that add lower-case letters after its number (A2 runs A2 and A2nc).
 // An id of --only that no workload has, like a workload that throws, is reported NOT RUN and fails the run
 // (exit 1); without a GPU the exit is 77 (skipped) unless something failed.
 // The host workloads (CE1, CR1, CR3, CF1, CM1) run first and need no GPU: `--only CE1,CR1,CR3,CF1,CM1` runs
@@ -22,11 +24,13 @@
 // (a traced function, samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall time on the host
 // clock beside the same copies with no kernel; O2 the host microseconds per call of a traced function of
 // three kernels as an automatic CUDA graph, kernel by kernel, and against one launch of the same graph
-// captured by hand.
+// captured by hand. A2 and A3 are causal attention, A2nc and A3nc the same shapes without a mask, A4
+// decoding (one query over a KV cache of 8192 keys: GB/s, checked bit for bit).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -86,10 +90,29 @@ struct BenchOptions {
     std::string json;
     int reps = 50;
     bool check = true;
-    bool wants(const std::string& id) const {
-        return only.empty() || only.count(id.substr(0, id.find('_'))) > 0;
-    }
+    // A row's name (or an id) selected by --only: its id, or the id of its family.
+    bool wants(const std::string& name) const;
 };
+
+// The id of a row's name, as --only names it: the part before '_' (A2nc of A2nc_attention_f32).
+std::string row_id(const std::string& name) {
+    return name.substr(0, name.find('_'));
+}
+
+// The family of an id: the id less the lower-case letters after its number (A2 of A2nc, A2's rows without
+// the causal mask); an id without such letters is its own family.
+std::string family_id(const std::string& id) {
+    std::size_t n = id.size();
+    while (n > 0 && std::islower(static_cast<unsigned char>(id[n - 1]))) --n;
+    if (n == id.size() || n == 0 || !std::isdigit(static_cast<unsigned char>(id[n - 1]))) return id;
+    return id.substr(0, n);
+}
+
+bool BenchOptions::wants(const std::string& name) const {
+    if (only.empty()) return true;
+    const std::string id = row_id(name);
+    return only.count(id) > 0 || only.count(family_id(id)) > 0;
+}
 
 std::vector<Row> g_rows;
 
@@ -200,6 +223,18 @@ void check(const std::vector<Array>& arrays, const std::vector<Tensor>& outs, co
     for (const auto& a : arrays) roots.push_back(a.node());
     const auto c = testing::check_against_reference(roots, outs);
     fmt::print("# {} checked against the CPU reference: {}\n", what, c.ok ? "PASS" : "FAIL");
+    if (!c.ok) {
+        fmt::print(stderr, "{}: RESULT MISMATCH: {}\n", what, c.message);
+        g_failed = true;
+    }
+}
+
+// Like check(), to the reference's bits (testing::Tolerance::exact()): for a result whose order is the
+// reference's in its dtype (attention on CUDA cores, decoding included).
+void check_bits(const Array& y, const Tensor& out, const char* what) {
+    if (!g_check) return;
+    const auto c = testing::compare(out, reference::evaluate(y.node()), testing::Tolerance::exact(), what);
+    fmt::print("# {} checked against the CPU reference bit for bit: {}\n", what, c.ok ? "PASS" : "FAIL");
     if (!c.ok) {
         fmt::print(stderr, "{}: RESULT MISMATCH: {}\n", what, c.message);
         g_failed = true;
@@ -640,26 +675,42 @@ void bench_sr1(const Gpu& gpu) {
                8.0 * static_cast<double>(n));
 }
 
-// A2 and A3: causal attention over q, k, v of `shape` [B, H, T, D]; TFLOP/s of the causal products,
-// 4 B H D T (T + 1) / 2, as peer_baselines.py counts them. Checked on the first head of the first batch (the
-// same kernel, reading the views in place) against the reference.
-void bench_attention(const Gpu& gpu, const std::string& id, const Shape& shape, DType dt,
-                     std::uint64_t seed) {
-    const Tensor q = random_normal(shape, dt, seed, gpu.dev), k = random_normal(shape, dt, seed + 1, gpu.dev),
-                 v = random_normal(shape, dt, seed + 2, gpu.dev);
+// The (query, key) pairs that `mask` leaves visible to T queries over S keys (docs/semantics.md,
+// "Attention"): T S without a mask, T (T + 1) / 2 for TopLeft at T = S. Attention's products count 4 D FLOP
+// per pair and head.
+double attention_pairs(CausalMask mask, std::int64_t T, std::int64_t S) {
+    if (mask == CausalMask::None) return static_cast<double>(T) * static_cast<double>(S);
+    double pairs = 0;
+    for (std::int64_t t = 0; t < T; ++t) {
+        const std::int64_t last = mask == CausalMask::TopLeft ? t : t + S - T;  // the last key query t sees
+        pairs += static_cast<double>(std::clamp<std::int64_t>(last + 1, 0, S));
+    }
+    return pairs;
+}
+
+// A2 and A3 (causal: mask TopLeft), A2nc and A3nc (no mask): attention of q of `shape` [B, H, T, D] over k
+// and v [B, H, S, D]; TFLOP/s of the products over the visible pairs, 4 B H D T (T + 1) / 2 causal at T = S
+// and 4 B H D T S without a mask, as peer_baselines.py and bench/peers_attention.py count them. Checked on
+// the first head of the first batch (the same kernel, reading the views in place) against the reference: bit
+// for bit in float32, within reference::attention_bound in bfloat16 (tensor cores).
+void bench_attention(const Gpu& gpu, const std::string& id, const Shape& shape, std::int64_t S, DType dt,
+                     std::uint64_t seed, CausalMask mask) {
+    const Shape kv_shape{shape[0], shape[1], S, shape[3]};
+    const Tensor q = random_normal(shape, dt, seed, gpu.dev),
+                 k = random_normal(kv_shape, dt, seed + 1, gpu.dev),
+                 v = random_normal(kv_shape, dt, seed + 2, gpu.dev);
     Tensor out = Tensor::empty(shape, dt, gpu.dev);
-    const Array y = attention(q, k, v, {.causal = CausalMask::TopLeft});
+    const Array y = attention(q, k, v, {.causal = mask});
     assign(out, y);
     const std::vector<ir::SliceSpec> one{{0, 1, 1}, {0, 1, 1}};
-    const Array y1 = attention(q.slice(one), k.slice(one), v.slice(one), {.causal = CausalMask::TopLeft});
+    const Array y1 = attention(q.slice(one), k.slice(one), v.slice(one), {.causal = mask});
     Tensor out1 = Tensor::empty(y1.shape(), dt, gpu.dev);
     assign(out1, y1);
     if (dt == float32) {
         check({y1}, {out1}, id.c_str());
     } else if (g_check) {  // tensor cores: within reference::attention_bound (docs/semantics.md, section 13)
-        const reference::AttentionBound b =
-            reference::attention_bound(q.slice(one), k.slice(one), v.slice(one), nullptr, CausalMask::TopLeft,
-                                       ir::attention_scale(*y1.node()));
+        const reference::AttentionBound b = reference::attention_bound(
+            q.slice(one), k.slice(one), v.slice(one), nullptr, mask, ir::attention_scale(*y1.node()));
         const Tensor got = reference::cast(out1, float64);
         const auto* g = static_cast<const double*>(got.data());
         const auto* r = static_cast<const double*>(b.value.data());
@@ -675,9 +726,29 @@ void bench_attention(const Gpu& gpu, const std::string& id, const Shape& shape, 
         }
     }
     const double B = static_cast<double>(shape[0]), H = static_cast<double>(shape[1]),
-                 T = static_cast<double>(shape[2]), D = static_cast<double>(shape[3]);
+                 D = static_cast<double>(shape[3]);
     report_flops(id, "loom", timed_ms([&] { assign(out, y); }, gpu.opt.reps), 0.0,
-                 4.0 * B * H * D * T * (T + 1) / 2);
+                 4.0 * B * H * D * attention_pairs(mask, shape[2], S));
+}
+
+// A4: decoding against a KV cache, q of `shape` [B, H, T, D] (T = 1) over k and v [B, H, S, D], no mask (the
+// one query sees every key): CUDA cores in every dtype, the keys cut in chunks of 512 that blocks share
+// (docs/semantics.md, "Decoding"), the reference's order. Memory-bound: GB/s of q, k, v and the output, each
+// moved once (k and v dominate), as bench/peers_attention.py counts them. The whole result is checked against
+// the reference bit for bit (the reference is cheap at T = 1).
+void bench_decode(const Gpu& gpu, const std::string& id, const Shape& shape, std::int64_t S, DType dt,
+                  std::uint64_t seed) {
+    const Shape kv_shape{shape[0], shape[1], S, shape[3]};
+    const Tensor q = random_normal(shape, dt, seed, gpu.dev),
+                 k = random_normal(kv_shape, dt, seed + 1, gpu.dev),
+                 v = random_normal(kv_shape, dt, seed + 2, gpu.dev);
+    Tensor out = Tensor::empty(shape, dt, gpu.dev);
+    const Array y = attention(q, k, v);
+    testing::poison(out);  // unwritten elements fail the check
+    assign(out, y);
+    check_bits(y, out, id.c_str());
+    const double bytes = static_cast<double>(q.nbytes() + k.nbytes() + v.nbytes() + out.nbytes());
+    report(id, "loom", timed_ms([&] { assign(out, y); }, gpu.opt.reps), bytes);
 }
 
 // B1 and B2: one GPT-2 small block forward (samples/gpt2_block.hpp; B = 8, T = 1024, C = 768, 12 heads) as a
@@ -1354,17 +1425,48 @@ const std::vector<GpuWorkload>& gpu_workloads() {
         {{"A2_attention_f32"},
          true,
          [](const Gpu& gpu) {
-             bench_attention(gpu, "A2_attention_f32", {8, 12, 1024, 64}, float32, 31);
+             bench_attention(gpu, "A2_attention_f32", {8, 12, 1024, 64}, 1024, float32, 31,
+                             CausalMask::TopLeft);
          }},
         {{"A2_attention_bf16"},
          true,
          [](const Gpu& gpu) {
-             bench_attention(gpu, "A2_attention_bf16", {8, 12, 1024, 64}, bfloat16, 34);
+             bench_attention(gpu, "A2_attention_bf16", {8, 12, 1024, 64}, 1024, bfloat16, 34,
+                             CausalMask::TopLeft);
          }},
         {{"A3_attention_bf16"},
          true,
          [](const Gpu& gpu) {
-             bench_attention(gpu, "A3_attention_bf16", {2, 16, 4096, 128}, bfloat16, 37);
+             bench_attention(gpu, "A3_attention_bf16", {2, 16, 4096, 128}, 4096, bfloat16, 37,
+                             CausalMask::TopLeft);
+         }},
+        {{"A2nc_attention_f32"},
+         true,
+         [](const Gpu& gpu) {
+             bench_attention(gpu, "A2nc_attention_f32", {8, 12, 1024, 64}, 1024, float32, 41,
+                             CausalMask::None);
+         }},
+        {{"A2nc_attention_bf16"},
+         true,
+         [](const Gpu& gpu) {
+             bench_attention(gpu, "A2nc_attention_bf16", {8, 12, 1024, 64}, 1024, bfloat16, 44,
+                             CausalMask::None);
+         }},
+        {{"A3nc_attention_bf16"},
+         true,
+         [](const Gpu& gpu) {
+             bench_attention(gpu, "A3nc_attention_bf16", {2, 16, 4096, 128}, 4096, bfloat16, 47,
+                             CausalMask::None);
+         }},
+        {{"A4_decode_f32"},
+         true,
+         [](const Gpu& gpu) {
+             bench_decode(gpu, "A4_decode_f32", {8, 12, 1, 64}, 8192, float32, 51);
+         }},
+        {{"A4_decode_bf16"},
+         true,
+         [](const Gpu& gpu) {
+             bench_decode(gpu, "A4_decode_bf16", {8, 12, 1, 64}, 8192, bfloat16, 54);
          }},
         {{"P1_pipeline"}, true, bench_p1},
         {{"O1_overhead"}, false, bench_o1},
@@ -1402,12 +1504,15 @@ bool parse_args(int argc, char** argv, BenchOptions& opt) {
 }
 
 // The ids `--only` may name: the host workloads', C1 and COPY, and every GPU workload's (the part before
-// '_').
+// '_', and its family: A2 for A2nc).
 std::set<std::string> known_ids() {
     std::set<std::string> ids = {"CE1", "CR1",  "CR3",  "CF1", "CM1",  "CN1", "CG1",
                                  "CX2", "CSC1", "CMC1", "CC1", "READ", "C1",  "COPY"};
     for (const GpuWorkload& w : gpu_workloads())
-        for (const std::string& id : w.ids) ids.insert(id.substr(0, id.find('_')));
+        for (const std::string& name : w.ids) {
+            ids.insert(row_id(name));
+            ids.insert(family_id(row_id(name)));
+        }
     return ids;
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds Loom in Release (build-release, -j2, every target that builds) and collects what the GPU machine
-# needs into .bundle/ (git-ignored): the stripped executables, scripts/device_run.sh, peer_baselines.py,
-# the golden expected files, the commit and the build's source path. Carry .bundle to the GPU machine and
-# run `bash .bundle/device_run.sh [--only E1,E2]` there from the repository root.
+# needs into .bundle/ (git-ignored): the stripped executables, scripts/device_run.sh, peer_baselines.py and
+# bench/peers_attention.py, the golden expected files, the commit and the build's source path. Carry .bundle
+# to the GPU machine and run `bash .bundle/device_run.sh [--only E1,E2]` there from the repository root.
 set -euo pipefail
 
 root=$(git rev-parse --show-toplevel)
@@ -65,7 +65,7 @@ for f in "$bundle"/bin/*; do
     ldd "$f" 2>/dev/null | awk '$1 ~ /^libfmt\./ && $3 ~ /^\// {print $3}'
 done | sort -u | while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 
-cp scripts/device_run.sh scripts/plot_performance.py "$bundle/"
+cp scripts/device_run.sh scripts/plot_performance.py bench/peers_attention.py "$bundle/"
 # The DLPack round trip with PyTorch (tests/dlpack): the ctypes shim and the script that loads it.
 if [[ -f $build/tests/libloom_dlpack_shim.so ]]; then
     mkdir -p "$bundle/dlpack"

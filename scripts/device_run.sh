@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs Loom's checks ON THE GPU MACHINE, from the repository root, with $OUT set: nvidia-smi, the GPU tests,
 # compute-sanitizer over a small-shape subset (step sanitizer), the unit and golden tests, then the benchmark
-# and peer_baselines.py interleaved three times (WORKLOADS.md).
-# Arguments pass through to the benchmark and to peer_baselines.py, e.g. `device_run.sh --only E1,E2,E4` or
+# and peer_baselines.py interleaved three times (WORKLOADS.md), with bench/peers_attention.py (the peers of the
+# attention rows without a mask, A2nc, A3nc and A4) after peer_baselines.py in each round where the bundle has it.
+# Arguments pass through to the benchmark and to the peer scripts, e.g. `device_run.sh --only E1,E2,E4` or
 # `--only R1,R2,R3,F1,F2` (both use the WORKLOADS.md ids; a workload the GPU path cannot run yet is
 # reported as NOT RUN in bench.log and fails the bench step, and the other workloads still run).
 # Logs go to $OUT (at most 8 files come back: nvidia-smi, gpu_tests, unit_tests, golden_tests, bench,
@@ -101,6 +102,25 @@ run_step() {
     results+=("| $name | $rc | $counts |")
     write_status "${args[@]}"
     return 0
+}
+
+# fold_json FROM INTO: appends FROM's records (a JSON list) to INTO's, making INTO where it is absent, and
+# removes FROM: plot_performance.py --merge takes round files named .bench_N.json and .peers_N.json alone.
+fold_json() {
+    [[ -f $1 ]] || return 0
+    python3 - "$1" "$2" <<'EOF'
+import json, os, sys
+src, dst = sys.argv[1:3]
+rows = []
+if os.path.exists(dst):
+    with open(dst) as f:
+        rows = json.load(f)
+with open(src) as f:
+    rows += json.load(f)
+with open(dst, "w") as f:
+    json.dump(rows, f, indent=1)
+os.remove(src)
+EOF
 }
 
 args=("$@")
@@ -316,6 +336,11 @@ if want bench && [[ -n $bench ]]; then
         run_step "bench_$i" "$OUT/bench.log" append "$bench" "${check[@]}" --json "$OUT/.bench_$i.json" "${args[@]}"
         if [[ -f $bundle/peer_baselines.py ]]; then
             run_step "peers_$i" "$OUT/peers.log" append python3 "$bundle/peer_baselines.py" --json "$OUT/.peers_$i.json" "${args[@]}"
+        fi
+        if [[ -f $bundle/peers_attention.py ]]; then
+            # Its records join the round's peer records (.peers_N.json), which the merge below takes.
+            run_step "peers_attention_$i" "$OUT/peers.log" append python3 "$bundle/peers_attention.py" --json "$OUT/.attention_$i.json" "${args[@]}"
+            fold_json "$OUT/.attention_$i.json" "$OUT/.peers_$i.json" || echo "device_run: the records of peers_attention.py round $i were not merged"
         fi
     done
     # Every round's records in one bench.json (few files come back), and the picture of docs/performance.md
