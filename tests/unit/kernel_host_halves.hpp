@@ -1,7 +1,7 @@
 // The prelude's half types and conversions (codegen/src/cuda/prelude.cuh) on the host, for the tests that run
 // a family's device code on host threads (test_scan_kernel.cpp, test_scatter_kernel.cpp,
-// test_attention_kernel.cpp): the same storage (the bits) and Loom's own correctly rounded conversions, so the
-// simulated kernels round as the device does.
+// test_attention_kernel.cpp): the same storage (the bits) and Loom's own correctly rounded conversions, so
+// the simulated kernels round as the device does.
 #pragma once
 
 #include "loom/ir/half.hpp"
