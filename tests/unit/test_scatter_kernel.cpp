@@ -160,8 +160,9 @@ struct Simulated {
 };
 
 // Runs the one scatter kernel of `y`'s GPU plan on host threads, reading `tensors` (those y's inputs are
-// bound to, views or not) and writing a new contiguous output.
-Simulated run_simulated(const Array& y, const std::vector<Tensor>& tensors) {
+// bound to, views or not) and writing a new contiguous output. `max_blocks` (0: the plan's grid) launches
+// fewer blocks, as a device whose workspace budget fits fewer would: each block then takes several columns.
+Simulated run_simulated(const Array& y, const std::vector<Tensor>& tensors, unsigned max_blocks = 0) {
     const codegen::FusionPlan plan = gpu::plan_bound(ir::run_pipeline({y.node()}, ir::standard_passes()),
                                                      codegen::DeviceInfo::h200(), {}, "", nullptr, {});
     REQUIRE(plan.kernels.size() == 1);
@@ -196,8 +197,9 @@ Simulated run_simulated(const Array& y, const std::vector<Tensor>& tensors) {
     std::memcpy(&sp, params.data(), sizeof sp);
     REQUIRE((b.config.grid_x == 0 || b.config.block_x == 256));
     const Entry entry = entry_of_dtype(s.plan);
-    scatter_sim::grid.x = b.config.grid_x;
-    for (unsigned block = 0; block < b.config.grid_x; ++block) {
+    const unsigned grid = max_blocks > 0 ? std::min(max_blocks, b.config.grid_x) : b.config.grid_x;
+    scatter_sim::grid.x = grid;
+    for (unsigned block = 0; block < grid; ++block) {
         std::barrier<> block_barrier(256);
         scatter_sim::block_barrier = &block_barrier;
         std::vector<std::thread> threads;
@@ -219,8 +221,8 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }
 
 void check(const Array& y, const std::vector<Tensor>& tensors, const std::string& what,
-           codegen::ScatterPath path) {
-    const Simulated got = run_simulated(y, tensors);
+           codegen::ScatterPath path, unsigned max_blocks = 0) {
+    const Simulated got = run_simulated(y, tensors, max_blocks);
     CHECK_MESSAGE(got.path == path, what);
     CHECK_MESSAGE(got.error.flag == 0u, what);
     const Tensor expected = reference::evaluate(y.node());
@@ -274,6 +276,12 @@ TEST_CASE("scatter kernel (simulated): heavy duplicates, many columns, index_add
         check(index_add(x, idx, v, 0), {x, idx, v}, "index_add axis 0", ScatterPath::Sorted);
         const Tensor xb = random_of({5, 40}, bfloat16, 24), vb = random_of({5, 600}, bfloat16, 25);
         check(index_add(xb, idx, vb, 1), {xb, idx, vb}, "index_add axis 1 bfloat16", ScatterPath::Sorted);
+        // 3 blocks for the 24 columns: a block places the shared index's positions for its first column and
+        // reuses them for the next 7; and indices that differ per column, where it must not.
+        check(index_add(x, idx, v, 0), {x, idx, v}, "index_add, 8 columns a block", ScatterPath::Sorted, 3);
+        const Tensor per_column = indices({600, 24}, int64, -40, 39, 26);
+        check(scatter_add(x, per_column, v, 0), {x, per_column, v}, "scatter_add, 8 columns a block",
+              ScatterPath::Sorted, 3);
     }
     // Views: a permuted x and values, a broadcast index, a sliced x; the middle axis of a rank-3 array.
     {

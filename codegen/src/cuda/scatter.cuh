@@ -199,10 +199,11 @@ __device__ __forceinline__ void block_sum_scan(long long* s) {
     }
 }
 
-// scatter_add in the contract's order (the file's comment, Sorted). The workspace: cnt[n], start[n],
-// cstart[n + 1], rank[m], sorted[m], then the chunk partials.
-template <class T, class A, class I, bool kChecked>
-__device__ void sorted_column(const ScatterParams& p, const Column& c, long long* w) {
+// The placement of a column's positions (the Sorted path's first phases): each position's rank among those
+// of its target, each target's count, start and first chunk, and the positions placed target after target in
+// ascending order, in the workspace (sorted_column's layout); cstart[n] holds the chunk count.
+template <class I, bool kChecked>
+__device__ void place_positions(const ScatterParams& p, const Column& c, long long* w) {
     const int tid = (int)threadIdx.x;
     const long long n = p.extent, m = p.length;
     long long* cnt = w;
@@ -210,7 +211,6 @@ __device__ void sorted_column(const ScatterParams& p, const Column& c, long long
     long long* cstart = start + n;
     long long* rank = cstart + n + 1;
     long long* sorted = rank + m;
-    A* partial = reinterpret_cast<A*>(sorted + m);
     __shared__ long long keys[kThreads];
     __shared__ int heads[kThreads];
     __shared__ long long sums[2][kThreads];
@@ -279,8 +279,7 @@ __device__ void sorted_column(const ScatterParams& p, const Column& c, long long
         }
         __syncthreads();
     }
-    const long long chunks = carry[1];
-    if (tid == 0) cstart[n] = chunks;
+    if (tid == 0) cstart[n] = carry[1];
     // Each target's positions in ascending order.
     for (long long pos = tid; pos < m; pos += kThreads) {
         const long long r = rank[pos];
@@ -291,6 +290,24 @@ __device__ void sorted_column(const ScatterParams& p, const Column& c, long long
         sorted[start[t] + r] = pos;
     }
     __syncthreads();
+}
+
+// scatter_add in the contract's order (the file's comment, Sorted). The workspace: cnt[n], start[n],
+// cstart[n + 1], rank[m], sorted[m], then the chunk partials. `placed`: the block's previous column had the
+// same indices (index_add, or indices broadcast along the columns), so the counts, starts, ranks and the
+// placement in the workspace are this column's too: only the sums run again.
+template <class T, class A, class I, bool kChecked>
+__device__ void sorted_column(const ScatterParams& p, const Column& c, long long* w, bool placed) {
+    const int tid = (int)threadIdx.x;
+    const long long n = p.extent, m = p.length;
+    long long* cnt = w;
+    long long* start = cnt + n;
+    long long* cstart = start + n;
+    long long* rank = cstart + n + 1;
+    long long* sorted = rank + m;
+    A* partial = reinterpret_cast<A*>(sorted + m);
+    if (!placed) place_positions<I, kChecked>(p, c, w);
+    const long long chunks = cstart[n];
     // A thread per chunk: its target (the last whose first chunk is at most g), its values in sequence.
     const T* v = static_cast<const T*>(p.values);
     for (long long g = tid; g < chunks; g += kThreads) {
@@ -334,12 +351,17 @@ __device__ void sorted_column(const ScatterParams& p, const Column& c, long long
 template <int kPath, class T, class A, class I, bool kChecked>
 __device__ void scatter_kernel(const ScatterParams& p) {
     long long* w = p.work + (long long)blockIdx.x * p.work_words;
+    // Indices that do not move along the columns (index_add's one index for every column): a block places
+    // its first column's positions and reuses that placement for the other columns it takes.
+    bool shared_index = true;
+    for (int a = 0; a < 6; ++a)
+        if (p.col_extent[a] > 1 && p.col_stride[1][a] != 0) shared_index = false;
     for (long long col = blockIdx.x; col < p.columns; col += gridDim.x) {
         const Column c = column_of(p, col);
         if constexpr (kPath == 0)
             last_column<T, I, kChecked>(p, c, w);
         else if constexpr (kPath == 1)
-            sorted_column<T, A, I, kChecked>(p, c, w);
+            sorted_column<T, A, I, kChecked>(p, c, w, shared_index && col != (long long)blockIdx.x);
         else
             atomic_column<T, I, kChecked>(p, c);
     }
