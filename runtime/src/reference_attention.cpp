@@ -129,7 +129,15 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
     const ir::CausalMask causal = ir::attention_causal(n);
     const float scale = ir::attention_scale(n);
     const std::int64_t group = Hkv == 0 ? 1 : H / Hkv;
-    const std::int64_t sq = q.strides().back(), sk = k.strides().back(), sv = v.strides().back();
+    // q, k and v as contiguous float32 (exact for the halves): row t of head h of batch entry b is at
+    // ((b H + h) T + t) D, key j of kv head hk at ((b Hkv + hk) S + j) D.
+    const auto as_float32 = [](const Tensor& t) {
+        return t.dtype() == DType::Float32 ? materialize(t) : cast_tensor(t, DType::Float32);
+    };
+    const Tensor qc = as_float32(q), kc = as_float32(k), vc = as_float32(v);
+    const float* qd = static_cast<const float*>(qc.data());
+    const float* kd = static_cast<const float*>(kc.data());
+    const float* vd = static_cast<const float*>(vc.data());
     const std::int64_t chunks = ir::attention_key_chunks(T, S);
     const std::int64_t chunk_keys = chunks == 1 ? S : ir::kAttentionKeyChunk;
     Tensor result32 = Tensor::host(n.shape(), DType::Float32);
@@ -137,7 +145,6 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
     const std::int64_t rows = batches * H * T;
     constexpr std::int64_t B = ir::kAttentionKeyBlock;
     loom::detail::parallel_for(rows, 16, [&](std::int64_t lo, std::int64_t hi) {
-        std::vector<float> qrow(static_cast<std::size_t>(D));
         float s[B], p[B];
         bool visible[B];
         // One chunk's state, and the pairwise tree's pending states as a binary counter (stack[i] holds a
@@ -147,8 +154,10 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
             static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(chunks))));
         for (std::int64_t row = lo; row < hi; ++row) {
             const std::int64_t t = row % T, h = (row / T) % H, b = row / (T * H), hk = h / group;
-            const std::int64_t qo = row_offset(q, b, h, t);
-            for (std::int64_t d = 0; d < D; ++d) qrow[static_cast<std::size_t>(d)] = load(q, qo + d * sq);
+            const float* qrow = qd + row * D;
+            const float* kh = kd + (b * Hkv + hk) * S * D;
+            const float* vh = vd + (b * Hkv + hk) * S * D;
+            const std::int64_t bias_row = bias ? row_offset(*bias, b, h, t) : 0;
             std::int64_t pending = 0;  // chunks pushed: bit i set when stack[i] holds a subtree
             for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
                 st.reset(D);
@@ -161,14 +170,13 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
                         visible[jj] = j < S && ir::attention_visible(causal, t, j, T, S);
                         float bj = 0.0f;
                         if (visible[jj] && bias) {
-                            bj = load(*bias, row_offset(*bias, b, h, t) + j * bias->strides().back());
+                            bj = load(*bias, bias_row + j * bias->strides().back());
                             visible[jj] = bj != -std::numeric_limits<float>::infinity();
                         }
                         if (!visible[jj]) continue;
-                        const std::int64_t ko = row_offset(k, b, hk, j);
+                        const float* kj = kh + j * D;
                         float acc = 0.0f;
-                        for (std::int64_t d = 0; d < D; ++d)
-                            acc = std::fma(qrow[static_cast<std::size_t>(d)], load(k, ko + d * sk), acc);
+                        for (std::int64_t d = 0; d < D; ++d) acc = std::fma(qrow[d], kj[d], acc);
                         acc = acc * scale;
                         if (bias) acc = acc + bj;
                         s[jj] = acc;
@@ -184,10 +192,9 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
                     for (float& x : st.o) x = x * alpha;
                     for (std::int64_t jj = 0; jj < B; ++jj) {
                         if (!visible[jj]) continue;
-                        const std::int64_t vo = row_offset(v, b, hk, j0 + jj);
-                        for (std::int64_t d = 0; d < D; ++d)
-                            st.o[static_cast<std::size_t>(d)] =
-                                std::fma(p[jj], load(v, vo + d * sv), st.o[static_cast<std::size_t>(d)]);
+                        const float* vj = vh + (j0 + jj) * D;
+                        float* o = st.o.data();
+                        for (std::int64_t d = 0; d < D; ++d) o[d] = std::fma(p[jj], vj[d], o[d]);
                     }
                     st.m = mn;
                     st.seen = true;
