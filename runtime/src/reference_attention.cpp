@@ -2,6 +2,11 @@
 // keys in blocks of kAttentionKeyBlock, each block's scores, running maximum, probabilities, row sum (the
 // reductions' row order) and output update in exactly the contract's order, in float32, with the one float32
 // exp every back end shares; the result divided once at the end and rounded to the dtype.
+//
+// The query rows of one head are taken in tiles that share each key block, transposed once (d-major), so that
+// the scores vectorize across keys (each lane one key's fma chain over d) and the output update across d;
+// on x86-64 CPUs with AVX2 and FMA these loops, and the shared exp, run in a variant compiled for them. fma
+// rounds once as a library call or as an instruction, so both variants give the same bits.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +16,10 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "loom/ir/build.hpp"
 #include "loom/ir/elementwise_impl.hpp"
@@ -111,6 +120,202 @@ void combine(RowState& a, const RowState& b) {
     a.m = m;
 }
 
+// The keys a causal mask lets query row t see are a prefix [0, end) of the S keys (each mask hides the keys
+// past a diagonal; without a mask end = S): `end`, found with the mask's own test.
+std::int64_t mask_end_of(ir::CausalMask causal, std::int64_t t, std::int64_t T, std::int64_t S) {
+    std::int64_t lo = 0, hi = S;  // end lies in [lo, hi]
+    while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (ir::attention_visible(causal, t, mid, T, S))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+constexpr std::int64_t kKeys = ir::kAttentionKeyBlock;
+
+// The query rows of one head that share each transposed key block.
+constexpr std::int64_t kTileRows = 16;
+
+// The loops of a key block that carry nearly all the work, in two variants that give the same bits: a
+// portable one, and one for x86-64 CPUs with AVX2 and FMA. Each output keeps its own chain in the contract's
+// order, and fma rounds once whether it is a library call or an instruction, so vectorizing across the
+// independent chains changes no bit.
+struct BlockKernels {
+    // kt[d * kKeys + jj] = k[jj * D + d] for the `present` keys of a block, 0 for the keys past them.
+    void (*transpose)(const float* k, std::int64_t D, std::int64_t present, float* kt);
+    // The shared exp of one value (a block's alpha).
+    float (*exp)(float x);
+    // s[jj] = the fma chain over d = 0 .. D-1 from +0 of q[d] and key jj, the block's keys transposed as
+    // kt[d * kKeys + jj] (all kKeys of them: keys past S hold 0, and absent keys' scores are not used).
+    void (*scores)(const float* q, const float* kt, std::int64_t D, float* s);
+    // p[jj] = exp(s[jj] - c) for the visible keys, +0 for the absent ones.
+    void (*probabilities)(const float* s, const bool* visible, float c, float* p);
+    // o[d] = o[d] * alpha, then o[d] = fma(p[j], v[j * D + d], o[d]) for the n keys j of `keys`, ascending.
+    void (*update)(float* o, std::int64_t D, float alpha, const float* p, const int* keys, int n,
+                   const float* v);
+};
+
+float exp_portable(float x) {
+    return exp32(x);
+}
+
+void transpose_portable(const float* k, std::int64_t D, std::int64_t present, float* kt) {
+    for (std::int64_t d = 0; d < D; ++d) {
+        float* row = kt + d * kKeys;
+        for (std::int64_t jj = 0; jj < present; ++jj) row[jj] = k[jj * D + d];
+        for (std::int64_t jj = present; jj < kKeys; ++jj) row[jj] = 0.0f;
+    }
+}
+
+void scores_portable(const float* q, const float* kt, std::int64_t D, float* s) {
+    for (std::int64_t jj = 0; jj < kKeys; ++jj) s[jj] = 0.0f;
+    for (std::int64_t d = 0; d < D; ++d) {
+        const float qd = q[d];
+        const float* kd = kt + d * kKeys;
+        for (std::int64_t jj = 0; jj < kKeys; ++jj) s[jj] = std::fma(qd, kd[jj], s[jj]);
+    }
+}
+
+[[gnu::always_inline]] inline void probabilities_body(const float* s, const bool* visible, float c,
+                                                      float* p) {
+    for (std::int64_t jj = 0; jj < kKeys; ++jj) p[jj] = visible[jj] ? exp32(s[jj] - c) : 0.0f;
+}
+
+void probabilities_portable(const float* s, const bool* visible, float c, float* p) {
+    probabilities_body(s, visible, c, p);
+}
+
+void update_portable(float* o, std::int64_t D, float alpha, const float* p, const int* keys, int n,
+                     const float* v) {
+    for (std::int64_t d = 0; d < D; ++d) o[d] = o[d] * alpha;
+    for (int i = 0; i < n; ++i) {
+        const float pj = p[keys[i]];
+        const float* vj = v + keys[i] * D;
+        for (std::int64_t d = 0; d < D; ++d) o[d] = std::fma(pj, vj[d], o[d]);
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+// The transposition in tiles of 8 keys x 8 columns, the rest one at a time (moves only: every bit kept).
+[[gnu::target("avx2,fma")]] void transpose_avx2(const float* k, std::int64_t D, std::int64_t present,
+                                                float* kt) {
+    std::int64_t jj = 0;
+    for (; jj + 8 <= present; jj += 8) {
+        const float* k8 = k + jj * D;
+        std::int64_t d = 0;
+        for (; d + 8 <= D; d += 8) {
+            __m256 r[8], t[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(k8 + i * D + d);
+#pragma GCC unroll 4
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+#pragma GCC unroll 2
+            for (int i = 0; i < 8; i += 4) {
+                r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+                r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+                r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+                r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; ++i) {
+                _mm256_storeu_ps(kt + (d + i) * kKeys + jj, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+                _mm256_storeu_ps(kt + (d + i + 4) * kKeys + jj, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+            }
+        }
+        for (; d < D; ++d)
+            for (int i = 0; i < 8; ++i) kt[d * kKeys + jj + i] = k8[i * D + d];
+    }
+    for (std::int64_t d = 0; d < D; ++d) {
+        float* row = kt + d * kKeys;
+        for (std::int64_t j = jj; j < present; ++j) row[j] = k[j * D + d];
+        for (std::int64_t j = present; j < kKeys; ++j) row[j] = 0.0f;
+    }
+}
+
+// The scores: lane jj of the 8 vectors accumulates key jj's chain over d.
+[[gnu::target("avx2,fma")]] void scores_avx2(const float* q, const float* kt, std::int64_t D, float* s) {
+    constexpr int kVectors = static_cast<int>(kKeys / 8);
+    __m256 acc[kVectors];
+#pragma GCC unroll 8
+    for (int i = 0; i < kVectors; ++i) acc[i] = _mm256_setzero_ps();
+    for (std::int64_t d = 0; d < D; ++d) {
+        const __m256 qd = _mm256_set1_ps(q[d]);
+        const float* kd = kt + d * kKeys;
+#pragma GCC unroll 8
+        for (int i = 0; i < kVectors; ++i) acc[i] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * i), acc[i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < kVectors; ++i) _mm256_storeu_ps(s + 8 * i, acc[i]);
+}
+
+// The shared exp inlined (flatten), so that its double fmas are instructions rather than library calls.
+[[gnu::target("avx2,fma"), gnu::flatten]] void probabilities_avx2(const float* s, const bool* visible,
+                                                                  float c, float* p) {
+    probabilities_body(s, visible, c, p);
+}
+
+// The same for one value (a block's alpha).
+[[gnu::target("avx2,fma"), gnu::flatten]] float exp_avx2(float x) {
+    return exp32(x);
+}
+
+// Columns [0, 8 N) of the output update, held in N vectors over the block's keys.
+template <int N>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void update_columns_avx2(float* o, std::int64_t D,
+                                                                                __m256 alpha, const float* p,
+                                                                                const int* keys, int n,
+                                                                                const float* v) {
+    __m256 acc[N];
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) acc[i] = _mm256_mul_ps(_mm256_loadu_ps(o + 8 * i), alpha);
+    for (int k = 0; k < n; ++k) {
+        const __m256 pj = _mm256_set1_ps(p[keys[k]]);
+        const float* vj = v + keys[k] * D;
+#pragma GCC unroll 8
+        for (int i = 0; i < N; ++i) acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), acc[i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) _mm256_storeu_ps(o + 8 * i, acc[i]);
+}
+
+// The output update across d: 64 columns at a time, then 32, 16 and 8, the last D mod 8 one at a time.
+[[gnu::target("avx2,fma")]] void update_avx2(float* o, std::int64_t D, float alpha, const float* p,
+                                             const int* keys, int n, const float* v) {
+    const __m256 a = _mm256_set1_ps(alpha);
+    std::int64_t d = 0;
+    for (; d + 64 <= D; d += 64) update_columns_avx2<8>(o + d, D, a, p, keys, n, v + d);
+    if (d + 32 <= D) update_columns_avx2<4>(o + d, D, a, p, keys, n, v + d), d += 32;
+    if (d + 16 <= D) update_columns_avx2<2>(o + d, D, a, p, keys, n, v + d), d += 16;
+    if (d + 8 <= D) update_columns_avx2<1>(o + d, D, a, p, keys, n, v + d), d += 8;
+    for (; d < D; ++d) {
+        __m128 x = _mm_mul_ss(_mm_set_ss(o[d]), _mm_set_ss(alpha));
+        for (int k = 0; k < n; ++k)
+            x = _mm_fmadd_ss(_mm_set_ss(p[keys[k]]), _mm_set_ss(v[keys[k] * D + d]), x);
+        o[d] = _mm_cvtss_f32(x);
+    }
+}
+
+#endif
+
+const BlockKernels& block_kernels() {
+    static const BlockKernels k = [] {
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            return BlockKernels{&transpose_avx2, &exp_avx2, &scores_avx2, &probabilities_avx2, &update_avx2};
+#endif
+        return BlockKernels{&transpose_portable, &exp_portable, &scores_portable, &probabilities_portable,
+                            &update_portable};
+    }();
+    return k;
+}
+
 }  // namespace
 
 Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, DType out) {
@@ -129,10 +334,11 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
     const ir::CausalMask causal = ir::attention_causal(n);
     const float scale = ir::attention_scale(n);
     const std::int64_t group = Hkv == 0 ? 1 : H / Hkv;
-    // q, k and v as contiguous float32 (exact for the halves): row t of head h of batch entry b is at
-    // ((b H + h) T + t) D, key j of kv head hk at ((b Hkv + hk) S + j) D.
+    // q, k and v as contiguous float32 (exact for the halves; contiguous float32 operands read in place): row
+    // t of head h of batch entry b is at ((b H + h) T + t) D, key j of kv head hk at ((b Hkv + hk) S + j) D.
     const auto as_float32 = [](const Tensor& t) {
-        return t.dtype() == DType::Float32 ? materialize(t) : cast_tensor(t, DType::Float32);
+        if (t.dtype() != DType::Float32) return cast_tensor(t, DType::Float32);
+        return t.is_contiguous() ? t : materialize(t);
     };
     const Tensor qc = as_float32(q), kc = as_float32(k), vc = as_float32(v);
     const float* qd = static_cast<const float*>(qc.data());
@@ -142,85 +348,114 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
     const std::int64_t chunk_keys = chunks == 1 ? S : ir::kAttentionKeyChunk;
     Tensor result32 = Tensor::host(n.shape(), DType::Float32);
     auto* res = static_cast<float*>(result32.data());
-    const std::int64_t rows = batches * H * T;
-    constexpr std::int64_t B = ir::kAttentionKeyBlock;
-    loom::detail::parallel_for(rows, 16, [&](std::int64_t lo, std::int64_t hi) {
-        float s[B], p[B];
-        bool visible[B];
-        // One chunk's state, and the pairwise tree's pending states as a binary counter (stack[i] holds a
-        // subtree of 2^i chunks), which combines them in the tree's order.
-        RowState st;
-        std::vector<RowState> stack(
-            static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(chunks))));
-        for (std::int64_t row = lo; row < hi; ++row) {
-            const std::int64_t t = row % T, h = (row / T) % H, b = row / (T * H), hk = h / group;
-            const float* qrow = qd + row * D;
+    const BlockKernels& kernels = block_kernels();
+    // The work: tiles of up to kTileRows query rows of one head, each key block transposed once for all of
+    // them; every row still takes its keys in the contract's order. Within a head the tiles are taken last
+    // first, the longest under a causal mask.
+    const std::int64_t tiles = (T + kTileRows - 1) / kTileRows;
+    loom::detail::parallel_for(batches * H * tiles, 1, [&](std::int64_t lo, std::int64_t hi) {
+        const Tensor* const bias_t = bias;  // a local copy, which the loops need not read again
+        const std::int64_t bias_stride = bias_t ? bias_t->strides().back() : 0;
+        float s[kKeys], p[kKeys], bj[kKeys];
+        bool visible[kKeys];
+        int keys[kKeys];
+        std::vector<float> kt(static_cast<std::size_t>(D * kKeys));
+        // Per row of the tile: the bias row, the first key its causal mask hides, one chunk's state, and the
+        // pairwise tree's pending states as a binary counter (stack[i] holds a subtree of 2^i chunks), which
+        // combines them in the tree's order.
+        std::int64_t bias_row[kTileRows], mask_end[kTileRows];
+        RowState st[kTileRows];
+        std::vector<RowState> stacks[kTileRows];
+        for (auto& stack : stacks)
+            stack.resize(static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(chunks))));
+        for (std::int64_t item = lo; item < hi; ++item) {
+            const std::int64_t bh = item / tiles, tile = tiles - 1 - item % tiles;
+            const std::int64_t h = bh % H, b = bh / H, hk = h / group;
+            const std::int64_t t0 = tile * kTileRows, rows = std::min(kTileRows, T - t0);
             const float* kh = kd + (b * Hkv + hk) * S * D;
             const float* vh = vd + (b * Hkv + hk) * S * D;
-            const std::int64_t bias_row = bias ? row_offset(*bias, b, h, t) : 0;
+            for (std::int64_t i = 0; i < rows; ++i) {
+                bias_row[i] = bias_t ? row_offset(*bias_t, b, h, t0 + i) : 0;
+                mask_end[i] = mask_end_of(causal, t0 + i, T, S);
+            }
             std::int64_t pending = 0;  // chunks pushed: bit i set when stack[i] holds a subtree
             for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-                st.reset(D);
+                for (std::int64_t i = 0; i < rows; ++i) st[i].reset(D);
                 const std::int64_t chunk_end = std::min(S, (chunk + 1) * chunk_keys);
-                for (std::int64_t j0 = chunk * chunk_keys; j0 < chunk_end; j0 += B) {
-                    bool any = false;
-                    float bm = -std::numeric_limits<float>::infinity();
-                    for (std::int64_t jj = 0; jj < B; ++jj) {
-                        const std::int64_t j = j0 + jj;
-                        visible[jj] = j < S && ir::attention_visible(causal, t, j, T, S);
-                        float bj = 0.0f;
-                        if (visible[jj] && bias) {
-                            bj = load(*bias, bias_row + j * bias->strides().back());
-                            visible[jj] = bj != -std::numeric_limits<float>::infinity();
+                for (std::int64_t j0 = chunk * chunk_keys; j0 < chunk_end; j0 += kKeys) {
+                    bool transposed = false;
+                    for (std::int64_t i = 0; i < rows; ++i) {
+                        const std::int64_t row = bh * T + t0 + i;
+                        RowState& state = st[i];
+                        // The keys the mask lets the row see in this block: the first `shown`; a block with
+                        // every key masked changes nothing.
+                        const std::int64_t shown = std::clamp(mask_end[i] - j0, std::int64_t{0}, kKeys);
+                        if (shown == 0) continue;
+                        for (std::int64_t jj = 0; jj < kKeys; ++jj) visible[jj] = jj < shown;
+                        if (bias_t) {
+                            bool any = false;
+                            for (std::int64_t jj = 0; jj < shown; ++jj) {
+                                bj[jj] = load(*bias_t, bias_row[i] + (j0 + jj) * bias_stride);
+                                visible[jj] = bj[jj] != -std::numeric_limits<float>::infinity();
+                                any = any || visible[jj];
+                            }
+                            if (!any) continue;
                         }
-                        if (!visible[jj]) continue;
-                        const float* kj = kh + j * D;
-                        float acc = 0.0f;
-                        for (std::int64_t d = 0; d < D; ++d) acc = std::fma(qrow[d], kj[d], acc);
-                        acc = acc * scale;
-                        if (bias) acc = acc + bj;
-                        s[jj] = acc;
-                        bm = any ? max_nan(bm, acc) : acc;
-                        any = true;
+                        if (!transposed) {
+                            kernels.transpose(kh + j0 * D, D, std::min(kKeys, S - j0), kt.data());
+                            transposed = true;
+                        }
+                        kernels.scores(qd + row * D, kt.data(), D, s);
+                        float bm = -std::numeric_limits<float>::infinity();
+                        int nvis = 0;
+                        for (std::int64_t jj = 0; jj < kKeys; ++jj) {
+                            if (!visible[jj]) continue;
+                            float acc = s[jj] * scale;
+                            if (bias_t) acc = acc + bj[jj];
+                            s[jj] = acc;
+                            bm = nvis > 0 ? max_nan(bm, acc) : acc;
+                            keys[nvis++] = static_cast<int>(jj);
+                        }
+                        const float mn = max_nan(state.m, bm);
+                        const float c = std::isfinite(mn) ? mn : 0.0f;
+                        const float alpha = kernels.exp(state.m - c);
+                        kernels.probabilities(s, visible, c, p);
+                        state.l = state.l * alpha + block_sum(p);
+                        kernels.update(state.o.data(), D, alpha, p, keys, nvis, vh + j0 * D);
+                        state.m = mn;
+                        state.seen = true;
                     }
-                    if (!any) continue;  // a block with every key masked changes nothing
-                    const float mn = max_nan(st.m, bm);
-                    const float c = std::isfinite(mn) ? mn : 0.0f;
-                    const float alpha = exp32(st.m - c);
-                    for (std::int64_t jj = 0; jj < B; ++jj) p[jj] = visible[jj] ? exp32(s[jj] - c) : 0.0f;
-                    st.l = st.l * alpha + block_sum(p);
-                    for (float& x : st.o) x = x * alpha;
-                    for (std::int64_t jj = 0; jj < B; ++jj) {
-                        if (!visible[jj]) continue;
-                        const float* vj = vh + (j0 + jj) * D;
-                        float* o = st.o.data();
-                        for (std::int64_t d = 0; d < D; ++d) o[d] = std::fma(p[jj], vj[d], o[d]);
+                }
+                // Push each row's chunk: combine it with the subtrees of equal size below it, as a binary
+                // counter.
+                for (std::int64_t i = 0; i < rows; ++i) {
+                    std::vector<RowState>& stack = stacks[i];
+                    int level = 0;
+                    for (; pending & (std::int64_t{1} << level); ++level) {
+                        combine(stack[static_cast<std::size_t>(level)], st[i]);
+                        std::swap(stack[static_cast<std::size_t>(level)], st[i]);
                     }
-                    st.m = mn;
-                    st.seen = true;
+                    std::swap(stack[static_cast<std::size_t>(level)], st[i]);
                 }
-                // Push the chunk: combine it with the subtrees of equal size below it, as a binary counter.
-                int level = 0;
-                for (; pending & (std::int64_t{1} << level); ++level) {
-                    combine(stack[static_cast<std::size_t>(level)], st);
-                    std::swap(stack[static_cast<std::size_t>(level)], st);
-                }
-                std::swap(stack[static_cast<std::size_t>(level)], st);
                 ++pending;
             }
             // The odd subtrees left, from the smallest up: the last chunks are carried up unchanged until
             // they meet a subtree of their own level or above, as the pairwise tree does.
-            RowState* acc = nullptr;
-            for (int level = 0; level < static_cast<int>(stack.size()); ++level) {
-                if (!(pending & (std::int64_t{1} << level))) continue;
-                RowState& x = stack[static_cast<std::size_t>(level)];
-                if (acc) {
-                    combine(x, *acc);
+            for (std::int64_t i = 0; i < rows; ++i) {
+                std::vector<RowState>& stack = stacks[i];
+                RowState* acc = nullptr;
+                for (int level = 0; level < static_cast<int>(stack.size()); ++level) {
+                    if (!(pending & (std::int64_t{1} << level))) continue;
+                    RowState& x = stack[static_cast<std::size_t>(level)];
+                    if (acc) {
+                        combine(x, *acc);
+                    }
+                    acc = &x;
                 }
-                acc = &x;
+                const std::int64_t row = bh * T + t0 + i;
+                for (std::int64_t d = 0; d < D; ++d)
+                    res[row * D + d] = acc->seen ? acc->o[static_cast<std::size_t>(d)] / acc->l : 0.0f;
             }
-            for (std::int64_t d = 0; d < D; ++d)
-                res[row * D + d] = acc->seen ? acc->o[static_cast<std::size_t>(d)] / acc->l : 0.0f;
         }
     });
     return out == DType::Float32 ? result32 : cast(result32, out);
