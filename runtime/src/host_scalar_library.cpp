@@ -50,6 +50,53 @@ template <Op op, DType D>
 void random_v(const std::int64_t* index, const std::int64_t* seed, ew::compute_t<D>* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = ew::random<op, D>(index[i], seed[i]);
 }
+#if defined(__x86_64__) && defined(__GNUC__)
+#define LOOM_HOST_FMA_VARIANTS 1
+// The same functions compiled for x86-64 CPUs with AVX2 and FMA, everything they call inlined (flatten): the
+// reference's std::fma then becomes one instruction instead of a library call. fma rounds once either way and
+// nothing else changes (the library is compiled with -ffp-contract=off), so both variants give the same bits;
+// scalar_library() picks these on a CPU that has AVX2 and FMA.
+template <Op op, class C>
+[[gnu::target("avx2,fma"), gnu::flatten]] C unary_fn_fma(C x) {
+    return ew::unary<op>(x);
+}
+template <Op op, class C>
+[[gnu::target("avx2,fma"), gnu::flatten]] void unary_v_fma(const C* x, C* out, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = ew::unary<op>(x[i]);
+}
+template <Op op, class C>
+[[gnu::target("avx2,fma"), gnu::flatten]] C binary_fn_fma(C a, C b) {
+    return ew::binary<op>(a, b);
+}
+template <Op op, class C>
+[[gnu::target("avx2,fma"), gnu::flatten]] void binary_v_fma(const C* a, const C* b, C* out, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = ew::binary<op>(a[i], b[i]);
+}
+template <Op op, DType D>
+[[gnu::target("avx2,fma"), gnu::flatten]] ew::compute_t<D> random_fn_fma(std::int64_t index,
+                                                                         std::int64_t seed) {
+    return ew::random<op, D>(index, seed);
+}
+template <Op op, DType D>
+[[gnu::target("avx2,fma"), gnu::flatten]] void random_v_fma(const std::int64_t* index,
+                                                            const std::int64_t* seed, ew::compute_t<D>* out,
+                                                            std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = ew::random<op, D>(index[i], seed[i]);
+}
+#else
+#define LOOM_HOST_FMA_VARIANTS 0
+#endif
+
+// Whether this CPU runs the AVX2/FMA variants.
+bool use_fma_variants() {
+#if LOOM_HOST_FMA_VARIANTS
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return yes;
+#else
+    return false;
+#endif
+}
+
 template <DType To, DType From>
 float cast_fn(ew::compute_t<From> x) {
     return ew::cast<To, From>(x);
@@ -102,30 +149,48 @@ void add(std::vector<loom_hb_symbol>& s, const std::string& name, const void* on
     s.push_back({keep(name + "_v"), vector});
 }
 
+// The one-element and vector forms of a unary, binary or random function under `name`: the AVX2/FMA
+// variants where the CPU runs them, else the portable ones.
+template <Op op, class C>
+void add_unary_one(std::vector<loom_hb_symbol>& s, const std::string& name) {
+#if LOOM_HOST_FMA_VARIANTS
+    if (use_fma_variants()) return add(s, name, address(&unary_fn_fma<op, C>), address(&unary_v_fma<op, C>));
+#endif
+    add(s, name, address(&unary_fn<op, C>), address(&unary_v<op, C>));
+}
+template <Op op, class C>
+void add_binary_one(std::vector<loom_hb_symbol>& s, const std::string& name) {
+#if LOOM_HOST_FMA_VARIANTS
+    if (use_fma_variants())
+        return add(s, name, address(&binary_fn_fma<op, C>), address(&binary_v_fma<op, C>));
+#endif
+    add(s, name, address(&binary_fn<op, C>), address(&binary_v<op, C>));
+}
+
 template <Op op, ir::Rule rule>
 void add_unary(std::vector<loom_hb_symbol>& s, const char* name) {
     if constexpr (rule == ir::Rule::FloatMath &&
                   op != Op::Sqrt) {  // sqrt is an instruction (correctly rounded)
-        add(s, std::string("loom_") + name + "_f32", address(&unary_fn<op, float>),
-            address(&unary_v<op, float>));
-        add(s, std::string("loom_") + name + "_f64", address(&unary_fn<op, double>),
-            address(&unary_v<op, double>));
+        add_unary_one<op, float>(s, std::string("loom_") + name + "_f32");
+        add_unary_one<op, double>(s, std::string("loom_") + name + "_f64");
     }
 }
 template <Op op, ir::Rule rule>
 void add_binary(std::vector<loom_hb_symbol>& s, const char* name) {
     if constexpr (rule == ir::Rule::FloatMath) {  // pow, atan2
-        add(s, std::string("loom_") + name + "_f32", address(&binary_fn<op, float>),
-            address(&binary_v<op, float>));
-        add(s, std::string("loom_") + name + "_f64", address(&binary_fn<op, double>),
-            address(&binary_v<op, double>));
+        add_binary_one<op, float>(s, std::string("loom_") + name + "_f32");
+        add_binary_one<op, double>(s, std::string("loom_") + name + "_f64");
     }
 }
 
 template <Op op, DType D>
 void add_random_one(std::vector<loom_hb_symbol>& s, const char* name) {
-    add(s, std::string("loom_") + name + "_" + std::string(short_name(D)), address(&random_fn<op, D>),
-        address(&random_v<op, D>));
+    const std::string full = std::string("loom_") + name + "_" + std::string(short_name(D));
+#if LOOM_HOST_FMA_VARIANTS
+    if (use_fma_variants())
+        return add(s, full, address(&random_fn_fma<op, D>), address(&random_v_fma<op, D>));
+#endif
+    add(s, full, address(&random_fn<op, D>), address(&random_v<op, D>));
 }
 template <Op op, ir::Rule rule>
 void add_random(std::vector<loom_hb_symbol>& s, const char* name) {
