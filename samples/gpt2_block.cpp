@@ -64,9 +64,6 @@ int main(int argc, char** argv) {
     const OptionsScope scope(options_for(form));
     auto step = traced_block(form, dev);
     const auto call = [&](const Tensor& in) { return gpt2::call(step, in, w); };
-    // The block is one graph: the lazy graph size limit, which counts a value used twice (x2, the residual)
-    // once per use, would evaluate part of it early when it is built outside the traced function.
-    const std::uint32_t lazy_limit = set_lazy_node_limit(0);
     try {
         const Array expr = block(x, arrays(w.all), form, dev);
         std::printf("%s", explain({expr}, "gpt2_block").c_str());
@@ -104,6 +101,5 @@ int main(int argc, char** argv) {
         std::printf("gpt2_block: failed: %s\n", err.what());
         return 1;
     }
-    set_lazy_node_limit(lazy_limit);
     return 0;
 }

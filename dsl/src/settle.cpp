@@ -121,7 +121,10 @@ ir::NodePtr settle(ir::NodePtr node,
     node = with_settled_operands(std::move(node));
     const std::uint32_t limit = lazy_limit().load(std::memory_order_relaxed);
     if (limit == 0 || node->size_bound() <= limit || node->reads_placeholder()) return node;
+    // The bound counts a shared subexpression once per use: the graph's distinct nodes decide. (Counting them
+    // walks at most limit + 1 nodes more than the bound's test, and only for graphs the bound cannot clear.)
     const std::vector<const ir::Node*> order = ir::topo_order({node});
+    if (order.size() <= limit) return node;
     std::optional<Device> device;
     for (const ir::Node* n : order) {
         if (n->op() != ir::Op::Input) continue;
