@@ -95,8 +95,9 @@ class Operand {
 /// whose graph has more distinct nodes than this (ir::Node::size_bound(), an upper bound, and an exact count
 /// where the bound passes the limit) and every input of that graph is a bound tensor, on one device, the
 /// Array evaluates itself at once and holds the result, so that a long lazily built loop neither grows one
-/// graph (and kernel) without end nor keeps every intermediate alive. Default 1024, or the environment variable LOOM_LAZY_MAX_NODES (read once, at first
-/// use); 0 means no limit. Graphs over placeholders (traced functions) are never split.
+/// graph (and kernel) without end nor keeps every intermediate alive. Default 1024, or the environment
+/// variable LOOM_LAZY_MAX_NODES (read once, at first use); 0 means no limit. Graphs over placeholders (traced
+/// functions) are never split.
 std::uint32_t lazy_node_limit();
 /// Sets the lazy graph size limit for the whole process (every thread); 0 disables it. Returns the
 /// previous limit.
