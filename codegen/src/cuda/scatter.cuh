@@ -199,18 +199,31 @@ __device__ __forceinline__ void block_sum_scan(long long* s) {
     }
 }
 
+// The Sorted path's workspace of one block (p.work_words words): cnt[n], start[n], cstart[n + 1], rank[m],
+// sorted[m], then the chunk partials.
+struct SortedWork {
+    long long *cnt, *start, *cstart, *rank, *sorted;
+    void* partials;
+};
+__device__ __forceinline__ SortedWork sorted_work(const ScatterParams& p, long long* w) {
+    SortedWork r;
+    r.cnt = w;
+    r.start = r.cnt + p.extent;
+    r.cstart = r.start + p.extent;
+    r.rank = r.cstart + p.extent + 1;
+    r.sorted = r.rank + p.length;
+    r.partials = r.sorted + p.length;
+    return r;
+}
+
 // The placement of a column's positions (the Sorted path's first phases): each position's rank among those
 // of its target, each target's count, start and first chunk, and the positions placed target after target in
-// ascending order, in the workspace (sorted_column's layout); cstart[n] holds the chunk count.
+// ascending order, in the workspace; cstart[n] holds the chunk count.
 template <class I, bool kChecked>
-__device__ void place_positions(const ScatterParams& p, const Column& c, long long* w) {
+__device__ void place_positions(const ScatterParams& p, const Column& c, const SortedWork& w) {
     const int tid = (int)threadIdx.x;
     const long long n = p.extent, m = p.length;
-    long long* cnt = w;
-    long long* start = cnt + n;
-    long long* cstart = start + n;
-    long long* rank = cstart + n + 1;
-    long long* sorted = rank + m;
+    long long *cnt = w.cnt, *start = w.start, *cstart = w.cstart, *rank = w.rank, *sorted = w.sorted;
     __shared__ long long keys[kThreads];
     __shared__ int heads[kThreads];
     __shared__ long long sums[2][kThreads];
@@ -292,20 +305,16 @@ __device__ void place_positions(const ScatterParams& p, const Column& c, long lo
     __syncthreads();
 }
 
-// scatter_add in the contract's order (the file's comment, Sorted). The workspace: cnt[n], start[n],
-// cstart[n + 1], rank[m], sorted[m], then the chunk partials. `placed`: the block's previous column had the
-// same indices (index_add, or indices broadcast along the columns), so the counts, starts, ranks and the
-// placement in the workspace are this column's too: only the sums run again.
+// scatter_add in the contract's order (the file's comment, Sorted), in the block's workspace `w`. `placed`:
+// the block's previous column had the same indices (index_add, or indices broadcast along the columns), so
+// the counts, starts, ranks and the placement in the workspace are this column's too: only the sums run
+// again.
 template <class T, class A, class I, bool kChecked>
-__device__ void sorted_column(const ScatterParams& p, const Column& c, long long* w, bool placed) {
+__device__ void sorted_column(const ScatterParams& p, const Column& c, const SortedWork& w, bool placed) {
     const int tid = (int)threadIdx.x;
-    const long long n = p.extent, m = p.length;
-    long long* cnt = w;
-    long long* start = cnt + n;
-    long long* cstart = start + n;
-    long long* rank = cstart + n + 1;
-    long long* sorted = rank + m;
-    A* partial = reinterpret_cast<A*>(sorted + m);
+    const long long n = p.extent;
+    const long long *cnt = w.cnt, *start = w.start, *cstart = w.cstart, *sorted = w.sorted;
+    A* partial = static_cast<A*>(w.partials);
     if (!placed) place_positions<I, kChecked>(p, c, w);
     const long long chunks = cstart[n];
     // A thread per chunk: its target (the last whose first chunk is at most g), its values in sequence.
@@ -361,7 +370,8 @@ __device__ void scatter_kernel(const ScatterParams& p) {
         if constexpr (kPath == 0)
             last_column<T, I, kChecked>(p, c, w);
         else if constexpr (kPath == 1)
-            sorted_column<T, A, I, kChecked>(p, c, w, shared_index && col != (long long)blockIdx.x);
+            sorted_column<T, A, I, kChecked>(p, c, sorted_work(p, w),
+                                             shared_index && col != (long long)blockIdx.x);
         else
             atomic_column<T, I, kChecked>(p, c);
     }
