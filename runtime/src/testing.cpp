@@ -283,6 +283,12 @@ std::string value_text(double v, bool is_int) {
 
 }  // namespace
 
+bool same_bits(const Tensor& a, const Tensor& b) {
+    if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+    const Tensor x = a.to_host().clone(), y = b.to_host().clone();  // contiguous host copies
+    return std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
+}
+
 Comparison compare(const Tensor& got_in, const Tensor& expected_in, const Tolerance& tol,
                    const std::string& what) {
     Comparison c;

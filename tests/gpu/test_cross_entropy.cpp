@@ -35,12 +35,6 @@ std::string error_of(const std::function<void()>& fn) {
     return "no error";
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.to_host(), y = b.to_host();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("cross_entropy on the GPU: against the reference, every reduction, float32 and bfloat16") {
@@ -64,7 +58,7 @@ TEST_CASE("cross_entropy on the GPU: against the reference, every reduction, flo
                     const OptionsScope scope(o);
                     unfused = Tensor(cross_entropy(x, labels, {.reduction = r}));
                 }
-                CHECK(same_bits(out, unfused));
+                CHECK(testing::same_bits(out, unfused));
             }
         }
     }

@@ -43,12 +43,6 @@ Tensor int64_tensor(const std::vector<std::int64_t>& v) {
     return on_gpu(t);
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.to_host(), y = b.to_host();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 void check_bits(const Array& y, const char* what) {
     Tensor out = Tensor::empty(y.shape(), y.dtype(), cuda0);
     testing::poison(out);
@@ -99,7 +93,7 @@ TEST_CASE("gathers on the GPU: layernorm(take(table, ids, 0)) is one kernel, fus
         OptionsScope off({.fusion = false});
         unfused = graph();
     }
-    CHECK(same_bits(fused, unfused));
+    CHECK(testing::same_bits(fused, unfused));
     check_bits(graph(), "layernorm(take(table, ids, 0))");
     const std::string plan = explain({graph()});
     CHECK_MESSAGE(plan.find("kernel 1") == std::string::npos, plan);
@@ -122,7 +116,7 @@ TEST_CASE("gathers on the GPU: an out-of-range index raises at the next synchron
     // Not sticky: the word was zeroed; the next evaluation and synchronization are clean.
     iv[1234] = -1;
     const Tensor good = take(x, int64_tensor(iv), 0);
-    CHECK(same_bits(good.slice({{1234, 1235}}), x.slice({{32, 33}})));
+    CHECK(testing::same_bits(good.slice({{1234, 1235}}), x.slice({{32, 33}})));
     CHECK_NOTHROW(synchronize());
     // synchronize() reports it too, and so does a fused normalization.
     iv[7] = -34;
@@ -159,7 +153,7 @@ TEST_CASE("gathers on the GPU: a traced function's graph replay reports an out-o
         msg.find("take(): index 100 is out of range for an axis of extent 100") != std::string::npos, msg);
     f(table, ids, w, b, out, col);
     CHECK_NOTHROW(synchronize());
-    CHECK(same_bits(out, Tensor(layernorm(take(table, ids, 0), w, b, 1e-5))));
+    CHECK(testing::same_bits(out, Tensor(layernorm(take(table, ids, 0), w, b, 1e-5))));
 }
 
 TEST_CASE("gathers on the GPU: clamp mode reads the nearer end and raises nothing") {
@@ -167,6 +161,6 @@ TEST_CASE("gathers on the GPU: clamp mode reads the nearer end and raises nothin
     const Tensor idx = int64_tensor({-100, -10, -9, -1, 0, 8, 9, 500});
     const Tensor y = take(x, idx, 0, IndexMode::Clamp);
     CHECK_NOTHROW(synchronize());
-    CHECK(same_bits(y, Tensor(take(x, int64_tensor({0, 0, 0, 8, 0, 8, 8, 8}), 0))));
+    CHECK(testing::same_bits(y, Tensor(take(x, int64_tensor({0, 0, 0, 8, 0, 8, 8, 8}), 0))));
     check_bits(take(x, idx, 0, IndexMode::Clamp), "clamp");
 }

@@ -63,12 +63,6 @@ Tensor check_bits(const Array& y, const std::string& what) {
     return out.to_host();
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.to_host(), y = b.to_host();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("scatters on the GPU: the reference's bits, every dtype, index dtype and size") {
@@ -94,7 +88,7 @@ TEST_CASE("scatters on the GPU: heavy duplicates, many columns, views, runs twic
         const Tensor idx = indices({n}, int64, 0, 2, 13);
         const Tensor a = check_bits(scatter_add(x, idx, v, 0), fmt::format("{} into 3", n));
         // The same kernel again: the same bits (the workspace is written before it is read).
-        CHECK(same_bits(a, check_bits(scatter_add(x, idx, v, 0), "again")));
+        CHECK(testing::same_bits(a, check_bits(scatter_add(x, idx, v, 0), "again")));
         check_bits(scatter(x, idx, v, 0), fmt::format("scatter {} into 3", n));
         const Tensor h = random_of({3}, bfloat16, 14), vh = random_of({n}, bfloat16, 15);
         check_bits(index_add(h, idx, vh, 0), fmt::format("bfloat16 {} into 3", n));
@@ -111,7 +105,7 @@ TEST_CASE("scatters on the GPU: heavy duplicates, many columns, views, runs twic
         Tensor acc = x.clone();
         const Tensor want = reference::evaluate(index_add(acc, ids, src, 0).node());
         assign(acc, index_add(acc, ids, src, 0));
-        CHECK(same_bits(acc, want));
+        CHECK(testing::same_bits(acc, want));
     }
     // Views: a permuted x and values, a broadcast index, a sliced x, an axis in the middle; a result stored
     // into a permuted view.
@@ -120,7 +114,7 @@ TEST_CASE("scatters on the GPU: heavy duplicates, many columns, views, runs twic
         const Tensor idx = indices({700, 1}, int64, -9, 8, 33);
         const Tensor xp = x.permute({1, 0, 2}), vp = v.permute({2, 1, 0});
         const Tensor a = check_bits(scatter_add(xp, idx, vp, 1), fmt::format("{} views", name(t)));
-        CHECK(same_bits(a, check_bits(scatter_add(xp.clone(), idx, vp.clone(), 1), "copies")));
+        CHECK(testing::same_bits(a, check_bits(scatter_add(xp.clone(), idx, vp.clone(), 1), "copies")));
         check_bits(scatter(xp, idx, vp, 1), fmt::format("{} views, scatter", name(t)));
         const Tensor xs = x.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -2}});
         const Tensor v2 = random_of({300, 5, 4}, t, 34);
@@ -129,7 +123,7 @@ TEST_CASE("scatters on the GPU: heavy duplicates, many columns, views, runs twic
         Tensor into = Tensor::empty({4, 5, 5}, t, cuda0).permute({2, 1, 0});  // [5, 5, 4], strided
         const Array y = scatter_add(xs, i2, v2, 0);
         assign(into, y);
-        CHECK(same_bits(into.clone(), reference::evaluate(y.node())));
+        CHECK(testing::same_bits(into.clone(), reference::evaluate(y.node())));
     }
     // Lazily computed operands and a consumer: separate kernels, the same bits.
     const Tensor x = random_of({64, 32}, float32, 41), v = random_of({5000, 32}, float32, 42);

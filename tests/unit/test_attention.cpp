@@ -30,12 +30,6 @@ Tensor random_of(const Shape& s, DType t, std::uint64_t seed) {
     return testing::random_tensor(s, t, seed, testing::Random::normal());
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.clone(), y = b.clone();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 // Evaluates `y` on the host back end into a poisoned output and checks it against the reference bit for bit.
 void check_bits(const Array& y, const char* what) {
     Tensor out = Tensor::host(y.shape(), y.dtype());
@@ -249,7 +243,7 @@ TEST_CASE("attention: grouped heads read kv head h / (H / Hkv), bit for bit as r
     const Tensor grouped = reference::evaluate(attention(q, k, v, {.causal = CausalMask::TopLeft}).node());
     const Tensor repeated =
         reference::evaluate(attention(q, repeat(k), repeat(v), {.causal = CausalMask::TopLeft}).node());
-    CHECK(same_bits(grouped, repeated));
+    CHECK(testing::same_bits(grouped, repeated));
     check_bits(attention(q, k, v, {.causal = CausalMask::TopLeft}), "grouped heads on the host");
 }
 
@@ -263,7 +257,7 @@ TEST_CASE("attention: masked keys are absent, a fully masked row gives 0, NaN in
     for (std::int64_t s = T; s < S; ++s) vb[s * D] = (s % 2) ? INFINITY : NAN;
     const Tensor clean = reference::evaluate(attention(q, k, v, {.causal = CausalMask::TopLeft}).node());
     const Tensor dirty = reference::evaluate(attention(q, k, vbad, {.causal = CausalMask::TopLeft}).node());
-    CHECK(same_bits(clean, dirty));
+    CHECK(testing::same_bits(clean, dirty));
     check_bits(attention(q, k, vbad, {.causal = CausalMask::TopLeft}), "masked Inf and NaN values, host");
     // A bias of -inf masks: rows 0 and 7 see nothing (0, where softmax gives NaN); key 3 is masked for all.
     Tensor bias = random_of({T, S}, float32, 13);
@@ -330,7 +324,7 @@ TEST_CASE("attention: fusion off and the host back end give the reference's bits
         const OptionsScope unfused(Options{.fusion = false});
         assign(out, y);
     }
-    CHECK(same_bits(out, reference::evaluate(y.node())));
+    CHECK(testing::same_bits(out, reference::evaluate(y.node())));
 }
 
 TEST_CASE("attention: errors of building one name attention, the shapes and the caller's line") {

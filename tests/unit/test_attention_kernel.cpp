@@ -271,12 +271,6 @@ std::vector<Tensor> run_simulated(const Array& y, const std::vector<Tensor>& ten
     return results;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.clone(), y = b.clone();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 // Checks the kernel's result, each of `launches` launches, against the reference bit for bit.
 template <class K>
 void check(const Array& y, const std::vector<Tensor>& tensors, const std::string& what, int launches = 1) {
@@ -285,8 +279,9 @@ void check(const Array& y, const std::vector<Tensor>& tensors, const std::string
     for (std::size_t i = 0; i < got.size(); ++i) {
         const testing::Comparison c = testing::compare(got[i], expected, testing::Tolerance::exact(), what);
         CHECK_MESSAGE(c.ok, what << " (launch " << i + 1 << "): " << c.message);
-        CHECK_MESSAGE(same_bits(got[i], expected), what << " (launch " << i + 1 << ")");
-        CHECK_MESSAGE(same_bits(got[i], got[0]), what << ": launch " << i + 1 << " against the first");
+        CHECK_MESSAGE(testing::same_bits(got[i], expected), what << " (launch " << i + 1 << ")");
+        CHECK_MESSAGE(testing::same_bits(got[i], got[0]),
+                      what << ": launch " << i + 1 << " against the first");
     }
 }
 

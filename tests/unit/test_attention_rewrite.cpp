@@ -23,12 +23,6 @@ Tensor random_of(const Shape& s, DType t, std::uint64_t seed) {
     return testing::random_tensor(s, t, seed, testing::Random::normal());
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.clone(), y = b.clone();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 Tensor run(const Array& y) {
     Tensor out = Tensor::host(y.shape(), y.dtype());
     testing::poison(out);
@@ -80,14 +74,14 @@ TEST_CASE("attention rewrite: a top-left causal softmax(q kT) v becomes attentio
         CHECK(has(on, "rewritten as one attention() kernel"));
         CHECK(has(on, "attention"));
         const Tensor rewritten = run(y);
-        CHECK(same_bits(rewritten, fused));
+        CHECK(testing::same_bits(rewritten, fused));
         // The rewrite changes the order of the sums: the outputs, weighted means of values below 6 in
         // magnitude, move by a few float32 roundings of such values (an ulp of 4 is 4.8e-7).
         const testing::Tolerance order{0.0, 1e-5, "a few roundings of values below 6"};
         const testing::Comparison c = testing::compare(rewritten, as_written, order, "rewrite");
         CHECK_MESSAGE(c.ok, c.message);
     }
-    CHECK(same_bits(run(y), as_written));  // off again: the written order
+    CHECK(testing::same_bits(run(y), as_written));  // off again: the written order
 }
 
 TEST_CASE("attention rewrite: the IR pass replaces the product by one attention node") {
@@ -108,19 +102,19 @@ TEST_CASE("attention rewrite: bottom-right masks, a quotient scale, col < row + 
     const OptionsScope scope(rewriting());
     const Heads h(9, 41);  // S > T: decoding against a cache
     const Array br = h.written(h.col() <= h.row() + (h.S - h.T));
-    CHECK(same_bits(run(br), run(attention(h.q, h.k, h.v, {.causal = CausalMask::BottomRight}))));
+    CHECK(testing::same_bits(run(br), run(attention(h.q, h.k, h.v, {.causal = CausalMask::BottomRight}))));
 
     const Heads sq(33, 33);
     const Array lt = sq.written(sq.col() < sq.row() + 1);
-    CHECK(same_bits(run(lt), run(attention(sq.q, sq.k, sq.v, {.causal = CausalMask::TopLeft}))));
+    CHECK(testing::same_bits(run(lt), run(attention(sq.q, sq.k, sq.v, {.causal = CausalMask::TopLeft}))));
 
     const Array quotient =
         matmul(softmax(matmul(Array(sq.q), Array(sq.k).transposed()) / 4.0, -1), Array(sq.v));
     CHECK(has(explain({quotient}), "rewritten"));
-    CHECK(same_bits(run(quotient), run(attention(sq.q, sq.k, sq.v, {.scale = 0.25}))));
+    CHECK(testing::same_bits(run(quotient), run(attention(sq.q, sq.k, sq.v, {.scale = 0.25}))));
 
     const Array bare = matmul(softmax(matmul(Array(sq.q), Array(sq.k).transposed()), -1), Array(sq.v));
-    CHECK(same_bits(run(bare), run(attention(sq.q, sq.k, sq.v, {.scale = 1.0}))));
+    CHECK(testing::same_bits(run(bare), run(attention(sq.q, sq.k, sq.v, {.scale = 1.0}))));
 }
 
 TEST_CASE("attention rewrite: bfloat16 through softmax's float32 casts") {
@@ -128,7 +122,7 @@ TEST_CASE("attention rewrite: bfloat16 through softmax's float32 casts") {
     const Heads h(24, 24, bfloat16);
     const Array y = h.written(h.col() <= h.row());
     CHECK(has(explain({y}), "rewritten"));
-    CHECK(same_bits(run(y), run(attention(h.q, h.k, h.v, {.causal = CausalMask::TopLeft}))));
+    CHECK(testing::same_bits(run(y), run(attention(h.q, h.k, h.v, {.causal = CausalMask::TopLeft}))));
 }
 
 TEST_CASE("attention rewrite: patterns that could mask a whole row or do not fit run as written") {
@@ -151,7 +145,7 @@ TEST_CASE("attention rewrite: patterns that could mask a whole row or do not fit
         const std::string text = explain({c.y});
         CHECK_MESSAGE(has(text, "run as written"), text);
         CHECK_MESSAGE(has(text, c.reason), text);
-        CHECK(same_bits(run(c.y), as_written));
+        CHECK(testing::same_bits(run(c.y), as_written));
     }
 }
 
@@ -166,5 +160,5 @@ TEST_CASE("attention rewrite: a traced function takes the option it was made wit
     };
     auto f = function("written_attention", block, rewriting());
     const Tensor out = f(h.q, h.k, h.v);
-    CHECK(same_bits(out, run(attention(h.q, h.k, h.v, {.causal = CausalMask::TopLeft}))));
+    CHECK(testing::same_bits(out, run(attention(h.q, h.k, h.v, {.causal = CausalMask::TopLeft}))));
 }

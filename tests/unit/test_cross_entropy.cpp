@@ -62,11 +62,6 @@ double value(const Tensor& t) {
     return Tensor(Array(t).astype(float64)).item<double>();
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-           std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("cross_entropy: mean, sum and none against float64, ignored rows, int32 and int64 labels") {
@@ -103,7 +98,7 @@ TEST_CASE("cross_entropy: rank-3 logits, bfloat16 in float32, every row ignored,
     const Array y = cross_entropy(x, l, {.reduction = LossReduction::None});
     CHECK(y.shape() == Shape{3, 5});
     const Tensor expected = reference::evaluate(y.node());
-    CHECK(same_bits(Tensor(y), expected));
+    CHECK(testing::same_bits(Tensor(y), expected));
     Tensor unfused;
     {
         Options o = current_options();
@@ -111,7 +106,7 @@ TEST_CASE("cross_entropy: rank-3 logits, bfloat16 in float32, every row ignored,
         const OptionsScope scope(o);
         unfused = Tensor(cross_entropy(x, l));
     }
-    CHECK(same_bits(unfused, Tensor(cross_entropy(x, l))));
+    CHECK(testing::same_bits(unfused, Tensor(cross_entropy(x, l))));
 
     const Tensor xb = Tensor(Array(x).astype(bfloat16));
     const Tensor b = cross_entropy(xb, l);

@@ -41,12 +41,6 @@ Tensor tensor_of(const std::vector<T>& v, const Shape& s) {
     return t;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.clone(), y = b.clone();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 // Evaluates `y` into a poisoned output and checks it against the reference, bit for bit.
 void check_bits(const Array& y, const char* what) {
     Tensor out = Tensor::host(y.shape(), y.dtype());
@@ -101,7 +95,7 @@ TEST_CASE("take: negative indices count from the end, an index array of any rank
     // A scalar index drops the axis (NumPy).
     const Tensor row = take(x, -2, 0);
     CHECK(row.shape() == Shape{6});
-    CHECK(same_bits(row, x.slice({{2, 3}}).reshape({6})));
+    CHECK(testing::same_bits(row, x.slice({{2, 3}}).reshape({6})));
     check_bits(take(x, tensor_of(std::vector<std::int64_t>{-4, 3, 0, 1, -1, 2}, {3, 2}), 0),
                "take of a [3, 2] index along axis 0");
 }
@@ -132,7 +126,7 @@ TEST_CASE("take_along_axis: the index broadcasts against the operand off the axi
     check_bits(z, "operand [1, 7, 5], index [4, 2, 5]");
     // The argmax along an axis picks the maximum (NumPy's idiom).
     const Tensor m = take_along_axis(x, argmax(x, 2, true), 2);
-    CHECK(same_bits(m, Tensor(max(x, 2, true))));
+    CHECK(testing::same_bits(m, Tensor(max(x, 2, true))));
 }
 
 TEST_CASE("index_select and one_hot") {
@@ -140,7 +134,7 @@ TEST_CASE("index_select and one_hot") {
     const Tensor idx = tensor_of(std::vector<std::int32_t>{3, -1, 0}, {3});
     const Tensor y = index_select(x, 1, idx);
     CHECK(y.shape() == Shape{6, 3});
-    CHECK(same_bits(y, Tensor(take(x, idx, 1))));
+    CHECK(testing::same_bits(y, Tensor(take(x, idx, 1))));
     CHECK_THROWS_AS((void)index_select(x, 0, tensor_of(std::vector<std::int64_t>{0, 1}, {1, 2})), Error);
 
     const std::vector<std::int64_t> labels{2, 0, -1, 9, 4};
@@ -173,7 +167,7 @@ TEST_CASE("gathers fuse with producers and consumers: fused equals unfused bit f
         OptionsScope off({.fusion = false});
         unfused = graph();
     }
-    CHECK(same_bits(fused, unfused));
+    CHECK(testing::same_bits(fused, unfused));
     check_bits(graph(), "layernorm(take(table, ids, 0))");
     // One kernel: the gathered rows are read by the normalization kernel itself.
     const std::string plan = explain({graph()});
@@ -186,7 +180,7 @@ TEST_CASE("gathers fuse with producers and consumers: fused equals unfused bit f
         OptionsScope off({.fusion = false});
         u2 = g2();
     }
-    CHECK(same_bits(f2, u2));
+    CHECK(testing::same_bits(f2, u2));
     // A gather of a reduced value at other rows than its own: the reduction is materialized first.
     const Tensor r = random_of({40, 16}, float32, 26);
     check_bits(Array(r) - take(sum(r, 1, true), indices({40}, int32, 40, 27), 0), "x - take(sum(x), ids)");
@@ -210,20 +204,20 @@ TEST_CASE("gathers: an out-of-range index raises with the user's line and leaves
         std::string msg = error_of([&] { assign(out, y); });
         CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
         CHECK_MESSAGE(msg.find(fmt::format("test_gather.cpp:{}", line)) != std::string::npos, msg);
-        CHECK(same_bits(out, before));
+        CHECK(testing::same_bits(out, before));
         // Fused into a normalization, and on the reference.
         Tensor out2 = Tensor::host({100, 8}, float32);
         testing::poison(out2);
         const Tensor before2 = out2.clone();
         msg = error_of([&] { assign(out2, layernorm(y, w, b, 1e-5)); });
         CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
-        CHECK(same_bits(out2, before2));
+        CHECK(testing::same_bits(out2, before2));
         msg = error_of([&] { (void)reference::evaluate(y.node()); });
         CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
         // The runtime is usable after the error.
         iv[57] = 5;
         const Tensor good = take(x, tensor_of(iv, {100}), 0);
-        CHECK(same_bits(good.slice({{57, 58}}), x.slice({{5, 6}})));
+        CHECK(testing::same_bits(good.slice({{57, 58}}), x.slice({{5, 6}})));
     }
     // int32 indices, a take_along_axis.
     const Tensor i32 = tensor_of(std::vector<std::int32_t>{0, 1, 8}, {1, 3});
@@ -240,7 +234,7 @@ TEST_CASE("gathers: clamp mode moves an out-of-range index to the nearer end") {
     const Tensor idx = tensor_of(iv, {8});
     const Tensor y = take(x, idx, 0, IndexMode::Clamp);
     const Tensor expected = take(x, tensor_of(at, {8}), 0);
-    CHECK(same_bits(y, expected));
+    CHECK(testing::same_bits(y, expected));
     check_bits(take(x, idx, 0, IndexMode::Clamp), "clamp");
     check_bits(take_along_axis(x, indices({9, 5}, int32, 40, 23), 1, IndexMode::Clamp), "clamp along axis");
 }

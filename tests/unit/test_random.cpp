@@ -32,12 +32,6 @@ std::vector<T> values(const Tensor& t) {
     return t.to_vector<T>();
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.to(cpu).clone(), y = b.to(cpu).clone();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("random ops: host back end against the reference, every float dtype and size") {
@@ -64,10 +58,10 @@ TEST_CASE("random ops: element i is the core's value of its row-major index, wha
         CHECK(uv[static_cast<std::size_t>(i)] == ir::rng::uniform_f64(w.w[0], w.w[1]));
     }
     // Another shape of the same count: the same values in row-major order.
-    CHECK(same_bits(Tensor(random_normal({105}, seed, float32, cpu)).reshape({3, 5, 7}), z));
+    CHECK(testing::same_bits(Tensor(random_normal({105}, seed, float32, cpu)).reshape({3, 5, 7}), z));
     // Seeds that differ only above bit 32 give other streams.
-    CHECK(!same_bits(random_normal({64}, 1, float32, cpu),
-                     random_normal({64}, 1 + (1ull << 32), float32, cpu)));
+    CHECK(!testing::same_bits(random_normal({64}, 1, float32, cpu),
+                              random_normal({64}, 1 + (1ull << 32), float32, cpu)));
 }
 
 TEST_CASE("random ops: fused equals materialized then added, bit for bit (reference and host back end)") {
@@ -76,7 +70,7 @@ TEST_CASE("random ops: fused equals materialized then added, bit for bit (refere
     const Tensor noise = random_normal(s, float32, 6, cpu);
     const Tensor fused = x + 0.1 * random_normal(s, 6, float32, cpu);  // one kernel, the normals never stored
     const Tensor unfused = x + 0.1 * noise;
-    CHECK(same_bits(fused, unfused));
+    CHECK(testing::same_bits(fused, unfused));
     check_reference_bits(x + 0.1 * random_normal(s, 6, float32, cpu), "x + 0.1 * random_normal");
     // Two random ops and a reduction in one graph.
     const Array both = sum(random_uniform(s, 7, float32, cpu) * random_normal(s, 8, float32, cpu), 1);
@@ -88,16 +82,16 @@ TEST_CASE("random ops: fused equals materialized then added, bit for bit (refere
             return v + 0.1 * random_normal({257, 33}, 6, float32, Device::cpu());
         },
         Options{.fusion = false});
-    CHECK(same_bits(f(x), fused));
+    CHECK(testing::same_bits(f(x), fused));
 }
 
 TEST_CASE("random ops: views of a random array are views of its values") {
     const Tensor full = random_normal({6, 10}, 21, float32, cpu);
     const Array lazy = random_normal({6, 10}, 21, float32, cpu);
-    CHECK(same_bits(Tensor(lazy.transposed()), full.transposed().clone()));
-    CHECK(same_bits(Tensor(lazy.slice({{1, 5, 2}, {3, ir::SliceSpec::kNone}})),
-                    full.slice({{1, 5, 2}, {3, ir::SliceSpec::kNone}}).clone()));
-    CHECK(same_bits(Tensor(lazy.reshape({60})), full.reshape({60})));
+    CHECK(testing::same_bits(Tensor(lazy.transposed()), full.transposed().clone()));
+    CHECK(testing::same_bits(Tensor(lazy.slice({{1, 5, 2}, {3, ir::SliceSpec::kNone}})),
+                             full.slice({{1, 5, 2}, {3, ir::SliceSpec::kNone}}).clone()));
+    CHECK(testing::same_bits(Tensor(lazy.reshape({60})), full.reshape({60})));
     check_reference_bits(lazy.transposed() * 2.0 + lazy.slice({{0, 1}}).reshape({10, 1}),
                          "views of a random array");
     // A broadcast random row: every row the same values.
@@ -111,8 +105,9 @@ TEST_CASE("random ops: views of a random array are views of its values") {
 TEST_CASE("random ops: the Tensor functions materialize the lazy ops") {
     for (DType t : {float32, float64, float16, bfloat16}) {
         CAPTURE(name(t));
-        CHECK(same_bits(random_normal({1000}, t, 31, cpu), random_normal({1000}, 31, t, cpu)));
-        CHECK(same_bits(random_uniform({1000}, t, 0.0, 1.0, 32, cpu), random_uniform({1000}, 32, t, cpu)));
+        CHECK(testing::same_bits(random_normal({1000}, t, 31, cpu), random_normal({1000}, 31, t, cpu)));
+        CHECK(testing::same_bits(random_uniform({1000}, t, 0.0, 1.0, 32, cpu),
+                                 random_uniform({1000}, 32, t, cpu)));
     }
     // Integer and bool dtypes: rounded normal values, floors of uniform ones.
     const auto n = values<std::int32_t>(random_normal({4096}, int32, 33, cpu));
@@ -153,9 +148,9 @@ TEST_CASE("random ops: seedless calls take next_seed() and run on the host witho
     const Tensor a = random_normal({4});
     const Tensor b = random_normal({4});
     CHECK(a.device().is_cuda() == false);
-    CHECK(!same_bits(a, b));
-    CHECK(same_bits(a, random_normal({4}, float32, before + 1, cpu)));
-    CHECK(same_bits(b, random_normal({4}, float32, before + 2, cpu)));
+    CHECK(!testing::same_bits(a, b));
+    CHECK(testing::same_bits(a, random_normal({4}, float32, before + 1, cpu)));
+    CHECK(testing::same_bits(b, random_normal({4}, float32, before + 2, cpu)));
     const Tensor u = random_uniform({1 << 10}, float32, 10, 110);
     CHECK(u.device().is_cuda() == false);
 }
@@ -229,5 +224,5 @@ TEST_CASE("random ops: a new seed or shape of the same rank compiles nothing") {
     const Tensor second = random_normal({3000}, 72, float32, cpu);
     const Stats after = stats();
     CHECK(after.host_kernel_misses == before.host_kernel_misses);
-    CHECK(!same_bits(first, second.slice({{0, 1000}})));
+    CHECK(!testing::same_bits(first, second.slice({{0, 1000}})));
 }

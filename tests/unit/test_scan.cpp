@@ -68,12 +68,6 @@ Tensor ref(const Array& y) {
     return reference::evaluate(y.node());
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.clone(), y = b.clone();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 std::string error_of(const std::function<void()>& fn) {
     try {
         fn();
@@ -383,10 +377,10 @@ TEST_CASE("scan: non-last axes and views give the bits of the same rows scanned 
         CAPTURE(std::string(op.name));
         const Tensor a = ref(op.fn(x, 1, {}, Loc::current())), b = ref(op.fn(x, -2, {}, Loc::current()));
         const Tensor c = ref(op.fn(xp, 2, {}, Loc::current()));
-        CHECK(same_bits(a, b));
-        CHECK(same_bits(a.permute({0, 2, 1}), c));
+        CHECK(testing::same_bits(a, b));
+        CHECK(testing::same_bits(a.permute({0, 2, 1}), c));
         // A permuted input (a view) equals its contiguous copy.
-        CHECK(same_bits(ref(op.fn(x.permute({0, 2, 1}), 2, {}, Loc::current())), c));
+        CHECK(testing::same_bits(ref(op.fn(x.permute({0, 2, 1}), 2, {}, Loc::current())), c));
     }
     // Axis 0 of a [2049, 3] int32 tensor against a serial sum of each column.
     const Tensor xi = tensor_of(draw("cumsum", DType::Int32, 2049 * 3, 5), {2049, 3}, DType::Int32);
@@ -402,8 +396,8 @@ TEST_CASE("scan: non-last axes and views give the bits of the same rows scanned 
     // A sliced input, every other element backwards.
     const Tensor long_row = testing::random_tensor({8201}, DType::Float32, 12);
     const Tensor sliced = long_row.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -2}});
-    CHECK(same_bits(ref(cumsum(sliced, 0)), ref(cumsum(sliced.clone(), 0))));
-    CHECK(same_bits(ref(logcumsumexp(sliced, 0)), ref(logcumsumexp(sliced.clone(), 0))));
+    CHECK(testing::same_bits(ref(cumsum(sliced, 0)), ref(cumsum(sliced.clone(), 0))));
+    CHECK(testing::same_bits(ref(logcumsumexp(sliced, 0)), ref(logcumsumexp(sliced.clone(), 0))));
 }
 
 TEST_CASE("scan: NaN, -0.0 and infinities") {
@@ -494,13 +488,13 @@ TEST_CASE(
     Tensor out = Tensor::host(y.shape(), y.dtype());
     testing::poison(out);
     assign(out, y);
-    CHECK(same_bits(out, expected));
+    CHECK(testing::same_bits(out, expected));
     {
         const OptionsScope unfused(Options{.fusion = false});
         testing::poison(out);
         assign(out, y);
     }
-    CHECK(same_bits(out, expected));
+    CHECK(testing::same_bits(out, expected));
     // On the GPU the producer is the scan's prologue and the consumer its epilogue: one kernel, no temporary.
     const std::vector<ir::NodePtr> g = ir::run_pipeline({y.node()}, ir::standard_passes());
     const codegen::Partition P = codegen::partition(g);
@@ -522,7 +516,7 @@ TEST_CASE(
     CHECK(Q.temps.empty());
     Tensor vo = Tensor::host(v.shape(), v.dtype());
     assign(vo, v);
-    CHECK(same_bits(vo, reference::evaluate(v.node())));
+    CHECK(testing::same_bits(vo, reference::evaluate(v.node())));
     // Every op and a few dtypes through the host back end.
     for (const ScanOp& op : kOps)
         for (DType t : {DType::Int8, DType::Float16, DType::Float64}) {
@@ -531,6 +525,6 @@ TEST_CASE(
                 op.fn(tensor_of(draw(op.name, t, 2 * 2100, 4), {2100, 2}, t), 0, {}, Loc::current());
             Tensor zo = Tensor::host(z.shape(), z.dtype());
             assign(zo, z);
-            CHECK_MESSAGE(same_bits(zo, reference::evaluate(z.node())), op.name << " " << name(t));
+            CHECK_MESSAGE(testing::same_bits(zo, reference::evaluate(z.node())), op.name << " " << name(t));
         }
 }

@@ -59,12 +59,6 @@ std::vector<std::int64_t> ints_of(const Tensor& t) {
     return reference::evaluate(astype(Array(t), int64).node()).to_vector<std::int64_t>();
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.clone(), y = b.clone();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 // Evaluates `y` on the host back end into a poisoned output; checks it against the reference bit for bit and
 // returns it.
 Tensor host_bits(const Array& y, const char* what) {
@@ -72,7 +66,7 @@ Tensor host_bits(const Array& y, const char* what) {
     testing::poison(out);
     assign(out, y);
     const Tensor expected = reference::evaluate(y.node());
-    CHECK_MESSAGE(same_bits(out, expected), what);
+    CHECK_MESSAGE(testing::same_bits(out, expected), what);
     return out;
 }
 
@@ -272,7 +266,7 @@ TEST_CASE("scatter: the reference and the host back end give the contract's bits
                 const Tensor col = indices({n}, it, -T, T - 1, ++seed);
                 const Tensor a1 = host_bits(scatter_add(x, col.reshape({n, 1}), v, 0), "broadcast");
                 const Tensor a2 = host_bits(index_add(x, col, v, 0), "index_add");
-                CHECK(same_bits(a1, a2));
+                CHECK(testing::same_bits(a1, a2));
                 const Tensor wide =
                     reference::evaluate(broadcast_to(Array(col.reshape({n, 1})), {n, C}).node());
                 CHECK_MESSAGE(same_doubles(values_of(a1), contract(true, x, wide, v), &where), where);
@@ -303,9 +297,10 @@ TEST_CASE("scatter: 100,000 values into 3 targets follow the contract's order, n
     }
     CHECK(differs);
     // index_add of the same: the same bits.
-    CHECK(same_bits(got, host_bits(index_add(x, idx.reshape({n}), v, 0), "heavy index_add")));
+    CHECK(testing::same_bits(got, host_bits(index_add(x, idx.reshape({n}), v, 0), "heavy index_add")));
     // The atomic option on the host is the deterministic sum.
-    CHECK(same_bits(got, host_bits(scatter_add(x, idx, v, 0, {.atomic = true}), "atomic on the host")));
+    CHECK(testing::same_bits(got,
+                             host_bits(scatter_add(x, idx, v, 0, {.atomic = true}), "atomic on the host")));
 }
 
 TEST_CASE("scatter: views as operands and axes other than the first give the bits of contiguous copies") {
@@ -318,20 +313,20 @@ TEST_CASE("scatter: views as operands and axes other than the first give the bit
         // broadcast.
         const Tensor xp = x.permute({1, 0, 2}), vp = v.permute({2, 1, 0});
         const Array a = scatter_add(xp, idx, vp, 1), b = scatter_add(xp.clone(), idx, vp.clone(), 1);
-        CHECK(same_bits(host_bits(a, "views"), host_bits(b, "copies")));
+        CHECK(testing::same_bits(host_bits(a, "views"), host_bits(b, "copies")));
         const Array c = scatter(xp, idx, vp, -2), d = scatter(xp.clone(), idx, vp.clone(), 1);
-        CHECK(same_bits(host_bits(c, "views"), host_bits(d, "copies")));
+        CHECK(testing::same_bits(host_bits(c, "views"), host_bits(d, "copies")));
         // A sliced x (every other row, backwards) and lazily computed operands.
         const Tensor xs = x.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, -2}});
         const Tensor v2 = random_of({3, 5, 4}, t, 34);
         const Tensor i2 = indices({3, 1, 1}, int32, 0, 4, 35);
-        CHECK(same_bits(host_bits(scatter_add(xs, i2, v2, 0), "slice"),
-                        host_bits(scatter_add(xs.clone(), i2, v2, 0), "slice copy")));
+        CHECK(testing::same_bits(host_bits(scatter_add(xs, i2, v2, 0), "slice"),
+                                 host_bits(scatter_add(xs.clone(), i2, v2, 0), "slice copy")));
         const Array lazy = scatter_add(Array(xs) + Array(xs), i2, Array(v2) * 2, 0);
         const Tensor l = host_bits(lazy, "lazy");
         const Tensor xx = reference::evaluate((Array(xs) + Array(xs)).node());
         const Tensor vv = reference::evaluate((Array(v2) * 2).node());
-        CHECK(same_bits(l, reference::evaluate(scatter_add(xx, i2, vv, 0).node())));
+        CHECK(testing::same_bits(l, reference::evaluate(scatter_add(xx, i2, vv, 0).node())));
     }
 }
 
@@ -341,12 +336,12 @@ TEST_CASE("scatter: clamp mode moves out-of-range indices to the nearer end") {
     const Tensor bad = tensor_of<std::int64_t>({-100, 9, 3, -5, 4, 0}, {6, 1}, int64);
     const Tensor fixed = tensor_of<std::int64_t>({0, 3, 3, 0, 3, 0}, {6, 1}, int64);
     const ScatterOptions clamp{.mode = IndexMode::Clamp};
-    CHECK(same_bits(host_bits(scatter_add(x, bad, v, 0, clamp), "clamp"),
-                    host_bits(scatter_add(x, fixed, v, 0), "fixed")));
-    CHECK(same_bits(host_bits(scatter(x, bad, v, 0, IndexMode::Clamp), "clamp"),
-                    host_bits(scatter(x, fixed, v, 0), "fixed")));
-    CHECK(same_bits(host_bits(index_add(x, bad.reshape({6}), v, 0, clamp), "clamp"),
-                    host_bits(index_add(x, fixed.reshape({6}), v, 0), "fixed")));
+    CHECK(testing::same_bits(host_bits(scatter_add(x, bad, v, 0, clamp), "clamp"),
+                             host_bits(scatter_add(x, fixed, v, 0), "fixed")));
+    CHECK(testing::same_bits(host_bits(scatter(x, bad, v, 0, IndexMode::Clamp), "clamp"),
+                             host_bits(scatter(x, fixed, v, 0), "fixed")));
+    CHECK(testing::same_bits(host_bits(index_add(x, bad.reshape({6}), v, 0, clamp), "clamp"),
+                             host_bits(index_add(x, fixed.reshape({6}), v, 0), "fixed")));
 }
 
 TEST_CASE("scatter: an out-of-range index raises with the function and the user's line, outputs untouched") {
@@ -376,15 +371,15 @@ TEST_CASE("scatter: an out-of-range index raises with the function and the user'
             std::string msg = error_of([&] { assign(out, ys[k]); });
             CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
             CHECK_MESSAGE(msg.find(fmt::format("test_scatter.cpp:{}", lines[k])) != std::string::npos, msg);
-            CHECK(same_bits(out, before));
+            CHECK(testing::same_bits(out, before));
             // With a second output written by another kernel: neither is written.
             Tensor other = Tensor::host({33, 4}, float32);
             testing::poison(other);
             const Tensor other_before = other.clone();
             msg = error_of([&] { assign({out, other}, {ys[k], Array(x) * 2}); });
             CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
-            CHECK(same_bits(out, before));
-            CHECK(same_bits(other, other_before));
+            CHECK(testing::same_bits(out, before));
+            CHECK(testing::same_bits(other, other_before));
             msg = error_of([&] { (void)reference::evaluate(ys[k].node()); });
             CHECK_MESSAGE(msg.find(expect) != std::string::npos, msg);
         }
@@ -441,9 +436,10 @@ TEST_CASE("scatter: errors of building one name the function, the operands and t
                              Tensor::host({0, 4}, float32), 0))
               .shape() == Shape{0, 4});
     const Tensor xr = random_of({5, 4}, float32, 61);
-    CHECK(same_bits(host_bits(scatter_add(xr, Tensor::host({0, 4}, int64), Tensor::host({0, 4}, float32), 0),
-                              "empty values"),
-                    xr));
+    CHECK(testing::same_bits(
+        host_bits(scatter_add(xr, Tensor::host({0, 4}, int64), Tensor::host({0, 4}, float32), 0),
+                  "empty values"),
+        xr));
     // Result dtypes: x's.
     CHECK(
         scatter_add(Tensor::host({3}, int8), Tensor::host({2}, int32), Tensor::host({2}, int8), 0).dtype() ==
@@ -459,13 +455,13 @@ TEST_CASE("scatter: a kernel of its own, and fusion off and the host back end gi
     Tensor out = Tensor::host(y.shape(), y.dtype());
     testing::poison(out);
     assign(out, y);
-    CHECK(same_bits(out, expected));
+    CHECK(testing::same_bits(out, expected));
     {
         const OptionsScope unfused(Options{.fusion = false});
         testing::poison(out);
         assign(out, y);
     }
-    CHECK(same_bits(out, expected));
+    CHECK(testing::same_bits(out, expected));
     // The producers (x's and the values' shapes differ: two kernels), the scatter and the consumer.
     const codegen::Partition P = codegen::partition(ir::run_pipeline({y.node()}, ir::standard_passes()));
     int scatters = 0;
@@ -481,7 +477,7 @@ TEST_CASE("scatter: a kernel of its own, and fusion off and the host back end gi
     Tensor acc = x.clone();
     const Tensor want = reference::evaluate(index_add(acc, idx, v, 0).node());
     assign(acc, index_add(acc, idx, v, 0));
-    CHECK(same_bits(acc, want));
+    CHECK(testing::same_bits(acc, want));
     // Operands that are views of inputs are read in place: one kernel, no temporary.
     const Array w = scatter(x.permute({1, 0}), idx.reshape({1, 300}), v.permute({1, 0}), 1);
     const codegen::Partition Q = codegen::partition(ir::run_pipeline({w.node()}, ir::standard_passes()));

@@ -214,12 +214,6 @@ Simulated run_simulated(const Array& y, const std::vector<Tensor>& tensors, unsi
     return r;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    const Tensor x = a.clone(), y = b.clone();
-    return x.dtype() == y.dtype() && x.shape() == y.shape() &&
-           std::memcmp(x.data(), y.data(), x.nbytes()) == 0;
-}
-
 void check(const Array& y, const std::vector<Tensor>& tensors, const std::string& what,
            codegen::ScatterPath path, unsigned max_blocks = 0) {
     const Simulated got = run_simulated(y, tensors, max_blocks);
@@ -228,7 +222,7 @@ void check(const Array& y, const std::vector<Tensor>& tensors, const std::string
     const Tensor expected = reference::evaluate(y.node());
     const testing::Comparison c = testing::compare(got.out, expected, testing::Tolerance::exact(), what);
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
-    CHECK_MESSAGE(same_bits(got.out, expected), what);
+    CHECK_MESSAGE(testing::same_bits(got.out, expected), what);
 }
 
 Tensor random_of(const Shape& s, DType t, std::uint64_t seed) {

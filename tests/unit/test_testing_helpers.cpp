@@ -167,3 +167,23 @@ TEST_CASE(
     CHECK(exact.derivation.find("flushes to zero") != std::string::npos);
     CHECK(testing::tolerance_for(binary(Op::Mul, x, x)).is_exact());
 }
+
+TEST_CASE("same_bits: dtype, shape and every bit, strides aside") {
+    Tensor a = Tensor::host({2, 3}, DType::Float32);
+    auto* p = static_cast<float*>(a.data());
+    for (int i = 0; i < 6; ++i) p[i] = 0.5f * static_cast<float>(i) - 1.0f;
+    CHECK(testing::same_bits(a, a.clone()));
+    CHECK(testing::same_bits(a.transposed(), a.transposed().clone()));  // a strided view and its copy
+    CHECK_FALSE(testing::same_bits(a, a.reshape({3, 2}).clone()));      // the shape
+    Tensor b = a.clone();
+    static_cast<float*>(b.data())[2] = -0.0f;  // p[2] is +0: equal as values, not as bits
+    CHECK(p[2] == 0.0f);
+    CHECK_FALSE(testing::same_bits(a, b));
+    const std::uint32_t nan1 = 0x7fc00001u, nan2 = 0x7fc00002u;
+    Tensor c = a.clone(), d = a.clone();
+    std::memcpy(static_cast<float*>(c.data()) + 4, &nan1, 4);
+    std::memcpy(static_cast<float*>(d.data()) + 4, &nan2, 4);
+    CHECK(testing::same_bits(c, c.clone()));
+    CHECK_FALSE(testing::same_bits(c, d));  // NaN payloads
+    CHECK_FALSE(testing::same_bits(Tensor::host({2}, DType::Int32), Tensor::host({2}, DType::Float32)));
+}

@@ -78,6 +78,10 @@ struct Comparison {
 Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& tolerance,
                    const std::string& what = "result");
 
+/// Whether `a` and `b` have the same dtype, shape and element bits (any devices, any strides): the check of
+/// results that must equal bit for bit, NaN payloads and the sign of zero included.
+bool same_bits(const Tensor& a, const Tensor& b);
+
 /// Compares `got`, a product of `a` and `b` on tensor cores (docs/semantics.md, section 12), with the stated
 /// componentwise bound: |got - C| <= gamma(K, 2^-22) (|A||B|) (1 + u) + u |C| + s per element, where C and
 /// |A||B| are reference::product_bound()'s, u is the unit roundoff of the product's dtype (the operands'; its
