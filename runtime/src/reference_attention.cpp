@@ -120,6 +120,30 @@ void combine(RowState& a, const RowState& b) {
     a.m = m;
 }
 
+// The pairwise tree over a row's chunk states as a binary counter: stack[i] holds a subtree of 2^i chunks
+// where bit i of `pending` (the chunks pushed so far) is set. push_chunk combines chunk `st` (the state is
+// consumed) with the subtrees of equal size below it; tree_result combines the odd subtrees left, from the
+// smallest up, so that the last chunks are carried up unchanged until they meet a subtree of their own level
+// or above, as the pairwise tree does.
+void push_chunk(std::vector<RowState>& stack, std::int64_t pending, RowState& st) {
+    int level = 0;
+    for (; pending & (std::int64_t{1} << level); ++level) {
+        combine(stack[static_cast<std::size_t>(level)], st);
+        std::swap(stack[static_cast<std::size_t>(level)], st);
+    }
+    std::swap(stack[static_cast<std::size_t>(level)], st);
+}
+const RowState* tree_result(std::vector<RowState>& stack, std::int64_t pending) {
+    RowState* acc = nullptr;
+    for (int level = 0; level < static_cast<int>(stack.size()); ++level) {
+        if (!(pending & (std::int64_t{1} << level))) continue;
+        RowState& x = stack[static_cast<std::size_t>(level)];
+        if (acc) combine(x, *acc);
+        acc = &x;
+    }
+    return acc;
+}
+
 // The keys a causal mask lets query row t see are a prefix [0, end) of the S keys (each mask hides the keys
 // past a diagonal; without a mask end = S): `end`, found with the mask's own test.
 std::int64_t mask_end_of(ir::CausalMask causal, std::int64_t t, std::int64_t T, std::int64_t S) {
@@ -361,8 +385,7 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
         int keys[kKeys];
         std::vector<float> kt(static_cast<std::size_t>(D * kKeys));
         // Per row of the tile: the bias row, the first key its causal mask hides, one chunk's state, and the
-        // pairwise tree's pending states as a binary counter (stack[i] holds a subtree of 2^i chunks), which
-        // combines them in the tree's order.
+        // pairwise tree's pending states (push_chunk).
         std::int64_t bias_row[kTileRows], mask_end[kTileRows];
         RowState st[kTileRows];
         std::vector<RowState> stacks[kTileRows];
@@ -426,32 +449,11 @@ Tensor eval_attention_node(const ir::Node& n, const std::vector<Tensor>& args, D
                         state.seen = true;
                     }
                 }
-                // Push each row's chunk: combine it with the subtrees of equal size below it, as a binary
-                // counter.
-                for (std::int64_t i = 0; i < rows; ++i) {
-                    std::vector<RowState>& stack = stacks[i];
-                    int level = 0;
-                    for (; pending & (std::int64_t{1} << level); ++level) {
-                        combine(stack[static_cast<std::size_t>(level)], st[i]);
-                        std::swap(stack[static_cast<std::size_t>(level)], st[i]);
-                    }
-                    std::swap(stack[static_cast<std::size_t>(level)], st[i]);
-                }
+                for (std::int64_t i = 0; i < rows; ++i) push_chunk(stacks[i], pending, st[i]);
                 ++pending;
             }
-            // The odd subtrees left, from the smallest up: the last chunks are carried up unchanged until
-            // they meet a subtree of their own level or above, as the pairwise tree does.
             for (std::int64_t i = 0; i < rows; ++i) {
-                std::vector<RowState>& stack = stacks[i];
-                RowState* acc = nullptr;
-                for (int level = 0; level < static_cast<int>(stack.size()); ++level) {
-                    if (!(pending & (std::int64_t{1} << level))) continue;
-                    RowState& x = stack[static_cast<std::size_t>(level)];
-                    if (acc) {
-                        combine(x, *acc);
-                    }
-                    acc = &x;
-                }
+                const RowState* acc = tree_result(stacks[i], pending);
                 const std::int64_t row = bh * T + t0 + i;
                 for (std::int64_t d = 0; d < D; ++d)
                     res[row * D + d] = acc->seen ? acc->o[static_cast<std::size_t>(d)] / acc->l : 0.0f;
