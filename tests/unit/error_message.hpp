@@ -9,16 +9,17 @@
 
 namespace loom_test {
 
-/// Runs `fn` and returns the message of the loom::Error it throws. When it throws none, records a failed
-/// check and returns "<no error>" (so the caller's own checks on the message fail too).
-template <class F>
+/// Runs `fn` and returns the message of the error of type E (loom::Error or one of its kinds) it throws. When
+/// it throws none, records a failed check and returns "<no error>" (so the caller's own checks on the message
+/// fail too).
+template <class E = loom::Error, class F>
 std::string error_message(F&& fn) {
     try {
         fn();
-    } catch (const loom::Error& e) {
+    } catch (const E& e) {
         return e.what();
     }
-    FAIL_CHECK("no loom::Error thrown");
+    FAIL_CHECK("no error of the expected kind thrown");
     return "<no error>";
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.hpp"
 #include "loom/codegen/plan/partition.hpp"
 #include "loom/ir/elementwise_impl.hpp"
 #include "loom/ir/graph.hpp"
@@ -38,15 +39,6 @@ void check_bits(const Array& y, const char* what) {
     const Tensor expected = reference::evaluate(y.node());
     const testing::Comparison c = testing::compare(out, expected, testing::Tolerance::exact(), what);
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
-}
-
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
 }
 
 // softmax(q kᵀ · scale + bias, masked) v in float64 for q [H, T, D], k and v [Hkv, S, D] (float32 values),
@@ -335,22 +327,31 @@ TEST_CASE("attention: errors of building one name attention, the shapes and the 
         CHECK_MESSAGE(msg.find(file) != std::string::npos, msg);
         CHECK_MESSAGE(msg.find("attention()") != std::string::npos, msg);
     };
-    has(error_of([&] { (void)attention(random_of({8, 16}, float32, 1), k, k); }), "rank of 3 or more");
+    has(loom_test::error_message([&] {
+            (void)attention(random_of({8, 16}, float32, 1), k, k);
+        }),
+        "rank of 3 or more");
     const Tensor q64 = random_of({2, 4, 8, 16}, float64, 1), k64 = random_of({2, 2, 10, 16}, float64, 2);
-    has(error_of([&] { (void)attention(q64, k64, k64); }), "float32, float16");
-    has(error_of([&] { (void)attention(q, random_of({2, 2, 10, 16}, bfloat16, 1), k); }), "differ in dtype");
-    has(error_of([&] {
+    has(loom_test::error_message([&] { (void)attention(q64, k64, k64); }), "float32, float16");
+    has(loom_test::error_message([&] {
+            (void)attention(q, random_of({2, 2, 10, 16}, bfloat16, 1), k);
+        }),
+        "differ in dtype");
+    has(loom_test::error_message([&] {
             (void)attention(q, random_of({2, 3, 10, 16}, float32, 1), random_of({2, 3, 10, 16}, float32, 2));
         }),
         "not a multiple");
-    has(error_of([&] { (void)attention(q, random_of({2, 2, 10, 8}, float32, 1), k); }), "[B..., Hkv, S, D]");
-    has(error_of([&] {
+    has(loom_test::error_message([&] {
+            (void)attention(q, random_of({2, 2, 10, 8}, float32, 1), k);
+        }),
+        "[B..., Hkv, S, D]");
+    has(loom_test::error_message([&] {
             (void)attention(q, k, k, {.bias = Array(random_of({3, 10}, float32, 1))});
         }),
         "does not broadcast");
-    has(error_of([&] { (void)attention(q, k, k, {.scale = INFINITY}); }), "not a finite");
+    has(loom_test::error_message([&] { (void)attention(q, k, k, {.scale = INFINITY}); }), "not a finite");
     const Tensor big = random_of({1, 1, 2, 257}, float32, 1);
-    has(error_of([&] { (void)attention(big, big, big); }), "outside 1 to 256");
+    has(loom_test::error_message([&] { (void)attention(big, big, big); }), "outside 1 to 256");
     // The IR prints the op with its attributes.
     const std::string text =
         ir::print({attention(q, k, k, {.causal = CausalMask::TopLeft, .scale = 0.5}).node()});

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "error_message.hpp"
 #include "loom/runtime/memory.hpp"
 #include "loom/runtime/module.hpp"
 #include "loom/runtime/testing.hpp"
@@ -17,18 +18,6 @@ using namespace loom;
 static_assert(LOOM_HAS_CUDA == 0, "test_host_only.cpp is built only with LOOM_CUDA=OFF");
 
 namespace {
-
-/// Runs `fn`, expects NoDeviceError, and returns its message.
-template <class F>
-std::string no_device_message(F&& fn) {
-    try {
-        fn();
-    } catch (const NoDeviceError& e) {
-        return e.what();
-    }
-    FAIL("no NoDeviceError thrown");
-    return {};
-}
 
 bool contains(const std::string& s, const std::string& part) {
     return s.find(part) != std::string::npos;
@@ -45,40 +34,49 @@ void check_no_gpu(const std::string& msg, const std::string& api) {
 TEST_CASE("host-only build: no device, and every GPU entry point throws NoDeviceError naming the API") {
     CHECK(device_count() == 0);
     CHECK(!cuda_available());
-    check_no_gpu(no_device_message([] { require_cuda("my_api()"); }), "my_api() needs a GPU");
-    check_no_gpu(no_device_message([] {
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { require_cuda("my_api()"); }),
+                 "my_api() needs a GPU");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] {
                      (void)Tensor::empty({4, 4}, float32, Device::cuda());
                  }),
                  "allocating 64 bytes on cuda:0");
-    check_no_gpu(no_device_message([] { (void)Tensor::host({3}, float32).to(Device::cuda()); }),
-                 "allocating 12 bytes on cuda:0");
-    check_no_gpu(no_device_message([] { (void)random_normal({8}, float32, 1, Device::cuda()); }),
-                 "random_normal()");
-    check_no_gpu(no_device_message([] { (void)device_info(0); }), "device_info()");
-    check_no_gpu(no_device_message([] { (void)current_device(); }), "current_device()");
-    check_no_gpu(no_device_message([] { set_device(0); }), "set_device()");
-    check_no_gpu(no_device_message([] { (void)pool_stats(0); }), "pool_stats()");
-    check_no_gpu(no_device_message([] { trim_pool(0); }), "trim_pool()");
-    check_no_gpu(no_device_message([] { DeviceGuard g(0); }), "DeviceGuard");
-    check_no_gpu(no_device_message([] { Stream s; }), "Stream");
-    check_no_gpu(no_device_message([] { Event e; }), "Event");
-    check_no_gpu(no_device_message([] { synchronize(); }), "synchronize()");
-    check_no_gpu(no_device_message([] { PinnedBuffer b(64); }), "PinnedBuffer");
-    check_no_gpu(no_device_message([] { (void)pinned_empty({2}, float32); }), "pinned_empty()");
-    check_no_gpu(no_device_message([] {
+    check_no_gpu(
+        loom_test::error_message<NoDeviceError>([] { (void)Tensor::host({3}, float32).to(Device::cuda()); }),
+        "allocating 12 bytes on cuda:0");
+    check_no_gpu(
+        loom_test::error_message<NoDeviceError>([] { (void)random_normal({8}, float32, 1, Device::cuda()); }),
+        "random_normal()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { (void)device_info(0); }), "device_info()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { (void)current_device(); }), "current_device()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { set_device(0); }), "set_device()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { (void)pool_stats(0); }), "pool_stats()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { trim_pool(0); }), "trim_pool()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { DeviceGuard g(0); }), "DeviceGuard");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { Stream s; }), "Stream");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { Event e; }), "Event");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { synchronize(); }), "synchronize()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { PinnedBuffer b(64); }), "PinnedBuffer");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { (void)pinned_empty({2}, float32); }),
+                 "pinned_empty()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] {
                      const Tensor h = Tensor::host({2}, float32);
                      copy_async(h, h);
                  }),
                  "copy_async()");
-    check_no_gpu(no_device_message([] { Pipeline p({}, {}); }), "Stream");  // its streams come first
-    check_no_gpu(no_device_message([] { (void)Module::load("not an image", "m"); }), "Module::load() of m");
-    check_no_gpu(no_device_message([] { (void)time_calls([] {}, Device::cuda(0)); }), "time_calls()");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { Pipeline p({}, {}); }),
+                 "Stream");  // its streams come first
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { (void)Module::load("not an image", "m"); }),
+                 "Module::load() of m");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([] { (void)time_calls([] {}, Device::cuda(0)); }),
+                 "time_calls()");
     // A view of memory said to be a device's: made without a GPU, its evaluation and export need one.
     std::vector<float> memory(4);
     const Tensor on_gpu = Tensor::view(memory.data(), {4}, float32, {}, Device::cuda(0));
-    check_no_gpu(no_device_message([&] { (void)on_gpu.to_host(); }), "copying 16 bytes from cuda:0 to cpu");
-    check_no_gpu(no_device_message([&] { (void)Tensor(relu(Array(on_gpu) * 2.0)); }), "eval() needs a GPU");
-    check_no_gpu(no_device_message([&] { (void)on_gpu.to_dlpack(); }), "DeviceGuard");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([&] { (void)on_gpu.to_host(); }),
+                 "copying 16 bytes from cuda:0 to cpu");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([&] { (void)Tensor(relu(Array(on_gpu) * 2.0)); }),
+                 "eval() needs a GPU");
+    check_no_gpu(loom_test::error_message<NoDeviceError>([&] { (void)on_gpu.to_dlpack(); }), "DeviceGuard");
     // NoDeviceError is a loom::Error, so generic handlers catch it.
     CHECK_THROWS_AS((void)Tensor::empty({1}, float32, Device::cuda()), Error);
     CHECK(!runtime_poisoned());
@@ -88,13 +86,16 @@ TEST_CASE("host-only build: NVRTC's entry points throw NoDeviceError, the genera
     const Tensor x = Tensor::host({1000}, float32);
     const Array y = relu(Array(x) * 1.5 + 0.25);
     nvrtc::Options o;
-    const std::string msg =
-        no_device_message([&] { (void)nvrtc::compile("k", "__global__ void k() {}", o); });
+    const std::string msg = loom_test::error_message<NoDeviceError>(
+        [&] { (void)nvrtc::compile("k", "__global__ void k() {}", o); });
     CHECK(contains(msg, "nvrtc::compile() of k needs NVRTC"));
     CHECK(contains(msg, "LOOM_CUDA=OFF"));
-    CHECK(contains(no_device_message([&] { (void)nvrtc::ptx("k", "", o); }), "nvrtc::ptx() of k"));
-    CHECK(contains(no_device_message([&] { (void)compile({y}, "host_only_k"); }), "needs NVRTC"));
-    CHECK(contains(no_device_message([&] { (void)ptx({y}, "host_only_k"); }), "needs NVRTC"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([&] { (void)nvrtc::ptx("k", "", o); }),
+                   "nvrtc::ptx() of k"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([&] { (void)compile({y}, "host_only_k"); }),
+                   "needs NVRTC"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([&] { (void)ptx({y}, "host_only_k"); }),
+                   "needs NVRTC"));
     CHECK(nvrtc::compile_count() == 0);
     // Code generation needs no toolkit: the kernels for an H200, as without a GPU in the CUDA build.
     const std::string cu = cuda_source({y}, "host_only_k");

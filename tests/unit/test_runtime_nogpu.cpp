@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "error_message.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
 #include "loom/runtime/module.hpp"
@@ -20,18 +21,6 @@
 using namespace loom;
 
 namespace {
-
-/// Runs `fn`, expects NoDeviceError, and returns its message.
-template <class F>
-std::string no_device_message(F&& fn) {
-    try {
-        fn();
-    } catch (const NoDeviceError& e) {
-        return e.what();
-    }
-    FAIL("no NoDeviceError thrown");
-    return {};
-}
 
 bool contains(const std::string& s, const char* part) {
     return s.find(part) != std::string::npos;
@@ -51,31 +40,39 @@ TEST_CASE("without a GPU: cuda_available() is false and the first GPU use throws
     CHECK(device_count() == 0);
     CHECK_NOTHROW((void)cuda_available());
 
-    const std::string empty = no_device_message([] { (void)Tensor::empty({4, 4}, float32, Device::cuda()); });
+    const std::string empty = loom_test::error_message<NoDeviceError>([] {
+        (void)Tensor::empty({4, 4}, float32, Device::cuda());
+    });
     CHECK(contains(empty, "no CUDA device found"));
     CHECK(contains(empty, "allocating 64 bytes on cuda:0"));
     CHECK(contains(empty, "cudaGetDeviceCount()"));  // CUDA's reason is named
     MESSAGE(empty);
 
-    const std::string rn = no_device_message([] { (void)random_normal({8}, float32, 1, Device::cuda()); });
+    const std::string rn =
+        loom_test::error_message<NoDeviceError>([] { (void)random_normal({8}, float32, 1, Device::cuda()); });
     CHECK(contains(rn, "no CUDA device found: random_normal() needs a GPU"));
-    CHECK(contains(no_device_message([] { (void)random_uniform({8}, float16, 0, 1, 2, Device::cuda()); }),
+    CHECK(contains(loom_test::error_message<NoDeviceError>(
+                       [] { (void)random_uniform({8}, float16, 0, 1, 2, Device::cuda()); }),
                    "random_uniform()"));
     // The seedless forms draw on the host without a GPU (docs/semantics.md, "Random numbers").
     CHECK(!random_normal({8}).device().is_cuda());
     CHECK(!random_uniform({8}, float16, 0, 1).device().is_cuda());
-    CHECK(contains(no_device_message([] { (void)Tensor::host({3}, float32).to(Device::cuda()); }),
-                   "no CUDA device found"));
-    CHECK(contains(no_device_message([] { PinnedBuffer b(64); }), "PinnedBuffer"));
-    CHECK(contains(no_device_message([] { (void)pinned_empty({2}, float32); }), "pinned_empty()"));
-    CHECK(contains(no_device_message([] { Stream s; }), "Stream"));
-    CHECK(contains(no_device_message([] { Event e; }), "Event"));
-    CHECK(contains(no_device_message([] { (void)device_info(0); }), "device_info()"));
-    CHECK(contains(no_device_message([] { (void)current_device(); }), "current_device()"));
-    CHECK(
-        contains(no_device_message([] { (void)Module::load("not an image", "m"); }), "Module::load() of m"));
+    CHECK(contains(
+        loom_test::error_message<NoDeviceError>([] { (void)Tensor::host({3}, float32).to(Device::cuda()); }),
+        "no CUDA device found"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([] { PinnedBuffer b(64); }), "PinnedBuffer"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([] { (void)pinned_empty({2}, float32); }),
+                   "pinned_empty()"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([] { Stream s; }), "Stream"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([] { Event e; }), "Event"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([] { (void)device_info(0); }), "device_info()"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([] { (void)current_device(); }),
+                   "current_device()"));
+    CHECK(contains(loom_test::error_message<NoDeviceError>([] { (void)Module::load("not an image", "m"); }),
+                   "Module::load() of m"));
     // A CUDA call made anyway reports "no device", naming the call.
-    const std::string raw = no_device_message([] { LOOM_CUDA_CHECK(cudaSetDevice(0)); });
+    const std::string raw =
+        loom_test::error_message<NoDeviceError>([] { LOOM_CUDA_CHECK(cudaSetDevice(0)); });
     CHECK(contains(raw, "cudaSetDevice(0)"));
     // NoDeviceError is a loom::Error, so generic handlers catch it.
     CHECK_THROWS_AS((void)Tensor::empty({1}, float32, Device::cuda()), Error);
@@ -182,7 +179,8 @@ TEST_CASE("NVRTC compiles to a cubin without a GPU, loading it is the first GPU 
                         "\x7f"
                         "ELF") == 0);
     if (!cuda_available()) {
-        const std::string msg = no_device_message([&] { (void)Module::load(cubin, "k_module"); });
+        const std::string msg =
+            loom_test::error_message<NoDeviceError>([&] { (void)Module::load(cubin, "k_module"); });
         CHECK(contains(msg, "k_module"));
     }
 }
