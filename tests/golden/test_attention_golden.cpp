@@ -139,3 +139,33 @@ TEST_CASE("golden: decoding attention splits long rows' keys among blocks, for e
     CHECK(ks[0].kernel.find("lm::att::attention_simt<lm::bf16, 64, false, false, 1, false>") !=
           std::string::npos);
 }
+
+TEST_CASE("attention's result in several places: the kernel stores it once, copies store the rest") {
+    // The attention kernel stores one result: written to a strided root, a second root and read by a
+    // consumer, it goes to a temporary, and a pointwise kernel writes both roots from it.
+    const Array q(testing::random_tensor({3, 2, 7, 16}, float32, 1));
+    const Array k(testing::random_tensor({3, 2, 7, 16}, float32, 2));
+    const Array v(testing::random_tensor({3, 2, 7, 16}, float32, 3));
+    const Array a = attention(q, k, v, {.scale = 0.25});
+    const Array y = maximum(a, -0.9375) * 0.21875;
+    const std::vector<ir::NodePtr> roots{y.node(), a.node(), a.node()};
+    const std::vector<Strides> root_strides{{}, {84, -14, -2, 1176}, {}};
+    const codegen::FusionPlan plan =
+        gpu::plan_bound(ir::run_pipeline(roots, ir::standard_passes()), codegen::DeviceInfo::h200(), {}, "",
+                        nullptr, root_strides);
+    int attention_kernels = 0;
+    std::vector<int> roots_written;
+    for (const codegen::FusedKernel& fk : plan.partition.kernels) {
+        if (fk.family == codegen::Family::Attention) {
+            ++attention_kernels;
+            REQUIRE(fk.writes.size() == 1);
+            CHECK(fk.writes[0].kind == codegen::Slot::Kind::Temp);
+        }
+        for (const codegen::Slot& w : fk.writes)
+            if (w.kind == codegen::Slot::Kind::Root) roots_written.push_back(w.index);
+    }
+    CHECK(attention_kernels == 1);
+    std::sort(roots_written.begin(), roots_written.end());
+    CHECK(roots_written == std::vector<int>{0, 1, 2});
+    for (const codegen::KernelSource& ks : gpu::emit_kernels(plan)) golden::compile_sm90(ks);
+}

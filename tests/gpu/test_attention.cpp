@@ -106,6 +106,37 @@ TEST_CASE("attention on CUDA cores: heads sliced from a fused qkv, the result in
     }
 }
 
+TEST_CASE("attention's result in several places: a view with negative strides, a second root, a consumer") {
+    // One attention value written to two outputs (one a view with negative strides) and read by an
+    // elementwise consumer: the kernel stores it once, copies store the rest; every output holds the
+    // reference's bits.
+    const OptionsScope cores(Options{.product_path = ProductPath::CudaCores});
+    for (auto [T, S] : {std::pair<std::int64_t, std::int64_t>{7, 7}, {3, 1100}, {100, 130}}) {
+        const std::int64_t B = 3, H = 2, D = 16;
+        const Array q(random_of({B, H, T, D}, float32, 50)), k(random_of({B, H, S, D}, float32, 51)),
+            v(random_of({B, H, S, D}, float32, 52));
+        const Array a = attention(q, k, v, {.scale = 0.25});
+        const Array y = maximum(a, -0.9375) * 0.21875;
+        // out1: [B, H, T, D] over a base twice as long along T, read backwards along H and T.
+        Tensor base = Tensor::empty({B, H, 2 * T, D}, float32, cuda0);
+        Tensor out0 = Tensor::empty(y.shape(), float32, cuda0),
+               out2 = Tensor::empty(a.shape(), float32, cuda0);
+        for (Tensor* t : {&base, &out0, &out2}) testing::poison(*t);
+        const Tensor out1 = base.as_strided({B, H, T, D}, {H * 2 * T * D, -2 * T * D, -2 * D, 1},
+                                            (H - 1) * 2 * T * D + (2 * T - 2) * D);
+        assign({out0, out1, out2}, {y, a, a});
+        const Tensor expected = reference::evaluate(a.node());
+        for (auto [out, what] :
+             {std::pair<Tensor, const char*>{out1, "the view"}, {out2, "the second root"}}) {
+            const testing::Comparison c = testing::compare(out, expected, testing::Tolerance::exact(), what);
+            CHECK_MESSAGE(c.ok, "T=" << T << " S=" << S << ", " << what << ": " << c.message);
+        }
+        const testing::Comparison c =
+            testing::compare(out0, reference::evaluate(y.node()), testing::Tolerance::exact(), "consumer");
+        CHECK_MESSAGE(c.ok, "T=" << T << " S=" << S << ", the consumer: " << c.message);
+    }
+}
+
 TEST_CASE("attention decoding: long rows' keys split among blocks, the reference's bits in every dtype") {
     // T <= 16 over more than 512 keys: chunks of 512 keys, a block each, combined in the pairwise tree by the
     // last block of each row block (docs/semantics.md, "Decoding"). Halves take the CUDA-core kernel by

@@ -412,6 +412,18 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
             if (const auto it = roots_of.find(m.get()); it != roots_of.end())
                 for (std::size_t i : it->second)
                     writes.push_back(Slot{Slot::Kind::Root, static_cast<int>(i)});
+            // An attention kernel stores one result: where its value goes to several places (a root read by
+            // another kernel, or a root given twice), the kernel writes a temporary and copies write the
+            // roots.
+            std::vector<Slot> copies;
+            if (k.family == Family::Attention && writes.size() > 1) {
+                for (const Slot& w : writes)
+                    if (w.kind == Slot::Kind::Root) copies.push_back(w);
+                writes = {Slot{Slot::Kind::Temp,
+                               A.materialize(m, fmt::format("attention's result, written to {} places: the "
+                                                            "kernel stores it once, copies store the rest",
+                                                            writes.size()))}};
+            }
             const ir::NodePtr sub = A.substitute({m}, {m.get()}).at(0);
             k.outputs.assign(writes.size(), sub);
             k.writes = std::move(writes);
@@ -430,6 +442,10 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
                                 ? fmt::format("; its prologue computes the operand as it loads:{}", prologue)
                                 : fmt::format("; its prologue runs as the tiles load:{}", prologue));
             A.P.kernels.push_back(std::move(k));
+            if (!copies.empty())
+                A.append(
+                    plain(std::vector<ir::NodePtr>(copies.size(), A.placeholder(m.get())), stage_options),
+                    copies);
         }
     }
     // The roots that are not products themselves (those were written by their kernels).
