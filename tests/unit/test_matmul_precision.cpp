@@ -20,8 +20,14 @@ using namespace loom;
 
 namespace {
 
-// TF32 as the kernels round (lm::tf32_round): 10 explicit mantissa bits, to nearest with ties away from zero,
-// a finite value that would round to Inf kept at TF32's largest finite value.
+// TF32 as the single-pass kernels read it (lm::tf32_truncate, and wgmma's tensor cores): the low 13 mantissa
+// bits dropped.
+float tf32_truncated(float x) {
+    return std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) & 0xffffe000u);
+}
+
+// TF32 as 3xTF32 rounds its big and small parts (lm::tf32_round): 10 explicit mantissa bits, to nearest with
+// ties away from zero, a finite value that would round to Inf kept at TF32's largest finite value.
 float tf32(float x) {
     if (!std::isfinite(x)) return x;
     std::uint32_t u = std::bit_cast<std::uint32_t>(x);
@@ -45,7 +51,7 @@ Tensor emulate(const Tensor& a, const Tensor& b, ProductPrecision p) {
                 const float x = av[i * K + k], y = bv[k * N + j];
                 const double xb = tf32(x), yb = tf32(y);
                 if (p == ProductPrecision::TF32) {
-                    acc += xb * yb;
+                    acc += static_cast<double>(tf32_truncated(x)) * tf32_truncated(y);
                 } else {
                     const double xs = tf32(static_cast<float>(x - xb)), ys = tf32(static_cast<float>(y - yb));
                     acc += xs * yb + xb * ys + xb * yb;

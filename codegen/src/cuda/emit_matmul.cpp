@@ -409,9 +409,10 @@ struct MatmulEmitter {
 
     // TF32 and 3xTF32 (float32 operands, MatmulPlan::precision()): m16n8k8 MMAs, one value per register (A
     // register r holds row grp + 8 (r % 2) at k = 4 (r / 2) + tig, B register r column grp at k = 4 r + tig),
-    // each operand rounded to TF32 as its fragment is read. 3xTF32 also keeps the small part tf32(x - big)
-    // and takes a_small b_big + a_big b_small + a_big b_big, the small terms first; the cross terms take the
-    // big parts of Inf and NaN as 0 (lm::tf32_split), so only a_big b_big carries them.
+    // each operand read as TF32 as its fragment is read: truncated (lm::tf32_truncate), as the wgmma kernel's
+    // tensor cores read it, for TF32; 3xTF32 rounds the big part to nearest and keeps the small part tf32(x -
+    // big) and takes a_small b_big + a_big b_small + a_big b_big, the small terms first; the cross terms take
+    // the big parts of Inf and NaN as 0 (lm::tf32_split), so only a_big b_big carries them.
     void tf32_step(std::string& s, int ind) const {
         const bool split = p.precision() == ProductPrecision::TF32x3;
         const std::string a_at =
@@ -440,7 +441,7 @@ struct MatmulEmitter {
         line(s, ind + 8, "for (int r = 0; r < 2; ++r)");
         line(s, ind + 12,
              split ? fmt::format("lm::tf32_split({}, b_big[j][r], b_cross[j][r], b_small[j][r]);", b_at)
-                   : fmt::format("fb[j][r] = lm::tf32_round({});", b_at),
+                   : fmt::format("fb[j][r] = lm::tf32_truncate({});", b_at),
              "k rows 8 words apart mod 32: distinct banks");
         line(s, ind + 4, "#pragma unroll");
         line(s, ind + 4, fmt::format("for (int i = 0; i < {}; ++i) {{", p.frags_m()),
@@ -450,7 +451,7 @@ struct MatmulEmitter {
         line(s, ind + 8, "for (int r = 0; r < 4; ++r)");
         line(s, ind + 12,
              split ? fmt::format("lm::tf32_split({}, a_big[r], a_cross[r], a_small[r]);", a_at)
-                   : fmt::format("fa[r] = lm::tf32_round({});", a_at),
+                   : fmt::format("fa[r] = lm::tf32_truncate({});", a_at),
              "rows of a warp in distinct banks");
         line(s, ind + 8, "#pragma unroll");
         if (split) {

@@ -384,8 +384,8 @@ std::string wgmma_text(const MatmulPlan& p) {
 std::string path_text(const MatmulPlan& p) {
     if (p.precision() == ProductPrecision::TF32)
         return "tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=tf32: the operands "
-               "rounded to TF32 as the fragments are read; within the TF32 bound of docs/semantics.md, "
-               "section 12)";
+               "read as TF32 as the fragments are read, their low 13 bits dropped as wgmma drops them; "
+               "within the TF32 bound of docs/semantics.md, section 12)";
     if (p.precision() != ProductPrecision::Float32)
         return "tensor cores (mma.sync m16n8k8 TF32 into float32, product_precision=3xtf32: each operand "
                "split into big and small TF32 parts, three MMAs per step; within the 3xTF32 bound of "

@@ -616,6 +616,13 @@ __device__ __forceinline__ void mma_m16n8k32_s8(unsigned (&c)[4], const unsigned
 #endif
 }
 
+/// x read as TF32 by dropping its low 13 mantissa bits (toward zero), as Hopper's wgmma tensor cores read a
+/// float32 operand: single-pass TF32 on mma.sync reads its operands so too, so that a product reads the same
+/// TF32 values on either kernel (fusion may move a product from one to the other). |tf32(x) - x| < 2^-10 |x|;
+/// finite stays finite.
+__device__ __forceinline__ unsigned tf32_truncate(float x) {
+    return __float_as_uint(x) & 0xffffe000u;
+}
 /// x rounded to TF32 (10 explicit mantissa bits, float32's exponent range; to nearest, ties away from zero:
 /// cvt.rna), as the 32-bit register an m16n8k8 TF32 MMA takes (the low 13 bits zero). A finite x that would
 /// round to Inf (within 2^-11 of float32's largest value) takes TF32's largest finite value of its sign
