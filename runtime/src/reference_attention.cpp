@@ -580,8 +580,11 @@ AttentionBound attention_bound(const Tensor& q_in, const Tensor& k_in, const Ten
             std::fill(num.begin(), num.end(), 0.0);
             std::fill(absn.begin(), absn.end(), 0.0);
             std::fill(abs1.begin(), abs1.end(), 0.0);
-            const double shift = (static_cast<double>(tiles) + 1.0) * 0x1p-23 * (sabs + 1.0);
-            const double rounds = std::pow(1.0 + 0x1p-24, static_cast<double>(tiles + 1));
+            // Per exp (one per key, one per tile's alpha): the roundings of s - c and of its product with
+            // log2 e (and of log2 e itself) shift the argument by at most 2^-21 (max |s| + 1); ex2.approx is
+            // within 2 ulp (2^-22, relative).
+            const double shift = (static_cast<double>(tiles) + 1.0) * 0x1p-21 * (sabs + 1.0);
+            const double rounds = std::pow(1.0 + 0x1p-22, static_cast<double>(tiles + 1));
             for (std::int64_t j : vis) {
                 const std::size_t js = static_cast<std::size_t>(j);
                 const double pj = finite ? std::exp(s[js] - smax) : 0.0;

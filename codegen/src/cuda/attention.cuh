@@ -460,6 +460,16 @@ struct MmaShape {
     static constexpr int kBytes = (kQElems + 4 * kTileElems) * 2;  // Q, then K and V twice
 };
 
+// e^y on the multifunction unit, for the tensor-core kernel's probabilities and rescalings (which keep a
+// bound, not the reference's bits): 2^(y log2 e) by ex2.approx.f32 without .ftz, so subnormal results stay.
+// One multiply and one MUFU instruction where the correctly rounded exp_f32 takes some 40 double-precision
+// and integer instructions; docs/semantics.md's bound counts the multiply's rounding and ex2's 2 ulp.
+__device__ __forceinline__ float exp_mufu(float y) {
+    float r;
+    asm("ex2.approx.f32 %0, %1;\n" : "=f"(r) : "f"(__fmul_rn(y, 1.44269504088896340736f)));
+    return r;
+}
+
 template <class T>
 struct MmaType;
 template <>
@@ -712,7 +722,7 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
             if (any) {
                 const float mn = max_nan(m[i], bm);
                 c = finite(mn) ? mn : 0.0f;
-                alpha = expc::exp_f32(__fsub_rn(m[i], c));
+                alpha = exp_mufu(__fsub_rn(m[i], c));
                 m[i] = mn;
                 seen[i] = true;
             }
@@ -722,7 +732,7 @@ __device__ void attention_mma(const AttentionParams& p, float* smem_f) {
                 for (int e = 0; e < 2; ++e) {
                     float pr = __uint_as_float(kAbsent);
                     if (vis >> (2 * j + e) & 1u) {
-                        pr = Type::value(Type::bits(expc::exp_f32(__fsub_rn(s[j][2 * i + e], c))));
+                        pr = Type::value(Type::bits(exp_mufu(__fsub_rn(s[j][2 * i + e], c))));
                         sum = __fadd_rn(sum, pr);
                     }
                     s[j][2 * i + e] = pr;

@@ -93,9 +93,9 @@ ProductBound product_bound(const Tensor& a, const Tensor& b,
 /// visible keys and l = sum p_j:
 ///     bound = c1 (sum_j p_j |v_jd|) / l + c2 (sum_j |v_jd|) / l + ulp_T(|value| + the first two terms),
 /// c1 = 4 a / (1 - a) + 2^-23, a = (1 + theta) (1 + gamma(S + 2 n + 16, 2^-22)) - 1 with n = ceil(S / 32)
-/// key tiles, theta the largest over the row's visible keys of (1 + u_T) (1 + 2^-24)^(n + 1) exp(delta_j) -
+/// key tiles, theta the largest over the row's visible keys of (1 + u_T) (1 + 2^-22)^(n + 1) exp(delta_j) -
 /// 1, u_T = 2^-11 (float16) or 2^-8 (bfloat16), delta_j = scale gamma(D, 2^-22) sum_d |q_d k_jd| + 2^-23
-/// (|scale q·k_j| + |s_j|) + (n + 1) 2^-23 (max_j |s_j| + 1); c2 = 2^-23 for float16 (probabilities below
+/// (|scale q·k_j| + |s_j|) + (n + 1) 2^-21 (max_j |s_j| + 1); c2 = 2^-23 for float16 (probabilities below
 /// float16's normal range) and 2^-125 for bfloat16. The bound is +inf where `value` is not finite (an Inf or
 /// NaN operand of a visible key: the results must then agree in kind; see the document). Throws loom::Error
 /// naming reference::attention_bound() for operands that do not fit.
