@@ -24,8 +24,9 @@
 // (a traced function, samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall time on the host
 // clock beside the same copies with no kernel; O2 the host microseconds per call of a traced function of
 // three kernels as an automatic CUDA graph, kernel by kernel, and against one launch of the same graph
-// captured by hand. A2 and A3 are causal attention, A2nc and A3nc the same shapes without a mask, A4
-// decoding (one query over a KV cache of 8192 keys: GB/s, checked bit for bit).
+// captured by hand; L1 the host microseconds per call of a chain of 100 elementwise ops on 4096 values. A2
+// and A3 are causal attention, A2nc and A3nc the same shapes without a mask, A4 decoding (one query over a KV
+// cache of 8192 keys: GB/s, checked bit for bit).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -1314,6 +1315,24 @@ void bench_o1(const Gpu& gpu) {
     report_us("O1_overhead", "loom_product", host_us_per_call([&] { mmf(x, w, y); }));
 }
 
+// L1: 100 dependent elementwise ops (tanh, then y * 0.999 + 0.001, alternating) on 4096 float32, host and
+// device time per call: 2000 calls, then one synchronization (WORKLOADS.md). Traced, the chain is one fused
+// kernel and a call one launch; lazily (`assign`), each call records and looks up the 100 ops again.
+Array chain100(Array y) {
+    for (int k = 0; k < 100; ++k) y = k % 2 ? y * 0.999 + 0.001 : tanh(y);
+    return y;
+}
+
+void bench_l1(const Gpu& gpu) {
+    const Device& dev = gpu.dev;
+    Tensor x = random_normal({4096}, float32, 61, dev), out = Tensor::empty({4096}, float32, dev);
+    auto f = loom::function("l1_chain100", chain100);
+    f(x, out);
+    check({chain100(Array(x))}, {out}, "L1");
+    report_us("L1_chain100", "loom", host_us_per_call([&] { f(x, out); }, 2000));
+    report_us("L1_chain100", "loom_lazy", host_us_per_call([&] { assign(out, chain100(Array(x))); }, 2000));
+}
+
 // O2: host microseconds per call of a traced function of three kernels (two reductions of different shapes
 // and an elementwise result) on a small input: as one automatic CUDA graph (capture = Auto, the default),
 // kernel by kernel (capture = Never), against one cudaGraphLaunch of the same three kernels captured by hand
@@ -1470,6 +1489,7 @@ const std::vector<GpuWorkload>& gpu_workloads() {
          }},
         {{"P1_pipeline"}, true, bench_p1},
         {{"O1_overhead"}, false, bench_o1},
+        {{"L1_chain100"}, true, bench_l1},
         {{"O2_graphs"}, true, bench_o2},
     };
     return table;
