@@ -44,6 +44,15 @@ TEST_CASE("golden: an embedding lookup and its layernorm, one kernel, the rows g
     const std::string ir = llvm_source({layernorm(take(table, ids, 0), w, b, 1e-5)}, "g1");
     CHECK(ir.find("@loom_gather_error") != std::string::npos);
     CHECK(ir.find("take position g0") != std::string::npos);
+    // The lookup alone (a pointwise kernel): the row id does not move along the row, so the lanes read a run
+    // of the table's row (one vector load), not one address per lane; an index that moves along the row
+    // (take_along_axis) still gathers.
+    const std::string lookup = llvm_source({take(table, ids, 0)}, "g1_lookup");
+    CHECK(lookup.find("llvm.masked.gather") == std::string::npos);
+    CHECK(lookup.find("load <") != std::string::npos);
+    const Tensor cols = ids_of({500, 256}, int64, 256, 5);
+    CHECK(llvm_source({take_along_axis(table, cols, 1)}, "g1_along").find("llvm.masked.gather") !=
+          std::string::npos);
 }
 
 TEST_CASE("golden: a pointwise gather kernel of every operand dtype and index dtype compiles") {

@@ -257,7 +257,33 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
         const std::string ob = b_.splat(fmt::format("{}.ob", name), "i64", off, w);
         return {Address::Lanes, b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, ob, p))};
     }
-    // Gathered: the derived indices too; Indirect: the gathers' positions.
+    // Gathered: the derived indices too; Indirect: the gathers' positions. Where those are the same in every
+    // lane (an index that does not move along the row: an embedding's row id), the lanes read a run of the
+    // row (unit inner stride), or one element; lane 0 holds the offset.
+    if (w > 1 && (!inner || o.unit_inner) && row_parts_uniform(s)) {
+        std::string o1 = off;
+        const std::vector<std::string> t =
+            o.derived.empty() ? std::vector<std::string>{} : derived_indices(pt, w, fmt::format("{}.", name));
+        const auto lane0 = [&](const std::string& vec_value, const std::string& nm) {
+            return b_.let(nm, fmt::format("extractelement {} {}, i64 0", I, vec_value));
+        };
+        for (int m : o.derived) {
+            const std::string tm = lane0(t.at(static_cast<std::size_t>(m)), fmt::format("{}.t{}", name, m));
+            const std::string p = b_.let(fmt::format("{}.tp{}", name, m),
+                                         fmt::format("mul i64 {}, {}", tm, field(K::SiteDerived, s, m)));
+            o1 = o1 == "0" ? p : b_.let(fmt::format("{}.o", name), fmt::format("add i64 {}, {}", o1, p));
+        }
+        for (int q : o.positions) {
+            const std::string pq = lane0(positions_.at(q), fmt::format("{}.g{}", name, q));
+            const std::string p = b_.let(fmt::format("{}.gp{}", name, q),
+                                         fmt::format("mul i64 {}, {}", pq, field(K::SitePosition, s, q)));
+            o1 = o1 == "0" ? p : b_.let(fmt::format("{}.o", name), fmt::format("add i64 {}, {}", o1, p));
+        }
+        if (!inner) return {Address::One, o1};
+        return {Address::Run,
+                o1 == "0" ? pt.inner
+                          : b_.let(fmt::format("{}.off", name), fmt::format("add i64 {}, {}", o1, pt.inner))};
+    }
     std::string offs = b_.splat(fmt::format("{}.ob", name), "i64", off, w);
     if (inner) {
         const std::string iv = index_vector(pt, R - 1, w);
@@ -284,6 +310,56 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
         offs = b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, offs, p));
     }
     return {Address::Lanes, offs};
+}
+
+bool Space::derived_uniform(int m) const {
+    const DerivedPlan& dp = plan_.derived.at(static_cast<std::size_t>(m));
+    if (dp.dim_mask >> (plan_.rank - 1) & 1u) return false;
+    for (int j : dp.derived)
+        if (!derived_uniform(j)) return false;
+    return true;
+}
+
+bool Space::site_uniform(int s) {
+    const OperandPlan& o = plan_.loads.at(static_cast<std::size_t>(s));
+    if (external) return o.access == Access::Scalar;
+    switch (o.access) {
+        case Access::Scalar:
+            return true;
+        case Access::Contiguous:
+        case Access::RowBroadcast:
+            return false;
+        case Access::Strided:
+        case Access::Gathered:
+        case Access::Indirect:
+            break;
+    }
+    return !(o.dim_mask >> (plan_.rank - 1) & 1u) && row_parts_uniform(s);
+}
+
+bool Space::row_parts_uniform(int s) {
+    if (external) return false;
+    const OperandPlan& o = plan_.loads.at(static_cast<std::size_t>(s));
+    for (int m : o.derived)
+        if (!derived_uniform(m)) return false;
+    for (int q : o.positions)
+        if (!lane_uniform(g_.gathers.at(static_cast<std::size_t>(q)).value)) return false;
+    return true;
+}
+
+bool Space::lane_uniform(int k) {
+    if (uniform_.empty()) uniform_.assign(g_.values.size(), -1);
+    signed char& u = uniform_.at(static_cast<std::size_t>(k));
+    if (u >= 0) return u != 0;
+    const detail::PwValue& v = g_.values[static_cast<std::size_t>(k)];
+    bool r = true;
+    if (v.site >= 0) {
+        r = site_uniform(v.site);
+    } else {
+        for (int a : v.args) r = r && lane_uniform(a);  // elementwise, or a gather's index
+    }
+    u = r ? 1 : 0;
+    return r;
 }
 
 std::string Space::gather_position(int q, const std::string& v, DType index_dtype, int w,
