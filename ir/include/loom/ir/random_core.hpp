@@ -250,16 +250,11 @@ LOOM_RNG_FN float cos_turns_f32(unsigned int j) {   // j < 2^24
     c = fma(t2, c, 0x1.03c1f0p+6f);
     c = fma(t2, c, -0x1.3bd3ccp+4f);
     const float cosine = fma(t2, c, 1.0f);
-    switch (n & 3u) {
-        case 0u:
-            return cosine;
-        case 1u:
-            return -sine;
-        case 2u:
-            return -cosine;
-        default:
-            return sine;
-    }
+    // Quarter turn n: cos, -sin, -cos, sin, chosen on the bits (no branch, so that a host loop over lanes
+    // vectorizes): odd n takes the sine, n of 1 and 2 flip the sign bit.
+    const unsigned int odd = 0u - (n & 1u);
+    const unsigned int r = (bits_of(sine) & odd) | (bits_of(cosine) & ~odd);
+    return float_of(r ^ (((n + 1u) & 2u) << 30));
 }
 
 LOOM_RNG_FN double cos_turns_f64(unsigned long long j) {  // j < 2^53
@@ -283,16 +278,9 @@ LOOM_RNG_FN double cos_turns_f64(unsigned long long j) {  // j < 2^53
     c = fma(t2, c, 0x1.03c1f081b5ac4p+6);
     c = fma(t2, c, -0x1.3bd3cc9be45dep+4);
     const double cosine = fma(t2, c, 1.0);
-    switch ((unsigned int)(n & 3ull)) {
-        case 0u:
-            return cosine;
-        case 1u:
-            return -sine;
-        case 2u:
-            return -cosine;
-        default:
-            return sine;
-    }
+    const unsigned long long odd = 0ull - (n & 1ull);  // as cos_turns_f32
+    const unsigned long long r = (bits_of(sine) & odd) | (bits_of(cosine) & ~odd);
+    return double_of(r ^ (((n + 1ull) & 2ull) << 62));
 }
 
 // ---------------------------------------------------------------------------------------------------------
