@@ -174,6 +174,24 @@ double host_us_per_call(const std::function<void()>& fn, int n = 10000) {
     return us[us.size() / 2];
 }
 
+// Microseconds per call of `fn` with the device's work included: `n` calls back to back, then one
+// synchronization, both inside the clock (WORKLOADS.md's L1); after 100 warm-up calls, the median of 5
+// batches.
+double synced_us_per_call(const std::function<void()>& fn, int n) {
+    for (int i = 0; i < 100; ++i) fn();
+    synchronize();
+    std::vector<double> us;
+    for (int b = 0; b < 5; ++b) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < n; ++i) fn();
+        synchronize();
+        const auto t1 = std::chrono::steady_clock::now();
+        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / n);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+}
+
 // Host microseconds per call of `count` bare cudaLaunchKernel calls of an empty kernel (compiled here with
 // NVRTC) on the current stream: the floor of O1 and O2.
 double bare_launches_us(int count) {
@@ -1329,8 +1347,8 @@ void bench_l1(const Gpu& gpu) {
     auto f = loom::function("l1_chain100", chain100);
     f(x, out);
     check({chain100(Array(x))}, {out}, "L1");
-    report_us("L1_chain100", "loom", host_us_per_call([&] { f(x, out); }, 2000));
-    report_us("L1_chain100", "loom_lazy", host_us_per_call([&] { assign(out, chain100(Array(x))); }, 2000));
+    report_us("L1_chain100", "loom", synced_us_per_call([&] { f(x, out); }, 2000));
+    report_us("L1_chain100", "loom_lazy", synced_us_per_call([&] { assign(out, chain100(Array(x))); }, 2000));
 }
 
 // O2: host microseconds per call of a traced function of three kernels (two reductions of different shapes

@@ -348,18 +348,23 @@ bool Space::row_parts_uniform(int s) {
 }
 
 bool Space::lane_uniform(int k) {
-    if (uniform_.empty()) uniform_.assign(g_.values.size(), -1);
-    signed char& u = uniform_.at(static_cast<std::size_t>(k));
-    if (u >= 0) return u != 0;
-    const detail::PwValue& v = g_.values[static_cast<std::size_t>(k)];
-    bool r = true;
-    if (v.site >= 0) {
-        r = site_uniform(v.site);
-    } else {
-        for (int a : v.args) r = r && lane_uniform(a);  // elementwise, or a gather's index
+    if (uniform_.empty()) {
+        // One pass in the graph's order (operands, and a gather's position, before their users; no recursion:
+        // chains are deep). A value not yet decided when read (never, in that order) counts as moving.
+        uniform_.assign(g_.values.size(), 0);
+        for (std::size_t j = 0; j < g_.values.size(); ++j) {
+            const detail::PwValue& v = g_.values[j];
+            bool r = true;
+            if (v.site >= 0) {
+                r = site_uniform(v.site);
+            } else {
+                for (int a : v.args)  // elementwise, or a gather's index
+                    r = r && static_cast<std::size_t>(a) < j && uniform_[static_cast<std::size_t>(a)] != 0;
+            }
+            uniform_[j] = r ? 1 : 0;
+        }
     }
-    u = r ? 1 : 0;
-    return r;
+    return uniform_.at(static_cast<std::size_t>(k)) != 0;
 }
 
 std::string Space::gather_position(int q, const std::string& v, DType index_dtype, int w,

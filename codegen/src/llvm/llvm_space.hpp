@@ -102,7 +102,7 @@ class Space {
     std::string tag_;
     std::map<std::tuple<int, int, int>, std::string> fields_;
     std::map<int, std::string> positions_;  // per gather, its position in the current evaluate()
-    std::vector<signed char> uniform_;      // per value: -1 not yet known, else lane_uniform()
+    std::vector<signed char> uniform_;      // per value: lane_uniform(), filled on the first call
 };
 
 }  // namespace loom::codegen::llvm_ir
