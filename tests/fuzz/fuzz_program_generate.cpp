@@ -237,6 +237,16 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
                 if (chance(g, 0.5))
                     ins.args[static_cast<std::size_t>(g() % ins.args.size())] =
                         static_cast<int>(p.code.size() - 1);
+                // A random op takes an element index and a seed, both integers: drawn among the integer
+                // results where there are some (else it seldom builds, and random ops inside fused kernels
+                // would go untested).
+                if (ir::info(ins.op).rule == ir::Rule::Random) {
+                    std::vector<int> integers;
+                    for (std::size_t i = 0; i < p.code.size(); ++i)
+                        if (is_integer(st.nodes[i]->dtype())) integers.push_back(static_cast<int>(i));
+                    if (!integers.empty())
+                        for (int& a : ins.args) a = integers[g() % integers.size()];
+                }
             }
             p.code.push_back(ins);
             if (st.add(p, p.code.size() - 1, false, Device::cpu())) break;
