@@ -1,8 +1,9 @@
 // The bounds of float32 products in TF32 and 3xTF32 (docs/semantics.md, section 12, "TF32";
 // reference::product_bound_factor, testing::compare_product_bound): checked on a host emulation of the
-// kernels' operand arithmetic (each operand rounded to TF32 to nearest, ties away from zero, saturating;
-// 3xTF32 split into big and small parts and a_small b_small dropped), the products and sums in float64, and
-// shown to tell the precisions apart. The environment variable and the options text name the choice.
+// kernels' operand arithmetic (TF32: each operand truncated to TF32, its low 13 bits dropped; 3xTF32: rounded
+// to nearest, ties away from zero, saturating, and split into big and small parts and a_small b_small
+// dropped), the products and sums in float64, and shown to tell the precisions apart. The environment
+// variable and the options text name the choice.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 

@@ -69,8 +69,8 @@ enum class ProductPrecision : std::uint8_t {
     /// float32 products in float32 on CUDA cores, in the contract's order: the reference's bits (the
     /// default).
     Float32,
-    /// Single-pass TF32: each operand rounded to TF32 (10 explicit mantissa bits, float32's exponent range;
-    /// `cvt.rna`), one `mma.sync.m16n8k8` TF32 MMA per 8 k, float32 accumulators.
+    /// Single-pass TF32: each operand read as TF32 (10 explicit mantissa bits, float32's exponent range; the
+    /// low 13 bits dropped, as wgmma reads them), one TF32 MMA per 8 k, float32 accumulators.
     /// Bound: (2^-10 + 2^-22 + gamma(K, 2^-22) (1 + 2^-10 + 2^-22)) |A||B|.
     TF32,
     /// 3xTF32: each operand split as big = tf32(x) plus small = tf32(x - big), and a b taken as

@@ -23,7 +23,7 @@
 // (wrapping), so their bits are the reference's; half-precision results lie within the componentwise bound
 // of section 12 (the hardware's accumulation inside an MMA is not the contract's fma chain), and for a given
 // plan and device their bits are fixed. float32 operands take the same kernel under
-// Options::product_precision (TF32: m16n8k8 on the operands rounded to TF32 as the fragments are read;
+// Options::product_precision (TF32: m16n8k8 on the operands truncated to TF32 as the fragments are read;
 // 3xTF32: three such MMAs per step on each operand's big and small TF32 parts), each within its bound of
 // section 12, "TF32".
 //
