@@ -258,34 +258,17 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
         return {Address::Lanes, b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, ob, p))};
     }
     // Gathered: the derived indices too; Indirect: the gathers' positions. Where those are the same in every
-    // lane (an index that does not move along the row: an embedding's row id), the lanes read a run of the
-    // row (unit inner stride), or one element; lane 0 holds the offset.
-    if (w > 1 && (!inner || o.unit_inner) && row_parts_uniform(s)) {
-        std::string o1 = off;
-        const std::vector<std::string> t =
-            o.derived.empty() ? std::vector<std::string>{} : derived_indices(pt, w, fmt::format("{}.", name));
-        const auto lane0 = [&](const std::string& vec_value, const std::string& nm) {
-            return b_.let(nm, fmt::format("extractelement {} {}, i64 0", I, vec_value));
-        };
-        for (int m : o.derived) {
-            const std::string tm = lane0(t.at(static_cast<std::size_t>(m)), fmt::format("{}.t{}", name, m));
-            const std::string p = b_.let(fmt::format("{}.tp{}", name, m),
-                                         fmt::format("mul i64 {}, {}", tm, field(K::SiteDerived, s, m)));
-            o1 = o1 == "0" ? p : b_.let(fmt::format("{}.o", name), fmt::format("add i64 {}, {}", o1, p));
-        }
-        for (int q : o.positions) {
-            const std::string pq = lane0(positions_.at(q), fmt::format("{}.g{}", name, q));
-            const std::string p = b_.let(fmt::format("{}.gp{}", name, q),
-                                         fmt::format("mul i64 {}, {}", pq, field(K::SitePosition, s, q)));
-            o1 = o1 == "0" ? p : b_.let(fmt::format("{}.o", name), fmt::format("add i64 {}, {}", o1, p));
-        }
-        if (!inner) return {Address::One, o1};
-        return {Address::Run,
-                o1 == "0" ? pt.inner
-                          : b_.let(fmt::format("{}.off", name), fmt::format("add i64 {}, {}", o1, pt.inner))};
-    }
-    std::string offs = b_.splat(fmt::format("{}.ob", name), "i64", off, w);
-    if (inner) {
+    // lane (an index that does not move along the row: an embedding's row id), the row part is computed once,
+    // from lane 0, and the lanes read a run of the row (unit inner stride) or one element, as a strided
+    // view's lanes do.
+    const bool uniform = w > 1 && (!inner || o.unit_inner) && row_parts_uniform(s);
+    const int lw = uniform ? 1 : w;  // the width of the offset computed below
+    const std::string L = vec("i64", lw);
+    const auto at_width = [&](const std::string& v, const std::string& nm) {  // a w-lane value, at width lw
+        return uniform ? b_.let(nm, fmt::format("extractelement {} {}, i64 0", I, v)) : v;
+    };
+    std::string offs = b_.splat(fmt::format("{}.ob", name), "i64", off, lw);
+    if (inner && !uniform) {
         const std::string iv = index_vector(pt, R - 1, w);
         std::string p = iv;
         if (!o.unit_inner) {
@@ -297,19 +280,21 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
     const std::vector<std::string> t = derived_indices(pt, w, fmt::format("{}.", name));
     for (int m : o.derived) {
         const std::string c =
-            b_.splat(fmt::format("{}.tc{}", name, m), "i64", field(K::SiteDerived, s, m), w);
-        const std::string p = b_.let(fmt::format("{}.tp{}", name, m),
-                                     fmt::format("mul {} {}, {}", I, t.at(static_cast<std::size_t>(m)), c));
-        offs = b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, offs, p));
+            b_.splat(fmt::format("{}.tc{}", name, m), "i64", field(K::SiteDerived, s, m), lw);
+        const std::string tm = at_width(t.at(static_cast<std::size_t>(m)), fmt::format("{}.t{}", name, m));
+        const std::string p = b_.let(fmt::format("{}.tp{}", name, m), fmt::format("mul {} {}, {}", L, tm, c));
+        offs = b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", L, offs, p));
     }
     for (int q : o.positions) {
         const std::string c =
-            b_.splat(fmt::format("{}.gc{}", name, q), "i64", field(K::SitePosition, s, q), w);
-        const std::string p =
-            b_.let(fmt::format("{}.gp{}", name, q), fmt::format("mul {} {}, {}", I, positions_.at(q), c));
-        offs = b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", I, offs, p));
+            b_.splat(fmt::format("{}.gc{}", name, q), "i64", field(K::SitePosition, s, q), lw);
+        const std::string pq = at_width(positions_.at(q), fmt::format("{}.g{}", name, q));
+        const std::string p = b_.let(fmt::format("{}.gp{}", name, q), fmt::format("mul {} {}, {}", L, pq, c));
+        offs = b_.let(fmt::format("{}.offs", name), fmt::format("add {} {}, {}", L, offs, p));
     }
-    return {Address::Lanes, offs};
+    if (!uniform) return {Address::Lanes, offs};
+    if (!inner) return {Address::One, offs};
+    return {Address::Run, b_.let(fmt::format("{}.off", name), fmt::format("add i64 {}, {}", offs, pt.inner))};
 }
 
 bool Space::derived_uniform(int m) const {
@@ -322,7 +307,6 @@ bool Space::derived_uniform(int m) const {
 
 bool Space::site_uniform(int s) {
     const OperandPlan& o = plan_.loads.at(static_cast<std::size_t>(s));
-    if (external) return o.access == Access::Scalar;
     switch (o.access) {
         case Access::Scalar:
             return true;
