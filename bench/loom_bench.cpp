@@ -24,9 +24,9 @@
 // (a traced function, samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall time on the host
 // clock beside the same copies with no kernel; O2 the host microseconds per call of a traced function of
 // three kernels as an automatic CUDA graph, kernel by kernel, and against one launch of the same graph
-// captured by hand; L1 the host microseconds per call of a chain of 100 elementwise ops on 4096 values. A2
-// and A3 are causal attention, A2nc and A3nc the same shapes without a mask, A4 decoding (one query over a KV
-// cache of 8192 keys: GB/s, checked bit for bit).
+// captured by hand; L1 the microseconds per call, host and device, of a chain of 100 elementwise ops on 4096
+// values. A2 and A3 are causal attention, A2nc and A3nc the same shapes without a mask, A4 decoding (one
+// query over a KV cache of 8192 keys: GB/s, checked bit for bit).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -156,40 +156,30 @@ void report_us(const std::string& workload, const std::string& method, double us
     std::fflush(stdout);
 }
 
-// Host microseconds per call of `fn`, called `n` times back to back without synchronizing (the GPU
-// queue absorbs the launches), after 100 warm-up calls; one synchronization closes each batch. Median
-// of 5 batches.
-double host_us_per_call(const std::function<void()>& fn, int n = 10000) {
+// Which work a per-call time counts: the host's alone (the clock stops when the n calls are enqueued; the GPU
+// queue absorbs the launches), or the device's too (the closing synchronization inside the clock:
+// WORKLOADS.md's L1).
+enum class Clock { Host, HostAndDevice };
+
+// Microseconds per call of `fn`, called `n` times back to back without synchronizing, after 100 warm-up
+// calls; one synchronization closes each batch. Median of 5 batches.
+double us_per_call(const std::function<void()>& fn, int n, Clock clock) {
     for (int i = 0; i < 100; ++i) fn();
     synchronize();
     std::vector<double> us;
     for (int b = 0; b < 5; ++b) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < n; ++i) fn();
-        const auto t1 = std::chrono::steady_clock::now();
+        auto t1 = std::chrono::steady_clock::now();
         synchronize();
+        if (clock == Clock::HostAndDevice) t1 = std::chrono::steady_clock::now();
         us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / n);
     }
     std::sort(us.begin(), us.end());
     return us[us.size() / 2];
 }
-
-// Microseconds per call of `fn` with the device's work included: `n` calls back to back, then one
-// synchronization, both inside the clock (WORKLOADS.md's L1); after 100 warm-up calls, the median of 5
-// batches.
-double synced_us_per_call(const std::function<void()>& fn, int n) {
-    for (int i = 0; i < 100; ++i) fn();
-    synchronize();
-    std::vector<double> us;
-    for (int b = 0; b < 5; ++b) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < n; ++i) fn();
-        synchronize();
-        const auto t1 = std::chrono::steady_clock::now();
-        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / n);
-    }
-    std::sort(us.begin(), us.end());
-    return us[us.size() / 2];
+double host_us_per_call(const std::function<void()>& fn, int n = 10000) {
+    return us_per_call(fn, n, Clock::Host);
 }
 
 // Host microseconds per call of `count` bare cudaLaunchKernel calls of an empty kernel (compiled here with
@@ -1347,8 +1337,9 @@ void bench_l1(const Gpu& gpu) {
     auto f = loom::function("l1_chain100", chain100);
     f(x, out);
     check({chain100(Array(x))}, {out}, "L1");
-    report_us("L1_chain100", "loom", synced_us_per_call([&] { f(x, out); }, 2000));
-    report_us("L1_chain100", "loom_lazy", synced_us_per_call([&] { assign(out, chain100(Array(x))); }, 2000));
+    report_us("L1_chain100", "loom", us_per_call([&] { f(x, out); }, 2000, Clock::HostAndDevice));
+    report_us("L1_chain100", "loom_lazy",
+              us_per_call([&] { assign(out, chain100(Array(x))); }, 2000, Clock::HostAndDevice));
 }
 
 // O2: host microseconds per call of a traced function of three kernels (two reductions of different shapes
