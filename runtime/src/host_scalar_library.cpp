@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_features.hpp"
 #include "host_internal.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/elementwise_impl.hpp"
@@ -87,16 +88,6 @@ template <Op op, DType D>
 #define LOOM_HOST_FMA_VARIANTS 0
 #endif
 
-// Whether this CPU runs the AVX2/FMA variants.
-bool use_fma_variants() {
-#if LOOM_HOST_FMA_VARIANTS
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return yes;
-#else
-    return false;
-#endif
-}
-
 template <DType To, DType From>
 float cast_fn(ew::compute_t<From> x) {
     return ew::cast<To, From>(x);
@@ -154,14 +145,15 @@ void add(std::vector<loom_hb_symbol>& s, const std::string& name, const void* on
 template <Op op, class C>
 void add_unary_one(std::vector<loom_hb_symbol>& s, const std::string& name) {
 #if LOOM_HOST_FMA_VARIANTS
-    if (use_fma_variants()) return add(s, name, address(&unary_fn_fma<op, C>), address(&unary_v_fma<op, C>));
+    if (loom::detail::cpu_has_avx2_fma())
+        return add(s, name, address(&unary_fn_fma<op, C>), address(&unary_v_fma<op, C>));
 #endif
     add(s, name, address(&unary_fn<op, C>), address(&unary_v<op, C>));
 }
 template <Op op, class C>
 void add_binary_one(std::vector<loom_hb_symbol>& s, const std::string& name) {
 #if LOOM_HOST_FMA_VARIANTS
-    if (use_fma_variants())
+    if (loom::detail::cpu_has_avx2_fma())
         return add(s, name, address(&binary_fn_fma<op, C>), address(&binary_v_fma<op, C>));
 #endif
     add(s, name, address(&binary_fn<op, C>), address(&binary_v<op, C>));
@@ -187,7 +179,7 @@ template <Op op, DType D>
 void add_random_one(std::vector<loom_hb_symbol>& s, const char* name) {
     const std::string full = std::string("loom_") + name + "_" + std::string(short_name(D));
 #if LOOM_HOST_FMA_VARIANTS
-    if (use_fma_variants())
+    if (loom::detail::cpu_has_avx2_fma())
         return add(s, full, address(&random_fn_fma<op, D>), address(&random_v_fma<op, D>));
 #endif
     add(s, full, address(&random_fn<op, D>), address(&random_v<op, D>));

@@ -21,6 +21,7 @@
 #include <immintrin.h>
 #endif
 
+#include "cpu_features.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/elementwise_impl.hpp"
 #include "loom/ir/error.hpp"
@@ -331,7 +332,7 @@ template <int N>
 const BlockKernels& block_kernels() {
     static const BlockKernels k = [] {
 #if defined(__x86_64__) && defined(__GNUC__)
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        if (loom::detail::cpu_has_avx2_fma())
             return BlockKernels{&transpose_avx2, &exp_avx2, &scores_avx2, &probabilities_avx2, &update_avx2};
 #endif
         return BlockKernels{&transpose_portable, &exp_portable, &scores_portable, &probabilities_portable,

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu_features.hpp"
 #include "loom/ir/build.hpp"
 #include "loom/ir/elementwise_impl.hpp"
 #include "loom/ir/error.hpp"
@@ -107,10 +108,6 @@ template <class C, int R, int J>
 [[gnu::target("avx2,fma")]] void k_block_avx2(const Panels<C>& p, C* out) {
     k_block_body<C, R, J>(p, out);
 }
-bool has_avx2_fma() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return yes;
-}
 #endif
 
 template <class C>
@@ -119,7 +116,7 @@ using KBlockFn = void (*)(const Panels<C>&, C*);
 template <class C, int R, int J>
 KBlockFn<C> k_block_fn() {
 #if defined(__x86_64__)
-    if (has_avx2_fma()) return &k_block_avx2<C, R, J>;
+    if (loom::detail::cpu_has_avx2_fma()) return &k_block_avx2<C, R, J>;
 #endif
     return &k_block_generic<C, R, J>;
 }
