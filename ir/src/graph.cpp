@@ -287,6 +287,8 @@ NodePtr rebuild(const Node& n, const std::vector<NodePtr>& ops) {
             if (n.op() == Op::Cast) return cast(ops[0], n.dtype(), n.loc());
             return unary(n.op(), ops[0], n.loc());
         case OpKind::Binary:
+            // A random op's dtype is its own (binary() would give float32).
+            if (oi.rule == Rule::Random) return random(n.op(), ops[0], ops[1], n.dtype(), n.loc());
             return binary(n.op(), ops[0], ops[1], n.loc());
         case OpKind::Ternary:
             return ternary(n.op(), ops[0], ops[1], ops[2], n.loc());

@@ -85,6 +85,25 @@ TEST_CASE("random ops: fused equals materialized then added, bit for bit (refere
     CHECK(testing::same_bits(f(x), fused));
 }
 
+TEST_CASE("random ops: with fusion off each op is a kernel of the op's own dtype, the same bits") {
+    // Evaluating unfused rebuilds every node on placeholders; a random op rebuilt as a plain binary op once
+    // became float32 and wrote float32 bits into a half or float64 result.
+    for (DType t : {float32, float64, float16, bfloat16}) {
+        CAPTURE(name(t));
+        const Tensor x = testing::random_tensor({33, 7}, t, 4);
+        auto noisy = [t](Array v) {
+            return v + random_normal({33, 7}, 9, t, Device::cpu()) -
+                   random_uniform({33, 7}, 10, t, Device::cpu());
+        };
+        const Tensor fused = Array(noisy(x));
+        auto unfused = loom::function("noisy_unfused", noisy, Options{.fusion = false});
+        const Tensor got = unfused(x);
+        CHECK(got.dtype() == t);
+        CHECK(testing::same_bits(got, fused));
+        check_reference_bits(noisy(x), "x + normal - uniform");
+    }
+}
+
 TEST_CASE("random ops: views of a random array are views of its values") {
     const Tensor full = random_normal({6, 10}, 21, float32, cpu);
     const Array lazy = random_normal({6, 10}, 21, float32, cpu);
