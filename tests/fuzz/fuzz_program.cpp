@@ -276,7 +276,9 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                         n = ir::unary(ins.op, args[0]);
                         break;
                     case ir::OpKind::Binary:
-                        n = ir::binary(ins.op, args[0], args[1]);
+                        n = ir::info(ins.op).rule == ir::Rule::Random
+                                ? ir::random(ins.op, args[0], args[1], ins.dtype)
+                                : ir::binary(ins.op, args[0], args[1]);
                         break;
                     case ir::OpKind::Ternary:
                         n = ir::ternary(ins.op, args[0], args[1], args[2]);
@@ -717,7 +719,9 @@ std::string describe(const Program& p) {
                 what = fmt::format("constant {} {}", name(ins.dtype), ins.value.as_double());
                 break;
             case Instr::Kind::Elementwise:
-                what = std::string(ir::op_name(ins.op));
+                what = ir::info(ins.op).rule == ir::Rule::Random
+                           ? fmt::format("{} {}", ir::op_name(ins.op), name(ins.dtype))
+                           : std::string(ir::op_name(ins.op));
                 break;
             case Instr::Kind::Cast:
                 what = fmt::format("cast to {}", name(ins.dtype));

@@ -73,7 +73,7 @@ struct Instr {
         Scatter
     };
     Kind kind = Kind::Input;
-    DType dtype = DType::Float32;  // leaves: their dtype; Cast: the target dtype
+    DType dtype = DType::Float32;  // leaves: their dtype; Cast: the target dtype; random ops: their values'
     ir::Op op = ir::Op::Add;       // Elementwise and Reduce
     std::vector<int> args;         // operand instructions (earlier ones); MatMul: the two operands
     // Input: shape = base shape with the dims of `ones` (bit d = base dim d) set to 1 and the first `drop`

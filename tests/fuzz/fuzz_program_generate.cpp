@@ -246,6 +246,10 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
                         if (is_integer(st.nodes[i]->dtype())) integers.push_back(static_cast<int>(i));
                     if (!integers.empty())
                         for (int& a : ins.args) a = integers[g() % integers.size()];
+                    // The dtype drawn too: float64 draws from 53-bit words, the halves round float32 once.
+                    static const std::vector<DType> floats{DType::Float32, DType::Float32, DType::Float64,
+                                                           DType::Float16, DType::BFloat16};
+                    ins.dtype = pick(g, floats);
                 }
             }
             p.code.push_back(ins);
