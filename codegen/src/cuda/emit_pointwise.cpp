@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "emit_internal.hpp"
 #include "loom/codegen/cuda/emit.hpp"
 #include "loom/codegen/cuda/prelude.hpp"
@@ -280,35 +282,91 @@ void PointwiseEmitter::value_line(std::string& s, std::size_t k) const {
     }
 }
 
-// The body's parameter of a load site: its value, or the affine part of an indirect site's offset.
-std::string PointwiseEmitter::site_param(const detail::PwSite& site, std::size_t k) const {
-    if (indirect(static_cast<int>(k))) return fmt::format("const {} o{}", idx, k);
+// Whether value k is one of {name}_uniforms's results (the frontier).
+bool PointwiseEmitter::hoisted(std::size_t k) const {
+    return std::find(frontier.begin(), frontier.end(), static_cast<int>(k)) != frontier.end();
+}
+
+// The body's parameter of a load site: its value, or the affine part of an indirect site's offset (the
+// vector body, `per_vector`, takes an indirect site's value too).
+std::string PointwiseEmitter::site_param(const detail::PwSite& site, std::size_t k, bool per_vector) const {
+    if (indirect(static_cast<int>(k)) && !per_vector) return fmt::format("const {} o{}", idx, k);
     return fmt::format("const {} {}",
                        register_type(g.values[static_cast<std::size_t>(site.value)].node->dtype()),
                        vname(site.value));
 }
 
-std::string PointwiseEmitter::body() const {
+// The values a body computes, by value number. {name}_body computes every one (those of {name}_uniforms
+// aside). {name}_vector_body (`per_vector`) computes what the outputs need, walking back from them through
+// operands: an indirect site is a parameter there (the caller loads it at the vector's positions), so the
+// gathers' positions and the cones of their indices, which the caller computes once per vector, are left
+// out unless an output needs them too; a value of {name}_uniforms is a parameter and ends the walk.
+std::vector<bool> PointwiseEmitter::body_values(bool per_vector) const {
+    if (!per_vector) return std::vector<bool>(g.values.size(), true);
+    std::vector<bool> keep(g.values.size(), false);
+    for (int o : g.outputs) keep[static_cast<std::size_t>(o)] = true;
+    for (std::size_t k = g.values.size(); k-- > 0;)
+        if (keep[k] && !hoisted(k))
+            for (int a : g.values[k].args) keep[static_cast<std::size_t>(a)] = true;
+    return keep;
+}
+
+// Whether a body takes the kernel's parameters: {name}_body for its scalars and gathers, the vector body
+// for the scalars among the values it computes (`keep`).
+bool PointwiseEmitter::body_takes_params(const std::vector<bool>& keep, bool per_vector) const {
+    if (!per_vector) return body_needs_params;
+    for (std::size_t k = 0; k < g.values.size(); ++k)
+        if (keep[k] && g.values[k].node->op() == ir::Op::Scalar) return true;
+    return false;
+}
+
+// One statement per value the body computes (body_values), in the graph's order, then the outputs. The
+// vector body takes the parameters of {name}_body that it reads, each indirect site as its value.
+std::string PointwiseEmitter::body(bool per_vector) const {
+    const std::vector<bool> keep = body_values(per_vector);
     std::vector<std::string> sig;
-    if (body_needs_params) sig.push_back(fmt::format("const {}_params& p", name));
-    for (std::size_t k = 0; k < g.sites.size(); ++k) sig.push_back(site_param(g.sites[k], k));
+    if (body_takes_params(keep, per_vector)) sig.push_back(fmt::format("const {}_params& p", name));
+    for (std::size_t k = 0; k < g.sites.size(); ++k)
+        if (keep[static_cast<std::size_t>(g.sites[k].value)])
+            sig.push_back(site_param(g.sites[k], k, per_vector));
     for (int f : frontier)
-        sig.push_back(fmt::format(
-            "const {} {}", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), vname(f)));
+        if (keep[static_cast<std::size_t>(f)])
+            sig.push_back(fmt::format(
+                "const {} {}", register_type(g.values[static_cast<std::size_t>(f)].node->dtype()), vname(f)));
     for (std::size_t o = 0; o < g.outputs.size(); ++o)
         sig.push_back(fmt::format("{}& r{}", register_type(plan.outputs[o].dtype), o));
-    std::string s =
-        fmt::format("__device__ __forceinline__ void {}_body({}) {{\n", name, fmt::join(sig, ", "));
+    std::string s;
+    if (per_vector)
+        s += "// The vector variant's body: the statements above that the outputs need, each gathered "
+             "operand a\n"
+             "// value, which the caller loads at positions that are the same in every lane of a vector.\n";
+    s += fmt::format("__device__ __forceinline__ void {}_{}({}) {{\n", name,
+                     per_vector ? "vector_body" : "body", fmt::join(sig, ", "));
     for (std::size_t k = 0; k < g.values.size(); ++k) {
+        if (!keep[k]) continue;
+        const detail::PwValue& v = g.values[k];
         if (!frontier.empty() && uniform[k]) {  // computed once per thread, or used only by what is
             if (!used_per_element[k]) continue;
-            if (ir::info(g.values[k].node->op()).kind != ir::OpKind::Leaf) {
+            if (ir::info(v.node->op()).kind != ir::OpKind::Leaf) {
                 line(s, 4,
                      fmt::format("// {}: computed once per thread ({}_uniforms)", vname(static_cast<int>(k)),
                                  name),
-                     short_location(g.values[k].node->loc()));
+                     short_location(v.node->loc()));
                 continue;
             }
+        }
+        if (per_vector && indirect(v.site)) {  // a parameter: the caller loads it at the vector's positions
+            const std::string what =
+                v.node->op() == ir::Op::Iota
+                    ? fmt::format("the index along axis {}", v.node->ints().at(0))
+                    : fmt::format("input {} \"{}\"", g.sites[static_cast<std::size_t>(v.site)].input,
+                                  v.node->label());
+            line(s, 4,
+                 fmt::format("// {} = in{}: {}{} {}, gathered (loaded by the caller)",
+                             vname(static_cast<int>(k)), v.site, what,
+                             v.node->op() == ir::Op::Iota ? "," : "", name_of(v.node->dtype())),
+                 short_location(v.node->loc()));
+            continue;
         }
         value_line(s, k);
     }
@@ -398,14 +456,19 @@ std::uint32_t PointwiseEmitter::element_dims() const {
     return m;
 }
 
+// A call of the body (`per_vector`: the vector body) with site arguments `args` (one per site, in site
+// order: the vector body takes those of the sites it reads) and output references `outs`.
 std::string PointwiseEmitter::body_call(const std::vector<std::string>& args,
-                                        const std::vector<std::string>& outs) const {
+                                        const std::vector<std::string>& outs, bool per_vector) const {
+    const std::vector<bool> keep = body_values(per_vector);
     std::vector<std::string> all;
-    if (body_needs_params) all.push_back("p");
-    all.insert(all.end(), args.begin(), args.end());
-    for (int f : frontier) all.push_back(vname(f));
+    if (body_takes_params(keep, per_vector)) all.push_back("p");
+    for (std::size_t k = 0; k < g.sites.size(); ++k)
+        if (keep[static_cast<std::size_t>(g.sites[k].value)]) all.push_back(args.at(k));
+    for (int f : frontier)
+        if (keep[static_cast<std::size_t>(f)]) all.push_back(vname(f));
     all.insert(all.end(), outs.begin(), outs.end());
-    return fmt::format("{}_body({});", name, fmt::join(all, ", "));
+    return fmt::format("{}_{}({});", name, per_vector ? "vector_body" : "body", fmt::join(all, ", "));
 }
 
 std::string PointwiseEmitter::element() const {
@@ -548,6 +611,10 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     }
     s += em.body();
     s += '\n';
+    if (em.gathers_per_vector()) {
+        s += em.body(true);
+        s += '\n';
+    }
     s += em.element();
     s += '\n';
     if (plan.has_vector_variant()) {

@@ -24,11 +24,117 @@ void line(std::string& s, int indent, std::string_view code, std::string_view co
 
 namespace detail {
 
+// Whether the vector variant computes its gathers' positions once per vector (every gather's per_vector)
+// and so calls {name}_vector_body; the plan has no vector variant with any other gather.
+bool PointwiseEmitter::gathers_per_vector() const {
+    if (!plan.has_vector_variant() || plan.gathers.empty()) return false;
+    for (const GatherPlan& gp : plan.gathers)
+        if (!gp.per_vector)
+            throw InternalError(
+                "emit_pointwise: a vector variant with a gather whose position moves along it");
+    return true;
+}
+
+// The values the gathers' positions are computed from, by value number: each position and, back through
+// operands, the cone of its index, down to the sites, which are loaded once per vector (by vector_operands,
+// or an indirect site by gathered_operands), and the values of {name}_uniforms. A site of the cone that a
+// vector's lanes read at different elements would be a position that moves along the vector: an error of
+// the plan.
+std::vector<bool> PointwiseEmitter::position_cones() const {
+    const int R = plan.rank;
+    std::vector<bool> cone(g.values.size(), false);
+    for (const PwGather& gt : g.gathers) cone[static_cast<std::size_t>(gt.value)] = true;
+    for (std::size_t k = g.values.size(); k-- > 0;) {
+        if (!cone[k]) continue;
+        const PwValue& v = g.values[k];
+        if (v.site >= 0) {
+            const OperandPlan& o = plan.loads[static_cast<std::size_t>(v.site)];
+            const bool once = o.access == Access::Scalar ||
+                              ((o.access == Access::Strided || o.access == Access::Indirect) &&
+                               !(o.dim_mask >> (R - 1) & 1u));
+            if (!once)
+                throw InternalError(
+                    fmt::format("emit_pointwise: load in{} of a gather's index moves along the "
+                                "vector of a position computed once per vector",
+                                v.site));
+            cone[k] = false;
+            continue;
+        }
+        if (hoisted(k)) {
+            cone[k] = false;
+            continue;
+        }
+        for (int a : v.args) cone[static_cast<std::size_t>(a)] = true;
+    }
+    return cone;
+}
+
+// The gathers of the vector at element i, computed once: every position is the same in every lane
+// (GatherPlan::per_vector), so lane 0's is computed, with the values of its index's cone and the checked or
+// clamped position call (an out-of-range index is recorded, as in the scalar variant, and never read). Each
+// indirect site is loaded after its positions, in the graph's order (a gather's index may itself be
+// gathered). Sets the indirect sites' entries of `args`, the body's arguments by the lane j.
+void PointwiseEmitter::gathered_operands(std::string& s, std::vector<std::string>& args) const {
+    const std::vector<bool> cone = position_cones();
+    line(s, 4,
+         "// The gathers' positions, the same in every lane: computed once per vector, from its first "
+         "element.");
+    for (std::size_t k = 0; k < g.values.size(); ++k) {
+        const int site = g.values[k].site;
+        if (indirect(site))
+            args.at(static_cast<std::size_t>(site)) = gathered_site(s, site);
+        else if (cone[k])
+            value_line(s, k);
+    }
+}
+
+// Indirect site k of the vector at element i, once its gathers' positions are known: its offset at the
+// vector's first element (the affine part plus each position times its stride), then the W consecutive
+// elements from there in one load when the site moves along the row (unit stride: the planner checked that
+// they lie on a vector boundary), else the one element that every lane takes. Returns the lane j's value.
+std::string PointwiseEmitter::gathered_site(std::string& s, int k) const {
+    const std::size_t ks = static_cast<std::size_t>(k);
+    const OperandPlan& o = plan.loads[ks];
+    const int v = g.sites[ks].value;
+    const ir::Node& n = *g.values[static_cast<std::size_t>(v)].node;
+    const int W = plan.vector_width;
+    std::vector<std::string> terms;
+    if (const std::string affine = site_terms(ks, false); affine != "0") terms.push_back(affine);
+    for (int q : o.positions)
+        terms.push_back(
+            fmt::format("{} * p.in{}_g{}", vname(g.gathers[static_cast<std::size_t>(q)].value), k, q));
+    const std::string off = fmt::format("{}", fmt::join(terms, " + "));
+    const bool run = o.dim_mask >> (plan.rank - 1) & 1u;  // W consecutive elements, else one for every lane
+    if (o.index) {
+        line(s, 4, fmt::format("const long long {} = p.in{}_base + (long long)({});", vname(v), k, off),
+             fmt::format("index in{} (indirect){}: the index along axis {}", k,
+                         run ? " at the first element" : ", the same in every lane", n.ints().at(0)));
+        return run ? fmt::format("({} + j)", vname(v)) : vname(v);
+    }
+    const std::string what = fmt::format("input \"{}\" ({})", n.label(), short_location(n.loc()));
+    if (!run) {
+        line(s, 4,
+             fmt::format("const {} {} = lm::to_reg(p.in{}[{}]);", register_type(o.dtype), vname(v), k, off),
+             fmt::format("load in{} once (indirect, the same in every lane): {}", k, what));
+        return vname(v);
+    }
+    const std::string_view st = storage_type(o.dtype);
+    line(s, 4,
+         fmt::format("const lm::vec<{}, {}> a{} = lm::load_vec<{}, {}>(p.in{} + ({}));", st, W, k, st, W, k,
+                     off),
+         fmt::format("load in{} (indirect, {} bytes of a gathered row): {}", k,
+                     W * static_cast<int>(itemsize(o.dtype)), what));
+    return fmt::format("lm::to_reg(a{}.v[j])", k);
+}
+
 // A matmul epilogue's vector of W elements: `<name>_element<W>(p, i, acc)` computes and stores elements
 // i .. i + W - 1 (i a multiple of W, the W in one row of the outputs' shape) with 16-byte loads and
 // stores; the caller vouches that every streamed pointer is 16-byte aligned. Each element goes through
 // the same body as in `<name>_element`: the same bits.
 std::string PointwiseEmitter::element_vector() const {
+    if (!plan.gathers.empty())
+        throw InternalError(
+            "emit_pointwise: a gather in a matmul epilogue (the partition gives a product none)");
     const int W = plan.vector_width;
     const std::string_view at = register_type(plan.loads[static_cast<std::size_t>(acc_site)].dtype);
     std::string s = fmt::format(
@@ -55,7 +161,7 @@ void PointwiseEmitter::compute_and_store_vector(std::string& s, int ind,
         line(s, ind + 4, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
         outs.push_back(fmt::format("r{}", o));
     }
-    line(s, ind + 4, body_call(args, outs));
+    line(s, ind + 4, body_call(args, outs, gathers_per_vector()));
     for (std::size_t o = 0; o < plan.outputs.size(); ++o)
         line(s, ind + 4,
              fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
@@ -144,7 +250,7 @@ std::vector<std::string> PointwiseEmitter::vector_operands(std::string& s) const
     const int R = plan.rank;
     std::uint32_t dims = 0;
     for (const auto& o : plan.loads) {
-        if (o.access == Access::Strided) dims |= o.dim_mask;
+        if (o.access == Access::Strided || o.access == Access::Indirect) dims |= o.dim_mask;
         if (o.access == Access::RowBroadcast) dims |= 1u << (R - 1);
     }
     if (!plan.vector_flat) decompose(s, dims, "i");
@@ -156,6 +262,10 @@ std::vector<std::string> PointwiseEmitter::vector_operands(std::string& s) const
         const std::string_view rt = register_type(o.dtype);
         if (static_cast<int>(k) == acc_site) {  // the product's W values, from the accumulators
             args.push_back("acc.v[j]");
+            continue;
+        }
+        if (o.access == Access::Indirect) {  // loaded after its gathers' positions (gathered_operands)
+            args.emplace_back();
             continue;
         }
         const bool inner_zero = o.access == Access::Strided && !(o.dim_mask >> (R - 1) & 1u);
@@ -213,8 +323,9 @@ std::string PointwiseEmitter::vector_kernel() const {
     line(s, 8, fmt::format("for ({} e = i; e < p.n; ++e) {}_element(p, e);", idx, name));
     line(s, 8, "return;");
     line(s, 4, "}");
-    const std::vector<std::string> args = vector_operands(s);
+    std::vector<std::string> args = vector_operands(s);
     call_uniforms(s, 4);
+    if (gathers_per_vector()) gathered_operands(s, args);
     compute_and_store_vector(s, 4, args);
     s += "}\n";
     return s;

@@ -44,6 +44,8 @@ struct PointwiseEmitter {
     bool indirect(int site) const {
         return site >= 0 && plan.loads[static_cast<std::size_t>(site)].access == Access::Indirect;
     }
+    /// Value k is computed once per thread by {name}_uniforms and passed in.
+    bool hoisted(std::size_t k) const;
 
     // emit_pointwise.cpp: the values hoisted out of the element loop, the Params struct, the body and its
     // statements, index arithmetic, the element function and the scalar entry point.
@@ -53,19 +55,28 @@ struct PointwiseEmitter {
     void call_uniforms(std::string& s, int ind) const;
     std::string params_struct() const;
     void value_line(std::string& s, std::size_t k) const;
-    std::string site_param(const PwSite& site, std::size_t k) const;
-    std::string body() const;
+    std::string site_param(const PwSite& site, std::size_t k, bool per_vector) const;
+    std::vector<bool> body_values(bool per_vector) const;
+    bool body_takes_params(const std::vector<bool>& keep, bool per_vector) const;
+    /// {name}_body, or with `per_vector` {name}_vector_body: the vector variant's, when its gathers'
+    /// positions are computed once per vector (gathers_per_vector()) and its indirect sites passed as values.
+    std::string body(bool per_vector = false) const;
     std::string site_terms(std::size_t s, bool skip_inner) const;
     void decompose(std::string& s, std::uint32_t needed, const std::string& flat) const;
     void derived_indices(std::string& s) const;
     std::string output_terms(std::size_t o) const;
     std::uint32_t element_dims() const;
-    std::string body_call(const std::vector<std::string>& args, const std::vector<std::string>& outs) const;
+    std::string body_call(const std::vector<std::string>& args, const std::vector<std::string>& outs,
+                          bool per_vector = false) const;
     std::string element() const;
     std::string entry(const std::string& entry_name) const;
     std::string scalar_kernel() const;
 
-    // emit_pointwise_vector.cpp: the vector variants.
+    // emit_pointwise_vector.cpp: the vector variants, and the gathers of one vector.
+    bool gathers_per_vector() const;
+    std::vector<bool> position_cones() const;
+    void gathered_operands(std::string& s, std::vector<std::string>& args) const;
+    std::string gathered_site(std::string& s, int k) const;
     std::string element_vector() const;
     void compute_and_store_vector(std::string& s, int ind, const std::vector<std::string>& args) const;
     std::string grid_stride_vector_kernel() const;

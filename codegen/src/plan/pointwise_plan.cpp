@@ -684,7 +684,7 @@ PlannedPointwise plan_pointwise(const std::vector<ir::NodePtr>& outputs,
     plan_outputs(outputs, an, cs, !output_strides.empty() && n > 1, p, b);
     plan_derived_and_scalars(g, an, p, b);
     const bool own_kernel = use == PointwiseUse::Kernel;
-    detail::plan_vector_width(p, b, layouts, own_kernel);
+    detail::plan_vector_width(g, p, b, layouts, own_kernel);
     plan_grid_stride(g, p, own_kernel, target);
     p.index = index_width(an, p, n);
     p.params = layout_params(p);
