@@ -3,7 +3,10 @@
 // views, broadcast indices and sizes 0, 1, 31, 32, 33 and 4097; a gather fused into a normalization equals
 // the unfused kernels bit for bit; an out-of-range index is never read, is raised as loom::Error naming the
 // function, the index and the user's line at the next synchronization (a synchronous copy, synchronize(), a
-// traced function's graph replay), and leaves the runtime usable (the error word is zeroed); clamp mode.
+// traced function's graph replay), and leaves the runtime usable (the error word is zeroed); clamp mode. Rows
+// gathered by ids that do not move along the row run the vector variant (positions once per vector, a row's
+// vector in one load): the same bits as the reference and as the scalar variant, fused with an epilogue, with
+// negative ids, and an out-of-range id still raised, checked or clamped as in the scalar variant.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -50,6 +53,12 @@ void check_bits(const Array& y, const char* what) {
     const Tensor expected = reference::evaluate(y.node());
     const testing::Comparison c = testing::compare(out, expected, testing::Tolerance::exact(), what);
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
+}
+
+/// Whether the plan of `y` has a vector variant that computes its gathers' positions once per vector (its
+/// explain text says so): the variant a launch takes for 16-byte aligned device buffers.
+bool vectorized(const Array& y) {
+    return explain({y}).find("gathers: positions once per vector") != std::string::npos;
 }
 
 std::string error_of(const std::function<void()>& fn) {
@@ -163,4 +172,101 @@ TEST_CASE("gathers on the GPU: clamp mode reads the nearer end and raises nothin
     CHECK_NOTHROW(synchronize());
     CHECK(testing::same_bits(y, Tensor(take(x, int64_tensor({0, 0, 0, 8, 0, 8, 8, 8}), 0))));
     check_bits(take(x, idx, 0, IndexMode::Clamp), "clamp");
+}
+
+TEST_CASE("gathers on the GPU: rows gathered a vector at a time, the reference's bits, every dtype") {
+    for (DType t : kAllDTypes) {
+        CAPTURE(name(t));
+        const Tensor table = random_of({301, 64}, t, 40);
+        for (DType it : {int32, int64}) {
+            for (std::int64_t m : {1, 33, 1000}) {
+                CAPTURE(m);
+                const Array y = take(table, indices({m}, it, 301, 41), 0);  // negative ids among them
+                CHECK(vectorized(y));
+                check_bits(y, "take rows, a vector at a time");
+            }
+        }
+    }
+    // Fused with an elementwise epilogue: float32 (4 lanes), bfloat16 (8), float64 (2), int8 (16).
+    for (DType t : {float32, bfloat16, float64, int8}) {
+        CAPTURE(name(t));
+        const Array y = take(random_of({500, 128}, t, 42), indices({777}, int64, 500, 43), 0) * 2 + 1;
+        CHECK(vectorized(y));
+        check_bits(y, "take(t, ids, 0) * 2 + 1");
+    }
+}
+
+TEST_CASE("gathers on the GPU: the vector variant's bits equal the scalar variant's") {
+    // The first 128 columns of a [500, 129] table: rows 129 elements apart start off vector boundaries, so
+    // that view is read by the scalar variant; a contiguous copy of it by the vector variant.
+    for (DType t : {float32, bfloat16, float64, int8}) {
+        CAPTURE(name(t));
+        const Tensor wide = random_of({500, 129}, t, 44);
+        const Tensor view = wide.slice({{0, 500}, {0, 128}});
+        const Tensor copy = Array(view) * 1;
+        const Tensor ids = indices({999}, int32, 500, 45);
+        const Array scalar = take(view, ids, 0) * 3 - 2, vector = take(copy, ids, 0) * 3 - 2;
+        CHECK(!vectorized(scalar));
+        CHECK(vectorized(vector));
+        CHECK(testing::same_bits(Tensor(scalar), Tensor(vector)));
+    }
+}
+
+TEST_CASE("gathers on the GPU: broadcast ids, one element per row, nested gathers and one_hot, vectorized") {
+    const Tensor table = random_of({300, 64}, float32, 46);
+    const Array shared = broadcast_to(Array(indices({1, 40}, int32, 300, 47)), {3, 40});
+    check_bits(take(table, shared, 0) * 2 + 1, "ids broadcast over a leading axis");
+    check_bits(take(table, indices({}, int64, 300, 48), 0), "a rank-0 id");
+    const Tensor x = random_of({64, 256}, float32, 49);
+    const Array row =
+        Array(x) - broadcast_to(take_along_axis(x, indices({64, 1}, int64, 256, 50), 1), {64, 256});
+    CHECK(vectorized(row));
+    check_bits(row, "one element a row, subtracted from the row");
+    const Array nested =
+        take(table, take(indices({500}, int32, 300, 51), indices({40}, int64, 500, 52), 0), 0);
+    CHECK(vectorized(nested));
+    check_bits(nested, "ids looked up through a map");
+    const Array hot = one_hot(indices({100}, int32, 16, 53), 16, float32);
+    CHECK(vectorized(hot));
+    check_bits(hot, "one_hot of 16 classes");
+}
+
+TEST_CASE("gathers on the GPU: an out-of-range id of the vector variant raises at the next synchronization") {
+    const Tensor x = random_of({33, 64}, float32, 54);
+    std::vector<std::int64_t> iv(4096, 3);
+    iv[1234] = 33;
+    Tensor out = Tensor::empty({4096, 64}, float32, cuda0);
+    const int line = __LINE__ + 1;
+    const Array y = take(x, int64_tensor(iv), 0);
+    CHECK(vectorized(y));
+    assign(out, y);
+    std::string msg = error_of([&] { (void)out.to_host(); });
+    CHECK_MESSAGE(msg.find("take(): index 33 is out of range for an axis of extent 33") != std::string::npos,
+                  msg);
+    CHECK_MESSAGE(msg.find(fmt::format("test_gather.cpp:{}", line)) != std::string::npos, msg);
+    CHECK(!runtime_poisoned());
+    // Not sticky; -1 is the last row.
+    iv[1234] = -1;
+    const Tensor good = take(x, int64_tensor(iv), 0);
+    CHECK(testing::same_bits(good.slice({{1234, 1235}}), x.slice({{32, 33}})));
+    CHECK_NOTHROW(synchronize());
+    // Below -extent, in a fused epilogue, raised by synchronize().
+    iv[7] = -34;
+    const Array fused = take(x, int64_tensor(iv), 0) * 2 + 1;
+    CHECK(vectorized(fused));
+    assign(out, fused);
+    msg = error_of([] { synchronize(); });
+    CHECK_MESSAGE(msg.find("take(): index -34 is out of range") != std::string::npos, msg);
+    CHECK_NOTHROW(synchronize());
+}
+
+TEST_CASE("gathers on the GPU: clamp mode of the vector variant reads the nearer end, raises nothing") {
+    const Tensor x = random_of({9, 16}, int32, 55);
+    const Tensor idx = int64_tensor({-100, -10, -9, -1, 0, 8, 9, 500});
+    const Array y = take(x, idx, 0, IndexMode::Clamp);
+    CHECK(vectorized(y));
+    const Tensor got = y;
+    CHECK_NOTHROW(synchronize());
+    CHECK(testing::same_bits(got, Tensor(take(x, int64_tensor({0, 0, 0, 8, 0, 8, 8, 8}), 0))));
+    check_bits(y, "clamp, a vector at a time");
 }

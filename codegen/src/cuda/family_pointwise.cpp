@@ -40,12 +40,18 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i, const Pointwis
             ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
                           pp.vector_registers, kVectorRegisterBudget)
             : std::string();
-    return fmt::format(
-        "kernel {}  {}   {} {}:{}\n          reads {}; writes {}; {}{}; 1 launch\n{}", i, k.name,
-        tile.active() ? "pointwise, tiled" : "pointwise", loom::to_string(k.outputs[0]->shape()), nodes,
-        reads.empty() ? std::string("nothing") : reads, fmt::join(writes, ", "),
-        tile.active() ? std::string("no vector variant") : fmt::format("vector width {}", pp.vector_width),
-        registers, tiled);
+    const bool per_vector = !pp.gathers.empty() && pp.gathers[0].per_vector;
+    const std::string gathers =
+        per_vector
+            ? std::string(" (gathers: positions once per vector, gathered rows read a vector at a time)")
+            : std::string();
+    return fmt::format("kernel {}  {}   {} {}:{}\n          reads {}; writes {}; {}{}; 1 launch\n{}", i,
+                       k.name, tile.active() ? "pointwise, tiled" : "pointwise",
+                       loom::to_string(k.outputs[0]->shape()), nodes,
+                       reads.empty() ? std::string("nothing") : reads, fmt::join(writes, ", "),
+                       tile.active() ? std::string("no vector variant")
+                                     : fmt::format("vector width {}{}", pp.vector_width, gathers),
+                       registers, tiled);
 }
 
 LaunchNeeds pointwise_needs(const PlannedPointwise& planned) {

@@ -85,7 +85,8 @@ std::uint64_t PointwisePlan::hash() const {
     if (!gathers.empty()) {
         h.add(std::string_view("gathers"));
         h.add(gathers.size());
-        for (const GatherPlan& g : gathers) h.add(static_cast<std::uint64_t>(g.mode));
+        for (const GatherPlan& g : gathers)
+            h.add(static_cast<std::uint64_t>(g.mode) | (g.per_vector ? 0x100u : 0u));
     }
     h.add(params_in_memory ? 1u : 0u);  // the device's parameter limit decides it, not the fields above
     return h.digest();                  // params are a function of the fields above
@@ -166,10 +167,15 @@ std::string PointwisePlan::describe(bool kernel_grid) const {
                        derived[m].has_mod ? " mod" : "");
     for (std::size_t q = 0; q < gathers.size(); ++q)
         fmt::format_to(
-            out, "g{}: gather position, {}\n", q,
+            out, "g{}: gather position, {}{}\n", q,
             gathers[q].mode == ir::IndexMode::Checked
                 ? "checked (an out-of-range index is recorded in the error word; position 0 is read)"
-                : "clamped");
+                : "clamped",
+            gathers[q].per_vector
+                ? fmt::format("; the same in every lane: computed once per vector of {} elements, each "
+                              "indirect site read with one load per vector",
+                              vector_width)
+                : std::string());
     if (!scalar_dtypes.empty()) {
         std::string ts;
         for (std::size_t k = 0; k < scalar_dtypes.size(); ++k)
@@ -340,7 +346,7 @@ Variant select_variant(const PointwisePlan& plan, const PointwiseBinding& b,
         const OperandPlan& o = plan.loads[s];
         const bool streamed =
             !o.index && (o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
-                         (o.access == Access::Strided && o.unit_inner));
+                         ((o.access == Access::Strided || o.access == Access::Indirect) && o.unit_inner));
         if (streamed && !aligned(site_pointer(plan, b, inputs, s))) return Variant::Scalar;
     }
     for (void* p : outputs)

@@ -79,6 +79,11 @@ struct DerivedPlan {
 /// instead) or clamped (docs/semantics.md, "Gathers").
 struct GatherPlan {
     ir::IndexMode mode = ir::IndexMode::Checked;
+    /// The vector variant computes the position once per vector: it is the same in every lane (nothing in
+    /// its index's cone moves along the last dimension), so each indirect site reads the W consecutive
+    /// elements of a gathered row in one 16-byte load, or one element for every lane. Set for every gather
+    /// of a plan that has a vector variant (the vector variant of a pointwise kernel has no other).
+    bool per_vector = false;
     bool operator==(const GatherPlan&) const = default;
 };
 
@@ -284,9 +289,17 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
 /// value). Above kVectorRegisterBudget registers per thread the plan has no vector variant
 /// (plan.vector_registers records the estimate that ruled it out).
 ///
+/// Gathers: a pointwise kernel of its own whose gathers' positions are the same in every lane of a vector
+/// (nothing in their indices' cones moves along the last dimension: an embedding lookup's row ids) has a
+/// vector variant when each indirect site moves along the last dimension at unit stride or not at all, its
+/// input is 16-byte aligned, and its offset, its coefficients of the other dimensions and its gathers'
+/// strides are multiples of the vector width (GatherPlan::per_vector). Any other gather rules the vector
+/// variant out.
+///
 /// `use`: PointwiseUse::Kernel plans a pointwise kernel of its own (the register estimate above, the
-/// grid-stride variant of arithmetic-heavy kernels); PointwiseUse::ReductionSpace plans the element or row
-/// space of a reduction kernel, which has its own loops, grid and register budgets, so neither applies.
+/// grid-stride variant of arithmetic-heavy kernels, gathers once per vector); PointwiseUse::ReductionSpace
+/// plans the element or row space of a reduction kernel, which has its own loops, grid and register budgets,
+/// so none of these applies.
 ///
 /// `output_strides` (empty: every output contiguous) gives each output's strides in elements: an output
 /// into a strided view (a column, a strided slice, a transposed view; the caller checks that it does not
