@@ -191,121 +191,59 @@ __device__ __forceinline__ void row_offsets(const ScanParams& p, long long row, 
 }
 
 // The tree's flags and values: node (k, i) combines the aggregates of tiles [i 2^k, (i + 1) 2^k) of a row;
-// its position among the row's nodes is the count of nodes of the levels below plus i. Only the levels that
-// are multiples of kRadixBits are published (the aggregates, level 0, among them): a warp rebuilds the levels
-// between from 32 nodes of the level below, one per lane, in the same pairwise tree.
-constexpr int kRadixBits = 5;    // five levels of the tree per step: 32 nodes, a warp's lanes
-constexpr int kLevelGroups = 7;  // levels 0, 5, ..., 30: tiles per row stay below 2^31
+// its position among the row's nodes is the count of nodes of the levels below plus i.
 __device__ __forceinline__ long long node_position(const ScanParams& p, long long row, int k, long long i) {
     long long pos = row * p.row_nodes + i;
     for (int q = 0; q < k; ++q) pos += p.tiles >> q;
     return pos;
 }
-// The flags' loads, stores and fence. LOOM_SCAN_HOST_SIMULATION: tests/unit/test_scan_kernel.cpp runs this
-// code on host threads, with its own definitions of these.
+// The flags' acquire and release. LOOM_SCAN_HOST_SIMULATION: tests/unit/test_scan_kernel.cpp runs this code
+// on host threads, with its own definitions of these two.
 #ifndef LOOM_SCAN_HOST_SIMULATION
-__device__ __forceinline__ unsigned load_relaxed(const unsigned* f) {
+__device__ __forceinline__ unsigned load_acquire(const unsigned* f) {
     unsigned v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
     return v;
 }
 __device__ __forceinline__ void store_release(unsigned* f, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(f), "r"(v) : "memory");
 }
-__device__ __forceinline__ void fence_acquire() {
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
 #endif
-// The nodes of levels shift .. shift + 4 of a row (the distance from level shift's node 0 to level
-// shift + 5's), and the position of lane's node of level `shift` in tile j's block of 32 at that level.
-__device__ __forceinline__ long long level_nodes(const ScanParams& p, int shift) {
-    long long n = 0;
-    LM_SCAN_UNROLL
-    for (int q = shift; q < shift + kRadixBits; ++q) n += p.tiles >> q;
-    return n;
-}
-__device__ __forceinline__ long long node_in_block(long long level_start, long long j, int shift, int lane) {
-    return level_start + ((j >> (shift + kRadixBits)) << kRadixBits) + lane;
-}
 template <class A>
 __device__ __forceinline__ void publish(const ScanParams& p, long long pos, A v) {
     static_cast<A*>(p.nodes)[pos] = v;
     store_release(p.counters + 2 + pos, 1u);  // orders the value's store before the flag's
 }
-
-// One step of the pairwise tree over the warp's 32 nodes: before step s, lane l (a multiple of 2^s) holds
-// the node over the lanes [l, l + 2^s); after it, lanes that are multiples of 2^(s + 1) hold [l, l +
-// 2^(s+1)), the left half combined with the right, as the contract's N(s, 2^k) = N(s, 2^(k-1)) + N(s +
-// 2^(k-1), 2^(k-1)).
-template <class Op, class A>
-__device__ __forceinline__ A tree_step(A x, int lane, int s) {
-    const A right = __shfl_down_sync(0xffffffffu, x, 1 << s);
-    return (lane & ((2 << s) - 1)) == 0 ? Op::template combine<A>(x, right) : x;
+template <class A>
+__device__ __forceinline__ A await_node(const ScanParams& p, long long pos) {
+    while (load_acquire(p.counters + 2 + pos) == 0u) {
+    }
+    return __ldcg(static_cast<const A*>(p.nodes) + pos);
 }
 
-// Warp 0 of tile j of `row` in the tree path (steps 6 and 7 of the contract). Lane 0 publishes the
-// aggregate. For each group g of five levels, the nodes of level 5g that precede the tile in its block of 32
-// (as many as j's digit d_g = (j >> 5g) & 31) are waited for together, one per lane, every group's flags
-// before any value: the carry waits about one round trip, not one per level. A tile that ends a block of
-// 2^(5(g+1)) tiles builds and publishes that block's node from its 32 nodes of level 5g (its own the last).
-// The carry folds, highest digit first, the node of each set digit r of d_g: the tree over lanes
-// [(d_g >> (r+1)) << (r+1), + 2^r) of group g, taken from the lane that holds it after r tree steps.
+// Warp 0 of tile j of `row` in the tree path (steps 6 and 7 of the contract): lane 0 publishes the aggregate
+// and the nodes N(j + 1 - 2^k, 2^k) for each k with 2^k dividing j + 1 (its own half and the half of tile
+// j - 2^(k-1)); meanwhile lane k awaits the node of j's binary digit k, N(j with digits k and below cleared,
+// 2^k), so the carry waits once, not once per digit; the digits' nodes are then folded highest first. Tiles
+// per row stay below 2^31 (a launch's blocks), so 31 lanes hold every digit.
 template <class Op, class A>
 __device__ Maybe<A> tree_carry(const ScanParams& p, long long row, long long j, A aggregate, int lane) {
-    if (lane == 0) publish<A>(p, node_position(p, row, 0, j), aggregate);
-    // Every group's flags in one pass of independent loads, repeated until all are set (the groups above
-    // the lowest were published long before), then each lane's values.
-    const unsigned* flags = p.counters + 2;
-    bool ready;
-    do {
-        ready = true;
-        long long level_start = row * p.row_nodes;  // the position of level 5g's node 0
-        LM_SCAN_UNROLL
-        for (int g = 0; g < kLevelGroups; ++g) {
-            const int shift = g * kRadixBits;
-            if (lane < ((j >> shift) & 31))
-                ready = load_relaxed(flags + node_in_block(level_start, j, shift, lane)) != 0u && ready;
-            level_start += level_nodes(p, shift);
+    if (lane == 0) {
+        A node = aggregate;
+        publish<A>(p, node_position(p, row, 0, j), node);
+        for (int k = 1; ((j + 1) & ((1ll << k) - 1)) == 0; ++k) {
+            const A left = await_node<A>(p, node_position(p, row, k - 1, ((j + 1) >> (k - 1)) - 2));
+            node = Op::template combine<A>(left, node);
+            publish<A>(p, node_position(p, row, k, ((j + 1) >> k) - 1), node);
         }
-    } while (!ready);
-    fence_acquire();  // the flags seen set: the values' loads come after them
-    A node[kLevelGroups];
-    long long level_start = row * p.row_nodes;
-    LM_SCAN_UNROLL
-    for (int g = 0; g < kLevelGroups; ++g) {
-        const int shift = g * kRadixBits;
-        node[g] = lane < ((j >> shift) & 31)
-                      ? __ldcg(static_cast<const A*>(p.nodes) + node_in_block(level_start, j, shift, lane))
-                      : aggregate;
-        level_start += level_nodes(p, shift);
     }
-
-    // The nodes this tile ends: level 5(g + 1) from level 5g's 32 (lanes 0-30 waited for, its own last).
-    A own = aggregate;
-    for (int g = 0; g + 1 < kLevelGroups && ((j + 1) & ((1ll << (kRadixBits * (g + 1))) - 1)) == 0; ++g) {
-        A x = lane == 31 ? own : node[g];
-        LM_SCAN_UNROLL
-        for (int s = 0; s < kRadixBits; ++s) x = tree_step<Op, A>(x, lane, s);
-        own = __shfl_sync(0xffffffffu, x, 0);
-        if (lane == 0)
-            publish<A>(
-                p, node_position(p, row, kRadixBits * (g + 1), ((j + 1) >> (kRadixBits * (g + 1))) - 1), own);
-    }
-
-    // The carry: each group's digit nodes, highest group and digit first.
+    A digit = aggregate;
+    if (lane < 31 && ((j >> lane) & 1))
+        digit = await_node<A>(p, node_position(p, row, lane, (j >> (lane + 1)) << 1));
     Maybe<A> carry = {A(), false};
-    for (int g = kLevelGroups - 1; g >= 0; --g) {
-        const int digit = (int)((j >> (g * kRadixBits)) & 31);
-        if (digit == 0) continue;  // the same for the whole warp
-        A x = node[g], part[kRadixBits];
-        LM_SCAN_UNROLL
-        for (int s = 0; s < kRadixBits; ++s) {
-            part[s] = __shfl_sync(0xffffffffu, x, (digit >> (s + 1)) << (s + 1));
-            x = tree_step<Op, A>(x, lane, s);
-        }
-        LM_SCAN_UNROLL
-        for (int s = kRadixBits - 1; s >= 0; --s)
-            if ((digit >> s) & 1) fold<Op>(carry, part[s]);
+    for (int k = 30; k >= 0; --k) {
+        const A v = __shfl_sync(0xffffffffu, digit, k);
+        if ((j >> k) & 1) fold<Op>(carry, v);
     }
     return carry;
 }
