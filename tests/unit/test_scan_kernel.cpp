@@ -11,6 +11,7 @@
 #include <atomic>
 #include <barrier>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -107,6 +108,10 @@ T shuffle(T v, const std::function<int(int)>& from) {
 template <class T>
 T __shfl_up_sync(unsigned, T v, int d) {
     return shuffle(v, [d](int lane) { return lane - d; });
+}
+template <class T>
+T __shfl_down_sync(unsigned, T v, unsigned d) {
+    return shuffle(v, [d](int lane) { return lane + static_cast<int>(d); });
 }
 template <class T>
 T __shfl_sync(unsigned, T v, int src) {
@@ -344,4 +349,102 @@ TEST_CASE("scan kernel (simulated): a fused prologue and epilogue index the scan
     const testing::Comparison c =
         testing::compare(got, reference::evaluate(y.node()), testing::Tolerance::exact(), "axis 0");
     CHECK_MESSAGE(c.ok, "cumsum(x * 2, axis 0) * 3: " << c.message);
+}
+
+namespace {
+
+// The contract's node N(s, 2^k) over the aggregates `a` (docs/semantics.md, "Scans", step 7), recursively.
+float contract_node(const std::vector<float>& a, std::int64_t s, int k) {
+    if (k == 0) return a[static_cast<std::size_t>(s)];
+    const std::int64_t half = std::int64_t{1} << (k - 1);
+    return contract_node(a, s, k - 1) + contract_node(a, s + half, k - 1);
+}
+
+// The contract's carry of tile j: the nodes of j's binary digits, highest first.
+float contract_carry(const std::vector<float>& a, std::int64_t j) {
+    float c = 0.0f;
+    bool has = false;
+    std::int64_t s = 0;
+    for (int k = 62; k >= 0; --k)
+        if ((j >> k) & 1) {
+            const float n = contract_node(a, s, k);
+            c = has ? c + n : n;
+            has = true;
+            s += std::int64_t{1} << k;
+        }
+    return c;
+}
+
+}  // namespace
+
+// tree_carry alone, on one simulated warp, for tiles far past the 9 of the kernel tests above: every node
+// holds the contract's value, every flag is set, and the carry and the nodes the tile ends must be the
+// contract's, bit for bit. Aggregates of mixed
+// magnitudes make every order of additions give other bits.
+TEST_CASE("scan kernel (simulated): the tree carry of tiles up to 2^21, against the contract's nodes") {
+    const std::int64_t tiles = (std::int64_t{1} << 21) + 77;
+    std::vector<float> a(static_cast<std::size_t>(tiles));
+    std::uint64_t state = 12345;
+    for (float& v : a) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        const int e = static_cast<int>((state >> 33) % 40) - 20;
+        v = std::ldexp(static_cast<float>((state >> 40) % 100000) / 100000.0f - 0.3f, e);
+    }
+    lm::ScanParams sp{};
+    sp.tiles = tiles;
+    sp.row_nodes = 0;
+    for (int k = 0; (tiles >> k) > 0; ++k) sp.row_nodes += tiles >> k;
+    std::vector<unsigned> counters(static_cast<std::size_t>(2 + sp.row_nodes), 1u);
+    std::vector<float> nodes(static_cast<std::size_t>(sp.row_nodes), std::nanf(""));
+    std::int64_t level = 0;
+    for (int k = 0; (tiles >> k) > 0; ++k) {
+        for (std::int64_t i = 0; i < (tiles >> k); ++i)
+            nodes[static_cast<std::size_t>(level + i)] = contract_node(a, i << k, k);
+        level += tiles >> k;
+    }
+    sp.counters = counters.data();
+    sp.nodes = nodes.data();
+
+    std::vector<std::int64_t> js;
+    for (std::int64_t j = 0; j < 70; ++j) js.push_back(j);
+    for (std::int64_t j : {1023, 1024, 1025, 32767, 32768, 33791, 1048575, 1048576, 2097151, 2097152})
+        js.push_back(j);
+    for (int r = 0; r < 40; ++r) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        js.push_back(static_cast<std::int64_t>((state >> 20) % static_cast<std::uint64_t>(tiles)));
+    }
+    for (std::int64_t j : js) {
+        // The slots of the nodes tile j ends (every level k with 2^k dividing j + 1) poisoned, to see them
+        // written.
+        std::vector<std::pair<std::size_t, float>> ends;
+        std::int64_t start = tiles;  // level 1's first position
+        for (int k = 1; (tiles >> k) > 0 && ((j + 1) & ((std::int64_t{1} << k) - 1)) == 0; ++k) {
+            const std::size_t pos = static_cast<std::size_t>(start + ((j + 1) >> k) - 1);
+            ends.emplace_back(pos, nodes[pos]);
+            nodes[pos] = std::nanf("");
+            start += tiles >> k;
+        }
+        std::barrier<> warp(32);
+        sim::warp_barriers[0] = &warp;
+        float carry = 0.0f;
+        bool has = false;
+        std::vector<std::thread> lanes;
+        for (unsigned t = 0; t < 32; ++t)
+            lanes.emplace_back([&, t] {
+                sim::thread_index.x = t;
+                const lm::scan::Maybe<float> c =
+                    lm::scan::tree_carry<lm::scan::Sum, float>(sp, 0, j, a[static_cast<std::size_t>(j)], t);
+                if (t == 0) {
+                    carry = c.v;
+                    has = c.has;
+                }
+            });
+        for (std::thread& t : lanes) t.join();
+        INFO("tile " << j);
+        CHECK(has == (j > 0));
+        if (j > 0)
+            CHECK(std::bit_cast<std::uint32_t>(carry) == std::bit_cast<std::uint32_t>(contract_carry(a, j)));
+        for (const auto& [pos, want] : ends)
+            CHECK(std::bit_cast<std::uint32_t>(nodes[pos]) == std::bit_cast<std::uint32_t>(want));
+    }
 }
