@@ -20,12 +20,13 @@
 // cold codegen + NVRTC, the first compile of the process, and a warm load from the disk cache. R1-R3 and
 // F1-F2 (sums, softmax, layernorm) are written with the public reductions and loom::softmax /
 // loom::layernorm; X1 with loom::logsumexp; SC1 with loom::cumsum (the single-pass scan, docs/semantics.md
-// section 14); SR1 with loom::index_add (the deterministic scatter, section 15). A1 is one Adam step in place
-// (a traced function, samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall time on the host
-// clock beside the same copies with no kernel; O2 the host microseconds per call of a traced function of
-// three kernels as an automatic CUDA graph, kernel by kernel, and against one launch of the same graph
-// captured by hand; L1 the microseconds per call, host and device, of a chain of 100 elementwise ops on 4096
-// values. A2 and A3 are causal attention, A2nc and A3nc the same shapes without a mask, A4 decoding (one
+// section 14); SR1 with loom::index_add (the deterministic scatter, section 15); X2 with loom::cross_entropy,
+// traced (row `loom`) and lazily assigned (row `loom_lazy`, whose host work each call shows). A1 is one Adam
+// step in place (a traced function, samples/adam.cpp); P1 the pinned pipeline through loom::Pipeline, wall
+// time on the host clock beside the same copies with no kernel; O2 the host microseconds per call of a traced
+// function of three kernels as an automatic CUDA graph, kernel by kernel, and against one launch of the same
+// graph captured by hand; L1 the microseconds per call, host and device, of a chain of 100 elementwise ops on
+// 4096 values. A2 and A3 are causal attention, A2nc and A3nc the same shapes without a mask, A4 decoding (one
 // query over a KV cache of 8192 keys: GB/s, checked bit for bit).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -946,12 +947,20 @@ void bench_x2(const Gpu& gpu) {
     const Tensor labels = random_uniform({rows}, int64, 0.0, static_cast<double>(classes), 22, gpu.dev);
     Tensor out = Tensor::empty({}, float32, gpu.dev);
     const Array x2 = cross_entropy(logits, labels);
+    const double bytes = 4.0 * static_cast<double>(rows * classes) + 8.0 * static_cast<double>(rows);
+    // Traced (as a repeated call is written, and as torch.compile runs it): the call replays its kernels.
+    // Lazily, each `assign` records, lowers and plans the composite's 36 nodes again on the host.
+    auto traced = loom::function("x2_cross_entropy", [](Array l, Array y) { return cross_entropy(l, y); });
     testing::poison(out);
-    assign(out, x2);
+    traced(logits, labels, out);
     synchronize();  // an out-of-range label would be raised here
     check({x2}, {out}, "X2");
-    report("X2_cross_entropy", "loom", timed_ms([&] { assign(out, x2); }, gpu.opt.reps),
-           4.0 * static_cast<double>(rows * classes) + 8.0 * static_cast<double>(rows));
+    report("X2_cross_entropy", "loom", timed_ms([&] { traced(logits, labels, out); }, gpu.opt.reps), bytes);
+    testing::poison(out);
+    assign(out, x2);
+    synchronize();
+    check({x2}, {out}, "X2 (lazy)");
+    report("X2_cross_entropy", "loom_lazy", timed_ms([&] { assign(out, x2); }, gpu.opt.reps), bytes);
 }
 
 // A1: one traced function updates p, m, v and the step counter t (a 0-d tensor on the device) in place: the
