@@ -124,6 +124,16 @@ NodePtr gather(NodePtr x, NodePtr idx, int axis, IndexMode mode, GatherApi api, 
 
 namespace {
 
+// The error of indices into an axis of extent 0, said of the user's index (before it is broadcast over the
+// operand's other axes, which would multiply its count).
+void no_element_to_take(GatherApi api, const Node& x, int axis, const Node& idx, Loc loc) {
+    if (idx.numel() > 0 && x.shape()[static_cast<std::size_t>(axis)] == 0)
+        fail(api, loc,
+             fmt::format("the {} {} of {} point into axis {} of extent 0 of {}: there is no element to take",
+                         idx.numel(), idx.numel() == 1 ? "index" : "indices", describe(idx), axis,
+                         describe(x)));
+}
+
 // take with the API named in errors: the result is x.shape[:axis] + idx.shape + x.shape[axis+1:], one gather
 // of x broadcast over the index's leading axes by the index broadcast over x's other axes.
 NodePtr take_as(NodePtr x, NodePtr idx, std::int64_t axis_in, IndexMode mode, GatherApi api, Loc loc) {
@@ -134,6 +144,7 @@ NodePtr take_as(NodePtr x, NodePtr idx, std::int64_t axis_in, IndexMode mode, Ga
     const Shape before(xs.begin(), xs.begin() + a), after(xs.begin() + a + 1, xs.end());
     const Shape out = concat(concat(before, idx->shape()), after);
     check_shape(gather_api_name(api), out, loc);
+    no_element_to_take(api, *x, a, *idx, loc);
     if (idx->rank() == 0) {  // one index: take a slice of extent 1 along the axis, then drop the axis
         NodePtr one = take_as(std::move(x), reshape(std::move(idx), {1}, loc), a, mode, api, loc);
         return reshape(std::move(one), out, loc);
@@ -171,6 +182,7 @@ NodePtr take_along_axis(NodePtr x, NodePtr idx, std::int64_t axis, IndexMode mod
     if (idx->rank() != r)
         fail(api, loc,
              fmt::format("the index {} must have the rank of the operand {}", describe(*idx), describe(*x)));
+    no_element_to_take(api, *x, a, *idx, loc);
     // The other axes broadcast against each other (NumPy); the axis keeps each side's extent.
     Shape xs = x->shape(), is = idx->shape();
     const std::int64_t n = xs[static_cast<std::size_t>(a)], m = is[static_cast<std::size_t>(a)];
@@ -192,6 +204,9 @@ NodePtr one_hot(NodePtr idx, std::int64_t classes, DType dtype, IndexMode mode, 
     const GatherApi api = GatherApi::OneHot;
     check_index(api, *idx, loc);
     if (classes < 0) fail(api, loc, fmt::format("classes must be 0 or more, not {}", classes));
+    if (classes == 0 && idx->numel() > 0)
+        fail(api, loc,
+             fmt::format("classes is 0: no class for the {} indices of {}", idx->numel(), describe(*idx)));
     const Shape out = concat(idx->shape(), {classes});
     check_shape("one_hot", out, loc);
     // The class of each index, checked (or clamped) as a take from arange(classes) is, then compared with

@@ -250,6 +250,24 @@ TEST_CASE("gathers: errors of building one") {
     CHECK(error_of([&] {
               (void)take(Tensor::host({0, 3}, float32), tensor_of(std::vector<std::int64_t>{0}, {1}), 0);
           }).find("there is no element to take") != std::string::npos);
+    // Said of the user's index: its own count and shape, not those of the index broadcast over the operand's
+    // other axes (which counted 24 indices for these 2).
+    const std::string e0 = error_of([&] {
+        (void)take(Tensor::host({0, 3, 4}, float32), tensor_of(std::vector<std::int64_t>{0, 0}, {2}), 0);
+    });
+    CHECK_MESSAGE(e0.find("take(): the 2 indices of") != std::string::npos, e0);
+    CHECK_MESSAGE(e0.find("[2] int64") != std::string::npos, e0);
+    const std::string e1 = error_of([&] {
+        (void)index_select(Tensor::host({5, 0}, float32), 1, tensor_of(std::vector<std::int64_t>{0}, {1}));
+    });
+    CHECK_MESSAGE(e1.find("index_select(): the 1 index of") != std::string::npos, e1);
+    const std::string e2 = error_of([&] { (void)one_hot(tensor_of(std::vector<std::int64_t>{0}, {1}), 0); });
+    CHECK_MESSAGE(e2.find("one_hot(): classes is 0: no class for the 1 indices of") != std::string::npos, e2);
+    const std::string e3 = error_of([&] {
+        (void)take_along_axis(Tensor::host({0, 3}, float32),
+                              tensor_of(std::vector<std::int64_t>{0, 0, 0}, {1, 3}), 0);
+    });
+    CHECK_MESSAGE(e3.find("take_along_axis(): the 3 indices of") != std::string::npos, e3);
     CHECK(error_of([&] {
               (void)take_along_axis(x, tensor_of(std::vector<std::int64_t>{0}, {1}), 0);
           }).find("must have the rank of the operand") != std::string::npos);
