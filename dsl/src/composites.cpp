@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -198,7 +199,13 @@ Array cross_entropy(const Operand& logits_in, const Operand& labels_in, CrossEnt
              fmt::format("labels must have the logits' shape without the class axis, {} ({})",
                          to_string(rows), shapes));
     const Array xa = at_accumulation(x, loc);
-    const Array ignored = eq(labels, Operand(options.ignore_index, loc), loc);
+    // An ignore_index that int32 labels cannot hold is compared in int64 (it then ignores nothing), not
+    // refused as a scalar out of the labels' range.
+    const bool fits =
+        labels.dtype() == int64 || (options.ignore_index >= std::numeric_limits<std::int32_t>::min() &&
+                                    options.ignore_index <= std::numeric_limits<std::int32_t>::max());
+    const Array ignored =
+        eq(fits ? labels : astype(labels, int64, loc), Operand(options.ignore_index, loc), loc);
     // The index read: 0 for an ignored row (its value is discarded); a negative label L becomes L - C, which
     // the checked gather refuses (take's negative indices would wrap) and whose message gives L back.
     const Array shifted =

@@ -92,6 +92,16 @@ TEST_CASE("cross_entropy: mean, sum and none against float64, ignored rows, int3
     }
 }
 
+TEST_CASE("cross_entropy: an ignore_index that int32 labels cannot hold ignores nothing") {
+    const Tensor x = testing::random_tensor({9, 7}, float32, 3);
+    const Tensor labels = labels_of(9, 7, int32, 0, 4);  // every label valid, none ignored
+    const Tensor plain = cross_entropy(x, labels);
+    for (const std::int64_t far : {std::int64_t{3000000000}, std::int64_t{-3000000000}}) {
+        const Tensor got = cross_entropy(x, labels, {.ignore_index = far});
+        CHECK(testing::same_bits(got, plain));
+    }
+}
+
 TEST_CASE("cross_entropy: rank-3 logits, bfloat16 in float32, every row ignored, bits on every path") {
     const Tensor x = testing::random_tensor({3, 5, 17}, float32, 3);
     Tensor l = testing::random_tensor({3, 5}, int64, 4, testing::Random::uniform(0, 16));
