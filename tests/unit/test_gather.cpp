@@ -279,3 +279,19 @@ TEST_CASE("gathers: errors of building one") {
     // An empty take from an empty axis is fine.
     CHECK(Tensor(take(Tensor::host({0, 3}, float32), Tensor::host({0}, int32), 0)).shape() == Shape{0, 3});
 }
+
+TEST_CASE("gathers: a reshape of fused elementwise work beneath a gather is refused with what to do") {
+    // The fused kernel would index the transposed product at a gathered position through the reshape's
+    // quotients and remainders; the message says which operand and to evaluate it first.
+    const Tensor x = random_of({4, 5}, float32, 26);
+    const Tensor ids = tensor_of(std::vector<std::int64_t>{19, 3}, {2});
+    const std::string e = error_of([&] { (void)Tensor(take(reshape(x.transposed() * 2.0, {20}), ids, 0)); });
+    CHECK_MESSAGE(e.find("take(): the gathered operand is a reshape") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("elementwise work fused into this kernel") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("evaluate the reshaped operand into a tensor first") != std::string::npos, e);
+    // As it says: evaluated first, the same values as the reference.
+    const Tensor flat = reshape(x.transposed() * 2.0, {20});
+    const Array picked = take(flat, ids, 0);
+    const testing::Comparison c = testing::check_against_reference({picked});
+    CHECK_MESSAGE(c.ok, c.message);
+}
