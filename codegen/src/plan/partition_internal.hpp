@@ -15,9 +15,14 @@ using PlainPartition = std::function<Partition(const std::vector<ir::NodePtr>&, 
 /// Whether the graph of `roots` has a matrix product.
 bool has_product(const std::vector<ir::NodePtr>& roots);
 
+/// Whether the graph of `roots` has a gather whose operand is computed work below a reshape that merges or
+/// splits axes, which partition_products computes first, in a stage of its own.
+bool has_gathered_reshape(const std::vector<ir::NodePtr>& roots);
+
 /// The partition of a graph with products: each product a Family::MatMul kernel reading its operands from
 /// memory (inputs, products' results and views of either in place; anything else materialized first), the
-/// rest partitioned by `plain` in stages between the products.
+/// rest partitioned by `plain` in stages between the products. Gathered operands a fused gather cannot
+/// index (has_gathered_reshape) are a first stage.
 Partition partition_products(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options,
                              const PlainPartition& plain);
 

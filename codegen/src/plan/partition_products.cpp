@@ -81,6 +81,33 @@ const ir::NodePtr& view_base(const ir::NodePtr& n) {
     return *base;
 }
 
+// Whether a reshape merges or splits axes (not only inserting or dropping axes of extent 1).
+bool moves_axes(const ir::Node& reshape) {
+    auto unit_free = [](const Shape& s) {
+        Shape out;
+        for (std::int64_t e : s)
+            if (e != 1) out.push_back(e);
+        return out;
+    };
+    return unit_free(reshape.shape()) != unit_free(reshape.operand(0)->shape());
+}
+
+// What a fused gather cannot read in place: below a reshape that merges or splits axes, computed work (or a
+// view of it with no strides for the reshape), which the fused kernel would index at the gathered position
+// through the reshape's quotients and remainders. The node to compute first, or null: none, or one below a
+// product, attention, scan or scatter (left to the plan, which refuses it with its message).
+ir::NodePtr gathered_reshape_base(const ir::Node& gather) {
+    bool moves = false;
+    for (const ir::Node* n = gather.operand(0); ir::is_view(n->op()); n = n->operand(0))
+        moves = moves || (n->op() == ir::Op::Reshape && moves_axes(*n));
+    if (!moves) return nullptr;
+    const ir::NodePtr& base = view_base(gather.operand_ptr(0));
+    if (base->op() == ir::Op::Input || own_kernel(*base)) return nullptr;
+    for (const ir::Node* n : ir::topo_order({base}))
+        if (own_kernel(*n)) return nullptr;
+    return base;
+}
+
 /// The partition being assembled from the stages and the product kernels.
 class Assembly {
   public:
@@ -297,6 +324,12 @@ bool has_product(const std::vector<ir::NodePtr>& roots) {
     return false;
 }
 
+bool has_gathered_reshape(const std::vector<ir::NodePtr>& roots) {
+    for (const ir::Node* n : ir::topo_order(roots))
+        if (ir::is_gather(n->op()) && gathered_reshape_base(*n)) return true;
+    return false;
+}
+
 Partition partition_products(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options,
                              const PlainPartition& plain) {
     const std::vector<ir::NodePtr> order = [&] {  // owning pointers, operands first
@@ -330,6 +363,28 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
     for (std::size_t i = 0; i < roots.size(); ++i) roots_of[roots[i].get()].push_back(i);
     PartitionOptions stage_options = options;
     stage_options.name.clear();  // the plan names its kernels once all are known
+    if (options.fusion) {
+        // Gathered operands that a fused gather cannot index (gathered_reshape_base): a first stage.
+        std::vector<ir::NodePtr> operands;
+        std::vector<Slot> slots;
+        for (const ir::NodePtr& n : order) {
+            if (!ir::is_gather(n->op())) continue;
+            const ir::NodePtr base = gathered_reshape_base(*n);
+            if (!base || A.temp_of(base.get()) >= 0) continue;
+            const int t = A.materialize(
+                base, fmt::format("the operand of {}, computed first: a reshape beneath the gather merges or "
+                                  "splits its axes, which the gather's kernel cannot index at a gathered "
+                                  "position",
+                                  where_of(*n)));
+            operands.push_back(base);
+            slots.push_back(Slot{Slot::Kind::Temp, t});
+        }
+        if (!operands.empty()) {
+            std::unordered_set<const ir::Node*> keep(operands.size());
+            for (const auto& o : operands) keep.insert(o.get());
+            A.append(plain(A.substitute(operands, keep), stage_options), slots);
+        }
+    }
     for (std::size_t level = 0; level < products.size(); ++level) {
         // The operands this level's products read that must be computed first: a stage of their own.
         std::vector<ir::NodePtr> operands;

@@ -484,9 +484,9 @@ Analysis index_maps(const PwGraph& g, const Shape& shape, const std::vector<Inpu
         if (has_position(d.L)) {  // a reshape beneath a gather that is no strided view of what it reads
             const ir::Node& gn = *g.gathers.at(0).node;
             throw Error(fmt::format(
-                "{}(): the gathered operand is a reshape that merges or splits axes of a transposed or "
-                "sliced tensor, or of elementwise work fused into this kernel, which the kernel cannot index "
-                "at a gathered position; evaluate the reshaped operand into a tensor first ({})",
+                "{}(): the gathered operand is a reshape that merges or splits axes of a tensor view that "
+                "has no strides for it (a transposed or sliced tensor); evaluate the reshaped operand into a "
+                "tensor first ({})",
                 ir::gather_api_name(static_cast<ir::GatherApi>(gn.ints().at(2))), short_location(gn.loc())));
         }
     for (std::size_t o = 0; o < outputs; ++o) {
