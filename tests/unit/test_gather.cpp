@@ -311,3 +311,28 @@ TEST_CASE(
     const testing::Comparison c3 = testing::check_against_reference({rows, sum(rows)});
     CHECK_MESSAGE(c3.ok, c3.message);
 }
+
+TEST_CASE("gathers: a checked gather read only in part still checks every index, fused as unfused") {
+    // Fused into a reader that drops elements, the gather computed (and checked) only the elements read; the
+    // partition now computes such a gather whole first, as the reference and fusion off do.
+    const Tensor x = random_of({4}, float32, 27);
+    const Tensor bad = tensor_of(std::vector<std::int64_t>{0, 99}, {2});
+    const std::string sliced = error_of([&] { (void)Tensor(take(x, bad, 0).slice({{0, 1}})); });
+    CHECK_MESSAGE(sliced.find("take(): index 99 is out of range") != std::string::npos, sliced);
+    const std::string nothing = error_of([&] {
+        (void)Tensor(broadcast_to(take(x, bad, 0).reshape({2, 1}), {2, 0}));
+    });
+    CHECK_MESSAGE(nothing.find("index 99 is out of range") != std::string::npos, nothing);
+    const std::string nested = error_of(
+        [&] { (void)Tensor(take(take(x, bad, 0), tensor_of(std::vector<std::int64_t>{0}, {1}), 0)); });
+    CHECK_MESSAGE(nested.find("index 99 is out of range") != std::string::npos, nested);
+    // In range, the values are the reference's; clamp mode and a gather read whole stay fused.
+    const Tensor good = tensor_of(std::vector<std::int64_t>{3, -1, 1}, {3});
+    const Array part = take(x, good, 0).slice({{1, 3}}) * 2.0;
+    const testing::Comparison c = testing::check_against_reference({part});
+    CHECK_MESSAGE(c.ok, c.message);
+    CHECK_MESSAGE(explain({part}).find("read only in part") != std::string::npos, explain({part}));
+    CHECK(explain({take(x, bad, 0, IndexMode::Clamp).slice({{0, 1}})}).find("read only in part") ==
+          std::string::npos);
+    CHECK(explain({take(x, good, 0) * 2.0}).find("read only in part") == std::string::npos);
+}

@@ -547,7 +547,7 @@ Partition partition(const std::vector<ir::NodePtr>& roots, const PartitionOption
     const auto plain = [](const std::vector<ir::NodePtr>& r, const PartitionOptions& o) {
         return o.fusion ? partition_fused(r, o) : partition_unfused(r, o);
     };
-    if (detail::has_product(roots) || (options.fusion && detail::has_gathered_reshape(roots)))
+    if (detail::has_product(roots) || (options.fusion && detail::has_gathers_computed_first(roots)))
         return detail::partition_products(roots, options, plain);
     return plain(roots, options);
 }

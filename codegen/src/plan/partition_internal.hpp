@@ -16,13 +16,14 @@ using PlainPartition = std::function<Partition(const std::vector<ir::NodePtr>&, 
 bool has_product(const std::vector<ir::NodePtr>& roots);
 
 /// Whether the graph of `roots` has a gather whose operand is computed work below a reshape that merges or
-/// splits axes, which partition_products computes first, in a stage of its own.
-bool has_gathered_reshape(const std::vector<ir::NodePtr>& roots);
+/// splits axes, or a checked gather that the graph reads only in part: partition_products computes those
+/// first, in stages of their own.
+bool has_gathers_computed_first(const std::vector<ir::NodePtr>& roots);
 
 /// The partition of a graph with products: each product a Family::MatMul kernel reading its operands from
 /// memory (inputs, products' results and views of either in place; anything else materialized first), the
 /// rest partitioned by `plain` in stages between the products. Gathered operands a fused gather cannot
-/// index (has_gathered_reshape) are a first stage.
+/// index and checked gathers read in part (has_gathers_computed_first) are first stages.
 Partition partition_products(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options,
                              const PlainPartition& plain);
 

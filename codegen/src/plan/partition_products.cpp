@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -106,6 +107,48 @@ ir::NodePtr gathered_reshape_base(const ir::Node& gather) {
     for (const ir::Node* n : ir::topo_order({base}))
         if (own_kernel(*n)) return nullptr;
     return base;
+}
+
+// The graph's nodes in topological order (operands first), as owning pointers.
+std::vector<ir::NodePtr> owning_order(const std::vector<ir::NodePtr>& roots) {
+    std::unordered_map<const ir::Node*, ir::NodePtr> owner;
+    for (const auto& r : roots) owner.emplace(r.get(), r);
+    const std::vector<const ir::Node*> topo = ir::topo_order(roots);
+    for (const ir::Node* n : topo)
+        for (const auto& o : n->operands()) owner.emplace(o.get(), o);
+    std::vector<ir::NodePtr> out;
+    for (const ir::Node* n : topo) out.push_back(owner.at(n));
+    return out;
+}
+
+// The checked gathers whose result the graph reads only in part (through a slice that drops elements, a
+// broadcast to no elements, or as another gather's operand, which reads its elements at positions). Fused
+// into their reader, they would compute, and so check, only the indices of the elements read; computed
+// whole first, every index is checked, as the reference and fusion off check them.
+std::vector<ir::NodePtr> partly_read_gathers(const std::vector<ir::NodePtr>& order) {
+    std::unordered_map<const ir::Node*, std::vector<const ir::Node*>> users;
+    for (const ir::NodePtr& n : order)
+        for (const ir::NodePtr& o : n->operands()) users[o.get()].push_back(n.get());
+    // Whether `n`'s value is read in part: by a reader that drops elements, here or through views of it.
+    std::function<bool(const ir::Node&)> in_part = [&](const ir::Node& n) {
+        const auto it = users.find(&n);
+        if (it == users.end()) return false;
+        for (const ir::Node* u : it->second) {
+            if (ir::is_gather(u->op()) && u->operand(0) == &n) return true;
+            if (ir::is_view(u->op())) {
+                if (u->numel() < n.numel() && (u->op() == ir::Op::Slice || u->op() == ir::Op::BroadcastTo))
+                    return true;
+                if (in_part(*u)) return true;
+            }
+        }
+        return false;
+    };
+    std::vector<ir::NodePtr> out;
+    for (const ir::NodePtr& n : order)
+        if (ir::is_gather(n->op()) && static_cast<ir::IndexMode>(n->ints().at(1)) == ir::IndexMode::Checked &&
+            n->numel() > 0 && in_part(*n))
+            out.push_back(n);
+    return out;
 }
 
 /// The partition being assembled from the stages and the product kernels.
@@ -316,6 +359,45 @@ void fuse_epilogues(Partition& P, const PartitionOptions& options) {
     }
 }
 
+// The stages before the products (fused partitions only): gathered operands that a fused gather cannot index
+// (gathered_reshape_base), then checked gathers read in part (partly_read_gathers), which may read them;
+// each stage materialized and partitioned by `plain`.
+void compute_gathers_first(const std::vector<ir::NodePtr>& order, Assembly& A, const PlainPartition& plain,
+                           const PartitionOptions& stage_options) {
+    auto stage = [&](const std::vector<std::pair<ir::NodePtr, std::string>>& nodes) {
+        std::vector<ir::NodePtr> values;
+        std::vector<Slot> slots;
+        std::unordered_set<const ir::Node*> keep;
+        for (const auto& [n, why] : nodes) {
+            if (A.temp_of(n.get()) >= 0) continue;
+            slots.push_back(Slot{Slot::Kind::Temp, A.materialize(n, why)});
+            values.push_back(n);
+            keep.insert(n.get());
+        }
+        if (!values.empty()) A.append(plain(A.substitute(values, keep), stage_options), slots);
+    };
+    std::vector<std::pair<ir::NodePtr, std::string>> operands, gathers;
+    for (const ir::NodePtr& n : order)
+        if (ir::is_gather(n->op()))
+            if (ir::NodePtr base = gathered_reshape_base(*n))
+                operands.emplace_back(
+                    std::move(base),
+                    fmt::format(
+                        "the operand of {}, computed first: a reshape beneath the gather merges or "
+                        "splits its axes, which the gather's kernel cannot index at a gathered position",
+                        where_of(*n)));
+    stage(operands);
+    for (const ir::NodePtr& g : partly_read_gathers(order)) {
+        bool below_own = false;  // one below a product, attention, scan or scatter stays fused
+        for (const ir::Node* n : ir::topo_order({g})) below_own = below_own || own_kernel(*n);
+        if (!below_own)
+            gathers.emplace_back(g,
+                                 "a checked gather read only in part, computed whole so that every index is "
+                                 "checked, as without fusion");
+    }
+    stage(gathers);
+}
+
 }  // namespace
 
 bool has_product(const std::vector<ir::NodePtr>& roots) {
@@ -324,24 +406,15 @@ bool has_product(const std::vector<ir::NodePtr>& roots) {
     return false;
 }
 
-bool has_gathered_reshape(const std::vector<ir::NodePtr>& roots) {
+bool has_gathers_computed_first(const std::vector<ir::NodePtr>& roots) {
     for (const ir::Node* n : ir::topo_order(roots))
         if (ir::is_gather(n->op()) && gathered_reshape_base(*n)) return true;
-    return false;
+    return !partly_read_gathers(owning_order(roots)).empty();
 }
 
 Partition partition_products(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options,
                              const PlainPartition& plain) {
-    const std::vector<ir::NodePtr> order = [&] {  // owning pointers, operands first
-        std::unordered_map<const ir::Node*, ir::NodePtr> owner;
-        for (const auto& r : roots) owner.emplace(r.get(), r);
-        const std::vector<const ir::Node*> topo = ir::topo_order(roots);
-        for (const ir::Node* n : topo)
-            for (const auto& o : n->operands()) owner.emplace(o.get(), o);
-        std::vector<ir::NodePtr> out;
-        for (const ir::Node* n : topo) out.push_back(owner.at(n));
-        return out;
-    }();
+    const std::vector<ir::NodePtr> order = owning_order(roots);
     std::unordered_map<const ir::Node*, int> depth;
     std::unordered_set<const ir::Node*> read;        // nodes another node reads
     std::vector<std::vector<ir::NodePtr>> products;  // by depth - 1
@@ -363,28 +436,7 @@ Partition partition_products(const std::vector<ir::NodePtr>& roots, const Partit
     for (std::size_t i = 0; i < roots.size(); ++i) roots_of[roots[i].get()].push_back(i);
     PartitionOptions stage_options = options;
     stage_options.name.clear();  // the plan names its kernels once all are known
-    if (options.fusion) {
-        // Gathered operands that a fused gather cannot index (gathered_reshape_base): a first stage.
-        std::vector<ir::NodePtr> operands;
-        std::vector<Slot> slots;
-        for (const ir::NodePtr& n : order) {
-            if (!ir::is_gather(n->op())) continue;
-            const ir::NodePtr base = gathered_reshape_base(*n);
-            if (!base || A.temp_of(base.get()) >= 0) continue;
-            const int t = A.materialize(
-                base, fmt::format("the operand of {}, computed first: a reshape beneath the gather merges or "
-                                  "splits its axes, which the gather's kernel cannot index at a gathered "
-                                  "position",
-                                  where_of(*n)));
-            operands.push_back(base);
-            slots.push_back(Slot{Slot::Kind::Temp, t});
-        }
-        if (!operands.empty()) {
-            std::unordered_set<const ir::Node*> keep(operands.size());
-            for (const auto& o : operands) keep.insert(o.get());
-            A.append(plain(A.substitute(operands, keep), stage_options), slots);
-        }
-    }
+    if (options.fusion) compute_gathers_first(order, A, plain, stage_options);
     for (std::size_t level = 0; level < products.size(); ++level) {
         // The operands this level's products read that must be computed first: a stage of their own.
         std::vector<ir::NodePtr> operands;
