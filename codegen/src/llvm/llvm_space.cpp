@@ -297,58 +297,9 @@ Space::Address Space::site_address(int s, const Point& pt, int w, std::string_vi
     return {Address::Run, b_.let(fmt::format("{}.off", name), fmt::format("add i64 {}, {}", offs, pt.inner))};
 }
 
-bool Space::derived_uniform(int m) const {
-    const DerivedPlan& dp = plan_.derived.at(static_cast<std::size_t>(m));
-    if (dp.dim_mask >> (plan_.rank - 1) & 1u) return false;
-    for (int j : dp.derived)
-        if (!derived_uniform(j)) return false;
-    return true;
-}
-
-bool Space::site_uniform(int s) {
-    const OperandPlan& o = plan_.loads.at(static_cast<std::size_t>(s));
-    switch (o.access) {
-        case Access::Scalar:
-            return true;
-        case Access::Contiguous:
-        case Access::RowBroadcast:
-            return false;
-        case Access::Strided:
-        case Access::Gathered:
-        case Access::Indirect:
-            break;
-    }
-    return !(o.dim_mask >> (plan_.rank - 1) & 1u) && row_parts_uniform(s);
-}
-
 bool Space::row_parts_uniform(int s) {
-    if (external) return false;
-    const OperandPlan& o = plan_.loads.at(static_cast<std::size_t>(s));
-    for (int m : o.derived)
-        if (!derived_uniform(m)) return false;
-    for (int q : o.positions)
-        if (!lane_uniform(g_.gathers.at(static_cast<std::size_t>(q)).value)) return false;
-    return true;
-}
-
-bool Space::lane_uniform(int k) {
-    if (uniform_.empty()) {
-        // One pass in the graph's order (operands, and a gather's position, before their users; no recursion:
-        // chains are deep). A value not yet decided when read (never, in that order) counts as moving.
-        uniform_.assign(g_.values.size(), 0);
-        for (std::size_t j = 0; j < g_.values.size(); ++j) {
-            const detail::PwValue& v = g_.values[j];
-            bool r = true;
-            if (v.site >= 0) {
-                r = site_uniform(v.site);
-            } else {
-                for (int a : v.args)  // elementwise, or a gather's index
-                    r = r && static_cast<std::size_t>(a) < j && uniform_[static_cast<std::size_t>(a)] != 0;
-            }
-            uniform_[j] = r ? 1 : 0;
-        }
-    }
-    return uniform_.at(static_cast<std::size_t>(k)) != 0;
+    if (!uniform_) uniform_ = detail::lane_uniform_values(g_, plan_, static_cast<bool>(external));
+    return !external && detail::row_parts_uniform(*uniform_, g_, plan_.loads.at(static_cast<std::size_t>(s)));
 }
 
 std::string Space::gather_position(int q, const std::string& v, DType index_dtype, int w,

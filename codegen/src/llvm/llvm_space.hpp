@@ -7,11 +7,13 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "../plan/pointwise_graph.hpp"
+#include "../plan/pointwise_vector.hpp"
 #include "llvm_ir.hpp"
 #include "loom/codegen/plan/pointwise_plan.hpp"
 
@@ -81,16 +83,11 @@ class Space {
     std::string site_value(int site, const Point& pt, int w, std::string_view name);
     std::vector<std::string> derived_indices(const Point& pt, int w, std::string_view tag);
     std::string index_vector(const Point& pt, int d, int w);
-    /// Whether value k (of the graph) is the same in every lane: it reads no site whose element moves along
-    /// the innermost dimension (the lanes' dimension). A gather whose position is uniform then reads a run
-    /// of its operand's row (an embedding lookup) rather than one address per lane. Inputs that `external`
-    /// supplies count as moving.
-    bool lane_uniform(int value);
-    bool site_uniform(int site);
     /// Whether a strided, gathered or indirect site's offset, less its innermost term, is the same in every
-    /// lane: its derived indices and its gathers' positions are.
+    /// lane (detail::lane_uniform_values, shared with the GPU's vector plan): a gather whose position is
+    /// uniform then reads a run of its operand's row (an embedding lookup) rather than one address per lane.
+    /// With `external` values (a reduction's rows) every such site counts as moving.
     bool row_parts_uniform(int site);
-    bool derived_uniform(int m) const;
     /// Gather q's position from its index value `v` (w lanes): normalized, then checked (an out-of-range
     /// lane reads position 0 and the first one is recorded through loom_gather_error) or clamped.
     std::string gather_position(int q, const std::string& v, DType index_dtype, int w, std::string_view name,
@@ -101,8 +98,8 @@ class Space {
     const PointwisePlan& plan_;
     std::string tag_;
     std::map<std::tuple<int, int, int>, std::string> fields_;
-    std::map<int, std::string> positions_;  // per gather, its position in the current evaluate()
-    std::vector<signed char> uniform_;      // per value: lane_uniform(), filled on the first call
+    std::map<int, std::string> positions_;        // per gather, its position in the current evaluate()
+    std::optional<detail::LaneUniform> uniform_;  // filled on the first row_parts_uniform()
 };
 
 }  // namespace loom::codegen::llvm_ir

@@ -15,55 +15,11 @@ bool moves_along_last(const PointwisePlan& p, std::uint32_t dim_mask) {
     return (dim_mask >> (p.rank - 1) & 1u) != 0;
 }
 
-// Whether every gather's position is the same in every lane of a vector ("lane-uniform"). A vector covers W
-// consecutive elements along the last dimension, so a value is lane-uniform when nothing in its cone of
-// arguments moves along it: no site whose index map has a term in the last dimension (a contiguous or
-// row-broadcast operand, an iota of the last axis), no derived index (a reshape's quotient or remainder) that
-// has one, no position of a gather that is not lane-uniform itself. An embedding lookup's row ids are; the
-// index of a take along the last axis, or of a take_along_axis whose index moves along the row, is not. One
-// pass in the graph's order: operands, and a gather's position, come before their users.
+// Whether every gather's position is the same in every lane of a vector (lane_uniform_values).
 bool positions_lane_uniform(const PwGraph& g, const PointwisePlan& p) {
-    std::vector<bool> derived(p.derived.size(), false);
-    for (std::size_t m = 0; m < p.derived.size(); ++m) {
-        const DerivedPlan& dp = p.derived[m];
-        bool u = !moves_along_last(p, dp.dim_mask);
-        for (int j : dp.derived)
-            u = u && static_cast<std::size_t>(j) < m && derived[static_cast<std::size_t>(j)];
-        derived[m] = u;
-    }
-    std::vector<bool> uniform(g.values.size(), false);
-    for (std::size_t k = 0; k < g.values.size(); ++k) {
-        const PwValue& v = g.values[k];
-        bool u = true;
-        if (v.site >= 0) {
-            const OperandPlan& o = p.loads[static_cast<std::size_t>(v.site)];
-            switch (o.access) {
-                case Access::Scalar:
-                    break;
-                case Access::Contiguous:
-                case Access::RowBroadcast:
-                    u = false;
-                    break;
-                case Access::Strided:
-                case Access::Gathered:
-                case Access::Indirect:
-                    u = !moves_along_last(p, o.dim_mask);
-                    for (int m : o.derived) u = u && derived[static_cast<std::size_t>(m)];
-                    for (int q : o.positions) {
-                        const std::size_t pv =
-                            static_cast<std::size_t>(g.gathers[static_cast<std::size_t>(q)].value);
-                        u = u && pv < k && uniform[pv];
-                    }
-                    break;
-            }
-        } else {
-            for (int a : v.args)  // elementwise operands, or a gather's index
-                u = u && static_cast<std::size_t>(a) < k && uniform[static_cast<std::size_t>(a)];
-        }
-        uniform[k] = u;
-    }
+    const LaneUniform u = lane_uniform_values(g, p, false);
     for (const PwGather& gt : g.gathers)
-        if (!uniform[static_cast<std::size_t>(gt.value)]) return false;
+        if (!u.values[static_cast<std::size_t>(gt.value)]) return false;
     return true;
 }
 
@@ -135,6 +91,54 @@ int vector_registers(const PointwisePlan& p, int vw) {
 }
 
 }  // namespace
+
+LaneUniform lane_uniform_values(const PwGraph& g, const PointwisePlan& p, bool sites_move) {
+    LaneUniform u;
+    u.derived.assign(p.derived.size(), false);
+    for (std::size_t m = 0; m < p.derived.size(); ++m) {
+        const DerivedPlan& dp = p.derived[m];
+        bool r = !moves_along_last(p, dp.dim_mask);
+        for (int j : dp.derived)
+            r = r && static_cast<std::size_t>(j) < m && u.derived[static_cast<std::size_t>(j)];
+        u.derived[m] = r;
+    }
+    u.values.assign(g.values.size(), false);
+    for (std::size_t k = 0; k < g.values.size(); ++k) {
+        const PwValue& v = g.values[k];
+        bool r = true;
+        if (v.site >= 0) {
+            const OperandPlan& o = p.loads[static_cast<std::size_t>(v.site)];
+            switch (o.access) {
+                case Access::Scalar:
+                    break;
+                case Access::Contiguous:
+                case Access::RowBroadcast:
+                    r = false;
+                    break;
+                case Access::Strided:
+                case Access::Gathered:
+                case Access::Indirect:
+                    r = !sites_move && !moves_along_last(p, o.dim_mask) && row_parts_uniform(u, g, o, k);
+                    break;
+            }
+        } else {
+            for (int a : v.args)  // elementwise operands, or a gather's index
+                r = r && static_cast<std::size_t>(a) < k && u.values[static_cast<std::size_t>(a)];
+        }
+        u.values[k] = r;
+    }
+    return u;
+}
+
+bool row_parts_uniform(const LaneUniform& u, const PwGraph& g, const OperandPlan& o, std::size_t before) {
+    for (int m : o.derived)
+        if (!u.derived[static_cast<std::size_t>(m)]) return false;
+    for (int q : o.positions) {
+        const auto pv = static_cast<std::size_t>(g.gathers[static_cast<std::size_t>(q)].value);
+        if (pv >= before || !u.values[pv]) return false;
+    }
+    return true;
+}
 
 // The vector width: one 16-byte vector of the widest streamed dtype per thread, where the operands allow it
 // (vector_fit). With a multi-index the last extent must divide into vectors and every streamed row start on
