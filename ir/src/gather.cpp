@@ -98,6 +98,20 @@ std::string gather_error_message(std::uint32_t id, std::int64_t value) {
     return gather_error_message(e.api, value, e.extent, e.loc);
 }
 
+namespace {
+
+// The error of indices into an axis of extent 0, said of the user's index: the APIs check it
+// before they broadcast the index over the operand's other axes, which would multiply its count.
+void no_element_to_take(GatherApi api, const Node& x, int axis, const Node& idx, Loc loc) {
+    if (idx.numel() > 0 && x.shape()[static_cast<std::size_t>(axis)] == 0)
+        fail(api, loc,
+             fmt::format("the {} {} of {} point into axis {} of extent 0 of {}: there is no element to take",
+                         idx.numel(), idx.numel() == 1 ? "index" : "indices", describe(idx), axis,
+                         describe(x)));
+}
+
+}  // namespace
+
 NodePtr gather(NodePtr x, NodePtr idx, int axis, IndexMode mode, GatherApi api, Loc loc) {
     check_index(api, *idx, loc);
     const int r = x->rank();
@@ -108,10 +122,7 @@ NodePtr gather(NodePtr x, NodePtr idx, int axis, IndexMode mode, GatherApi api, 
         if (d != axis && x->shape()[static_cast<std::size_t>(d)] != idx->shape()[static_cast<std::size_t>(d)])
             throw InternalError(fmt::format("gather: operand {} and index {} differ off axis {}",
                                             describe(*x), describe(*idx), axis));
-    if (idx->numel() > 0 && x->shape()[static_cast<std::size_t>(axis)] == 0)
-        fail(api, loc,
-             fmt::format("{} indices into axis {} of extent 0 of {}: there is no element to take",
-                         idx->numel(), axis, describe(*x)));
+    no_element_to_take(api, *x, axis, *idx, loc);
     NodeDesc d;
     d.op = Op::Gather;
     d.dtype = x->dtype();
@@ -123,16 +134,6 @@ NodePtr gather(NodePtr x, NodePtr idx, int axis, IndexMode mode, GatherApi api, 
 }
 
 namespace {
-
-// The error of indices into an axis of extent 0, said of the user's index (before it is broadcast over the
-// operand's other axes, which would multiply its count).
-void no_element_to_take(GatherApi api, const Node& x, int axis, const Node& idx, Loc loc) {
-    if (idx.numel() > 0 && x.shape()[static_cast<std::size_t>(axis)] == 0)
-        fail(api, loc,
-             fmt::format("the {} {} of {} point into axis {} of extent 0 of {}: there is no element to take",
-                         idx.numel(), idx.numel() == 1 ? "index" : "indices", describe(idx), axis,
-                         describe(x)));
-}
 
 // take with the API named in errors: the result is x.shape[:axis] + idx.shape + x.shape[axis+1:], one gather
 // of x broadcast over the index's leading axes by the index broadcast over x's other axes.
