@@ -407,9 +407,13 @@ bool has_product(const std::vector<ir::NodePtr>& roots) {
 }
 
 bool has_gathers_computed_first(const std::vector<ir::NodePtr>& roots) {
-    for (const ir::Node* n : ir::topo_order(roots))
-        if (ir::is_gather(n->op()) && gathered_reshape_base(*n)) return true;
-    return !partly_read_gathers(owning_order(roots)).empty();
+    bool gathers = false;  // most graphs have none: then nothing more is looked at
+    for (const ir::Node* n : ir::topo_order(roots)) {
+        if (!ir::is_gather(n->op())) continue;
+        if (gathered_reshape_base(*n)) return true;
+        gathers = true;
+    }
+    return gathers && !partly_read_gathers(owning_order(roots)).empty();
 }
 
 Partition partition_products(const std::vector<ir::NodePtr>& roots, const PartitionOptions& options,
