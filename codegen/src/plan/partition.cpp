@@ -67,19 +67,6 @@ std::vector<ir::NodePtr> frontier(const ir::NodePtr& from) {
     return out;
 }
 
-// The nodes of the graph in topological order, as owning pointers (from the users' operand lists).
-std::vector<ir::NodePtr> owned_order(const std::vector<ir::NodePtr>& roots) {
-    const std::vector<const ir::Node*> order = ir::topo_order(roots);
-    std::unordered_map<const ir::Node*, ir::NodePtr> owner;
-    for (const auto& r : roots) owner.emplace(r.get(), r);
-    for (const ir::Node* n : order)
-        for (const auto& o : n->operands()) owner.emplace(o.get(), o);
-    std::vector<ir::NodePtr> out;
-    out.reserve(order.size());
-    for (const ir::Node* n : order) out.push_back(owner.at(n));
-    return out;
-}
-
 // A readable kernel name from the elementwise ops of a graph: "relu_add_mul" (last ops first, at most 3).
 std::string ops_name(const std::vector<ir::NodePtr>& outputs) {
     std::vector<std::string> names;
@@ -228,7 +215,7 @@ Partition partition_fused(const std::vector<ir::NodePtr>& roots, const Partition
         groups[static_cast<std::size_t>(group_of.at(r.get()))].row_out.push_back({r, temp_slot(t)});
     };
     std::vector<ir::NodePtr> reductions;
-    for (const ir::NodePtr& n : owned_order(roots))
+    for (const ir::NodePtr& n : detail::owning_order(roots))
         if (ir::is_reduction(n->op())) reductions.push_back(n);
     for (const auto& r : reductions) {
         const auto deps = frontier(r->operands()[0]);
@@ -327,7 +314,7 @@ Partition partition_fused(const std::vector<ir::NodePtr>& roots, const Partition
 /// The unfused partition: one kernel per elementwise op and per reduction.
 Partition partition_unfused(const std::vector<ir::NodePtr>& roots, const PartitionOptions& opt) {
     Builder b;
-    const std::vector<ir::NodePtr> order = owned_order(roots);
+    const std::vector<ir::NodePtr> order = detail::owning_order(roots);
     std::unordered_map<const ir::Node*, std::vector<std::size_t>> root_positions;
     for (std::size_t i = 0; i < roots.size(); ++i) root_positions[roots[i].get()].push_back(i);
     std::unordered_set<const ir::Node*> used;  // nodes some other node reads

@@ -12,6 +12,10 @@ namespace loom::codegen::detail {
 /// The ordinary partition of a graph without products: fused, strict or unfused as the options say.
 using PlainPartition = std::function<Partition(const std::vector<ir::NodePtr>&, const PartitionOptions&)>;
 
+/// The nodes of the graph of `roots` in topological order (operands first), as owning pointers (from the
+/// users' operand lists).
+std::vector<ir::NodePtr> owning_order(const std::vector<ir::NodePtr>& roots);
+
 /// Whether the graph of `roots` has a matrix product.
 bool has_product(const std::vector<ir::NodePtr>& roots);
 

@@ -109,18 +109,6 @@ ir::NodePtr gathered_reshape_base(const ir::Node& gather) {
     return base;
 }
 
-// The graph's nodes in topological order (operands first), as owning pointers.
-std::vector<ir::NodePtr> owning_order(const std::vector<ir::NodePtr>& roots) {
-    std::unordered_map<const ir::Node*, ir::NodePtr> owner;
-    for (const auto& r : roots) owner.emplace(r.get(), r);
-    const std::vector<const ir::Node*> topo = ir::topo_order(roots);
-    for (const ir::Node* n : topo)
-        for (const auto& o : n->operands()) owner.emplace(o.get(), o);
-    std::vector<ir::NodePtr> out;
-    for (const ir::Node* n : topo) out.push_back(owner.at(n));
-    return out;
-}
-
 // The checked gathers whose result the graph reads only in part (through a slice that drops elements, a
 // broadcast to no elements, or as another gather's operand, which reads its elements at positions). Fused
 // into their reader, they would compute, and so check, only the indices of the elements read; computed
@@ -399,6 +387,17 @@ void compute_gathers_first(const std::vector<ir::NodePtr>& order, Assembly& A, c
 }
 
 }  // namespace
+
+std::vector<ir::NodePtr> owning_order(const std::vector<ir::NodePtr>& roots) {
+    std::unordered_map<const ir::Node*, ir::NodePtr> owner;
+    for (const auto& r : roots) owner.emplace(r.get(), r);
+    const std::vector<const ir::Node*> topo = ir::topo_order(roots);
+    for (const ir::Node* n : topo)
+        for (const auto& o : n->operands()) owner.emplace(o.get(), o);
+    std::vector<ir::NodePtr> out;
+    for (const ir::Node* n : topo) out.push_back(owner.at(n));
+    return out;
+}
 
 bool has_product(const std::vector<ir::NodePtr>& roots) {
     for (const ir::Node* n : ir::topo_order(roots))
