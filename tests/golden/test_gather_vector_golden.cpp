@@ -39,9 +39,7 @@ codegen::PointwisePlan pointwise_plan_of(const Array& y) {
 
 /// Whether the plan has a vector variant that computes every gather's position once per vector.
 bool gathers_per_vector(const codegen::PointwisePlan& p) {
-    bool all = p.has_vector_variant() && !p.gathers.empty();
-    for (const codegen::GatherPlan& g : p.gathers) all = all && g.per_vector;
-    return all;
+    return p.gathers_per_vector();
 }
 
 }  // namespace
@@ -55,7 +53,7 @@ TEST_CASE("golden: G1 take(table, ids, 0), positions once per vector, a row's 4 
     CHECK(!p.vector_flat);
     CHECK(p.index == codegen::IndexWidth::I32);
     REQUIRE(p.gathers.size() == 1);
-    CHECK(p.gathers[0].per_vector);
+    CHECK(p.gathers_per_vector());
     CHECK(p.gathers[0].mode == IndexMode::Checked);
     REQUIRE(p.loads.size() == 2);
     CHECK(p.loads[0].access == codegen::Access::Strided);  // the ids: one a row, the same in every lane
@@ -111,7 +109,8 @@ TEST_CASE("golden: gathers without a vector variant: rows not of whole vectors o
     const codegen::PointwisePlan ragged =
         pointwise_plan_of(take(testing::random_tensor({300, 255}, float32, 6), ids, 0));
     CHECK(ragged.vector_width == 1);
-    CHECK(!ragged.gathers.at(0).per_vector);
+    REQUIRE(!ragged.gathers.empty());
+    CHECK(!ragged.gathers_per_vector());
     // Rows that start one element past a 16-byte boundary (a slice from column 1), as a tensor view and as a
     // slice in the graph; from column 4 they lie on boundaries again.
     const Tensor wide = testing::random_tensor({300, 260}, float32, 7);
@@ -135,7 +134,8 @@ TEST_CASE("golden: gathers without a vector variant: positions that move along t
     // cross-entropy's read): each lane of a vector has a position of its own.
     const codegen::PointwisePlan along = pointwise_plan_of(take(x, ids_of({128}, int32, 256, 10), 1));
     CHECK(along.vector_width == 1);
-    CHECK(!along.gathers.at(0).per_vector);
+    REQUIRE(!along.gathers.empty());
+    CHECK(!along.gathers_per_vector());
     CHECK(pointwise_plan_of(take_along_axis(x, ids_of({64, 256}, int64, 256, 11), 1)).vector_width == 1);
     CHECK(pointwise_plan_of(take_along_axis(x, ids_of({64, 1}, int64, 256, 12), 1)).vector_width == 1);
     // A row id computed from an iota moves along the row when the iota is of the last axis, not when it is of
@@ -192,6 +192,6 @@ TEST_CASE(
     CHECK(plan.kernels[0].family() == codegen::Family::Reduction);
     const codegen::PointwisePlan& element = plan.kernels[0].as<codegen::PlannedReduce>().plan.element;
     REQUIRE(element.gathers.size() == 1);
-    CHECK(!element.gathers[0].per_vector);
+    CHECK(!element.gathers_per_vector());
     CHECK(element.vector_width == 1);
 }

@@ -611,7 +611,7 @@ KernelSource emit_pointwise(std::string_view user_name, const std::vector<ir::No
     }
     s += em.body();
     s += '\n';
-    if (em.gathers_per_vector()) {
+    if (em.plan.gathers_per_vector()) {
         s += em.body(true);
         s += '\n';
     }

@@ -24,17 +24,6 @@ void line(std::string& s, int indent, std::string_view code, std::string_view co
 
 namespace detail {
 
-// Whether the vector variant computes its gathers' positions once per vector (every gather's per_vector)
-// and so calls {name}_vector_body; the plan has no vector variant with any other gather.
-bool PointwiseEmitter::gathers_per_vector() const {
-    if (!plan.has_vector_variant() || plan.gathers.empty()) return false;
-    for (const GatherPlan& gp : plan.gathers)
-        if (!gp.per_vector)
-            throw InternalError(
-                "emit_pointwise: a vector variant with a gather whose position moves along it");
-    return true;
-}
-
 // The values the gathers' positions are computed from, by value number: each position and, back through
 // operands, the cone of its index, down to the sites, which are loaded once per vector (by vector_operands,
 // or an indirect site by gathered_operands), and the values of {name}_uniforms. A site of the cone that a
@@ -70,10 +59,10 @@ std::vector<bool> PointwiseEmitter::position_cones() const {
 }
 
 // The gathers of the vector at element i, computed once: every position is the same in every lane
-// (GatherPlan::per_vector), so lane 0's is computed, with the values of its index's cone and the checked or
-// clamped position call (an out-of-range index is recorded, as in the scalar variant, and never read). Each
-// indirect site is loaded after its positions, in the graph's order (a gather's index may itself be
-// gathered). Sets the indirect sites' entries of `args`, the body's arguments by the lane j.
+// (PointwisePlan::gathers_per_vector), so lane 0's is computed, with the values of its index's cone and the
+// checked or clamped position call (an out-of-range index is recorded, as in the scalar variant, and never
+// read). Each indirect site is loaded after its positions, in the graph's order (a gather's index may itself
+// be gathered). Sets the indirect sites' entries of `args`, the body's arguments by the lane j.
 void PointwiseEmitter::gathered_operands(std::string& s, std::vector<std::string>& args) const {
     const std::vector<bool> cone = position_cones();
     line(s, 4,
@@ -161,7 +150,7 @@ void PointwiseEmitter::compute_and_store_vector(std::string& s, int ind,
         line(s, ind + 4, fmt::format("{} r{};", register_type(plan.outputs[o].dtype), o));
         outs.push_back(fmt::format("r{}", o));
     }
-    line(s, ind + 4, body_call(args, outs, gathers_per_vector()));
+    line(s, ind + 4, body_call(args, outs, plan.gathers_per_vector()));
     for (std::size_t o = 0; o < plan.outputs.size(); ++o)
         line(s, ind + 4,
              fmt::format("o{}.v[j] = {};", o, store_expr(plan.outputs[o].dtype, fmt::format("r{}", o))));
@@ -325,7 +314,7 @@ std::string PointwiseEmitter::vector_kernel() const {
     line(s, 4, "}");
     std::vector<std::string> args = vector_operands(s);
     call_uniforms(s, 4);
-    if (gathers_per_vector()) gathered_operands(s, args);
+    if (plan.gathers_per_vector()) gathered_operands(s, args);
     compute_and_store_vector(s, 4, args);
     s += "}\n";
     return s;

@@ -40,9 +40,8 @@ std::string pointwise_text(const FusionPlan& plan, std::size_t i, const Pointwis
             ? fmt::format(" (register estimate of 16-byte vectors: {} per thread, above {})",
                           pp.vector_registers, kVectorRegisterBudget)
             : std::string();
-    const bool per_vector = !pp.gathers.empty() && pp.gathers[0].per_vector;
     const std::string gathers =
-        per_vector
+        pp.gathers_per_vector()
             ? std::string(" (gathers: positions once per vector, gathered rows read a vector at a time)")
             : std::string();
     return fmt::format("kernel {}  {}   {} {}:{}\n          reads {}; writes {}; {}{}; 1 launch\n{}", i,

@@ -59,7 +59,8 @@ struct PointwiseEmitter {
     std::vector<bool> body_values(bool per_vector) const;
     bool body_takes_params(const std::vector<bool>& keep, bool per_vector) const;
     /// {name}_body, or with `per_vector` {name}_vector_body: the vector variant's, when its gathers'
-    /// positions are computed once per vector (gathers_per_vector()) and its indirect sites passed as values.
+    /// positions are computed once per vector (PointwisePlan::gathers_per_vector) and its indirect sites
+    /// passed as values.
     std::string body(bool per_vector = false) const;
     std::string site_terms(std::size_t s, bool skip_inner) const;
     void decompose(std::string& s, std::uint32_t needed, const std::string& flat) const;
@@ -73,7 +74,6 @@ struct PointwiseEmitter {
     std::string scalar_kernel() const;
 
     // emit_pointwise_vector.cpp: the vector variants, and the gathers of one vector.
-    bool gathers_per_vector() const;
     std::vector<bool> position_cones() const;
     void gathered_operands(std::string& s, std::vector<std::string>& args) const;
     std::string gathered_site(std::string& s, int k) const;

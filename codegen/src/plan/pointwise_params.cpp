@@ -85,8 +85,7 @@ std::uint64_t PointwisePlan::hash() const {
     if (!gathers.empty()) {
         h.add(std::string_view("gathers"));
         h.add(gathers.size());
-        for (const GatherPlan& g : gathers)
-            h.add(static_cast<std::uint64_t>(g.mode) | (g.per_vector ? 0x100u : 0u));
+        for (const GatherPlan& g : gathers) h.add(static_cast<std::uint64_t>(g.mode));
     }
     h.add(params_in_memory ? 1u : 0u);  // the device's parameter limit decides it, not the fields above
     return h.digest();                  // params are a function of the fields above
@@ -171,7 +170,7 @@ std::string PointwisePlan::describe(bool kernel_grid) const {
             gathers[q].mode == ir::IndexMode::Checked
                 ? "checked (an out-of-range index is recorded in the error word; position 0 is read)"
                 : "clamped",
-            gathers[q].per_vector
+            gathers_per_vector()
                 ? fmt::format("; the same in every lane: computed once per vector of {} elements, each "
                               "indirect site read with one load per vector",
                               vector_width)

@@ -164,7 +164,6 @@ void plan_vector_width(const PwGraph& g, PointwisePlan& p, const PointwiseBindin
     }
     p.vector_width = ok && vw > 1 ? vw : 1;
     p.vector_flat = p.vector_width > 1 && fit.all_flat;
-    for (GatherPlan& gp : p.gathers) gp.per_vector = p.vector_width > 1;
 }
 
 }  // namespace loom::codegen::detail

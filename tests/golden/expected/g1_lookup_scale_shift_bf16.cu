@@ -11,38 +11,38 @@
 // entry points: g1_lookup_scale_shift_bf16_v8 (vector), g1_lookup_scale_shift_bf16_s (scalar)
 
 struct g1_lookup_scale_shift_bf16_params {
-    const int* in0;                                          // input 1 "ids", strided (test_gather_vector_golden.cpp:75)
-    const lm::bf16* in1;                                     // input 0 "table", indirect (test_gather_vector_golden.cpp:74)
-    const lm::bf16* in2;                                     // input 2 "pos", row broadcast (test_gather_vector_golden.cpp:76)
+    const int* in0;                                          // input 1 "ids", strided (test_gather_vector_golden.cpp:73)
+    const lm::bf16* in1;                                     // input 0 "table", indirect (test_gather_vector_golden.cpp:72)
+    const lm::bf16* in2;                                     // input 2 "pos", row broadcast (test_gather_vector_golden.cpp:74)
     lm::bf16* out0;                                          // output 0, contiguous
     int n;                                                   // elements in the iteration space
     int ext1;                                                // extent of dimension 1
     int in0_s0;                                              // in0 stride of dimension 0
     int in1_g0;                                              // in1 stride of gather position g0
-    long long g0_n;                                          // g0: extent of the axis take reads (test_gather_vector_golden.cpp:77)
-    float s0;                                                // scalar bfloat16 (test_gather_vector_golden.cpp:77)
+    long long g0_n;                                          // g0: extent of the axis take reads (test_gather_vector_golden.cpp:75)
+    float s0;                                                // scalar bfloat16 (test_gather_vector_golden.cpp:75)
 };
 static_assert(sizeof(g1_lookup_scale_shift_bf16_params) == 64, "kernel parameter layout differs from the host's");
 
 __device__ __forceinline__ void g1_lookup_scale_shift_bf16_body(const g1_lookup_scale_shift_bf16_params& p, const int v0, const int o1, const float v5, float& r0) {
-    // v0 = in0: input 1 "ids" int32                         // test_gather_vector_golden.cpp:75
-    const long long v1 = lm::gather_clamped(v0, p.g0_n);     // take position g0, clamped (test_gather_vector_golden.cpp:77)
-    const float v2 = lm::to_reg(p.in1[o1 + v1 * p.in1_g0]);  // load in1 (indirect): input "table" (test_gather_vector_golden.cpp:74)
-    const float v3 = p.s0;                                   // scalar bfloat16 (test_gather_vector_golden.cpp:77)
-    const float v4 = lm::round_bf16(lm::mul(v2, v3));        // mul (test_gather_vector_golden.cpp:77)
-    // v5 = in2: input 2 "pos" bfloat16                      // test_gather_vector_golden.cpp:76
-    const float v6 = lm::round_bf16(lm::add(v4, v5));        // add (test_gather_vector_golden.cpp:77)
+    // v0 = in0: input 1 "ids" int32                         // test_gather_vector_golden.cpp:73
+    const long long v1 = lm::gather_clamped(v0, p.g0_n);     // take position g0, clamped (test_gather_vector_golden.cpp:75)
+    const float v2 = lm::to_reg(p.in1[o1 + v1 * p.in1_g0]);  // load in1 (indirect): input "table" (test_gather_vector_golden.cpp:72)
+    const float v3 = p.s0;                                   // scalar bfloat16 (test_gather_vector_golden.cpp:75)
+    const float v4 = lm::round_bf16(lm::mul(v2, v3));        // mul (test_gather_vector_golden.cpp:75)
+    // v5 = in2: input 2 "pos" bfloat16                      // test_gather_vector_golden.cpp:74
+    const float v6 = lm::round_bf16(lm::add(v4, v5));        // add (test_gather_vector_golden.cpp:75)
     r0 = v6;                                                 // output 0
 }
 
 // The vector variant's body: the statements above that the outputs need, each gathered operand a
 // value, which the caller loads at positions that are the same in every lane of a vector.
 __device__ __forceinline__ void g1_lookup_scale_shift_bf16_vector_body(const g1_lookup_scale_shift_bf16_params& p, const float v2, const float v5, float& r0) {
-    // v2 = in1: input 0 "table" bfloat16, gathered (loaded by the caller) // test_gather_vector_golden.cpp:74
-    const float v3 = p.s0;                                   // scalar bfloat16 (test_gather_vector_golden.cpp:77)
-    const float v4 = lm::round_bf16(lm::mul(v2, v3));        // mul (test_gather_vector_golden.cpp:77)
-    // v5 = in2: input 2 "pos" bfloat16                      // test_gather_vector_golden.cpp:76
-    const float v6 = lm::round_bf16(lm::add(v4, v5));        // add (test_gather_vector_golden.cpp:77)
+    // v2 = in1: input 0 "table" bfloat16, gathered (loaded by the caller) // test_gather_vector_golden.cpp:72
+    const float v3 = p.s0;                                   // scalar bfloat16 (test_gather_vector_golden.cpp:75)
+    const float v4 = lm::round_bf16(lm::mul(v2, v3));        // mul (test_gather_vector_golden.cpp:75)
+    // v5 = in2: input 2 "pos" bfloat16                      // test_gather_vector_golden.cpp:74
+    const float v6 = lm::round_bf16(lm::add(v4, v5));        // add (test_gather_vector_golden.cpp:75)
     r0 = v6;                                                 // output 0
 }
 
@@ -75,8 +75,8 @@ extern "C" __global__ void __launch_bounds__(256) g1_lookup_scale_shift_bf16_v8(
     const int v0 = lm::to_reg(p.in0[i0 * p.in0_s0]);         // load in0 once (same in every lane)
     const lm::vec<lm::bf16, 8> a2 = lm::load_vec<lm::bf16, 8>(p.in2 + i1); // load in2 (row broadcast, 16 bytes)
     // The gathers' positions, the same in every lane: computed once per vector, from its first element.
-    const long long v1 = lm::gather_clamped(v0, p.g0_n);     // take position g0, clamped (test_gather_vector_golden.cpp:77)
-    const lm::vec<lm::bf16, 8> a1 = lm::load_vec<lm::bf16, 8>(p.in1 + (i1 + v1 * p.in1_g0)); // load in1 (indirect, 16 bytes of a gathered row): input "table" (test_gather_vector_golden.cpp:74)
+    const long long v1 = lm::gather_clamped(v0, p.g0_n);     // take position g0, clamped (test_gather_vector_golden.cpp:75)
+    const lm::vec<lm::bf16, 8> a1 = lm::load_vec<lm::bf16, 8>(p.in1 + (i1 + v1 * p.in1_g0)); // load in1 (indirect, 16 bytes of a gathered row): input "table" (test_gather_vector_golden.cpp:72)
     lm::vec<lm::bf16, 8> o0;
     #pragma unroll
     for (int j = 0; j < 8; ++j) {

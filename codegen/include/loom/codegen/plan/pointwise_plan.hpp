@@ -79,11 +79,6 @@ struct DerivedPlan {
 /// instead) or clamped (docs/semantics.md, "Gathers").
 struct GatherPlan {
     ir::IndexMode mode = ir::IndexMode::Checked;
-    /// The vector variant computes the position once per vector: it is the same in every lane (nothing in
-    /// its index's cone moves along the last dimension), so each indirect site reads the W consecutive
-    /// elements of a gathered row in one 16-byte load, or one element for every lane. Set for every gather
-    /// of a plan that has a vector variant (the vector variant of a pointwise kernel has no other).
-    bool per_vector = false;
     bool operator==(const GatherPlan&) const = default;
 };
 
@@ -229,6 +224,11 @@ struct PointwisePlan {
     bool params_in_memory = false;
 
     bool has_vector_variant() const { return vector_width > 1; }
+    /// Whether the vector variant computes its gathers' positions once per vector: they are the same in
+    /// every lane (nothing in their indices' cones moves along the last dimension), so each indirect site
+    /// reads the W consecutive elements of a gathered row in one 16-byte load, or one element for every lane.
+    /// A plan with a gather has a vector variant only so.
+    bool gathers_per_vector() const { return has_vector_variant() && !gathers.empty(); }
     /// Whether a gather checks its indices: the kernel takes the error word.
     bool checks_indices() const;
     /// Grid and block for `numel` elements and a variant: grid_x = ceil(numel / (block * elements per
@@ -293,7 +293,7 @@ std::vector<const ir::Node*> pointwise_scalars(const std::vector<ir::NodePtr>& o
 /// (nothing in their indices' cones moves along the last dimension: an embedding lookup's row ids) has a
 /// vector variant when each indirect site moves along the last dimension at unit stride or not at all, its
 /// input is 16-byte aligned, and its offset, its coefficients of the other dimensions and its gathers'
-/// strides are multiples of the vector width (GatherPlan::per_vector). Any other gather rules the vector
+/// strides are multiples of the vector width (gathers_per_vector()). Any other gather rules the vector
 /// variant out.
 ///
 /// `use`: PointwiseUse::Kernel plans a pointwise kernel of its own (the register estimate above, the
