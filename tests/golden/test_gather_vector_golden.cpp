@@ -138,6 +138,13 @@ TEST_CASE("golden: gathers without a vector variant: positions that move along t
     CHECK(!along.gathers_per_vector());
     CHECK(pointwise_plan_of(take_along_axis(x, ids_of({64, 256}, int64, 256, 11), 1)).vector_width == 1);
     CHECK(pointwise_plan_of(take_along_axis(x, ids_of({64, 1}, int64, 256, 12), 1)).vector_width == 1);
+    // A position on an axis of extent 1 that no site reads at (its coefficient drops out), from an index that
+    // moves along the row: no vector variant either, where one once computed the position once per vector
+    // from lane 0 and the emitter refused it (an internal error the fuzzer found).
+    const codegen::PointwisePlan flat = pointwise_plan_of(take_along_axis(
+        testing::random_tensor({256, 1}, float32, 28), ids_of({256, 1}, int32, 1, 29), 1, IndexMode::Clamp));
+    CHECK(flat.vector_width == 1);
+    CHECK(!flat.gathers_per_vector());
     // A row id computed from an iota moves along the row when the iota is of the last axis, not when it is of
     // the first: the whole cone of the index counts.
     const Array table(testing::random_tensor({600, 256}, float32, 13));

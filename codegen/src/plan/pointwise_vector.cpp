@@ -143,16 +143,18 @@ bool row_parts_uniform(const LaneUniform& u, const PwGraph& g, const OperandPlan
 // The vector width: one 16-byte vector of the widest streamed dtype per thread, where the operands allow it
 // (vector_fit). With a multi-index the last extent must divide into vectors and every streamed row start on
 // a vector. A kernel of its own gives its vector variant up above kVectorRegisterBudget registers per
-// thread, and the plan notes the estimate. Gathers allow a vector variant when their positions are
-// lane-uniform, in a kernel of its own only: the pointwise kernel's vector variant computes them once per
-// vector (codegen/src/cuda/emit_pointwise_vector.cpp), while a reduction's spaces and the host back end read
-// an indirect site one element at a time.
+// thread, and the plan notes the estimate. Gathers allow a vector variant only when their positions are
+// lane-uniform, in a kernel of its own (PointwisePlan::gathers_per_vector): the pointwise kernel's vector
+// variant computes them once per vector (codegen/src/cuda/emit_pointwise_vector.cpp), while a reduction's
+// spaces and the host back end read an indirect site one element at a time.
 void plan_vector_width(const PwGraph& g, PointwisePlan& p, const PointwiseBinding& b,
                        const std::vector<InputLayout>& layouts, bool own_kernel) {
     const bool per_vector = own_kernel && !p.gathers.empty() && positions_lane_uniform(g, p);
     const VectorFit fit = vector_fit(p, b, layouts, per_vector);
     const int vw = static_cast<int>(16 / fit.widest);
-    bool ok = fit.ok;
+    // Gathers whose positions are not computed once per vector rule it out, even where no site reads at them
+    // (a position on an axis of extent 1): the vector variant computes every position once per vector.
+    bool ok = fit.ok && (p.gathers.empty() || per_vector);
     if (ok && !fit.all_flat && b.extents.back() % vw != 0) ok = false;
     if (ok && !fit.all_flat) ok = rows_on_vector_boundaries(p, b, vw);
     if (ok && vw > 1 && own_kernel) {
