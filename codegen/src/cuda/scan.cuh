@@ -424,11 +424,13 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, const Io& io, lon
     const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
 
     // Step 3: the warp scan over the row's warp totals, by its first warp (steps d >= kRowWarps would change
-    // nothing: no present warp has an index that large).
+    // nothing: no present warp has an index that large). A lane past the present warps reads nothing: were it
+    // to read scan[0], lane 0's store below would overwrite a word another lane of its warp read, with no
+    // barrier between.
     if (count > 0 && (lane == 31 || t == threads - 1)) scan[w] = x;
     __syncthreads();
     if (w == 0) {
-        A s = scan[lane < warps ? lane : 0];
+        A s = lane < warps ? scan[lane] : A();
         LM_SCAN_UNROLL
         for (int d = 1; d < kRowWarps; d *= 2) {
             const A y = __shfl_up_sync(0xffffffffu, s, d);
