@@ -127,7 +127,18 @@ TEST_CASE("golden: the scan plan's path, strides and explain text") {
     CHECK(s.rows() == 20);
     const std::string text = p.to_string();
     CHECK(text.find("cumsum") != std::string::npos);
-    CHECK(text.find("single pass") != std::string::npos);
+    CHECK(text.find("20 rows of 2 tiles in chunks of 1, a block per chunk") != std::string::npos);
+    // Chunks: the fewest tiles that leave one wave of blocks (4 per multiprocessor, 132 of them here).
+    CHECK(s.chunk_shift == 0);  // 20 rows of 2 chunks of one tile
+    CHECK(s.chunks() == 2);
+    const Tensor row = Tensor::host({1, (std::int64_t{1} << 22) + 1}, float32);  // 2049 tiles
+    const auto& r = std::get<codegen::PlannedScan>(plan_of(cumsum(row, 1)).kernels.at(0).schedule);
+    CHECK(r.chunk_shift == 2);
+    CHECK(r.chunks() == 513);
+    const Tensor rows = Tensor::host({600, 2 * 2048 + 1}, float32);  // more rows than a wave: a chunk each
+    const auto& rs = std::get<codegen::PlannedScan>(plan_of(cumsum(rows, 1)).kernels.at(0).schedule);
+    CHECK(rs.chunk_shift == 2);
+    CHECK(rs.chunks() == 1);
     // A row of 2048: the tile path; int8 cumsum accumulates and stores int64.
     const codegen::FusionPlan q = plan_of(cumsum(Tensor::host({7, 2048}, int8), -1, {.exclusive = true}));
     const auto& t = std::get<codegen::PlannedScan>(q.kernels[0].schedule);

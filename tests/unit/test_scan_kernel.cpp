@@ -3,7 +3,8 @@
 // exchange between barriers of its 32 threads, the counters and flags std::atomic_ref. Its parameters come
 // from the GPU plan and the family's bind, as on a device, so this checks the plan, the binding and the
 // kernel's indexing, stores and tree (not the device's memory model) against the reference, bit for bit, on
-// all three paths (a warp per row; 2, 4 or 8 warps per row; the single pass), here where no GPU runs them.
+// all three paths (a warp per row; 2, 4 or 8 warps per row; the chunks of tiles), here where no GPU runs
+// them.
 #pragma GCC optimize("no-strict-aliasing")  // the kernel moves 16-byte pieces through uint4
 
 #include <doctest/doctest.h>
@@ -131,6 +132,9 @@ inline unsigned load_acquire(const unsigned* f) {
 inline void store_release(unsigned* f, unsigned v) {
     std::atomic_ref<unsigned>(*f).store(v, std::memory_order_release);
 }
+inline void poll_pause() {
+    std::this_thread::yield();
+}
 }  // namespace scan
 }  // namespace lm
 
@@ -184,12 +188,13 @@ Entry entry_for(const codegen::ScanPlan& p, Io io = Io()) {
                : Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, true, 8, Io>(s, io); });
 }
 
-// Runs the one scan kernel of `y`'s GPU plan on host threads, reading `input` (the tensor of y's one input,
-// a view or not) and writing a new contiguous output; checks that the counters are left zero.
+// Runs the one scan kernel of `y`'s GPU plan for `device` on host threads, reading `input` (the tensor of y's
+// one input, a view or not) and writing a new contiguous output; checks that the counters are left zero.
 template <class EntryOf>
-Tensor run_simulated(const Array& y, const Tensor& input, EntryOf entry_of) {
-    const codegen::FusionPlan plan = gpu::plan_bound(ir::run_pipeline({y.node()}, ir::standard_passes()),
-                                                     codegen::DeviceInfo::h200(), {}, "", nullptr, {});
+Tensor run_simulated(const Array& y, const Tensor& input, EntryOf entry_of,
+                     const codegen::DeviceInfo& device = codegen::DeviceInfo::h200()) {
+    const codegen::FusionPlan plan =
+        gpu::plan_bound(ir::run_pipeline({y.node()}, ir::standard_passes()), device, {}, "", nullptr, {});
     REQUIRE(plan.kernels.size() == 1);
     const auto& s = std::get<codegen::PlannedScan>(plan.kernels[0].schedule);
     Tensor out = Tensor::host(y.shape(), y.dtype());
@@ -240,9 +245,11 @@ Tensor run_simulated(const Array& y, const Tensor& input, EntryOf entry_of) {
 }
 
 template <class Op, class In, class A, class Out>
-void check(const Array& y, const Tensor& input, const std::string& what) {
+void check(const Array& y, const Tensor& input, const std::string& what,
+           const codegen::DeviceInfo& device = codegen::DeviceInfo::h200()) {
     const Tensor got = run_simulated(
-        y, input, [](const codegen::ScanPlan& p, const Tensor&) { return entry_for<Op, In, A, Out>(p); });
+        y, input, [](const codegen::ScanPlan& p, const Tensor&) { return entry_for<Op, In, A, Out>(p); },
+        device);
     const testing::Comparison c =
         testing::compare(got, reference::evaluate(y.node()), testing::Tolerance::exact(), what);
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
@@ -351,23 +358,71 @@ TEST_CASE("scan kernel (simulated): a fused prologue and epilogue index the scan
     CHECK_MESSAGE(c.ok, "cumsum(x * 2, axis 0) * 3: " << c.message);
 }
 
+TEST_CASE("scan kernel (simulated): rows of several chunks, the last partial, and chunks of one tile") {
+    using namespace lm::scan;
+    // 1 or 2 multiprocessors: a wave of 4 or 8 blocks, so a few tiles make several chunks per row.
+    codegen::DeviceInfo one = codegen::DeviceInfo::h200(), two = codegen::DeviceInfo::h200();
+    one.sm_count = 1;
+    two.sm_count = 2;
+    struct Case {
+        std::int64_t rows, length;
+        const codegen::DeviceInfo* device;
+        int chunk_shift;
+        std::int64_t chunks;
+    };
+    const Case cases[] = {
+        {1, 3 * 2048 - 7, &one, 0, 3},    // chunks of one tile
+        {1, 9 * 2048, &one, 2, 3},        // 4, 4 and 1 tiles
+        {1, 16 * 2048 + 3, &two, 2, 5},   // 5 chunks: a tree of two levels over the earlier chunks
+        {2, 9 * 2048 + 100, &one, 3, 2},  // two rows of 8 and 2 tiles
+        {3, 4 * 2048, &one, 2, 1},        // one chunk per row
+    };
+    for (const Case& c : cases) {
+        const Tensor x = testing::random_tensor({c.rows, c.length}, DType::Float32,
+                                                static_cast<std::uint64_t>(c.length) + 3);
+        const codegen::FusionPlan plan = gpu::plan_bound(
+            ir::run_pipeline({cumsum(x, 1).node()}, ir::standard_passes()), *c.device, {}, "", nullptr, {});
+        const auto& ps = std::get<codegen::PlannedScan>(plan.kernels.at(0).schedule);
+        CHECK(ps.plan.path == codegen::ScanPath::Tree);
+        CHECK(ps.chunk_shift == c.chunk_shift);
+        CHECK(ps.chunks() == c.chunks);
+        for (bool ex : {false, true}) {
+            const std::string w = fmt::format("[{}, {}]{}", c.rows, c.length, ex ? " exclusive" : "");
+            const ScanOptions o{.exclusive = ex};
+            check<Sum, float, float, float>(cumsum(x, 1, o), x, "cumsum " + w, *c.device);
+            check<LogAddExp, float, float, float>(logcumsumexp(x, 1, o), x, "logcumsumexp " + w, *c.device);
+        }
+    }
+    const Tensor d = testing::random_tensor({1, 16 * 2048 + 3}, DType::Float64, 9);
+    check<Sum, double, double, double>(cumsum(d, 1), d, "cumsum float64, 5 chunks", two);
+    const Tensor i = testing::random_tensor({1, 16 * 2048 + 3}, DType::Int32, 10);
+    check<Prod, int, long long, long long>(cumprod(i, 1, {.exclusive = true}), i, "cumprod int32, 5 chunks",
+                                           two);
+}
+
 namespace {
 
-// The contract's node N(s, 2^k) over the aggregates `a` (docs/semantics.md, "Scans", step 7), recursively.
-float contract_node(const std::vector<float>& a, std::int64_t s, int k) {
-    if (k == 0) return a[static_cast<std::size_t>(s)];
-    const std::int64_t half = std::int64_t{1} << (k - 1);
-    return contract_node(a, s, k - 1) + contract_node(a, s + half, k - 1);
+// The contract's nodes (docs/semantics.md, "Scans", step 7) over the aggregates `a`: level k holds
+// N(i 2^k, 2^k) = N(2i at k - 1) + N(2i + 1 at k - 1) for every i whose tiles all exist.
+std::vector<std::vector<float>> contract_levels(const std::vector<float>& a) {
+    std::vector<std::vector<float>> levels{a};
+    while (levels.back().size() >= 2) {
+        const std::vector<float>& below = levels.back();
+        std::vector<float> up(below.size() / 2);
+        for (std::size_t i = 0; i < up.size(); ++i) up[i] = below[2 * i] + below[2 * i + 1];
+        levels.push_back(std::move(up));
+    }
+    return levels;
 }
 
 // The contract's carry of tile j: the nodes of j's binary digits, highest first.
-float contract_carry(const std::vector<float>& a, std::int64_t j) {
+float contract_carry(const std::vector<std::vector<float>>& levels, std::int64_t j) {
     float c = 0.0f;
     bool has = false;
     std::int64_t s = 0;
     for (int k = 62; k >= 0; --k)
         if ((j >> k) & 1) {
-            const float n = contract_node(a, s, k);
+            const float n = levels[static_cast<std::size_t>(k)][static_cast<std::size_t>(s >> k)];
             c = has ? c + n : n;
             has = true;
             s += std::int64_t{1} << k;
@@ -375,14 +430,30 @@ float contract_carry(const std::vector<float>& a, std::int64_t j) {
     return c;
 }
 
+// Runs `body` on one simulated block of 256 threads (barriers; no shuffles).
+void run_block(const std::function<void()>& body) {
+    std::barrier<> block_barrier(256);
+    sim::block_barrier = &block_barrier;
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 256; ++t)
+        threads.emplace_back([&, t] {
+            sim::thread_index.x = t;
+            body();
+        });
+    for (std::thread& t : threads) t.join();
+}
+
 }  // namespace
 
-// tree_carry alone, on one simulated warp, for tiles far past the 9 of the kernel tests above: every node
-// holds the contract's value, every flag is set, and the carry and the nodes the tile ends must be the
-// contract's, bit for bit. Aggregates of mixed
-// magnitudes make every order of additions give other bits.
-TEST_CASE("scan kernel (simulated): the tree carry of tiles up to 2^21, against the contract's nodes") {
+// The carry side of a chunk, for tiles far past the kernel tests above: chunk_nodes, chunk_carry and
+// tile_carries of one block, for chunks of 2^12 tiles of a row of 2^21 + 77 (513 chunks, the last partial),
+// with the other chunks' nodes and flags as their blocks leave them. The chunk's nodes, its published flag
+// and its tiles' carries must be the contract's, bit for bit; aggregates of mixed magnitudes make every other
+// order of additions give other bits.
+TEST_CASE("scan kernel (simulated): a chunk's nodes and its tiles' carries for rows of 2^21 tiles") {
     const std::int64_t tiles = (std::int64_t{1} << 21) + 77;
+    const int shift = 12;
+    const std::int64_t chunks = (tiles + (1 << shift) - 1) >> shift;
     std::vector<float> a(static_cast<std::size_t>(tiles));
     std::uint64_t state = 12345;
     for (float& v : a) {
@@ -390,61 +461,53 @@ TEST_CASE("scan kernel (simulated): the tree carry of tiles up to 2^21, against 
         const int e = static_cast<int>((state >> 33) % 40) - 20;
         v = std::ldexp(static_cast<float>((state >> 40) % 100000) / 100000.0f - 0.3f, e);
     }
+    const std::vector<std::vector<float>> levels = contract_levels(a);
     lm::ScanParams sp{};
+    sp.rows = 1;
     sp.tiles = tiles;
-    sp.row_nodes = 0;
+    sp.chunk_shift = shift;
     for (int k = 0; (tiles >> k) > 0; ++k) sp.row_nodes += tiles >> k;
-    std::vector<unsigned> counters(static_cast<std::size_t>(2 + sp.row_nodes), 1u);
-    std::vector<float> nodes(static_cast<std::size_t>(sp.row_nodes), std::nanf(""));
-    std::int64_t level = 0;
-    for (int k = 0; (tiles >> k) > 0; ++k) {
-        for (std::int64_t i = 0; i < (tiles >> k); ++i)
-            nodes[static_cast<std::size_t>(level + i)] = contract_node(a, i << k, k);
-        level += tiles >> k;
-    }
+    std::vector<float> nodes(static_cast<std::size_t>(sp.row_nodes));
+    std::vector<float> carries(static_cast<std::size_t>(tiles));
+    std::vector<unsigned> counters(static_cast<std::size_t>(2 + chunks));
     sp.counters = counters.data();
     sp.nodes = nodes.data();
-
-    std::vector<std::int64_t> js;
-    for (std::int64_t j = 0; j < 70; ++j) js.push_back(j);
-    for (std::int64_t j : {1023, 1024, 1025, 32767, 32768, 33791, 1048575, 1048576, 2097151, 2097152})
-        js.push_back(j);
-    for (int r = 0; r < 40; ++r) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        js.push_back(static_cast<std::int64_t>((state >> 20) % static_cast<std::uint64_t>(tiles)));
-    }
-    for (std::int64_t j : js) {
-        // The slots of the nodes tile j ends (every level k with 2^k dividing j + 1) poisoned, to see them
-        // written.
-        std::vector<std::pair<std::size_t, float>> ends;
-        std::int64_t start = tiles;  // level 1's first position
-        for (int k = 1; (tiles >> k) > 0 && ((j + 1) & ((std::int64_t{1} << k) - 1)) == 0; ++k) {
-            const std::size_t pos = static_cast<std::size_t>(start + ((j + 1) >> k) - 1);
-            ends.emplace_back(pos, nodes[pos]);
-            nodes[pos] = std::nanf("");
-            start += tiles >> k;
-        }
-        std::barrier<> warp(32);
-        sim::warp_barriers[0] = &warp;
-        float carry = 0.0f;
-        bool has = false;
-        std::vector<std::thread> lanes;
-        for (unsigned t = 0; t < 32; ++t)
-            lanes.emplace_back([&, t] {
-                sim::thread_index.x = t;
-                const lm::scan::Maybe<float> c =
-                    lm::scan::tree_carry<lm::scan::Sum, float>(sp, 0, j, a[static_cast<std::size_t>(j)], t);
-                if (t == 0) {
-                    carry = c.v;
-                    has = c.has;
-                }
-            });
-        for (std::thread& t : lanes) t.join();
-        INFO("tile " << j);
-        CHECK(has == (j > 0));
-        if (j > 0)
-            CHECK(std::bit_cast<std::uint32_t>(carry) == std::bit_cast<std::uint32_t>(contract_carry(a, j)));
-        for (const auto& [pos, want] : ends)
-            CHECK(std::bit_cast<std::uint32_t>(nodes[pos]) == std::bit_cast<std::uint32_t>(want));
+    sp.carries = carries.data();
+    auto position = [&](int k, std::int64_t i) {
+        return static_cast<std::size_t>(lm::scan::node_position(sp, 0, k, i));
+    };
+    for (std::int64_t b : {0, 1, 2, 3, 255, 256, 257, 511, 512}) {
+        INFO("chunk " << b);
+        // Levels 0 to `shift` as the blocks leave them: chunk b's above level 0 poisoned, the earlier
+        // chunks' flags set, the later ones' clear.
+        for (int k = 0; k <= shift; ++k)
+            for (std::int64_t i = 0; i < (tiles >> k); ++i)
+                nodes[position(k, i)] =
+                    (k > 0 && (i << k >> shift) == b)
+                        ? std::nanf("")
+                        : levels[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)];
+        for (std::int64_t i = 0; i < chunks; ++i) counters[static_cast<std::size_t>(2 + i)] = i < b ? 1u : 0u;
+        std::fill(carries.begin(), carries.end(), std::nanf(""));
+        const std::int64_t j0 = b << shift, j1 = std::min(j0 + (std::int64_t{1} << shift), tiles);
+        static float tree[2 * lm::scan::kMaxChunks];
+        run_block([&] {
+            lm::scan::chunk_nodes<lm::scan::Sum, float>(sp, 0, b);
+            const lm::scan::Maybe<float> high =
+                lm::scan::chunk_carry<lm::scan::Sum, float>(sp, 0, b, chunks, tree);
+            lm::scan::tile_carries<lm::scan::Sum, float>(sp, 0, j0, j1, high);
+        });
+        bool nodes_ok = true, carries_ok = true;
+        for (int k = 1; k <= shift; ++k)
+            for (std::int64_t i = j0 >> k; i < std::min(j1 >> k, tiles >> k); ++i)
+                nodes_ok =
+                    nodes_ok && std::bit_cast<std::uint32_t>(nodes[position(k, i)]) ==
+                                    std::bit_cast<std::uint32_t>(
+                                        levels[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]);
+        CHECK(nodes_ok);
+        CHECK(counters[static_cast<std::size_t>(2 + b)] == (b < (tiles >> shift) ? 1u : 0u));
+        for (std::int64_t j = std::max<std::int64_t>(j0, 1); j < j1; ++j)
+            carries_ok = carries_ok && std::bit_cast<std::uint32_t>(carries[static_cast<std::size_t>(j)]) ==
+                                           std::bit_cast<std::uint32_t>(contract_carry(levels, j));
+        CHECK(carries_ok);
     }
 }

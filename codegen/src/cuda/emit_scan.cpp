@@ -135,7 +135,11 @@ KernelSource emit_scan(std::string_view user_name, const PlannedScan& ps) {
         "`vector_in`, `vector_out`)\n\n",
         ks.name);
     if (fused) s += fused_parts(ks.name, ps);
-    s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {} p) {{\n", p.threads,
+    // The tree path sizes its chunks for one wave of blocks_per_sm blocks per multiprocessor: the
+    // registers must let that many in.
+    const std::string bounds = p.path == ScanPath::Tree ? fmt::format("{}, {}", p.threads, p.blocks_per_sm)
+                                                        : fmt::format("{}", p.threads);
+    s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {} p) {{\n", bounds,
                      ks.name, fused ? fmt::format("__grid_constant__ {}_params", ks.name) : "lm::ScanParams");
     // The tree path's blocks wait for earlier tiles: like a split reduction, it does not let the next
     // kernel's blocks in beside it.

@@ -1,5 +1,5 @@
 // The GPU family object of scan kernels (GpuFamily<PlannedScan>, kernel_family.hpp): emits the kernel,
-// explains it, says what a launch needs (the tree path's counters and node values) and binds one call (the
+// explains it, says what a launch needs (the tree path's counters, nodes and carries) and binds one call (the
 // parameter struct, the grid).
 #include <fmt/format.h>
 
@@ -17,7 +17,7 @@ namespace loom::codegen {
 
 #include "scan_params.inc"
 
-static_assert(sizeof(ScanParams) == 7 * 8 + 3 * 6 * 8 + 7 * 8 + 4 * 4,
+static_assert(sizeof(ScanParams) == 8 * 8 + 3 * 6 * 8 + 7 * 8 + 4 * 4,
               "scan_params.inc: the host's and the device's layouts must agree");
 
 std::size_t scan_param_bytes() {
@@ -110,9 +110,10 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
             ? fmt::format("{} warps per row, {} rows per block ({} rows of {})", s.plan.row_warps,
                           8 / s.plan.row_warps, s.rows(), s.length)
             : fmt::format(
-                  "single pass: {} rows of {} tiles, a block per tile in launch order, carries from the "
-                  "tile tree",
-                  s.rows(), s.tiles());
+                  "{} rows of {} tiles in chunks of {}, a block per chunk in launch order: its tiles' "
+                  "aggregates, the earlier chunks' aggregates, then its tiles' scans (the operand read "
+                  "twice)",
+                  s.rows(), s.tiles(), std::int64_t{1} << s.chunk_shift);
     std::string reads;
     for (std::size_t j = 0; j < s.inputs.size(); ++j) {
         const ir::Node& in = *s.inputs[j];
@@ -137,9 +138,11 @@ LaunchNeeds GpuFamily<PlannedScan>::needs(const PlannedScan& s, KernelPointers) 
     LaunchNeeds n;
     n.param_bytes = scan_param_layout(s.plan).size;
     if (s.plan.path == ScanPath::Tree && s.rows() > 0) {
-        const std::int64_t nodes = s.rows() * row_nodes(s.tiles());
-        n.counters = 2 + nodes;
-        n.workspaces.push_back(static_cast<std::size_t>(nodes) * itemsize(s.plan.acc));
+        n.counters = 2 + s.rows() * s.chunks();  // the tickets, the blocks done, a flag per chunk
+        n.workspaces.push_back(static_cast<std::size_t>(s.rows() * row_nodes(s.tiles())) *
+                               itemsize(s.plan.acc));  // the nodes
+        n.workspaces.push_back(static_cast<std::size_t>(s.rows() * s.tiles()) *
+                               itemsize(s.plan.acc));  // carries
     }
     return n;
 }
@@ -193,20 +196,23 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     sp.vector_out = out_pieces ? 1 : 0;
     if (plan.path == ScanPath::Tree && s.rows() > 0) {
         sp.counters = static_cast<unsigned int*>(scratch.counters);
-        sp.nodes = scratch.workspaces.empty() ? nullptr : scratch.workspaces[0];
+        if (scratch.workspaces.size() != 2)
+            throw InternalError(fmt::format("scan kernel: {} workspaces for 2", scratch.workspaces.size()));
+        sp.nodes = scratch.workspaces[0];
+        sp.carries = scratch.workspaces[1];
+        sp.chunk_shift = s.chunk_shift;
     }
     std::memcpy(params.data(), &sp, sizeof sp);
     BoundLaunch b;
     const std::int64_t rows_per_block = plan.path == ScanPath::Warp ? 8 : 8 / plan.row_warps;
     const std::int64_t blocks = s.length == 0 ? 0
                                 : plan.path == ScanPath::Tree
-                                    ? s.rows() * sp.tiles
+                                    ? s.rows() * s.chunks()
                                     : (s.rows() + rows_per_block - 1) / rows_per_block;
     if (blocks == 0) return b;
     if (blocks > 0x7fffffffll)
-        throw Error(fmt::format("{}(): {} blocks of {} elements exceed a launch's {} ({})",
-                                ir::op_name(s.node->op()), blocks, ir::kScanTile, 0x7fffffff,
-                                short_location(s.node->loc())));
+        throw Error(fmt::format("{}(): {} blocks exceed a launch's {} ({})", ir::op_name(s.node->op()),
+                                blocks, 0x7fffffff, short_location(s.node->loc())));
     b.config.grid_x = static_cast<std::uint32_t>(blocks);
     b.config.block_x = static_cast<std::uint32_t>(plan.threads);
     return b;

@@ -5,12 +5,15 @@
 //
 // A block of 256 threads scans one tile of 2048 elements of a row, in the contract's order: each thread's 8
 // consecutive elements (one or more 16-byte loads where the row is contiguous and aligned), its total, the
-// Kogge-Stone lane scan by warp shuffles, the warp scan over the 8 warp totals by warp 0 in shared memory,
-// each thread's prefix (carry, previous warp, previous lane: absent terms omitted), its 8 outputs. Tile
-// path: a row of at most one tile per block. Tree path: blocks take tickets (row-major tile indices) from a
-// counter in launch order; tile j publishes its aggregate and the tree nodes that end at it, and waits (its
-// first warp's lanes together) for the nodes its carry folds, all published by tiles with smaller tickets,
-// which are already running (no deadlock). The last block to finish sets the counters back to zero, as the
+// Kogge-Stone lane scan by warp shuffles, the warp scan over the 8 warp totals in shared memory, each
+// thread's prefix (carry, previous warp, previous lane: absent terms omitted), its 8 outputs. Tile path: a
+// row of at most one tile per block. Chunk path (rows of several tiles): a block takes a ticket from a
+// counter in launch order, chunk ticket % chunks of row ticket / chunks, a chunk being 2^chunk_shift
+// consecutive tiles; it reads its tiles once for their aggregates, builds the chunk's nodes of the contract's
+// tree, publishes the chunk's aggregate and waits for those of the row's earlier chunks (blocks with smaller
+// tickets, already running: no deadlock, and each waits for nothing but its own tiles), folds the carries of
+// its tiles, then reads its tiles again and scans them. No block waits on a chain of other blocks' waits, at
+// the cost of reading the operand twice. The last block to finish sets the counters back to zero, as the
 // runtime requires. The result goes to every output of the kernel (a root and a temporary another kernel
 // reads), each contiguous; or, in a fused kernel, the operand comes from an elementwise prologue and the
 // result goes to an elementwise epilogue (the Io policy below).
@@ -32,6 +35,7 @@ constexpr int kThreads = 256;  // kScanThreads
 constexpr int kPerThread = 8;  // kScanThreadElements
 constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads * kPerThread;  // kScanTile
+constexpr int kMaxChunks = 1024;              // kScanMaxChunks: the chunks of a row
 
 // The combines (scan_core.hpp).
 struct Sum {
@@ -190,15 +194,16 @@ __device__ __forceinline__ void row_offsets(const ScanParams& p, long long row, 
     }
 }
 
-// The tree's flags and values: node (k, i) combines the aggregates of tiles [i 2^k, (i + 1) 2^k) of a row;
-// its position among the row's nodes is the count of nodes of the levels below plus i.
+// The tree's values: node (k, i) combines the aggregates of tiles [i 2^k, (i + 1) 2^k) of a row; its position
+// among the row's nodes is the count of nodes of the levels below plus i. The chunk path stores the levels
+// up to the chunk's (chunk_shift) there; the levels above live in each block's shared memory.
 __device__ __forceinline__ long long node_position(const ScanParams& p, long long row, int k, long long i) {
     long long pos = row * p.row_nodes + i;
     for (int q = 0; q < k; ++q) pos += p.tiles >> q;
     return pos;
 }
-// The flags' acquire and release. LOOM_SCAN_HOST_SIMULATION: tests/unit/test_scan_kernel.cpp runs this code
-// on host threads, with its own definitions of these two.
+// The flags' acquire and release, and the wait between polls. LOOM_SCAN_HOST_SIMULATION:
+// tests/unit/test_scan_kernel.cpp runs this code on host threads, with its own definitions of these.
 #ifndef LOOM_SCAN_HOST_SIMULATION
 __device__ __forceinline__ unsigned load_acquire(const unsigned* f) {
     unsigned v;
@@ -208,45 +213,10 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* f) {
 __device__ __forceinline__ void store_release(unsigned* f, unsigned v) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(f), "r"(v) : "memory");
 }
+__device__ __forceinline__ void poll_pause() {
+    __nanosleep(128);  // polls that spare the L2 the blocks still reading their tiles use
+}
 #endif
-template <class A>
-__device__ __forceinline__ void publish(const ScanParams& p, long long pos, A v) {
-    static_cast<A*>(p.nodes)[pos] = v;
-    store_release(p.counters + 2 + pos, 1u);  // orders the value's store before the flag's
-}
-template <class A>
-__device__ __forceinline__ A await_node(const ScanParams& p, long long pos) {
-    while (load_acquire(p.counters + 2 + pos) == 0u) {
-    }
-    return __ldcg(static_cast<const A*>(p.nodes) + pos);
-}
-
-// Warp 0 of tile j of `row` in the tree path (steps 6 and 7 of the contract): lane 0 publishes the aggregate
-// and the nodes N(j + 1 - 2^k, 2^k) for each k with 2^k dividing j + 1 (its own half and the half of tile
-// j - 2^(k-1)); meanwhile lane k awaits the node of j's binary digit k, N(j with digits k and below cleared,
-// 2^k), so the carry waits once, not once per digit; the digits' nodes are then folded highest first. Tiles
-// per row stay below 2^31 (a launch's blocks), so 31 lanes hold every digit.
-template <class Op, class A>
-__device__ Maybe<A> tree_carry(const ScanParams& p, long long row, long long j, A aggregate, int lane) {
-    if (lane == 0) {
-        A node = aggregate;
-        publish<A>(p, node_position(p, row, 0, j), node);
-        for (int k = 1; ((j + 1) & ((1ll << k) - 1)) == 0; ++k) {
-            const A left = await_node<A>(p, node_position(p, row, k - 1, ((j + 1) >> (k - 1)) - 2));
-            node = Op::template combine<A>(left, node);
-            publish<A>(p, node_position(p, row, k, ((j + 1) >> k) - 1), node);
-        }
-    }
-    A digit = aggregate;
-    if (lane < 31 && ((j >> lane) & 1))
-        digit = await_node<A>(p, node_position(p, row, lane, (j >> (lane + 1)) << 1));
-    Maybe<A> carry = {A(), false};
-    for (int k = 30; k >= 0; --k) {
-        const A v = __shfl_sync(0xffffffffu, digit, k);
-        if ((j >> k) & 1) fold<Op>(carry, v);
-    }
-    return carry;
-}
 
 // The thread's outputs into one output: inclusive at the elements' own positions (whole pieces where they
 // allow), exclusive one position later (the row's first output the identity).
@@ -326,10 +296,10 @@ __device__ __forceinline__ int present(long long length, long long first) {
     return left >= kPerThread ? kPerThread : (left > 0 ? (int)left : 0);
 }
 
-// Step 1: the thread's values (whole pieces where they allow) and its total.
-template <class Op, class In, class A, class Io>
-__device__ __forceinline__ A thread_total(const ScanParams& p, const Io& io, long long in_row,
-                                          long long first, int count, A (&v)[kPerThread]) {
+// Step 1: the thread's values (whole pieces where they allow; absent slots left as they are)...
+template <class In, class A, class Io>
+__device__ __forceinline__ void load_values(const ScanParams& p, const Io& io, long long in_row,
+                                            long long first, int count, A (&v)[kPerThread]) {
     if constexpr (Io::kLoads) {  // the prologue's elements, at the row-major positions of the scan's shape
         LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
@@ -347,11 +317,21 @@ __device__ __forceinline__ A thread_total(const ScanParams& p, const Io& io, lon
                 if (i < count) v[i] = widen(in[(first + i) * p.in_step]);
         }
     }
+}
+// ... and its total.
+template <class Op, class A>
+__device__ __forceinline__ A values_total(const A (&v)[kPerThread], int count) {
     A x = v[0];
     LM_SCAN_UNROLL
     for (int i = 1; i < kPerThread; ++i)
         if (i < count) x = Op::template combine<A>(x, v[i]);
     return x;
+}
+template <class Op, class In, class A, class Io>
+__device__ __forceinline__ A thread_total(const ScanParams& p, const Io& io, long long in_row,
+                                          long long first, int count, A (&v)[kPerThread]) {
+    load_values<In>(p, io, in_row, first, count, v);
+    return values_total<Op>(v, count);
 }
 
 // Step 2: the lane scan (every lane shuffles; absent threads, a tail of lanes, do not combine).
@@ -397,23 +377,34 @@ __device__ __forceinline__ void scan_warp_rows(const ScanParams& p, const Io& io
     store_all<A, Out, kExclusive>(p, io, out_row, v, first, count);
 }
 
-// One tile of one row: steps 1 to 5 of the contract (and 6, 7 through tree_carry on the tree path), then the
-// stores. kRowWarps warps take a row: the block's 8 (the tree path, rows longer than 1024 elements), or 4 or
-// 2 for shorter rows, 8 / kRowWarps rows per block from `row0` on (a group of warps past the last row loads
-// and stores nothing but takes part in every barrier).
-template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps, class Io>
-__device__ __forceinline__ void scan_tile(const ScanParams& p, const Io& io, long long row0, long long j) {
+// Step 3 over a row's warp totals (`totals`, its present `warps` first) in one warp: lane w ends with W_w.
+// A lane past the present warps reads nothing: were it to read totals[0], the tile path's lane 0, which
+// stores its result there, would overwrite a word another lane of its warp read, with no barrier between.
+template <class Op, class A, int kRowWarps>
+__device__ __forceinline__ A warp_scan_of(const A* totals, int lane, int warps) {
+    A s = lane < warps ? totals[lane] : A();
+    LM_SCAN_UNROLL
+    for (int d = 1; d < kRowWarps; d *= 2) {  // steps d >= kRowWarps would change nothing
+        const A y = __shfl_up_sync(0xffffffffu, s, d);
+        if (lane >= d && lane < warps) s = Op::template combine<A>(y, s);
+    }
+    return s;
+}
+
+// The tile path: a row of at most one tile, steps 1 to 5 of the contract (no carry), then the stores.
+// kRowWarps warps take a row: the block's 8, or 4 or 2 for shorter rows, 8 / kRowWarps rows per block from
+// `row0` on (a group of warps past the last row loads and stores nothing but takes part in every barrier).
+template <class Op, class In, class A, class Out, bool kExclusive, int kRowWarps, class Io>
+__device__ __forceinline__ void scan_tile(const ScanParams& p, const Io& io, long long row0) {
     __shared__ A warp_scan[kWarps];
-    __shared__ A carry_value;
-    __shared__ int carry_present;
     const int lane = threadIdx.x & 31, group = (threadIdx.x >> 5) / kRowWarps,
               w = (threadIdx.x >> 5) % kRowWarps;
     const int t = (int)threadIdx.x - group * kRowWarps * 32;  // the thread within its row's warps
     const long long row = row0 + group;
     long long in_row = 0, out_row = 0;
     if (row < p.rows) row_offsets(p, row, in_row, out_row);
-    const long long first = j * kTile + (long long)t * kPerThread;  // position of the thread's element 0
-    const int len = (int)(p.length - j * kTile < kTile ? p.length - j * kTile : kTile);
+    const long long first = (long long)t * kPerThread;  // position of the thread's element 0
+    const int len = (int)(p.length < kTile ? p.length : kTile);
     const int count = row < p.rows ? present(p.length, first) : 0;
     const int threads = (len + kPerThread - 1) / kPerThread, warps = (threads + 31) / 32;
     A* const scan = warp_scan + group * kRowWarps;  // the warp values of this row
@@ -423,77 +414,223 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, const Io& io, lon
     const A x = lane_scan<Op, A>(thread_total<Op, In, A>(p, io, in_row, first, count, v), lane, count);
     const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
 
-    // Step 3: the warp scan over the row's warp totals, by its first warp (steps d >= kRowWarps would change
-    // nothing: no present warp has an index that large). A lane past the present warps reads nothing: were it
-    // to read scan[0], lane 0's store below would overwrite a word another lane of its warp read, with no
-    // barrier between.
+    // Step 3: the warp scan over the row's warp totals, by its first warp.
     if (count > 0 && (lane == 31 || t == threads - 1)) scan[w] = x;
     __syncthreads();
     if (w == 0) {
-        A s = lane < warps ? scan[lane] : A();
-        LM_SCAN_UNROLL
-        for (int d = 1; d < kRowWarps; d *= 2) {
-            const A y = __shfl_up_sync(0xffffffffu, s, d);
-            if (lane >= d && lane < warps) s = Op::template combine<A>(y, s);
-        }
+        const A s = warp_scan_of<Op, A, kRowWarps>(scan, lane, warps);
         if (lane < warps) scan[lane] = s;
-    }
-    __syncthreads();
-
-    // Steps 6 and 7: the tile's aggregate and carry (the tree path: one row per block).
-    if (threadIdx.x < 32) {
-        Maybe<A> c = {A(), false};
-        if constexpr (kTree) c = tree_carry<Op, A>(p, row, j, scan[warps - 1], lane);
-        if (lane == 0) {
-            carry_value = c.v;
-            carry_present = c.has ? 1 : 0;
-        }
     }
     __syncthreads();
 
     // Steps 4 and 5: the thread's prefix, then its outputs.
     if (count == 0) return;
-    Maybe<A> prefix;
-    prefix.has = carry_present != 0;
-    prefix.v = carry_value;
+    Maybe<A> prefix = {A(), false};
     if (w > 0) fold<Op>(prefix, scan[w - 1]);
     if (lane > 0) fold<Op>(prefix, previous_lane);
     thread_outputs<Op, A>(prefix, count, v);
     store_all<A, Out, kExclusive>(p, io, out_row, v, first, count);
 }
 
-// The kernel: the tile path takes rows from blockIdx.x * (8 / kRowWarps) on; the tree path takes a ticket,
-// tile ticket % tiles of row ticket / tiles, and the last block to finish sets the counters and flags back to
-// zero.
+// The chunk path. Tile j of a row, from thread threadIdx.x's view: its element 0's position, its present
+// elements, the tile's present threads and warps.
+struct TileSpan {
+    long long first;
+    int count, threads, warps;
+};
+__device__ __forceinline__ TileSpan tile_span(const ScanParams& p, long long j) {
+    TileSpan s;
+    s.first = j * kTile + (long long)threadIdx.x * kPerThread;
+    const long long left = p.length - j * kTile;
+    const int len = left >= kTile ? kTile : (left > 0 ? (int)left : 0);
+    s.count = present(p.length, s.first);
+    s.threads = (len + kPerThread - 1) / kPerThread;
+    s.warps = (s.threads + 31) / 32;
+    return s;
+}
+
+// Pass 1 over a chunk: each of tiles [j0, j1) of `row` in turn, steps 1 to 3 and its aggregate (step 6),
+// stored by thread 0 as the tile's node of level 0. One barrier per tile: the warp totals of consecutive
+// tiles go to alternate buffers of `totals`, so a tile's stores never meet the previous tile's reads.
+template <class Op, class In, class A, class Io>
+__device__ __forceinline__ void chunk_aggregates(const ScanParams& p, const Io& io, long long row,
+                                                 long long in_row, long long j0, long long j1,
+                                                 A (*totals)[kWarps]) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    A* const nodes = static_cast<A*>(p.nodes) + node_position(p, row, 0, 0);
+    A v[kPerThread], next[kPerThread];
+    TileSpan s = tile_span(p, j0);
+    load_values<In>(p, io, in_row, s.first, s.count, v);
+    for (long long j = j0; j < j1; ++j) {
+        const TileSpan n = tile_span(p, j + 1);
+        if (j + 1 < j1) load_values<In>(p, io, in_row, n.first, n.count, next);  // in flight meanwhile
+        const A x = lane_scan<Op, A>(values_total<Op>(v, s.count), lane, s.count);
+        A* const buf = totals[j & 1];
+        if (s.count > 0 && (lane == 31 || (int)threadIdx.x == s.threads - 1)) buf[w] = x;
+        __syncthreads();
+        if (w == 0) {
+            const A scanned = warp_scan_of<Op, A, kWarps>(buf, lane, s.warps);
+            const A aggregate = __shfl_sync(0xffffffffu, scanned, s.warps - 1);
+            if (lane == 0) nodes[j] = aggregate;
+        }
+        LM_SCAN_UNROLL
+        for (int i = 0; i < kPerThread; ++i) v[i] = next[i];
+        s = n;
+    }
+}
+
+// The chunk's nodes of levels 1 to chunk_shift (step 7's tree), each of two nodes of the level below:
+// N(k, i) = N(k - 1, 2i) + N(k - 1, 2i + 1), where every tile it spans exists. Thread 0 computes the first of
+// each level, so the chunk's own node (its aggregate) too.
+template <class Op, class A>
+__device__ __forceinline__ void chunk_nodes(const ScanParams& p, long long row, long long b) {
+    A* const nodes = static_cast<A*>(p.nodes);
+    for (int k = 1; k <= p.chunk_shift; ++k) {
+        __syncthreads();  // the level below complete
+        const long long first = b << (p.chunk_shift - k), whole = p.tiles >> k;
+        const long long end = (b + 1) << (p.chunk_shift - k) < whole ? (b + 1) << (p.chunk_shift - k) : whole;
+        const long long below = node_position(p, row, k - 1, 0), here = node_position(p, row, k, 0);
+        for (long long i = first + threadIdx.x; i < end; i += kThreads)
+            nodes[here + i] =
+                Op::template combine<A>(__ldcg(nodes + below + 2 * i), __ldcg(nodes + below + 2 * i + 1));
+    }
+    __syncthreads();
+}
+
+// Where level q of the tree over a row's chunk aggregates starts in a block's `tree` (2 kMaxChunks values).
+__device__ __forceinline__ int chunk_level(int q) {
+    return 2 * kMaxChunks - ((2 * kMaxChunks) >> q);
+}
+
+// Chunk b's carry: its aggregate published (when every tile of the chunk exists), the aggregates of the
+// row's chunks before it awaited, their tree built in shared memory, and the nodes of the digits of b (the
+// digits of its tiles' indices from chunk_shift up) folded highest first, by every thread alike.
+template <class Op, class A>
+__device__ __forceinline__ Maybe<A> chunk_carry(const ScanParams& p, long long row, long long b,
+                                                long long chunks, A* tree) {
+    const A* const nodes = static_cast<const A*>(p.nodes);
+    unsigned* const flags = p.counters + 2 + row * chunks;
+    const int c = p.chunk_shift;
+    // Thread 0 computed the chunk's node (chunk_nodes), so its release orders that store before the flag's.
+    if (threadIdx.x == 0 && b < (p.tiles >> c)) store_release(flags + b, 1u);
+    const long long level_c = node_position(p, row, c, 0);
+    for (long long i = threadIdx.x; i < b; i += kThreads) {
+        while (load_acquire(flags + i) == 0u) poll_pause();
+        tree[i] = __ldcg(nodes + level_c + i);
+    }
+    for (int q = 1; (b >> q) > 0; ++q) {
+        __syncthreads();  // the level below complete
+        for (long long i = threadIdx.x; i < (b >> q); i += kThreads)
+            tree[chunk_level(q) + i] = Op::template combine<A>(tree[chunk_level(q - 1) + 2 * i],
+                                                               tree[chunk_level(q - 1) + 2 * i + 1]);
+    }
+    __syncthreads();
+    Maybe<A> carry = {A(), false};
+    for (int q = 30; q >= 0; --q)
+        if ((b >> q) & 1) fold<Op>(carry, tree[chunk_level(q) + ((b >> (q + 1)) << 1)]);
+    return carry;
+}
+
+// The carries of the chunk's tiles [j0, j1) (step 7), one per tile in ScanParams::carries: the chunk's carry,
+// then the nodes of the tile's digits below chunk_shift, highest first. Tile 0 of a row has none; its slot
+// holds a value never read.
+template <class Op, class A>
+__device__ __forceinline__ void tile_carries(const ScanParams& p, long long row, long long j0, long long j1,
+                                             const Maybe<A>& high) {
+    const A* const nodes = static_cast<const A*>(p.nodes);
+    A* const carries = static_cast<A*>(p.carries) + row * p.tiles;
+    for (long long j = j0 + threadIdx.x; j < j1; j += kThreads) {
+        Maybe<A> carry = high;
+        for (int k = p.chunk_shift - 1; k >= 0; --k)
+            if ((j >> k) & 1) fold<Op>(carry, __ldcg(nodes + node_position(p, row, k, (j >> (k + 1)) << 1)));
+        carries[j] = carry.v;
+    }
+    __syncthreads();
+}
+
+// Pass 2 over a chunk: each of tiles [j0, j1) in turn, steps 1 to 5 with the tile's carry, then its stores.
+// Every warp scans the warp totals itself (the same steps, so the same bits), which leaves one barrier per
+// tile.
+template <class Op, class In, class A, class Out, bool kExclusive, class Io>
+__device__ __forceinline__ void chunk_scans(const ScanParams& p, const Io& io, long long row,
+                                            long long in_row, long long out_row, long long j0, long long j1,
+                                            A (*totals)[kWarps]) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const A* const carries = static_cast<const A*>(p.carries) + row * p.tiles;
+    A v[kPerThread], next[kPerThread];
+    TileSpan s = tile_span(p, j0);
+    load_values<In>(p, io, in_row, s.first, s.count, v);
+    for (long long j = j0; j < j1; ++j) {
+        const TileSpan n = tile_span(p, j + 1);
+        if (j + 1 < j1) load_values<In>(p, io, in_row, n.first, n.count, next);  // in flight meanwhile
+        const A carry = __ldcg(carries + j);
+        const A x = lane_scan<Op, A>(values_total<Op>(v, s.count), lane, s.count);
+        const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
+        A* const buf = totals[j & 1];
+        if (s.count > 0 && (lane == 31 || (int)threadIdx.x == s.threads - 1)) buf[w] = x;
+        __syncthreads();
+        const A scanned = warp_scan_of<Op, A, kWarps>(buf, lane, s.warps);
+        const A previous_warp = __shfl_sync(0xffffffffu, scanned, w > 0 ? w - 1 : 0);
+        if (s.count > 0) {
+            Maybe<A> prefix = {carry, j > 0};
+            if (w > 0) fold<Op>(prefix, previous_warp);
+            if (lane > 0) fold<Op>(prefix, previous_lane);
+            thread_outputs<Op, A>(prefix, s.count, v);
+            store_all<A, Out, kExclusive>(p, io, out_row, v, s.first, s.count);
+        }
+        LM_SCAN_UNROLL
+        for (int i = 0; i < kPerThread; ++i) v[i] = next[i];
+        s = n;
+    }
+}
+
+// A block of the chunk path: its ticket's chunk read twice (its tiles' aggregates, then their scans) around
+// its carry; the last block to finish sets the counters and flags back to zero.
+template <class Op, class In, class A, class Out, bool kExclusive, class Io>
+__device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
+    __shared__ unsigned ticket;
+    __shared__ int last;
+    __shared__ A totals[2][kWarps];
+    __shared__ A tree[2 * kMaxChunks];
+    if (threadIdx.x == 0) ticket = atomicAdd(p.counters, 1u);
+    __syncthreads();
+    const int c = p.chunk_shift;
+    const long long chunks = (p.tiles + (1ll << c) - 1) >> c;
+    const long long row = (long long)ticket / chunks, b = (long long)ticket % chunks;
+    const long long j0 = b << c, j1 = j0 + (1ll << c) < p.tiles ? j0 + (1ll << c) : p.tiles;
+    long long in_row, out_row;
+    row_offsets(p, row, in_row, out_row);
+    chunk_aggregates<Op, In, A>(p, io, row, in_row, j0, j1, totals);
+    chunk_nodes<Op, A>(p, row, b);
+    const Maybe<A> high = chunk_carry<Op, A>(p, row, b, chunks, tree);
+    tile_carries<Op, A>(p, row, j0, j1, high);
+    chunk_scans<Op, In, A, Out, kExclusive>(p, io, row, in_row, out_row, j0, j1, totals);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(p.counters + 1, 1u) == gridDim.x - 1 ? 1 : 0;
+    }
+    __syncthreads();
+    if (last) {
+        __threadfence();
+        const long long flags = p.rows * chunks;
+        for (long long i = threadIdx.x; i < flags; i += kThreads) p.counters[2 + i] = 0u;
+        if (threadIdx.x == 0) {
+            p.counters[0] = 0u;
+            p.counters[1] = 0u;
+        }
+    }
+}
+
+// The kernel: the tile path takes rows from blockIdx.x * (8 / kRowWarps) on; the chunk path (kTree, the
+// contract's tree) a chunk per block.
 template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps = kWarps,
           class Io = MemoryIo>
 __device__ __forceinline__ void scan_kernel(const ScanParams& p, const Io& io = Io()) {
-    if constexpr (!kTree) {
-        scan_tile<Op, In, A, Out, kExclusive, false, kRowWarps>(
-            p, io, (long long)blockIdx.x * (kWarps / kRowWarps), 0);
-    } else {
-        __shared__ unsigned ticket;
-        __shared__ int last;
-        if (threadIdx.x == 0) ticket = atomicAdd(p.counters, 1u);
-        __syncthreads();
-        scan_tile<Op, In, A, Out, kExclusive, true, kWarps>(p, io, (long long)ticket / p.tiles,
-                                                            (long long)ticket % p.tiles);
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence();
-            last = atomicAdd(p.counters + 1, 1u) == gridDim.x - 1 ? 1 : 0;
-        }
-        __syncthreads();
-        if (last) {
-            __threadfence();
-            const long long flags = p.row_nodes * (long long)(gridDim.x / p.tiles);
-            for (long long i = threadIdx.x; i < flags; i += kThreads) p.counters[2 + i] = 0u;
-            if (threadIdx.x == 0) {
-                p.counters[0] = 0u;
-                p.counters[1] = 0u;
-            }
-        }
-    }
+    if constexpr (!kTree)
+        scan_tile<Op, In, A, Out, kExclusive, kRowWarps>(p, io, (long long)blockIdx.x * (kWarps / kRowWarps));
+    else
+        scan_chunks<Op, In, A, Out, kExclusive>(p, io);
 }
 
 }  // namespace scan

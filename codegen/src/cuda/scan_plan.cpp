@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
@@ -68,6 +70,10 @@ std::int64_t PlannedScan::tiles() const {
     return (length + ir::kScanTile - 1) / ir::kScanTile;
 }
 
+std::int64_t PlannedScan::chunks() const {
+    return (tiles() + (std::int64_t{1} << chunk_shift) - 1) >> chunk_shift;
+}
+
 std::uint64_t ScanPlan::hash() const {
     Hasher h;
     h.add(0x7363616e00000001ull);
@@ -79,6 +85,7 @@ std::uint64_t ScanPlan::hash() const {
     h.add(static_cast<std::uint64_t>(path));
     h.add(static_cast<std::uint64_t>(threads));
     h.add(static_cast<std::uint64_t>(row_warps));
+    h.add(static_cast<std::uint64_t>(blocks_per_sm));
     h.add(static_cast<std::uint64_t>(prologue) | static_cast<std::uint64_t>(epilogue) << 1);
     if (prologue) h.add(prologue_plan.hash());
     if (epilogue) {
@@ -123,9 +130,11 @@ std::string ScanPlan::to_string() const {
                    ? std::string("one block per row of at most one tile (no carry)")
                    : fmt::format("{} warps per row of at most {} elements, {} rows per block (no carry)",
                                  row_warps, row_warps * 32 * ir::kScanThreadElements, 8 / row_warps))
-            : "single pass: a block per tile in launch order (a counter), carries from "
-              "the pairwise tree of tile "
-              "aggregates that earlier tiles publish (release / acquire)",
+            : fmt::format("chunks of tiles, a block per chunk in launch order (a counter): its tiles' "
+                          "aggregates and the chunk's nodes of the pairwise tree, the earlier chunks' "
+                          "aggregates (release / acquire), then its tiles' scans with their carries (the "
+                          "operand read twice); {} blocks per multiprocessor",
+                          blocks_per_sm),
         threads, ir::kScanThreadElements, ir::kScanTile, fused_text(*this));
 }
 
@@ -275,6 +284,12 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const Dev
                                                              : 8)
                   : p.path == ScanPath::Warp ? 1
                                              : 8;
+    if (p.path == ScanPath::Tree) {
+        p.blocks_per_sm = itemsize(p.acc) == 4 && p.op != ir::Op::LogCumSumExp ? 4 : 3;
+        const std::int64_t wave = std::max<std::int64_t>(device.sm_count, 1) * p.blocks_per_sm;
+        while (ps.chunks() > kScanMaxChunks || (ps.chunks() > 1 && ps.rows() * ps.chunks() > wave))
+            ++ps.chunk_shift;
+    }
     return ps;
 }
 

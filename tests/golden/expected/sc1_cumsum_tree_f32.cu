@@ -1,10 +1,10 @@
 // ---- Loom scan kernel cumsum (from "cumsum") ----
 // cumsum of float32 -> float32, accumulated in float32
-// path: single pass: a block per tile in launch order (a counter), carries from the pairwise tree of tile aggregates that earlier tiles publish (release / acquire)
+// path: chunks of tiles, a block per chunk in launch order (a counter): its tiles' aggregates and the chunk's nodes of the pairwise tree, the earlier chunks' aggregates (release / acquire), then its tiles' scans with their carries (the operand read twice); 4 blocks per multiprocessor
 // block: 256 threads of 8 elements (a tile of 2048): thread totals, Kogge-Stone over lanes (shuffles) and over warps (shared memory), the thread prefixes, the outputs
 // entry point: cumsum (loads and stores in whole 16-byte pieces or by elements: the parameters `vector_in`, `vector_out`)
 
-extern "C" __global__ void __launch_bounds__(256) cumsum(const lm::ScanParams p) {
+extern "C" __global__ void __launch_bounds__(256, 4) cumsum(const lm::ScanParams p) {
     lm::await_prior_grids();                                             // the stream's previous kernel complete
     lm::scan::scan_kernel<lm::scan::Sum, float, float, float, false, true>(p); // combine, in, accumulator, out, exclusive, tree
 }

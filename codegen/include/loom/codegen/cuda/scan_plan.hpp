@@ -23,15 +23,19 @@ namespace loom::codegen {
 
 /// How a scan kernel walks its rows. Warp: rows of at most 256 elements (32 threads of 8), one per warp, 8
 /// per block: no warp scan, no carry. Tile: a row of at most one tile (kScanTile elements) per block, no
-/// carry. Tree: rows of several tiles, a block per tile taking its index from a counter in launch order, the
-/// tiles' carries from the nodes of the contract's pairwise tree that earlier tiles publish (one pass over
-/// memory).
+/// carry. Tree: rows of several tiles, cut into chunks of 2^chunk_shift consecutive tiles, a block per chunk
+/// taking its index from a counter in launch order: it reads its tiles for their aggregates and builds the
+/// chunk's part of the contract's pairwise tree, takes the aggregates of the row's earlier chunks, then
+/// reads its tiles again and scans them with their carries (two reads of the operand, one write).
 enum class ScanPath : std::uint8_t { Warp, Tile, Tree };
 /// "warp", "tile", "tree".
 const char* scan_path_name(ScanPath p);
 
 /// The axes besides the scanned one that a scan kernel indexes (more must merge into these).
 inline constexpr int kScanOuterAxes = 6;
+/// The tree path's chunks per row at most (scan.cuh's kMaxChunks: a block folds the earlier chunks'
+/// aggregates in shared memory).
+inline constexpr std::int64_t kScanMaxChunks = 1024;
 
 /// What the kernel's code depends on (the cache key): the op, the dtypes, exclusive, the path.
 struct ScanPlan {
@@ -43,6 +47,10 @@ struct ScanPlan {
     ScanPath path = ScanPath::Tile;
     int threads = 256;  // kScanThreads: 8 elements each
     int row_warps = 8;  // the tile path: the warps of a row (2, 4 or 8; 8 / row_warps rows per block)
+    /// The tree path: the blocks per multiprocessor its registers must let in (the kernel's launch bounds),
+    /// for which its chunks are sized: 4 (64 registers) for a 4-byte accumulator, 3 for an 8-byte one or
+    /// logcumsumexp, which would spill at 64.
+    int blocks_per_sm = 0;
     /// A fused kernel: the operand computed element by element by an elementwise prologue (a pointwise plan
     /// over the scan's shape) instead of read from memory, and/or the result handed element by element to an
     /// elementwise epilogue (a pointwise plan over the scan's shape, the scan's value at site `acc_site`),
@@ -82,13 +90,17 @@ struct PlannedScan {
     std::vector<std::int64_t> outer;      // the other axes' extents (merged), outermost first
     std::vector<std::int64_t> in_outer;   // their strides in the operand
     std::vector<std::int64_t> out_outer;  // and in the result
+    /// The tree path: a chunk is 2^chunk_shift consecutive tiles of a row, the fewest that leave one wave of
+    /// blocks (ScanPlan::blocks_per_sm per multiprocessor) and at most kScanMaxChunks chunks per row.
+    int chunk_shift = 0;
     bool operator==(const PlannedScan& o) const {
         return plan == o.plan && in_offset == o.in_offset && length == o.length && in_step == o.in_step &&
                out_step == o.out_step && outer == o.outer && in_outer == o.in_outer &&
-               out_outer == o.out_outer;
+               out_outer == o.out_outer && chunk_shift == o.chunk_shift;
     }
     std::int64_t rows() const;
-    std::int64_t tiles() const;  // per row
+    std::int64_t tiles() const;   // per row
+    std::int64_t chunks() const;  // per row, the tree path's
 };
 
 /// The accumulator dtype of a scan of `in` giving `out`.
