@@ -128,13 +128,23 @@ TEST_CASE("golden: the scan plan's path, strides and explain text") {
     const std::string text = p.to_string();
     CHECK(text.find("cumsum") != std::string::npos);
     CHECK(text.find("20 rows of 2 tiles in chunks of 1, a block per chunk") != std::string::npos);
-    // Chunks: the fewest tiles that leave one wave of blocks (4 per multiprocessor, 132 of them here).
+    // Chunks: 32 KiB of operand (4 float32 tiles), halved while the blocks are fewer than a wave (4 per
+    // multiprocessor, 132 of them here), at most the row.
     CHECK(s.chunk_shift == 0);  // 20 rows of 2 chunks of one tile
     CHECK(s.chunks() == 2);
     const Tensor row = Tensor::host({1, (std::int64_t{1} << 22) + 1}, float32);  // 2049 tiles
     const auto& r = std::get<codegen::PlannedScan>(plan_of(cumsum(row, 1)).kernels.at(0).schedule);
-    CHECK(r.chunk_shift == 2);
-    CHECK(r.chunks() == 513);
+    CHECK(r.chunk_shift == 1);  // 513 chunks of 4 tiles would be less than a wave
+    CHECK(r.chunks() == 1025);
+    const Tensor big = Tensor::host({1, std::int64_t{1} << 24}, float32);  // 8192 tiles
+    const auto& g = std::get<codegen::PlannedScan>(plan_of(cumsum(big, 1)).kernels.at(0).schedule);
+    CHECK(g.chunk_shift == 2);
+    CHECK(g.chunks() == 2048);
+    CHECK(g.counter_words() ==
+          2048 + 2 * 64 + 2 * 2);  // flags of 2048 chunks; of, and arrivals into, 64 and 2 units
+    const Tensor bytes =
+        Tensor::host({1, std::int64_t{1} << 24}, int8);  // 8192 tiles of 2 KiB: 16 to a chunk
+    CHECK(std::get<codegen::PlannedScan>(plan_of(cumsum(bytes, 1)).kernels.at(0).schedule).chunk_shift == 4);
     const Tensor rows = Tensor::host({600, 2 * 2048 + 1}, float32);  // more rows than a wave: a chunk each
     const auto& rs = std::get<codegen::PlannedScan>(plan_of(cumsum(rows, 1)).kernels.at(0).schedule);
     CHECK(rs.chunk_shift == 2);

@@ -358,12 +358,14 @@ TEST_CASE("scan kernel (simulated): a fused prologue and epilogue index the scan
     CHECK_MESSAGE(c.ok, "cumsum(x * 2, axis 0) * 3: " << c.message);
 }
 
-TEST_CASE("scan kernel (simulated): rows of several chunks, the last partial, and chunks of one tile") {
+TEST_CASE("scan kernel (simulated): rows of several chunks, the last partial, and units of 32 chunks") {
     using namespace lm::scan;
-    // 1 or 2 multiprocessors: a wave of 4 or 8 blocks, so a few tiles make several chunks per row.
-    codegen::DeviceInfo one = codegen::DeviceInfo::h200(), two = codegen::DeviceInfo::h200();
+    // 1, 2 or 10 multiprocessors: a wave of 4, 8 or 40 blocks, so a few tiles make several chunks per row
+    // (chunks of 4 float32 tiles, 32 KiB, halved while the blocks are fewer than a wave).
+    codegen::DeviceInfo one = codegen::DeviceInfo::h200(), two = one, ten = one;
     one.sm_count = 1;
     two.sm_count = 2;
+    ten.sm_count = 10;
     struct Case {
         std::int64_t rows, length;
         const codegen::DeviceInfo* device;
@@ -372,10 +374,11 @@ TEST_CASE("scan kernel (simulated): rows of several chunks, the last partial, an
     };
     const Case cases[] = {
         {1, 3 * 2048 - 7, &one, 0, 3},    // chunks of one tile
-        {1, 9 * 2048, &one, 2, 3},        // 4, 4 and 1 tiles
-        {1, 16 * 2048 + 3, &two, 2, 5},   // 5 chunks: a tree of two levels over the earlier chunks
-        {2, 9 * 2048 + 100, &one, 3, 2},  // two rows of 8 and 2 tiles
-        {3, 4 * 2048, &one, 2, 1},        // one chunk per row
+        {1, 9 * 2048, &one, 1, 5},        // 2, 2, 2, 2 and 1 tiles
+        {1, 16 * 2048 + 3, &two, 1, 9},   //
+        {2, 9 * 2048 + 100, &one, 2, 3},  // two rows of 4, 4 and 2 tiles
+        {3, 4 * 2048, &one, 1, 2},        //
+        {1, 40 * 2048 - 5, &ten, 0, 40},  // a unit of 32 chunks, built by chunk 31, before chunks 32 to 39
     };
     for (const Case& c : cases) {
         const Tensor x = testing::random_tensor({c.rows, c.length}, DType::Float32,
@@ -390,13 +393,15 @@ TEST_CASE("scan kernel (simulated): rows of several chunks, the last partial, an
             const std::string w = fmt::format("[{}, {}]{}", c.rows, c.length, ex ? " exclusive" : "");
             const ScanOptions o{.exclusive = ex};
             check<Sum, float, float, float>(cumsum(x, 1, o), x, "cumsum " + w, *c.device);
-            check<LogAddExp, float, float, float>(logcumsumexp(x, 1, o), x, "logcumsumexp " + w, *c.device);
+            if (c.chunks < 32)
+                check<LogAddExp, float, float, float>(logcumsumexp(x, 1, o), x, "logcumsumexp " + w,
+                                                      *c.device);
         }
     }
     const Tensor d = testing::random_tensor({1, 16 * 2048 + 3}, DType::Float64, 9);
-    check<Sum, double, double, double>(cumsum(d, 1), d, "cumsum float64, 5 chunks", two);
+    check<Sum, double, double, double>(cumsum(d, 1), d, "cumsum float64, 9 chunks", two);
     const Tensor i = testing::random_tensor({1, 16 * 2048 + 3}, DType::Int32, 10);
-    check<Prod, int, long long, long long>(cumprod(i, 1, {.exclusive = true}), i, "cumprod int32, 5 chunks",
+    check<Prod, int, long long, long long>(cumprod(i, 1, {.exclusive = true}), i, "cumprod int32, 9 chunks",
                                            two);
 }
 
@@ -445,14 +450,15 @@ void run_block(const std::function<void()>& body) {
 
 }  // namespace
 
-// The carry side of a chunk, for tiles far past the kernel tests above: chunk_nodes, chunk_carry and
-// tile_carries of one block, for chunks of 2^12 tiles of a row of 2^21 + 77 (513 chunks, the last partial),
-// with the other chunks' nodes and flags as their blocks leave them. The chunk's nodes, its published flag
-// and its tiles' carries must be the contract's, bit for bit; aggregates of mixed magnitudes make every other
-// order of additions give other bits.
-TEST_CASE("scan kernel (simulated): a chunk's nodes and its tiles' carries for rows of 2^21 tiles") {
+// The carry side of a chunk, for tiles far past the kernel tests above: chunk_nodes, then warp 0's
+// publish_units and chunk_carry, then tile_carries, of one block, for chunks of 4 tiles of a row of 2^21 + 77
+// tiles (524,308 chunks, the last partial: four levels of units of 32), with the counters and nodes as the
+// blocks of smaller tickets leave them. The chunk's nodes, the flags it sets, the nodes of the units it
+// completes and its tiles' carries must be the contract's, bit for bit; aggregates of mixed magnitudes make
+// every other order of additions give other bits.
+TEST_CASE("scan kernel (simulated): a chunk's nodes, units and tiles' carries for rows of 2^21 tiles") {
     const std::int64_t tiles = (std::int64_t{1} << 21) + 77;
-    const int shift = 12;
+    const int shift = 2;
     const std::int64_t chunks = (tiles + (1 << shift) - 1) >> shift;
     std::vector<float> a(static_cast<std::size_t>(tiles));
     std::uint64_t state = 12345;
@@ -467,47 +473,84 @@ TEST_CASE("scan kernel (simulated): a chunk's nodes and its tiles' carries for r
     sp.tiles = tiles;
     sp.chunk_shift = shift;
     for (int k = 0; (tiles >> k) > 0; ++k) sp.row_nodes += tiles >> k;
+    const int unit_levels = lm::scan::chunk_levels(chunks);
+    REQUIRE(unit_levels == 4);
     std::vector<float> nodes(static_cast<std::size_t>(sp.row_nodes));
     std::vector<float> carries(static_cast<std::size_t>(tiles));
-    std::vector<unsigned> counters(static_cast<std::size_t>(2 + chunks));
+    std::vector<unsigned> counters(static_cast<std::size_t>(2 + lm::scan::row_words(chunks)));
     sp.counters = counters.data();
     sp.nodes = nodes.data();
     sp.carries = carries.data();
     auto position = [&](int k, std::int64_t i) {
         return static_cast<std::size_t>(lm::scan::node_position(sp, 0, k, i));
     };
-    for (std::int64_t b : {0, 1, 2, 3, 255, 256, 257, 511, 512}) {
+    auto contract = [&](int k, std::int64_t i) {
+        return levels[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)];
+    };
+    auto same = [](float x, float y) {
+        return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
+    };
+    std::vector<std::int64_t> bs = {0,    1,     2,     31,    32,     33,     63,     1023,  1024,
+                                    1025, 32767, 32768, 33791, 524287, 524288, 524306, 524307};
+    for (int r = 0; r < 12; ++r) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        bs.push_back(static_cast<std::int64_t>((state >> 20) % static_cast<std::uint64_t>(chunks)));
+    }
+    for (std::int64_t b : bs) {
         INFO("chunk " << b);
-        // Levels 0 to `shift` as the blocks leave them: chunk b's above level 0 poisoned, the earlier
-        // chunks' flags set, the later ones' clear.
+        // As the blocks before b leave them: levels 0 to `shift` but chunk b's above level 0; the nodes and
+        // flags of the whole units before b; the arrival counts of the units that hold b.
+        std::fill(nodes.begin(), nodes.end(), std::nanf(""));
+        std::fill(counters.begin(), counters.end(), 0u);
         for (int k = 0; k <= shift; ++k)
             for (std::int64_t i = 0; i < (tiles >> k); ++i)
-                nodes[position(k, i)] =
-                    (k > 0 && (i << k >> shift) == b)
-                        ? std::nanf("")
-                        : levels[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)];
-        for (std::int64_t i = 0; i < chunks; ++i) counters[static_cast<std::size_t>(2 + i)] = i < b ? 1u : 0u;
+                if (k == 0 || (i << k >> shift) != b) nodes[position(k, i)] = contract(k, i);
+        for (int h = 0; h < unit_levels; ++h) {
+            const int k = shift + lm::scan::kRadixBits * h;
+            unsigned* flags = lm::scan::unit_flags(sp, 0, chunks, h);
+            for (std::int64_t u = 0; ((u + 1) << (lm::scan::kRadixBits * h)) <= b; ++u) {
+                if (h > 0) nodes[position(k, u)] = contract(k, u);
+                flags[u] = 1u;
+            }
+            if (h > 0)
+                lm::scan::unit_arrivals(sp, 0, chunks, h)[b >> (lm::scan::kRadixBits * h)] =
+                    static_cast<unsigned>((b >> (lm::scan::kRadixBits * (h - 1))) & 31);
+        }
         std::fill(carries.begin(), carries.end(), std::nanf(""));
         const std::int64_t j0 = b << shift, j1 = std::min(j0 + (std::int64_t{1} << shift), tiles);
-        static float tree[2 * lm::scan::kMaxChunks];
+        std::barrier<> warp(32);
+        sim::warp_barriers[0] = &warp;
+        lm::scan::Maybe<float> high{};
         run_block([&] {
             lm::scan::chunk_nodes<lm::scan::Sum, float>(sp, 0, b);
-            const lm::scan::Maybe<float> high =
-                lm::scan::chunk_carry<lm::scan::Sum, float>(sp, 0, b, chunks, tree);
+            if (sim::thread_index.x < 32) {
+                const int lane = static_cast<int>(sim::thread_index.x);
+                lm::scan::publish_units<lm::scan::Sum, float>(sp, 0, b, chunks, lane);
+                const lm::scan::Maybe<float> c =
+                    lm::scan::chunk_carry<lm::scan::Sum, float>(sp, 0, b, chunks, lane);
+                if (lane == 0) high = c;
+            }
+            sim::block_barrier->arrive_and_wait();
             lm::scan::tile_carries<lm::scan::Sum, float>(sp, 0, j0, j1, high);
         });
         bool nodes_ok = true, carries_ok = true;
         for (int k = 1; k <= shift; ++k)
             for (std::int64_t i = j0 >> k; i < std::min(j1 >> k, tiles >> k); ++i)
-                nodes_ok =
-                    nodes_ok && std::bit_cast<std::uint32_t>(nodes[position(k, i)]) ==
-                                    std::bit_cast<std::uint32_t>(
-                                        levels[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]);
+                nodes_ok = nodes_ok && same(nodes[position(k, i)], contract(k, i));
         CHECK(nodes_ok);
-        CHECK(counters[static_cast<std::size_t>(2 + b)] == (b < (tiles >> shift) ? 1u : 0u));
+        // The chunk's flag, and the units it completes (the last of their 32 parts): their nodes and flags.
+        const bool whole = b < (tiles >> shift);
+        CHECK(lm::scan::unit_flags(sp, 0, chunks, 0)[b] == (whole ? 1u : 0u));
+        bool last = whole;
+        for (int h = 1; h < unit_levels; ++h) {
+            last = last && ((b >> (lm::scan::kRadixBits * (h - 1))) & 31) == 31;
+            const std::int64_t u = b >> (lm::scan::kRadixBits * h);
+            const int k = shift + lm::scan::kRadixBits * h;
+            CHECK(lm::scan::unit_flags(sp, 0, chunks, h)[u] == (last ? 1u : 0u));
+            if (last) CHECK(same(nodes[position(k, u)], contract(k, u)));
+        }
         for (std::int64_t j = std::max<std::int64_t>(j0, 1); j < j1; ++j)
-            carries_ok = carries_ok && std::bit_cast<std::uint32_t>(carries[static_cast<std::size_t>(j)]) ==
-                                           std::bit_cast<std::uint32_t>(contract_carry(levels, j));
+            carries_ok = carries_ok && same(carries[static_cast<std::size_t>(j)], contract_carry(levels, j));
         CHECK(carries_ok);
     }
 }

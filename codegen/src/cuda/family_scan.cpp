@@ -111,8 +111,8 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
                           8 / s.plan.row_warps, s.rows(), s.length)
             : fmt::format(
                   "{} rows of {} tiles in chunks of {}, a block per chunk in launch order: its tiles' "
-                  "aggregates, the earlier chunks' aggregates, then its tiles' scans (the operand read "
-                  "twice)",
+                  "aggregates, the nodes before it from earlier chunks, then its tiles again (from the L2 "
+                  "cache) and their scans",
                   s.rows(), s.tiles(), std::int64_t{1} << s.chunk_shift);
     std::string reads;
     for (std::size_t j = 0; j < s.inputs.size(); ++j) {
@@ -138,7 +138,7 @@ LaunchNeeds GpuFamily<PlannedScan>::needs(const PlannedScan& s, KernelPointers) 
     LaunchNeeds n;
     n.param_bytes = scan_param_layout(s.plan).size;
     if (s.plan.path == ScanPath::Tree && s.rows() > 0) {
-        n.counters = 2 + s.rows() * s.chunks();  // the tickets, the blocks done, a flag per chunk
+        n.counters = 2 + s.rows() * s.counter_words();  // the tickets, the blocks done, the hierarchy's
         n.workspaces.push_back(static_cast<std::size_t>(s.rows() * row_nodes(s.tiles())) *
                                itemsize(s.plan.acc));  // the nodes
         n.workspaces.push_back(static_cast<std::size_t>(s.rows() * s.tiles()) *

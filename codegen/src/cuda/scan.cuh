@@ -9,14 +9,14 @@
 // thread's prefix (carry, previous warp, previous lane: absent terms omitted), its 8 outputs. Tile path: a
 // row of at most one tile per block. Chunk path (rows of several tiles): a block takes a ticket from a
 // counter in launch order, chunk ticket % chunks of row ticket / chunks, a chunk being 2^chunk_shift
-// consecutive tiles; it reads its tiles once for their aggregates, builds the chunk's nodes of the contract's
-// tree, publishes the chunk's aggregate and waits for those of the row's earlier chunks (blocks with smaller
-// tickets, already running: no deadlock, and each waits for nothing but its own tiles), folds the carries of
-// its tiles, then reads its tiles again and scans them. No block waits on a chain of other blocks' waits, at
-// the cost of reading the operand twice. The last block to finish sets the counters back to zero, as the
-// runtime requires. The result goes to every output of the kernel (a root and a temporary another kernel
-// reads), each contiguous; or, in a fused kernel, the operand comes from an elementwise prologue and the
-// result goes to an elementwise epilogue (the Io policy below).
+// consecutive tiles (about 32 KiB of operand). It reads its tiles for their aggregates, builds the chunk's
+// nodes of the contract's tree and publishes the chunk's; the last chunk of 32 to do so builds their node,
+// and so on up (waiting for nothing). It then awaits the nodes before it among its siblings at each level
+// (published by blocks with smaller tickets, already running: no deadlock), folds its tiles' carries, and
+// reads its tiles again, from the L2 cache, to scan them: DRAM sees one read and one write. The last block to
+// finish sets the counters back to zero, as the runtime requires. The result goes to every output of the
+// kernel (a root and a temporary another kernel reads), each contiguous; or, in a fused kernel, the operand
+// comes from an elementwise prologue and the result goes to an elementwise epilogue (the Io policy below).
 
 // LOOM_SCAN_CORE
 
@@ -35,7 +35,7 @@ constexpr int kThreads = 256;  // kScanThreads
 constexpr int kPerThread = 8;  // kScanThreadElements
 constexpr int kWarps = kThreads / 32;
 constexpr int kTile = kThreads * kPerThread;  // kScanTile
-constexpr int kMaxChunks = 1024;              // kScanMaxChunks: the chunks of a row
+constexpr int kRadixBits = 5;                 // kScanRadixBits: a unit of the chunks' hierarchy holds 32
 
 // The combines (scan_core.hpp).
 struct Sum {
@@ -195,8 +195,8 @@ __device__ __forceinline__ void row_offsets(const ScanParams& p, long long row, 
 }
 
 // The tree's values: node (k, i) combines the aggregates of tiles [i 2^k, (i + 1) 2^k) of a row; its position
-// among the row's nodes is the count of nodes of the levels below plus i. The chunk path stores the levels
-// up to the chunk's (chunk_shift) there; the levels above live in each block's shared memory.
+// among the row's nodes is the count of nodes of the levels below plus i. The chunk path stores there the
+// levels up to the chunk's (chunk_shift) and the nodes of whole units of 32, 1024, ... chunks above it.
 __device__ __forceinline__ long long node_position(const ScanParams& p, long long row, int k, long long i) {
     long long pos = row * p.row_nodes + i;
     for (int q = 0; q < k; ++q) pos += p.tiles >> q;
@@ -497,37 +497,105 @@ __device__ __forceinline__ void chunk_nodes(const ScanParams& p, long long row, 
     __syncthreads();
 }
 
-// Where level q of the tree over a row's chunk aggregates starts in a block's `tree` (2 kMaxChunks values).
-__device__ __forceinline__ int chunk_level(int q) {
-    return 2 * kMaxChunks - ((2 * kMaxChunks) >> q);
+// The hierarchy over a row's chunks, 32 to a unit: a unit of level 0 is a chunk, one of level h + 1 the 32
+// units of level h it holds; a whole unit of level h (every tile of it exists) is the contract's node
+// N(chunk_shift + 5h, its index). `chunk_levels` levels reach the row: the carry of a chunk folds, for each
+// of them, the nodes of its digits over the units before it among its 32 siblings.
+__device__ __forceinline__ int chunk_levels(long long chunks) {
+    int levels = 0;
+    while ((1ll << (kRadixBits * levels)) < chunks) ++levels;
+    return levels;
+}
+__device__ __forceinline__ long long level_units(long long chunks, int h) {
+    return (chunks + (1ll << (kRadixBits * h)) - 1) >> (kRadixBits * h);
+}
+// A row's words of ScanParams::counters (after the tickets and the blocks done): for each level h below
+// chunk_levels, a flag per unit (set once its node is published), then for each level h from 1, the count of
+// its units' parts that arrived.
+__device__ __forceinline__ long long row_words(long long chunks) {
+    long long n = 0;
+    const int levels = chunk_levels(chunks);
+    for (int h = 0; h < levels; ++h) n += level_units(chunks, h) * (h > 0 ? 2 : 1);
+    return n;
+}
+__device__ __forceinline__ unsigned* unit_flags(const ScanParams& p, long long row, long long chunks, int h) {
+    unsigned* f = p.counters + 2 + row * row_words(chunks);
+    for (int q = 0; q < h; ++q) f += level_units(chunks, q);
+    return f;
+}
+__device__ __forceinline__ unsigned* unit_arrivals(const ScanParams& p, long long row, long long chunks,
+                                                   int h) {
+    unsigned* f = unit_flags(p, row, chunks, chunk_levels(chunks));
+    for (int q = 1; q < h; ++q) f += level_units(chunks, q);
+    return f;
+}
+// Unit i of level h, once published.
+template <class A>
+__device__ __forceinline__ A await_unit(const ScanParams& p, long long row, long long chunks, int h,
+                                        long long i) {
+    const unsigned* flag = unit_flags(p, row, chunks, h) + i;
+    while (load_acquire(flag) == 0u) poll_pause();
+    return __ldcg(static_cast<const A*>(p.nodes) + node_position(p, row, p.chunk_shift + kRadixBits * h, i));
 }
 
-// Chunk b's carry: its aggregate published (when every tile of the chunk exists), the aggregates of the
-// row's chunks before it awaited, their tree built in shared memory, and the nodes of the digits of b (the
-// digits of its tiles' indices from chunk_shift up) folded highest first, by every thread alike.
+// Warp 0 of chunk b, after chunk_nodes: the chunk's node published (when the chunk is whole: a partial one is
+// the row's last, which no chunk waits for); then, level by level, its arrival counted in the unit above,
+// and the block whose part arrives last of the 32 builds that unit's node from them (all published, so it
+// waits for nothing) and publishes it.
+template <class Op, class A>
+__device__ __forceinline__ void publish_units(const ScanParams& p, long long row, long long b,
+                                              long long chunks, int lane) {
+    if (b >= (p.tiles >> p.chunk_shift)) return;
+    const int levels = chunk_levels(chunks);
+    // Thread 0 computed the chunk's node (chunk_nodes), so its release orders that store before the flag's.
+    if (lane == 0) store_release(unit_flags(p, row, chunks, 0) + b, 1u);
+    long long u = b;
+    for (int h = 0; h + 1 < levels; ++h) {
+        unsigned arrived = 0;
+        if (lane == 0) arrived = atomicAdd(unit_arrivals(p, row, chunks, h + 1) + (u >> kRadixBits), 1u);
+        if (__shfl_sync(0xffffffffu, arrived, 0) != 31u) return;
+        u >>= kRadixBits;
+        A v = await_unit<A>(p, row, chunks, h, (u << kRadixBits) + lane);
+        LM_SCAN_UNROLL
+        for (int d = 1; d < 32; d *= 2) {  // the pairwise tree over the 32 parts: N(k, i) = N(2i) + N(2i + 1)
+            const A right = __shfl_down_sync(0xffffffffu, v, d);
+            if ((lane & (2 * d - 1)) == 0) v = Op::template combine<A>(v, right);
+        }
+        if (lane == 0) {
+            static_cast<A*>(p.nodes)[node_position(p, row, p.chunk_shift + kRadixBits * (h + 1), u)] = v;
+            store_release(unit_flags(p, row, chunks, h + 1) + u, 1u);
+        }
+    }
+}
+
+// Warp 0 of chunk b: its carry, the contract's fold of the digits of its tiles' indices from chunk_shift up,
+// highest first. For each level, top down: lane s awaits the s-th of the units before b's among its 32
+// siblings (`d` of them), the pairwise tree over them is built by shuffles, and the node of each digit of d
+// (the units [d with that digit and the lower ones cleared, + 2^digit)) is folded, highest first.
 template <class Op, class A>
 __device__ __forceinline__ Maybe<A> chunk_carry(const ScanParams& p, long long row, long long b,
-                                                long long chunks, A* tree) {
-    const A* const nodes = static_cast<const A*>(p.nodes);
-    unsigned* const flags = p.counters + 2 + row * chunks;
-    const int c = p.chunk_shift;
-    // Thread 0 computed the chunk's node (chunk_nodes), so its release orders that store before the flag's.
-    if (threadIdx.x == 0 && b < (p.tiles >> c)) store_release(flags + b, 1u);
-    const long long level_c = node_position(p, row, c, 0);
-    for (long long i = threadIdx.x; i < b; i += kThreads) {
-        while (load_acquire(flags + i) == 0u) poll_pause();
-        tree[i] = __ldcg(nodes + level_c + i);
-    }
-    for (int q = 1; (b >> q) > 0; ++q) {
-        __syncthreads();  // the level below complete
-        for (long long i = threadIdx.x; i < (b >> q); i += kThreads)
-            tree[chunk_level(q) + i] = Op::template combine<A>(tree[chunk_level(q - 1) + 2 * i],
-                                                               tree[chunk_level(q - 1) + 2 * i + 1]);
-    }
-    __syncthreads();
+                                                long long chunks, int lane) {
     Maybe<A> carry = {A(), false};
-    for (int q = 30; q >= 0; --q)
-        if ((b >> q) & 1) fold<Op>(carry, tree[chunk_level(q) + ((b >> (q + 1)) << 1)]);
+    for (int h = chunk_levels(chunks) - 1; h >= 0; --h) {
+        const int d = (int)((b >> (kRadixBits * h)) & 31);
+        if (d == 0) continue;
+        const long long first = (b >> (kRadixBits * (h + 1))) << kRadixBits;
+        A v = lane < d ? await_unit<A>(p, row, chunks, h, first + lane) : A();
+        A node[kRadixBits];
+        LM_SCAN_UNROLL
+        for (int q = 0; q < kRadixBits; ++q) {
+            if (q > 0) {  // level q: lane l (a multiple of 2^q) holds units [l, l + 2^q) where they are all
+                          // before
+                const A right = __shfl_down_sync(0xffffffffu, v, 1 << (q - 1));
+                if ((lane & ((1 << q) - 1)) == 0 && lane + (1 << q) <= d)
+                    v = Op::template combine<A>(v, right);
+            }
+            node[q] = __shfl_sync(0xffffffffu, v, (d >> (q + 1)) << (q + 1));
+        }
+        LM_SCAN_UNROLL
+        for (int q = kRadixBits - 1; q >= 0; --q)
+            if ((d >> q) & 1) fold<Op>(carry, node[q]);
+    }
     return carry;
 }
 
@@ -591,7 +659,8 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     __shared__ unsigned ticket;
     __shared__ int last;
     __shared__ A totals[2][kWarps];
-    __shared__ A tree[2 * kMaxChunks];
+    __shared__ A high_value;
+    __shared__ int high_present;
     if (threadIdx.x == 0) ticket = atomicAdd(p.counters, 1u);
     __syncthreads();
     const int c = p.chunk_shift;
@@ -602,8 +671,16 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     row_offsets(p, row, in_row, out_row);
     chunk_aggregates<Op, In, A>(p, io, row, in_row, j0, j1, totals);
     chunk_nodes<Op, A>(p, row, b);
-    const Maybe<A> high = chunk_carry<Op, A>(p, row, b, chunks, tree);
-    tile_carries<Op, A>(p, row, j0, j1, high);
+    if (threadIdx.x < 32) {
+        publish_units<Op, A>(p, row, b, chunks, (int)threadIdx.x);
+        const Maybe<A> carry = chunk_carry<Op, A>(p, row, b, chunks, (int)threadIdx.x);
+        if (threadIdx.x == 0) {
+            high_value = carry.v;
+            high_present = carry.has ? 1 : 0;
+        }
+    }
+    __syncthreads();
+    tile_carries<Op, A>(p, row, j0, j1, Maybe<A>{high_value, high_present != 0});
     chunk_scans<Op, In, A, Out, kExclusive>(p, io, row, in_row, out_row, j0, j1, totals);
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -613,8 +690,8 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     __syncthreads();
     if (last) {
         __threadfence();
-        const long long flags = p.rows * chunks;
-        for (long long i = threadIdx.x; i < flags; i += kThreads) p.counters[2 + i] = 0u;
+        const long long words = p.rows * row_words(chunks);
+        for (long long i = threadIdx.x; i < words; i += kThreads) p.counters[2 + i] = 0u;
         if (threadIdx.x == 0) {
             p.counters[0] = 0u;
             p.counters[1] = 0u;

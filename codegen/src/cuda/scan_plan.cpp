@@ -74,6 +74,18 @@ std::int64_t PlannedScan::chunks() const {
     return (tiles() + (std::int64_t{1} << chunk_shift) - 1) >> chunk_shift;
 }
 
+std::int64_t PlannedScan::counter_words() const {
+    const std::int64_t n = chunks();
+    auto units = [&](int h) {
+        return (n + (std::int64_t{1} << (kScanRadixBits * h)) - 1) >> (kScanRadixBits * h);
+    };
+    int levels = 0;
+    while ((std::int64_t{1} << (kScanRadixBits * levels)) < n) ++levels;
+    std::int64_t words = 0;
+    for (int h = 0; h < levels; ++h) words += units(h) * (h > 0 ? 2 : 1);
+    return words;
+}
+
 std::uint64_t ScanPlan::hash() const {
     Hasher h;
     h.add(0x7363616e00000001ull);
@@ -131,9 +143,10 @@ std::string ScanPlan::to_string() const {
                    : fmt::format("{} warps per row of at most {} elements, {} rows per block (no carry)",
                                  row_warps, row_warps * 32 * ir::kScanThreadElements, 8 / row_warps))
             : fmt::format("chunks of tiles, a block per chunk in launch order (a counter): its tiles' "
-                          "aggregates and the chunk's nodes of the pairwise tree, the earlier chunks' "
-                          "aggregates (release / acquire), then its tiles' scans with their carries (the "
-                          "operand read twice); {} blocks per multiprocessor",
+                          "aggregates and the chunk's nodes of the pairwise tree, published (the last of 32 "
+                          "chunks to publish builds their node, and so on up), the nodes before it from "
+                          "earlier chunks (release / acquire), then its tiles again (from the L2 cache) and "
+                          "their scans with their carries; {} blocks per multiprocessor",
                           blocks_per_sm),
         threads, ir::kScanThreadElements, ir::kScanTile, fused_text(*this));
 }
@@ -287,8 +300,9 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const Dev
     if (p.path == ScanPath::Tree) {
         p.blocks_per_sm = itemsize(p.acc) == 4 && p.op != ir::Op::LogCumSumExp ? 4 : 3;
         const std::int64_t wave = std::max<std::int64_t>(device.sm_count, 1) * p.blocks_per_sm;
-        while (ps.chunks() > kScanMaxChunks || (ps.chunks() > 1 && ps.rows() * ps.chunks() > wave))
-            ++ps.chunk_shift;
+        const std::int64_t tile_bytes = ir::kScanTile * static_cast<std::int64_t>(itemsize(p.in));
+        while ((tile_bytes << (ps.chunk_shift + 1)) <= kScanChunkBytes && ps.chunks() > 1) ++ps.chunk_shift;
+        while (ps.chunk_shift > 0 && ps.rows() * ps.chunks() < wave) --ps.chunk_shift;
     }
     return ps;
 }

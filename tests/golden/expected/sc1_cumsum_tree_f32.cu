@@ -1,6 +1,6 @@
 // ---- Loom scan kernel cumsum (from "cumsum") ----
 // cumsum of float32 -> float32, accumulated in float32
-// path: chunks of tiles, a block per chunk in launch order (a counter): its tiles' aggregates and the chunk's nodes of the pairwise tree, the earlier chunks' aggregates (release / acquire), then its tiles' scans with their carries (the operand read twice); 4 blocks per multiprocessor
+// path: chunks of tiles, a block per chunk in launch order (a counter): its tiles' aggregates and the chunk's nodes of the pairwise tree, published (the last of 32 chunks to publish builds their node, and so on up), the nodes before it from earlier chunks (release / acquire), then its tiles again (from the L2 cache) and their scans with their carries; 4 blocks per multiprocessor
 // block: 256 threads of 8 elements (a tile of 2048): thread totals, Kogge-Stone over lanes (shuffles) and over warps (shared memory), the thread prefixes, the outputs
 // entry point: cumsum (loads and stores in whole 16-byte pieces or by elements: the parameters `vector_in`, `vector_out`)
 

@@ -25,17 +25,20 @@ namespace loom::codegen {
 /// per block: no warp scan, no carry. Tile: a row of at most one tile (kScanTile elements) per block, no
 /// carry. Tree: rows of several tiles, cut into chunks of 2^chunk_shift consecutive tiles, a block per chunk
 /// taking its index from a counter in launch order: it reads its tiles for their aggregates and builds the
-/// chunk's part of the contract's pairwise tree, takes the aggregates of the row's earlier chunks, then
-/// reads its tiles again and scans them with their carries (two reads of the operand, one write).
+/// chunk's part of the contract's pairwise tree, publishes it (the last of 32 chunks to publish builds their
+/// node, and so on up), takes the nodes before it from earlier chunks, then reads its tiles again (from the
+/// L2 cache) and scans them with their carries.
 enum class ScanPath : std::uint8_t { Warp, Tile, Tree };
 /// "warp", "tile", "tree".
 const char* scan_path_name(ScanPath p);
 
 /// The axes besides the scanned one that a scan kernel indexes (more must merge into these).
 inline constexpr int kScanOuterAxes = 6;
-/// The tree path's chunks per row at most (scan.cuh's kMaxChunks: a block folds the earlier chunks'
-/// aggregates in shared memory).
-inline constexpr std::int64_t kScanMaxChunks = 1024;
+/// The tree path's chunk: about this many bytes of operand, which its block reads twice, the second time
+/// from the L2 cache while the blocks in flight hold a few tens of MiB.
+inline constexpr std::int64_t kScanChunkBytes = 32 * 1024;
+/// The tree path's hierarchy over a row's chunks: 2^kScanRadixBits units to a unit (scan.cuh's kRadixBits).
+inline constexpr int kScanRadixBits = 5;
 
 /// What the kernel's code depends on (the cache key): the op, the dtypes, exclusive, the path.
 struct ScanPlan {
@@ -90,8 +93,9 @@ struct PlannedScan {
     std::vector<std::int64_t> outer;      // the other axes' extents (merged), outermost first
     std::vector<std::int64_t> in_outer;   // their strides in the operand
     std::vector<std::int64_t> out_outer;  // and in the result
-    /// The tree path: a chunk is 2^chunk_shift consecutive tiles of a row, the fewest that leave one wave of
-    /// blocks (ScanPlan::blocks_per_sm per multiprocessor) and at most kScanMaxChunks chunks per row.
+    /// The tree path: a chunk is 2^chunk_shift consecutive tiles of a row: about kScanChunkBytes of operand,
+    /// fewer where that would leave less than a wave of blocks (ScanPlan::blocks_per_sm per multiprocessor),
+    /// at most the row.
     int chunk_shift = 0;
     bool operator==(const PlannedScan& o) const {
         return plan == o.plan && in_offset == o.in_offset && length == o.length && in_step == o.in_step &&
@@ -101,6 +105,9 @@ struct PlannedScan {
     std::int64_t rows() const;
     std::int64_t tiles() const;   // per row
     std::int64_t chunks() const;  // per row, the tree path's
+    /// The tree path's counter words per row: a flag per unit of each level of the hierarchy over the chunks
+    /// below the row's, and an arrival count per unit of each level from 1 (scan.cuh's row_words).
+    std::int64_t counter_words() const;
 };
 
 /// The accumulator dtype of a scan of `in` giving `out`.
