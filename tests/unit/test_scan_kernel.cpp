@@ -204,14 +204,16 @@ Tensor run_simulated(const Array& y, const Tensor& input, EntryOf entry_of,
     void* outs[] = {out.data()};
     const codegen::KernelPointers kp{ins, outs};
     const codegen::LaunchNeeds needs = codegen::GpuFamily<codegen::PlannedScan>::needs(s, kp);
-    std::vector<unsigned> counters(static_cast<std::size_t>(needs.counters), 0u);
+    // A canary word past the counters the family asked for: the kernel must not touch it.
+    std::vector<unsigned> counters(static_cast<std::size_t>(needs.counters) + 1, 0u);
+    counters.back() = 0xC0FFEEu;
     std::vector<std::vector<double>> workspaces;
     std::vector<void*> workspace_pointers;
     for (std::size_t bytes : needs.workspaces) {
         workspaces.emplace_back(bytes / 8 + 1);
         workspace_pointers.push_back(workspaces.back().data());
     }
-    const codegen::LaunchScratch scratch{counters.empty() ? nullptr : counters.data(), workspace_pointers};
+    const codegen::LaunchScratch scratch{needs.counters == 0 ? nullptr : counters.data(), workspace_pointers};
     std::vector<std::byte> params(needs.param_bytes);
     const codegen::BoundLaunch b = codegen::GpuFamily<codegen::PlannedScan>::bind(s, kp, scratch, params);
     lm::ScanParams sp;
@@ -238,6 +240,8 @@ Tensor run_simulated(const Array& y, const Tensor& input, EntryOf entry_of,
             });
         for (std::thread& t : threads) t.join();
     }
+    CHECK_MESSAGE(counters.back() == 0xC0FFEEu, "the kernel writes no counter past those it asked for");
+    counters.pop_back();
     bool zero = true;
     for (unsigned c : counters) zero = zero && c == 0u;
     CHECK_MESSAGE(zero, "the kernel leaves its counters zero");
@@ -379,6 +383,7 @@ TEST_CASE("scan kernel (simulated): rows of several chunks, the last partial, an
         {2, 9 * 2048 + 100, &one, 2, 3},  // two rows of 4, 4 and 2 tiles
         {3, 4 * 2048, &one, 1, 2},        //
         {1, 40 * 2048 - 5, &ten, 0, 40},  // a unit of 32 chunks, built by chunk 31, before chunks 32 to 39
+        {5, 3 * 2048 + 1, &one, 2, 1},    // rows of one chunk: no flags, no carry
     };
     for (const Case& c : cases) {
         const Tensor x = testing::random_tensor({c.rows, c.length}, DType::Float32,

@@ -538,15 +538,15 @@ __device__ __forceinline__ A await_unit(const ScanParams& p, long long row, long
     return __ldcg(static_cast<const A*>(p.nodes) + node_position(p, row, p.chunk_shift + kRadixBits * h, i));
 }
 
-// Warp 0 of chunk b, after chunk_nodes: the chunk's node published (when the chunk is whole: a partial one is
-// the row's last, which no chunk waits for); then, level by level, its arrival counted in the unit above,
-// and the block whose part arrives last of the 32 builds that unit's node from them (all published, so it
-// waits for nothing) and publishes it.
+// Warp 0 of chunk b, after chunk_nodes: the chunk's node published (when the row has several chunks and this
+// one is whole: a partial one is the row's last, which no chunk waits for); then, level by level, its arrival
+// counted in the unit above, and the block whose part arrives last of the 32 builds that unit's node from
+// them (all published, so it waits for nothing) and publishes it.
 template <class Op, class A>
 __device__ __forceinline__ void publish_units(const ScanParams& p, long long row, long long b,
                                               long long chunks, int lane) {
-    if (b >= (p.tiles >> p.chunk_shift)) return;
     const int levels = chunk_levels(chunks);
+    if (levels == 0 || b >= (p.tiles >> p.chunk_shift)) return;  // a row of one chunk has no flags
     // Thread 0 computed the chunk's node (chunk_nodes), so its release orders that store before the flag's.
     if (lane == 0) store_release(unit_flags(p, row, chunks, 0) + b, 1u);
     long long u = b;
