@@ -188,6 +188,26 @@ Entry entry_for(const codegen::ScanPlan& p, Io io = Io()) {
                : Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, true, 8, Io>(s, io); });
 }
 
+// Runs `body` as block `block` of 256 simulated threads: __syncthreads a barrier of the block, each warp's
+// shuffles an exchange among its 32.
+void run_block(unsigned block, const std::function<void()>& body) {
+    std::barrier<> block_barrier(256);
+    std::vector<std::unique_ptr<std::barrier<>>> warps;
+    for (int w = 0; w < 8; ++w) {
+        warps.push_back(std::make_unique<std::barrier<>>(32));
+        sim::warp_barriers[w] = warps.back().get();
+    }
+    sim::block_barrier = &block_barrier;
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 256; ++t)
+        threads.emplace_back([&, t] {
+            sim::thread_index.x = t;
+            sim::block_index.x = block;
+            body();
+        });
+    for (std::thread& t : threads) t.join();
+}
+
 // Runs the one scan kernel of `y`'s GPU plan for `device` on host threads, reading `input` (the tensor of y's
 // one input, a view or not) and writing a new contiguous output; checks that the counters are left zero.
 template <class EntryOf>
@@ -223,23 +243,8 @@ Tensor run_simulated(const Array& y, const Tensor& input, EntryOf entry_of,
     REQUIRE((b.config.grid_x == 0 || b.config.block_x == 256));
     const Entry entry = entry_of(s.plan, out);
     sim::grid.x = b.config.grid_x;
-    for (unsigned block = 0; block < b.config.grid_x; ++block) {  // launch order
-        std::barrier<> block_barrier(256);
-        std::vector<std::unique_ptr<std::barrier<>>> warps;
-        for (int w = 0; w < 8; ++w) {
-            warps.push_back(std::make_unique<std::barrier<>>(32));
-            sim::warp_barriers[w] = warps.back().get();
-        }
-        sim::block_barrier = &block_barrier;
-        std::vector<std::thread> threads;
-        for (unsigned t = 0; t < 256; ++t)
-            threads.emplace_back([&, t] {
-                sim::thread_index.x = t;
-                sim::block_index.x = block;
-                entry(sp);
-            });
-        for (std::thread& t : threads) t.join();
-    }
+    for (unsigned block = 0; block < b.config.grid_x; ++block)  // launch order
+        run_block(block, [&] { entry(sp); });
     CHECK_MESSAGE(counters.back() == 0xC0FFEEu, "the kernel writes no counter past those it asked for");
     counters.pop_back();
     bool zero = true;
@@ -440,19 +445,6 @@ float contract_carry(const std::vector<std::vector<float>>& levels, std::int64_t
     return c;
 }
 
-// Runs `body` on one simulated block of 256 threads (barriers; no shuffles).
-void run_block(const std::function<void()>& body) {
-    std::barrier<> block_barrier(256);
-    sim::block_barrier = &block_barrier;
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < 256; ++t)
-        threads.emplace_back([&, t] {
-            sim::thread_index.x = t;
-            body();
-        });
-    for (std::thread& t : threads) t.join();
-}
-
 }  // namespace
 
 // The carry side of a chunk, for tiles far past the kernel tests above: chunk_nodes, then warp 0's
@@ -477,12 +469,12 @@ TEST_CASE("scan kernel (simulated): a chunk's nodes, units and tiles' carries fo
     sp.rows = 1;
     sp.tiles = tiles;
     sp.chunk_shift = shift;
-    for (int k = 0; (tiles >> k) > 0; ++k) sp.row_nodes += tiles >> k;
-    const int unit_levels = lm::scan::chunk_levels(chunks);
+    sp.row_nodes = loom::ir::scanc::row_nodes(tiles);
+    const int unit_levels = lm::scanc::chunk_levels(chunks);
     REQUIRE(unit_levels == 4);
     std::vector<float> nodes(static_cast<std::size_t>(sp.row_nodes));
     std::vector<float> carries(static_cast<std::size_t>(tiles));
-    std::vector<unsigned> counters(static_cast<std::size_t>(2 + lm::scan::row_words(chunks)));
+    std::vector<unsigned> counters(static_cast<std::size_t>(2 + lm::scanc::row_words(chunks)));
     sp.counters = counters.data();
     sp.nodes = nodes.data();
     sp.carries = carries.data();
@@ -523,10 +515,8 @@ TEST_CASE("scan kernel (simulated): a chunk's nodes, units and tiles' carries fo
         }
         std::fill(carries.begin(), carries.end(), std::nanf(""));
         const std::int64_t j0 = b << shift, j1 = std::min(j0 + (std::int64_t{1} << shift), tiles);
-        std::barrier<> warp(32);
-        sim::warp_barriers[0] = &warp;
         lm::scan::Maybe<float> high{};
-        run_block([&] {
+        run_block(0, [&] {
             lm::scan::chunk_nodes<lm::scan::Sum, float>(sp, 0, b);
             if (sim::thread_index.x < 32) {
                 const int lane = static_cast<int>(sim::thread_index.x);

@@ -12,6 +12,7 @@
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
+#include "loom/ir/scan_core.hpp"
 
 namespace loom::codegen {
 
@@ -58,13 +59,6 @@ std::string fused_nodes(const std::vector<ir::NodePtr>& outputs, const char* non
     for (const ir::Node* n : ir::topo_order(outputs))
         if (ir::is_elementwise(n->op())) s += fmt::format(" {}", where_of(*n));
     return s.empty() ? std::string(none) : s;
-}
-
-// The tree nodes of a row of `tiles` tiles: tiles >> k complete nodes at each level k.
-std::int64_t row_nodes(std::int64_t tiles) {
-    std::int64_t n = 0;
-    for (std::int64_t t = tiles; t > 0; t >>= 1) n += t;
-    return n;
 }
 
 // The bits of the exclusive scan's identity (ir::scan_identity) in the accumulator's type
@@ -139,7 +133,7 @@ LaunchNeeds GpuFamily<PlannedScan>::needs(const PlannedScan& s, KernelPointers) 
     n.param_bytes = scan_param_layout(s.plan).size;
     if (s.plan.path == ScanPath::Tree && s.rows() > 0) {
         n.counters = 2 + s.rows() * s.counter_words();  // the tickets, the blocks done, the hierarchy's
-        n.workspaces.push_back(static_cast<std::size_t>(s.rows() * row_nodes(s.tiles())) *
+        n.workspaces.push_back(static_cast<std::size_t>(s.rows() * ir::scanc::row_nodes(s.tiles())) *
                                itemsize(s.plan.acc));  // the nodes
         n.workspaces.push_back(static_cast<std::size_t>(s.rows() * s.tiles()) *
                                itemsize(s.plan.acc));  // carries
@@ -187,7 +181,7 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     sp.in_step = s.in_step;
     sp.out_step = s.out_step;
     sp.tiles = s.tiles();
-    sp.row_nodes = row_nodes(sp.tiles);
+    sp.row_nodes = ir::scanc::row_nodes(sp.tiles);
     sp.identity = identity_bits(plan);
     sp.vector_in = !plan.prologue && pieces(sp.in, s.in_step, s.in_outer, plan.in) ? 1 : 0;
     bool out_pieces = !plan.exclusive && !plan.epilogue;

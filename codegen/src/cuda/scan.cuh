@@ -34,8 +34,8 @@ namespace scan {
 constexpr int kThreads = 256;  // kScanThreads
 constexpr int kPerThread = 8;  // kScanThreadElements
 constexpr int kWarps = kThreads / 32;
-constexpr int kTile = kThreads * kPerThread;  // kScanTile
-constexpr int kRadixBits = 5;                 // kScanRadixBits: a unit of the chunks' hierarchy holds 32
+constexpr int kTile = kThreads * kPerThread;        // kScanTile
+constexpr int kRadixBits = scanc::kChunkRadixBits;  // a unit of the chunks' hierarchy holds 32
 
 // The combines (scan_core.hpp).
 struct Sum {
@@ -449,34 +449,58 @@ __device__ __forceinline__ TileSpan tile_span(const ScanParams& p, long long j) 
     return s;
 }
 
-// Pass 1 over a chunk: each of tiles [j0, j1) of `row` in turn, steps 1 to 3 and its aggregate (step 6),
-// stored by thread 0 as the tile's node of level 0. One barrier per tile: the warp totals of consecutive
-// tiles go to alternate buffers of `totals`, so a tile's stores never meet the previous tile's reads.
-template <class Op, class In, class A, class Io>
-__device__ __forceinline__ void chunk_aggregates(const ScanParams& p, const Io& io, long long row,
-                                                 long long in_row, long long j0, long long j1,
-                                                 A (*totals)[kWarps]) {
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    A* const nodes = static_cast<A*>(p.nodes) + node_position(p, row, 0, 0);
+// The chunk path's walk over tiles [j0, j1) of a row: `body(j, span, values)` for each in turn, the next
+// tile's loads issued before the current tile's work so that they are in flight meanwhile.
+template <class In, class A, class Io, class Body>
+__device__ __forceinline__ void each_tile(const ScanParams& p, const Io& io, long long in_row, long long j0,
+                                          long long j1, Body body) {
     A v[kPerThread], next[kPerThread];
     TileSpan s = tile_span(p, j0);
     load_values<In>(p, io, in_row, s.first, s.count, v);
     for (long long j = j0; j < j1; ++j) {
         const TileSpan n = tile_span(p, j + 1);
-        if (j + 1 < j1) load_values<In>(p, io, in_row, n.first, n.count, next);  // in flight meanwhile
-        const A x = lane_scan<Op, A>(values_total<Op>(v, s.count), lane, s.count);
-        A* const buf = totals[j & 1];
-        if (s.count > 0 && (lane == 31 || (int)threadIdx.x == s.threads - 1)) buf[w] = x;
-        __syncthreads();
-        if (w == 0) {
-            const A scanned = warp_scan_of<Op, A, kWarps>(buf, lane, s.warps);
-            const A aggregate = __shfl_sync(0xffffffffu, scanned, s.warps - 1);
-            if (lane == 0) nodes[j] = aggregate;
-        }
+        if (j + 1 < j1) load_values<In>(p, io, in_row, n.first, n.count, next);
+        body(j, s, v);
         LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i) v[i] = next[i];
         s = n;
     }
+}
+
+// Steps 1 to 3 of the chunk path's tile j from its loaded values: the thread's lane scan value X_t, and in
+// every warp the warp scan over the tile's warp totals (lane w ends with W_w; each warp takes the same steps,
+// so the same bits). One barrier per tile: the warp totals of consecutive tiles go to alternate buffers of
+// `totals`, so a tile's stores never meet the previous tile's reads.
+template <class A>
+struct TileScan {
+    A lane;   // X_t
+    A warps;  // W_(lane) of the warp scan
+};
+template <class Op, class A>
+__device__ __forceinline__ TileScan<A> tile_scan(const A (&v)[kPerThread], const TileSpan& s, long long j,
+                                                 A (*totals)[kWarps]) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    TileScan<A> r;
+    r.lane = lane_scan<Op, A>(values_total<Op>(v, s.count), lane, s.count);
+    A* const buf = totals[j & 1];
+    if (s.count > 0 && (lane == 31 || (int)threadIdx.x == s.threads - 1)) buf[w] = r.lane;
+    __syncthreads();
+    r.warps = warp_scan_of<Op, A, kWarps>(buf, lane, s.warps);
+    return r;
+}
+
+// Pass 1 over a chunk: each tile's aggregate (step 6: W of its last present warp), stored by thread 0 as the
+// tile's node of level 0.
+template <class Op, class In, class A, class Io>
+__device__ __forceinline__ void chunk_aggregates(const ScanParams& p, const Io& io, long long row,
+                                                 long long in_row, long long j0, long long j1,
+                                                 A (*totals)[kWarps]) {
+    A* const nodes = static_cast<A*>(p.nodes) + node_position(p, row, 0, 0);
+    each_tile<In, A>(p, io, in_row, j0, j1, [&](long long j, const TileSpan& s, A(&v)[kPerThread]) {
+        const TileScan<A> t = tile_scan<Op, A>(v, s, j, totals);
+        const A aggregate = __shfl_sync(0xffffffffu, t.warps, s.warps - 1);
+        if (threadIdx.x == 0) nodes[j] = aggregate;
+    });
 }
 
 // The chunk's nodes of levels 1 to chunk_shift (step 7's tree), each of two nodes of the level below:
@@ -497,36 +521,19 @@ __device__ __forceinline__ void chunk_nodes(const ScanParams& p, long long row, 
     __syncthreads();
 }
 
-// The hierarchy over a row's chunks, 32 to a unit: a unit of level 0 is a chunk, one of level h + 1 the 32
-// units of level h it holds; a whole unit of level h (every tile of it exists) is the contract's node
-// N(chunk_shift + 5h, its index). `chunk_levels` levels reach the row: the carry of a chunk folds, for each
-// of them, the nodes of its digits over the units before it among its 32 siblings.
-__device__ __forceinline__ int chunk_levels(long long chunks) {
-    int levels = 0;
-    while ((1ll << (kRadixBits * levels)) < chunks) ++levels;
-    return levels;
-}
-__device__ __forceinline__ long long level_units(long long chunks, int h) {
-    return (chunks + (1ll << (kRadixBits * h)) - 1) >> (kRadixBits * h);
-}
-// A row's words of ScanParams::counters (after the tickets and the blocks done): for each level h below
-// chunk_levels, a flag per unit (set once its node is published), then for each level h from 1, the count of
-// its units' parts that arrived.
-__device__ __forceinline__ long long row_words(long long chunks) {
-    long long n = 0;
-    const int levels = chunk_levels(chunks);
-    for (int h = 0; h < levels; ++h) n += level_units(chunks, h) * (h > 0 ? 2 : 1);
-    return n;
-}
+// The hierarchy over a row's chunks (scan_core.hpp's chunk_levels, level_units, row_words): a whole unit of
+// level h (every tile of it exists) is the contract's node N(chunk_shift + 5h, its index). The carry of a
+// chunk folds, for each level, the nodes of its digits over the units before it among its 32 siblings.
+// Where a row's flags of level h, and its arrival counts of level h >= 1, start in ScanParams::counters.
 __device__ __forceinline__ unsigned* unit_flags(const ScanParams& p, long long row, long long chunks, int h) {
-    unsigned* f = p.counters + 2 + row * row_words(chunks);
-    for (int q = 0; q < h; ++q) f += level_units(chunks, q);
+    unsigned* f = p.counters + 2 + row * scanc::row_words(chunks);
+    for (int q = 0; q < h; ++q) f += scanc::level_units(chunks, q);
     return f;
 }
 __device__ __forceinline__ unsigned* unit_arrivals(const ScanParams& p, long long row, long long chunks,
                                                    int h) {
-    unsigned* f = unit_flags(p, row, chunks, chunk_levels(chunks));
-    for (int q = 1; q < h; ++q) f += level_units(chunks, q);
+    unsigned* f = unit_flags(p, row, chunks, scanc::chunk_levels(chunks));
+    for (int q = 1; q < h; ++q) f += scanc::level_units(chunks, q);
     return f;
 }
 // Unit i of level h, once published.
@@ -545,7 +552,7 @@ __device__ __forceinline__ A await_unit(const ScanParams& p, long long row, long
 template <class Op, class A>
 __device__ __forceinline__ void publish_units(const ScanParams& p, long long row, long long b,
                                               long long chunks, int lane) {
-    const int levels = chunk_levels(chunks);
+    const int levels = scanc::chunk_levels(chunks);
     if (levels == 0 || b >= (p.tiles >> p.chunk_shift)) return;  // a row of one chunk has no flags
     // Thread 0 computed the chunk's node (chunk_nodes), so its release orders that store before the flag's.
     if (lane == 0) store_release(unit_flags(p, row, chunks, 0) + b, 1u);
@@ -576,7 +583,7 @@ template <class Op, class A>
 __device__ __forceinline__ Maybe<A> chunk_carry(const ScanParams& p, long long row, long long b,
                                                 long long chunks, int lane) {
     Maybe<A> carry = {A(), false};
-    for (int h = chunk_levels(chunks) - 1; h >= 0; --h) {
+    for (int h = scanc::chunk_levels(chunks) - 1; h >= 0; --h) {
         const int d = (int)((b >> (kRadixBits * h)) & 31);
         if (d == 0) continue;
         const long long first = (b >> (kRadixBits * (h + 1))) << kRadixBits;
@@ -616,40 +623,25 @@ __device__ __forceinline__ void tile_carries(const ScanParams& p, long long row,
     __syncthreads();
 }
 
-// Pass 2 over a chunk: each of tiles [j0, j1) in turn, steps 1 to 5 with the tile's carry, then its stores.
-// Every warp scans the warp totals itself (the same steps, so the same bits), which leaves one barrier per
-// tile.
+// Pass 2 over a chunk: each tile's steps 1 to 5 with its carry, then its stores.
 template <class Op, class In, class A, class Out, bool kExclusive, class Io>
 __device__ __forceinline__ void chunk_scans(const ScanParams& p, const Io& io, long long row,
                                             long long in_row, long long out_row, long long j0, long long j1,
                                             A (*totals)[kWarps]) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const A* const carries = static_cast<const A*>(p.carries) + row * p.tiles;
-    A v[kPerThread], next[kPerThread];
-    TileSpan s = tile_span(p, j0);
-    load_values<In>(p, io, in_row, s.first, s.count, v);
-    for (long long j = j0; j < j1; ++j) {
-        const TileSpan n = tile_span(p, j + 1);
-        if (j + 1 < j1) load_values<In>(p, io, in_row, n.first, n.count, next);  // in flight meanwhile
+    each_tile<In, A>(p, io, in_row, j0, j1, [&](long long j, const TileSpan& s, A(&v)[kPerThread]) {
         const A carry = __ldcg(carries + j);
-        const A x = lane_scan<Op, A>(values_total<Op>(v, s.count), lane, s.count);
-        const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
-        A* const buf = totals[j & 1];
-        if (s.count > 0 && (lane == 31 || (int)threadIdx.x == s.threads - 1)) buf[w] = x;
-        __syncthreads();
-        const A scanned = warp_scan_of<Op, A, kWarps>(buf, lane, s.warps);
-        const A previous_warp = __shfl_sync(0xffffffffu, scanned, w > 0 ? w - 1 : 0);
-        if (s.count > 0) {
-            Maybe<A> prefix = {carry, j > 0};
-            if (w > 0) fold<Op>(prefix, previous_warp);
-            if (lane > 0) fold<Op>(prefix, previous_lane);
-            thread_outputs<Op, A>(prefix, s.count, v);
-            store_all<A, Out, kExclusive>(p, io, out_row, v, s.first, s.count);
-        }
-        LM_SCAN_UNROLL
-        for (int i = 0; i < kPerThread; ++i) v[i] = next[i];
-        s = n;
-    }
+        const TileScan<A> t = tile_scan<Op, A>(v, s, j, totals);
+        const A previous_lane = __shfl_up_sync(0xffffffffu, t.lane, 1);
+        const A previous_warp = __shfl_sync(0xffffffffu, t.warps, w > 0 ? w - 1 : 0);
+        if (s.count == 0) return;
+        Maybe<A> prefix = {carry, j > 0};
+        if (w > 0) fold<Op>(prefix, previous_warp);
+        if (lane > 0) fold<Op>(prefix, previous_lane);
+        thread_outputs<Op, A>(prefix, s.count, v);
+        store_all<A, Out, kExclusive>(p, io, out_row, v, s.first, s.count);
+    });
 }
 
 // A block of the chunk path: its ticket's chunk read twice (its tiles' aggregates, then their scans) around
@@ -690,7 +682,7 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     __syncthreads();
     if (last) {
         __threadfence();
-        const long long words = p.rows * row_words(chunks);
+        const long long words = p.rows * scanc::row_words(chunks);
         for (long long i = threadIdx.x; i < words; i += kThreads) p.counters[2 + i] = 0u;
         if (threadIdx.x == 0) {
             p.counters[0] = 0u;

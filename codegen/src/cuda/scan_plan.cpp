@@ -9,6 +9,7 @@
 #include "loom/ir/error.hpp"
 #include "loom/ir/graph.hpp"
 #include "loom/ir/hash.hpp"
+#include "loom/ir/scan_core.hpp"
 #include "loom/ir/view.hpp"
 
 namespace loom::codegen {
@@ -75,15 +76,7 @@ std::int64_t PlannedScan::chunks() const {
 }
 
 std::int64_t PlannedScan::counter_words() const {
-    const std::int64_t n = chunks();
-    auto units = [&](int h) {
-        return (n + (std::int64_t{1} << (kScanRadixBits * h)) - 1) >> (kScanRadixBits * h);
-    };
-    int levels = 0;
-    while ((std::int64_t{1} << (kScanRadixBits * levels)) < n) ++levels;
-    std::int64_t words = 0;
-    for (int h = 0; h < levels; ++h) words += units(h) * (h > 0 ? 2 : 1);
-    return words;
+    return ir::scanc::row_words(chunks());
 }
 
 std::uint64_t ScanPlan::hash() const {

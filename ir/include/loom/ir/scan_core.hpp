@@ -130,6 +130,33 @@ LOOM_SCAN_FN double log_add_exp(double a, double b) {
     return rng::add(m, rng::log_f64(rng::add(1.0, exp_nonpositive_f64(rng::sub(n, m)))));
 }
 
+// The layout of the GPU's tree path (codegen/src/cuda/scan.cuh), here so that the host sizes the counters and
+// nodes it allocates from the same functions the kernel indexes them with. A row of `tiles` tiles has
+// row_nodes(tiles) tree nodes (tiles >> k complete ones at each level k). Its chunks form a hierarchy, 32 to
+// a unit: a unit of level 0 is a chunk, one of level h + 1 the 32 units of level h it holds; chunk_levels
+// levels reach the row. row_words counts the row's counter words: a flag per unit of each level below
+// chunk_levels, then an arrival count per unit of each level from 1.
+constexpr int kChunkRadixBits = 5;
+LOOM_SCAN_FN long long row_nodes(long long tiles) {
+    long long n = 0;
+    for (long long t = tiles; t > 0; t >>= 1) n += t;
+    return n;
+}
+LOOM_SCAN_FN int chunk_levels(long long chunks) {
+    int levels = 0;
+    while ((1ll << (kChunkRadixBits * levels)) < chunks) ++levels;
+    return levels;
+}
+LOOM_SCAN_FN long long level_units(long long chunks, int h) {
+    return (chunks + (1ll << (kChunkRadixBits * h)) - 1) >> (kChunkRadixBits * h);
+}
+LOOM_SCAN_FN long long row_words(long long chunks) {
+    long long n = 0;
+    const int levels = chunk_levels(chunks);
+    for (int h = 0; h < levels; ++h) n += level_units(chunks, h) * (h > 0 ? 2 : 1);
+    return n;
+}
+
 }  // namespace scanc
 }  // namespace lm (CUDA) or loom::ir (host)
 

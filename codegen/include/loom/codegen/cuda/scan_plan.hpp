@@ -37,8 +37,6 @@ inline constexpr int kScanOuterAxes = 6;
 /// The tree path's chunk: about this many bytes of operand, which its block reads twice, the second time
 /// from the L2 cache while the blocks in flight hold a few tens of MiB.
 inline constexpr std::int64_t kScanChunkBytes = 32 * 1024;
-/// The tree path's hierarchy over a row's chunks: 2^kScanRadixBits units to a unit (scan.cuh's kRadixBits).
-inline constexpr int kScanRadixBits = 5;
 
 /// What the kernel's code depends on (the cache key): the op, the dtypes, exclusive, the path.
 struct ScanPlan {
@@ -105,8 +103,8 @@ struct PlannedScan {
     std::int64_t rows() const;
     std::int64_t tiles() const;   // per row
     std::int64_t chunks() const;  // per row, the tree path's
-    /// The tree path's counter words per row: a flag per unit of each level of the hierarchy over the chunks
-    /// below the row's, and an arrival count per unit of each level from 1 (scan.cuh's row_words).
+    /// The tree path's counter words per row (loom/ir/scan_core.hpp's row_words, which the kernel indexes
+    /// them by): a flag per unit of the hierarchy over the chunks, an arrival count per unit above a chunk.
     std::int64_t counter_words() const;
 };
 
