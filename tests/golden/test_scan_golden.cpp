@@ -34,7 +34,7 @@ TEST_CASE("golden: a float32 cumsum over rows of many tiles is one single-pass k
     const Tensor x = Tensor::host({4, 3 * 2048 + 5}, float32);
     const auto ks = compile_plan({cumsum(x, 1)});
     REQUIRE(ks.size() == 1);
-    CHECK(ks[0].kernel.find("lm::scan::scan_kernel<lm::scan::Sum, float, float, float, false, true>") !=
+    CHECK(ks[0].kernel.find("lm::scan::scan_kernel<lm::scan::Sum, float, float, float, false, true, 8, 4>") !=
           std::string::npos);
     golden::check_text("sc1_cumsum_tree_f32", ks[0].kernel);
 }
@@ -62,7 +62,7 @@ TEST_CASE("golden: the scan kernel of every op and dtype compiles, on both paths
                     const char* entry = n > 256 ? "lm::scan::scan_kernel<" : "lm::scan::scan_warp_rows<";
                     CHECK(ks[0].kernel.find(entry) != std::string::npos);
                     if (n > 256)
-                        CHECK(ks[0].kernel.find(n > 2048 ? ", true>(p);" : ", false, 4>(p);") !=
+                        CHECK(ks[0].kernel.find(n > 2048 ? ", true, 8, " : ", false, 4>(p);") !=
                               std::string::npos);
                 }
         }
@@ -128,25 +128,33 @@ TEST_CASE("golden: the scan plan's path, strides and explain text") {
     const std::string text = p.to_string();
     CHECK(text.find("cumsum") != std::string::npos);
     CHECK(text.find("20 rows of 2 tiles in chunks of 1, a block per chunk") != std::string::npos);
-    // Chunks: 32 KiB of operand (4 float32 tiles), halved while the blocks are fewer than a wave (4 per
-    // multiprocessor, 132 of them here), at most the row.
+    // Chunks: the tiles a thread's 32 registers hold (4 float32 tiles, 32 KiB), halved while the blocks are
+    // fewer than a wave (3 per multiprocessor, 132 of them here), at most the row.
     CHECK(s.chunk_shift == 0);  // 20 rows of 2 chunks of one tile
     CHECK(s.chunks() == 2);
-    const Tensor row = Tensor::host({1, (std::int64_t{1} << 22) + 1}, float32);  // 2049 tiles
-    const auto& r = std::get<codegen::PlannedScan>(plan_of(cumsum(row, 1)).kernels.at(0).schedule);
-    CHECK(r.chunk_shift == 1);  // 513 chunks of 4 tiles would be less than a wave
-    CHECK(r.chunks() == 1025);
+    const Tensor row = Tensor::host({1, (std::int64_t{1} << 21) + 1}, float32);  // 1025 tiles
+    const codegen::FusionPlan rp = plan_of(cumsum(row, 1));
+    const auto& r = std::get<codegen::PlannedScan>(rp.kernels.at(0).schedule);
+    CHECK(r.plan.chunk_tiles == 4);
+    CHECK(r.plan.blocks_per_sm == 3);
+    CHECK(r.chunk_shift == 1);  // 257 chunks of 4 tiles would be less than a wave
+    CHECK(r.chunks() == 513);
     const Tensor big = Tensor::host({1, std::int64_t{1} << 24}, float32);  // 8192 tiles
-    const auto& g = std::get<codegen::PlannedScan>(plan_of(cumsum(big, 1)).kernels.at(0).schedule);
+    const codegen::FusionPlan gp = plan_of(cumsum(big, 1));
+    const auto& g = std::get<codegen::PlannedScan>(gp.kernels.at(0).schedule);
     CHECK(g.chunk_shift == 2);
     CHECK(g.chunks() == 2048);
     CHECK(g.counter_words() ==
           2048 + 2 * 64 + 2 * 2);  // flags of 2048 chunks; of, and arrivals into, 64 and 2 units
     const Tensor bytes =
-        Tensor::host({1, std::int64_t{1} << 24}, int8);  // 8192 tiles of 2 KiB: 16 to a chunk
-    CHECK(std::get<codegen::PlannedScan>(plan_of(cumsum(bytes, 1)).kernels.at(0).schedule).chunk_shift == 4);
+        Tensor::host({1, std::int64_t{1} << 24}, int8);  // int64 accumulators: 2 tiles to a chunk
+    const codegen::FusionPlan bp = plan_of(cumsum(bytes, 1));
+    const auto& b = std::get<codegen::PlannedScan>(bp.kernels.at(0).schedule);
+    CHECK(b.plan.chunk_tiles == 2);
+    CHECK(b.chunk_shift == 1);
     const Tensor rows = Tensor::host({600, 2 * 2048 + 1}, float32);  // more rows than a wave: a chunk each
-    const auto& rs = std::get<codegen::PlannedScan>(plan_of(cumsum(rows, 1)).kernels.at(0).schedule);
+    const codegen::FusionPlan rsp = plan_of(cumsum(rows, 1));
+    const auto& rs = std::get<codegen::PlannedScan>(rsp.kernels.at(0).schedule);
     CHECK(rs.chunk_shift == 2);
     CHECK(rs.chunks() == 1);
     // A row of 2048: the tile path; int8 cumsum accumulates and stores int64.

@@ -167,25 +167,32 @@ Entry entry_for(const codegen::ScanPlan& p, Io io = Io()) {
     if (p.path == ScanPath::Tile) {
         if (p.row_warps == 2)
             return p.exclusive ? Entry([io](P s) {
-                lm::scan::scan_kernel<Op, In, A, Out, true, false, 2, Io>(s, io);
+                lm::scan::scan_kernel<Op, In, A, Out, true, false, 2, 1, Io>(s, io);
             })
                                : Entry([io](P s) {
-                                     lm::scan::scan_kernel<Op, In, A, Out, false, false, 2, Io>(s, io);
+                                     lm::scan::scan_kernel<Op, In, A, Out, false, false, 2, 1, Io>(s, io);
                                  });
         if (p.row_warps == 4)
             return p.exclusive ? Entry([io](P s) {
-                lm::scan::scan_kernel<Op, In, A, Out, true, false, 4, Io>(s, io);
+                lm::scan::scan_kernel<Op, In, A, Out, true, false, 4, 1, Io>(s, io);
             })
                                : Entry([io](P s) {
-                                     lm::scan::scan_kernel<Op, In, A, Out, false, false, 4, Io>(s, io);
+                                     lm::scan::scan_kernel<Op, In, A, Out, false, false, 4, 1, Io>(s, io);
                                  });
         return p.exclusive
-                   ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, false, 8, Io>(s, io); })
-                   : Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, false, 8, Io>(s, io); });
+                   ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, false, 8, 1, Io>(s, io); })
+                   : Entry(
+                         [io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, false, 8, 1, Io>(s, io); });
     }
+    if (p.chunk_tiles == 2)
+        return p.exclusive
+                   ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, true, 8, 2, Io>(s, io); })
+                   : Entry(
+                         [io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, true, 8, 2, Io>(s, io); });
+    REQUIRE(p.chunk_tiles == 4);
     return p.exclusive
-               ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, true, 8, Io>(s, io); })
-               : Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, true, 8, Io>(s, io); });
+               ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, true, 8, 4, Io>(s, io); })
+               : Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, true, 8, 4, Io>(s, io); });
 }
 
 // Runs `body` as block `block` of 256 simulated threads: __syncthreads a barrier of the block, each warp's
@@ -369,7 +376,7 @@ TEST_CASE("scan kernel (simulated): a fused prologue and epilogue index the scan
 
 TEST_CASE("scan kernel (simulated): rows of several chunks, the last partial, and units of 32 chunks") {
     using namespace lm::scan;
-    // 1, 2 or 10 multiprocessors: a wave of 4, 8 or 40 blocks, so a few tiles make several chunks per row
+    // 1, 2 or 10 multiprocessors: a wave of 3, 6 or 30 blocks, so a few tiles make several chunks per row
     // (chunks of 4 float32 tiles, 32 KiB, halved while the blocks are fewer than a wave).
     codegen::DeviceInfo one = codegen::DeviceInfo::h200(), two = one, ten = one;
     one.sm_count = 1;
@@ -383,10 +390,10 @@ TEST_CASE("scan kernel (simulated): rows of several chunks, the last partial, an
     };
     const Case cases[] = {
         {1, 3 * 2048 - 7, &one, 0, 3},    // chunks of one tile
-        {1, 9 * 2048, &one, 1, 5},        // 2, 2, 2, 2 and 1 tiles
+        {1, 11 * 2048, &two, 1, 6},       // 2, 2, 2, 2, 2 and 1 tiles
         {1, 16 * 2048 + 3, &two, 1, 9},   //
         {2, 9 * 2048 + 100, &one, 2, 3},  // two rows of 4, 4 and 2 tiles
-        {3, 4 * 2048, &one, 1, 2},        //
+        {3, 4 * 2048, &two, 1, 2},        //
         {1, 40 * 2048 - 5, &ten, 0, 40},  // a unit of 32 chunks, built by chunk 31, before chunks 32 to 39
         {5, 3 * 2048 + 1, &one, 2, 1},    // rows of one chunk: no flags, no carry
     };

@@ -57,14 +57,13 @@ std::pair<std::string, std::string> kernel_call(const ScanPlan& p, const std::st
         return {fmt::format("lm::scan::scan_warp_rows<{}{}>({}{});", types, io_type, params, io_arg),
                 "combine, in, accumulator, out, exclusive" + io_comment};
     if (p.path == ScanPath::Tree)
-        return {
-            io.empty()
-                ? fmt::format("lm::scan::scan_kernel<{}, true>({});", types, params)
-                : fmt::format("lm::scan::scan_kernel<{}, true, 8{}>({}{});", types, io_type, params, io_arg),
-            "combine, in, accumulator, out, exclusive, tree" + (io.empty() ? std::string() : ", warps, io")};
-    return {fmt::format("lm::scan::scan_kernel<{}, false, {}{}>({}{});", types, p.row_warps, io_type, params,
-                        io_arg),
-            "combine, in, accumulator, out, exclusive, tree" + (io.empty() ? std::string() : ", warps, io")};
+        return {fmt::format("lm::scan::scan_kernel<{}, true, 8, {}{}>({}{});", types, p.chunk_tiles, io_type,
+                            params, io_arg),
+                "combine, in, accumulator, out, exclusive, tree, warps, chunk tiles" + io_comment};
+    return {fmt::format("lm::scan::scan_kernel<{}, false, {}{}>({}{});", types, p.row_warps,
+                        io.empty() ? std::string() : ", 1" + io_type, params, io_arg),
+            "combine, in, accumulator, out, exclusive, tree, warps" +
+                (io.empty() ? std::string() : ", chunk tiles, io")};
 }
 
 // A fused kernel's pieces: the prologue's and the epilogue's, the parameter struct `<name>_params` holding

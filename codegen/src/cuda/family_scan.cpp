@@ -104,9 +104,9 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
             ? fmt::format("{} warps per row, {} rows per block ({} rows of {})", s.plan.row_warps,
                           8 / s.plan.row_warps, s.rows(), s.length)
             : fmt::format(
-                  "{} rows of {} tiles in chunks of {}, a block per chunk in launch order: its tiles' "
-                  "aggregates, the nodes before it from earlier chunks, then its tiles again (from the L2 "
-                  "cache) and their scans",
+                  "{} rows of {} tiles in chunks of {}, a block per chunk in launch order: its tiles "
+                  "loaded into registers at once, their aggregates, the nodes before it from earlier "
+                  "chunks, then their scans",
                   s.rows(), s.tiles(), std::int64_t{1} << s.chunk_shift);
     std::string reads;
     for (std::size_t j = 0; j < s.inputs.size(); ++j) {

@@ -9,11 +9,12 @@
 // thread's prefix (carry, previous warp, previous lane: absent terms omitted), its 8 outputs. Tile path: a
 // row of at most one tile per block. Chunk path (rows of several tiles): a block takes a ticket from a
 // counter in launch order, chunk ticket % chunks of row ticket / chunks, a chunk being 2^chunk_shift
-// consecutive tiles (about 32 KiB of operand). It reads its tiles for their aggregates, builds the chunk's
-// nodes of the contract's tree and publishes the chunk's; the last chunk of 32 to do so builds their node,
-// and so on up (waiting for nothing). It then awaits the nodes before it among its siblings at each level
-// (published by blocks with smaller tickets, already running: no deadlock), folds its tiles' carries, and
-// reads its tiles again, from the L2 cache, to scan them: DRAM sees one read and one write. The last block to
+// consecutive tiles (at most kChunkTiles, 4 of a 4-byte accumulator: 32 KiB of float32). It loads its tiles
+// into registers, all at once, scans them for their aggregates, builds the chunk's nodes of the contract's
+// tree and publishes the chunk's; the last chunk of 32 to do so builds their node, and so on up (waiting for
+// nothing). It then awaits the nodes before it among its siblings at each level (published by blocks with
+// smaller tickets, already running: no deadlock), folds its tiles' carries, and finishes its tiles' scans
+// from its registers: DRAM sees one read and one write. The last block to
 // finish sets the counters back to zero, as the runtime requires. The result goes to every output of the
 // kernel (a root and a temporary another kernel reads), each contiguous; or, in a fused kernel, the operand
 // comes from an elementwise prologue and the result goes to an elementwise epilogue (the Io policy below).
@@ -449,24 +450,6 @@ __device__ __forceinline__ TileSpan tile_span(const ScanParams& p, long long j) 
     return s;
 }
 
-// The chunk path's walk over tiles [j0, j1) of a row: `body(j, span, values)` for each in turn, the next
-// tile's loads issued before the current tile's work so that they are in flight meanwhile.
-template <class In, class A, class Io, class Body>
-__device__ __forceinline__ void each_tile(const ScanParams& p, const Io& io, long long in_row, long long j0,
-                                          long long j1, Body body) {
-    A v[kPerThread], next[kPerThread];
-    TileSpan s = tile_span(p, j0);
-    load_values<In>(p, io, in_row, s.first, s.count, v);
-    for (long long j = j0; j < j1; ++j) {
-        const TileSpan n = tile_span(p, j + 1);
-        if (j + 1 < j1) load_values<In>(p, io, in_row, n.first, n.count, next);
-        body(j, s, v);
-        LM_SCAN_UNROLL
-        for (int i = 0; i < kPerThread; ++i) v[i] = next[i];
-        s = n;
-    }
-}
-
 // Steps 1 to 3 of the chunk path's tile j from its loaded values: the thread's lane scan value X_t, and in
 // every warp the warp scan over the tile's warp totals (lane w ends with W_w; each warp takes the same steps,
 // so the same bits). One barrier per tile: the warp totals of consecutive tiles go to alternate buffers of
@@ -489,18 +472,41 @@ __device__ __forceinline__ TileScan<A> tile_scan(const A (&v)[kPerThread], const
     return r;
 }
 
-// Pass 1 over a chunk: each tile's aggregate (step 6: W of its last present warp), stored by thread 0 as the
-// tile's node of level 0.
-template <class Op, class In, class A, class Io>
+// The chunk path's registers: each thread's values of the chunk's tiles (at most kChunkTiles of them), read
+// once, all loads issued before any tile is scanned so that the whole chunk is in flight at once; and per
+// tile the terms of the thread's prefix that steps 2 and 3 give (the carry, step 7, comes later).
+template <class A, int kChunkTiles>
+struct ChunkValues {
+    A v[kChunkTiles][kPerThread];
+    A previous_lane[kChunkTiles];  // X_(t-1), the lane scan of the lane before
+    A previous_warp[kChunkTiles];  // W_(w-1), the warp scan of the warp before
+};
+
+// Pass 1 over a chunk, tiles [j0, j1): each tile's loads, then each tile's steps 1 to 3 and its aggregate
+// (step 6: W of its last present warp), stored by thread 0 as the tile's node of level 0.
+template <class Op, class In, class A, int kChunkTiles, class Io>
 __device__ __forceinline__ void chunk_aggregates(const ScanParams& p, const Io& io, long long row,
                                                  long long in_row, long long j0, long long j1,
-                                                 A (*totals)[kWarps]) {
+                                                 A (*totals)[kWarps], ChunkValues<A, kChunkTiles>& c) {
+    const int w = threadIdx.x >> 5;
     A* const nodes = static_cast<A*>(p.nodes) + node_position(p, row, 0, 0);
-    each_tile<In, A>(p, io, in_row, j0, j1, [&](long long j, const TileSpan& s, A(&v)[kPerThread]) {
-        const TileScan<A> t = tile_scan<Op, A>(v, s, j, totals);
-        const A aggregate = __shfl_sync(0xffffffffu, t.warps, s.warps - 1);
-        if (threadIdx.x == 0) nodes[j] = aggregate;
-    });
+    LM_SCAN_UNROLL
+    for (int t = 0; t < kChunkTiles; ++t)
+        if (j0 + t < j1) {
+            const TileSpan s = tile_span(p, j0 + t);
+            load_values<In>(p, io, in_row, s.first, s.count, c.v[t]);
+        }
+    LM_SCAN_UNROLL
+    for (int t = 0; t < kChunkTiles; ++t)
+        if (j0 + t < j1) {  // the same for the whole block: tile_scan's barrier is reached by every thread
+            const long long j = j0 + t;
+            const TileSpan s = tile_span(p, j);
+            const TileScan<A> ts = tile_scan<Op, A>(c.v[t], s, j, totals);
+            c.previous_lane[t] = __shfl_up_sync(0xffffffffu, ts.lane, 1);
+            c.previous_warp[t] = __shfl_sync(0xffffffffu, ts.warps, w > 0 ? w - 1 : 0);
+            const A aggregate = __shfl_sync(0xffffffffu, ts.warps, s.warps - 1);
+            if (threadIdx.x == 0) nodes[j] = aggregate;
+        }
 }
 
 // The chunk's nodes of levels 1 to chunk_shift (step 7's tree), each of two nodes of the level below:
@@ -623,30 +629,29 @@ __device__ __forceinline__ void tile_carries(const ScanParams& p, long long row,
     __syncthreads();
 }
 
-// Pass 2 over a chunk: each tile's steps 1 to 5 with its carry, then its stores.
-template <class Op, class In, class A, class Out, bool kExclusive, class Io>
+// Pass 2 over a chunk: each tile's steps 4 and 5 from its registers and its carry, then its stores.
+template <class Op, class A, class Out, bool kExclusive, int kChunkTiles, class Io>
 __device__ __forceinline__ void chunk_scans(const ScanParams& p, const Io& io, long long row,
-                                            long long in_row, long long out_row, long long j0, long long j1,
-                                            A (*totals)[kWarps]) {
+                                            long long out_row, long long j0, long long j1,
+                                            ChunkValues<A, kChunkTiles>& c) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const A* const carries = static_cast<const A*>(p.carries) + row * p.tiles;
-    each_tile<In, A>(p, io, in_row, j0, j1, [&](long long j, const TileSpan& s, A(&v)[kPerThread]) {
-        const A carry = __ldcg(carries + j);
-        const TileScan<A> t = tile_scan<Op, A>(v, s, j, totals);
-        const A previous_lane = __shfl_up_sync(0xffffffffu, t.lane, 1);
-        const A previous_warp = __shfl_sync(0xffffffffu, t.warps, w > 0 ? w - 1 : 0);
-        if (s.count == 0) return;
-        Maybe<A> prefix = {carry, j > 0};
-        if (w > 0) fold<Op>(prefix, previous_warp);
-        if (lane > 0) fold<Op>(prefix, previous_lane);
-        thread_outputs<Op, A>(prefix, s.count, v);
-        store_all<A, Out, kExclusive>(p, io, out_row, v, s.first, s.count);
-    });
+    LM_SCAN_UNROLL
+    for (int t = 0; t < kChunkTiles; ++t) {
+        const long long j = j0 + t;
+        const TileSpan s = tile_span(p, j);
+        if (j >= j1 || s.count == 0) continue;
+        Maybe<A> prefix = {__ldcg(carries + j), j > 0};
+        if (w > 0) fold<Op>(prefix, c.previous_warp[t]);
+        if (lane > 0) fold<Op>(prefix, c.previous_lane[t]);
+        thread_outputs<Op, A>(prefix, s.count, c.v[t]);
+        store_all<A, Out, kExclusive>(p, io, out_row, c.v[t], s.first, s.count);
+    }
 }
 
-// A block of the chunk path: its ticket's chunk read twice (its tiles' aggregates, then their scans) around
-// its carry; the last block to finish sets the counters and flags back to zero.
-template <class Op, class In, class A, class Out, bool kExclusive, class Io>
+// A block of the chunk path: its ticket's chunk read once into registers, its tiles' aggregates, its carry,
+// then its tiles' scans; the last block to finish sets the counters and flags back to zero.
+template <class Op, class In, class A, class Out, bool kExclusive, int kChunkTiles, class Io>
 __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     __shared__ unsigned ticket;
     __shared__ int last;
@@ -661,7 +666,8 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     const long long j0 = b << c, j1 = j0 + (1ll << c) < p.tiles ? j0 + (1ll << c) : p.tiles;
     long long in_row, out_row;
     row_offsets(p, row, in_row, out_row);
-    chunk_aggregates<Op, In, A>(p, io, row, in_row, j0, j1, totals);
+    ChunkValues<A, kChunkTiles> values;
+    chunk_aggregates<Op, In, A>(p, io, row, in_row, j0, j1, totals, values);
     chunk_nodes<Op, A>(p, row, b);
     if (threadIdx.x < 32) {
         publish_units<Op, A>(p, row, b, chunks, (int)threadIdx.x);
@@ -673,7 +679,7 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     }
     __syncthreads();
     tile_carries<Op, A>(p, row, j0, j1, Maybe<A>{high_value, high_present != 0});
-    chunk_scans<Op, In, A, Out, kExclusive>(p, io, row, in_row, out_row, j0, j1, totals);
+    chunk_scans<Op, A, Out, kExclusive>(p, io, row, out_row, j0, j1, values);
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
@@ -692,14 +698,14 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
 }
 
 // The kernel: the tile path takes rows from blockIdx.x * (8 / kRowWarps) on; the chunk path (kTree, the
-// contract's tree) a chunk per block.
+// contract's tree) a chunk of at most kChunkTiles tiles per block.
 template <class Op, class In, class A, class Out, bool kExclusive, bool kTree, int kRowWarps = kWarps,
-          class Io = MemoryIo>
+          int kChunkTiles = 1, class Io = MemoryIo>
 __device__ __forceinline__ void scan_kernel(const ScanParams& p, const Io& io = Io()) {
     if constexpr (!kTree)
         scan_tile<Op, In, A, Out, kExclusive, kRowWarps>(p, io, (long long)blockIdx.x * (kWarps / kRowWarps));
     else
-        scan_chunks<Op, In, A, Out, kExclusive>(p, io);
+        scan_chunks<Op, In, A, Out, kExclusive, kChunkTiles>(p, io);
 }
 
 }  // namespace scan

@@ -91,6 +91,7 @@ std::uint64_t ScanPlan::hash() const {
     h.add(static_cast<std::uint64_t>(threads));
     h.add(static_cast<std::uint64_t>(row_warps));
     h.add(static_cast<std::uint64_t>(blocks_per_sm));
+    h.add(static_cast<std::uint64_t>(chunk_tiles));
     h.add(static_cast<std::uint64_t>(prologue) | static_cast<std::uint64_t>(epilogue) << 1);
     if (prologue) h.add(prologue_plan.hash());
     if (epilogue) {
@@ -138,9 +139,9 @@ std::string ScanPlan::to_string() const {
             : fmt::format("chunks of tiles, a block per chunk in launch order (a counter): its tiles' "
                           "aggregates and the chunk's nodes of the pairwise tree, published (the last of 32 "
                           "chunks to publish builds their node, and so on up), the nodes before it from "
-                          "earlier chunks (release / acquire), then its tiles again (from the L2 cache) and "
-                          "their scans with their carries; {} blocks per multiprocessor",
-                          blocks_per_sm),
+                          "earlier chunks (release / acquire), then their scans with their carries, from "
+                          "registers (at most {} tiles a chunk); {} blocks per multiprocessor",
+                          chunk_tiles, blocks_per_sm),
         threads, ir::kScanThreadElements, ir::kScanTile, fused_text(*this));
 }
 
@@ -291,10 +292,11 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const Dev
                   : p.path == ScanPath::Warp ? 1
                                              : 8;
     if (p.path == ScanPath::Tree) {
-        p.blocks_per_sm = itemsize(p.acc) == 4 && p.op != ir::Op::LogCumSumExp ? 4 : 3;
+        p.blocks_per_sm = 3;
+        p.chunk_tiles =
+            kScanChunkRegisters / (ir::kScanThreadElements * static_cast<int>(itemsize(p.acc)) / 4);
         const std::int64_t wave = std::max<std::int64_t>(device.sm_count, 1) * p.blocks_per_sm;
-        const std::int64_t tile_bytes = ir::kScanTile * static_cast<std::int64_t>(itemsize(p.in));
-        while ((tile_bytes << (ps.chunk_shift + 1)) <= kScanChunkBytes && ps.chunks() > 1) ++ps.chunk_shift;
+        while ((std::int64_t{2} << ps.chunk_shift) <= p.chunk_tiles && ps.chunks() > 1) ++ps.chunk_shift;
         while (ps.chunk_shift > 0 && ps.rows() * ps.chunks() < wave) --ps.chunk_shift;
     }
     return ps;

@@ -26,17 +26,17 @@ namespace loom::codegen {
 /// carry. Tree: rows of several tiles, cut into chunks of 2^chunk_shift consecutive tiles, a block per chunk
 /// taking its index from a counter in launch order: it reads its tiles for their aggregates and builds the
 /// chunk's part of the contract's pairwise tree, publishes it (the last of 32 chunks to publish builds their
-/// node, and so on up), takes the nodes before it from earlier chunks, then reads its tiles again (from the
-/// L2 cache) and scans them with their carries.
+/// node, and so on up), takes the nodes before it from earlier chunks, then scans the tiles it holds in
+/// registers with their carries.
 enum class ScanPath : std::uint8_t { Warp, Tile, Tree };
 /// "warp", "tile", "tree".
 const char* scan_path_name(ScanPath p);
 
 /// The axes besides the scanned one that a scan kernel indexes (more must merge into these).
 inline constexpr int kScanOuterAxes = 6;
-/// The tree path's chunk: about this many bytes of operand, which its block reads twice, the second time
-/// from the L2 cache while the blocks in flight hold a few tens of MiB.
-inline constexpr std::int64_t kScanChunkBytes = 32 * 1024;
+/// The tree path's chunk: at most this many 4-byte registers per thread hold its accumulated values (8 per
+/// tile a thread), so that its block loads the whole chunk at once and reads it once.
+inline constexpr int kScanChunkRegisters = 32;
 
 /// What the kernel's code depends on (the cache key): the op, the dtypes, exclusive, the path.
 struct ScanPlan {
@@ -49,9 +49,11 @@ struct ScanPlan {
     int threads = 256;  // kScanThreads: 8 elements each
     int row_warps = 8;  // the tile path: the warps of a row (2, 4 or 8; 8 / row_warps rows per block)
     /// The tree path: the blocks per multiprocessor its registers must let in (the kernel's launch bounds),
-    /// for which its chunks are sized: 4 (64 registers) for a 4-byte accumulator, 3 for an 8-byte one or
-    /// logcumsumexp, which would spill at 64.
+    /// for which its chunks are sized (3: up to 85 registers a thread), and the most tiles of a chunk, whose
+    /// values a thread holds in registers (kScanChunkRegisters: 4 tiles of a 4-byte accumulator, 2 of an
+    /// 8-byte one).
     int blocks_per_sm = 0;
+    int chunk_tiles = 0;
     /// A fused kernel: the operand computed element by element by an elementwise prologue (a pointwise plan
     /// over the scan's shape) instead of read from memory, and/or the result handed element by element to an
     /// elementwise epilogue (a pointwise plan over the scan's shape, the scan's value at site `acc_site`),
@@ -91,9 +93,9 @@ struct PlannedScan {
     std::vector<std::int64_t> outer;      // the other axes' extents (merged), outermost first
     std::vector<std::int64_t> in_outer;   // their strides in the operand
     std::vector<std::int64_t> out_outer;  // and in the result
-    /// The tree path: a chunk is 2^chunk_shift consecutive tiles of a row: about kScanChunkBytes of operand,
-    /// fewer where that would leave less than a wave of blocks (ScanPlan::blocks_per_sm per multiprocessor),
-    /// at most the row.
+    /// The tree path: a chunk is 2^chunk_shift consecutive tiles of a row: ScanPlan::chunk_tiles, fewer where
+    /// that would leave less than a wave of blocks (ScanPlan::blocks_per_sm per multiprocessor), at most the
+    /// row.
     int chunk_shift = 0;
     bool operator==(const PlannedScan& o) const {
         return plan == o.plan && in_offset == o.in_offset && length == o.length && in_step == o.in_step &&
