@@ -455,7 +455,7 @@ float contract_carry(const std::vector<std::vector<float>>& levels, std::int64_t
 }  // namespace
 
 // The carry side of a chunk, for tiles far past the kernel tests above: chunk_nodes, then warp 0's
-// publish_units and chunk_carry, then tile_carries, of one block, for chunks of 4 tiles of a row of 2^21 + 77
+// publish_units and chunk_carry, then tile_carry, of one block, for chunks of 4 tiles of a row of 2^21 + 77
 // tiles (524,308 chunks, the last partial: four levels of units of 32), with the counters and nodes as the
 // blocks of smaller tickets leave them. The chunk's nodes, the flags it sets, the nodes of the units it
 // completes and its tiles' carries must be the contract's, bit for bit; aggregates of mixed magnitudes make
@@ -480,11 +480,9 @@ TEST_CASE("scan kernel (simulated): a chunk's nodes, units and tiles' carries fo
     const int unit_levels = lm::scanc::chunk_levels(chunks);
     REQUIRE(unit_levels == 4);
     std::vector<float> nodes(static_cast<std::size_t>(sp.row_nodes));
-    std::vector<float> carries(static_cast<std::size_t>(tiles));
     std::vector<unsigned> counters(static_cast<std::size_t>(2 + lm::scanc::row_words(chunks)));
     sp.counters = counters.data();
     sp.nodes = nodes.data();
-    sp.carries = carries.data();
     auto position = [&](int k, std::int64_t i) {
         return static_cast<std::size_t>(lm::scan::node_position(sp, 0, k, i));
     };
@@ -520,11 +518,15 @@ TEST_CASE("scan kernel (simulated): a chunk's nodes, units and tiles' carries fo
                 lm::scan::unit_arrivals(sp, 0, chunks, h)[b >> (lm::scan::kRadixBits * h)] =
                     static_cast<unsigned>((b >> (lm::scan::kRadixBits * (h - 1))) & 31);
         }
-        std::fill(carries.begin(), carries.end(), std::nanf(""));
         const std::int64_t j0 = b << shift, j1 = std::min(j0 + (std::int64_t{1} << shift), tiles);
         lm::scan::Maybe<float> high{};
+        float aggregate[4];  // as every thread holds them after pass 1 (a tile past the row's end: none)
+        for (int t = 0; t < 4; ++t) aggregate[t] = j0 + t < j1 ? contract(0, j0 + t) : 0.0f;
+        lm::scan::ChunkNodes<float, 4> chunk{};
+        std::vector<float> carries(4, std::nanf(""));
         run_block(0, [&] {
-            lm::scan::chunk_nodes<lm::scan::Sum, float>(sp, 0, b);
+            const lm::scan::ChunkNodes<float, 4> n =
+                lm::scan::chunk_nodes<lm::scan::Sum, float>(sp, 0, b, aggregate);
             if (sim::thread_index.x < 32) {
                 const int lane = static_cast<int>(sim::thread_index.x);
                 lm::scan::publish_units<lm::scan::Sum, float>(sp, 0, b, chunks, lane);
@@ -533,13 +535,21 @@ TEST_CASE("scan kernel (simulated): a chunk's nodes, units and tiles' carries fo
                 if (lane == 0) high = c;
             }
             sim::block_barrier->arrive_and_wait();
-            lm::scan::tile_carries<lm::scan::Sum, float>(sp, 0, j0, j1, high);
+            if (sim::thread_index.x == 0) {
+                chunk = n;
+                for (int t = 0; t < 4; ++t)
+                    carries[static_cast<std::size_t>(t)] =
+                        lm::scan::tile_carry<lm::scan::Sum>(sp, t, high, n);
+            }
         });
         bool nodes_ok = true, carries_ok = true;
         for (int k = 1; k <= shift; ++k)
             for (std::int64_t i = j0 >> k; i < std::min(j1 >> k, tiles >> k); ++i)
-                nodes_ok = nodes_ok && same(nodes[position(k, i)], contract(k, i));
+                nodes_ok = nodes_ok && same(chunk.node[k][i - (j0 >> k)], contract(k, i));
         CHECK(nodes_ok);
+        // The chunk's own node, stored for the chunks after it when the chunk is whole.
+        const bool whole_chunk = b < (tiles >> shift);
+        CHECK(same(nodes[position(shift, b)], whole_chunk ? contract(shift, b) : std::nanf("")));
         // The chunk's flag, and the units it completes (the last of their 32 parts): their nodes and flags.
         const bool whole = b < (tiles >> shift);
         CHECK(lm::scan::unit_flags(sp, 0, chunks, 0)[b] == (whole ? 1u : 0u));
@@ -552,7 +562,8 @@ TEST_CASE("scan kernel (simulated): a chunk's nodes, units and tiles' carries fo
             if (last) CHECK(same(nodes[position(k, u)], contract(k, u)));
         }
         for (std::int64_t j = std::max<std::int64_t>(j0, 1); j < j1; ++j)
-            carries_ok = carries_ok && same(carries[static_cast<std::size_t>(j)], contract_carry(levels, j));
+            carries_ok =
+                carries_ok && same(carries[static_cast<std::size_t>(j - j0)], contract_carry(levels, j));
         CHECK(carries_ok);
     }
 }

@@ -1,5 +1,5 @@
 // The GPU family object of scan kernels (GpuFamily<PlannedScan>, kernel_family.hpp): emits the kernel,
-// explains it, says what a launch needs (the tree path's counters, nodes and carries) and binds one call (the
+// explains it, says what a launch needs (the tree path's counters and nodes) and binds one call (the
 // parameter struct, the grid).
 #include <fmt/format.h>
 
@@ -18,7 +18,7 @@ namespace loom::codegen {
 
 #include "scan_params.inc"
 
-static_assert(sizeof(ScanParams) == 8 * 8 + 3 * 6 * 8 + 7 * 8 + 4 * 4,
+static_assert(sizeof(ScanParams) == 7 * 8 + 3 * 6 * 8 + 7 * 8 + 4 * 4,
               "scan_params.inc: the host's and the device's layouts must agree");
 
 std::size_t scan_param_bytes() {
@@ -135,8 +135,6 @@ LaunchNeeds GpuFamily<PlannedScan>::needs(const PlannedScan& s, KernelPointers) 
         n.counters = 2 + s.rows() * s.counter_words();  // the tickets, the blocks done, the hierarchy's
         n.workspaces.push_back(static_cast<std::size_t>(s.rows() * ir::scanc::row_nodes(s.tiles())) *
                                itemsize(s.plan.acc));  // the nodes
-        n.workspaces.push_back(static_cast<std::size_t>(s.rows() * s.tiles()) *
-                               itemsize(s.plan.acc));  // carries
     }
     return n;
 }
@@ -190,10 +188,9 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     sp.vector_out = out_pieces ? 1 : 0;
     if (plan.path == ScanPath::Tree && s.rows() > 0) {
         sp.counters = static_cast<unsigned int*>(scratch.counters);
-        if (scratch.workspaces.size() != 2)
-            throw InternalError(fmt::format("scan kernel: {} workspaces for 2", scratch.workspaces.size()));
+        if (scratch.workspaces.size() != 1)
+            throw InternalError(fmt::format("scan kernel: {} workspaces for 1", scratch.workspaces.size()));
         sp.nodes = scratch.workspaces[0];
-        sp.carries = scratch.workspaces[1];
         sp.chunk_shift = s.chunk_shift;
     }
     std::memcpy(params.data(), &sp, sizeof sp);

@@ -473,29 +473,32 @@ __device__ __forceinline__ TileScan<A> tile_scan(const A (&v)[kPerThread], const
 }
 
 // The chunk path's registers: each thread's values of the chunk's tiles (at most kChunkTiles of them), read
-// once, all loads issued before any tile is scanned so that the whole chunk is in flight at once; and per
-// tile the terms of the thread's prefix that steps 2 and 3 give (the carry, step 7, comes later).
+// once, all loads issued before any tile is scanned so that the whole chunk is in flight at once; per tile
+// the terms of the thread's prefix that steps 2 and 3 give (the carry, step 7, comes later); and the tiles'
+// aggregates, which every thread holds.
 template <class A, int kChunkTiles>
 struct ChunkValues {
     A v[kChunkTiles][kPerThread];
     A previous_lane[kChunkTiles];  // X_(t-1), the lane scan of the lane before
     A previous_warp[kChunkTiles];  // W_(w-1), the warp scan of the warp before
+    A aggregate[kChunkTiles];      // the tile's aggregate: its node of level 0
 };
 
 // Pass 1 over a chunk, tiles [j0, j1): each tile's loads, then each tile's steps 1 to 3 and its aggregate
-// (step 6: W of its last present warp), stored by thread 0 as the tile's node of level 0.
+// (step 6: W of its last present warp, shuffled to every lane).
 template <class Op, class In, class A, int kChunkTiles, class Io>
-__device__ __forceinline__ void chunk_aggregates(const ScanParams& p, const Io& io, long long row,
-                                                 long long in_row, long long j0, long long j1,
-                                                 A (*totals)[kWarps], ChunkValues<A, kChunkTiles>& c) {
+__device__ __forceinline__ void chunk_aggregates(const ScanParams& p, const Io& io, long long in_row,
+                                                 long long j0, long long j1, A (*totals)[kWarps],
+                                                 ChunkValues<A, kChunkTiles>& c) {
     const int w = threadIdx.x >> 5;
-    A* const nodes = static_cast<A*>(p.nodes) + node_position(p, row, 0, 0);
     LM_SCAN_UNROLL
-    for (int t = 0; t < kChunkTiles; ++t)
+    for (int t = 0; t < kChunkTiles; ++t) {
+        c.aggregate[t] = A();  // a tile past the row's end has none; its value is never used
         if (j0 + t < j1) {
             const TileSpan s = tile_span(p, j0 + t);
             load_values<In>(p, io, in_row, s.first, s.count, c.v[t]);
         }
+    }
     LM_SCAN_UNROLL
     for (int t = 0; t < kChunkTiles; ++t)
         if (j0 + t < j1) {  // the same for the whole block: tile_scan's barrier is reached by every thread
@@ -504,27 +507,52 @@ __device__ __forceinline__ void chunk_aggregates(const ScanParams& p, const Io& 
             const TileScan<A> ts = tile_scan<Op, A>(c.v[t], s, j, totals);
             c.previous_lane[t] = __shfl_up_sync(0xffffffffu, ts.lane, 1);
             c.previous_warp[t] = __shfl_sync(0xffffffffu, ts.warps, w > 0 ? w - 1 : 0);
-            const A aggregate = __shfl_sync(0xffffffffu, ts.warps, s.warps - 1);
-            if (threadIdx.x == 0) nodes[j] = aggregate;
+            c.aggregate[t] = __shfl_sync(0xffffffffu, ts.warps, s.warps - 1);
         }
 }
 
-// The chunk's nodes of levels 1 to chunk_shift (step 7's tree), each of two nodes of the level below:
-// N(k, i) = N(k - 1, 2i) + N(k - 1, 2i + 1), where every tile it spans exists. Thread 0 computes the first of
-// each level, so the chunk's own node (its aggregate) too.
-template <class Op, class A>
-__device__ __forceinline__ void chunk_nodes(const ScanParams& p, long long row, long long b) {
-    A* const nodes = static_cast<A*>(p.nodes);
-    for (int k = 1; k <= p.chunk_shift; ++k) {
-        __syncthreads();  // the level below complete
-        const long long first = b << (p.chunk_shift - k), whole = p.tiles >> k;
-        const long long end = (b + 1) << (p.chunk_shift - k) < whole ? (b + 1) << (p.chunk_shift - k) : whole;
-        const long long below = node_position(p, row, k - 1, 0), here = node_position(p, row, k, 0);
-        for (long long i = first + threadIdx.x; i < end; i += kThreads)
-            nodes[here + i] =
-                Op::template combine<A>(__ldcg(nodes + below + 2 * i), __ldcg(nodes + below + 2 * i + 1));
+// log2 of a power of two.
+template <int N>
+struct Log2 {
+    static constexpr int value = 1 + Log2<N / 2>::value;
+};
+template <>
+struct Log2<1> {
+    static constexpr int value = 0;
+};
+
+// The chunk's nodes of levels 0 to chunk_shift (step 7's tree), in every thread's registers: node[k][i] is
+// N(k, (b << (chunk_shift - k)) + i) = node[k - 1][2i] + node[k - 1][2i + 1] (a node whose tiles do not all
+// exist holds a value never used). Thread 0 stores the chunk's own node, N(chunk_shift, b), where the blocks
+// after it read it, when the chunk is whole (a partial one is the row's last, which no chunk waits for).
+template <class A, int kChunkTiles>
+struct ChunkNodes {
+    static constexpr int kLevels = Log2<kChunkTiles>::value;
+    A node[kLevels + 1][kChunkTiles];
+};
+template <class Op, class A, int kChunkTiles>
+__device__ __forceinline__ ChunkNodes<A, kChunkTiles> chunk_nodes(const ScanParams& p, long long row,
+                                                                  long long b,
+                                                                  const A (&aggregate)[kChunkTiles]) {
+    using Nodes = ChunkNodes<A, kChunkTiles>;
+    Nodes n;
+    LM_SCAN_UNROLL
+    for (int i = 0; i < kChunkTiles; ++i) n.node[0][i] = aggregate[i];
+    LM_SCAN_UNROLL
+    for (int k = 1; k <= Nodes::kLevels; ++k) {
+        LM_SCAN_UNROLL
+        for (int i = 0; i < (kChunkTiles >> k); ++i)
+            n.node[k][i] = Op::template combine<A>(n.node[k - 1][2 * i], n.node[k - 1][2 * i + 1]);
     }
-    __syncthreads();
+    // N(chunk_shift, b), chosen from the top down (a test of k == chunk_shift would let the compiler index
+    // the levels by chunk_shift, and keep them in local memory).
+    A own = n.node[Nodes::kLevels][0];
+    LM_SCAN_UNROLL
+    for (int k = Nodes::kLevels - 1; k >= 0; --k)
+        if (p.chunk_shift <= k) own = n.node[k][0];
+    if (threadIdx.x == 0 && b < (p.tiles >> p.chunk_shift))
+        static_cast<A*>(p.nodes)[node_position(p, row, p.chunk_shift, b)] = own;
+    return n;
 }
 
 // The hierarchy over a row's chunks (scan_core.hpp's chunk_levels, level_units, row_words): a whole unit of
@@ -560,7 +588,7 @@ __device__ __forceinline__ void publish_units(const ScanParams& p, long long row
                                               long long chunks, int lane) {
     const int levels = scanc::chunk_levels(chunks);
     if (levels == 0 || b >= (p.tiles >> p.chunk_shift)) return;  // a row of one chunk has no flags
-    // Thread 0 computed the chunk's node (chunk_nodes), so its release orders that store before the flag's.
+    // Thread 0 stored the chunk's node (chunk_nodes), so its release orders that store before the flag's.
     if (lane == 0) store_release(unit_flags(p, row, chunks, 0) + b, 1u);
     long long u = b;
     for (int h = 0; h + 1 < levels; ++h) {
@@ -612,36 +640,32 @@ __device__ __forceinline__ Maybe<A> chunk_carry(const ScanParams& p, long long r
     return carry;
 }
 
-// The carries of the chunk's tiles [j0, j1) (step 7), one per tile in ScanParams::carries: the chunk's carry,
-// then the nodes of the tile's digits below chunk_shift, highest first. Tile 0 of a row has none; its slot
-// holds a value never read.
-template <class Op, class A>
-__device__ __forceinline__ void tile_carries(const ScanParams& p, long long row, long long j0, long long j1,
-                                             const Maybe<A>& high) {
-    const A* const nodes = static_cast<const A*>(p.nodes);
-    A* const carries = static_cast<A*>(p.carries) + row * p.tiles;
-    for (long long j = j0 + threadIdx.x; j < j1; j += kThreads) {
-        Maybe<A> carry = high;
-        for (int k = p.chunk_shift - 1; k >= 0; --k)
-            if ((j >> k) & 1) fold<Op>(carry, __ldcg(nodes + node_position(p, row, k, (j >> (k + 1)) << 1)));
-        carries[j] = carry.v;
-    }
-    __syncthreads();
+// The carry of the chunk's tile t (step 7): the chunk's carry `high`, then the nodes of t's digits below
+// chunk_shift, highest first (digit k's node spans the 2^k tiles before t's half of its run of 2^(k + 1)).
+// Tile 0 of a row has none; its value is never used.
+template <class Op, class A, int kChunkTiles>
+__device__ __forceinline__ A tile_carry(const ScanParams& p, int t, const Maybe<A>& high,
+                                        const ChunkNodes<A, kChunkTiles>& n) {
+    Maybe<A> carry = high;
+    LM_SCAN_UNROLL
+    for (int k = ChunkNodes<A, kChunkTiles>::kLevels - 1; k >= 0; --k)
+        if (k < p.chunk_shift && ((t >> k) & 1)) fold<Op>(carry, n.node[k][(t >> (k + 1)) << 1]);
+    return carry.v;
 }
 
 // Pass 2 over a chunk: each tile's steps 4 and 5 from its registers and its carry, then its stores.
 template <class Op, class A, class Out, bool kExclusive, int kChunkTiles, class Io>
-__device__ __forceinline__ void chunk_scans(const ScanParams& p, const Io& io, long long row,
-                                            long long out_row, long long j0, long long j1,
+__device__ __forceinline__ void chunk_scans(const ScanParams& p, const Io& io, long long out_row,
+                                            long long j0, long long j1, const Maybe<A>& high,
+                                            const ChunkNodes<A, kChunkTiles>& nodes,
                                             ChunkValues<A, kChunkTiles>& c) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    const A* const carries = static_cast<const A*>(p.carries) + row * p.tiles;
     LM_SCAN_UNROLL
     for (int t = 0; t < kChunkTiles; ++t) {
         const long long j = j0 + t;
         const TileSpan s = tile_span(p, j);
         if (j >= j1 || s.count == 0) continue;
-        Maybe<A> prefix = {__ldcg(carries + j), j > 0};
+        Maybe<A> prefix = {tile_carry<Op>(p, t, high, nodes), j > 0};
         if (w > 0) fold<Op>(prefix, c.previous_warp[t]);
         if (lane > 0) fold<Op>(prefix, c.previous_lane[t]);
         thread_outputs<Op, A>(prefix, s.count, c.v[t]);
@@ -667,8 +691,8 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     long long in_row, out_row;
     row_offsets(p, row, in_row, out_row);
     ChunkValues<A, kChunkTiles> values;
-    chunk_aggregates<Op, In, A>(p, io, row, in_row, j0, j1, totals, values);
-    chunk_nodes<Op, A>(p, row, b);
+    chunk_aggregates<Op, In, A>(p, io, in_row, j0, j1, totals, values);
+    const ChunkNodes<A, kChunkTiles> nodes = chunk_nodes<Op, A>(p, row, b, values.aggregate);
     if (threadIdx.x < 32) {
         publish_units<Op, A>(p, row, b, chunks, (int)threadIdx.x);
         const Maybe<A> carry = chunk_carry<Op, A>(p, row, b, chunks, (int)threadIdx.x);
@@ -678,8 +702,8 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
         }
     }
     __syncthreads();
-    tile_carries<Op, A>(p, row, j0, j1, Maybe<A>{high_value, high_present != 0});
-    chunk_scans<Op, A, Out, kExclusive>(p, io, row, out_row, j0, j1, values);
+    chunk_scans<Op, A, Out, kExclusive>(p, io, out_row, j0, j1, Maybe<A>{high_value, high_present != 0},
+                                        nodes, values);
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
