@@ -759,33 +759,20 @@ namespace lm {
 // for v in [-n, 0) and v for v in [0, n); what lies outside is never read. Checked: position 0 is read instead
 // and the first such index is recorded in the runtime's error word (ir::GatherErrorWord: flag, the gather's
 // id, the index), which the runtime reads at its next synchronization. Clamped: the nearer end.
-// The word's fields are at bytes 0 (flag), 4 (id) and 8 (value), as gather_checked's asm stores them.
 struct gather_error_word {
     unsigned int flag;
     unsigned int id;
     long long value;
 };
-static_assert(sizeof(gather_error_word) == 16, "the error word's layout differs from ir::GatherErrorWord");
-// The check has no branch: the position is selected, and the first out-of-range index is recorded by one asm
-// statement of predicated instructions that declares no memory (the error word is read by the host alone,
-// after the kernel). A run of checked gathers thus stays one block of straight-line code whose loads the
-// compiler may issue together, instead of each load waiting behind the branch of its check.
 __device__ __forceinline__ long long gather_checked(long long v, long long n, void* err, long long id) {
     const long long k = v < 0 ? v + n : v;
-    const unsigned int bad = k >= 0 && k < n ? 0u : 1u;
-    asm volatile(
-        "{\n\t"
-        ".reg .pred bad, first;\n\t"
-        ".reg .b32 was;\n\t"
-        "setp.ne.u32 bad, %0, 0;\n\t"
-        "mov.u32 was, 1;\n\t"
-        "@bad atom.relaxed.gpu.global.cas.b32 was, [%1], 0, 1;\n\t"
-        "setp.eq.and.u32 first, was, 0, bad;\n\t"
-        "@first st.relaxed.gpu.global.u32 [%1+4], %2;\n\t"
-        "@first st.relaxed.gpu.global.s64 [%1+8], %3;\n\t"
-        "}" ::"r"(bad),
-        "l"(err), "r"(static_cast<unsigned int>(id)), "l"(v));
-    return bad ? 0 : k;
+    if (k >= 0 && k < n) return k;
+    gather_error_word* e = static_cast<gather_error_word*>(err);
+    if (atomicCAS(&e->flag, 0u, 1u) == 0u) {
+        e->id = static_cast<unsigned int>(id);
+        e->value = v;
+    }
+    return 0;
 }
 __device__ __forceinline__ long long gather_clamped(long long v, long long n) {
     const long long k = v < 0 ? v + n : v;
