@@ -135,8 +135,9 @@ TEST_CASE("golden: the scan plan's path, strides and explain text") {
     const Tensor row = Tensor::host({1, (std::int64_t{1} << 21) + 1}, float32);  // 1025 tiles
     const codegen::FusionPlan rp = plan_of(cumsum(row, 1));
     const auto& r = std::get<codegen::PlannedScan>(rp.kernels.at(0).schedule);
-    CHECK(r.plan.chunk_tiles == 4);
-    CHECK(r.plan.blocks_per_sm == 3);
+    CHECK(r.plan.chunk_tiles() == 4);
+    CHECK(r.plan.to_string().find("at most 4 tiles a chunk); 3 blocks per multiprocessor") !=
+          std::string::npos);
     CHECK(r.chunk_shift == 1);  // 257 chunks of 4 tiles would be less than a wave
     CHECK(r.chunks() == 513);
     const Tensor big = Tensor::host({1, std::int64_t{1} << 24}, float32);  // 8192 tiles
@@ -150,7 +151,7 @@ TEST_CASE("golden: the scan plan's path, strides and explain text") {
         Tensor::host({1, std::int64_t{1} << 24}, int8);  // int64 accumulators: 2 tiles to a chunk
     const codegen::FusionPlan bp = plan_of(cumsum(bytes, 1));
     const auto& b = std::get<codegen::PlannedScan>(bp.kernels.at(0).schedule);
-    CHECK(b.plan.chunk_tiles == 2);
+    CHECK(b.plan.chunk_tiles() == 2);
     CHECK(b.chunk_shift == 1);
     const Tensor rows = Tensor::host({600, 2 * 2048 + 1}, float32);  // more rows than a wave: a chunk each
     const codegen::FusionPlan rsp = plan_of(cumsum(rows, 1));

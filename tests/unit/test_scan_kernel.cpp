@@ -184,12 +184,12 @@ Entry entry_for(const codegen::ScanPlan& p, Io io = Io()) {
                    : Entry(
                          [io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, false, 8, 1, Io>(s, io); });
     }
-    if (p.chunk_tiles == 2)
+    if (p.chunk_tiles() == 2)
         return p.exclusive
                    ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, true, 8, 2, Io>(s, io); })
                    : Entry(
                          [io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, true, 8, 2, Io>(s, io); });
-    REQUIRE(p.chunk_tiles == 4);
+    REQUIRE(p.chunk_tiles() == 4);
     return p.exclusive
                ? Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, true, true, 8, 4, Io>(s, io); })
                : Entry([io](P s) { lm::scan::scan_kernel<Op, In, A, Out, false, true, 8, 4, Io>(s, io); });

@@ -57,8 +57,8 @@ std::pair<std::string, std::string> kernel_call(const ScanPlan& p, const std::st
         return {fmt::format("lm::scan::scan_warp_rows<{}{}>({}{});", types, io_type, params, io_arg),
                 "combine, in, accumulator, out, exclusive" + io_comment};
     if (p.path == ScanPath::Tree)
-        return {fmt::format("lm::scan::scan_kernel<{}, true, 8, {}{}>({}{});", types, p.chunk_tiles, io_type,
-                            params, io_arg),
+        return {fmt::format("lm::scan::scan_kernel<{}, true, 8, {}{}>({}{});", types, p.chunk_tiles(),
+                            io_type, params, io_arg),
                 "combine, in, accumulator, out, exclusive, tree, warps, chunk tiles" + io_comment};
     return {fmt::format("lm::scan::scan_kernel<{}, false, {}{}>({}{});", types, p.row_warps,
                         io.empty() ? std::string() : ", 1" + io_type, params, io_arg),
@@ -134,10 +134,11 @@ KernelSource emit_scan(std::string_view user_name, const PlannedScan& ps) {
         "`vector_in`, `vector_out`)\n\n",
         ks.name);
     if (fused) s += fused_parts(ks.name, ps);
-    // The tree path sizes its chunks for one wave of blocks_per_sm blocks per multiprocessor: the
+    // The tree path sizes its chunks for one wave of kScanChunkBlocksPerSM blocks per multiprocessor: the
     // registers must let that many in.
-    const std::string bounds = p.path == ScanPath::Tree ? fmt::format("{}, {}", p.threads, p.blocks_per_sm)
-                                                        : fmt::format("{}", p.threads);
+    const std::string bounds = p.path == ScanPath::Tree
+                                   ? fmt::format("{}, {}", p.threads, kScanChunkBlocksPerSM)
+                                   : fmt::format("{}", p.threads);
     s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const {} p) {{\n", bounds,
                      ks.name, fused ? fmt::format("__grid_constant__ {}_params", ks.name) : "lm::ScanParams");
     // The tree path's blocks wait for earlier tiles: like a split reduction, it does not let the next

@@ -685,7 +685,7 @@ __device__ __forceinline__ void scan_chunks(const ScanParams& p, const Io& io) {
     if (threadIdx.x == 0) ticket = atomicAdd(p.counters, 1u);
     __syncthreads();
     const int c = p.chunk_shift;
-    const long long chunks = (p.tiles + (1ll << c) - 1) >> c;
+    const long long chunks = scanc::row_chunks(p.tiles, c);
     const long long row = (long long)ticket / chunks, b = (long long)ticket % chunks;
     const long long j0 = b << c, j1 = j0 + (1ll << c) < p.tiles ? j0 + (1ll << c) : p.tiles;
     long long in_row, out_row;

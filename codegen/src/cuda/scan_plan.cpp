@@ -72,7 +72,11 @@ std::int64_t PlannedScan::tiles() const {
 }
 
 std::int64_t PlannedScan::chunks() const {
-    return (tiles() + (std::int64_t{1} << chunk_shift) - 1) >> chunk_shift;
+    return ir::scanc::row_chunks(tiles(), chunk_shift);
+}
+
+int ScanPlan::chunk_tiles() const {
+    return kScanChunkRegisters / (ir::kScanThreadElements * static_cast<int>(itemsize(acc)) / 4);
 }
 
 std::int64_t PlannedScan::counter_words() const {
@@ -90,8 +94,6 @@ std::uint64_t ScanPlan::hash() const {
     h.add(static_cast<std::uint64_t>(path));
     h.add(static_cast<std::uint64_t>(threads));
     h.add(static_cast<std::uint64_t>(row_warps));
-    h.add(static_cast<std::uint64_t>(blocks_per_sm));
-    h.add(static_cast<std::uint64_t>(chunk_tiles));
     h.add(static_cast<std::uint64_t>(prologue) | static_cast<std::uint64_t>(epilogue) << 1);
     if (prologue) h.add(prologue_plan.hash());
     if (epilogue) {
@@ -141,7 +143,7 @@ std::string ScanPlan::to_string() const {
                           "chunks to publish builds their node, and so on up), the nodes before it from "
                           "earlier chunks (release / acquire), then their scans with their carries, from "
                           "registers (at most {} tiles a chunk); {} blocks per multiprocessor",
-                          chunk_tiles, blocks_per_sm),
+                          chunk_tiles(), kScanChunkBlocksPerSM),
         threads, ir::kScanThreadElements, ir::kScanTile, fused_text(*this));
 }
 
@@ -292,11 +294,8 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const Dev
                   : p.path == ScanPath::Warp ? 1
                                              : 8;
     if (p.path == ScanPath::Tree) {
-        p.blocks_per_sm = 3;
-        p.chunk_tiles =
-            kScanChunkRegisters / (ir::kScanThreadElements * static_cast<int>(itemsize(p.acc)) / 4);
-        const std::int64_t wave = std::max<std::int64_t>(device.sm_count, 1) * p.blocks_per_sm;
-        while ((std::int64_t{2} << ps.chunk_shift) <= p.chunk_tiles && ps.chunks() > 1) ++ps.chunk_shift;
+        const std::int64_t wave = std::max<std::int64_t>(device.sm_count, 1) * kScanChunkBlocksPerSM;
+        while ((std::int64_t{2} << ps.chunk_shift) <= p.chunk_tiles() && ps.chunks() > 1) ++ps.chunk_shift;
         while (ps.chunk_shift > 0 && ps.rows() * ps.chunks() < wave) --ps.chunk_shift;
     }
     return ps;

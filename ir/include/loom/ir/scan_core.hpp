@@ -132,15 +132,19 @@ LOOM_SCAN_FN double log_add_exp(double a, double b) {
 
 // The layout of the GPU's tree path (codegen/src/cuda/scan.cuh), here so that the host sizes the counters and
 // nodes it allocates from the same functions the kernel indexes them with. A row of `tiles` tiles has
-// row_nodes(tiles) tree nodes (tiles >> k complete ones at each level k). Its chunks form a hierarchy, 32 to
-// a unit: a unit of level 0 is a chunk, one of level h + 1 the 32 units of level h it holds; chunk_levels
-// levels reach the row. row_words counts the row's counter words: a flag per unit of each level below
-// chunk_levels, then an arrival count per unit of each level from 1.
+// row_nodes(tiles) tree nodes (tiles >> k complete ones at each level k), and row_chunks(tiles, chunk_shift)
+// chunks of 2^chunk_shift tiles (the last may be partial). The chunks form a hierarchy, 32 to a unit: a unit
+// of level 0 is a chunk, one of level h + 1 the 32 units of level h it holds; chunk_levels levels reach the
+// row. row_words counts the row's counter words: a flag per unit of each level below chunk_levels, then an
+// arrival count per unit of each level from 1.
 constexpr int kChunkRadixBits = 5;
 LOOM_SCAN_FN long long row_nodes(long long tiles) {
     long long n = 0;
     for (long long t = tiles; t > 0; t >>= 1) n += t;
     return n;
+}
+LOOM_SCAN_FN long long row_chunks(long long tiles, int chunk_shift) {
+    return (tiles + (1ll << chunk_shift) - 1) >> chunk_shift;
 }
 LOOM_SCAN_FN int chunk_levels(long long chunks) {
     int levels = 0;

@@ -37,6 +37,9 @@ inline constexpr int kScanOuterAxes = 6;
 /// The tree path's chunk: at most this many 4-byte registers per thread hold its accumulated values (8 per
 /// tile a thread), so that its block loads the whole chunk at once and reads it once.
 inline constexpr int kScanChunkRegisters = 32;
+/// The tree path's blocks per multiprocessor, which its registers must let in (the kernel's launch bounds: up
+/// to 80 registers a thread) and for which its chunks are sized.
+inline constexpr int kScanChunkBlocksPerSM = 3;
 
 /// What the kernel's code depends on (the cache key): the op, the dtypes, exclusive, the path.
 struct ScanPlan {
@@ -48,12 +51,6 @@ struct ScanPlan {
     ScanPath path = ScanPath::Tile;
     int threads = 256;  // kScanThreads: 8 elements each
     int row_warps = 8;  // the tile path: the warps of a row (2, 4 or 8; 8 / row_warps rows per block)
-    /// The tree path: the blocks per multiprocessor its registers must let in (the kernel's launch bounds),
-    /// for which its chunks are sized (3: up to 85 registers a thread), and the most tiles of a chunk, whose
-    /// values a thread holds in registers (kScanChunkRegisters: 4 tiles of a 4-byte accumulator, 2 of an
-    /// 8-byte one).
-    int blocks_per_sm = 0;
-    int chunk_tiles = 0;
     /// A fused kernel: the operand computed element by element by an elementwise prologue (a pointwise plan
     /// over the scan's shape) instead of read from memory, and/or the result handed element by element to an
     /// elementwise epilogue (a pointwise plan over the scan's shape, the scan's value at site `acc_site`),
@@ -66,6 +63,9 @@ struct ScanPlan {
 
     bool operator==(const ScanPlan&) const = default;
     std::uint64_t hash() const;
+    /// The tree path: the most tiles of a chunk, whose values a thread holds in registers
+    /// (kScanChunkRegisters: 4 tiles of a 4-byte accumulator, 2 of an 8-byte one).
+    int chunk_tiles() const;
     /// The plan's banner lines.
     std::string to_string() const;
 };
@@ -93,9 +93,9 @@ struct PlannedScan {
     std::vector<std::int64_t> outer;      // the other axes' extents (merged), outermost first
     std::vector<std::int64_t> in_outer;   // their strides in the operand
     std::vector<std::int64_t> out_outer;  // and in the result
-    /// The tree path: a chunk is 2^chunk_shift consecutive tiles of a row: ScanPlan::chunk_tiles, fewer where
-    /// that would leave less than a wave of blocks (ScanPlan::blocks_per_sm per multiprocessor), at most the
-    /// row.
+    /// The tree path: a chunk is 2^chunk_shift consecutive tiles of a row: ScanPlan::chunk_tiles(), fewer
+    /// where that would leave less than a wave of blocks (kScanChunkBlocksPerSM per multiprocessor), at most
+    /// the row.
     int chunk_shift = 0;
     bool operator==(const PlannedScan& o) const {
         return plan == o.plan && in_offset == o.in_offset && length == o.length && in_step == o.in_step &&
