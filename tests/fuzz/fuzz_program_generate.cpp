@@ -328,9 +328,23 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             return ins;
         });
     // A small share scans: cumsum, cumprod, cummax, cummin or logcumsumexp of an earlier result along one of
-    // its axes, inclusive or exclusive.
+    // its axes, inclusive or exclusive. Half of them scan the result flattened (a view): rows of up to
+    // max_numel elements, most longer than a tile (2048), which the GPU scans in chunks.
     Rng sg(seed * 0x9E6C63D0676A9A99ULL + 0x5851F42D4C957F2DULL);
-    if (chance(sg, 0.08))
+    if (chance(sg, 0.08)) {
+        Rng fg(seed * 0x2545F4914F6CDD1DULL + 0x9FB21C651E98DF25ULL);
+        int flat = -1;
+        if (chance(fg, 0.5)) {
+            Instr view;
+            view.kind = Instr::Kind::View;
+            view.view = ViewKind::Flatten;
+            view.args = {operand(fg, p.code.size())};
+            p.code.push_back(view);
+            if (st.add(p, p.code.size() - 1, false, Device::cpu()))
+                flat = static_cast<int>(p.code.size() - 1);
+            else
+                p.code.pop_back();
+        }
         append_output(sg, [&](Rng& r) {
             constexpr Op kScans[] = {Op::CumSum, Op::CumProd, Op::CumMax, Op::CumMin, Op::LogCumSumExp};
             Instr ins;
@@ -338,9 +352,10 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             ins.op = kScans[r() % 5];
             ins.key = r();
             ins.keepdims = chance(r, 0.3);
-            ins.args = {operand(r, p.code.size())};
+            ins.args = {flat >= 0 ? flat : operand(r, p.code.size())};
             return ins;
         });
+    }
     // A small share scatters: scatter or scatter_add (clamped) of values into an earlier result along one of
     // its axes (a draw builds only where the shapes fit: values of x's extents off the axis, an index that
     // broadcasts to them).
