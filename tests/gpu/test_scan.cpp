@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <loom/loom.hpp>
 #include <string>
 #include <vector>
@@ -51,30 +52,49 @@ Tensor values_for(const std::string& op, const Shape& s, DType t, std::uint64_t 
 
 // Evaluates `y` on the GPU into a poisoned output and checks it against the reference bit for bit (NaN
 // matches NaN; zeros by sign).
-void check_bits(const Array& y, const std::string& what) {
+testing::Comparison compare_bits(const Array& y, const std::string& what) {
     Tensor out = Tensor::empty(y.shape(), y.dtype(), cuda0);
     testing::poison(out);
     assign(out, y);
     const Tensor expected = reference::evaluate(y.node());
-    const testing::Comparison c = testing::compare(out, expected, testing::Tolerance::exact(), what);
+    return testing::compare(out, expected, testing::Tolerance::exact(), what);
+}
+
+void check_bits(const Array& y, const std::string& what) {
+    const testing::Comparison c = compare_bits(y, what);
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
 }
 
 }  // namespace
 
 TEST_CASE("scan on the GPU: the reference's bits, every op, dtype and row length, inclusive and exclusive") {
+    // Some 300 kernels are compiled: one thread per op compiles and runs its cases (Loom is safe to call from
+    // several threads), and the comparisons are checked here, on the test's thread.
+    struct Result {
+        std::string what;
+        testing::Comparison c;
+    };
+    std::vector<std::future<std::vector<Result>>> per_op;
     for (const ScanOp& op : kOps)
-        for (DType t : kAllDTypes) {
-            if (std::string(op.name) == "logcumsumexp" && !is_float(t)) continue;
-            for (std::int64_t n :
-                 {0, 1, 31, 32, 33, 300, 1000, 2047, 2048, 2049, 4097, 3 * 2048 + 5, 70000}) {
-                const Tensor x = values_for(op.name, {3, n}, t, static_cast<std::uint64_t>(n) + 1);
-                for (bool exclusive : {false, true})
-                    check_bits(
-                        op.fn(x, 1, {.exclusive = exclusive}, Loc::current()),
-                        fmt::format("{} {} n={}{}", op.name, name(t), n, exclusive ? " exclusive" : ""));
+        per_op.push_back(std::async(std::launch::async, [op] {
+            std::vector<Result> results;
+            for (DType t : kAllDTypes) {
+                if (std::string(op.name) == "logcumsumexp" && !is_float(t)) continue;
+                for (std::int64_t n :
+                     {0, 1, 31, 32, 33, 300, 1000, 2047, 2048, 2049, 4097, 3 * 2048 + 5, 70000}) {
+                    const Tensor x = values_for(op.name, {3, n}, t, static_cast<std::uint64_t>(n) + 1);
+                    for (bool exclusive : {false, true}) {
+                        const std::string what =
+                            fmt::format("{} {} n={}{}", op.name, name(t), n, exclusive ? " exclusive" : "");
+                        results.push_back({what, compare_bits(op.fn(x, 1, {.exclusive = exclusive}, Loc::current()),
+                                                              what)});
+                    }
+                }
             }
-        }
+            return results;
+        }));
+    for (auto& f : per_op)
+        for (const Result& r : f.get()) CHECK_MESSAGE(r.c.ok, r.what << ": " << r.c.message);
 }
 
 TEST_CASE("scan on the GPU: long rows of many tiles, run twice") {
