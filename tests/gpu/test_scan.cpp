@@ -86,8 +86,9 @@ TEST_CASE("scan on the GPU: the reference's bits, every op, dtype and row length
                     for (bool exclusive : {false, true}) {
                         const std::string what =
                             fmt::format("{} {} n={}{}", op.name, name(t), n, exclusive ? " exclusive" : "");
-                        results.push_back({what, compare_bits(op.fn(x, 1, {.exclusive = exclusive}, Loc::current()),
-                                                              what)});
+                        results.push_back(
+                            {what,
+                             compare_bits(op.fn(x, 1, {.exclusive = exclusive}, Loc::current()), what)});
                     }
                 }
             }
