@@ -124,6 +124,15 @@ namespace scanc = loom::ir::scanc;
 inline int widened(bool x) {
     return x ? 1 : 0;
 }
+// The prelude's integer maximum and minimum (a compare and a select in PTX): the same values.
+template <class T>
+T maximum(T a, T b) {
+    return a < b ? b : a;
+}
+template <class T>
+T minimum(T a, T b) {
+    return b < a ? b : a;
+}
 #include "../../codegen/src/cuda/scan_params.inc"
 namespace scan {
 inline unsigned load_acquire(const unsigned* f) {

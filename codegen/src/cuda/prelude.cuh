@@ -136,6 +136,50 @@ __device__ __forceinline__ double sign(double a) { return (isnan_f(a) || a == 0.
 // IEEE minimum / maximum with NaN propagation (the first NaN operand) and -0 < +0 (ew::minimum).
 template <class T> __device__ __forceinline__ T minimum(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T maximum(T a, T b) { return a < b ? b : a; }
+// Integers: a compare and a select in PTX, never min.s32 / max.s32. On sm_90, ptxas (CUDA 12.8 to 13.x at
+// least) fuses two chained integer min/max whose operands are negations (max(max(acc, -x), -y), as a max
+// reduction of a negated operand makes) into one three-input VIMNMX3 and drops one negation: the result is
+// wrong, silently. Its optimizer leaves a compare and select as ISETP and SEL, which it does not fuse.
+// Loom's integer minimum, maximum, clamp and relu, the reductions' and the scans' integer combines all
+// come here. 8-bit values compare as 32-bit ones (their order is the same).
+__device__ __forceinline__ int select_min_s32(int a, int b) {
+    int r;
+    asm("{ .reg .pred lt; setp.lt.s32 lt, %2, %1; selp.b32 %0, %2, %1, lt; }" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ int select_max_s32(int a, int b) {
+    int r;
+    asm("{ .reg .pred lt; setp.lt.s32 lt, %1, %2; selp.b32 %0, %2, %1, lt; }" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ unsigned select_min_u32(unsigned a, unsigned b) {
+    unsigned r;
+    asm("{ .reg .pred lt; setp.lt.u32 lt, %2, %1; selp.b32 %0, %2, %1, lt; }" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ unsigned select_max_u32(unsigned a, unsigned b) {
+    unsigned r;
+    asm("{ .reg .pred lt; setp.lt.u32 lt, %1, %2; selp.b32 %0, %2, %1, lt; }" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ long long select_min_s64(long long a, long long b) {
+    long long r;
+    asm("{ .reg .pred lt; setp.lt.s64 lt, %2, %1; selp.b64 %0, %2, %1, lt; }" : "=l"(r) : "l"(a), "l"(b));
+    return r;
+}
+__device__ __forceinline__ long long select_max_s64(long long a, long long b) {
+    long long r;
+    asm("{ .reg .pred lt; setp.lt.s64 lt, %1, %2; selp.b64 %0, %2, %1, lt; }" : "=l"(r) : "l"(a), "l"(b));
+    return r;
+}
+template <> __device__ __forceinline__ int minimum<int>(int a, int b) { return select_min_s32(a, b); }
+template <> __device__ __forceinline__ int maximum<int>(int a, int b) { return select_max_s32(a, b); }
+template <> __device__ __forceinline__ long long minimum<long long>(long long a, long long b) { return select_min_s64(a, b); }
+template <> __device__ __forceinline__ long long maximum<long long>(long long a, long long b) { return select_max_s64(a, b); }
+template <> __device__ __forceinline__ signed char minimum<signed char>(signed char a, signed char b) { return (signed char)select_min_s32(a, b); }
+template <> __device__ __forceinline__ signed char maximum<signed char>(signed char a, signed char b) { return (signed char)select_max_s32(a, b); }
+template <> __device__ __forceinline__ unsigned char minimum<unsigned char>(unsigned char a, unsigned char b) { return (unsigned char)select_min_u32(a, b); }
+template <> __device__ __forceinline__ unsigned char maximum<unsigned char>(unsigned char a, unsigned char b) { return (unsigned char)select_max_u32(a, b); }
 #define LM_DEF(T) \
     template <> __device__ __forceinline__ T minimum<T>(T a, T b) { \
         if (isnan_f(a)) return a; if (isnan_f(b)) return b; \
