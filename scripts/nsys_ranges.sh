@@ -27,10 +27,29 @@ mkdir -p "$out"
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 
+# An nsys that ships without its importer's libraries (the one inside Nsight Compute's host directory) leaves
+# the raw .qdstrm behind: QdstrmImporter, beside it, makes the .nsys-rep; it needs elfutils' libdw.so.1
+# (Debian's libdw1), which LD_LIBRARY_PATH can supply.
+import_report() {
+    local base=$1
+    [[ -f $base.nsys-rep || ! -f $base.qdstrm ]] && return 0
+    local importer=${QDSTRM_IMPORTER:-}
+    if [[ -z $importer ]]; then
+        importer=$(find "$(dirname "$(readlink -f "$(command -v "$nsys")")")/.." -name QdstrmImporter -type f 2>/dev/null | head -1)
+    fi
+    [[ -n $importer ]] || { echo "nsys_ranges: $base.qdstrm left unimported: no QdstrmImporter (set QDSTRM_IMPORTER)" >&2; exit 1; }
+    "$importer" -i "$base.qdstrm" >"$base.import.log" 2>&1 || {
+        echo "nsys_ranges: $importer failed (a missing libdw.so.1 is elfutils' libdw1):" >&2
+        tail -3 "$base.import.log" >&2
+        exit 1
+    }
+}
+
 for run in compile disk_cache; do
     echo "== nvtx_sum: scale_bias_activation, run '$run' (LOOM_NVTX=1, LOOM_CACHE_DIR=$cache)"
     LOOM_NVTX=1 LOOM_CACHE_DIR=$cache "$nsys" profile --trace=cuda,nvtx --force-overwrite=true \
         --output="$out/scale_bias_activation_$run" "$sample" >"$out/scale_bias_activation_$run.log" 2>&1
+    import_report "$out/scale_bias_activation_$run"
     "$nsys" stats --report nvtx_sum --format table "$out/scale_bias_activation_$run.nsys-rep"
 done
 
