@@ -139,7 +139,9 @@ template <class T> __device__ __forceinline__ T maximum(T a, T b) { return a < b
 // Integers: a compare and a select in PTX, never min.s32 / max.s32. On sm_90, ptxas (CUDA 12.8 to 13.x at
 // least) fuses two chained integer min/max whose operands are negations (max(max(acc, -x), -y), as a max
 // reduction of a negated operand makes) into one three-input VIMNMX3 and drops one negation: the result is
-// wrong, silently. Its optimizer leaves a compare and select as ISETP and SEL, which it does not fuse.
+// wrong, silently. A compare and a select is not fused that way: ptxas computes a negation that feeds one
+// into a register of its own (IMAD.MOV) first, and only then may turn compares and selects of registers into
+// VIMNMX, VIMNMX3 or VIADDMNMX (checked in the SASS of reductions, chains and max(x, -x) of each dtype).
 // Loom's integer minimum, maximum, clamp and relu, the reductions' and the scans' integer combines all
 // come here. 8-bit values compare as 32-bit ones (their order is the same).
 __device__ __forceinline__ int select_min_s32(int a, int b) {
