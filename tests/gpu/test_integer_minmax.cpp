@@ -1,8 +1,9 @@
 // Integer maxima and minima of negated values on the GPU: the reference's values. On sm_90, ptxas fuses a
 // chain of integer min/max whose operands are negations into one three-input VIMNMX3 and drops a negation;
-// Loom's integer minimum and maximum compile to a compare and a select instead (codegen/src/cuda/prelude.cuh).
-// A max reduction of the negated int8 product below gave 4165 for 7990 before. Rows of 4 (one 16-byte load
-// per lane), 32, 1000 and 70000; reductions, elementwise chains, clamp, relu and scans; int8, int32, int64.
+// Loom's integer minimum and maximum compile to a compare and a select instead
+// (codegen/src/cuda/prelude.cuh). A max reduction of the negated int8 product below gave 4165 for 7990
+// before. Rows of 4 (one 16-byte load per lane), 32, 1000 and 70000; reductions, elementwise chains, clamp,
+// relu and scans; int8, int32, int64.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 

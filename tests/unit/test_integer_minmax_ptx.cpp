@@ -22,7 +22,8 @@ namespace {
 // The PTX lines where an integer min/max instruction reads a register that a neg instruction wrote.
 std::vector<std::string> negations_into_min_max(const std::string& ptx) {
     static const std::regex neg(R"(^\s*neg\.[su](16|32|64)\s+(%[a-z]+[0-9]+),)");
-    static const std::regex minmax(R"(^\s*(min|max)\.[su](16|32|64)\s+%[a-z]+[0-9]+,\s*(%?[a-z0-9]+),\s*(%?[a-z0-9]+);)");
+    static const std::regex minmax(
+        R"(^\s*(min|max)\.[su](16|32|64)\s+%[a-z]+[0-9]+,\s*(%?[a-z0-9]+),\s*(%?[a-z0-9]+);)");
     std::set<std::string> negated;
     std::vector<std::string> hazards;
     std::istringstream lines(ptx);
@@ -58,8 +59,10 @@ TEST_CASE("PTX: no integer negation feeds an integer min or max (the ptxas VIMNM
         {"min of x * -1, int32", min(Array(i32) * -1, 1)},
         {"max of -x, int64", max(-Array(i64), 1)},
         {"max of -x, int8", max(-Array(i8), 1)},
-        {"maximum chain of negations, int32", maximum(maximum(-Array(i32), -(Array(i32) + 1)), -(Array(i32) * 3))},
-        {"minimum chain of negations, int8", minimum(minimum(-Array(i8), -(Array(i8) + 1)), -(Array(i8) * 3))},
+        {"maximum chain of negations, int32",
+         maximum(maximum(-Array(i32), -(Array(i32) + 1)), -(Array(i32) * 3))},
+        {"minimum chain of negations, int8",
+         minimum(minimum(-Array(i8), -(Array(i8) + 1)), -(Array(i8) * 3))},
         {"clamp of -x, int32", clamp(-Array(i32), -5, 5)},
         {"relu of -x then max, int32", max(relu(-Array(i32)), 1)},
         {"cummax of -x, int32", cummax(-Array(i32), 1)},
@@ -68,7 +71,8 @@ TEST_CASE("PTX: no integer negation feeds an integer min or max (the ptxas VIMNM
     };
     for (const auto& c : cases) {
         const std::vector<std::string> hazards = negations_into_min_max(ptx({c.y}, "minmax"));
-        CHECK_MESSAGE(hazards.empty(), std::string(c.what) << ": " << hazards.size() << " negations feed a min/max, first: "
-                                              << (hazards.empty() ? "" : hazards[0]));
+        CHECK_MESSAGE(hazards.empty(), std::string(c.what)
+                                           << ": " << hazards.size() << " negations feed a min/max, first: "
+                                           << (hazards.empty() ? "" : hazards[0]));
     }
 }
