@@ -13,6 +13,7 @@
 #include "loom/runtime/disk_cache.hpp"
 #include "loom/runtime/dump.hpp"
 #include "nvtx.hpp"
+#include "stats_internal.hpp"
 
 #ifndef LOOM_VERSION_STRING
 #error "LOOM_VERSION_STRING (the project version) must be defined by the build"
@@ -203,6 +204,7 @@ CachedCompile compile_cached(std::string_view name, std::string_view source, con
         ++g_compiles;
         g_compile_ms += out.result.compile_ms;
     }
+    detail::register_stats_dump();
     if (key) {
         cache.store(*key, std::string_view(out.result.binary.data(), out.result.binary.size()),
                     out.result.is_ptx);

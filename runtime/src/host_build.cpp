@@ -32,6 +32,7 @@
 #include "loom/runtime/dump.hpp"
 #include "loom/runtime/nvrtc.hpp"
 #include "nvtx.hpp"
+#include "stats_internal.hpp"
 
 #ifndef LOOM_VERSION_STRING
 #error "LOOM_VERSION_STRING (the project version) must be defined by the build"
@@ -466,6 +467,7 @@ std::vector<Kernels> build_kernels(std::span<const codegen::HostPlan* const> pla
                     c.stats.load_ms += k->load_ms;
                 }
             }
+            detail::register_stats_dump();
             for (std::size_t j = 0; j < missing.size(); ++j) promises[j].set_value(built[j]);
         } catch (...) {
             {

@@ -29,12 +29,22 @@ void print_at_exit() {
     std::fprintf(stderr, "%s", stats().to_string().c_str());
 }
 
-// LOOM_DUMP=stats: the handler is registered by the first counted launch or run, after the caches it reads
-// exist, so it runs before they are destroyed.
+Stats totals();
+
+// LOOM_DUMP=stats: the handler is registered by the first counted launch, run or compilation. It reads the
+// counters once first, so that every cache it reads exists before it is registered and is destroyed after
+// it runs (objects are destroyed in the reverse order of their construction and of atexit registrations).
 void register_dump() noexcept {
     static std::once_flag once;
     std::call_once(once, [] {
-        if (env_list_contains("LOOM_DUMP", "stats")) std::atexit(print_at_exit);
+        if (!env_list_contains("LOOM_DUMP", "stats")) return;
+        try {
+            (void)totals();
+        } catch (...) {
+            return;  // no counts to print (a broken CUDA runtime): print nothing at exit rather than throw
+                     // there
+        }
+        std::atexit(print_at_exit);
     });
 }
 
@@ -56,9 +66,12 @@ Stats since(Stats now, const Stats& base) {
 // The counters since the process started.
 Stats totals() {
     Stats s;
+    // Every NVRTC compilation goes through the disk cache's compile_cached() (the launch path, compile(),
+    // the parameter upload kernels), which counts it, and not a disk hit.
+    const DiskCacheStats disk = disk_cache_stats();
+    s.nvrtc_compiles = disk.compiles;
+    s.nvrtc_compile_ms = disk.compile_ms;
     const KernelCacheStats gpu = kernel_cache_stats();
-    s.nvrtc_compiles = gpu.compiles;
-    s.nvrtc_compile_ms = gpu.compile_ms;
     s.gpu_kernel_hits = gpu.hits;
     s.gpu_kernel_misses = gpu.misses;
     const HostKernelCacheStats host = host_kernel_cache_stats();
@@ -67,7 +80,6 @@ Stats totals() {
     s.host_kernel_hits = host.hits;
     s.host_kernel_misses = host.misses;
     s.host_disk_hits = host.disk_hits;
-    const DiskCacheStats disk = disk_cache_stats();
     s.disk_hits = disk.hits;
     s.disk_misses = disk.misses;
     s.disk_stores = disk.stores;
@@ -85,6 +97,9 @@ Stats totals() {
 }  // namespace
 
 namespace detail {
+void register_stats_dump() noexcept {
+    register_dump();
+}
 void count_gpu_launch() noexcept {
     g_gpu_launches.fetch_add(1, std::memory_order_relaxed);
     register_dump();

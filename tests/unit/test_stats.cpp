@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "../common/needs_cuda.hpp"
 #include "loom/loom.hpp"
 
 using namespace loom;
@@ -37,4 +38,26 @@ TEST_CASE("stats() counts host kernels built, found and run, and reset_stats() s
     reset_stats();
     CHECK(stats().host_kernel_runs == 0);
     CHECK(stats().host_kernel_hits == 0);
+}
+
+TEST_CASE("stats() counts the NVRTC compilations of compile(), and a disk-cache hit as none" *
+          loom_test::needs_cuda()) {
+    // A kernel of its own (a constant no other test uses), compiled twice: the first time by NVRTC or read
+    // from the disk cache (an earlier run stored it), the second time read from the disk cache (or compiled
+    // again where the disk cache is off). stats() agrees with each CompileReport.
+    const Tensor x = testing::random_tensor({4096}, float32, 12);
+    const Array y = relu(Array(x) * 1.6180339f + 0.4142135f);
+    reset_stats();
+    const CompileReport first = compile({y}, "stats_nvrtc");
+    REQUIRE(first.kernels >= 1);
+    const Stats after_first = stats();
+    CHECK(after_first.nvrtc_compiles == static_cast<std::uint64_t>(first.kernels - first.disk_hits));
+    CHECK(after_first.disk_hits == static_cast<std::uint64_t>(first.disk_hits));
+    CHECK(after_first.nvrtc_compile_ms == doctest::Approx(first.compile_ms).epsilon(1e-9));
+    const CompileReport second = compile({y}, "stats_nvrtc");
+    const Stats after_second = stats();
+    CHECK(after_second.nvrtc_compiles - after_first.nvrtc_compiles ==
+          static_cast<std::uint64_t>(second.kernels - second.disk_hits));
+    CHECK(after_second.disk_hits - after_first.disk_hits == static_cast<std::uint64_t>(second.disk_hits));
+    CHECK(after_second.gpu_launches == 0);  // compile() launches nothing
 }

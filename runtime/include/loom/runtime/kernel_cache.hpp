@@ -29,9 +29,10 @@ struct CompiledKernel {
 /// Counters of the in-memory cache since the process started.
 struct KernelCacheStats {
     std::uint64_t hits = 0;
-    std::uint64_t misses = 0;    // lookups that had to build (or wait for another thread's build)
-    std::uint64_t compiles = 0;  // NVRTC compilations
-    double compile_ms = 0;       // total NVRTC time
+    std::uint64_t misses = 0;  // lookups that had to build (or wait for another thread's build)
+    std::uint64_t compiles =
+        0;  // NVRTC compilations of kernels this cache built (not those the disk cache served)
+    double compile_ms = 0;  // total NVRTC time
 };
 
 /// Returns the kernel for `key` on device `device`, calling `build` once per key and device when absent.
