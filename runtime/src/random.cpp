@@ -62,8 +62,8 @@ double below(double hi, DType dtype) {
     }
 }
 
-Tensor materialize(const NodePtr& root) {
-    return evaluate({root}).front();
+Tensor materialize(const NodePtr& root, const std::source_location& loc) {
+    return evaluate({root}, loc).front();
 }
 
 }  // namespace
@@ -73,30 +73,32 @@ std::uint64_t next_seed() {
     return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed, Device device) {
-    if (device.is_cuda()) require_cuda("random_normal()");
+Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed, Device device,
+                     std::source_location loc) {
+    if (device.is_cuda()) require_cuda(fmt::format("random_normal() ({})", short_location(loc)));
     const DType f = is_float(dtype) ? dtype : DType::Float32;
     NodePtr z = ir::random_values(Op::RandomNormal, shape, seed, f, device_code(device), "random_normal");
     if (dtype == DType::Bool)
         z = ir::binary(Op::Gt, z, ir::constant(ir::ScalarValue::of_float(0.0), f));
     else if (!is_float(dtype))
         z = ir::cast(ir::unary(Op::Round, z), dtype);  // half to even, then saturated
-    return materialize(z);
+    return materialize(z, loc);
 }
 
-Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed) {
-    return random_normal(shape, dtype, seed, default_device());
+Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed, std::source_location loc) {
+    return random_normal(shape, dtype, seed, default_device(), loc);
 }
 
-Tensor random_normal(const Shape& shape, DType dtype) {
-    return random_normal(shape, dtype, next_seed(), default_device());
+Tensor random_normal(const Shape& shape, DType dtype, std::source_location loc) {
+    return random_normal(shape, dtype, next_seed(), default_device(), loc);
 }
 
 Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed,
-                      Device device) {
+                      Device device, std::source_location loc) {
     if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi))
-        throw Error(fmt::format("random_uniform(): needs finite lo < hi, got lo={} hi={}", lo, hi));
-    if (device.is_cuda()) require_cuda("random_uniform()");
+        throw Error(fmt::format("random_uniform(): needs finite lo < hi, got lo={} hi={} ({})", lo, hi,
+                                short_location(loc)));
+    if (device.is_cuda()) require_cuda(fmt::format("random_uniform() ({})", short_location(loc)));
     // Float dtypes draw their own uniform values (so [0, 1) gives the lazy op's bits), others float64 ones.
     const DType u_dtype = is_float(dtype) ? dtype : DType::Float64;
     NodePtr u =
@@ -107,19 +109,20 @@ Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std
         const NodePtr r = ir::cast(v, dtype);
         const NodePtr at_hi = ir::binary(Op::Ge, ir::cast(r, DType::Float64), f64(hi));
         const NodePtr last = ir::cast(f64(below(hi, dtype)), dtype);
-        return materialize(ir::ternary(Op::Where, at_hi, last, r));
+        return materialize(ir::ternary(Op::Where, at_hi, last, r), loc);
     }
     const NodePtr whole = ir::unary(Op::Floor, v);
-    if (dtype == DType::Bool) return materialize(ir::binary(Op::Ne, whole, f64(0.0)));
-    return materialize(ir::cast(whole, dtype));  // saturated
+    if (dtype == DType::Bool) return materialize(ir::binary(Op::Ne, whole, f64(0.0)), loc);
+    return materialize(ir::cast(whole, dtype), loc);  // saturated
 }
 
-Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed) {
-    return random_uniform(shape, dtype, lo, hi, seed, default_device());
+Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::uint64_t seed,
+                      std::source_location loc) {
+    return random_uniform(shape, dtype, lo, hi, seed, default_device(), loc);
 }
 
-Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi) {
-    return random_uniform(shape, dtype, lo, hi, next_seed(), default_device());
+Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std::source_location loc) {
+    return random_uniform(shape, dtype, lo, hi, next_seed(), default_device(), loc);
 }
 
 }  // namespace loom

@@ -4,6 +4,7 @@
 // row-major index; the materializing Tensor functions give the lazy op's bits; seedless calls run on the
 // host; statistics of large draws; errors.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
@@ -226,6 +227,17 @@ TEST_CASE("random ops: errors name the API") {
                          doctest::Contains("bernoulli"), Error);
     CHECK_THROWS_WITH_AS(random_uniform({4}, float32, 1.0, 1.0, 3, cpu), doctest::Contains("random_uniform"),
                          Error);
+}
+
+TEST_CASE("random ops: the Tensor functions name the caller's line in errors") {
+    const std::string where = fmt::format("test_random.cpp:{}", __LINE__ + 1);
+    CHECK_THROWS_WITH_AS(random_uniform({4}, float32, 2.0, 1.0, 3, cpu), doctest::Contains(where.c_str()),
+                         Error);
+    if (!cuda_available()) {  // a GPU tensor without a GPU: the error names the call, not Loom's own line
+        const std::string call = fmt::format("random_normal() (test_random.cpp:{})", __LINE__ + 1);
+        CHECK_THROWS_WITH_AS(random_normal({4}, float32, 1, Device::cuda(0)), doctest::Contains(call.c_str()),
+                             NoDeviceError);
+    }
 }
 
 TEST_CASE("random ops: the generated CUDA draws the normals in the kernel") {
