@@ -28,7 +28,7 @@ DLDataType dtype_to_dlpack(DType dtype) {
     };
     switch (dtype) {
         case DType::Bool:
-            return kHeaderHasBool ? dl(kBoolCode, 8) : dl(kDLUInt, 8);
+            return dl(kBoolCode, 8);  // kDLBool, which DLPack 0.6's header does not name
         case DType::Int8:
             return dl(kDLInt, 8);
         case DType::UInt8:
@@ -150,6 +150,8 @@ Device checked_device(const DLTensor& t, void* element0, const std::source_locat
         case kDLCUDA:
             if (t.device.device_id < 0)
                 fail(loc, fmt::format("kDLCUDA device id {} is negative", t.device.device_id));
+            // A GPU tensor without a usable GPU is refused here, naming the import, not at its first use.
+            require_cuda(fmt::format("from_dlpack() of a kDLCUDA tensor ({})", short_location(loc)));
             return Device::cuda(t.device.device_id);
         case kDLCUDAManaged:  // DLPack gives id 0: the device is the pointer's own
             return memory::pointer_device(element0);

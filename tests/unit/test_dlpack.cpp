@@ -70,7 +70,7 @@ TEST_CASE("dlpack: host tensors of every dtype round-trip without a copy") {
         CHECK(t.dtype.lanes == 1);
         CHECK(t.dtype.bits == 8 * itemsize(dt));
         const Tensor back = from_dlpack(m);  // Loom owns m now; its deleter frees the export
-        CHECK(back.dtype() == (dt == DType::Bool && !dlpack::kHeaderHasBool ? DType::UInt8 : dt));
+        CHECK(back.dtype() == dt);           // bool too, as kDLBool, with any header
         CHECK(back.data() == src.data());
         CHECK(back.shape() == src.shape());
         CHECK(back.strides() == src.strides());
@@ -82,8 +82,7 @@ TEST_CASE("dlpack: host tensors of every dtype round-trip without a copy") {
 TEST_CASE("dlpack: dtype codes, bfloat16 and bool included") {
     CHECK(dlpack::dtype_to_dlpack(bfloat16).code == kDLBfloat);
     CHECK(dlpack::dtype_to_dlpack(float16).code == kDLFloat);
-    CHECK(dlpack::dtype_to_dlpack(bool_).code ==
-          (dlpack::kHeaderHasBool ? dlpack::kBoolCode : static_cast<std::uint8_t>(kDLUInt)));
+    CHECK(dlpack::dtype_to_dlpack(bool_).code == dlpack::kBoolCode);  // kDLBool, also with DLPack 0.6
     CHECK(dlpack::dtype_to_dlpack(bool_).bits == 8);
     CHECK(dlpack::dtype_from_dlpack(dl(dlpack::kBoolCode, 8)) == bool_);  // code 6 with any header
     CHECK(dlpack::dtype_from_dlpack(dl(kDLBfloat, 16)) == bfloat16);
@@ -186,6 +185,15 @@ TEST_CASE("dlpack: what Loom cannot take is an Error naming from_dlpack, the dty
     Producer negative_id({8}, dl(kDLFloat, 32));
     negative_id.managed.dl_tensor.device = {kDLCUDA, -1};
     CHECK(from_dlpack_error(negative_id).find("kDLCUDA device id -1") != std::string::npos);
+    if (!cuda_available()) {  // a GPU tensor without a GPU: refused at the import, not at its first use
+        Producer gpu_tensor({8}, dl(kDLFloat, 32));
+        gpu_tensor.managed.dl_tensor.device = {kDLCUDA, 0};
+        line = __LINE__ + 1;
+        msg = loom_test::error_message([&] { (void)from_dlpack(&gpu_tensor.managed); });
+        CHECK(msg.find("from_dlpack() of a kDLCUDA tensor") != std::string::npos);
+        CHECK(at_line(msg, line));
+        CHECK(gpu_tensor.deleted == 0);  // not taken: the caller still owns it
+    }
 
     Producer odd_offset({8}, dl(kDLFloat, 32));
     odd_offset.managed.dl_tensor.byte_offset = 6;

@@ -33,11 +33,11 @@ inline constexpr int kHeaderVersion = DLPACK_MAJOR_VERSION * 100 + DLPACK_MINOR_
 inline constexpr int kHeaderVersion = DLPACK_VERSION;
 #endif
 
-/// kDLBool's value (DLPack 0.8 and later): what from_dlpack() takes as bool with any header.
+/// kDLBool's value (DLPack 0.8 and later; part of the ABI): what to_dlpack() exports bool as and
+/// from_dlpack() takes as bool, with any header, also DLPack 0.6's, which does not name it.
 inline constexpr std::uint8_t kBoolCode = 6;
 
-/// Whether the header names a bool code (DLPack 0.8 and later); when not, to_dlpack() exports bool as
-/// kDLUInt of 8 bits.
+/// Whether the header names the bool code itself (DLPack 0.8 and later); Loom uses kBoolCode either way.
 inline constexpr bool kHeaderHasBool = kHeaderVersion >= 80;
 
 /// DLPack 1.0's versioned managed tensor (a producer's `__dlpack__(max_version=(1, 0))` capsule
