@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds (configuring first if needed) and runs Loom's sample `scale_bias_activation`
-# (samples/scale_bias_activation.cpp), the README's example as a program. Arguments go to the sample.
+# (samples/scale_bias_activation.cpp): the README's main job, gelu(x * scale + bias) as one fused kernel,
+# checked against the CPU reference (without a GPU: its IR, CUDA and NVRTC compile, and the reference).
+# Arguments go to the sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${LOOM_BUILD_DIR:-build}
