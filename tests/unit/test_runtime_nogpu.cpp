@@ -2,6 +2,7 @@
 // host tensors, host random tensors and NVRTC compilation work; CUDA errors name the failing call.
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <nvrtc.h>
 
 #include <cmath>
@@ -48,9 +49,12 @@ TEST_CASE("without a GPU: cuda_available() is false and the first GPU use throws
     CHECK(contains(empty, "cudaGetDeviceCount()"));  // CUDA's reason is named
     MESSAGE(empty);
 
+    const int rn_line = __LINE__ + 2;
     const std::string rn =
         loom_test::error_message<NoDeviceError>([] { (void)random_normal({8}, float32, 1, Device::cuda()); });
-    CHECK(contains(rn, "no CUDA device found: random_normal() needs a GPU"));
+    const std::string rn_expected =
+        fmt::format("no CUDA device found: random_normal() (test_runtime_nogpu.cpp:{}) needs a GPU", rn_line);
+    CHECK(contains(rn, rn_expected.c_str()));  // the caller's line
     CHECK(contains(loom_test::error_message<NoDeviceError>(
                        [] { (void)random_uniform({8}, float16, 0, 1, 2, Device::cuda()); }),
                    "random_uniform()"));
