@@ -110,6 +110,21 @@ void no_element_to_take(GatherApi api, const Node& x, int axis, const Node& idx,
                          describe(x)));
 }
 
+// The result of a checked gather that has no element although its index has some (the operand's other axes
+// have extent 0): zero elements sliced from a gather of every index from a row of the axis's extent, so
+// that the indices are checked all the same (docs/semantics.md, "Gathers": every index is checked, as NumPy
+// checks take's). The partition computes a checked gather read only in part whole, and the reference
+// computes every node, so the check happens on every back end, with the gather's own message.
+NodePtr checked_empty_result(std::int64_t extent, NodePtr idx, DType dtype, const Shape& out, GatherApi api,
+                             Loc loc) {
+    const ScalarValue zero = is_float(dtype) ? ScalarValue::of_float(0.0) : ScalarValue::of_int(0);
+    NodePtr row = broadcast_to(constant(zero, dtype, loc), {extent}, loc);
+    const std::int64_t count = idx->numel();
+    NodePtr each =
+        gather(std::move(row), reshape(std::move(idx), {count}, loc), 0, IndexMode::Checked, api, loc);
+    return reshape(slice(std::move(each), {SliceSpec{0, 0, 1}}, loc), out, loc);
+}
+
 }  // namespace
 
 NodePtr gather(NodePtr x, NodePtr idx, int axis, IndexMode mode, GatherApi api, Loc loc) {
@@ -146,6 +161,9 @@ NodePtr take_as(NodePtr x, NodePtr idx, std::int64_t axis_in, IndexMode mode, Ga
     const Shape out = concat(concat(before, idx->shape()), after);
     check_shape(gather_api_name(api), out, loc);
     no_element_to_take(api, *x, a, *idx, loc);
+    if (mode == IndexMode::Checked && numel(out) == 0 && idx->numel() > 0)
+        return checked_empty_result(xs[static_cast<std::size_t>(a)], std::move(idx), x->dtype(), out, api,
+                                    loc);
     if (idx->rank() == 0) {  // one index: take a slice of extent 1 along the axis, then drop the axis
         NodePtr one = take_as(std::move(x), reshape(std::move(idx), {1}, loc), a, mode, api, loc);
         return reshape(std::move(one), out, loc);
@@ -197,6 +215,8 @@ NodePtr take_along_axis(NodePtr x, NodePtr idx, std::int64_t axis, IndexMode mod
     Shape xb = both, ib = both;
     xb[static_cast<std::size_t>(a)] = n;
     ib[static_cast<std::size_t>(a)] = m;
+    if (mode == IndexMode::Checked && numel(ib) == 0 && idx->numel() > 0)
+        return checked_empty_result(n, std::move(idx), x->dtype(), ib, api, loc);
     return gather(broadcast_to(std::move(x), xb, loc), broadcast_to(std::move(idx), ib, loc), a, mode, api,
                   loc);
 }

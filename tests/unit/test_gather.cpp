@@ -336,3 +336,41 @@ TEST_CASE("gathers: a checked gather read only in part still checks every index,
           std::string::npos);
     CHECK(explain({take(x, good, 0) * 2.0}).find("read only in part") == std::string::npos);
 }
+
+TEST_CASE("gathers: a checked gather whose result has no element still checks its indices") {
+    // The operand's other axes have extent 0, so the result has none, but the indices do: NumPy's take
+    // raises for 7 into an axis of 4, and docs/semantics.md checks every index. Before, nothing was read and
+    // nothing raised.
+    const Tensor bad = tensor_of(std::vector<std::int64_t>{0, 7, 1}, {3});
+    const Tensor table = Tensor::empty({4, 0}, float32, Device::cpu());
+    const Tensor wide = Tensor::empty({0, 3}, float32, Device::cpu());
+    const std::string where = fmt::format("test_gather.cpp:{})", __LINE__ + 1);
+    const std::string take_msg = error_of([&] { (void)Tensor(take(table, bad, 0)); });
+    CHECK_MESSAGE(
+        take_msg.find("take(): index 7 is out of range for an axis of extent 4") != std::string::npos,
+        take_msg);
+    CHECK_MESSAGE(take_msg.find(where) != std::string::npos, take_msg);
+    const std::string select_msg = error_of([&] { (void)Tensor(index_select(wide, 1, bad)); });
+    CHECK_MESSAGE(select_msg.find("index 7 is out of range for an axis of extent 3") != std::string::npos,
+                  select_msg);
+    const std::string summed = error_of([&] { (void)Tensor(sum(take(wide, bad, 1))); });
+    CHECK_MESSAGE(summed.find("index 7 is out of range") != std::string::npos, summed);
+    const std::string along = error_of([&] {
+        (void)Tensor(take_along_axis(wide, tensor_of(std::vector<std::int64_t>{99}, {1, 1}), 1));
+    });
+    CHECK_MESSAGE(along.find("take_along_axis(): index 99 is out of range") != std::string::npos, along);
+    // The same on the CPU reference (its own evaluation of the graph).
+    CHECK_THROWS_AS((void)reference::evaluate(take(table, bad, 0).node()), Error);
+    // A gather whose operand is the same at every position (a constant broadcast): the host back end emitted
+    // no load at the position, and so no check either.
+    const std::string constant_row = error_of([&] { (void)Tensor(take(full({4}, 0.5, float32), bad, 0)); });
+    CHECK_MESSAGE(constant_row.find("take(): index 7 is out of range") != std::string::npos, constant_row);
+    // In range (or clamped), the result is empty, of the right shape and dtype, and nothing raises.
+    const Tensor good = tensor_of(std::vector<std::int64_t>{0, 3, -4}, {3});
+    const Tensor r = take(table, good, 0);
+    CHECK(r.shape() == Shape{3, 0});
+    CHECK(r.dtype() == float32);
+    CHECK(Tensor(take(table, bad, 0, IndexMode::Clamp)).shape() == Shape{3, 0});
+    CHECK(Tensor(take_along_axis(wide, tensor_of(std::vector<std::int64_t>{2}, {1, 1}), 1)).shape() ==
+          Shape{0, 1});
+}

@@ -456,6 +456,11 @@ std::vector<std::string> Space::evaluate(const std::vector<int>& outputs, const 
         value[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = v;
     std::vector<bool> needed(g_.values.size(), false);
     for (int o : outputs) needed[static_cast<std::size_t>(g_.outputs.at(static_cast<std::size_t>(o)))] = true;
+    // A checked gather checks its index even where no load reads at its position (its operand a constant or
+    // a scalar broadcast, every position giving the same value): the error is part of its result.
+    for (std::size_t q = 0; q < g_.gathers.size(); ++q)
+        if (plan_.gathers.at(q).mode == ir::IndexMode::Checked)
+            needed[static_cast<std::size_t>(g_.gathers[q].value)] = true;
     for (std::size_t k = g_.values.size(); k-- > 0;) {
         if (!needed[k] || !value[k].empty()) continue;
         for (int a : g_.values[k].args) needed[static_cast<std::size_t>(a)] = true;
