@@ -23,6 +23,12 @@ namespace {
 using ir::Op;
 constexpr std::int64_t kNone = ir::SliceSpec::kNone;
 
+/// A gather's mode, from its key: half are checked (the default mode, its indices brought into range),
+/// half clamped (indices of any value).
+ir::IndexMode gather_mode(const Instr& ins) {
+    return ins.key >> 40 & 1u ? ir::IndexMode::Checked : ir::IndexMode::Clamp;
+}
+
 /// A permutation of `rank` dimensions chosen by `key`.
 std::vector<std::int64_t> permutation(std::uint64_t key, int rank) {
     std::vector<std::int64_t> p(static_cast<std::size_t>(rank));
@@ -316,12 +322,21 @@ bool State::add(const Program& p, std::size_t i, bool bind, Device device) {
                 for (const ir::Node* m : ir::topo_order({args[0]}))
                     if (m->op() == Op::Reshape) return false;
                 const DType it = args[1]->dtype();
-                const ir::NodePtr idx =
+                ir::NodePtr idx =
                     it == DType::Int32 || it == DType::Int64 ? args[1] : ir::cast(args[1], DType::Int32);
-                n = ir::take_along_axis(
-                    args[0], idx,
-                    static_cast<std::int64_t>(ins.key % static_cast<std::uint64_t>(args[0]->rank())),
-                    ir::IndexMode::Clamp);
+                const std::int64_t axis =
+                    static_cast<std::int64_t>(ins.key % static_cast<std::uint64_t>(args[0]->rank()));
+                const ir::IndexMode mode = gather_mode(ins);
+                if (mode == ir::IndexMode::Checked) {
+                    // Indices brought into range, so that the checked gather (the default mode, with its
+                    // device-side check) raises nothing: mod n gives [0, n); half of them minus n, [-n, 0),
+                    // the positions counted from the end.
+                    const std::int64_t extent = args[0]->shape()[static_cast<std::size_t>(axis)];
+                    const ir::NodePtr nn = ir::scalar(ir::ScalarValue::of_int(extent), idx->dtype());
+                    idx = ir::binary(Op::Mod, idx, nn);
+                    if (ins.key >> 41 & 1u) idx = ir::binary(Op::Sub, idx, nn);
+                }
+                n = ir::take_along_axis(args[0], idx, axis, mode);
                 break;
             }
             case Instr::Kind::Scan:
@@ -738,7 +753,12 @@ std::string describe(const Program& p) {
                 what = "matmul";
                 break;
             case Instr::Kind::Gather:
-                what = fmt::format("take_along_axis clamped (key {})", ins.key % 1000);
+                what = fmt::format(
+                    "take_along_axis {} (key {})",
+                    gather_mode(ins) == ir::IndexMode::Checked
+                        ? (ins.key >> 41 & 1u ? "checked, indices mod n minus n" : "checked, indices mod n")
+                        : "clamped",
+                    ins.key % 1000);
                 break;
             case Instr::Kind::Scan:
                 what = fmt::format("{} (key {}){}", ir::op_name(ins.op), ins.key % 1000,

@@ -50,8 +50,9 @@ enum class ViewKind : std::uint8_t {
 std::string_view view_name(ViewKind v);
 
 struct Instr {
-    // Gather: take_along_axis(args[0], args[1], key % rank, IndexMode::Clamp), args[1] cast to int32 unless
-    // it is int32 or int64 (clamped: the fuzzer's data holds indices of any value).
+    // Gather: take_along_axis(args[0], args[1], key % rank, mode), args[1] cast to int32 unless it is int32
+    // or int64. Key bit 40 picks the mode: clamped (the fuzzer's data holds indices of any value), or checked
+    // (the default) with the indices brought into range, mod n, and by key bit 41 minus n (from the end).
     // Attention: ir::attention(args[0], args[1], args[2], args[3] or none, causal, scale): q, k, v and an
     // optional bias.
     // Scan: ir::scan(op, args[0], key % rank, keepdims as exclusive): cumsum, cumprod, cummax, cummin or
