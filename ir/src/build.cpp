@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "loom/ir/elementwise.hpp"
+#include "loom/ir/elementwise_impl.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/ir/half.hpp"
 
@@ -161,8 +162,13 @@ ScalarValue make_scalar_value(std::int64_t v, DType dtype, std::string_view api,
             break;
         case DType::Int64:
             return ScalarValue::of_int(v);
+        case DType::Float64:
+            return ScalarValue::of_float(static_cast<double>(v));  // rounds once (above 2^53)
         default:
-            return make_scalar_value(static_cast<double>(v), dtype, api, loc);
+            // float32, float16, bfloat16: rounded once, as a cast of an int64 array is (docs/semantics.md,
+            // section 6): through a double rounded to odd, exact below 2^53, which the narrower format then
+            // rounds to nearest even; a plain double would round a second time.
+            return make_scalar_value(ew::int64_to_double_odd(v), dtype, api, loc);
     }
     if (v < lo || v > hi)
         fail(api, loc, fmt::format("scalar {} is out of range for {} [{}, {}]", v, name(dtype), lo, hi));

@@ -231,3 +231,21 @@ TEST_CASE("where with two scalar branches types them against each other, not aga
     CHECK(where(c, x, 0.0).dtype() == bfloat16);
     CHECK(where(c, 2, x).dtype() == bfloat16);
 }
+
+TEST_CASE("an int64 scalar meeting a float array is rounded once, as a cast of an int64 array is") {
+    // Above 2^53 a plain double rounds first: 2^62 + 2^38 + 1 became 2^62 in float32, where one rounding
+    // gives 2^62 + 2^39 (docs/semantics.md, sections 2 and 6); 2^60 + 2^52 + 1 becomes 2^60 + 2^53 in
+    // bfloat16, not 2^60.
+    const std::int64_t v = (std::int64_t{1} << 62) + (std::int64_t{1} << 38) + 1;
+    const Tensor zero = from_host(std::vector<float>{0.0f}, {1}, float32, Device::cpu());
+    const Tensor as_array = from_host(std::vector<std::int64_t>{v}, {1}, int64, Device::cpu());
+    const float cast = Tensor(astype(as_array, float32)).item<float>();
+    CHECK(cast == 4611686568183201792.0f);  // 2^62 + 2^39
+    CHECK(Tensor(zero + v).item<float>() == cast);
+    CHECK(Tensor(v + zero).item<float>() == cast);
+    const std::int64_t b = (std::int64_t{1} << 60) + (std::int64_t{1} << 52) + 1;
+    const Tensor zb = astype(zero, bfloat16);
+    CHECK(Tensor(astype(zb + b, float64)).item<double>() == 1161928703861587968.0);  // 2^60 + 2^53
+    const Tensor zh = astype(zero, float64);
+    CHECK(Tensor(zh + v).item<double>() == static_cast<double>(v));  // float64: the one rounding
+}
