@@ -24,6 +24,7 @@
 #include "loom/runtime/testing.hpp"
 #include "lowering.hpp"
 #include "nvtx.hpp"
+#include "run_slots.hpp"
 
 namespace loom {
 
@@ -133,7 +134,7 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
             throw Error(fmt::format("assign(): output on {} but the inputs are on {} ({})",
                                     o.device().to_string(), dev.to_string(), short_location(loc)));
         for (std::size_t q = 0; q < k; ++q)
-            if (outs[q].storage() == o.storage() && o.nbytes() > 0 && outs[q].nbytes() > 0)
+            if (detail::may_share_memory(*outs[q].impl(), *o.impl()))
                 throw Error(
                     fmt::format("assign(): outputs {} and {} share memory; each result needs its own ({})", q,
                                 k, short_location(loc)));

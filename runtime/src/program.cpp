@@ -185,7 +185,7 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
                 "memory of its own ({}; the function is defined at {})",
                 name_, r, to_string(o.strides()), short_location(call), where_));
         for (std::size_t q = 0; q < r; ++q)
-            if (outs[q]->storage() == o.storage() && o.nbytes() > 0 && outs[q]->nbytes() > 0)
+            if (detail::may_share_memory(*outs[q]->impl(), *o.impl()))
                 throw Error(fmt::format(
                     "{}(): outputs {} and {} share memory; each result needs its own ({}; the function "
                     "is defined at {})",

@@ -7,6 +7,31 @@ const void* address_of(const Tensor::Impl& t) {
     return static_cast<const char*>(t.storage->ptr) + t.offset * static_cast<std::int64_t>(itemsize(t.dtype));
 }
 
+namespace {
+
+// The bytes [lo, hi) that the elements of `t` reach (lo == hi for a view with no element).
+std::pair<std::uintptr_t, std::uintptr_t> byte_range(const Tensor::Impl& t) {
+    const auto base = reinterpret_cast<std::uintptr_t>(address_of(t));
+    std::int64_t lo = 0, hi = 0;  // element offsets from element 0
+    for (std::size_t d = 0; d < t.shape.size(); ++d) {
+        if (t.shape[d] == 0) return {base, base};
+        const std::int64_t reach = (t.shape[d] - 1) * t.strides[d];
+        (reach < 0 ? lo : hi) += reach;
+    }
+    const auto item = static_cast<std::int64_t>(itemsize(t.dtype));
+    return {base + static_cast<std::uintptr_t>(lo * item),
+            base + static_cast<std::uintptr_t>((hi + 1) * item)};
+}
+
+}  // namespace
+
+bool may_share_memory(const Tensor::Impl& a, const Tensor::Impl& b) {
+    if (!a.storage || !b.storage || !a.storage->ptr || !b.storage->ptr) return false;
+    const auto [alo, ahi] = byte_range(a);
+    const auto [blo, bhi] = byte_range(b);
+    return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
 Tensor temporary_like(const Tensor& user, Device device) {
     const auto make = [&](const Shape& shape) {
         return device.is_cuda() ? Tensor::empty(shape, user.dtype(), device)

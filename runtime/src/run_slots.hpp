@@ -34,6 +34,13 @@ class SmallArray {
 /// Address of element 0 of a tensor.
 const void* address_of(const Tensor::Impl& t);
 
+/// Whether two views may share memory: their byte ranges (from the lowest to the highest byte an element of
+/// each reaches) intersect. By address, not by storage: handles made separately over one buffer
+/// (Tensor::view of a pointer, a DLPack import of Loom's own export, two imports of one producer's slices)
+/// have storages of their own, and disjoint slices of one storage share nothing. Conservative: interleaved
+/// views that share no element (x[0::2] and x[1::2]) count as sharing. A view with no element shares nothing.
+bool may_share_memory(const Tensor::Impl& a, const Tensor::Impl& b);
+
 /// A temporary with the layout of `user` on `device`: contiguous, or the same strides over a storage of the
 /// view's span.
 Tensor temporary_like(const Tensor& user, Device device);
@@ -48,7 +55,7 @@ bool needs_temporary(const Plan& plan, std::span<const Tensor::Impl* const> sour
     const std::size_t n = plan.kernels.size();
     for (int s : plan.reads) {
         const Tensor::Impl& src = *sources[static_cast<std::size_t>(s)];
-        if (src.storage != out.storage()) continue;
+        if (!may_share_memory(src, *out.impl())) continue;
         std::size_t writer = n;
         for (std::size_t k = 0; k < n && writer == n; ++k)
             for (const codegen::Slot& w : plan.partition.kernels[k].writes)
@@ -58,8 +65,9 @@ bool needs_temporary(const Plan& plan, std::span<const Tensor::Impl* const> sour
             for (const codegen::Slot& in : plan.kernels[k].reads)
                 reads = reads || (in.kind == codegen::Slot::Kind::Source && in.index == s);
             if (!reads) continue;
-            const bool same_layout =
-                src.offset == out.offset() && src.strides == out.strides() && src.shape == out.shape();
+            const bool same_layout = address_of(src) == address_of(*out.impl()) &&
+                                     itemsize(src.dtype) == itemsize(out.dtype()) &&
+                                     src.strides == out.strides() && src.shape == out.shape();
             if (!(k == writer && same_layout && in_place(k, s, r))) return true;
         }
     }

@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <climits>
+#include <cstring>
 #include <loom/loom.hpp>
+#include <vector>
 
 #include "../common/gpu_explain.hpp"
 #include "../common/needs_cuda.hpp"
@@ -56,6 +58,56 @@ TEST_CASE("outputs of one assign() may not share memory") {
     Tensor a = testing::random_tensor({4}, float32, 1), b = testing::random_tensor({4}, float32, 2);
     CHECK_THROWS_WITH_AS(assign({a, a}, {Array(b) + 1.0, Array(b) + 2.0}), doctest::Contains("share memory"),
                          Error);
+    // Memory, not handles: a second handle over the same bytes shares them; disjoint slices of one tensor
+    // do not.
+    Tensor again = Tensor::view(a.data(), {4}, float32);
+    CHECK_THROWS_WITH_AS(assign({a, again}, {Array(b) + 1.0, Array(b) + 2.0}),
+                         doctest::Contains("share memory"), Error);
+    Tensor c = testing::random_tensor({8}, float32, 3);
+    assign({c.slice({{0, 4}}), c.slice({{4, 8}})}, {Array(b) + 1.0, Array(b) + 2.0});
+    for (int i = 0; i < 4; ++i) {
+        CHECK(c.get_double(i) == static_cast<double>(static_cast<float>(b.get_double(i) + 1.0)));
+        CHECK(c.get_double(4 + i) == static_cast<double>(static_cast<float>(b.get_double(i) + 2.0)));
+    }
+}
+
+TEST_CASE("an output over the memory of an input through another handle is written through a temporary") {
+    // docs/semantics.md section 8: an output that overlaps an input reads the input's old values. The
+    // overlap is of memory: Tensor::view of the same pointer and a DLPack import of Loom's own export are
+    // handles of their own over the same bytes. Before, only one storage counted, and the host back end
+    // wrote in place: a transpose read elements it had already overwritten.
+    std::vector<float> buf(9 * 9);
+    for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i);
+    const std::vector<float> before = buf;
+    Tensor x = Tensor::view(buf.data(), {9, 9}, float32);
+    Tensor y = Tensor::view(buf.data(), {9, 9}, float32);
+    assign(y, x.transposed() + 0.0f);
+    for (int i = 0; i < 9; ++i)
+        for (int j = 0; j < 9; ++j)
+            CHECK(buf[static_cast<std::size_t>(i * 9 + j)] == before[static_cast<std::size_t>(j * 9 + i)]);
+    // A shift right by one through two handles: x[1:] = x[:-1].
+    std::vector<float> line(1000);
+    for (std::size_t i = 0; i < line.size(); ++i) line[i] = static_cast<float>(i);
+    Tensor p = Tensor::view(line.data(), {1000}, float32), q = Tensor::view(line.data(), {1000}, float32);
+    assign(q.slice({{1, 1000}}), p.slice({{0, 999}}) + 0.0f);
+    CHECK(line[0] == 0.0f);
+    for (std::size_t i = 1; i < line.size(); ++i) CHECK(line[i] == static_cast<float>(i - 1));
+    // Through DLPack: Loom's export imported again is a handle of its own.
+    Tensor z = testing::random_tensor({6, 6}, float32, 4);
+    const Tensor zt = Tensor(Array(z).transposed() + 0.0f);
+    Tensor w = from_dlpack(z.to_dlpack());
+    assign(w, z.transposed() + 0.0f);
+    CHECK(std::memcmp(w.data(), zt.data(), zt.nbytes()) == 0);
+    // A traced function, first and cached call.
+    auto f = loom::function("transpose_copy", [](Array a) { return a.transposed() + 0.0f; });
+    for (int call = 0; call < 2; ++call) {
+        for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i);
+        f(x, y);
+        for (int i = 0; i < 9; ++i)
+            for (int j = 0; j < 9; ++j)
+                CHECK(buf[static_cast<std::size_t>(i * 9 + j)] ==
+                      before[static_cast<std::size_t>(j * 9 + i)]);
+    }
 }
 
 TEST_CASE("a kernel name with control characters still compiles" * loom_test::needs_cuda()) {
