@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <typeinfo>
+
 #include "loom/ir/build.hpp"
 #include "loom/ir/error.hpp"
 #include "loom/runtime/kernel_cache.hpp"
@@ -82,17 +84,38 @@ const Program& FunctionCore::specialize(
         placeholders.push_back(
             ir::input(args[k]->dtype(), args[k]->shape(), fmt::format("arg{}", k), {}, loc_));
     }
-    std::vector<ir::NodePtr> roots = trace(placeholders);
+    std::vector<ir::NodePtr> roots;
+    try {
+        roots = trace(placeholders);
+    } catch (const Error& e) {
+        // An error of the body (shapes that do not broadcast, a bad axis) names the body's line; the call
+        // that traced it, with these arguments, is named too. Subclasses keep their type as thrown.
+        if (typeid(e) != typeid(Error)) throw;
+        throw Error(fmt::format("{} (while tracing {}() for the call at {}; the function is defined at {})",
+                                e.what(), name_, short_location(call), short_location(loc_)));
+    }
+    for (std::size_t k = 0; k < roots.size(); ++k)
+        if (!roots[k])
+            throw Error(
+                fmt::format("{}(): result {} of the body is an empty Array ({}; the function is "
+                            "defined at {})",
+                            name_, k, short_location(call), short_location(loc_)));
     ++traces_;
     std::vector<const Program*> earlier;
     const std::size_t n = count_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) earlier.push_back(programs_[i].get());
     std::vector<Strides> out_strides;  // views among the outputs: their strides enter the specialization
-    for (const Tensor* o : outs) {
+    for (std::size_t r = 0; r < outs.size(); ++r) {
+        const Tensor* o = outs[r];
         if (!o->defined()) {
             out_strides.clear();  // Program::run names the undefined output
             break;
         }
+        if (!o->is_non_overlapping())  // refused before a plan is made for it (Program::run says the same)
+            throw Error(fmt::format(
+                "{}(): output {} with strides {} overlaps itself (a broadcast view); each element needs "
+                "memory of its own ({}; the function is defined at {})",
+                name_, r, to_string(o->strides()), short_location(call), short_location(loc_)));
         out_strides.push_back(o->is_contiguous() ? Strides{} : o->strides());
     }
     auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_,

@@ -164,11 +164,15 @@ ScalarValue make_scalar_value(std::int64_t v, DType dtype, std::string_view api,
             return ScalarValue::of_int(v);
         case DType::Float64:
             return ScalarValue::of_float(static_cast<double>(v));  // rounds once (above 2^53)
-        default:
-            // float32, float16, bfloat16: rounded once, as a cast of an int64 array is (docs/semantics.md,
-            // section 6): through a double rounded to odd, exact below 2^53, which the narrower format then
-            // rounds to nearest even; a plain double would round a second time.
+        case DType::Float32:
+        case DType::Float16:
+        case DType::BFloat16:
+            // Rounded once, as a cast of an int64 array is (docs/semantics.md, section 6): through a double
+            // rounded to odd, exact below 2^53, which the narrower format then rounds to nearest even; a
+            // plain double would round a second time.
             return make_scalar_value(ew::int64_to_double_odd(v), dtype, api, loc);
+        default:  // a value cast to DType that names none (the double overload comes back here)
+            fail(api, loc, fmt::format("{} is not a Loom dtype", static_cast<int>(dtype)));
     }
     if (v < lo || v > hi)
         fail(api, loc, fmt::format("scalar {} is out of range for {} [{}, {}]", v, name(dtype), lo, hi));

@@ -77,7 +77,8 @@ Tensor random_normal(const Shape& shape, DType dtype, std::uint64_t seed, Device
                      std::source_location loc) {
     if (device.is_cuda()) require_cuda(fmt::format("random_normal() ({})", short_location(loc)));
     const DType f = is_float(dtype) ? dtype : DType::Float32;
-    NodePtr z = ir::random_values(Op::RandomNormal, shape, seed, f, device_code(device), "random_normal");
+    NodePtr z =
+        ir::random_values(Op::RandomNormal, shape, seed, f, device_code(device), "random_normal", loc);
     if (dtype == DType::Bool)
         z = ir::binary(Op::Gt, z, ir::constant(ir::ScalarValue::of_float(0.0), f));
     else if (!is_float(dtype))
@@ -101,8 +102,8 @@ Tensor random_uniform(const Shape& shape, DType dtype, double lo, double hi, std
     if (device.is_cuda()) require_cuda(fmt::format("random_uniform() ({})", short_location(loc)));
     // Float dtypes draw their own uniform values (so [0, 1) gives the lazy op's bits), others float64 ones.
     const DType u_dtype = is_float(dtype) ? dtype : DType::Float64;
-    NodePtr u =
-        ir::random_values(Op::RandomUniform, shape, seed, u_dtype, device_code(device), "random_uniform");
+    NodePtr u = ir::random_values(Op::RandomUniform, shape, seed, u_dtype, device_code(device),
+                                  "random_uniform", loc);
     const NodePtr v = ir::binary(
         Op::Add, f64(lo), ir::binary(Op::Mul, f64(hi - lo), ir::cast(u, DType::Float64)));  // in [lo, hi]
     if (is_float(dtype)) {  // rounded once; a value that rounds up to hi is the dtype's largest below hi

@@ -229,13 +229,13 @@ double Tensor::get_double(std::int64_t linear) const {
 }
 
 std::int64_t Tensor::get_int(std::int64_t linear) const {
-    if (is_float(dtype())) return static_cast<std::int64_t>(get_double(linear));
     if (device().is_cuda())
         throw Error("Tensor::get_int(): tensor is on " + device().to_string() +
                     "; copy it to the host first");
     if (linear < 0 || linear >= numel())
         throw Error(
             fmt::format("Tensor::get_int(): index {} out of range for shape {}", linear, to_string(shape())));
+    if (is_float(dtype())) return static_cast<std::int64_t>(get_double(linear));
     const char* p = static_cast<const char*>(data()) +
                     storage_offset_of(*this, linear) * static_cast<std::int64_t>(itemsize(dtype()));
     switch (dtype()) {

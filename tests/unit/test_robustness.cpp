@@ -147,3 +147,30 @@ TEST_CASE("explain() says when the register estimate rules out the 16-byte vecto
     CHECK(loom_test::gpu_explain({Array(ins[0]) + Array(ins[1])}).find("vector width 4;") !=
           std::string::npos);
 }
+
+TEST_CASE("misuse found by a fresh user: each a loom::Error naming the API and the line, nothing crashes") {
+    const Tensor a = testing::random_tensor({3}, float32, 5), b = testing::random_tensor({4}, float32, 6);
+    // A value cast to DType that names none: full() recursed until the stack overflowed.
+    CHECK_THROWS_WITH_AS((void)Tensor(full({3}, 1.0, static_cast<DType>(42), Device::cpu())),
+                         doctest::Contains("is not a Loom dtype"), Error);
+    // A traced body that returns an empty Array: std::out_of_range before.
+    auto empty = loom::function("returns_empty", [](Array) { return Array(); });
+    CHECK_THROWS_WITH_AS((void)empty(a),
+                         doctest::Contains("returns_empty(): result 0 of the body is an empty Array"), Error);
+    // A body's error names the function and the call that traced it, beside the body's line.
+    auto add = loom::function("add_two", [](Array x, Array y) { return x + y; });
+    const std::string call =
+        fmt::format("while tracing add_two() for the call at test_robustness.cpp:{}", __LINE__ + 1);
+    CHECK_THROWS_WITH_AS((void)add(a, b), doctest::Contains(call.c_str()), Error);
+    // A broadcast (self-overlapping) output of a traced call: refused as assign() refuses it, not an
+    // internal error of the host back end's plan.
+    Tensor one = Tensor::host({1}, float32);
+    CHECK_THROWS_WITH_AS(add(a, a, one.as_strided({3}, {0}, 0)), doctest::Contains("overlaps itself"), Error);
+    // Loom's own line no more: the factory's caller is named.
+    const std::string here = fmt::format("(test_robustness.cpp:{})", __LINE__ + 1);
+    CHECK_THROWS_WITH_AS((void)random_normal({-3}, float32, 1, Device::cpu()),
+                         doctest::Contains(here.c_str()), Error);
+    CHECK_THROWS_WITH_AS((void)a.get_int(-1), doctest::Contains("Tensor::get_int(): index -1"), Error);
+    // The runtime still works.
+    CHECK(Tensor(add(a, a)).get_double(0) == a.get_double(0) * 2.0);
+}
