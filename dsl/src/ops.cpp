@@ -154,6 +154,11 @@ Array attention(const Operand& q, const Operand& k, const Operand& v, const Atte
                 Loc loc) {
     ir::NodePtr qn = q.resolve_alone("attention"), kn = k.resolve_alone("attention"),
                 vn = v.resolve_alone("attention");
+    if (options.bias && !options.bias->node())  // an empty Array given as the bias is not "no bias"
+        throw Error(
+            fmt::format("attention(): the bias is an empty Array; leave AttentionOptions::bias unset "
+                        "for none ({})",
+                        short_location(loc)));
     const double scale = options.scale ? *options.scale
                          : qn->rank() >= 1 && qn->shape().back() > 0
                              ? 1.0 / std::sqrt(static_cast<double>(qn->shape().back()))

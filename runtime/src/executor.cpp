@@ -121,7 +121,7 @@ void evaluate_into(const std::vector<ir::NodePtr>& roots, const std::vector<Tens
     // A graph that reads no tensor runs where its outputs live (factories included: they take that device).
     const Device dev = placement(ir::topo_order(graph), loc,
                                  outs.empty() || !outs[0].defined() ? Device::cpu() : outs[0].device(),
-                                 !outs.empty() && outs[0].defined());
+                                 !outs.empty() && outs[0].defined(), "assign");
     for (std::size_t k = 0; k < roots.size(); ++k) {
         const Tensor& o = outs[k];
         if (!o.defined() || o.shape() != roots[k]->shape() || o.dtype() != roots[k]->dtype())

@@ -172,7 +172,7 @@ TEST_CASE(
     const Array p(ir::input(float32, {2, 3}, "p"));
     line = __LINE__ + 1;
     msg = loom_test::error_message([&] { assign({other.t, out.t}, {b, p * 2.0}); });
-    CHECK(msg == "eval(): input p ([2, 3] float32) is a placeholder with no tensor bound" + at(line));
+    CHECK(msg == "assign(): input p ([2, 3] float32) is a placeholder with no tensor bound" + at(line));
     CHECK(out.untouched());
     CHECK(other.untouched());
 
@@ -215,7 +215,7 @@ TEST_CASE("error model: inputs and outputs on different devices are raised at th
     const Array mixed = g + h;
     int line = __LINE__ + 1;
     std::string msg = loom_test::error_message([&] { assign(out.t, mixed); });
-    CHECK(starts_with(msg, "eval(): inputs on different devices: "));
+    CHECK(starts_with(msg, "assign(): inputs on different devices: "));  // the API called
     CHECK(contains(msg, "[2, 3] float32 on cuda:0"));
     CHECK(contains(msg, "[2, 3] float32 on cpu"));
     CHECK(ends_with(msg, at(line)));

@@ -218,7 +218,8 @@ struct AttentionOptions {
     /// Multiplies the scores q·kᵀ; unset: 1/sqrt(D). Rounded to float32.
     std::optional<double> scale;
     /// Added to the scaled scores; broadcasts to [B..., H, T, S], of q's dtype. A key whose bias is -inf is
-    /// masked: absent from the row, so an Inf or NaN in its value never reaches the output.
+    /// masked: absent from the row, so an Inf or NaN in its value never reaches the output. Unset: no bias;
+    /// an empty Array is an error.
     std::optional<Array> bias;
 };
 /// Scaled dot-product attention over heads as one kernel, the scores never stored: for q [B..., H, T, D],
