@@ -155,6 +155,9 @@ Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, std::int64
 }
 
 void Tensor::check_one_element(const char* api, const std::source_location& loc) const {
+    if (!defined())  // before numel(), whose own message has no call site
+        throw Error(fmt::format("{}: use of an undefined (default-constructed) Tensor ({})", api,
+                                short_location(loc)));
     if (numel() != 1)
         throw Error(fmt::format("{}: the tensor {} {} has {} elements, not one ({})", api, to_string(shape()),
                                 name(dtype()), numel(), short_location(loc)));

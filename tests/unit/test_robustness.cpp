@@ -171,6 +171,11 @@ TEST_CASE("misuse found by a fresh user: each a loom::Error naming the API and t
     CHECK_THROWS_WITH_AS((void)random_normal({-3}, float32, 1, Device::cpu()),
                          doctest::Contains(here.c_str()), Error);
     CHECK_THROWS_WITH_AS((void)a.get_int(-1), doctest::Contains("Tensor::get_int(): index -1"), Error);
+    const std::string item_at = fmt::format(
+        "Tensor::item(): use of an undefined (default-constructed) Tensor "
+        "(test_robustness.cpp:{})",
+        __LINE__ + 1);
+    CHECK_THROWS_WITH_AS((void)Tensor().item<float>(), doctest::Contains(item_at.c_str()), Error);
     // An empty Array given as attention's bias was taken for no bias.
     const Tensor q = testing::random_tensor({1, 4, 8}, float32, 7);
     CHECK_THROWS_WITH_AS((void)attention(q, q, q, AttentionOptions{.bias = Array()}),
