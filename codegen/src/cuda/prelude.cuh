@@ -143,45 +143,26 @@ template <class T> __device__ __forceinline__ T maximum(T a, T b) { return a < b
 // into a register of its own (IMAD.MOV) first, and only then may turn compares and selects of registers into
 // VIMNMX, VIMNMX3 or VIADDMNMX (checked in the SASS of reductions, chains and max(x, -x) of each dtype).
 // Loom's integer minimum, maximum, clamp and relu, the reductions' and the scans' integer combines all
-// come here. 8-bit values compare as 32-bit ones (their order is the same).
-__device__ __forceinline__ int select_min_s32(int a, int b) {
-    int r;
-    asm("{ .reg .pred lt; setp.lt.s32 lt, %2, %1; selp.b32 %0, %2, %1, lt; }" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-__device__ __forceinline__ int select_max_s32(int a, int b) {
-    int r;
-    asm("{ .reg .pred lt; setp.lt.s32 lt, %1, %2; selp.b32 %0, %2, %1, lt; }" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-__device__ __forceinline__ unsigned select_min_u32(unsigned a, unsigned b) {
-    unsigned r;
-    asm("{ .reg .pred lt; setp.lt.u32 lt, %2, %1; selp.b32 %0, %2, %1, lt; }" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-__device__ __forceinline__ unsigned select_max_u32(unsigned a, unsigned b) {
-    unsigned r;
-    asm("{ .reg .pred lt; setp.lt.u32 lt, %1, %2; selp.b32 %0, %2, %1, lt; }" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-__device__ __forceinline__ long long select_min_s64(long long a, long long b) {
-    long long r;
-    asm("{ .reg .pred lt; setp.lt.s64 lt, %2, %1; selp.b64 %0, %2, %1, lt; }" : "=l"(r) : "l"(a), "l"(b));
-    return r;
-}
-__device__ __forceinline__ long long select_max_s64(long long a, long long b) {
-    long long r;
-    asm("{ .reg .pred lt; setp.lt.s64 lt, %1, %2; selp.b64 %0, %2, %1, lt; }" : "=l"(r) : "l"(a), "l"(b));
-    return r;
-}
-template <> __device__ __forceinline__ int minimum<int>(int a, int b) { return select_min_s32(a, b); }
-template <> __device__ __forceinline__ int maximum<int>(int a, int b) { return select_max_s32(a, b); }
-template <> __device__ __forceinline__ long long minimum<long long>(long long a, long long b) { return select_min_s64(a, b); }
-template <> __device__ __forceinline__ long long maximum<long long>(long long a, long long b) { return select_max_s64(a, b); }
-template <> __device__ __forceinline__ signed char minimum<signed char>(signed char a, signed char b) { return (signed char)select_min_s32(a, b); }
-template <> __device__ __forceinline__ signed char maximum<signed char>(signed char a, signed char b) { return (signed char)select_max_s32(a, b); }
-template <> __device__ __forceinline__ unsigned char minimum<unsigned char>(unsigned char a, unsigned char b) { return (unsigned char)select_min_u32(a, b); }
-template <> __device__ __forceinline__ unsigned char maximum<unsigned char>(unsigned char a, unsigned char b) { return (unsigned char)select_max_u32(a, b); }
+// come here.
+// select_min / select_max: one setp and one selp (CMP: the comparison's type, SEL: the selection's width,
+// C: the register constraint).
+#define LM_DEF(T, CMP, SEL, C) \
+    __device__ __forceinline__ T select_min(T a, T b) { \
+        T r; \
+        asm("{ .reg .pred lt; setp.lt." CMP " lt, %2, %1; selp." SEL " %0, %2, %1, lt; }" : "=" C(r) : C(a), C(b)); \
+        return r; } \
+    __device__ __forceinline__ T select_max(T a, T b) { \
+        T r; \
+        asm("{ .reg .pred lt; setp.lt." CMP " lt, %1, %2; selp." SEL " %0, %2, %1, lt; }" : "=" C(r) : C(a), C(b)); \
+        return r; }
+LM_DEF(int, "s32", "b32", "r") LM_DEF(unsigned, "u32", "b32", "r") LM_DEF(long long, "s64", "b64", "l")
+#undef LM_DEF
+// W: the type T compares in (an 8-bit value widened: the order is the same).
+#define LM_DEF(T, W) \
+    template <> __device__ __forceinline__ T minimum<T>(T a, T b) { return (T)select_min((W)a, (W)b); } \
+    template <> __device__ __forceinline__ T maximum<T>(T a, T b) { return (T)select_max((W)a, (W)b); }
+LM_DEF(signed char, int) LM_DEF(unsigned char, unsigned) LM_DEF(int, int) LM_DEF(long long, long long)
+#undef LM_DEF
 #define LM_DEF(T) \
     template <> __device__ __forceinline__ T minimum<T>(T a, T b) { \
         if (isnan_f(a)) return a; if (isnan_f(b)) return b; \

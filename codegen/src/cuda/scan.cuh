@@ -51,44 +51,28 @@ struct Prod {
         return scanc::mul(a, b);
     }
 };
-// Integer maxima and minima go through lm::maximum / lm::minimum: a compare and a select, which ptxas does
-// not fuse into a three-input VIMNMX3 (the prelude says why); the same values as scanc::max_of / min_of.
-__device__ __forceinline__ float max_combine(float a, float b) {
-    return scanc::max_of(a, b);
-}
-__device__ __forceinline__ double max_combine(double a, double b) {
-    return scanc::max_of(a, b);
-}
-__device__ __forceinline__ int max_combine(int a, int b) {
-    return maximum(a, b);
-}
-__device__ __forceinline__ long long max_combine(long long a, long long b) {
-    return maximum(a, b);
-}
-__device__ __forceinline__ float min_combine(float a, float b) {
-    return scanc::min_of(a, b);
-}
-__device__ __forceinline__ double min_combine(double a, double b) {
-    return scanc::min_of(a, b);
-}
-__device__ __forceinline__ int min_combine(int a, int b) {
-    return minimum(a, b);
-}
-__device__ __forceinline__ long long min_combine(long long a, long long b) {
-    return minimum(a, b);
-}
 struct Max {
     template <class A>
     __device__ __forceinline__ static A combine(A a, A b) {
-        return max_combine(a, b);
+        return scanc::max_of(a, b);
     }
 };
 struct Min {
     template <class A>
     __device__ __forceinline__ static A combine(A a, A b) {
-        return min_combine(a, b);
+        return scanc::min_of(a, b);
     }
 };
+// The integer accumulator (int64) goes through the prelude's maximum / minimum: a compare and a select, which
+// ptxas does not fuse into a three-input VIMNMX3 (prelude.cuh says why); scanc::max_of's values.
+template <>
+__device__ __forceinline__ long long Max::combine<long long>(long long a, long long b) {
+    return maximum(a, b);
+}
+template <>
+__device__ __forceinline__ long long Min::combine<long long>(long long a, long long b) {
+    return minimum(a, b);
+}
 struct LogAddExp {
     template <class A>
     __device__ __forceinline__ static A combine(A a, A b) {
