@@ -105,17 +105,11 @@ const Program& FunctionCore::specialize(
     const std::size_t n = count_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i) earlier.push_back(programs_[i].get());
     std::vector<Strides> out_strides;  // views among the outputs: their strides enter the specialization
-    for (std::size_t r = 0; r < outs.size(); ++r) {
-        const Tensor* o = outs[r];
+    for (const Tensor* o : outs) {
         if (!o->defined()) {
             out_strides.clear();  // Program::run names the undefined output
             break;
         }
-        if (!o->is_non_overlapping())  // refused before a plan is made for it (Program::run says the same)
-            throw Error(fmt::format(
-                "{}(): output {} with strides {} overlaps itself (a broadcast view); each element needs "
-                "memory of its own ({}; the function is defined at {})",
-                name_, r, to_string(o->strides()), short_location(call), short_location(loc_)));
         out_strides.push_back(o->is_contiguous() ? Strides{} : o->strides());
     }
     auto prog = std::make_unique<const Program>(std::move(roots), std::move(placeholders), args, name_, loc_,

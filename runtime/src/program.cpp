@@ -83,6 +83,9 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
                             "{}); pass it as an argument ({})",
                             name_, ir::describe(*n), short_location(n->loc()), where_));
     }
+    // An output view that overlaps itself: run() refuses every call of this specialization, so nothing is
+    // planned for it (a plan writing lanes into one element is no plan).
+    if (!overlapping_.empty()) return;
     // Host tensors: planned and built once for the LLVM back end, or evaluated by run() on the CPU reference.
     if (!device_.is_cuda()) {
         if (!host::use_llvm()) {
