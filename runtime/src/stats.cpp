@@ -29,25 +29,6 @@ void print_at_exit() {
     std::fprintf(stderr, "%s", stats().to_string().c_str());
 }
 
-Stats totals();
-
-// LOOM_DUMP=stats: the handler is registered by the first counted launch, run or compilation. It reads the
-// counters once first, so that every cache it reads exists before it is registered and is destroyed after
-// it runs (objects are destroyed in the reverse order of their construction and of atexit registrations).
-void register_dump() noexcept {
-    static std::once_flag once;
-    std::call_once(once, [] {
-        if (!env_list_contains("LOOM_DUMP", "stats")) return;
-        try {
-            (void)totals();
-        } catch (...) {
-            return;  // no counts to print (a broken CUDA runtime): print nothing at exit rather than throw
-                     // there
-        }
-        std::atexit(print_at_exit);
-    });
-}
-
 // The fields that count from a reset (the pool's bytes are a state, not a count).
 constexpr std::uint64_t Stats::*kCounts[] = {
     &Stats::nvrtc_compiles,   &Stats::llvm_compiles,      &Stats::gpu_kernel_hits, &Stats::gpu_kernel_misses,
@@ -97,20 +78,33 @@ Stats totals() {
 }  // namespace
 
 namespace detail {
+// LOOM_DUMP=stats: the handler is registered by the first counted launch, run or compilation. It reads the
+// counters once first, so that every cache it reads exists before it is registered and is destroyed after
+// it runs (objects are destroyed in the reverse order of their construction and of atexit registrations).
 void register_stats_dump() noexcept {
-    register_dump();
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (!env_list_contains("LOOM_DUMP", "stats")) return;
+        try {
+            (void)totals();
+        } catch (...) {
+            return;  // no counts to print (a broken CUDA runtime): print nothing at exit rather than throw
+                     // there
+        }
+        std::atexit(print_at_exit);
+    });
 }
 void count_gpu_launch() noexcept {
     g_gpu_launches.fetch_add(1, std::memory_order_relaxed);
-    register_dump();
+    register_stats_dump();
 }
 void count_graph_replay() noexcept {
     g_graph_replays.fetch_add(1, std::memory_order_relaxed);
-    register_dump();
+    register_stats_dump();
 }
 void count_host_kernel_run() noexcept {
     g_host_kernel_runs.fetch_add(1, std::memory_order_relaxed);
-    register_dump();
+    register_stats_dump();
 }
 }  // namespace detail
 

@@ -30,9 +30,9 @@ struct CompiledKernel {
 struct KernelCacheStats {
     std::uint64_t hits = 0;
     std::uint64_t misses = 0;  // lookups that had to build (or wait for another thread's build)
-    std::uint64_t compiles =
-        0;  // NVRTC compilations of kernels this cache built (not those the disk cache served)
-    double compile_ms = 0;  // total NVRTC time
+    // NVRTC compilations of the kernels this cache built (not those the disk cache served), and their time.
+    std::uint64_t compiles = 0;
+    double compile_ms = 0;
 };
 
 /// Returns the kernel for `key` on device `device`, calling `build` once per key and device when absent.
