@@ -134,7 +134,7 @@ T Array::item(Loc loc) const {
     if (numel() != 1)
         throw Error(fmt::format("item(): array {} {} has {} elements, not 1 ({})", to_string(shape()),
                                 name(dtype()), numel(), short_location(loc)));
-    Tensor h = eval(loc).to_host();
+    Tensor h = eval(loc).to_host(loc);
     if constexpr (std::is_floating_point_v<T>) {
         return static_cast<T>(h.get_double(0));
     } else if constexpr (std::is_same_v<T, bool>) {

@@ -90,17 +90,26 @@ Array linspace(double start, double stop, std::int64_t num, DType dtype, bool en
                         endpoint && num > 1 ? f64_scalar(stop, loc) : nullptr, loc);
 }
 
+namespace {
+
+// full(), zeros() and ones(): one fill leaf, its errors under the name the user called.
+Array filled(std::string_view api, const Shape& shape, double value, DType dtype, Device device, Loc loc) {
+    const ir::ScalarValue v = ir::make_scalar_value(value, dtype, api, loc);
+    return Array(ir::fill(v, dtype, shape, device_code(device), api, loc));
+}
+
+}  // namespace
+
 Array full(const Shape& shape, double value, DType dtype, Device device, Loc loc) {
-    const ir::ScalarValue v = ir::make_scalar_value(value, dtype, "full", loc);
-    return Array(ir::fill(v, dtype, shape, device_code(device), "full", loc));
+    return filled("full", shape, value, dtype, device, loc);
 }
 
 Array zeros(const Shape& shape, DType dtype, Device device, Loc loc) {
-    return full(shape, 0.0, dtype, device, loc);
+    return filled("zeros", shape, 0.0, dtype, device, loc);
 }
 
 Array ones(const Shape& shape, DType dtype, Device device, Loc loc) {
-    return full(shape, 1.0, dtype, device, loc);
+    return filled("ones", shape, 1.0, dtype, device, loc);
 }
 
 Array eye(std::int64_t n, std::int64_t m, std::int64_t k, DType dtype, Device device, Loc loc) {
@@ -117,7 +126,7 @@ namespace {
 
 template <class T>
 Tensor from_host_impl(std::span<const T> data, const Shape& shape, DType dtype, Device device, Loc loc) {
-    ir::check_shape("from_host", shape, loc);
+    ir::check_shape("from_host", shape, dtype, loc);
     if (static_cast<std::int64_t>(data.size()) != numel(shape))
         fail("from_host",
              fmt::format("{} values for shape {} ({} elements)", data.size(), to_string(shape), numel(shape)),
@@ -129,7 +138,7 @@ Tensor from_host_impl(std::span<const T> data, const Shape& shape, DType dtype, 
     Tensor raw = Tensor::host(shape, from);
     if (!data.empty()) std::memcpy(raw.data(), data.data(), data.size_bytes());
     Tensor host = from == dtype ? raw : reference::cast(raw, dtype);
-    return device.is_cuda() ? host.to(device) : host;
+    return device.is_cuda() ? host.to(device, false, loc) : host;
 }
 
 }  // namespace

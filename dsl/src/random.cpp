@@ -48,6 +48,8 @@ Array bernoulli(const Array& p, const Shape& shape, std::uint64_t seed, Loc loc)
 }
 
 Array bernoulli(double p, const Shape& shape, std::uint64_t seed, Device device, Loc loc) {
+    if (!(p >= 0.0 && p <= 1.0))  // NaN fails both
+        throw Error(fmt::format("bernoulli(): probability {} is not in [0, 1] ({})", p, short_location(loc)));
     const ir::NodePtr pn =
         ir::scalar(ir::make_scalar_value(p, DType::Float32, "bernoulli", loc), DType::Float32, loc);
     return bernoulli_of(pn, shape, seed, device_code(device), loc);

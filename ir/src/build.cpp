@@ -181,7 +181,7 @@ ScalarValue make_scalar_value(std::int64_t v, DType dtype, std::string_view api,
 
 NodePtr input(DType dtype, const Shape& shape, std::string label, std::shared_ptr<const void> payload,
               Loc loc) {
-    check_shape("input", shape, loc);
+    check_shape("input", shape, dtype, loc);
     NodeDesc d = desc_of(Op::Input, dtype, shape, {}, loc);
     d.ints = {static_cast<std::int64_t>(next_input_id())};
     d.label = std::move(label);
@@ -199,6 +199,14 @@ NodePtr constant(ScalarValue v, DType dtype, Loc loc) {
     NodeDesc d = desc_of(Op::Constant, dtype, {}, {}, loc);
     d.value = v;
     return intern(std::move(d));
+}
+
+void check_shape(std::string_view api, const Shape& shape, DType dtype, Loc loc) {
+    check_shape(api, shape, loc);
+    std::int64_t bytes = 0;
+    if (__builtin_mul_overflow(numel(shape), static_cast<std::int64_t>(itemsize(dtype)), &bytes))
+        fail(api, loc,
+             fmt::format("shape {} {} has more bytes than a 64-bit count can hold", to_string(shape), name(dtype)));
 }
 
 void check_shape(std::string_view api, const Shape& shape, Loc loc) {
@@ -246,7 +254,7 @@ NodePtr random_values(Op op, const Shape& shape, std::uint64_t seed, DType dtype
 
 NodePtr fill(ScalarValue v, DType dtype, const Shape& shape, std::int64_t device, std::string_view api,
              Loc loc) {
-    check_shape(api, shape, loc);
+    check_shape(api, shape, dtype, loc);
     NodeDesc d = desc_of(Op::Fill, dtype, shape, {}, loc);
     d.value = v;
     d.ints = {device};

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "loom/ir/error.hpp"
 #include "loom/ir/hash.hpp"
 
@@ -112,7 +114,25 @@ struct NodeDeleter {
     }
 };
 
+namespace {
+
+// Every array's bytes are counted in int64 (allocation, offsets, copies): an array whose element count times
+// its element size overflows is refused where it is made, naming the op and the user's line, rather than at
+// an allocation inside eval() that no longer knows either. Factories check first under their own names.
+void check_bytes(const NodeDesc& d) {
+    std::int64_t n = 1;
+    bool overflow = false;
+    for (auto e : d.shape) overflow = overflow || (e > 0 && __builtin_mul_overflow(n, e, &n));
+    std::int64_t bytes = 0;
+    if (overflow || __builtin_mul_overflow(n, static_cast<std::int64_t>(itemsize(d.dtype)), &bytes))
+        throw Error(fmt::format("{}(): shape {} {} has more elements or bytes than a 64-bit count can hold ({})",
+                                op_name(d.op), to_string(d.shape), name(d.dtype), short_location(d.loc)));
+}
+
+}  // namespace
+
 NodePtr intern(NodeDesc desc) {
+    check_bytes(desc);
     const std::uint64_t h = hash_desc(desc);
     Shard& s = shard_for(h);
     std::lock_guard lock(s.mu);

@@ -306,6 +306,7 @@ Exported<Managed>* exported(const Tensor& tensor, std::optional<cudaStream_t> co
         throw Error(fmt::format("{}(): an undefined Tensor ({})", api, short_location(loc)));
     const Device dev = tensor.device();
     if (dev.is_cuda()) {  // the consumer's stream waits for what Loom issued on its current stream
+        require_cuda(fmt::format("{}() of a {} tensor ({})", api, dev.to_string(), short_location(loc)));
         DeviceGuard guard(dev.index);
         Event ready(false);
         ready.record(current_stream());

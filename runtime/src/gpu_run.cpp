@@ -201,9 +201,9 @@ std::string ptx(const std::vector<codegen::KernelSource>& kernels, const codegen
 
 std::vector<Tensor> evaluate(const std::vector<ir::NodePtr>& roots, Device device, std::source_location loc,
                              const std::vector<Tensor>* outs, std::string_view name) {
-    require_cuda("eval()");
-    DeviceGuard guard(device.index);
     const std::string where = short_location(loc);
+    require_cuda(fmt::format("eval() ({})", where));
+    DeviceGuard guard(device.index);
     std::vector<const ir::Node*> sources;
     std::vector<Strides> root_strides;  // the strides of outputs that are views (empty: contiguous)
     if (outs)  // checked by the caller (executor.cpp): defined, matching, distinct, each non-overlapping

@@ -7,6 +7,7 @@
 
 #include "loom/ir/error.hpp"
 #include "loom/ir/half.hpp"
+#include "loom/runtime/device.hpp"
 #include "loom/runtime/memory.hpp"
 
 namespace loom {
@@ -56,8 +57,10 @@ std::int64_t storage_offset_of(const Tensor& t, std::int64_t linear) {
 
 }  // namespace
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-    check_shape("Tensor::empty()", shape, dtype);
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, std::source_location loc) {
+    check_shape("Tensor::empty()", shape, dtype, &loc);
+    if (device.is_cuda() && !cuda_available())
+        require_cuda(fmt::format("Tensor::empty() on {} ({})", device.to_string(), short_location(loc)));
     auto st = std::make_shared<Storage>();
     st->bytes = static_cast<std::size_t>(loom::numel(shape)) * itemsize(dtype);
     st->device = device;
@@ -163,9 +166,11 @@ void Tensor::check_one_element(const char* api, const std::source_location& loc)
                                 name(dtype()), numel(), short_location(loc)));
 }
 
-Tensor Tensor::to(Device device, bool copy) const {
+Tensor Tensor::to(Device device, bool copy, std::source_location loc) const {
     if (!copy && device == this->device() && is_contiguous()) return *this;
-    Tensor out = empty(shape(), dtype(), device);
+    if ((device.is_cuda() || this->device().is_cuda()) && !cuda_available())
+        require_cuda(fmt::format("Tensor::to({}) ({})", device.to_string(), short_location(loc)));
+    Tensor out = empty(shape(), dtype(), device, loc);
     const std::size_t esz = itemsize(dtype());
     if (is_contiguous()) {
         memory::copy(out.data(), device, data(), this->device(), nbytes());

@@ -126,6 +126,35 @@ TEST_CASE("error model: an error while building an expression is raised by the o
     CHECK(ends_with(msg, at(line)));
 }
 
+TEST_CASE("error model: an array whose bytes overflow a 64-bit count is refused where it is made") {
+    // Elements that fit but bytes that do not: refused by the factory under its own name, not later by an
+    // allocation inside eval() that knows neither the API nor the line.
+    int line = __LINE__ + 1;
+    std::string msg = loom_test::error_message([] { (void)zeros({std::int64_t{1} << 62}, float32, Device::cpu()); });
+    CHECK(msg == "zeros(): shape [4611686018427387904] float32 has more bytes than a 64-bit count can hold" +
+                     at(line));
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([] { (void)ones({std::int64_t{1} << 40, std::int64_t{1} << 40}, int8, Device::cpu()); });
+    CHECK(msg == "ones(): shape [1099511627776, 1099511627776] has more elements than a 64-bit count can hold" +
+                     at(line));
+    // An op whose result is wider than its operand: the int8 array fits, its float64 cast does not.
+    const Array wide = full({std::int64_t{1} << 61}, 1.0, int8, Device::cpu());
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)astype(wide, float64); });
+    CHECK(starts_with(msg, "cast(): shape [2305843009213693952] float64 has more elements or bytes"));
+    CHECK(ends_with(msg, at(line)));
+}
+
+TEST_CASE("error model: bernoulli() refuses a probability outside [0, 1], NaN included") {
+    for (const double p : {1.5, -0.25, std::nan("")}) {
+        const int line = __LINE__ + 1;
+        const std::string msg = loom_test::error_message([&] { (void)bernoulli(p, {4}, 7, Device::cpu()); });
+        CHECK(msg == fmt::format("bernoulli(): probability {} is not in [0, 1]", p) + at(line));
+    }
+    CHECK(Tensor(bernoulli(1.0, {64}, 7, Device::cpu())).to_vector<int>() == std::vector<int>(64, 1));
+    CHECK(Tensor(bernoulli(0.0, {64}, 7, Device::cpu())).to_vector<int>() == std::vector<int>(64, 0));
+}
+
 TEST_CASE(
     "error model: assign() checks every output before anything runs, and the outputs keep their bytes") {
     Tensor x = testing::random_tensor({2, 3}, float32, 11);
@@ -341,8 +370,9 @@ TEST_CASE(
     std::vector<float> in(16, 1.0f), out(16, -3.0f);
     const Tensor g = Tensor::view(in.data(), {16}, float32, {}, Device::cuda(0));
     const Tensor o = Tensor::view(out.data(), {16}, float32, {}, Device::cuda(0));
+    const int line = __LINE__ + 1;
     const std::string msg = loom_test::error_message([&] { assign(o, relu(g * 2.0)); });
-    CHECK(starts_with(msg, "no CUDA device found: eval() needs a GPU"));
+    CHECK(starts_with(msg, fmt::format("no CUDA device found: eval() (test_error_model.cpp:{}) needs a GPU", line)));
     CHECK_THROWS_AS(assign(o, relu(g * 2.0)), NoDeviceError);
     CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == -3.0f; }));
     CHECK_FALSE(runtime_poisoned());

@@ -34,7 +34,8 @@ Array random_normal(const Shape& shape, std::uint64_t seed, DType dtype = DType:
 /// broadcast to `shape`.
 Array bernoulli(const Array& p, const Shape& shape, std::uint64_t seed, Loc loc = Loc::current());
 /// bernoulli() with one probability for every element (compared in float32), made on `device` when evaluated
-/// by itself.
+/// by itself. Throws loom::Error naming bernoulli() when `p` is not in [0, 1] (NaN included), as NumPy and
+/// PyTorch do; an array `p` is compared as it is (values above 1 give true, below 0 or NaN false).
 Array bernoulli(double p, const Shape& shape, std::uint64_t seed, Device device = default_factory_device(),
                 Loc loc = Loc::current());
 

@@ -33,6 +33,8 @@ NodePtr constant(ScalarValue v, DType dtype, Loc loc = Loc::current());
 /// Throws loom::Error naming `api` and `loc` for a shape of more than kMaxRank axes, a negative extent, or
 /// more elements than a signed 64-bit count holds.
 void check_shape(std::string_view api, const Shape& shape, Loc loc = Loc::current());
+/// check_shape(), and the bytes of `shape` in `dtype` must fit a signed 64-bit count too.
+void check_shape(std::string_view api, const Shape& shape, DType dtype, Loc loc = Loc::current());
 /// Where a factory leaf (iota, fill) is made when it is evaluated with no input tensor: -1 the host, k >= 0
 /// CUDA device k. Combined with tensors, a factory takes their device: it has no memory of its own.
 inline constexpr std::int64_t kHostDeviceCode = -1;
