@@ -148,14 +148,21 @@ class Fuzzer {
         std::string api;
         for (const auto& a : e.apis)
             if (message.rfind(a + "(): ", 0) == 0) ok = true, api = a;
-        // The host run's "cuda" views: a device evaluation without a GPU is a NoDeviceError naming the API.
-        for (const auto& a : e.apis)
-            if (!opt_.gpu &&
-                message.rfind(fmt::format("no CUDA device found: {}() needs a GPU", a), 0) == 0) {
-                ++stats_.clean;
-                ++stats_.by_api["(no device) " + a];
+        // The host run's "cuda" views: a device evaluation without a GPU is a NoDeviceError naming the API and,
+        // for a call that takes a call site, the caller's line: "no CUDA device found: eval() (fuzz_api.cpp:N)
+        // needs a GPU".
+        for (const auto& a : e.apis) {
+            const std::string head = fmt::format("no CUDA device found: {}() ", a);
+            if (opt_.gpu || message.rfind(head, 0) != 0) continue;
+            const bool located = message.compare(head.size(), 14, "(fuzz_api.cpp:") == 0;
+            if (e.line && !located) {
+                failure("a NoDeviceError does not name the caller's (fuzz_api.cpp:N)", message);
                 return;
             }
+            ++stats_.clean;
+            ++stats_.by_api["(no device) " + a];
+            return;
+        }
         if (!ok) {
             failure(fmt::format("message does not start with {}(): ", fmt::join(e.apis, "(), ")), message);
             return;
