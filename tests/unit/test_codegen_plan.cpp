@@ -79,6 +79,26 @@ TEST_CASE("misaligned pointer or slice offset: no vector variant") {
     CHECK(plan({unary(Op::Abs, ws)}).plan.vector_width == 4);
 }
 
+TEST_CASE("an index read per lane runs the vector variant only from a multiple of the vector width") {
+    // The vector variants write lane j's index as lm::vector_lane (lane 0's low bits cleared, or j), which
+    // holds when lane 0's index is a multiple of W: an index that starts elsewhere (a slice of a random
+    // array at an odd offset) takes the scalar variant.
+    auto x = input(float32, {1000}, "x");
+    alignas(16) static float xbuf[1000], obuf[1000];
+    const void* ins[] = {xbuf};
+    void* outs[] = {obuf};
+    for (const std::int64_t start : {0, 1, 3, 4, 6, 8}) {
+        const NodePtr index = slice(iota({1000 + start}, 0, kHostDeviceCode), {SliceSpec{start, 1000 + start, 1}});
+        const NodePtr normal = random(Op::RandomNormal, index, scalar(ScalarValue::of_int(7), int64), float32);
+        auto pp = plan({binary(Op::Add, x, normal)});
+        REQUIRE(pp.plan.has_vector_variant());
+        CHECK(select_variant(pp.plan, pp.binding, ins, outs) ==
+              (start % pp.plan.vector_width == 0 ? Variant::Vector : Variant::Scalar));
+        const auto ks = emit_pointwise("lanes", {binary(Op::Add, x, normal)}, pp.plan);
+        CHECK(ks.kernel.find("lm::vector_lane<4>(p.in1_base + (long long)(i), j)") != std::string::npos);
+    }
+}
+
 TEST_CASE("row broadcast: vectorized when the innermost extent divides the vector width") {
     auto x = input(float32, {16384, 16384}, "x");
     auto b = input(float32, {16384}, "b");

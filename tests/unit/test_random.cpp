@@ -53,10 +53,12 @@ TEST_CASE("random ops: element i is the core's value of its row-major index, wha
     const Tensor u = random_uniform({105}, seed, float64, cpu);
     const auto zv = values<float>(z);
     const auto uv = values<double>(u);
-    for (int i = 0; i < 105; ++i) {
-        const ir::rng::Words w = ir::rng::draw(i, static_cast<long long>(seed));
-        CHECK(zv[static_cast<std::size_t>(i)] == ir::rng::normal_f32(w));
-        CHECK(uv[static_cast<std::size_t>(i)] == ir::rng::uniform_f64(w.w[0], w.w[1]));
+    for (int i = 0; i < 105; ++i) {  // slot i mod 4 of block i / 4 (float32), i mod 2 of block i / 2 (float64)
+        const ir::rng::Words w4 = ir::rng::draw(i / 4, static_cast<long long>(seed));
+        CHECK(zv[static_cast<std::size_t>(i)] == ir::rng::normal_f32(w4, static_cast<unsigned int>(i % 4)));
+        const ir::rng::Words w2 = ir::rng::draw(i / 2, static_cast<long long>(seed));
+        CHECK(uv[static_cast<std::size_t>(i)] ==
+              (i % 2 ? ir::rng::uniform_f64(w2.w[2], w2.w[3]) : ir::rng::uniform_f64(w2.w[0], w2.w[1])));
     }
     // Another shape of the same count: the same values in row-major order.
     CHECK(testing::same_bits(Tensor(random_normal({105}, seed, float32, cpu)).reshape({3, 5, 7}), z));

@@ -40,6 +40,23 @@ long double cos_turns(long double j, int b) {
     }
 }
 
+// sin(2 pi j 2^-b) the same way.
+long double sin_turns(long double j, int b) {
+    const long double turns = std::ldexp(j, -b);
+    const long double q = std::nearbyint(turns * 4.0L);
+    const long double a = 2.0L * 3.141592653589793238462643383279502884L * (turns - q / 4.0L);
+    switch (static_cast<long long>(q) & 3) {
+        case 0:
+            return std::sin(a);
+        case 1:
+            return std::cos(a);
+        case 2:
+            return -std::sin(a);
+        default:
+            return -std::cos(a);
+    }
+}
+
 std::uint64_t xorshift(std::uint64_t& s) {
     s ^= s << 13;
     s ^= s >> 7;
@@ -105,25 +122,32 @@ TEST_CASE(
     CHECK(worst < 0.83);
 }
 
-TEST_CASE("random core: float32 cosine of turns within 1.02 ulp on each of its 2^24 arguments") {
-    double worst = 0.0;
+TEST_CASE("random core: float32 cosine and sine of turns within 1.02 ulp on each of their 2^24 arguments") {
+    double worst_cos = 0.0, worst_sin = 0.0;
+    int zeros = 0;
     for (unsigned int j = 0; j < (1u << 24); ++j) {
-        const long double exact = cos_turns(j, 24);
-        const float got = rng::cos_turns_f32(j);
-        if (exact == 0.0L) {
-            CHECK(got == 0.0f);  // a quarter turn: the sine of t = 0
-            continue;
+        const long double exact[2] = {cos_turns(j, 24), sin_turns(j, 24)};
+        const float got[2] = {rng::cos_turns_f32(j), rng::sin_turns_f32(j)};
+        for (int f = 0; f < 2; ++f) {
+            if (exact[f] == 0.0L) {
+                CHECK(got[f] == 0.0f);  // a multiple of a quarter turn: the sine of t = 0
+                ++zeros;
+                continue;
+            }
+            const double err = ulps(got[f], exact[f], 24);
+            double& worst = f == 0 ? worst_cos : worst_sin;
+            worst = err > worst ? err : worst;
         }
-        const double err = ulps(got, exact, 24);
-        worst = err > worst ? err : worst;
     }
-    MESSAGE("cos_turns_f32: worst " << worst << " ulp");
-    CHECK(worst < 1.02);
+    MESSAGE("cos_turns_f32: worst " << worst_cos << " ulp; sin_turns_f32: worst " << worst_sin << " ulp");
+    CHECK(worst_cos < 1.02);
+    CHECK(worst_sin < 1.02);
+    CHECK(zeros == 4);  // cos at 1/4 and 3/4, sin at 0 and 1/2
 }
 
 TEST_CASE("random core: float64 log and cosine on 2^22 arguments each") {
     std::uint64_t s = 0x9E3779B97F4A7C15ull;
-    double log_worst = 0.0, cos_worst = 0.0;
+    double log_worst = 0.0, cos_worst = 0.0, sin_worst = 0.0;
     for (int i = 0; i < (1 << 22); ++i) {
         // Arguments of every binade the normal transform uses: (k + 1) 2^-53 with k of 53 bits shifted right.
         const std::uint64_t k = (xorshift(s) >> 11) >> (i % 53);
@@ -139,44 +163,73 @@ TEST_CASE("random core: float64 log and cosine on 2^22 arguments each") {
             const double e = ulps(rng::cos_turns_f64(j), ec, 53);
             cos_worst = e > cos_worst ? e : cos_worst;
         }
+        const long double es = sin_turns(static_cast<long double>(j), 53);
+        if (es != 0.0L) {
+            const double e = ulps(rng::sin_turns_f64(j), es, 53);
+            sin_worst = e > sin_worst ? e : sin_worst;
+        }
     }
-    MESSAGE("log_f64: worst " << log_worst << " ulp; cos_turns_f64: worst " << cos_worst << " ulp");
+    MESSAGE("log_f64: worst " << log_worst << " ulp; cos_turns_f64: worst " << cos_worst
+                              << " ulp; sin_turns_f64: worst " << sin_worst << " ulp");
     CHECK(log_worst < 0.85);
     CHECK(cos_worst < 1.1);
+    CHECK(sin_worst < 1.1);
 }
 
-TEST_CASE("random core: normal values within their bound of Box-Muller's exact value") {
-    // z = sqrt(-2 ln u) cos(2 pi v) of the same u and v, in long double; the error in ulps of |z|'s binade
-    // bound, and relative to the radius (a cosine near 0 makes z small, its error the radius's times that).
+TEST_CASE("random core: normal values within their bound of Box-Muller's exact value, both of each pair") {
+    // z = sqrt(-2 ln u) cos(2 pi v) (even slots) and sqrt(-2 ln u) sin(2 pi v) (odd slots) of the same u and v,
+    // in long double; the error relative to the radius (a cosine or sine near 0 makes z small, its error the
+    // radius's times that).
     std::uint64_t s = 0x2545F4914F6CDD1Dull;
     double worst32 = 0.0, worst64 = 0.0;
     float largest = 0.0f;
-    for (int i = 0; i < (1 << 21); ++i) {
+    for (int i = 0; i < (1 << 20); ++i) {
         const std::uint64_t a = xorshift(s), b = xorshift(s);
         const rng::Words w{{static_cast<unsigned int>(a), static_cast<unsigned int>(a >> 32),
                             static_cast<unsigned int>(b), static_cast<unsigned int>(b >> 32)}};
-        const long double u32 = std::ldexp(static_cast<long double>((w.w[0] >> 8) + 1u), -24);
-        const long double r32 = std::sqrt(-2.0L * std::log(u32));
-        const float z32 = rng::normal_f32(w);
-        const double e32 = ulps(z32, r32 * cos_turns(w.w[1] >> 8, 24), 24);
-        const long double rel32 = std::fabs(z32 - r32 * cos_turns(w.w[1] >> 8, 24)) / (r32 * 0x1p-24L);
-        (void)e32;
-        worst32 = static_cast<double>(rel32) > worst32 ? static_cast<double>(rel32) : worst32;
-        largest = std::fabs(z32) > largest ? std::fabs(z32) : largest;
+        for (unsigned int k = 0; k < 4; ++k) {  // float32: pair (w0, w1) for slots 0, 1; (w2, w3) for 2, 3
+            const unsigned int wu = w.w[k & 2u], wv = w.w[(k & 2u) + 1u];
+            const long double r32 = std::sqrt(-2.0L * std::log(std::ldexp(static_cast<long double>((wu >> 8) + 1u), -24)));
+            const long double exact = r32 * ((k & 1u) ? sin_turns(wv >> 8, 24) : cos_turns(wv >> 8, 24));
+            const float z32 = rng::normal_f32(w, k);
+            const long double rel32 = std::fabs(z32 - exact) / (r32 * 0x1p-24L);
+            worst32 = static_cast<double>(rel32) > worst32 ? static_cast<double>(rel32) : worst32;
+            largest = std::fabs(z32) > largest ? std::fabs(z32) : largest;
+        }
         const long double u64 =
             std::ldexp(static_cast<long double>((rng::word64(w.w[0], w.w[1]) >> 11) + 1), -53);
         const long double r64 = std::sqrt(-2.0L * std::log(u64));
-        const long double z =
-            r64 * cos_turns(static_cast<long double>(rng::word64(w.w[2], w.w[3]) >> 11), 53);
-        const long double rel64 = std::fabs(rng::normal_f64(w) - z) / (r64 * 0x1p-53L);
-        worst64 = static_cast<double>(rel64) > worst64 ? static_cast<double>(rel64) : worst64;
+        const long double v64 = static_cast<long double>(rng::word64(w.w[2], w.w[3]) >> 11);
+        for (unsigned int k = 0; k < 2; ++k) {
+            const long double z = r64 * (k ? sin_turns(v64, 53) : cos_turns(v64, 53));
+            const long double rel64 = std::fabs(rng::normal_f64(w, k) - z) / (r64 * 0x1p-53L);
+            worst64 = static_cast<double>(rel64) > worst64 ? static_cast<double>(rel64) : worst64;
+        }
     }
     MESSAGE("normal_f32: worst " << worst32 << " units of 2^-24 of the radius; normal_f64: " << worst64
                                  << " of 2^-53");
     CHECK(worst32 < 4.0);
     CHECK(worst64 < 4.0);
     CHECK(largest <= 5.8f);
-    // The largest radius, at u = 2^-24: sqrt(48 ln 2).
+    // The largest radius, at u = 2^-24: sqrt(48 ln 2); v = 0 gives it whole in the cosine, 0 in the sine.
     const rng::Words edge{{0u, 0u, 0u, 0u}};
-    CHECK(std::fabs(rng::normal_f32(edge) - 5.7680f) < 1e-3f);
+    CHECK(std::fabs(rng::normal_f32(edge, 0) - 5.7680f) < 1e-3f);
+    CHECK(rng::normal_f32(edge, 1) == 0.0f);
+    CHECK(std::fabs(rng::normal_f32(edge, 2) - 5.7680f) < 1e-3f);
+}
+
+TEST_CASE("random core: element i reads slot i mod 4 of block i / 4 (i mod 2 of i / 2 in float64)") {
+    CHECK(rng::block_of(0, false) == 0);
+    CHECK(rng::block_of(7, false) == 1);
+    CHECK(rng::slot_of(7, false) == 3u);
+    CHECK(rng::block_of(7, true) == 3);
+    CHECK(rng::slot_of(7, true) == 1u);
+    // Index bits above 33 reach the counter's second word: 2^40 + 5 is slot 1 of block 2^38 + 1.
+    const long long big = (1ll << 40) + 5;
+    CHECK(rng::block_of(big, false) == (1ll << 38) + 1);
+    CHECK(rng::slot_of(big, false) == 1u);
+    const rng::Words w = rng::draw(3, 99);
+    for (unsigned int k = 0; k < 4; ++k) CHECK(rng::word(w, k) == w.w[k]);
+    CHECK(rng::uniform_f64_slot(w, 0) == rng::uniform_f64(w.w[0], w.w[1]));
+    CHECK(rng::uniform_f64_slot(w, 1) == rng::uniform_f64(w.w[2], w.w[3]));
 }

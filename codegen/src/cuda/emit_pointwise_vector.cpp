@@ -198,8 +198,8 @@ std::string PointwiseEmitter::grid_stride_vector_kernel() const {
         }
         if (o.access != Access::Contiguous)
             throw InternalError("emit_pointwise: a grid-stride variant reads a non-contiguous operand");
-        if (o.index) {  // the element's own index: computed per lane
-            args.push_back(fmt::format("(p.in{}_base + (long long)(i + j))", k));
+        if (o.index) {  // the element's own index: computed per lane (lane 0's a multiple of W: select_variant)
+            args.push_back(fmt::format("lm::vector_lane<{}>(p.in{}_base + (long long)i, j)", W, k));
             continue;
         }
         const std::string_view st = storage_type(o.dtype);
@@ -279,8 +279,8 @@ std::vector<std::string> PointwiseEmitter::vector_operands(std::string& s) const
             off = fmt::format("i{}", R - 1);
         else
             off = fmt::format("({})", site_terms(k, false));
-        if (o.index) {  // consecutive along the vector: the lane's index
-            args.push_back(fmt::format("(p.in{}_base + (long long)({} + j))", k, off));
+        if (o.index) {  // consecutive along the vector: the lane's index (lane 0's a multiple of W: select_variant)
+            args.push_back(fmt::format("lm::vector_lane<{}>(p.in{}_base + (long long)({}), j)", W, k, off));
             continue;
         }
         line(s, 4,

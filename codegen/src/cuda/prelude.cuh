@@ -806,31 +806,48 @@ __device__ __forceinline__ long long gather_clamped(long long v, long long n) {
     return k < 0 ? 0 : (k >= n ? n - 1 : k);
 }
 
+/// Lane j's index in a vector variant, whose lane 0 has the index `first`, a multiple of W (the runtime runs
+/// a vector variant only then: codegen's select_variant): first + j, written as first with its low bits
+/// cleared, or j, so that the compiler knows those bits and computes once what W consecutive indices share
+/// (first / 4, the block of random words of 4 elements).
+template <int W> __device__ __forceinline__ long long vector_lane(long long first, int j) {
+    return (first & ~(long long)(W - 1)) | (long long)j;
+}
+
 /// Element `index` of the stream `seed` as a value of the storage type T (float, double, f16, bf16; the
-/// halves in a float register): docs/semantics.md, "Random numbers". A float16 or bfloat16 normal value is
-/// the float32 one, which the generated code rounds once (lm::round_f16 / lm::round_bf16).
+/// halves in a float register): docs/semantics.md, "Random numbers". Element `index` reads slot k of block
+/// index >> 2 (index >> 1 for double): a thread's 4 (2) consecutive elements from a multiple of 4 (2) share one
+/// run of the generator, and a pair of normal values shares its log and polynomials, once the compiler has
+/// merged the equal expressions. A float16 or bfloat16 normal value is the float32 one, which the generated
+/// code rounds once (lm::round_f16 / lm::round_bf16).
 template <class T> struct random_of;
 template <> struct random_of<float> {
-    static __device__ __forceinline__ float uniform(rng::Words w) { return rng::uniform_bits(w.w[0], 24); }
-    static __device__ __forceinline__ float normal(rng::Words w) { return rng::normal_f32(w); }
+    static constexpr bool f64 = false;
+    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) { return rng::uniform_slot(w, k, 24); }
+    static __device__ __forceinline__ float normal(rng::Words w, unsigned k) { return rng::normal_f32(w, k); }
 };
 template <> struct random_of<double> {
-    static __device__ __forceinline__ double uniform(rng::Words w) { return rng::uniform_f64(w.w[0], w.w[1]); }
-    static __device__ __forceinline__ double normal(rng::Words w) { return rng::normal_f64(w); }
+    static constexpr bool f64 = true;
+    static __device__ __forceinline__ double uniform(rng::Words w, unsigned k) { return rng::uniform_f64_slot(w, k); }
+    static __device__ __forceinline__ double normal(rng::Words w, unsigned k) { return rng::normal_f64(w, k); }
 };
 template <> struct random_of<f16> {
-    static __device__ __forceinline__ float uniform(rng::Words w) { return rng::uniform_bits(w.w[0], 11); }
-    static __device__ __forceinline__ float normal(rng::Words w) { return rng::normal_f32(w); }
+    static constexpr bool f64 = false;
+    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) { return rng::uniform_slot(w, k, 11); }
+    static __device__ __forceinline__ float normal(rng::Words w, unsigned k) { return rng::normal_f32(w, k); }
 };
 template <> struct random_of<bf16> {
-    static __device__ __forceinline__ float uniform(rng::Words w) { return rng::uniform_bits(w.w[0], 8); }
-    static __device__ __forceinline__ float normal(rng::Words w) { return rng::normal_f32(w); }
+    static constexpr bool f64 = false;
+    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) { return rng::uniform_slot(w, k, 8); }
+    static __device__ __forceinline__ float normal(rng::Words w, unsigned k) { return rng::normal_f32(w, k); }
 };
 template <class T> __device__ __forceinline__ auto random_uniform(long long index, long long seed) {
-    return random_of<T>::uniform(rng::draw(index, seed));
+    constexpr bool f64 = random_of<T>::f64;
+    return random_of<T>::uniform(rng::draw(rng::block_of(index, f64), seed), rng::slot_of(index, f64));
 }
 template <class T> __device__ __forceinline__ auto random_normal(long long index, long long seed) {
-    return random_of<T>::normal(rng::draw(index, seed));
+    constexpr bool f64 = random_of<T>::f64;
+    return random_of<T>::normal(rng::draw(rng::block_of(index, f64), seed), rng::slot_of(index, f64));
 }
 
 }  // namespace lm

@@ -337,12 +337,37 @@ std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBin
     return bytes;
 }
 
+namespace {
+
+// An index site read per lane (its lanes consecutive) starts every vector at a multiple of the vector width W:
+// its offset and every coefficient but the innermost (which is 1) divide by W, and lane 0 sits at a multiple
+// of W of the innermost dimension. The vector variants write lane j's index as lm::vector_lane (lane 0's
+// with its low bits cleared, or j), which tells the compiler those bits, so that it computes once what W
+// consecutive indices share, such as a block of random words (docs/semantics.md, "Random numbers").
+bool index_lanes_aligned(const PointwisePlan& plan, const PointwiseBinding& b, std::size_t s) {
+    const OperandPlan& o = plan.loads[s];
+    const std::int64_t W = plan.vector_width;
+    const PointwiseBinding::Site& site = b.sites[s];
+    if (o.access == Access::Scalar || o.access == Access::Indirect) return true;  // one index per vector
+    if (site.offset % W != 0) return false;
+    if (o.access == Access::Contiguous || o.access == Access::RowBroadcast) return true;
+    if (!(o.dim_mask >> (plan.rank - 1) & 1u)) return true;  // the same in every lane
+    for (std::size_t d = 0; d + 1 < site.coefs.size(); ++d)
+        if (site.coefs[d] % W != 0) return false;
+    for (std::int64_t c : site.dcoefs)
+        if (c % W != 0) return false;
+    return true;
+}
+
+}  // namespace
+
 Variant select_variant(const PointwisePlan& plan, const PointwiseBinding& b,
                        std::span<const void* const> inputs, std::span<void* const> outputs) {
     if (!plan.has_vector_variant()) return Variant::Scalar;
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     for (std::size_t s = 0; s < plan.loads.size(); ++s) {
         const OperandPlan& o = plan.loads[s];
+        if (o.index && !index_lanes_aligned(plan, b, s)) return Variant::Scalar;
         const bool streamed =
             !o.index && (o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
                          ((o.access == Access::Strided || o.access == Access::Indirect) && o.unit_inner));

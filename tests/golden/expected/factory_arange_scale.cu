@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) add_mul_cast_v4(const __grid_c
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
         float r0;
-        add_mul_cast_body(p, lm::to_reg(a0.v[j]), (p.in1_base + (long long)(i1 + j)), r0);
+        add_mul_cast_body(p, lm::to_reg(a0.v[j]), lm::vector_lane<4>(p.in1_base + (long long)(i1), j), r0);
         o0.v[j] = r0;
     }
     lm::store_vec<float, 4>(p.out0 + i, o0);                 // store out0 (16 bytes)

@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(256) add_mul_random_normal_v4(const
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
         float r0;
-        add_mul_random_normal_body(p, lm::to_reg(a0.v[j]), (p.in1_base + (long long)(i + j)), r0);
+        add_mul_random_normal_body(p, lm::to_reg(a0.v[j]), lm::vector_lane<4>(p.in1_base + (long long)(i), j), r0);
         o0.v[j] = r0;
     }
     lm::store_vec<float, 4>(p.out0 + i, o0);                 // store out0 (16 bytes)

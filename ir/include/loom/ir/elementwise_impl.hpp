@@ -650,19 +650,21 @@ inline C ternary(C a, C b, C c) {
 
 template <Op op, DType D>
 inline compute_t<D> random(std::int64_t index, std::int64_t seed) {
-    const rng::Words w = rng::draw(index, seed);
+    constexpr bool f64 = D == DType::Float64;
+    const rng::Words w = rng::draw(rng::block_of(index, f64), seed);
+    const unsigned int k = rng::slot_of(index, f64);
     if constexpr (!is_float(D)) {
         unsupported(op, "a result that is not a float");
     } else if constexpr (op == Op::RandomUniform) {
-        if constexpr (D == DType::Float64)
-            return rng::uniform_f64(w.w[0], w.w[1]);
+        if constexpr (f64)
+            return rng::uniform_f64_slot(w, k);
         else
-            return rng::uniform_bits(w.w[0], D == DType::Float32 ? 24 : D == DType::Float16 ? 11 : 8);
+            return rng::uniform_slot(w, k, D == DType::Float32 ? 24 : D == DType::Float16 ? 11 : 8);
     } else if constexpr (op == Op::RandomNormal) {
-        if constexpr (D == DType::Float64)
-            return rng::normal_f64(w);
+        if constexpr (f64)
+            return rng::normal_f64(w, k);
         else
-            return round_result<D>(rng::normal_f32(w));
+            return round_result<D>(rng::normal_f32(w, k));
     } else {
         unsupported(op, "an index and a seed");
     }

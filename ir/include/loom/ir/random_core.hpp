@@ -161,12 +161,30 @@ LOOM_RNG_FN Words philox4x32_10(unsigned int c0, unsigned int c1, unsigned int c
     return r;
 }
 
-/// The four words of element `index` of the stream `seed`: the counter is (index mod 2^32, index / 2^32,
-/// 0, 0), the key (seed mod 2^32, seed / 2^32), both read as unsigned 64-bit integers.
-LOOM_RNG_FN Words draw(long long index, long long seed) {
-    const unsigned long long i = (unsigned long long)index, s = (unsigned long long)seed;
+/// The four words of block `block` of the stream `seed`: the counter is (block mod 2^32, block / 2^32, 0, 0),
+/// the key (seed mod 2^32, seed / 2^32), both read as unsigned 64-bit integers.
+LOOM_RNG_FN Words draw(long long block, long long seed) {
+    const unsigned long long i = (unsigned long long)block, s = (unsigned long long)seed;
     return philox4x32_10((unsigned int)i, (unsigned int)(i >> 32), 0u, 0u, (unsigned int)s,
                          (unsigned int)(s >> 32));
+}
+
+/// A block's four words serve several consecutive elements: 4 of a 32-bit or half dtype (one word each, or
+/// one Box-Muller pair per two elements), 2 of float64 (two words each, or one pair per two elements).
+/// Element `index` (>= 0) reads block index >> block_shift, at slot index mod 2^block_shift; so a kernel
+/// whose thread computes 4 consecutive elements from a multiple of 4 runs the generator once for them.
+LOOM_RNG_FN int block_shift(bool f64) {
+    return f64 ? 1 : 2;
+}
+LOOM_RNG_FN long long block_of(long long index, bool f64) {
+    return (long long)((unsigned long long)index >> block_shift(f64));
+}
+LOOM_RNG_FN unsigned int slot_of(long long index, bool f64) {
+    return (unsigned int)index & ((1u << block_shift(f64)) - 1u);
+}
+/// Word k (0 .. 3) of a block, by selects (a constant k folds to the word).
+LOOM_RNG_FN unsigned int word(Words r, unsigned int k) {
+    return k == 0u ? r.w[0] : k == 1u ? r.w[1] : k == 2u ? r.w[2] : r.w[3];
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -182,6 +200,13 @@ LOOM_RNG_FN unsigned long long word64(unsigned int lo, unsigned int hi) {
 }
 LOOM_RNG_FN double uniform_f64(unsigned int lo, unsigned int hi) {
     return mul((double)(word64(lo, hi) >> 11), 0x1p-53);  // exact
+}
+/// The uniform value of slot k of a block: word k (32-bit and half dtypes); words 2k and 2k + 1 (float64).
+LOOM_RNG_FN float uniform_slot(Words r, unsigned int k, int p) {
+    return uniform_bits(word(r, k), p);
+}
+LOOM_RNG_FN double uniform_f64_slot(Words r, unsigned int k) {
+    return k == 0u ? uniform_f64(r.w[0], r.w[1]) : uniform_f64(r.w[2], r.w[3]);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -232,12 +257,15 @@ LOOM_RNG_FN double log_f64(double x) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// cos(2 pi j 2^-b) for an integer j in [0, 2^b): the nearest quarter turn q is taken from j exactly, the rest
-// t = j 2^-b - q/4 (exact, |t| <= 1/8) goes into the Taylor polynomials of sin(2 pi t) and cos(2 pi t) (the
-// coefficients (2 pi)^n / n!, rounded to the format; the first of sine in two parts), truncated where the
-// next term is below 2^-30 (float32) or 2^-60 (float64) of the result, evaluated by fma in Horner's order.
+// cos(2 pi j 2^-b) and sin(2 pi j 2^-b) for an integer j in [0, 2^b): the nearest quarter turn q is taken from
+// j exactly, the rest t = j 2^-b - q/4 (exact, |t| <= 1/8) goes into the Taylor polynomials of sin(2 pi t) and
+// cos(2 pi t) (the coefficients (2 pi)^n / n!, rounded to the format; the first of sine in two parts),
+// truncated where the next term is below 2^-30 (float32) or 2^-60 (float64) of the result, evaluated by fma
+// in Horner's order. The quarter turn picks one of the two polynomials and its sign: cosine's table is
+// (cos, -sin, -cos, sin) for q mod 4 = 0 .. 3, and since sin(x) = cos(x - pi/2) exactly, sine's is the same
+// table at q + 3: the sine and the cosine of one j share every step but that choice.
 
-LOOM_RNG_FN float cos_turns_f32(unsigned int j) {   // j < 2^24
+LOOM_RNG_FN float turns_f32(unsigned int j, unsigned int quarter) {  // j < 2^24; quarter 0 cos, 3 sin
     const unsigned int n = (j + (1u << 21)) >> 22;  // nearest quarter turn, 0 .. 4
     const float t = mul((float)((int)j - (int)(n << 22)), 0x1p-24f);
     const float t2 = mul(t, t);
@@ -250,14 +278,21 @@ LOOM_RNG_FN float cos_turns_f32(unsigned int j) {   // j < 2^24
     c = fma(t2, c, 0x1.03c1f0p+6f);
     c = fma(t2, c, -0x1.3bd3ccp+4f);
     const float cosine = fma(t2, c, 1.0f);
-    // Quarter turn n: cos, -sin, -cos, sin, chosen on the bits (no branch, so that a host loop over lanes
-    // vectorizes): odd n takes the sine, n of 1 and 2 flip the sign bit.
-    const unsigned int odd = 0u - (n & 1u);
+    // Quarter turn m = n + quarter: cos, -sin, -cos, sin, chosen on the bits (no branch, so that a host loop
+    // over lanes vectorizes): odd m takes the sine, m of 1 and 2 (mod 4) flip the sign bit.
+    const unsigned int m = n + quarter;
+    const unsigned int odd = 0u - (m & 1u);
     const unsigned int r = (bits_of(sine) & odd) | (bits_of(cosine) & ~odd);
-    return float_of(r ^ (((n + 1u) & 2u) << 30));
+    return float_of(r ^ (((m + 1u) & 2u) << 30));
+}
+LOOM_RNG_FN float cos_turns_f32(unsigned int j) {
+    return turns_f32(j, 0u);
+}
+LOOM_RNG_FN float sin_turns_f32(unsigned int j) {
+    return turns_f32(j, 3u);
 }
 
-LOOM_RNG_FN double cos_turns_f64(unsigned long long j) {  // j < 2^53
+LOOM_RNG_FN double turns_f64(unsigned long long j, unsigned long long quarter) {  // j < 2^53; as turns_f32
     const unsigned long long n = (j + (1ull << 50)) >> 51;
     const double t = mul((double)((long long)j - (long long)(n << 51)), 0x1p-53);
     const double t2 = mul(t, t);
@@ -278,25 +313,34 @@ LOOM_RNG_FN double cos_turns_f64(unsigned long long j) {  // j < 2^53
     c = fma(t2, c, 0x1.03c1f081b5ac4p+6);
     c = fma(t2, c, -0x1.3bd3cc9be45dep+4);
     const double cosine = fma(t2, c, 1.0);
-    const unsigned long long odd = 0ull - (n & 1ull);  // as cos_turns_f32
+    const unsigned long long m = n + quarter;  // as turns_f32
+    const unsigned long long odd = 0ull - (m & 1ull);
     const unsigned long long r = (bits_of(sine) & odd) | (bits_of(cosine) & ~odd);
-    return double_of(r ^ (((n + 1ull) & 2ull) << 62));
+    return double_of(r ^ (((m + 1ull) & 2ull) << 62));
+}
+LOOM_RNG_FN double cos_turns_f64(unsigned long long j) {
+    return turns_f64(j, 0ull);
+}
+LOOM_RNG_FN double sin_turns_f64(unsigned long long j) {
+    return turns_f64(j, 3ull);
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Standard normal values, Box-Muller (G. E. P. Box, M. E. Muller, Ann. Math. Statist. 29 (1958) 610):
-// z = sqrt(-2 log u) cos(2 pi v), u in (0, 1] from the first word(s), v in [0, 1) from the next; the sine's
-// partner value is not used, so that each element depends on its own counter alone. |z| <= sqrt(48 ln 2)
-// (5.77) for float32 and sqrt(106 ln 2) (8.57) for float64.
+// Standard normal values, Box-Muller (G. E. P. Box, M. E. Muller, Ann. Math. Statist. 29 (1958) 610): a pair
+// (u, v), u in (0, 1] from the pair's first word(s), v in [0, 1) from the next, gives the two independent values
+// sqrt(-2 log u) cos(2 pi v) (the pair's even element) and sqrt(-2 log u) sin(2 pi v) (its odd one). A float32
+// block holds two pairs (words 0, 1 and 2, 3: slots 0, 1 and 2, 3), a float64 block one (words 0:1 and 2:3:
+// slots 0 and 1). |z| <= sqrt(48 ln 2) (5.77) for float32 and sqrt(106 ln 2) (8.57) for float64.
 
-LOOM_RNG_FN float normal_f32(Words r) {
-    const float u = mul((float)((r.w[0] >> 8) + 1u), 0x1p-24f);  // (0, 1], exact
-    return mul(sqrt(mul(-2.0f, log_f32(u))), cos_turns_f32(r.w[1] >> 8));
+LOOM_RNG_FN float normal_f32(Words r, unsigned int k) {  // slot k, 0 .. 3
+    const unsigned int pair = k & 2u;
+    const float u = mul((float)((word(r, pair) >> 8) + 1u), 0x1p-24f);  // (0, 1], exact
+    return mul(sqrt(mul(-2.0f, log_f32(u))), turns_f32(word(r, pair + 1u) >> 8, (k & 1u) * 3u));
 }
 
-LOOM_RNG_FN double normal_f64(Words r) {
+LOOM_RNG_FN double normal_f64(Words r, unsigned int k) {  // slot k, 0 .. 1
     const double u = mul((double)((word64(r.w[0], r.w[1]) >> 11) + 1ull), 0x1p-53);  // (0, 1], exact
-    return mul(sqrt(mul(-2.0, log_f64(u))), cos_turns_f64(word64(r.w[2], r.w[3]) >> 11));
+    return mul(sqrt(mul(-2.0, log_f64(u))), turns_f64(word64(r.w[2], r.w[3]) >> 11, (k & 1u) * 3ull));
 }
 
 }  // namespace rng
