@@ -206,7 +206,8 @@ void check_shape(std::string_view api, const Shape& shape, DType dtype, Loc loc)
     std::int64_t bytes = 0;
     if (__builtin_mul_overflow(numel(shape), static_cast<std::int64_t>(itemsize(dtype)), &bytes))
         fail(api, loc,
-             fmt::format("shape {} {} has more bytes than a 64-bit count can hold", to_string(shape), name(dtype)));
+             fmt::format("shape {} {} has more bytes than a 64-bit count can hold", to_string(shape),
+                         name(dtype)));
 }
 
 void check_shape(std::string_view api, const Shape& shape, Loc loc) {

@@ -6,6 +6,8 @@
 // a dying node's operands onto a per-thread work list, so a 10,000-deep chain frees in a loop.
 #include "loom/ir/node.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -13,8 +15,6 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "loom/ir/error.hpp"
 #include "loom/ir/hash.hpp"
@@ -125,8 +125,9 @@ void check_bytes(const NodeDesc& d) {
     for (auto e : d.shape) overflow = overflow || (e > 0 && __builtin_mul_overflow(n, e, &n));
     std::int64_t bytes = 0;
     if (overflow || __builtin_mul_overflow(n, static_cast<std::int64_t>(itemsize(d.dtype)), &bytes))
-        throw Error(fmt::format("{}(): shape {} {} has more elements or bytes than a 64-bit count can hold ({})",
-                                op_name(d.op), to_string(d.shape), name(d.dtype), short_location(d.loc)));
+        throw Error(
+            fmt::format("{}(): shape {} {} has more elements or bytes than a 64-bit count can hold ({})",
+                        op_name(d.op), to_string(d.shape), name(d.dtype), short_location(d.loc)));
 }
 
 }  // namespace

@@ -148,9 +148,9 @@ class Fuzzer {
         std::string api;
         for (const auto& a : e.apis)
             if (message.rfind(a + "(): ", 0) == 0) ok = true, api = a;
-        // The host run's "cuda" views: a device evaluation without a GPU is a NoDeviceError naming the API and,
-        // for a call that takes a call site, the caller's line: "no CUDA device found: eval() (fuzz_api.cpp:N)
-        // needs a GPU".
+        // The host run's "cuda" views: a device evaluation without a GPU is a NoDeviceError naming the API
+        // and, for a call that takes a call site, the caller's line: "no CUDA device found: eval()
+        // (fuzz_api.cpp:N) needs a GPU".
         for (const auto& a : e.apis) {
             const std::string head = fmt::format("no CUDA device found: {}() ", a);
             if (opt_.gpu || message.rfind(head, 0) != 0) continue;

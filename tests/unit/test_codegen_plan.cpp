@@ -88,8 +88,10 @@ TEST_CASE("an index read per lane runs the vector variant only from a multiple o
     const void* ins[] = {xbuf};
     void* outs[] = {obuf};
     for (const std::int64_t start : {0, 1, 3, 4, 6, 8}) {
-        const NodePtr index = slice(iota({1000 + start}, 0, kHostDeviceCode), {SliceSpec{start, 1000 + start, 1}});
-        const NodePtr normal = random(Op::RandomNormal, index, scalar(ScalarValue::of_int(7), int64), float32);
+        const NodePtr index =
+            slice(iota({1000 + start}, 0, kHostDeviceCode), {SliceSpec{start, 1000 + start, 1}});
+        const NodePtr normal =
+            random(Op::RandomNormal, index, scalar(ScalarValue::of_int(7), int64), float32);
         auto pp = plan({binary(Op::Add, x, normal)});
         REQUIRE(pp.plan.has_vector_variant());
         CHECK(select_variant(pp.plan, pp.binding, ins, outs) ==

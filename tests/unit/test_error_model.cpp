@@ -130,13 +130,17 @@ TEST_CASE("error model: an array whose bytes overflow a 64-bit count is refused 
     // Elements that fit but bytes that do not: refused by the factory under its own name, not later by an
     // allocation inside eval() that knows neither the API nor the line.
     int line = __LINE__ + 1;
-    std::string msg = loom_test::error_message([] { (void)zeros({std::int64_t{1} << 62}, float32, Device::cpu()); });
+    std::string msg =
+        loom_test::error_message([] { (void)zeros({std::int64_t{1} << 62}, float32, Device::cpu()); });
     CHECK(msg == "zeros(): shape [4611686018427387904] float32 has more bytes than a 64-bit count can hold" +
                      at(line));
     line = __LINE__ + 1;
-    msg = loom_test::error_message([] { (void)ones({std::int64_t{1} << 40, std::int64_t{1} << 40}, int8, Device::cpu()); });
-    CHECK(msg == "ones(): shape [1099511627776, 1099511627776] has more elements than a 64-bit count can hold" +
-                     at(line));
+    msg = loom_test::error_message([] {
+        (void)ones({std::int64_t{1} << 40, std::int64_t{1} << 40}, int8, Device::cpu());
+    });
+    CHECK(msg ==
+          "ones(): shape [1099511627776, 1099511627776] has more elements than a 64-bit count can hold" +
+              at(line));
     // An op whose result is wider than its operand: the int8 array fits, its float64 cast does not.
     const Array wide = full({std::int64_t{1} << 61}, 1.0, int8, Device::cpu());
     line = __LINE__ + 1;
@@ -372,7 +376,8 @@ TEST_CASE(
     const Tensor o = Tensor::view(out.data(), {16}, float32, {}, Device::cuda(0));
     const int line = __LINE__ + 1;
     const std::string msg = loom_test::error_message([&] { assign(o, relu(g * 2.0)); });
-    CHECK(starts_with(msg, fmt::format("no CUDA device found: eval() (test_error_model.cpp:{}) needs a GPU", line)));
+    CHECK(starts_with(
+        msg, fmt::format("no CUDA device found: eval() (test_error_model.cpp:{}) needs a GPU", line)));
     CHECK_THROWS_AS(assign(o, relu(g * 2.0)), NoDeviceError);
     CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == -3.0f; }));
     CHECK_FALSE(runtime_poisoned());

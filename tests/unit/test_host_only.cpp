@@ -79,7 +79,8 @@ TEST_CASE("host-only build: no device, and every GPU entry point throws NoDevice
     const int line = __LINE__ + 1;
     const std::string to_host = loom_test::error_message<NoDeviceError>([&] { (void)on_gpu.to_host(); });
     check_no_gpu(to_host, fmt::format("Tensor::to(cpu) (test_host_only.cpp:{})", line));
-    const std::string eval = loom_test::error_message<NoDeviceError>([&] { (void)Tensor(relu(Array(on_gpu))); });
+    const std::string eval =
+        loom_test::error_message<NoDeviceError>([&] { (void)Tensor(relu(Array(on_gpu))); });
     check_no_gpu(eval, fmt::format("eval() (test_host_only.cpp:{}) needs a GPU", line + 2));
     const std::string dl = loom_test::error_message<NoDeviceError>([&] { (void)on_gpu.to_dlpack(); });
     check_no_gpu(dl, fmt::format("to_dlpack() of a cuda:0 tensor (test_host_only.cpp:{})", line + 4));

@@ -53,7 +53,8 @@ TEST_CASE("random ops: element i is the core's value of its row-major index, wha
     const Tensor u = random_uniform({105}, seed, float64, cpu);
     const auto zv = values<float>(z);
     const auto uv = values<double>(u);
-    for (int i = 0; i < 105; ++i) {  // slot i mod 4 of block i / 4 (float32), i mod 2 of block i / 2 (float64)
+    for (int i = 0; i < 105;
+         ++i) {  // slot i mod 4 of block i / 4 (float32), i mod 2 of block i / 2 (float64)
         const ir::rng::Words w4 = ir::rng::draw(i / 4, static_cast<long long>(seed));
         CHECK(zv[static_cast<std::size_t>(i)] == ir::rng::normal_f32(w4, static_cast<unsigned int>(i % 4)));
         const ir::rng::Words w2 = ir::rng::draw(i / 2, static_cast<long long>(seed));

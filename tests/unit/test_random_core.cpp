@@ -177,9 +177,9 @@ TEST_CASE("random core: float64 log and cosine on 2^22 arguments each") {
 }
 
 TEST_CASE("random core: normal values within their bound of Box-Muller's exact value, both of each pair") {
-    // z = sqrt(-2 ln u) cos(2 pi v) (even slots) and sqrt(-2 ln u) sin(2 pi v) (odd slots) of the same u and v,
-    // in long double; the error relative to the radius (a cosine or sine near 0 makes z small, its error the
-    // radius's times that).
+    // z = sqrt(-2 ln u) cos(2 pi v) (even slots) and sqrt(-2 ln u) sin(2 pi v) (odd slots) of the same u and
+    // v, in long double; the error relative to the radius (a cosine or sine near 0 makes z small, its error
+    // the radius's times that).
     std::uint64_t s = 0x2545F4914F6CDD1Dull;
     double worst32 = 0.0, worst64 = 0.0;
     float largest = 0.0f;
@@ -189,7 +189,8 @@ TEST_CASE("random core: normal values within their bound of Box-Muller's exact v
                             static_cast<unsigned int>(b), static_cast<unsigned int>(b >> 32)}};
         for (unsigned int k = 0; k < 4; ++k) {  // float32: pair (w0, w1) for slots 0, 1; (w2, w3) for 2, 3
             const unsigned int wu = w.w[k & 2u], wv = w.w[(k & 2u) + 1u];
-            const long double r32 = std::sqrt(-2.0L * std::log(std::ldexp(static_cast<long double>((wu >> 8) + 1u), -24)));
+            const long double r32 =
+                std::sqrt(-2.0L * std::log(std::ldexp(static_cast<long double>((wu >> 8) + 1u), -24)));
             const long double exact = r32 * ((k & 1u) ? sin_turns(wv >> 8, 24) : cos_turns(wv >> 8, 24));
             const float z32 = rng::normal_f32(w, k);
             const long double rel32 = std::fabs(z32 - exact) / (r32 * 0x1p-24L);

@@ -46,7 +46,8 @@ TEST_CASE("without a GPU: cuda_available() is false and the first GPU use throws
         (void)Tensor::empty({4, 4}, float32, Device::cuda());
     });
     CHECK(contains(empty, "no CUDA device found"));
-    CHECK(contains(empty, fmt::format("Tensor::empty() on cuda:0 (test_runtime_nogpu.cpp:{})", empty_line).c_str()));
+    CHECK(contains(empty,
+                   fmt::format("Tensor::empty() on cuda:0 (test_runtime_nogpu.cpp:{})", empty_line).c_str()));
     CHECK(contains(empty, "cudaGetDeviceCount()"));  // CUDA's reason is named
     MESSAGE(empty);
 

@@ -198,7 +198,8 @@ std::string PointwiseEmitter::grid_stride_vector_kernel() const {
         }
         if (o.access != Access::Contiguous)
             throw InternalError("emit_pointwise: a grid-stride variant reads a non-contiguous operand");
-        if (o.index) {  // the element's own index: computed per lane (lane 0's a multiple of W: select_variant)
+        if (o.index) {  // the element's own index: computed per lane (lane 0's a multiple of W:
+                        // select_variant)
             args.push_back(fmt::format("lm::vector_lane<{}>(p.in{}_base + (long long)i, j)", W, k));
             continue;
         }
@@ -279,7 +280,8 @@ std::vector<std::string> PointwiseEmitter::vector_operands(std::string& s) const
             off = fmt::format("i{}", R - 1);
         else
             off = fmt::format("({})", site_terms(k, false));
-        if (o.index) {  // consecutive along the vector: the lane's index (lane 0's a multiple of W: select_variant)
+        if (o.index) {  // consecutive along the vector: the lane's index (lane 0's a multiple of W:
+                        // select_variant)
             args.push_back(fmt::format("lm::vector_lane<{}>(p.in{}_base + (long long)({}), j)", W, k, off));
             continue;
         }

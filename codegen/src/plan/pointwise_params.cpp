@@ -339,10 +339,10 @@ std::vector<std::byte> pack_params(const PointwisePlan& plan, const PointwiseBin
 
 namespace {
 
-// An index site read per lane (its lanes consecutive) starts every vector at a multiple of the vector width W:
-// its offset and every coefficient but the innermost (which is 1) divide by W, and lane 0 sits at a multiple
-// of W of the innermost dimension. The vector variants write lane j's index as lm::vector_lane (lane 0's
-// with its low bits cleared, or j), which tells the compiler those bits, so that it computes once what W
+// An index site read per lane (its lanes consecutive) starts every vector at a multiple of the vector width
+// W: its offset and every coefficient but the innermost (which is 1) divide by W, and lane 0 sits at a
+// multiple of W of the innermost dimension. The vector variants write lane j's index as lm::vector_lane (lane
+// 0's with its low bits cleared, or j), which tells the compiler those bits, so that it computes once what W
 // consecutive indices share, such as a block of random words (docs/semantics.md, "Random numbers").
 bool index_lanes_aligned(const PointwisePlan& plan, const PointwiseBinding& b, std::size_t s) {
     const OperandPlan& o = plan.loads[s];

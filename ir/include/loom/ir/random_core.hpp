@@ -257,16 +257,16 @@ LOOM_RNG_FN double log_f64(double x) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// cos(2 pi j 2^-b) and sin(2 pi j 2^-b) for an integer j in [0, 2^b): the nearest quarter turn q is taken from
-// j exactly, the rest t = j 2^-b - q/4 (exact, |t| <= 1/8) goes into the Taylor polynomials of sin(2 pi t) and
-// cos(2 pi t) (the coefficients (2 pi)^n / n!, rounded to the format; the first of sine in two parts),
+// cos(2 pi j 2^-b) and sin(2 pi j 2^-b) for an integer j in [0, 2^b): the nearest quarter turn q is taken
+// from j exactly, the rest t = j 2^-b - q/4 (exact, |t| <= 1/8) goes into the Taylor polynomials of sin(2 pi
+// t) and cos(2 pi t) (the coefficients (2 pi)^n / n!, rounded to the format; the first of sine in two parts),
 // truncated where the next term is below 2^-30 (float32) or 2^-60 (float64) of the result, evaluated by fma
 // in Horner's order. The quarter turn picks one of the two polynomials and its sign: cosine's table is
 // (cos, -sin, -cos, sin) for q mod 4 = 0 .. 3, and since sin(x) = cos(x - pi/2) exactly, sine's is the same
 // table at q + 3: the sine and the cosine of one j share every step but that choice.
 
 LOOM_RNG_FN float turns_f32(unsigned int j, unsigned int quarter) {  // j < 2^24; quarter 0 cos, 3 sin
-    const unsigned int n = (j + (1u << 21)) >> 22;  // nearest quarter turn, 0 .. 4
+    const unsigned int n = (j + (1u << 21)) >> 22;                   // nearest quarter turn, 0 .. 4
     const float t = mul((float)((int)j - (int)(n << 22)), 0x1p-24f);
     const float t2 = mul(t, t);
     float p = fma(t2, 0x1.507834p+5f, -0x1.32d2ccp+6f);
@@ -327,10 +327,10 @@ LOOM_RNG_FN double sin_turns_f64(unsigned long long j) {
 
 // ---------------------------------------------------------------------------------------------------------
 // Standard normal values, Box-Muller (G. E. P. Box, M. E. Muller, Ann. Math. Statist. 29 (1958) 610): a pair
-// (u, v), u in (0, 1] from the pair's first word(s), v in [0, 1) from the next, gives the two independent values
-// sqrt(-2 log u) cos(2 pi v) (the pair's even element) and sqrt(-2 log u) sin(2 pi v) (its odd one). A float32
-// block holds two pairs (words 0, 1 and 2, 3: slots 0, 1 and 2, 3), a float64 block one (words 0:1 and 2:3:
-// slots 0 and 1). |z| <= sqrt(48 ln 2) (5.77) for float32 and sqrt(106 ln 2) (8.57) for float64.
+// (u, v), u in (0, 1] from the pair's first word(s), v in [0, 1) from the next, gives the two independent
+// values sqrt(-2 log u) cos(2 pi v) (the pair's even element) and sqrt(-2 log u) sin(2 pi v) (its odd one). A
+// float32 block holds two pairs (words 0, 1 and 2, 3: slots 0, 1 and 2, 3), a float64 block one (words 0:1
+// and 2:3: slots 0 and 1). |z| <= sqrt(48 ln 2) (5.77) for float32 and sqrt(106 ln 2) (8.57) for float64.
 
 LOOM_RNG_FN float normal_f32(Words r, unsigned int k) {  // slot k, 0 .. 3
     const unsigned int pair = k & 2u;
@@ -338,7 +338,7 @@ LOOM_RNG_FN float normal_f32(Words r, unsigned int k) {  // slot k, 0 .. 3
     return mul(sqrt(mul(-2.0f, log_f32(u))), turns_f32(word(r, pair + 1u) >> 8, (k & 1u) * 3u));
 }
 
-LOOM_RNG_FN double normal_f64(Words r, unsigned int k) {  // slot k, 0 .. 1
+LOOM_RNG_FN double normal_f64(Words r, unsigned int k) {                             // slot k, 0 .. 1
     const double u = mul((double)((word64(r.w[0], r.w[1]) >> 11) + 1ull), 0x1p-53);  // (0, 1], exact
     return mul(sqrt(mul(-2.0, log_f64(u))), turns_f64(word64(r.w[2], r.w[3]) >> 11, (k & 1u) * 3ull));
 }

@@ -55,9 +55,9 @@ class Tensor {
     Tensor() = default;
 
     /// Uninitialized tensor of `shape` and `dtype` on `device` (contiguous, row-major). On CUDA devices the
-    /// memory comes from the stream-ordered pool of the current stream. Throws loom::Error naming the caller's
-    /// line for a negative extent, rank above 8 or a byte count beyond int64, loom::NoDeviceError for a CUDA
-    /// device without a GPU, loom::CudaError / loom::OutOfMemory from the device.
+    /// memory comes from the stream-ordered pool of the current stream. Throws loom::Error naming the
+    /// caller's line for a negative extent, rank above 8 or a byte count beyond int64, loom::NoDeviceError
+    /// for a CUDA device without a GPU, loom::CudaError / loom::OutOfMemory from the device.
     static Tensor empty(const Shape& shape, DType dtype, Device device,
                         std::source_location loc = std::source_location::current());
     /// Host tensor (device CPU), 64-byte aligned; from 4 MiB on, its pages are advised to be transparent huge
@@ -131,7 +131,8 @@ class Tensor {
     /// (and `copy` is false) the result is this tensor's handle, sharing its memory; otherwise a synchronous
     /// copy into new memory. `copy = true` always copies (clone() on the same device). Throws
     /// loom::NoDeviceError naming Tensor::to() and the caller's line for a CUDA device without a GPU.
-    Tensor to(Device device, bool copy = false, std::source_location loc = std::source_location::current()) const;
+    Tensor to(Device device, bool copy = false,
+              std::source_location loc = std::source_location::current()) const;
     /// A host tensor with contiguous layout (this tensor's handle when it is one already; see to()).
     Tensor to_host(std::source_location loc = std::source_location::current()) const {
         return to(Device::cpu(), false, loc);
