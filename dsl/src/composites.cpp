@@ -207,9 +207,11 @@ Array cross_entropy(const Operand& logits_in, const Operand& labels_in, CrossEnt
     const Array ignored =
         eq(fits ? labels : astype(labels, int64, loc), Operand(options.ignore_index, loc), loc);
     // The index read: 0 for an ignored row (its value is discarded); a negative label L becomes L - C, which
-    // the checked gather refuses (take's negative indices would wrap) and whose message gives L back.
+    // the checked gather refuses (take's negative indices would wrap) and whose message gives L back. In
+    // int64, so that neither an int32 label near its minimum nor a class count beyond int32 wraps.
+    const Array wide = labels.dtype() == int64 ? labels : astype(labels, int64, loc);
     const Array shifted =
-        where(lt(labels, Operand(0, loc), loc), sub(labels, Operand(classes, loc), loc), labels, loc);
+        where(lt(wide, Operand(0, loc), loc), sub(wide, Operand(classes, loc), loc), wide, loc);
     const Array index = where(ignored, Operand(0, loc), shifted, loc);
     Shape picked_shape = rows;
     picked_shape.push_back(1);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <typeinfo>
 
 #include "gpu_internal.hpp"
 #include "host_internal.hpp"
@@ -158,6 +159,19 @@ bool Program::outputs_match(std::span<const Tensor* const> outs) const noexcept 
     return true;
 }
 
+void Program::run_on_host(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const {
+    if (host_) {  // the planned host kernels, in order
+        std::vector<const Tensor::Impl*> sources(args.size());
+        for (std::size_t k = 0; k < args.size(); ++k) sources[k] = args[k]->impl().get();
+        host::run_plan(host_->plan, host_->kernels, sources, outs);
+        return;
+    }
+    reference::Overrides bind;
+    for (std::size_t k = 0; k < args.size(); ++k) bind.emplace(params_[k]->input_id(), *args[k]);
+    const std::vector<Tensor> res = reference::evaluate(roots_, bind);
+    for (std::size_t r = 0; r < res.size(); ++r) host::copy_into(*outs[r], res[r]);
+}
+
 void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* const> outs,
                   std::source_location call) const {
     const detail::NvtxRange range([&] { return fmt::format("{} ({})", name_, short_location(call)); });
@@ -194,17 +208,17 @@ void Program::run(std::span<const Tensor* const> args, std::span<const Tensor* c
                     "is defined at {})",
                     name_, q, r, short_location(call), where_));
     }
-    if (host_) {  // the planned host kernels, in order
-        std::vector<const Tensor::Impl*> sources(args.size());
-        for (std::size_t k = 0; k < args.size(); ++k) sources[k] = args[k]->impl().get();
-        host::run_plan(host_->plan, host_->kernels, sources, outs);
-        return;
-    }
     if (!device_.is_cuda()) {
-        reference::Overrides bind;
-        for (std::size_t k = 0; k < args.size(); ++k) bind.emplace(params_[k]->input_id(), *args[k]);
-        const std::vector<Tensor> res = reference::evaluate(roots_, bind);
-        for (std::size_t r = 0; r < res.size(); ++r) host::copy_into(*outs[r], res[r]);
+        // The host runs the call before it returns: an error of its values (a checked gather's index out of
+        // range, which names the body's line) names the call and the function too. On a GPU such an error
+        // is raised at the next synchronization, which knows no call (docs/semantics.md, "Gathers").
+        try {
+            run_on_host(args, outs);
+        } catch (const Error& e) {
+            if (typeid(e) != typeid(Error)) throw;
+            throw Error(fmt::format("{} (in the call of {}() at {}; the function is defined at {})", e.what(),
+                                    name_, short_location(call), where_));
+        }
         return;
     }
     // The planned kernels, in order: the same launch path as an evaluation (gpu_run.cpp).

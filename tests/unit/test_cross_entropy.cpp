@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <loom/loom.hpp>
 #include <string>
 #include <vector>
@@ -145,6 +146,20 @@ TEST_CASE("cross_entropy: a label out of range raises naming it and the caller's
     CHECK_MESSAGE(has(msg, "cross_entropy(): label -3 is out of range for 6 classes"), msg);
     lp[4] = -100;
     CHECK(std::isfinite(value(cross_entropy(x, l))));
+    // An int32 label at its minimum is named as given: the shift to an invalid index runs in int64, where
+    // it does not wrap.
+    Tensor l32 = testing::random_tensor({9}, int32, 7, testing::Random::uniform(0, 5));
+    static_cast<std::int32_t*>(l32.data())[2] = std::numeric_limits<std::int32_t>::min();
+    msg = error_of([&] { (void)Tensor(cross_entropy(x, l32)); });
+    CHECK_MESSAGE(has(msg, "cross_entropy(): label -2147483648 is out of range for 6 classes"), msg);
+}
+
+TEST_CASE("cross_entropy: int32 labels over more classes than int32 holds are built (the shift is int64)") {
+    // A lazy [1, 2^31 + 10] row: only the building is checked (the label shift once made an int32 scalar of
+    // the class count, refused by sub() with a message naming an API the user never called).
+    const Array logits = zeros({1, (std::int64_t{1} << 31) + 10}, float32, Device::cpu());
+    const Tensor labels = testing::random_tensor({1}, int32, 8, testing::Random::uniform(0, 5));
+    CHECK_NOTHROW((void)cross_entropy(logits, labels));
 }
 
 TEST_CASE("cross_entropy: errors when built name the shapes and dtypes") {

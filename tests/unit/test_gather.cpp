@@ -4,6 +4,7 @@
 // producers and consumers equal to the unfused kernels bit for bit; an out-of-range index raises loom::Error
 // with the user's line and leaves the outputs as they were; clamp mode; the errors of building a gather.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstring>
 #include <functional>
@@ -335,6 +336,52 @@ TEST_CASE("gathers: a checked gather read only in part still checks every index,
     CHECK(explain({take(x, bad, 0, IndexMode::Clamp).slice({{0, 1}})}).find("read only in part") ==
           std::string::npos);
     CHECK(explain({take(x, good, 0) * 2.0}).find("read only in part") == std::string::npos);
+    // Read in part through elementwise work over it: the sum's kernel computes only the elements the slice
+    // keeps, so the gather below it is computed whole first too.
+    const std::string through_add = error_of([&] { (void)Tensor((take(x, bad, 0) + 1.0).slice({{0, 1}})); });
+    CHECK_MESSAGE(through_add.find("take(): index 99 is out of range") != std::string::npos, through_add);
+    const std::string as_operand = error_of(
+        [&] { (void)Tensor(take(take(x, bad, 0) * 2.0, tensor_of(std::vector<std::int64_t>{0}, {1}), 0)); });
+    CHECK_MESSAGE(as_operand.find("index 99 is out of range") != std::string::npos, as_operand);
+    const std::string one_hot_part = error_of([&] { (void)Tensor(one_hot(bad, 4).slice({{0, 1}})); });
+    CHECK_MESSAGE(one_hot_part.find("one_hot(): index 99 is out of range") != std::string::npos,
+                  one_hot_part);
+    const Tensor rows = random_of({2, 4}, float32, 28);
+    const Tensor bad_cols = tensor_of(std::vector<std::int64_t>{1, 7}, {2, 1});
+    const std::string along = error_of([&] {
+        (void)Tensor((sum(rows, 1, true) - take_along_axis(rows, bad_cols, 1)).slice({{0, 1}}));
+    });
+    CHECK_MESSAGE(along.find("index 7 is out of range") != std::string::npos, along);
+    Tensor out = Tensor::empty({1}, float32, Device::cpu());
+    const std::string assigned = error_of([&] { assign(out, (take(x, bad, 0) + 1.0).slice({{0, 1}})); });
+    CHECK_MESSAGE(assigned.find("index 99 is out of range") != std::string::npos, assigned);
+    const std::string loss = error_of([&] {
+        (void)Tensor(cross_entropy(rows, tensor_of(std::vector<std::int64_t>{0, 9}, {2}),
+                                   CrossEntropyOptions{.reduction = LossReduction::None})
+                         .slice({{0, 1}}));
+    });
+    CHECK_MESSAGE(loss.find("cross_entropy(): label 9 is out of range") != std::string::npos, loss);
+    // In range, the elementwise reader's values are the reference's.
+    const testing::Comparison c4 =
+        testing::check_against_reference({(take(x, good, 0) + 1.0).slice({{1, 3}})});
+    CHECK_MESSAGE(c4.ok, c4.message);
+}
+
+TEST_CASE("gathers: a bad index in a traced call on the host names the call and the function") {
+    const Tensor x = random_of({4}, float32, 29);
+    const int defined = __LINE__ + 1;
+    const auto pick = loom::function("pick", [](Array a, Array i) { return take(a, i, 0) * 2.0; });
+    for (const std::int64_t bad : {4, 9}) {
+        const Tensor ids = tensor_of(std::vector<std::int64_t>{0, bad}, {2});
+        const int call = __LINE__ + 1;
+        const std::string msg = error_of([&] { (void)pick(x, ids); });
+        CHECK_MESSAGE(msg.find(fmt::format("take(): index {} is out of range", bad)) != std::string::npos,
+                      msg);
+        CHECK_MESSAGE(msg.find(fmt::format("(in the call of pick() at test_gather.cpp:{}; the function is "
+                                           "defined at test_gather.cpp:{})",
+                                           call, defined)) != std::string::npos,
+                      msg);
+    }
 }
 
 TEST_CASE("gathers: a checked gather whose result has no element still checks its indices") {

@@ -110,26 +110,36 @@ ir::NodePtr gathered_reshape_base(const ir::Node& gather) {
 }
 
 // The checked gathers whose result the graph reads only in part (through a slice that drops elements, a
-// broadcast to no elements, or as another gather's operand, which reads its elements at positions). Fused
-// into their reader, they would compute, and so check, only the indices of the elements read; computed
-// whole first, every index is checked, as the reference and fusion off check them.
+// broadcast to no elements, or as another gather's operand, which reads its elements at positions), here or
+// through views and elementwise work over it (`(take(x, ids, 0) + 1).slice(...)`: the sum's kernel computes
+// only the elements the slice keeps). Fused into their reader, they would compute, and so check, only the
+// indices of the elements read; computed whole first, every index is checked, as the reference and fusion
+// off check them.
 std::vector<ir::NodePtr> partly_read_gathers(const std::vector<ir::NodePtr>& order) {
     std::unordered_map<const ir::Node*, std::vector<const ir::Node*>> users;
     for (const ir::NodePtr& n : order)
         for (const ir::NodePtr& o : n->operands()) users[o.get()].push_back(n.get());
-    // Whether `n`'s value is read in part: by a reader that drops elements, here or through views of it.
+    // Whether `n`'s value is read in part: by a reader that drops elements, here or through views of it or
+    // elementwise work over it (each element of which reads `n` at its own position). Memoized: elementwise
+    // graphs share subexpressions.
+    std::unordered_map<const ir::Node*, bool> memo;
     std::function<bool(const ir::Node&)> in_part = [&](const ir::Node& n) {
-        const auto it = users.find(&n);
-        if (it == users.end()) return false;
-        for (const ir::Node* u : it->second) {
-            if (ir::is_gather(u->op()) && u->operand(0) == &n) return true;
-            if (ir::is_view(u->op())) {
-                if (u->numel() < n.numel() && (u->op() == ir::Op::Slice || u->op() == ir::Op::BroadcastTo))
-                    return true;
-                if (in_part(*u)) return true;
+        if (const auto m = memo.find(&n); m != memo.end()) return m->second;
+        bool part = false;
+        if (const auto it = users.find(&n); it != users.end())
+            for (const ir::Node* u : it->second) {
+                if (part) break;
+                if (ir::is_gather(u->op()) && u->operand(0) == &n)
+                    part = true;
+                else if (ir::is_view(u->op()))
+                    part = (u->numel() < n.numel() &&
+                            (u->op() == ir::Op::Slice || u->op() == ir::Op::BroadcastTo)) ||
+                           in_part(*u);
+                else if (ir::is_elementwise(u->op()))
+                    part = in_part(*u);
             }
-        }
-        return false;
+        memo.emplace(&n, part);
+        return part;
     };
     std::vector<ir::NodePtr> out;
     for (const ir::NodePtr& n : order)

@@ -114,6 +114,8 @@ class Program {
     const Options& options() const { return options_; }
 
   private:
+    /// run() of a host specialization: its planned kernels, or the reference.
+    void run_on_host(std::span<const Tensor* const> args, std::span<const Tensor* const> outs) const;
     /// The plan for the specialization's layouts (sources: the placeholders), for `info`.
     codegen::FusionPlan plan_for(const codegen::DeviceInfo& info) const;
 
