@@ -129,15 +129,14 @@ TEST_CASE("error model: an error while building an expression is raised by the o
 TEST_CASE("error model: an array whose bytes overflow a 64-bit count is refused where it is made") {
     // Elements that fit but bytes that do not: refused by the factory under its own name, not later by an
     // allocation inside eval() that knows neither the API nor the line.
+    const Shape huge = {std::int64_t{1} << 62};
     int line = __LINE__ + 1;
-    std::string msg =
-        loom_test::error_message([] { (void)zeros({std::int64_t{1} << 62}, float32, Device::cpu()); });
+    std::string msg = loom_test::error_message([&] { (void)zeros(huge, float32, Device::cpu()); });
     CHECK(msg == "zeros(): shape [4611686018427387904] float32 has more bytes than a 64-bit count can hold" +
                      at(line));
+    const Shape square = {std::int64_t{1} << 40, std::int64_t{1} << 40};
     line = __LINE__ + 1;
-    msg = loom_test::error_message([] {
-        (void)ones({std::int64_t{1} << 40, std::int64_t{1} << 40}, int8, Device::cpu());
-    });
+    msg = loom_test::error_message([&] { (void)ones(square, int8, Device::cpu()); });
     CHECK(msg ==
           "ones(): shape [1099511627776, 1099511627776] has more elements than a 64-bit count can hold" +
               at(line));
