@@ -71,6 +71,19 @@ Array arange(double start, double stop, double step, DType dtype, Device device,
     const double count = std::ceil((stop - start) / step);
     if (count >= 9.0e15) fail("arange", fmt::format("{} elements are too many", count), loc);
     const auto n = count > 0.0 ? static_cast<std::int64_t>(count) : 0;
+    if (!is_float(dtype)) {  // computed exactly in int64: start, step and the last value must be int64s
+        constexpr double two63 = 9223372036854775808.0;
+        std::int64_t last = 0;
+        const bool fits =
+            start >= -two63 && start < two63 && step >= -two63 && step < two63 &&
+            (n == 0 || (!__builtin_mul_overflow(n - 1, static_cast<std::int64_t>(step), &last) &&
+                        !__builtin_add_overflow(last, static_cast<std::int64_t>(start), &last)));
+        if (!fits)
+            fail(
+                "arange",
+                fmt::format("start {} and step {} give values beyond int64 for {}", start, step, name(dtype)),
+                loc);
+    }
     return affine_index("arange", start, step, n, dtype, device, nullptr, loc);
 }
 
@@ -113,8 +126,9 @@ Array ones(const Shape& shape, DType dtype, Device device, Loc loc) {
 }
 
 Array eye(std::int64_t n, std::int64_t m, std::int64_t k, DType dtype, Device device, Loc loc) {
-    if (m < 0) m = n;
     if (n < 0) fail("eye", fmt::format("n {} is negative", n), loc);
+    if (m < -1) fail("eye", fmt::format("m {} is negative (-1, the default, means m = n)", m), loc);
+    if (m == -1) m = n;
     const std::int64_t dev = device_code(device);
     const auto rows = ir::iota({n, m}, 0, dev, "eye", loc), cols = ir::iota({n, m}, 1, dev, "eye", loc);
     const auto shifted =

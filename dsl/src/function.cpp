@@ -100,6 +100,11 @@ const Program& FunctionCore::specialize(
                 fmt::format("{}(): result {} of the body is an empty Array ({}; the function is "
                             "defined at {})",
                             name_, k, short_location(call), short_location(loc_)));
+    if (const ir::Node* n = Program::foreign_input(roots, placeholders))
+        throw Error(fmt::format(
+            "{}(): the function reads a tensor that is not one of its arguments ({} made at "
+            "{}); pass it as an argument ({}; the function is defined at {})",
+            name_, ir::describe(*n), short_location(n->loc()), short_location(call), short_location(loc_)));
     ++traces_;
     std::vector<const Program*> earlier;
     const std::size_t n = count_.load(std::memory_order_relaxed);

@@ -221,7 +221,7 @@ void check_shape(std::string_view api, const Shape& shape, Loc loc) {
 }
 
 NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::string_view api, Loc loc) {
-    check_shape(api, shape, loc);
+    check_shape(api, shape, DType::Int64, loc);
     const auto r = static_cast<std::int64_t>(shape.size());
     if (r == 0) fail(api, loc, "an index needs an axis; the shape [] has none");
     if (axis < -r || axis >= r)
@@ -522,8 +522,8 @@ NodePtr slice(NodePtr a, const std::vector<SliceSpec>& spec, Loc loc) {
     bool identity = true;
     for (int k = 0; k < r; ++k) {
         const std::int64_t n = a->shape()[static_cast<std::size_t>(k)];
-        const SliceSpec s =
-            k < static_cast<int>(spec.size()) ? spec[static_cast<std::size_t>(k)] : SliceSpec{};
+        SliceSpec s = k < static_cast<int>(spec.size()) ? spec[static_cast<std::size_t>(k)] : SliceSpec{};
+        if (s.step == SliceSpec::kNone) s.step = 1;  // Python's x[a:b:None]
         if (s.step == 0) fail("slice", loc, fmt::format("step 0 on axis {} of {}", k, describe(*a)));
         // Python's semantics for indices in [-n, n]; anything beyond is an error rather than clamped.
         auto resolve = [&](std::int64_t v, std::int64_t dflt, const char* what) {

@@ -120,6 +120,8 @@ namespace {
 // its element size overflows is refused where it is made, naming the op and the user's line, rather than at
 // an allocation inside eval() that no longer knows either. Factories check first under their own names.
 void check_bytes(const NodeDesc& d) {
+    for (auto e : d.shape)
+        if (e == 0) return;  // no elements, whatever the other extents
     std::int64_t n = 1;
     bool overflow = false;
     for (auto e : d.shape) overflow = overflow || (e > 0 && __builtin_mul_overflow(n, e, &n));

@@ -39,6 +39,17 @@ bool ArgSpec::matches(const Tensor& t) const {
            is_aligned16(t) == aligned16 && t.device() == device;
 }
 
+const ir::Node* Program::foreign_input(const std::vector<ir::NodePtr>& roots,
+                                       const std::vector<ir::NodePtr>& params) {
+    for (const ir::Node* n : ir::topo_order(roots)) {
+        if (n->op() != ir::Op::Input) continue;
+        bool is_param = false;
+        for (const auto& p : params) is_param = is_param || p.get() == n;
+        if (!is_param) return n;
+    }
+    return nullptr;
+}
+
 ArgSpec ArgSpec::of(const Tensor& t) {
     return {t.dtype(), t.shape(), t.strides(), is_aligned16(t), t.device()};
 }
@@ -73,17 +84,12 @@ Program::Program(std::vector<ir::NodePtr> roots, std::vector<ir::NodePtr> params
             overlapping_.push_back(r);
     params_ = std::move(params);
     name_ = std::move(name);
-    for (const ir::Node* n : ir::topo_order(roots_)) {
-        reductions_ = reductions_ || ir::is_reduction(n->op());
-        if (n->op() != ir::Op::Input) continue;
-        bool is_param = false;
-        for (const auto& p : params_) is_param = is_param || p.get() == n;
-        if (!is_param)
-            throw Error(
-                fmt::format("{}(): the function reads a tensor that is not one of its arguments ({} made at "
-                            "{}); pass it as an argument ({})",
-                            name_, ir::describe(*n), short_location(n->loc()), where_));
-    }
+    for (const ir::Node* n : ir::topo_order(roots_)) reductions_ = reductions_ || ir::is_reduction(n->op());
+    if (const ir::Node* n = foreign_input(roots_, params_))
+        throw Error(
+            fmt::format("{}(): the function reads a tensor that is not one of its arguments ({} made at "
+                        "{}); pass it as an argument ({})",
+                        name_, ir::describe(*n), short_location(n->loc()), where_));
     // An output view that overlaps itself: run() refuses every call of this specialization, so nothing is
     // planned for it (a plan writing lanes into one element is no plan).
     if (!overlapping_.empty()) return;

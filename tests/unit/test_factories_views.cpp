@@ -117,6 +117,34 @@ TEST_CASE("factories: errors name the factory, the arguments and the caller's li
     CHECK(msg ==
           fmt::format("from_host(): 3 values for shape [2, 2] (4 elements) (test_factories_views.cpp:{})",
                       line));
+    // Integer ranges are exact in int64: a start, step or last value beyond it is refused, not wrapped.
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)arange(0.0, 3e19, 1e19, int64, Device::cpu()); });
+    CHECK(msg == fmt::format("arange(): start 0 and step 1e+19 give values beyond int64 for int64 "
+                             "(test_factories_views.cpp:{})",
+                             line));
+    msg = loom_test::error_message([&] { (void)arange(-1e19, -1e19 + 3e4, 1e4, int32, Device::cpu()); });
+    CHECK(msg.rfind("arange(): start -1e+19 and step 10000 give values beyond int64", 0) == 0);
+    const double big = 9.0e18;
+    msg = loom_test::error_message([&] { (void)arange(big, big + 3e18, 1e18, int64, Device::cpu()); });
+    CHECK(msg.rfind("arange(): start 9e+18 and step 1e+18 give values beyond int64", 0) == 0);
+    CHECK(Tensor(arange(-9.0e18, -8.0e18, 5.0e17, int64, Device::cpu())).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{-9000000000000000000, -8500000000000000000});
+    // eye's m: -1 (the default) is n; any other negative is an error, as NumPy's.
+    line = __LINE__ + 1;
+    msg = loom_test::error_message([&] { (void)eye(2, -5, 0, float32, Device::cpu()); });
+    CHECK(msg == fmt::format("eye(): m -5 is negative (-1, the default, means m = n) "
+                             "(test_factories_views.cpp:{})",
+                             line));
+    CHECK(Tensor(eye(2, -1, 0, float32, Device::cpu())).shape() == Shape{2, 2});
+    // The internal index of linspace and one_hot is named by the factory, not as iota().
+    line = __LINE__ + 1;
+    msg =
+        loom_test::error_message([&] { (void)linspace(0.0, 1.0, INT64_MAX, float32, true, Device::cpu()); });
+    CHECK(msg.rfind("linspace(): shape [9223372036854775807]", 0) == 0);
+    CHECK(msg.find(fmt::format("(test_factories_views.cpp:{})", line)) != std::string::npos);
+    // A zero extent makes any other extents fine: no elements, no bytes.
+    CHECK(Tensor(zeros({std::int64_t{1} << 62, 0, 4}, int8, Device::cpu())).numel() == 0);
 }
 
 TEST_CASE("factories are lazy: they fuse into the kernel that uses them, nothing is materialized") {
@@ -145,6 +173,13 @@ TEST_CASE("from_host and to_vector convert as a cast does") {
 }
 
 TEST_CASE("tensor views: the same memory, checked arguments, clear errors") {
+    {  // Python's x[::None] and x[0::None]: a step of kNone is 1, on tensors and arrays alike.
+        const std::vector<double> five{0, 1, 2, 3, 4};
+        const Tensor x = from_host(five, {5}, float32, Device::cpu());
+        constexpr auto N = ir::SliceSpec::kNone;
+        CHECK(x.slice({{N, N, N}}).to_vector<double>() == five);
+        CHECK(Tensor(Array(x).slice({{0, N, N}}) + 0.0).to_vector<double>() == five);
+    }
     Tensor a =
         from_host(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, float32, Device::cpu());
     const Tensor col = a.slice({{ir::SliceSpec::kNone, ir::SliceSpec::kNone, 1}, {2, 3, 1}});

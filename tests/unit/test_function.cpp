@@ -91,14 +91,18 @@ TEST_CASE("errors name the function and the user's line") {
                          doctest::Contains("add(): shapes [4, 3] float32 and [5] float32 do not broadcast"),
                          Error);
     Tensor captured = host_random({3}, float32, 13);
+    const int capture_def = __LINE__ + 1;
     auto reads_capture = loom::function("reads_capture", [&captured](Array x) { return x + captured; });
     try {
-        (void)reads_capture(a);
+        (void)reads_capture(a);  // the call's line: capture_def + 2
         FAIL("no exception");
     } catch (const Error& e) {
         const std::string msg = e.what();
         CHECK(msg.find("reads_capture(): the function reads a tensor that is not one of its arguments") == 0);
-        CHECK(msg.find("test_function.cpp:") != std::string::npos);
+        CHECK_MESSAGE(
+            msg.find(fmt::format("(test_function.cpp:{}; the function is defined at test_function.cpp:{})",
+                                 capture_def + 2, capture_def)) != std::string::npos,
+            msg);
     }
     Tensor out_wrong = Tensor::host({2}, float32);
     auto f = loom::function("plus_one", [](Array x) { return x + 1.0; });

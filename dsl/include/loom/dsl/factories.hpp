@@ -20,7 +20,7 @@ Device default_factory_device();
 /// `dtype`. Element i is (start + i * step) computed in float64 and rounded once to `dtype` (exact in int64
 /// when `dtype` is an integer type and start and step are integers); there are max(0, ceil((stop - start) /
 /// step)) elements. Throws loom::Error naming arange() for step 0, a non-finite argument, bool, or an
-/// integer dtype with a fractional start or step.
+/// integer dtype with a fractional start or step, or with a start, step or last value beyond int64.
 Array arange(double start, double stop, double step = 1.0, DType dtype = DType::Float32,
              Device device = default_factory_device(), Loc loc = Loc::current());
 /// arange(0, stop, 1) of an integer dtype: 0, 1, ..., stop - 1 (int64 unless told).
@@ -40,8 +40,8 @@ Array zeros(const Shape& shape, DType dtype = DType::Float32, Device device = de
             Loc loc = Loc::current());
 Array ones(const Shape& shape, DType dtype = DType::Float32, Device device = default_factory_device(),
            Loc loc = Loc::current());
-/// The n x m matrix (m = n when negative) with ones on diagonal k (0: the main one, k > 0 above it) and
-/// zeros elsewhere, as `dtype`.
+/// The n x m matrix (m = n when -1, the default) with ones on diagonal k (0: the main one, k > 0 above it)
+/// and zeros elsewhere, as `dtype`. Throws loom::Error naming eye() for a negative n, or m below -1.
 Array eye(std::int64_t n, std::int64_t m = -1, std::int64_t k = 0, DType dtype = DType::Float32,
           Device device = default_factory_device(), Loc loc = Loc::current());
 

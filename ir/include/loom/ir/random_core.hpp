@@ -182,9 +182,13 @@ LOOM_RNG_FN long long block_of(long long index, bool f64) {
 LOOM_RNG_FN unsigned int slot_of(long long index, bool f64) {
     return (unsigned int)index & ((1u << block_shift(f64)) - 1u);
 }
-/// Word k (0 .. 3) of a block, by selects (a constant k folds to the word).
+/// Word k (0 .. 3) of a block, by masks rather than branches (a host loop over lanes of varying k vectorizes;
+/// a constant k folds to the word).
 LOOM_RNG_FN unsigned int word(Words r, unsigned int k) {
-    return k == 0u ? r.w[0] : k == 1u ? r.w[1] : k == 2u ? r.w[2] : r.w[3];
+    const unsigned int odd = 0u - (k & 1u), high = 0u - ((k >> 1) & 1u);
+    const unsigned int low_pair = (r.w[1] & odd) | (r.w[0] & ~odd);
+    const unsigned int high_pair = (r.w[3] & odd) | (r.w[2] & ~odd);
+    return (high_pair & high) | (low_pair & ~high);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ int normalize_axis(std::int64_t axis, int rank);
 namespace ir {
 
 /// One (start, stop, step) of a slice with Python's meaning: negative indices count from the end, kNone is
-/// the default for the step's direction, negative steps walk backwards.
+/// the default for the step's direction (a step of kNone is 1), negative steps walk backwards.
 struct SliceSpec {
     static constexpr std::int64_t kNone = INT64_MIN;
     std::int64_t start = kNone;

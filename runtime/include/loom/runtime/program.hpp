@@ -67,6 +67,11 @@ class Program {
             std::span<const Tensor* const> args, std::string name, std::source_location loc,
             const Options& options = current_options(), std::vector<Strides> out_strides = {});
 
+    /// An input of `roots` that is none of the placeholders `params` (a tensor the traced body captured
+    /// instead of taking it as an argument), or null. The constructor refuses such a graph.
+    static const ir::Node* foreign_input(const std::vector<ir::NodePtr>& roots,
+                                         const std::vector<ir::NodePtr>& params);
+
     /// Runs the program on `args` (matching specs(): checked by the caller) into `outs` (one per root: same
     /// shape and dtype, on the device, contiguous or with the strides the program was made for),
     /// asynchronously on the current stream. The hot path: no hashing, no planning, no kernel cache lookup,
