@@ -4,6 +4,7 @@
 // unfused, through views, in traced functions and for the materializing Tensor functions; the host's bits
 // equal the GPU's; moments, ranges and seeds of the Tensor functions in every dtype.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
@@ -89,6 +90,27 @@ TEST_CASE("random ops on the GPU: every launch shape gives the reference's bits"
                    random_uniform({4097 * 33 - 1}, 6, float32, d);
         },
         "scalar variant");
+    // A random array read from an offset: the vector variants compute a lane's index from lane 0's low bits
+    // cleared (lm::vector_lane), so an index that starts off a multiple of 4 takes the scalar variant, and
+    // one that starts on it the vector variant; both give the reference's bits.
+    const Tensor flat = xg.reshape({4097 * 33});
+    const Tensor flat_h = xh.reshape({4097 * 33});
+    for (const std::int64_t start : {1, 3, 4, 6}) {
+        gpu_equals_reference(
+            [&](Device d) {
+                const std::int64_t n = 4096 * 32;
+                return Array((d.is_cuda() ? flat : flat_h).slice({{0, n}})) +
+                       random_normal({n + start}, 15, float32, d).slice({{start, ir::SliceSpec::kNone}});
+            },
+            fmt::format("normals from offset {}", start).c_str());
+        gpu_equals_reference(
+            [&](Device d) {
+                const Tensor rows = (d.is_cuda() ? flat : flat_h).slice({{0, 4096 * 32}}).reshape({4096, 32});
+                return Array(rows) *
+                       random_uniform({32 + start}, 16, float32, d).slice({{start, ir::SliceSpec::kNone}});
+            },
+            fmt::format("uniform row from offset {}", start).c_str());
+    }
     // Four normal draws: the grid-stride loop of arithmetic-heavy kernels.
     gpu_equals_reference(
         [&](Device d) {
