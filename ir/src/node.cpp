@@ -50,8 +50,19 @@ std::atomic<std::uint64_t> g_next_id{1};
 std::atomic<std::uint64_t> g_next_input{1};
 std::atomic<std::size_t> g_live{0};
 
+// Gathers and scatters raise errors at run time (an index out of range) naming their call's file:line, so one
+// written on another line is another node: merged, an error would name a line the user may never evaluate.
+// On one line they merge as any op does.
+bool keeps_its_line(const NodeDesc& d) {
+    return is_gather(d.op) || is_scatter(d.op);
+}
+
 std::uint64_t hash_desc(const NodeDesc& d) {
     Hasher h;
+    if (keeps_its_line(d)) {
+        h.add(std::string_view(d.loc.file_name()));
+        h.add(d.loc.line());
+    }
     h.add(static_cast<std::uint64_t>(d.op));
     h.add(static_cast<std::uint64_t>(d.dtype));
     h.add(d.shape.size());
@@ -69,6 +80,9 @@ std::uint64_t hash_desc(const NodeDesc& d) {
 bool same(const NodeDesc& a, const NodeDesc& b) {
     if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.ints != b.ints ||
         !(a.value == b.value) || a.keepdims != b.keepdims || a.operands.size() != b.operands.size())
+        return false;
+    if (keeps_its_line(a) &&
+        (a.loc.line() != b.loc.line() || std::strcmp(a.loc.file_name(), b.loc.file_name()) != 0))
         return false;
     for (std::size_t k = 0; k < a.operands.size(); ++k)
         if (a.operands[k].get() != b.operands[k].get()) return false;

@@ -384,6 +384,23 @@ TEST_CASE("gathers: a bad index in a traced call on the host names the call and 
     }
 }
 
+TEST_CASE("gathers: an error names the line of the gather evaluated, not of an equal one built elsewhere") {
+    // Equal nodes are shared (hash-consing), but a gather or scatter keeps its line: the same take written on
+    // two lines is two nodes, so the error of the one evaluated names its own line.
+    const Tensor x = random_of({4}, float32, 30);
+    const Tensor bad = tensor_of(std::vector<std::int64_t>{0, 4}, {2});
+    const Array kept = take(x, bad, 0);  // built, never evaluated
+    const int line = __LINE__ + 1;
+    const Array used = take(x, bad, 0) * 2.0;
+    const std::string msg = error_of([&] { (void)Tensor(used); });
+    CHECK_MESSAGE(msg.find(fmt::format("(test_gather.cpp:{})", line)) != std::string::npos, msg);
+    CHECK(kept.node() != used.node()->operand_ptr(0));
+    // On one line they are one node, as any other op.
+    auto twice = [&] { return std::pair{take(x, bad, 0), take(x, bad, 0)}; };
+    const auto [a, b] = twice();
+    CHECK(a.node() == b.node());
+}
+
 TEST_CASE("gathers: a checked gather whose result has no element still checks its indices") {
     // The operand's other axes have extent 0, so the result has none, but the indices do: NumPy's take
     // raises for 7 into an axis of 4, and docs/semantics.md checks every index. Before, nothing was read and
