@@ -99,6 +99,16 @@ TEST_CASE("an index read per lane runs the vector variant only from a multiple o
         const auto ks = emit_pointwise("lanes", {binary(Op::Add, x, normal)}, pp.plan);
         CHECK(ks.kernel.find("lm::vector_lane<4>(p.in1_base + (long long)(i), j)") != std::string::npos);
     }
+    // An index that is the same in every lane (a row's index, broadcast along the row) may start anywhere.
+    auto rows = input(float32, {1000, 8}, "rows");
+    const NodePtr row_index =
+        slice(iota({1001, 8}, 0, kHostDeviceCode), {SliceSpec{1, 1001, 1}, SliceSpec{}});
+    auto pr = plan({binary(Op::Add, rows, cast(row_index, float32))});
+    REQUIRE(pr.plan.has_vector_variant());
+    alignas(16) static float rbuf[8000], robuf[8000];
+    const void* rins[] = {rbuf};
+    void* routs[] = {robuf};
+    CHECK(select_variant(pr.plan, pr.binding, rins, routs) == Variant::Vector);
 }
 
 TEST_CASE("row broadcast: vectorized when the innermost extent divides the vector width") {

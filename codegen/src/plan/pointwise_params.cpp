@@ -349,9 +349,11 @@ bool index_lanes_aligned(const PointwisePlan& plan, const PointwiseBinding& b, s
     const std::int64_t W = plan.vector_width;
     const PointwiseBinding::Site& site = b.sites[s];
     if (o.access == Access::Scalar || o.access == Access::Indirect) return true;  // one index per vector
+    const bool moves = o.access == Access::Contiguous || o.access == Access::RowBroadcast ||
+                       (o.dim_mask >> (plan.rank - 1) & 1u);
+    if (!moves) return true;  // the same in every lane
     if (site.offset % W != 0) return false;
     if (o.access == Access::Contiguous || o.access == Access::RowBroadcast) return true;
-    if (!(o.dim_mask >> (plan.rank - 1) & 1u)) return true;  // the same in every lane
     for (std::size_t d = 0; d + 1 < site.coefs.size(); ++d)
         if (site.coefs[d] % W != 0) return false;
     for (std::int64_t c : site.dcoefs)
