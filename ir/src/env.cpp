@@ -1,7 +1,12 @@
 // Environment switches.
 #include "loom/ir/env.hpp"
 
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
 
 namespace loom {
 
@@ -18,6 +23,24 @@ bool env_list_contains(const char* var, std::string_view word) {
         pos = end + 1;
     }
     return false;
+}
+
+bool env_switch(const char* var, bool otherwise) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) return otherwise;
+    std::string word(v);
+    for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (word == "1" || word == "on" || word == "true" || word == "yes") return true;
+    if (word == "0" || word == "off" || word == "false" || word == "no") return false;
+    static std::mutex mu;
+    static std::set<std::string> warned;
+    {
+        std::lock_guard lock(mu);
+        if (!warned.insert(std::string(var) + "=" + v).second) return otherwise;
+    }
+    std::fprintf(stderr, "loom warning: %s=%s is not on or off (1, on, true, yes; 0, off, false, no); %s\n",
+                 var, v, otherwise ? "on" : "off");
+    return otherwise;
 }
 
 }  // namespace loom

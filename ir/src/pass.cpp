@@ -5,7 +5,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <mutex>
 #include <string_view>
+#include <system_error>
 
 #include "loom/ir/env.hpp"
 #include "loom/ir/graph.hpp"
@@ -25,13 +28,19 @@ bool verify_by_default() {
 
 void dump(const std::vector<NodePtr>& roots, int index, const std::string& pass) {
     const std::string text = fmt::format("// IR after pass {} ({})\n{}", index, pass, print(roots));
-    if (const char* dir = std::getenv("LOOM_DUMP_DIR")) {
+    if (const char* dir = std::getenv("LOOM_DUMP_DIR"); dir && *dir) {
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);  // as the other dumps do
         const std::string path = fmt::format("{}/ir_{}_{}.txt", dir, index, pass);
         if (std::FILE* f = std::fopen(path.c_str(), "w")) {
             std::fputs(text.c_str(), f);
             std::fclose(f);
             return;
         }
+        static std::once_flag once;
+        std::call_once(once, [&] {
+            std::fprintf(stderr, "loom warning: cannot write IR dumps into %s; they go to stderr\n", dir);
+        });
     }
     std::fputs(text.c_str(), stderr);
 }

@@ -96,19 +96,30 @@ std::vector<std::unique_ptr<DiskCache>>
 std::uint64_t g_compiles = 0;
 double g_compile_ms = 0;
 
+// LOOM_CACHE_MAX_BYTES: a finite count of bytes, optionally with one K, M or G suffix and nothing after it;
+// 0 is no cap. Anything else is warned about and the default used.
 std::uint64_t parse_bytes(const char* s) {
-    if (!s || !*s) return std::uint64_t{1} << 30;
+    constexpr std::uint64_t kDefault = std::uint64_t{1} << 30;
+    if (!s || !*s) return kDefault;
     char* end = nullptr;
     const double v = std::strtod(s, &end);
     double mul = 1;
-    if (end && (*end == 'K' || *end == 'k')) mul = 1024.0;
-    if (end && (*end == 'M' || *end == 'm')) mul = 1024.0 * 1024;
-    if (end && (*end == 'G' || *end == 'g')) mul = 1024.0 * 1024 * 1024;
-    if (end == s || v < 0) {
-        fmt::print(stderr, "loom: warning: LOOM_CACHE_MAX_BYTES={} is not a byte count; using 1G\n", s);
-        return std::uint64_t{1} << 30;
+    if (end != s && (*end == 'K' || *end == 'k'))
+        mul = 1024.0, ++end;
+    else if (end != s && (*end == 'M' || *end == 'm'))
+        mul = 1024.0 * 1024, ++end;
+    else if (end != s && (*end == 'G' || *end == 'g'))
+        mul = 1024.0 * 1024 * 1024, ++end;
+    const double bytes = v * mul;
+    if (end == s || *end != '\0' || !(bytes >= 0) || bytes >= 0x1p64) {
+        fmt::print(
+            stderr,
+            "loom: warning: LOOM_CACHE_MAX_BYTES={} is not a byte count (a number with an optional K, M "
+            "or G suffix); using 1G\n",
+            s);
+        return kDefault;
     }
-    return static_cast<std::uint64_t>(v * mul);
+    return static_cast<std::uint64_t>(bytes);
 }
 
 std::filesystem::path cache_directory() {
@@ -137,8 +148,7 @@ void print_summary() {
 DiskCache& disk_cache() {
     std::lock_guard lock(g_mu);
     if (!g_cache) {
-        const char* off = std::getenv("LOOM_DISK_CACHE");
-        const bool disabled = off && (std::string_view(off) == "0" || std::string_view(off) == "off");
+        const bool disabled = !env_switch("LOOM_DISK_CACHE", true);
         g_cache = std::make_unique<DiskCache>(disabled ? std::filesystem::path() : cache_directory(),
                                               parse_bytes(std::getenv("LOOM_CACHE_MAX_BYTES")), disabled);
         static bool registered = false;
@@ -206,18 +216,20 @@ CachedCompile compile_cached(std::string_view name, std::string_view source, con
     }
     detail::register_stats_dump();
     if (key) {
-        cache.store(*key, std::string_view(out.result.binary.data(), out.result.binary.size()),
-                    out.result.is_ptx);
+        const bool stored = cache.store(
+            *key, std::string_view(out.result.binary.data(), out.result.binary.size()), out.result.is_ptx);
         if (dump)
-            fmt::print(stderr, "loom cache: {} {} {}{}: compiled in {:.1f} ms, stored ({} bytes)\n",
+            fmt::print(stderr, "loom cache: {} {} {}{}: compiled in {:.1f} ms, {} ({} bytes)\n",
                        dump_ptx ? "skipped" : "miss", name, key->digest.substr(0, 16),
                        dump_ptx ? " (LOOM_DUMP=ptx compiles every kernel, not a miss)" : "",
-                       out.result.compile_ms, out.result.binary.size());
+                       out.result.compile_ms, stored ? "stored" : "not stored (the store failed)",
+                       out.result.binary.size());
     } else if (dump) {
         const char* off = std::getenv("LOOM_DISK_CACHE");
-        fmt::print(stderr, "loom cache: disabled ({}); compiled {} in {:.1f} ms\n",
-                   off && *off ? fmt::format("LOOM_DISK_CACHE={}", off) : cache.reason(), name,
-                   out.result.compile_ms);
+        fmt::print(
+            stderr, "loom cache: disabled ({}); compiled {} in {:.1f} ms\n",
+            !env_switch("LOOM_DISK_CACHE", true) ? fmt::format("LOOM_DISK_CACHE={}", off) : cache.reason(),
+            name, out.result.compile_ms);
     }
     return out;
 }

@@ -108,15 +108,17 @@ struct DiskCache::State {
 
     // Scans the directory: removes stale temporaries; when the entries exceed the cap, removes the least
     // recently used (oldest modification time; a hit touches its entry) until they fill at most 90% of it.
+    // Each scan opens the directory anew: a descriptor of its own has a read position of its own (a dup() of
+    // dirfd would share one position with every other scan, and threads storing at once would each read a
+    // part of the entries).
     void scan_and_evict(std::uint64_t cap) {
-        const int fd = ::dup(dirfd);
+        const int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) return;
         DIR* d = ::fdopendir(fd);
         if (!d) {
             ::close(fd);
             return;
         }
-        ::rewinddir(d);  // the duplicate shares the directory's read position with earlier scans
         struct Item {
             std::int64_t mtime_ns;
             std::uint64_t bytes;
@@ -281,15 +283,15 @@ std::optional<std::vector<char>> DiskCache::load(const DiskCacheKey& key, bool* 
     return out;
 }
 
-void DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_ptx) {
-    if (!enabled()) return;
+bool DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_ptx) {
+    if (!enabled()) return false;
     {
         // After a failed store (a full disk, a read-only directory) the process keeps compiled kernels in
         // memory only: writing more would fail the same way, at the cost of a compile-sized write each.
         std::lock_guard lock(s_->mu);
         if (s_->stores_off) {
             ++s_->stats.store_failures;
-            return;
+            return false;
         }
     }
     const auto t0 = Clock::now();
@@ -323,6 +325,7 @@ void DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_p
                        "loom: warning: cannot write kernel cache entry {}: {} failed: {}; compiled kernels "
                        "are kept in memory only from now on (this process writes no more entries to {})\n",
                        (s_->dir / name).string(), call, std::strerror(err), s_->dir.string());
+        return false;
     };
     // Fault injection (tests): EROFS, EACCES or EPERM fail the creation, as a read-only directory does;
     // any other errno (ENOSPC by default) fails the write after half the entry, as a full disk does.
@@ -368,6 +371,7 @@ void DiskCache::store(const DiskCacheKey& key, std::string_view image, bool is_p
     if (scan) s_->scan_and_evict(s_->max_bytes);
     std::lock_guard lock(s_->mu);
     s_->stats.store_ms += ms_since(t0);
+    return true;
 }
 
 }  // namespace loom

@@ -318,15 +318,16 @@ struct Batch {
             out[j]->compile_ms = compile_ms / static_cast<double>(group.size());
             module_of[j] = m;
             if (!keys[j]) continue;
-            disk.store(*keys[j], std::string_view(compiled[m].data(), compiled[m].size()), false);
+            const bool stored =
+                disk.store(*keys[j], std::string_view(compiled[m].data(), compiled[m].size()), false);
             if (dump_cache)
                 fmt::print(stderr,
                            "loom cache: miss {} {}: compiled by LLVM{} in {:.1f} ms (optimize {:.1f}, code "
-                           "{:.1f}), stored "
-                           "({} bytes, host object)\n",
+                           "{:.1f}), {} ({} bytes, host object)\n",
                            out[j]->source.name, keys[j]->digest.substr(0, 16),
                            group.size() > 1 ? fmt::format(" with {} other kernel(s)", group.size() - 1) : "",
-                           compile_ms, ms[0], ms[1], compiled[m].size());
+                           compile_ms, ms[0], ms[1], stored ? "stored" : "not stored (the store failed)",
+                           compiled[m].size());
         }
     }
 

@@ -3,12 +3,15 @@
 // holds the job.
 #include "host_pool.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -35,12 +38,21 @@ FloatEnvironment::~FloatEnvironment() {
 
 int pool_threads() {
     static const int n = [] {
-        if (const char* s = std::getenv("LOOM_CPU_THREADS")) {
-            const int v = std::atoi(s);
-            if (v > 0) return v;
+        const unsigned hw_count = std::thread::hardware_concurrency();
+        const int hw = hw_count == 0 ? 1 : static_cast<int>(hw_count);
+        const char* s = std::getenv("LOOM_CPU_THREADS");
+        if (!s || !*s) return hw;
+        // A whole number from 1 to kMaxPoolThreads, nothing after it; anything else is warned about.
+        char* end = nullptr;
+        const long v = std::strtol(s, &end, 10);
+        if (end == s || *end != '\0' || v < 1 || v > kMaxPoolThreads) {
+            fmt::print(stderr,
+                       "loom: warning: LOOM_CPU_THREADS={} is not a thread count from 1 to {}; using the "
+                       "hardware's {}\n",
+                       s, kMaxPoolThreads, hw);
+            return hw;
         }
-        const unsigned hw = std::thread::hardware_concurrency();
-        return hw == 0 ? 1 : static_cast<int>(hw);
+        return static_cast<int>(v);
     }();
     return n;
 }
@@ -57,8 +69,18 @@ struct Job {
 
 class Pool {
   public:
+    // A thread the system refuses (a process limit) leaves the pool with the workers started so far: the
+    // calling thread takes tasks too, so every job still runs to its end.
     explicit Pool(int workers) {
-        for (int k = 0; k < workers; ++k) std::thread([this] { worker(); }).detach();
+        for (int k = 0; k < workers; ++k) {
+            try {
+                std::thread([this] { worker(); }).detach();
+            } catch (const std::system_error& e) {
+                fmt::print(stderr, "loom: warning: the host pool started {} of its {} worker threads: {}\n",
+                           k, workers, e.what());
+                break;
+            }
+        }
     }
 
     void run(std::int64_t tasks, const std::function<void(std::int64_t)>& task) {

@@ -9,8 +9,12 @@
 
 namespace loom::host {
 
-/// Threads that run host kernels: LOOM_CPU_THREADS when set to a positive integer, else
-/// std::thread::hardware_concurrency() (at least 1). The calling thread counts as one.
+/// The most threads LOOM_CPU_THREADS may ask for.
+inline constexpr int kMaxPoolThreads = 1024;
+
+/// Threads that run host kernels: LOOM_CPU_THREADS when set to a whole number from 1 to kMaxPoolThreads,
+/// else std::thread::hardware_concurrency() (at least 1; another value is warned about). The calling
+/// thread counts as one.
 int pool_threads();
 
 /// Runs `task(t)` for every t in [0, tasks), on the pool's workers and the calling thread, and returns when

@@ -37,10 +37,14 @@ constexpr std::uint64_t Stats::*kCounts[] = {
     &Stats::host_kernel_runs};
 constexpr double Stats::*kMilliseconds[] = {&Stats::nvrtc_compile_ms, &Stats::llvm_compile_ms};
 
-// `now` less `base` in every count and millisecond field.
+// `now` less `base` in every count and millisecond field. A cache whose own counters were set back to zero
+// after the baseline (clear_host_kernel_cache(), reset_disk_cache()) counts from that reset instead: a
+// count below its baseline is taken whole, never wrapped below zero.
 Stats since(Stats now, const Stats& base) {
-    for (auto field : kCounts) now.*field -= base.*field;
-    for (auto field : kMilliseconds) now.*field -= base.*field;
+    for (auto field : kCounts)
+        if (now.*field >= base.*field) now.*field -= base.*field;
+    for (auto field : kMilliseconds)
+        if (now.*field >= base.*field) now.*field -= base.*field;
     return now;
 }
 
@@ -121,16 +125,16 @@ std::string Stats::to_string() const {
         gpu_launches, graph_replays, host_kernel_runs, pool_used_bytes, pool_reserved_bytes);
 }
 
+// Both read the counters under the baseline's lock, so that a baseline is never newer than the counts it is
+// subtracted from (the counters only grow between resets).
 Stats stats() {
-    const Stats now = totals();
     std::lock_guard lock(g_baseline_mu);
-    return since(now, g_baseline);
+    return since(totals(), g_baseline);
 }
 
 void reset_stats() {
-    const Stats now = totals();
     std::lock_guard lock(g_baseline_mu);
-    g_baseline = now;
+    g_baseline = totals();
 }
 
 }  // namespace loom

@@ -5,7 +5,12 @@
 #include <sys/stat.h>
 #include <utime.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "../common/needs_cuda.hpp"
 #include "disk_cache_test_util.hpp"
@@ -181,6 +186,48 @@ TEST_CASE("size cap: least recently used entries are evicted first") {
     CHECK(c.load(keys[2]).has_value());
     CHECK(c.load(keys[3]).has_value());
     CHECK(c.size_bytes() <= 35000);
+}
+
+TEST_CASE("size scans on several threads at once each count every entry") {
+    // The scan that eviction is decided by: each opens the directory anew, so scans on threads storing at
+    // once (concurrent compiles) do not share one read position and miss or double entries.
+    TempDir t;
+    DiskCache c(t.path / "cache", 0);
+    const std::string image(100, 'i');
+    for (int i = 0; i < 2000; ++i) c.store(key_of(tiny_kernel(fmt::format("{}.0f", i))), image, false);
+    const std::uint64_t single = c.size_bytes();
+    REQUIRE(single > 2000 * 100);
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 4; ++k)
+        threads.emplace_back([&] {
+            for (int i = 0; i < 25; ++i)
+                if (c.size_bytes() != single) ++wrong;
+        });
+    for (auto& th : threads) th.join();
+    CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("LOOM_CACHE_MAX_BYTES: a number with an optional K, M or G suffix, else the default") {
+    TempDir t;
+    const char* old_dir = std::getenv("LOOM_CACHE_DIR");
+    const std::string saved_dir = old_dir ? old_dir : "";
+    ::setenv("LOOM_CACHE_DIR", (t.path / "cache").c_str(), 1);
+    const std::uint64_t G = std::uint64_t{1} << 30;
+    const std::vector<std::pair<const char*, std::uint64_t>> cases = {
+        {"512", 512}, {"2M", 2 << 20}, {"3k", 3072}, {"0", 0},   {"1T", G},   {"10X", G},
+        {"1 G", G},   {"4Gb", G},      {"nan", G},   {"inf", G}, {"1e30", G}, {"-1", G}};
+    for (const auto& [text, bytes] : cases) {
+        ::setenv("LOOM_CACHE_MAX_BYTES", text, 1);
+        reset_disk_cache();
+        CHECK_MESSAGE(disk_cache().max_bytes() == bytes, text);
+    }
+    ::unsetenv("LOOM_CACHE_MAX_BYTES");
+    if (old_dir)
+        ::setenv("LOOM_CACHE_DIR", saved_dir.c_str(), 1);
+    else
+        ::unsetenv("LOOM_CACHE_DIR");
+    reset_disk_cache();
 }
 
 TEST_CASE("compile_cached: a second process finds the kernel without NVRTC, a change misses" *

@@ -316,7 +316,7 @@ void check_store_failure(int error, const char* text) {
     {
         testing::FaultScope fault(FaultSite::DiskCacheWrite, 0, error);
         test::StderrCapture cap;
-        for (int n = 0; n < 3; ++n) c.store(key_of(n), image_of(n), false);
+        for (int n = 0; n < 3; ++n) CHECK_FALSE(c.store(key_of(n), image_of(n), false));  // none written
         err = cap.text();
     }
     CHECK(test::count(err, "loom: warning:") == 1);
@@ -329,7 +329,7 @@ void check_store_failure(int error, const char* text) {
     CHECK_FALSE(c.load(key_of(0)).has_value());
     // A new cache object on the same directory (a new process) writes again.
     DiskCache again(t.path / "cache", 0);
-    again.store(key_of(0), image_of(0), false);
+    CHECK(again.store(key_of(0), image_of(0), false));
     CHECK(again.load(key_of(0)).has_value());
 }
 

@@ -1,10 +1,13 @@
 // loom::stats(): one call for the counters of compilations, caches, launches and runs; reset_stats().
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "../common/needs_cuda.hpp"
 #include "loom/loom.hpp"
+#include "loom/runtime/host_backend.hpp"
 
 using namespace loom;
 
@@ -38,6 +41,39 @@ TEST_CASE("stats() counts host kernels built, found and run, and reset_stats() s
     reset_stats();
     CHECK(stats().host_kernel_runs == 0);
     CHECK(stats().host_kernel_hits == 0);
+}
+
+TEST_CASE("stats() never wraps below zero: a cache cleared after reset_stats(), and resets beside it") {
+    const Tensor x = testing::random_tensor({512}, float32, 12);
+    (void)eval(exp(Array(x)) + 1.0f);
+    reset_stats();
+    // The host cache's own counters start again from zero: stats() counts from that clearing.
+    clear_host_kernel_cache();
+    (void)eval(exp(Array(x)) * 3.0f);
+    const Stats after_clear = stats();
+    CHECK(after_clear.host_kernel_misses <= 1);
+    CHECK(after_clear.host_kernel_runs == 1);
+    CHECK(after_clear.llvm_compile_ms >= 0.0);
+    CHECK(after_clear.llvm_compiles <= 1);
+    // reset_stats() on one thread while another reads: every count stays small (a newer baseline than the
+    // counts read wrapped them to about 1.8e19 before).
+    std::atomic<bool> stop{false};
+    std::thread resetter([&] {
+        while (!stop.load()) reset_stats();
+    });
+    std::thread worker([&] {
+        for (int i = 0; i < 200; ++i) (void)eval(exp(Array(x)) + 2.0f);
+    });
+    bool wrapped = false;
+    for (int i = 0; i < 20000; ++i) {
+        const Stats s = stats();
+        wrapped = wrapped || s.host_kernel_runs > 1000000 || s.host_kernel_hits > 1000000 ||
+                  s.llvm_compile_ms < 0.0;
+    }
+    worker.join();
+    stop = true;
+    resetter.join();
+    CHECK_FALSE(wrapped);
 }
 
 TEST_CASE("stats() counts the NVRTC compilations of compile(), and a disk-cache hit as none" *

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "loom/ir/env.hpp"
 #include "loom/ir/hash.hpp"
 
 namespace loom {
@@ -15,16 +16,6 @@ namespace loom {
 namespace {
 
 thread_local const Options* t_scope = nullptr;
-
-/// The value of environment variable `var` is one of `words` (comma-separated alternatives are not lists
-/// here).
-bool env_is(const char* var, std::initializer_list<std::string_view> words) {
-    const char* v = std::getenv(var);
-    if (!v) return false;
-    for (std::string_view w : words)
-        if (w == v) return true;
-    return false;
-}
 
 /// "64x64" or "128x128x32" into `hint`; false (hint untouched) for anything else.
 bool parse_tile(const char* text, TileHint& hint) {
@@ -124,10 +115,10 @@ std::string Options::to_string() const {
 
 Options environment_options() {
     Options o;
-    o.fast_math = env_is("LOOM_FAST_MATH", {"1", "on"});
-    o.line_info = env_is("LOOM_LINEINFO", {"1", "on"});
-    o.fusion = !env_is("LOOM_FUSION", {"0", "off"});
-    o.attention_rewrite = env_is("LOOM_ATTENTION_REWRITE", {"1", "on"});
+    o.fast_math = env_switch("LOOM_FAST_MATH", false);
+    o.line_info = env_switch("LOOM_LINEINFO", false);
+    o.fusion = env_switch("LOOM_FUSION", true);
+    o.attention_rewrite = env_switch("LOOM_ATTENTION_REWRITE", false);
     if (const char* t = std::getenv("LOOM_CAPTURE"); t && *t) {
         const std::string_view v(t);
         if (v == "never" || v == "off" || v == "0")

@@ -8,4 +8,9 @@ namespace loom {
 /// True when the comma-separated list in environment variable `var` contains `word` or "all".
 bool env_list_contains(const char* var, std::string_view word);
 
+/// An on/off switch in environment variable `var`: 1, on, true or yes (any case) is on; 0, off, false or
+/// no is off; unset or empty is `otherwise`; anything else is warned about on stderr (once per variable and
+/// value) and is `otherwise` too.
+bool env_switch(const char* var, bool otherwise);
+
 }  // namespace loom

@@ -80,8 +80,9 @@ class DiskCache {
 
     /// Publishes `image` under `key`: written to a private temporary file (0600) in the directory and
     /// renamed over the entry's name, then entries beyond the size cap are evicted, least recently used
-    /// first. A failure to write is counted and reported once; it never fails the caller.
-    void store(const DiskCacheKey& key, std::string_view image, bool is_ptx);
+    /// first. A failure to write is counted and reported once; it never fails the caller. Returns whether
+    /// the entry was written (false: the cache is off, or this or an earlier store failed).
+    bool store(const DiskCacheKey& key, std::string_view image, bool is_ptx);
 
     /// Total bytes of the entries now in the directory.
     std::uint64_t size_bytes() const;

@@ -8,9 +8,10 @@
 
 namespace loom {
 
-/// Loom's counters. Counts and milliseconds are since the process started or the last reset_stats(); the
-/// pool's bytes are the current device's now (0 without a GPU). Every field is process-wide: all threads
-/// and devices.
+/// Loom's counters. Counts and milliseconds are since the process started or the last reset_stats(); a
+/// cache cleared with its own call since then (clear_host_kernel_cache(), reset_disk_cache()) counts from
+/// that clearing. The pool's bytes are the current device's now (0 without a GPU). Every field is
+/// process-wide: all threads and devices; stats() may run beside evaluations and reset_stats() on any thread.
 struct Stats {
     // Compilations (each also a miss of the memory cache; a disk-cache hit compiles nothing).
     std::uint64_t nvrtc_compiles = 0;  // CUDA kernels compiled by NVRTC
