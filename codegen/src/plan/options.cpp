@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <initializer_list>
 #include <string_view>
 
 #include "loom/ir/env.hpp"
