@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "disk_cache_test_util.hpp"
 #include "loom/codegen/options.hpp"
 #include "loom/ir/env.hpp"
-#include "disk_cache_test_util.hpp"
 
 using namespace loom;
 
