@@ -116,7 +116,7 @@ struct Options {
     /// 3xTF32 a float32 product of GPU tensors runs on mma.sync whatever product_path says (on devices of
     /// compute capability 8.0 and newer; older ones keep CUDA cores), except CudaCores, which conflicts
     /// (loom::Error naming matmul, both operands and both options). Host tensors compute float32 products in
-    /// float32 on the CPU reference whatever this says.
+    /// float32 (the LLVM back end's product kernels, in the contract's order) whatever this says.
     ProductPrecision product_precision = ProductPrecision::Float32;
     /// How a tiled stencil reuses its taps (StencilReuse). Every choice gives the same bits.
     StencilReuse stencil_reuse = StencilReuse::Auto;

@@ -1,6 +1,7 @@
 // Random arrays inside kernels: random_uniform, random_normal and bernoulli as lazy ops. Element i (its
-// row-major index in the op's shape) of the stream `seed` is Philox4x32-10 of counter i and key seed, mapped
-// to a float (docs/semantics.md, "Random numbers"), drawn where the kernel uses it and never materialized:
+// row-major index in the op's shape) of the stream `seed` reads slot i mod 4 of Philox4x32-10's block for
+// counter i / 4 and key seed (i mod 2 of block i / 2 in float64), mapped to a float (docs/semantics.md,
+// "Random numbers"), drawn where the kernel uses it and never materialized:
 // `x + 0.1 * random_normal(x.shape(), seed)` reads x and writes the sum, nothing else. The same bits on the
 // GPU, the LLVM host back end and the CPU reference, whatever the launch shape, the fusion or the device.
 // The Tensor-returning random_normal(shape, dtype, ...) and random_uniform(shape, dtype, lo, hi, ...) of
@@ -15,14 +16,15 @@
 namespace loom {
 
 /// Uniform values in [0, 1) of `shape` and the float `dtype`: element i is k 2^-p for the top p bits k of
-/// Philox4x32-10's first word for counter i and key `seed` (p = 24 for float32, 11 for float16, 8 for
-/// bfloat16; float64: the top 53 bits of the first two words). Lazy; computed in the kernel that uses it, on
-/// `device` when evaluated by itself (next to tensors, on theirs). Throws loom::Error naming random_uniform()
-/// for a bad shape or a dtype that is not a float.
+/// word i mod 4 of Philox4x32-10's block for counter i / 4 and key `seed` (p = 24 for float32, 11 for
+/// float16, 8 for bfloat16; float64: the top 53 bits of words 0:1 or 2:3, for i mod 2, of block i / 2). Lazy;
+/// computed in the kernel that uses it, on `device` when evaluated by itself (next to tensors, on theirs).
+/// Throws loom::Error naming random_uniform() for a bad shape or a dtype that is not a float.
 Array random_uniform(const Shape& shape, std::uint64_t seed, DType dtype = DType::Float32,
                      Device device = default_factory_device(), Loc loc = Loc::current());
-/// Standard normal values (mean 0, variance 1) of `shape` and the float `dtype`: Box-Muller of two uniform
-/// values of element i's Philox4x32-10 words, with Loom's own log and cosine (docs/semantics.md, "Random
+/// Standard normal values (mean 0, variance 1) of `shape` and the float `dtype`: Box-Muller of a pair of
+/// uniform values of element i's Philox4x32-10 block (the cosine value to even i, the sine value to odd i),
+/// with Loom's own log, cosine and sine (docs/semantics.md, "Random
 /// numbers", gives the steps and their error bounds); float16 and bfloat16 get the float32 value rounded
 /// once. |value| <= 5.77 (8.57 for float64). Lazy, placed as random_uniform(). Throws loom::Error naming
 /// random_normal() for a bad shape or a dtype that is not a float.

@@ -4,10 +4,9 @@
 // every release has. What a release lacks, Loom names here.
 //
 // Dtypes: bool, int8, uint8, int32, int64, float16, bfloat16 (kDLBfloat), float32 and float64, one lane
-// each. Bool is kDLBool (code 6) from DLPack 0.8 on. DLPack 0.6 has no bool code: built with it, Loom
-// exports bool as kDLUInt with 8 bits (the convention of producers of that time, so a consumer built on 0.6
-// reads bytes of 0 and 1 as uint8), and still imports code 6 as bool, since the code's value is part of the
-// ABI whatever header a producer was built with.
+// each. Bool is kDLBool (code 6) from DLPack 0.8 on; DLPack 0.6 has no name for it, which Loom supplies: it
+// exports and imports bool as code 6 with 8 bits whatever header it was built with, since the code's value
+// is part of the ABI (PyTorch, CuPy and JAX read it as bool).
 //
 // Streams follow DLPack's convention: the consumer's stream waits for the producer's work, by an event, with
 // no host synchronization.

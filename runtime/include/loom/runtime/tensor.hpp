@@ -143,16 +143,16 @@ class Tensor {
     }
 
     /// This tensor as a DLManagedTensor for another library (PyTorch's torch.utils.dlpack.from_dlpack, CuPy's
-    /// fromDlpack, JAX's jax.dlpack.from_dlpack), without a copy: the same dtype (bool as kDLBool, or as
-    /// kDLUInt of 8 bits with DLPack 0.6 headers; <loom/runtime/dlpack.hpp>), shape and strides (elements;
-    /// never null), `data` at element 0 with byte_offset 0, device kDLCPU or kDLCUDA with its index. The
-    /// memory stays alive until the consumer calls the result's deleter (exactly once), however long Loom's
-    /// own handles live. Streams: for a CUDA tensor, Loom records an event on its current stream and makes
-    /// `consumer_stream` wait for it (the consumer's work on that stream sees every write Loom issued before;
-    /// no host synchronization); without one, the legacy default stream waits (cudaStreamLegacy, what
-    /// Python's `__dlpack__()` assumes without a stream). Host tensors are complete when Loom returns them.
-    /// Throws loom::Error naming to_dlpack() and the caller's file:line for an undefined tensor,
-    /// loom::CudaError when a CUDA call of the handshake fails.
+    /// fromDlpack, JAX's jax.dlpack.from_dlpack), without a copy: the same dtype (bool as kDLBool, code 6,
+    /// with any DLPack header; <loom/runtime/dlpack.hpp>), shape and strides (elements; never null), `data`
+    /// at element 0 with byte_offset 0, device kDLCPU or kDLCUDA with its index. The memory stays alive until
+    /// the consumer calls the result's deleter (exactly once), however long Loom's own handles live. Streams:
+    /// for a CUDA tensor, Loom records an event on its current stream and makes `consumer_stream` wait for it
+    /// (the consumer's work on that stream sees every write Loom issued before; no host synchronization);
+    /// without one, the legacy default stream waits (cudaStreamLegacy, what Python's `__dlpack__()` assumes
+    /// without a stream). Host tensors are complete when Loom returns them. Throws loom::Error naming
+    /// to_dlpack() and the caller's file:line for an undefined tensor, loom::CudaError when a CUDA call of
+    /// the handshake fails.
     DLManagedTensor* to_dlpack(std::optional<cudaStream_t> consumer_stream = std::nullopt,
                                std::source_location loc = std::source_location::current()) const;
 
