@@ -149,7 +149,6 @@ void check_bytes(const NodeDesc& d) {
 }  // namespace
 
 NodePtr intern(NodeDesc desc) {
-    check_bytes(desc);
     const std::uint64_t h = hash_desc(desc);
     Shard& s = shard_for(h);
     std::lock_guard lock(s.mu);
@@ -159,6 +158,7 @@ NodePtr intern(NodeDesc desc) {
             if (NodePtr alive = it->second.weak.lock()) return alive;
         }
     }
+    check_bytes(desc);  // a node found above was checked when it was made
     Node* raw = new Node(std::move(desc));
     raw->hash_ = h;
     std::uint64_t bound = 1;

@@ -23,12 +23,13 @@ double ulps(long double got, long double exact, int p) {
     return static_cast<double>(std::fabs(got - exact) / std::ldexp(1.0L, e - p));
 }
 
-// cos(2 pi j 2^-b), reduced to a quarter turn exactly and evaluated in long double.
-long double cos_turns(long double j, int b) {
-    const long double turns = std::ldexp(j, -b);
-    const long double q = std::nearbyint(turns * 4.0L);
-    const long double a = 2.0L * 3.141592653589793238462643383279502884L * (turns - q / 4.0L);
-    switch (static_cast<long long>(q) & 3) {
+// cos(2 pi j 2^-b) (quarter 0) or sin(2 pi j 2^-b) (quarter 3: sin x = cos(x - pi/2)), reduced to a quarter
+// turn exactly and evaluated in long double.
+long double turns(long double j, int b, int quarter) {
+    const long double t = std::ldexp(j, -b);
+    const long double q = std::nearbyint(t * 4.0L);
+    const long double a = 2.0L * 3.141592653589793238462643383279502884L * (t - q / 4.0L);
+    switch ((static_cast<long long>(q) + quarter) & 3) {
         case 0:
             return std::cos(a);
         case 1:
@@ -39,22 +40,11 @@ long double cos_turns(long double j, int b) {
             return std::sin(a);
     }
 }
-
-// sin(2 pi j 2^-b) the same way.
+long double cos_turns(long double j, int b) {
+    return turns(j, b, 0);
+}
 long double sin_turns(long double j, int b) {
-    const long double turns = std::ldexp(j, -b);
-    const long double q = std::nearbyint(turns * 4.0L);
-    const long double a = 2.0L * 3.141592653589793238462643383279502884L * (turns - q / 4.0L);
-    switch (static_cast<long long>(q) & 3) {
-        case 0:
-            return std::sin(a);
-        case 1:
-            return std::cos(a);
-        case 2:
-            return -std::sin(a);
-        default:
-            return -std::cos(a);
-    }
+    return turns(j, b, 3);
 }
 
 std::uint64_t xorshift(std::uint64_t& s) {

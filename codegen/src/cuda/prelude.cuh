@@ -816,29 +816,39 @@ template <int W> __device__ __forceinline__ long long vector_lane(long long firs
 
 /// Element `index` of the stream `seed` as a value of the storage type T (float, double, f16, bf16; the
 /// halves in a float register): docs/semantics.md, "Random numbers". Element `index` reads slot k of block
-/// index >> 2 (index >> 1 for double): a thread's 4 (2) consecutive elements from a multiple of 4 (2) share one
-/// run of the generator, and a pair of normal values shares its log and polynomials, once the compiler has
-/// merged the equal expressions. A float16 or bfloat16 normal value is the float32 one, which the generated
-/// code rounds once (lm::round_f16 / lm::round_bf16).
+/// index >> 2 (index >> 1 for double): a thread's 4 (2) consecutive elements from a multiple of 4 (2) share
+/// one run of the generator, and a pair of normal values shares its log and polynomials, once the compiler
+/// has merged the equal expressions. A float16 or bfloat16 normal value is the float32 one, which the
+/// generated code rounds once (lm::round_f16 / lm::round_bf16).
 template <class T> struct random_of;
 template <> struct random_of<float> {
     static constexpr bool f64 = false;
-    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) { return rng::uniform_slot(w, k, 24); }
+    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) {
+        return rng::uniform_slot(w, k, 24);
+    }
     static __device__ __forceinline__ float normal(rng::Words w, unsigned k) { return rng::normal_f32(w, k); }
 };
 template <> struct random_of<double> {
     static constexpr bool f64 = true;
-    static __device__ __forceinline__ double uniform(rng::Words w, unsigned k) { return rng::uniform_f64_slot(w, k); }
-    static __device__ __forceinline__ double normal(rng::Words w, unsigned k) { return rng::normal_f64(w, k); }
+    static __device__ __forceinline__ double uniform(rng::Words w, unsigned k) {
+        return rng::uniform_f64_slot(w, k);
+    }
+    static __device__ __forceinline__ double normal(rng::Words w, unsigned k) {
+        return rng::normal_f64(w, k);
+    }
 };
 template <> struct random_of<f16> {
     static constexpr bool f64 = false;
-    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) { return rng::uniform_slot(w, k, 11); }
+    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) {
+        return rng::uniform_slot(w, k, 11);
+    }
     static __device__ __forceinline__ float normal(rng::Words w, unsigned k) { return rng::normal_f32(w, k); }
 };
 template <> struct random_of<bf16> {
     static constexpr bool f64 = false;
-    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) { return rng::uniform_slot(w, k, 8); }
+    static __device__ __forceinline__ float uniform(rng::Words w, unsigned k) {
+        return rng::uniform_slot(w, k, 8);
+    }
     static __device__ __forceinline__ float normal(rng::Words w, unsigned k) { return rng::normal_f32(w, k); }
 };
 template <class T> __device__ __forceinline__ auto random_uniform(long long index, long long seed) {
