@@ -233,17 +233,13 @@ NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::st
 
 NodePtr row_major_index(const Shape& shape, std::int64_t device, std::string_view api, Loc loc) {
     check_shape(api, shape, loc);
-    if (shape.empty()) return reshape(iota({1}, 0, device, api, loc), {}, loc);
-    NodePtr index;
-    std::int64_t stride = 1;
-    for (auto d = static_cast<std::int64_t>(shape.size()) - 1; d >= 0; --d) {
-        NodePtr term = iota(shape, d, device, api, loc);
-        if (stride != 1)
-            term = binary(Op::Mul, term, scalar(ScalarValue::of_int(stride), DType::Int64, loc), loc);
-        index = index ? binary(Op::Add, term, index, loc) : term;
-        stride *= std::max<std::int64_t>(shape[static_cast<std::size_t>(d)], 1);  // the count fits: checked
-    }
-    return index;
+    if (shape.size() == 1) return iota(shape, 0, device, api, loc);
+    // One iota over the elements, reshaped: a contiguous index, so that a kernel reads element e's index as
+    // e plus a base, and a vector's consecutive elements as consecutive indices (the random numbers' blocks
+    // of 4 shared by a vector's lanes: docs/semantics.md, "Random numbers"). The count fits: checked.
+    std::int64_t count = 1;
+    for (std::int64_t e : shape) count *= e;
+    return reshape(iota({count}, 0, device, api, loc), shape, loc);
 }
 
 NodePtr random_values(Op op, const Shape& shape, std::uint64_t seed, DType dtype, std::int64_t device,

@@ -79,6 +79,10 @@ TEST_CASE("golden: a scan's elementwise producer and consumer are its prologue a
     CHECK(ks[0].kernel.find("_pro_element(p.pro, ") != std::string::npos);
     CHECK(ks[0].kernel.find("_ep_element(p.ep, ") != std::string::npos);
     CHECK(ks[0].kernel.find("static constexpr bool kLoads = true;") != std::string::npos);
+    // The normals in vectors of 4 consecutive elements (rows of 252 start on multiples of 4): one block of
+    // random words per vector.
+    CHECK(ks[0].kernel.find("static constexpr int kLoadWidth = 4;") != std::string::npos);
+    CHECK(ks[0].kernel.find("lm::vector_lane<4>(p.in0_base + (long long)(i), j)") != std::string::npos);
     golden::check_text("sc2_cumsum_fused_f32", ks[0].kernel);
     // bfloat16 through the warp path, the tile path and the tree path, inclusive and exclusive: the prologue
     // alone, the epilogue alone, both.

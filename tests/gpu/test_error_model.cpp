@@ -191,7 +191,7 @@ TEST_CASE("error model: an error raised at the call leaves a poisoned device out
     const Array mixed = x + h;
     line = __LINE__ + 1;
     msg = loom_test::error_message([&] { assign(out.t, mixed); });
-    CHECK(starts_with(msg, "eval(): inputs on different devices: "));
+    CHECK(starts_with(msg, "assign(): inputs on different devices: "));  // the API called
     CHECK(ends_with(msg, at(line)));
     CHECK(out.untouched());
 
@@ -204,7 +204,7 @@ TEST_CASE("error model: an error raised at the call leaves a poisoned device out
     const Array p(ir::input(float32, {4096}, "p"));
     line = __LINE__ + 1;
     msg = loom_test::error_message([&] { assign(out.t, p * 2.0 + x); });
-    CHECK(msg == "eval(): input p ([4096] float32) is a placeholder with no tensor bound" + at(line));
+    CHECK(msg == "assign(): input p ([4096] float32) is a placeholder with no tensor bound" + at(line));
     CHECK(out.untouched());
 
     // Overlapping itself: a broadcast view of device memory (a transposed view is a valid output).

@@ -330,6 +330,7 @@ namespace {
 struct TimesTwoThenThree {
     static constexpr bool kLoads = true;
     static constexpr bool kStores = true;
+    static constexpr int kLoadWidth = 0;
     const float* x;
     float* out;
     float load(long long e) const { return x[e] * 2.0f; }
@@ -339,8 +340,30 @@ struct TimesTwoThenThree {
 struct TimesTwo {
     static constexpr bool kLoads = true;
     static constexpr bool kStores = false;
+    static constexpr int kLoadWidth = 0;
     const float* x;
     float load(long long e) const { return x[e] * 2.0f; }
+};
+// The same prologue in vectors of 4, as the emitted Io of a prologue with a vector variant; it counts the
+// vectors and the single elements it computes, and checks that each vector starts on a multiple of 4.
+struct TimesTwoInVectors {
+    static constexpr bool kLoads = true;
+    static constexpr bool kStores = false;
+    static constexpr int kLoadWidth = 4;
+    using Value = float;
+    const float* x;
+    std::atomic<long long>* vectors;
+    std::atomic<long long>* elements;
+    std::atomic<long long>* misaligned;
+    float load(long long e) const {
+        ++*elements;
+        return x[e] * 2.0f;
+    }
+    void load_vector(long long e, float (&r)[4]) const {
+        ++*vectors;
+        if (e % 4 != 0) ++*misaligned;
+        for (int j = 0; j < 4; ++j) r[j] = x[e + j] * 2.0f;
+    }
 };
 
 }  // namespace
@@ -370,6 +393,30 @@ TEST_CASE("scan kernel (simulated): a fused prologue and epilogue index the scan
             const testing::Comparison c2 =
                 testing::compare(got2, reference::evaluate(pro.node()), testing::Tolerance::exact(), w);
             CHECK_MESSAGE(c2.ok, "cumsum(x * 2) " << w << ": " << c2.message);
+        }
+    // The prologue in vectors of 4: rows whose length is a multiple of 4 take them for every whole thread
+    // (the last, partial thread of a row element by element); other lengths, or a scan over axis 0, none.
+    for (std::int64_t n : {1, 36, 252, 700, 2048, 2050, 3 * 2048 + 4})
+        for (std::int64_t rows : {1, 3}) {
+            const Tensor x =
+                testing::random_tensor({rows, n}, DType::Float32, static_cast<std::uint64_t>(n) + 5);
+            const Array y = cumsum(x * 2.0, 1);
+            std::atomic<long long> vectors{0}, elements{0}, misaligned{0};
+            const Tensor got = run_simulated(y, x, [&](const codegen::ScanPlan& p, const Tensor&) {
+                CHECK(p.prologue_vector_width() == 4);
+                return entry_for<Sum, float, float, float>(
+                    p,
+                    TimesTwoInVectors{static_cast<const float*>(x.data()), &vectors, &elements, &misaligned});
+            });
+            const std::string w = fmt::format("[{}, {}]", rows, n);
+            const testing::Comparison c =
+                testing::compare(got, reference::evaluate(y.node()), testing::Tolerance::exact(), w);
+            CHECK_MESSAGE(c.ok, "cumsum(x * 2) in vectors " << w << ": " << c.message);
+            const bool rows_aligned = rows == 1 || n % 4 == 0;
+            const long long whole = rows * (n / 8);  // whole threads of 8 elements
+            CHECK_MESSAGE(vectors.load() == (rows_aligned ? 2 * whole : 0), w);
+            CHECK_MESSAGE(elements.load() == rows * n - (rows_aligned ? 8 * whole : 0), w);
+            CHECK_MESSAGE(misaligned.load() == 0, w);
         }
     // A scan over axis 0 (rows strided by the row-major layout of the scan's shape).
     const Tensor x = testing::random_tensor({2100, 3}, DType::Float32, 5);

@@ -74,10 +74,13 @@ struct EpiloguePart {
 EpiloguePart epilogue_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
                            const PointwisePlan& plan, int acc_site, bool one_call_site = false,
                            bool vector = false, std::string_view acc_what = {});
-/// A matmul operand computed as its tiles load (a prologue): the pieces of the pointwise graph of `operand`,
-/// whose `<name>_element(const <name>_params& p, const <idx> e)` returns element `e` (row-major over the
-/// operand's shape) in its register type; the plan's output pointer is unused.
-EpiloguePart prologue_part(std::string_view name, const ir::NodePtr& operand, const PointwisePlan& plan);
+/// A matmul or scan operand computed as it loads (a prologue): the pieces of the pointwise graph of
+/// `operand`, whose `<name>_element(const <name>_params& p, const <idx> e)` returns element `e` (row-major
+/// over the operand's shape) in its register type; the plan's output pointer is unused. `vector` (the plan
+/// has a vector variant of width W, and no gathers) adds `<name>_vector(p, i, r)`: elements i .. i + W - 1 of
+/// one row into `r[W]`, i a multiple of W.
+EpiloguePart prologue_part(std::string_view name, const ir::NodePtr& operand, const PointwisePlan& plan,
+                           bool vector = false);
 
 /// The CUDA type of a parameter field: `int` / `long long` (ParamType::Index per `index`), `const lm::bf16*`,
 /// `void*`, `float`, `<struct_prefix>_el_params` (a nested struct), ...

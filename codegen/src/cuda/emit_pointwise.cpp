@@ -690,7 +690,7 @@ detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vec
 }
 
 detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::NodePtr& operand,
-                                           const PointwisePlan& plan) {
+                                           const PointwisePlan& plan, bool vector) {
     const PwGraph g = detail::build_pw_graph({operand});
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != 1 || plan.outputs.size() != 1)
         throw InternalError("prologue_part: the plan does not belong to this graph");
@@ -701,7 +701,9 @@ detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::Node
                                 !g.scalars.empty() || !g.gathers.empty(),
                                 -1,
                                 true};
-    return {em.params_struct(), em.body(), em.element(), em.idx};
+    EpiloguePart part{em.params_struct(), em.body(), em.element(), em.idx};
+    if (vector) part.element += '\n' + em.prologue_vector();
+    return part;
 }
 
 KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,

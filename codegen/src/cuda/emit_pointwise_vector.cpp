@@ -136,6 +136,26 @@ std::string PointwiseEmitter::element_vector() const {
     return s;
 }
 
+// A scan prologue's vector: the operand's W consecutive elements i .. i + W - 1 of one row, in its register
+// type, into `r`; i is a multiple of W (the caller's condition, as select_variant's for the vector variants),
+// so that lane j's index is known to be lane 0's with j in its low bits. Each element goes through the same
+// body as {name}_element's: the same bits.
+std::string PointwiseEmitter::prologue_vector() const {
+    if (!plan.gathers.empty() || !plan.has_vector_variant() || plan.outputs.size() != 1)
+        throw InternalError(
+            "emit_pointwise: a prologue vector of a plan with gathers or without a vector variant");
+    const int W = plan.vector_width;
+    std::string s = fmt::format(
+        "__device__ __forceinline__ void {}_vector(const {}_params& p, const {} i, {} (&r)[{}]) {{\n", name,
+        name, idx, register_type(plan.outputs[0].dtype), W);
+    const std::vector<std::string> args = vector_operands(s);
+    call_uniforms(s, 4);
+    line(s, 4, "#pragma unroll");
+    line(s, 4, fmt::format("for (int j = 0; j < {}; ++j) {}", W, body_call(args, {"r[j]"})));
+    s += "}\n";
+    return s;
+}
+
 // The arithmetic of the W elements of the vector at element i (operands `args`, indexed by j) and the
 // 16-byte stores of every output, at indentation `ind`: the common part of both vector variants.
 void PointwiseEmitter::compute_and_store_vector(std::string& s, int ind,

@@ -75,8 +75,8 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
     std::string fields = "    lm::ScanParams scan;\n";
     std::string pro_idx = "long long", ep_idx = "long long";
     if (p.prologue) {
-        const detail::EpiloguePart pro =
-            detail::prologue_part(name + "_pro", ps.node->operand_ptr(0), p.prologue_plan);
+        const detail::EpiloguePart pro = detail::prologue_part(
+            name + "_pro", ps.node->operand_ptr(0), p.prologue_plan, p.prologue_vector_width() > 0);
         pro_idx = pro.idx;
         s += pro.params_struct + '\n' + pro.body + '\n' + pro.element + '\n';
         fields += fmt::format("    {}_pro_params pro;  // the prologue's parameters\n", name);
@@ -97,6 +97,11 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
                        {}, kColumn);
     detail::write_line(
         s, 4, fmt::format("static constexpr bool kStores = {};", p.epilogue ? "true" : "false"), {}, kColumn);
+    const int W = p.prologue_vector_width();
+    detail::write_line(s, 4, fmt::format("static constexpr int kLoadWidth = {};", W),
+                       W > 0 ? fmt::format("the prologue's vectors: {} consecutive elements", W)
+                             : std::string("no vectors: element by element"),
+                       kColumn);
     detail::write_line(s, 4, fmt::format("const {}_params& p;", name), {}, kColumn);
     if (p.prologue)
         s += fmt::format(
@@ -105,6 +110,17 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
             "type\n"
             "    }}\n",
             name, pro_idx);
+    if (W > 0) {
+        const std::string_view rt = register_type(p.prologue_plan.outputs.at(0).dtype);
+        s += fmt::format(
+            "    using Value = {};\n"
+            "    __device__ __forceinline__ void load_vector(long long e, {} (&r)[{}]) const {{\n"
+            "        {}_pro_vector(p.pro, ({})e, r);  // elements e .. e + {} of the operand (e a multiple "
+            "of "
+            "{})\n"
+            "    }}\n",
+            rt, rt, W, name, pro_idx, W - 1, W);
+    }
     if (p.epilogue)
         s += fmt::format(
             "    template <class Out>\n"

@@ -80,6 +80,20 @@ bool pieces(const void* base, std::int64_t step, const std::vector<std::int64_t>
     return true;
 }
 
+// Whether a prologue computes each thread's 8 elements in its vectors of W (ScanPlan::prologue_vector_width):
+// step 1 and every row starting on a multiple of W, so that a thread's vectors (from multiples of 8 of its
+// row) start on multiples of W of the scan's row-major elements; and the vector variant's conditions on the
+// prologue's pointers and index sites (select_variant).
+int prologue_vectors(const PlannedScan& s, std::span<const void* const> operand_inputs) {
+    const std::int64_t w = s.plan.prologue_vector_width();
+    if (w == 0 || s.in_step != 1) return 0;
+    for (std::int64_t stride : s.in_outer)
+        if (stride % w != 0) return 0;
+    return select_variant(s.plan.prologue_plan, s.prologue_binding, operand_inputs, {}) == Variant::Vector
+               ? 1
+               : 0;
+}
+
 }  // namespace
 
 KernelSource GpuFamily<PlannedScan>::emit(const FusedKernel& k, const PlannedScan& s) {
@@ -181,7 +195,9 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     sp.tiles = s.tiles();
     sp.row_nodes = ir::scanc::row_nodes(sp.tiles);
     sp.identity = identity_bits(plan);
-    sp.vector_in = !plan.prologue && pieces(sp.in, s.in_step, s.in_outer, plan.in) ? 1 : 0;
+    sp.vector_in = plan.prologue                                   ? prologue_vectors(s, operand_inputs)
+                   : pieces(sp.in, s.in_step, s.in_outer, plan.in) ? 1
+                                                                   : 0;
     bool out_pieces = !plan.exclusive && !plan.epilogue;
     for (std::size_t o = 0; o < static_cast<std::size_t>(sp.outputs); ++o)
         out_pieces = out_pieces && pieces(sp.out[o], s.out_step, s.out_outer, plan.out);

@@ -78,6 +78,7 @@ struct PointwiseEmitter {
     void gathered_operands(std::string& s, std::vector<std::string>& args) const;
     std::string gathered_site(std::string& s, int k) const;
     std::string element_vector() const;
+    std::string prologue_vector() const;
     void compute_and_store_vector(std::string& s, int ind, const std::vector<std::string>& args) const;
     std::string grid_stride_vector_kernel() const;
     std::vector<std::string> vector_operands(std::string& s) const;

@@ -255,10 +255,13 @@ __device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, con
 // its strides), the result stored into every output (ScanParams::out). A fused kernel's emitted Io instead
 // computes the operand's element e (row-major over the scan's shape) with its prologue (`load(e)`), and/or
 // hands the result's element e to its epilogue (`store(e, value)`), which computes and stores the kernel's
-// outputs; kLoads / kStores say which of the two it has.
+// outputs; kLoads / kStores say which of the two it has. A prologue of kLoadWidth W > 0 also computes W
+// consecutive elements from a multiple of W at once (`load_vector(e, Value (&)[W])`), where the launch allows
+// (ScanParams::vector_in): what W neighbours share, such as a block of random numbers, is computed once.
 struct MemoryIo {
     static constexpr bool kLoads = false;
     static constexpr bool kStores = false;
+    static constexpr int kLoadWidth = 0;
 };
 
 // The thread's outputs through the Io's epilogue: element e of the result is at `out_row + position *
@@ -311,6 +314,19 @@ __device__ __forceinline__ int present(long long length, long long first) {
 template <class In, class A, class Io>
 __device__ __forceinline__ void load_values(const ScanParams& p, const Io& io, long long in_row,
                                             long long first, int count, A (&v)[kPerThread]) {
+    if constexpr (Io::kLoadWidth > 0) {  // the prologue's vectors (the step 1, rows on vector boundaries)
+        constexpr int W = Io::kLoadWidth;
+        if (count == kPerThread && p.vector_in) {
+            LM_SCAN_UNROLL
+            for (int k = 0; k < kPerThread / W; ++k) {
+                typename Io::Value r[W];
+                io.load_vector(in_row + first + k * W, r);
+                LM_SCAN_UNROLL
+                for (int j = 0; j < W; ++j) v[k * W + j] = widen(r[j]);
+            }
+            return;
+        }
+    }
     if constexpr (Io::kLoads) {  // the prologue's elements, at the row-major positions of the scan's shape
         LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)

@@ -79,6 +79,11 @@ int ScanPlan::chunk_tiles() const {
     return kScanChunkRegisters / (ir::kScanThreadElements * static_cast<int>(itemsize(acc)) / 4);
 }
 
+int ScanPlan::prologue_vector_width() const {
+    const int w = prologue_plan.vector_width;
+    return prologue && w > 1 && prologue_plan.gathers.empty() && ir::kScanThreadElements % w == 0 ? w : 0;
+}
+
 std::int64_t PlannedScan::counter_words() const {
     return ir::scanc::row_words(chunks());
 }
@@ -113,7 +118,11 @@ std::string fused_text(const ScanPlan& p) {
     };
     std::string s;
     if (p.prologue)
-        s += "\nprologue: the operand computed element by element as it loads\n" +
+        s += (p.prologue_vector_width() > 0
+                  ? fmt::format("\nprologue: the operand computed as it loads, in vectors of {} consecutive "
+                                "elements where every row allows (else element by element)\n",
+                                p.prologue_vector_width())
+                  : std::string("\nprologue: the operand computed element by element as it loads\n")) +
              trimmed(p.prologue_plan.describe(false));
     if (p.epilogue)
         s += "\nepilogue: the kernel's outputs computed from the scan's elements as they are stored\n" +

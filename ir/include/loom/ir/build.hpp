@@ -44,7 +44,8 @@ inline constexpr std::int64_t kHostDeviceCode = -1;
 NodePtr iota(const Shape& shape, std::int64_t axis, std::int64_t device, std::string_view api = "iota",
              Loc loc = Loc::current());
 /// The int64 array of `shape` whose every element is its row-major index (the sum of its coordinates times
-/// the contiguous strides; 0 for shape []): a sum of iotas, computed in the kernel that uses it. `device`:
+/// the contiguous strides; 0 for shape []): an iota over the element count reshaped to `shape`, computed in
+/// the kernel that uses it. `device`:
 /// see kHostDeviceCode. Throws loom::Error naming `api` for a bad shape.
 NodePtr row_major_index(const Shape& shape, std::int64_t device, std::string_view api,
                         Loc loc = Loc::current());

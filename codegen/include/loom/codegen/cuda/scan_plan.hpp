@@ -66,6 +66,10 @@ struct ScanPlan {
     /// The tree path: the most tiles of a chunk, whose values a thread holds in registers
     /// (kScanChunkRegisters: 4 tiles of a 4-byte accumulator, 2 of an 8-byte one).
     int chunk_tiles() const;
+    /// A prologue computed in vectors of W consecutive elements (the prologue plan's vector width, without
+    /// gathers, dividing a thread's 8): W; 0 when it computes element by element. A launch uses the vectors
+    /// where every row allows (ScanParams::vector_in).
+    int prologue_vector_width() const;
     /// The plan's banner lines.
     std::string to_string() const;
 };
