@@ -207,6 +207,12 @@ int main(int argc, char** argv) {
     }
     if (count < 0 && seconds < 0) count = 100;
     const Device dev = !host && cuda_available() ? Device::cuda(current_device()) : Device::cpu();
+    // Float16 and bfloat16 products run on tensor cores by default, within a bound and not with the
+    // reference's bits (docs/semantics.md, section 12): this fuzzer checks the writes into views bit for bit,
+    // so its products run on CUDA cores (loom_fuzz checks the tensor-core paths against their bound).
+    Options pinned = current_options();
+    if (pinned.product_path == ProductPath::Auto) pinned.product_path = ProductPath::CudaCores;
+    const OptionsScope pin(pinned);
     std::printf("loom_fuzz_views: seed %llu, writes into strided views on %s, %s\n",
                 static_cast<unsigned long long>(seed), dev.is_cuda() ? "the GPU" : "the host",
                 count >= 0 ? fmt::format("{} graphs", count).c_str() : fmt::format("{} s", seconds).c_str());
