@@ -331,6 +331,7 @@ struct TimesTwoThenThree {
     static constexpr bool kLoads = true;
     static constexpr bool kStores = true;
     static constexpr int kLoadWidth = 0;
+    static constexpr int kStoreWidth = 0;
     const float* x;
     float* out;
     float load(long long e) const { return x[e] * 2.0f; }
@@ -341,6 +342,7 @@ struct TimesTwo {
     static constexpr bool kLoads = true;
     static constexpr bool kStores = false;
     static constexpr int kLoadWidth = 0;
+    static constexpr int kStoreWidth = 0;
     const float* x;
     float load(long long e) const { return x[e] * 2.0f; }
 };
@@ -350,6 +352,7 @@ struct TimesTwoInVectors {
     static constexpr bool kLoads = true;
     static constexpr bool kStores = false;
     static constexpr int kLoadWidth = 4;
+    static constexpr int kStoreWidth = 0;
     using Value = float;
     const float* x;
     std::atomic<long long>* vectors;
@@ -363,6 +366,26 @@ struct TimesTwoInVectors {
         ++*vectors;
         if (e % 4 != 0) ++*misaligned;
         for (int j = 0; j < 4; ++j) r[j] = x[e + j] * 2.0f;
+    }
+};
+// cumsum(x) * 3 with the epilogue in vectors of 4, counted as above.
+struct TimesThreeInVectors {
+    static constexpr bool kLoads = false;
+    static constexpr bool kStores = true;
+    static constexpr int kLoadWidth = 0;
+    static constexpr int kStoreWidth = 4;
+    float* out;
+    std::atomic<long long>* vectors;
+    std::atomic<long long>* elements;
+    std::atomic<long long>* misaligned;
+    void store(long long e, float v) const {
+        ++*elements;
+        out[e] = v * 3.0f;
+    }
+    void store_vector(long long e, const float (&d)[4]) const {
+        ++*vectors;
+        if (e % 4 != 0) ++*misaligned;
+        for (int j = 0; j < 4; ++j) out[e + j] = d[j] * 3.0f;
     }
 };
 
@@ -417,6 +440,24 @@ TEST_CASE("scan kernel (simulated): a fused prologue and epilogue index the scan
             CHECK_MESSAGE(vectors.load() == (rows_aligned ? 2 * whole : 0), w);
             CHECK_MESSAGE(elements.load() == rows * n - (rows_aligned ? 8 * whole : 0), w);
             CHECK_MESSAGE(misaligned.load() == 0, w);
+            // The epilogue in vectors of 4, on the same rows (exclusive scans: element by element).
+            for (bool ex : {false, true}) {
+                const Array z = cumsum(x, 1, {.exclusive = ex}) * 3.0;
+                std::atomic<long long> sv{0}, se{0}, sm{0};
+                const Tensor got2 = run_simulated(z, x, [&](const codegen::ScanPlan& p, const Tensor& out) {
+                    CHECK(p.epilogue_vector_width() == (ex ? 0 : 4));
+                    return entry_for<Sum, float, float, float>(
+                        p, TimesThreeInVectors{static_cast<float*>(out.data()), &sv, &se, &sm});
+                });
+                const std::string w2 = w + (ex ? " exclusive" : "");
+                const testing::Comparison c2 =
+                    testing::compare(got2, reference::evaluate(z.node()), testing::Tolerance::exact(), w2);
+                CHECK_MESSAGE(c2.ok, "cumsum(x) * 3 in vectors " << w2 << ": " << c2.message);
+                const bool vectors_used = rows_aligned && !ex;
+                CHECK_MESSAGE(sv.load() == (vectors_used ? 2 * whole : 0), w2);
+                CHECK_MESSAGE(se.load() == rows * n - (vectors_used ? 8 * whole : 0), w2);
+                CHECK_MESSAGE(sm.load() == 0, w2);
+            }
         }
     // A scan over axis 0 (rows strided by the row-major layout of the scan's shape).
     const Tensor x = testing::random_tensor({2100, 3}, DType::Float32, 5);

@@ -83,8 +83,8 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
     }
     if (p.epilogue) {
         const detail::EpiloguePart ep =
-            detail::epilogue_part(name + "_ep", ps.epilogue_outputs, p.epilogue_plan, p.acc_site, true, false,
-                                  "the scan's element, rounded to its dtype");
+            detail::epilogue_part(name + "_ep", ps.epilogue_outputs, p.epilogue_plan, p.acc_site, true,
+                                  p.epilogue_vector_width() > 0, "the scan's element, rounded to its dtype");
         ep_idx = ep.idx;
         s += ep.params_struct + '\n' + ep.body + '\n' + ep.element + '\n';
         fields += fmt::format("    {}_ep_params ep;  // the epilogue's parameters\n", name);
@@ -100,6 +100,11 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
     const int W = p.prologue_vector_width();
     detail::write_line(s, 4, fmt::format("static constexpr int kLoadWidth = {};", W),
                        W > 0 ? fmt::format("the prologue's vectors: {} consecutive elements", W)
+                             : std::string("no vectors: element by element"),
+                       kColumn);
+    const int V = p.epilogue_vector_width();
+    detail::write_line(s, 4, fmt::format("static constexpr int kStoreWidth = {};", V),
+                       V > 0 ? fmt::format("the epilogue's vectors: {} consecutive elements", V)
                              : std::string("no vectors: element by element"),
                        kColumn);
     detail::write_line(s, 4, fmt::format("const {}_params& p;", name), {}, kColumn);
@@ -129,6 +134,19 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
             "value\n"
             "    }}\n",
             name, ep_idx);
+    if (V > 0) {
+        const std::string_view at =
+            register_type(p.epilogue_plan.loads.at(static_cast<std::size_t>(p.acc_site)).dtype);
+        s += fmt::format(
+            "    template <class Out>\n"
+            "    __device__ __forceinline__ void store_vector(long long e, const Out (&d)[{}]) const {{\n"
+            "        lm::vec<{}, {}> v;  // the scan's elements e .. e + {} (e a multiple of {})\n"
+            "        #pragma unroll\n"
+            "        for (int j = 0; j < {}; ++j) v.v[j] = lm::to_reg(d[j]);\n"
+            "        {}_ep_element{}(p.ep, ({})e, v);  // the outputs of those elements, in 16-byte vectors\n"
+            "    }}\n",
+            V, at, V, V - 1, V, V, name, V, ep_idx);
+    }
     s += "};\n\n";
     return s;
 }

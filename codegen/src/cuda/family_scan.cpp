@@ -94,6 +94,21 @@ int prologue_vectors(const PlannedScan& s, std::span<const void* const> operand_
                : 0;
 }
 
+// Whether an epilogue takes each thread's 8 elements in its vectors of W (ScanPlan::epilogue_vector_width):
+// the same conditions on the scan's row-major elements as a prologue's, and the vector variant's on the
+// epilogue's pointers (its outputs, its streamed inputs).
+int epilogue_vectors(const PlannedScan& s, std::span<const void* const> epilogue_inputs,
+                     std::span<void* const> outputs) {
+    const std::int64_t w = s.plan.epilogue_vector_width();
+    if (w == 0 || s.out_step != 1) return 0;
+    for (std::int64_t stride : s.out_outer)
+        if (stride % w != 0) return 0;
+    return select_variant(s.plan.epilogue_plan, s.epilogue_binding, epilogue_inputs, outputs) ==
+                   Variant::Vector
+               ? 1
+               : 0;
+}
+
 }  // namespace
 
 KernelSource GpuFamily<PlannedScan>::emit(const FusedKernel& k, const PlannedScan& s) {
@@ -201,7 +216,9 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     bool out_pieces = !plan.exclusive && !plan.epilogue;
     for (std::size_t o = 0; o < static_cast<std::size_t>(sp.outputs); ++o)
         out_pieces = out_pieces && pieces(sp.out[o], s.out_step, s.out_outer, plan.out);
-    sp.vector_out = out_pieces ? 1 : 0;
+    sp.vector_out = plan.epilogue ? epilogue_vectors(s, p.inputs.subspan(s.operand_inputs), p.outputs)
+                    : out_pieces  ? 1
+                                  : 0;
     if (plan.path == ScanPath::Tree && s.rows() > 0) {
         sp.counters = static_cast<unsigned int*>(scratch.counters);
         if (scratch.workspaces.size() != 1)

@@ -257,11 +257,14 @@ __device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, con
 // hands the result's element e to its epilogue (`store(e, value)`), which computes and stores the kernel's
 // outputs; kLoads / kStores say which of the two it has. A prologue of kLoadWidth W > 0 also computes W
 // consecutive elements from a multiple of W at once (`load_vector(e, Value (&)[W])`), where the launch allows
-// (ScanParams::vector_in): what W neighbours share, such as a block of random numbers, is computed once.
+// (ScanParams::vector_in): what W neighbours share, such as a block of random numbers, is computed once. An
+// epilogue of kStoreWidth W > 0 likewise takes W consecutive elements (`store_vector(e, const Out (&)[W])`)
+// and stores its outputs in 16-byte vectors where the launch allows (ScanParams::vector_out).
 struct MemoryIo {
     static constexpr bool kLoads = false;
     static constexpr bool kStores = false;
     static constexpr int kLoadWidth = 0;
+    static constexpr int kStoreWidth = 0;
 };
 
 // The thread's outputs through the Io's epilogue: element e of the result is at `out_row + position *
@@ -283,6 +286,19 @@ __device__ __forceinline__ void store_fused(const ScanParams& p, const Io& io, l
                 io.store(out_row + (first + i + 1) * p.out_step, d);
             }
     } else {
+        if constexpr (Io::kStoreWidth > 0) {  // the epilogue's vectors (step 1, rows on vector boundaries)
+            constexpr int W = Io::kStoreWidth;
+            if (count == kPerThread && p.vector_out) {
+                LM_SCAN_UNROLL
+                for (int k = 0; k < kPerThread / W; ++k) {
+                    Out r[W];
+                    LM_SCAN_UNROLL
+                    for (int j = 0; j < W; ++j) narrow(&r[j], v[k * W + j]);
+                    io.store_vector(out_row + first + k * W, r);
+                }
+                return;
+            }
+        }
         LM_SCAN_UNROLL
         for (int i = 0; i < kPerThread; ++i)
             if (i < count) {

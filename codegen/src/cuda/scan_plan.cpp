@@ -84,6 +84,11 @@ int ScanPlan::prologue_vector_width() const {
     return prologue && w > 1 && prologue_plan.gathers.empty() && ir::kScanThreadElements % w == 0 ? w : 0;
 }
 
+int ScanPlan::epilogue_vector_width() const {
+    const int w = epilogue_plan.vector_width;
+    return epilogue && !exclusive && w > 1 && ir::kScanThreadElements % w == 0 ? w : 0;
+}
+
 std::int64_t PlannedScan::counter_words() const {
     return ir::scanc::row_words(chunks());
 }
@@ -125,7 +130,15 @@ std::string fused_text(const ScanPlan& p) {
                   : std::string("\nprologue: the operand computed element by element as it loads\n")) +
              trimmed(p.prologue_plan.describe(false));
     if (p.epilogue)
-        s += "\nepilogue: the kernel's outputs computed from the scan's elements as they are stored\n" +
+        s += (p.epilogue_vector_width() > 0
+                  ? fmt::format(
+                        "\nepilogue: the kernel's outputs computed from the scan's elements as they are "
+                        "stored, in vectors of {} consecutive elements where every row allows (else "
+                        "element by element)\n",
+                        p.epilogue_vector_width())
+                  : std::string(
+                        "\nepilogue: the kernel's outputs computed from the scan's elements as they are "
+                        "stored\n")) +
              trimmed(p.epilogue_plan.describe(false));
     return s;
 }

@@ -8,7 +8,7 @@
 // in0: input 0, int64, contiguous, an index, computed (no memory)
 // out0: float32
 // scalars: int64, float32, float32
-// epilogue: the kernel's outputs computed from the scan's elements as they are stored
+// epilogue: the kernel's outputs computed from the scan's elements as they are stored, in vectors of 4 consecutive elements where every row allows (else element by element)
 // pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 32 bytes
 // in0: input 0, float32, contiguous, 4 B/element
@@ -73,6 +73,18 @@ __device__ __forceinline__ void cumsum_ep_element(const cumsum_ep_params& p, con
     p.out0[e] = r0;
 }
 
+__device__ __forceinline__ void cumsum_ep_element4(const cumsum_ep_params& p, const int i, const lm::vec<float, 4> acc) {
+    const float v1 = lm::to_reg(p.in1[0]);                   // load in1 once (scalar)
+    lm::vec<float, 4> o0;
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float r0;
+        cumsum_ep_body(acc.v[j], v1, r0);
+        o0.v[j] = r0;
+    }
+    lm::store_vec<float, 4>(p.out0 + i, o0);                 // store out0 (16 bytes)
+}
+
 struct cumsum_params {
     lm::ScanParams scan;
     cumsum_pro_params pro;  // the prologue's parameters
@@ -84,6 +96,7 @@ struct cumsum_io {
     static constexpr bool kLoads = true;
     static constexpr bool kStores = true;
     static constexpr int kLoadWidth = 4;                                 // the prologue's vectors: 4 consecutive elements
+    static constexpr int kStoreWidth = 4;                                // the epilogue's vectors: 4 consecutive elements
     const cumsum_params& p;
     __device__ __forceinline__ auto load(long long e) const {
         return cumsum_pro_element(p.pro, (int)e);  // element e of the operand, in its register type
@@ -95,6 +108,13 @@ struct cumsum_io {
     template <class Out>
     __device__ __forceinline__ void store(long long e, Out v) const {
         cumsum_ep_element(p.ep, (int)e, lm::to_reg(v));  // the outputs of element e from the scan's value
+    }
+    template <class Out>
+    __device__ __forceinline__ void store_vector(long long e, const Out (&d)[4]) const {
+        lm::vec<float, 4> v;  // the scan's elements e .. e + 3 (e a multiple of 4)
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) v.v[j] = lm::to_reg(d[j]);
+        cumsum_ep_element4(p.ep, (int)e, v);  // the outputs of those elements, in 16-byte vectors
     }
 };
 

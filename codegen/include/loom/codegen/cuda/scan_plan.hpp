@@ -70,6 +70,10 @@ struct ScanPlan {
     /// gathers, dividing a thread's 8): W; 0 when it computes element by element. A launch uses the vectors
     /// where every row allows (ScanParams::vector_in).
     int prologue_vector_width() const;
+    /// An epilogue fed in vectors of W consecutive elements (its plan's vector width, dividing a thread's 8;
+    /// inclusive scans: an exclusive one's outputs sit one position later): W, else 0. A launch uses them
+    /// where every row allows (ScanParams::vector_out).
+    int epilogue_vector_width() const;
     /// The plan's banner lines.
     std::string to_string() const;
 };
