@@ -55,6 +55,7 @@ std::shared_ptr<const CompiledKernel> cached_kernel(std::uint64_t key, int devic
         auto built = std::make_shared<const CompiledKernel>(build());
         {
             std::lock_guard lock(g_mu);
+            ++g_stats.builds;
             if (!built->from_disk) {  // an image from the disk cache compiled nothing
                 ++g_stats.compiles;
                 g_stats.compile_ms += built->compile_ms;

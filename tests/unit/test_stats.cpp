@@ -8,6 +8,7 @@
 #include "../common/needs_cuda.hpp"
 #include "loom/loom.hpp"
 #include "loom/runtime/host_backend.hpp"
+#include "loom/runtime/kernel_cache.hpp"
 
 using namespace loom;
 
@@ -96,4 +97,25 @@ TEST_CASE("stats() counts the NVRTC compilations of compile(), and a disk-cache 
           static_cast<std::uint64_t>(second.kernels - second.disk_hits));
     CHECK(after_second.disk_hits - after_first.disk_hits == static_cast<std::uint64_t>(second.disk_hits));
     CHECK(after_second.gpu_launches == 0);  // compile() launches nothing
+}
+
+TEST_CASE("the GPU kernel cache counts each kernel it builds once: compiled, or loaded from the disk cache") {
+    // Builds that load no module (no GPU needed): one compiled, one served by the disk cache, then a hit.
+    const KernelCacheStats before = kernel_cache_stats();
+    const std::uint64_t key = 0x6275696c64730001ull;  // keys no real kernel has
+    auto build = [](bool from_disk) {
+        return [from_disk] {
+            CompiledKernel k;
+            k.from_disk = from_disk;
+            return k;
+        };
+    };
+    (void)cached_kernel(key, 0, build(false));
+    (void)cached_kernel(key + 1, 0, build(true));
+    (void)cached_kernel(key, 0, build(false));
+    const KernelCacheStats after = kernel_cache_stats();
+    CHECK(after.builds - before.builds == 2);
+    CHECK(after.compiles - before.compiles == 1);  // the disk cache's image compiled nothing
+    CHECK(after.misses - before.misses == 2);
+    CHECK(after.hits - before.hits == 1);
 }

@@ -30,6 +30,7 @@ struct CompiledKernel {
 struct KernelCacheStats {
     std::uint64_t hits = 0;
     std::uint64_t misses = 0;  // lookups that had to build (or wait for another thread's build)
+    std::uint64_t builds = 0;  // kernels this cache built: compiled, or loaded from the disk cache
     // NVRTC compilations of the kernels this cache built (not those the disk cache served), and their time.
     std::uint64_t compiles = 0;
     double compile_ms = 0;
