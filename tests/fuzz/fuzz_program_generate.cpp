@@ -355,6 +355,27 @@ Program generate(std::uint64_t seed, const GenOptions& opt) {
             ins.args = {flat >= 0 ? flat : operand(r, p.code.size())};
             return ins;
         });
+        // Half of those scans are then reduced over their last axis instead of written (a sum or a mean):
+        // the GPU reduces rows of up to 256 in the scan kernel (docs/semantics.md, "Where scans run").
+        Rng qg(seed * 0xBF58476D1CE4E5B9ULL + 0x94D049BB133111EBULL);
+        const int scanned = p.outputs.empty() ? -1 : p.outputs.back();
+        if (scanned >= 0 && p.code[static_cast<std::size_t>(scanned)].kind == Instr::Kind::Scan &&
+            chance(qg, 0.5)) {
+            const int rank = st.nodes[static_cast<std::size_t>(scanned)]->rank();
+            p.outputs.pop_back();
+            const std::size_t before = p.outputs.size();
+            append_output(qg, [&](Rng& r) {
+                Instr ins;
+                ins.kind = Instr::Kind::Reduce;
+                ins.op = chance(r, 0.5) ? Op::Sum : Op::Mean;
+                ins.axes = 1u << (rank - 1);
+                ins.keepdims = chance(r, 0.3);
+                ins.args = {scanned};
+                return ins;
+            });
+            if (p.outputs.size() == before)
+                p.outputs.push_back(scanned);  // no reduction built: the scan stays a result
+        }
     }
     // A small share scatters: scatter or scatter_add (clamped) of values into an earlier result along one of
     // its axes (a draw builds only where the shapes fit: values of x's extents off the axis, an index that

@@ -84,6 +84,14 @@ TEST_CASE("golden: a scan's elementwise producer and consumer are its prologue a
     CHECK(ks[0].kernel.find("static constexpr int kLoadWidth = 4;") != std::string::npos);
     CHECK(ks[0].kernel.find("lm::vector_lane<4>(p.in0_base + (long long)(i), j)") != std::string::npos);
     golden::check_text("sc2_cumsum_fused_f32", ks[0].kernel);
+    // The Asian option's average: the mean of each row of exp(log-prices) in the same kernel, the prices
+    // never stored.
+    const Array average = mean(exp(cumsum(z * 0.0126 + 0.0002, 1) + Array(x0)), {1});
+    const auto ka = compile_plan({average});
+    REQUIRE(ka.size() == 1);
+    CHECK(ka[0].kernel.find("static constexpr bool kReducesRows = true;") != std::string::npos);
+    CHECK(ka[0].kernel.find("static constexpr bool kMean = true;") != std::string::npos);
+    golden::check_text("sc3_cumsum_row_mean_f32", ka[0].kernel);
     // bfloat16 through the warp path, the tile path and the tree path, inclusive and exclusive: the prologue
     // alone, the epilogue alone, both.
     const Tensor h = Tensor::host({8, 300}, bfloat16);
@@ -102,11 +110,12 @@ TEST_CASE("golden: a scan's elementwise producer and consumer are its prologue a
     const auto kt = compile_plan({logcumsumexp(xt, 1, {.exclusive = true})}, false);
     REQUIRE(kt.size() == 1);
     CHECK(kt[0].kernel.find("_io") == std::string::npos);
-    // A reduction below the scan is computed first; a consumer that is a reduction reads the scan from
-    // memory.
-    const Tensor m = Tensor::host({16, 100}, float32);
-    const auto kr = compile_plan({sum(cumsum(Array(m) - mean(Array(m), 1, true), 1), 1)}, false);
-    CHECK(kr.size() == 3);
+    // A reduction below the scan is computed first; a sum of the scan's rows of at most 256 is its row
+    // reduction (2 kernels), a sum of longer rows or over another axis reads the scan from memory (3).
+    const Tensor m = Tensor::host({16, 100}, float32), m2 = Tensor::host({16, 300}, float32);
+    CHECK(compile_plan({sum(cumsum(Array(m) - mean(Array(m), 1, true), 1), 1)}, false).size() == 2);
+    CHECK(compile_plan({sum(cumsum(Array(m2) - mean(Array(m2), 1, true), 1), 1)}, false).size() == 3);
+    CHECK(compile_plan({sum(cumsum(Array(m) - mean(Array(m), 1, true), 1), 0)}, false).size() == 3);
 }
 
 TEST_CASE("golden: the scan plan's path, strides and explain text") {

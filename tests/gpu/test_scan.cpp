@@ -205,3 +205,56 @@ TEST_CASE("scan on the GPU: elementwise prologues and epilogues fused into the s
                            "cumsum(p) + 1")
               .ok);
 }
+
+TEST_CASE("scan on the GPU: a sum or mean of each row after the scan, in the scan kernel") {
+    // One kernel (the scan's elements never stored), whose bits equal the same program unfused (the scan,
+    // then the reduction kernel) and the reference's: the reductions' row order over rows of 1 to 256.
+    struct Case {
+        std::string what;
+        Array y;
+        bool row_reduction = true;  // the scan kernel reduces the rows
+        bool one_kernel = true;
+    };
+    const Tensor s0 =
+        testing::random_tensor({1}, DType::Float32, 51, testing::Random::uniform(1.0, 5.0)).to(cuda0);
+    const Tensor t = values_for("cumsum", {6, 5, 40}, DType::Float32, 52);
+    std::vector<Case> cases = {
+        {"the Asian average: mean(exp(log s0 + cumsum(0.0126 z + 0.0002)), 1), z drawn in the kernel",
+         mean(exp(log(Array(s0)) + cumsum(random_normal({1000, 252}, 9) * 0.0126 + 0.0002, 1)), {1})},
+        {"maximum(mean(..., 1) - 1, 0): the row outputs after the reduction",
+         maximum(mean(exp(cumsum(random_normal({64, 252}, 10) * 0.01, 1)), {1}) - 1.0, 0.0)},
+        {"the reduced rows transposed: the sums in the scan kernel, the transpose a kernel of its own",
+         (sum(cumsum(Array(t), 2), {2}) * 2.0).transposed(), true, false},
+        {"a sum over the scan's other axis: a reduction kernel of its own", sum(cumsum(Array(t), 2), {1}),
+         false, false},
+    };
+    for (std::int64_t n : {1, 3, 4, 7, 8, 9, 64, 65, 200, 256}) {
+        const Tensor x = values_for("cumsum", {19, n}, DType::Float32, static_cast<std::uint64_t>(n) + 50);
+        const Tensor d = values_for("cumsum", {5, 2, n}, DType::Float64, static_cast<std::uint64_t>(n) + 60);
+        cases.push_back({"sum(cumsum(x) * 0.5, 1) + 1, rows of " + std::to_string(n),
+                         sum(cumsum(Array(x), 1) * 0.5, {1}) + 1.0});
+        cases.push_back({"mean(cumsum(d), 2, keepdims) of float64, rows of " + std::to_string(n),
+                         mean(cumsum(Array(d), 2), {2}, true)});
+    }
+    for (const Case& c : cases) {
+        Tensor fused = Tensor::empty(c.y.shape(), c.y.dtype(), cuda0);
+        Tensor unfused = Tensor::empty(c.y.shape(), c.y.dtype(), cuda0);
+        testing::poison(fused);
+        testing::poison(unfused);
+        assign(fused, c.y);
+        {
+            const OptionsScope off(Options{.fusion = false});
+            assign(unfused, c.y);
+        }
+        const testing::Comparison same =
+            testing::compare(fused, unfused, testing::Tolerance::exact(), c.what + " (fused, unfused)");
+        CHECK_MESSAGE(same.ok, same.message);
+        const testing::Comparison ref = testing::check_against_reference({c.y.node()}, {fused});
+        CHECK_MESSAGE(ref.ok, c.what << ": " << ref.message);
+        const std::string text = explain({c.y});
+        CHECK_MESSAGE((text.find("as its warp finishes it") != std::string::npos) == c.row_reduction,
+                      c.what << ":\n"
+                             << text);
+        CHECK_MESSAGE((text.find("kernel 1") == std::string::npos) == c.one_kernel, c.what << ":\n" << text);
+    }
+}

@@ -236,7 +236,8 @@ Tensor run_simulated(const Array& y, const Tensor& input, EntryOf entry_of,
     Tensor out = Tensor::host(y.shape(), y.dtype());
     testing::poison(out);
     std::vector<const void*> ins;  // the operand's input, or the prologue's; the epilogue's placeholder null
-    for (const ir::Node* in : s.inputs) ins.push_back(in == s.accumulators.get() ? nullptr : input.data());
+    for (const ir::Node* in : s.inputs)
+        ins.push_back(in == s.accumulators.get() || in == s.reduced.get() ? nullptr : input.data());
     void* outs[] = {out.data()};
     const codegen::KernelPointers kp{ins, outs};
     const codegen::LaunchNeeds needs = codegen::GpuFamily<codegen::PlannedScan>::needs(s, kp);
@@ -332,6 +333,7 @@ struct TimesTwoThenThree {
     static constexpr bool kStores = true;
     static constexpr int kLoadWidth = 0;
     static constexpr int kStoreWidth = 0;
+    static constexpr bool kReducesRows = false;
     const float* x;
     float* out;
     float load(long long e) const { return x[e] * 2.0f; }
@@ -343,6 +345,7 @@ struct TimesTwo {
     static constexpr bool kStores = false;
     static constexpr int kLoadWidth = 0;
     static constexpr int kStoreWidth = 0;
+    static constexpr bool kReducesRows = false;
     const float* x;
     float load(long long e) const { return x[e] * 2.0f; }
 };
@@ -353,6 +356,7 @@ struct TimesTwoInVectors {
     static constexpr bool kStores = false;
     static constexpr int kLoadWidth = 4;
     static constexpr int kStoreWidth = 0;
+    static constexpr bool kReducesRows = false;
     using Value = float;
     const float* x;
     std::atomic<long long>* vectors;
@@ -374,6 +378,7 @@ struct TimesThreeInVectors {
     static constexpr bool kStores = true;
     static constexpr int kLoadWidth = 0;
     static constexpr int kStoreWidth = 4;
+    static constexpr bool kReducesRows = false;
     float* out;
     std::atomic<long long>* vectors;
     std::atomic<long long>* elements;
@@ -389,7 +394,48 @@ struct TimesThreeInVectors {
     }
 };
 
+// What the emitted Io of a row reduction computes, written out for `sum(cumsum(x, 1) * 2, 1) + 1` (kMean:
+// `mean`) over float32: the operand of element e is twice the scan's element, each row's output its reduced
+// value plus 1.
+template <bool kMeanOfRow>
+struct DoubledRowsPlusOne {
+    static constexpr bool kLoads = false;
+    static constexpr bool kStores = false;
+    static constexpr int kLoadWidth = 0;
+    static constexpr int kStoreWidth = 0;
+    static constexpr bool kReducesRows = true;
+    static constexpr bool kMean = kMeanOfRow;
+    using Reduced = float;
+    float* out;
+    float operand(long long, float d) const { return d * 2.0f; }
+    void store_row(long long row, float r) const { out[row] = r + 1.0f; }
+};
+
 }  // namespace
+
+TEST_CASE("scan kernel (simulated): a row reduction after the scan gives the reduction kernel's bits") {
+    using namespace lm::scan;
+    for (std::int64_t n : {1, 3, 4, 5, 8, 9, 33, 64, 200, 252, 256})
+        for (std::int64_t rows : {1, 3, 17}) {
+            const Tensor x =
+                testing::random_tensor({rows, n}, DType::Float32, static_cast<std::uint64_t>(n * rows) + 9);
+            for (bool mean_of_row : {false, true}) {
+                const Array doubled = cumsum(x, 1) * 2.0;
+                const Array y = (mean_of_row ? mean(doubled, {1}) : sum(doubled, {1})) + 1.0;
+                const std::string w = fmt::format("{} of [{}, {}]", mean_of_row ? "mean" : "sum", rows, n);
+                const Tensor got = run_simulated(y, x, [&](const codegen::ScanPlan& p, const Tensor& out) {
+                    CHECK(p.row_reduction);
+                    CHECK(p.path == codegen::ScanPath::Warp);
+                    float* o = static_cast<float*>(out.data());
+                    return mean_of_row ? entry_for<Sum, float, float, float>(p, DoubledRowsPlusOne<true>{o})
+                                       : entry_for<Sum, float, float, float>(p, DoubledRowsPlusOne<false>{o});
+                });
+                const testing::Comparison c =
+                    testing::compare(got, reference::evaluate(y.node()), testing::Tolerance::exact(), w);
+                CHECK_MESSAGE(c.ok, w << ": " << c.message);
+            }
+        }
+}
 
 TEST_CASE("scan kernel (simulated): a fused prologue and epilogue index the scan's elements row-major") {
     using namespace lm::scan;

@@ -529,7 +529,7 @@ std::string PointwiseEmitter::element() const {
     }
     line(s, 4, body_call(args, outs));
     if (returns_value) {
-        line(s, 4, "return r0;", "the operand's element: stored by the caller");
+        line(s, 4, "return r0;", returns_what);
         s += "}\n";
         return s;
     }
@@ -704,6 +704,24 @@ detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::Node
     EpiloguePart part{em.params_struct(), em.body(), em.element(), em.idx};
     if (vector) part.element += '\n' + em.prologue_vector();
     return part;
+}
+
+detail::EpiloguePart detail::operand_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
+                                          const PointwisePlan& plan, int acc_site) {
+    const PwGraph g = detail::build_pw_graph(outputs);
+    if (g.sites.size() != plan.loads.size() || g.outputs.size() != 1 || plan.outputs.size() != 1 ||
+        acc_site < 0 || static_cast<std::size_t>(acc_site) >= g.sites.size())
+        throw InternalError("operand_part: the plan does not belong to this graph");
+    detail::PointwiseEmitter em{g,
+                                plan,
+                                std::string(name),
+                                plan.index == IndexWidth::I32 ? "int" : "long long",
+                                !g.scalars.empty() || !g.gathers.empty(),
+                                acc_site,
+                                true};
+    em.acc_what = "the scan's element, rounded to its dtype";
+    em.returns_what = "the reduction's operand: reduced by the caller";
+    return {em.params_struct(), em.body(), em.element(), em.idx};
 }
 
 KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,

@@ -89,9 +89,25 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
         s += ep.params_struct + '\n' + ep.body + '\n' + ep.element + '\n';
         fields += fmt::format("    {}_ep_params ep;  // the epilogue's parameters\n", name);
     }
+    std::string operand_idx = "long long", row_idx = "long long";
+    if (p.row_reduction) {
+        const detail::EpiloguePart ro =
+            detail::operand_part(name + "_ro", ps.reduction_operand, p.operand_plan, p.operand_site);
+        const detail::EpiloguePart row = detail::epilogue_part(
+            name + "_row", ps.row_outputs, p.row_plan, p.row_site, true, false, "the row's reduced value");
+        operand_idx = ro.idx;
+        row_idx = row.idx;
+        s += ro.params_struct + '\n' + ro.body + '\n' + ro.element + '\n';
+        s += row.params_struct + '\n' + row.body + '\n' + row.element + '\n';
+        fields += fmt::format("    {}_ro_params ro;  // the reduction operand's parameters\n", name);
+        fields += fmt::format("    {}_row_params row;  // the row outputs' parameters\n", name);
+    }
     s += fmt::format("struct {}_params {{\n{}}};\n\n", name, fields);
     s += fmt::format("// The scan's loads{} and stores{} (scan.cuh's Io policy).\n",
-                     p.prologue ? " from its prologue" : "", p.epilogue ? " into its epilogue" : "");
+                     p.prologue ? " from its prologue" : "",
+                     p.epilogue        ? " into its epilogue"
+                     : p.row_reduction ? ": a reduction of each row, then its outputs"
+                                       : "");
     s += fmt::format("struct {}_io {{\n", name);
     detail::write_line(s, 4, fmt::format("static constexpr bool kLoads = {};", p.prologue ? "true" : "false"),
                        {}, kColumn);
@@ -102,6 +118,17 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
                        W > 0 ? fmt::format("the prologue's vectors: {} consecutive elements", W)
                              : std::string("no vectors: element by element"),
                        kColumn);
+    detail::write_line(
+        s, 4, fmt::format("static constexpr bool kReducesRows = {};", p.row_reduction ? "true" : "false"), {},
+        kColumn);
+    if (p.row_reduction) {
+        detail::write_line(
+            s, 4,
+            fmt::format("static constexpr bool kMean = {};", p.reduce_op == ir::Op::Mean ? "true" : "false"),
+            p.reduce_op == ir::Op::Mean ? "the row's sum divided by its length" : "the row's sum", kColumn);
+        detail::write_line(s, 4, fmt::format("using Reduced = {};", register_type(p.reduce_dtype)),
+                           "the reduction's operand and accumulator", kColumn);
+    }
     const int V = p.epilogue_vector_width();
     detail::write_line(s, 4, fmt::format("static constexpr int kStoreWidth = {};", V),
                        V > 0 ? fmt::format("the epilogue's vectors: {} consecutive elements", V)
@@ -147,6 +174,19 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
             "    }}\n",
             V, at, V, V - 1, V, V, name, V, ep_idx);
     }
+    if (p.row_reduction) {
+        const std::string_view rt = register_type(p.reduce_dtype);
+        s += fmt::format(
+            "    template <class Out>\n"
+            "    __device__ __forceinline__ {} operand(long long e, Out d) const {{\n"
+            "        return {}_ro_element(p.ro, ({})e, lm::to_reg(d));  // the reduction's operand of "
+            "element e\n"
+            "    }}\n"
+            "    __device__ __forceinline__ void store_row(long long row, {} r) const {{\n"
+            "        {}_row_element(p.row, ({})row, r);  // the outputs of the row's reduced value\n"
+            "    }}\n",
+            rt, name, operand_idx, rt, name, row_idx);
+    }
     s += "};\n\n";
     return s;
 }
@@ -155,7 +195,7 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
 
 KernelSource emit_scan(std::string_view user_name, const PlannedScan& ps) {
     const ScanPlan& p = ps.plan;
-    const bool fused = p.prologue || p.epilogue;
+    const bool fused = p.prologue || p.epilogue || p.row_reduction;
     KernelSource ks;
     ks.user_name = std::string(user_name);
     ks.name = kernel_name(user_name);

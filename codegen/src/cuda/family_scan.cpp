@@ -42,6 +42,16 @@ ScanParamLayout scan_param_layout(const ScanPlan& p) {
         l.size = l.epilogue_offset + p.epilogue_plan.params.size;
         l.align = std::max(l.align, a);
     }
+    if (p.row_reduction) {
+        const std::size_t a = std::max<std::size_t>(p.operand_plan.params.align, 1);
+        l.operand_offset = up(l.size, a);
+        l.size = l.operand_offset + p.operand_plan.params.size;
+        l.align = std::max(l.align, a);
+        const std::size_t b = std::max<std::size_t>(p.row_plan.params.align, 1);
+        l.row_offset = up(l.size, b);
+        l.size = l.row_offset + p.row_plan.params.size;
+        l.align = std::max(l.align, b);
+    }
     l.size = up(l.size, l.align);
     return l;
 }
@@ -140,7 +150,7 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
     std::string reads;
     for (std::size_t j = 0; j < s.inputs.size(); ++j) {
         const ir::Node& in = *s.inputs[j];
-        if (&in == s.accumulators.get()) continue;
+        if (&in == s.accumulators.get() || &in == s.reduced.get()) continue;
         reads +=
             fmt::format("{}{} {} [{}]", reads.empty() ? "" : ", ", in.label().empty() ? "input" : in.label(),
                         ir::describe(in), to_string(plan.kernels[i].reads.at(j)));
@@ -153,7 +163,13 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
         "          reads {}; writes {}; 1 launch\n",
         i, k.name, ir::op_name(n.op()), ir::describe(*n.operand(0)), ir::describe(n), ir::scan_attributes(n),
         where_of(n), path, fused_nodes({n.operand_ptr(0)}, " none (the operand read from memory)"),
-        fused_nodes(s.epilogue_outputs, " none (the scan stored as it is)"),
+        s.plan.row_reduction
+            ? fmt::format(" the {} of each row of{} as its warp finishes it (the reductions' row order; the "
+                          "scan's elements never stored), then{}",
+                          ir::op_name(s.plan.reduce_op),
+                          fused_nodes(s.reduction_operand, " the scan's elements"),
+                          fused_nodes(s.row_outputs, " a store"))
+            : fused_nodes(s.epilogue_outputs, " none (the scan stored as it is)"),
         reads.empty() ? "nothing" : reads, all_writes);
 }
 
@@ -188,14 +204,24 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     if (plan.epilogue)
         pack_params(plan.epilogue_plan, s.epilogue_binding, p.inputs.subspan(s.operand_inputs), p.outputs,
                     params.subspan(layout.epilogue_offset, plan.epilogue_plan.params.size));
+    if (plan.row_reduction) {
+        static void* const no_output[1] = {nullptr};
+        pack_params(plan.operand_plan, s.operand_binding,
+                    p.inputs.subspan(s.operand_inputs, s.reduction_operand_inputs), no_output,
+                    params.subspan(layout.operand_offset, plan.operand_plan.params.size));
+        pack_params(plan.row_plan, s.row_binding,
+                    p.inputs.subspan(s.operand_inputs + s.reduction_operand_inputs), p.outputs,
+                    params.subspan(layout.row_offset, plan.row_plan.params.size));
+    }
     ScanParams sp{};
     if (!plan.prologue)
         sp.in = static_cast<const char*>(p.inputs[0]) +
                 s.in_offset * static_cast<std::int64_t>(itemsize(plan.in));
-    if (!plan.epilogue && p.outputs.size() > 4)
+    const bool fused_out = plan.epilogue || plan.row_reduction;
+    if (!fused_out && p.outputs.size() > 4)
         throw Error(fmt::format("{}(): a scan kernel writes at most 4 outputs, not {} ({})",
                                 ir::op_name(s.node->op()), p.outputs.size(), short_location(s.node->loc())));
-    sp.outputs = plan.epilogue ? 0 : static_cast<int>(p.outputs.size());
+    sp.outputs = fused_out ? 0 : static_cast<int>(p.outputs.size());
     for (std::size_t o = 0; o < static_cast<std::size_t>(sp.outputs); ++o) sp.out[o] = p.outputs[o];
     const std::size_t axes = s.outer.size(), pad = 6 - axes;
     for (std::size_t a = 0; a < 6; ++a) {
@@ -213,7 +239,7 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     sp.vector_in = plan.prologue                                   ? prologue_vectors(s, operand_inputs)
                    : pieces(sp.in, s.in_step, s.in_outer, plan.in) ? 1
                                                                    : 0;
-    bool out_pieces = !plan.exclusive && !plan.epilogue;
+    bool out_pieces = !plan.exclusive && !fused_out;
     for (std::size_t o = 0; o < static_cast<std::size_t>(sp.outputs); ++o)
         out_pieces = out_pieces && pieces(sp.out[o], s.out_step, s.out_outer, plan.out);
     sp.vector_out = plan.epilogue ? epilogue_vectors(s, p.inputs.subspan(s.operand_inputs), p.outputs)

@@ -109,11 +109,13 @@ GpuKernel schedule_scan(const FusedKernel& k, const ScheduleInputs& in, const Gp
     GpuKernel g;
     PlannedScan ps = plan_scan(k, in.layout_of(), t.device);
     for (const ir::Node* input : ps.inputs)
-        g.reads.push_back(input == ps.accumulators.get() ? Slot{Slot::Kind::Index, 0} : in.slot(input));
+        g.reads.push_back(input == ps.accumulators.get() || input == ps.reduced.get()
+                              ? Slot{Slot::Kind::Index, 0}
+                              : in.slot(input));
     Hasher h;
     h.add(0x7363616e00000002ull);
     h.add(ps.plan.hash());
-    if (ps.plan.prologue || ps.plan.epilogue) h.add(structural_key(k.outputs));
+    if (ps.plan.prologue || ps.plan.epilogue || ps.plan.row_reduction) h.add(structural_key(k.outputs));
     g.key = with(h.digest(), t.options.hash());
     g.schedule = std::move(ps);
     return g;

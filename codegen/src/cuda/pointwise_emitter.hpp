@@ -36,6 +36,8 @@ struct PointwiseEmitter {
     std::vector<bool> uniform;
     std::vector<int> frontier;
     std::vector<bool> used_per_element;  // by a value computed per element, or an output
+    /// What a returned value is, for its comment.
+    std::string returns_what = "the operand's element: stored by the caller";
     /// What `acc` holds, for its comment.
     std::string acc_what = "the product, from the accumulators";
 

@@ -259,12 +259,16 @@ __device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, con
 // consecutive elements from a multiple of W at once (`load_vector(e, Value (&)[W])`), where the launch allows
 // (ScanParams::vector_in): what W neighbours share, such as a block of random numbers, is computed once. An
 // epilogue of kStoreWidth W > 0 likewise takes W consecutive elements (`store_vector(e, const Out (&)[W])`)
-// and stores its outputs in 16-byte vectors where the launch allows (ScanParams::vector_out).
+// and stores its outputs in 16-byte vectors where the launch allows (ScanParams::vector_out). A row reduction
+// (kReducesRows, the warp path) stores no element: `operand(e, d)` gives the reduction's operand of element
+// e from the scan's element d (rounded to the result's dtype), and `store_row(row, r)` the kernel's outputs
+// from the row's sum or mean r (kMean), both of type Reduced.
 struct MemoryIo {
     static constexpr bool kLoads = false;
     static constexpr bool kStores = false;
     static constexpr int kLoadWidth = 0;
     static constexpr int kStoreWidth = 0;
+    static constexpr bool kReducesRows = false;
 };
 
 // The thread's outputs through the Io's epilogue: element e of the result is at `out_row + position *
@@ -398,6 +402,47 @@ __device__ __forceinline__ void thread_outputs(const Maybe<A>& prefix, int count
         if (i < count) v[i] = r = Op::template combine<A>(r, v[i]);
 }
 
+// A row reduction (Io::kReducesRows) of the warp's row, of 1 to 256 elements, after step 5: the reductions'
+// row order (docs/semantics.md, "Reduction order") over x_i, the operand of the row's element i. Reduction
+// lane r takes the run of 4 elements from 4 r (one chunk: every run of the row), from the identity -0 in
+// ascending order; lane l of the warp holds runs 2 l and 2 l + 1. Of the butterfly's steps, s = 128 and 64
+// meet no present lane; s = 32 to 2 combine reduction lane r < s with r + s, which sits in warp lane
+// r / 2 + s / 2, the same slot (absent lanes skipped: combining with the identity is exact); s = 1 combines
+// lane 0's two slots. Lane 0 finishes the row (the mean: one division by the length) and hands it on.
+template <class A, class Out, class Io>
+__device__ __forceinline__ void reduce_row(const ScanParams& p, const Io& io, long long row,
+                                           long long out_row, const A (&v)[kPerThread], long long first,
+                                           int count, int lane) {
+    using R = typename Io::Reduced;
+    R run[2];
+    int has[2];
+    LM_SCAN_UNROLL
+    for (int k = 0; k < 2; ++k) {
+        run[k] = (R)-0.0;
+        has[k] = count > 4 * k ? 1 : 0;
+        LM_SCAN_UNROLL
+        for (int i = 4 * k; i < 4 * k + 4; ++i)
+            if (i < count) {
+                Out d;
+                narrow(&d, v[i]);
+                run[k] = scanc::add(run[k], io.operand(out_row + (first + i) * p.out_step, d));
+            }
+    }
+    LM_SCAN_UNROLL
+    for (int d = 16; d >= 1; d /= 2) {  // the butterfly's step s = 2 d
+        LM_SCAN_UNROLL
+        for (int k = 0; k < 2; ++k) {
+            const R other = __shfl_down_sync(0xffffffffu, run[k], d);
+            const int other_has = __shfl_down_sync(0xffffffffu, has[k], d);
+            if (lane < d && other_has) run[k] = scanc::add(run[k], other);
+        }
+    }
+    if (lane != 0 || !has[0]) return;
+    R r = has[1] ? scanc::add(run[0], run[1]) : run[0];
+    if constexpr (Io::kMean) r = scanc::div(r, (R)p.length);
+    io.store_row(row, r);
+}
+
 // Rows of at most 256 elements (32 threads of 8): one warp per row, 8 rows per block. The contract's order
 // has then one warp and no carry: the prefix is the previous lane's lane scan value alone.
 template <class Op, class In, class A, class Out, bool kExclusive, class Io = MemoryIo>
@@ -412,10 +457,15 @@ __device__ __forceinline__ void scan_warp_rows(const ScanParams& p, const Io& io
     A v[kPerThread];
     const A x = lane_scan<Op, A>(thread_total<Op, In, A>(p, io, in_row, first, count, v), lane, count);
     const A previous_lane = __shfl_up_sync(0xffffffffu, x, 1);
-    if (count == 0) return;
     Maybe<A> prefix;
     prefix.has = lane > 0;
     prefix.v = previous_lane;
+    if constexpr (Io::kReducesRows) {  // every lane takes part in the reduction's shuffles
+        if (count > 0) thread_outputs<Op, A>(prefix, count, v);
+        reduce_row<A, Out>(p, io, row, out_row, v, first, count, lane);
+        return;
+    }
+    if (count == 0) return;
     thread_outputs<Op, A>(prefix, count, v);
     store_all<A, Out, kExclusive>(p, io, out_row, v, first, count);
 }

@@ -106,6 +106,15 @@ std::uint64_t ScanPlan::hash() const {
     h.add(static_cast<std::uint64_t>(row_warps));
     h.add(static_cast<std::uint64_t>(prologue) | static_cast<std::uint64_t>(epilogue) << 1);
     if (prologue) h.add(prologue_plan.hash());
+    if (row_reduction) {
+        h.add(0x726f777265640001ull);
+        h.add(static_cast<std::uint64_t>(reduce_op));
+        h.add(static_cast<std::uint64_t>(reduce_dtype));
+        h.add(operand_plan.hash());
+        h.add(static_cast<std::uint64_t>(operand_site));
+        h.add(row_plan.hash());
+        h.add(static_cast<std::uint64_t>(row_site));
+    }
     if (epilogue) {
         h.add(epilogue_plan.hash());
         h.add(static_cast<std::uint64_t>(acc_site));
@@ -140,6 +149,14 @@ std::string fused_text(const ScanPlan& p) {
                         "\nepilogue: the kernel's outputs computed from the scan's elements as they are "
                         "stored\n")) +
              trimmed(p.epilogue_plan.describe(false));
+    if (p.row_reduction)
+        s += fmt::format(
+                 "\nrow reduction: the {} ({}) of each row, in the reductions' row order (two runs of 4 per "
+                 "lane, the butterfly by shuffles), as the warp finishes it; the scan's elements never "
+                 "stored\nreduction operand (from the scan's elements):\n",
+                 ir::op_name(p.reduce_op), name(p.reduce_dtype)) +
+             trimmed(p.operand_plan.describe(false)) + "\nrow outputs (from each row's reduced value):\n" +
+             trimmed(p.row_plan.describe(false));
     return s;
 }
 
@@ -255,6 +272,80 @@ void plan_epilogue(PlannedScan& ps, const FusedKernel& k, const LayoutOf& layout
     ps.epilogue_binding = std::move(ep.binding);
 }
 
+// The site of `plan` whose input (of `inputs`) is `placeholder`: exactly one.
+int placeholder_site(const PointwisePlan& plan, const std::vector<const ir::Node*>& inputs,
+                     const ir::Node* placeholder, const ir::Node& scan, const char* what) {
+    int site = -1;
+    for (std::size_t s = 0; s < plan.loads.size(); ++s) {
+        if (inputs[static_cast<std::size_t>(plan.loads[s].input)] != placeholder) continue;
+        if (site >= 0)
+            throw InternalError(
+                fmt::format("plan_scan(): the {} of {} reads it at two sites", what, where_of(scan)));
+        site = static_cast<int>(s);
+    }
+    if (site < 0)
+        throw InternalError(fmt::format("plan_scan(): the {} of {} does not read it", what, where_of(scan)));
+    return site;
+}
+
+// The row reduction (partition_products.cpp, row_reduction_refusal): the one sum or mean of the kernel's
+// outputs; its operand over a placeholder for the scan's elements, planned over the scan's shape; the outputs
+// over a placeholder for the reduced rows, planned over the rows. Their inputs follow the operand's.
+void plan_row_reduction(PlannedScan& ps, const FusedKernel& k, const ir::Node& r, const LayoutOf& layout_of,
+                        const DeviceInfo& device) {
+    const ir::Node& n = *ps.node;
+    ps.accumulators = ir::input(n.dtype(), n.shape(), "accumulators", {}, n.loc());
+    ps.reduction_operand = ir::rewrite(
+        {r.operand_ptr(0)}, [&](const ir::Node& x, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+            return &x == &n ? ps.accumulators : nullptr;
+        });
+    ps.reduced = ir::input(r.dtype(), r.shape(), "reduced", {}, r.loc());
+    ps.row_outputs =
+        ir::rewrite(k.outputs, [&](const ir::Node& x, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+            return &x == &r ? ps.reduced : nullptr;
+        });
+    auto plan_part = [&](const std::vector<ir::NodePtr>& outputs, const ir::NodePtr& placeholder,
+                         const char* what, PointwiseBinding& binding, int& site) {
+        const std::vector<const ir::Node*> part_inputs = pointwise_inputs(outputs);
+        std::vector<InputLayout> layouts;
+        for (const ir::Node* in : part_inputs) {
+            ps.inputs.push_back(in);
+            layouts.push_back(
+                in == placeholder.get()
+                    ? InputLayout{placeholder->dtype(), contiguous_strides(placeholder->shape()), true}
+                    : layout_of(*in));
+        }
+        PlannedPointwise pp = plan_pointwise(outputs, layouts, device.plan_target());
+        if (pp.plan.params_in_memory)
+            throw InternalError(fmt::format(
+                "plan_scan(): the {} of {} has more parameters than a launch takes", what, where_of(n)));
+        site = placeholder_site(pp.plan, part_inputs, placeholder.get(), n, what);
+        binding = std::move(pp.binding);
+        return std::make_pair(std::move(pp.plan), part_inputs.size());
+    };
+    ScanPlan& p = ps.plan;
+    p.row_reduction = true;
+    p.reduce_op = r.op();
+    p.reduce_dtype = r.operand(0)->dtype();
+    auto [operand_plan, operand_inputs] = plan_part(ps.reduction_operand, ps.accumulators,
+                                                    "reduction operand", ps.operand_binding, p.operand_site);
+    p.operand_plan = std::move(operand_plan);
+    ps.reduction_operand_inputs = operand_inputs;
+    p.row_plan = plan_part(ps.row_outputs, ps.reduced, "row outputs", ps.row_binding, p.row_site).first;
+}
+
+// The kernel's row reduction, when its outputs hold one (a reduction over the scan): the reduction node.
+const ir::Node* row_reduction_of(const FusedKernel& k) {
+    const ir::Node* found = nullptr;
+    for (const ir::Node* x : ir::topo_order(k.outputs))
+        if (ir::is_reduction(x->op())) {
+            if (found)
+                throw InternalError(fmt::format("plan_scan(): kernel {} holds two reductions", k.name));
+            found = x;
+        }
+    return found;
+}
+
 }  // namespace
 
 PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const DeviceInfo& device) {
@@ -281,7 +372,10 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const Dev
     ps.operand_inputs = ps.inputs.size();
     bool fused_store = false;
     for (const ir::NodePtr& o : k.outputs) fused_store = fused_store || o != ps.node;
-    if (fused_store) plan_epilogue(ps, k, layout_of, device);
+    if (const ir::Node* r = row_reduction_of(k))
+        plan_row_reduction(ps, k, *r, layout_of, device);
+    else if (fused_store)
+        plan_epilogue(ps, k, layout_of, device);
     const auto axis = static_cast<std::size_t>(ir::scan_axis(n));
     ps.length = n.shape()[axis];
     ps.in_step = in[axis];
@@ -308,6 +402,12 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const Dev
              : ps.length > 32 * ir::kScanThreadElements ? ScanPath::Tile
                                                         : ScanPath::Warp;
     p.threads = ir::kScanThreads;
+    if (p.row_reduction && (p.path != ScanPath::Warp || p.exclusive || ps.length == 0 ||
+                            ir::scan_axis(n) != static_cast<int>(n.shape().size()) - 1))
+        throw InternalError(
+            fmt::format("plan_scan(): the row reduction of {} is not over rows of 1 to 256 of "
+                        "its last axis, inclusive",
+                        where_of(n)));
     const std::int64_t warps =
         (ps.length + 32 * ir::kScanThreadElements - 1) / (32 * ir::kScanThreadElements);
     p.row_warps = p.path == ScanPath::Tile   ? (warps <= 2   ? 2

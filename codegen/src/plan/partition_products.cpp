@@ -303,6 +303,73 @@ std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, cons
     return {};
 }
 
+// Why the reduction kernel `q` cannot be the row reduction of the scan kernel `scan_kernel` (whose node is
+// `scan` and placeholder `ph`), or empty: one sum or mean over the scan's axis, the last, of elementwise work
+// on the scan's elements (rows of at most 256, an inclusive scan that is not also a result), then elementwise
+// work on the reduced rows. The scan kernel then reduces each row as it finishes it (scan.cuh, in the
+// reductions' row order): the scan's elements are never stored.
+std::string row_reduction_refusal(const FusedKernel& scan_kernel, const FusedKernel& q, const ir::Node& scan,
+                                  const ir::Node* ph) {
+    for (const Slot& w : scan_kernel.writes)
+        if (w.kind == Slot::Kind::Root) return "the scan is also a result";
+    if (q.group.reductions.size() != 1 || !q.group.element_outputs.empty())
+        return fmt::format("kernel {} is not one reduction of its rows", q.name);
+    const ir::Node& r = *q.group.reductions[0];
+    const auto rank = static_cast<std::int64_t>(scan.shape().size());
+    if (r.op() != ir::Op::Sum && r.op() != ir::Op::Mean)
+        return fmt::format("kernel {} is a {}, not a sum or a mean", q.name, ir::op_name(r.op()));
+    if (r.operand(0)->shape() != scan.shape() || r.ints() != std::vector<std::int64_t>{rank - 1} ||
+        ir::scan_axis(scan) != rank - 1)
+        return fmt::format("kernel {} does not reduce the scan's rows", q.name);
+    const std::int64_t length = scan.shape().back();
+    if (length == 0 || length > 32 * ir::kScanThreadElements || ir::scan_exclusive(scan))
+        return fmt::format(
+            "kernel {} reduces rows of {} (a row reduction in the scan kernel takes inclusive "
+            "scans of rows of 1 to {})",
+            q.name, length, 32 * ir::kScanThreadElements);
+    if (r.operand(0)->dtype() != DType::Float32 && r.operand(0)->dtype() != DType::Float64)
+        return fmt::format("kernel {} reduces {} values", q.name, name(r.operand(0)->dtype()));
+    // The reduction alone reads what is computed from the scan, each element at its own position.
+    std::unordered_set<const ir::Node*> from_scan{ph};
+    for (const ir::Node* x : ir::topo_order(q.group.row_outputs)) {
+        if (x == &r) continue;
+        bool reads = false;
+        for (const auto& o : x->operands()) reads = reads || from_scan.count(o.get()) > 0;
+        if (!reads) continue;
+        if (!ir::is_elementwise(x->op()) || x->shape() != scan.shape())
+            return fmt::format("kernel {} reads the scan through {}, not only its reduction", q.name,
+                               where_of(*x));
+        from_scan.insert(x);
+    }
+    for (const ir::NodePtr& o : q.group.row_outputs)
+        if (from_scan.count(o.get()) > 0) return fmt::format("kernel {} writes the scan's elements", q.name);
+    // Row outputs of one shape, each element the work on the reduced row of its own position: reshapes of the
+    // reduction (which keep the row-major order) and elementwise work over the outputs' shape.
+    const Shape& space = q.group.row_outputs.at(0)->shape();
+    std::unordered_set<const ir::Node*> from_rows{&r};
+    for (const ir::Node* x : ir::topo_order(q.group.row_outputs)) {
+        bool reads = false;
+        for (const auto& o : x->operands()) reads = reads || from_rows.count(o.get()) > 0;
+        if (!reads) continue;
+        const bool in_order =
+            x->op() == ir::Op::Reshape || (ir::is_elementwise(x->op()) && x->shape() == space);
+        if (!in_order)
+            return fmt::format("kernel {} reads the reduced rows through {}, not row by row", q.name,
+                               where_of(*x));
+        from_rows.insert(x);
+    }
+    for (const ir::NodePtr& o : q.group.row_outputs)
+        if (o->shape() != space) return fmt::format("kernel {} writes outputs of several shapes", q.name);
+    std::size_t inputs = 0;
+    for (const ir::Node* x : ir::topo_order(q.group.row_outputs)) {
+        if (ir::is_gather(x->op())) return fmt::format("kernel {} holds a gather ({})", q.name, where_of(*x));
+        if (x->op() == ir::Op::Input) ++inputs;
+    }
+    if (inputs > kEpilogueInputs)
+        return fmt::format("kernel {} reads more than {} inputs", q.name, kEpilogueInputs);
+    return {};
+}
+
 // Epilogues: a product whose result one pointwise kernel alone reads, element by element and over the
 // product's shape, takes that kernel's work onto its accumulators (one kernel, the result never stored
 // unless it is a root). The merged kernel sits where the pointwise kernel was (its other inputs are ready
@@ -321,8 +388,12 @@ void fuse_epilogues(Partition& P, const PartitionOptions& options) {
         std::vector<std::size_t> readers;
         for (std::size_t q = p + 1; q < P.kernels.size(); ++q)
             if (reads_node(P.kernels[q], ph)) readers.push_back(q);
-        std::string refusal = readers.size() == 1 ? epilogue_refusal(P.kernels[readers[0]], *product, ph)
-                                                  : fmt::format("{} kernels read it", readers.size());
+        const bool row_reduction = readers.size() == 1 && family == Family::Scan &&
+                                   P.kernels[readers[0]].family == Family::Reduction;
+        std::string refusal = readers.size() != 1 ? fmt::format("{} kernels read it", readers.size())
+                              : row_reduction
+                                  ? row_reduction_refusal(P.kernels[p], P.kernels[readers[0]], *product, ph)
+                                  : epilogue_refusal(P.kernels[readers[0]], *product, ph);
         if (!refusal.empty()) {
             P.temps[static_cast<std::size_t>(t)].why += fmt::format(" (not an epilogue: {})", refusal);
             continue;
@@ -331,10 +402,10 @@ void fuse_epilogues(Partition& P, const PartitionOptions& options) {
         FusedKernel f;
         f.family = family;
         f.name = P.kernels[p].name;
-        f.outputs =
-            ir::rewrite(q.outputs, [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
-                return &n == ph ? product : nullptr;
-            });
+        f.outputs = ir::rewrite(row_reduction ? q.group.row_outputs : q.outputs,
+                                [&](const ir::Node& n, const std::vector<ir::NodePtr>&) -> ir::NodePtr {
+                                    return &n == ph ? product : nullptr;
+                                });
         f.writes = q.writes;
         for (const Slot& w : P.kernels[p].writes)
             if (w.kind == Slot::Kind::Root) {
@@ -342,10 +413,13 @@ void fuse_epilogues(Partition& P, const PartitionOptions& options) {
                 f.writes.push_back(w);
             }
         std::string nodes;
-        for (const ir::Node* n : ir::topo_order(q.outputs))
-            if (ir::is_elementwise(n->op())) nodes += fmt::format(" {}", where_of(*n));
+        for (const ir::Node* n : ir::topo_order(row_reduction ? q.group.row_outputs : q.outputs))
+            if (ir::is_elementwise(n->op()) || ir::is_reduction(n->op()))
+                nodes += fmt::format(" {}", where_of(*n));
         f.why = fmt::format("{}; its epilogue runs on the {}:{}", P.kernels[p].why,
-                            family == Family::Scan ? "scan's elements as they are stored" : "accumulators",
+                            row_reduction            ? "scan's rows as they are finished, never stored"
+                            : family == Family::Scan ? "scan's elements as they are stored"
+                                                     : "accumulators",
                             nodes.empty() ? " a store" : nodes);
         q = std::move(f);
         P.kernels.erase(P.kernels.begin() + static_cast<std::ptrdiff_t>(p));

@@ -96,6 +96,7 @@ struct cumsum_io {
     static constexpr bool kLoads = true;
     static constexpr bool kStores = true;
     static constexpr int kLoadWidth = 4;                                 // the prologue's vectors: 4 consecutive elements
+    static constexpr bool kReducesRows = false;
     static constexpr int kStoreWidth = 4;                                // the epilogue's vectors: 4 consecutive elements
     const cumsum_params& p;
     __device__ __forceinline__ auto load(long long e) const {

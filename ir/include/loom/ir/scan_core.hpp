@@ -50,6 +50,13 @@ LOOM_SCAN_FN double add(double a, double b) {
 LOOM_SCAN_FN long long add(long long a, long long b) {
     return (long long)((unsigned long long)a + (unsigned long long)b);
 }
+// A mean's one division (a scan kernel's row reduction: the reductions' finish).
+LOOM_SCAN_FN float div(float a, float b) {
+    return rng::div(a, b);
+}
+LOOM_SCAN_FN double div(double a, double b) {
+    return rng::div(a, b);
+}
 LOOM_SCAN_FN float mul(float a, float b) {
     return rng::mul(a, b);
 }

@@ -60,6 +60,19 @@ struct ScanPlan {
     PointwisePlan prologue_plan;
     PointwisePlan epilogue_plan;
     int acc_site = -1;
+    /// A row reduction instead of an epilogue (the warp path: rows of 1 to 256): the kernel's outputs are
+    /// elementwise work on a sum or mean over each row of elementwise work on the scan's elements, each row
+    /// reduced in the reductions' row order as its warp finishes it (scan.cuh, reduce_row); the scan's
+    /// elements are never stored. `operand_plan`: the reduction's operand from the scan's element (rounded
+    /// to its dtype) at site `operand_site`, over the scan's shape; `row_plan`: the kernel's outputs from the
+    /// row's reduced value at site `row_site`, over the rows.
+    bool row_reduction = false;
+    ir::Op reduce_op = ir::Op::Sum;       // Sum or Mean
+    DType reduce_dtype = DType::Float32;  // the reduction's operand and accumulator: float32 or float64
+    PointwisePlan operand_plan;
+    int operand_site = -1;
+    PointwisePlan row_plan;
+    int row_site = -1;
 
     bool operator==(const ScanPlan&) const = default;
     std::uint64_t hash() const;
@@ -94,6 +107,15 @@ struct PlannedScan {
     std::vector<ir::NodePtr> epilogue_outputs;  // the kernel's outputs over `accumulators`
     PointwiseBinding prologue_binding;
     PointwiseBinding epilogue_binding;
+    /// A row reduction: {the reduction's operand over `accumulators`}, the kernel's outputs over `reduced` (a
+    /// placeholder for each row's reduced value, which takes no pointer either), their bindings, and how many
+    /// of `inputs` after the operand's are the reduction operand's (the row outputs' follow).
+    std::vector<ir::NodePtr> reduction_operand;
+    ir::NodePtr reduced;
+    std::vector<ir::NodePtr> row_outputs;
+    PointwiseBinding operand_binding;
+    PointwiseBinding row_binding;
+    std::size_t reduction_operand_inputs = 0;
     std::int64_t in_offset = 0;  // elements
     std::int64_t length = 0;     // the row's length: the axis's extent
     std::int64_t in_step = 0;    // strides along the axis, in elements
@@ -128,10 +150,11 @@ DType scan_accumulator(DType out);
 /// loom::Error for more than kScanOuterAxes other axes that do not merge.
 PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const DeviceInfo& device);
 
-/// The bytes of a scan kernel's parameters: lm::ScanParams, then the prologue's and the epilogue's structs
-/// (a fused kernel), each at its alignment.
+/// The bytes of a scan kernel's parameters: lm::ScanParams, then the prologue's and the epilogue's structs,
+/// or the reduction operand's and the row outputs' (a fused kernel), each at its alignment.
 struct ScanParamLayout {
-    std::size_t prologue_offset = 0, epilogue_offset = 0, size = 0, align = 8;
+    std::size_t prologue_offset = 0, epilogue_offset = 0, operand_offset = 0, row_offset = 0, size = 0,
+                align = 8;
 };
 ScanParamLayout scan_param_layout(const ScanPlan& p);
 
