@@ -92,6 +92,16 @@ TEST_CASE("golden: a scan's elementwise producer and consumer are its prologue a
     CHECK(ka[0].kernel.find("static constexpr bool kReducesRows = true;") != std::string::npos);
     CHECK(ka[0].kernel.find("static constexpr bool kMean = true;") != std::string::npos);
     golden::check_text("sc3_cumsum_row_mean_f32", ka[0].kernel);
+    // Row reductions of other dtypes compile too: a float64 mean, a float16 scan summed in float32, an int32
+    // scan (int64 accumulator) averaged in float64.
+    const Tensor rd = Tensor::host({16, 100}, float64), rh = Tensor::host({16, 100}, float16),
+                 ri = Tensor::host({16, 100}, DType::Int32);
+    for (const Array& y : {mean(cumsum(Array(rd), 1) * 2.0, 1), sum(cumsum(Array(rh), 1).astype(float32), 1),
+                           mean(cumsum(Array(ri), 1).astype(float64), 1, true)}) {
+        const auto k = compile_plan({y});
+        REQUIRE(k.size() == 1);
+        CHECK(k[0].kernel.find("static constexpr bool kReducesRows = true;") != std::string::npos);
+    }
     // bfloat16 through the warp path, the tile path and the tree path, inclusive and exclusive: the prologue
     // alone, the epilogue alone, both.
     const Tensor h = Tensor::host({8, 300}, bfloat16);
