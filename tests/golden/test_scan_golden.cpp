@@ -92,6 +92,20 @@ TEST_CASE("golden: a scan's elementwise producer and consumer are its prologue a
     CHECK(ka[0].kernel.find("static constexpr bool kReducesRows = true;") != std::string::npos);
     CHECK(ka[0].kernel.find("static constexpr bool kMean = true;") != std::string::npos);
     golden::check_text("sc3_cumsum_row_mean_f32", ka[0].kernel);
+    // A row reduction's kernel is not fused again with a reader of its own results (it writes the reduced
+    // rows, not the scan): rz + ru reads rz from memory, rz * 3 stays the kernel's; a keepdims sum reduced
+    // again plans (it threw std::out_of_range when the merged kernel was taken for a scan).
+    const Tensor zx = Tensor::host({6, 40}, float32), zy = Tensor::host({6, 7}, float32);
+    const Array rz = sum(cumsum(Array(zx), 1), {1}), ru = sum(Array(zy), {1});
+    for (const std::vector<Array>& roots :
+         {std::vector<Array>{rz + ru, rz * 3.0}, std::vector<Array>{rz * 3.0, rz + ru}}) {
+        const auto kz = compile_plan(roots, false);
+        REQUIRE(kz.size() >= 2);
+        CHECK(kz[0].kernel.find("static constexpr bool kReducesRows = true;") != std::string::npos);
+        CHECK(kz[0].kernel.find("lm::mul(") != std::string::npos);  // rz * 3 in the row outputs
+    }
+    const Array zk = sum(cumsum(Array(zx), 1), {1}, true);
+    CHECK(compile_plan({sum(zk * 2.0, {1})}, false).size() == 2);
     // Row reductions of other dtypes compile too: a float64 mean, a float16 scan summed in float32, an int32
     // scan (int64 accumulator) averaged in float64.
     const Tensor rd = Tensor::host({16, 100}, float64), rh = Tensor::host({16, 100}, float16),

@@ -257,4 +257,19 @@ TEST_CASE("scan on the GPU: a sum or mean of each row after the scan, in the sca
                              << text);
         CHECK_MESSAGE((text.find("kernel 1") == std::string::npos) == c.one_kernel, c.what << ":\n" << text);
     }
+    // The reduced rows read by two consumers, one of them with another reduction's values: each root gets its
+    // own values (the row reduction's kernel is not merged again with a reader of its results).
+    const Tensor zx = values_for("cumsum", {6, 40}, DType::Float32, 70),
+                 zy = values_for("cumsum", {6, 7}, DType::Float32, 71);
+    const Array z = sum(cumsum(Array(zx), 1), {1}), u = sum(Array(zy), {1});
+    for (const std::vector<Array>& roots :
+         {std::vector<Array>{z + u, z * 3.0}, std::vector<Array>{z * 3.0, z + u}}) {
+        Tensor a = Tensor::empty({6}, DType::Float32, cuda0), b = Tensor::empty({6}, DType::Float32, cuda0);
+        testing::poison(a);
+        testing::poison(b);
+        assign({a, b}, roots);
+        const testing::Comparison c =
+            testing::check_against_reference({roots[0].node(), roots[1].node()}, {a, b});
+        CHECK_MESSAGE(c.ok, c.message);
+    }
 }

@@ -379,6 +379,13 @@ void fuse_epilogues(Partition& P, const PartitionOptions& options) {
         const Family family = P.kernels[p].family;
         // The host runs a scan on the CPU reference: its consumers stay LLVM kernels of their own.
         if (family != Family::MatMul && (family != Family::Scan || options.operands_from_memory)) continue;
+        // A product or scan kernel as partitioned writes its node alone (to a temporary, and to roots); one
+        // merged with its epilogue or row reduction writes that work's values, and takes no second one.
+        const std::vector<ir::NodePtr>& outs = P.kernels[p].outputs;
+        const bool own_node =
+            !outs.empty() && (ir::is_product(outs[0]->op()) || ir::is_scan(outs[0]->op())) &&
+            std::all_of(outs.begin(), outs.end(), [&](const ir::NodePtr& o) { return o == outs[0]; });
+        if (!own_node) continue;
         int t = -1;
         for (const Slot& w : P.kernels[p].writes)
             if (w.kind == Slot::Kind::Temp) t = w.index;
