@@ -110,8 +110,10 @@ TEST_CASE("golden: a scan's elementwise producer and consumer are its prologue a
     // scan (int64 accumulator) averaged in float64.
     const Tensor rd = Tensor::host({16, 100}, float64), rh = Tensor::host({16, 100}, float16),
                  ri = Tensor::host({16, 100}, DType::Int32);
-    for (const Array& y : {mean(cumsum(Array(rd), 1) * 2.0, 1), sum(cumsum(Array(rh), 1).astype(float32), 1),
-                           mean(cumsum(Array(ri), 1).astype(float64), 1, true)}) {
+    const Tensor rt = Tensor::host({16, 1000}, float32);  // the tile path's 4 warps per row
+    for (const Array& y :
+         {mean(cumsum(Array(rd), 1) * 2.0, 1), sum(cumsum(Array(rh), 1).astype(float32), 1),
+          mean(cumsum(Array(ri), 1).astype(float64), 1, true), sum(cumsum(Array(rt), 1), 1)}) {
         const auto k = compile_plan({y});
         REQUIRE(k.size() == 1);
         CHECK(k[0].kernel.find("static constexpr bool kReducesRows = true;") != std::string::npos);
@@ -134,9 +136,9 @@ TEST_CASE("golden: a scan's elementwise producer and consumer are its prologue a
     const auto kt = compile_plan({logcumsumexp(xt, 1, {.exclusive = true})}, false);
     REQUIRE(kt.size() == 1);
     CHECK(kt[0].kernel.find("_io") == std::string::npos);
-    // A reduction below the scan is computed first; a sum of the scan's rows of at most 256 is its row
+    // A reduction below the scan is computed first; a sum of the scan's rows of at most 1024 is its row
     // reduction (2 kernels), a sum of longer rows or over another axis reads the scan from memory (3).
-    const Tensor m = Tensor::host({16, 100}, float32), m2 = Tensor::host({16, 300}, float32);
+    const Tensor m = Tensor::host({16, 100}, float32), m2 = Tensor::host({16, 1100}, float32);
     CHECK(compile_plan({sum(cumsum(Array(m) - mean(Array(m), 1, true), 1), 1)}, false).size() == 2);
     CHECK(compile_plan({sum(cumsum(Array(m2) - mean(Array(m2), 1, true), 1), 1)}, false).size() == 3);
     CHECK(compile_plan({sum(cumsum(Array(m) - mean(Array(m), 1, true), 1), 0)}, false).size() == 3);

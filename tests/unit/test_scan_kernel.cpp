@@ -415,7 +415,8 @@ struct DoubledRowsPlusOne {
 
 TEST_CASE("scan kernel (simulated): a row reduction after the scan gives the reduction kernel's bits") {
     using namespace lm::scan;
-    for (std::int64_t n : {1, 3, 4, 5, 8, 9, 33, 64, 200, 252, 256})
+    // Rows of the warp path (1 to 256) and of the tile path's 2 and 4 warps (257 to 1024).
+    for (std::int64_t n : {1, 3, 4, 5, 8, 9, 33, 64, 200, 252, 256, 257, 300, 512, 513, 777, 1024})
         for (std::int64_t rows : {1, 3, 17}) {
             const Tensor x =
                 testing::random_tensor({rows, n}, DType::Float32, static_cast<std::uint64_t>(n * rows) + 9);
@@ -425,7 +426,7 @@ TEST_CASE("scan kernel (simulated): a row reduction after the scan gives the red
                 const std::string w = fmt::format("{} of [{}, {}]", mean_of_row ? "mean" : "sum", rows, n);
                 const Tensor got = run_simulated(y, x, [&](const codegen::ScanPlan& p, const Tensor& out) {
                     CHECK(p.row_reduction);
-                    CHECK(p.path == codegen::ScanPath::Warp);
+                    CHECK(p.path == (n <= 256 ? codegen::ScanPath::Warp : codegen::ScanPath::Tile));
                     float* o = static_cast<float*>(out.data());
                     return mean_of_row ? entry_for<Sum, float, float, float>(p, DoubledRowsPlusOne<true>{o})
                                        : entry_for<Sum, float, float, float>(p, DoubledRowsPlusOne<false>{o});

@@ -164,11 +164,11 @@ std::string GpuFamily<PlannedScan>::explain(const FusionPlan& plan, std::size_t 
         i, k.name, ir::op_name(n.op()), ir::describe(*n.operand(0)), ir::describe(n), ir::scan_attributes(n),
         where_of(n), path, fused_nodes({n.operand_ptr(0)}, " none (the operand read from memory)"),
         s.plan.row_reduction
-            ? fmt::format(" the {} of each row of{} as its warp finishes it (the reductions' row order; the "
-                          "scan's elements never stored), then{}",
-                          ir::op_name(s.plan.reduce_op),
-                          fused_nodes(s.reduction_operand, " the scan's elements"),
-                          fused_nodes(s.row_outputs, " a store"))
+            ? fmt::format(
+                  " the {} of each row of{} as the kernel finishes it (the reductions' row order; the "
+                  "scan's elements never stored), then{}",
+                  ir::op_name(s.plan.reduce_op), fused_nodes(s.reduction_operand, " the scan's elements"),
+                  fused_nodes(s.row_outputs, " a store"))
             : fused_nodes(s.epilogue_outputs, " none (the scan stored as it is)"),
         reads.empty() ? "nothing" : reads, all_writes);
 }

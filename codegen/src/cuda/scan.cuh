@@ -402,20 +402,18 @@ __device__ __forceinline__ void thread_outputs(const Maybe<A>& prefix, int count
         if (i < count) v[i] = r = Op::template combine<A>(r, v[i]);
 }
 
-// A row reduction (Io::kReducesRows) of the warp's row, of 1 to 256 elements, after step 5: the reductions'
-// row order (docs/semantics.md, "Reduction order") over x_i, the operand of the row's element i. Reduction
-// lane r takes the run of 4 elements from 4 r (one chunk: every run of the row), from the identity -0 in
-// ascending order; lane l of the warp holds runs 2 l and 2 l + 1. Of the butterfly's steps, s = 128 and 64
-// meet no present lane; s = 32 to 2 combine reduction lane r < s with r + s, which sits in warp lane
-// r / 2 + s / 2, the same slot (absent lanes skipped: combining with the identity is exact); s = 1 combines
-// lane 0's two slots. Lane 0 finishes the row (the mean: one division by the length) and hands it on.
-template <class A, class Out, class Io>
-__device__ __forceinline__ void reduce_row(const ScanParams& p, const Io& io, long long row,
-                                           long long out_row, const A (&v)[kPerThread], long long first,
-                                           int count, int lane) {
-    using R = typename Io::Reduced;
-    R run[2];
-    int has[2];
+// A row reduction (Io::kReducesRows) of a row of 1 to 1024 elements, after step 5: the reductions' row order
+// (docs/semantics.md, "Reduction order") over x_i, the operand of the row's element i. Reduction lane r takes
+// the run of 4 elements from 4 r (one chunk, at most 256 runs: one each), from the identity -0 in ascending
+// order; thread t of the row holds runs 2 t and 2 t + 1 (row_runs). The butterfly's step s combines reduction
+// lane r < s with r + s, which sits in thread t + s / 2, the same slot; absent lanes are skipped (combining
+// with the identity is exact). Steps from threads of other warps go through shared memory (the tile path),
+// steps s = 32 to 2 by shuffles (warp_butterfly), s = 1 combines thread 0's two slots, which finishes the row
+// (the mean: one division by the length) and hands it on (finish_row).
+template <class Out, class Io, class A, class R>
+__device__ __forceinline__ void row_runs(const ScanParams& p, const Io& io, long long out_row,
+                                         const A (&v)[kPerThread], long long first, int count, R (&run)[2],
+                                         int (&has)[2]) {
     LM_SCAN_UNROLL
     for (int k = 0; k < 2; ++k) {
         run[k] = (R)-0.0;
@@ -428,8 +426,11 @@ __device__ __forceinline__ void reduce_row(const ScanParams& p, const Io& io, lo
                 run[k] = scanc::add(run[k], io.operand(out_row + (first + i) * p.out_step, d));
             }
     }
+}
+template <class R>
+__device__ __forceinline__ void warp_butterfly(R (&run)[2], const int (&has)[2], int lane) {
     LM_SCAN_UNROLL
-    for (int d = 16; d >= 1; d /= 2) {  // the butterfly's step s = 2 d
+    for (int d = 16; d >= 1; d /= 2) {  // the step s = 2 d
         LM_SCAN_UNROLL
         for (int k = 0; k < 2; ++k) {
             const R other = __shfl_down_sync(0xffffffffu, run[k], d);
@@ -437,10 +438,60 @@ __device__ __forceinline__ void reduce_row(const ScanParams& p, const Io& io, lo
             if (lane < d && other_has) run[k] = scanc::add(run[k], other);
         }
     }
-    if (lane != 0 || !has[0]) return;
+}
+template <class Io, class R>
+__device__ __forceinline__ void finish_row(const ScanParams& p, const Io& io, long long row,
+                                           const R (&run)[2], const int (&has)[2]) {
+    if (!has[0]) return;  // an empty row (none: the partition takes rows of 1 or more) or a row past the last
     R r = has[1] ? scanc::add(run[0], run[1]) : run[0];
     if constexpr (Io::kMean) r = scanc::div(r, (R)p.length);
     io.store_row(row, r);
+}
+
+// The warp path's row reduction: a warp per row of at most 256.
+template <class A, class Out, class Io>
+__device__ __forceinline__ void reduce_row(const ScanParams& p, const Io& io, long long row,
+                                           long long out_row, const A (&v)[kPerThread], long long first,
+                                           int count, int lane) {
+    using R = typename Io::Reduced;
+    R run[2];
+    int has[2];
+    row_runs<Out>(p, io, out_row, v, first, count, run, has);
+    warp_butterfly(run, has, lane);
+    if (lane == 0) finish_row(p, io, row, run, has);
+}
+
+// The tile path's: kRowWarps of 2 or 4 warps per row of at most 1024 (every thread of the block takes part in
+// the barriers); the steps from s = 32 kRowWarps down to 64 through shared memory.
+template <int kRowWarps, class A, class Out, class Io>
+__device__ __forceinline__ void reduce_tile_row(const ScanParams& p, const Io& io, long long row,
+                                                long long out_row, const A (&v)[kPerThread], long long first,
+                                                int count, int t, int lane) {
+    static_assert(kRowWarps == 2 || kRowWarps == 4, "a row reduction takes rows of at most 1024");
+    using R = typename Io::Reduced;
+    __shared__ R runs[kThreads][2];
+    __shared__ int runs_present[kThreads][2];
+    R run[2];
+    int has[2];
+    row_runs<Out>(p, io, out_row, v, first, count, run, has);
+    LM_SCAN_UNROLL
+    for (int d = 16 * kRowWarps; d >= 32; d /= 2) {  // the step s = 2 d, partners in other warps
+        LM_SCAN_UNROLL
+        for (int k = 0; k < 2; ++k) {
+            runs[threadIdx.x][k] = run[k];
+            runs_present[threadIdx.x][k] = has[k];
+        }
+        __syncthreads();
+        if (t < d) {
+            LM_SCAN_UNROLL
+            for (int k = 0; k < 2; ++k)
+                if (runs_present[threadIdx.x + d][k]) run[k] = scanc::add(run[k], runs[threadIdx.x + d][k]);
+        }
+        __syncthreads();
+    }
+    if (t >= 32) return;  // the row's first warp, whole
+    warp_butterfly(run, has, lane);
+    if (t == 0) finish_row(p, io, row, run, has);
 }
 
 // Rows of at most 256 elements (32 threads of 8): one warp per row, 8 rows per block. The contract's order
@@ -517,10 +568,17 @@ __device__ __forceinline__ void scan_tile(const ScanParams& p, const Io& io, lon
     __syncthreads();
 
     // Steps 4 and 5: the thread's prefix, then its outputs.
-    if (count == 0) return;
     Maybe<A> prefix = {A(), false};
     if (w > 0) fold<Op>(prefix, scan[w - 1]);
     if (lane > 0) fold<Op>(prefix, previous_lane);
+    if constexpr (Io::kReducesRows) {  // every thread takes part in the reduction's barriers
+        if (count > 0) thread_outputs<Op, A>(prefix, count, v);
+        // plan_scan gives a row reduction rows of at most 1024: 2 or 4 warps.
+        if constexpr (kRowWarps <= 4)
+            reduce_tile_row<kRowWarps, A, Out>(p, io, row, out_row, v, first, count, t, lane);
+        return;
+    }
+    if (count == 0) return;
     thread_outputs<Op, A>(prefix, count, v);
     store_all<A, Out, kExclusive>(p, io, out_row, v, first, count);
 }

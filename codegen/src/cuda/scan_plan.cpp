@@ -152,8 +152,9 @@ std::string fused_text(const ScanPlan& p) {
     if (p.row_reduction)
         s += fmt::format(
                  "\nrow reduction: the {} ({}) of each row, in the reductions' row order (two runs of 4 per "
-                 "lane, the butterfly by shuffles), as the warp finishes it; the scan's elements never "
-                 "stored\nreduction operand (from the scan's elements):\n",
+                 "thread, the butterfly through shared memory and shuffles), as the row's warps finish it; "
+                 "the "
+                 "scan's elements never stored\nreduction operand (from the scan's elements):\n",
                  ir::op_name(p.reduce_op), name(p.reduce_dtype)) +
              trimmed(p.operand_plan.describe(false)) + "\nrow outputs (from each row's reduced value):\n" +
              trimmed(p.row_plan.describe(false));
@@ -402,12 +403,6 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const Dev
              : ps.length > 32 * ir::kScanThreadElements ? ScanPath::Tile
                                                         : ScanPath::Warp;
     p.threads = ir::kScanThreads;
-    if (p.row_reduction && (p.path != ScanPath::Warp || p.exclusive || ps.length == 0 ||
-                            ir::scan_axis(n) != static_cast<int>(n.shape().size()) - 1))
-        throw InternalError(
-            fmt::format("plan_scan(): the row reduction of {} is not over rows of 1 to 256 of "
-                        "its last axis, inclusive",
-                        where_of(n)));
     const std::int64_t warps =
         (ps.length + 32 * ir::kScanThreadElements - 1) / (32 * ir::kScanThreadElements);
     p.row_warps = p.path == ScanPath::Tile   ? (warps <= 2   ? 2
@@ -415,6 +410,12 @@ PlannedScan plan_scan(const FusedKernel& k, const LayoutOf& layout_of, const Dev
                                                              : 8)
                   : p.path == ScanPath::Warp ? 1
                                              : 8;
+    const bool reducible_path = p.path == ScanPath::Warp || (p.path == ScanPath::Tile && p.row_warps <= 4);
+    if (p.row_reduction && (!reducible_path || p.exclusive || ps.length == 0 ||
+                            ir::scan_axis(n) != static_cast<int>(n.shape().size()) - 1))
+        throw InternalError(fmt::format(
+            "plan_scan(): the row reduction of {} is not over rows of 1 to 1024 of its last axis, inclusive",
+            where_of(n)));
     if (p.path == ScanPath::Tree) {
         const std::int64_t wave = std::max<std::int64_t>(device.sm_count, 1) * kScanChunkBlocksPerSM;
         while ((std::int64_t{2} << ps.chunk_shift) <= p.chunk_tiles() && ps.chunks() > 1) ++ps.chunk_shift;

@@ -303,11 +303,14 @@ std::string epilogue_refusal(const FusedKernel& q, const ir::Node& product, cons
     return {};
 }
 
+// The longest row a scan kernel reduces (4 warps of 8 elements a thread: one run of 4 per reduction lane).
+constexpr std::int64_t kScanRowReductionLength = 4 * 32 * ir::kScanThreadElements;
+
 // Why the reduction kernel `q` cannot be the row reduction of the scan kernel `scan_kernel` (whose node is
 // `scan` and placeholder `ph`), or empty: one sum or mean over the scan's axis, the last, of elementwise work
-// on the scan's elements (rows of at most 256, an inclusive scan that is not also a result), then elementwise
-// work on the reduced rows. The scan kernel then reduces each row as it finishes it (scan.cuh, in the
-// reductions' row order): the scan's elements are never stored.
+// on the scan's elements (rows of at most 1024, an inclusive scan that is not also a result), then
+// elementwise work on the reduced rows. The scan kernel then reduces each row as it finishes it (scan.cuh, in
+// the reductions' row order): the scan's elements are never stored.
 std::string row_reduction_refusal(const FusedKernel& scan_kernel, const FusedKernel& q, const ir::Node& scan,
                                   const ir::Node* ph) {
     for (const Slot& w : scan_kernel.writes)
@@ -322,11 +325,11 @@ std::string row_reduction_refusal(const FusedKernel& scan_kernel, const FusedKer
         ir::scan_axis(scan) != rank - 1)
         return fmt::format("kernel {} does not reduce the scan's rows", q.name);
     const std::int64_t length = scan.shape().back();
-    if (length == 0 || length > 32 * ir::kScanThreadElements || ir::scan_exclusive(scan))
+    if (length == 0 || length > kScanRowReductionLength || ir::scan_exclusive(scan))
         return fmt::format(
             "kernel {} reduces rows of {} (a row reduction in the scan kernel takes inclusive "
             "scans of rows of 1 to {})",
-            q.name, length, 32 * ir::kScanThreadElements);
+            q.name, length, kScanRowReductionLength);
     if (r.operand(0)->dtype() != DType::Float32 && r.operand(0)->dtype() != DType::Float64)
         return fmt::format("kernel {} reduces {} values", q.name, name(r.operand(0)->dtype()));
     // The reduction alone reads what is computed from the scan, each element at its own position.

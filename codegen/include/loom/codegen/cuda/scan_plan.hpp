@@ -60,12 +60,13 @@ struct ScanPlan {
     PointwisePlan prologue_plan;
     PointwisePlan epilogue_plan;
     int acc_site = -1;
-    /// A row reduction instead of an epilogue (the warp path: rows of 1 to 256): the kernel's outputs are
-    /// elementwise work on a sum or mean over each row of elementwise work on the scan's elements, each row
-    /// reduced in the reductions' row order as its warp finishes it (scan.cuh, reduce_row); the scan's
-    /// elements are never stored. `operand_plan`: the reduction's operand from the scan's element (rounded
-    /// to its dtype) at site `operand_site`, over the scan's shape; `row_plan`: the kernel's outputs from the
-    /// row's reduced value at site `row_site`, over the rows.
+    /// A row reduction instead of an epilogue (rows of 1 to 1024: the warp path, or the tile path's 2 or 4
+    /// warps): the kernel's outputs are elementwise work on a sum or mean over each row of elementwise work
+    /// on the scan's elements, each row reduced in the reductions' row order as the kernel finishes it
+    /// (scan.cuh, reduce_row and reduce_tile_row); the scan's elements are never stored. `operand_plan`: the
+    /// reduction's operand from the scan's element (rounded to its dtype) at site `operand_site`, over the
+    /// scan's shape; `row_plan`: the kernel's outputs from the row's reduced value at site `row_site`, over
+    /// the rows.
     bool row_reduction = false;
     ir::Op reduce_op = ir::Op::Sum;       // Sum or Mean
     DType reduce_dtype = DType::Float32;  // the reduction's operand and accumulator: float32 or float64
