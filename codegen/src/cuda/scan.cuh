@@ -260,9 +260,10 @@ __device__ __forceinline__ void store_outputs(const ScanParams& p, Out* out, con
 // (ScanParams::vector_in): what W neighbours share, such as a block of random numbers, is computed once. An
 // epilogue of kStoreWidth W > 0 likewise takes W consecutive elements (`store_vector(e, const Out (&)[W])`)
 // and stores its outputs in 16-byte vectors where the launch allows (ScanParams::vector_out). A row reduction
-// (kReducesRows, the warp path) stores no element: `operand(e, d)` gives the reduction's operand of element
-// e from the scan's element d (rounded to the result's dtype), and `store_row(row, r)` the kernel's outputs
-// from the row's sum or mean r (kMean), both of type Reduced.
+// (kReducesRows: rows of at most 1024, the warp path or the tile path's 2 or 4 warps) stores no element:
+// `operand(e, d)` gives the reduction's operand of element e from the scan's element d (rounded to the
+// result's dtype), and `store_row(row, r)` the kernel's outputs from the row's sum or mean r (kMean), both of
+// type Reduced.
 struct MemoryIo {
     static constexpr bool kLoads = false;
     static constexpr bool kStores = false;

@@ -152,10 +152,11 @@ std::string fused_text(const ScanPlan& p) {
     if (p.row_reduction)
         s += fmt::format(
                  "\nrow reduction: the {} ({}) of each row, in the reductions' row order (two runs of 4 per "
-                 "thread, the butterfly through shared memory and shuffles), as the row's warps finish it; "
-                 "the "
-                 "scan's elements never stored\nreduction operand (from the scan's elements):\n",
-                 ir::op_name(p.reduce_op), name(p.reduce_dtype)) +
+                 "thread, the butterfly {}), as the kernel finishes the row; the scan's elements never "
+                 "stored\nreduction operand (from the scan's elements):\n",
+                 ir::op_name(p.reduce_op), name(p.reduce_dtype),
+                 p.path == ScanPath::Warp ? "by shuffles"
+                                          : "through shared memory across warps, then shuffles") +
              trimmed(p.operand_plan.describe(false)) + "\nrow outputs (from each row's reduced value):\n" +
              trimmed(p.row_plan.describe(false));
     return s;

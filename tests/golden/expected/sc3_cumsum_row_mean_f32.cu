@@ -8,7 +8,7 @@
 // in0: input 0, int64, contiguous, an index, computed (no memory)
 // out0: float32
 // scalars: int64, float32, float32
-// row reduction: the mean (float32) of each row, in the reductions' row order (two runs of 4 per thread, the butterfly through shared memory and shuffles), as the row's warps finish it; the scan's elements never stored
+// row reduction: the mean (float32) of each row, in the reductions' row order (two runs of 4 per thread, the butterfly by shuffles), as the kernel finishes the row; the scan's elements never stored
 // reduction operand (from the scan's elements):
 // pointwise plan: rank 1, block 256, vector width 4 (16-byte vectors), 32-bit indexing
 // parameters: 32 bytes
