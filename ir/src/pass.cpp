@@ -18,11 +18,10 @@ namespace loom::ir {
 namespace {
 
 bool verify_by_default() {
-    if (const char* v = std::getenv("LOOM_VERIFY")) return std::string_view(v) != "0";
 #ifdef NDEBUG
-    return false;
+    return env_switch("LOOM_VERIFY", false);
 #else
-    return true;
+    return env_switch("LOOM_VERIFY", true);
 #endif
 }
 

@@ -5,11 +5,10 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 #include "errors_internal.hpp"
+#include "loom/ir/env.hpp"
 
 namespace loom {
 
@@ -65,10 +64,7 @@ bool runtime_poisoned() {
 }
 
 bool sync_after_launch() {
-    static const bool on = [] {
-        const char* v = std::getenv("LOOM_SYNC");
-        return v && *v && std::strcmp(v, "0") != 0;
-    }();
+    static const bool on = env_switch("LOOM_SYNC", false);
     return on;
 }
 

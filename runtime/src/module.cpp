@@ -6,12 +6,11 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
 
+#include "loom/ir/env.hpp"
 #include "loom/runtime/capture.hpp"
 #include "loom/runtime/device.hpp"
 #include "loom/runtime/errors.hpp"
@@ -54,10 +53,7 @@ std::string dims(const Dim3& d) {
 
 // LOOM_DEPENDENT_LAUNCH=0 (or off) launches every kernel in full stream order, as before Hopper (read once).
 bool dependent_launch_allowed() {
-    static const bool on = [] {
-        const char* v = std::getenv("LOOM_DEPENDENT_LAUNCH");
-        return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0));
-    }();
+    static const bool on = env_switch("LOOM_DEPENDENT_LAUNCH", true);
     return on;
 }
 

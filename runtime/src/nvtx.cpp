@@ -5,8 +5,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-#include <cstdlib>
-#include <cstring>
+#include "loom/ir/env.hpp"
 
 namespace loom::detail {
 
@@ -20,10 +19,7 @@ nvtxDomainHandle_t domain() {
 }  // namespace
 
 bool nvtx_enabled() noexcept {
-    static const bool on = [] {
-        const char* v = std::getenv("LOOM_NVTX");
-        return v && std::strcmp(v, "1") == 0;
-    }();
+    static const bool on = env_switch("LOOM_NVTX", false);
     return on;
 }
 
