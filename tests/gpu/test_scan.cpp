@@ -65,6 +65,26 @@ void check_bits(const Array& y, const std::string& what) {
     CHECK_MESSAGE(c.ok, what << ": " << c.message);
 }
 
+// Evaluates `y` fused and with fusion off, into poisoned outputs: the two give the same bits, and the fused
+// result is the reference's within the tolerance derived from the ops. Returns the explain text of `y`.
+std::string check_fused(const Array& y, const std::string& what) {
+    Tensor fused = Tensor::empty(y.shape(), y.dtype(), cuda0);
+    Tensor unfused = Tensor::empty(y.shape(), y.dtype(), cuda0);
+    testing::poison(fused);
+    testing::poison(unfused);
+    assign(fused, y);
+    {
+        const OptionsScope off(Options{.fusion = false});
+        assign(unfused, y);
+    }
+    const testing::Comparison same =
+        testing::compare(fused, unfused, testing::Tolerance::exact(), what + " (fused, unfused)");
+    CHECK_MESSAGE(same.ok, same.message);
+    const testing::Comparison ref = testing::check_against_reference({y.node()}, {fused});
+    CHECK_MESSAGE(ref.ok, what << ": " << ref.message);
+    return explain({y});
+}
+
 }  // namespace
 
 TEST_CASE("scan on the GPU: the reference's bits, every op, dtype and row length, inclusive and exclusive") {
@@ -174,21 +194,7 @@ TEST_CASE("scan on the GPU: elementwise prologues and epilogues fused into the s
     // equals the same program run unfused on the GPU bit for bit, and the reference within the derived
     // tolerance.
     for (const Case& c : cases) {
-        Tensor fused = Tensor::empty(c.y.shape(), c.y.dtype(), cuda0);
-        Tensor unfused = Tensor::empty(c.y.shape(), c.y.dtype(), cuda0);
-        testing::poison(fused);
-        testing::poison(unfused);
-        assign(fused, c.y);
-        {
-            const OptionsScope off(Options{.fusion = false});
-            assign(unfused, c.y);
-        }
-        const testing::Comparison same =
-            testing::compare(fused, unfused, testing::Tolerance::exact(), c.what + " (fused, unfused)");
-        CHECK_MESSAGE(same.ok, same.message);
-        const testing::Comparison ref = testing::check_against_reference({c.y.node()}, {fused});
-        CHECK_MESSAGE(ref.ok, c.what << ": " << ref.message);
-        const std::string text = explain({c.y});
+        const std::string text = check_fused(c.y, c.what);
         const bool one_kernel = text.find("prologue: none") == std::string::npos ||
                                 text.find("epilogue: none") == std::string::npos;
         CHECK_MESSAGE(one_kernel, c.what << ":\n" << text);
@@ -237,21 +243,7 @@ TEST_CASE("scan on the GPU: a sum or mean of each row after the scan, in the sca
                          mean(cumsum(Array(d), 2), {2}, true)});
     }
     for (const Case& c : cases) {
-        Tensor fused = Tensor::empty(c.y.shape(), c.y.dtype(), cuda0);
-        Tensor unfused = Tensor::empty(c.y.shape(), c.y.dtype(), cuda0);
-        testing::poison(fused);
-        testing::poison(unfused);
-        assign(fused, c.y);
-        {
-            const OptionsScope off(Options{.fusion = false});
-            assign(unfused, c.y);
-        }
-        const testing::Comparison same =
-            testing::compare(fused, unfused, testing::Tolerance::exact(), c.what + " (fused, unfused)");
-        CHECK_MESSAGE(same.ok, same.message);
-        const testing::Comparison ref = testing::check_against_reference({c.y.node()}, {fused});
-        CHECK_MESSAGE(ref.ok, c.what << ": " << ref.message);
-        const std::string text = explain({c.y});
+        const std::string text = check_fused(c.y, c.what);
         CHECK_MESSAGE((text.find("as the kernel finishes it") != std::string::npos) == c.row_reduction,
                       c.what << ":\n"
                              << text);

@@ -83,11 +83,11 @@ EpiloguePart prologue_part(std::string_view name, const ir::NodePtr& operand, co
                            bool vector = false);
 
 /// A value computed from another kernel's value (a scan's row reduction's operand from the scan's element):
-/// the pieces of the pointwise graph of `outputs` (one output), whose `<name>_element(const <name>_params& p,
+/// the pieces of the pointwise graph of `operand`, whose `<name>_element(const <name>_params& p,
 /// const <idx> e, const <type> acc)` returns element `e`'s value in its register type, with load site
 /// `acc_site` taken from `acc`; the plan's output pointer is unused.
-EpiloguePart operand_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
-                          const PointwisePlan& plan, int acc_site);
+EpiloguePart operand_part(std::string_view name, const ir::NodePtr& operand, const PointwisePlan& plan,
+                          int acc_site);
 
 /// The CUDA type of a parameter field: `int` / `long long` (ParamType::Index per `index`), `const lm::bf16*`,
 /// `void*`, `float`, `<struct_prefix>_el_params` (a nested struct), ...

@@ -689,29 +689,18 @@ detail::EpiloguePart detail::epilogue_part(std::string_view name, const std::vec
     return part;
 }
 
-detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::NodePtr& operand,
-                                           const PointwisePlan& plan, bool vector) {
-    const PwGraph g = detail::build_pw_graph({operand});
-    if (g.sites.size() != plan.loads.size() || g.outputs.size() != 1 || plan.outputs.size() != 1)
-        throw InternalError("prologue_part: the plan does not belong to this graph");
-    detail::PointwiseEmitter em{g,
-                                plan,
-                                std::string(name),
-                                plan.index == IndexWidth::I32 ? "int" : "long long",
-                                !g.scalars.empty() || !g.gathers.empty(),
-                                -1,
-                                true};
-    EpiloguePart part{em.params_struct(), em.body(), em.element(), em.idx};
-    if (vector) part.element += '\n' + em.prologue_vector();
-    return part;
-}
+namespace {
 
-detail::EpiloguePart detail::operand_part(std::string_view name, const std::vector<ir::NodePtr>& outputs,
-                                          const PointwisePlan& plan, int acc_site) {
-    const PwGraph g = detail::build_pw_graph(outputs);
+// The pieces of the pointwise graph of `operand` whose element function returns its value (the plan's output
+// pointer unused), its load site `acc_site` (-1: none) taken from `acc`, described by `acc_what`; `vector`
+// adds the prologue's vector function.
+detail::EpiloguePart returning_part(std::string_view name, const ir::NodePtr& operand,
+                                    const PointwisePlan& plan, int acc_site, bool vector,
+                                    std::string_view acc_what, std::string_view returns_what) {
+    const PwGraph g = detail::build_pw_graph({operand});
     if (g.sites.size() != plan.loads.size() || g.outputs.size() != 1 || plan.outputs.size() != 1 ||
-        acc_site < 0 || static_cast<std::size_t>(acc_site) >= g.sites.size())
-        throw InternalError("operand_part: the plan does not belong to this graph");
+        acc_site >= static_cast<int>(g.sites.size()))
+        throw InternalError(fmt::format("{}: the plan does not belong to this graph", name));
     detail::PointwiseEmitter em{g,
                                 plan,
                                 std::string(name),
@@ -719,9 +708,25 @@ detail::EpiloguePart detail::operand_part(std::string_view name, const std::vect
                                 !g.scalars.empty() || !g.gathers.empty(),
                                 acc_site,
                                 true};
-    em.acc_what = "the scan's element, rounded to its dtype";
-    em.returns_what = "the reduction's operand: reduced by the caller";
-    return {em.params_struct(), em.body(), em.element(), em.idx};
+    if (!acc_what.empty()) em.acc_what = std::string(acc_what);
+    if (!returns_what.empty()) em.returns_what = std::string(returns_what);
+    detail::EpiloguePart part{em.params_struct(), em.body(), em.element(), em.idx};
+    if (vector) part.element += '\n' + em.prologue_vector();
+    return part;
+}
+
+}  // namespace
+
+detail::EpiloguePart detail::prologue_part(std::string_view name, const ir::NodePtr& operand,
+                                           const PointwisePlan& plan, bool vector) {
+    return returning_part(name, operand, plan, -1, vector, {}, {});
+}
+
+detail::EpiloguePart detail::operand_part(std::string_view name, const ir::NodePtr& operand,
+                                          const PointwisePlan& plan, int acc_site) {
+    if (acc_site < 0) throw InternalError("operand_part: no site takes the scan's element");
+    return returning_part(name, operand, plan, acc_site, false, "the scan's element, rounded to its dtype",
+                          "the reduction's operand: reduced by the caller");
 }
 
 KernelSource generate_pointwise(std::string_view user_name, const std::vector<ir::NodePtr>& outputs,

@@ -92,7 +92,7 @@ std::string fused_parts(const std::string& name, const PlannedScan& ps) {
     std::string operand_idx = "long long", row_idx = "long long";
     if (p.row_reduction) {
         const detail::EpiloguePart ro =
-            detail::operand_part(name + "_ro", ps.reduction_operand, p.operand_plan, p.operand_site);
+            detail::operand_part(name + "_ro", ps.reduction_operand.at(0), p.operand_plan, p.operand_site);
         const detail::EpiloguePart row = detail::epilogue_part(
             name + "_row", ps.row_outputs, p.row_plan, p.row_site, true, false, "the row's reduced value");
         operand_idx = ro.idx;

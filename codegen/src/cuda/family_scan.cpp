@@ -90,33 +90,18 @@ bool pieces(const void* base, std::int64_t step, const std::vector<std::int64_t>
     return true;
 }
 
-// Whether a prologue computes each thread's 8 elements in its vectors of W (ScanPlan::prologue_vector_width):
-// step 1 and every row starting on a multiple of W, so that a thread's vectors (from multiples of 8 of its
-// row) start on multiples of W of the scan's row-major elements; and the vector variant's conditions on the
-// prologue's pointers and index sites (select_variant).
-int prologue_vectors(const PlannedScan& s, std::span<const void* const> operand_inputs) {
-    const std::int64_t w = s.plan.prologue_vector_width();
-    if (w == 0 || s.in_step != 1) return 0;
-    for (std::int64_t stride : s.in_outer)
+// Whether a fused prologue or epilogue of vector width `w` (ScanPlan::prologue_vector_width,
+// epilogue_vector_width; 0: none) takes each thread's 8 elements in its vectors (ScanParams::vector_in,
+// vector_out): step 1 and every row starting on a multiple of w, so that a thread's vectors (from multiples
+// of 8 of its row) start on multiples of w of the scan's row-major elements; and the pointwise vector
+// variant's conditions on the part's pointers and index sites (select_variant).
+int fused_vectors(std::int64_t w, std::int64_t step, const std::vector<std::int64_t>& outer_strides,
+                  const PointwisePlan& plan, const PointwiseBinding& binding,
+                  std::span<const void* const> inputs, std::span<void* const> outputs) {
+    if (w == 0 || step != 1) return 0;
+    for (std::int64_t stride : outer_strides)
         if (stride % w != 0) return 0;
-    return select_variant(s.plan.prologue_plan, s.prologue_binding, operand_inputs, {}) == Variant::Vector
-               ? 1
-               : 0;
-}
-
-// Whether an epilogue takes each thread's 8 elements in its vectors of W (ScanPlan::epilogue_vector_width):
-// the same conditions on the scan's row-major elements as a prologue's, and the vector variant's on the
-// epilogue's pointers (its outputs, its streamed inputs).
-int epilogue_vectors(const PlannedScan& s, std::span<const void* const> epilogue_inputs,
-                     std::span<void* const> outputs) {
-    const std::int64_t w = s.plan.epilogue_vector_width();
-    if (w == 0 || s.out_step != 1) return 0;
-    for (std::int64_t stride : s.out_outer)
-        if (stride % w != 0) return 0;
-    return select_variant(s.plan.epilogue_plan, s.epilogue_binding, epilogue_inputs, outputs) ==
-                   Variant::Vector
-               ? 1
-               : 0;
+    return select_variant(plan, binding, inputs, outputs) == Variant::Vector ? 1 : 0;
 }
 
 }  // namespace
@@ -236,13 +221,16 @@ BoundLaunch GpuFamily<PlannedScan>::bind(const PlannedScan& s, KernelPointers p,
     sp.tiles = s.tiles();
     sp.row_nodes = ir::scanc::row_nodes(sp.tiles);
     sp.identity = identity_bits(plan);
-    sp.vector_in = plan.prologue                                   ? prologue_vectors(s, operand_inputs)
+    sp.vector_in = plan.prologue ? fused_vectors(plan.prologue_vector_width(), s.in_step, s.in_outer,
+                                                 plan.prologue_plan, s.prologue_binding, operand_inputs, {})
                    : pieces(sp.in, s.in_step, s.in_outer, plan.in) ? 1
                                                                    : 0;
     bool out_pieces = !plan.exclusive && !fused_out;
     for (std::size_t o = 0; o < static_cast<std::size_t>(sp.outputs); ++o)
         out_pieces = out_pieces && pieces(sp.out[o], s.out_step, s.out_outer, plan.out);
-    sp.vector_out = plan.epilogue ? epilogue_vectors(s, p.inputs.subspan(s.operand_inputs), p.outputs)
+    sp.vector_out = plan.epilogue ? fused_vectors(plan.epilogue_vector_width(), s.out_step, s.out_outer,
+                                                  plan.epilogue_plan, s.epilogue_binding,
+                                                  p.inputs.subspan(s.operand_inputs), p.outputs)
                     : out_pieces  ? 1
                                   : 0;
     if (plan.path == ScanPath::Tree && s.rows() > 0) {

@@ -234,6 +234,23 @@ void plan_prologue(PlannedScan& ps, const LayoutOf& layout_of, const DeviceInfo&
     ps.prologue_binding = std::move(pp.binding);
 }
 
+// The site of `plan` whose input (of `inputs`) is `placeholder`: exactly one.
+int placeholder_site(const PointwisePlan& plan, const std::vector<const ir::Node*>& inputs,
+                     const ir::Node* placeholder, const ir::Node& scan, const char* what) {
+    int site = -1;
+    for (std::size_t s = 0; s < plan.loads.size(); ++s) {
+        if (inputs[static_cast<std::size_t>(plan.loads[s].input)] != placeholder) continue;
+        if (site >= 0)
+            throw InternalError(fmt::format("plan_scan(): the {} of {} reads {} at two sites", what,
+                                            where_of(scan), placeholder->label()));
+        site = static_cast<int>(s);
+    }
+    if (site < 0)
+        throw InternalError(fmt::format("plan_scan(): the {} of {} does not read {}", what, where_of(scan),
+                                        placeholder->label()));
+    return site;
+}
+
 // The epilogue: the kernel's outputs over a placeholder for the scan's value ("accumulators"), a pointwise
 // plan over their shape (the scan's, or a reshape of it that keeps the row-major order), every output
 // contiguous; its inputs follow the operand's.
@@ -257,37 +274,11 @@ void plan_epilogue(PlannedScan& ps, const FusedKernel& k, const LayoutOf& layout
     if (ep.plan.params_in_memory)
         throw InternalError(fmt::format(
             "plan_scan(): the epilogue of {} has more parameters than a launch takes", where_of(n)));
-    int site = -1;
-    for (std::size_t s = 0; s < ep.plan.loads.size(); ++s) {
-        if (ep_inputs[static_cast<std::size_t>(ep.plan.loads[s].input)] != ps.accumulators.get()) continue;
-        if (site >= 0)
-            throw InternalError(
-                fmt::format("plan_scan(): the epilogue of {} reads the scan at two sites", where_of(n)));
-        site = static_cast<int>(s);
-    }
-    if (site < 0)
-        throw InternalError(
-            fmt::format("plan_scan(): the epilogue of {} does not read the scan", where_of(n)));
+    const int site = placeholder_site(ep.plan, ep_inputs, ps.accumulators.get(), n, "epilogue");
     ps.plan.epilogue = true;
     ps.plan.epilogue_plan = std::move(ep.plan);
     ps.plan.acc_site = site;
     ps.epilogue_binding = std::move(ep.binding);
-}
-
-// The site of `plan` whose input (of `inputs`) is `placeholder`: exactly one.
-int placeholder_site(const PointwisePlan& plan, const std::vector<const ir::Node*>& inputs,
-                     const ir::Node* placeholder, const ir::Node& scan, const char* what) {
-    int site = -1;
-    for (std::size_t s = 0; s < plan.loads.size(); ++s) {
-        if (inputs[static_cast<std::size_t>(plan.loads[s].input)] != placeholder) continue;
-        if (site >= 0)
-            throw InternalError(
-                fmt::format("plan_scan(): the {} of {} reads it at two sites", what, where_of(scan)));
-        site = static_cast<int>(s);
-    }
-    if (site < 0)
-        throw InternalError(fmt::format("plan_scan(): the {} of {} does not read it", what, where_of(scan)));
-    return site;
 }
 
 // The row reduction (partition_products.cpp, row_reduction_refusal): the one sum or mean of the kernel's
