@@ -32,15 +32,20 @@ bool env_switch(const char* var, bool otherwise) {
     for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (word == "1" || word == "on" || word == "true" || word == "yes") return true;
     if (word == "0" || word == "off" || word == "false" || word == "no") return false;
+    warn_once(std::string(var) + "=" + v, std::string("loom warning: ") + var + "=" + v +
+                                              " is not on or off (1, on, true, yes; 0, off, false, no); " +
+                                              (otherwise ? "on" : "off"));
+    return otherwise;
+}
+
+void warn_once(const std::string& key, const std::string& message) {
     static std::mutex mu;
     static std::set<std::string> warned;
     {
         std::lock_guard lock(mu);
-        if (!warned.insert(std::string(var) + "=" + v).second) return otherwise;
+        if (!warned.insert(key).second) return;
     }
-    std::fprintf(stderr, "loom warning: %s=%s is not on or off (1, on, true, yes; 0, off, false, no); %s\n",
-                 var, v, otherwise ? "on" : "off");
-    return otherwise;
+    std::fprintf(stderr, "%s\n", message.c_str());
 }
 
 }  // namespace loom

@@ -1,12 +1,11 @@
 // Dump files for review.
 #include "loom/runtime/dump.hpp"
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
-#include <set>
 #include <string>
+
+#include "loom/ir/env.hpp"
 
 namespace loom::dump {
 
@@ -23,16 +22,9 @@ std::string write_to(const std::filesystem::path& dir, std::string_view file, st
     if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
     if (f) return path.string();
     // A dump the user asked for and does not get is said once per directory, not dropped in silence.
-    static std::mutex mu;
-    static std::set<std::string> warned;
-    bool first = false;
-    {
-        std::lock_guard lock(mu);
-        first = warned.insert(dir.string()).second;
-    }
-    if (first)
-        std::fprintf(stderr, "loom warning: cannot write dump files into %s (%s); those dumps are dropped\n",
-                     dir.string().c_str(), ec ? ec.message().c_str() : "cannot open a file there");
+    warn_once("dump:" + dir.string(), "loom warning: cannot write dump files into " + dir.string() + " (" +
+                                          (ec ? ec.message() : std::string("cannot open a file there")) +
+                                          "); those dumps are dropped");
     return {};
 }
 
